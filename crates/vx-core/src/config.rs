@@ -1,0 +1,345 @@
+//! The configuration model: what a `vx.toml` means once it has been parsed and validated.
+//!
+//! The loader in `vx-workspace` builds these types from the TOML tree (keeping source locations
+//! for everything a later error may need to point at), and `vx schema` derives its JSON Schema
+//! from the same types, so the schema and the loader cannot drift apart. Every key of every
+//! milestone is modelled here (CFG-12); the loader refuses keys whose feature is not built yet.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::location::{Location, Spanned};
+
+/// The file name vx reads in every project and at the root.
+pub const CONFIG_FILE: &str = "vx.toml";
+
+/// A whole `vx.toml`: the root file may carry `[workspace]`; any file may declare a project.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(
+    title = "vx.toml",
+    description = "Configuration of a vx workspace root or project"
+)]
+pub struct ConfigFile {
+    /// Workspace settings; only in the root `vx.toml`. Its presence marks the workspace root.
+    pub workspace: Option<WorkspaceConfig>,
+    #[serde(flatten)]
+    pub project: ProjectConfig,
+}
+
+/// `[workspace]` (CFG-2).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct WorkspaceConfig {
+    /// Member directory globs, root-relative; `!` entries exclude. Default: `pnpm-workspace.yaml`
+    /// `packages`, else `package.json` `workspaces`.
+    pub members: Option<Vec<Spanned<String>>>,
+    /// Default `--concurrency`: a positive integer. Default: the available CPUs.
+    #[schemars(range(min = 1))]
+    pub concurrency: Option<u32>,
+    /// Store location: root-relative, `~/`, or absolute. Default `.vx`.
+    pub cache_dir: Option<String>,
+    /// Lowest-precedence default task timeout, a duration such as `30m`.
+    #[serde(with = "opt_duration")]
+    #[schemars(with = "Option<String>")]
+    pub timeout: Option<Duration>,
+    /// Automatic prune after each run; at least one key.
+    pub cache_retention: Option<CacheRetention>,
+    /// Default base ref for bare `--affected`.
+    pub affected_base: Option<String>,
+    /// Task templates shared by many projects (CFG-13).
+    #[schemars(extend("default" = {}))]
+    pub tasks: BTreeMap<String, TaskConfig>,
+    /// The remote cache layer.
+    pub remote_cache: Option<RemoteCacheConfig>,
+    /// The remote executor.
+    pub remote_execution: Option<RemoteExecutionConfig>,
+    /// Graph checks.
+    pub rules: Option<RulesConfig>,
+}
+
+/// `cache-retention = { older-than?, max-size? }`.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct CacheRetention {
+    /// Remove entries not used for this long (a duration).
+    pub older_than: Option<String>,
+    /// Keep the store under this size (a size such as `20G`).
+    pub max_size: Option<String>,
+}
+
+/// `[workspace.rules]`.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct RulesConfig {
+    /// Refuse cached tasks whose outputs overlap (GRAPH-8). Default `true`.
+    pub exclusive_outputs: Option<bool>,
+    /// Refuse inputs that could match another task's outputs (GRAPH-9). Default `true`.
+    pub upfront_keys: Option<bool>,
+}
+
+/// `[workspace.remote-cache]` (REM-2).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct RemoteCacheConfig {
+    /// `http(s)://…` (HTTP protocol) or `grpc(s)://host:port` (REAPI). Required.
+    pub url: Option<String>,
+    /// HTTP namespace sent as `slug`.
+    pub team: Option<String>,
+    /// HTTP namespace sent as `teamId`.
+    pub team_id: Option<String>,
+    /// REAPI instance name. Default `""`.
+    pub instance_name: Option<String>,
+    /// Variable holding the bearer token. Default `VX_REMOTE_CACHE_TOKEN`.
+    pub token_env: Option<String>,
+    /// `ci`, `always` or `never`. Default `ci`.
+    pub write: Option<String>,
+    /// Variable holding the artifact signing key (HTTP only).
+    pub signature_key_env: Option<String>,
+    /// Per connection attempt, a duration. Default `2s`.
+    pub connect_timeout: Option<String>,
+    /// A transfer with no progress for this long fails. Default `30s`.
+    pub idle_timeout: Option<String>,
+    /// Compressed size cap for one artifact. Default `1G`.
+    pub max_download_size: Option<String>,
+    /// Parallel background uploads. Default 4.
+    pub upload_concurrency: Option<u32>,
+}
+
+/// `[workspace.remote-execution]` (REM-10).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct RemoteExecutionConfig {
+    /// `grpc://` or `grpcs://` URL. Required.
+    pub url: Option<String>,
+    /// Default `""`.
+    pub instance_name: Option<String>,
+    /// Variable holding the token. Default `VX_REMOTE_EXEC_TOKEN`.
+    pub token_env: Option<String>,
+    /// String properties sent verbatim.
+    pub platform: BTreeMap<String, String>,
+    /// The `PATH` tail on the worker. Default `/usr/local/bin:/usr/bin:/bin`.
+    pub path: Option<String>,
+    /// Default 4 × the run concurrency.
+    pub max_in_flight: Option<u32>,
+}
+
+/// The project keys of a `vx.toml` (CFG-3).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct ProjectConfig {
+    /// Project name when there is no `package.json` `name`.
+    pub name: Option<Spanned<String>>,
+    /// Extra project dependency edges (project names).
+    #[schemars(extend("default" = []))]
+    pub deps: Vec<Spanned<String>>,
+    /// Labels for `--filter tag:…`.
+    #[schemars(extend("default" = []))]
+    pub tags: Vec<String>,
+    /// The tasks, by name.
+    #[schemars(extend("default" = {}))]
+    pub tasks: BTreeMap<String, TaskConfig>,
+}
+
+/// One `[tasks.<name>]` table (CFG-4).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct TaskConfig {
+    /// Shown by `--dry` and `vx show`; not in the key.
+    pub description: Option<String>,
+    /// Run with `sh -c` in the project directory. Absent: a group task.
+    pub command: Option<String>,
+    /// Edges: `name`, `^name`, `project#name`, `pre*`, `^pre*`.
+    #[schemars(extend("default" = []))]
+    pub depends_on: Vec<Spanned<String>>,
+    /// The child environment.
+    pub env: Option<EnvConfig>,
+    /// Bound on the run (for persistent tasks, on readiness), a duration such as `10m`.
+    #[serde(with = "opt_duration")]
+    #[schemars(with = "Option<String>")]
+    pub timeout: Option<Duration>,
+    /// Extra attempts after a failure. Default 0.
+    pub retries: Option<u32>,
+    /// `true`, or `{ ready-when = "<regex>" }`: a long-running task.
+    pub persistent: Option<Persistent>,
+    /// The task owns the terminal. Default `false`.
+    pub interactive: Option<bool>,
+    /// Opt-in sandbox.
+    pub sandbox: Option<SandboxConfig>,
+    /// Opt-in caching.
+    pub cache: Option<CacheConfig>,
+    /// Opt in to remote execution: `true` or `{ platform?, extra-inputs? }`.
+    pub remote: Option<RemoteTask>,
+    /// `false`: the workspace template of the same name does not apply. Default `true`.
+    pub extends: Option<bool>,
+    /// Where `[tasks.<name>]` was declared.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub at: Location,
+    /// Where each key of the table was written, for `vx show` and errors.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub key_locations: BTreeMap<String, Location>,
+}
+
+impl TaskConfig {
+    /// A group task has no command; it only has dependencies (GRAPH-4).
+    pub fn is_group(&self) -> bool {
+        self.command.is_none()
+    }
+
+    pub fn is_persistent(&self) -> bool {
+        self.persistent.is_some()
+    }
+}
+
+/// `persistent = true` or `persistent = { ready-when = "<regex>" }`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Persistent {
+    Plain(bool),
+    Ready(ReadyWhen),
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct ReadyWhen {
+    /// A regular expression matched against each output line.
+    pub ready_when: String,
+}
+
+/// `env = { pass-through?, define?, secret? }` (CFG-5).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct EnvConfig {
+    /// Names (or prefixes ending in `*`) copied from vx's environment.
+    #[schemars(extend("default" = []))]
+    pub pass_through: Vec<String>,
+    /// Literal `NAME = "value"` pairs.
+    #[schemars(extend("default" = {}))]
+    pub define: BTreeMap<String, String>,
+    /// Names whose values are masked in all output.
+    #[schemars(extend("default" = []))]
+    pub secret: Vec<String>,
+}
+
+/// `sandbox = { read?, write?, network? }` (§12).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct SandboxConfig {
+    /// Paths the task may read.
+    #[schemars(extend("default" = []))]
+    pub read: Vec<String>,
+    /// Paths the task may write (implies read).
+    #[schemars(extend("default" = []))]
+    pub write: Vec<String>,
+    /// Host patterns the task may reach through the proxy.
+    #[schemars(extend("default" = []))]
+    pub network: Vec<String>,
+}
+
+/// `cache = { … }` (CFG-6).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct CacheConfig {
+    /// Project-relative input globs. Required (a workspace template may omit it).
+    pub inputs: Option<Vec<String>>,
+    /// Root-relative input globs.
+    #[schemars(extend("default" = []))]
+    pub workspace_inputs: Vec<String>,
+    /// Environment variables (or prefixes ending in `*`) folded into the key.
+    #[schemars(extend("default" = []))]
+    pub env: Vec<String>,
+    /// Probes run in the project directory; their output is folded into the key.
+    #[schemars(extend("default" = []))]
+    pub runtime: Vec<String>,
+    /// Probes run at the root, deduplicated across the run.
+    #[schemars(extend("default" = []))]
+    pub workspace_runtime: Vec<String>,
+    /// Which upstream keys to fold. Default: all.
+    pub upstream: Option<Vec<String>>,
+    /// Project-relative output globs; `[]` = a cached task with no files. Required.
+    pub outputs: Option<Vec<String>>,
+    /// Root-relative output globs.
+    #[schemars(extend("default" = []))]
+    pub workspace_outputs: Vec<String>,
+    /// The outputs do not depend on the OS or the CPU. Default `false`.
+    pub portable: Option<bool>,
+}
+
+/// `remote = true` or `remote = { platform?, extra-inputs? }`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RemoteTask {
+    Plain(bool),
+    Detailed(RemoteTaskConfig),
+}
+
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct RemoteTaskConfig {
+    #[schemars(extend("default" = {}))]
+    pub platform: BTreeMap<String, String>,
+    #[schemars(extend("default" = []))]
+    pub extra_inputs: Vec<String>,
+}
+
+/// The JSON Schema (draft 2020-12) of `vx.toml` (CFG-11).
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::schema_for!(ConfigFile);
+    serde_json::to_value(schema).expect("a schema always serialises")
+}
+
+mod opt_duration {
+    use std::time::Duration;
+
+    pub fn serialize<S: serde::Serializer>(
+        value: &Option<Duration>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(d) => serializer.serialize_some(&crate::units::format_config_duration(*d)),
+            None => serializer.serialize_none(),
+        }
+    }
+}
+
+impl serde::Serialize for Location {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<T: Serialize> Serialize for Spanned<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.value.serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_describes_root_and_project_keys() {
+        let schema = json_schema();
+        let text = schema.to_string();
+        assert!(text.contains("2020-12"), "{text}");
+        for key in [
+            "workspace",
+            "members",
+            "cache-retention",
+            "depends-on",
+            "pass-through",
+            "ready-when",
+            "workspace-inputs",
+            "extra-inputs",
+            "exclusive-outputs",
+        ] {
+            assert!(text.contains(&format!("\"{key}\"")), "schema lacks {key}");
+        }
+    }
+}

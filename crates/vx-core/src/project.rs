@@ -1,0 +1,74 @@
+//! The discovered workspace: its root settings and its projects with their dependency edges
+//! (§5). `vx-workspace` builds it from disk; everything after discovery reads only this.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::config::{ProjectConfig, WorkspaceConfig};
+use crate::location::Location;
+
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    /// Absolute, canonical path of the workspace root.
+    pub root: PathBuf,
+    /// `[workspace]` of the root `vx.toml`, or defaults when the root came from a
+    /// package-manager file.
+    pub settings: WorkspaceConfig,
+    /// Sorted by name. The root project, when it exists, is named `//` and has `dir` "".
+    pub projects: Vec<Project>,
+    /// Index into `projects` by name.
+    pub by_name: BTreeMap<String, usize>,
+}
+
+impl Workspace {
+    pub fn project(&self, name: &str) -> Option<&Project> {
+        self.by_name.get(name).map(|&i| &self.projects[i])
+    }
+
+    /// The deepest project whose directory contains `rel` (a root-relative path, "" for the
+    /// root itself), nested projects winning over outer ones (DISC-6).
+    pub fn project_containing(&self, rel: &str) -> Option<&Project> {
+        self.projects
+            .iter()
+            .filter(|p| {
+                p.dir.is_empty()
+                    || rel == p.dir
+                    || (rel.starts_with(&p.dir) && rel.as_bytes().get(p.dir.len()) == Some(&b'/'))
+            })
+            .max_by_key(|p| p.dir.len())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Project {
+    pub name: String,
+    /// Root-relative directory with `/` separators; "" for the root project.
+    pub dir: String,
+    /// `package.json` `version`, when there is one.
+    pub version: Option<String>,
+    pub has_vx_toml: bool,
+    pub has_package_json: bool,
+    /// The project's `vx.toml` (empty when it has none).
+    pub config: ProjectConfig,
+    /// Direct project dependencies, sorted by target name (DISC-5).
+    pub deps: Vec<ProjectEdge>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectEdge {
+    /// Name of the project depended on.
+    pub to: String,
+    pub kind: EdgeKind,
+    /// Where the edge was declared (the `package.json` entry or the `deps` entry).
+    pub at: Location,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EdgeKind {
+    /// `dependencies`, `devDependencies`, `optionalDependencies`, or `deps` in `vx.toml`.
+    Normal,
+    /// `peerDependencies`: in a cycle, kept for selection only (DISC-5).
+    Peer,
+    /// A peer edge inside a cycle: selection walks it, ordering does not.
+    SelectionOnly,
+}

@@ -1,0 +1,179 @@
+//! From command-line words to requested task ids (CLI-5, CLI-6, CLI-8, CLI-9, CLI-16).
+
+use std::collections::BTreeSet;
+
+use crate::diagnostic::Diagnostic;
+use crate::id::TaskId;
+use crate::project::Workspace;
+use crate::suggest::did_you_mean;
+
+/// Which projects bare task names apply to.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    /// `--all` / `--filter`: the selected projects.
+    Selection(BTreeSet<usize>),
+    /// No selection flag: the project containing the current directory.
+    Project(usize),
+    /// No selection flag and the current directory is in no project.
+    Outside,
+}
+
+impl Scope {
+    fn projects(&self) -> BTreeSet<usize> {
+        match self {
+            Scope::Selection(s) => s.clone(),
+            Scope::Project(p) => BTreeSet::from([*p]),
+            Scope::Outside => BTreeSet::new(),
+        }
+    }
+}
+
+/// Resolves positionals to task ids, sorted and deduplicated.
+pub fn resolve_requests(
+    workspace: &Workspace,
+    positionals: &[String],
+    scope: &Scope,
+    forwarded_args: bool,
+) -> Result<Vec<TaskId>, Diagnostic> {
+    let in_scope = scope.projects();
+    if positionals.is_empty() {
+        let mut ids: Vec<String> = Vec::new();
+        for &p in &in_scope {
+            let project = &workspace.projects[p];
+            ids.extend(
+                project
+                    .config
+                    .tasks
+                    .keys()
+                    .map(|t| format!("{}#{t}", project.name)),
+            );
+        }
+        let d = Diagnostic::new("name a task to run");
+        return Err(if ids.is_empty() {
+            d
+        } else if ids.len() > 12 {
+            d.hint(format!(
+                "tasks here: {}, and {} more",
+                ids[..12].join(", "),
+                ids.len() - 12
+            ))
+        } else {
+            d.hint(format!("tasks here: {}", ids.join(", ")))
+        });
+    }
+    let mut out: BTreeSet<TaskId> = BTreeSet::new();
+    for word in positionals {
+        if let Some(id) = TaskId::parse(word) {
+            let Some(project) = workspace.project(&id.project) else {
+                let names = workspace.projects.iter().map(|p| p.name.as_str());
+                return Err(Diagnostic::new(format!("unknown project `{}`", id.project))
+                    .suggest(did_you_mean(&id.project, names)));
+            };
+            if !project.config.tasks.contains_key(&id.task) {
+                let names = project.config.tasks.keys().map(String::as_str);
+                return Err(Diagnostic::new(format!(
+                    "project `{}` has no task `{}`",
+                    project.name, id.task
+                ))
+                .suggest(did_you_mean(&id.task, names)));
+            }
+            out.insert(id);
+            continue;
+        }
+        if matches!(scope, Scope::Outside) {
+            return Err(Diagnostic::new(format!(
+                "`{word}` names a task, but the current directory is not inside a project"
+            ))
+            .hint(format!(
+                "run `vx run {word} --all`, or name a project: `vx run <project>#{word}`"
+            )));
+        }
+        let before = out.len();
+        for &p in &in_scope {
+            let project = &workspace.projects[p];
+            if project.config.tasks.contains_key(word) {
+                out.insert(TaskId::new(&project.name, word));
+            }
+        }
+        if out.len() == before
+            && !in_scope
+                .iter()
+                .any(|&p| workspace.projects[p].config.tasks.contains_key(word))
+        {
+            return Err(unknown_name(workspace, &in_scope, word));
+        }
+    }
+    let out: Vec<TaskId> = out.into_iter().collect();
+    if forwarded_args {
+        let is_group = |id: &TaskId| {
+            workspace
+                .project(&id.project)
+                .and_then(|p| p.config.tasks.get(&id.task))
+                .is_some_and(|t| t.is_group())
+        };
+        if out.iter().all(is_group) {
+            let groups: BTreeSet<&str> = out.iter().map(|id| id.task.as_str()).collect();
+            let groups: Vec<String> = groups.iter().map(|g| format!("`{g}`")).collect();
+            let verb = if groups.len() == 1 {
+                "is a group"
+            } else {
+                "are groups"
+            };
+            return Err(Diagnostic::new(format!(
+                "no task would receive the arguments after `--` ({} {verb})",
+                groups.join(", ")
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// CLI-8: the error for a bare name that no selected project declares, with the first hint
+/// that applies.
+fn unknown_name(workspace: &Workspace, in_scope: &BTreeSet<usize>, word: &str) -> Diagnostic {
+    let d = Diagnostic::new(format!("no selected project declares task `{word}`"));
+    let declared_anywhere = workspace
+        .projects
+        .iter()
+        .any(|p| p.config.tasks.contains_key(word));
+    if !declared_anywhere {
+        if let Some((project, task)) = word.split_once(':') {
+            if workspace.project(project).is_some() && !task.is_empty() {
+                return d.hint(format!("use `{project}#{task}`"));
+            }
+        }
+    }
+    let mut here: BTreeSet<&str> = BTreeSet::new();
+    for &p in in_scope {
+        here.extend(
+            workspace.projects[p]
+                .config
+                .tasks
+                .keys()
+                .map(String::as_str),
+        );
+    }
+    if let Some(s) = did_you_mean(word, here.iter().copied()) {
+        return d.hint(format!("did you mean `{s}`?"));
+    }
+    if declared_anywhere {
+        return d.hint(format!(
+            "`{word}` exists only in projects outside the selection; add `--all` or a `--filter`"
+        ));
+    }
+    let all: BTreeSet<&str> = workspace
+        .projects
+        .iter()
+        .flat_map(|p| p.config.tasks.keys().map(String::as_str))
+        .collect();
+    if let Some(s) = did_you_mean(word, all.iter().copied()) {
+        return d.hint(format!("did you mean `{s}`?"));
+    }
+    if here.is_empty() {
+        return d;
+    }
+    d.hint(format!(
+        "tasks here: {}",
+        here.into_iter().collect::<Vec<_>>().join(", ")
+    ))
+}

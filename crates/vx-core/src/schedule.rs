@@ -1,0 +1,367 @@
+//! The scheduling policy (SCHED-1, SCHED-2 in its M1 form, SCHED-7, EXEC-17): which ready task
+//! starts next, and what a finished task releases or blocks.
+//!
+//! How this works: the scheduler is a pure state machine fed by the run loop. It tracks, per
+//! node, how many dependencies are unfinished; a node whose count reaches zero joins the ready
+//! heap ordered by priority (the number of transitive dependants in the run), then by when it
+//! became ready, then by task id. The run loop asks [`Scheduler::next_ready`] while it has a free
+//! slot and reports each end with [`Scheduler::finish`]; failures propagate per `--continue`.
+//! No clock, no processes: tests drive it with events.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::graph::TaskGraph;
+
+/// `--continue` (EXEC-17).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ContinueMode {
+    Never,
+    #[default]
+    DepsOk,
+    Always,
+}
+
+/// How a node ended, as far as its dependants care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    Success,
+    Failed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeState {
+    Waiting,
+    Ready,
+    Running,
+    Succeeded,
+    Failed,
+    /// Not started because an upstream failed; holds the root cause's index (`None` under
+    /// `--continue=never`).
+    Skipped(Option<usize>),
+}
+
+/// Graphs up to this many nodes get exact transitive-dependant counts (a bitset per node);
+/// larger ones use the longest chain of dependants, which keeps memory linear.
+const EXACT_PRIORITY_LIMIT: usize = 8192;
+
+pub struct Scheduler {
+    deps: Vec<Vec<usize>>,
+    dependants: Vec<Vec<usize>>,
+    pending: Vec<usize>,
+    state: Vec<NodeState>,
+    /// The failed task that caused each failure chain, per node (for `blocked by`).
+    root_cause: Vec<Option<usize>>,
+    /// Tainted: ran although an upstream failed (`--continue=always`).
+    tainted: Vec<bool>,
+    priority: Vec<u64>,
+    ready: BinaryHeap<(u64, Reverse<u64>, Reverse<usize>)>,
+    ready_seq: u64,
+    mode: ContinueMode,
+    halted: bool,
+}
+
+impl Scheduler {
+    pub fn new(graph: &TaskGraph, mode: ContinueMode) -> Scheduler {
+        let n = graph.nodes.len();
+        let deps: Vec<Vec<usize>> = graph.nodes.iter().map(|node| node.deps.clone()).collect();
+        let dependants: Vec<Vec<usize>> = graph
+            .nodes
+            .iter()
+            .map(|node| node.dependants.clone())
+            .collect();
+        let priority = priorities(&deps, &dependants);
+        let mut scheduler = Scheduler {
+            pending: deps.iter().map(Vec::len).collect(),
+            deps,
+            dependants,
+            state: vec![NodeState::Waiting; n],
+            root_cause: vec![None; n],
+            tainted: vec![false; n],
+            priority,
+            ready: BinaryHeap::new(),
+            ready_seq: 0,
+            mode,
+            halted: false,
+        };
+        for i in 0..n {
+            if scheduler.pending[i] == 0 {
+                scheduler.make_ready(i);
+            }
+        }
+        scheduler
+    }
+
+    fn make_ready(&mut self, i: usize) {
+        self.state[i] = NodeState::Ready;
+        self.ready
+            .push((self.priority[i], Reverse(self.ready_seq), Reverse(i)));
+        self.ready_seq += 1;
+    }
+
+    /// The ready node to start next, marked running. `None` when nothing is ready or dispatch
+    /// stopped (`--continue=never` after a failure, or a signal).
+    pub fn next_ready(&mut self) -> Option<usize> {
+        if self.halted {
+            return None;
+        }
+        let (_, _, Reverse(i)) = self.ready.pop()?;
+        self.state[i] = NodeState::Running;
+        Some(i)
+    }
+
+    /// Records the end of a running node. Returns the nodes that became skipped.
+    pub fn finish(&mut self, i: usize, finish: Finish) -> Vec<usize> {
+        let mut skipped = Vec::new();
+        match finish {
+            Finish::Success => {
+                self.state[i] = NodeState::Succeeded;
+                self.release(i);
+            }
+            Finish::Failed => {
+                self.state[i] = NodeState::Failed;
+                match self.mode {
+                    ContinueMode::DepsOk => self.skip_dependants(i, Some(i), &mut skipped),
+                    ContinueMode::Always => {
+                        for d in self.dependants[i].clone() {
+                            self.tainted[d] = true;
+                        }
+                        self.release(i);
+                    }
+                    ContinueMode::Never => {
+                        self.halt();
+                    }
+                }
+            }
+        }
+        skipped
+    }
+
+    /// Stops all dispatch (`--continue=never` after a failure, or a signal to vx).
+    pub fn halt(&mut self) {
+        self.halted = true;
+    }
+
+    pub fn is_halted(&self) -> bool {
+        self.halted
+    }
+
+    fn release(&mut self, i: usize) {
+        let tainted = self.tainted[i];
+        for d in self.dependants[i].clone() {
+            if tainted {
+                self.tainted[d] = true;
+            }
+            if matches!(self.state[d], NodeState::Skipped(_)) {
+                continue;
+            }
+            self.pending[d] -= 1;
+            if self.pending[d] == 0 {
+                self.make_ready(d);
+            }
+        }
+    }
+
+    fn skip_dependants(&mut self, from: usize, cause: Option<usize>, skipped: &mut Vec<usize>) {
+        let mut stack = vec![from];
+        while let Some(n) = stack.pop() {
+            for &d in &self.dependants[n] {
+                if matches!(self.state[d], NodeState::Waiting) {
+                    self.state[d] = NodeState::Skipped(cause);
+                    self.root_cause[d] = cause;
+                    skipped.push(d);
+                    stack.push(d);
+                }
+            }
+        }
+        skipped.sort_unstable();
+    }
+
+    /// Nodes that never started, in index order (at the end of a halted run they are skipped
+    /// under `--continue=never`, or `not run` after a signal).
+    pub fn unstarted(&self) -> Vec<usize> {
+        (0..self.state.len())
+            .filter(|&i| matches!(self.state[i], NodeState::Waiting | NodeState::Ready))
+            .collect()
+    }
+
+    pub fn state(&self, i: usize) -> NodeState {
+        self.state[i]
+    }
+
+    pub fn is_tainted(&self, i: usize) -> bool {
+        self.tainted[i]
+    }
+
+    pub fn priority(&self, i: usize) -> u64 {
+        self.priority[i]
+    }
+
+    /// Every node is finished or skipped, or dispatch stopped and nothing is running.
+    pub fn is_done(&self) -> bool {
+        self.state.iter().all(|s| {
+            matches!(
+                s,
+                NodeState::Succeeded | NodeState::Failed | NodeState::Skipped(_)
+            ) || (self.halted && matches!(s, NodeState::Waiting | NodeState::Ready))
+        })
+    }
+
+    /// Dependencies of a node (for group outcomes).
+    pub fn deps(&self, i: usize) -> &[usize] {
+        &self.deps[i]
+    }
+}
+
+/// Priority of each node: its number of transitive dependants (exact for graphs up to
+/// `EXACT_PRIORITY_LIMIT` nodes), else the length of its longest chain of dependants.
+fn priorities(deps: &[Vec<usize>], dependants: &[Vec<usize>]) -> Vec<u64> {
+    let n = deps.len();
+    let order = reverse_topological(deps, dependants);
+    if n <= EXACT_PRIORITY_LIMIT {
+        let words = n.div_ceil(64);
+        let mut sets = vec![0u64; n * words];
+        for &i in &order {
+            for &d in &dependants[i] {
+                sets[i * words + d / 64] |= 1 << (d % 64);
+                for w in 0..words {
+                    let bits = sets[d * words + w];
+                    sets[i * words + w] |= bits;
+                }
+            }
+        }
+        (0..n)
+            .map(|i| {
+                sets[i * words..(i + 1) * words]
+                    .iter()
+                    .map(|w| u64::from(w.count_ones()))
+                    .sum()
+            })
+            .collect()
+    } else {
+        let mut depth = vec![0u64; n];
+        for &i in &order {
+            depth[i] = dependants[i]
+                .iter()
+                .map(|&d| depth[d] + 1)
+                .max()
+                .unwrap_or(0);
+        }
+        depth
+    }
+}
+
+/// Nodes ordered so that every node comes after all of its dependants.
+fn reverse_topological(deps: &[Vec<usize>], dependants: &[Vec<usize>]) -> Vec<usize> {
+    let n = deps.len();
+    let mut remaining: Vec<usize> = dependants.iter().map(Vec::len).collect();
+    let mut stack: Vec<usize> = (0..n).filter(|&i| remaining[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(i) = stack.pop() {
+        order.push(i);
+        for &d in &deps[i] {
+            remaining[d] -= 1;
+            if remaining[d] == 0 {
+                stack.push(d);
+            }
+        }
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Node;
+    use crate::id::TaskId;
+
+    /// A graph from `(name, deps)` pairs; names are task names of project `p`.
+    fn graph(spec: &[(&str, &[&str])]) -> TaskGraph {
+        let names: Vec<&str> = spec.iter().map(|(n, _)| *n).collect();
+        let mut nodes: Vec<Node> = spec
+            .iter()
+            .map(|(name, deps)| Node {
+                id: TaskId::new("p", *name),
+                project: 0,
+                requested: true,
+                deps: deps
+                    .iter()
+                    .map(|d| names.iter().position(|n| n == d).unwrap())
+                    .collect(),
+                dependants: vec![],
+                folds_dropped: false,
+            })
+            .collect();
+        for i in 0..nodes.len() {
+            for d in nodes[i].deps.clone() {
+                nodes[d].dependants.push(i);
+            }
+        }
+        let index = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id.clone(), i))
+            .collect();
+        TaskGraph { nodes, index }
+    }
+
+    fn name(g: &TaskGraph, i: usize) -> &str {
+        &g.nodes[i].id.task
+    }
+
+    #[test]
+    fn dependencies_finish_before_dependants_and_priority_orders_ready_tasks() {
+        // a <- b <- c, and d alone: a has two dependants so it starts before d.
+        let g = graph(&[("a", &[]), ("b", &["a"]), ("c", &["b"]), ("d", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk);
+        assert_eq!(s.priority(0), 2);
+        let first = s.next_ready().unwrap();
+        assert_eq!(name(&g, first), "a");
+        assert_eq!(name(&g, s.next_ready().unwrap()), "d");
+        assert_eq!(s.next_ready(), None);
+        s.finish(first, Finish::Success);
+        assert_eq!(name(&g, s.next_ready().unwrap()), "b");
+    }
+
+    #[test]
+    fn deps_ok_skips_transitive_dependants_with_the_root_cause() {
+        let g = graph(&[("a", &[]), ("b", &["a"]), ("c", &["b"]), ("d", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk);
+        let a = s.next_ready().unwrap();
+        let skipped = s.finish(a, Finish::Failed);
+        assert_eq!(skipped, vec![1, 2]);
+        assert_eq!(s.state(2), NodeState::Skipped(Some(0)));
+        assert_eq!(name(&g, s.next_ready().unwrap()), "d");
+    }
+
+    #[test]
+    fn never_halts_dispatch_after_the_first_failure() {
+        let g = graph(&[("a", &[]), ("b", &[]), ("c", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::Never);
+        let a = s.next_ready().unwrap();
+        s.finish(a, Finish::Failed);
+        assert_eq!(s.next_ready(), None);
+        assert_eq!(s.unstarted().len(), 2);
+        assert!(s.is_done());
+    }
+
+    #[test]
+    fn always_runs_dependants_and_taints_them() {
+        let g = graph(&[("a", &[]), ("b", &["a"]), ("c", &["b"])]);
+        let mut s = Scheduler::new(&g, ContinueMode::Always);
+        let a = s.next_ready().unwrap();
+        s.finish(a, Finish::Failed);
+        let b = s.next_ready().unwrap();
+        assert!(s.is_tainted(b));
+        s.finish(b, Finish::Success);
+        let c = s.next_ready().unwrap();
+        assert!(s.is_tainted(c));
+    }
+
+    #[test]
+    fn diamond_counts_shared_dependants_once() {
+        let g = graph(&[("a", &[]), ("b", &["a"]), ("c", &["a"]), ("d", &["b", "c"])]);
+        let s = Scheduler::new(&g, ContinueMode::DepsOk);
+        assert_eq!(s.priority(0), 3);
+    }
+}

@@ -1,0 +1,504 @@
+//! Project selection: `--all` and the `--filter` language (SEL-1, SEL-2, CLI-7).
+//!
+//! A filter is parsed into a [`Filter`] (exclusion flag, walk direction and a base matcher) and
+//! evaluated against the workspace's projects. Walks follow project edges (DISC-5) and
+//! cross-project `depends-on` edges. Includes are unioned, then excludes are subtracted.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use crate::diagnostic::Diagnostic;
+use crate::graph::{wildcard_match, TaskTable};
+use crate::id::ROOT_PROJECT;
+use crate::project::Workspace;
+use crate::suggest::did_you_mean;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Base {
+    Name(String),
+    Dir(String),
+    Root,
+    Tag(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Walk {
+    dependencies: bool,
+    dependants: bool,
+    /// `^`: only the walked projects, without the match.
+    exclude_match: bool,
+    /// `...<p>...`: the dependants and all their dependencies.
+    dependants_then_dependencies: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    pub text: String,
+    pub exclude: bool,
+    base: Base,
+    walk: Walk,
+}
+
+/// Parses one `--filter` pattern.
+pub fn parse_filter(text: &str) -> Result<Filter, Diagnostic> {
+    let original = text;
+    let (exclude, mut rest) = match text.strip_prefix('!') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    if rest.contains('[') && rest.ends_with(']') && !rest.starts_with("./") {
+        return Err(Diagnostic::new(format!(
+            "the filter `{original}` uses `[<ref>]`; changed-since filters are not available yet"
+        )));
+    }
+    let mut walk = Walk::default();
+    if let Some(r) = rest.strip_prefix("...") {
+        rest = r;
+        walk.dependants = true;
+        if let Some(r) = rest.strip_prefix('^') {
+            rest = r;
+            walk.exclude_match = true;
+        }
+    }
+    if let Some(r) = rest.strip_suffix("^...") {
+        if walk.dependants {
+            return Err(Diagnostic::new(format!("invalid filter `{original}`")));
+        }
+        rest = r;
+        walk.dependencies = true;
+        walk.exclude_match = true;
+    } else if let Some(r) = rest.strip_suffix("...") {
+        rest = r;
+        if walk.dependants {
+            walk.dependants_then_dependencies = true;
+        } else {
+            walk.dependencies = true;
+        }
+    }
+    if rest.is_empty() {
+        return Err(Diagnostic::new(format!("invalid filter `{original}`"))
+            .hint("write a project name, `./<dir>`, `tag:<name>` or `//`"));
+    }
+    let base = if rest == ROOT_PROJECT {
+        Base::Root
+    } else if let Some(tag) = rest.strip_prefix("tag:") {
+        Base::Tag(tag.to_string())
+    } else if let Some(dir) = rest.strip_prefix("./") {
+        Base::Dir(normalize_dir(dir))
+    } else if let Some(dir) = rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+        Base::Dir(normalize_dir(dir.trim_start_matches("./")))
+    } else {
+        Base::Name(rest.to_string())
+    };
+    Ok(Filter {
+        text: original.to_string(),
+        exclude,
+        base,
+        walk,
+    })
+}
+
+fn normalize_dir(dir: &str) -> String {
+    dir.trim_end_matches('/').to_string()
+}
+
+/// Project adjacency used by walks: project edges plus cross-project `depends-on` edges.
+pub struct ProjectWalks {
+    dependencies: Vec<BTreeSet<usize>>,
+    dependants: Vec<BTreeSet<usize>>,
+}
+
+impl ProjectWalks {
+    pub fn new(workspace: &Workspace, table: &TaskTable) -> ProjectWalks {
+        let n = workspace.projects.len();
+        let mut dependencies = vec![BTreeSet::new(); n];
+        let mut dependants = vec![BTreeSet::new(); n];
+        let mut add = |a: usize, b: usize| {
+            if a != b {
+                dependencies[a].insert(b);
+                dependants[b].insert(a);
+            }
+        };
+        for (i, project) in workspace.projects.iter().enumerate() {
+            for edge in &project.deps {
+                if let Some(&j) = workspace.by_name.get(&edge.to) {
+                    add(i, j);
+                }
+            }
+        }
+        for (id, edges) in &table.edges {
+            let a = workspace.by_name[&id.project];
+            for edge in edges {
+                add(a, workspace.by_name[&edge.to.project]);
+            }
+        }
+        ProjectWalks {
+            dependencies,
+            dependants,
+        }
+    }
+
+    fn closure(&self, start: &BTreeSet<usize>, up: bool) -> BTreeSet<usize> {
+        let adjacency = if up {
+            &self.dependants
+        } else {
+            &self.dependencies
+        };
+        let mut seen = start.clone();
+        let mut queue: VecDeque<usize> = start.iter().copied().collect();
+        while let Some(p) = queue.pop_front() {
+            for &q in &adjacency[p] {
+                if seen.insert(q) {
+                    queue.push_back(q);
+                }
+            }
+        }
+        seen
+    }
+}
+
+/// Outcome of selection: project indices, plus warnings for filters that matched nothing
+/// beside others that did (SEL-2).
+#[derive(Debug, Default)]
+pub struct Selection {
+    pub projects: BTreeSet<usize>,
+    pub warnings: Vec<String>,
+}
+
+/// Evaluates `--all` and the filters (CLI-7).
+pub fn select(
+    workspace: &Workspace,
+    walks: &ProjectWalks,
+    all: bool,
+    filters: &[Filter],
+) -> Result<Selection, Diagnostic> {
+    let mut includes: BTreeSet<usize> = BTreeSet::new();
+    let mut excludes: BTreeSet<usize> = BTreeSet::new();
+    let mut empty: Vec<Diagnostic> = Vec::new();
+    let mut matched_any = false;
+    if all || filters.iter().all(|f| f.exclude) {
+        includes.extend(0..workspace.projects.len());
+    }
+    for filter in filters {
+        match evaluate(workspace, walks, filter) {
+            Ok(set) => {
+                matched_any = true;
+                if filter.exclude {
+                    excludes.extend(set);
+                } else {
+                    includes.extend(set);
+                }
+            }
+            Err(d) => empty.push(d),
+        }
+    }
+    if !matched_any && !empty.is_empty() {
+        return Err(empty.swap_remove(0));
+    }
+    let mut selection = Selection {
+        warnings: empty.into_iter().map(|d| d.message).collect(),
+        ..Selection::default()
+    };
+    let before = includes.len();
+    selection.projects = includes.difference(&excludes).copied().collect();
+    if selection.projects.is_empty() && before > 0 {
+        let names: Vec<String> = filters
+            .iter()
+            .filter(|f| f.exclude)
+            .map(|f| format!("`{}`", f.text))
+            .collect();
+        return Err(Diagnostic::new(format!(
+            "the excludes ({}) removed every project the includes selected",
+            names.join(", ")
+        )));
+    }
+    Ok(selection)
+}
+
+fn evaluate(
+    workspace: &Workspace,
+    walks: &ProjectWalks,
+    filter: &Filter,
+) -> Result<BTreeSet<usize>, Diagnostic> {
+    let matched = base_matches(workspace, filter)?;
+    let walk = filter.walk;
+    let mut result = BTreeSet::new();
+    if walk.dependants_then_dependencies {
+        let up = walks.closure(&matched, true);
+        result = walks.closure(&up, false);
+    } else {
+        if walk.dependencies {
+            result.extend(walks.closure(&matched, false));
+        }
+        if walk.dependants {
+            result.extend(walks.closure(&matched, true));
+        }
+        if !walk.dependencies && !walk.dependants {
+            result.extend(matched.iter().copied());
+        }
+        if walk.exclude_match {
+            for m in &matched {
+                result.remove(m);
+            }
+        }
+    }
+    if result.is_empty() {
+        let names: Vec<&str> = matched
+            .iter()
+            .map(|&i| workspace.projects[i].name.as_str())
+            .collect();
+        let what = if walk.dependencies {
+            "depends on nothing".to_string()
+        } else {
+            format!("no project depends on `{}`", names.join("`, `"))
+        };
+        let what = if walk.dependencies {
+            format!("`{}` {what}", names.join("`, `"))
+        } else {
+            what
+        };
+        return Err(Diagnostic::new(format!(
+            "`{}` selects nothing: {what}",
+            filter.text
+        )));
+    }
+    Ok(result)
+}
+
+fn base_matches(workspace: &Workspace, filter: &Filter) -> Result<BTreeSet<usize>, Diagnostic> {
+    let projects = &workspace.projects;
+    let found: BTreeSet<usize> = match &filter.base {
+        Base::Root => projects
+            .iter()
+            .position(|p| p.name == ROOT_PROJECT)
+            .into_iter()
+            .collect(),
+        Base::Name(pattern) => {
+            let exact: BTreeSet<usize> = (0..projects.len())
+                .filter(|&i| wildcard_match(pattern, &projects[i].name))
+                .collect();
+            if exact.is_empty() && !pattern.contains('*') {
+                let suffix = format!("/{pattern}");
+                let scoped: Vec<usize> = (0..projects.len())
+                    .filter(|&i| {
+                        projects[i].name.starts_with('@') && projects[i].name.ends_with(&suffix)
+                    })
+                    .collect();
+                if scoped.len() == 1 {
+                    scoped.into_iter().collect()
+                } else {
+                    exact
+                }
+            } else {
+                exact
+            }
+        }
+        Base::Tag(pattern) => (0..projects.len())
+            .filter(|&i| {
+                projects[i]
+                    .config
+                    .tags
+                    .iter()
+                    .any(|t| wildcard_match(pattern, t))
+            })
+            .collect(),
+        Base::Dir(dir) => {
+            if dir.contains(['*', '?', '[', '{']) {
+                let matcher = dir_glob(dir).map_err(|e| {
+                    Diagnostic::new(format!("invalid filter `{}`: {e}", filter.text))
+                })?;
+                let prefix = dir.strip_suffix("/**");
+                (0..projects.len())
+                    .filter(|&i| {
+                        let d = &projects[i].dir;
+                        matcher.is_match(d) || prefix == Some(d.as_str())
+                    })
+                    .collect()
+            } else if let Some(i) = projects.iter().position(|p| &p.dir == dir) {
+                BTreeSet::from([i])
+            } else {
+                let under = format!("{dir}/");
+                (0..projects.len())
+                    .filter(|&i| dir.is_empty() || projects[i].dir.starts_with(&under))
+                    .collect()
+            }
+        }
+    };
+    if found.is_empty() {
+        return Err(no_match(workspace, filter));
+    }
+    Ok(found)
+}
+
+fn dir_glob(pattern: &str) -> Result<GlobMatcher, globset::Error> {
+    Ok(GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()?
+        .compile_matcher())
+}
+
+fn no_match(workspace: &Workspace, filter: &Filter) -> Diagnostic {
+    let d = Diagnostic::new(format!("no project matches filter `{}`", filter.text));
+    match &filter.base {
+        Base::Tag(tag) => {
+            let tags: BTreeMap<&str, ()> = workspace
+                .projects
+                .iter()
+                .flat_map(|p| p.config.tags.iter().map(|t| (t.as_str(), ())))
+                .collect();
+            match did_you_mean(tag, tags.keys().copied()) {
+                Some(s) => d.hint(format!("did you mean `tag:{s}`?")),
+                None if tags.is_empty() => d.hint("no project has tags"),
+                None => d.hint(format!(
+                    "tags: {}",
+                    tags.keys().copied().collect::<Vec<_>>().join(", ")
+                )),
+            }
+        }
+        Base::Name(name) => {
+            let names = workspace.projects.iter().map(|p| p.name.as_str());
+            match did_you_mean(name, names) {
+                Some(s) => d.hint(format!("did you mean `{s}`?")),
+                None => d.hint(project_listing(workspace)),
+            }
+        }
+        _ => d.hint(project_listing(workspace)),
+    }
+}
+
+fn project_listing(workspace: &Workspace) -> String {
+    let names: Vec<&str> = workspace
+        .projects
+        .iter()
+        .take(8)
+        .map(|p| p.name.as_str())
+        .collect();
+    let more = workspace.projects.len().saturating_sub(8);
+    if more > 0 {
+        format!("projects: {}, and {more} more", names.join(", "))
+    } else {
+        format!("projects: {}", names.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{workspace, P};
+
+    fn ws() -> Workspace {
+        workspace(&[
+            P {
+                name: "@shop/cart",
+                deps: &["lib"],
+                tags: &["frontend"],
+                tasks: &[],
+            },
+            P {
+                name: "app",
+                deps: &["lib"],
+                tags: &["frontend", "web"],
+                tasks: &[],
+            },
+            P {
+                name: "docs",
+                deps: &[],
+                tags: &[],
+                tasks: &[],
+            },
+            P {
+                name: "lib",
+                deps: &["core"],
+                tags: &[],
+                tasks: &[],
+            },
+            P {
+                name: "core",
+                deps: &[],
+                tags: &[],
+                tasks: &[],
+            },
+        ])
+    }
+
+    fn names(ws: &Workspace, filters: &[&str], all: bool) -> Result<Vec<String>, String> {
+        let table = TaskTable::default();
+        let walks = ProjectWalks::new(ws, &table);
+        let filters: Vec<Filter> = filters.iter().map(|f| parse_filter(f).unwrap()).collect();
+        select(ws, &walks, all, &filters)
+            .map(|s| {
+                s.projects
+                    .iter()
+                    .map(|&i| ws.projects[i].name.clone())
+                    .collect()
+            })
+            .map_err(|d| format!("{} / {:?}", d.message, d.hints))
+    }
+
+    #[test]
+    fn names_globs_and_scoped_suffixes() {
+        let ws = ws();
+        assert_eq!(names(&ws, &["app"], false).unwrap(), ["app"]);
+        assert_eq!(names(&ws, &["c*"], false).unwrap(), ["core"]);
+        assert_eq!(names(&ws, &["cart"], false).unwrap(), ["@shop/cart"]);
+        assert_eq!(names(&ws, &["tag:web"], false).unwrap(), ["app"]);
+        assert_eq!(names(&ws, &["./packages/app"], false).unwrap(), ["app"]);
+        assert_eq!(names(&ws, &["{packages/d*}"], false).unwrap(), ["docs"]);
+        assert_eq!(names(&ws, &["./packages"], false).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn walks_in_both_directions() {
+        let ws = ws();
+        assert_eq!(names(&ws, &["lib..."], false).unwrap(), ["core", "lib"]);
+        assert_eq!(names(&ws, &["lib^..."], false).unwrap(), ["core"]);
+        assert_eq!(
+            names(&ws, &["...lib"], false).unwrap(),
+            ["@shop/cart", "app", "lib"]
+        );
+        assert_eq!(
+            names(&ws, &["...^lib"], false).unwrap(),
+            ["@shop/cart", "app"]
+        );
+        assert_eq!(
+            names(&ws, &["...app..."], false).unwrap(),
+            ["app", "core", "lib"]
+        );
+    }
+
+    #[test]
+    fn excludes_subtract_after_includes() {
+        let ws = ws();
+        assert_eq!(names(&ws, &["!docs"], false).unwrap().len(), 4);
+        assert_eq!(names(&ws, &["!docs", "app"], false).unwrap(), ["app"]);
+        assert_eq!(names(&ws, &["!docs"], true).unwrap().len(), 4);
+        let err = names(&ws, &["app", "!app"], false).unwrap_err();
+        assert!(
+            err.starts_with("the excludes (`!app`) removed every project"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn errors_suggest_or_list() {
+        let ws = ws();
+        assert_eq!(
+            names(&ws, &["lbi"], false).unwrap_err(),
+            "no project matches filter `lbi` / [\"did you mean `lib`?\"]"
+        );
+        let err = names(&ws, &["tag:fronted"], false).unwrap_err();
+        assert!(err.contains("did you mean `tag:frontend`?"), "{err}");
+        let err = names(&ws, &["...^docs"], false).unwrap_err();
+        assert_eq!(
+            err,
+            "`...^docs` selects nothing: no project depends on `docs` / []"
+        );
+        // A filter that matches nothing beside one that matches is only a warning.
+        let table = TaskTable::default();
+        let walks = ProjectWalks::new(&ws, &table);
+        let filters = [parse_filter("app").unwrap(), parse_filter("nope").unwrap()];
+        let selection = select(&ws, &walks, false, &filters).unwrap();
+        assert_eq!(selection.warnings, ["no project matches filter `nope`"]);
+    }
+}

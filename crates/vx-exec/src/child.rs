@@ -1,0 +1,335 @@
+//! Starting a task's leader: `fork`, then in the child `setsid`, standard streams, `chdir` and
+//! `execve`.
+//!
+//! vx forks by hand instead of using `std::process::Command` because std waits for a child
+//! whose `exec` failed, and that `waitpid` would race with the supervisor's reaper, which waits
+//! for every child (`waitpid(-1)`). Here the child reports a failure as an errno on a
+//! close-on-exec pipe and exits 127, and the reaper reaps it like any other child.
+//!
+//! How this works: [`Prepared::new`] builds every C string and pointer array the child needs
+//! and opens the pipes, all in the parent, because between `fork` and `exec` in a threaded
+//! process only async-signal-safe calls are allowed (no allocation, no locks).
+//! [`Prepared::fork`] forks with every signal blocked, so no handler of vx runs in the child;
+//! the child resets every disposition to the default and unblocks everything before `exec`.
+//! [`Prepared::exec_result`] then reads the error pipe: end-of-file means `exec` succeeded.
+
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+
+use nix::fcntl::OFlag;
+
+use crate::event::{SpawnSpec, StdinMode};
+
+/// The parent's ends of a started child's pipes.
+pub(crate) struct ParentEnds {
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+    /// The write end of a held stdin pipe.
+    pub stdin_hold: Option<OwnedFd>,
+}
+
+/// Everything the child needs, built before `fork`.
+pub(crate) struct Prepared {
+    program: CString,
+    cwd: CString,
+    // The pointer arrays point into these; they must live as long as the arrays.
+    _argv: Vec<CString>,
+    _envp: Vec<CString>,
+    argv_ptrs: Vec<*const libc::c_char>,
+    envp_ptrs: Vec<*const libc::c_char>,
+    child_stdin: OwnedFd,
+    child_stdout: OwnedFd,
+    child_stderr: OwnedFd,
+    error_write: OwnedFd,
+    error_read: OwnedFd,
+    parent: ParentEnds,
+}
+
+// SAFETY: the raw pointers only point into the CStrings owned by the same value, which are
+// never mutated; moving the value between threads moves the heap buffers' owners, not the
+// buffers.
+unsafe impl Send for Prepared {}
+
+impl Prepared {
+    pub(crate) fn new(spec: &SpawnSpec) -> io::Result<Prepared> {
+        let program = c_string(spec.program.as_os_str())?;
+        let cwd = c_string(spec.cwd.as_os_str())?;
+        let mut argv = vec![c_string(&spec.arg0)?];
+        for arg in &spec.args {
+            argv.push(c_string(arg)?);
+        }
+        let mut envp = Vec::with_capacity(spec.env.len());
+        for (name, value) in &spec.env {
+            if name.is_empty() || name.as_bytes().contains(&b'=') {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("invalid environment variable name {name:?}"),
+                ));
+            }
+            let mut pair = name.as_bytes().to_vec();
+            pair.push(b'=');
+            pair.extend_from_slice(value.as_bytes());
+            envp.push(c_string(OsStr::from_bytes(&pair))?);
+        }
+        let argv_ptrs = null_terminated(&argv);
+        let envp_ptrs = null_terminated(&envp);
+
+        let (child_stdin, stdin_hold) = match spec.stdin {
+            StdinMode::Null => (OwnedFd::from(File::open("/dev/null")?), None),
+            StdinMode::HeldPipe => {
+                let (read, write) = pipe()?;
+                (read, Some(write))
+            }
+        };
+        let (stdout, child_stdout) = pipe()?;
+        let (stderr, child_stderr) = pipe()?;
+        let (error_read, error_write) = pipe()?;
+        Ok(Prepared {
+            program,
+            cwd,
+            _argv: argv,
+            _envp: envp,
+            argv_ptrs,
+            envp_ptrs,
+            child_stdin: above_stdio(child_stdin)?,
+            child_stdout: above_stdio(child_stdout)?,
+            child_stderr: above_stdio(child_stderr)?,
+            error_write: above_stdio(error_write)?,
+            error_read,
+            parent: ParentEnds {
+                stdout,
+                stderr,
+                stdin_hold,
+            },
+        })
+    }
+
+    /// Forks; the child becomes the leader of a new session and executes the program. Returns
+    /// the child's pid. The caller must hold the supervisor's registry lock so that the reaper
+    /// cannot look up the pid before it is registered.
+    pub(crate) fn fork(&self) -> io::Result<i32> {
+        let mut all: libc::sigset_t = empty_sigset();
+        let mut previous: libc::sigset_t = empty_sigset();
+        // SAFETY: `all` and `previous` are valid sigset_t values owned by this frame;
+        // sigfillset and pthread_sigmask only write through the pointers given.
+        unsafe {
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut previous);
+        }
+        // SAFETY: fork has no memory-safety preconditions of its own; the child branch only
+        // calls async-signal-safe functions on data prepared before the fork (see `exec_child`).
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: we are the child of a fork; `self` was fully built before the fork.
+            unsafe { self.exec_child() }
+        }
+        let fork_error = io::Error::last_os_error();
+        // SAFETY: restores the mask saved above from a valid sigset_t.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+        }
+        if pid < 0 {
+            return Err(fork_error);
+        }
+        Ok(pid)
+    }
+
+    /// Closes the parent's copies of the child's ends, then waits until the child has executed
+    /// the program (`Ok`) or reported why it could not.
+    pub(crate) fn exec_result(self) -> (io::Result<()>, ParentEnds) {
+        let Prepared {
+            error_read,
+            error_write,
+            child_stdin,
+            child_stdout,
+            child_stderr,
+            parent,
+            ..
+        } = self;
+        // Until the parent's copy of the write end is closed the read below could not see
+        // end-of-file; the pipe ends of the child must go too, or vx would never see EOF on
+        // the task's output.
+        drop((error_write, child_stdin, child_stdout, child_stderr));
+        let mut report = [0u8; 4];
+        let mut file = File::from(error_read);
+        let mut filled = 0;
+        let result = loop {
+            match file.read(&mut report[filled..]) {
+                Ok(0) if filled == 0 => break Ok(()),
+                Ok(0) => break Err(io::Error::other("the child's error report was cut short")),
+                Ok(n) => {
+                    filled += n;
+                    if filled == report.len() {
+                        break Err(io::Error::from_raw_os_error(i32::from_ne_bytes(report)));
+                    }
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => break Err(err),
+            }
+        };
+        (result, parent)
+    }
+
+    /// The child's side of the fork. Never returns.
+    ///
+    /// # Safety
+    /// Must only be called in the child right after `fork`. It calls only async-signal-safe
+    /// functions and touches only memory prepared before the fork.
+    unsafe fn exec_child(&self) -> ! {
+        // SAFETY (whole block): only async-signal-safe calls (sigaction, pthread_sigmask,
+        // setsid, dup2, chdir, execve) on values built before the fork, which the parent's
+        // other threads cannot touch in this copy of the address space.
+        unsafe {
+            // Handlers of vx would otherwise run here if a signal arrived before exec; vx
+            // also ignores SIGPIPE, and ignored dispositions survive exec, so reset them all.
+            for signal in 1..SIGNAL_LIMIT {
+                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                    reset_disposition(signal);
+                }
+            }
+            let empty = empty_sigset();
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+
+            if libc::setsid() < 0 {
+                self.fail_in_child();
+            }
+            // Every source fd is above 2 (see `above_stdio`), so these never overwrite one
+            // another, and the copies on 0, 1 and 2 are not close-on-exec.
+            for (source, target) in [
+                (self.child_stdin.as_raw_fd(), 0),
+                (self.child_stdout.as_raw_fd(), 1),
+                (self.child_stderr.as_raw_fd(), 2),
+            ] {
+                if libc::dup2(source, target) < 0 {
+                    self.fail_in_child();
+                }
+            }
+            if libc::chdir(self.cwd.as_ptr()) < 0 {
+                self.fail_in_child();
+            }
+            libc::execve(
+                self.program.as_ptr(),
+                self.argv_ptrs.as_ptr(),
+                self.envp_ptrs.as_ptr(),
+            );
+            self.fail_in_child()
+        }
+    }
+
+    /// Reports errno on the error pipe and exits 127.
+    ///
+    /// # Safety
+    /// Child side only, like `exec_child`.
+    unsafe fn fail_in_child(&self) -> ! {
+        // Reading errno does not allocate: the error holds the raw number.
+        let errno = io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        let bytes = errno.to_ne_bytes();
+        // SAFETY: write and _exit are async-signal-safe; `bytes` lives on this stack frame.
+        unsafe {
+            libc::write(
+                self.error_write.as_raw_fd(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+            );
+            libc::_exit(127)
+        }
+    }
+}
+
+/// Sets `signal` to its default disposition, async-signal-safely.
+///
+/// On Linux this is the raw system call: the C library refuses the signals it reserves for
+/// itself (32 and 33 in glibc), yet an ignored one is inherited like any other (build tools
+/// have been seen to pass SIG_IGN on 32 down). An all-zero kernel `sigaction` is SIG_DFL with
+/// no flags and an empty mask whatever the architecture's field order.
+///
+/// # Safety
+/// Child side only, like `Prepared::exec_child`.
+#[cfg(target_os = "linux")]
+unsafe fn reset_disposition(signal: libc::c_int) {
+    let default = [0u64; 4];
+    // The kernel's sigset_t is 64 bits on the architectures vx supports.
+    const KERNEL_SIGSET_BYTES: libc::c_long = 8;
+    // SAFETY: `default` is large enough for the kernel's struct sigaction and outlives the
+    // call; the old-action pointer is null, so nothing is written.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            libc::c_long::from(signal),
+            default.as_ptr(),
+            std::ptr::null_mut::<u64>(),
+            KERNEL_SIGSET_BYTES,
+        );
+    }
+}
+
+/// Sets `signal` to its default disposition, async-signal-safely.
+///
+/// # Safety
+/// Child side only, like `Prepared::exec_child`.
+#[cfg(not(target_os = "linux"))]
+unsafe fn reset_disposition(signal: libc::c_int) {
+    // SAFETY: `default` is a valid, fully initialised sigaction on this stack frame.
+    unsafe {
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut default.sa_mask);
+        libc::sigaction(signal, &default, std::ptr::null_mut());
+    }
+}
+
+#[cfg(target_os = "linux")]
+const SIGNAL_LIMIT: libc::c_int = 65;
+#[cfg(not(target_os = "linux"))]
+const SIGNAL_LIMIT: libc::c_int = 32;
+
+fn empty_sigset() -> libc::sigset_t {
+    let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigemptyset initialises the whole set it is given.
+    unsafe {
+        libc::sigemptyset(set.as_mut_ptr());
+        set.assume_init()
+    }
+}
+
+fn c_string(value: &OsStr) -> io::Result<CString> {
+    CString::new(value.as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{value:?} contains a NUL byte"),
+        )
+    })
+}
+
+fn null_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
+    strings
+        .iter()
+        .map(|s| s.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    Ok(nix::unistd::pipe2(OFlag::O_CLOEXEC)?)
+}
+
+/// Moves a descriptor to a number above 2 (close-on-exec), so that the child's `dup2` onto
+/// 0, 1 and 2 can never clobber a source it has yet to copy. Only matters when vx itself was
+/// started with a standard stream closed.
+fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own returns a new descriptor that nothing
+    // else owns, which we wrap at once.
+    let moved: RawFd = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if moved < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `moved` is a fresh descriptor owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(moved) })
+}

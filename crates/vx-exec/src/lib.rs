@@ -1,0 +1,31 @@
+//! Process supervision for vx: spawning tasks in their own sessions, reading their output,
+//! timeouts, stopping whole process trees, and reaping every child (SPEC §10, EXEC-1..EXEC-13).
+//!
+//! This is the only crate of vx that uses `unsafe` (fork/exec and `wait4`); every block says
+//! why it is sound. It prints nothing: everything a caller needs to know arrives as
+//! [`ExecEvent`]s.
+//!
+//! How this works:
+//! - [`Supervisor`] (`supervisor.rs`) is one per process. It makes vx a child subreaper and runs
+//!   the single reaper thread that waits for every child, dispatching task leaders' exits and
+//!   silently reaping adopted orphans.
+//! - [`Supervisor::spawn`] forks a leader (`child.rs`): a new session and process group, the
+//!   complete environment given, stdin `/dev/null` or a held pipe, stdout and stderr as two
+//!   pipes.
+//! - Each task has one thread (`task.rs`) that reads both pipes with `poll`, enforces the
+//!   timeout and stops, drains output after the leader exits, stops leftovers, and reports
+//!   [`ExecEvent::Completed`] last. [`TaskHandle`] stops or kills it from outside.
+//! - `tree.rs` finds a task's live processes (its group and session, from `/proc` on Linux) and
+//!   signals them, always by process group.
+//!
+//! Start reading at `supervisor.rs`, then `task.rs`.
+
+mod child;
+mod event;
+mod supervisor;
+mod task;
+pub mod tree;
+
+pub use event::{Completion, ExecEvent, ExitReason, ResourceUsage, SpawnSpec, StdinMode, Stream};
+pub use supervisor::{Output, Supervisor};
+pub use task::TaskHandle;

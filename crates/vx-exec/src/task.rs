@@ -1,0 +1,632 @@
+//! One task's state machine: reading its output, its timeout, stopping it, its drain and its
+//! leftovers, ending in exactly one `Completed` event.
+//!
+//! How this works: every task has one thread (the [`Worker`]) that owns the read ends of the
+//! task's stdout and stderr and a wake pipe, and waits for all three with `poll(2)`, so a full
+//! pipe never blocks the child. The reaper and [`TaskHandle`] never touch the output: they
+//! change the shared [`TaskState`] and write a byte to the wake pipe.
+//!
+//! The worker goes through three phases:
+//! 1. *Running*, until the reaper reports the leader's exit. Output is forwarded as read. At the
+//!    timeout the worker emits `TimedOut` and begins a stop; when a stop's grace runs out it
+//!    sends SIGKILL to whatever is left.
+//! 2. *Drain*: output is read for at most `drain` after the exit; pipes still open then are
+//!    closed unread (`OutputCut`), because a background process holding them must not keep
+//!    the task going (EXEC-11).
+//! 3. *Settle*: if a stop began while the leader ran, wait for the group and session to empty
+//!    until the stop's grace ends, then SIGKILL what is left (EXEC-8); otherwise, for one-shot
+//!    tasks, stop whatever is left (`LeftoversStopped`). Then `Completed`.
+//!
+//! A stop is begun once (by [`TaskHandle::stop`], [`TaskHandle::kill`] or the timeout): the
+//! signal is sent at once by whoever begins it, and the kill deadline is recorded for the
+//! worker to enforce. After `Completed`, a stop of a persistent task's leftovers runs on a
+//! short-lived thread of its own.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use crate::event::{Completion, ExecEvent, ExitReason, ResourceUsage, SpawnSpec, Stream};
+use crate::supervisor::{spawn_failure, SupervisorShared};
+use crate::tree;
+
+type Sink = Box<dyn FnMut(ExecEvent) + Send>;
+
+/// How often an emptiness wait looks at the process table: often enough that a stopped task
+/// completes promptly, rarely enough to cost nothing measurable.
+const LIVENESS_POLL: Duration = Duration::from_millis(10);
+
+/// How long to wait for SIGKILLed processes to disappear before giving up (a process in
+/// uninterruptible sleep can take a while; vx reports the task complete regardless).
+const AFTER_SIGKILL: Duration = Duration::from_secs(1);
+
+const READ_CHUNK: usize = 64 * 1024;
+
+/// The leader's end, as the reaper saw it.
+pub(crate) struct LeaderExit {
+    pub reason: ExitReason,
+    pub usage: ResourceUsage,
+    pub at: Instant,
+}
+
+/// A handle on a spawned task, to stop or kill it. Cheap to clone.
+#[derive(Clone)]
+pub struct TaskHandle {
+    shared: Arc<TaskShared>,
+}
+
+pub(crate) struct TaskShared {
+    id: u64,
+    /// The leader's pid, which is also the task's process group and session id. Unset when the
+    /// spawn failed.
+    pid: OnceLock<i32>,
+    supervisor: Arc<SupervisorShared>,
+    kill_grace: Duration,
+    state: Mutex<TaskState>,
+    /// Signalled on every state change: leader exit, stop, completion.
+    changed: Condvar,
+    /// The write end of the worker's wake pipe (non-blocking).
+    wake: Option<OwnedFd>,
+    /// The write end of a held stdin pipe (EXEC-10), closed when the task is dropped.
+    stdin_hold: Mutex<Option<OwnedFd>>,
+}
+
+#[derive(Default)]
+struct TaskState {
+    leader_exit: Option<LeaderExit>,
+    stop: Option<Stop>,
+    /// SIGKILL was needed by a stop that began while the leader was running.
+    killed: bool,
+    /// `Completed` has been emitted (or is about to be, and nothing else will be).
+    finished: bool,
+    /// A stop begun after `Completed` is still waiting for the processes to go.
+    stopping_after_finish: bool,
+}
+
+struct Stop {
+    cause: StopCause,
+    /// The stop began while the leader was running, so it decides the task's outcome.
+    before_exit: bool,
+    kill_at: Instant,
+    kill_sent: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StopCause {
+    Handle,
+    Timeout,
+}
+
+impl TaskHandle {
+    pub(crate) fn new(shared: Arc<TaskShared>) -> TaskHandle {
+        TaskHandle { shared }
+    }
+
+    /// A handle for a task that never started: no pid, already complete.
+    pub(crate) fn failed(
+        id: u64,
+        supervisor: Arc<SupervisorShared>,
+        kill_grace: Duration,
+    ) -> TaskHandle {
+        let shared = TaskShared {
+            id,
+            pid: OnceLock::new(),
+            supervisor,
+            kill_grace,
+            state: Mutex::new(TaskState {
+                finished: true,
+                ..TaskState::default()
+            }),
+            changed: Condvar::new(),
+            wake: None,
+            stdin_hold: Mutex::new(None),
+        };
+        TaskHandle {
+            shared: Arc::new(shared),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> Arc<TaskShared> {
+        Arc::clone(&self.shared)
+    }
+
+    /// The leader's pid (also the task's process group and session id); `None` if the spawn
+    /// failed.
+    pub fn pid(&self) -> Option<i32> {
+        self.shared.pid.get().copied()
+    }
+
+    /// Stops the task (EXEC-6): sends `signal` (SIGTERM normally; SIGINT when forwarding
+    /// Ctrl-C) to the task's process group and session once, then, up to `kill_grace` later,
+    /// SIGKILL to whatever is still alive (zombies do not count). Idempotent: only the first
+    /// stop or kill sends anything.
+    ///
+    /// Returns at once. While the task runs, its `Completed` event (with `stopped: true`) marks
+    /// the end. After `Completed` (leftovers of a persistent task), the waiting happens on a
+    /// thread of its own; [`TaskHandle::wait_stopped`] waits for it.
+    pub fn stop(&self, signal: i32) {
+        self.shared.begin_stop(signal, StopCause::Handle);
+    }
+
+    /// SIGKILLs the whole group and session now (a second Ctrl-C).
+    pub fn kill(&self) {
+        self.shared.kill();
+    }
+
+    /// Blocks until the task is complete (its `Completed` event has been emitted) and a stop
+    /// begun after that has finished.
+    pub fn wait_stopped(&self) {
+        let mut state = self.shared.lock();
+        while !state.finished || state.stopping_after_finish {
+            state = self
+                .shared
+                .changed
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl TaskShared {
+    /// Returns the shared state and the read end of its wake pipe.
+    pub(crate) fn new(
+        id: u64,
+        supervisor: Arc<SupervisorShared>,
+        kill_grace: Duration,
+    ) -> std::io::Result<(Arc<TaskShared>, OwnedFd)> {
+        let (wake_read, wake_write) = crate::child::pipe()?;
+        for end in [&wake_read, &wake_write] {
+            fcntl(end, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
+        }
+        let shared = TaskShared {
+            id,
+            pid: OnceLock::new(),
+            supervisor,
+            kill_grace,
+            state: Mutex::new(TaskState::default()),
+            changed: Condvar::new(),
+            wake: Some(wake_write),
+            stdin_hold: Mutex::new(None),
+        };
+        Ok((Arc::new(shared), wake_read))
+    }
+
+    pub(crate) fn set_pid(&self, pid: i32) {
+        let _ = self.pid.set(pid);
+    }
+
+    pub(crate) fn hold_stdin(&self, write_end: Option<OwnedFd>) {
+        *self.stdin_hold.lock().unwrap_or_else(|e| e.into_inner()) = write_end;
+    }
+
+    fn lock(&self) -> MutexGuard<'_, TaskState> {
+        // Every update is a few plain assignments, so state behind a poisoned lock is whole.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Called by the reaper.
+    pub(crate) fn leader_exited(&self, exit: LeaderExit) {
+        self.lock().leader_exit = Some(exit);
+        self.changed.notify_all();
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if let Some(wake) = &self.wake {
+            // A full pipe already holds a pending wake-up, so EAGAIN is fine.
+            let _ = nix::unistd::write(wake, &[1]);
+        }
+    }
+
+    /// The pid to signal, unless the spawn failed or a later task has taken over the pid
+    /// (which can only happen once every process of this task is gone).
+    fn signal_target(&self) -> Option<i32> {
+        let pid = *self.pid.get()?;
+        self.supervisor.owns_session(pid, self.id).then_some(pid)
+    }
+
+    fn signal_all(&self, signal: i32) {
+        if let Some(pid) = self.signal_target() {
+            tree::signal_tree(pid, signal);
+        }
+    }
+
+    fn live_count(&self) -> usize {
+        self.signal_target().map_or(0, tree::live_count)
+    }
+
+    fn begin_stop(self: &Arc<Self>, signal: i32, cause: StopCause) {
+        let mut state = self.lock();
+        if state.stop.is_some() || self.pid.get().is_none() {
+            return;
+        }
+        state.stop = Some(Stop {
+            cause,
+            before_exit: state.leader_exit.is_none(),
+            kill_at: Instant::now() + self.kill_grace,
+            kill_sent: false,
+        });
+        let after_finish = state.finished;
+        state.stopping_after_finish = after_finish;
+        drop(state);
+        self.signal_all(signal);
+        self.wake();
+        self.changed.notify_all();
+        if after_finish {
+            // Only waiting is left to do; if no thread can be had, wait here instead.
+            let task = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name("vx-stop".into())
+                .spawn(move || task.settle_after_finish());
+            if spawned.is_err() {
+                self.settle_after_finish();
+            }
+        }
+    }
+
+    fn settle_after_finish(&self) {
+        self.wait_until_empty(None);
+        self.lock().stopping_after_finish = false;
+        self.changed.notify_all();
+    }
+
+    fn kill(&self) {
+        let mut state = self.lock();
+        if self.pid.get().is_none() {
+            return;
+        }
+        let now = Instant::now();
+        let before_exit = state.leader_exit.is_none();
+        let stop = state.stop.get_or_insert(Stop {
+            cause: StopCause::Handle,
+            before_exit,
+            kill_at: now,
+            kill_sent: true,
+        });
+        stop.kill_at = stop.kill_at.min(now);
+        stop.kill_sent = true;
+        if stop.before_exit {
+            state.killed = true;
+        }
+        drop(state);
+        self.signal_all(libc::SIGKILL);
+        self.wake();
+        self.changed.notify_all();
+    }
+
+    /// Sends SIGKILL if a stop's grace has run out; otherwise returns when it will.
+    fn escalate_if_due(&self, now: Instant) -> Option<Instant> {
+        let state = self.lock();
+        let stop = state.stop.as_ref()?;
+        if stop.kill_sent {
+            return None;
+        }
+        if now < stop.kill_at {
+            return Some(stop.kill_at);
+        }
+        drop(state);
+        self.send_kill();
+        None
+    }
+
+    /// SIGKILLs whatever is left and records whether that was needed.
+    fn send_kill(&self) {
+        let needed = self.live_count() > 0;
+        let mut state = self.lock();
+        let mut counts = false;
+        if let Some(stop) = state.stop.as_mut() {
+            stop.kill_sent = true;
+            counts = stop.before_exit;
+        }
+        if needed && counts {
+            state.killed = true;
+        }
+        drop(state);
+        if needed {
+            self.signal_all(libc::SIGKILL);
+        }
+    }
+
+    /// Waits until no process of the task is alive. If `limit` or the stop's kill deadline
+    /// passes first, SIGKILLs what is left and waits a little for it to go.
+    fn wait_until_empty(&self, limit: Option<Instant>) {
+        loop {
+            if self.live_count() == 0 {
+                return;
+            }
+            let state = self.lock();
+            let stop_deadline = state.stop.as_ref().map(|stop| stop.kill_at);
+            let deadline = earliest(limit, stop_deadline);
+            let now = Instant::now();
+            if deadline.is_some_and(|deadline| now >= deadline) {
+                drop(state);
+                self.send_kill();
+                let gone_by = Instant::now() + AFTER_SIGKILL;
+                while self.live_count() > 0 && Instant::now() < gone_by {
+                    std::thread::sleep(LIVENESS_POLL);
+                }
+                return;
+            }
+            // The condition variable wakes this early for a kill() or a new stop.
+            let nap = deadline.map_or(LIVENESS_POLL, |d| LIVENESS_POLL.min(d - now));
+            drop(
+                self.changed
+                    .wait_timeout(state, nap)
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+        }
+    }
+}
+
+impl Drop for TaskShared {
+    fn drop(&mut self) {
+        if let Some(&pid) = self.pid.get() {
+            self.supervisor.release_session(pid, self.id);
+        }
+    }
+}
+
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The task's thread: either a running task to supervise or a spawn failure to report.
+pub(crate) enum Worker {
+    Running(Box<Running>),
+    Failed {
+        task: Arc<TaskShared>,
+        sink: Sink,
+        error: std::io::Error,
+    },
+}
+
+pub(crate) struct Running {
+    task: Arc<TaskShared>,
+    sink: Sink,
+    stdout: Option<OwnedFd>,
+    stderr: Option<OwnedFd>,
+    wake: OwnedFd,
+    started: Instant,
+    timeout_at: Option<Instant>,
+    drain: Duration,
+    stop_leftovers: bool,
+    buffer: Vec<u8>,
+}
+
+#[derive(Clone, Copy)]
+enum Source {
+    Out(Stream),
+    Wake,
+}
+
+impl Worker {
+    pub(crate) fn new(
+        task: Arc<TaskShared>,
+        wake: OwnedFd,
+        sink: Sink,
+        stdout: OwnedFd,
+        stderr: OwnedFd,
+        spec: &SpawnSpec,
+        started: Instant,
+    ) -> Worker {
+        Worker::Running(Box::new(Running {
+            task,
+            sink,
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+            wake,
+            started,
+            timeout_at: spec.timeout.map(|timeout| started + timeout),
+            drain: spec.drain,
+            stop_leftovers: spec.stop_leftovers_on_exit,
+            buffer: vec![0; READ_CHUNK],
+        }))
+    }
+
+    pub(crate) fn failed(task: Arc<TaskShared>, sink: Sink, error: std::io::Error) -> Worker {
+        Worker::Failed { task, sink, error }
+    }
+
+    pub(crate) fn run(self) {
+        match self {
+            Worker::Running(running) => running.run(),
+            Worker::Failed {
+                task,
+                mut sink,
+                error,
+            } => {
+                tracing::debug!(%error, "spawn failed");
+                sink(ExecEvent::Completed(spawn_failure(error)));
+                task.changed.notify_all();
+            }
+        }
+    }
+}
+
+impl Running {
+    fn run(mut self) {
+        let exited_at = self.read_until_leader_exit();
+        self.drain_output(exited_at + self.drain);
+        self.settle();
+        let completion = self.complete();
+        (self.sink)(ExecEvent::Completed(completion));
+        self.task.changed.notify_all();
+    }
+
+    /// Phase 1: forwards output, fires the timeout and enforces a stop's kill deadline until
+    /// the reaper reports the leader's exit.
+    fn read_until_leader_exit(&mut self) -> Instant {
+        loop {
+            if let Some(exit) = &self.task.lock().leader_exit {
+                return exit.at;
+            }
+            let now = Instant::now();
+            if self.task.lock().stop.is_some() {
+                // A stop already under way makes the timeout moot.
+                self.timeout_at = None;
+            }
+            if self.timeout_at.is_some_and(|at| now >= at) {
+                self.timeout_at = None;
+                (self.sink)(ExecEvent::TimedOut);
+                self.task.begin_stop(libc::SIGTERM, StopCause::Timeout);
+            }
+            let kill_at = self.task.escalate_if_due(now);
+            self.pump(earliest(self.timeout_at, kill_at));
+        }
+    }
+
+    /// Phase 2: reads what is left, until both pipes close or the drain ends.
+    fn drain_output(&mut self, until: Instant) {
+        while self.stdout.is_some() || self.stderr.is_some() {
+            let now = Instant::now();
+            if now >= until {
+                self.stdout = None;
+                self.stderr = None;
+                (self.sink)(ExecEvent::OutputCut);
+                return;
+            }
+            let kill_at = self.task.escalate_if_due(now);
+            self.pump(earliest(Some(until), kill_at));
+        }
+    }
+
+    /// Phase 3: finishes a stop, or stops leftovers, and marks the task finished.
+    fn settle(&mut self) {
+        let mut stop_waited = false;
+        let mut leftovers_checked = false;
+        loop {
+            let stop_begun = self.task.lock().stop.is_some();
+            if stop_begun && !stop_waited {
+                self.task.wait_until_empty(None);
+                stop_waited = true;
+                continue;
+            }
+            if !stop_begun && self.stop_leftovers && !leftovers_checked {
+                leftovers_checked = true;
+                let left = self.task.live_count();
+                if left > 0 {
+                    self.task.signal_all(libc::SIGTERM);
+                    self.task
+                        .wait_until_empty(Some(Instant::now() + self.task.kill_grace));
+                    (self.sink)(ExecEvent::LeftoversStopped(left));
+                }
+                continue;
+            }
+            let mut state = self.task.lock();
+            if state.stop.is_some() && !stop_waited {
+                continue;
+            }
+            state.finished = true;
+            return;
+        }
+    }
+
+    fn complete(&self) -> Completion {
+        let state = self.task.lock();
+        let exit = state
+            .leader_exit
+            .as_ref()
+            .expect("phase 1 ends only with the leader's exit");
+        let decisive = state.stop.as_ref().filter(|stop| stop.before_exit);
+        let timed_out = decisive.is_some_and(|stop| stop.cause == StopCause::Timeout);
+        let stopped = decisive.is_some_and(|stop| stop.cause == StopCause::Handle);
+        let exit_reason = match exit.reason {
+            ExitReason::Code(code) => ExitReason::Code(code),
+            ExitReason::Signal(signal) => ExitReason::Signal(signal),
+            ExitReason::SpawnFailed(_) => unreachable!("the reaper reports codes and signals"),
+        };
+        let exit_code = match (timed_out, state.killed) {
+            (true, true) => 128 + libc::SIGKILL,
+            (true, false) => 128 + libc::SIGTERM,
+            (false, _) => exit_reason.exit_code(),
+        };
+        Completion {
+            exit: exit_reason,
+            exit_code,
+            timed_out,
+            stopped,
+            killed: state.killed,
+            duration: exit.at.saturating_duration_since(self.started),
+            usage: Some(exit.usage),
+        }
+    }
+
+    /// One `poll` on the open output pipes and the wake pipe, then one read from each ready
+    /// pipe. Returns after `until` at the latest.
+    fn pump(&mut self, until: Option<Instant>) {
+        let timeout = until.map_or(PollTimeout::NONE, |until| {
+            let left = until.saturating_duration_since(Instant::now());
+            // Round up: rounding down would wake just before the deadline and spin.
+            let millis = left.as_micros().div_ceil(1000);
+            PollTimeout::try_from(millis).unwrap_or(PollTimeout::MAX)
+        });
+        let mut ready: [Option<Source>; 3] = [None; 3];
+        {
+            let mut sources = Vec::with_capacity(3);
+            let mut fds = Vec::with_capacity(3);
+            for (fd, source) in [
+                (&self.stdout, Source::Out(Stream::Stdout)),
+                (&self.stderr, Source::Out(Stream::Stderr)),
+            ] {
+                if let Some(fd) = fd {
+                    fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+                    sources.push(source);
+                }
+            }
+            fds.push(PollFd::new(self.wake.as_fd(), PollFlags::POLLIN));
+            sources.push(Source::Wake);
+            match poll(&mut fds, timeout) {
+                Ok(_) => {}
+                Err(Errno::EINTR) => return,
+                Err(err) => {
+                    // Not expected with valid descriptors; avoid spinning if it happens.
+                    tracing::error!(%err, "poll failed");
+                    std::thread::sleep(LIVENESS_POLL);
+                    return;
+                }
+            }
+            for (slot, (fd, source)) in ready.iter_mut().zip(fds.iter().zip(sources)) {
+                if fd.revents().is_some_and(|events| !events.is_empty()) {
+                    *slot = Some(source);
+                }
+            }
+        }
+        for source in ready.into_iter().flatten() {
+            match source {
+                Source::Out(stream) => self.read_once(stream),
+                Source::Wake => {
+                    let mut sink = [0u8; 64];
+                    while matches!(nix::unistd::read(&self.wake, &mut sink), Ok(n) if n > 0) {}
+                }
+            }
+        }
+    }
+
+    /// Reads one chunk and forwards it; closes the pipe at end-of-file or on an error.
+    fn read_once(&mut self, stream: Stream) {
+        let slot = match stream {
+            Stream::Stdout => &mut self.stdout,
+            Stream::Stderr => &mut self.stderr,
+        };
+        let Some(fd) = slot else { return };
+        match nix::unistd::read(fd.as_fd(), &mut self.buffer) {
+            Ok(0) => *slot = None,
+            Ok(n) => (self.sink)(ExecEvent::Output {
+                stream,
+                bytes: self.buffer[..n].to_vec(),
+            }),
+            Err(Errno::EINTR | Errno::EAGAIN) => {}
+            Err(err) => {
+                tracing::debug!(fd = fd.as_raw_fd(), %err, "reading task output failed");
+                *slot = None;
+            }
+        }
+    }
+}

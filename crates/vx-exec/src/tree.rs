@@ -1,0 +1,311 @@
+//! A task's process tree: which processes belong to a task, whether any of them is alive, and
+//! how to signal all of them.
+//!
+//! A task is the leader of its own session and process group, so its pid is also its process
+//! group id and its session id. Its processes are that group plus, on Linux, every process whose
+//! session id is the task's session: a descendant that moved to another process group (a shell
+//! with job control, `setpgid`) is still found. Membership is read from `/proc/<pid>/stat` when
+//! `/proc` belongs to vx's pid namespace; elsewhere (macOS, a foreign `/proc`) `kill(-pgid, 0)`
+//! is the only probe and the session is not searched. Zombies never count as alive: vx reaps its
+//! own children and adopted orphans, but a zombie whose parent is still alive stays in the table
+//! until that parent waits for it, and it can no longer run anything.
+//!
+//! Start at [`parse_stat`] and [`live_members`], the pure helpers; [`signal_tree`] and
+//! [`live_count`] are what the supervisor calls.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use nix::errno::Errno;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+/// The fields of `/proc/<pid>/stat` that process supervision needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: i32,
+    /// The executable name as the kernel reports it, at most 15 bytes, any bytes (spaces and
+    /// `)` included).
+    pub comm: Vec<u8>,
+    /// The state letter: `R`, `S`, `D`, `Z` (zombie), `T`, `X`, …
+    pub state: u8,
+    pub ppid: i32,
+    pub pgrp: i32,
+    pub session: i32,
+}
+
+impl ProcStat {
+    /// A zombie has exited and only waits to be reaped; it cannot run or hold anything open.
+    pub fn is_zombie(&self) -> bool {
+        matches!(self.state, b'Z' | b'X')
+    }
+}
+
+/// Parses the contents of `/proc/<pid>/stat`.
+///
+/// The command name sits between the first `(` and the *last* `)`, because it may itself
+/// contain spaces and parentheses (`sleep) 1 (`), so splitting on whitespace is wrong. Returns
+/// `None` for anything that does not have the expected shape.
+pub fn parse_stat(contents: &[u8]) -> Option<ProcStat> {
+    let open = contents.iter().position(|&b| b == b'(')?;
+    let close = contents.iter().rposition(|&b| b == b')')?;
+    if close < open {
+        return None;
+    }
+    let pid = ascii_int(contents[..open].trim_ascii())?;
+    let comm = contents[open + 1..close].to_vec();
+    let mut fields = contents[close + 1..]
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|field| !field.is_empty());
+    let state = match fields.next()? {
+        [letter] => *letter,
+        _ => return None,
+    };
+    let ppid = ascii_int(fields.next()?)?;
+    let pgrp = ascii_int(fields.next()?)?;
+    let session = ascii_int(fields.next()?)?;
+    Some(ProcStat {
+        pid,
+        comm,
+        state,
+        ppid,
+        pgrp,
+        session,
+    })
+}
+
+fn ascii_int(bytes: &[u8]) -> Option<i32> {
+    std::str::from_utf8(bytes).ok()?.parse().ok()
+}
+
+/// The pids of the processes in `table` that belong to the task whose process group is `pgid`
+/// and whose session is `sid`, leaving out zombies, pid 1 and below, and vx itself.
+pub fn live_members<'a>(
+    table: impl IntoIterator<Item = &'a ProcStat>,
+    pgid: i32,
+    sid: i32,
+) -> Vec<&'a ProcStat> {
+    let own = std::process::id() as i32;
+    table
+        .into_iter()
+        .filter(|p| (p.pgrp == pgid || p.session == sid) && !p.is_zombie())
+        .filter(|p| p.pid > 1 && p.pid != own)
+        .collect()
+}
+
+/// Reads every process's stat line. Processes that exit during the scan are skipped.
+pub fn scan_proc() -> Vec<ProcStat> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().as_encoded_bytes()[0].is_ascii_digit())
+        .filter_map(|entry| std::fs::read(entry.path().join("stat")).ok())
+        .filter_map(|contents| parse_stat(&contents))
+        .collect()
+}
+
+/// Whether `/proc` describes vx's own pid namespace, so that its pids, groups and sessions are
+/// the ones vx signals. Inside a container with the host's `/proc` mounted, they are not.
+pub(crate) fn proc_is_usable() -> bool {
+    static USABLE: OnceLock<bool> = OnceLock::new();
+    *USABLE.get_or_init(|| {
+        cfg!(target_os = "linux")
+            && std::fs::read_link("/proc/self")
+                .ok()
+                .and_then(|target| target.to_str()?.parse::<u32>().ok())
+                == Some(std::process::id())
+    })
+}
+
+/// Set once vx is a child subreaper, which the fast emptiness check relies on.
+pub(crate) static IS_SUBREAPER: AtomicBool = AtomicBool::new(false);
+
+/// How many processes of the task (group `leader`, session `leader`) are alive.
+///
+/// Without a usable `/proc` the count is 1 when the process group still has a member and 0
+/// otherwise: `kill(-pgid, 0)` tells only whether the group is empty.
+pub(crate) fn live_count(leader: i32) -> usize {
+    if !proc_is_usable() {
+        return usize::from(!group_is_empty(leader));
+    }
+    // Scanning all of /proc costs a few microseconds per process on the machine; most tasks
+    // leave nothing, and proving that is much cheaper.
+    if group_is_empty(leader) && no_session_member_among_children(leader) {
+        return 0;
+    }
+    live_members(&scan_proc(), leader, leader).len()
+}
+
+fn group_is_empty(pgid: i32) -> bool {
+    // EPERM means a member exists that vx may not signal (it changed its credentials).
+    matches!(killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH))
+}
+
+/// Whether, the task's process group being empty, its session is empty too, judged from vx's
+/// direct children alone. `false` means "not proven": the caller scans `/proc`.
+///
+/// Why this suffices: a process of the session descends from the task's leader through
+/// processes of the session (a fork keeps the session). Walking up from a live member, the
+/// first ancestor that is not alive-and-in-the-session is gone, so the member's branch was
+/// orphaned and, vx being a subreaper, reparented to vx. So with the group empty, some live
+/// member is a child of vx. Children are listed before and after their stat lines are read,
+/// so a member whose parent exits meanwhile shows up as a new child and defeats the proof; a
+/// zombie child in the session defeats it too, as its children may be on their way to vx.
+fn no_session_member_among_children(sid: i32) -> bool {
+    if !IS_SUBREAPER.load(Ordering::Relaxed) {
+        return false;
+    }
+    let Some(before) = own_children() else {
+        return false;
+    };
+    for child in &before {
+        let stat = std::fs::read(format!("/proc/{child}/stat"));
+        if let Some(stat) = stat.ok().and_then(|contents| parse_stat(&contents)) {
+            if stat.session == sid {
+                return false;
+            }
+        }
+    }
+    own_children().is_some_and(|after| after.iter().all(|pid| before.contains(pid)))
+}
+
+/// vx's direct children, from every thread's `children` list (a child belongs to the thread
+/// that forked it or adopted it). `None` when the kernel does not provide the lists.
+fn own_children() -> Option<Vec<i32>> {
+    let mut children: Vec<i32> = Vec::new();
+    for thread in std::fs::read_dir("/proc/self/task").ok()? {
+        let list = std::fs::read_to_string(thread.ok()?.path().join("children"));
+        match list {
+            Ok(list) => children.extend(
+                list.split_whitespace()
+                    .filter_map(|pid| pid.parse::<i32>().ok()),
+            ),
+            // A thread that exited since the directory was read has no children left.
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return None,
+        }
+    }
+    Some(children)
+}
+
+/// Sends `signal` (a raw signal number) to the task's process group and, with a usable `/proc`,
+/// to every other process group that has a member in the task's session.
+///
+/// Signals always go to whole groups: a process that a member forks between the scan and the
+/// signal joins its parent's group and is signalled too. Groups at or below pid 1, and vx's own
+/// group, are never signalled.
+pub(crate) fn signal_tree(leader: i32, signal: i32) {
+    let Ok(signal) = Signal::try_from(signal) else {
+        tracing::warn!(signal, "not a signal number; nothing sent");
+        return;
+    };
+    let mut groups = vec![leader];
+    if proc_is_usable() {
+        for member in live_members(&scan_proc(), leader, leader) {
+            if !groups.contains(&member.pgrp) {
+                groups.push(member.pgrp);
+            }
+        }
+    }
+    let own_group = nix::unistd::getpgrp().as_raw();
+    for group in groups {
+        if group <= 1 || group == own_group {
+            continue;
+        }
+        match killpg(Pid::from_raw(group), signal) {
+            Ok(()) | Err(Errno::ESRCH) => {}
+            Err(err) => tracing::debug!(group, ?signal, %err, "could not signal process group"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(pid: i32, state: u8, pgrp: i32, session: i32) -> ProcStat {
+        ProcStat {
+            pid,
+            comm: b"sh".to_vec(),
+            state,
+            ppid: 1,
+            pgrp,
+            session,
+        }
+    }
+
+    #[test]
+    fn parses_a_plain_stat_line() {
+        let line = b"4242 (sleep) S 4241 4240 4239 0 -1 4194304 95 0 0 0 0 0 0 0 20 0 1 0\n";
+        assert_eq!(
+            parse_stat(line),
+            Some(ProcStat {
+                pid: 4242,
+                comm: b"sleep".to_vec(),
+                state: b'S',
+                ppid: 4241,
+                pgrp: 4240,
+                session: 4239,
+            })
+        );
+    }
+
+    #[test]
+    fn parses_a_command_name_with_spaces_and_parentheses() {
+        let parsed = parse_stat(b"17 (a) b (c)) Z 1 17 17 0 -1").unwrap();
+        assert_eq!(parsed.comm, b"a) b (c)".to_vec());
+        assert_eq!((parsed.state, parsed.ppid, parsed.pgrp), (b'Z', 1, 17));
+        assert!(parsed.is_zombie());
+    }
+
+    #[test]
+    fn parses_a_command_name_that_is_not_utf8() {
+        let parsed = parse_stat(b"9 (\xff\xfe) R 2 3 4").unwrap();
+        assert_eq!(parsed.comm, vec![0xff, 0xfe]);
+        assert_eq!(parsed.session, 4);
+    }
+
+    #[test]
+    fn rejects_malformed_stat_lines() {
+        for line in [
+            &b""[..],
+            b"12 sleep S 1 2 3",
+            b"12 (sleep S 1 2 3",
+            b"x (sleep) S 1 2 3",
+            b"12 (sleep) S 1 2",
+            b"12 (sleep) SS 1 2 3",
+            b"12 )sleep( S 1 2 3",
+        ] {
+            assert_eq!(parse_stat(line), None, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn members_are_the_group_and_the_session_without_zombies_or_init() {
+        let table = [
+            stat(100, b'S', 100, 100), // the leader
+            stat(101, b'R', 100, 100), // a child in the group
+            stat(102, b'S', 102, 100), // moved to its own group, same session
+            stat(103, b'Z', 100, 100), // a zombie
+            stat(104, b'S', 104, 104), // someone else
+            stat(1, b'S', 100, 100),   // init is never a member
+        ];
+        let pids: Vec<i32> = live_members(&table, 100, 100)
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        assert_eq!(pids, vec![100, 101, 102]);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn scanning_proc_finds_this_process() {
+        let own = std::process::id() as i32;
+        let table = scan_proc();
+        let me = table.iter().find(|p| p.pid == own).expect("own stat line");
+        assert_eq!(me.pgrp, nix::unistd::getpgrp().as_raw());
+        assert!(proc_is_usable());
+    }
+}

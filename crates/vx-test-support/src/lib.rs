@@ -1,0 +1,7 @@
+//! Helpers for vx's tests only (a dev-dependency, never shipped).
+//!
+//! - [`process`]: locating the `vx-test-child` program (the helper that process-control tests
+//!   spawn, TEST-2) and finding surviving processes by a unique marker in their argv.
+
+pub mod fixture;
+pub mod process;

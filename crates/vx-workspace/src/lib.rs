@@ -1,0 +1,101 @@
+//! Finds the vx workspace, loads and validates its configuration, and discovers its projects
+//! and their dependency edges (§4, §5).
+//!
+//! The public API is two functions: [`discover`] turns a current directory into a
+//! [`vx_core::Workspace`], and [`parse_config`] checks one `vx.toml` text. The pipeline inside
+//! `discover`, in order:
+//!
+//! - `root`: walk up to the workspace root (DISC-1);
+//! - `load`: read the root's files, expand member globs (`members`), read each project's
+//!   `vx.toml` (`toml_config`, `task_config`, `task_tables`) and `package.json` (`manifest`),
+//!   name the projects, and resolve their edges (`edges`, `npm_range`);
+//! - every problem is collected as a [`vx_core::Diagnostic`] with a location (`source`), and
+//!   returned together, sorted (CFG-10).
+//!
+//! Keys of later milestones are refused in one place, `milestones` (CFG-12).
+
+mod disk;
+mod edges;
+mod glob_rules;
+mod json;
+mod load;
+mod manifest;
+mod members;
+mod milestones;
+mod npm_range;
+mod pnpm;
+mod root;
+mod source;
+mod task_config;
+mod task_tables;
+mod toml_config;
+mod toml_walk;
+
+use std::path::{Path, PathBuf};
+
+use vx_core::config::ConfigFile;
+use vx_core::{Diagnostic, Diagnostics, Workspace};
+
+/// Why a workspace could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// DISC-1: nothing found. `package_json_above` says whether a `package.json` exists from
+    /// cwd upward, which selects the hint.
+    #[error("not inside a vx workspace (no vx.toml with [workspace] from {} upward)", cwd.display())]
+    NotInWorkspace {
+        cwd: PathBuf,
+        package_json_above: bool,
+    },
+    /// Every configuration problem found, collected across all files (CFG-10), sorted by
+    /// location. Exit 2.
+    #[error("{} configuration error(s)", .0.len())]
+    Config(Vec<Diagnostic>),
+    /// An IO failure that is not a configuration error; names the path and the operation.
+    #[error("cannot {op} {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        op: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl LoadError {
+    /// The DISC-1 hint for [`LoadError::NotInWorkspace`].
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            LoadError::NotInWorkspace {
+                package_json_above: true,
+                ..
+            } => Some("run `vx init` at the repository root"),
+            LoadError::NotInWorkspace { .. } => {
+                Some("create a `vx.toml` with a `[workspace]` table at the repository root")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Finds the workspace that contains `cwd` and loads it: root settings, projects sorted by
+/// name, and their edges.
+pub fn discover(cwd: &Path) -> Result<Workspace, LoadError> {
+    let cwd = disk::canonical(cwd)?;
+    let found = root::find_root(&cwd)?;
+    load::load_workspace(&found.dir)
+}
+
+/// Parses and validates one `vx.toml` text (used by [`discover`]; public for tests and for
+/// `vx show`). `rel_path` is the root-relative path used in locations; `is_root` allows
+/// `[workspace]`. Errors are sorted by location.
+pub fn parse_config(
+    text: &str,
+    rel_path: &str,
+    is_root: bool,
+) -> Result<ConfigFile, Vec<Diagnostic>> {
+    let loaded = toml_config::load_config(text, rel_path, is_root);
+    if loaded.errors.is_empty() {
+        Ok(loaded.config)
+    } else {
+        Err(Diagnostics(loaded.errors).into_sorted())
+    }
+}

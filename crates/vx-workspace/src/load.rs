@@ -1,0 +1,291 @@
+//! Loading the workspace whose root was found: the root's files, the member directories,
+//! each project's `vx.toml` and `package.json`, names (DISC-3, DISC-4) and edges (DISC-5).
+//!
+//! Every problem in every file is collected before anything is returned (CFG-10): a file with
+//! errors still contributes what could be read, so later checks (names, edges) see the whole
+//! workspace and report their own problems too.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use vx_core::config::{ProjectConfig, CONFIG_FILE};
+use vx_core::{Diagnostic, Diagnostics, Location, Project, Spanned, Workspace, ROOT_PROJECT};
+
+use crate::disk;
+use crate::edges::{resolve_edges, EdgeSource};
+use crate::manifest::{parse_manifest, Manifest};
+use crate::members::MemberGlobs;
+use crate::pnpm::pnpm_packages;
+use crate::source::invalid_utf8;
+use crate::toml_config::{load_config, project_name_problem, LoadedConfig};
+use crate::LoadError;
+
+/// A directory's two files, as far as they could be read.
+struct Files {
+    dir: String,
+    config: Option<LoadedConfig>,
+    manifest: Option<Manifest>,
+    has_package_json: bool,
+}
+
+/// A project before edges: its files and its resolved name.
+struct Named {
+    name: String,
+    files: Files,
+}
+
+pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
+    let mut errors = Vec::new();
+    let root_files = read_files(root, "", true, &mut errors)?;
+    let settings = root_files
+        .config
+        .as_ref()
+        .and_then(|c| c.config.workspace.clone())
+        .unwrap_or_default();
+
+    let globs = match &settings.members {
+        // Problems with these were reported while walking the root `vx.toml`.
+        Some(members) => MemberGlobs::new(members, &mut Vec::new()),
+        None => MemberGlobs::new(
+            &package_manager_globs(root, &root_files, &mut errors)?,
+            &mut errors,
+        ),
+    };
+    let mut named = Vec::new();
+    for dir in globs.expand(root, &mut errors)? {
+        let files = read_files(&root.join(&dir), &dir, false, &mut errors)?;
+        if files.config.is_some() || files.has_package_json {
+            named.push(name_project(files, &mut errors));
+        }
+    }
+    if root_files
+        .config
+        .as_ref()
+        .is_some_and(|c| c.has_tasks_table)
+    {
+        named.push(Named {
+            name: ROOT_PROJECT.to_string(),
+            files: root_files,
+        });
+    }
+    let named = drop_duplicates(named, &mut errors);
+
+    let sources: Vec<EdgeSource> = named
+        .iter()
+        .map(|p| {
+            let manifest = p.files.manifest.as_ref();
+            let config = p.files.config.as_ref().map(|c| &c.config.project);
+            EdgeSource {
+                name: &p.name,
+                dir: &p.files.dir,
+                manifest_path: file_path(&p.files.dir, "package.json"),
+                package_name: manifest
+                    .and_then(|m| m.name.as_ref())
+                    .map(|n| n.value.as_str()),
+                version: manifest.and_then(|m| m.version.as_deref()),
+                dependencies: manifest
+                    .map(|m| m.dependencies.as_slice())
+                    .unwrap_or_default(),
+                deps: config.map(|c| c.deps.as_slice()).unwrap_or_default(),
+            }
+        })
+        .collect();
+    let edges = resolve_edges(&sources, &mut errors);
+
+    if !errors.is_empty() {
+        return Err(LoadError::Config(Diagnostics(errors).into_sorted()));
+    }
+    let mut projects: Vec<Project> = named
+        .into_iter()
+        .zip(edges)
+        .map(|(p, deps)| Project {
+            name: p.name,
+            dir: p.files.dir,
+            version: p.files.manifest.as_ref().and_then(|m| m.version.clone()),
+            has_vx_toml: p.files.config.is_some(),
+            has_package_json: p.files.has_package_json,
+            config: p
+                .files
+                .config
+                .map(|c| c.config.project)
+                .unwrap_or_else(ProjectConfig::default),
+            deps,
+        })
+        .collect();
+    projects.sort_by(|a, b| a.name.cmp(&b.name));
+    let by_name = projects
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.name.clone(), i))
+        .collect();
+    Ok(Workspace {
+        root: root.to_path_buf(),
+        settings,
+        projects,
+        by_name,
+    })
+}
+
+fn file_path(dir: &str, file: &str) -> String {
+    if dir.is_empty() {
+        file.to_string()
+    } else {
+        format!("{dir}/{file}")
+    }
+}
+
+/// Reads a file that must be UTF-8 (CFG-1); a file that is not is reported and skipped.
+fn read_text(
+    path: &Path,
+    rel: &str,
+    errors: &mut Vec<Diagnostic>,
+) -> Result<Option<String>, LoadError> {
+    let Some(bytes) = disk::read(path)? else {
+        return Ok(None);
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) => {
+            let at = invalid_utf8(rel, e.as_bytes(), &e.utf8_error());
+            errors.push(Diagnostic::at(at, format!("`{rel}` is not valid UTF-8")));
+            Ok(Some(String::new()))
+        }
+    }
+}
+
+fn read_files(
+    abs: &Path,
+    dir: &str,
+    is_root: bool,
+    errors: &mut Vec<Diagnostic>,
+) -> Result<Files, LoadError> {
+    let config_rel = file_path(dir, CONFIG_FILE);
+    let config = read_text(&abs.join(CONFIG_FILE), &config_rel, errors)?.map(|text| {
+        let mut loaded = load_config(&text, &config_rel, is_root);
+        errors.append(&mut loaded.errors);
+        loaded
+    });
+    let manifest_rel = file_path(dir, "package.json");
+    let manifest_text = read_text(&abs.join("package.json"), &manifest_rel, errors)?;
+    let has_package_json = manifest_text.is_some();
+    let manifest = manifest_text.and_then(|text| match parse_manifest(&text, &manifest_rel) {
+        Ok(manifest) => Some(manifest),
+        Err(mut problems) => {
+            errors.append(&mut problems);
+            None
+        }
+    });
+    Ok(Files {
+        dir: dir.to_string(),
+        config,
+        manifest,
+        has_package_json,
+    })
+}
+
+/// Member globs when `[workspace] members` is absent: `pnpm-workspace.yaml` `packages`, else
+/// the root `package.json` `workspaces` (DISC-2).
+fn package_manager_globs(
+    root: &Path,
+    root_files: &Files,
+    errors: &mut Vec<Diagnostic>,
+) -> Result<Vec<Spanned<String>>, LoadError> {
+    let pnpm = "pnpm-workspace.yaml";
+    if let Some(text) = read_text(&root.join(pnpm), pnpm, errors)? {
+        return Ok(pnpm_packages(&text, pnpm).unwrap_or_else(|problem| {
+            errors.push(problem);
+            Vec::new()
+        }));
+    }
+    Ok(root_files
+        .manifest
+        .as_ref()
+        .and_then(|m| m.workspaces.clone())
+        .unwrap_or_default())
+}
+
+/// DISC-4: `package.json` `name`, else `vx.toml` `name`, else the directory.
+fn name_project(files: Files, errors: &mut Vec<Diagnostic>) -> Named {
+    let package_name = files.manifest.as_ref().and_then(|m| m.name.clone());
+    let config_name = files
+        .config
+        .as_ref()
+        .and_then(|c| c.config.project.name.clone());
+    if let Some(package_name) = &package_name {
+        if let Some(problem) = project_name_problem(&package_name.value) {
+            errors.push(Diagnostic::at(package_name.at.clone(), problem));
+        }
+    }
+    if let (Some(package_name), Some(config_name)) = (&package_name, &config_name) {
+        if package_name.value != config_name.value {
+            errors.push(Diagnostic::at(
+                config_name.at.clone(),
+                format!(
+                    "name `{}` disagrees with package.json name `{}`; remove one",
+                    config_name.value, package_name.value
+                ),
+            ));
+        }
+    }
+    let name = match package_name.or(config_name) {
+        Some(name) => name.value,
+        None => {
+            if let Some(problem) = project_name_problem(&files.dir) {
+                errors.push(Diagnostic::new(format!(
+                    "{problem}; the project in `{}` is named after its directory: set `name` in its `vx.toml`",
+                    files.dir
+                )));
+            }
+            files.dir.clone()
+        }
+    };
+    Named { name, files }
+}
+
+/// DISC-4: two projects with one name are an error; the later one is left out.
+fn drop_duplicates(named: Vec<Named>, errors: &mut Vec<Diagnostic>) -> Vec<Named> {
+    let mut first: BTreeMap<String, String> = BTreeMap::new();
+    let mut kept = Vec::with_capacity(named.len());
+    for project in named {
+        if let Some(dir) = first.get(&project.name) {
+            let message = format!(
+                "two projects are named `{}`: {} and {}",
+                project.name,
+                shown(dir),
+                shown(&project.files.dir)
+            );
+            errors.push(match name_location(&project) {
+                Some(at) => Diagnostic::at(at, message),
+                None => Diagnostic::new(message),
+            });
+            continue;
+        }
+        first.insert(project.name.clone(), project.files.dir.clone());
+        kept.push(project);
+    }
+    kept
+}
+
+fn shown(dir: &str) -> &str {
+    if dir.is_empty() {
+        "the workspace root"
+    } else {
+        dir
+    }
+}
+
+/// Where a project's name was written, if it was.
+fn name_location(project: &Named) -> Option<Location> {
+    let files = &project.files;
+    files
+        .manifest
+        .as_ref()
+        .and_then(|m| m.name.as_ref())
+        .or_else(|| {
+            files
+                .config
+                .as_ref()
+                .and_then(|c| c.config.project.name.as_ref())
+        })
+        .map(|n| n.at.clone())
+}

@@ -1,0 +1,368 @@
+//! The sub-tables of a task: `env` (CFG-5), `cache` (CFG-6, CFG-7), `sandbox` (SBX-3),
+//! `persistent` and `remote` (CFG-4). Each walker checks its own keys and values; constraints
+//! between a task's keys live in `task_config`.
+
+use toml_span::value::ValueInner;
+use toml_span::Value;
+use vx_core::config::{
+    CacheConfig, EnvConfig, Persistent, ReadyWhen, RemoteTask, RemoteTaskConfig, SandboxConfig,
+};
+use vx_core::{Location, Spanned};
+
+use crate::glob_rules::{check_task_glob, is_literal, GlobBase, GlobList};
+use crate::task_config::command;
+use crate::toml_walk::{env_entry_problem, join, Walker};
+
+const ENV_KEYS: [&str; 3] = ["define", "pass-through", "secret"];
+const CACHE_KEYS: [&str; 9] = [
+    "env",
+    "inputs",
+    "outputs",
+    "portable",
+    "runtime",
+    "upstream",
+    "workspace-inputs",
+    "workspace-outputs",
+    "workspace-runtime",
+];
+const SANDBOX_KEYS: [&str; 3] = ["network", "read", "write"];
+const PERSISTENT_KEYS: [&str; 1] = ["ready-when"];
+const REMOTE_KEYS: [&str; 2] = ["extra-inputs", "platform"];
+
+pub(crate) fn env(w: &mut Walker, value: &Value, task_path: &str) -> Option<EnvConfig> {
+    let Some(table) = value.as_table() else {
+        let at = w.value_at(value);
+        let d = w.error(at, "`env` must be a table");
+        if value.as_array().is_some() {
+            d.hints.push(
+                "forward variables with `env = { pass-through = [...] }`; fold them into the key \
+                 with `cache.env`"
+                    .into(),
+            );
+        }
+        return None;
+    };
+    let mut env = EnvConfig::default();
+    let mut defined = Vec::new();
+    for (key, value) in table {
+        match key.name.as_ref() {
+            "pass-through" => {
+                env.pass_through = env_names(w, value, "env.pass-through", true);
+            }
+            "secret" => env.secret = env_names(w, value, "env.secret", false),
+            "define" => {
+                for (at, name, text) in w.string_table(value, "env.define").unwrap_or_default() {
+                    if let Some(problem) = env_entry_problem(&name, false) {
+                        w.error(at.clone(), format!("env.define: `{name}` {problem}"));
+                    }
+                    if text.value.contains('\0') {
+                        w.error(
+                            text.at,
+                            format!("env.define.{name}: the value contains a NUL character"),
+                        );
+                    }
+                    env.define.insert(name.clone(), text.value);
+                    defined.push((at, name));
+                }
+            }
+            _ => w.unknown_key(key, &join(task_path, "env"), &ENV_KEYS, None),
+        }
+    }
+    for (at, name) in defined {
+        if env.pass_through.contains(&name) {
+            w.error(
+                at,
+                format!("env: `{name}` is both in `pass-through` and in `define`; keep one"),
+            );
+        }
+    }
+    Some(env)
+}
+
+/// A list of variable names (or, with `wildcards`, prefixes ending in `*`).
+fn env_names(w: &mut Walker, value: &Value, name: &str, wildcards: bool) -> Vec<String> {
+    let entries = w.strings(value, name).unwrap_or_default();
+    for entry in &entries {
+        if let Some(problem) = env_entry_problem(&entry.value, wildcards) {
+            w.error(
+                entry.at.clone(),
+                format!("{name}: `{}` {problem}", entry.value),
+            );
+        }
+    }
+    entries.into_iter().map(|e| e.value).collect()
+}
+
+/// A glob list checked against CFG-7; entries are stored in their normal form and refused
+/// entries are left out.
+pub(crate) fn globs(
+    w: &mut Walker,
+    value: &Value,
+    name: &str,
+    base: GlobBase,
+) -> Option<Vec<Spanned<String>>> {
+    let entries = w.strings(value, name)?;
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        match check_task_glob(&entry.value, base) {
+            Ok(normal) => out.push(Spanned::new(normal, entry.at)),
+            Err(problem) => {
+                w.error(entry.at, format!("{name}: `{}` {problem}", entry.value));
+            }
+        }
+    }
+    if !out.is_empty() && out.iter().all(|g| g.value.starts_with('!')) {
+        let at = w.value_at(value);
+        w.error(
+            at,
+            format!("`{name}` selects nothing: every entry is a negation"),
+        );
+    }
+    Some(out)
+}
+
+fn values(globs: Option<Vec<Spanned<String>>>) -> Option<Vec<String>> {
+    globs.map(|g| g.into_iter().map(|s| s.value).collect())
+}
+
+/// A walked `cache` table: the model, plus what the whole-task checks need.
+pub(crate) struct CacheWalk {
+    pub(crate) config: CacheConfig,
+    pub(crate) upstream: Vec<Spanned<String>>,
+}
+
+pub(crate) fn cache(w: &mut Walker, value: &Value, task_path: &str) -> Option<CacheWalk> {
+    let Some(table) = value.as_table() else {
+        let at = w.value_at(value);
+        let d = w.error(at, "`cache` must be a table");
+        d.hints.push(match value.as_bool() {
+            Some(false) => {
+                "tasks without a `cache` table are not cached; remove the `cache` table".into()
+            }
+            _ => "write `cache = { inputs = [...], outputs = [...] }`".into(),
+        });
+        return None;
+    };
+    let mut config = CacheConfig::default();
+    let mut inputs = None;
+    let mut outputs = None;
+    let mut upstream = Vec::new();
+    for (key, value) in table {
+        match key.name.as_ref() {
+            "inputs" => inputs = globs(w, value, "cache.inputs", GlobBase::Project),
+            "outputs" => outputs = globs(w, value, "cache.outputs", GlobBase::Project),
+            "workspace-inputs" => {
+                config.workspace_inputs =
+                    values(globs(w, value, "cache.workspace-inputs", GlobBase::Root))
+                        .unwrap_or_default();
+            }
+            "workspace-outputs" => {
+                config.workspace_outputs =
+                    values(globs(w, value, "cache.workspace-outputs", GlobBase::Root))
+                        .unwrap_or_default();
+            }
+            "env" => config.env = env_names(w, value, "cache.env", true),
+            "runtime" => config.runtime = commands(w, value, "cache.runtime"),
+            "workspace-runtime" => {
+                config.workspace_runtime = commands(w, value, "cache.workspace-runtime");
+            }
+            "upstream" => {
+                upstream = w.strings(value, "cache.upstream").unwrap_or_default();
+                config.upstream = Some(upstream.iter().map(|s| s.value.clone()).collect());
+            }
+            "portable" => config.portable = w.bool(value, "cache.portable"),
+            _ => w.unknown_key(key, &join(task_path, "cache"), &CACHE_KEYS, None),
+        }
+    }
+    if let (Some(inputs), Some(outputs)) = (&inputs, &outputs) {
+        check_overlap(w, inputs, outputs);
+    }
+    config.inputs = values(inputs);
+    config.outputs = values(outputs);
+    Some(CacheWalk { config, upstream })
+}
+
+/// CFG-9: outputs must not cover the project's own manifests, and a literal input must not be
+/// taken back whole by the outputs.
+fn check_overlap(w: &mut Walker, inputs: &[Spanned<String>], outputs: &[Spanned<String>]) {
+    let all_outputs = GlobList::new(outputs.iter().map(|g| g.value.as_str()));
+    for output in outputs.iter().filter(|g| !g.value.starts_with('!')) {
+        let this = GlobList::new([output.value.as_str()]);
+        let covered = ["vx.toml", "package.json"]
+            .into_iter()
+            .find(|file| this.is_match(file) && all_outputs.is_match(file));
+        if let Some(file) = covered {
+            w.error(
+                output.at.clone(),
+                format!(
+                    "cache.outputs: `{}` covers the project's own `{file}`",
+                    output.value
+                ),
+            );
+        }
+    }
+    for input in inputs {
+        if is_literal(&input.value) && all_outputs.is_match(&input.value) {
+            w.error(
+                input.at.clone(),
+                format!("cache.inputs: `{}` is also an output", input.value),
+            );
+        }
+    }
+}
+
+fn commands(w: &mut Walker, value: &Value, name: &str) -> Vec<String> {
+    let Some(items) = value.as_array() else {
+        w.strings(value, name);
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|item| command(w, item, name))
+        .collect()
+}
+
+pub(crate) fn sandbox(w: &mut Walker, value: &Value, task_path: &str) -> Option<SandboxConfig> {
+    let table = w.table(value, "sandbox")?;
+    let mut sandbox = SandboxConfig::default();
+    for (key, value) in table {
+        let name = format!("sandbox.{}", key.name);
+        match key.name.as_ref() {
+            "read" => sandbox.read = grants(w, value, &name),
+            "write" => sandbox.write = grants(w, value, &name),
+            "network" => {
+                let hosts = w.strings(value, &name).unwrap_or_default();
+                for host in &hosts {
+                    if host.value.trim().is_empty() || host.value.contains(char::is_whitespace) {
+                        w.error(
+                            host.at.clone(),
+                            format!("{name}: `{}` is not a host pattern", host.value),
+                        );
+                    }
+                }
+                sandbox.network = hosts.into_iter().map(|h| h.value).collect();
+            }
+            _ => w.unknown_key(key, &join(task_path, "sandbox"), &SANDBOX_KEYS, None),
+        }
+    }
+    Some(sandbox)
+}
+
+/// Sandbox grants are paths, not globs (SBX-3).
+fn grants(w: &mut Walker, value: &Value, name: &str) -> Vec<String> {
+    let entries = w.strings(value, name).unwrap_or_default();
+    for entry in &entries {
+        let problem = if entry.value.is_empty() {
+            "is empty; write `.` for the project directory"
+        } else if entry.value.contains(['*', '?']) {
+            "is not allowed: sandbox grants are paths, not globs; grant the directory"
+        } else if entry.value.contains('\0') {
+            "contains a NUL character"
+        } else {
+            continue;
+        };
+        w.error(
+            entry.at.clone(),
+            format!("{name}: `{}` {problem}", entry.value),
+        );
+    }
+    entries.into_iter().map(|e| e.value).collect()
+}
+
+/// `persistent = true`, `false` (not persistent) or `{ ready-when = "<regex>" }`; records where
+/// `ready-when` was written.
+pub(crate) fn persistent(
+    w: &mut Walker,
+    value: &Value,
+    task_path: &str,
+    ready_when_at: &mut Option<Location>,
+) -> Option<Persistent> {
+    match value.as_ref() {
+        ValueInner::Boolean(true) => Some(Persistent::Plain(true)),
+        ValueInner::Boolean(false) => None,
+        ValueInner::Table(table) => {
+            let mut pattern = None;
+            for (key, value) in table {
+                if key.name != "ready-when" {
+                    w.unknown_key(key, &join(task_path, "persistent"), &PERSISTENT_KEYS, None);
+                    continue;
+                }
+                let at = w.key_at(key);
+                *ready_when_at = Some(at.clone());
+                pattern = w.string(value, "persistent.ready-when");
+                if let Some(problem) = pattern.as_deref().and_then(regex_problem) {
+                    let value_at = w.value_at(value);
+                    w.error(
+                        value_at,
+                        format!(
+                            "persistent.ready-when is not a valid regular expression: {problem}"
+                        ),
+                    );
+                }
+                w.milestone("task.persistent.ready-when", at);
+            }
+            if ready_when_at.is_none() {
+                let at = w.value_at(value);
+                w.error(at, "`persistent` table needs `ready-when`")
+                    .hints
+                    .push("write `persistent = true` for a task with no readiness pattern".into());
+            }
+            Some(match pattern {
+                Some(ready_when) => Persistent::Ready(ReadyWhen { ready_when }),
+                None => Persistent::Plain(true),
+            })
+        }
+        _ => {
+            let at = w.value_at(value);
+            w.error(
+                at,
+                "`persistent` must be `true` or `{ ready-when = \"<regex>\" }`",
+            );
+            None
+        }
+    }
+}
+
+/// The regex crate's error without its multi-line source excerpt (the location already points
+/// at the pattern).
+fn regex_problem(pattern: &str) -> Option<String> {
+    let error = regex::Regex::new(pattern).err()?.to_string();
+    let last = error.lines().last().unwrap_or_default();
+    Some(last.strip_prefix("error: ").unwrap_or(last).to_string())
+}
+
+pub(crate) fn remote(w: &mut Walker, value: &Value, task_path: &str) -> Option<RemoteTask> {
+    match value.as_ref() {
+        ValueInner::Boolean(true) => Some(RemoteTask::Plain(true)),
+        ValueInner::Boolean(false) => None,
+        ValueInner::Table(table) => {
+            let mut remote = RemoteTaskConfig::default();
+            for (key, value) in table {
+                match key.name.as_ref() {
+                    "platform" => {
+                        for (_, name, text) in
+                            w.string_table(value, "remote.platform").unwrap_or_default()
+                        {
+                            remote.platform.insert(name, text.value);
+                        }
+                    }
+                    "extra-inputs" => {
+                        remote.extra_inputs =
+                            values(globs(w, value, "remote.extra-inputs", GlobBase::Root))
+                                .unwrap_or_default();
+                    }
+                    _ => w.unknown_key(key, &join(task_path, "remote"), &REMOTE_KEYS, None),
+                }
+            }
+            Some(RemoteTask::Detailed(remote))
+        }
+        _ => {
+            let at = w.value_at(value);
+            w.error(
+                at,
+                "`remote` must be `true` or a table `{ platform?, extra-inputs? }`",
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! A whole `vx.toml`: the top level (CFG-3), `[workspace]` (CFG-2) and its sub-tables, built
+//! into [`ConfigFile`] with every problem collected (CFG-8 to CFG-12).
+//!
+//! Start at [`load_config`]. Task tables are walked by `task_config`. The walk always returns
+//! a best-effort model along with the errors, so discovery can go on and report the problems
+//! of every file together (CFG-10).
+
+use toml_span::value::{Key, Table};
+use toml_span::Value;
+use vx_core::config::{
+    CacheRetention, ConfigFile, RemoteCacheConfig, RemoteExecutionConfig, RulesConfig,
+    WorkspaceConfig,
+};
+use vx_core::{Diagnostic, Spanned};
+
+use crate::members::check_member_glob;
+use crate::source::SourceText;
+use crate::task_config::{walk_tasks, TASK_KEYS};
+use crate::toml_walk::{env_entry_problem, Walker};
+
+const ROOT_KEYS: [&str; 5] = ["deps", "name", "tags", "tasks", "workspace"];
+const PROJECT_KEYS: [&str; 4] = ["deps", "name", "tags", "tasks"];
+const WORKSPACE_KEYS: [&str; 10] = [
+    "affected-base",
+    "cache-dir",
+    "cache-retention",
+    "concurrency",
+    "members",
+    "remote-cache",
+    "remote-execution",
+    "rules",
+    "tasks",
+    "timeout",
+];
+const RETENTION_KEYS: [&str; 2] = ["max-size", "older-than"];
+const RULES_KEYS: [&str; 2] = ["exclusive-outputs", "upfront-keys"];
+const REMOTE_CACHE_KEYS: [&str; 11] = [
+    "connect-timeout",
+    "idle-timeout",
+    "instance-name",
+    "max-download-size",
+    "signature-key-env",
+    "team",
+    "team-id",
+    "token-env",
+    "upload-concurrency",
+    "url",
+    "write",
+];
+const REMOTE_EXECUTION_KEYS: [&str; 6] = [
+    "instance-name",
+    "max-in-flight",
+    "path",
+    "platform",
+    "token-env",
+    "url",
+];
+
+/// One `vx.toml`, walked.
+pub(crate) struct LoadedConfig {
+    pub(crate) config: ConfigFile,
+    /// Whether the file has a `tasks` table, even an empty one: that makes the root a
+    /// project (CFG-1).
+    pub(crate) has_tasks_table: bool,
+    pub(crate) errors: Vec<Diagnostic>,
+}
+
+/// Parses and checks one `vx.toml`. `rel_path` is root-relative; `is_root` allows
+/// `[workspace]`.
+pub(crate) fn load_config(text: &str, rel_path: &str, is_root: bool) -> LoadedConfig {
+    let mut loaded = LoadedConfig {
+        config: ConfigFile::default(),
+        has_tasks_table: false,
+        errors: Vec::new(),
+    };
+    let tree = match toml_span::parse(text) {
+        Ok(tree) => tree,
+        Err(error) => {
+            let at = SourceText::new(rel_path, text).location(error.span.start);
+            loaded
+                .errors
+                .push(Diagnostic::at(at, format!("invalid TOML: {error}")));
+            return loaded;
+        }
+    };
+    let mut w = Walker::new(rel_path, text);
+    // The parser always returns a table for a whole document.
+    let Some(table) = tree.as_table() else {
+        return loaded;
+    };
+    let config = &mut loaded.config;
+    let allowed: &[&str] = if is_root { &ROOT_KEYS } else { &PROJECT_KEYS };
+    for (key, value) in table {
+        match key.name.as_ref() {
+            "name" => {
+                config.project.name = w.spanned_string(value, "name");
+                if let Some(name) = &config.project.name {
+                    check_name(&mut w, name, is_root);
+                }
+            }
+            "deps" => config.project.deps = w.strings(value, "deps").unwrap_or_default(),
+            "tags" => {
+                let tags = w.strings(value, "tags").unwrap_or_default();
+                for tag in &tags {
+                    if tag.value.trim().is_empty() || tag.value.contains(char::is_whitespace) {
+                        w.error(
+                            tag.at.clone(),
+                            format!("tags: `{}` is not a tag (no spaces)", tag.value),
+                        );
+                    }
+                }
+                config.project.tags = tags.into_iter().map(|t| t.value).collect();
+            }
+            "tasks" => {
+                loaded.has_tasks_table = true;
+                config.project.tasks = walk_tasks(&mut w, value, "");
+            }
+            "workspace" if is_root => config.workspace = workspace(&mut w, value),
+            "workspace" => {
+                let at = w.key_at(key);
+                w.error(at, "`[workspace]` is only allowed in the root `vx.toml`")
+                    .hints
+                    .push("the workspace root is the nearest directory above whose `vx.toml` has `[workspace]`".into());
+            }
+            other => {
+                let pointer = top_level_pointer(other, is_root);
+                w.unknown_key(key, "vx.toml", allowed, pointer);
+            }
+        }
+    }
+    loaded.errors = w.errors;
+    loaded
+}
+
+/// Pointers for keys that belong elsewhere or to other tools (CFG-8).
+fn top_level_pointer(key: &str, is_root: bool) -> Option<String> {
+    if key == "pipeline" {
+        return Some(
+            "vx declares tasks in `[tasks]` of each project's `vx.toml`, or as templates in \
+             `[workspace.tasks]`"
+                .into(),
+        );
+    }
+    if WORKSPACE_KEYS.contains(&key) && key != "tasks" {
+        let table = if is_root {
+            "the `[workspace]` table"
+        } else {
+            "the `[workspace]` table of the root `vx.toml`"
+        };
+        return Some(format!("`{key}` belongs in {table}"));
+    }
+    if TASK_KEYS.contains(&key) || key == "dependsOn" {
+        return Some(format!(
+            "`{key}` belongs in a task table such as `[tasks.build]`"
+        ));
+    }
+    None
+}
+
+/// CFG-9 project-name rules, for a `name` in `vx.toml`.
+fn check_name(w: &mut Walker, name: &Spanned<String>, is_root: bool) {
+    let problem = if is_root {
+        Some("the workspace root project is always named `//`; remove `name`".to_string())
+    } else {
+        project_name_problem(&name.value)
+    };
+    if let Some(problem) = problem {
+        w.error(name.at.clone(), problem);
+    }
+}
+
+/// Why `name` cannot be a project name (CFG-9), if it cannot.
+pub(crate) fn project_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("project names must not be empty".into())
+    } else if name.trim() != name {
+        Some(format!(
+            "project name `{name}` must not start or end with whitespace"
+        ))
+    } else if name.contains('#') {
+        Some(format!("project name `{name}` must not contain `#`"))
+    } else if name == vx_core::ROOT_PROJECT {
+        Some("project name `//` is reserved for the workspace root".into())
+    } else {
+        None
+    }
+}
+
+fn workspace(w: &mut Walker, value: &Value) -> Option<WorkspaceConfig> {
+    let table = w.table(value, "workspace")?;
+    let mut ws = WorkspaceConfig::default();
+    for (key, value) in table {
+        let at = w.key_at(key);
+        match key.name.as_ref() {
+            "members" => {
+                let members = w.strings(value, "members").unwrap_or_default();
+                for member in &members {
+                    if let Err(problem) = check_member_glob(&member.value) {
+                        w.error(
+                            member.at.clone(),
+                            format!("members: `{}` {problem}", member.value),
+                        );
+                    }
+                }
+                ws.members = Some(members);
+            }
+            "concurrency" => ws.concurrency = w.positive_integer(value, "concurrency"),
+            "timeout" => ws.timeout = w.duration(value, "timeout"),
+            "cache-dir" => {
+                ws.cache_dir = w.non_empty_string(value, "cache-dir");
+                w.milestone("workspace.cache-dir", at);
+            }
+            "affected-base" => {
+                ws.affected_base = w.non_empty_string(value, "affected-base");
+                w.milestone("workspace.affected-base", at);
+            }
+            "cache-retention" => {
+                ws.cache_retention =
+                    w.gated("workspace.cache-retention", at, |w| retention(w, value));
+            }
+            "tasks" => {
+                ws.tasks = w.gated("workspace.tasks", at, |w| walk_tasks(w, value, "workspace"));
+            }
+            "rules" => ws.rules = w.gated("workspace.rules", at, |w| rules(w, value)),
+            "remote-cache" => {
+                ws.remote_cache = w.gated("workspace.remote-cache", at, |w| remote_cache(w, value));
+            }
+            "remote-execution" => {
+                ws.remote_execution = w.gated("workspace.remote-execution", at, |w| {
+                    remote_execution(w, value)
+                });
+            }
+            other => {
+                let pointer = match other {
+                    "packages" | "workspaces" => Some("did you mean `members`?".to_string()),
+                    "pipeline" => Some("did you mean `tasks` (`[workspace.tasks]`)?".to_string()),
+                    _ => None,
+                };
+                w.unknown_key(key, "workspace", &WORKSPACE_KEYS, pointer);
+            }
+        }
+    }
+    Some(ws)
+}
+
+fn retention(w: &mut Walker, value: &Value) -> Option<CacheRetention> {
+    let table = w.table(value, "cache-retention")?;
+    let mut retention = CacheRetention::default();
+    for (key, value) in table {
+        match key.name.as_ref() {
+            "older-than" => {
+                retention.older_than = w.duration_text(value, "cache-retention.older-than");
+            }
+            "max-size" => {
+                retention.max_size = w.size_text(value, "cache-retention.max-size", true);
+            }
+            _ => w.unknown_key(key, "workspace.cache-retention", &RETENTION_KEYS, None),
+        }
+    }
+    if table.is_empty() {
+        let at = w.value_at(value);
+        w.error(at, "`cache-retention` needs `older-than` or `max-size`");
+    }
+    Some(retention)
+}
+
+fn rules(w: &mut Walker, value: &Value) -> Option<RulesConfig> {
+    let table = w.table(value, "rules")?;
+    let mut rules = RulesConfig::default();
+    for (key, value) in table {
+        match key.name.as_ref() {
+            "exclusive-outputs" => {
+                rules.exclusive_outputs = w.bool(value, "rules.exclusive-outputs");
+                if rules.exclusive_outputs == Some(false) {
+                    let at = w.key_at(key);
+                    w.milestone("workspace.rules.exclusive-outputs=false", at);
+                }
+            }
+            "upfront-keys" => rules.upfront_keys = w.bool(value, "rules.upfront-keys"),
+            _ => w.unknown_key(key, "workspace.rules", &RULES_KEYS, None),
+        }
+    }
+    Some(rules)
+}
+
+/// `url`: required, with one of the given schemes.
+fn url(
+    w: &mut Walker,
+    table: &Table,
+    table_at: &Value,
+    name: &str,
+    schemes: &[&str],
+) -> Option<String> {
+    let Some((_, value)) = table.iter().find(|(k, _)| k.name == "url") else {
+        let at = w.value_at(table_at);
+        w.error(at, format!("`{name}` needs `url`"));
+        return None;
+    };
+    let url = w.non_empty_string(value, &format!("{name}.url"))?;
+    if !schemes.iter().any(|s| url.starts_with(&format!("{s}://"))) {
+        let at = w.value_at(value);
+        let list: Vec<String> = schemes.iter().map(|s| format!("`{s}://`")).collect();
+        w.error(
+            at,
+            format!("{name}.url: `{url}` must start with {}", list.join(" or ")),
+        );
+    }
+    Some(url)
+}
+
+fn env_name_key(w: &mut Walker, value: &Value, name: &str) -> Option<String> {
+    let text = w.string(value, name)?;
+    if let Some(problem) = env_entry_problem(&text, false) {
+        let at = w.value_at(value);
+        w.error(at, format!("{name}: `{text}` {problem}"));
+    }
+    Some(text)
+}
+
+fn remote_cache(w: &mut Walker, value: &Value) -> Option<RemoteCacheConfig> {
+    let table = w.table(value, "remote-cache")?;
+    let mut remote = RemoteCacheConfig {
+        url: url(
+            w,
+            table,
+            value,
+            "remote-cache",
+            &["http", "https", "grpc", "grpcs"],
+        ),
+        ..RemoteCacheConfig::default()
+    };
+    let mut team_keys: Vec<&Key> = Vec::new();
+    for (key, value) in table {
+        let name = format!("remote-cache.{}", key.name);
+        match key.name.as_ref() {
+            "url" => {}
+            "team" => {
+                remote.team = w.non_empty_string(value, &name);
+                team_keys.push(key);
+            }
+            "team-id" => {
+                remote.team_id = w.non_empty_string(value, &name);
+                team_keys.push(key);
+            }
+            "instance-name" => remote.instance_name = w.string(value, &name),
+            "token-env" => remote.token_env = env_name_key(w, value, &name),
+            "signature-key-env" => remote.signature_key_env = env_name_key(w, value, &name),
+            "write" => {
+                remote.write = w.string(value, &name);
+                if let Some(mode) = remote
+                    .write
+                    .as_deref()
+                    .filter(|m| !["ci", "always", "never"].contains(m))
+                {
+                    let at = w.value_at(value);
+                    w.error(
+                        at,
+                        format!("{name}: `{mode}` must be `ci`, `always` or `never`"),
+                    );
+                }
+            }
+            "connect-timeout" => remote.connect_timeout = w.duration_text(value, &name),
+            "idle-timeout" => remote.idle_timeout = w.duration_text(value, &name),
+            "max-download-size" => remote.max_download_size = w.size_text(value, &name, true),
+            "upload-concurrency" => remote.upload_concurrency = w.positive_integer(value, &name),
+            other => {
+                let pointer = (other == "token")
+                    .then(|| "tokens are never written in config; set `token-env`".to_string());
+                w.unknown_key(key, "workspace.remote-cache", &REMOTE_CACHE_KEYS, pointer);
+            }
+        }
+    }
+    if let [_, second] = team_keys[..] {
+        let at = w.key_at(second);
+        w.error(at, "`remote-cache` takes `team` or `team-id`, not both");
+    }
+    Some(remote)
+}
+
+fn remote_execution(w: &mut Walker, value: &Value) -> Option<RemoteExecutionConfig> {
+    let table = w.table(value, "remote-execution")?;
+    let mut remote = RemoteExecutionConfig {
+        url: url(w, table, value, "remote-execution", &["grpc", "grpcs"]),
+        ..RemoteExecutionConfig::default()
+    };
+    for (key, value) in table {
+        let name = format!("remote-execution.{}", key.name);
+        match key.name.as_ref() {
+            "url" => {}
+            "instance-name" => remote.instance_name = w.string(value, &name),
+            "token-env" => remote.token_env = env_name_key(w, value, &name),
+            "path" => remote.path = w.non_empty_string(value, &name),
+            "max-in-flight" => remote.max_in_flight = w.positive_integer(value, &name),
+            "platform" => {
+                for (_, key, text) in w.string_table(value, &name).unwrap_or_default() {
+                    remote.platform.insert(key, text.value);
+                }
+            }
+            other => {
+                let pointer = (other == "token")
+                    .then(|| "tokens are never written in config; set `token-env`".to_string());
+                w.unknown_key(
+                    key,
+                    "workspace.remote-execution",
+                    &REMOTE_EXECUTION_KEYS,
+                    pointer,
+                );
+            }
+        }
+    }
+    Some(remote)
+}

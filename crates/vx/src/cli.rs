@@ -1,0 +1,276 @@
+//! Raw command-line arguments (CLI-1 to CLI-4, CLI-11, CLI-18), parsed with clap, and the
+//! translation of clap's errors into vx's one-line messages.
+//!
+//! Values are taken as strings here and checked in `options.rs`, so every invalid value gets
+//! the exact message of CLI-3. Flags of later milestones are parsed (hidden) so that they are
+//! refused as `not available yet` rather than as unknown (§0).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use vx_core::suggest::did_you_mean;
+use vx_core::Diagnostic;
+
+/// Marks a flag given without `=value`, so `--graph` and `--graph=` can be told apart.
+pub const BARE: &str = "\u{0}bare";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "vx",
+    about = "vx runs the tasks of a monorepo in dependency order, in parallel, and explains what it did.",
+    disable_version_flag = true,
+    disable_help_subcommand = true,
+    after_help = "Run `vx help <verb>` or `vx <verb> --help` for the flags of a verb.\nEnvironment: NO_COLOR, FORCE_COLOR, CI, VX_TASK_TIMEOUT, VX_KILL_GRACE, VX_LOG.\nDocs: docs/cli.md and docs/config.md in the vx repository."
+)]
+pub struct Cli {
+    /// Behave as if vx had been started in DIR (before the verb).
+    #[arg(short = 'C', long = "cwd", value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Print the version.
+    #[arg(long = "version", short = 'V')]
+    pub version: bool,
+    #[command(subcommand)]
+    pub verb: Option<Verb>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Verb {
+    /// Run tasks and their dependencies.
+    Run(Box<RunArgs>),
+    /// Show projects and the resolved configuration of their tasks.
+    Show(ShowArgs),
+    /// Print the JSON Schema of vx.toml.
+    Schema,
+    /// Print help for vx or for a verb.
+    Help { verb: Option<String> },
+    /// Print the version.
+    Version {
+        #[arg(hide = true, num_args = 0.., allow_hyphen_values = true)]
+        extra: Vec<String>,
+    },
+    #[command(external_subcommand)]
+    Other(Vec<OsString>),
+}
+
+#[derive(Debug, Args, Default)]
+#[command(after_help = RUN_EXAMPLES)]
+pub struct RunArgs {
+    /// Task names (`build`), task ids (`web#build`) or root task ids (`//#lint`).
+    #[arg(value_name = "TASK")]
+    pub tasks: Vec<String>,
+    /// Select every project.
+    #[arg(long)]
+    pub all: bool,
+    /// Select projects: NAME, ./DIR, tag:T, //, with `...`/`^...` walks and `!` excludes.
+    #[arg(long, short = 'F', value_name = "PATTERN")]
+    pub filter: Vec<String>,
+    /// Maximum executing tasks: N or N% of the available CPUs.
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<String>,
+    /// After a failure: never, deps-ok (default), always (the bare flag).
+    #[arg(long = "continue", value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    pub continue_mode: Option<String>,
+    /// Default timeout for tasks without `timeout`, e.g. 90s.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Drop `depends-on` edges from the schedule (bare: all; or a comma list of task names).
+    #[arg(long = "exclude-dependencies", visible_alias = "only", value_name = "NAMES", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    pub exclude_dependencies: Option<String>,
+    /// Per-task output: full, errors-only, hash-only, none.
+    #[arg(long = "output-logs", value_name = "MODE")]
+    pub output_logs: Option<String>,
+    /// Print the plan and run nothing (text or json).
+    #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    pub dry: Option<String>,
+    /// Write the plan as Graphviz DOT to stdout or PATH.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    pub graph: Option<String>,
+    /// Arguments after `--` go to the requested tasks.
+    #[arg(last = true, value_name = "ARGS")]
+    pub forwarded: Vec<String>,
+
+    // Flags of later milestones: parsed so they can be refused by name.
+    #[arg(long, hide = true)]
+    pub retry: Option<String>,
+    #[arg(long = "no-cache", hide = true)]
+    pub no_cache: bool,
+    #[arg(long, hide = true)]
+    pub force: bool,
+    #[arg(long, hide = true)]
+    pub cache: Option<String>,
+    #[arg(long = "cache-dir", hide = true)]
+    pub cache_dir: Option<String>,
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    pub affected: Option<String>,
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    pub summarize: Option<String>,
+    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    pub profile: Option<String>,
+    #[arg(long, hide = true)]
+    pub download: Option<String>,
+    #[arg(long = "remote-exec", hide = true)]
+    pub remote_exec: Option<String>,
+    #[arg(long, hide = true)]
+    pub frozen: bool,
+}
+
+const RUN_EXAMPLES: &str = "Examples:
+  vx run build                 build the project in the current directory and its dependencies
+  vx run build --all           build every project
+  vx run test -F ...web        test web and everything that depends on it
+  vx run web#dev               start web's dev server (and what it depends on)
+  vx run test -- --watch=false pass arguments to the requested tasks
+  vx run build --all --dry     show the plan without running anything";
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A project, a `project#task`, or a task name.
+    pub target: Option<String>,
+    /// Output format: pretty or json.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+}
+
+/// Verbs of later milestones, refused as `not available yet`.
+pub const LATER_VERBS: &[&str] = &[
+    "init",
+    "why",
+    "cache",
+    "info",
+    "watch",
+    "last",
+    "completions",
+    "migrate",
+    "lock",
+];
+
+/// The verbs a user can type today, for suggestions.
+pub const VERBS: &[&str] = &["run", "show", "schema", "help", "version"];
+
+/// What parsing produced: the arguments, or something to print and an exit code.
+pub enum Parsed {
+    Cli(Box<Cli>),
+    /// Help or version text for stdout.
+    Print(String),
+    Error(Vec<Diagnostic>),
+}
+
+pub fn parse(args: Vec<OsString>) -> Parsed {
+    if let Some(flag) = flag_missing_its_value(&args) {
+        return Parsed::Error(vec![Diagnostic::new(format!("{flag} needs a value"))]);
+    }
+    match Cli::try_parse_from(args) {
+        Ok(cli) => Parsed::Cli(Box::new(cli)),
+        Err(e) => translate(e),
+    }
+}
+
+/// Flags that take a value in the space form (`--flag value`).
+const VALUE_FLAGS: &[&str] = &[
+    "-C",
+    "--cwd",
+    "--filter",
+    "-F",
+    "--concurrency",
+    "--timeout",
+    "--output-logs",
+    "--format",
+    "--retry",
+    "--cache",
+    "--cache-dir",
+    "--download",
+    "--remote-exec",
+];
+
+/// CLI-3: in the space form a value starting with `-` is refused, so `--timeout -5s` does
+/// not read as a flag `-5s` (before the first bare `--` only).
+fn flag_missing_its_value(args: &[OsString]) -> Option<String> {
+    let words: Vec<&str> = args.iter().skip(1).filter_map(|a| a.to_str()).collect();
+    let end = words.iter().position(|w| *w == "--").unwrap_or(words.len());
+    words[..end].windows(2).find_map(|pair| {
+        let next_is_flag = pair[1].starts_with('-') && pair[1] != "-";
+        (VALUE_FLAGS.contains(&pair[0]) && next_is_flag).then(|| pair[0].to_string())
+    })
+}
+
+/// The help text of vx or of one verb.
+pub fn help(verb: Option<&str>) -> Option<String> {
+    let mut command = Cli::command();
+    let mut command = match verb {
+        None => command,
+        Some(v) => command
+            .find_subcommand_mut(v)?
+            .clone()
+            .bin_name(format!("vx {v}")),
+    };
+    Some(command.render_help().to_string())
+}
+
+fn translate(e: clap::Error) -> Parsed {
+    let context = |kind: ContextKind| -> Option<String> {
+        match e.get(kind)? {
+            ContextValue::String(s) => Some(s.clone()),
+            ContextValue::Strings(v) => v.first().cloned(),
+            _ => None,
+        }
+    };
+    let arg = context(ContextKind::InvalidArg).unwrap_or_default();
+    let flag = arg.split([' ', '=']).next().unwrap_or_default().to_string();
+    let verb = verb_of(&e);
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            Parsed::Print(e.render().to_string())
+        }
+        ErrorKind::UnknownArgument => {
+            let mut d = Diagnostic::new(format!("unknown flag `{flag}` for `vx {verb}`"));
+            if flag == "--json" && verb == "show" {
+                d = d.hint("use `--format json`");
+            } else if let Some(s) = did_you_mean(&flag, flags_of(&verb).iter().map(String::as_str))
+            {
+                d = d.hint(format!("did you mean `{s}`?"));
+            }
+            Parsed::Error(vec![d])
+        }
+        ErrorKind::ArgumentConflict => {
+            Parsed::Error(vec![Diagnostic::new(format!("{flag} given twice"))])
+        }
+        ErrorKind::InvalidValue | ErrorKind::NoEquals | ErrorKind::TooFewValues => {
+            Parsed::Error(vec![Diagnostic::new(format!("{flag} needs a value"))])
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.trim_start_matches("error: ").replace('\'', "`");
+            Parsed::Error(vec![Diagnostic::new(first)])
+        }
+    }
+}
+
+/// Which verb clap was parsing when it failed (from the usage line it attaches).
+fn verb_of(e: &clap::Error) -> String {
+    let usage = match e.get(ContextKind::Usage) {
+        Some(ContextValue::StyledStr(s)) => s.to_string(),
+        _ => String::new(),
+    };
+    usage
+        .split_whitespace()
+        .skip_while(|w| *w != "vx")
+        .nth(1)
+        .filter(|w| VERBS.contains(w))
+        .unwrap_or("run")
+        .to_string()
+}
+
+/// Every visible long flag of a verb, for suggestions.
+fn flags_of(verb: &str) -> Vec<String> {
+    let command = Cli::command();
+    let Some(sub) = command.find_subcommand(verb) else {
+        return Vec::new();
+    };
+    sub.get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect()
+}

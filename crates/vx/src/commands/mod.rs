@@ -1,0 +1,77 @@
+//! One module per verb. Each takes resolved arguments and returns an exit code or a
+//! [`Failure`](crate::error::Failure).
+
+pub mod show;
+
+use std::path::Path;
+
+use vx_core::suggest::did_you_mean;
+use vx_core::{Diagnostic, TaskId};
+
+use crate::cli::{LATER_VERBS, VERBS};
+use crate::error::Failure;
+use crate::render::out_str;
+use crate::{exit, workspace};
+
+/// `vx schema` (CFG-11).
+pub fn schema() -> i32 {
+    let schema = vx_core::config::json_schema();
+    out_str(&format!(
+        "{}\n",
+        serde_json::to_string_pretty(&schema).unwrap_or_default()
+    ));
+    exit::SUCCESS
+}
+
+/// `vx version` / `vx --version` (CLI-4).
+pub fn version() -> i32 {
+    out_str(&format!("{}\n", version_line()));
+    exit::SUCCESS
+}
+
+pub fn version_line() -> String {
+    match option_env!("VX_GIT_SHA") {
+        Some(sha) if !sha.is_empty() => format!("vx {} ({sha})", env!("CARGO_PKG_VERSION")),
+        _ => format!("vx {}", env!("CARGO_PKG_VERSION")),
+    }
+}
+
+/// CLI-2: an unknown verb, with a hint that turns a task name into the command that runs it.
+pub fn unknown_verb(cwd: &Path, word: &str) -> Failure {
+    if LATER_VERBS.contains(&word) {
+        return Failure::usage(format!("vx {word} is not available yet"));
+    }
+    let d = Diagnostic::new(format!("unknown command `{word}`"));
+    if let Ok(ws) = workspace::load(cwd) {
+        if let Some(id) = TaskId::parse(word) {
+            if ws
+                .project(&id.project)
+                .is_some_and(|p| p.config.tasks.contains_key(&id.task))
+            {
+                return d.hint(format!("use `vx run {word}`")).into();
+            }
+        }
+        if ws
+            .projects
+            .iter()
+            .any(|p| p.config.tasks.contains_key(word))
+        {
+            let rel = cwd.canonicalize().ok().and_then(|c| {
+                c.strip_prefix(&ws.root)
+                    .ok()
+                    .map(|r| r.to_string_lossy().into_owned())
+            });
+            let inside = rel
+                .as_deref()
+                .and_then(|r| ws.project_containing(r))
+                .is_some();
+            let all = if inside { "" } else { " --all" };
+            return d
+                .hint(format!("to run a task, use `vx run {word}{all}`"))
+                .into();
+        }
+    }
+    let mut candidates: Vec<&str> = VERBS.to_vec();
+    candidates.extend(LATER_VERBS);
+    d.suggest(did_you_mean(word, candidates)).into()
+}

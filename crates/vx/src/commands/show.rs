@@ -1,0 +1,231 @@
+//! `vx show` (HIST-5): projects, and the resolved configuration of their tasks with the file
+//! and line each field came from. Secret values are masked.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+use vx_core::config::TaskConfig;
+use vx_core::env::secret_values;
+use vx_core::mask::Masker;
+use vx_core::suggest::did_you_mean;
+use vx_core::{Diagnostic, Project, TaskId, Workspace};
+
+use crate::cli::ShowArgs;
+use crate::error::Failure;
+use crate::render::out_str;
+use crate::{exit, workspace};
+
+pub fn show(cwd: &std::path::Path, args: ShowArgs) -> Result<i32, Failure> {
+    let json = match args.format.as_deref() {
+        None | Some("pretty") => false,
+        Some("json") => true,
+        Some(other) => {
+            return Err(Diagnostic::new(format!(
+                "invalid value `{other}` for --format (expected pretty or json)"
+            ))
+            .into())
+        }
+    };
+    let ws = workspace::load(cwd)?;
+    let host: BTreeMap<String, String> = std::env::vars().collect();
+    let text = match args.target.as_deref() {
+        None => projects(&ws, json),
+        Some(target) => {
+            if let Some(project) = ws.project(target) {
+                project_view(&ws, project, json, &host)
+            } else if let Some(id) = TaskId::parse(target) {
+                let project = ws
+                    .project(&id.project)
+                    .ok_or_else(|| unknown(&ws, target))?;
+                let task = project
+                    .config
+                    .tasks
+                    .get(&id.task)
+                    .ok_or_else(|| unknown(&ws, target))?;
+                task_view(project, &id.task, task, json, &host)
+            } else {
+                let holders: Vec<&Project> = ws
+                    .projects
+                    .iter()
+                    .filter(|p| p.config.tasks.contains_key(target))
+                    .collect();
+                if holders.is_empty() {
+                    return Err(unknown(&ws, target).into());
+                }
+                holders
+                    .iter()
+                    .map(|p| task_view(p, target, &p.config.tasks[target], json, &host))
+                    .collect::<Vec<_>>()
+                    .join(if json { "" } else { "\n" })
+            }
+        }
+    };
+    out_str(&text);
+    Ok(exit::SUCCESS)
+}
+
+fn unknown(ws: &Workspace, target: &str) -> Diagnostic {
+    let mut names: Vec<String> = ws.projects.iter().map(|p| p.name.clone()).collect();
+    for p in &ws.projects {
+        names.extend(p.config.tasks.keys().cloned());
+    }
+    let d = Diagnostic::new(format!("`{target}` is neither a project nor a task here"));
+    match did_you_mean(target, names.iter().map(String::as_str)) {
+        Some(s) => d.hint(format!("did you mean `{s}`?")),
+        None => {
+            let first: Vec<&str> = ws
+                .projects
+                .iter()
+                .take(8)
+                .map(|p| p.name.as_str())
+                .collect();
+            d.hint(format!("projects: {}", first.join(", ")))
+        }
+    }
+}
+
+fn projects(ws: &Workspace, json: bool) -> String {
+    if json {
+        let list: Vec<Value> = ws
+            .projects
+            .iter()
+            .map(|p| {
+                json!({
+                    "name": p.name,
+                    "dir": p.dir,
+                    "tags": p.config.tags,
+                    "tasks": p.config.tasks.keys().collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        return format!(
+            "{}\n",
+            serde_json::to_string_pretty(&list).unwrap_or_default()
+        );
+    }
+    let width = ws.projects.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    let dir_width = ws
+        .projects
+        .iter()
+        .map(|p| display_dir(p).len())
+        .max()
+        .unwrap_or(0);
+    let mut text = String::new();
+    for p in &ws.projects {
+        let count = p.config.tasks.len();
+        let mut line = format!(
+            "{:width$}  {:dir_width$}  {count} task{}",
+            p.name,
+            display_dir(p),
+            if count == 1 { "" } else { "s" }
+        );
+        if !p.config.tags.is_empty() {
+            line.push_str(&format!("  [{}]", p.config.tags.join(", ")));
+        }
+        if !p.has_vx_toml {
+            line.push_str("  (no vx.toml)");
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+fn display_dir(p: &Project) -> String {
+    if p.dir.is_empty() {
+        ".".to_string()
+    } else {
+        p.dir.clone()
+    }
+}
+
+fn project_view(
+    ws: &Workspace,
+    p: &Project,
+    json: bool,
+    host: &BTreeMap<String, String>,
+) -> String {
+    let _ = ws;
+    if json {
+        let tasks: serde_json::Map<String, Value> = p
+            .config
+            .tasks
+            .iter()
+            .map(|(name, t)| (name.clone(), task_json(t, host)))
+            .collect();
+        let doc = json!({ "name": p.name, "dir": p.dir, "tasks": tasks });
+        return format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        );
+    }
+    let mut text = format!("{}  ({})\n", p.name, display_dir(p));
+    if p.config.tasks.is_empty() {
+        text.push_str("  no tasks\n");
+    }
+    for (name, task) in &p.config.tasks {
+        text.push('\n');
+        text.push_str(&task_text(&p.name, name, task, host));
+    }
+    text
+}
+
+fn task_view(
+    p: &Project,
+    name: &str,
+    task: &TaskConfig,
+    json: bool,
+    host: &BTreeMap<String, String>,
+) -> String {
+    if json {
+        let doc =
+            json!({ "name": p.name, "dir": p.dir, "task": name, "config": task_json(task, host) });
+        return format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        );
+    }
+    task_text(&p.name, name, task, host)
+}
+
+fn masker(task: &TaskConfig, host: &BTreeMap<String, String>) -> Masker {
+    Masker::new(&secret_values(host, task.env.as_ref()).0)
+}
+
+fn task_json(task: &TaskConfig, host: &BTreeMap<String, String>) -> Value {
+    let value = serde_json::to_value(task).unwrap_or(Value::Null);
+    let text = masker(task, host).mask_str(&value.to_string());
+    let mut value: Value = serde_json::from_str(&text).unwrap_or(value);
+    if let Value::Object(map) = &mut value {
+        map.retain(|_, v| !v.is_null() && v != &json!([]) && v != &json!({}));
+    }
+    value
+}
+
+fn task_text(
+    project: &str,
+    name: &str,
+    task: &TaskConfig,
+    host: &BTreeMap<String, String>,
+) -> String {
+    let mut text = format!("{project}#{name}  ({})\n", task.at);
+    let value = task_json(task, host);
+    if task.is_group() {
+        text.push_str("  command     (group)\n");
+    }
+    if let Value::Object(map) = value {
+        for (key, v) in map {
+            let shown = match &v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let at = task
+                .key_locations
+                .get(&key)
+                .map(|l| format!("  ({}:{})", l.file, l.line))
+                .unwrap_or_default();
+            text.push_str(&format!("  {key:<11} {shown}{at}\n"));
+        }
+    }
+    text
+}

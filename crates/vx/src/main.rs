@@ -1,0 +1,102 @@
+//! The `vx` binary: parse the command line (`cli`), resolve options (`options`), run a verb
+//! (`commands`, `run`), and print through `render`, the only module that writes to the terminal.
+//! Every path ends in one exit code from `exit`.
+
+mod cli;
+mod commands;
+mod error;
+mod exit;
+mod options;
+mod render;
+mod run;
+mod workspace;
+
+use cli::{Parsed, Verb};
+use error::{report, Failure};
+
+fn main() {
+    init_tracing();
+    let code = match real_main() {
+        Ok(code) => code,
+        Err(failure) => {
+            report(&failure);
+            failure.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+fn real_main() -> Result<i32, Failure> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match cli::parse(args) {
+        Parsed::Cli(cli) => cli,
+        Parsed::Print(text) => {
+            render::out_str(&text);
+            return Ok(exit::SUCCESS);
+        }
+        Parsed::Error(diagnostics) => return Err(Failure::User(diagnostics)),
+    };
+    if let Some(dir) = &cli.cwd {
+        if !dir.is_dir() {
+            return Err(Failure::usage(format!(
+                "-C `{}`: not a directory",
+                dir.display()
+            )));
+        }
+        std::env::set_current_dir(dir)
+            .map_err(|e| Failure::usage(format!("-C `{}`: {e}", dir.display())))?;
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::usage(format!("cannot read the current directory: {e}")))?;
+    if cli.version {
+        return Ok(commands::version());
+    }
+    match cli.verb {
+        None => {
+            render::out_str(&cli::help(None).unwrap_or_default());
+            Ok(exit::SUCCESS)
+        }
+        Some(Verb::Run(args)) => {
+            let options = options::resolve(*args)?;
+            run::run(&cwd, options)
+        }
+        Some(Verb::Show(args)) => commands::show::show(&cwd, args),
+        Some(Verb::Schema) => Ok(commands::schema()),
+        Some(Verb::Version { extra }) => {
+            if let Some(first) = extra.first() {
+                return Err(Failure::usage(format!(
+                    "`vx version` takes no arguments (got `{first}`)"
+                )));
+            }
+            Ok(commands::version())
+        }
+        Some(Verb::Help { verb }) => match cli::help(verb.as_deref()) {
+            Some(text) => {
+                render::out_str(&text);
+                Ok(exit::SUCCESS)
+            }
+            None => Err(commands::unknown_verb(
+                &cwd,
+                verb.as_deref().unwrap_or_default(),
+            )),
+        },
+        Some(Verb::Other(words)) => {
+            let word = words
+                .first()
+                .map(|w| w.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Err(commands::unknown_verb(&cwd, &word))
+        }
+    }
+}
+
+/// `VX_LOG` sets the filter of vx's own diagnostics on stderr (default `warn`).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("VX_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
+}

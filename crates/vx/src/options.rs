@@ -1,0 +1,253 @@
+//! Resolved options of `vx run`: every raw string of `cli.rs` checked and turned into a typed
+//! value, with the messages of CLI-3 and the exclusions of CLI-12.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use vx_core::graph::ExcludeDependencies;
+use vx_core::schedule::ContinueMode;
+use vx_core::selection::{parse_filter, Filter};
+use vx_core::units::{parse_duration, parse_integer};
+use vx_core::Diagnostic;
+
+use crate::cli::{RunArgs, BARE};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concurrency {
+    Count(u32),
+    Percent(u32),
+}
+
+impl Concurrency {
+    /// The slot count for this machine (`N%` of the CPUs, rounded half up, at least 1).
+    pub fn resolve(self, cpus: u32) -> u32 {
+        match self {
+            Concurrency::Count(n) => n,
+            Concurrency::Percent(p) => ((u64::from(cpus) * u64::from(p) + 50) / 100).max(1) as u32,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputLogs {
+    Full,
+    ErrorsOnly,
+    HashOnly,
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    DryText,
+    DryJson,
+    /// DOT to stdout, or to a file.
+    Graph(Option<String>),
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub tasks: Vec<String>,
+    pub all: bool,
+    pub filters: Vec<Filter>,
+    pub concurrency: Option<Concurrency>,
+    pub continue_mode: ContinueMode,
+    pub timeout: Option<Duration>,
+    pub exclude: ExcludeDependencies,
+    pub output_logs: Option<OutputLogs>,
+    pub plan: Option<Plan>,
+    pub forwarded: Vec<String>,
+}
+
+impl RunOptions {
+    /// Any of `--all`, `--filter`: the broad flow (UI-3) and a selection scope (CLI-6).
+    pub fn has_selection(&self) -> bool {
+        self.all || !self.filters.is_empty()
+    }
+}
+
+fn invalid(value: &str, flag: &str, expected: &str) -> Diagnostic {
+    Diagnostic::new(format!(
+        "invalid value `{value}` for {flag} (expected {expected})"
+    ))
+}
+
+fn not_yet(flag: &str) -> Diagnostic {
+    Diagnostic::new(format!("{flag} is not available yet"))
+}
+
+pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
+    let later: [(&str, bool); 11] = [
+        ("--retry", args.retry.is_some()),
+        ("--no-cache", args.no_cache),
+        ("--force", args.force),
+        ("--cache", args.cache.is_some()),
+        ("--cache-dir", args.cache_dir.is_some()),
+        ("--affected", args.affected.is_some()),
+        ("--summarize", args.summarize.is_some()),
+        ("--profile", args.profile.is_some()),
+        ("--download", args.download.is_some()),
+        ("--remote-exec", args.remote_exec.is_some()),
+        ("--frozen", args.frozen),
+    ];
+    if let Some((flag, _)) = later.iter().find(|(_, given)| *given) {
+        return Err(not_yet(flag));
+    }
+    if args.dry.is_some() && args.graph.is_some() {
+        return Err(Diagnostic::new("`--dry` cannot be combined with `--graph`"));
+    }
+
+    let concurrency = match args.concurrency.as_deref() {
+        None => None,
+        Some(text) => {
+            let expected = "N or N%, N ≥ 1";
+            let parsed = match text.strip_suffix('%') {
+                Some(p) => parse_integer(p).map(|n| Concurrency::Percent(n as u32)),
+                None => parse_integer(text).map(|n| Concurrency::Count(n as u32)),
+            };
+            match parsed {
+                Some(Concurrency::Count(n) | Concurrency::Percent(n))
+                    if (1..=1 << 20).contains(&n) =>
+                {
+                    parsed
+                }
+                _ => return Err(invalid(text, "--concurrency", expected)),
+            }
+        }
+    };
+    let continue_mode = match args.continue_mode.as_deref() {
+        None => ContinueMode::DepsOk,
+        Some(BARE) | Some("always") => ContinueMode::Always,
+        Some("never") => ContinueMode::Never,
+        Some("deps-ok") => ContinueMode::DepsOk,
+        Some(other) => {
+            return Err(invalid(other, "--continue", "never, deps-ok or always"));
+        }
+    };
+    let timeout = match args.timeout.as_deref() {
+        None => None,
+        Some(text) => Some(
+            parse_duration(text)
+                .ok_or_else(|| invalid(text, "--timeout", "a duration such as 90s"))?,
+        ),
+    };
+    let exclude = match args.exclude_dependencies.as_deref() {
+        None => ExcludeDependencies::None,
+        Some(BARE) => ExcludeDependencies::All,
+        Some("") => {
+            return Err(invalid(
+                "",
+                "--exclude-dependencies",
+                "a comma list of task names",
+            ));
+        }
+        Some(list) => {
+            let names: BTreeSet<String> = list.split(',').map(str::to_string).collect();
+            if names.iter().any(String::is_empty) {
+                return Err(invalid(
+                    list,
+                    "--exclude-dependencies",
+                    "a comma list of task names",
+                ));
+            }
+            ExcludeDependencies::Names(names)
+        }
+    };
+    let output_logs = match args.output_logs.as_deref() {
+        None => None,
+        Some("full") => Some(OutputLogs::Full),
+        Some("errors-only") => Some(OutputLogs::ErrorsOnly),
+        Some("hash-only") => Some(OutputLogs::HashOnly),
+        Some("none") => Some(OutputLogs::None),
+        Some(other) => {
+            return Err(invalid(
+                other,
+                "--output-logs",
+                "full, errors-only, hash-only or none",
+            ));
+        }
+    };
+    let plan = match (args.dry.as_deref(), args.graph.as_deref()) {
+        (Some(BARE) | Some("text"), _) => Some(Plan::DryText),
+        (Some("json"), _) => Some(Plan::DryJson),
+        (Some(other), _) => return Err(invalid(other, "--dry", "text or json")),
+        (None, Some(BARE) | Some("")) => Some(Plan::Graph(None)),
+        (None, Some(path)) => {
+            let lower = path.to_ascii_lowercase();
+            if [".svg", ".png", ".html", ".json"]
+                .iter()
+                .any(|e| lower.ends_with(e))
+            {
+                return Err(
+                    Diagnostic::new(format!("--graph writes Graphviz DOT, not `{path}`"))
+                        .hint("pipe the DOT output into `dot -Tsvg`"),
+                );
+            }
+            Some(Plan::Graph(Some(path.to_string())))
+        }
+        (None, None) => None,
+    };
+    let filters = args
+        .filter
+        .iter()
+        .map(|f| parse_filter(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(RunOptions {
+        tasks: args.tasks,
+        all: args.all,
+        filters,
+        concurrency,
+        continue_mode,
+        timeout,
+        exclude,
+        output_logs,
+        plan,
+        forwarded: args.forwarded,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> RunArgs {
+        RunArgs {
+            tasks: vec!["build".into()],
+            ..RunArgs::default()
+        }
+    }
+
+    #[test]
+    fn concurrency_takes_counts_and_percentages() {
+        let mut a = args();
+        a.concurrency = Some("50%".into());
+        let o = resolve(a).unwrap();
+        assert_eq!(o.concurrency.unwrap().resolve(3), 2);
+        let mut a = args();
+        a.concurrency = Some("0".into());
+        assert_eq!(
+            resolve(a).unwrap_err().message,
+            "invalid value `0` for --concurrency (expected N or N%, N ≥ 1)"
+        );
+    }
+
+    #[test]
+    fn dry_and_graph_exclude_each_other() {
+        let mut a = args();
+        a.dry = Some(BARE.into());
+        a.graph = Some(BARE.into());
+        assert_eq!(
+            resolve(a).unwrap_err().message,
+            "`--dry` cannot be combined with `--graph`"
+        );
+    }
+
+    #[test]
+    fn later_flags_are_refused_by_name() {
+        let mut a = args();
+        a.affected = Some(BARE.into());
+        assert_eq!(
+            resolve(a).unwrap_err().message,
+            "--affected is not available yet"
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! The failure recap (UI-5) and the footer (UI-7), printed last.
+
+use std::time::Duration;
+
+use vx_core::units::format_duration;
+
+use super::style::Style;
+use crate::run::outcome::{Status, TaskReport};
+
+/// Lines and bytes of each failed task's output in the recap.
+const RECAP_LINES: usize = 30;
+const RECAP_BYTES: usize = 8 * 1024;
+const RECAP_TASKS: usize = 5;
+
+pub struct Summary<'a> {
+    pub reports: &'a [TaskReport],
+    pub projects_in_run: usize,
+    pub projects_in_workspace: usize,
+    pub workers: u32,
+    pub wall: Duration,
+}
+
+/// The recap of failures, or nothing when no task failed.
+pub fn recap(style: &Style, reports: &[TaskReport]) -> String {
+    let failed: Vec<&TaskReport> = reports
+        .iter()
+        .filter(|r| r.status == Status::Failed)
+        .collect();
+    if failed.is_empty() {
+        return String::new();
+    }
+    let mut text = style.bold(&format!("── failures ({}) ", failed.len()));
+    text.push('\n');
+    for report in failed.iter().take(RECAP_TASKS) {
+        text.push_str(&format!(
+            "{} {}  {}\n",
+            style.red("◼"),
+            style.id(&report.id),
+            report.header_status()
+        ));
+        text.push_str(&tail(&report.log));
+    }
+    if failed.len() > RECAP_TASKS {
+        let rest: Vec<String> = failed[RECAP_TASKS..]
+            .iter()
+            .map(|r| r.id.to_string())
+            .collect();
+        text.push_str(&format!(
+            "and {} more failed: {}\n",
+            rest.len(),
+            rest.join(" ")
+        ));
+    }
+    let ids: Vec<String> = failed.iter().map(|r| r.id.to_string()).collect();
+    text.push_str(&format!("re-run: vx run {}\n\n", ids.join(" ")));
+    text
+}
+
+/// The last lines of a log, bounded in lines and bytes, ending with a newline.
+fn tail(log: &[u8]) -> String {
+    let text = String::from_utf8_lossy(log);
+    let trimmed = text.trim_end_matches('\n');
+    if trimmed.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<&str> = trimmed.split('\n').collect();
+    let start = lines.len().saturating_sub(RECAP_LINES);
+    let mut out = lines[start..].join("\n");
+    if out.len() > RECAP_BYTES {
+        let mut cut = out.len() - RECAP_BYTES;
+        while !out.is_char_boundary(cut) {
+            cut += 1;
+        }
+        out = out[cut..].to_string();
+    }
+    out.push('\n');
+    out
+}
+
+pub fn footer(style: &Style, summary: &Summary<'_>) -> String {
+    let reports = summary.reports;
+    let count = |s: Status| reports.iter().filter(|r| r.status == s).count();
+    let (failed, success, skipped) = (
+        count(Status::Failed),
+        count(Status::Success) + count(Status::Running),
+        count(Status::Skipped),
+    );
+    let (aborted, not_run) = (count(Status::Aborted), count(Status::NotRun));
+    let total = failed + success + skipped;
+    let rule = format!("── vx {} ", env!("CARGO_PKG_VERSION"));
+    let mut text = style.dim(&format!("{rule}{}", "─".repeat(56 - rule.chars().count())));
+    text.push('\n');
+    text.push_str(&format!(
+        "projects   {} in run · {} in workspace\n",
+        summary.projects_in_run, summary.projects_in_workspace
+    ));
+    let mut parts = Vec::new();
+    if failed > 0 {
+        parts.push(style.red(&format!("{failed} failed")));
+    }
+    if success > 0 {
+        parts.push(format!("{success} success"));
+    }
+    if skipped > 0 {
+        parts.push(style.yellow(&format!("{skipped} skipped")));
+    }
+    parts.push(format!("{total} total"));
+    text.push_str(&format!("tasks      {}\n", parts.join(" · ")));
+    let executed: Vec<Duration> = reports
+        .iter()
+        .filter(|r| r.executed && matches!(r.status, Status::Success | Status::Failed))
+        .map(|r| r.duration)
+        .collect();
+    if !executed.is_empty() {
+        text.push_str(&format!("cache      {} no-cache\n", executed.len()));
+    }
+    text.push_str(&format!("workers    {} · local\n", summary.workers));
+    let wall = format_duration(summary.wall);
+    if executed.is_empty() {
+        text.push_str(&format!("time       {wall} wall\n"));
+    } else {
+        let max = executed.iter().max().copied().unwrap_or_default();
+        let min = executed.iter().min().copied().unwrap_or_default();
+        let avg = executed.iter().sum::<Duration>() / executed.len() as u32;
+        text.push_str(&format!(
+            "time       {wall} wall · {} max · {} avg · {} min\n",
+            format_duration(max),
+            format_duration(avg),
+            format_duration(min)
+        ));
+    }
+    let mut result = format!("{total} tasks · 0 cached (0%) · {wall} · 0ms saved");
+    if failed > 0 {
+        result.push_str(&format!(" · {}", style.red(&format!("{failed} failed"))));
+    }
+    text.push_str(&format!("result     {result}\n"));
+    if aborted + not_run > 0 {
+        let mut parts = Vec::new();
+        if aborted > 0 {
+            parts.push(format!("{aborted} aborted"));
+        }
+        if not_run > 0 {
+            parts.push(format!("{not_run} not run"));
+        }
+        text.push_str(&format!("not counted: {}\n", parts.join(", ")));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_keeps_the_last_thirty_lines() {
+        let log: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+        let t = tail(log.as_bytes());
+        assert!(t.starts_with("line 11\n"));
+        assert!(t.ends_with("line 40\n"));
+        assert_eq!(tail(b""), "");
+    }
+}

@@ -1,0 +1,53 @@
+//! Everything vx prints goes through here; `vx` is the only crate that writes to stdout or
+//! stderr, and this module is the only place in it that does.
+//!
+//! [`out`] and [`stderr`] never fail: a closed stdout (`vx run build | head -1`) turns further
+//! stdout writes into no-ops (EXIT-2). [`style`] decides colour (UI-10) and draws glyphs and
+//! ids; [`task`] formats frames and one-liners (UI-1, UI-2); [`footer`] the recap and footer
+//! (UI-5, UI-7).
+
+pub mod footer;
+pub mod reporter;
+pub mod style;
+pub mod task;
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes to stdout; after EPIPE (or any write error) further output is discarded.
+pub fn out(bytes: &[u8]) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_all(bytes)
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+}
+
+pub fn out_str(text: &str) {
+    out(text.as_bytes());
+}
+
+/// Writes to stderr; errors are ignored (there is nowhere left to report them).
+pub fn stderr(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes());
+    let _ = stderr.flush();
+}
+
+/// A `vx: …` status line on stderr (ERR-1).
+pub fn notice(text: &str) {
+    stderr(&format!("vx: {text}\n"));
+}
+
+/// A `warning: …` line on stderr.
+pub fn warning(text: &str) {
+    stderr(&format!("warning: {text}\n"));
+}

@@ -1,0 +1,152 @@
+//! Which task output a run prints, and when (UI-3, UI-4): the flow decides between frames,
+//! one-liners and silence per outcome; failure frames held for the end print above the recap.
+
+use super::style::Style;
+use super::task::{frame, frame_head, one_liner};
+use super::{out, out_str};
+use crate::options::OutputLogs;
+use crate::run::outcome::{Status, TaskReport};
+
+/// How output is shaped (glossary: flow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Focused,
+    Broad,
+    Ci,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Show {
+    Nothing,
+    Frame,
+    OneLiner,
+    /// A one-liner now and the frame just above the footer.
+    OneLinerThenFrame,
+}
+
+pub struct Reporter {
+    pub style: Style,
+    flow: Flow,
+    output_logs: Option<OutputLogs>,
+    /// The one task whose frame streams live (UI-4).
+    streaming: Option<usize>,
+    held: Vec<TaskReport>,
+}
+
+impl Reporter {
+    pub fn new(style: Style, flow: Flow, output_logs: Option<OutputLogs>) -> Reporter {
+        Reporter {
+            style,
+            flow,
+            output_logs,
+            streaming: None,
+            held: Vec::new(),
+        }
+    }
+
+    /// UI-4: when the flow prints frames for executed requested tasks and exactly one
+    /// non-group task is requested, its frame streams live.
+    pub fn choose_streaming(&mut self, requested_commands: &[usize]) {
+        let frames_for_requested = match self.output_logs {
+            Some(OutputLogs::Full) => true,
+            Some(_) => false,
+            None => matches!(self.flow, Flow::Focused | Flow::Ci),
+        };
+        if frames_for_requested && requested_commands.len() == 1 {
+            self.streaming = Some(requested_commands[0]);
+        }
+    }
+
+    pub fn is_streaming(&self, node: usize) -> bool {
+        self.streaming == Some(node)
+    }
+
+    /// The header of the streamed frame, when its task starts.
+    pub fn started(&mut self, node: usize, report: &TaskReport) {
+        if self.is_streaming(node) {
+            out_str(&frame_head(&self.style, report, None));
+        }
+    }
+
+    /// Live output of the streamed task.
+    pub fn stream(&mut self, node: usize, bytes: &[u8]) {
+        if self.is_streaming(node) {
+            out(bytes);
+        }
+    }
+
+    fn decide(&self, report: &TaskReport, requested: bool) -> Show {
+        let status = report.status;
+        match self.output_logs {
+            Some(OutputLogs::None) => return Show::Nothing,
+            Some(OutputLogs::HashOnly) => return Show::OneLiner,
+            Some(OutputLogs::ErrorsOnly) => {
+                return if status == Status::Failed {
+                    Show::OneLinerThenFrame
+                } else {
+                    Show::Nothing
+                }
+            }
+            Some(OutputLogs::Full) => return self.ci_column(status),
+            None => {}
+        }
+        match (self.flow, status) {
+            (Flow::Ci, s) => self.ci_column(s),
+            (_, Status::Skipped | Status::Aborted | Status::Running) => Show::OneLiner,
+            (_, Status::NotRun) => Show::Nothing,
+            (Flow::Focused, Status::Success) if requested => Show::Frame,
+            (Flow::Focused, Status::Success) => Show::Nothing,
+            (Flow::Focused, Status::Failed) if requested => Show::Frame,
+            (Flow::Focused | Flow::Broad, Status::Failed) => Show::OneLinerThenFrame,
+            (Flow::Broad, Status::Success) => Show::OneLiner,
+        }
+    }
+
+    fn ci_column(&self, status: Status) -> Show {
+        match status {
+            Status::Success | Status::Failed => Show::Frame,
+            Status::NotRun => Show::Nothing,
+            _ => Show::OneLiner,
+        }
+    }
+
+    /// A task reached its outcome (or, for a persistent task, became ready).
+    pub fn finished(&mut self, node: usize, report: &TaskReport, requested: bool) {
+        if self.is_streaming(node) && report.status != Status::Running {
+            let mut tail = Vec::new();
+            if !report.log.is_empty() && !report.log.ends_with(b"\n") {
+                tail.push(b'\n');
+            }
+            let mut closing = super::task::frame_tail(&self.style, report);
+            if report.status == Status::Failed {
+                closing = closing.replace(
+                    &format!("  {}", self.style.red("failed")),
+                    &format!("  {}", self.style.red(&report.header_status())),
+                );
+            }
+            tail.extend_from_slice(closing.as_bytes());
+            tail.push(b'\n');
+            out(&tail);
+            return;
+        }
+        if self.is_streaming(node) {
+            return;
+        }
+        match self.decide(report, requested) {
+            Show::Nothing => {}
+            Show::Frame => out(&frame(&self.style, report)),
+            Show::OneLiner => out_str(&one_liner(&self.style, report)),
+            Show::OneLinerThenFrame => {
+                out_str(&one_liner(&self.style, report));
+                self.held.push(report.clone());
+            }
+        }
+    }
+
+    /// Failure frames held back for the end, printed just above the recap and footer.
+    pub fn flush_held(&mut self) {
+        for report in std::mem::take(&mut self.held) {
+            out(&frame(&self.style, &report));
+        }
+    }
+}

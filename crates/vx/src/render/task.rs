@@ -1,0 +1,83 @@
+//! Frames and one-liners (UI-1, UI-2).
+
+use vx_core::units::format_duration;
+
+use super::style::Style;
+use crate::run::outcome::{Status, TaskReport};
+
+/// `<glyph> <duration> <status>[ <cache>] <task id>[ • blocked by <id>]`.
+pub fn one_liner(style: &Style, report: &TaskReport) -> String {
+    let status = report.status;
+    let mut line = format!(
+        "{} {} {}",
+        paint_glyph(style, status),
+        format_duration(report.duration),
+        status.word()
+    );
+    if matches!(status, Status::Success | Status::Failed) && report.executed {
+        line.push_str(" no-cache");
+    }
+    line.push(' ');
+    line.push_str(&style.id(&report.id));
+    if let Some(cause) = &report.blocked_by {
+        line.push_str(&format!(" • blocked by {}", style.id(cause)));
+    }
+    line.push('\n');
+    line
+}
+
+fn paint_glyph(style: &Style, status: Status) -> String {
+    let glyph = status.glyph();
+    match status {
+        Status::Success | Status::Running => style.green(glyph),
+        Status::Failed | Status::Aborted => style.red(glyph),
+        Status::Skipped | Status::NotRun => style.yellow(glyph),
+    }
+}
+
+/// The opening of a frame: header and `$ command` line.
+pub fn frame_head(style: &Style, report: &TaskReport, status: Option<&str>) -> String {
+    let mut text = format!("┌─ {}", style.id(&report.id));
+    if let Some(status) = status {
+        let status = if report.status == Status::Failed {
+            style.red(status)
+        } else {
+            status.to_string()
+        };
+        text.push_str(&format!("  {status}"));
+    }
+    text.push('\n');
+    if report.executed {
+        if let Some(command) = &report.command_line {
+            text.push_str(&style.dim(&format!("$ {command}")));
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// The closing line of a frame.
+pub fn frame_tail(style: &Style, report: &TaskReport) -> String {
+    let word = report.status.word();
+    let word = match report.status {
+        Status::Failed | Status::Aborted => style.red(word),
+        _ => style.green(word),
+    };
+    format!(
+        "└─ {}  ({})  {word}\n",
+        style.id(&report.id),
+        format_duration(report.duration)
+    )
+}
+
+/// A whole frame, output included; ends with a blank line separating it from the next.
+pub fn frame(style: &Style, report: &TaskReport) -> Vec<u8> {
+    let mut bytes = frame_head(style, report, Some(&report.header_status())).into_bytes();
+    bytes.extend_from_slice(&report.log);
+    if !report.log.is_empty() && !report.log.ends_with(b"\n") {
+        bytes.push(b'\n');
+    }
+    bytes.extend_from_slice(frame_tail(style, report).as_bytes());
+    bytes.push(b'\n');
+    bytes
+}

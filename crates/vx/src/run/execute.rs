@@ -1,0 +1,701 @@
+//! The orchestration loop: the single owner of run state (ARCH-1).
+//!
+//! How this works: the loop asks the scheduler for ready tasks while an exec slot is free and
+//! spawns each through the supervisor, whose per-task threads send [`Msg`]s back on one
+//! channel; signals to vx arrive on the same channel. Every message is handled here, in order:
+//! output is masked (EXEC-5), stripped of escapes when vx does not colour (UI-10), appended to
+//! the task's log and, for the streamed frame, printed live; a completion becomes an outcome,
+//! is reported, and releases or skips dependants. Persistent tasks are ready at spawn (EXEC-13)
+//! and are stopped at the end of the graph unless they are kept alive after the footer.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use vx_core::config::TaskConfig;
+use vx_core::env::{secret_values, task_environment, EnvInputs};
+use vx_core::mask::Masker;
+use vx_core::schedule::{Finish, NodeState, Scheduler};
+use vx_core::script::{script, with_args};
+use vx_core::units::format_duration;
+use vx_core::TaskId;
+use vx_exec::{
+    Completion, ExecEvent, ExitReason, SpawnSpec, StdinMode, Stream, Supervisor, TaskHandle,
+};
+
+use super::explain::explain;
+use super::outcome::{NotReady, Status, TaskReport};
+use super::plan::Plan;
+use super::stripper::Stripper;
+use crate::options::RunOptions;
+use crate::render::footer::{footer, recap, Summary};
+use crate::render::reporter::Reporter;
+use crate::render::{out, out_str};
+use crate::{exit, render};
+
+/// Everything the loop needs from outside the plan.
+pub struct Context {
+    pub host_env: BTreeMap<String, String>,
+    /// `sh` resolved once against vx's own PATH (EXEC-1).
+    pub sh: Option<PathBuf>,
+    pub kill_grace: Duration,
+    /// `VX_TASK_TIMEOUT`.
+    pub env_timeout: Option<Duration>,
+    pub slots: u32,
+}
+
+pub enum Msg {
+    Exec(usize, ExecEvent),
+    Signal(i32),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Group,
+    OneShot,
+    Persistent,
+}
+
+/// A task that has a process.
+struct Live {
+    handle: TaskHandle,
+    started: Instant,
+    kind: Kind,
+    log: Vec<u8>,
+    maskers: [Masker; 2],
+    strippers: Option<[Stripper; 2]>,
+    command: String,
+    command_line: String,
+    dir: PathBuf,
+    path_var: String,
+    /// Ready at spawn and not yet ended (persistent tasks only).
+    ready: bool,
+    timed_out: bool,
+    /// Output printed with an `<id> │ ` prefix after the footer (keep-alive).
+    prefix_at_line_start: bool,
+}
+
+pub struct Run<'p> {
+    plan: &'p Plan,
+    options: &'p RunOptions,
+    ctx: Context,
+    reporter: Reporter,
+    scheduler: Scheduler,
+    tx: Sender<Msg>,
+    rx: Receiver<Msg>,
+    supervisor: Option<Supervisor>,
+    live: BTreeMap<usize, Live>,
+    reports: BTreeMap<usize, TaskReport>,
+    running_slots: u32,
+    stopping: Option<i32>,
+    started_at: Instant,
+    warned_short_secrets: bool,
+    keep_alive: bool,
+    /// Persistent tasks that ended after being ready: (node, exit code, ended by itself).
+    ended_persistent: Vec<(usize, i32, bool)>,
+}
+
+impl<'p> Run<'p> {
+    pub fn new(
+        plan: &'p Plan,
+        options: &'p RunOptions,
+        ctx: Context,
+        mut reporter: Reporter,
+        tx: Sender<Msg>,
+        rx: Receiver<Msg>,
+    ) -> Run<'p> {
+        let requested_commands: Vec<usize> = plan
+            .shown_as_requested
+            .iter()
+            .copied()
+            .filter(|&i| kind_of(task(plan, i)) != Kind::Group)
+            .collect();
+        reporter.choose_streaming(&requested_commands);
+        Run {
+            scheduler: Scheduler::new(&plan.graph, options.continue_mode),
+            plan,
+            options,
+            ctx,
+            reporter,
+            tx,
+            rx,
+            supervisor: None,
+            live: BTreeMap::new(),
+            reports: BTreeMap::new(),
+            running_slots: 0,
+            stopping: None,
+            started_at: Instant::now(),
+            warned_short_secrets: false,
+            keep_alive: false,
+            ended_persistent: Vec::new(),
+        }
+    }
+
+    /// Runs the graph to the end, prints the footer, keeps requested servers alive, and
+    /// returns the exit code.
+    pub fn execute(mut self) -> i32 {
+        loop {
+            if self.stopping.is_none() {
+                self.dispatch();
+            }
+            let one_shots_running = self.live.values().any(|l| l.kind == Kind::OneShot);
+            if !one_shots_running && (self.scheduler.is_done() || self.stopping.is_some()) {
+                break;
+            }
+            match self.rx.recv() {
+                Ok(msg) => self.handle(msg),
+                Err(_) => break,
+            }
+        }
+        self.end_of_graph()
+    }
+
+    fn dispatch(&mut self) {
+        while self.running_slots < self.ctx.slots {
+            let Some(i) = self.scheduler.next_ready() else {
+                break;
+            };
+            self.start(i);
+        }
+    }
+
+    fn start(&mut self, i: usize) {
+        let config = task(self.plan, i);
+        let kind = kind_of(config);
+        if kind == Kind::Group {
+            let failed = self
+                .scheduler
+                .deps(i)
+                .iter()
+                .any(|&d| matches!(self.scheduler.state(d), NodeState::Failed));
+            let finish = if failed {
+                Finish::Failed
+            } else {
+                Finish::Success
+            };
+            let skipped = self.scheduler.finish(i, finish);
+            self.report_skipped(&skipped);
+            return;
+        }
+        let node = &self.plan.graph.nodes[i];
+        let id = node.id.clone();
+        let project = &self.plan.workspace.projects[node.project];
+        let dir = self.plan.workspace.root.join(&project.dir);
+        let command = config.command.clone().unwrap_or_default();
+        let args: &[String] = if node.requested {
+            &self.options.forwarded
+        } else {
+            &[]
+        };
+        let root = self.plan.workspace.root.to_string_lossy().into_owned();
+        let env = task_environment(&EnvInputs {
+            host: &self.ctx.host_env,
+            config: config.env.as_ref(),
+            project_dir: &dir.to_string_lossy(),
+            root_dir: &root,
+            workspace_root: &root,
+            task_id: &id.to_string(),
+        });
+        let (secrets, too_short) = secret_values(&self.ctx.host_env, config.env.as_ref());
+        if !too_short.is_empty() && !self.warned_short_secrets {
+            for name in &too_short {
+                render::warning(&format!(
+                    "`{name}` is listed in `env.secret` but its value is shorter than 6 characters; it is not masked"
+                ));
+            }
+            self.warned_short_secrets = true;
+        }
+        let masker = Masker::new(&secrets);
+        let command_line = masker.mask_str(&with_args(&command, args));
+        let timeout = match kind {
+            Kind::Persistent => None,
+            _ => config
+                .timeout
+                .or(self.options.timeout)
+                .or(self.ctx.env_timeout)
+                .or(self.plan.workspace.settings.timeout),
+        };
+        let path_var = env.get("PATH").cloned().unwrap_or_default();
+        let spec = SpawnSpec {
+            program: self
+                .ctx
+                .sh
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/nonexistent/sh")),
+            arg0: OsString::from("sh"),
+            args: vec![OsString::from("-c"), OsString::from(script(&command, args))],
+            cwd: dir.clone(),
+            env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            stdin: if kind == Kind::Persistent {
+                StdinMode::HeldPipe
+            } else {
+                StdinMode::Null
+            },
+            timeout,
+            kill_grace: self.ctx.kill_grace,
+            drain: Duration::from_millis(250),
+            stop_leftovers_on_exit: kind == Kind::OneShot,
+        };
+        let tx = self.tx.clone();
+        let supervisor = self.supervisor.get_or_insert_with(Supervisor::new);
+        let handle = supervisor.spawn(
+            spec,
+            Box::new(move |event| {
+                let _ = tx.send(Msg::Exec(i, event));
+            }),
+        );
+        let colour = self.reporter.style.colour;
+        let spawned = handle.pid().is_some();
+        let live = Live {
+            handle,
+            started: Instant::now(),
+            kind,
+            log: Vec::new(),
+            maskers: [masker.clone(), masker],
+            strippers: (!colour).then(|| [Stripper::new(), Stripper::new()]),
+            command,
+            command_line,
+            dir,
+            path_var,
+            ready: kind == Kind::Persistent && spawned,
+            timed_out: false,
+            prefix_at_line_start: true,
+        };
+        let report = self.report_of(i, &live, Status::Running);
+        self.live.insert(i, live);
+        self.reporter.started(i, &report);
+        if kind == Kind::Persistent && spawned {
+            // Ready at spawn (EXEC-13): the slot is free and dependants may start.
+            self.reporter.finished(i, &report, self.is_shown(i));
+            let skipped = self.scheduler.finish(i, Finish::Success);
+            self.report_skipped(&skipped);
+        } else {
+            self.running_slots += 1;
+        }
+    }
+
+    fn is_shown(&self, i: usize) -> bool {
+        self.plan.shown_as_requested.contains(&i)
+    }
+
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Signal(n) => self.signal(n),
+            Msg::Exec(i, event) => self.exec_event(i, event),
+        }
+    }
+
+    fn exec_event(&mut self, i: usize, event: ExecEvent) {
+        match event {
+            ExecEvent::Output { stream, bytes } => {
+                let Some(live) = self.live.get_mut(&i) else { return };
+                let s = stream_index(stream);
+                let mut bytes = live.maskers[s].push(&bytes);
+                if let Some(strippers) = &mut live.strippers {
+                    bytes = strippers[s].push(&bytes);
+                }
+                self.output(i, &bytes);
+            }
+            ExecEvent::TimedOut => {
+                if let Some(live) = self.live.get_mut(&i) {
+                    live.timed_out = true;
+                }
+                let after = task(self.plan, i)
+                    .timeout
+                    .or(self.options.timeout)
+                    .or(self.ctx.env_timeout)
+                    .or(self.plan.workspace.settings.timeout)
+                    .unwrap_or_default();
+                self.note(i, &format!("vx: timed out after {}; stopping the task", format_duration(after)));
+            }
+            ExecEvent::OutputCut => self.note(
+                i,
+                "vx: output after the task's shell exited was cut: a process it started still held stdout/stderr 250ms later",
+            ),
+            ExecEvent::LeftoversStopped(n) => {
+                let what = if n == 1 { "1 process".to_string() } else { format!("{n} processes") };
+                self.note(i, &format!("vx: stopped {what} the task left running"));
+            }
+            ExecEvent::Completed(completion) => self.completed(i, completion),
+        }
+    }
+
+    /// Appends output to the task's log, and prints it where it is shown live.
+    fn output(&mut self, i: usize, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let Some(live) = self.live.get_mut(&i) else {
+            return;
+        };
+        live.log.extend_from_slice(bytes);
+        if self.keep_alive {
+            let prefix = format!("{} │ ", self.plan.graph.nodes[i].id);
+            let mut text = Vec::new();
+            for &b in bytes {
+                if live.prefix_at_line_start {
+                    text.extend_from_slice(prefix.as_bytes());
+                }
+                text.push(b);
+                live.prefix_at_line_start = b == b'\n';
+            }
+            out(&text);
+        } else {
+            self.reporter.stream(i, bytes);
+        }
+    }
+
+    /// A note record in the task's output (UI-8), on a line of its own.
+    fn note(&mut self, i: usize, text: &str) {
+        let Some(live) = self.live.get(&i) else {
+            return;
+        };
+        let mut line = Vec::new();
+        if !live.log.is_empty() && !live.log.ends_with(b"\n") {
+            line.push(b'\n');
+        }
+        line.extend_from_slice(live.maskers[0].mask_str(text).as_bytes());
+        line.push(b'\n');
+        self.output(i, &line);
+    }
+
+    fn completed(&mut self, i: usize, completion: Completion) {
+        let Some(live) = self.live.get_mut(&i) else {
+            return;
+        };
+        let mut rest = Vec::new();
+        for s in 0..2 {
+            let mut bytes = live.maskers[s].finish();
+            if let Some(strippers) = &mut live.strippers {
+                bytes = strippers[s].push(&bytes);
+            }
+            rest.extend(bytes);
+        }
+        self.output(i, &rest);
+        let live = &self.live[&i];
+        let kind = live.kind;
+        let code = completion.exit_code;
+        if kind == Kind::Persistent && live.ready {
+            self.persistent_ended(i, &completion);
+            return;
+        }
+        self.running_slots -= 1;
+        let status = if self.stopping.is_some() {
+            Status::Aborted
+        } else if code == 0 && !completion.timed_out {
+            Status::Success
+        } else {
+            Status::Failed
+        };
+        if status == Status::Failed && !completion.timed_out && !completion.stopped {
+            let live = &self.live[&i];
+            let note = match &completion.exit {
+                ExitReason::SpawnFailed(error) => Some(spawn_note(&live.dir, error)),
+                exit => explain(&live.command, exit, code, &live.dir, &live.path_var),
+            };
+            if let Some(note) = note {
+                self.note(i, &note);
+            }
+        }
+        let live = self.live.remove(&i).expect("a live task");
+        let mut report = self.report_of(i, &live, status);
+        if kind == Kind::Persistent && status == Status::Failed {
+            report.not_ready = Some(match completion.exit {
+                ExitReason::SpawnFailed(_) => NotReady::Spawn,
+                _ => NotReady::Exited,
+            });
+        }
+        report.exit_code = Some(code);
+        report.timed_out = completion.timed_out;
+        report.duration = completion.duration;
+        self.reporter.finished(i, &report, self.is_shown(i));
+        self.reports.insert(i, report);
+        let finish = if status == Status::Success {
+            Finish::Success
+        } else {
+            Finish::Failed
+        };
+        if status != Status::Aborted {
+            let skipped = self.scheduler.finish(i, finish);
+            self.report_skipped(&skipped);
+        }
+    }
+
+    /// A ready persistent task ended: stopped by vx, or by itself (EXEC-13).
+    fn persistent_ended(&mut self, i: usize, completion: &Completion) {
+        let mut live = self.live.remove(&i).expect("a live task");
+        live.ready = false;
+        let id = self.plan.graph.nodes[i].id.clone();
+        let code = completion.exit_code;
+        let by_itself = !completion.stopped;
+        let mut status = Status::Success;
+        if self.stopping.is_some() && !by_itself {
+            status = Status::Aborted;
+        } else if by_itself && code != 0 {
+            status = Status::Failed;
+            render::notice(&format!("{id} stopped by itself (exit {code})"));
+        }
+        let mut report = self.report_of(i, &live, status);
+        report.exit_code = Some(code);
+        report.duration = Duration::ZERO;
+        if !self.keep_alive && (status == Status::Failed || !self.reporter.is_streaming(i)) {
+            self.reporter.finished(i, &report, self.is_shown(i));
+        }
+        self.reports.insert(i, report);
+        self.ended_persistent.push((i, code, by_itself));
+    }
+
+    fn report_skipped(&mut self, skipped: &[usize]) {
+        for &s in skipped {
+            let blocked_by = match self.scheduler.state(s) {
+                NodeState::Skipped(Some(cause)) => Some(self.plan.graph.nodes[cause].id.clone()),
+                _ => None,
+            };
+            if kind_of(task(self.plan, s)) == Kind::Group {
+                continue;
+            }
+            let report = TaskReport {
+                id: self.plan.graph.nodes[s].id.clone(),
+                status: Status::Skipped,
+                executed: false,
+                exit_code: None,
+                timed_out: false,
+                not_ready: None,
+                duration: Duration::ZERO,
+                blocked_by,
+                command_line: None,
+                log: Vec::new(),
+            };
+            self.reporter.finished(s, &report, self.is_shown(s));
+            self.reports.insert(s, report);
+        }
+    }
+
+    fn report_of(&self, i: usize, live: &Live, status: Status) -> TaskReport {
+        TaskReport {
+            id: self.plan.graph.nodes[i].id.clone(),
+            status,
+            executed: true,
+            exit_code: None,
+            timed_out: live.timed_out,
+            not_ready: None,
+            duration: live.started.elapsed(),
+            blocked_by: None,
+            command_line: Some(live.command_line.clone()),
+            log: live.log.clone(),
+        }
+    }
+
+    /// EXEC-9: the first signal stops dispatch and forwards the signal once; a second one
+    /// kills everything and exits at once.
+    fn signal(&mut self, n: i32) {
+        if self.stopping.is_some() {
+            for live in self.live.values() {
+                live.handle.kill();
+            }
+            render::stderr("\n");
+            std::process::exit(exit::signal(self.stopping.unwrap_or(n)));
+        }
+        self.stopping = Some(n);
+        self.scheduler.halt();
+        let forward = if n == nix::libc::SIGHUP {
+            nix::libc::SIGTERM
+        } else {
+            n
+        };
+        for live in self.live.values() {
+            live.handle.stop(forward);
+        }
+    }
+}
+
+impl Run<'_> {
+    /// Waits for messages until `done` holds, handling each as usual.
+    fn drain_until(&mut self, done: impl Fn(&Run<'_>) -> bool) {
+        while !done(self) {
+            match self.rx.recv() {
+                Ok(msg) => self.handle(msg),
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// End of graph (ARCH-3): stop persistent tasks that are not kept, print held frames, the
+    /// recap and the footer, then keep requested servers alive (EXEC-13).
+    fn end_of_graph(mut self) -> i32 {
+        let signalled = self.stopping.is_some();
+        for i in self.scheduler.unstarted() {
+            if kind_of(task(self.plan, i)) == Kind::Group {
+                continue;
+            }
+            let report = TaskReport {
+                id: self.plan.graph.nodes[i].id.clone(),
+                status: if signalled {
+                    Status::NotRun
+                } else {
+                    Status::Skipped
+                },
+                executed: false,
+                exit_code: None,
+                timed_out: false,
+                not_ready: None,
+                duration: Duration::ZERO,
+                blocked_by: None,
+                command_line: None,
+                log: Vec::new(),
+            };
+            self.reporter.finished(i, &report, self.is_shown(i));
+            self.reports.insert(i, report);
+        }
+        let failed = self
+            .reports
+            .values()
+            .any(|r| matches!(r.status, Status::Failed | Status::Skipped));
+        let keep_allowed = !signalled
+            && (!failed || self.options.continue_mode == vx_core::schedule::ContinueMode::Always);
+        let kept: Vec<usize> = if keep_allowed {
+            self.kept_persistent()
+        } else {
+            Vec::new()
+        };
+        let to_stop: Vec<usize> = self
+            .live
+            .keys()
+            .copied()
+            .filter(|i| !kept.contains(i))
+            .collect();
+        for i in &to_stop {
+            self.live[i].handle.stop(nix::libc::SIGTERM);
+        }
+        self.drain_until(|run| to_stop.iter().all(|i| !run.live.contains_key(i)));
+
+        let code = self.finish_output();
+        if kept.is_empty() || self.stopping.is_some() {
+            return code;
+        }
+        self.keep_alive_loop(&kept)
+    }
+
+    /// Held failure frames, the recap and the footer; returns the run's exit code.
+    fn finish_output(&mut self) -> i32 {
+        self.reporter.flush_held();
+        let reports: Vec<TaskReport> = self.reports.values().cloned().collect();
+        let style = self.reporter.style;
+        out_str(&recap(&style, &reports));
+        let summary = Summary {
+            reports: &reports,
+            projects_in_run: self.plan.projects_in_run,
+            projects_in_workspace: self.plan.workspace.projects.len(),
+            workers: self.ctx.slots,
+            wall: self.started_at.elapsed(),
+        };
+        out_str(&footer(&style, &summary));
+        if let Some(n) = self.stopping {
+            return exit::signal(n);
+        }
+        let failed = reports
+            .iter()
+            .any(|r| matches!(r.status, Status::Failed | Status::Skipped));
+        if failed {
+            exit::FAILURE
+        } else {
+            exit::SUCCESS
+        }
+    }
+
+    /// Requested persistent tasks (and surfaced ones), plus the persistent tasks they depend
+    /// on, that are still running.
+    fn kept_persistent(&self) -> Vec<usize> {
+        let graph = &self.plan.graph;
+        let mut kept = std::collections::BTreeSet::new();
+        let mut stack: Vec<usize> = self
+            .plan
+            .shown_as_requested
+            .iter()
+            .copied()
+            .filter(|i| self.live.contains_key(i))
+            .collect();
+        while let Some(i) = stack.pop() {
+            if !kept.insert(i) {
+                continue;
+            }
+            let mut deps: Vec<usize> = graph.nodes[i].deps.clone();
+            while let Some(d) = deps.pop() {
+                if self.live.contains_key(&d) {
+                    stack.push(d);
+                } else {
+                    deps.extend(graph.nodes[d].deps.iter().copied());
+                }
+            }
+        }
+        kept.into_iter().collect()
+    }
+
+    /// After the footer: stream the kept servers' output with an `<id> │ ` prefix until the
+    /// first of them exits or a signal arrives.
+    fn keep_alive_loop(mut self, kept: &[usize]) -> i32 {
+        self.keep_alive = true;
+        for &i in kept {
+            let log = std::mem::take(&mut self.live.get_mut(&i).expect("kept").log);
+            self.output(i, &log);
+        }
+        self.ended_persistent.clear();
+        self.drain_until(|run| !run.ended_persistent.is_empty() || run.stopping.is_some());
+        let code = if let Some(n) = self.stopping {
+            exit::signal(n)
+        } else {
+            let (i, code, _) = self.ended_persistent[0];
+            let others = self.live.len();
+            let id = &self.plan.graph.nodes[i].id;
+            let more = match others {
+                0 => String::new(),
+                1 => "; shutting down 1 more persistent task".to_string(),
+                n => format!("; shutting down {n} more persistent tasks"),
+            };
+            render::notice(&format!("{id} ended (exit {code}){more}"));
+            if code == 0 {
+                exit::SUCCESS
+            } else {
+                exit::FAILURE
+            }
+        };
+        for live in self.live.values() {
+            live.handle.stop(nix::libc::SIGTERM);
+        }
+        self.drain_until(|run| run.live.is_empty());
+        code
+    }
+}
+
+fn task(plan: &Plan, i: usize) -> &TaskConfig {
+    let id: &TaskId = &plan.graph.nodes[i].id;
+    vx_core::graph::task_config(&plan.workspace, id).expect("every node is a declared task")
+}
+
+fn kind_of(config: &TaskConfig) -> Kind {
+    if config.is_group() {
+        Kind::Group
+    } else if config.is_persistent() {
+        Kind::Persistent
+    } else {
+        Kind::OneShot
+    }
+}
+
+fn stream_index(stream: Stream) -> usize {
+    match stream {
+        Stream::Stdout => 0,
+        Stream::Stderr => 1,
+    }
+}
+
+/// EXEC-12: no shell ran.
+fn spawn_note(dir: &std::path::Path, error: &std::io::Error) -> String {
+    let mut note = format!("vx: could not start `sh` in {}: {error}", dir.display());
+    if matches!(error.raw_os_error(), Some(c) if c == nix::libc::EMFILE || c == nix::libc::ENFILE) {
+        note.push_str("\n  hint: raise the open-file limit (ulimit -n)");
+    }
+    note
+}

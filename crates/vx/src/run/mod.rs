@@ -1,0 +1,125 @@
+//! `vx run`: the run pipeline (ARCH-3), in the order the steps happen.
+//!
+//! [`plan`] discovers the workspace, loads configuration and builds the task graph;
+//! [`preview`] prints `--dry` and `--graph` instead of running; [`execute`] is the
+//! orchestration loop that spawns, supervises and reports every task; [`outcome`] is the
+//! vocabulary of what happened; [`explain`] words failure notes; [`stripper`] removes escapes.
+
+pub mod execute;
+pub mod explain;
+pub mod outcome;
+pub mod plan;
+pub mod preview;
+pub mod stripper;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use vx_core::units::parse_duration;
+
+use crate::error::Failure;
+use crate::options::{Plan as PlanFlag, RunOptions};
+use crate::render::reporter::{Flow, Reporter};
+use crate::render::style::{colour_enabled, Style};
+use execute::{Context, Msg, Run};
+
+/// The default kill grace (EXEC-6).
+const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+
+pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
+    let (tx, rx) = crossbeam_channel::unbounded::<Msg>();
+    // Signals are taken over before any child exists, so Ctrl-C always reaches vx's handler.
+    forward_signals(tx.clone())?;
+    let plan = plan::plan(cwd, &options)?;
+    match &options.plan {
+        Some(PlanFlag::DryText) => return Ok(preview::dry_text(&plan)),
+        Some(PlanFlag::DryJson) => return Ok(preview::dry_json(&plan)),
+        Some(PlanFlag::Graph(path)) => return preview::graph(&plan, path.as_deref()),
+        None => {}
+    }
+    let host_env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let lookup = |name: &str| host_env.get(name).cloned();
+    let style = Style {
+        colour: colour_enabled(&lookup),
+    };
+    let ci = host_env.get("CI").is_some_and(|v| truthy(v));
+    let flow = if ci {
+        Flow::Ci
+    } else if options.has_selection() {
+        Flow::Broad
+    } else {
+        Flow::Focused
+    };
+    let slots = match options.concurrency {
+        Some(c) => c.resolve(available_cpus()),
+        None => plan
+            .workspace
+            .settings
+            .concurrency
+            .unwrap_or_else(available_cpus),
+    };
+    let ctx = Context {
+        kill_grace: env_duration(&host_env, "VX_KILL_GRACE").unwrap_or(DEFAULT_KILL_GRACE),
+        env_timeout: env_duration(&host_env, "VX_TASK_TIMEOUT"),
+        sh: find_on_path("sh", host_env.get("PATH").map(String::as_str).unwrap_or("")),
+        host_env,
+        slots: slots.max(1),
+    };
+    let reporter = Reporter::new(style, flow, options.output_logs);
+    Ok(Run::new(&plan, &options, ctx, reporter, tx, rx).execute())
+}
+
+/// SCHED-1: the hardware threads, limited by the affinity set and the cgroup CPU quota (the
+/// standard library reads both on Linux).
+pub fn available_cpus() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+/// ENV-1: truthy means set and not `0`, `false` or empty.
+pub fn truthy(value: &str) -> bool {
+    !(value.is_empty() || value == "0" || value.eq_ignore_ascii_case("false"))
+}
+
+/// A duration variable; an invalid value draws one warning and the default applies (ENV-1).
+fn env_duration(env: &BTreeMap<String, String>, name: &str) -> Option<Duration> {
+    let value = env.get(name)?;
+    let parsed = parse_duration(value);
+    if parsed.is_none() {
+        crate::render::warning(&format!(
+            "ignoring {name}=`{value}`: not a duration (write e.g. `90s`)"
+        ));
+    }
+    parsed
+}
+
+/// EXEC-1: `sh` is resolved once against vx's own PATH.
+fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    path.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(program))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+fn forward_signals(tx: crossbeam_channel::Sender<Msg>) -> Result<(), Failure> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .map_err(|e| Failure::Internal(format!("cannot install signal handlers: {e}")))?;
+    std::thread::Builder::new()
+        .name("vx-signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                if tx.send(Msg::Signal(signal)).is_err() {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| Failure::Internal(format!("cannot start the signal thread: {e}")))?;
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! Command-line handling (CLI-1 to CLI-4, CLI-12, CLI-18): verbs, flags, values.
+
+use crate::{empty, w};
+
+#[test]
+fn unknown_verb_suggests_the_closest_verb() {
+    let f = w();
+    let out = f.vx(&["rnu"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: unknown command `rnu`\n  hint: did you mean `run`?\n"
+    );
+}
+
+#[test]
+fn a_task_name_as_verb_hints_the_run_command() {
+    let f = w();
+    let out = f.vx(&["build"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: unknown command `build`\n  hint: to run a task, use `vx run build --all`\n"
+    );
+    let out = f.vx_in("packages/app", &["build"], &[]);
+    assert!(
+        out.stderr.contains("use `vx run build`\n"),
+        "{}",
+        out.stderr
+    );
+    let out = f.vx(&["app#build"]);
+    assert!(
+        out.stderr.contains("hint: use `vx run app#build`"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn unknown_flag_names_the_verb_and_the_nearest_flag() {
+    let f = w();
+    let out = f.vx(&["run", "build", "--concurency", "2"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: unknown flag `--concurency` for `vx run`\n  hint: did you mean `--concurrency`?\n"
+    );
+}
+
+#[test]
+fn invalid_values_name_the_flag_and_what_it_expects() {
+    let f = w();
+    let out = f.vx(&["run", "build", "--concurrency", "0"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: invalid value `0` for --concurrency (expected N or N%, N ≥ 1)\n"
+    );
+    let out = f.vx(&["run", "build", "--timeout", "90"]);
+    assert_eq!(
+        out.stderr,
+        "error: invalid value `90` for --timeout (expected a duration such as 90s)\n"
+    );
+}
+
+#[test]
+fn repeated_single_valued_flag_is_an_error() {
+    let f = w();
+    let out = f.vx(&["run", "build", "--concurrency", "1", "--concurrency=2"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr, "error: --concurrency given twice\n");
+}
+
+#[test]
+fn a_value_starting_with_a_dash_is_refused() {
+    let f = w();
+    let out = f.vx(&["run", "build", "--timeout", "-5s"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr, "error: --timeout needs a value\n");
+}
+
+#[test]
+fn optional_values_need_an_equals_sign() {
+    let f = w();
+    // `--dry build`: `build` is a positional, not the value of --dry.
+    let out = f.vx(&["run", "--dry", "build", "--all"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.starts_with("would run:\n"), "{}", out.stdout);
+}
+
+#[test]
+fn dry_and_graph_cannot_be_combined() {
+    let f = w();
+    let out = f.vx(&["run", "build", "--all", "--dry", "--graph"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: `--dry` cannot be combined with `--graph`\n"
+    );
+}
+
+#[test]
+fn later_milestone_flags_and_verbs_are_not_available_yet() {
+    let f = w();
+    let out = f.vx(&["run", "build", "--affected"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr, "error: --affected is not available yet\n");
+    let out = f.vx(&["why", "lib#build"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr, "error: vx why is not available yet\n");
+}
+
+#[test]
+fn version_and_help() {
+    let f = empty();
+    let out = f.vx(&["--version"]);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout
+            .starts_with(&format!("vx {}", env!("CARGO_PKG_VERSION"))),
+        "{}",
+        out.stdout
+    );
+    let out = f.vx(&["version", "extra"]);
+    assert_eq!(out.code, 2);
+    let out = f.vx(&[]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains("run"), "{}", out.stdout);
+    let out = f.vx(&["run", "--help"]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains("--concurrency"), "{}", out.stdout);
+    assert!(out.stdout.contains("Examples:"), "{}", out.stdout);
+    let out = f.vx(&["help", "run"]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains("--filter"), "{}", out.stdout);
+}
+
+#[test]
+fn dash_c_runs_as_if_started_in_the_directory() {
+    let f = w();
+    let out = f.vx_in("", &["-C", "packages/app", "run", "build"], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("┌─ app#build"), "{}", out.stdout);
+    let out = f.vx(&["-C", "nope", "run", "build"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.starts_with("error: -C `nope`"), "{}", out.stderr);
+}
+
+#[test]
+fn outside_any_workspace_is_an_error_with_a_hint() {
+    let f = empty();
+    let out = f.vx(&["run", "build"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.starts_with("error: not inside a vx workspace"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("hint: create a `vx.toml`"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn bare_name_outside_a_project_asks_for_all() {
+    let f = w();
+    let out = f.vx(&["run", "build"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: `build` names a task, but the current directory is not inside a project\n  hint: run `vx run build --all`, or name a project: `vx run <project>#build`\n"
+    );
+}
+
+#[test]
+fn no_task_given_lists_tasks_here() {
+    let f = w();
+    let out = f.vx_in("packages/app", &["run"], &[]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: name a task to run\n  hint: tasks here: app#build, app#check, app#test\n"
+    );
+}
+
+#[test]
+fn other_runners_project_colon_task_spelling_is_pointed_to_the_vx_form() {
+    let f = w();
+    let out = f.vx(&["run", "app:build", "--all"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.ends_with("  hint: use `app#build`\n"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn unknown_project_in_a_task_id() {
+    let f = w();
+    let out = f.vx(&["run", "ap#build"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: unknown project `ap`\n  hint: did you mean `app`?\n"
+    );
+    let out = f.vx(&["run", "app#biuld"]);
+    assert_eq!(
+        out.stderr,
+        "error: project `app` has no task `biuld`\n  hint: did you mean `build`?\n"
+    );
+}

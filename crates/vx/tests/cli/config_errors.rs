@@ -1,0 +1,69 @@
+//! Configuration errors through the binary (ERR-2, CFG-8 to CFG-12): one line each with a
+//! location, all files reported together, exit 2.
+
+use crate::one_project;
+
+#[test]
+fn several_errors_across_files_are_reported_together() {
+    let f = one_project("[tasks.build]\ncomand = \"x\"\n");
+    f.write("packages/other/package.json", r#"{ "name": "other" }"#);
+    f.write(
+        "packages/other/vx.toml",
+        "[tasks.test]\ncommand = \"x\"\ntimeout = \"90\"\n",
+    );
+    let out = f.vx(&["run", "build", "--all"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    let errors: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect();
+    assert_eq!(errors.len(), 2, "{}", out.stderr);
+    assert!(errors[0].starts_with("error: packages/lib/vx.toml:2:1: unknown key `comand`"));
+    assert_eq!(
+        errors[1],
+        "error: packages/other/vx.toml:3:11: timeout: \"90\" is not a duration; write \"90s\""
+    );
+}
+
+#[test]
+fn later_milestone_keys_are_refused_not_ignored() {
+    let f = one_project(
+        "[tasks.build]\ncommand = \"echo ran > ran.txt\"\ncache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+    );
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("error: packages/lib/vx.toml:3:1: cache is not available yet"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !f.path("packages/lib/ran.txt").exists(),
+        "the task never runs without its key"
+    );
+}
+
+#[test]
+fn unknown_dependency_names_the_entry_location() {
+    let f = one_project("[tasks.build]\ncommand = \"true\"\ndepends-on = [\"codgen\"]\n\n[tasks.codegen]\ncommand = \"true\"\n");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: packages/lib/vx.toml:3:15: task `lib#build` depends on `codgen`, which project `lib` does not declare\n  hint: did you mean `codegen`?\n"
+    );
+}
+
+#[test]
+fn malformed_toml_names_the_position() {
+    let f = one_project("[tasks.build\ncommand = \"x\"\n");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.starts_with("error: packages/lib/vx.toml:1:"),
+        "{}",
+        out.stderr
+    );
+}

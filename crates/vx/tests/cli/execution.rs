@@ -1,0 +1,170 @@
+//! Execution basics through the binary: environment (EXEC-4), masking (EXEC-5), forwarded
+//! arguments (CLI-16, EXEC-3), exit explanations (EXEC-12), output visibility (UI-3).
+
+use crate::{one_project, w};
+use vx_test_support::process::test_child_path;
+
+/// ACC-16: only the allowlist reaches a task; pass-through forwards; secrets are masked.
+#[test]
+fn acc16_strict_environment_and_masking() {
+    let f = one_project("[tasks.dump]\ncommand = \"env\"\n");
+    let env = [("MY_TOKEN", "supersecret123"), ("OTHER", "1")];
+    let out = f.vx_in("", &["run", "lib#dump"], &env);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stdout.contains("OTHER="), "{}", out.stdout);
+    assert!(!out.stdout.contains("MY_TOKEN"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("VX_RUN_TASK=lib#dump"),
+        "{}",
+        out.stdout
+    );
+
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.dump]\ncommand = \"env; echo token is $MY_TOKEN\"\nenv = { pass-through = [\"OTHER\", \"MY_TOKEN\"] }\n",
+    );
+    let out = f.vx_in("", &["run", "lib#dump"], &env);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("OTHER=1"), "{}", out.stdout);
+    assert!(out.stdout.contains("MY_TOKEN=***"), "{}", out.stdout);
+    assert!(out.stdout.contains("token is ***"), "{}", out.stdout);
+    assert!(!out.stdout.contains("supersecret123"));
+    assert!(!out.stderr.contains("supersecret123"));
+}
+
+#[test]
+fn secrets_split_across_writes_are_masked() {
+    let f = one_project(
+        "[tasks.leak]\ncommand = \"printf 'a supers'; sleep 0.2; printf 'ecret123 b'\"\nenv = { secret = [\"MY_PASS\"] }\n",
+    );
+    let out = f.vx_in("", &["run", "lib#leak"], &[("MY_PASS", "supersecret123")]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("a *** b"), "{}", out.stdout);
+}
+
+#[test]
+fn define_values_reach_the_task() {
+    let f = one_project(
+        "[tasks.show]\ncommand = \"echo mode=$NODE_ENV\"\nenv = { define = { NODE_ENV = \"production\" } }\n",
+    );
+    let out = f.vx(&["run", "lib#show"]);
+    assert!(out.stdout.contains("mode=production"), "{}", out.stdout);
+}
+
+/// ACC-15's M1 part: forwarded arguments go to the requested task only, quoted.
+#[test]
+fn forwarded_arguments_reach_only_requested_tasks() {
+    let f = w();
+    let app = f.read("packages/app/vx.toml")
+        + "\n[tasks.show]\ncommand = \"printf '[%s]'\"\ndepends-on = [\"build\"]\n";
+    f.write("packages/app/vx.toml", &app);
+    let build = f
+        .read("packages/app/vx.toml")
+        .replace("&& echo built app", "&& echo built app with \\\"$*\\\"");
+    f.write("packages/app/vx.toml", &build);
+    let out = f.vx(&["run", "app#show", "--", "a b", "c"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("[a b][c]"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("$ printf '[%s]' 'a b' c\n"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// ACC-22: exit-code explanations.
+#[test]
+fn acc22_missing_program_is_explained() {
+    let f = one_project("[tasks.build]\ncommand = \"definitely-not-a-tool --x\"\n");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("failed (exit 127)"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("vx: `definitely-not-a-tool` was not found on this task's PATH"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn acc22_crlf_shebang_is_explained() {
+    let f = one_project("[tasks.build]\ncommand = \"./script.sh\"\n");
+    f.write("packages/lib/script.sh", "#!/bin/sh\r\necho hi\r\n");
+    let path = f.path("packages/lib/script.sh");
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&path)
+        .status()
+        .unwrap();
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("CRLF"), "{}", out.stdout);
+}
+
+#[test]
+fn acc22_native_crash_is_explained() {
+    let child = test_child_path();
+    let f = one_project(&format!(
+        "[tasks.build]\ncommand = \"{} segv\"\n",
+        child.display()
+    ));
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stdout.contains("failed (exit 139)"), "{}", out.stdout);
+    assert!(out.stdout.contains("a native crash"), "{}", out.stdout);
+}
+
+#[test]
+fn stdout_and_stderr_are_both_captured_in_order() {
+    let f = one_project(
+        "[tasks.build]\ncommand = \"echo one; sleep 0.1; echo two >&2; sleep 0.1; echo three\"\n",
+    );
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let body = out.stdout.split_once("echo three\n").expect("the $ line").1;
+    assert!(body.starts_with("one\ntwo\nthree\n"), "{}", out.stdout);
+}
+
+#[test]
+fn ci_flow_prints_frames_for_every_task() {
+    let f = w();
+    let out = f.vx_in("", &["run", "build", "--all"], &[("CI", "true")]);
+    assert_eq!(out.code, 0, "{out:?}");
+    for id in ["lib#build", "app#build", "docs#build"] {
+        assert!(
+            out.stdout.contains(&format!("┌─ {id}  executed")),
+            "{}",
+            out.stdout
+        );
+    }
+    assert!(out.stdout.contains("built lib"));
+}
+
+#[test]
+fn output_logs_none_prints_only_the_footer() {
+    let f = w();
+    let out = f.vx(&["run", "build", "--all", "--output-logs=none"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.starts_with("── vx"), "{}", out.stdout);
+}
+
+#[test]
+fn colour_escapes_are_stripped_when_not_colouring() {
+    let f = one_project("[tasks.build]\ncommand = \"printf '\\\\033[31mred\\\\033[0m\\\\n'\"\n");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("\nred\n"), "{:?}", out.stdout);
+    assert!(!out.stdout.contains('\u{1b}'), "{:?}", out.stdout);
+}
+
+#[test]
+fn closed_stdout_does_not_change_the_exit_code() {
+    let f = w();
+    let mut command = f.command("", &["run", "build", "--all"]);
+    command.stdout(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}

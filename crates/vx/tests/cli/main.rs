@@ -1,0 +1,48 @@
+//! The integration tests of the `vx` binary (TEST-1): each test builds a workspace in a
+//! temporary git repository, runs the real `vx`, and checks exit code, stdout and stderr.
+//! Process tests use the `vx-test-child` program and check for survivors by a marker in argv
+//! (TEST-2).
+
+mod acceptance;
+mod cli_errors;
+mod config_errors;
+mod execution;
+mod plan_output;
+mod processes;
+
+use vx_test_support::fixture::Fixture;
+
+/// The `vx` binary under test.
+pub fn vx_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_vx")
+}
+
+/// Fixture W of SPEC §20.
+pub fn w() -> Fixture {
+    Fixture::w(vx_bin())
+}
+
+/// An empty git repository.
+pub fn empty() -> Fixture {
+    Fixture::new(vx_bin())
+}
+
+/// A workspace with one project `lib` at `packages/lib` whose vx.toml is `tasks`.
+pub fn one_project(tasks: &str) -> Fixture {
+    let f = empty();
+    f.write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
+    f.write(
+        "packages/lib/package.json",
+        r#"{ "name": "lib", "version": "1.0.0" }"#,
+    );
+    f.write("packages/lib/vx.toml", tasks);
+    f.commit();
+    f
+}
+
+/// Lines of `text` that are one-liners or frame headers for task `id`.
+pub fn lines_about<'a>(text: &'a str, id: &str) -> Vec<&'a str> {
+    text.lines()
+        .filter(|l| l.ends_with(id) || l.contains(&format!("{id} ")))
+        .collect()
+}

@@ -1,0 +1,321 @@
+//! Process control through the binary (EXEC-6, EXEC-8 to EXEC-11, EXEC-13): timeouts, signals,
+//! pipes and stdin. Survivors are found by a unique marker in argv, never by sleeping.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use vx_test_support::process::{
+    pids_with_marker, test_child_path, unique_marker, wait_until_no_marker,
+};
+
+use crate::one_project;
+
+fn child() -> String {
+    test_child_path().display().to_string()
+}
+
+/// Waits (bounded) until some process carries the marker.
+fn wait_for_marker(marker: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids_with_marker(marker).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "no process with marker {marker} appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// ACC-17: a timeout stops the whole tree.
+#[test]
+fn acc17_timeout_kills_the_whole_tree() {
+    let marker = unique_marker("acc17");
+    let f = one_project(&format!(
+        "[tasks.build]\ncommand = \"{} --marker {marker} fork-tree 2 sleep 300\"\ntimeout = \"1s\"\n",
+        child()
+    ));
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("failed (timed out, exit 143)")
+            || out.stdout.contains("failed (timed out, exit 137)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("vx: timed out after 1.00s; stopping the task"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.elapsed < Duration::from_secs(4),
+        "took {:?}",
+        out.elapsed
+    );
+    assert_eq!(
+        wait_until_no_marker(&marker, Duration::from_secs(1)),
+        Ok(())
+    );
+}
+
+/// ACC-17, second half: a child that ignores SIGTERM is killed after the grace.
+#[test]
+fn acc17_timeout_kills_a_term_ignoring_child_after_the_grace() {
+    let marker = unique_marker("acc17b");
+    let f = one_project(&format!(
+        "[tasks.build]\ncommand = \"{} --marker {marker} fork-tree 1 ignore-term sleep 300\"\ntimeout = \"1s\"\n",
+        child()
+    ));
+    let out = f.vx_in("", &["run", "lib#build"], &[("VX_KILL_GRACE", "500ms")]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("failed (timed out, exit 137)"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        wait_until_no_marker(&marker, Duration::from_secs(1)),
+        Ok(())
+    );
+}
+
+/// The timeout flag applies to tasks without their own `timeout`.
+#[test]
+fn timeout_flag_is_the_default_timeout() {
+    let f = one_project("[tasks.build]\ncommand = \"sleep 30\"\n");
+    let out = f.vx(&["run", "lib#build", "--timeout", "300ms"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("vx: timed out after 300ms"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// ACC-18: Ctrl-C forwards once, waits the grace, kills, and exits 130.
+#[test]
+fn acc18_ctrl_c_stops_tasks_and_exits_130() {
+    let marker = unique_marker("acc18");
+    let f = one_project(&format!(
+        "[tasks.build]\ncommand = \"{} --marker {marker} fork-tree 1 ignore-term ignore-int sleep 300\"\n",
+        child()
+    ));
+    let mut command = f.command("", &["run", "lib#build"]);
+    command.env("VX_KILL_GRACE", "1s");
+    command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let vx = command.spawn().unwrap();
+    wait_for_marker(&marker);
+    let started = Instant::now();
+    kill(Pid::from_raw(vx.id() as i32), Signal::SIGINT).unwrap();
+    let out = vx.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("aborted"), "{stdout}");
+    assert_eq!(
+        wait_until_no_marker(&marker, Duration::from_secs(1)),
+        Ok(())
+    );
+}
+
+/// ACC-18, second half: a second Ctrl-C during the grace exits at once.
+#[test]
+fn acc18_second_ctrl_c_exits_at_once() {
+    let marker = unique_marker("acc18b");
+    let f = one_project(&format!(
+        "[tasks.build]\ncommand = \"{} --marker {marker} fork-tree 1 ignore-term ignore-int sleep 300\"\n",
+        child()
+    ));
+    let mut command = f.command("", &["run", "lib#build"]);
+    command.env("VX_KILL_GRACE", "20s");
+    command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut vx = command.spawn().unwrap();
+    wait_for_marker(&marker);
+    let pid = Pid::from_raw(vx.id() as i32);
+    kill(pid, Signal::SIGINT).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let second = Instant::now();
+    kill(pid, Signal::SIGINT).unwrap();
+    let status = vx.wait().unwrap();
+    assert!(
+        second.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        second.elapsed()
+    );
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(
+        wait_until_no_marker(&marker, Duration::from_secs(1)),
+        Ok(())
+    );
+}
+
+/// ACC-20 (a): a background child holding the pipes does not hold the task.
+#[test]
+fn acc20_background_child_holding_pipes_is_cut_and_stopped() {
+    let marker = unique_marker("acc20");
+    let f = one_project(&format!(
+        "[tasks.build]\ncommand = \"{} --marker {marker} spawn-bg & echo started\"\n",
+        child()
+    ));
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("started"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("vx: output after the task's shell exited was cut"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("vx: stopped 1 process the task left running"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.elapsed < Duration::from_secs(5),
+        "took {:?}",
+        out.elapsed
+    );
+    assert_eq!(
+        wait_until_no_marker(&marker, Duration::from_secs(1)),
+        Ok(())
+    );
+}
+
+/// ACC-20 (a) with the spec's literal command.
+#[test]
+fn acc20_sleep_in_background_does_not_keep_vx_waiting() {
+    let f = one_project("[tasks.build]\ncommand = \"sleep 31 & echo started\"\n");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("vx: stopped 1 process the task left running"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.elapsed < Duration::from_secs(5),
+        "took {:?}",
+        out.elapsed
+    );
+}
+
+/// ACC-20 (b): a one-shot task reading stdin sees end-of-file at once.
+#[test]
+fn acc20_prompt_in_one_shot_task_sees_eof() {
+    let f = one_project("[tasks.build]\ncommand = \"read line; echo \\\"got:$line\\\"\"\n");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("got:\n"), "{}", out.stdout);
+    assert!(out.elapsed < Duration::from_secs(5));
+}
+
+/// ACC-20 (c): a persistent server that exits on stdin EOF stays up for its dependants and is
+/// stopped at the end of the graph.
+#[test]
+fn acc20_persistent_server_stays_up_until_the_end_of_the_graph() {
+    let marker = unique_marker("acc20c");
+    // `[a]cc20c-…` matches the marker but not grep's (or the shell's) own argv.
+    let pattern = format!("[{}]{}", &marker[..1], &marker[1..]);
+    let f = one_project(&format!(
+        concat!(
+            "[tasks.server]\ncommand = \"{} --marker {} wait-stdin-eof\"\npersistent = true\n\n",
+            "[tasks.after]\ncommand = \"sleep 0.5; grep -qs '{}' /proc/[0-9]*/cmdline && echo server-alive\"\n",
+            "depends-on = [\"server\"]\n"
+        ),
+        child(),
+        marker,
+        pattern
+    ));
+    let out = f.vx(&["run", "lib#after"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("server-alive"), "{}", out.stdout);
+    assert_eq!(
+        wait_until_no_marker(&marker, Duration::from_secs(1)),
+        Ok(())
+    );
+}
+
+/// EXEC-13: a requested persistent task is kept after the footer, its output prefixed, until
+/// it exits; the run's exit code follows its exit code.
+#[test]
+fn requested_persistent_task_is_kept_alive_after_the_footer() {
+    let f = one_project(
+        "[tasks.dev]\ncommand = \"echo serving; sleep 0.5; echo bye; exit 3\"\npersistent = true\n",
+    );
+    let out = f.vx(&["run", "lib#dev"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let footer = out.stdout.find("── vx").expect("a footer");
+    let after = &out.stdout[footer..];
+    assert!(after.contains("lib#dev │ serving\n"), "{}", out.stdout);
+    assert!(after.contains("lib#dev │ bye\n"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("vx: lib#dev ended (exit 3)"),
+        "{}",
+        out.stderr
+    );
+
+    let f = one_project("[tasks.dev]\ncommand = \"echo serving\"\npersistent = true\n");
+    let out = f.vx(&["run", "lib#dev"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.contains("vx: lib#dev ended (exit 0)"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// EXEC-9 with a kept server: SIGTERM stops it and vx exits 143, leaving nothing behind.
+#[test]
+fn sigterm_stops_a_kept_server() {
+    let marker = unique_marker("keep");
+    let f = one_project(&format!(
+        "[tasks.dev]\ncommand = \"{} --marker {marker} print ready sleep 300\"\npersistent = true\n",
+        child()
+    ));
+    let mut command = f.command("", &["run", "lib#dev"]);
+    command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let vx = command.spawn().unwrap();
+    wait_for_marker(&marker);
+    std::thread::sleep(Duration::from_millis(200));
+    kill(Pid::from_raw(vx.id() as i32), Signal::SIGTERM).unwrap();
+    let out = vx.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("lib#dev │ ready"), "{stdout}");
+    assert_eq!(
+        wait_until_no_marker(&marker, Duration::from_secs(1)),
+        Ok(())
+    );
+}
+
+/// A persistent task that fails by itself after it was ready fails the run.
+#[test]
+fn persistent_dependency_that_dies_fails_the_run() {
+    let f = one_project(concat!(
+        "[tasks.server]\ncommand = \"exit 4\"\npersistent = true\n\n",
+        "[tasks.after]\ncommand = \"sleep 0.5; echo after\"\ndepends-on = [\"server\"]\n",
+    ));
+    let out = f.vx(&["run", "lib#after"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("vx: lib#server stopped by itself (exit 4)"),
+        "{}",
+        out.stderr
+    );
+}
