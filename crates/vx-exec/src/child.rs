@@ -19,8 +19,6 @@ use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
-use nix::fcntl::OFlag;
-
 use crate::event::{SpawnSpec, StdinMode};
 
 /// The parent's ends of a started child's pipes.
@@ -313,8 +311,23 @@ fn null_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
 }
 
 /// A close-on-exec pipe: (read end, write end).
+#[cfg(target_os = "linux")]
 pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    Ok(nix::unistd::pipe2(OFlag::O_CLOEXEC)?)
+    Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)
+}
+
+/// A close-on-exec pipe: (read end, write end).
+///
+/// macOS has no `pipe2`: a fork on another thread between the two calls could leak the ends
+/// into that child until it executes, as with std's own pipes there.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    let (read, write) = nix::unistd::pipe()?;
+    for end in [&read, &write] {
+        fcntl(end, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    }
+    Ok((read, write))
 }
 
 /// Moves a descriptor to a number above 2 (close-on-exec), so that the child's `dup2` onto

@@ -94,7 +94,7 @@ impl Supervisor {
     /// Spawns a task. Never fails: a spawn failure is reported as a `Completed` event with
     /// [`ExitReason::SpawnFailed`] and exit code 127. Events are delivered on the task's own
     /// thread, never inside this call (except if even that thread cannot be created).
-    pub fn spawn(&self, spec: SpawnSpec, sink: Box<dyn FnMut(ExecEvent) + Send>) -> TaskHandle {
+    pub fn spawn(&self, spec: SpawnSpec, mut sink: Box<dyn FnMut(ExecEvent) + Send>) -> TaskHandle {
         let task_id = self.shared.next_task_id.fetch_add(1, Ordering::Relaxed);
         let (start_tx, start_rx) = std::sync::mpsc::channel::<Worker>();
         // The thread comes first: if it cannot be created nothing has been forked yet, and the
@@ -106,7 +106,6 @@ impl Supervisor {
                     worker.run();
                 }
             });
-        let mut sink = sink;
         if let Err(err) = thread {
             sink(ExecEvent::Completed(spawn_failure(err)));
             return TaskHandle::failed(task_id, Arc::clone(&self.shared), spec.kill_grace);

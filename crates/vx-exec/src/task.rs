@@ -251,20 +251,25 @@ impl TaskShared {
             kill_sent: false,
         });
         let after_finish = state.finished;
-        state.stopping_after_finish = after_finish;
+        state.stopping_after_finish |= after_finish;
         drop(state);
         self.signal_all(signal);
         self.wake();
         self.changed.notify_all();
         if after_finish {
-            // Only waiting is left to do; if no thread can be had, wait here instead.
-            let task = Arc::clone(self);
-            let spawned = std::thread::Builder::new()
-                .name("vx-stop".into())
-                .spawn(move || task.settle_after_finish());
-            if spawned.is_err() {
-                self.settle_after_finish();
-            }
+            self.settle_in_background();
+        }
+    }
+
+    /// Waits, on a thread of its own, for a stop begun after `Completed` to finish.
+    fn settle_in_background(self: &Arc<Self>) {
+        // Only waiting is left to do; if no thread can be had, wait here instead.
+        let task = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("vx-stop".into())
+            .spawn(move || task.settle_after_finish());
+        if spawned.is_err() {
+            self.settle_after_finish();
         }
     }
 
@@ -274,7 +279,7 @@ impl TaskShared {
         self.changed.notify_all();
     }
 
-    fn kill(&self) {
+    fn kill(self: &Arc<Self>) {
         let mut state = self.lock();
         if self.pid.get().is_none() {
             return;
@@ -292,10 +297,15 @@ impl TaskShared {
         if stop.before_exit {
             state.killed = true;
         }
+        let settle = state.finished && !state.stopping_after_finish;
+        state.stopping_after_finish |= settle;
         drop(state);
         self.signal_all(libc::SIGKILL);
         self.wake();
         self.changed.notify_all();
+        if settle {
+            self.settle_in_background();
+        }
     }
 
     /// Sends SIGKILL if a stop's grace has run out; otherwise returns when it will.
@@ -452,8 +462,10 @@ impl Worker {
 
 impl Running {
     fn run(mut self) {
-        let exited_at = self.read_until_leader_exit();
-        self.drain_output(exited_at + self.drain);
+        self.read_until_leader_exit();
+        // Counted from when this thread sees the exit rather than from the exit itself, so a
+        // thread that fell behind (a slow sink) still reads what the leader wrote before exiting.
+        self.drain_output(Instant::now() + self.drain);
         self.settle();
         let completion = self.complete();
         (self.sink)(ExecEvent::Completed(completion));
@@ -462,10 +474,10 @@ impl Running {
 
     /// Phase 1: forwards output, fires the timeout and enforces a stop's kill deadline until
     /// the reaper reports the leader's exit.
-    fn read_until_leader_exit(&mut self) -> Instant {
+    fn read_until_leader_exit(&mut self) {
         loop {
-            if let Some(exit) = &self.task.lock().leader_exit {
-                return exit.at;
+            if self.task.lock().leader_exit.is_some() {
+                return;
             }
             let now = Instant::now();
             if self.task.lock().stop.is_some() {

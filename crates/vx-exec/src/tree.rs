@@ -10,8 +10,8 @@
 //! own children and adopted orphans, but a zombie whose parent is still alive stays in the table
 //! until that parent waits for it, and it can no longer run anything.
 //!
-//! Start at [`parse_stat`] and [`live_members`], the pure helpers; [`signal_tree`] and
-//! [`live_count`] are what the supervisor calls.
+//! Start at [`parse_stat`] and [`live_members`], the pure helpers; `signal_tree` and
+//! `live_count` are what the supervisor calls.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;

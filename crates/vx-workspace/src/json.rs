@@ -1,5 +1,5 @@
-//! A small JSON parser that keeps the byte offset of every key and value, so errors about a
-//! `package.json` can name `path:line:column` (ERR-2).
+//! `package.json` as a tree that keeps the byte offset of every key and value, so errors about
+//! a manifest can name `path:line:column` (ERR-2).
 //!
 //! serde_json only reports positions for syntax errors; vx also needs the position of a
 //! dependency entry it refuses (DISC-5), so the manifest is parsed into this spanned tree.
@@ -65,252 +65,116 @@ impl Json {
     }
 }
 
+/// Parses strict JSON (no comments, no trailing commas: what npm accepts) with `jsonc-parser`,
+/// which keeps the range of every node, and converts its tree into [`Json`].
+pub(crate) fn parse(text: &str) -> Result<Json, JsonError> {
+    use jsonc_parser::{CollectOptions, ParseOptions};
+    // npm tolerates a byte-order mark; so does vx. Offsets stay relative to `text`.
+    let skip = if text.starts_with('\u{feff}') { 3 } else { 0 };
+    let options = ParseOptions {
+        allow_comments: false,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_extended_string_escapes: false,
+        allow_non_finite_numbers: false,
+    };
+    check_depth(text)?;
+    let parsed = jsonc_parser::parse_to_ast(&text[skip..], &CollectOptions::default(), &options)
+        .map_err(|e| JsonError {
+            offset: skip + e.range().start,
+            message: lowercase_first(&e.kind().to_string()),
+        })?;
+    match parsed.value {
+        Some(value) => Ok(convert(value, skip)),
+        None => Err(JsonError {
+            offset: skip,
+            message: "the file holds no JSON value".to_string(),
+        }),
+    }
+}
+
 /// Deep enough for any real manifest, shallow enough that a hostile file cannot overflow the
-/// stack of the recursive descent.
+/// stack of the (recursive) parser: checked by one scan before parsing.
 const MAX_DEPTH: usize = 256;
 
-pub(crate) fn parse(text: &str) -> Result<Json, JsonError> {
-    let mut parser = Parser {
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
+fn check_depth(text: &str) -> Result<(), JsonError> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (offset, byte) in text.bytes().enumerate() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(JsonError {
+                        offset,
+                        message: format!("nested too deeply (more than {MAX_DEPTH} levels)"),
+                    });
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Messages start lowercase (ERR-1).
+fn lowercase_first(message: &str) -> String {
+    let mut chars = message.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+fn convert(value: jsonc_parser::ast::Value<'_>, skip: usize) -> Json {
+    use jsonc_parser::ast::{ObjectPropName, Value};
+    let (offset, kind) = match value {
+        Value::NullKeyword(v) => (v.range.start, JsonKind::Null),
+        Value::BooleanLit(v) => (v.range.start, JsonKind::Bool(v.value)),
+        Value::NumberLit(v) => (v.range.start, JsonKind::Number(v.value.to_string())),
+        Value::StringLit(v) => (v.range.start, JsonKind::String(v.value.into_owned())),
+        Value::Array(v) => (
+            v.range.start,
+            JsonKind::Array(v.elements.into_iter().map(|e| convert(e, skip)).collect()),
+        ),
+        Value::Object(v) => (
+            v.range.start,
+            JsonKind::Object(
+                v.properties
+                    .into_iter()
+                    .map(|p| {
+                        let (key, key_offset) = match p.name {
+                            ObjectPropName::String(s) => (s.value.into_owned(), s.range.start),
+                            ObjectPropName::Word(w) => (w.value.to_string(), w.range.start),
+                        };
+                        JsonEntry {
+                            key,
+                            key_offset: skip + key_offset,
+                            value: convert(p.value, skip),
+                        }
+                    })
+                    .collect(),
+            ),
+        ),
     };
-    // npm tolerates a byte-order mark; so does vx.
-    if text.starts_with('\u{feff}') {
-        parser.pos = 3;
-    }
-    parser.skip_space();
-    let value = parser.value(0)?;
-    parser.skip_space();
-    if parser.pos < parser.bytes.len() {
-        return Err(parser.error("unexpected text after the JSON value"));
-    }
-    Ok(value)
-}
-
-struct Parser<'a> {
-    text: &'a str,
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl Parser<'_> {
-    fn error(&self, message: impl Into<String>) -> JsonError {
-        JsonError {
-            offset: self.pos,
-            message: message.into(),
-        }
-    }
-
-    fn unexpected(&self, expected: &str) -> JsonError {
-        match self.text[self.pos..].chars().next() {
-            Some(c) => self.error(format!("expected {expected}, found `{c}`")),
-            None => self.error(format!("expected {expected}, found the end of the file")),
-        }
-    }
-
-    fn skip_space(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
-            self.pos += 1;
-        }
-    }
-
-    fn value(&mut self, depth: usize) -> Result<Json, JsonError> {
-        if depth > MAX_DEPTH {
-            return Err(self.error("the JSON is nested too deeply"));
-        }
-        let offset = self.pos;
-        let kind = match self.bytes.get(self.pos) {
-            Some(b'{') => self.object(depth)?,
-            Some(b'[') => self.array(depth)?,
-            Some(b'"') => JsonKind::String(self.string()?),
-            Some(b'-' | b'0'..=b'9') => self.number()?,
-            Some(b't') => self.word("true", JsonKind::Bool(true))?,
-            Some(b'f') => self.word("false", JsonKind::Bool(false))?,
-            Some(b'n') => self.word("null", JsonKind::Null)?,
-            _ => return Err(self.unexpected("a value")),
-        };
-        Ok(Json { offset, kind })
-    }
-
-    fn word(&mut self, word: &str, kind: JsonKind) -> Result<JsonKind, JsonError> {
-        if self.text[self.pos..].starts_with(word) {
-            self.pos += word.len();
-            Ok(kind)
-        } else {
-            Err(self.unexpected("a value"))
-        }
-    }
-
-    fn object(&mut self, depth: usize) -> Result<JsonKind, JsonError> {
-        self.pos += 1;
-        let mut entries = Vec::new();
-        self.skip_space();
-        if self.bytes.get(self.pos) == Some(&b'}') {
-            self.pos += 1;
-            return Ok(JsonKind::Object(entries));
-        }
-        loop {
-            self.skip_space();
-            if self.bytes.get(self.pos) != Some(&b'"') {
-                return Err(self.unexpected("a quoted key"));
-            }
-            let key_offset = self.pos;
-            let key = self.string()?;
-            self.skip_space();
-            if self.bytes.get(self.pos) != Some(&b':') {
-                return Err(self.unexpected("`:`"));
-            }
-            self.pos += 1;
-            self.skip_space();
-            let value = self.value(depth + 1)?;
-            entries.push(JsonEntry {
-                key,
-                key_offset,
-                value,
-            });
-            self.skip_space();
-            match self.bytes.get(self.pos) {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(JsonKind::Object(entries));
-                }
-                _ => return Err(self.unexpected("`,` or `}`")),
-            }
-        }
-    }
-
-    fn array(&mut self, depth: usize) -> Result<JsonKind, JsonError> {
-        self.pos += 1;
-        let mut items = Vec::new();
-        self.skip_space();
-        if self.bytes.get(self.pos) == Some(&b']') {
-            self.pos += 1;
-            return Ok(JsonKind::Array(items));
-        }
-        loop {
-            self.skip_space();
-            items.push(self.value(depth + 1)?);
-            self.skip_space();
-            match self.bytes.get(self.pos) {
-                Some(b',') => self.pos += 1,
-                Some(b']') => {
-                    self.pos += 1;
-                    return Ok(JsonKind::Array(items));
-                }
-                _ => return Err(self.unexpected("`,` or `]`")),
-            }
-        }
-    }
-
-    fn number(&mut self) -> Result<JsonKind, JsonError> {
-        let start = self.pos;
-        let digits = |p: &mut Parser| {
-            let from = p.pos;
-            while p.bytes.get(p.pos).is_some_and(u8::is_ascii_digit) {
-                p.pos += 1;
-            }
-            p.pos > from
-        };
-        if self.bytes.get(self.pos) == Some(&b'-') {
-            self.pos += 1;
-        }
-        if self.bytes.get(self.pos) == Some(&b'0') {
-            self.pos += 1;
-        } else if !digits(self) {
-            return Err(self.unexpected("a digit"));
-        }
-        if self.bytes.get(self.pos) == Some(&b'.') {
-            self.pos += 1;
-            if !digits(self) {
-                return Err(self.unexpected("a digit"));
-            }
-        }
-        if let Some(b'e' | b'E') = self.bytes.get(self.pos) {
-            self.pos += 1;
-            if let Some(b'+' | b'-') = self.bytes.get(self.pos) {
-                self.pos += 1;
-            }
-            if !digits(self) {
-                return Err(self.unexpected("a digit"));
-            }
-        }
-        Ok(JsonKind::Number(self.text[start..self.pos].to_string()))
-    }
-
-    fn string(&mut self) -> Result<String, JsonError> {
-        let open = self.pos;
-        self.pos += 1;
-        let mut out = String::new();
-        loop {
-            let rest = &self.text[self.pos..];
-            // Copy the run of ordinary characters in one step.
-            let run = rest
-                .find(|c: char| c == '"' || c == '\\' || c < ' ')
-                .unwrap_or(rest.len());
-            out.push_str(&rest[..run]);
-            self.pos += run;
-            match self.bytes.get(self.pos) {
-                Some(b'"') => {
-                    self.pos += 1;
-                    return Ok(out);
-                }
-                Some(b'\\') => {
-                    self.pos += 1;
-                    out.push(self.escape()?);
-                }
-                Some(_) => return Err(self.error("control character in a string")),
-                None => {
-                    self.pos = open;
-                    return Err(self.error("unterminated string"));
-                }
-            }
-        }
-    }
-
-    fn escape(&mut self) -> Result<char, JsonError> {
-        let c = match self.bytes.get(self.pos) {
-            Some(b'"') => '"',
-            Some(b'\\') => '\\',
-            Some(b'/') => '/',
-            Some(b'b') => '\u{8}',
-            Some(b'f') => '\u{c}',
-            Some(b'n') => '\n',
-            Some(b'r') => '\r',
-            Some(b't') => '\t',
-            Some(b'u') => {
-                self.pos += 1;
-                let high = self.hex4()?;
-                if !(0xD800..0xDC00).contains(&high) {
-                    return char::from_u32(high).ok_or_else(|| self.error("invalid `\\u` escape"));
-                }
-                // A high surrogate must be followed by `\u` and a low surrogate.
-                if !self.text[self.pos..].starts_with("\\u") {
-                    return Err(self.error("unpaired surrogate in `\\u` escape"));
-                }
-                self.pos += 2;
-                let low = self.hex4()?;
-                if !(0xDC00..0xE000).contains(&low) {
-                    return Err(self.error("unpaired surrogate in `\\u` escape"));
-                }
-                let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
-                return char::from_u32(code).ok_or_else(|| self.error("invalid `\\u` escape"));
-            }
-            _ => return Err(self.error("invalid escape in a string")),
-        };
-        self.pos += 1;
-        Ok(c)
-    }
-
-    fn hex4(&mut self) -> Result<u32, JsonError> {
-        let digits = self
-            .text
-            .get(self.pos..self.pos + 4)
-            .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))
-            .ok_or_else(|| self.error("expected four hex digits after `\\u`"))?;
-        self.pos += 4;
-        Ok(u32::from_str_radix(digits, 16).expect("checked hex digits"))
+    Json {
+        offset: skip + offset,
+        kind,
     }
 }
 
@@ -350,23 +214,27 @@ mod tests {
 
     #[test]
     fn reports_the_offset_of_syntax_errors() {
-        let cases = [
-            ("{\"a\": 1,}", 8, "expected a quoted key, found `}`"),
-            ("{\"a\" 1}", 5, "expected `:`, found `1`"),
-            ("[1 2]", 3, "expected `,` or `]`, found `2`"),
-            ("\"abc", 0, "unterminated string"),
-            ("{} x", 3, "unexpected text after the JSON value"),
-            ("", 0, "expected a value, found the end of the file"),
-            ("01", 1, "unexpected text after the JSON value"),
-        ];
-        for (text, offset, message) in cases {
+        for (text, offset) in [
+            ("{\"a\": 1,}", 7),
+            ("{\"a\" 1}", 5),
+            ("[1 2]", 2),
+            ("\"abc", 0),
+            ("{} x", 3),
+        ] {
             let error = parse(text).unwrap_err();
-            assert_eq!(
-                (error.offset, error.message.as_str()),
-                (offset, message),
-                "{text}"
+            assert_eq!(error.offset, offset, "{text}: {}", error.message);
+            assert!(
+                error.message.starts_with(char::is_lowercase),
+                "{}",
+                error.message
             );
         }
+        assert_eq!(
+            parse("{\"a\": 1,}").unwrap_err().message,
+            "trailing commas are not allowed"
+        );
+        assert!(parse("").is_err());
+        assert!(parse("01").is_err());
     }
 
     #[test]

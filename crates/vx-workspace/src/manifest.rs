@@ -188,7 +188,7 @@ mod tests {
         let errors = parse_manifest("{\n  \"name\": \"x\",\n}", "package.json").unwrap_err();
         assert_eq!(
             errors[0].to_string(),
-            "package.json:3:1: invalid JSON: expected a quoted key, found `}`"
+            "package.json:2:14: invalid JSON: trailing commas are not allowed"
         );
     }
 }

@@ -92,8 +92,15 @@ fn real_main() -> Result<i32, Failure> {
 
 /// `VX_LOG` sets the filter of vx's own diagnostics on stderr (default `warn`).
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("VX_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = match std::env::var("VX_LOG") {
+        Err(_) => tracing_subscriber::EnvFilter::new("warn"),
+        Ok(value) => tracing_subscriber::EnvFilter::try_new(&value).unwrap_or_else(|_| {
+            render::warning(&format!(
+                "ignoring VX_LOG=`{value}`: not a log filter (write e.g. `debug` or `vx=trace`)"
+            ));
+            tracing_subscriber::EnvFilter::new("warn")
+        }),
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -95,6 +95,9 @@ pub struct Run<'p> {
     keep_alive: bool,
     /// Persistent tasks that ended after being ready: (node, exit code, ended by itself).
     ended_persistent: Vec<(usize, i32, bool)>,
+    /// Handles of persistent tasks whose leader exited by itself: what they left in their
+    /// session (a daemon) is stopped with the other persistent tasks (EXEC-13).
+    exited_servers: Vec<TaskHandle>,
 }
 
 impl<'p> Run<'p> {
@@ -130,6 +133,7 @@ impl<'p> Run<'p> {
             warned_short_secrets: false,
             keep_alive: false,
             ended_persistent: Vec::new(),
+            exited_servers: Vec::new(),
         }
     }
 
@@ -437,6 +441,9 @@ impl<'p> Run<'p> {
             status = Status::Failed;
             render::notice(&format!("{id} stopped by itself (exit {code})"));
         }
+        if by_itself {
+            self.exited_servers.push(live.handle.clone());
+        }
         let mut report = self.report_of(i, &live, status);
         report.exit_code = Some(code);
         report.duration = Duration::ZERO;
@@ -570,6 +577,9 @@ impl Run<'_> {
             self.live[i].handle.stop(nix::libc::SIGTERM);
         }
         self.drain_until(|run| to_stop.iter().all(|i| !run.live.contains_key(i)));
+        if kept.is_empty() {
+            self.stop_exited_servers();
+        }
 
         let code = self.finish_output();
         if kept.is_empty() || self.stopping.is_some() {
@@ -665,7 +675,19 @@ impl Run<'_> {
             live.handle.stop(nix::libc::SIGTERM);
         }
         self.drain_until(|run| run.live.is_empty());
+        self.stop_exited_servers();
         code
+    }
+
+    /// Stops what persistent tasks that exited by themselves left running, and waits for it.
+    fn stop_exited_servers(&mut self) {
+        let handles = std::mem::take(&mut self.exited_servers);
+        for handle in &handles {
+            handle.stop(nix::libc::SIGTERM);
+        }
+        for handle in &handles {
+            handle.wait_stopped();
+        }
     }
 }
 

@@ -319,3 +319,24 @@ fn persistent_dependency_that_dies_fails_the_run() {
         out.stderr
     );
 }
+
+/// EXEC-13: a server that daemonises (exits 0 after it is ready, leaving a process in its
+/// session) is accepted, and what it left is stopped at the end of the graph.
+#[test]
+fn a_daemonised_server_is_stopped_at_the_end_of_the_graph() {
+    let marker = unique_marker("daemon");
+    let f = one_project(&format!(
+        concat!(
+            "[tasks.server]\ncommand = \"{} --marker {} fork-tree 1 --\"\npersistent = true\n\n",
+            "[tasks.after]\ncommand = \"sleep 0.3; echo after\"\ndepends-on = [\"server\"]\n"
+        ),
+        child(),
+        marker
+    ));
+    let out = f.vx(&["run", "lib#after"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        wait_until_no_marker(&marker, Duration::from_secs(1)),
+        Ok(())
+    );
+}
