@@ -9,23 +9,33 @@
 # bench/generate.py and reused afterwards; delete them to regenerate. The vx binary is $VX
 # (default target/release/vx, relative to the repository root). Each size gets one warm-up run
 # (which must succeed), then $RUNS timed runs (default 5); the table shows their median, min
-# and max. hyperfine is used when installed, else a plain loop over `date +%s%N`.
+# and max. hyperfine is used when installed, else a plain loop over `date +%s%N`
+# (force either with TIMER=hyperfine or TIMER=date).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 VX=${VX:-target/release/vx}
 RUNS=${RUNS:-5}
 SEED=${SEED:-1}
+TIMER=${TIMER:-auto}  # auto | hyperfine | date
 OUT=bench/out
 
 sizes=(1000)
 for arg in "$@"; do
     case $arg in
         --all-sizes) sizes=(100 1000 5000) ;;
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "plan.sh: unknown argument \`$arg\` (try --all-sizes)" >&2; exit 2 ;;
     esac
 done
+
+if [[ $TIMER == auto ]]; then
+    TIMER=$(command -v hyperfine >/dev/null && echo hyperfine || echo date)
+fi
+if [[ $TIMER != hyperfine && $TIMER != date ]]; then
+    echo "plan.sh: TIMER must be auto, hyperfine or date (got \`$TIMER\`)" >&2
+    exit 2
+fi
 
 if [[ ! -x $VX ]]; then
     echo "plan.sh: no vx binary at \`$VX\`" >&2
@@ -37,11 +47,17 @@ VX=$(cd "$(dirname "$VX")" && pwd)/$(basename "$VX")
 # Prints "median min max" in milliseconds for $RUNS runs of: vx -C <ws> run build --all --dry
 measure() {
     local ws=$1
-    if command -v hyperfine >/dev/null; then
-        local json
+    if [[ $TIMER == hyperfine ]]; then
+        local json log
         json=$(mktemp)
-        hyperfine --style none --runs "$RUNS" --export-json "$json" \
-            "'$VX' -C '$ws' run build --all --dry" >/dev/null
+        log=$(mktemp)
+        # hyperfine's warnings (outliers, slow first run) go to a log shown only on failure.
+        if ! hyperfine --style none --warmup 1 --runs "$RUNS" --export-json "$json" \
+            "'$VX' -C '$ws' run build --all --dry" >/dev/null 2>"$log"; then
+            cat "$log" >&2
+            return 1
+        fi
+        rm -f "$log"
         python3 - "$json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
@@ -66,7 +82,7 @@ EOF
 }
 
 echo "vx: $VX ($("$VX" --version 2>/dev/null || echo 'version unknown'))"
-echo "runs per size: $RUNS (median, min, max), timer: $(command -v hyperfine >/dev/null && echo hyperfine || echo 'date +%s%N')"
+echo "runs per size: $RUNS (median, min, max), timer: $TIMER"
 echo
 rows=()
 for n in "${sizes[@]}"; do
@@ -82,7 +98,8 @@ for n in "${sizes[@]}"; do
         exit 1
     fi
     edges=$(grep -o 'workspace:\*' -r "$ws/packages" --include package.json | wc -l | tr -d ' ')
-    read -r median min max < <(measure "$ws")
+    result=$(measure "$ws")
+    read -r median min max <<<"$result"
     rows+=("$(printf '%8s %8s %12s %10s %10s' "$n" "$edges" "$median" "$min" "$max")")
 done
 

@@ -115,7 +115,13 @@ impl<'p> Run<'p> {
             .copied()
             .filter(|&i| kind_of(task(plan, i)) != Kind::Group)
             .collect();
-        reporter.choose_streaming(&requested_commands);
+        // A persistent task never streams a frame: its output goes after the footer, prefixed.
+        let persistent_requested = requested_commands
+            .iter()
+            .any(|&i| kind_of(task(plan, i)) == Kind::Persistent);
+        if !persistent_requested {
+            reporter.choose_streaming(&requested_commands);
+        }
         Run {
             scheduler: Scheduler::new(&plan.graph, options.continue_mode),
             plan,
@@ -271,8 +277,16 @@ impl<'p> Run<'p> {
         self.live.insert(i, live);
         self.reporter.started(i, &report);
         if kind == Kind::Persistent && spawned {
-            // Ready at spawn (EXEC-13): the slot is free and dependants may start.
+            // Ready at spawn (EXEC-13): the outcome is success, the slot is free and
+            // dependants may start.
             self.reporter.finished(i, &report, self.is_shown(i));
+            self.reports.insert(
+                i,
+                TaskReport {
+                    status: Status::Success,
+                    ..report.clone()
+                },
+            );
             let skipped = self.scheduler.finish(i, Finish::Success);
             self.report_skipped(&skipped);
         } else {
@@ -446,7 +460,8 @@ impl<'p> Run<'p> {
         }
         let mut report = self.report_of(i, &live, status);
         report.exit_code = Some(code);
-        report.duration = Duration::ZERO;
+        // The duration of a persistent task is its time to ready (EXEC-13).
+        report.duration = self.reports.get(&i).map_or(Duration::ZERO, |r| r.duration);
         if !self.keep_alive && (status == Status::Failed || !self.reporter.is_streaming(i)) {
             self.reporter.finished(i, &report, self.is_shown(i));
         }

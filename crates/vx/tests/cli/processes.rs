@@ -258,7 +258,19 @@ fn requested_persistent_task_is_kept_alive_after_the_footer() {
     let out = f.vx(&["run", "lib#dev"]);
     assert_eq!(out.code, 1, "{out:?}");
     let footer = out.stdout.find("── vx").expect("a footer");
-    let after = &out.stdout[footer..];
+    let (before, after) = out.stdout.split_at(footer);
+    assert!(before.contains("▸ "), "{}", out.stdout);
+    assert!(before.contains(" running lib#dev\n"), "{}", out.stdout);
+    assert!(
+        !before.contains("┌─"),
+        "a persistent task never streams a frame: {}",
+        out.stdout
+    );
+    assert!(
+        after.contains("tasks      1 success · 1 total"),
+        "{}",
+        out.stdout
+    );
     assert!(after.contains("lib#dev │ serving\n"), "{}", out.stdout);
     assert!(after.contains("lib#dev │ bye\n"), "{}", out.stdout);
     assert!(
