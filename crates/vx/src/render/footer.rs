@@ -29,7 +29,7 @@ pub fn recap(style: &Style, reports: &[TaskReport]) -> String {
     if failed.is_empty() {
         return String::new();
     }
-    let mut text = style.bold(&format!("── failures ({}) ", failed.len()));
+    let mut text = style.bold(&rule(&format!("failures ({})", failed.len())));
     text.push('\n');
     for report in failed.iter().take(RECAP_TASKS) {
         text.push_str(&format!(
@@ -77,6 +77,13 @@ fn tail(log: &[u8]) -> String {
     out
 }
 
+/// `── <title> ───…`, 56 columns wide.
+fn rule(title: &str) -> String {
+    let head = format!("── {title} ");
+    let fill = 56usize.saturating_sub(head.chars().count()).max(3);
+    format!("{head}{}", "─".repeat(fill))
+}
+
 pub fn footer(style: &Style, summary: &Summary<'_>) -> String {
     let reports = summary.reports;
     let count = |s: Status| reports.iter().filter(|r| r.status == s).count();
@@ -87,8 +94,7 @@ pub fn footer(style: &Style, summary: &Summary<'_>) -> String {
     );
     let (aborted, not_run) = (count(Status::Aborted), count(Status::NotRun));
     let total = failed + success + skipped;
-    let rule = format!("── vx {} ", env!("CARGO_PKG_VERSION"));
-    let mut text = style.dim(&format!("{rule}{}", "─".repeat(56 - rule.chars().count())));
+    let mut text = style.dim(&rule(&format!("vx {}", env!("CARGO_PKG_VERSION"))));
     text.push('\n');
     text.push_str(&format!(
         "projects   {} in run · {} in workspace\n",

@@ -9,6 +9,7 @@ mod config_errors;
 mod execution;
 mod plan_output;
 mod processes;
+mod snapshots;
 
 use vx_test_support::fixture::Fixture;
 
