@@ -81,6 +81,10 @@ pub fn resolve_requests(
             continue;
         }
         if matches!(scope, Scope::Outside) {
+            // Another runner's `project:task` is pointed to the vx spelling wherever vx runs.
+            if let Some(hinted) = colon_spelling(workspace, word) {
+                return Err(hinted);
+            }
             return Err(Diagnostic::new(format!(
                 "`{word}` names a task, but the current directory is not inside a project"
             ))
@@ -128,21 +132,33 @@ pub fn resolve_requests(
     Ok(out)
 }
 
-/// CLI-8: the error for a bare name that no selected project declares, with the first hint
-/// that applies.
-fn unknown_name(workspace: &Workspace, in_scope: &BTreeSet<usize>, word: &str) -> Diagnostic {
-    let d = Diagnostic::new(format!("no selected project declares task `{word}`"));
+/// CLI-5: `web:build` when no project declares a task of that name and `web` is a project.
+fn colon_spelling(workspace: &Workspace, word: &str) -> Option<Diagnostic> {
     let declared_anywhere = workspace
         .projects
         .iter()
         .any(|p| p.config.tasks.contains_key(word));
-    if !declared_anywhere {
-        if let Some((project, task)) = word.split_once(':') {
-            if workspace.project(project).is_some() && !task.is_empty() {
-                return d.hint(format!("use `{project}#{task}`"));
-            }
-        }
+    let (project, task) = word.split_once(':')?;
+    if declared_anywhere || task.is_empty() || workspace.project(project).is_none() {
+        return None;
     }
+    Some(
+        Diagnostic::new(format!("no selected project declares task `{word}`"))
+            .hint(format!("use `{project}#{task}`")),
+    )
+}
+
+/// CLI-8: the error for a bare name that no selected project declares, with the first hint
+/// that applies.
+fn unknown_name(workspace: &Workspace, in_scope: &BTreeSet<usize>, word: &str) -> Diagnostic {
+    let d = Diagnostic::new(format!("no selected project declares task `{word}`"));
+    if let Some(hinted) = colon_spelling(workspace, word) {
+        return hinted;
+    }
+    let declared_anywhere = workspace
+        .projects
+        .iter()
+        .any(|p| p.config.tasks.contains_key(word));
     let mut here: BTreeSet<&str> = BTreeSet::new();
     for &p in in_scope {
         here.extend(

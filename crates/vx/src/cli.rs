@@ -217,7 +217,12 @@ fn translate(e: clap::Error) -> Parsed {
         }
     };
     let arg = context(ContextKind::InvalidArg).unwrap_or_default();
-    let flag = arg.split([' ', '=']).next().unwrap_or_default().to_string();
+    // clap names an argument as in its usage (`--dry[=<FORMAT>]`, `--timeout <DURATION>`).
+    let flag = arg
+        .split([' ', '=', '[', '<'])
+        .next()
+        .unwrap_or_default()
+        .to_string();
     let verb = verb_of(&e);
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {

@@ -52,11 +52,23 @@ pub fn show(cwd: &std::path::Path, args: ShowArgs) -> Result<i32, Failure> {
                 if holders.is_empty() {
                     return Err(unknown(&ws, target).into());
                 }
-                holders
-                    .iter()
-                    .map(|p| task_view(p, target, &p.config.tasks[target], json, &host))
-                    .collect::<Vec<_>>()
-                    .join(if json { "" } else { "\n" })
+                if json {
+                    // One task in several projects: a JSON array of the `PROJECT#TASK` form.
+                    let list: Vec<Value> = holders
+                        .iter()
+                        .map(|p| task_doc(p, target, &p.config.tasks[target], &host))
+                        .collect();
+                    format!(
+                        "{}\n",
+                        serde_json::to_string_pretty(&list).unwrap_or_default()
+                    )
+                } else {
+                    holders
+                        .iter()
+                        .map(|p| task_view(p, target, &p.config.tasks[target], false, &host))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                }
             }
         }
     };
@@ -186,6 +198,10 @@ fn task_view(
         );
     }
     task_text(&p.name, name, task, host)
+}
+
+fn task_doc(p: &Project, name: &str, task: &TaskConfig, host: &BTreeMap<String, String>) -> Value {
+    json!({ "name": p.name, "dir": p.dir, "task": name, "config": task_json(task, host) })
 }
 
 fn masker(task: &TaskConfig, host: &BTreeMap<String, String>) -> Masker {

@@ -135,7 +135,12 @@ pub fn footer(style: &Style, summary: &Summary<'_>) -> String {
             format_duration(min)
         ));
     }
-    let mut result = format!("{total} tasks · 0 cached (0%) · {wall} · 0ms saved");
+    let tasks = if total == 1 {
+        "1 task".to_string()
+    } else {
+        format!("{total} tasks")
+    };
+    let mut result = format!("{tasks} · 0 cached (0%) · {wall} · 0ms saved");
     if failed > 0 {
         result.push_str(&format!(" · {}", style.red(&format!("{failed} failed"))));
     }

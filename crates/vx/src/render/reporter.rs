@@ -30,6 +30,10 @@ pub struct Reporter {
     output_logs: Option<OutputLogs>,
     /// The one task whose frame streams live (UI-4).
     streaming: Option<usize>,
+    /// The streamed frame's header is out and its closing line is not: anything else printed
+    /// now waits in `pending`, so frames and lines are never interleaved (UI-4).
+    stream_open: bool,
+    pending: Vec<u8>,
     held: Vec<TaskReport>,
 }
 
@@ -40,6 +44,8 @@ impl Reporter {
             flow,
             output_logs,
             streaming: None,
+            stream_open: false,
+            pending: Vec::new(),
             held: Vec::new(),
         }
     }
@@ -65,6 +71,16 @@ impl Reporter {
     pub fn started(&mut self, node: usize, report: &TaskReport) {
         if self.is_streaming(node) {
             out_str(&frame_head(&self.style, report, None));
+            self.stream_open = true;
+        }
+    }
+
+    /// Prints now, or after the open streamed frame closes.
+    fn emit(&mut self, bytes: &[u8]) {
+        if self.stream_open {
+            self.pending.extend_from_slice(bytes);
+        } else {
+            out(bytes);
         }
     }
 
@@ -112,7 +128,7 @@ impl Reporter {
 
     /// A task reached its outcome (or, for a persistent task, became ready).
     pub fn finished(&mut self, node: usize, report: &TaskReport, requested: bool) {
-        if self.is_streaming(node) && report.status != Status::Running {
+        if self.is_streaming(node) && self.stream_open && report.status != Status::Running {
             let mut tail = Vec::new();
             if !report.log.is_empty() && !report.log.ends_with(b"\n") {
                 tail.push(b'\n');
@@ -127,17 +143,21 @@ impl Reporter {
             tail.extend_from_slice(closing.as_bytes());
             tail.push(b'\n');
             out(&tail);
+            self.stream_open = false;
+            let pending = std::mem::take(&mut self.pending);
+            out(&pending);
             return;
         }
-        if self.is_streaming(node) {
+        if self.is_streaming(node) && self.stream_open {
             return;
         }
+        // A streamed task that never started (skipped, not run) is reported like any other.
         match self.decide(report, requested) {
             Show::Nothing => {}
-            Show::Frame => out(&frame(&self.style, report)),
-            Show::OneLiner => out_str(&one_liner(&self.style, report)),
+            Show::Frame => self.emit(&frame(&self.style, report)),
+            Show::OneLiner => self.emit(one_liner(&self.style, report).as_bytes()),
             Show::OneLinerThenFrame => {
-                out_str(&one_liner(&self.style, report));
+                self.emit(one_liner(&self.style, report).as_bytes());
                 self.held.push(report.clone());
             }
         }
@@ -145,6 +165,9 @@ impl Reporter {
 
     /// Failure frames held back for the end, printed just above the recap and footer.
     pub fn flush_held(&mut self) {
+        self.stream_open = false;
+        let pending = std::mem::take(&mut self.pending);
+        out(&pending);
         for report in std::mem::take(&mut self.held) {
             out(&frame(&self.style, &report));
         }

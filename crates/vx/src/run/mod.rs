@@ -5,6 +5,7 @@
 //! orchestration loop that spawns, supervises and reports every task; [`outcome`] is the
 //! vocabulary of what happened; [`explain`] words failure notes; [`stripper`] removes escapes.
 
+pub mod cpus;
 pub mod execute;
 pub mod explain;
 pub mod outcome;
@@ -22,6 +23,7 @@ use crate::error::Failure;
 use crate::options::{Plan as PlanFlag, RunOptions};
 use crate::render::reporter::{Flow, Reporter};
 use crate::render::style::{colour_enabled, Style};
+use cpus::available_cpus;
 use execute::{Context, Msg, Run};
 
 /// The default kill grace (EXEC-6).
@@ -70,12 +72,6 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
     };
     let reporter = Reporter::new(style, flow, options.output_logs);
     Ok(Run::new(&plan, &options, ctx, reporter, tx, rx).execute())
-}
-
-/// SCHED-1: the hardware threads, limited by the affinity set and the cgroup CPU quota (the
-/// standard library reads both on Linux).
-pub fn available_cpus() -> u32 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
 }
 
 /// ENV-1: truthy means set and not `0`, `false` or empty.

@@ -51,10 +51,11 @@ pub fn dry_text(plan: &Plan) -> i32 {
         }
     }
     let n = rows.len();
-    let _ = writeln!(text, "{n} tasks planned: 0 cache hits, {n} would run");
+    let tasks = plural(n, "task");
+    let _ = writeln!(text, "{tasks} planned: 0 cache hits, {n} would run");
     let _ = writeln!(
         text,
-        "predicted: ~0ms wall · ~0ms total ({n} tasks without history)"
+        "predicted: ~0ms wall · ~0ms total ({tasks} without history)"
     );
     out_str(&text);
     exit::SUCCESS
@@ -138,6 +139,15 @@ pub fn graph(plan: &Plan, path: Option<&str>) -> Result<i32, Failure> {
         }
     }
     Ok(exit::SUCCESS)
+}
+
+/// `1 task`, `3 tasks`.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 fn escape(text: &str) -> String {

@@ -270,3 +270,38 @@ fn exclude_dependencies_runs_only_the_requested_tasks() {
     let out = f.vx(&["run", "app#build", "lib#build", "--only"]);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+/// UI-4: a requested task that would have streamed but was skipped gets its one-liner, with
+/// the task that blocked it.
+#[test]
+fn a_skipped_requested_task_gets_a_one_liner_not_a_dangling_frame() {
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"exit 3\"\n",
+    );
+    let out = f.vx_in("packages/app", &["run", "build"], &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let stdout = out.stdout_redacted(&f);
+    assert!(
+        stdout.contains("⊘ [t] skipped app#build • blocked by lib#build\n"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("└─ app#build"), "{stdout}");
+}
+
+/// HIST-5: a task name held by several projects gives one JSON array.
+#[test]
+fn show_of_a_task_in_several_projects_is_one_json_array() {
+    let f = w();
+    let out = f.vx(&["show", "build", "--format", "json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("valid JSON");
+    let names: Vec<&str> = doc
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["app", "docs", "lib"]);
+}

@@ -89,6 +89,14 @@ fn optional_values_need_an_equals_sign() {
 }
 
 #[test]
+fn repeated_optional_value_flag_names_the_flag() {
+    let f = w();
+    let out = f.vx(&["run", "build", "--all", "--dry", "--dry=json"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr, "error: --dry given twice\n");
+}
+
+#[test]
 fn dry_and_graph_cannot_be_combined() {
     let f = w();
     let out = f.vx(&["run", "build", "--all", "--dry", "--graph"]);

@@ -105,3 +105,20 @@ fn schema_is_json_schema_of_both_shapes() {
     assert!(doc["properties"]["workspace"].is_object(), "{doc}");
     assert!(doc["properties"]["tasks"].is_object(), "{doc}");
 }
+
+#[test]
+fn dry_text_uses_the_singular_for_one_task() {
+    let f = w();
+    let out = f.vx(&["run", "lib#build", "--dry"]);
+    assert!(
+        out.stdout
+            .contains("1 task planned: 0 cache hits, 1 would run\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("(1 task without history)"),
+        "{}",
+        out.stdout
+    );
+}

@@ -352,3 +352,23 @@ fn a_daemonised_server_is_stopped_at_the_end_of_the_graph() {
         Ok(())
     );
 }
+
+/// UI-4: nothing is printed inside the streamed frame; other tasks' lines wait for its end.
+#[test]
+fn other_tasks_lines_never_interleave_with_the_streamed_frame() {
+    let f = one_project(concat!(
+        "[tasks.server]\ncommand = \"sleep 0.2; exit 4\"\npersistent = true\n\n",
+        "[tasks.e2e]\ncommand = \"echo start; sleep 1; echo end\"\ndepends-on = [\"server\"]\n",
+    ));
+    let out = f.vx(&["run", "lib#e2e"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let open = out.stdout.find("┌─ lib#e2e").expect("the streamed header");
+    let close = out.stdout.find("└─ lib#e2e").expect("the closing line");
+    let inside = &out.stdout[open..close];
+    assert!(!inside.contains("lib#server"), "{}", out.stdout);
+    assert!(
+        out.stdout[close..].contains("◼"),
+        "the server's failure follows: {}",
+        out.stdout
+    );
+}
