@@ -41,6 +41,34 @@ pub enum NodeState {
     Skipped(Option<usize>),
 }
 
+/// The scheduling policy seam (ARCH-2): priority of every node and admission of a ready one.
+/// [`DependantCount`] is the M1 policy; history and memory-aware policies come with SCHED-2
+/// and SCHED-4, and `vx-test-support` has a fake for tests.
+pub trait SchedulerPolicy {
+    /// One priority per node of the graph; the ready node with the highest starts first.
+    fn priorities(&self, graph: &TaskGraph) -> Vec<u64>;
+
+    /// Whether a ready node may start beside the running ones.
+    fn admits(&self, _node: usize, _running: &[usize]) -> bool {
+        true
+    }
+}
+
+/// SCHED-2 in its M1 form: priority is the number of transitive dependants in the run.
+pub struct DependantCount;
+
+impl SchedulerPolicy for DependantCount {
+    fn priorities(&self, graph: &TaskGraph) -> Vec<u64> {
+        let deps: Vec<Vec<usize>> = graph.nodes.iter().map(|node| node.deps.clone()).collect();
+        let dependants: Vec<Vec<usize>> = graph
+            .nodes
+            .iter()
+            .map(|node| node.dependants.clone())
+            .collect();
+        priorities(&deps, &dependants)
+    }
+}
+
 /// Graphs up to this many nodes get exact transitive-dependant counts (a bitset per node);
 /// larger ones use the longest chain of dependants, which keeps memory linear.
 const EXACT_PRIORITY_LIMIT: usize = 8192;
@@ -59,10 +87,16 @@ pub struct Scheduler {
     ready_seq: u64,
     mode: ContinueMode,
     halted: bool,
+    policy: Box<dyn SchedulerPolicy>,
+    running: Vec<usize>,
 }
 
 impl Scheduler {
-    pub fn new(graph: &TaskGraph, mode: ContinueMode) -> Scheduler {
+    pub fn new(
+        graph: &TaskGraph,
+        mode: ContinueMode,
+        policy: Box<dyn SchedulerPolicy>,
+    ) -> Scheduler {
         let n = graph.nodes.len();
         let deps: Vec<Vec<usize>> = graph.nodes.iter().map(|node| node.deps.clone()).collect();
         let dependants: Vec<Vec<usize>> = graph
@@ -70,7 +104,8 @@ impl Scheduler {
             .iter()
             .map(|node| node.dependants.clone())
             .collect();
-        let priority = priorities(&deps, &dependants);
+        let priority = policy.priorities(graph);
+        assert_eq!(priority.len(), n, "a policy gives one priority per node");
         let mut scheduler = Scheduler {
             pending: deps.iter().map(Vec::len).collect(),
             deps,
@@ -83,6 +118,8 @@ impl Scheduler {
             ready_seq: 0,
             mode,
             halted: false,
+            policy,
+            running: Vec::new(),
         };
         for i in 0..n {
             if scheduler.pending[i] == 0 {
@@ -105,13 +142,19 @@ impl Scheduler {
         if self.halted {
             return None;
         }
-        let (_, _, Reverse(i)) = self.ready.pop()?;
+        let &(_, _, Reverse(i)) = self.ready.peek()?;
+        if !self.policy.admits(i, &self.running) {
+            return None;
+        }
+        self.ready.pop();
         self.state[i] = NodeState::Running;
+        self.running.push(i);
         Some(i)
     }
 
     /// Records the end of a running node. Returns the nodes that became skipped.
     pub fn finish(&mut self, i: usize, finish: Finish) -> Vec<usize> {
+        self.running.retain(|&r| r != i);
         let mut skipped = Vec::new();
         match finish {
             Finish::Success => {
@@ -313,7 +356,7 @@ mod tests {
     fn dependencies_finish_before_dependants_and_priority_orders_ready_tasks() {
         // a <- b <- c, and d alone: a has two dependants so it starts before d.
         let g = graph(&[("a", &[]), ("b", &["a"]), ("c", &["b"]), ("d", &[])]);
-        let mut s = Scheduler::new(&g, ContinueMode::DepsOk);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
         assert_eq!(s.priority(0), 2);
         let first = s.next_ready().unwrap();
         assert_eq!(name(&g, first), "a");
@@ -326,7 +369,7 @@ mod tests {
     #[test]
     fn deps_ok_skips_transitive_dependants_with_the_root_cause() {
         let g = graph(&[("a", &[]), ("b", &["a"]), ("c", &["b"]), ("d", &[])]);
-        let mut s = Scheduler::new(&g, ContinueMode::DepsOk);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
         let a = s.next_ready().unwrap();
         let skipped = s.finish(a, Finish::Failed);
         assert_eq!(skipped, vec![1, 2]);
@@ -337,7 +380,7 @@ mod tests {
     #[test]
     fn never_halts_dispatch_after_the_first_failure() {
         let g = graph(&[("a", &[]), ("b", &[]), ("c", &[])]);
-        let mut s = Scheduler::new(&g, ContinueMode::Never);
+        let mut s = Scheduler::new(&g, ContinueMode::Never, Box::new(DependantCount));
         let a = s.next_ready().unwrap();
         s.finish(a, Finish::Failed);
         assert_eq!(s.next_ready(), None);
@@ -348,7 +391,7 @@ mod tests {
     #[test]
     fn always_runs_dependants_and_taints_them() {
         let g = graph(&[("a", &[]), ("b", &["a"]), ("c", &["b"])]);
-        let mut s = Scheduler::new(&g, ContinueMode::Always);
+        let mut s = Scheduler::new(&g, ContinueMode::Always, Box::new(DependantCount));
         let a = s.next_ready().unwrap();
         s.finish(a, Finish::Failed);
         let b = s.next_ready().unwrap();
@@ -358,10 +401,33 @@ mod tests {
         assert!(s.is_tainted(c));
     }
 
+    /// A policy that admits one node at a time and prefers the last node.
+    struct OneAtATime;
+
+    impl SchedulerPolicy for OneAtATime {
+        fn priorities(&self, graph: &TaskGraph) -> Vec<u64> {
+            (0..graph.nodes.len() as u64).collect()
+        }
+        fn admits(&self, _node: usize, running: &[usize]) -> bool {
+            running.is_empty()
+        }
+    }
+
+    #[test]
+    fn the_policy_decides_priority_and_admission() {
+        let g = graph(&[("a", &[]), ("b", &[]), ("c", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(OneAtATime));
+        let first = s.next_ready().unwrap();
+        assert_eq!(name(&g, first), "c");
+        assert_eq!(s.next_ready(), None, "held by admission");
+        s.finish(first, Finish::Success);
+        assert_eq!(name(&g, s.next_ready().unwrap()), "b");
+    }
+
     #[test]
     fn diamond_counts_shared_dependants_once() {
         let g = graph(&[("a", &[]), ("b", &["a"]), ("c", &["a"]), ("d", &["b", "c"])]);
-        let s = Scheduler::new(&g, ContinueMode::DepsOk);
+        let s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
         assert_eq!(s.priority(0), 3);
     }
 }

@@ -18,14 +18,19 @@
 //! - `tree.rs` finds a task's live processes (its group and session, from `/proc` on Linux) and
 //!   signals them, always by process group.
 //!
+//! - `executor.rs` is the seam the run loop programs against (ARCH-2): [`Executor`] and
+//!   [`RunningTask`], implemented by [`Supervisor`] and [`TaskHandle`].
+//!
 //! Start reading at `supervisor.rs`, then `task.rs`.
 
 mod child;
 mod event;
+mod executor;
 mod supervisor;
 mod task;
 pub mod tree;
 
 pub use event::{Completion, ExecEvent, ExitReason, ResourceUsage, SpawnSpec, StdinMode, Stream};
+pub use executor::{Executor, RunningTask};
 pub use supervisor::{Output, Supervisor};
 pub use task::TaskHandle;

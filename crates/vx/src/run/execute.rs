@@ -22,7 +22,7 @@ use vx_core::script::{script, with_args};
 use vx_core::units::format_duration;
 use vx_core::TaskId;
 use vx_exec::{
-    Completion, ExecEvent, ExitReason, SpawnSpec, StdinMode, Stream, Supervisor, TaskHandle,
+    Completion, ExecEvent, Executor, ExitReason, RunningTask, SpawnSpec, StdinMode, Stream,
 };
 
 use super::explain::explain;
@@ -60,7 +60,7 @@ enum Kind {
 
 /// A task that has a process.
 struct Live {
-    handle: TaskHandle,
+    handle: Box<dyn RunningTask>,
     started: Instant,
     kind: Kind,
     log: Vec<u8>,
@@ -85,7 +85,8 @@ pub struct Run<'p> {
     scheduler: Scheduler,
     tx: Sender<Msg>,
     rx: Receiver<Msg>,
-    supervisor: Option<Supervisor>,
+    /// Where attempts run: the local process supervisor, or a fake in tests (ARCH-2).
+    executor: Box<dyn Executor>,
     live: BTreeMap<usize, Live>,
     reports: BTreeMap<usize, TaskReport>,
     running_slots: u32,
@@ -97,7 +98,7 @@ pub struct Run<'p> {
     ended_persistent: Vec<(usize, i32, bool)>,
     /// Handles of persistent tasks whose leader exited by itself: what they left in their
     /// session (a daemon) is stopped with the other persistent tasks (EXEC-13).
-    exited_servers: Vec<TaskHandle>,
+    exited_servers: Vec<Box<dyn RunningTask>>,
 }
 
 impl<'p> Run<'p> {
@@ -108,6 +109,7 @@ impl<'p> Run<'p> {
         mut reporter: Reporter,
         tx: Sender<Msg>,
         rx: Receiver<Msg>,
+        executor: Box<dyn Executor>,
     ) -> Run<'p> {
         let requested_commands: Vec<usize> = plan
             .shown_as_requested
@@ -123,14 +125,18 @@ impl<'p> Run<'p> {
             reporter.choose_streaming(&requested_commands);
         }
         Run {
-            scheduler: Scheduler::new(&plan.graph, options.continue_mode),
+            scheduler: Scheduler::new(
+                &plan.graph,
+                options.continue_mode,
+                Box::new(vx_core::schedule::DependantCount),
+            ),
             plan,
             options,
             ctx,
             reporter,
             tx,
             rx,
-            supervisor: None,
+            executor,
             live: BTreeMap::new(),
             reports: BTreeMap::new(),
             running_slots: 0,
@@ -249,8 +255,7 @@ impl<'p> Run<'p> {
             stop_leftovers_on_exit: kind == Kind::OneShot,
         };
         let tx = self.tx.clone();
-        let supervisor = self.supervisor.get_or_insert_with(Supervisor::new);
-        let handle = supervisor.spawn(
+        let handle = self.executor.spawn(
             spec,
             Box::new(move |event| {
                 let _ = tx.send(Msg::Exec(i, event));
@@ -456,7 +461,7 @@ impl<'p> Run<'p> {
             render::notice(&format!("{id} stopped by itself (exit {code})"));
         }
         if by_itself {
-            self.exited_servers.push(live.handle.clone());
+            self.exited_servers.push(live.handle.clone_box());
         }
         let mut report = self.report_of(i, &live, status);
         report.exit_code = Some(code);
@@ -735,4 +740,72 @@ fn spawn_note(dir: &std::path::Path, error: &std::io::Error) -> String {
         note.push_str("\n  hint: raise the open-file limit (ulimit -n)");
     }
     note
+}
+
+#[cfg(test)]
+mod tests {
+    //! The run loop driven through the `Executor` seam with a scripted fake: no processes.
+
+    use vx_test_support::fakes::ScriptedExecutor;
+    use vx_test_support::fixture::Fixture;
+
+    use super::*;
+    use crate::cli::RunArgs;
+    use crate::options::{resolve, OutputLogs};
+    use crate::render::reporter::{Flow, Reporter};
+    use crate::render::style::Style;
+
+    fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
+        let args = RunArgs {
+            tasks: tasks.iter().map(|t| t.to_string()).collect(),
+            all: true,
+            concurrency: Some("1".into()),
+            ..RunArgs::default()
+        };
+        let options = resolve(args).unwrap();
+        let plan = super::super::plan::plan(f.root(), &options).unwrap_or_else(|_| panic!("plan"));
+        let ctx = Context {
+            host_env: BTreeMap::new(),
+            sh: Some(PathBuf::from("/bin/sh")),
+            kill_grace: Duration::from_millis(100),
+            env_timeout: None,
+            slots: 1,
+        };
+        let reporter = Reporter::new(Style { colour: false }, Flow::Broad, Some(OutputLogs::None));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Run::new(&plan, &options, ctx, reporter, tx, rx, Box::new(executor)).execute()
+    }
+
+    #[test]
+    fn a_failure_skips_dependants_without_spawning_them() {
+        let f = Fixture::w("vx-not-used");
+        let executor = ScriptedExecutor::new().on("built lib", "boom\n", 3);
+        let code = run_with(&f, executor.clone(), &["build"]);
+        assert_eq!(code, crate::exit::FAILURE);
+        let spawned = executor.spawned();
+        assert_eq!(
+            spawned.len(),
+            2,
+            "app#build is skipped, never spawned: {spawned:?}"
+        );
+        assert!(
+            spawned[0].contains("built lib"),
+            "lib#build starts first: {spawned:?}"
+        );
+        assert!(spawned[1].contains("echo docs"), "{spawned:?}");
+    }
+
+    #[test]
+    fn dependencies_are_spawned_before_dependants() {
+        let f = Fixture::w("vx-not-used");
+        let executor = ScriptedExecutor::new();
+        assert_eq!(
+            run_with(&f, executor.clone(), &["check"]),
+            crate::exit::SUCCESS
+        );
+        let spawned = executor.spawned();
+        let position = |needle: &str| spawned.iter().position(|s| s.contains(needle)).unwrap();
+        assert!(position("built lib") < position("built app"));
+        assert!(position("built app") < position("test -s"));
+    }
 }

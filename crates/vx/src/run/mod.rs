@@ -71,7 +71,8 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
         slots: slots.max(1),
     };
     let reporter = Reporter::new(style, flow, options.output_logs);
-    Ok(Run::new(&plan, &options, ctx, reporter, tx, rx).execute())
+    let executor = Box::new(vx_exec::Supervisor::new());
+    Ok(Run::new(&plan, &options, ctx, reporter, tx, rx, executor).execute())
 }
 
 /// ENV-1: truthy means set and not `0`, `false` or empty.
