@@ -59,13 +59,7 @@ pub struct DependantCount;
 
 impl SchedulerPolicy for DependantCount {
     fn priorities(&self, graph: &TaskGraph) -> Vec<u64> {
-        let deps: Vec<Vec<usize>> = graph.nodes.iter().map(|node| node.deps.clone()).collect();
-        let dependants: Vec<Vec<usize>> = graph
-            .nodes
-            .iter()
-            .map(|node| node.dependants.clone())
-            .collect();
-        priorities(&deps, &dependants)
+        priorities(graph)
     }
 }
 
@@ -258,14 +252,15 @@ impl Scheduler {
 
 /// Priority of each node: its number of transitive dependants (exact for graphs up to
 /// `EXACT_PRIORITY_LIMIT` nodes), else the length of its longest chain of dependants.
-fn priorities(deps: &[Vec<usize>], dependants: &[Vec<usize>]) -> Vec<u64> {
-    let n = deps.len();
-    let order = reverse_topological(deps, dependants);
+fn priorities(graph: &TaskGraph) -> Vec<u64> {
+    let n = graph.nodes.len();
+    let dependants = |i: usize| &graph.nodes[i].dependants;
+    let order = reverse_topological(graph);
     if n <= EXACT_PRIORITY_LIMIT {
         let words = n.div_ceil(64);
         let mut sets = vec![0u64; n * words];
         for &i in &order {
-            for &d in &dependants[i] {
+            for &d in dependants(i) {
                 sets[i * words + d / 64] |= 1 << (d % 64);
                 for w in 0..words {
                     let bits = sets[d * words + w];
@@ -284,7 +279,7 @@ fn priorities(deps: &[Vec<usize>], dependants: &[Vec<usize>]) -> Vec<u64> {
     } else {
         let mut depth = vec![0u64; n];
         for &i in &order {
-            depth[i] = dependants[i]
+            depth[i] = dependants(i)
                 .iter()
                 .map(|&d| depth[d] + 1)
                 .max()
@@ -295,14 +290,18 @@ fn priorities(deps: &[Vec<usize>], dependants: &[Vec<usize>]) -> Vec<u64> {
 }
 
 /// Nodes ordered so that every node comes after all of its dependants.
-fn reverse_topological(deps: &[Vec<usize>], dependants: &[Vec<usize>]) -> Vec<usize> {
-    let n = deps.len();
-    let mut remaining: Vec<usize> = dependants.iter().map(Vec::len).collect();
+fn reverse_topological(graph: &TaskGraph) -> Vec<usize> {
+    let n = graph.nodes.len();
+    let mut remaining: Vec<usize> = graph
+        .nodes
+        .iter()
+        .map(|node| node.dependants.len())
+        .collect();
     let mut stack: Vec<usize> = (0..n).filter(|&i| remaining[i] == 0).collect();
     let mut order = Vec::with_capacity(n);
     while let Some(i) = stack.pop() {
         order.push(i);
-        for &d in &deps[i] {
+        for &d in &graph.nodes[i].deps {
             remaining[d] -= 1;
             if remaining[d] == 0 {
                 stack.push(d);

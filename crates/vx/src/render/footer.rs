@@ -77,6 +77,33 @@ fn tail(log: &[u8]) -> String {
     out
 }
 
+/// A meter bar (UI-7) of `WIDTH` cells split by the counts, drawn only when colouring (a TTY or
+/// `FORCE_COLOR`): plain output stays free of decoration.
+fn meter(style: &Style, parts: &[(usize, &str)], total: usize) -> String {
+    const WIDTH: usize = 20;
+    if !style.colour || total == 0 {
+        return String::new();
+    }
+    let mut bar = String::from("  ");
+    let mut drawn = 0;
+    for (i, &(count, colour)) in parts.iter().enumerate() {
+        let cells = if i + 1 == parts.len() {
+            WIDTH - drawn
+        } else {
+            (count * WIDTH + total / 2) / total
+        };
+        let cells = cells.min(WIDTH - drawn);
+        if cells > 0 && count > 0 {
+            bar.push_str(&format!("\x1b[{colour}m{}\x1b[0m", "█".repeat(cells)));
+            drawn += cells;
+        }
+    }
+    if drawn < WIDTH {
+        bar.push_str(&style.dim(&"░".repeat(WIDTH - drawn)));
+    }
+    bar
+}
+
 /// `── <title> ───…`, 56 columns wide.
 fn rule(title: &str) -> String {
     let head = format!("── {title} ");
@@ -111,7 +138,12 @@ pub fn footer(style: &Style, summary: &Summary<'_>) -> String {
         parts.push(style.yellow(&format!("{skipped} skipped")));
     }
     parts.push(format!("{total} total"));
-    text.push_str(&format!("tasks      {}\n", parts.join(" · ")));
+    let bar = meter(
+        style,
+        &[(success, "32"), (failed, "31"), (skipped, "33")],
+        total,
+    );
+    text.push_str(&format!("tasks      {}{bar}\n", parts.join(" · ")));
     let executed: Vec<Duration> = reports
         .iter()
         .filter(|r| r.executed && matches!(r.status, Status::Success | Status::Failed))

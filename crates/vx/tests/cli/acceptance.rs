@@ -1,5 +1,6 @@
 //! SPEC §20 acceptance scenarios of milestone M1 on fixture W.
 
+use crate::assert_contains;
 use crate::{lines_about, w};
 
 /// ACC-1: order, one line per task in the broad flow, footer counts.
@@ -77,18 +78,14 @@ fn acc4_config_errors_have_locations_and_hints() {
         first.contains("command"),
         "allowed keys are listed: {first}"
     );
-    assert!(
-        out.stderr.contains("  hint: did you mean `command`?"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "  hint: did you mean `command`?");
 
     let lib = lib.replace("comand", "command") + "dependsOn = [\"^build\"]\n";
     f.write("packages/lib/vx.toml", &lib);
     let out = f.vx(&["run", "build", "--all"]);
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stderr.contains("`dependsOn`"), "{}", out.stderr);
-    assert!(out.stderr.contains("depends-on"), "{}", out.stderr);
+    assert_contains(&out.stderr, "`dependsOn`");
+    assert_contains(&out.stderr, "depends-on");
 }
 
 /// ACC-5: a cycle is refused with its path and a location.
@@ -192,15 +189,11 @@ fn acc24_filters_select_projects() {
 
     let out = f.vx(&["run", "build", "--filter", "lbi"]);
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(
-        out.stderr.contains("  hint: did you mean `lib`?"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "  hint: did you mean `lib`?");
 
     let out = f.vx(&["run", "build", "--filter", "./packages/app"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("app#build"), "{}", out.stdout);
+    assert_contains(&out.stdout, "app#build");
     assert!(
         f.path("packages/lib/dist/out.txt").exists(),
         "lib#build ran as a dependency"
@@ -240,13 +233,7 @@ fn acc29_nested_run_is_refused() {
     );
     let out = f.vx(&["run", "docs#build"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(
-        out.stdout.contains(
-            "error: `vx run` inside task `docs#build` of the same workspace would recurse; add the work as a dependency instead"
-        ),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "error: `vx run` inside task `docs#build` of the same workspace would recurse; add the work as a dependency instead");
 }
 
 /// CLI-13: `--exclude-dependencies` runs only what was asked, and checks its names.
@@ -261,11 +248,7 @@ fn exclude_dependencies_runs_only_the_requested_tasks() {
     assert!(!f.path("packages/lib/dist").exists());
     let out = f.vx(&["run", "app#build", "--exclude-dependencies=biuld"]);
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(
-        out.stderr.contains("did you mean `build`?"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "did you mean `build`?");
     // Both requested: the edge between them is kept, so lib builds first.
     let out = f.vx(&["run", "app#build", "lib#build", "--only"]);
     assert_eq!(out.code, 0, "{out:?}");

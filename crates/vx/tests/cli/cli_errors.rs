@@ -1,5 +1,6 @@
 //! Command-line handling (CLI-1 to CLI-4, CLI-12, CLI-18): verbs, flags, values.
 
+use crate::assert_contains;
 use crate::{empty, w};
 
 #[test]
@@ -23,17 +24,9 @@ fn a_task_name_as_verb_hints_the_run_command() {
         "error: unknown command `build`\n  hint: to run a task, use `vx run build --all`\n"
     );
     let out = f.vx_in("packages/app", &["build"], &[]);
-    assert!(
-        out.stderr.contains("use `vx run build`\n"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "use `vx run build`\n");
     let out = f.vx(&["app#build"]);
-    assert!(
-        out.stderr.contains("hint: use `vx run app#build`"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "hint: use `vx run app#build`");
 }
 
 #[test]
@@ -133,14 +126,14 @@ fn version_and_help() {
     assert_eq!(out.code, 2);
     let out = f.vx(&[]);
     assert_eq!(out.code, 0);
-    assert!(out.stdout.contains("run"), "{}", out.stdout);
+    assert_contains(&out.stdout, "run");
     let out = f.vx(&["run", "--help"]);
     assert_eq!(out.code, 0);
-    assert!(out.stdout.contains("--concurrency"), "{}", out.stdout);
-    assert!(out.stdout.contains("Examples:"), "{}", out.stdout);
+    assert_contains(&out.stdout, "--concurrency");
+    assert_contains(&out.stdout, "Examples:");
     let out = f.vx(&["help", "run"]);
     assert_eq!(out.code, 0);
-    assert!(out.stdout.contains("--filter"), "{}", out.stdout);
+    assert_contains(&out.stdout, "--filter");
 }
 
 #[test]
@@ -148,7 +141,7 @@ fn dash_c_runs_as_if_started_in_the_directory() {
     let f = w();
     let out = f.vx_in("", &["-C", "packages/app", "run", "build"], &[]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("┌─ app#build"), "{}", out.stdout);
+    assert_contains(&out.stdout, "┌─ app#build");
     let out = f.vx(&["-C", "nope", "run", "build"]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.starts_with("error: -C `nope`"), "{}", out.stderr);
@@ -164,11 +157,7 @@ fn outside_any_workspace_is_an_error_with_a_hint() {
         "{}",
         out.stderr
     );
-    assert!(
-        out.stderr.contains("hint: create a `vx.toml`"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "hint: create a `vx.toml`");
 }
 
 #[test]

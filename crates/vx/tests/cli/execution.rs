@@ -1,6 +1,7 @@
 //! Execution basics through the binary: environment (EXEC-4), masking (EXEC-5), forwarded
 //! arguments (CLI-16, EXEC-3), exit explanations (EXEC-12), output visibility (UI-3).
 
+use crate::assert_contains;
 use crate::{one_project, w};
 use vx_test_support::process::test_child_path;
 
@@ -13,11 +14,7 @@ fn acc16_strict_environment_and_masking() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(!out.stdout.contains("OTHER="), "{}", out.stdout);
     assert!(!out.stdout.contains("MY_TOKEN"), "{}", out.stdout);
-    assert!(
-        out.stdout.contains("VX_RUN_TASK=lib#dump"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "VX_RUN_TASK=lib#dump");
 
     f.write(
         "packages/lib/vx.toml",
@@ -25,9 +22,9 @@ fn acc16_strict_environment_and_masking() {
     );
     let out = f.vx_in("", &["run", "lib#dump"], &env);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("OTHER=1"), "{}", out.stdout);
-    assert!(out.stdout.contains("MY_TOKEN=***"), "{}", out.stdout);
-    assert!(out.stdout.contains("token is ***"), "{}", out.stdout);
+    assert_contains(&out.stdout, "OTHER=1");
+    assert_contains(&out.stdout, "MY_TOKEN=***");
+    assert_contains(&out.stdout, "token is ***");
     assert!(!out.stdout.contains("supersecret123"));
     assert!(!out.stderr.contains("supersecret123"));
 }
@@ -39,7 +36,7 @@ fn secrets_split_across_writes_are_masked() {
     );
     let out = f.vx_in("", &["run", "lib#leak"], &[("MY_PASS", "supersecret123")]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("a *** b"), "{}", out.stdout);
+    assert_contains(&out.stdout, "a *** b");
 }
 
 #[test]
@@ -48,7 +45,7 @@ fn define_values_reach_the_task() {
         "[tasks.show]\ncommand = \"echo mode=$NODE_ENV\"\nenv = { define = { NODE_ENV = \"production\" } }\n",
     );
     let out = f.vx(&["run", "lib#show"]);
-    assert!(out.stdout.contains("mode=production"), "{}", out.stdout);
+    assert_contains(&out.stdout, "mode=production");
 }
 
 /// ACC-15's M1 part: forwarded arguments go to the requested task only, quoted.
@@ -64,12 +61,8 @@ fn forwarded_arguments_reach_only_requested_tasks() {
     f.write("packages/app/vx.toml", &build);
     let out = f.vx(&["run", "app#show", "--", "a b", "c"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("[a b][c]"), "{}", out.stdout);
-    assert!(
-        out.stdout.contains("$ printf '[%s]' 'a b' c\n"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "[a b][c]");
+    assert_contains(&out.stdout, "$ printf '[%s]' 'a b' c\n");
 }
 
 /// ACC-22: exit-code explanations.
@@ -78,12 +71,10 @@ fn acc22_missing_program_is_explained() {
     let f = one_project("[tasks.build]\ncommand = \"definitely-not-a-tool --x\"\n");
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stdout.contains("failed (exit 127)"), "{}", out.stdout);
-    assert!(
-        out.stdout
-            .contains("vx: `definitely-not-a-tool` was not found on this task's PATH"),
-        "{}",
-        out.stdout
+    assert_contains(&out.stdout, "failed (exit 127)");
+    assert_contains(
+        &out.stdout,
+        "vx: `definitely-not-a-tool` was not found on this task's PATH",
     );
 }
 
@@ -99,7 +90,7 @@ fn acc22_crlf_shebang_is_explained() {
         .unwrap();
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stdout.contains("CRLF"), "{}", out.stdout);
+    assert_contains(&out.stdout, "CRLF");
 }
 
 #[test]
@@ -111,8 +102,8 @@ fn acc22_native_crash_is_explained() {
     ));
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(out.stdout.contains("failed (exit 139)"), "{}", out.stdout);
-    assert!(out.stdout.contains("a native crash"), "{}", out.stdout);
+    assert_contains(&out.stdout, "failed (exit 139)");
+    assert_contains(&out.stdout, "a native crash");
 }
 
 #[test]
@@ -132,11 +123,7 @@ fn ci_flow_prints_frames_for_every_task() {
     let out = f.vx_in("", &["run", "build", "--all"], &[("CI", "true")]);
     assert_eq!(out.code, 0, "{out:?}");
     for id in ["lib#build", "app#build", "docs#build"] {
-        assert!(
-            out.stdout.contains(&format!("┌─ {id}  executed")),
-            "{}",
-            out.stdout
-        );
+        assert_contains(&out.stdout, &format!("┌─ {id}  executed"));
     }
     assert!(out.stdout.contains("built lib"));
 }
@@ -167,4 +154,26 @@ fn closed_stdout_does_not_change_the_exit_code() {
     drop(child.stdout.take());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+/// UI-10: FORCE_COLOR colours vx's output (ids, glyphs, the footer meter); NO_COLOR wins.
+#[test]
+fn force_color_colours_and_no_color_wins() {
+    let f = w();
+    let out = f.vx_in("", &["run", "build", "--all"], &[("FORCE_COLOR", "1")]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("\u{1b}["), "{:?}", out.stdout);
+    assert!(
+        out.stdout.contains('█'),
+        "the footer meter: {:?}",
+        out.stdout
+    );
+    let out = f.vx_in(
+        "",
+        &["run", "build", "--all"],
+        &[("FORCE_COLOR", "1"), ("NO_COLOR", "1")],
+    );
+    assert!(!out.stdout.contains('\u{1b}'), "{:?}", out.stdout);
+    let out = f.vx_in("", &["run", "build", "--all"], &[("FORCE_COLOR", "0")]);
+    assert!(!out.stdout.contains('\u{1b}'), "{:?}", out.stdout);
 }

@@ -47,3 +47,20 @@ pub fn lines_about<'a>(text: &'a str, id: &str) -> Vec<&'a str> {
         .filter(|l| l.ends_with(id) || l.contains(&format!("{id} ")))
         .collect()
 }
+
+/// Asserts that `haystack` contains `needle`, printing the whole text when it does not.
+#[track_caller]
+pub fn assert_contains(haystack: &str, needle: &str) {
+    assert!(
+        haystack.contains(needle),
+        "expected {needle:?} in:\n{haystack}"
+    );
+}
+
+/// Asserts that no process with `marker` in its argv survives (waiting up to one second).
+#[track_caller]
+pub fn assert_no_survivor(marker: &str) {
+    let result =
+        vx_test_support::process::wait_until_no_marker(marker, std::time::Duration::from_secs(1));
+    assert_eq!(result, Ok(()), "processes with marker {marker} survived");
+}

@@ -1,5 +1,6 @@
 //! `--dry`, `--graph`, `vx show` and `vx schema`: products on stdout (ERR-5).
 
+use crate::assert_contains;
 use crate::w;
 
 #[test]
@@ -41,23 +42,14 @@ fn graph_prints_dot_with_nodes_and_edges() {
         out.stdout
     );
     assert_eq!(out.stdout.matches(" -> ").count(), 1, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("\"app#build\" -> \"lib#build\""),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "\"app#build\" -> \"lib#build\"");
 
     let out = f.vx(&["run", "build", "--all", "--graph=out/plan.dot"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(f.read("out/plan.dot").starts_with("digraph vx {"));
     let out = f.vx(&["run", "build", "--all", "--graph=plan.svg"]);
     assert_eq!(out.code, 2);
-    assert!(
-        out.stderr
-            .contains("hint: pipe the DOT output into `dot -Tsvg`"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "hint: pipe the DOT output into `dot -Tsvg`");
 }
 
 #[test]
@@ -71,11 +63,9 @@ fn show_lists_projects_and_task_configuration() {
     );
     let out = f.vx(&["show", "app#test"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(
-        out.stdout
-            .contains("command     test -s dist/app.txt && echo ok  (packages/app/vx.toml:6)"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        "command     test -s dist/app.txt && echo ok  (packages/app/vx.toml:6)",
     );
     let out = f.vx(&["show", "app", "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
@@ -85,11 +75,7 @@ fn show_lists_projects_and_task_configuration() {
     );
     let out = f.vx(&["show", "buidl"]);
     assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.contains("did you mean `build`?"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "did you mean `build`?");
 }
 
 #[test]
@@ -110,15 +96,6 @@ fn schema_is_json_schema_of_both_shapes() {
 fn dry_text_uses_the_singular_for_one_task() {
     let f = w();
     let out = f.vx(&["run", "lib#build", "--dry"]);
-    assert!(
-        out.stdout
-            .contains("1 task planned: 0 cache hits, 1 would run\n"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("(1 task without history)"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "1 task planned: 0 cache hits, 1 would run\n");
+    assert_contains(&out.stdout, "(1 task without history)");
 }

@@ -5,11 +5,9 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use vx_test_support::process::{
-    pids_with_marker, test_child_path, unique_marker, wait_until_no_marker,
-};
+use vx_test_support::process::{pids_with_marker, test_child_path, unique_marker};
 
-use crate::one_project;
+use crate::{assert_contains, assert_no_survivor, one_project};
 
 fn child() -> String {
     test_child_path().display().to_string()
@@ -43,21 +41,13 @@ fn acc17_timeout_kills_the_whole_tree() {
         "{}",
         out.stdout
     );
-    assert!(
-        out.stdout
-            .contains("vx: timed out after 1.00s; stopping the task"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "vx: timed out after 1.00s; stopping the task");
     assert!(
         out.elapsed < Duration::from_secs(4),
         "took {:?}",
         out.elapsed
     );
-    assert_eq!(
-        wait_until_no_marker(&marker, Duration::from_secs(1)),
-        Ok(())
-    );
+    assert_no_survivor(&marker);
 }
 
 /// ACC-17, second half: a child that ignores SIGTERM is killed after the grace.
@@ -70,15 +60,8 @@ fn acc17_timeout_kills_a_term_ignoring_child_after_the_grace() {
     ));
     let out = f.vx_in("", &["run", "lib#build"], &[("VX_KILL_GRACE", "500ms")]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(
-        out.stdout.contains("failed (timed out, exit 137)"),
-        "{}",
-        out.stdout
-    );
-    assert_eq!(
-        wait_until_no_marker(&marker, Duration::from_secs(1)),
-        Ok(())
-    );
+    assert_contains(&out.stdout, "failed (timed out, exit 137)");
+    assert_no_survivor(&marker);
 }
 
 /// The timeout flag applies to tasks without their own `timeout`.
@@ -87,11 +70,7 @@ fn timeout_flag_is_the_default_timeout() {
     let f = one_project("[tasks.build]\ncommand = \"sleep 30\"\n");
     let out = f.vx(&["run", "lib#build", "--timeout", "300ms"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(
-        out.stdout.contains("vx: timed out after 300ms"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "vx: timed out after 300ms");
 }
 
 /// ACC-18: Ctrl-C forwards once, waits the grace, kills, and exits 130.
@@ -120,10 +99,7 @@ fn acc18_ctrl_c_stops_tasks_and_exits_130() {
     assert_eq!(out.status.code(), Some(130));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("aborted"), "{stdout}");
-    assert_eq!(
-        wait_until_no_marker(&marker, Duration::from_secs(1)),
-        Ok(())
-    );
+    assert_no_survivor(&marker);
 }
 
 /// ACC-18, second half: a second Ctrl-C during the grace exits at once.
@@ -153,10 +129,7 @@ fn acc18_second_ctrl_c_exits_at_once() {
         second.elapsed()
     );
     assert_eq!(status.code(), Some(130));
-    assert_eq!(
-        wait_until_no_marker(&marker, Duration::from_secs(1)),
-        Ok(())
-    );
+    assert_no_survivor(&marker);
 }
 
 /// ACC-20 (a): a background child holding the pipes does not hold the task.
@@ -169,28 +142,18 @@ fn acc20_background_child_holding_pipes_is_cut_and_stopped() {
     ));
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("started"), "{}", out.stdout);
-    assert!(
-        out.stdout
-            .contains("vx: output after the task's shell exited was cut"),
-        "{}",
-        out.stdout
+    assert_contains(&out.stdout, "started");
+    assert_contains(
+        &out.stdout,
+        "vx: output after the task's shell exited was cut",
     );
-    assert!(
-        out.stdout
-            .contains("vx: stopped 1 process the task left running"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "vx: stopped 1 process the task left running");
     assert!(
         out.elapsed < Duration::from_secs(5),
         "took {:?}",
         out.elapsed
     );
-    assert_eq!(
-        wait_until_no_marker(&marker, Duration::from_secs(1)),
-        Ok(())
-    );
+    assert_no_survivor(&marker);
 }
 
 /// ACC-20 (a) with the spec's literal command.
@@ -199,12 +162,7 @@ fn acc20_sleep_in_background_does_not_keep_vx_waiting() {
     let f = one_project("[tasks.build]\ncommand = \"sleep 31 & echo started\"\n");
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(
-        out.stdout
-            .contains("vx: stopped 1 process the task left running"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, "vx: stopped 1 process the task left running");
     assert!(
         out.elapsed < Duration::from_secs(5),
         "took {:?}",
@@ -218,7 +176,7 @@ fn acc20_prompt_in_one_shot_task_sees_eof() {
     let f = one_project("[tasks.build]\ncommand = \"read line; echo \\\"got:$line\\\"\"\n");
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("got:\n"), "{}", out.stdout);
+    assert_contains(&out.stdout, "got:\n");
     assert!(out.elapsed < Duration::from_secs(5));
 }
 
@@ -241,11 +199,8 @@ fn acc20_persistent_server_stays_up_until_the_end_of_the_graph() {
     ));
     let out = f.vx(&["run", "lib#after"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.contains("server-alive"), "{}", out.stdout);
-    assert_eq!(
-        wait_until_no_marker(&marker, Duration::from_secs(1)),
-        Ok(())
-    );
+    assert_contains(&out.stdout, "server-alive");
+    assert_no_survivor(&marker);
 }
 
 /// EXEC-13: a requested persistent task is kept after the footer, its output prefixed, until
@@ -273,20 +228,12 @@ fn requested_persistent_task_is_kept_alive_after_the_footer() {
     );
     assert!(after.contains("lib#dev │ serving\n"), "{}", out.stdout);
     assert!(after.contains("lib#dev │ bye\n"), "{}", out.stdout);
-    assert!(
-        out.stderr.contains("vx: lib#dev ended (exit 3)"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "vx: lib#dev ended (exit 3)");
 
     let f = one_project("[tasks.dev]\ncommand = \"echo serving\"\npersistent = true\n");
     let out = f.vx(&["run", "lib#dev"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(
-        out.stderr.contains("vx: lib#dev ended (exit 0)"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "vx: lib#dev ended (exit 0)");
 }
 
 /// EXEC-9 with a kept server: SIGTERM stops it and vx exits 143, leaving nothing behind.
@@ -309,10 +256,7 @@ fn sigterm_stops_a_kept_server() {
     assert_eq!(out.status.code(), Some(143), "{out:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("lib#dev │ ready"), "{stdout}");
-    assert_eq!(
-        wait_until_no_marker(&marker, Duration::from_secs(1)),
-        Ok(())
-    );
+    assert_no_survivor(&marker);
 }
 
 /// A persistent task that fails by itself after it was ready fails the run.
@@ -324,12 +268,7 @@ fn persistent_dependency_that_dies_fails_the_run() {
     ));
     let out = f.vx(&["run", "lib#after"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert!(
-        out.stderr
-            .contains("vx: lib#server stopped by itself (exit 4)"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, "vx: lib#server stopped by itself (exit 4)");
 }
 
 /// EXEC-13: a server that daemonises (exits 0 after it is ready, leaving a process in its
@@ -347,10 +286,7 @@ fn a_daemonised_server_is_stopped_at_the_end_of_the_graph() {
     ));
     let out = f.vx(&["run", "lib#after"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(
-        wait_until_no_marker(&marker, Duration::from_secs(1)),
-        Ok(())
-    );
+    assert_no_survivor(&marker);
 }
 
 /// UI-4: nothing is printed inside the streamed frame; other tasks' lines wait for its end.
