@@ -73,6 +73,8 @@ struct Live {
     /// Ready at spawn and not yet ended (persistent tasks only).
     ready: bool,
     timed_out: bool,
+    /// The resolved timeout (EXEC-8 precedence), for the timeout note.
+    timeout: Option<Duration>,
     /// Output printed with an `<id> │ ` prefix after the footer (keep-alive).
     prefix_at_line_start: bool,
 }
@@ -94,8 +96,8 @@ pub struct Run<'p> {
     started_at: Instant,
     warned_short_secrets: bool,
     keep_alive: bool,
-    /// Persistent tasks that ended after being ready: (node, exit code, ended by itself).
-    ended_persistent: Vec<(usize, i32, bool)>,
+    /// Persistent tasks that ended after being ready: (node, exit code).
+    ended_persistent: Vec<(usize, i32)>,
     /// Handles of persistent tasks whose leader exited by itself: what they left in their
     /// session (a daemon) is stopped with the other persistent tasks (EXEC-13).
     exited_servers: Vec<Box<dyn RunningTask>>,
@@ -276,6 +278,7 @@ impl<'p> Run<'p> {
             path_var,
             ready: kind == Kind::Persistent && spawned,
             timed_out: false,
+            timeout,
             prefix_at_line_start: true,
         };
         let report = self.report_of(i, &live, Status::Running);
@@ -325,12 +328,7 @@ impl<'p> Run<'p> {
                 if let Some(live) = self.live.get_mut(&i) {
                     live.timed_out = true;
                 }
-                let after = task(self.plan, i)
-                    .timeout
-                    .or(self.options.timeout)
-                    .or(self.ctx.env_timeout)
-                    .or(self.plan.workspace.settings.timeout)
-                    .unwrap_or_default();
+                let after = self.live.get(&i).and_then(|l| l.timeout).unwrap_or_default();
                 self.note(i, &format!("vx: timed out after {}; stopping the task", format_duration(after)));
             }
             ExecEvent::OutputCut => self.note(
@@ -448,8 +446,7 @@ impl<'p> Run<'p> {
 
     /// A ready persistent task ended: stopped by vx, or by itself (EXEC-13).
     fn persistent_ended(&mut self, i: usize, completion: &Completion) {
-        let mut live = self.live.remove(&i).expect("a live task");
-        live.ready = false;
+        let live = self.live.remove(&i).expect("a live task");
         let id = self.plan.graph.nodes[i].id.clone();
         let code = completion.exit_code;
         let by_itself = !completion.stopped;
@@ -471,7 +468,7 @@ impl<'p> Run<'p> {
             self.reporter.finished(i, &report, self.is_shown(i));
         }
         self.reports.insert(i, report);
-        self.ended_persistent.push((i, code, by_itself));
+        self.ended_persistent.push((i, code));
     }
 
     fn report_skipped(&mut self, skipped: &[usize]) {
@@ -676,7 +673,7 @@ impl Run<'_> {
         let code = if let Some(n) = self.stopping {
             exit::signal(n)
         } else {
-            let (i, code, _) = self.ended_persistent[0];
+            let (i, code) = self.ended_persistent[0];
             let others = self.live.len();
             let id = &self.plan.graph.nodes[i].id;
             let more = match others {

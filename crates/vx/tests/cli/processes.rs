@@ -308,3 +308,28 @@ fn other_tasks_lines_never_interleave_with_the_streamed_frame() {
         out.stdout
     );
 }
+
+/// EXEC-8 precedence: the task's `timeout` beats `--timeout`, which beats `VX_TASK_TIMEOUT`;
+/// an invalid variable draws a warning and is ignored (ENV-1).
+#[test]
+fn timeout_precedence_and_the_environment_default() {
+    let f = one_project("[tasks.build]\ncommand = \"sleep 30\"\n");
+    let out = f.vx_in("", &["run", "lib#build"], &[("VX_TASK_TIMEOUT", "200ms")]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(&out.stdout, "vx: timed out after 200ms");
+    let out = f.vx_in(
+        "",
+        &["run", "lib#build", "--timeout", "300ms"],
+        &[("VX_TASK_TIMEOUT", "200ms")],
+    );
+    assert_contains(&out.stdout, "vx: timed out after 300ms");
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"sleep 30\"\ntimeout = \"400ms\"\n",
+    );
+    let out = f.vx_in("", &["run", "lib#build", "--timeout", "300ms"], &[]);
+    assert_contains(&out.stdout, "vx: timed out after 400ms");
+    let out = f.vx_in("", &["run", "lib#build"], &[("VX_TASK_TIMEOUT", "90")]);
+    assert_contains(&out.stderr, "warning: ignoring VX_TASK_TIMEOUT=`90`");
+    assert_contains(&out.stdout, "vx: timed out after 400ms");
+}
