@@ -29,6 +29,10 @@ pub struct Edge {
 #[derive(Debug, Clone, Default)]
 pub struct TaskTable {
     pub edges: BTreeMap<TaskId, Vec<Edge>>,
+    /// Per task, the projects its `^name` entries passed through without a holder, as
+    /// (project, name) pairs sorted and unique: each contributes a pass-through fingerprint
+    /// to the task's key (GRAPH-3, KEY-9).
+    pub pass_through: BTreeMap<TaskId, Vec<(String, String)>>,
 }
 
 impl TaskTable {
@@ -37,11 +41,19 @@ impl TaskTable {
         let mut resolver = Resolver::new(workspace);
         let mut diagnostics = Diagnostics::default();
         let mut edges = BTreeMap::new();
+        let mut pass_through = BTreeMap::new();
         for project in &workspace.projects {
             for (name, task) in &project.config.tasks {
                 let id = TaskId::new(&project.name, name);
                 let mut out: Vec<Edge> = Vec::new();
+                let mut passed: Vec<(String, String)> = Vec::new();
                 for entry in &task.depends_on {
+                    if let Some(caret) = entry.value.strip_prefix('^') {
+                        let index = workspace.by_name[&project.name];
+                        for p in resolver.passed_through(index, caret) {
+                            passed.push((workspace.projects[p].name.clone(), caret.to_string()));
+                        }
+                    }
                     match resolver.entry(&id, name, &entry.value) {
                         Ok(targets) => out.extend(targets.into_iter().map(|to| Edge {
                             to,
@@ -55,11 +67,19 @@ impl TaskTable {
                 }
                 out.sort_by(|a, b| a.to.cmp(&b.to));
                 out.dedup_by(|a, b| a.to == b.to);
+                passed.sort();
+                passed.dedup();
+                if !passed.is_empty() {
+                    pass_through.insert(id.clone(), passed);
+                }
                 edges.insert(id, out);
             }
         }
         if diagnostics.is_empty() {
-            Ok(TaskTable { edges })
+            Ok(TaskTable {
+                edges,
+                pass_through,
+            })
         } else {
             Err(diagnostics.into_sorted())
         }
@@ -74,7 +94,8 @@ struct Resolver<'w> {
     workspace: &'w Workspace,
     /// Every task name declared anywhere, for `^name` checks and suggestions.
     all_names: BTreeSet<&'w str>,
-    holders: HashMap<(usize, String), Vec<usize>>,
+    /// (start project, name) → (holders, projects passed through).
+    holders: HashMap<(usize, String), (Vec<usize>, Vec<usize>)>,
 }
 
 impl<'w> Resolver<'w> {
@@ -167,6 +188,15 @@ impl<'w> Resolver<'w> {
     /// GRAPH-3: walk project edges from the direct dependencies; a dependency that declares a
     /// matching task is a holder and the walk stops there; others are passed through.
     fn nearest_holders(&mut self, start: usize, name: &str) -> Vec<usize> {
+        self.walk(start, name).0
+    }
+
+    /// The projects a `^name` walk from `start` passed through without finding a holder.
+    fn passed_through(&mut self, start: usize, name: &str) -> Vec<usize> {
+        self.walk(start, name).1
+    }
+
+    fn walk(&mut self, start: usize, name: &str) -> (Vec<usize>, Vec<usize>) {
         let key = (start, name.to_string());
         if let Some(found) = self.holders.get(&key) {
             return found.clone();
@@ -182,6 +212,7 @@ impl<'w> Resolver<'w> {
         let mut seen = BTreeSet::from([start]);
         let mut queue: VecDeque<usize> = VecDeque::new();
         let mut holders = BTreeSet::new();
+        let mut passed = BTreeSet::new();
         let push_deps = |p: usize, queue: &mut VecDeque<usize>, seen: &mut BTreeSet<usize>| {
             for edge in &ws.projects[p].deps {
                 if edge.kind == EdgeKind::SelectionOnly {
@@ -199,12 +230,16 @@ impl<'w> Resolver<'w> {
             if declares(p) {
                 holders.insert(p);
             } else {
+                passed.insert(p);
                 push_deps(p, &mut queue, &mut seen);
             }
         }
-        let holders: Vec<usize> = holders.into_iter().collect();
-        self.holders.insert(key, holders.clone());
-        holders
+        let found = (
+            holders.into_iter().collect::<Vec<_>>(),
+            passed.into_iter().collect::<Vec<_>>(),
+        );
+        self.holders.insert(key, found.clone());
+        found
     }
 }
 
@@ -470,6 +505,11 @@ mod tests {
         assert_eq!(ids(&g), ["app#build", "app#test", "lib#build", "lib#gen"]);
         assert_eq!(deps_of(&g, "app#build"), ["lib#build"]);
         assert_eq!(deps_of(&g, "lib#build"), ["lib#gen"]);
+        let passed = &table.pass_through[&TaskId::new("app", "build")];
+        assert_eq!(passed, &[("mid".to_string(), "build".to_string())]);
+        assert!(!table
+            .pass_through
+            .contains_key(&TaskId::new("lib", "build")));
     }
 
     #[test]

@@ -9,10 +9,13 @@
 pub mod config;
 pub mod diagnostic;
 pub mod env;
+pub mod globs;
 pub mod graph;
 pub mod id;
+pub mod key;
 pub mod location;
 pub mod mask;
+pub mod outputs;
 pub mod project;
 pub mod request;
 pub mod schedule;

@@ -95,6 +95,36 @@ impl Fixture {
         f
     }
 
+    /// Fixture W exactly as SPEC §20 writes it: lib#build, app#build and app#test cached.
+    pub fn w_cached(bin: impl Into<PathBuf>) -> Fixture {
+        let f = Fixture::w(bin);
+        f.write(
+            "packages/lib/vx.toml",
+            concat!(
+                "[tasks.build]\n",
+                "command = \"mkdir -p dist && cat src/*.txt > dist/out.txt && echo built lib\"\n",
+                "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+            ),
+        );
+        f.write(
+            "packages/app/vx.toml",
+            concat!(
+                "[tasks.build]\n",
+                "command = \"mkdir -p dist && cat ../lib/dist/out.txt src/*.txt > dist/app.txt && echo built app\"\n",
+                "depends-on = [\"^build\"]\n",
+                "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n\n",
+                "[tasks.test]\n",
+                "command = \"test -s dist/app.txt && echo ok\"\n",
+                "depends-on = [\"build\"]\n",
+                "cache = { inputs = [\"src/**\"], outputs = [] }\n\n",
+                "[tasks.check]\n",
+                "depends-on = [\"build\", \"test\"]\n",
+            ),
+        );
+        f.commit();
+        f
+    }
+
     pub fn root(&self) -> &Path {
         self.dir.path()
     }
@@ -175,11 +205,14 @@ impl Fixture {
     }
 }
 
-/// Replaces durations (`12ms`, `3.41s`, `1m02s`) with `[t]` and the fixture root with `[root]`.
+/// Replaces durations (`12ms`, `3.41s`, `1m02s`) with `[t]`, short keys (12 hex digits) with
+/// `[key]` and the fixture root with `[root]` (TEST-1).
 pub fn redact(text: &str, root: &Path) -> String {
     static DURATION: OnceLock<Regex> = OnceLock::new();
+    static KEY: OnceLock<Regex> = OnceLock::new();
     let duration =
         DURATION.get_or_init(|| Regex::new(r"\b\d+(ms|\.\d\ds|m\d\ds)\b").expect("valid regex"));
+    let key = KEY.get_or_init(|| Regex::new(r"\b[0-9a-f]{12}\b").expect("valid regex"));
     let mut text = text.to_string();
     for root in [root.to_path_buf(), root.canonicalize().unwrap_or_default()] {
         let root = root.to_string_lossy().into_owned();
@@ -187,6 +220,7 @@ pub fn redact(text: &str, root: &Path) -> String {
             text = text.replace(&root, "[root]");
         }
     }
+    let text = key.replace_all(&text, "[key]");
     duration.replace_all(&text, "[t]").into_owned()
 }
 

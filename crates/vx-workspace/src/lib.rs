@@ -8,7 +8,10 @@
 //! - `root`: walk up to the workspace root (DISC-1);
 //! - `load`: read the root's files, expand member globs (`members`), read each project's
 //!   `vx.toml` (`toml_config`, `task_config`, `task_tables`) and `package.json` (`manifest`),
-//!   name the projects, and resolve their edges (`edges`, `npm_range`);
+//!   name the projects, lay the workspace task templates under their tasks and check each
+//!   task (`templates`), and resolve their edges (`edges`, `npm_range`);
+//! - once everything loaded, the declared outputs of every cached task are checked
+//!   (`vx_core::outputs`, GRAPH-8, GRAPH-9);
 //! - every problem is collected as a [`vx_core::Diagnostic`] with a location (`source`), and
 //!   returned together, sorted (CFG-10).
 //!
@@ -28,10 +31,14 @@ mod root;
 mod source;
 mod task_config;
 mod task_tables;
+mod templates;
 mod toml_config;
 mod toml_walk;
+pub mod tree;
 
 use std::path::{Path, PathBuf};
+
+pub use tree::{Tree, TreeError, TreeOptions};
 
 use vx_core::config::ConfigFile;
 use vx_core::{Diagnostic, Diagnostics, Workspace};
@@ -84,6 +91,14 @@ pub fn discover(cwd: &Path) -> Result<Workspace, LoadError> {
     load::load_workspace(&found.dir)
 }
 
+/// Finds the root of the workspace containing `cwd` (DISC-1) without loading any project:
+/// verbs that read only history and the `[workspace]` table (`vx why`, `vx cache prune`) work
+/// while a project's `vx.toml` is broken.
+pub fn find_root(cwd: &Path) -> Result<PathBuf, LoadError> {
+    let cwd = disk::canonical(cwd)?;
+    Ok(root::find_root(&cwd)?.dir)
+}
+
 /// Parses and validates one `vx.toml` text (used by [`discover`]; public for tests and for
 /// `vx show`). `rel_path` is the root-relative path used in locations; `is_root` allows
 /// `[workspace]`. Errors are sorted by location.
@@ -92,7 +107,8 @@ pub fn parse_config(
     rel_path: &str,
     is_root: bool,
 ) -> Result<ConfigFile, Vec<Diagnostic>> {
-    let loaded = toml_config::load_config(text, rel_path, is_root);
+    let mut loaded = toml_config::load_config(text, rel_path, is_root);
+    templates::resolve_alone(&mut loaded, rel_path, is_root);
     if loaded.errors.is_empty() {
         Ok(loaded.config)
     } else {

@@ -1,5 +1,7 @@
 //! Loading the workspace whose root was found: the root's files, the member directories,
-//! each project's `vx.toml` and `package.json`, names (DISC-3, DISC-4) and edges (DISC-5).
+//! each project's `vx.toml` and `package.json`, names (DISC-3, DISC-4), the tasks with the
+//! workspace templates laid under them (CFG-13), edges (DISC-5), and finally the checks over
+//! every cached task's outputs (GRAPH-8, GRAPH-9).
 //!
 //! Every problem in every file is collected before anything is returned (CFG-10): a file with
 //! errors still contributes what could be read, so later checks (names, edges) see the whole
@@ -8,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use vx_core::config::{ProjectConfig, CONFIG_FILE};
+use vx_core::config::{ProjectConfig, TaskConfig, CONFIG_FILE};
 use vx_core::{Diagnostic, Diagnostics, Location, Project, Spanned, Workspace, ROOT_PROJECT};
 
 use crate::disk;
@@ -17,6 +19,7 @@ use crate::manifest::{parse_manifest, Manifest};
 use crate::members::MemberGlobs;
 use crate::pnpm::pnpm_packages;
 use crate::source::invalid_utf8;
+use crate::templates::{resolve_tasks, ProjectTasks, Templates};
 use crate::toml_config::{load_config, project_name_problem, LoadedConfig};
 use crate::LoadError;
 
@@ -41,6 +44,11 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
         .config
         .as_ref()
         .and_then(|c| c.config.workspace.clone())
+        .unwrap_or_default();
+    let template_facts = root_files
+        .config
+        .as_ref()
+        .map(|c| c.template_facts.clone())
         .unwrap_or_default();
 
     let globs = match &settings.members {
@@ -68,7 +76,15 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
             files: root_files,
         });
     }
-    let named = drop_duplicates(named, &mut errors);
+    let mut named = drop_duplicates(named, &mut errors);
+    let templates = Templates {
+        tasks: &settings.tasks,
+        facts: &template_facts,
+    };
+    let tasks: Vec<BTreeMap<String, TaskConfig>> = named
+        .iter_mut()
+        .map(|p| project_tasks(p, templates, &mut errors))
+        .collect();
 
     let sources: Vec<EdgeSource> = named
         .iter()
@@ -98,17 +114,17 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
     let mut projects: Vec<Project> = named
         .into_iter()
         .zip(edges)
-        .map(|(p, deps)| Project {
+        .zip(tasks)
+        .map(|((p, deps), tasks)| Project {
             name: p.name,
             dir: p.files.dir,
             version: p.files.manifest.as_ref().and_then(|m| m.version.clone()),
             has_vx_toml: p.files.config.is_some(),
             has_package_json: p.files.has_package_json,
-            config: p
-                .files
-                .config
-                .map(|c| c.config.project)
-                .unwrap_or_else(ProjectConfig::default),
+            config: ProjectConfig {
+                tasks,
+                ..p.files.config.map(|c| c.config.project).unwrap_or_default()
+            },
             deps,
         })
         .collect();
@@ -118,12 +134,40 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
         .enumerate()
         .map(|(i, p)| (p.name.clone(), i))
         .collect();
-    Ok(Workspace {
+    let workspace = Workspace {
         root: root.to_path_buf(),
         settings,
         projects,
         by_name,
-    })
+    };
+    let problems = vx_core::outputs::check_outputs(&workspace);
+    if !problems.is_empty() {
+        return Err(LoadError::Config(problems));
+    }
+    Ok(workspace)
+}
+
+/// The project's tasks with the workspace templates laid under them, each checked (CFG-13,
+/// CFG-9); its declared tasks are taken out of `project`.
+fn project_tasks(
+    project: &mut Named,
+    templates: Templates<'_>,
+    errors: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, TaskConfig> {
+    let no_facts = BTreeMap::new();
+    let (tasks, facts) = match project.files.config.as_mut() {
+        Some(c) => (std::mem::take(&mut c.config.project.tasks), &c.task_facts),
+        None => (BTreeMap::new(), &no_facts),
+    };
+    let tasks = ProjectTasks {
+        name: &project.name,
+        dir: &project.files.dir,
+        is_root: project.name == ROOT_PROJECT,
+        tasks,
+        facts,
+        scripts: project.files.manifest.as_ref().map(|m| &m.scripts),
+    };
+    resolve_tasks(tasks, templates, errors)
 }
 
 fn file_path(dir: &str, file: &str) -> String {

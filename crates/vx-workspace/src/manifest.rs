@@ -1,8 +1,11 @@
 //! `package.json`: the few fields vx reads, with locations (DISC-2, DISC-4, DISC-5).
 //!
-//! vx only reads `name`, `version`, `workspaces` and the four dependency sections; everything
-//! else in a manifest is the package manager's business and is ignored. Each field vx reads is
+//! vx only reads `name`, `version`, `workspaces`, the four dependency sections and `scripts`
+//! (whose text is the command of a task a workspace template gives the project, CFG-13);
+//! everything else in a manifest is the package manager's business and is ignored. Each field vx reads is
 //! type-checked, because a silently skipped dependency would change the order tasks run in.
+
+use std::collections::BTreeMap;
 
 use vx_core::{Diagnostic, Location, Spanned};
 
@@ -24,6 +27,8 @@ pub(crate) struct Manifest {
     /// `workspaces` as an array, or the `packages` array of its object form.
     pub(crate) workspaces: Option<Vec<Spanned<String>>>,
     pub(crate) dependencies: Vec<DependencyEntry>,
+    /// `scripts`: each script's text, located at its key.
+    pub(crate) scripts: BTreeMap<String, Spanned<String>>,
 }
 
 /// One `"<name>": "<specifier>"` line of a dependency section.
@@ -76,6 +81,9 @@ pub(crate) fn parse_manifest(text: &str, rel_path: &str) -> Result<Manifest, Vec
     if let Some(entry) = root.entry("workspaces") {
         manifest.workspaces = Some(workspace_globs(&entry.value, &source, &mut errors));
     }
+    if let Some(entry) = root.entry("scripts") {
+        manifest.scripts = scripts(&entry.value, &source, &mut errors);
+    }
     for section in SECTIONS {
         let Some(entry) = root.entry(section) else {
             continue;
@@ -107,6 +115,35 @@ pub(crate) fn parse_manifest(text: &str, rel_path: &str) -> Result<Manifest, Vec
     } else {
         Err(errors)
     }
+}
+
+/// `scripts`: an object of strings.
+fn scripts(
+    value: &Json,
+    source: &SourceText,
+    errors: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, Spanned<String>> {
+    let mut scripts = BTreeMap::new();
+    let JsonKind::Object(entries) = &value.kind else {
+        errors.push(Diagnostic::at(
+            source.location(value.offset),
+            "`scripts` must be an object",
+        ));
+        return scripts;
+    };
+    for entry in entries {
+        match entry.value.as_str() {
+            Some(text) => {
+                let at = source.location(entry.key_offset);
+                scripts.insert(entry.key.clone(), Spanned::new(text.to_string(), at));
+            }
+            None => errors.push(Diagnostic::at(
+                source.location(entry.value.offset),
+                format!("`scripts.{}` must be a string", entry.key),
+            )),
+        }
+    }
+    scripts
 }
 
 /// `workspaces`: an array of globs, or an object whose `packages` array holds them (an object
@@ -154,7 +191,8 @@ mod tests {
   "version": "1.4.0",
   "workspaces": { "packages": ["apps/*"] },
   "dependencies": { "@acme/ui": "workspace:*" },
-  "peerDependencies": { "react": "^18" }
+  "peerDependencies": { "react": "^18" },
+  "scripts": { "build": "tsc -b" }
 }"#;
         let manifest = parse_manifest(text, "apps/web/package.json").unwrap();
         let name = manifest.name.unwrap();
@@ -166,6 +204,9 @@ mod tests {
         assert_eq!((deps[0].name.as_str(), deps[0].peer), ("@acme/ui", false));
         assert_eq!(deps[0].at.to_string(), "apps/web/package.json:5:21");
         assert_eq!((deps[1].name.as_str(), deps[1].peer), ("react", true));
+        let build = &manifest.scripts["build"];
+        assert_eq!(build.value, "tsc -b");
+        assert_eq!(build.at.to_string(), "apps/web/package.json:7:16");
     }
 
     #[test]

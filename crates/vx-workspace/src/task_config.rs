@@ -2,17 +2,19 @@
 //! CFG-9 constraints that concern one task, and the later-milestone refusals (CFG-12).
 //!
 //! Start at [`walk_tasks`]. Sub-tables (`env`, `cache`, `sandbox`, `persistent`, `remote`) have
-//! their own walkers in `task_tables`; this file checks the task as a whole once every key has
-//! been read.
+//! their own walkers in `task_tables`. The constraints between a task's keys ([`check_task`])
+//! are checked on the task as it finally is: a template's right away, a project's once the
+//! workspace templates are laid under it (`templates`), since a template may give it the key
+//! that makes it valid (or invalid).
 
 use std::collections::BTreeMap;
 
 use toml_span::value::{Key, ValueInner};
 use toml_span::Value;
 use vx_core::config::{Persistent, TaskConfig};
-use vx_core::{Location, Spanned};
+use vx_core::{Diagnostic, Location, Spanned};
 
-use crate::task_tables::{self, CacheWalk};
+use crate::task_tables;
 use crate::toml_walk::{join, Walker};
 
 /// The keys of a task table (CFG-4), in the order the allowed list shows them.
@@ -46,26 +48,48 @@ const TEMPLATE_KEYS: [&str; 11] = [
     "timeout",
 ];
 
+/// A walked `tasks` table: the tasks, and what the whole-task checks need about each.
+#[derive(Debug, Default)]
+pub(crate) struct WalkedTasks {
+    pub(crate) tasks: BTreeMap<String, TaskConfig>,
+    pub(crate) facts: BTreeMap<String, TaskFacts>,
+}
+
+/// What [`check_task`] needs beyond the model: locations inside sub-tables, and whether the
+/// table had a key vx does not know.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TaskFacts {
+    /// Where `persistent.ready-when` was written.
+    pub(crate) ready_when: Option<Location>,
+    /// `cache.upstream` entries with their locations.
+    pub(crate) upstream: Vec<Spanned<String>>,
+    /// The table has a key vx does not know (already reported); a missing `command` is then
+    /// most likely that key misspelt, so the "needs either" error would only add noise.
+    pub(crate) unknown_key: bool,
+}
+
 /// Walks a `tasks` table: `parent` is `""` for a project's `[tasks]` and `"workspace"` for the
-/// templates of `[workspace.tasks]`.
-pub(crate) fn walk_tasks(
-    w: &mut Walker,
-    value: &Value,
-    parent: &str,
-) -> BTreeMap<String, TaskConfig> {
+/// templates of `[workspace.tasks]`. Templates are checked as a whole here; project tasks
+/// later, by `templates`.
+pub(crate) fn walk_tasks(w: &mut Walker, value: &Value, parent: &str) -> WalkedTasks {
     let path = join(parent, "tasks");
-    let mut tasks = BTreeMap::new();
+    let mut walked = WalkedTasks::default();
     let Some(table) = w.table(value, &path) else {
-        return tasks;
+        return walked;
     };
     let template = !parent.is_empty();
     for (key, value) in table {
         check_task_name(w, key);
-        if let Some(task) = walk_task(w, key, value, &path, template) {
-            tasks.insert(key.name.to_string(), task);
+        if let Some((task, facts)) = walk_task(w, key, value, &path, template) {
+            if template {
+                w.errors
+                    .extend(check_task(key.name.as_ref(), &task, &facts, true));
+            }
+            walked.tasks.insert(key.name.to_string(), task);
+            walked.facts.insert(key.name.to_string(), facts);
         }
     }
-    tasks
+    walked
 }
 
 /// CFG-9 task-name rules.
@@ -88,27 +112,13 @@ fn check_task_name(w: &mut Walker, key: &Key) {
     w.error(at, problem);
 }
 
-/// Locations of the keys the whole-task checks point at.
-#[derive(Default)]
-struct Seen {
-    cache: Option<Location>,
-    retries: Option<Location>,
-    sandbox: Option<Location>,
-    ready_when: Option<Location>,
-    remote: Option<Location>,
-    cache_walk: Option<CacheWalk>,
-    /// The table has a key vx does not know (already reported); a missing `command` is then
-    /// most likely that key misspelt, so the "needs either" error would only add noise.
-    unknown_key: bool,
-}
-
 fn walk_task(
     w: &mut Walker,
     key: &Key,
     value: &Value,
     parent: &str,
     template: bool,
-) -> Option<TaskConfig> {
+) -> Option<(TaskConfig, TaskFacts)> {
     let name = key.name.as_ref();
     let path = join(parent, name);
     let Some(table) = value.as_table() else {
@@ -126,14 +136,14 @@ fn walk_task(
         at: w.key_at(key),
         ..TaskConfig::default()
     };
-    let mut seen = Seen::default();
+    let mut facts = TaskFacts::default();
     for (key, value) in table {
         let key_name = key.name.as_ref();
         let at = w.key_at(key);
         if allowed.contains(&key_name) {
             task.key_locations.insert(key_name.to_string(), at.clone());
         } else {
-            seen.unknown_key = true;
+            facts.unknown_key = true;
         }
         match key_name {
             "description" => task.description = w.string(value, "description"),
@@ -153,34 +163,29 @@ fn walk_task(
             "timeout" => task.timeout = w.duration(value, "timeout"),
             "retries" => {
                 task.retries = w.count(value, "retries");
-                w.milestone("task.retries", at.clone());
-                seen.retries = Some(at);
+                w.milestone("task.retries", at);
             }
             "persistent" => {
-                task.persistent = task_tables::persistent(w, value, &path, &mut seen.ready_when);
+                task.persistent = task_tables::persistent(w, value, &path, &mut facts.ready_when);
             }
             "interactive" => {
                 task.interactive = w.bool(value, "interactive");
                 w.milestone("task.interactive", at);
             }
             "sandbox" => {
-                task.sandbox = w.gated("task.sandbox", at.clone(), |w| {
+                task.sandbox = w.gated("task.sandbox", at, |w| {
                     task_tables::sandbox(w, value, &path)
                 });
-                seen.sandbox = Some(at);
             }
             "cache" => {
-                seen.cache_walk = w.gated("task.cache", at.clone(), |w| {
-                    task_tables::cache(w, value, &path)
-                });
-                task.cache = seen.cache_walk.as_ref().map(|c| c.config.clone());
-                seen.cache = Some(at);
+                let walked = w.gated("task.cache", at, |w| task_tables::cache(w, value, &path));
+                if let Some(walked) = walked {
+                    task.cache = Some(walked.config);
+                    facts.upstream = walked.upstream;
+                }
             }
             "remote" => {
-                task.remote = w.gated("task.remote", at.clone(), |w| {
-                    task_tables::remote(w, value, &path)
-                });
-                seen.remote = Some(at);
+                task.remote = w.gated("task.remote", at, |w| task_tables::remote(w, value, &path));
             }
             "extends" if !template => {
                 task.extends = w.bool(value, "extends");
@@ -192,8 +197,7 @@ fn walk_task(
             }
         }
     }
-    check_task(w, name, &task, &seen, template);
-    Some(task)
+    Some((task, facts))
 }
 
 /// Pointers for keys of other tools written at task level (CFG-8).
@@ -245,8 +249,24 @@ fn depends_on_problem(entry: &str) -> Option<&'static str> {
     }
 }
 
-/// The CFG-9 constraints between the keys of one task.
-fn check_task(w: &mut Walker, name: &str, task: &TaskConfig, seen: &Seen, template: bool) {
+/// The CFG-9 constraints between the keys of one task, as it finally is. Key locations come
+/// from `task.key_locations`, so a key a template gave is pointed at in the template. With
+/// `template`, the checks that depend on the project the template is applied to are left
+/// out.
+pub(crate) fn check_task(
+    name: &str,
+    task: &TaskConfig,
+    facts: &TaskFacts,
+    template: bool,
+) -> Vec<Diagnostic> {
+    let mut errors = Vec::new();
+    let located = |key: &str| task.key_locations.get(key).cloned();
+    let (cache_at, retries_at, sandbox_at, remote_at) = (
+        located("cache"),
+        located("retries"),
+        located("sandbox"),
+        located("remote"),
+    );
     let persistent = matches!(
         task.persistent,
         Some(Persistent::Plain(true) | Persistent::Ready(_))
@@ -255,69 +275,78 @@ fn check_task(w: &mut Walker, name: &str, task: &TaskConfig, seen: &Seen, templa
     // A `command` with a bad value was reported already; treating the task as a group too
     // would only add noise.
     let has_command = task.key_locations.contains_key("command");
-    if !template && !has_command && task.depends_on.is_empty() && !seen.unknown_key {
-        w.error(
+    if !template && !has_command && task.depends_on.is_empty() && !facts.unknown_key {
+        errors.push(Diagnostic::at(
             task.at.clone(),
             format!("task `{name}` needs either `command` or `depends-on`"),
-        );
+        ));
     }
     let mut refuse = |at: &Option<Location>, what: &str, on: &str| {
         if let Some(at) = at {
-            w.error(at.clone(), format!("`{what}` is not allowed on {on}"));
+            errors.push(Diagnostic::at(
+                at.clone(),
+                format!("`{what}` is not allowed on {on}"),
+            ));
         }
     };
     if !template && !has_command {
-        refuse(&seen.cache, "cache", "a group task (it has no `command`)");
+        refuse(&cache_at, "cache", "a group task (it has no `command`)");
     }
     if persistent {
-        refuse(&seen.cache, "cache", "a persistent task");
-        refuse(&seen.retries, "retries", "a persistent task");
-        refuse(&seen.remote, "remote", "a persistent task");
+        refuse(&cache_at, "cache", "a persistent task");
+        refuse(&retries_at, "retries", "a persistent task");
+        refuse(&remote_at, "remote", "a persistent task");
     }
     if interactive {
-        refuse(&seen.cache, "cache", "an interactive task");
+        refuse(&cache_at, "cache", "an interactive task");
         refuse(
-            &seen.ready_when,
+            &facts.ready_when,
             "persistent.ready-when",
             "an interactive task",
         );
-        refuse(&seen.sandbox, "sandbox", "an interactive task");
-        refuse(&seen.remote, "remote", "an interactive task");
+        refuse(&sandbox_at, "sandbox", "an interactive task");
+        refuse(&remote_at, "remote", "an interactive task");
     }
-    if let (Some(at), None) = (&seen.remote, &seen.cache) {
-        w.error(
+    if let (Some(at), None) = (&remote_at, &cache_at) {
+        errors.push(Diagnostic::at(
             at.clone(),
             "`remote` needs a `cache` table: only cached tasks run remotely",
-        );
+        ));
     }
-    if let (Some(at), Some(cache)) = (&seen.cache, &seen.cache_walk) {
-        if cache.config.inputs.is_none() && !template {
-            w.error(at.clone(), "`cache` needs `inputs`");
+    if let (Some(at), Some(cache)) = (&cache_at, &task.cache) {
+        if cache.inputs.is_none() && !template {
+            errors.push(Diagnostic::at(at.clone(), "`cache` needs `inputs`"));
         }
-        if cache.config.outputs.is_none() {
-            w.error(at.clone(), "`cache` needs `outputs`")
-                .hints
-                .push("write `outputs = []` for a task that writes no files".into());
+        if cache.outputs.is_none() {
+            errors.push(
+                Diagnostic::at(at.clone(), "`cache` needs `outputs`")
+                    .hint("write `outputs = []` for a task that writes no files"),
+            );
         }
         if !template {
-            check_upstream(w, &cache.upstream, &task.depends_on);
+            check_upstream(&mut errors, &facts.upstream, &task.depends_on);
         }
     }
+    errors
 }
 
 /// `cache.upstream` exact entries must name a `depends-on` entry of the same task (CFG-9).
-fn check_upstream(w: &mut Walker, upstream: &[Spanned<String>], depends_on: &[Spanned<String>]) {
+fn check_upstream(
+    errors: &mut Vec<Diagnostic>,
+    upstream: &[Spanned<String>],
+    depends_on: &[Spanned<String>],
+) {
     for entry in upstream {
         let target = entry.value.strip_prefix('!').unwrap_or(&entry.value);
         if target.contains('*') || depends_on.iter().any(|d| d.value == target) {
             continue;
         }
-        w.error(
+        errors.push(Diagnostic::at(
             entry.at.clone(),
             format!(
                 "cache.upstream: `{}` is not a `depends-on` entry of this task",
                 entry.value
             ),
-        );
+        ));
     }
 }

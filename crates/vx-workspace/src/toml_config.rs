@@ -5,6 +5,8 @@
 //! a best-effort model along with the errors, so discovery can go on and report the problems
 //! of every file together (CFG-10).
 
+use std::collections::BTreeMap;
+
 use toml_span::value::{Key, Table};
 use toml_span::Value;
 use vx_core::config::{
@@ -15,7 +17,7 @@ use vx_core::{Diagnostic, Spanned};
 
 use crate::members::check_member_glob;
 use crate::source::SourceText;
-use crate::task_config::{walk_tasks, TASK_KEYS};
+use crate::task_config::{walk_tasks, TaskFacts, TASK_KEYS};
 use crate::toml_walk::{env_entry_problem, Walker};
 
 const ROOT_KEYS: [&str; 5] = ["deps", "name", "tags", "tasks", "workspace"];
@@ -62,6 +64,11 @@ pub(crate) struct LoadedConfig {
     /// Whether the file has a `tasks` table, even an empty one: that makes the root a
     /// project (CFG-1).
     pub(crate) has_tasks_table: bool,
+    /// What the whole-task checks need about each task of `[tasks]`, which are checked once
+    /// the workspace templates are laid under them (`templates`).
+    pub(crate) task_facts: BTreeMap<String, TaskFacts>,
+    /// The same for the templates of `[workspace.tasks]`.
+    pub(crate) template_facts: BTreeMap<String, TaskFacts>,
     pub(crate) errors: Vec<Diagnostic>,
 }
 
@@ -71,6 +78,8 @@ pub(crate) fn load_config(text: &str, rel_path: &str, is_root: bool) -> LoadedCo
     let mut loaded = LoadedConfig {
         config: ConfigFile::default(),
         has_tasks_table: false,
+        task_facts: BTreeMap::new(),
+        template_facts: BTreeMap::new(),
         errors: Vec::new(),
     };
     let tree = match toml_span::parse(text) {
@@ -113,9 +122,13 @@ pub(crate) fn load_config(text: &str, rel_path: &str, is_root: bool) -> LoadedCo
             }
             "tasks" => {
                 loaded.has_tasks_table = true;
-                config.project.tasks = walk_tasks(&mut w, value, "");
+                let walked = walk_tasks(&mut w, value, "");
+                config.project.tasks = walked.tasks;
+                loaded.task_facts = walked.facts;
             }
-            "workspace" if is_root => config.workspace = workspace(&mut w, value),
+            "workspace" if is_root => {
+                config.workspace = workspace(&mut w, value, &mut loaded.template_facts);
+            }
             "workspace" => {
                 let at = w.key_at(key);
                 w.error(at, "`[workspace]` is only allowed in the root `vx.toml`")
@@ -186,7 +199,11 @@ pub(crate) fn project_name_problem(name: &str) -> Option<String> {
     }
 }
 
-fn workspace(w: &mut Walker, value: &Value) -> Option<WorkspaceConfig> {
+fn workspace(
+    w: &mut Walker,
+    value: &Value,
+    template_facts: &mut BTreeMap<String, TaskFacts>,
+) -> Option<WorkspaceConfig> {
     let table = w.table(value, "workspace")?;
     let mut ws = WorkspaceConfig::default();
     for (key, value) in table {
@@ -219,7 +236,9 @@ fn workspace(w: &mut Walker, value: &Value) -> Option<WorkspaceConfig> {
                     w.gated("workspace.cache-retention", at, |w| retention(w, value));
             }
             "tasks" => {
-                ws.tasks = w.gated("workspace.tasks", at, |w| walk_tasks(w, value, "workspace"));
+                let walked = w.gated("workspace.tasks", at, |w| walk_tasks(w, value, "workspace"));
+                ws.tasks = walked.tasks;
+                *template_facts = walked.facts;
             }
             "rules" => ws.rules = w.gated("workspace.rules", at, |w| rules(w, value)),
             "remote-cache" => {

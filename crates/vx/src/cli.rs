@@ -41,6 +41,11 @@ pub enum Verb {
     Run(Box<RunArgs>),
     /// Show projects and the resolved configuration of their tasks.
     Show(ShowArgs),
+    /// Explain why a task executed or hit in its latest recorded run.
+    Why(WhyArgs),
+    /// Manage the local cache.
+    #[command(subcommand)]
+    Cache(CacheVerb),
     /// Print the JSON Schema of vx.toml.
     Schema,
     /// Print help for vx or for a verb.
@@ -91,17 +96,22 @@ pub struct RunArgs {
     #[arg(last = true, value_name = "ARGS")]
     pub forwarded: Vec<String>,
 
+    /// No cache reads, no writes, no output cleaning.
+    #[arg(long = "no-cache")]
+    pub no_cache: bool,
+    /// No cache reads; results are still saved (outputs are cleaned first).
+    #[arg(long)]
+    pub force: bool,
+    /// Per-layer reads and writes, e.g. `local:r` or `local:rw,remote:r`.
+    #[arg(long, value_name = "SPEC")]
+    pub cache: Option<String>,
+    /// Where the cache lives (default `.vx` at the root).
+    #[arg(long = "cache-dir", value_name = "PATH")]
+    pub cache_dir: Option<String>,
+
     // Flags of later milestones: parsed so they can be refused by name.
     #[arg(long, hide = true)]
     pub retry: Option<String>,
-    #[arg(long = "no-cache", hide = true)]
-    pub no_cache: bool,
-    #[arg(long, hide = true)]
-    pub force: bool,
-    #[arg(long, hide = true)]
-    pub cache: Option<String>,
-    #[arg(long = "cache-dir", hide = true)]
-    pub cache_dir: Option<String>,
     #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub affected: Option<String>,
     #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
@@ -133,11 +143,50 @@ pub struct ShowArgs {
     pub format: Option<String>,
 }
 
+#[derive(Debug, Args)]
+pub struct WhyArgs {
+    /// A task id (`web#build`) or a task name.
+    #[arg(value_name = "TASK")]
+    pub task: String,
+    /// Explain the run whose id starts with RUNID instead of the latest.
+    #[arg(long, value_name = "RUNID")]
+    pub run: Option<String>,
+    /// Output format: pretty or json.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// The cache directory (default: STORE-2 precedence).
+    #[arg(long = "cache-dir", value_name = "PATH")]
+    pub cache_dir: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheVerb {
+    /// Evict entries by age and total size, and remove stray files.
+    Prune(PruneArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Evict entries not used for this long (e.g. 30d).
+    #[arg(long = "older-than", value_name = "DURATION")]
+    pub older_than: Option<String>,
+    /// Then evict least recently used entries until the cache is at most this big (e.g. 10G).
+    #[arg(long = "max-size", value_name = "SIZE")]
+    pub max_size: Option<String>,
+    /// Print what would be removed and change nothing.
+    #[arg(long, visible_alias = "dry-run")]
+    pub dry: bool,
+    /// Output format: pretty or json.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// The cache directory (default: STORE-2 precedence).
+    #[arg(long = "cache-dir", value_name = "PATH")]
+    pub cache_dir: Option<String>,
+}
+
 /// Verbs of later milestones, refused as `not available yet`.
 pub const LATER_VERBS: &[&str] = &[
     "init",
-    "why",
-    "cache",
     "info",
     "watch",
     "last",
@@ -147,7 +196,7 @@ pub const LATER_VERBS: &[&str] = &[
 ];
 
 /// The verbs a user can type today, for suggestions.
-pub const VERBS: &[&str] = &["run", "show", "schema", "help", "version"];
+pub const VERBS: &[&str] = &["run", "show", "why", "cache", "schema", "help", "version"];
 
 /// What parsing produced: the arguments, or something to print and an exit code.
 pub enum Parsed {
@@ -182,6 +231,9 @@ const VALUE_FLAGS: &[&str] = &[
     "--cache-dir",
     "--download",
     "--remote-exec",
+    "--run",
+    "--older-than",
+    "--max-size",
 ];
 
 /// CLI-3: in the space form a value starting with `-` is refused, so `--timeout -5s` does

@@ -61,6 +61,8 @@ fn real_main() -> Result<i32, Failure> {
             run::run(&cwd, options)
         }
         Some(Verb::Show(args)) => commands::show::show(&cwd, args),
+        Some(Verb::Why(args)) => commands::why::why(&cwd, args),
+        Some(Verb::Cache(cli::CacheVerb::Prune(args))) => commands::cache::prune(&cwd, args),
         Some(Verb::Schema) => Ok(commands::schema()),
         Some(Verb::Version { extra }) => {
             if let Some(first) = extra.first() {

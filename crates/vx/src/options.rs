@@ -56,6 +56,100 @@ pub struct RunOptions {
     pub output_logs: Option<OutputLogs>,
     pub plan: Option<Plan>,
     pub forwarded: Vec<String>,
+    pub cache: CachePolicy,
+    /// `--cache-dir`, as given (relative to cwd).
+    pub cache_dir: Option<String>,
+}
+
+/// The four cache switches of CLI-14 (the remote pair arrives with the remote layer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachePolicy {
+    pub local_read: bool,
+    pub local_write: bool,
+    /// `--cache` named the remote layer, which is not configured: one notice.
+    pub remote_named: bool,
+}
+
+impl Default for CachePolicy {
+    fn default() -> CachePolicy {
+        CachePolicy {
+            local_read: true,
+            local_write: true,
+            remote_named: false,
+        }
+    }
+}
+
+/// CLI-14: start with local `rw`; apply each `--cache` segment; `--force` turns reads off;
+/// `--no-cache` turns everything off.
+fn cache_policy(
+    spec: Option<&str>,
+    force: bool,
+    no_cache: bool,
+) -> Result<CachePolicy, Diagnostic> {
+    if no_cache {
+        if spec.is_some() {
+            return Err(Diagnostic::new(
+                "`--no-cache` cannot be combined with `--cache`",
+            ));
+        }
+        if force {
+            return Err(Diagnostic::new(
+                "`--no-cache` cannot be combined with `--force`",
+            ));
+        }
+        return Ok(CachePolicy {
+            local_read: false,
+            local_write: false,
+            remote_named: false,
+        });
+    }
+    let mut policy = CachePolicy::default();
+    if let Some(spec) = spec {
+        if spec.is_empty() {
+            return Err(invalid(
+                spec,
+                "--cache",
+                "a list such as `local:rw,remote:r`",
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        for segment in spec.split(',') {
+            let (layer, flags) = segment.split_once(':').unwrap_or((segment, ""));
+            if layer != "local" && layer != "remote" {
+                return Err(Diagnostic::new(format!(
+                    "invalid --cache layer `{layer}` (layers: local, remote)"
+                )));
+            }
+            if !seen.insert(layer) {
+                return Err(Diagnostic::new(format!(
+                    "--cache names the layer `{layer}` twice"
+                )));
+            }
+            let (mut read, mut write) = (false, false);
+            for flag in flags.chars() {
+                match flag {
+                    'r' => read = true,
+                    'w' => write = true,
+                    other => {
+                        return Err(Diagnostic::new(format!(
+                            "invalid --cache flag `{other}` (flags: r, w)"
+                        )))
+                    }
+                }
+            }
+            if layer == "local" {
+                policy.local_read = read;
+                policy.local_write = write;
+            } else {
+                policy.remote_named = true;
+            }
+        }
+    }
+    if force {
+        policy.local_read = false;
+    }
+    Ok(policy)
 }
 
 impl RunOptions {
@@ -76,12 +170,8 @@ fn not_yet(flag: &str) -> Diagnostic {
 }
 
 pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
-    let later: [(&str, bool); 11] = [
+    let later: [(&str, bool); 7] = [
         ("--retry", args.retry.is_some()),
-        ("--no-cache", args.no_cache),
-        ("--force", args.force),
-        ("--cache", args.cache.is_some()),
-        ("--cache-dir", args.cache_dir.is_some()),
         ("--affected", args.affected.is_some()),
         ("--summarize", args.summarize.is_some()),
         ("--profile", args.profile.is_some()),
@@ -191,7 +281,13 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         .iter()
         .map(|f| parse_filter(f))
         .collect::<Result<Vec<_>, _>>()?;
+    let cache = cache_policy(args.cache.as_deref(), args.force, args.no_cache)?;
+    if args.cache_dir.as_deref() == Some("") {
+        return Err(invalid("", "--cache-dir", "a directory"));
+    }
     Ok(RunOptions {
+        cache,
+        cache_dir: args.cache_dir,
         tasks: args.tasks,
         all: args.all,
         filters,
@@ -239,6 +335,32 @@ mod tests {
             resolve(a).unwrap_err().message,
             "`--dry` cannot be combined with `--graph`"
         );
+    }
+
+    #[test]
+    fn cache_segments_set_only_the_layer_they_name() {
+        let policy = |spec: Option<&str>, force: bool| cache_policy(spec, force, false);
+        let p = policy(Some("local:r"), false).unwrap();
+        assert!(p.local_read && !p.local_write);
+        let p = policy(Some("local:,remote:rw"), false).unwrap();
+        assert!(!p.local_read && !p.local_write && p.remote_named);
+        let p = policy(None, true).unwrap();
+        assert!(!p.local_read && p.local_write);
+        assert!(policy(Some("remote:"), false).unwrap().local_read);
+        let message = |spec| policy(Some(spec), false).unwrap_err().message;
+        assert_eq!(
+            message("disk:r"),
+            "invalid --cache layer `disk` (layers: local, remote)"
+        );
+        assert_eq!(message("local:x"), "invalid --cache flag `x` (flags: r, w)");
+        assert_eq!(
+            message("local:r,local:w"),
+            "--cache names the layer `local` twice"
+        );
+        assert!(cache_policy(Some("local:r"), false, true).is_err());
+        assert!(cache_policy(None, true, true).is_err());
+        let off = cache_policy(None, false, true).unwrap();
+        assert!(!off.local_read && !off.local_write);
     }
 
     #[test]

@@ -9,7 +9,25 @@ use vx_workspace::LoadError;
 use crate::error::Failure;
 
 pub fn load(cwd: &Path) -> Result<Workspace, Failure> {
-    vx_workspace::discover(cwd).map_err(|e| match e {
+    vx_workspace::discover(cwd).map_err(load_error)
+}
+
+/// The root and its `[workspace]` table only, for verbs that must work while a project's
+/// configuration is broken (HIST-3). A root `vx.toml` that does not parse gives defaults.
+pub fn root_only(
+    cwd: &Path,
+) -> Result<(std::path::PathBuf, vx_core::config::WorkspaceConfig), Failure> {
+    let root = vx_workspace::find_root(cwd).map_err(load_error)?;
+    let settings = std::fs::read_to_string(root.join(vx_core::config::CONFIG_FILE))
+        .ok()
+        .and_then(|text| vx_workspace::parse_config(&text, "vx.toml", true).ok())
+        .and_then(|config| config.workspace)
+        .unwrap_or_default();
+    Ok((root, settings))
+}
+
+fn load_error(e: LoadError) -> Failure {
+    match e {
         LoadError::NotInWorkspace {
             cwd,
             package_json_above,
@@ -26,7 +44,7 @@ pub fn load(cwd: &Path) -> Result<Workspace, Failure> {
         }
         LoadError::Config(diagnostics) => Failure::User(diagnostics),
         LoadError::Io { path, op, source } => Failure::from(io_diagnostic(&path, op, &source)),
-    })
+    }
 }
 
 /// ERR-3: file-system failures name the path and the operation.

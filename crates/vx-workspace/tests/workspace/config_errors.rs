@@ -89,8 +89,7 @@ fn keys_of_other_tools_point_at_the_vx_spelling() {
     let shown = project_errors("[tasks.build]\ncommand = \"tsc\"\ncache = false\n");
     assert_eq!(
         shown,
-        "packages/lib/vx.toml:3:1: cache is not available yet\n\
-         packages/lib/vx.toml:3:9: `cache` must be a table\n\
+        "packages/lib/vx.toml:3:9: `cache` must be a table\n\
          \x20 hint: tasks without a `cache` table are not cached; remove the `cache` table\n"
     );
 }
@@ -156,28 +155,26 @@ fn environment_tables_follow_cfg5() {
     );
 }
 
+/// `[workspace.tasks]`, `extends`, `[workspace.rules]`, `cache`, `cache-dir` and
+/// `cache-retention` are built; the root's `build` gets the template's `cache`, so its
+/// `remote` has one.
 #[test]
 fn later_milestone_keys_are_not_available_yet() {
     let text = "[workspace]\ncache-dir = \".cache\"\naffected-base = \"main\"\ncache-retention = { older-than = \"1d\" }\n\
-                rules = { upfront-keys = true }\n[workspace.remote-cache]\nurl = \"https://c\"\n\
+                rules = { upfront-keys = true, exclusive-outputs = false }\n[workspace.remote-cache]\nurl = \"https://c\"\n\
                 [workspace.remote-execution]\nurl = \"grpc://e\"\n[workspace.tasks.build]\ncache = { outputs = [] }\n\
                 [tasks.build]\ncommand = \"x\"\nretries = 1\ninteractive = false\nextends = true\nremote = true\n\
                 sandbox = { read = [\"src\"] }\n[tasks.dev]\ncommand = \"vite\"\npersistent = { ready-when = \"ready\" }\n\
                 [tasks.ok]\ncommand = \"x\"\npersistent = true\n";
     assert_eq!(
         root_errors(text),
-        "vx.toml:2:1: cache-dir is not available yet\n\
-         vx.toml:3:1: affected-base is not available yet\n\
-         vx.toml:4:1: cache-retention is not available yet\n\
-         vx.toml:5:1: rules is not available yet\n\
+        "vx.toml:3:1: affected-base is not available yet\n\
+         vx.toml:5:32: exclusive-outputs = false is not available yet\n\
          vx.toml:6:12: remote-cache is not available yet\n\
          vx.toml:8:12: remote-execution is not available yet\n\
-         vx.toml:10:12: workspace.tasks is not available yet\n\
          vx.toml:14:1: retries is not available yet\n\
          vx.toml:15:1: interactive is not available yet\n\
-         vx.toml:16:1: extends is not available yet\n\
          vx.toml:17:1: remote is not available yet\n\
-         vx.toml:17:1: `remote` needs a `cache` table: only cached tasks run remotely\n\
          vx.toml:18:1: sandbox is not available yet\n\
          vx.toml:21:16: ready-when is not available yet\n"
     );

@@ -1,7 +1,9 @@
 //! One module per verb. Each takes resolved arguments and returns an exit code or a
 //! [`Failure`](crate::error::Failure).
 
+pub mod cache;
 pub mod show;
+pub mod why;
 
 use std::path::Path;
 

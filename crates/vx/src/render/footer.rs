@@ -5,7 +5,7 @@ use std::time::Duration;
 use vx_core::units::format_duration;
 
 use super::style::Style;
-use crate::run::outcome::{Status, TaskReport};
+use crate::run::outcome::{CacheKind, Status, TaskReport};
 
 /// Lines and bytes of each failed task's output in the recap.
 const RECAP_LINES: usize = 30;
@@ -149,9 +149,27 @@ pub fn footer(style: &Style, summary: &Summary<'_>) -> String {
         .filter(|r| r.executed && matches!(r.status, Status::Success | Status::Failed))
         .map(|r| r.duration)
         .collect();
-    if !executed.is_empty() {
-        text.push_str(&format!("cache      {} no-cache\n", executed.len()));
+    let kinds = [
+        CacheKind::Miss,
+        CacheKind::UpToDate,
+        CacheKind::RestoredLocal,
+        CacheKind::NoCache,
+    ];
+    let cache_parts: Vec<String> = kinds
+        .iter()
+        .filter_map(|&kind| {
+            let n = reports.iter().filter(|r| r.cache == Some(kind)).count();
+            (n > 0).then(|| format!("{n} {}", kind.word()))
+        })
+        .collect();
+    if !cache_parts.is_empty() {
+        text.push_str(&format!("cache      {}\n", cache_parts.join(" · ")));
     }
+    let hits: Vec<&TaskReport> = reports
+        .iter()
+        .filter(|r| r.cache.is_some_and(CacheKind::is_hit))
+        .collect();
+    let saved: Duration = hits.iter().filter_map(|r| r.stored).sum();
     text.push_str(&format!("workers    {} · local\n", summary.workers));
     let wall = format_duration(summary.wall);
     if executed.is_empty() {
@@ -172,7 +190,12 @@ pub fn footer(style: &Style, summary: &Summary<'_>) -> String {
     } else {
         format!("{total} tasks")
     };
-    let mut result = format!("{tasks} · 0 cached (0%) · {wall} · 0ms saved");
+    let cached = hits.len();
+    let percent = (cached * 100 + total / 2).checked_div(total).unwrap_or(0);
+    let mut result = format!(
+        "{tasks} · {cached} cached ({percent}%) · {wall} · {} saved",
+        format_duration(saved)
+    );
     if failed > 0 {
         result.push_str(&format!(" · {}", style.red(&format!("{failed} failed"))));
     }

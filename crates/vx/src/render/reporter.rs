@@ -103,11 +103,14 @@ impl Reporter {
                     Show::Nothing
                 }
             }
-            Some(OutputLogs::Full) => return self.ci_column(status),
+            Some(OutputLogs::Full) => return self.ci_column(report),
             None => {}
         }
+        let hit = report.cache.is_some_and(|c| c.is_hit());
         match (self.flow, status) {
-            (Flow::Ci, s) => self.ci_column(s),
+            (Flow::Ci, _) => self.ci_column(report),
+            (Flow::Focused, Status::Success) if hit && requested => Show::Frame,
+            (_, Status::Success) if hit => Show::Nothing,
             (_, Status::Skipped | Status::Aborted | Status::Running) => Show::OneLiner,
             (_, Status::NotRun) => Show::Nothing,
             (Flow::Focused, Status::Success) if requested => Show::Frame,
@@ -118,8 +121,10 @@ impl Reporter {
         }
     }
 
-    fn ci_column(&self, status: Status) -> Show {
-        match status {
+    fn ci_column(&self, report: &TaskReport) -> Show {
+        let hit = report.cache.is_some_and(|c| c.is_hit());
+        match report.status {
+            Status::Success if hit && report.log.is_empty() => Show::OneLiner,
             Status::Success | Status::Failed => Show::Frame,
             Status::NotRun => Show::Nothing,
             _ => Show::OneLiner,

@@ -10,12 +10,15 @@ pub fn one_liner(style: &Style, report: &TaskReport) -> String {
     let status = report.status;
     let mut line = format!(
         "{} {} {}",
-        paint_glyph(style, status),
+        paint_glyph(style, status, report.glyph()),
         format_duration(report.duration),
         status.word()
     );
-    if matches!(status, Status::Success | Status::Failed) && report.executed {
-        line.push_str(" no-cache");
+    if matches!(status, Status::Success | Status::Failed) {
+        if let Some(cache) = report.cache {
+            line.push(' ');
+            line.push_str(cache.word());
+        }
     }
     line.push(' ');
     line.push_str(&style.id(&report.id));
@@ -26,8 +29,7 @@ pub fn one_liner(style: &Style, report: &TaskReport) -> String {
     line
 }
 
-fn paint_glyph(style: &Style, status: Status) -> String {
-    let glyph = status.glyph();
+fn paint_glyph(style: &Style, status: Status, glyph: &str) -> String {
     match status {
         Status::Success | Status::Running => style.green(glyph),
         Status::Failed | Status::Aborted => style.red(glyph),

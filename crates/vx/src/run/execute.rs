@@ -8,10 +8,10 @@
 //! is reported, and releases or skips dependants. Persistent tasks are ready at spawn (EXEC-13)
 //! and are stopped at the end of the graph unless they are kept alive after the footer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Receiver, Sender};
 use vx_core::config::TaskConfig;
@@ -25,6 +25,9 @@ use vx_exec::{
     Completion, ExecEvent, Executor, ExitReason, RunningTask, SpawnSpec, StdinMode, Stream,
 };
 
+use vx_store::log::{LogBuf, LogRecord, LogStream};
+
+use super::cache::{CacheKind, Decision, Done, RunCache};
 use super::explain::explain;
 use super::outcome::{NotReady, Status, TaskReport};
 use super::plan::Plan;
@@ -44,6 +47,8 @@ pub struct Context {
     /// `VX_TASK_TIMEOUT`.
     pub env_timeout: Option<Duration>,
     pub slots: u32,
+    /// The workspace run lock, released when the graph is finished (STORE-14).
+    pub lock: Option<vx_store::RunLock>,
 }
 
 pub enum Msg {
@@ -77,6 +82,13 @@ struct Live {
     timeout: Option<Duration>,
     /// Output printed with an `<id> │ ` prefix after the footer (keep-alive).
     prefix_at_line_start: bool,
+    /// The log as stored in an artifact: both streams and notes as records (STORE-6).
+    records: LogBuf,
+    /// How a successful result is reported and whether it may be saved.
+    cache_kind: CacheKind,
+    writes: bool,
+    unsaved_reason: &'static str,
+    started_wall: SystemTime,
 }
 
 pub struct Run<'p> {
@@ -94,6 +106,7 @@ pub struct Run<'p> {
     running_slots: u32,
     stopping: Option<i32>,
     started_at: Instant,
+    started_wall: SystemTime,
     warned_short_secrets: bool,
     keep_alive: bool,
     /// Persistent tasks that ended after being ready: (node, exit code).
@@ -101,9 +114,15 @@ pub struct Run<'p> {
     /// Handles of persistent tasks whose leader exited by itself: what they left in their
     /// session (a daemon) is stopped with the other persistent tasks (EXEC-13).
     exited_servers: Vec<Box<dyn RunningTask>>,
+    /// The cache side of the run: keys, lookups, restores and saves.
+    cache: RunCache<'p>,
+    /// Tasks that ran although an upstream failed (`--continue=always`), and everything that
+    /// folds them: never saved (EXEC-17).
+    tainted: BTreeSet<usize>,
 }
 
 impl<'p> Run<'p> {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         plan: &'p Plan,
         options: &'p RunOptions,
@@ -112,6 +131,7 @@ impl<'p> Run<'p> {
         tx: Sender<Msg>,
         rx: Receiver<Msg>,
         executor: Box<dyn Executor>,
+        cache: RunCache<'p>,
     ) -> Run<'p> {
         let requested_commands: Vec<usize> = plan
             .shown_as_requested
@@ -144,10 +164,13 @@ impl<'p> Run<'p> {
             running_slots: 0,
             stopping: None,
             started_at: Instant::now(),
+            started_wall: SystemTime::now(),
             warned_short_secrets: false,
             keep_alive: false,
             ended_persistent: Vec::new(),
             exited_servers: Vec::new(),
+            cache,
+            tainted: BTreeSet::new(),
         }
     }
 
@@ -199,6 +222,49 @@ impl<'p> Run<'p> {
         }
         let node = &self.plan.graph.nodes[i];
         let id = node.id.clone();
+        let upstream_bad = node.deps.iter().any(|&d| {
+            self.tainted.contains(&d) || matches!(self.scheduler.state(d), NodeState::Failed)
+        });
+        if upstream_bad {
+            self.tainted.insert(i);
+        }
+        let saveable = !node.folds_dropped && !upstream_bad;
+        let unsaved_reason = if node.folds_dropped {
+            "excluded-dependency"
+        } else if upstream_bad {
+            "tainted"
+        } else {
+            "writes-off"
+        };
+        let (cache_kind, writes) = if kind == Kind::OneShot {
+            match self.cache.before(&id, saveable) {
+                Decision::Hit {
+                    kind,
+                    records,
+                    short_key,
+                    stored,
+                } => {
+                    self.hit(i, kind, records, short_key, stored);
+                    return;
+                }
+                Decision::Fail(line) => {
+                    self.cache.withhold(&id);
+                    self.fail_before_start(i, &line);
+                    return;
+                }
+                Decision::Execute { cached, writes } => (
+                    if cached && (writes || self.options.cache.local_read) {
+                        CacheKind::Miss
+                    } else {
+                        CacheKind::NoCache
+                    },
+                    writes,
+                ),
+            }
+        } else {
+            (CacheKind::NoCache, false)
+        };
+        let node = &self.plan.graph.nodes[i];
         let project = &self.plan.workspace.projects[node.project];
         let dir = self.plan.workspace.root.join(&project.dir);
         let command = config.command.clone().unwrap_or_default();
@@ -280,6 +346,11 @@ impl<'p> Run<'p> {
             timed_out: false,
             timeout,
             prefix_at_line_start: true,
+            records: LogBuf::new(),
+            cache_kind,
+            writes,
+            unsaved_reason,
+            started_wall: SystemTime::now(),
         };
         let report = self.report_of(i, &live, Status::Running);
         self.live.insert(i, live);
@@ -318,10 +389,12 @@ impl<'p> Run<'p> {
             ExecEvent::Output { stream, bytes } => {
                 let Some(live) = self.live.get_mut(&i) else { return };
                 let s = stream_index(stream);
-                let mut bytes = live.maskers[s].push(&bytes);
-                if let Some(strippers) = &mut live.strippers {
-                    bytes = strippers[s].push(&bytes);
-                }
+                let bytes = live.maskers[s].push(&bytes);
+                live.records.push(log_stream(stream), &bytes);
+                let bytes = match &mut live.strippers {
+                    Some(strippers) => strippers[s].push(&bytes),
+                    None => bytes,
+                };
                 self.output(i, &bytes);
             }
             ExecEvent::TimedOut => {
@@ -379,6 +452,9 @@ impl<'p> Run<'p> {
         }
         line.extend_from_slice(live.maskers[0].mask_str(text).as_bytes());
         line.push(b'\n');
+        if let Some(live) = self.live.get_mut(&i) {
+            live.records.push(LogStream::Note, &line);
+        }
         self.output(i, &line);
     }
 
@@ -387,8 +463,12 @@ impl<'p> Run<'p> {
             return;
         };
         let mut rest = Vec::new();
-        for s in 0..2 {
+        for (s, stream) in [LogStream::Stdout, LogStream::Stderr]
+            .into_iter()
+            .enumerate()
+        {
             let mut bytes = live.maskers[s].finish();
+            live.records.push(stream, &bytes);
             if let Some(strippers) = &mut live.strippers {
                 bytes = strippers[s].push(&bytes);
             }
@@ -431,6 +511,19 @@ impl<'p> Run<'p> {
         report.exit_code = Some(code);
         report.timed_out = completion.timed_out;
         report.duration = completion.duration;
+        if kind == Kind::OneShot && status != Status::Aborted {
+            let encoded = live.records.encode();
+            self.cache.after(Done {
+                id: &report.id,
+                success: status == Status::Success,
+                writes: live.writes,
+                unsaved_reason: live.unsaved_reason,
+                started: live.started_wall,
+                duration: completion.duration,
+                command_line: &live.command_line,
+                log: &encoded,
+            });
+        }
         self.reporter.finished(i, &report, self.is_shown(i));
         self.reports.insert(i, report);
         let finish = if status == Status::Success {
@@ -480,18 +573,11 @@ impl<'p> Run<'p> {
             if kind_of(task(self.plan, s)) == Kind::Group {
                 continue;
             }
-            let report = TaskReport {
-                id: self.plan.graph.nodes[s].id.clone(),
-                status: Status::Skipped,
-                executed: false,
-                exit_code: None,
-                timed_out: false,
-                not_ready: None,
-                duration: Duration::ZERO,
+            let report = TaskReport::not_started(
+                self.plan.graph.nodes[s].id.clone(),
+                Status::Skipped,
                 blocked_by,
-                command_line: None,
-                log: Vec::new(),
-            };
+            );
             self.reporter.finished(s, &report, self.is_shown(s));
             self.reports.insert(s, report);
         }
@@ -509,7 +595,58 @@ impl<'p> Run<'p> {
             blocked_by: None,
             command_line: Some(live.command_line.clone()),
             log: live.log.clone(),
+            cache: (live.kind == Kind::OneShot).then_some(live.cache_kind),
+            short_key: None,
+            stored: None,
         }
+    }
+
+    /// A hit (UI-1): the stored log is replayed through the same path as live output.
+    fn hit(
+        &mut self,
+        i: usize,
+        kind: CacheKind,
+        records: Vec<LogRecord>,
+        short_key: String,
+        stored: Duration,
+    ) {
+        let started = Instant::now();
+        let mut strippers = (!self.reporter.style.colour)
+            .then(|| [Stripper::new(), Stripper::new(), Stripper::new()]);
+        let mut log = Vec::new();
+        for record in records {
+            let bytes = match &mut strippers {
+                Some(s) => s[record.stream as usize - 1].push(&record.bytes),
+                None => record.bytes,
+            };
+            log.extend_from_slice(&bytes);
+        }
+        let mut report =
+            TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), Status::Success, None);
+        report.cache = Some(kind);
+        report.short_key = Some(short_key);
+        report.stored = Some(stored);
+        report.log = log;
+        // A hit's frame is printed whole, header status included, even when it would stream.
+        report.duration = started.elapsed();
+        self.reporter.finished(i, &report, self.is_shown(i));
+        self.reports.insert(i, report);
+        let skipped = self.scheduler.finish(i, Finish::Success);
+        self.report_skipped(&skipped);
+    }
+
+    /// A task that fails before it runs: its key could not be derived, or its outputs could
+    /// not be cleaned.
+    fn fail_before_start(&mut self, i: usize, line: &str) {
+        let mut report =
+            TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), Status::Failed, None);
+        report.log = format!("{line}\n").into_bytes();
+        report.exit_code = Some(1);
+        self.reporter.started(i, &report);
+        self.reporter.finished(i, &report, self.is_shown(i));
+        self.reports.insert(i, report);
+        let skipped = self.scheduler.finish(i, Finish::Failed);
+        self.report_skipped(&skipped);
     }
 
     /// EXEC-9: the first signal stops dispatch and forwards the signal once; a second one
@@ -554,22 +691,12 @@ impl Run<'_> {
             if kind_of(task(self.plan, i)) == Kind::Group {
                 continue;
             }
-            let report = TaskReport {
-                id: self.plan.graph.nodes[i].id.clone(),
-                status: if signalled {
-                    Status::NotRun
-                } else {
-                    Status::Skipped
-                },
-                executed: false,
-                exit_code: None,
-                timed_out: false,
-                not_ready: None,
-                duration: Duration::ZERO,
-                blocked_by: None,
-                command_line: None,
-                log: Vec::new(),
+            let status = if signalled {
+                Status::NotRun
+            } else {
+                Status::Skipped
             };
+            let report = TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), status, None);
             self.reporter.finished(i, &report, self.is_shown(i));
             self.reports.insert(i, report);
         }
@@ -598,11 +725,80 @@ impl Run<'_> {
             self.stop_exited_servers();
         }
 
+        let history = (!signalled).then(|| self.history());
+        self.cache.finish(history);
         let code = self.finish_output();
+        // STORE-14: released before the foreground wait for kept persistent tasks.
+        self.ctx.lock.take();
         if kept.is_empty() || self.stopping.is_some() {
             return code;
         }
         self.keep_alive_loop(&kept)
+    }
+
+    /// The rows `vx why` reads (HIST-1's minimal M2 subset): one per non-group task with an
+    /// outcome other than aborted or not run.
+    fn history(&self) -> (vx_store::index::Invocation, Vec<vx_store::index::RunRow>) {
+        let run_id = super::cache::run_id();
+        let started_at = super::cache::epoch_ms(self.started_wall);
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        let mut rows = Vec::new();
+        let mut failed = false;
+        for report in self.reports.values() {
+            if matches!(report.status, Status::Aborted | Status::NotRun) {
+                continue;
+            }
+            failed |= matches!(report.status, Status::Failed | Status::Skipped);
+            *counts
+                .entry(report.status.word().replace(' ', "_"))
+                .or_default() += 1;
+            if let Some(cache) = report.cache {
+                *counts.entry(cache.word().replace('-', "_")).or_default() += 1;
+            }
+            rows.push(vx_store::index::RunRow {
+                run_id: run_id.clone(),
+                project: report.id.project.clone(),
+                task: report.id.task.clone(),
+                status: report.status.word().to_string(),
+                cache: report.cache.map_or("", |c| c.word()).to_string(),
+                placement: Some("local".into()),
+                exit_code: report.exit_code,
+                duration_ms: report.duration.as_millis() as u64,
+                attempts: u32::from(report.executed),
+                timed_out: report.timed_out,
+                not_ready: report.not_ready.is_some(),
+                blocked_by: report.blocked_by.as_ref().map(|b| b.to_string()),
+                ..Default::default()
+            });
+        }
+        let invocation = vx_store::index::Invocation {
+            run_id,
+            argv: std::env::args().collect(),
+            started_at,
+            ended_at: super::cache::epoch_ms(SystemTime::now()),
+            exit_code: i32::from(failed),
+            task_count: rows.len() as u64,
+            counts,
+            os: std::env::consts::OS.into(),
+            arch: std::env::consts::ARCH.into(),
+            vx_version: env!("CARGO_PKG_VERSION").into(),
+            concurrency: self.ctx.slots,
+            cache_policy: format!(
+                "local:{}{}",
+                if self.options.cache.local_read {
+                    "r"
+                } else {
+                    ""
+                },
+                if self.options.cache.local_write {
+                    "w"
+                } else {
+                    ""
+                }
+            ),
+            ..Default::default()
+        };
+        (invocation, rows)
     }
 
     /// Held failure frames, the recap and the footer; returns the run's exit code.
@@ -723,6 +919,13 @@ fn kind_of(config: &TaskConfig) -> Kind {
     }
 }
 
+fn log_stream(stream: Stream) -> LogStream {
+    match stream {
+        Stream::Stdout => LogStream::Stdout,
+        Stream::Stderr => LogStream::Stderr,
+    }
+}
+
 fn stream_index(stream: Stream) -> usize {
     match stream {
         Stream::Stdout => 0,
@@ -767,10 +970,27 @@ mod tests {
             kill_grace: Duration::from_millis(100),
             env_timeout: None,
             slots: 1,
+            lock: None,
         };
+        let host_env = BTreeMap::new();
+        let dir = f.path(".vx");
+        let opened = super::super::setup::open(&plan, &dir, vx_store::Access::ReadWrite, false)
+            .unwrap_or_else(|_| panic!("open the cache"));
+        let (cache, _) =
+            super::super::setup::run_cache(&plan, &options, &host_env, None, opened, false);
         let reporter = Reporter::new(Style { colour: false }, Flow::Broad, Some(OutputLogs::None));
         let (tx, rx) = crossbeam_channel::unbounded();
-        Run::new(&plan, &options, ctx, reporter, tx, rx, Box::new(executor)).execute()
+        Run::new(
+            &plan,
+            &options,
+            ctx,
+            reporter,
+            tx,
+            rx,
+            Box::new(executor),
+            cache,
+        )
+        .execute()
     }
 
     #[test]

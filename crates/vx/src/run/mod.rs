@@ -5,12 +5,16 @@
 //! orchestration loop that spawns, supervises and reports every task; [`outcome`] is the
 //! vocabulary of what happened; [`explain`] words failure notes; [`stripper`] removes escapes.
 
+pub mod cache;
 pub mod cpus;
 pub mod execute;
 pub mod explain;
+pub mod keys;
 pub mod outcome;
+pub mod outputs;
 pub mod plan;
 pub mod preview;
+pub mod setup;
 pub mod stripper;
 
 use std::collections::BTreeMap;
@@ -34,15 +38,22 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
     // Signals are taken over before any child exists, so Ctrl-C always reaches vx's handler.
     forward_signals(tx.clone())?;
     let plan = plan::plan(cwd, &options)?;
-    match &options.plan {
-        Some(PlanFlag::DryText) => return Ok(preview::dry_text(&plan)),
-        Some(PlanFlag::DryJson) => return Ok(preview::dry_json(&plan)),
-        Some(PlanFlag::Graph(path)) => return preview::graph(&plan, path.as_deref()),
-        None => {}
-    }
     let host_env: BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
+    let sh = find_on_path("sh", host_env.get("PATH").map(String::as_str).unwrap_or(""));
+    match &options.plan {
+        Some(PlanFlag::DryText) => {
+            let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
+            return Ok(preview::dry_text(&plan, &rows));
+        }
+        Some(PlanFlag::DryJson) => {
+            let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
+            return Ok(preview::dry_json(&plan, &rows));
+        }
+        Some(PlanFlag::Graph(path)) => return preview::graph(&plan, path.as_deref()),
+        None => {}
+    }
     let lookup = |name: &str| host_env.get(name).cloned();
     let style = Style {
         colour: colour_enabled(&lookup),
@@ -63,16 +74,23 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
             .concurrency
             .unwrap_or_else(available_cpus),
     };
+    if options.cache.remote_named {
+        crate::render::notice("no remote cache is configured; --cache remote:… has no effect");
+    }
+    let dir = setup::resolve_cache_dir(&plan, cwd, &options, &host_env)?;
+    let opened = setup::open(&plan, &dir, vx_store::Access::ReadWrite, true)?;
+    let (cache, lock) = setup::run_cache(&plan, &options, &host_env, sh.clone(), opened, ci);
     let ctx = Context {
         kill_grace: env_duration(&host_env, "VX_KILL_GRACE").unwrap_or(DEFAULT_KILL_GRACE),
         env_timeout: env_duration(&host_env, "VX_TASK_TIMEOUT"),
-        sh: find_on_path("sh", host_env.get("PATH").map(String::as_str).unwrap_or("")),
-        host_env,
+        sh,
+        host_env: host_env.clone(),
         slots: slots.max(1),
+        lock,
     };
     let reporter = Reporter::new(style, flow, options.output_logs);
     let executor = Box::new(vx_exec::Supervisor::new());
-    Ok(Run::new(&plan, &options, ctx, reporter, tx, rx, executor).execute())
+    Ok(Run::new(&plan, &options, ctx, reporter, tx, rx, executor, cache).execute())
 }
 
 /// ENV-1: truthy means set and not `0`, `false` or empty.

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use vx_core::TaskId;
 
+pub use super::cache::CacheKind;
+
 /// The final state of a task in a run (glossary: outcome), plus `Running` for a ready
 /// persistent task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +31,7 @@ impl Status {
         }
     }
 
-    /// UI-1 glyph for an executed task (M1 has no hits).
+    /// UI-1 glyph for an executed task; hits have their own ([`TaskReport::glyph`]).
     pub fn glyph(self) -> &'static str {
         match self {
             Status::Success => "⏺",
@@ -64,9 +66,43 @@ pub struct TaskReport {
     pub command_line: Option<String>,
     /// Both streams in the order received, with note records, masked.
     pub log: Vec<u8>,
+    /// How the result was obtained, for tasks that executed or hit (UI-1).
+    pub cache: Option<CacheKind>,
+    /// The first 12 hex digits of the key, for hits (UI-2).
+    pub short_key: Option<String>,
+    /// For hits: the recorded execution time the hit saved (UI-7).
+    pub stored: Option<Duration>,
 }
 
 impl TaskReport {
+    /// UI-1: hits have their own glyph.
+    pub fn glyph(&self) -> &'static str {
+        match (self.status, self.cache) {
+            (Status::Success, Some(CacheKind::UpToDate)) => "►",
+            (Status::Success, Some(CacheKind::RestoredLocal)) => "⇢",
+            (status, _) => status.glyph(),
+        }
+    }
+
+    /// A report for a task that never ran (skipped, not run).
+    pub fn not_started(id: TaskId, status: Status, blocked_by: Option<TaskId>) -> TaskReport {
+        TaskReport {
+            id,
+            status,
+            executed: false,
+            exit_code: None,
+            timed_out: false,
+            not_ready: None,
+            duration: Duration::ZERO,
+            blocked_by,
+            command_line: None,
+            log: Vec::new(),
+            cache: None,
+            short_key: None,
+            stored: None,
+        }
+    }
+
     /// The status shown in a frame header (UI-2).
     pub fn header_status(&self) -> String {
         match self.status {
@@ -79,7 +115,11 @@ impl TaskReport {
             },
             Status::Aborted => "aborted".to_string(),
             Status::Running => "running".to_string(),
-            _ => "executed".to_string(),
+            _ => match (self.cache, &self.short_key) {
+                (Some(CacheKind::UpToDate), Some(key)) => format!("up-to-date · {key}"),
+                (Some(CacheKind::RestoredLocal), Some(key)) => format!("restored-local · {key}"),
+                _ => "executed".to_string(),
+            },
         }
     }
 }

@@ -17,6 +17,9 @@ use crate::workspace::load;
 pub struct Plan {
     pub workspace: Workspace,
     pub graph: TaskGraph,
+    /// Every task of the workspace with its resolved edges: keys fold upstreams that the run
+    /// does not schedule (CLI-13) through it.
+    pub table: TaskTable,
     /// Nodes displayed as requested: the requested ones plus members surfaced from requested
     /// groups (GRAPH-7).
     pub shown_as_requested: BTreeSet<usize>,
@@ -56,6 +59,7 @@ pub fn plan(cwd: &Path, options: &RunOptions) -> Result<Plan, Failure> {
         projects_in_run: projects.len(),
         workspace,
         graph,
+        table,
         shown_as_requested,
     })
 }

@@ -1,5 +1,5 @@
-//! `--dry` and `--graph` (UI-12, UI-13): the plan, printed instead of run. In this release no
-//! task is cached, so every task is `no-cache` and no key is shown.
+//! `--dry` and `--graph` (UI-12, UI-13): the plan, printed instead of run. Keys are derived
+//! and the local store is probed for existence only (read-only: nothing is written).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -35,24 +35,80 @@ fn description(plan: &Plan, i: usize) -> Option<String> {
         .clone()
 }
 
-fn rows(plan: &Plan) -> Vec<usize> {
-    (0..plan.graph.nodes.len())
-        .filter(|&i| !is_group(&plan.workspace, &plan.graph.nodes[i].id))
-        .collect()
+/// What `--dry` knows of one non-group task.
+pub struct DryRow {
+    pub node: usize,
+    /// The key, or the probe failure that kept it unknown (KEY-8).
+    pub key: Result<String, String>,
+    /// The key is a prediction from the current tree (SCHED-6).
+    pub prediction: bool,
+    pub cache: DryCache,
 }
 
-pub fn dry_text(plan: &Plan) -> i32 {
-    let rows = rows(plan);
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DryCache {
+    HitLocal,
+    Miss,
+    NoCache,
+}
+
+impl DryCache {
+    fn json(self) -> &'static str {
+        match self {
+            DryCache::HitLocal => "hit-local",
+            DryCache::Miss => "miss",
+            DryCache::NoCache => "no-cache",
+        }
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            DryCache::HitLocal => "◉",
+            DryCache::Miss => "▶",
+            DryCache::NoCache => "·",
+        }
+    }
+}
+
+pub fn dry_text(plan: &Plan, rows: &[DryRow]) -> i32 {
     let mut text = String::from("would run:\n");
-    for &i in &rows {
-        let _ = writeln!(text, "  · {}", plan.graph.nodes[i].id);
+    for row in rows {
+        let i = row.node;
+        let key = match &row.key {
+            Ok(key) => format!("  {}{}", if row.prediction { "~" } else { "" }, &key[..12]),
+            Err(why) => format!("  unknown ({why})"),
+        };
+        let _ = writeln!(
+            text,
+            "  {} {}{key}",
+            row.cache.symbol(),
+            plan.graph.nodes[i].id
+        );
         if let Some(d) = description(plan, i) {
             let _ = writeln!(text, "      {d}");
         }
     }
     let n = rows.len();
+    let hits = rows
+        .iter()
+        .filter(|r| r.cache == DryCache::HitLocal)
+        .count();
     let tasks = plural(n, "task");
-    let _ = writeln!(text, "{tasks} planned: 0 cache hits, {n} would run");
+    let hit_text = if hits == 1 {
+        "1 cache hit".to_string()
+    } else {
+        format!("{hits} cache hits")
+    };
+    let local = if hits > 0 {
+        format!(" ({hits} local)")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        text,
+        "{tasks} planned: {hit_text}{local}, {} would run",
+        n - hits
+    );
     let _ = writeln!(
         text,
         "predicted: ~0ms wall · ~0ms total ({tasks} without history)"
@@ -61,11 +117,11 @@ pub fn dry_text(plan: &Plan) -> i32 {
     exit::SUCCESS
 }
 
-pub fn dry_json(plan: &Plan) -> i32 {
-    let rows = rows(plan);
+pub fn dry_json(plan: &Plan, rows: &[DryRow]) -> i32 {
     let tasks: Vec<serde_json::Value> = rows
         .iter()
-        .map(|&i| {
+        .map(|row| {
+            let i = row.node;
             let node = &plan.graph.nodes[i];
             let deps: Vec<String> = real_deps(plan, i)
                 .into_iter()
@@ -75,7 +131,9 @@ pub fn dry_json(plan: &Plan) -> i32 {
                 "id": node.id.to_string(),
                 "project": node.id.project,
                 "task": node.id.task,
-                "cache": "no-cache",
+                "key": row.key.as_ref().ok(),
+                "key_is_prediction": row.prediction,
+                "cache": row.cache.json(),
                 "deps": deps,
                 "placement": "local",
             });

@@ -106,9 +106,9 @@ fn later_milestone_flags_and_verbs_are_not_available_yet() {
     let out = f.vx(&["run", "build", "--affected"]);
     assert_eq!(out.code, 2);
     assert_eq!(out.stderr, "error: --affected is not available yet\n");
-    let out = f.vx(&["why", "lib#build"]);
+    let out = f.vx(&["info"]);
     assert_eq!(out.code, 2);
-    assert_eq!(out.stderr, "error: vx why is not available yet\n");
+    assert_eq!(out.stderr, "error: vx info is not available yet\n");
 }
 
 #[test]

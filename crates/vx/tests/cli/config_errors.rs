@@ -29,13 +29,13 @@ fn several_errors_across_files_are_reported_together() {
 #[test]
 fn later_milestone_keys_are_refused_not_ignored() {
     let f = one_project(
-        "[tasks.build]\ncommand = \"echo ran > ran.txt\"\ncache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+        "[tasks.build]\ncommand = \"echo ran > ran.txt\"\nsandbox = { read = [\"src\"] }\n",
     );
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr
-            .starts_with("error: packages/lib/vx.toml:3:1: cache is not available yet"),
+            .starts_with("error: packages/lib/vx.toml:3:1: sandbox is not available yet"),
         "{}",
         out.stderr
     );

@@ -4,12 +4,14 @@
 //! (TEST-2).
 
 mod acceptance;
+mod cache;
 mod cli_errors;
 mod config_errors;
 mod execution;
 mod plan_output;
 mod processes;
 mod snapshots;
+mod templates;
 
 use vx_test_support::fixture::Fixture;
 

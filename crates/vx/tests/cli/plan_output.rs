@@ -9,8 +9,8 @@ fn dry_text_lists_the_plan_and_runs_nothing() {
     let out = f.vx(&["run", "build", "--all", "--dry"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
-        out.stdout,
-        "would run:\n  · app#build\n  · docs#build\n  · lib#build\n3 tasks planned: 0 cache hits, 3 would run\npredicted: ~0ms wall · ~0ms total (3 tasks without history)\n"
+        out.stdout_redacted(&f),
+        "would run:\n  · app#build  [key]\n  · docs#build  [key]\n  · lib#build  [key]\n3 tasks planned: 0 cache hits, 3 would run\npredicted: ~[t] wall · ~[t] total (3 tasks without history)\n"
     );
     assert!(!f.path("packages/lib/dist").exists());
 }

@@ -1,0 +1,339 @@
+//! Packing (STORE-5, STORE-7 step 2): stat the outputs, check the cap, write the archive to a
+//! staging file, and read it back with [`validate`].
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use tar::EntryType;
+
+use super::{
+    create_temp, hash_prefix, safe_name, validate, ArtifactMeta, Damage, FileMeta, HashingReader,
+    OutputFile, ReadError, BLOCK, FORMAT, PACK_TEMP_PREFIX,
+};
+
+/// A packed artifact waiting in the staging directory.
+#[derive(Debug)]
+pub struct Packed {
+    /// The temporary file in `tmp_dir` (mode 0600); the caller renames or removes it.
+    pub path: PathBuf,
+    /// Compressed size.
+    pub size_bytes: u64,
+    /// The metadata as stored, with `files` filled.
+    pub meta: ArtifactMeta,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    #[error("the outputs would make a {size}-byte artifact, over the size cap")]
+    TooLarge { size: u64 },
+    #[error("output `{name}` is a symlink leaving the project")]
+    SymlinkLeaves { name: String },
+    #[error("output `{name}` is a dangling symlink")]
+    DanglingSymlink { name: String },
+    #[error("output `{name}` is a symlink to a directory")]
+    SymlinkToDirectory { name: String },
+    #[error("output `{name}` is not a regular file")]
+    NotRegular { name: String },
+    /// An entry name that is unsafe (see [`safe_name`]) or given twice: a caller bug.
+    #[error("`{name}` is not a valid output entry name")]
+    BadName { name: String },
+    /// The re-read of the packed file failed (STORE-7 step 2).
+    #[error("the packed artifact does not read back ({0})")]
+    Damaged(Damage),
+    #[error("`{}`: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// Packs `files` (entry names already `outputs/...`/`workspace-outputs/...`, any order) into a
+/// unique temp file in `tmp_dir`, then re-reads it with [`validate`] (STORE-7 step 2).
+/// `meta.files` and `meta.format` are filled here. A symlink output is stored as its target's
+/// bytes when the resolved target is a regular file inside [`OutputFile::contain`].
+pub fn pack(
+    tmp_dir: &Path,
+    log: &[u8],
+    mut meta: ArtifactMeta,
+    files: &[OutputFile],
+    cap: u64,
+) -> Result<Packed, PackError> {
+    let mut files: Vec<&OutputFile> = files.iter().collect();
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut sources = Vec::with_capacity(files.len());
+    meta.format = FORMAT;
+    meta.files.clear();
+    for file in &files {
+        if !safe_name(&file.name) || meta.files.contains_key(&file.name) {
+            return Err(PackError::BadName {
+                name: file.name.clone(),
+            });
+        }
+        let (file_meta, source) = inspect(file)?;
+        meta.files.insert(file.name.clone(), file_meta);
+        sources.push(source);
+    }
+    let meta_json = serde_json::to_vec(&meta).expect("artifact metadata serializes");
+    let mut entries = vec![
+        ("log", log.len() as u64),
+        ("meta.json", meta_json.len() as u64),
+    ];
+    entries.extend(meta.files.iter().map(|(name, m)| (name.as_str(), m.size)));
+    entries.push(("digest", 64));
+    let size = entries.iter().map(|(n, s)| entry_size(n, *s)).sum::<u64>() + 2 * BLOCK;
+    if size > cap {
+        return Err(PackError::TooLarge { size });
+    }
+
+    let (temp, file) =
+        create_temp(tmp_dir, PACK_TEMP_PREFIX, ".tmp", 0o600).map_err(|source| PackError::Io {
+            path: tmp_dir.to_path_buf(),
+            source,
+        })?;
+    let written = write_archive(&temp, file, log, &meta_json, &meta, &files, &sources);
+    let checked = written.and_then(|()| {
+        validate(&temp, &meta.key, &|_| true, cap).map_err(|err| match err {
+            ReadError::Damaged(damage) => PackError::Damaged(damage),
+            ReadError::Vanished => PackError::Io {
+                path: temp.clone(),
+                source: io::ErrorKind::NotFound.into(),
+            },
+            ReadError::Io { path, source } => PackError::Io { path, source },
+        })
+    });
+    let size_bytes = checked.and_then(|_| {
+        fs::metadata(&temp)
+            .map(|m| m.len())
+            .map_err(|source| PackError::Io {
+                path: temp.clone(),
+                source,
+            })
+    });
+    match size_bytes {
+        Ok(size_bytes) => Ok(Packed {
+            path: temp,
+            size_bytes,
+            meta,
+        }),
+        Err(err) => {
+            let _ = fs::remove_file(&temp);
+            Err(err)
+        }
+    }
+}
+
+/// Stats one output, following a symlink only to a regular file inside `contain`.
+fn inspect(file: &OutputFile) -> Result<(FileMeta, PathBuf), PackError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PackError::Io { path, source }
+    };
+    let name = || file.name.clone();
+    let lstat = fs::symlink_metadata(&file.path).map_err(io(&file.path))?;
+    if lstat.is_file() {
+        return Ok((file_meta(&lstat), file.path.clone()));
+    }
+    if !lstat.file_type().is_symlink() {
+        return Err(PackError::NotRegular { name: name() });
+    }
+    let real = match fs::canonicalize(&file.path) {
+        Ok(real) => real,
+        Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(PackError::DanglingSymlink { name: name() })
+        }
+        Err(e) => return Err(io(&file.path)(e)),
+    };
+    let contain = fs::canonicalize(&file.contain).map_err(io(&file.contain))?;
+    if !real.starts_with(&contain) {
+        return Err(PackError::SymlinkLeaves { name: name() });
+    }
+    let stat = fs::metadata(&real).map_err(io(&real))?;
+    if stat.is_dir() {
+        return Err(PackError::SymlinkToDirectory { name: name() });
+    }
+    if !stat.is_file() {
+        return Err(PackError::NotRegular { name: name() });
+    }
+    Ok((file_meta(&stat), real))
+}
+
+fn file_meta(md: &fs::Metadata) -> FileMeta {
+    FileMeta {
+        mode: md.mode() & 0o7777,
+        mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
+        size: md.len(),
+    }
+}
+
+fn write_archive(
+    temp: &Path,
+    file: File,
+    log: &[u8],
+    meta_json: &[u8],
+    meta: &ArtifactMeta,
+    files: &[&OutputFile],
+    sources: &[PathBuf],
+) -> Result<(), PackError> {
+    let at_temp = |source| PackError::Io {
+        path: temp.to_path_buf(),
+        source,
+    };
+    let mut encoder = zstd::Encoder::new(BufWriter::new(file), 3).map_err(at_temp)?;
+    encoder.include_checksum(true).map_err(at_temp)?;
+    let mut tar = TarWriter::new(encoder);
+    let mut digest = blake3::Hasher::new();
+    for (name, body) in [("log", log), ("meta.json", meta_json)] {
+        hash_prefix(&mut digest, name, body.len() as u64);
+        digest.update(body);
+        tar.entry(
+            name.as_bytes(),
+            EntryType::Regular,
+            body.len() as u64,
+            &mut &body[..],
+        )
+        .map_err(at_temp)?;
+    }
+    for (file, source) in files.iter().zip(sources) {
+        let size = meta.files[&file.name].size;
+        let at_source = |source_err| PackError::Io {
+            path: source.clone(),
+            source: source_err,
+        };
+        let opened = File::open(source).map_err(at_source)?;
+        let mut body = HashingReader {
+            inner: (&opened).take(size),
+            hasher: &mut digest,
+            count: 0,
+            failed: false,
+        };
+        hash_prefix(body.hasher, &file.name, size);
+        let result = tar.entry(file.name.as_bytes(), EntryType::Regular, size, &mut body);
+        match result {
+            Err(e) if body.failed => return Err(at_source(e)),
+            Err(e) => return Err(at_temp(e)),
+            Ok(())
+                if body.count != size || opened.metadata().map(|m| m.len()).ok() != Some(size) =>
+            {
+                let changed = io::Error::other("the file changed while it was packed");
+                return Err(at_source(changed));
+            }
+            Ok(()) => {}
+        }
+    }
+    let hex = digest.finalize().to_hex();
+    tar.entry(b"digest", EntryType::Regular, 64, &mut hex.as_bytes())
+        .map_err(at_temp)?;
+    let encoder = tar.finish().map_err(at_temp)?;
+    let buffered = encoder.finish().map_err(at_temp)?;
+    buffered.into_inner().map_err(|e| at_temp(e.into_error()))?;
+    Ok(())
+}
+
+/// A minimal ustar writer: exact control over every header byte, pax `path` records for long
+/// names. (`tar::Builder` would emit GNU long-name entries instead.)
+pub(crate) struct TarWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> TarWriter<W> {
+    pub(crate) fn new(out: W) -> TarWriter<W> {
+        TarWriter { out }
+    }
+
+    /// Writes one entry; `body` must yield `size` bytes (fewer are padded with zeros so the
+    /// archive stays well formed; the caller detects the shortfall).
+    pub(crate) fn entry(
+        &mut self,
+        name: &[u8],
+        kind: EntryType,
+        size: u64,
+        body: &mut dyn Read,
+    ) -> io::Result<()> {
+        let mut header = tar::Header::new_ustar();
+        if !place_name(&mut header, name) {
+            let record = pax_path_record(name);
+            let mut pax = tar::Header::new_ustar();
+            pax.as_ustar_mut().expect("ustar").name[..13].copy_from_slice(b"././@PaxPath\0");
+            finish_header(&mut pax, EntryType::XHeader, record.len() as u64);
+            self.out.write_all(pax.as_bytes())?;
+            self.out.write_all(&record)?;
+            self.pad(record.len() as u64)?;
+            let field = &mut header.as_ustar_mut().expect("ustar").name;
+            field.copy_from_slice(&name[..100]);
+        }
+        finish_header(&mut header, kind, size);
+        self.out.write_all(header.as_bytes())?;
+        let written = io::copy(&mut body.take(size), &mut self.out)?;
+        io::copy(&mut io::repeat(0).take(size - written), &mut self.out)?;
+        self.pad(size)
+    }
+
+    fn pad(&mut self, len: u64) -> io::Result<()> {
+        let rest = (BLOCK - len % BLOCK) % BLOCK;
+        self.out.write_all(&[0; BLOCK as usize][..rest as usize])
+    }
+
+    /// Writes the two zero blocks that end the archive.
+    pub(crate) fn finish(mut self) -> io::Result<W> {
+        self.out.write_all(&[0; 2 * BLOCK as usize])?;
+        Ok(self.out)
+    }
+}
+
+/// Puts `name` in the ustar name (and prefix) fields; false when it does not fit.
+fn place_name(header: &mut tar::Header, name: &[u8]) -> bool {
+    let ustar = header.as_ustar_mut().expect("ustar");
+    if name.len() <= 100 {
+        ustar.name[..name.len()].copy_from_slice(name);
+        return true;
+    }
+    // Split at a `/` so that the prefix takes at most 155 bytes and the rest at most 100.
+    let split = name
+        .iter()
+        .enumerate()
+        .filter(|(i, b)| **b == b'/' && *i <= 155 && name.len() - i - 1 <= 100 && *i > 0)
+        .map(|(i, _)| i)
+        .next();
+    match split {
+        Some(i) if i + 1 < name.len() => {
+            ustar.prefix[..i].copy_from_slice(&name[..i]);
+            ustar.name[..name.len() - i - 1].copy_from_slice(&name[i + 1..]);
+            true
+        }
+        _ => false,
+    }
+}
+
+fn finish_header(header: &mut tar::Header, kind: EntryType, size: u64) {
+    header.set_entry_type(kind);
+    header.set_size(size);
+    header.set_mode(0o644);
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_mtime(0);
+    header.set_cksum();
+}
+
+/// `"<len> path=<name>\n"`, where `<len>` counts the whole record including itself.
+fn pax_path_record(name: &[u8]) -> Vec<u8> {
+    let rest = " path=\n".len() + name.len();
+    let mut len = rest + 1;
+    while len != rest + len.to_string().len() {
+        len = rest + len.to_string().len();
+    }
+    let mut record = format!("{len} path=").into_bytes();
+    record.extend_from_slice(name);
+    record.push(b'\n');
+    record
+}
+
+/// Bytes one entry takes in the uncompressed archive.
+fn entry_size(name: &str, size: u64) -> u64 {
+    let round = |n: u64| n.div_ceil(BLOCK) * BLOCK;
+    let mut header = tar::Header::new_ustar();
+    let pax = if place_name(&mut header, name.as_bytes()) {
+        0
+    } else {
+        BLOCK + round(pax_path_record(name.as_bytes()).len() as u64)
+    };
+    pax + BLOCK + round(size)
+}

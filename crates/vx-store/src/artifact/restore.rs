@@ -1,0 +1,259 @@
+//! Restoring (STORE-10 steps 2–3): stage every output beside its target while the archive
+//! streams through the validity check, then rename them all, or remove everything this attempt
+//! created.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::read::{read_archive, Fail};
+use super::{create_temp, ArtifactMeta, Damage, FileMeta, RESTORE_TEMP_PREFIX};
+
+/// Where one entry goes.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Absolute destination.
+    pub path: PathBuf,
+    /// The project directory (or the root, for workspace outputs): nothing is written through a
+    /// symlinked directory resolving outside it.
+    pub contain: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct RestoredFile {
+    pub path: PathBuf,
+    pub meta: FileMeta,
+}
+
+#[derive(Debug)]
+pub struct Restored {
+    pub meta: ArtifactMeta,
+    /// The encoded log (see [`crate::log::decode`]).
+    pub log: Vec<u8>,
+    /// In archive order.
+    pub files: Vec<RestoredFile>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    #[error("{0}")]
+    Damaged(Damage),
+    #[error("the artifact was removed by another process")]
+    Vanished,
+    /// A file or directory that is not an output stands where an output must go.
+    #[error("`{}` stands where an output must go", path.display())]
+    Blocked { path: PathBuf },
+    /// A parent directory is a symlink resolving outside `contain`.
+    #[error("`{}` is a symlink leaving the project", path.display())]
+    Unsafe { path: PathBuf },
+    #[error("`{}`: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// STORE-10 steps 2–3: streams the archive, checking each entry before anything is written for
+/// it; writes each file to a hidden temporary beside its target (with mode and mtime from
+/// `meta.json`); and only when the whole archive proved valid renames them into place. On any
+/// failure the temporaries and the directories this attempt created are removed. An existing
+/// regular file at a target is replaced by the rename.
+pub fn restore(
+    path: &Path,
+    key: &str,
+    accept: &dyn Fn(&str) -> bool,
+    cap: u64,
+    target: &dyn Fn(&str) -> Target,
+) -> Result<Restored, RestoreError> {
+    let mut staging = Staging::default();
+    let mut stage =
+        |name: &str, file: &FileMeta, body: &mut dyn Read| staging.stage(target(name), file, body);
+    let read = read_archive(path, key, accept, cap, &mut stage);
+    let result = read.and_then(|(meta, log)| {
+        let files = staging.commit()?;
+        Ok(Restored { meta, log, files })
+    });
+    result.map_err(|fail| {
+        staging.abort();
+        match fail {
+            Fail::Damaged(damage) => RestoreError::Damaged(damage),
+            Fail::Vanished => RestoreError::Vanished,
+            Fail::Io { path, source } => RestoreError::Io { path, source },
+            Fail::Blocked { path } => RestoreError::Blocked { path },
+            Fail::Unsafe { path } => RestoreError::Unsafe { path },
+            Fail::Source(source) => RestoreError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    })
+}
+
+/// One file written to its temporary, waiting for the commit.
+struct Staged {
+    temp: PathBuf,
+    target: PathBuf,
+    meta: FileMeta,
+}
+
+/// The temporaries and created directories of one restore attempt.
+#[derive(Default)]
+struct Staging {
+    staged: Vec<Staged>,
+    created_dirs: Vec<PathBuf>,
+    canonical: HashMap<PathBuf, PathBuf>,
+}
+
+impl Staging {
+    fn stage(&mut self, target: Target, file: &FileMeta, body: &mut dyn Read) -> Result<(), Fail> {
+        let parent = self.prepare(&target)?;
+        let (temp, out) =
+            create_temp(&parent, RESTORE_TEMP_PREFIX, ".tmp", 0o600).map_err(|source| {
+                Fail::Io {
+                    path: parent.clone(),
+                    source,
+                }
+            })?;
+        self.staged.push(Staged {
+            temp: temp.clone(),
+            target: target.path,
+            meta: *file,
+        });
+        let at_temp = |source| Fail::Io {
+            path: temp.clone(),
+            source,
+        };
+        let mut out = BufWriter::with_capacity(64 << 10, out);
+        let mut buf = vec![0; 64 << 10];
+        loop {
+            let n = match body.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Fail::Source(e)),
+            };
+            out.write_all(&buf[..n]).map_err(at_temp)?;
+        }
+        let out = out.into_inner().map_err(|e| at_temp(e.into_error()))?;
+        out.set_permissions(fs::Permissions::from_mode(file.mode & 0o7777))
+            .map_err(at_temp)?;
+        out.set_modified(system_time(file.mtime_ns))
+            .map_err(at_temp)?;
+        Ok(())
+    }
+
+    /// Checks the way to `target` and creates missing parent directories; returns the parent.
+    fn prepare(&mut self, target: &Target) -> Result<PathBuf, Fail> {
+        let unsafe_target = || Fail::Unsafe {
+            path: target.path.clone(),
+        };
+        let relative = target
+            .path
+            .strip_prefix(&target.contain)
+            .map_err(|_| unsafe_target())?;
+        let normal = relative
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)));
+        let Some(parent) = relative.parent().filter(|_| normal) else {
+            return Err(unsafe_target());
+        };
+        let contain = self.canonical(&target.contain)?;
+        let mut dir = target.contain.clone();
+        for component in parent.components() {
+            dir.push(component);
+            let io_at = |source| Fail::Io {
+                path: dir.clone(),
+                source,
+            };
+            match fs::symlink_metadata(&dir) {
+                Ok(md) if md.is_dir() => {}
+                Ok(md) if md.file_type().is_symlink() => match fs::canonicalize(&dir) {
+                    Ok(real) if !real.starts_with(&contain) => {
+                        return Err(Fail::Unsafe { path: dir });
+                    }
+                    Ok(real) if real.is_dir() => {}
+                    Ok(_) => return Err(Fail::Blocked { path: dir }),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        return Err(Fail::Blocked { path: dir });
+                    }
+                    Err(e) => return Err(io_at(e)),
+                },
+                Ok(_) => return Err(Fail::Blocked { path: dir }),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    fs::create_dir(&dir).map_err(io_at)?;
+                    self.created_dirs.push(dir.clone());
+                }
+                Err(e) => return Err(io_at(e)),
+            }
+        }
+        match fs::symlink_metadata(&target.path) {
+            Ok(md) if md.is_dir() => Err(Fail::Blocked {
+                path: target.path.clone(),
+            }),
+            Ok(_) => Ok(dir),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(dir),
+            Err(source) => Err(Fail::Io {
+                path: target.path.clone(),
+                source,
+            }),
+        }
+    }
+
+    fn canonical(&mut self, dir: &Path) -> Result<PathBuf, Fail> {
+        if let Some(known) = self.canonical.get(dir) {
+            return Ok(known.clone());
+        }
+        let real = fs::canonicalize(dir).map_err(|source| Fail::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        self.canonical.insert(dir.to_path_buf(), real.clone());
+        Ok(real)
+    }
+
+    /// Renames every temporary into place. A rename can only fail if something changed the
+    /// tree during the restore; the files not yet renamed then stay temporaries for
+    /// [`Staging::abort`].
+    fn commit(&mut self) -> Result<Vec<RestoredFile>, Fail> {
+        let mut files = Vec::with_capacity(self.staged.len());
+        let staged = std::mem::take(&mut self.staged);
+        let mut staged = staged.into_iter();
+        while let Some(next) = staged.next() {
+            if let Err(source) = fs::rename(&next.temp, &next.target) {
+                let _ = fs::remove_file(&next.temp);
+                self.staged = staged.collect();
+                let path = next.target;
+                return Err(if source.raw_os_error() == Some(libc::EISDIR) {
+                    Fail::Blocked { path }
+                } else {
+                    Fail::Io { path, source }
+                });
+            }
+            files.push(RestoredFile {
+                path: next.target,
+                meta: next.meta,
+            });
+        }
+        Ok(files)
+    }
+
+    /// Removes the temporaries and the directories this attempt created (deepest first; a
+    /// directory that holds anything else stays).
+    fn abort(&mut self) {
+        for staged in self.staged.drain(..) {
+            let _ = fs::remove_file(&staged.temp);
+        }
+        for dir in self.created_dirs.drain(..).rev() {
+            let _ = fs::remove_dir(&dir);
+        }
+    }
+}
+
+fn system_time(mtime_ns: i64) -> SystemTime {
+    let magnitude = Duration::from_nanos(mtime_ns.unsigned_abs());
+    if mtime_ns >= 0 {
+        UNIX_EPOCH + magnitude
+    } else {
+        UNIX_EPOCH - magnitude
+    }
+}

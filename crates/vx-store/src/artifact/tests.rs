@@ -1,0 +1,769 @@
+//! Tests of the artifact format: round trips through pack → validate → restore, and hand-built
+//! hostile archives that must be rejected with nothing written.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+use tar::EntryType;
+
+use super::pack::TarWriter;
+use super::*;
+use crate::log::{LogBuf, LogStream};
+
+const CAP: u64 = 64 << 20;
+
+fn key() -> String {
+    "ab".repeat(32)
+}
+
+fn meta() -> ArtifactMeta {
+    ArtifactMeta {
+        format: 0,
+        key: key(),
+        task: "web#build".into(),
+        command: "tsc".into(),
+        files: Default::default(),
+        exec: ExecMeta {
+            duration_ms: 1200,
+            cpu_ms: Some(900),
+            peak_rss_bytes: None,
+        },
+        producer: Producer {
+            vx_version: "0.1.0".into(),
+            os: "linux".into(),
+            arch: "x86_64".into(),
+            created_at: "2025-01-01T00:00:00Z".into(),
+            commit: None,
+        },
+    }
+}
+
+fn log() -> Vec<u8> {
+    let mut buf = LogBuf::new();
+    buf.push(LogStream::Stdout, b"building\n");
+    buf.push(LogStream::Stderr, b"warning: x\n");
+    buf.encode()
+}
+
+fn all(_: &str) -> bool {
+    true
+}
+
+/// A temp dir holding `project/` (outputs come from here), `dest/` (restores go here) and
+/// `tmp/` (the staging directory).
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["project", "dest", "tmp"] {
+            fs::create_dir(dir.path().join(sub)).unwrap();
+        }
+        Fixture { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn project(&self) -> PathBuf {
+        self.path("project")
+    }
+
+    fn write(&self, rel: &str, bytes: &[u8], mode: u32) -> PathBuf {
+        let path = self.project().join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, bytes).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+
+    fn output(&self, rel: &str) -> OutputFile {
+        OutputFile {
+            name: format!("outputs/{rel}"),
+            path: self.project().join(rel),
+            contain: self.project(),
+        }
+    }
+
+    fn pack(&self, files: &[OutputFile]) -> Result<Packed, PackError> {
+        pack(&self.path("tmp"), &log(), meta(), files, CAP)
+    }
+
+    /// Restores into `dest/`: `outputs/x` → `dest/x`, `workspace-outputs/x` → `dest/ws/x`.
+    fn restore(&self, artifact: &Path) -> Result<Restored, RestoreError> {
+        let dest = self.path("dest");
+        let target = move |name: &str| match name.strip_prefix("outputs/") {
+            Some(rel) => Target {
+                path: dest.join(rel),
+                contain: dest.clone(),
+            },
+            None => Target {
+                path: dest
+                    .join("ws")
+                    .join(name.strip_prefix("workspace-outputs/").unwrap()),
+                contain: dest.clone(),
+            },
+        };
+        restore(artifact, &key(), &all, CAP, &target)
+    }
+
+    /// Every path under the fixture, sorted (directories end in `/`).
+    fn listing(&self) -> Vec<String> {
+        fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
+            for entry in fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                if path.is_dir() && !path.is_symlink() {
+                    out.push(format!("{rel}/"));
+                    walk(&path, root, out);
+                } else {
+                    out.push(rel);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self.dir.path(), self.dir.path(), &mut out);
+        out.sort();
+        out
+    }
+}
+
+fn set_mtime(path: &Path, secs: u64, nanos: u32) {
+    let file = fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(UNIX_EPOCH + Duration::new(secs, nanos))
+        .unwrap();
+}
+
+fn reason<T: std::fmt::Debug>(result: Result<T, ReadError>) -> String {
+    match result {
+        Err(ReadError::Damaged(damage)) => damage.reason,
+        other => panic!("expected damage, got {other:?}"),
+    }
+}
+
+/// A hand-built archive: `log`, a `meta.json` listing `outputs` (whatever their type), the
+/// outputs in the given order, a correct digest unless told otherwise, then extras.
+#[derive(Default)]
+struct Hand<'a> {
+    outputs: Vec<(&'a str, EntryType, &'a [u8])>,
+    key: Option<&'a str>,
+    no_digest: bool,
+    bad_digest: bool,
+    after_digest: Option<(&'a str, &'a [u8])>,
+    junk_in_stream: &'a [u8],
+    junk_after_stream: &'a [u8],
+}
+
+impl Hand<'_> {
+    fn write(&self, path: &Path) {
+        let mut meta = meta();
+        meta.format = FORMAT;
+        meta.key = self.key.map_or_else(key, str::to_owned);
+        for (name, _, body) in &self.outputs {
+            let file = FileMeta {
+                mode: 0o644,
+                mtime_ns: 0,
+                size: body.len() as u64,
+            };
+            meta.files.insert(name.to_string(), file);
+        }
+        let meta = serde_json::to_vec(&meta).unwrap();
+        let log = log();
+        let mut entries = vec![
+            ("log", EntryType::Regular, &log[..]),
+            ("meta.json", EntryType::Regular, &meta[..]),
+        ];
+        entries.extend(self.outputs.iter().copied());
+        let mut tar = TarWriter::new(Vec::new());
+        let mut digest = blake3::Hasher::new();
+        for (name, kind, body) in entries {
+            hash_prefix(&mut digest, name, body.len() as u64);
+            digest.update(body);
+            tar.entry(name.as_bytes(), kind, body.len() as u64, &mut &body[..])
+                .unwrap();
+        }
+        let mut hex = digest.finalize().to_hex().to_string();
+        if self.bad_digest {
+            hex = hex.replace(|c: char| c.is_ascii_digit(), "f");
+        }
+        if !self.no_digest {
+            tar.entry(b"digest", EntryType::Regular, 64, &mut hex.as_bytes())
+                .unwrap();
+        }
+        if let Some((name, body)) = self.after_digest {
+            let size = body.len() as u64;
+            tar.entry(name.as_bytes(), EntryType::Regular, size, &mut &body[..])
+                .unwrap();
+        }
+        let mut raw = tar.finish().unwrap();
+        raw.extend_from_slice(self.junk_in_stream);
+        let mut compressed = zstd::encode_all(&raw[..], 3).unwrap();
+        compressed.extend_from_slice(self.junk_after_stream);
+        fs::write(path, compressed).unwrap();
+    }
+}
+
+/// Restores a hostile archive that has a good output first: the attempt must end damaged with
+/// the tree exactly as before.
+fn assert_rejected_leaving_nothing(hand: Hand<'_>, expected: &str) {
+    let fx = Fixture::new();
+    fs::create_dir_all(fx.path("dest/kept")).unwrap();
+    let artifact = fx.path("a.tar.zst");
+    hand.write(&artifact);
+    let before = fx.listing();
+    match fx.restore(&artifact) {
+        Err(RestoreError::Damaged(damage)) => assert_eq!(damage.reason, expected),
+        other => panic!("expected damage {expected}, got {other:?}"),
+    }
+    assert_eq!(fx.listing(), before);
+    assert!(!fx.dir.path().join("escape.txt").exists());
+    assert!(!fx.dir.path().parent().unwrap().join("escape.txt").exists());
+    assert_eq!(reason(validate(&artifact, &key(), &all, CAP)), expected);
+}
+
+#[test]
+fn round_trip_preserves_bytes_mode_and_nanosecond_mtime() {
+    let fx = Fixture::new();
+    let tool = fx.write("bin/tool", b"#!/bin/sh\necho hi\n", 0o755);
+    let readme = fx.write("readme.txt", b"read me", 0o644);
+    set_mtime(&tool, 1_600_000_000, 123_456_789);
+    set_mtime(&readme, 1_700_000_000, 1);
+    let shared = fx.write("shared.txt", b"shared", 0o600);
+    let workspace = OutputFile {
+        name: "workspace-outputs/gen/shared.txt".into(),
+        path: shared,
+        contain: fx.project(),
+    };
+    let files = [fx.output("readme.txt"), workspace, fx.output("bin/tool")];
+    let packed = fx.pack(&files).unwrap();
+    assert!(packed.path.starts_with(fx.path("tmp")));
+    assert_eq!(fs::metadata(&packed.path).unwrap().mode() & 0o777, 0o600);
+    assert_eq!(packed.size_bytes, fs::metadata(&packed.path).unwrap().len());
+    assert_eq!(packed.meta.format, FORMAT);
+    let tool_meta = packed.meta.files["outputs/bin/tool"];
+    assert_eq!(tool_meta.mode, 0o755);
+    assert_eq!(tool_meta.mtime_ns, 1_600_000_000_123_456_789);
+
+    let validated = validate(&packed.path, &key(), &all, CAP).unwrap();
+    assert_eq!(validated.meta, packed.meta);
+    assert_eq!(validated.log, log());
+
+    let restored = fx.restore(&packed.path).unwrap();
+    assert_eq!(restored.log, log());
+    assert_eq!(restored.meta, packed.meta);
+    let paths: Vec<_> = restored.files.iter().map(|f| f.path.clone()).collect();
+    assert_eq!(
+        paths,
+        [
+            fx.path("dest/bin/tool"),
+            fx.path("dest/readme.txt"),
+            fx.path("dest/ws/gen/shared.txt")
+        ]
+    );
+    for (from, to) in [
+        ("project/bin/tool", "dest/bin/tool"),
+        ("project/readme.txt", "dest/readme.txt"),
+        ("project/shared.txt", "dest/ws/gen/shared.txt"),
+    ] {
+        let (a, b) = (
+            fs::metadata(fx.path(from)).unwrap(),
+            fs::metadata(fx.path(to)).unwrap(),
+        );
+        assert_eq!(
+            fs::read(fx.path(from)).unwrap(),
+            fs::read(fx.path(to)).unwrap()
+        );
+        assert_eq!(a.mode(), b.mode(), "{to}");
+        assert_eq!(
+            (a.mtime(), a.mtime_nsec()),
+            (b.mtime(), b.mtime_nsec()),
+            "{to}"
+        );
+    }
+    // No temporaries are left next to the restored files.
+    assert!(!fx.listing().iter().any(|p| p.contains(RESTORE_TEMP_PREFIX)));
+}
+
+#[test]
+fn tar_headers_are_plain_ustar_with_pax_for_long_names() {
+    let fx = Fixture::new();
+    let long = format!("{}/{}.txt", "d".repeat(120), "f".repeat(120));
+    let split = format!("{}/{}.txt", "p".repeat(90), "n".repeat(80));
+    fx.write(&long, b"long", 0o644);
+    fx.write(&split, b"split", 0o644);
+    let packed = fx.pack(&[fx.output(&long), fx.output(&split)]).unwrap();
+
+    let raw = zstd::decode_all(fs::File::open(&packed.path).unwrap()).unwrap();
+    let mut archive = tar::Archive::new(&raw[..]);
+    let mut names = Vec::new();
+    for entry in archive.entries().unwrap().raw(true) {
+        let entry = entry.unwrap();
+        let header = entry.header();
+        assert!(header.as_ustar().is_some());
+        let kind = header.entry_type();
+        assert!(
+            matches!(kind, EntryType::Regular | EntryType::XHeader),
+            "{kind:?}"
+        );
+        if kind == EntryType::Regular {
+            assert_eq!(header.mode().unwrap(), 0o644);
+            assert_eq!(header.mtime().unwrap(), 0);
+            assert_eq!((header.uid().unwrap(), header.gid().unwrap()), (0, 0));
+            assert_eq!(header.username_bytes(), Some(&b""[..]));
+        }
+        names.push(kind);
+    }
+    // One pax header, for the name no ustar split can hold.
+    let pax = names.iter().filter(|k| **k == EntryType::XHeader).count();
+    assert_eq!(pax, 1);
+    // A standard reader sees the effective names.
+    let mut archive = tar::Archive::new(&raw[..]);
+    let paths: Vec<String> = archive
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect();
+    let outputs = [format!("outputs/{long}"), format!("outputs/{split}")];
+    assert_eq!(paths[2..4], outputs);
+    assert_eq!(paths[4], "digest");
+
+    let restored = fx.restore(&packed.path).unwrap();
+    assert_eq!(restored.files.len(), 2);
+    assert_eq!(fs::read(fx.path("dest").join(&long)).unwrap(), b"long");
+}
+
+#[test]
+fn symlink_inside_the_project_is_stored_as_its_target_bytes() {
+    let fx = Fixture::new();
+    fx.write("real.txt", b"real bytes", 0o644);
+    fs::create_dir(fx.project().join("dist")).unwrap();
+    symlink("../real.txt", fx.project().join("dist/link")).unwrap();
+    let packed = fx.pack(&[fx.output("dist/link")]).unwrap();
+    fx.restore(&packed.path).unwrap();
+    let restored = fx.path("dest/dist/link");
+    assert!(fs::symlink_metadata(&restored).unwrap().is_file());
+    assert_eq!(fs::read(restored).unwrap(), b"real bytes");
+}
+
+#[test]
+fn symlinks_leaving_dangling_or_to_directories_refuse_the_save() {
+    let fx = Fixture::new();
+    fs::write(fx.path("outside.txt"), b"secret").unwrap();
+    fs::create_dir(fx.project().join("dir")).unwrap();
+    symlink(fx.path("outside.txt"), fx.project().join("leaves")).unwrap();
+    symlink("missing", fx.project().join("dangling")).unwrap();
+    symlink("dir", fx.project().join("to-dir")).unwrap();
+    let name = |e| match e {
+        PackError::SymlinkLeaves { name } => format!("leaves {name}"),
+        PackError::DanglingSymlink { name } => format!("dangling {name}"),
+        PackError::SymlinkToDirectory { name } => format!("dir {name}"),
+        other => panic!("{other:?}"),
+    };
+    let err = fx.pack(&[fx.output("leaves")]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "output `outputs/leaves` is a symlink leaving the project"
+    );
+    assert_eq!(name(err), "leaves outputs/leaves");
+    let err = fx.pack(&[fx.output("dangling")]).unwrap_err();
+    assert_eq!(name(err), "dangling outputs/dangling");
+    let err = fx.pack(&[fx.output("to-dir")]).unwrap_err();
+    assert_eq!(name(err), "dir outputs/to-dir");
+    assert_eq!(fs::read_dir(fx.path("tmp")).unwrap().count(), 0);
+}
+
+#[test]
+fn oversize_outputs_are_refused_before_packing() {
+    let fx = Fixture::new();
+    fx.write("big", &[7; 4096], 0o644);
+    let files = [fx.output("big")];
+    let err = pack(&fx.path("tmp"), &log(), meta(), &files, 4096).unwrap_err();
+    let PackError::TooLarge { size } = err else {
+        panic!("{err:?}")
+    };
+    assert!(size > 4096);
+    assert_eq!(fs::read_dir(fx.path("tmp")).unwrap().count(), 0);
+    // The cap counts exactly what validation counts: an artifact exactly at the cap packs.
+    pack(&fx.path("tmp"), &log(), meta(), &files, size).unwrap();
+    let err = pack(&fx.path("tmp"), &log(), meta(), &files, size - 1).unwrap_err();
+    assert!(matches!(err, PackError::TooLarge { .. }));
+}
+
+#[test]
+fn a_flipped_byte_is_damage() {
+    let fx = Fixture::new();
+    fx.write("a.txt", &b"some output ".repeat(500), 0o644);
+    let packed = fx.pack(&[fx.output("a.txt")]).unwrap();
+    let mut bytes = fs::read(&packed.path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    fs::write(&packed.path, bytes).unwrap();
+    // Where the flip lands decides which check notices first (zstd's own checksum is only
+    // checked at the end of the frame).
+    let reason = reason(validate(&packed.path, &key(), &all, CAP));
+    let expected = [
+        "bad digest",
+        "bad compression",
+        "bad tar",
+        "bad meta.json",
+        "bad log",
+    ];
+    assert!(expected.contains(&reason.as_str()), "{reason}");
+    let before = fx.listing();
+    assert!(matches!(
+        fx.restore(&packed.path),
+        Err(RestoreError::Damaged(_))
+    ));
+    assert_eq!(fx.listing(), before);
+}
+
+#[test]
+fn key_mismatch_undeclared_outputs_and_vanished_files() {
+    let fx = Fixture::new();
+    fx.write("a.txt", b"a", 0o644);
+    let packed = fx.pack(&[fx.output("a.txt")]).unwrap();
+    let other = "cd".repeat(32);
+    assert_eq!(
+        reason(validate(&packed.path, &other, &all, CAP)),
+        "key mismatch"
+    );
+    let only_dist = |name: &str| name.starts_with("outputs/dist/");
+    assert_eq!(
+        reason(validate(&packed.path, &key(), &only_dist, CAP)),
+        "undeclared output outputs/a.txt"
+    );
+    let missing = fx.path("nope.tar.zst");
+    assert!(matches!(
+        validate(&missing, &key(), &all, CAP),
+        Err(ReadError::Vanished)
+    ));
+    assert!(matches!(fx.restore(&missing), Err(RestoreError::Vanished)));
+}
+
+#[test]
+fn safe_name_rules() {
+    for good in [
+        "outputs/a",
+        "outputs/a/b.txt",
+        "workspace-outputs/x/.hidden",
+        "outputs/a..b",
+    ] {
+        assert!(safe_name(good), "{good}");
+    }
+    for bad in [
+        "outputs/../x",
+        "outputs/a/./b",
+        "outputs//a",
+        "outputs/",
+        "outputs/a/",
+        "/outputs/a",
+        "log",
+        "other/a",
+        "outputs/a\\b",
+        "outputs/a\0b",
+        "outputs/..",
+    ] {
+        assert!(!safe_name(bad), "{bad:?}");
+    }
+}
+
+#[test]
+fn escaping_names_are_rejected_before_anything_is_written() {
+    let hand = Hand {
+        outputs: vec![
+            ("outputs/good/one.txt", EntryType::Regular, b"1"),
+            ("outputs/../../escape.txt", EntryType::Regular, b"x"),
+        ],
+        ..Hand::default()
+    };
+    assert_rejected_leaving_nothing(hand, "unsafe path outputs/../../escape.txt");
+}
+
+#[test]
+fn absolute_names_are_rejected() {
+    let hand = Hand {
+        outputs: vec![
+            ("outputs/good/one.txt", EntryType::Regular, b"1"),
+            ("/tmp/escape.txt", EntryType::Regular, b"x"),
+        ],
+        ..Hand::default()
+    };
+    assert_rejected_leaving_nothing(hand, "unsafe path /tmp/escape.txt");
+}
+
+#[test]
+fn checks_use_the_name_after_pax_records() {
+    let name = format!("outputs/{}../../escape.txt", "x/".repeat(70));
+    let hand = Hand {
+        outputs: vec![
+            ("outputs/good/one.txt", EntryType::Regular, b"1"),
+            (&name, EntryType::Regular, b"x"),
+        ],
+        ..Hand::default()
+    };
+    assert_rejected_leaving_nothing(hand, &format!("unsafe path {name}"));
+}
+
+#[test]
+fn symlink_entries_are_rejected() {
+    let hand = Hand {
+        outputs: vec![
+            ("outputs/good/one.txt", EntryType::Regular, b"1"),
+            ("outputs/link", EntryType::Symlink, b""),
+        ],
+        ..Hand::default()
+    };
+    assert_rejected_leaving_nothing(hand, "not a regular file: outputs/link");
+}
+
+#[test]
+fn repeated_names_are_rejected() {
+    let hand = Hand {
+        outputs: vec![
+            ("outputs/good/one.txt", EntryType::Regular, b"1"),
+            ("outputs/good/one.txt", EntryType::Regular, b"1"),
+        ],
+        ..Hand::default()
+    };
+    assert_rejected_leaving_nothing(hand, "repeated entry outputs/good/one.txt");
+}
+
+#[test]
+fn misordered_entries_are_rejected() {
+    let hand = Hand {
+        outputs: vec![
+            ("outputs/good/one.txt", EntryType::Regular, b"1"),
+            ("workspace-outputs/b", EntryType::Regular, b"2"),
+            ("outputs/z", EntryType::Regular, b"3"),
+        ],
+        ..Hand::default()
+    };
+    assert_rejected_leaving_nothing(hand, "unexpected entry order");
+}
+
+#[test]
+fn a_poisoned_end_is_damage() {
+    let good: &[u8] = b"1";
+    let outputs = || vec![("outputs/good/one.txt", EntryType::Regular, good)];
+    let cases: Vec<(Hand<'_>, &str)> = vec![
+        (
+            Hand {
+                outputs: outputs(),
+                bad_digest: true,
+                ..Hand::default()
+            },
+            "bad digest",
+        ),
+        (
+            Hand {
+                outputs: outputs(),
+                no_digest: true,
+                ..Hand::default()
+            },
+            "missing digest",
+        ),
+        (
+            Hand {
+                outputs: outputs(),
+                after_digest: Some(("outputs/zz", b"late")),
+                ..Hand::default()
+            },
+            "entry after digest",
+        ),
+        (
+            Hand {
+                outputs: outputs(),
+                junk_in_stream: b"junk after the end of the archive",
+                ..Hand::default()
+            },
+            "junk after archive end",
+        ),
+        (
+            Hand {
+                outputs: outputs(),
+                junk_after_stream: b"not zstd at all",
+                ..Hand::default()
+            },
+            "bad compression",
+        ),
+        (
+            Hand {
+                outputs: vec![
+                    ("outputs/good/one.txt", EntryType::Regular, good),
+                    ("outputs/zz", EntryType::Fifo, b""),
+                ],
+                ..Hand::default()
+            },
+            "not a regular file: outputs/zz",
+        ),
+        (
+            Hand {
+                outputs: outputs(),
+                key: Some("00"),
+                ..Hand::default()
+            },
+            "key mismatch",
+        ),
+    ];
+    for (hand, expected) in cases {
+        assert_rejected_leaving_nothing(hand, expected);
+    }
+}
+
+#[test]
+fn a_truncated_artifact_is_damage() {
+    let fx = Fixture::new();
+    fx.write("a.txt", &b"abc".repeat(10_000), 0o644);
+    let packed = fx.pack(&[fx.output("a.txt")]).unwrap();
+    let bytes = fs::read(&packed.path).unwrap();
+    fs::write(&packed.path, &bytes[..bytes.len() - 10]).unwrap();
+    assert_eq!(
+        reason(validate(&packed.path, &key(), &all, CAP)),
+        "bad compression"
+    );
+    fs::write(&packed.path, b"").unwrap();
+    assert_eq!(
+        reason(validate(&packed.path, &key(), &all, CAP)),
+        "bad compression"
+    );
+    // A well-formed archive cut after a whole entry lacks its digest.
+    let hand = Hand {
+        no_digest: true,
+        ..Hand::default()
+    };
+    hand.write(&packed.path);
+    assert_eq!(
+        reason(validate(&packed.path, &key(), &all, CAP)),
+        "missing digest"
+    );
+}
+
+#[test]
+fn a_compression_bomb_stops_at_the_cap() {
+    let fx = Fixture::new();
+    let size: u64 = 32 << 20;
+    let mut meta = meta();
+    meta.format = FORMAT;
+    meta.files.insert(
+        "outputs/big".into(),
+        FileMeta {
+            mode: 0o644,
+            mtime_ns: 0,
+            size,
+        },
+    );
+    let meta = serde_json::to_vec(&meta).unwrap();
+    let artifact = fx.path("bomb.tar.zst");
+    let out = zstd::Encoder::new(fs::File::create(&artifact).unwrap(), 19).unwrap();
+    let mut tar = TarWriter::new(out);
+    let log = log();
+    tar.entry(b"log", EntryType::Regular, log.len() as u64, &mut &log[..])
+        .unwrap();
+    tar.entry(
+        b"meta.json",
+        EntryType::Regular,
+        meta.len() as u64,
+        &mut &meta[..],
+    )
+    .unwrap();
+    let mut zeros = io::repeat(0).take(size);
+    tar.entry(b"outputs/big", EntryType::Regular, size, &mut zeros)
+        .unwrap();
+    tar.finish().unwrap().finish().unwrap().flush().unwrap();
+    assert!(fs::metadata(&artifact).unwrap().len() < 64 << 10);
+
+    assert_eq!(
+        reason(validate(&artifact, &key(), &all, 1 << 20)),
+        "too large"
+    );
+    let before = fx.listing();
+    let dest = fx.path("dest");
+    let target = |name: &str| Target {
+        path: dest.join(name.strip_prefix("outputs/").unwrap()),
+        contain: dest.clone(),
+    };
+    let result = restore(&artifact, &key(), &all, 1 << 20, &target);
+    assert!(matches!(result, Err(RestoreError::Damaged(d)) if d.reason == "too large"));
+    assert_eq!(fx.listing(), before);
+}
+
+#[test]
+fn a_directory_at_a_target_blocks_and_leaves_nothing_behind() {
+    let fx = Fixture::new();
+    fx.write("bin/tool", b"tool", 0o755);
+    fx.write("readme.txt", b"read me", 0o644);
+    let packed = fx
+        .pack(&[fx.output("bin/tool"), fx.output("readme.txt")])
+        .unwrap();
+    fs::create_dir(fx.path("dest/readme.txt")).unwrap();
+    let before = fx.listing();
+    match fx.restore(&packed.path) {
+        Err(RestoreError::Blocked { path }) => assert_eq!(path, fx.path("dest/readme.txt")),
+        other => panic!("{other:?}"),
+    }
+    // `dest/bin` was created for the first file and removed again with its temporary.
+    assert_eq!(fx.listing(), before);
+}
+
+#[test]
+fn a_file_where_a_directory_is_needed_blocks() {
+    let fx = Fixture::new();
+    fx.write("bin/tool", b"tool", 0o755);
+    let packed = fx.pack(&[fx.output("bin/tool")]).unwrap();
+    fs::write(fx.path("dest/bin"), b"not a dir").unwrap();
+    let before = fx.listing();
+    match fx.restore(&packed.path) {
+        Err(RestoreError::Blocked { path }) => assert_eq!(path, fx.path("dest/bin")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fx.listing(), before);
+}
+
+#[test]
+fn a_symlinked_parent_leaving_the_project_is_unsafe_and_one_inside_is_followed() {
+    let fx = Fixture::new();
+    fx.write("bin/tool", b"tool", 0o755);
+    let packed = fx.pack(&[fx.output("bin/tool")]).unwrap();
+    fs::create_dir(fx.path("elsewhere")).unwrap();
+    symlink(fx.path("elsewhere"), fx.path("dest/bin")).unwrap();
+    let before = fx.listing();
+    match fx.restore(&packed.path) {
+        Err(RestoreError::Unsafe { path }) => assert_eq!(path, fx.path("dest/bin")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fx.listing(), before);
+
+    fs::remove_file(fx.path("dest/bin")).unwrap();
+    fs::create_dir(fx.path("dest/real-bin")).unwrap();
+    symlink("real-bin", fx.path("dest/bin")).unwrap();
+    fx.restore(&packed.path).unwrap();
+    assert_eq!(fs::read(fx.path("dest/real-bin/tool")).unwrap(), b"tool");
+}
+
+#[test]
+fn an_existing_output_file_is_replaced() {
+    let fx = Fixture::new();
+    fx.write("a.txt", b"new", 0o644);
+    let packed = fx.pack(&[fx.output("a.txt")]).unwrap();
+    fs::write(fx.path("dest/a.txt"), b"old").unwrap();
+    fx.restore(&packed.path).unwrap();
+    assert_eq!(fs::read(fx.path("dest/a.txt")).unwrap(), b"new");
+}
+
+#[test]
+fn a_failed_restore_removes_temporaries_and_created_directories() {
+    // A valid-looking first output is staged (with its new directories) before the bad digest
+    // at the end is found.
+    let hand = Hand {
+        outputs: vec![("outputs/deep/er/one.txt", EntryType::Regular, b"1")],
+        bad_digest: true,
+        ..Hand::default()
+    };
+    assert_rejected_leaving_nothing(hand, "bad digest");
+}

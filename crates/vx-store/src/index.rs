@@ -1,0 +1,682 @@
+//! The cache index: [`Store`] is one open cache directory (STORE-1..4, STORE-7, STORE-8).
+//!
+//! # How this works
+//!
+//! A cache directory holds `cache.db` (the SQLite index, schema in `schema.rs`), one
+//! `artifacts/<key>.tar.zst` per entry and a `tmp/` for staging. The index is the fast path and
+//! the artifacts are the truth: a probe ([`Store::lookup`]) reads the `entries` row and `stat`s the
+//! artifact without opening it. A row whose file is gone is deleted (a miss); a file without a row
+//! (the index was reset or deleted) is *adopted*: fully validated by [`crate::artifact::validate`]
+//! and indexed again. Only names `artifacts/<64 hex>.tar.zst` are ever looked at, so temp and
+//! aside files are never hits.
+//!
+//! A save ([`Store::save`]) renames the packed temp file into place inside one `BEGIN IMMEDIATE`
+//! transaction that upserts the row, so other processes see the row and the file together; a
+//! replaced artifact is renamed aside first and unlinked after the commit, and a failed commit
+//! puts everything back. Every write transaction is `IMMEDIATE` so that two vx processes sharing
+//! a cache queue on the busy timeout instead of failing to upgrade a read lock.
+//!
+//! Three modes: a *read-write* store; a *read-only* store (`--dry`, `vx why`) that never creates
+//! or changes anything and treats a missing `cache.db` as an empty cache; and a *disabled* store
+//! (the index has a newer schema) on which every call is a no-op miss. `accessed_at` updates are
+//! kept in memory ([`Store::touch`]) and written in one transaction at the end of the run.
+//!
+//! Opening (layout, SQLite settings, schema upgrade) is in `index/open.rs`; stamps
+//! (`output_stamps`, `file_stamps`) in `index/stamps.rs`; history (`runs`, `invocations`,
+//! `key_inputs`) in `index/history.rs`.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{params, Connection, TransactionBehavior};
+
+use crate::artifact::{self, ArtifactMeta, Damage, FileMeta, Packed, ReadError, RestoreError};
+use crate::artifact::{Restored, Target};
+
+mod history;
+mod open;
+mod stamps;
+#[cfg(test)]
+pub(crate) mod tests;
+
+pub use history::{Invocation, KeyComponent, RunRow};
+pub use stamps::{FileStamp, OutputStamp};
+
+pub(crate) use open::{create_vx_dir, set_meta};
+
+/// The index file inside a cache directory.
+pub const DB_FILE: &str = "cache.db";
+/// Where artifacts live inside a cache directory.
+pub const ARTIFACTS_DIR: &str = "artifacts";
+/// Where staging files live inside a cache directory.
+pub const TMP_DIR: &str = "tmp";
+/// Prefix of the names an artifact being replaced is renamed to (inside `artifacts/`).
+pub(crate) const ASIDE_PREFIX: &str = ".aside-";
+
+/// Whether a store may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    ReadWrite,
+    /// Never creates or modifies anything (`--dry`, `vx why`).
+    ReadOnly,
+}
+
+/// Why a cache directory could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot create `{path}`: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Rendered as `error: <path> is not a valid cache index (<reason>)` with a hint to delete it.
+    #[error("{} is not a valid cache index ({reason})", path.display())]
+    Corrupt { path: PathBuf, reason: String },
+    /// Another process held the index longer than the busy timeout.
+    #[error("{} is locked by another process ({reason})", path.display())]
+    Busy { path: PathBuf, reason: String },
+    /// A read-only open found another schema version.
+    #[error("the cache index has schema {found}, this vx reads {expected}")]
+    Schema { found: u32, expected: u32 },
+}
+
+/// A failure of the index or the artifact files after a successful open.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{}: {source}", path.display())]
+    Index {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("`{}`: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the cache at `{}` is open read-only", path.display())]
+    ReadOnly { path: PathBuf },
+    #[error("`{key}` is not a cache key")]
+    BadKey { key: String },
+}
+
+/// Why [`Store::restore`] did not restore.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreFailure {
+    /// The artifact is not valid; the entry was discarded (read-write) or ignored (read-only).
+    #[error("{0}")]
+    Damaged(Damage),
+    /// The artifact disappeared after the probe (pruned by another process).
+    #[error("the cache entry was removed by another process")]
+    Vanished,
+    #[error("`{}` stands where an output must go", path.display())]
+    Blocked { path: PathBuf },
+    #[error("refusing to write through `{}`: it leads outside the project", path.display())]
+    Unsafe { path: PathBuf },
+    #[error("`{}`: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// One indexed cache entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub key: String,
+    pub project: String,
+    pub task: String,
+    /// Compressed size of the artifact.
+    pub size_bytes: u64,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub accessed_at: i64,
+    pub duration_ms: u64,
+    pub cpu_ms: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+    /// `local`, `remote` or `remote-exec`.
+    pub origin: String,
+    /// `entry_outputs` rows, sorted: project-relative paths, and `workspace-outputs/<root-rel>`.
+    pub outputs: Vec<(String, FileMeta)>,
+}
+
+/// The result of a probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    Hit(Entry),
+    Miss,
+    /// The artifact failed validation on adoption; it was deleted (read-write) or kept
+    /// (read-only). Treat as a miss and say why (STORE-12).
+    Damaged(Damage),
+}
+
+/// Values of the `meta` table this store uses after open.
+#[derive(Debug, Default)]
+pub(crate) struct Meta {
+    pub(crate) orphans_swept_at: Option<i64>,
+    pub(crate) housekept_at: Option<i64>,
+}
+
+/// One open cache directory. See the module documentation.
+pub struct Store {
+    pub(crate) dir: PathBuf,
+    pub(crate) db: PathBuf,
+    pub(crate) access: Access,
+    /// `None` when the store is disabled or read-only without a `cache.db`.
+    pub(crate) conn: Option<Connection>,
+    disabled: Option<u32>,
+    salt: [u8; 32],
+    pub(crate) meta: Meta,
+    touches: BTreeMap<String, i64>,
+    statements: Arc<AtomicU64>,
+    aside_seq: u64,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("dir", &self.dir)
+            .field("access", &self.access)
+            .field("disabled", &self.disabled)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Adds the index path to an SQLite error.
+pub(crate) trait AtIndex<T> {
+    fn at(self, db: &Path) -> Result<T, StoreError>;
+}
+
+impl<T> AtIndex<T> for rusqlite::Result<T> {
+    fn at(self, db: &Path) -> Result<T, StoreError> {
+        self.map_err(|source| StoreError::Index {
+            path: db.to_path_buf(),
+            source,
+        })
+    }
+}
+
+pub(crate) fn io_at(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// `u64` values are stored as the same 64 bits in an SQLite integer (inodes and devices may use
+/// the top bit; sizes and durations never do).
+pub(crate) fn to_sql_u64(value: u64) -> i64 {
+    value as i64
+}
+
+pub(crate) fn from_sql_u64(value: i64) -> u64 {
+    value as u64
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Whether `key` has the shape of a cache key (64 lowercase hex digits), so it is safe in a path.
+pub fn is_key(key: &str) -> bool {
+    key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The `entry_outputs` path of an artifact entry name: project outputs lose their `outputs/`
+/// prefix, workspace outputs keep `workspace-outputs/`.
+pub fn output_path(entry_name: &str) -> &str {
+    entry_name.strip_prefix("outputs/").unwrap_or(entry_name)
+}
+
+impl Store {
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// The newer schema version found at open, when the local cache and history are off.
+    pub fn disabled(&self) -> Option<u32> {
+        self.disabled
+    }
+
+    /// The store's random salt for value-bearing key fingerprints (HIST-2); zeros when there is
+    /// no index.
+    pub fn salt(&self) -> [u8; 32] {
+        self.salt
+    }
+
+    /// SQL statements executed through this store so far (PERF-3).
+    pub fn statements(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
+    }
+
+    /// `artifacts/<key>.tar.zst`.
+    pub fn artifact_path(&self, key: &str) -> PathBuf {
+        self.dir.join(ARTIFACTS_DIR).join(format!("{key}.tar.zst"))
+    }
+
+    /// Whether this store writes: read-write and not disabled.
+    pub(crate) fn writable(&self) -> bool {
+        self.access == Access::ReadWrite && self.conn.is_some()
+    }
+
+    /// Probes `key` (STORE-8). A hit is also [touched](Store::touch).
+    pub fn lookup(
+        &mut self,
+        key: &str,
+        accept: &dyn Fn(&str) -> bool,
+    ) -> Result<Lookup, StoreError> {
+        let Some(conn) = self.conn.as_ref() else {
+            return Ok(Lookup::Miss);
+        };
+        if !is_key(key) {
+            return Ok(Lookup::Miss);
+        }
+        let row = read_entry(conn, key).at(&self.db)?;
+        let path = self.artifact_path(key);
+        let stat = match std::fs::symlink_metadata(&path) {
+            Ok(stat) => Some(stat),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_at(&path)(e)),
+        };
+        match (row, stat) {
+            (Some(entry), Some(stat)) if stat.is_file() && stat.len() == entry.size_bytes => {
+                self.touch(key);
+                Ok(Lookup::Hit(entry))
+            }
+            // A file that differs from its row is re-validated like a file without a row.
+            (_, Some(stat)) if stat.is_file() => self.adopt(key, &path, stat.len(), accept),
+            (Some(_), _) => {
+                self.forget(&[key], false)?;
+                Ok(Lookup::Miss)
+            }
+            (None, _) => Ok(Lookup::Miss),
+        }
+    }
+
+    /// Validates an artifact that has no (matching) row and indexes it.
+    fn adopt(
+        &mut self,
+        key: &str,
+        path: &Path,
+        size_bytes: u64,
+        accept: &dyn Fn(&str) -> bool,
+    ) -> Result<Lookup, StoreError> {
+        match artifact::validate(path, key, accept, artifact::SIZE_CAP) {
+            Ok(valid) => {
+                let created_at = std::fs::metadata(path)
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .and_then(|d| i64::try_from(d.as_millis()).ok())
+                    .unwrap_or_else(now_ms);
+                let entry = entry_from_meta(&valid.meta, size_bytes, created_at, now_ms());
+                if self.writable() {
+                    let conn = self.conn.as_mut().expect("writable");
+                    let tx = conn
+                        .transaction_with_behavior(TransactionBehavior::Immediate)
+                        .at(&self.db)?;
+                    write_entry(&tx, &entry).at(&self.db)?;
+                    tx.commit().at(&self.db)?;
+                }
+                Ok(Lookup::Hit(entry))
+            }
+            Err(ReadError::Damaged(damage)) => {
+                self.forget(&[key], true)?;
+                Ok(Lookup::Damaged(damage))
+            }
+            Err(ReadError::Vanished) => {
+                self.forget(&[key], false)?;
+                Ok(Lookup::Miss)
+            }
+            Err(ReadError::Io { path, source }) => Err(StoreError::Io { path, source }),
+        }
+    }
+
+    /// Moves a packed artifact into place and indexes it (STORE-7 step 3). The temp file is
+    /// consumed: on any failure it is removed. A disabled store just removes it.
+    pub fn save(&mut self, packed: Packed, project: &str, task: &str) -> Result<(), StoreError> {
+        let result = self.save_inner(&packed, project, task);
+        if result.is_err() || self.conn.is_none() {
+            let _ = std::fs::remove_file(&packed.path);
+        }
+        result
+    }
+
+    fn save_inner(&mut self, packed: &Packed, project: &str, task: &str) -> Result<(), StoreError> {
+        if self.access == Access::ReadOnly {
+            return Err(StoreError::ReadOnly {
+                path: self.dir.clone(),
+            });
+        }
+        if self.conn.is_none() {
+            return Ok(());
+        }
+        let key = packed.meta.key.as_str();
+        if !is_key(key) {
+            return Err(StoreError::BadKey { key: key.into() });
+        }
+        std::fs::set_permissions(&packed.path, std::fs::Permissions::from_mode(0o600))
+            .map_err(io_at(&packed.path))?;
+        let now = now_ms();
+        let mut entry = entry_from_meta(&packed.meta, packed.size_bytes, now, now);
+        entry.project = project.to_owned();
+        entry.task = task.to_owned();
+
+        let target = self.artifact_path(key);
+        self.aside_seq += 1;
+        let aside = self.dir.join(ARTIFACTS_DIR).join(format!(
+            "{ASIDE_PREFIX}{key}-{}-{}",
+            std::process::id(),
+            self.aside_seq
+        ));
+        let conn = self.conn.as_mut().expect("checked above");
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .at(&self.db)?;
+        let set_aside = match std::fs::rename(&target, &aside) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(io_at(&target)(e)),
+        };
+        let put_back = |target: &Path| {
+            if set_aside {
+                let _ = std::fs::rename(&aside, target);
+            }
+        };
+        if let Err(e) = std::fs::rename(&packed.path, &target) {
+            put_back(&target);
+            return Err(io_at(&packed.path)(e));
+        }
+        if let Err(e) = write_entry(&tx, &entry).and_then(|()| tx.commit()) {
+            let _ = std::fs::remove_file(&target);
+            put_back(&target);
+            return Err(StoreError::Index {
+                path: self.db.clone(),
+                source: e,
+            });
+        }
+        if set_aside {
+            let _ = std::fs::remove_file(&aside);
+        }
+        Ok(())
+    }
+
+    /// Restores the entry `key` through [`artifact::restore`]. Damage discards the entry
+    /// (read-write; a read-only store keeps it); a vanished artifact loses its row.
+    pub fn restore(
+        &mut self,
+        key: &str,
+        accept: &dyn Fn(&str) -> bool,
+        target: &dyn Fn(&str) -> Target,
+    ) -> Result<Restored, RestoreFailure> {
+        if self.conn.is_none() || !is_key(key) {
+            return Err(RestoreFailure::Vanished);
+        }
+        let path = self.artifact_path(key);
+        match artifact::restore(&path, key, accept, artifact::SIZE_CAP, target) {
+            Ok(restored) => {
+                self.touch(key);
+                Ok(restored)
+            }
+            Err(RestoreError::Damaged(damage)) => {
+                self.forget(&[key], true)?;
+                Err(RestoreFailure::Damaged(damage))
+            }
+            Err(RestoreError::Vanished) => {
+                self.forget(&[key], false)?;
+                Err(RestoreFailure::Vanished)
+            }
+            Err(RestoreError::Blocked { path }) => Err(RestoreFailure::Blocked { path }),
+            Err(RestoreError::Unsafe { path }) => Err(RestoreFailure::Unsafe { path }),
+            Err(RestoreError::Io { path, source }) => Err(RestoreFailure::Io { path, source }),
+        }
+    }
+
+    /// Deletes the entry's row and artifact. A no-op on a read-only or disabled store.
+    pub fn discard(&mut self, key: &str) -> Result<(), StoreError> {
+        self.forget(&[key], true)
+    }
+
+    /// Deletes the rows of `keys` (with their outputs and stamps) in one transaction, then, when
+    /// `files`, their artifacts. Does nothing unless the store is writable.
+    pub(crate) fn forget(&mut self, keys: &[&str], files: bool) -> Result<(), StoreError> {
+        if !self.writable() {
+            return Ok(());
+        }
+        let conn = self.conn.as_mut().expect("writable");
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .at(&self.db)?;
+        {
+            let mut entry = tx
+                .prepare_cached("DELETE FROM entries WHERE key = ?1")
+                .at(&self.db)?;
+            let mut stamps = tx
+                .prepare_cached("DELETE FROM output_stamps WHERE key = ?1")
+                .at(&self.db)?;
+            for key in keys {
+                entry.execute([key]).at(&self.db)?;
+                stamps.execute([key]).at(&self.db)?;
+            }
+        }
+        tx.commit().at(&self.db)?;
+        if files {
+            for key in keys.iter().filter(|k| is_key(k)) {
+                let path = self.artifact_path(key);
+                match std::fs::remove_file(&path) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_at(&path)(e)),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that `key` was used now; written by [`Store::flush_touches`].
+    pub fn touch(&mut self, key: &str) {
+        if self.writable() {
+            self.touches.insert(key.to_owned(), now_ms());
+        }
+    }
+
+    /// Writes the collected `accessed_at` updates in one transaction.
+    pub fn flush_touches(&mut self) -> Result<(), StoreError> {
+        if self.touches.is_empty() || !self.writable() {
+            return Ok(());
+        }
+        let conn = self.conn.as_mut().expect("writable");
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .at(&self.db)?;
+        {
+            let mut update = tx
+                .prepare_cached(
+                    "UPDATE entries SET accessed_at = max(accessed_at, ?2) WHERE key = ?1",
+                )
+                .at(&self.db)?;
+            for (key, at) in &self.touches {
+                update.execute(params![key, at]).at(&self.db)?;
+            }
+        }
+        tx.commit().at(&self.db)?;
+        self.touches.clear();
+        Ok(())
+    }
+
+    /// Total compressed size and number of entries.
+    pub fn totals(&self) -> Result<(u64, u64), StoreError> {
+        let Some(conn) = self.conn.as_ref() else {
+            return Ok((0, 0));
+        };
+        let (size, count): (i64, i64) = conn
+            .prepare_cached("SELECT COALESCE(SUM(size_bytes), 0), COUNT(*) FROM entries")
+            .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?))))
+            .at(&self.db)?;
+        Ok((from_sql_u64(size), from_sql_u64(count)))
+    }
+
+    /// The indexed entry of `key`, without probing the artifact.
+    pub fn entry(&self, key: &str) -> Result<Option<Entry>, StoreError> {
+        match self.conn.as_ref() {
+            Some(conn) => read_entry(conn, key).at(&self.db),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether an entry exists for `key`, for `--dry` (UI-12: existence only): a row whose
+    /// artifact file is present, or an artifact file that a lookup would adopt. Changes
+    /// nothing and opens no artifact.
+    pub fn has_entry(&self, key: &str) -> bool {
+        if !is_key(key) || self.disabled.is_some() {
+            return false;
+        }
+        self.artifact_path(key).is_file()
+    }
+}
+
+fn entry_from_meta(meta: &ArtifactMeta, size_bytes: u64, created_at: i64, now: i64) -> Entry {
+    let (project, task) = meta.task.split_once('#').unwrap_or(("", &meta.task));
+    Entry {
+        key: meta.key.clone(),
+        project: project.to_owned(),
+        task: task.to_owned(),
+        size_bytes,
+        created_at,
+        accessed_at: now,
+        duration_ms: meta.exec.duration_ms,
+        cpu_ms: meta.exec.cpu_ms,
+        peak_rss_bytes: meta.exec.peak_rss_bytes,
+        origin: "local".to_owned(),
+        outputs: meta
+            .files
+            .iter()
+            .map(|(name, file)| (output_path(name).to_owned(), *file))
+            .collect(),
+    }
+}
+
+fn read_entry(conn: &Connection, key: &str) -> rusqlite::Result<Option<Entry>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT e.project, e.task, e.size_bytes, e.created_at, e.accessed_at, e.duration_ms,
+                e.cpu_ms, e.peak_rss_bytes, e.origin, o.path, o.size, o.mode, o.mtime_ns
+         FROM entries e LEFT JOIN entry_outputs o ON o.key = e.key
+         WHERE e.key = ?1 ORDER BY o.path",
+    )?;
+    let mut rows = stmt.query([key])?;
+    let mut entry: Option<Entry> = None;
+    while let Some(row) = rows.next()? {
+        let entry = match &mut entry {
+            Some(entry) => entry,
+            None => entry.insert(Entry {
+                key: key.to_owned(),
+                project: row.get(0)?,
+                task: row.get(1)?,
+                size_bytes: from_sql_u64(row.get(2)?),
+                created_at: row.get(3)?,
+                accessed_at: row.get(4)?,
+                duration_ms: from_sql_u64(row.get(5)?),
+                cpu_ms: row.get::<_, Option<i64>>(6)?.map(from_sql_u64),
+                peak_rss_bytes: row.get::<_, Option<i64>>(7)?.map(from_sql_u64),
+                origin: row.get(8)?,
+                outputs: Vec::new(),
+            }),
+        };
+        if let Some(path) = row.get::<_, Option<String>>(9)? {
+            let meta = FileMeta {
+                size: from_sql_u64(row.get(10)?),
+                mode: row.get(11)?,
+                mtime_ns: row.get(12)?,
+            };
+            entry.outputs.push((path, meta));
+        }
+    }
+    Ok(entry)
+}
+
+/// Upserts `entries` and replaces the entry's `entry_outputs`.
+fn write_entry(conn: &Connection, entry: &Entry) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO entries (key, project, task, size_bytes, created_at, accessed_at,
+                              duration_ms, cpu_ms, peak_rss_bytes, origin)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT (key) DO UPDATE SET
+             project = excluded.project, task = excluded.task,
+             size_bytes = excluded.size_bytes, created_at = excluded.created_at,
+             accessed_at = excluded.accessed_at, duration_ms = excluded.duration_ms,
+             cpu_ms = excluded.cpu_ms, peak_rss_bytes = excluded.peak_rss_bytes,
+             origin = excluded.origin",
+    )?
+    .execute(params![
+        entry.key,
+        entry.project,
+        entry.task,
+        to_sql_u64(entry.size_bytes),
+        entry.created_at,
+        entry.accessed_at,
+        to_sql_u64(entry.duration_ms),
+        entry.cpu_ms.map(to_sql_u64),
+        entry.peak_rss_bytes.map(to_sql_u64),
+        entry.origin,
+    ])?;
+    conn.prepare_cached("DELETE FROM entry_outputs WHERE key = ?1")?
+        .execute([&entry.key])?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO entry_outputs (key, path, size, mode, mtime_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for (path, file) in &entry.outputs {
+        insert.execute(params![
+            entry.key,
+            path,
+            to_sql_u64(file.size),
+            file.mode,
+            file.mtime_ns
+        ])?;
+    }
+    Ok(())
+}
+
+/// Runs `f` on the connection when the store is writable (a no-op otherwise) inside one
+/// `BEGIN IMMEDIATE` transaction.
+pub(crate) fn write_tx<T: Default>(
+    store: &mut Store,
+    f: impl FnOnce(&rusqlite::Transaction<'_>, &mut Meta) -> rusqlite::Result<T>,
+) -> Result<T, StoreError> {
+    if !store.writable() {
+        return Ok(T::default());
+    }
+    let conn = store.conn.as_mut().expect("writable");
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .at(&store.db)?;
+    let value = f(&tx, &mut store.meta).at(&store.db)?;
+    tx.commit().at(&store.db)?;
+    Ok(value)
+}
+
+/// Runs a read `f` when the store has an index; `T::default()` otherwise.
+pub(crate) fn read<T: Default>(
+    store: &Store,
+    f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+) -> Result<T, StoreError> {
+    match store.conn.as_ref() {
+        Some(conn) => f(conn).at(&store.db),
+        None => Ok(T::default()),
+    }
+}

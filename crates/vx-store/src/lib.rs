@@ -1,0 +1,25 @@
+//! The local cache store (§9): the SQLite index, artifacts, stored logs, pruning and the
+//! workspace run lock.
+//!
+//! Start with [`Store`] (in `index`): it opens a cache directory, looks entries up, saves and
+//! restores them. [`artifact`] owns the `<key>.tar.zst` format (STORE-5): packing, the one
+//! validity check, and staged restore. [`log`] owns the stored log format (STORE-6).
+//! [`lock`] is the run lock (STORE-14); [`prune`] evicts entries (STORE-15, STORE-16).
+//!
+//! This crate knows nothing of processes, tasks' globs or git: callers pass predicates and
+//! paths in.
+
+pub mod artifact;
+pub mod index;
+pub mod lock;
+pub mod log;
+pub mod prune;
+mod schema;
+
+pub use index::{
+    Access, Entry, FileStamp, Invocation, KeyComponent, Lookup, OpenError, OutputStamp,
+    RestoreFailure, RunRow, Store, StoreError,
+};
+pub use lock::{acquire as acquire_run_lock, LockError, RunLock};
+pub use log::{LogBuf, LogRecord, LogStream};
+pub use prune::{prune_dir, PruneError, PrunePolicy, PruneReport};

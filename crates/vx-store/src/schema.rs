@@ -1,0 +1,220 @@
+//! The SQLite index schema (STORE-4, HIST-1), version [`VERSION`], kept in `PRAGMA user_version`.
+//!
+//! Table and column names are normative (SPEC §9.1); columns may only grow, with defaults.
+//! Integers that are `u64` in Rust (sizes, inodes, devices) are stored as the same 64 bits in an
+//! SQLite `INTEGER` (see `index::to_sql_u64`). Times are milliseconds since the Unix epoch unless
+//! the column name says `_ns`.
+//!
+//! | Table | Key | Columns | Written by |
+//! |---|---|---|---|
+//! | `meta` | `name` | `value`: `key_format` (`vx-key-1`), `salt` (32 random bytes, hex), `orphans_swept_at`, `housekept_at` (ms) | open, retention |
+//! | `entries` | `key` | `project`, `task`, `size_bytes` (compressed), `created_at`, `accessed_at`, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `origin` (`local`, `remote`, `remote-exec`) | save, adoption, touches |
+//! | `entry_outputs` | (`key`, `path`) | `size`, `mode`, `mtime_ns`; `key` → `entries` ON DELETE CASCADE; `path` is project-relative, or `workspace-outputs/<root-rel>` | save, adoption |
+//! | `output_stamps` | (`workspace`, `key`, `path`) | `size`, `mode`, `mtime_ns`, `inode`, `ctime_ns`: `lstat` right after this checkout saved or restored the file (STORE-9) | after save/restore |
+//! | `key_inputs` | (`key`, `kind`, `name`) | `digest`, `recorded_at` (HIST-2) | key derivation |
+//! | `file_stamps` | (`workspace`, `path`) | `device`, `inode`, `mtime_ns`, `ctime_ns`, `size`, `mode`, `blob_id`, `seen_at` (KEY-11) | end of run |
+//! | `invocations` | `run_id` | `argv` (JSON array), `started_at`, `ended_at`, `exit_code`, `task_count`, `counts` (JSON object: status and cache kind → count), `commit`, `branch`, `dirty`, `ci_provider`, `os`, `arch`, `vx_version`, `concurrency`, `cache_policy` (HIST-1) | end of run |
+//! | `runs` | `id` (autoincrement) | `run_id` → `invocations` ON DELETE CASCADE, `project`, `task`, `key`?, `status`, `cache`, `placement`, `exit_code`?, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `start_offset_ms`, `end_offset_ms`, `attempts`, `timed_out`, `not_ready`, `blocked_by`?, `sandbox_violations`, `admission_held_ms`, `saved`, `unsaved_reason`? (HIST-1) | end of run |
+//!
+//! An index with an older `user_version` (or `0` with tables in it) is rebuilt by a writing
+//! open: every table is dropped and recreated in one `BEGIN IMMEDIATE` transaction (artifacts are
+//! re-adopted on demand, STORE-8). A newer version is never touched.
+
+use rusqlite::Transaction;
+
+/// The schema version this vx reads and writes.
+pub(crate) const VERSION: u32 = 1;
+
+/// `meta.key_format`.
+pub(crate) const KEY_FORMAT: &str = "vx-key-1";
+
+const CREATE: &str = "
+CREATE TABLE meta (
+    name  TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE entries (
+    key            TEXT PRIMARY KEY NOT NULL,
+    project        TEXT NOT NULL,
+    task           TEXT NOT NULL,
+    size_bytes     INTEGER NOT NULL,
+    created_at     INTEGER NOT NULL,
+    accessed_at    INTEGER NOT NULL,
+    duration_ms    INTEGER NOT NULL DEFAULT 0,
+    cpu_ms         INTEGER,
+    peak_rss_bytes INTEGER,
+    origin         TEXT NOT NULL DEFAULT 'local'
+);
+CREATE INDEX entries_by_access ON entries (accessed_at);
+
+CREATE TABLE entry_outputs (
+    key      TEXT NOT NULL REFERENCES entries (key) ON DELETE CASCADE,
+    path     TEXT NOT NULL,
+    size     INTEGER NOT NULL,
+    mode     INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    PRIMARY KEY (key, path)
+) WITHOUT ROWID;
+
+CREATE TABLE output_stamps (
+    workspace TEXT NOT NULL,
+    key       TEXT NOT NULL,
+    path      TEXT NOT NULL,
+    size      INTEGER NOT NULL,
+    mode      INTEGER NOT NULL,
+    mtime_ns  INTEGER NOT NULL,
+    inode     INTEGER NOT NULL,
+    ctime_ns  INTEGER NOT NULL,
+    PRIMARY KEY (workspace, key, path)
+) WITHOUT ROWID;
+CREATE INDEX output_stamps_by_key ON output_stamps (key);
+
+CREATE TABLE key_inputs (
+    key         TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    digest      TEXT NOT NULL,
+    recorded_at INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (key, kind, name)
+) WITHOUT ROWID;
+
+CREATE TABLE file_stamps (
+    workspace TEXT NOT NULL,
+    path      TEXT NOT NULL,
+    device    INTEGER NOT NULL,
+    inode     INTEGER NOT NULL,
+    mtime_ns  INTEGER NOT NULL,
+    ctime_ns  INTEGER NOT NULL,
+    size      INTEGER NOT NULL,
+    mode      INTEGER NOT NULL,
+    blob_id   TEXT NOT NULL,
+    seen_at   INTEGER NOT NULL,
+    PRIMARY KEY (workspace, path)
+) WITHOUT ROWID;
+
+CREATE TABLE invocations (
+    run_id       TEXT PRIMARY KEY NOT NULL,
+    argv         TEXT NOT NULL DEFAULT '[]',
+    started_at   INTEGER NOT NULL,
+    ended_at     INTEGER NOT NULL,
+    exit_code    INTEGER NOT NULL,
+    task_count   INTEGER NOT NULL DEFAULT 0,
+    counts       TEXT NOT NULL DEFAULT '{}',
+    \"commit\"   TEXT,
+    branch       TEXT,
+    dirty        INTEGER,
+    ci_provider  TEXT,
+    os           TEXT NOT NULL DEFAULT '',
+    arch         TEXT NOT NULL DEFAULT '',
+    vx_version   TEXT NOT NULL DEFAULT '',
+    concurrency  INTEGER NOT NULL DEFAULT 0,
+    cache_policy TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+CREATE INDEX invocations_by_start ON invocations (started_at);
+
+CREATE TABLE runs (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id             TEXT NOT NULL REFERENCES invocations (run_id) ON DELETE CASCADE,
+    project            TEXT NOT NULL,
+    task               TEXT NOT NULL,
+    key                TEXT,
+    status             TEXT NOT NULL,
+    cache              TEXT NOT NULL DEFAULT '',
+    placement          TEXT,
+    exit_code          INTEGER,
+    duration_ms        INTEGER NOT NULL DEFAULT 0,
+    cpu_ms             INTEGER,
+    peak_rss_bytes     INTEGER,
+    start_offset_ms    INTEGER NOT NULL DEFAULT 0,
+    end_offset_ms      INTEGER NOT NULL DEFAULT 0,
+    attempts           INTEGER NOT NULL DEFAULT 1,
+    timed_out          INTEGER NOT NULL DEFAULT 0,
+    not_ready          INTEGER NOT NULL DEFAULT 0,
+    blocked_by         TEXT,
+    sandbox_violations INTEGER NOT NULL DEFAULT 0,
+    admission_held_ms  INTEGER NOT NULL DEFAULT 0,
+    saved              INTEGER NOT NULL DEFAULT 0,
+    unsaved_reason     TEXT
+);
+CREATE INDEX runs_by_task ON runs (project, task, id);
+CREATE INDEX runs_by_task_name ON runs (task, project);
+CREATE INDEX runs_by_run ON runs (run_id);
+";
+
+/// Drops every table and view (whatever schema wrote them) and creates version [`VERSION`].
+/// Runs inside the caller's `BEGIN IMMEDIATE` transaction, with foreign keys off so that the
+/// drop order of an unknown older schema does not matter.
+pub(crate) fn rebuild(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    let objects: Vec<(String, String)> = {
+        let mut stmt = tx.prepare(
+            "SELECT type, name FROM sqlite_master
+             WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+        )?;
+        let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (kind, name) in objects {
+        let kind = if kind == "view" { "VIEW" } else { "TABLE" };
+        let quoted = name.replace('"', "\"\"");
+        tx.execute_batch(&format!("DROP {kind} IF EXISTS \"{quoted}\""))?;
+    }
+    tx.execute_batch(CREATE)?;
+    tx.pragma_update(None, "user_version", VERSION)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::Connection;
+
+    #[test]
+    fn rebuild_replaces_an_unknown_older_schema() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE entries (key TEXT PRIMARY KEY, junk TEXT);
+             CREATE TABLE old_thing (x INTEGER PRIMARY KEY AUTOINCREMENT);
+             INSERT INTO old_thing (x) VALUES (7);
+             CREATE VIEW v AS SELECT * FROM old_thing;",
+        )
+        .unwrap();
+        let tx = conn.transaction().unwrap();
+        rebuild(&tx).unwrap();
+        tx.commit().unwrap();
+        let version: u32 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, VERSION);
+        let mut names: Vec<String> = conn
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "entries",
+                "entry_outputs",
+                "file_stamps",
+                "invocations",
+                "key_inputs",
+                "meta",
+                "output_stamps",
+                "runs"
+            ]
+        );
+        // The new `entries` has the normative columns.
+        conn.execute(
+            "INSERT INTO entries (key, project, task, size_bytes, created_at, accessed_at)
+             VALUES ('k', 'p', 't', 1, 2, 3)",
+            [],
+        )
+        .unwrap();
+    }
+}

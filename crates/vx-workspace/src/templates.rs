@@ -1,0 +1,295 @@
+//! Workspace task templates (CFG-13): laying `[workspace.tasks.<name>]` under a project's
+//! tasks, and checking every task as it finally is (CFG-9).
+//!
+//! Start at [`resolve_tasks`], which turns one project's declared tasks into its resolved
+//! tasks:
+//!
+//! - a template applies to every task the project declares under its name (unless the task
+//!   says `extends = false`) and, outside the root project, to every `package.json` script of
+//!   its name;
+//! - the project's keys replace the template's key by key, whole (`cache`, `env` and `sandbox`
+//!   included); the key locations follow, so `vx show` points at the template's line for a
+//!   key the template gave;
+//! - with no `command` on either side, the script's text is the command (located at the
+//!   script in `package.json`);
+//! - a template's `cache` without `inputs` gets them spelled out: `**` less every declared
+//!   output of the project's tasks, so the default never reaches another task's outputs
+//!   (GRAPH-9) and the key derivation sees them written (KEY-5);
+//! - every task is then checked (`task_config::check_task`); a problem of a template-given
+//!   task names the template's location and the project it was applied to. Problems of the
+//!   template alone were reported once when it was walked and are not repeated per project.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use vx_core::config::TaskConfig;
+use vx_core::{Diagnostic, Location, Spanned, ROOT_PROJECT};
+
+use crate::task_config::{check_task, TaskFacts};
+use crate::toml_config::LoadedConfig;
+
+/// The templates of `[workspace.tasks]`.
+#[derive(Clone, Copy)]
+pub(crate) struct Templates<'a> {
+    pub(crate) tasks: &'a BTreeMap<String, TaskConfig>,
+    pub(crate) facts: &'a BTreeMap<String, TaskFacts>,
+}
+
+/// One project's declared tasks and what resolving them needs.
+pub(crate) struct ProjectTasks<'a> {
+    /// The project's name, for messages.
+    pub(crate) name: &'a str,
+    /// Root-relative directory ("" for the root project).
+    pub(crate) dir: &'a str,
+    /// The root project gets templates only through its own `[tasks.<name>]`; its scripts
+    /// usually drive the whole workspace.
+    pub(crate) is_root: bool,
+    pub(crate) tasks: BTreeMap<String, TaskConfig>,
+    pub(crate) facts: &'a BTreeMap<String, TaskFacts>,
+    /// `package.json` `scripts`.
+    pub(crate) scripts: Option<&'a BTreeMap<String, Spanned<String>>>,
+}
+
+/// A task being resolved.
+struct Resolving<'a> {
+    task: TaskConfig,
+    facts: TaskFacts,
+    /// The template laid under it, with its facts.
+    template: Option<(&'a TaskConfig, &'a TaskFacts)>,
+    /// Its `cache` table came from the template, which may omit `inputs`.
+    cache_from_template: bool,
+}
+
+/// The project's resolved tasks, by name. Problems are appended to `errors`.
+pub(crate) fn resolve_tasks(
+    project: ProjectTasks<'_>,
+    templates: Templates<'_>,
+    errors: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, TaskConfig> {
+    let no_facts = TaskFacts::default();
+    let scripts = project.scripts.filter(|_| !project.is_root);
+    let mut names: BTreeSet<&str> = project.tasks.keys().map(String::as_str).collect();
+    if let Some(scripts) = scripts {
+        names.extend(
+            scripts
+                .keys()
+                .map(String::as_str)
+                .filter(|name| templates.tasks.contains_key(*name)),
+        );
+    }
+
+    let mut resolving: BTreeMap<String, Resolving<'_>> = BTreeMap::new();
+    for name in names {
+        let own = project.tasks.get(name);
+        let own_facts = project.facts.get(name).unwrap_or(&no_facts);
+        let template = templates
+            .tasks
+            .get(name)
+            .filter(|_| own.is_none_or(|t| t.extends != Some(false)))
+            .map(|t| (t, templates.facts.get(name).unwrap_or(&no_facts)));
+        let entry = match (template, own) {
+            (None, Some(own)) => Resolving {
+                task: own.clone(),
+                facts: own_facts.clone(),
+                template: None,
+                cache_from_template: false,
+            },
+            (Some((template, template_facts)), own) => {
+                let mut task = overlay(template, own);
+                let facts = overlay_facts(template, template_facts, own, own_facts);
+                let cache_from_template =
+                    own.is_none_or(|own| !own.key_locations.contains_key("cache"));
+                if !task.key_locations.contains_key("command") {
+                    if let Some(script) = scripts.and_then(|s| s.get(name)) {
+                        script_as_command(&mut task, script, name, &project, template, errors);
+                    }
+                }
+                Resolving {
+                    task,
+                    facts,
+                    template: Some((template, template_facts)),
+                    cache_from_template,
+                }
+            }
+            (None, None) => continue,
+        };
+        resolving.insert(name.to_string(), entry);
+    }
+
+    let default_inputs = default_inputs(resolving.values().map(|r| &r.task), project.dir);
+    for r in resolving.values_mut() {
+        if let Some(cache) = r.task.cache.as_mut() {
+            if r.cache_from_template && cache.inputs.is_none() {
+                cache.inputs = Some(default_inputs.clone());
+            }
+        }
+    }
+
+    let mut resolved = BTreeMap::new();
+    for (name, r) in resolving {
+        let mut problems = check_task(&name, &r.task, &r.facts, false);
+        if let Some((template, template_facts)) = r.template {
+            let reported = check_task(&name, template, template_facts, true);
+            problems.retain(|d| !reported.contains(d));
+            for d in &mut problems {
+                d.message = applied(&d.message, &template.at, project.name);
+            }
+        }
+        errors.extend(problems);
+        resolved.insert(name, r.task);
+    }
+    resolved
+}
+
+/// Resolves the tasks of one `vx.toml` read on its own ([`crate::parse_config`]): the file's
+/// own templates apply to its own tasks, as at the root of a workspace; a project file alone
+/// has none, and no `package.json` scripts.
+pub(crate) fn resolve_alone(loaded: &mut LoadedConfig, rel_path: &str, is_root: bool) {
+    let templates = loaded
+        .config
+        .workspace
+        .as_ref()
+        .map(|ws| ws.tasks.clone())
+        .unwrap_or_default();
+    let dir = rel_path.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let project = ProjectTasks {
+        name: if is_root { ROOT_PROJECT } else { dir },
+        dir,
+        is_root,
+        tasks: std::mem::take(&mut loaded.config.project.tasks),
+        facts: &loaded.task_facts,
+        scripts: None,
+    };
+    let templates = Templates {
+        tasks: &templates,
+        facts: &loaded.template_facts,
+    };
+    loaded.config.project.tasks = resolve_tasks(project, templates, &mut loaded.errors);
+}
+
+/// The project's table laid over the template: each key the project sets replaces the
+/// template's whole; the rest come from the template, with their locations.
+fn overlay(template: &TaskConfig, own: Option<&TaskConfig>) -> TaskConfig {
+    let Some(own) = own else {
+        return template.clone();
+    };
+    let mut task = own.clone();
+    for (key, at) in &template.key_locations {
+        if own.key_locations.contains_key(key) {
+            continue;
+        }
+        match key.as_str() {
+            "description" => task.description = template.description.clone(),
+            "command" => task.command = template.command.clone(),
+            "depends-on" => task.depends_on = template.depends_on.clone(),
+            "env" => task.env = template.env.clone(),
+            "timeout" => task.timeout = template.timeout,
+            "retries" => task.retries = template.retries,
+            "persistent" => task.persistent = template.persistent.clone(),
+            "interactive" => task.interactive = template.interactive,
+            "sandbox" => task.sandbox = template.sandbox.clone(),
+            "cache" => task.cache = template.cache.clone(),
+            "remote" => task.remote = template.remote.clone(),
+            _ => continue,
+        }
+        task.key_locations.insert(key.clone(), at.clone());
+    }
+    task
+}
+
+/// The facts that go with the keys [`overlay`] took from each side.
+fn overlay_facts(
+    template: &TaskConfig,
+    template_facts: &TaskFacts,
+    own: Option<&TaskConfig>,
+    own_facts: &TaskFacts,
+) -> TaskFacts {
+    let Some(own) = own else {
+        return template_facts.clone();
+    };
+    let from_own = |key: &str| {
+        own.key_locations.contains_key(key) || !template.key_locations.contains_key(key)
+    };
+    TaskFacts {
+        ready_when: if from_own("persistent") {
+            own_facts.ready_when.clone()
+        } else {
+            template_facts.ready_when.clone()
+        },
+        upstream: if from_own("cache") {
+            own_facts.upstream.clone()
+        } else {
+            template_facts.upstream.clone()
+        },
+        unknown_key: own_facts.unknown_key || template_facts.unknown_key,
+    }
+}
+
+/// With no `command` on either side, the script's text is the command (CFG-13), run like any
+/// command; an empty one cannot be.
+fn script_as_command(
+    task: &mut TaskConfig,
+    script: &Spanned<String>,
+    name: &str,
+    project: &ProjectTasks<'_>,
+    template: &TaskConfig,
+    errors: &mut Vec<Diagnostic>,
+) {
+    let problem = if script.value.trim().is_empty() {
+        "is empty"
+    } else if script.value.contains('\0') {
+        "contains a NUL character"
+    } else {
+        ""
+    };
+    if problem.is_empty() {
+        task.command = Some(script.value.clone());
+    } else {
+        let message = format!(
+            "script `{name}` {problem}, so it cannot be the command of `{}#{name}`",
+            project.name
+        );
+        errors.push(Diagnostic::at(
+            script.at.clone(),
+            applied(&message, &template.at, project.name),
+        ));
+    }
+    // Located even when refused: the task has its command, only a bad one, and calling it a
+    // group as well would only add noise.
+    task.key_locations
+        .insert("command".to_string(), script.at.clone());
+}
+
+/// `["**"]` less every declared output of the project's tasks (CFG-13): their `outputs`, and
+/// their `workspace-outputs` that lie in the project, made project-relative. Negations of
+/// outputs are left out (they take nothing back from the inputs).
+fn default_inputs<'a>(tasks: impl Iterator<Item = &'a TaskConfig>, dir: &str) -> Vec<String> {
+    let mut outputs: BTreeSet<String> = BTreeSet::new();
+    for cache in tasks.filter_map(|t| t.cache.as_ref()) {
+        let own = cache.outputs.iter().flatten().cloned();
+        let workspace = cache
+            .workspace_outputs
+            .iter()
+            .filter_map(|glob| inside(glob, dir));
+        outputs.extend(own.chain(workspace).filter(|g| !g.starts_with('!')));
+    }
+    std::iter::once("**".to_string())
+        .chain(outputs.into_iter().map(|glob| format!("!{glob}")))
+        .collect()
+}
+
+/// A root-relative glob made relative to `dir`, when it lies in it.
+fn inside(glob: &str, dir: &str) -> Option<String> {
+    if dir.is_empty() {
+        return Some(glob.to_string());
+    }
+    let rest = glob.strip_prefix(dir)?.strip_prefix('/')?;
+    (!rest.is_empty()).then(|| rest.to_string())
+}
+
+/// A message about a template-given task, naming the template and the project (CFG-13).
+fn applied(message: &str, template_at: &Location, project: &str) -> String {
+    format!("{message} (from the template at {template_at}, applied to `{project}`)")
+}
+
+#[cfg(test)]
+mod tests;

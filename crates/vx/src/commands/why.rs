@@ -1,0 +1,361 @@
+//! `vx why TASK` (HIST-3): why a task executed, or was served from the cache, in its latest
+//! recorded run — by comparing the key components recorded for this run's key and the
+//! previous run's key (HIST-2).
+//!
+//! Read-only: it opens the index read-only, reads only the `[workspace]` table and history,
+//! and never task configuration, so it works while a project's `vx.toml` is broken.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::json;
+use vx_core::{Diagnostic, TaskId};
+use vx_store::index::{KeyComponent, RunRow};
+use vx_store::{Access, OpenError, Store};
+
+use crate::cli::WhyArgs;
+use crate::error::Failure;
+use crate::render::out_str;
+use crate::run::cache::{cache_dir, rfc3339};
+use crate::{exit, render, workspace};
+
+pub fn why(cwd: &Path, args: WhyArgs) -> Result<i32, Failure> {
+    let json = match args.format.as_deref() {
+        None | Some("pretty") => false,
+        Some("json") => true,
+        Some(other) => {
+            return Err(Diagnostic::new(format!(
+                "invalid value `{other}` for --format (expected pretty or json)"
+            ))
+            .into())
+        }
+    };
+    let (root, settings) = workspace::root_only(cwd)?;
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let dir = cache_dir(
+        &root,
+        cwd,
+        args.cache_dir.as_deref(),
+        &env,
+        settings.cache_dir.as_deref(),
+    );
+    let store = open_read_only(&dir)?;
+    let Some(id) = resolve(&store, cwd, &root, &args.task)? else {
+        render::notice(&format!("history has no run of `{}`", args.task));
+        return Ok(exit::FAILURE);
+    };
+    let rows = match &args.run {
+        Some(prefix) => store.task_runs_from(&id.project, &id.task, prefix, 2),
+        None => store.task_runs(&id.project, &id.task, 2),
+    }
+    .map_err(|e| Failure::usage(e.to_string()))?;
+    let Some(this) = rows.first() else {
+        render::notice(&format!("history has no run of `{id}`"));
+        return Ok(exit::FAILURE);
+    };
+    let previous = rows.get(1);
+    let explanation = explain(&store, this, previous);
+    if json {
+        out_str(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&as_json(&id, this, previous, &explanation))
+                .unwrap_or_default()
+        ));
+    } else {
+        out_str(&pretty(&id, this, previous, &explanation));
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// STORE-3: reading verbs never modify the index and refuse another schema version.
+pub fn open_read_only(dir: &Path) -> Result<Store, Failure> {
+    match Store::open(dir, Access::ReadOnly) {
+        Ok(store) => Ok(store),
+        Err(OpenError::Schema { found, expected }) => {
+            let d = Diagnostic::new(format!(
+                "the cache index has schema {found}, this vx reads {expected}"
+            ));
+            Err(if found < expected {
+                d.hint("run `vx run` once to upgrade it")
+            } else {
+                d.hint("it was written by a newer vx")
+            }
+            .into())
+        }
+        Err(OpenError::Corrupt { path, reason }) => Err(Diagnostic::new(format!(
+            "{} is not a valid cache index ({reason})",
+            path.display()
+        ))
+        .hint("delete it together with cache.db-wal and cache.db-shm")
+        .into()),
+        Err(other) => Err(Diagnostic::new(other.to_string()).into()),
+    }
+}
+
+/// A task id, or a bare name that resolves if exactly one project has runs of it, else the
+/// cwd project's (HIST-3).
+fn resolve(store: &Store, cwd: &Path, root: &Path, text: &str) -> Result<Option<TaskId>, Failure> {
+    if let Some(id) = TaskId::parse(text).filter(|_| text.contains('#')) {
+        return Ok(Some(id));
+    }
+    let projects = store
+        .tasks_with_runs(text)
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    if projects.len() == 1 {
+        return Ok(Some(TaskId::new(&projects[0], text)));
+    }
+    if let Ok(ws) = workspace::load(cwd) {
+        let real = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+        if let Ok(rel) = real.strip_prefix(root) {
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            if let Some(project) = ws.project_containing(&rel) {
+                if projects.contains(&project.name) {
+                    return Ok(Some(TaskId::new(&project.name, text)));
+                }
+            }
+        }
+    }
+    if projects.is_empty() {
+        return Ok(None);
+    }
+    let candidates: Vec<String> = projects.iter().map(|p| format!("`{p}#{text}`")).collect();
+    Err(Diagnostic::new(format!(
+        "`{text}` ran in several projects; name one: {}",
+        candidates.join(", ")
+    ))
+    .into())
+}
+
+/// One component that differs between the two keys.
+struct Change {
+    change: &'static str,
+    kind: String,
+    name: String,
+    before: Option<String>,
+    after: Option<String>,
+}
+
+struct Explanation {
+    verdict: String,
+    /// Components of this run's key, and how many did not change.
+    total: usize,
+    unchanged: usize,
+    changes: Vec<Change>,
+    next: Vec<String>,
+}
+
+fn explain(store: &Store, this: &RunRow, previous: Option<&RunRow>) -> Explanation {
+    let mut out = Explanation {
+        verdict: String::new(),
+        total: 0,
+        unchanged: 0,
+        changes: Vec::new(),
+        next: Vec::new(),
+    };
+    let Some(key) = &this.key else {
+        out.verdict = "skipped — no key".into();
+        return out;
+    };
+    let components = store.key_inputs(key).ok().flatten().unwrap_or_default();
+    out.total = components.len();
+    let Some(previous) = previous else {
+        out.verdict = "no earlier run of this task is recorded here".into();
+        return out;
+    };
+    let hit = matches!(this.cache.as_str(), "up-to-date" | "local" | "remote");
+    if previous.key.as_deref() == Some(key) {
+        out.unchanged = out.total;
+        out.verdict = if hit {
+            "same key, served from cache".into()
+        } else if previous.status == "failed" {
+            "same key, executed anyway: the previous run failed — failures are never cached".into()
+        } else if !previous.saved {
+            format!(
+                "same key, executed anyway: the previous result was not saved: {}",
+                previous.unsaved_reason.as_deref().unwrap_or("unknown")
+            )
+        } else if this.cache == "miss" && store.entry(key).ok().flatten().is_some() {
+            "same key, executed anyway: cache reads were off (--force)".into()
+        } else {
+            "same key, executed anyway: the entry was pruned or damaged".into()
+        };
+        return out;
+    }
+    let Some(before) = previous
+        .key
+        .as_ref()
+        .and_then(|k| store.key_inputs(k).ok().flatten())
+    else {
+        out.verdict = "the key changed; components of the previous key were not recorded on this machine (it came from the remote cache)".into();
+        return out;
+    };
+    let map = |list: &[KeyComponent]| -> BTreeMap<(String, String), String> {
+        list.iter()
+            .map(|c| ((c.kind.clone(), c.name.clone()), c.digest.clone()))
+            .collect()
+    };
+    let (old, new) = (map(&before), map(&components));
+    for ((kind, name), digest) in &new {
+        match old.get(&(kind.clone(), name.clone())) {
+            Some(was) if was == digest => out.unchanged += 1,
+            Some(was) => out.changes.push(Change {
+                change: "changed",
+                kind: kind.clone(),
+                name: name.clone(),
+                before: Some(was.clone()),
+                after: Some(digest.clone()),
+            }),
+            None => out.changes.push(Change {
+                change: "added",
+                kind: kind.clone(),
+                name: name.clone(),
+                before: None,
+                after: Some(digest.clone()),
+            }),
+        }
+    }
+    for ((kind, name), digest) in &old {
+        if !new.contains_key(&(kind.clone(), name.clone())) {
+            out.changes.push(Change {
+                change: "removed",
+                kind: kind.clone(),
+                name: name.clone(),
+                before: Some(digest.clone()),
+                after: None,
+            });
+        }
+    }
+    out.changes
+        .sort_by(|a, b| (order(&a.kind), &a.name).cmp(&(order(&b.kind), &b.name)));
+    out.verdict = format!(
+        "the key changed ({} of {} components)",
+        out.changes.len(),
+        out.total
+    );
+    for change in &out.changes {
+        if change.kind == "upstream" && change.change == "changed" && !change.name.ends_with(')') {
+            out.next.push(format!(
+                "{}'s key moved: run `vx why {}`",
+                change.name, change.name
+            ));
+        }
+    }
+    out
+}
+
+/// The order components are listed in: as the key folds them (KEY-2).
+fn order(kind: &str) -> usize {
+    [
+        "format",
+        "platform",
+        "workspace",
+        "manifest",
+        "config",
+        "args",
+        "env",
+        "runtime",
+        "ws-runtime",
+        "upstream",
+        "input",
+    ]
+    .iter()
+    .position(|k| *k == kind)
+    .unwrap_or(usize::MAX)
+}
+
+/// A digest as shown: 8 hex digits of a blob or key (modes kept for inputs).
+fn short(digest: &str) -> String {
+    match digest.split_once(' ') {
+        Some((mode, blob)) if mode != "100644" => format!("{mode} {}", &blob[..blob.len().min(8)]),
+        Some((_, blob)) => blob[..blob.len().min(8)].to_string(),
+        None => digest[..digest.len().min(8)].to_string(),
+    }
+}
+
+fn when(ms: i64) -> String {
+    let text = rfc3339(ms / 1000);
+    format!("{} {}", &text[..10], &text[11..16])
+}
+
+fn cache_word(row: &RunRow) -> &str {
+    if row.status != "success" {
+        return &row.status;
+    }
+    match row.cache.as_str() {
+        "up-to-date" => "up-to-date",
+        "local" => "restored-local",
+        "remote" => "restored-remote",
+        _ => "executed",
+    }
+}
+
+fn row_line(label: &str, row: &RunRow) -> String {
+    let key = row
+        .key
+        .as_deref()
+        .map_or("none".to_string(), |k| k[..12.min(k.len())].to_string());
+    format!(
+        "  {label:<10} {}  {:<16} key {key}\n",
+        when(row.started_at),
+        cache_word(row)
+    )
+}
+
+fn pretty(id: &TaskId, this: &RunRow, previous: Option<&RunRow>, e: &Explanation) -> String {
+    let mut text = format!("{id} — run {}\n", &this.run_id[..this.run_id.len().min(12)]);
+    text.push_str(&row_line("this run", this));
+    if let Some(previous) = previous {
+        text.push_str(&row_line("previous", previous));
+    }
+    text.push_str(&format!("verdict    {}\n", e.verdict));
+    let width = e.changes.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    for c in &e.changes {
+        let digests = match (&c.before, &c.after) {
+            (Some(b), Some(a)) => format!("{} → {}", short(b), short(a)),
+            (None, Some(a)) => short(a),
+            (Some(b), None) => short(b),
+            (None, None) => String::new(),
+        };
+        text.push_str(&format!(
+            "  {:<8} {:<9} {:<width$}   {digests}\n",
+            c.change, c.kind, c.name
+        ));
+    }
+    if !e.next.is_empty() {
+        text.push_str("next\n");
+        for line in &e.next {
+            text.push_str(&format!("  {line}\n"));
+        }
+    }
+    text
+}
+
+fn as_json(
+    id: &TaskId,
+    this: &RunRow,
+    previous: Option<&RunRow>,
+    e: &Explanation,
+) -> serde_json::Value {
+    let row = |r: &RunRow| {
+        json!({
+            "run_id": r.run_id,
+            "started_at": rfc3339(r.started_at / 1000),
+            "cache": cache_word(r),
+            "key": r.key,
+        })
+    };
+    json!({
+        "task": id.to_string(),
+        "run_id": this.run_id,
+        "verdict": e.verdict,
+        "this": row(this),
+        "previous": previous.map(row),
+        "components": e.changes.iter().map(|c| {
+            let mut v = json!({"change": c.change, "kind": c.kind, "name": c.name});
+            if let Some(b) = &c.before { v["before"] = json!(b); }
+            if let Some(a) = &c.after { v["after"] = json!(a); }
+            v
+        }).collect::<Vec<_>>(),
+        "unchanged": e.unchanged,
+    })
+}

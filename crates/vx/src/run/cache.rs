@@ -1,0 +1,953 @@
+//! The run's side of the cache (§9): per task, decide between up-to-date, restore and
+//! execute before it runs, and save its result after.
+//!
+//! How this works: [`RunCache::before`] derives the task's key (`keys`), and — when the task is
+//! cached and local reads are on — looks it up. A hit whose outputs on disk are exactly what
+//! vx last wrote is *up-to-date* and only its log is read back; any other hit is cleaned and
+//! restored (STORE-9, STORE-10). A miss that will be saved has its declared outputs cleaned
+//! first (STORE-11). [`RunCache::after`] applies the save guard (KEY-16) and saves
+//! (STORE-7). Everything the run learned is written back once, in [`RunCache::finish`].
+//! Damage is always a miss with one line (STORE-12), never a wrong hit.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use vx_core::config::TaskConfig;
+use vx_core::globs::TaskGlobs;
+use vx_core::graph::task_config;
+use vx_core::{TaskId, Workspace};
+use vx_store::artifact::{self, OutputFile, Target};
+use vx_store::artifact::{ArtifactMeta, ExecMeta, Producer};
+use vx_store::index::{Invocation, Lookup, OutputStamp, RestoreFailure, RunRow};
+use vx_store::log::{LogRecord, LogStream};
+use vx_store::Store;
+
+use super::keys::{is_under, relative, Derived, Keys};
+use super::outputs::{plain, stamp, up_to_date, Found, Outputs};
+use super::preview::DryCache;
+use crate::options::CachePolicy;
+use crate::render;
+
+/// How a task's result was obtained (UI-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheKind {
+    Miss,
+    UpToDate,
+    RestoredLocal,
+    NoCache,
+}
+
+impl CacheKind {
+    pub fn word(self) -> &'static str {
+        match self {
+            CacheKind::Miss => "miss",
+            CacheKind::UpToDate => "up-to-date",
+            CacheKind::RestoredLocal => "local",
+            CacheKind::NoCache => "no-cache",
+        }
+    }
+
+    pub fn is_hit(self) -> bool {
+        matches!(self, CacheKind::UpToDate | CacheKind::RestoredLocal)
+    }
+}
+
+/// What to do with a task that is ready.
+pub enum Decision {
+    /// Served from the cache: replay this log.
+    Hit {
+        kind: CacheKind,
+        records: Vec<LogRecord>,
+        short_key: String,
+        stored: Duration,
+    },
+    /// Run it; `writes` says whether a successful result may be saved.
+    Execute { cached: bool, writes: bool },
+    /// The key could not be derived, or the outputs could not be cleaned: the task fails
+    /// with this line before running.
+    Fail(String),
+}
+
+/// Which of these tracked paths have uncommitted changes (STORE-10).
+pub type DirtyProbe<'p> = Box<dyn FnMut(&[String]) -> HashSet<String> + 'p>;
+
+pub struct RunCache<'p> {
+    pub keys: Keys<'p>,
+    workspace: &'p Workspace,
+    store: Option<Store>,
+    policy: CachePolicy,
+    workspace_id: String,
+    /// The cache directory relative to the root, when it lies inside the workspace.
+    cache_wall: Option<String>,
+    ci: bool,
+    /// Output stamps of this workspace, by key (STORE-9), loaded once.
+    stamps: HashMap<String, Vec<OutputStamp>>,
+    /// Keys whose results were not saved (or folded something not saved): dependants that
+    /// fold them are not saved either (KEY-16).
+    withheld: HashSet<TaskId>,
+    /// Caching was turned off during the run (KEY-16, STORE-12).
+    off: bool,
+    /// Tracked paths with staged or unstaged changes, computed on first need.
+    dirty: Option<HashSet<String>>,
+    dirty_probe: DirtyProbe<'p>,
+    /// Per task id, the key components to record (HIST-2).
+    recorded: Vec<(String, Vec<vx_core::key::Component>)>,
+    /// Per executed task: saved, or the `unsaved_reason` of HIST-1.
+    saves: HashMap<TaskId, Result<(), &'static str>>,
+}
+
+impl<'p> RunCache<'p> {
+    pub fn new(
+        keys: Keys<'p>,
+        workspace: &'p Workspace,
+        store: Option<Store>,
+        policy: CachePolicy,
+        ci: bool,
+        dirty_probe: DirtyProbe<'p>,
+    ) -> RunCache<'p> {
+        let workspace_id = workspace_identity(&workspace.root);
+        let cache_wall = store.as_ref().and_then(|s| {
+            s.dir()
+                .strip_prefix(&workspace.root)
+                .ok()
+                .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        });
+        let stamps = store
+            .as_ref()
+            .and_then(|s| s.workspace_output_stamps(&workspace_id).ok())
+            .unwrap_or_default();
+        RunCache {
+            keys,
+            workspace,
+            store,
+            policy,
+            workspace_id,
+            cache_wall,
+            ci,
+            stamps,
+            withheld: HashSet::new(),
+            off: false,
+            dirty: None,
+            dirty_probe,
+            recorded: Vec::new(),
+            saves: HashMap::new(),
+        }
+    }
+
+    fn outputs_of(&self, id: &TaskId, config: &TaskConfig) -> Option<Outputs> {
+        let cache = config.cache.as_ref()?;
+        let project = self.workspace.project(&id.project)?;
+        let mut walls: Vec<String> = self
+            .workspace
+            .projects
+            .iter()
+            .filter(|p| p.dir != project.dir && is_under(&p.dir, &project.dir))
+            .map(|p| p.dir.clone())
+            .collect();
+        walls.extend(self.cache_wall.clone());
+        Some(Outputs::new(&project.dir, cache, walls))
+    }
+
+    /// `--dry` (UI-12): the task's key and whether the local store has an entry for it,
+    /// without reading the artifact or writing anything.
+    pub fn plan_row(&mut self, id: &TaskId) -> (Result<String, String>, DryCache) {
+        let config = task_config(self.workspace, id).expect("declared");
+        if config.is_persistent() {
+            return (Err("persistent".into()), DryCache::NoCache);
+        }
+        let derived = match self.keys.key(id) {
+            None => return (Err("persistent".into()), DryCache::NoCache),
+            Some(Err(error)) => return (Err(error.0), DryCache::Miss),
+            Some(Ok(derived)) => derived.clone(),
+        };
+        self.keys.notices.clear();
+        let key = derived.key.hex();
+        if config.cache.is_none() {
+            return (Ok(key), DryCache::NoCache);
+        }
+        let reads = self.policy.local_read;
+        let exists = reads
+            && self
+                .store
+                .as_ref()
+                .is_some_and(|s| s.disabled().is_none() && s.has_entry(&key));
+        (
+            Ok(key),
+            if exists {
+                DryCache::HitLocal
+            } else {
+                DryCache::Miss
+            },
+        )
+    }
+
+    /// Decides how a ready task gets its result. `saveable` is false when the task must not be
+    /// saved whatever happens (tainted, or folding a dropped dependency).
+    pub fn before(&mut self, id: &TaskId, saveable: bool) -> Decision {
+        let config = task_config(self.workspace, id).expect("declared");
+        let derived = match self.keys.key(id) {
+            None => {
+                return Decision::Execute {
+                    cached: false,
+                    writes: false,
+                }
+            }
+            Some(Err(error)) => return Decision::Fail(format!("vx: {}", error.0)),
+            Some(Ok(derived)) => derived.clone(),
+        };
+        self.flush_key_notices();
+        let Some(outputs) = self.outputs_of(id, config) else {
+            return Decision::Execute {
+                cached: false,
+                writes: false,
+            };
+        };
+        let active = !self.off && self.store.as_ref().is_some_and(|s| s.disabled().is_none());
+        let reads = active && self.policy.local_read;
+        let writes = active && self.policy.local_write;
+        let key = derived.key.hex();
+        let short = derived.key.short();
+        if reads {
+            let accept = |name: &str| outputs.accepts(name);
+            let store = self.store.as_mut().expect("active");
+            match store.lookup(&key, &accept) {
+                Ok(Lookup::Hit(entry)) => match self.serve_hit(id, &outputs, &key, &entry) {
+                    Ok(Some(decision)) => return decision,
+                    Ok(None) => {}
+                    Err(line) => return Decision::Fail(line),
+                },
+                Ok(Lookup::Damaged(damage)) => {
+                    render::notice(&format!(
+                        "{id}: discarded damaged cache entry {short} ({}); running the task",
+                        damage.reason
+                    ));
+                }
+                Ok(Lookup::Miss) => {}
+                Err(error) => self.turn_off(&error.to_string()),
+            }
+        }
+        if writes && saveable {
+            if let Err(line) = self.clean(id, &outputs) {
+                return Decision::Fail(line);
+            }
+        }
+        Decision::Execute {
+            cached: true,
+            writes: writes && saveable,
+        }
+    }
+
+    /// A confirmed entry: up-to-date, or cleaned and restored. `Ok(None)` falls back to running
+    /// the task (damage, vanished entry).
+    fn serve_hit(
+        &mut self,
+        id: &TaskId,
+        outputs: &Outputs,
+        key: &str,
+        entry: &vx_store::index::Entry,
+    ) -> Result<Option<Decision>, String> {
+        let root = self.workspace.root.clone();
+        let short = key[..12].to_string();
+        let stored = Duration::from_millis(entry.duration_ms);
+        let found = outputs
+            .find(&root)
+            .map_err(|e| format!("vx: {id}: cannot read the outputs: {}", plain(&e)))?;
+        let stamps = self.stamps.get(key).cloned().unwrap_or_default();
+        let store = self.store.as_mut().expect("active");
+        if up_to_date(&found, &entry.outputs, &stamps, outputs) {
+            match artifact::read_log(&store.artifact_path(key)) {
+                Ok(log) => {
+                    store.touch(key);
+                    return Ok(Some(Decision::Hit {
+                        kind: CacheKind::UpToDate,
+                        records: decode_log(&log),
+                        short_key: short,
+                        stored,
+                    }));
+                }
+                Err(_) => {
+                    // Fall through to a full restore, which validates the whole artifact.
+                }
+            }
+        }
+        self.clean_found(id, outputs, &found)?;
+        let store = self.store.as_mut().expect("active");
+        let accept = |name: &str| outputs.accepts(name);
+        let target = |name: &str| {
+            let rel = outputs.path_of(name).unwrap_or_default();
+            Target {
+                path: root.join(&rel),
+                contain: if is_under(&rel, &outputs.dir) {
+                    root.join(&outputs.dir)
+                } else {
+                    root.clone()
+                },
+            }
+        };
+        match store.restore(key, &accept, &target) {
+            Ok(restored) => {
+                let mut rows = Vec::new();
+                for file in &restored.files {
+                    let rel = file
+                        .path
+                        .strip_prefix(&root)
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    if let Ok(meta) = std::fs::symlink_metadata(&file.path) {
+                        rows.push(stamp(&rel, &meta));
+                    }
+                }
+                let _ = store.set_output_stamps(&self.workspace_id, key, &rows);
+                self.stamps.insert(key.to_string(), rows);
+                store.touch(key);
+                self.refresh_outputs(outputs);
+                Ok(Some(Decision::Hit {
+                    kind: CacheKind::RestoredLocal,
+                    records: decode_log(&restored.log),
+                    short_key: short,
+                    stored,
+                }))
+            }
+            Err(RestoreFailure::Damaged(damage)) => {
+                render::notice(&format!(
+                    "{id}: discarded damaged cache entry {short} ({}); running the task",
+                    damage.reason
+                ));
+                Ok(None)
+            }
+            Err(RestoreFailure::Vanished) => {
+                render::notice(&format!(
+                    "{id}: cache entry {short} was removed by another process; running the task"
+                ));
+                Ok(None)
+            }
+            Err(other) => Err(format!("vx: {id}: {other}")),
+        }
+    }
+
+    /// STORE-11: clean the declared outputs before the task runs.
+    fn clean(&mut self, id: &TaskId, outputs: &Outputs) -> Result<(), String> {
+        let root = self.workspace.root.clone();
+        let found = outputs
+            .find(&root)
+            .map_err(|e| format!("vx: {id}: cannot read the outputs: {}", plain(&e)))?;
+        self.clean_found(id, outputs, &found)
+    }
+
+    /// STORE-10 step 1: check every match against the protections, then remove them all.
+    fn clean_found(
+        &mut self,
+        id: &TaskId,
+        outputs: &Outputs,
+        found: &[Found],
+    ) -> Result<(), String> {
+        if found.is_empty() {
+            return Ok(());
+        }
+        let written_by_vx: HashSet<&str> = self
+            .stamps
+            .values()
+            .flatten()
+            .filter(|s| {
+                found
+                    .iter()
+                    .any(|f| f.path == s.path && stamp(&f.path, &f.meta) == **s)
+            })
+            .map(|s| s.path.as_str())
+            .collect();
+        let candidates: Vec<&Found> = found
+            .iter()
+            .filter(|f| !written_by_vx.contains(f.path.as_str()))
+            .collect();
+        let tracked: Vec<String> = candidates
+            .iter()
+            .filter(|f| self.keys.is_tracked(&f.path))
+            .map(|f| f.path.clone())
+            .collect();
+        if !tracked.is_empty() && self.dirty.is_none() {
+            self.dirty = Some((self.dirty_probe)(&tracked));
+        }
+        for f in &candidates {
+            let glob_list = if outputs.entry_name(&f.path).starts_with("outputs/") {
+                "cache.outputs"
+            } else {
+                "cache.workspace-outputs"
+            };
+            let globs = self.glob_text(outputs, &f.path);
+            if self.dirty.as_ref().is_some_and(|d| d.contains(&f.path)) {
+                return Err(format!(
+                    "vx: {id}: refusing to clean `{}`: it has uncommitted changes and matches {glob_list} ({globs})",
+                    f.path
+                ));
+            }
+            if !self.keys.is_tracked(&f.path) {
+                if let Some(reader) = self.input_reader(&f.path) {
+                    return Err(format!(
+                        "vx: {id}: refusing to clean `{}`: it is an input of `{reader}` and matches {glob_list} ({globs})",
+                        f.path
+                    ));
+                }
+            }
+        }
+        let root = self.workspace.root.clone();
+        outputs
+            .clean(&root, found)
+            .map_err(|e| format!("vx: {id}: {e}"))?;
+        self.refresh_outputs(outputs);
+        Ok(())
+    }
+
+    /// The output globs that match a path, for the refusal line.
+    fn glob_text(&self, outputs: &Outputs, path: &str) -> String {
+        let rel = relative(path, &outputs.dir);
+        let mut globs: Vec<&str> = outputs
+            .project
+            .positives()
+            .iter()
+            .filter(|g| TaskGlobs::new([g.as_str()]).is_match(rel))
+            .map(String::as_str)
+            .collect();
+        globs.extend(
+            outputs
+                .workspace
+                .positives()
+                .iter()
+                .filter(|g| TaskGlobs::new([g.as_str()]).is_match(path))
+                .map(String::as_str),
+        );
+        globs.join(", ")
+    }
+
+    /// A cached task of the run whose `cache.inputs` or `cache.workspace-inputs` select this
+    /// untracked path (STORE-10).
+    fn input_reader(&self, path: &str) -> Option<TaskId> {
+        let graph = self.keys_graph();
+        for node in &graph.nodes {
+            let Some(config) = task_config(self.workspace, &node.id) else {
+                continue;
+            };
+            let Some(cache) = &config.cache else { continue };
+            let dir = &self.workspace.projects[node.project].dir;
+            let own = self.outputs_of(&node.id, config);
+            if own.as_ref().is_some_and(|o| o.covers(path)) {
+                continue;
+            }
+            let inputs = TaskGlobs::new(cache.inputs.iter().flatten().map(String::as_str));
+            let in_project = is_under(path, dir)
+                && !self
+                    .workspace
+                    .projects
+                    .iter()
+                    .any(|p| p.dir != *dir && is_under(&p.dir, dir) && is_under(path, &p.dir));
+            let workspace_inputs =
+                TaskGlobs::new(cache.workspace_inputs.iter().map(String::as_str));
+            if (in_project && inputs.is_match(relative(path, dir)))
+                || workspace_inputs.is_match(path)
+            {
+                return Some(node.id.clone());
+            }
+        }
+        None
+    }
+
+    fn keys_graph(&self) -> &vx_core::graph::TaskGraph {
+        self.keys.graph()
+    }
+
+    /// KEY-15: what a clean or restore touched is listed again.
+    fn refresh_outputs(&mut self, outputs: &Outputs) {
+        let prefixes = outputs.prefixes();
+        let _ = self.keys.tree.refresh(&prefixes);
+    }
+
+    /// After a task that executed: refresh the listing for what it could have written
+    /// (KEY-15), then, for a successful cached task that writes, apply the save guard and
+    /// save (STORE-7). Returns whether the result was saved.
+    pub fn after(&mut self, done: Done<'_>) -> bool {
+        let id = done.id;
+        let result = self.after_inner(&done);
+        let saved = result.is_ok();
+        if !saved {
+            self.withheld.insert(id.clone());
+        }
+        self.saves.insert(id.clone(), result);
+        saved
+    }
+
+    fn after_inner(&mut self, done: &Done<'_>) -> Result<(), &'static str> {
+        let id = done.id;
+        let config = task_config(self.workspace, id).expect("declared");
+        let outputs = self.outputs_of(id, config);
+        match &outputs {
+            Some(outputs) => self.refresh_outputs(outputs),
+            None => {
+                let dir = self.workspace.project(&id.project).map(|p| p.dir.clone());
+                let _ = self.keys.tree.refresh(&[dir.unwrap_or_default()]);
+            }
+        }
+        let Some(derived) = self.keys.known(id).cloned() else {
+            return Err("failed");
+        };
+        self.recorded
+            .push((derived.key.hex(), derived.inputs.components(&self.salt())));
+        let Some(outputs) = outputs else {
+            return Err("writes-off");
+        };
+        let folds_withheld = self
+            .keys
+            .folded_upstreams(id)
+            .iter()
+            .any(|u| self.withheld.contains(u));
+        if !done.success {
+            return Err("failed");
+        }
+        if !done.writes {
+            return Err(done.unsaved_reason);
+        }
+        if folds_withheld {
+            return Err("tainted");
+        }
+        if self.off {
+            return Err("writes-off");
+        }
+        if let Some(path) = self.moved_input(id, &derived, done.started) {
+            render::notice(&format!(
+                "{id}: `{path}` changed while the task ran; result kept but not cached"
+            ));
+            return Err("inputs-changed");
+        }
+        match self.save(id, config, &outputs, &derived, done) {
+            Ok(()) => Ok(()),
+            Err(SaveError::TooLarge(reason)) => {
+                render::warning(&format!("{id}: not cached: {reason}"));
+                Err("too-large")
+            }
+            Err(SaveError::Refused(reason)) => {
+                render::notice(&format!("{id}: not cached: {reason}"));
+                Err("save-failed")
+            }
+            Err(SaveError::Failed(reason)) => {
+                render::notice(&format!("{id}: could not save to the cache: {reason}"));
+                Err("save-failed")
+            }
+        }
+    }
+
+    /// KEY-16: the first input that moved while the task ran, if any.
+    fn moved_input(
+        &mut self,
+        id: &TaskId,
+        derived: &Derived,
+        started: SystemTime,
+    ) -> Option<String> {
+        let granularity = Duration::from_secs(2);
+        let taken = derived
+            .taken_at
+            .checked_sub(granularity)
+            .unwrap_or(UNIX_EPOCH);
+        let taken_ns = ns(taken);
+        let started_ns = ns(started);
+        for (path, before) in &derived.stats {
+            let now = std::fs::symlink_metadata(self.workspace.root.join(path)).ok();
+            match (before, &now) {
+                (None, None) => continue,
+                (Some(_), None) | (None, Some(_)) => return Some(path.clone()),
+                (Some(_), Some(meta)) => {
+                    let ctime = meta.ctime() * 1_000_000_000 + meta.ctime_nsec();
+                    if !self.ci && ctime >= started_ns {
+                        return Some(path.clone());
+                    }
+                    if ctime >= taken_ns {
+                        let was = derived
+                            .inputs
+                            .inputs
+                            .iter()
+                            .find(|i| &i.path == path)
+                            .map(|i| (i.mode, i.blob.clone()));
+                        let again = self.keys.fresh_identity(path);
+                        if was.is_some() && was != again {
+                            return Some(path.clone());
+                        }
+                    }
+                }
+            }
+        }
+        // A new file matching the input globs (the listing was refreshed for the project).
+        let paths: HashSet<&str> = derived.stats.iter().map(|(p, _)| p.as_str()).collect();
+        match self.keys.input_listing(id) {
+            Ok(now) => now.into_iter().find(|p| !paths.contains(p.as_str())),
+            Err(_) => None,
+        }
+    }
+
+    fn save(
+        &mut self,
+        id: &TaskId,
+        config: &TaskConfig,
+        outputs: &Outputs,
+        derived: &Derived,
+        done: &Done<'_>,
+    ) -> Result<(), SaveError> {
+        let root = self.workspace.root.clone();
+        let found = outputs
+            .find(&root)
+            .map_err(|e| SaveError::Failed(plain(&e)))?;
+        if found.is_empty() {
+            for glob in outputs.project.positives() {
+                render::notice(&format!("{id}: no file matches cache.outputs ({glob})"));
+            }
+        }
+        let project_dir = root.join(&outputs.dir);
+        let files: Vec<OutputFile> = found
+            .iter()
+            .map(|f| OutputFile {
+                name: outputs.entry_name(&f.path),
+                path: root.join(&f.path),
+                contain: if is_under(&f.path, &outputs.dir) {
+                    project_dir.clone()
+                } else {
+                    root.clone()
+                },
+            })
+            .collect();
+        let key = derived.key.hex();
+        let meta = ArtifactMeta {
+            format: artifact::FORMAT,
+            key: key.clone(),
+            task: id.to_string(),
+            command: done.command_line.to_string(),
+            files: BTreeMap::new(),
+            exec: ExecMeta {
+                duration_ms: done.duration.as_millis() as u64,
+                cpu_ms: None,
+                peak_rss_bytes: None,
+            },
+            producer: Producer {
+                vx_version: env!("CARGO_PKG_VERSION").into(),
+                os: std::env::consts::OS.into(),
+                arch: std::env::consts::ARCH.into(),
+                created_at: rfc3339_now(),
+                commit: None,
+            },
+        };
+        let store = self
+            .store
+            .as_mut()
+            .ok_or_else(|| SaveError::Failed("the cache is off".into()))?;
+        let tmp = store.dir().join("tmp");
+        let packed = artifact::pack(&tmp, done.log, meta, &files, artifact::SIZE_CAP).map_err(
+            |e| match e {
+                artifact::PackError::SymlinkLeaves { name } => SaveError::Refused(format!(
+                    "output `{}` is a symlink leaving the project",
+                    shown(outputs, &name)
+                )),
+                artifact::PackError::DanglingSymlink { name } => SaveError::Refused(format!(
+                    "output `{}` is a dangling symlink",
+                    shown(outputs, &name)
+                )),
+                artifact::PackError::SymlinkToDirectory { name } => SaveError::Refused(format!(
+                    "output `{}` is a symlink to a directory",
+                    shown(outputs, &name)
+                )),
+                artifact::PackError::TooLarge { size } => SaveError::TooLarge(format!(
+                    "its outputs are {} (the cap is 2.0 GiB)",
+                    vx_core::units::format_size(size)
+                )),
+                other => SaveError::Failed(other.to_string()),
+            },
+        )?;
+        let _ = config;
+        store
+            .save(packed, &id.project, &id.task)
+            .map_err(|e| SaveError::Failed(e.to_string()))?;
+        let mut rows = Vec::new();
+        for f in &found {
+            if let Ok(meta) = std::fs::symlink_metadata(root.join(&f.path)) {
+                rows.push(stamp(&f.path, &meta));
+            }
+        }
+        let _ = store.set_output_stamps(&self.workspace_id, &key, &rows);
+        self.stamps.insert(key, rows);
+        Ok(())
+    }
+
+    fn salt(&self) -> [u8; 32] {
+        self.store.as_ref().map_or([0; 32], Store::salt)
+    }
+
+    fn turn_off(&mut self, reason: &str) {
+        if !self.off {
+            render::warning(&format!(
+                "the cache index failed ({reason}); caching is off for the rest of this run"
+            ));
+            self.off = true;
+        }
+    }
+
+    fn flush_key_notices(&mut self) {
+        for line in std::mem::take(&mut self.keys.notices) {
+            render::notice(&line);
+        }
+    }
+
+    /// Marks a task as not saved, for tasks that never reached `after` (failed keys).
+    pub fn withhold(&mut self, id: &TaskId) {
+        self.withheld.insert(id.clone());
+    }
+
+    /// End of run: access times, identity memo rows, key fingerprints and the history rows
+    /// `vx why` reads, in a few statements. Nothing is recorded for a run stopped by a signal.
+    pub fn finish(&mut self, history: Option<(Invocation, Vec<RunRow>)>) {
+        let Some(store) = self.store.as_mut() else {
+            return;
+        };
+        if store.disabled().is_some() {
+            return;
+        }
+        let _ = store.flush_touches();
+        let rows: Vec<(String, vx_store::index::FileStamp)> = self
+            .keys
+            .memo
+            .dirty
+            .iter()
+            .filter_map(|path| {
+                let (stat, blob) = self.keys.memo.rows.get(path)?;
+                Some((path.clone(), file_stamp(stat, blob)))
+            })
+            .collect();
+        let _ = store.put_file_stamps(&self.workspace_id, &rows);
+        for (key, components) in std::mem::take(&mut self.recorded) {
+            let components: Vec<vx_store::index::KeyComponent> = components
+                .into_iter()
+                .map(|c| vx_store::index::KeyComponent {
+                    kind: c.kind,
+                    name: c.name,
+                    digest: c.digest,
+                })
+                .collect();
+            let _ = store.record_key_inputs(&key, &components);
+        }
+        if let Some((invocation, mut rows)) = history {
+            for row in &mut rows {
+                let id = TaskId::new(&row.project, &row.task);
+                row.key = self.keys.known(&id).map(|d| d.key.hex());
+                match self.saves.get(&id) {
+                    Some(Ok(())) => row.saved = true,
+                    Some(Err(reason)) => row.unsaved_reason = Some((*reason).to_string()),
+                    None => {}
+                }
+            }
+            if let Err(error) = store.record_run(&invocation, &rows) {
+                render::warning(&format!("could not record this run in history: {error}"));
+            }
+            // STORE-16: retention after saves, silently, never for a signal-stopped run.
+            if let Some(retention) = &self.workspace.settings.cache_retention {
+                let policy = vx_store::PrunePolicy {
+                    older_than: retention
+                        .older_than
+                        .as_deref()
+                        .and_then(vx_core::units::parse_duration),
+                    max_size: retention
+                        .max_size
+                        .as_deref()
+                        .and_then(vx_core::units::parse_size),
+                };
+                if let Err(error) = store.retention(&policy) {
+                    render::warning(&format!("cache retention failed: {error}"));
+                }
+            }
+        }
+    }
+}
+
+enum SaveError {
+    TooLarge(String),
+    Refused(String),
+    Failed(String),
+}
+
+/// What `after` needs to know about a finished attempt.
+pub struct Done<'a> {
+    pub id: &'a TaskId,
+    pub success: bool,
+    pub writes: bool,
+    /// Why `writes` is false (HIST-1 `unsaved_reason`).
+    pub unsaved_reason: &'static str,
+    pub started: SystemTime,
+    pub duration: Duration,
+    pub command_line: &'a str,
+    /// The encoded log (STORE-6).
+    pub log: &'a [u8],
+}
+
+fn shown(outputs: &Outputs, entry: &str) -> String {
+    outputs.path_of(entry).unwrap_or_else(|| entry.to_string())
+}
+
+fn decode_log(bytes: &[u8]) -> Vec<LogRecord> {
+    vx_store::log::decode(bytes).unwrap_or_else(|_| {
+        vec![LogRecord {
+            stream: LogStream::Note,
+            bytes: b"vx: the stored log could not be read\n".to_vec(),
+        }]
+    })
+}
+
+fn file_stamp(stat: &vx_workspace::tree::Stat, blob: &str) -> vx_store::index::FileStamp {
+    vx_store::index::FileStamp {
+        device: stat.device,
+        inode: stat.inode,
+        mtime_ns: stat.mtime_ns,
+        ctime_ns: stat.ctime_ns,
+        size: stat.size,
+        mode: stat.mode,
+        blob_id: blob.to_string(),
+    }
+}
+
+/// Converts stored memo rows back into the tree's stat form.
+pub fn memo_row(row: &vx_store::index::FileStamp) -> (vx_workspace::tree::Stat, String) {
+    (
+        vx_workspace::tree::Stat {
+            device: row.device,
+            inode: row.inode,
+            mtime_ns: row.mtime_ns,
+            ctime_ns: row.ctime_ns,
+            size: row.size,
+            mode: row.mode,
+        },
+        row.blob_id.clone(),
+    )
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn epoch_ms(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A UUIDv7 run id: 48 bits of Unix milliseconds, then random bits (HIST-1).
+pub fn run_id() -> String {
+    let mut random = [0u8; 10];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut random);
+    }
+    let ms = epoch_ms(SystemTime::now()) as u64;
+    let mut bytes = [0u8; 16];
+    bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+    bytes[6..].copy_from_slice(&random);
+    bytes[6] = (bytes[6] & 0x0f) | 0x70;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex = vx_core::key::hex(&bytes);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+fn ns(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// STORE-2: the BLAKE3 of the root's canonical absolute path.
+pub fn workspace_identity(root: &Path) -> String {
+    vx_core::key::hex(blake3::hash(root.to_string_lossy().as_bytes()).as_bytes())
+}
+
+/// RFC 3339 UTC with seconds, from the system clock.
+pub fn rfc3339_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    rfc3339(secs)
+}
+
+/// Civil date from days since the epoch (Howard Hinnant's algorithm).
+pub fn rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Where the store lives (STORE-2): `--cache-dir` (relative to cwd) > `VX_CACHE_DIR`
+/// (relative to the root) > `[workspace] cache-dir` (root-relative, `~/` expanded) > `.vx`.
+pub fn cache_dir(
+    root: &Path,
+    cwd: &Path,
+    flag: Option<&str>,
+    env: &BTreeMap<String, String>,
+    setting: Option<&str>,
+) -> PathBuf {
+    let home = env.get("HOME").map(PathBuf::from);
+    let expand = |text: &str, base: &Path| -> PathBuf {
+        match (text.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => base.join(text),
+        }
+    };
+    let chosen = if let Some(flag) = flag {
+        expand(flag, cwd)
+    } else if let Some(value) = env.get("VX_CACHE_DIR").filter(|v| !v.is_empty()) {
+        expand(value, root)
+    } else if let Some(setting) = setting {
+        expand(setting, root)
+    } else {
+        root.join(".vx")
+    };
+    normalise(&chosen)
+}
+
+/// Lexical normalisation: `.` and `..` segments resolved without touching the disk (the
+/// directory may not exist yet).
+pub fn normalise(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// STORE-2: a cache directory that is the root, contains it, contains a project, or is `/`
+/// would hold (and prune) workspace sources.
+pub fn refuses_cache_dir(dir: &Path, workspace: &Workspace) -> bool {
+    let root = &workspace.root;
+    dir == Path::new("/")
+        || root.starts_with(dir)
+        || workspace
+            .projects
+            .iter()
+            .any(|p| root.join(&p.dir).starts_with(dir))
+}

@@ -1,0 +1,670 @@
+//! Deriving keys (§8): gathering the facts each field of a key folds and handing them to
+//! `vx_core::key` for encoding.
+//!
+//! How this works: [`Keys`] owns the run's file tree (one enumeration, KEY-10), the identity
+//! memo loaded from the store (KEY-11), the runtime probe results (KEY-8, each probe at most
+//! once per run) and every key derived so far. A task's key is asked for when the task is
+//! ready (KEY-14); the upstream keys it folds are then already known, or — for upstreams the
+//! run does not schedule (`--exclude-dependencies`, CLI-13) — derived on demand from the
+//! current tree, iteratively, so a key never depends on which tasks the run scheduled.
+//! Groups have a roll-up key; persistent tasks have none and are never folded (KEY-9).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use vx_core::config::TaskConfig;
+use vx_core::globs::{is_literal, TaskGlobs};
+use vx_core::graph::{task_config, TaskGraph, TaskTable};
+use vx_core::key::{
+    folds_upstream, group_key, task_config_json, InputFile, Key, KeyInputs, DEFAULT_UPSTREAM,
+};
+use vx_core::{TaskId, Workspace};
+use vx_workspace::tree::{FileId, Identity, StampMemo, Stat, Tree};
+
+/// KEY-3: the root files that fingerprint the installed dependencies, in the table's order.
+pub const WORKSPACE_FILES: [&str; 10] = [
+    "pnpm-lock.yaml",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "bun.lock",
+    "bun.lockb",
+    "pnpm-workspace.yaml",
+    ".yarnrc.yml",
+    ".npmrc",
+    "bunfig.toml",
+];
+
+/// A key and what it was derived from.
+#[derive(Debug, Clone)]
+pub struct Derived {
+    pub key: Key,
+    pub inputs: KeyInputs,
+    /// Each input path with the `lstat` its identity was taken with (`None`: absent), for the
+    /// save guard (KEY-16).
+    pub stats: Vec<(String, Option<Stat>)>,
+    /// The wall-clock moment just before the identities were taken.
+    pub taken_at: SystemTime,
+}
+
+/// Why a key could not be derived; the task fails with this line (KEY-8, KEY-10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyError(pub String);
+
+/// Runs one runtime probe: `(directory, command, PATH)` → folded output or the failure text.
+pub type Prober<'p> = Box<dyn FnMut(&Path, &str, &str) -> Result<String, String> + 'p>;
+
+pub struct Keys<'p> {
+    workspace: &'p Workspace,
+    table: &'p TaskTable,
+    graph: &'p TaskGraph,
+    host_env: &'p BTreeMap<String, String>,
+    forwarded: &'p [String],
+    platform: String,
+    pub tree: Tree,
+    pub memo: StampCache,
+    /// Per project index: root-relative directories of the projects nested inside it.
+    nested: Vec<Vec<String>>,
+    derived: HashMap<TaskId, Result<Derived, KeyError>>,
+    fingerprints: HashMap<(String, String), Key>,
+    probes: HashMap<(PathBuf, String), Result<String, String>>,
+    prober: Prober<'p>,
+    /// `no file matches` lines already printed (once per run, KEY-10).
+    warned: HashSet<(TaskId, String)>,
+    /// Lines for the caller to print (`vx: web#test: no file matches cache.inputs (…)`).
+    pub notices: Vec<String>,
+}
+
+impl<'p> Keys<'p> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        workspace: &'p Workspace,
+        table: &'p TaskTable,
+        graph: &'p TaskGraph,
+        host_env: &'p BTreeMap<String, String>,
+        forwarded: &'p [String],
+        tree: Tree,
+        memo: StampCache,
+        prober: Prober<'p>,
+    ) -> Keys<'p> {
+        let nested = workspace
+            .projects
+            .iter()
+            .map(|outer| {
+                workspace
+                    .projects
+                    .iter()
+                    .filter(|inner| inner.dir != outer.dir && is_under(&inner.dir, &outer.dir))
+                    .map(|inner| inner.dir.clone())
+                    .collect()
+            })
+            .collect();
+        Keys {
+            workspace,
+            table,
+            graph,
+            host_env,
+            forwarded,
+            platform: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
+            tree,
+            memo,
+            nested,
+            derived: HashMap::new(),
+            fingerprints: HashMap::new(),
+            probes: HashMap::new(),
+            prober,
+            warned: HashSet::new(),
+            notices: Vec::new(),
+        }
+    }
+
+    /// The key of `id`, derived now if it was not yet (with any upstream keys it needs).
+    /// `None` for a persistent task, which has no key.
+    pub fn key(&mut self, id: &TaskId) -> Option<Result<&Derived, KeyError>> {
+        if is_persistent(self.workspace, id) {
+            return None;
+        }
+        // Post-order over upstreams that still need a key, without recursion (GRAPH-6).
+        let mut stack = vec![(id.clone(), false)];
+        while let Some((current, expanded)) = stack.pop() {
+            if self.derived.contains_key(&current) {
+                continue;
+            }
+            if expanded {
+                let derived = self.derive(&current);
+                self.derived.insert(current, derived);
+                continue;
+            }
+            stack.push((current.clone(), true));
+            for edge in self.table.edges.get(&current).into_iter().flatten() {
+                if !self.derived.contains_key(&edge.to) && !is_persistent(self.workspace, &edge.to)
+                {
+                    stack.push((edge.to.clone(), false));
+                }
+            }
+        }
+        Some(self.derived[id].as_ref().map_err(Clone::clone))
+    }
+
+    /// The key already derived for `id`, if any.
+    pub fn known(&self, id: &TaskId) -> Option<&Derived> {
+        self.derived.get(id).and_then(|d| d.as_ref().ok())
+    }
+
+    pub fn graph(&self) -> &TaskGraph {
+        self.graph
+    }
+
+    /// The upstream ids whose keys `id`'s key folds (KEY-9), pass-through fingerprints aside.
+    pub fn folded_upstreams(&self, id: &TaskId) -> Vec<TaskId> {
+        let Some(config) = task_config(self.workspace, id) else {
+            return Vec::new();
+        };
+        let default: Vec<String> = DEFAULT_UPSTREAM.iter().map(|s| s.to_string()).collect();
+        let filter = config
+            .cache
+            .as_ref()
+            .and_then(|c| c.upstream.clone())
+            .unwrap_or(default);
+        self.table
+            .edges
+            .get(id)
+            .into_iter()
+            .flatten()
+            .filter(|e| {
+                !is_persistent(self.workspace, &e.to)
+                    && folds_upstream(&filter, &id.project, &e.to.project, &e.to.task, false)
+            })
+            .map(|e| e.to.clone())
+            .collect()
+    }
+
+    /// The identity of a path as it is now, as (mode, blob) of field 11.
+    pub fn fresh_identity(&mut self, path: &str) -> Option<(&'static str, String)> {
+        match self.identity(path).ok()?.identity {
+            Identity::Present { mode, blob } => Some((mode.as_str(), blob)),
+            Identity::Absent => Some((vx_core::key::ABSENT_MODE, "absent".into())),
+        }
+    }
+
+    /// The input paths of a task as the tree lists them now.
+    pub fn input_listing(&mut self, id: &TaskId) -> Result<Vec<String>, KeyError> {
+        let config = task_config(self.workspace, id).expect("declared");
+        let project = self.workspace.by_name[&id.project];
+        let notices = self.notices.len();
+        let listed = self.input_paths(id, project, config);
+        self.notices.truncate(notices);
+        listed
+    }
+
+    /// Whether git tracks this root-relative path.
+    pub fn is_tracked(&self, path: &str) -> bool {
+        self.tree
+            .files_under(path)
+            .iter()
+            .any(|f| f.path == path && f.tracked)
+    }
+
+    fn derive(&mut self, id: &TaskId) -> Result<Derived, KeyError> {
+        let config = task_config(self.workspace, id).expect("every id is declared");
+        let taken_at = SystemTime::now();
+        if config.is_group() {
+            let members: Vec<(String, String)> = self
+                .table
+                .edges
+                .get(id)
+                .into_iter()
+                .flatten()
+                .filter_map(|edge| {
+                    let member = self.derived.get(&edge.to)?.as_ref().ok()?;
+                    Some((edge.to.to_string(), member.key.hex()))
+                })
+                .collect();
+            return Ok(Derived {
+                key: group_key(&members),
+                inputs: KeyInputs::default(),
+                stats: Vec::new(),
+                taken_at,
+            });
+        }
+        let project_index = self.workspace.by_name[&id.project];
+        let project = &self.workspace.projects[project_index];
+        let cache = config.cache.as_ref();
+        let portable = cache.and_then(|c| c.portable).unwrap_or(false);
+        let mut fields = KeyInputs {
+            task: id.to_string(),
+            platform: if portable {
+                "any".into()
+            } else {
+                self.platform.clone()
+            },
+            config: task_config_json(config),
+            ..KeyInputs::default()
+        };
+        let mut stats = Vec::new();
+
+        for name in WORKSPACE_FILES {
+            let found = self.identity(name)?;
+            if let Identity::Present { blob, .. } = &found.identity {
+                fields.workspace.push((name.to_string(), blob.clone()));
+                stats.push((name.to_string(), found.stat));
+            }
+        }
+        let manifest = join(&project.dir, "package.json");
+        let found = self.identity(&manifest)?;
+        if let Identity::Present { blob, .. } = found.identity {
+            fields.manifest = Some(blob);
+        }
+        stats.push((manifest, found.stat));
+
+        let requested = self
+            .graph
+            .index
+            .get(id)
+            .is_some_and(|&i| self.graph.nodes[i].requested);
+        if requested {
+            fields.args = self.forwarded.to_vec();
+        }
+
+        if let Some(cache) = cache {
+            for entry in &cache.env {
+                match entry.strip_suffix('*') {
+                    Some(prefix) => fields.env.extend(
+                        self.host_env
+                            .iter()
+                            .filter(|(k, _)| k.starts_with(prefix))
+                            .map(|(k, v)| (k.clone(), Some(v.clone()))),
+                    ),
+                    None => fields
+                        .env
+                        .push((entry.clone(), self.host_env.get(entry).cloned())),
+                }
+            }
+            let dir = self.workspace.root.join(&project.dir);
+            let project_path = self.bin_path(Some(&dir));
+            for command in &cache.runtime {
+                let output = self.probe(id, &dir, command, &project_path)?;
+                fields.runtime.push((command.clone(), output));
+            }
+            let root = self.workspace.root.clone();
+            let root_path = self.bin_path(None);
+            for command in &cache.workspace_runtime {
+                let output = self.probe(id, &root, command, &root_path)?;
+                fields.workspace_runtime.push((command.clone(), output));
+            }
+        }
+
+        self.upstream(id, config, &mut fields)?;
+
+        let paths = self.input_paths(id, project_index, config)?;
+        for path in paths {
+            let found = self.identity(&path)?;
+            fields.inputs.push(match found.identity {
+                Identity::Present { mode, blob } => InputFile {
+                    path: path.clone(),
+                    mode: mode.as_str(),
+                    blob,
+                },
+                Identity::Absent => InputFile::absent(path.clone()),
+            });
+            stats.push((path, found.stat));
+        }
+        fields.normalise();
+        Ok(Derived {
+            key: fields.derive(),
+            inputs: fields,
+            stats,
+            taken_at,
+        })
+    }
+
+    fn identity(&mut self, path: &str) -> Result<FileId, KeyError> {
+        self.tree
+            .identity(path, &mut self.memo)
+            .map_err(|e| KeyError(e.to_string()))
+    }
+
+    /// Field 10: direct upstreams and pass-through fingerprints, filtered by
+    /// `cache.upstream` (KEY-9).
+    fn upstream(
+        &mut self,
+        id: &TaskId,
+        config: &TaskConfig,
+        fields: &mut KeyInputs,
+    ) -> Result<(), KeyError> {
+        let default: Vec<String> = DEFAULT_UPSTREAM.iter().map(|s| s.to_string()).collect();
+        let filter = config
+            .cache
+            .as_ref()
+            .and_then(|c| c.upstream.clone())
+            .unwrap_or(default);
+        for edge in self.table.edges.get(id).into_iter().flatten() {
+            let to = &edge.to;
+            if is_persistent(self.workspace, to)
+                || !folds_upstream(&filter, &id.project, &to.project, &to.task, false)
+            {
+                continue;
+            }
+            match self.derived.get(to) {
+                Some(Ok(upstream)) => fields.upstream.push((to.to_string(), upstream.key.hex())),
+                Some(Err(error)) => return Err(error.clone()),
+                None => unreachable!("upstream keys are derived first"),
+            }
+        }
+        let passed = self.table.pass_through.get(id).cloned().unwrap_or_default();
+        for (project, name) in passed {
+            if !folds_upstream(&filter, &id.project, &project, &name, true) {
+                continue;
+            }
+            let key = self.fingerprint(&project, &name)?;
+            fields
+                .upstream
+                .push((format!("{project}#{name} (pass-through)"), key.hex()));
+        }
+        Ok(())
+    }
+
+    /// A pass-through fingerprint (KEY-9): the project's manifest and all its files.
+    fn fingerprint(&mut self, project: &str, name: &str) -> Result<Key, KeyError> {
+        let cache_key = (project.to_string(), name.to_string());
+        if let Some(key) = self.fingerprints.get(&cache_key) {
+            return Ok(*key);
+        }
+        let index = self.workspace.by_name[project];
+        let dir = self.workspace.projects[index].dir.clone();
+        let mut fields = KeyInputs {
+            task: format!("{project}#{name} (pass-through)"),
+            platform: "any".into(),
+            config: "{}".into(),
+            ..KeyInputs::default()
+        };
+        let manifest = self.identity(&join(&dir, "package.json"))?;
+        if let Identity::Present { blob, .. } = manifest.identity {
+            fields.manifest = Some(blob);
+        }
+        for path in self.project_files(index) {
+            if let Identity::Present { mode, blob } = self.identity(&path)?.identity {
+                fields.inputs.push(InputFile {
+                    path,
+                    mode: mode.as_str(),
+                    blob,
+                });
+            }
+        }
+        fields.normalise();
+        let key = fields.derive();
+        self.fingerprints.insert(cache_key, key);
+        Ok(key)
+    }
+
+    /// Every listed file of a project, nested projects left out (KEY-12).
+    fn project_files(&self, project: usize) -> Vec<String> {
+        let dir = &self.workspace.projects[project].dir;
+        let nested = &self.nested[project];
+        self.tree
+            .files_under(dir)
+            .iter()
+            .filter(|f| !nested.iter().any(|n| is_under(&f.path, n)))
+            .map(|f| f.path.clone())
+            .collect()
+    }
+
+    /// Field 11's paths (KEY-10): for a cached task, the project's files matched by
+    /// `cache.inputs` plus the workspace's files matched by `cache.workspace-inputs`, never its
+    /// own outputs; for an uncached task, every file of the project (KEY-12).
+    fn input_paths(
+        &mut self,
+        id: &TaskId,
+        project: usize,
+        config: &TaskConfig,
+    ) -> Result<Vec<String>, KeyError> {
+        let dir = self.workspace.projects[project].dir.clone();
+        let non_utf8 =
+            self.tree.non_utf8().iter().find(|p| {
+                is_under(p, &dir) && !self.nested[project].iter().any(|n| is_under(p, n))
+            });
+        if let Some(path) = non_utf8 {
+            return Err(KeyError(format!(
+                "{id}: input `{path}` has a name that is not UTF-8"
+            )));
+        }
+        let Some(cache) = &config.cache else {
+            return Ok(self.project_files(project));
+        };
+        let outputs = OwnOutputs::new(&dir, cache);
+        let inputs = TaskGlobs::new(cache.inputs.iter().flatten().map(String::as_str));
+        let workspace_inputs = TaskGlobs::new(cache.workspace_inputs.iter().map(String::as_str));
+        let mut paths: Vec<String> = self
+            .project_files(project)
+            .into_iter()
+            .filter(|path| inputs.is_match(relative(path, &dir)) && !outputs.covers(path))
+            .collect();
+        if !workspace_inputs.is_empty() {
+            paths.extend(
+                self.tree
+                    .files()
+                    .iter()
+                    .filter(|f| workspace_inputs.is_match(&f.path) && !outputs.covers(&f.path))
+                    .map(|f| f.path.clone()),
+            );
+        }
+        // Literal entries name a file even when git ignores it, and fold as absent when
+        // nothing is there (KEY-10).
+        let literals: Vec<String> = inputs
+            .positives()
+            .iter()
+            .filter(|g| is_literal(g) && !inputs.is_excluded(g))
+            .map(|g| join(&dir, g))
+            .chain(
+                workspace_inputs
+                    .positives()
+                    .iter()
+                    .filter(|g| is_literal(g) && !workspace_inputs.is_excluded(g))
+                    .cloned(),
+            )
+            .collect();
+        for literal in literals {
+            let listed = paths.iter().any(|p| is_under(p, &literal));
+            let on_disk = self.workspace.root.join(&literal);
+            if !listed && !on_disk.is_dir() {
+                paths.push(literal);
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        for (list, base, label) in [
+            (&inputs, dir.as_str(), "cache.inputs"),
+            (&workspace_inputs, "", "cache.workspace-inputs"),
+        ] {
+            for glob in list.positives().iter().filter(|g| !is_literal(g)) {
+                let single = TaskGlobs::new([glob.as_str()]);
+                let matched = paths
+                    .iter()
+                    .any(|p| is_under(p, base) && single.is_match(relative(p, base)));
+                if !matched && self.warned.insert((id.clone(), glob.clone())) {
+                    self.notices
+                        .push(format!("{id}: no file matches {label} ({glob})"));
+                }
+            }
+        }
+        Ok(paths)
+    }
+
+    /// KEY-8: a probe runs once per (directory, command) per run.
+    fn probe(
+        &mut self,
+        id: &TaskId,
+        dir: &Path,
+        command: &str,
+        path: &str,
+    ) -> Result<String, KeyError> {
+        let slot = (dir.to_path_buf(), command.to_string());
+        if !self.probes.contains_key(&slot) {
+            let result = (self.prober)(dir, command, path);
+            self.probes.insert(slot.clone(), result);
+        }
+        self.probes[&slot]
+            .clone()
+            .map_err(|why| KeyError(format!("{id}: runtime probe `{command}` {why}")))
+    }
+
+    /// PATH for probes: the project's and the root's `node_modules/.bin`, then vx's own
+    /// (EXEC-4); workspace probes get the root's only.
+    fn bin_path(&self, project_dir: Option<&Path>) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let root = &self.workspace.root;
+        for dir in project_dir.into_iter().chain([root.as_path()]) {
+            let bin = dir.join("node_modules/.bin").to_string_lossy().into_owned();
+            if !bin.contains(':') && !parts.contains(&bin) {
+                parts.push(bin);
+            }
+        }
+        if let Some(path) = self.host_env.get("PATH") {
+            parts.push(path.clone());
+        }
+        parts.join(":")
+    }
+}
+
+/// The declared outputs of one task, root-relative, for leaving them out of its inputs.
+struct OwnOutputs {
+    dir: String,
+    project: TaskGlobs,
+    workspace: TaskGlobs,
+}
+
+impl OwnOutputs {
+    fn new(dir: &str, cache: &vx_core::config::CacheConfig) -> OwnOutputs {
+        OwnOutputs {
+            dir: dir.to_string(),
+            project: TaskGlobs::new(cache.outputs.iter().flatten().map(String::as_str)),
+            workspace: TaskGlobs::new(cache.workspace_outputs.iter().map(String::as_str)),
+        }
+    }
+
+    fn covers(&self, path: &str) -> bool {
+        (is_under(path, &self.dir) && self.project.is_match(relative(path, &self.dir)))
+            || self.workspace.is_match(path)
+    }
+}
+
+/// The identity memo of KEY-11, loaded from the store's `file_stamps` and written back at the
+/// end of the run.
+#[derive(Default)]
+pub struct StampCache {
+    pub rows: HashMap<String, (Stat, String)>,
+    /// Paths remembered during this run.
+    pub dirty: Vec<String>,
+}
+
+impl StampMemo for StampCache {
+    fn recall(&self, path: &str) -> Option<(Stat, String)> {
+        self.rows.get(path).cloned()
+    }
+
+    fn remember(&mut self, path: &str, stat: Stat, blob: String) {
+        self.rows.insert(path.to_string(), (stat, blob));
+        self.dirty.push(path.to_string());
+    }
+}
+
+fn is_persistent(workspace: &Workspace, id: &TaskId) -> bool {
+    task_config(workspace, id).is_some_and(TaskConfig::is_persistent)
+}
+
+/// Whether root-relative `path` is `dir` or lies below it (`""` is the root).
+pub fn is_under(path: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || path == dir
+        || (path.starts_with(dir) && path.as_bytes().get(dir.len()) == Some(&b'/'))
+}
+
+/// `path` relative to `dir` (which contains it).
+pub fn relative<'a>(path: &'a str, dir: &str) -> &'a str {
+    if dir.is_empty() {
+        path
+    } else {
+        path.get(dir.len() + 1..).unwrap_or("")
+    }
+}
+
+/// Root-relative join.
+pub fn join(dir: &str, rel: &str) -> String {
+    if dir.is_empty() {
+        rel.to_string()
+    } else {
+        format!("{dir}/{rel}")
+    }
+}
+
+/// SCHED-6: which nodes have unstable keys — some transitive upstream in the run can change
+/// their inputs: an uncached task of the same project (or of the root project, or any uncached
+/// task when the task has `workspace-inputs`), a task declaring `workspace-outputs`, or an
+/// unstable upstream. Sandboxes (M3) and `upfront-keys = false` add cases later.
+pub fn unstable_nodes(plan: &super::plan::Plan) -> Vec<bool> {
+    let graph = &plan.graph;
+    let ws = &plan.workspace;
+    let order = topological(graph);
+    let mut unstable = vec![false; graph.nodes.len()];
+    for &i in &order {
+        let node = &graph.nodes[i];
+        let Some(config) = task_config(ws, &node.id) else {
+            continue;
+        };
+        let wide = config
+            .cache
+            .as_ref()
+            .is_some_and(|c| !c.workspace_inputs.is_empty());
+        let mut stack: Vec<usize> = node.deps.clone();
+        let mut seen = HashSet::new();
+        while let Some(u) = stack.pop() {
+            if !seen.insert(u) {
+                continue;
+            }
+            if unstable[u] {
+                unstable[i] = true;
+                break;
+            }
+            let upstream = &graph.nodes[u];
+            let Some(up) = task_config(ws, &upstream.id) else {
+                continue;
+            };
+            let writes_anywhere = up
+                .cache
+                .as_ref()
+                .is_some_and(|c| !c.workspace_outputs.is_empty());
+            let uncached_writer = up.cache.is_none()
+                && !up.is_group()
+                && !up.is_persistent()
+                && (upstream.project == node.project
+                    || ws.projects[upstream.project].dir.is_empty()
+                    || wide);
+            if writes_anywhere || uncached_writer {
+                unstable[i] = true;
+                break;
+            }
+            stack.extend(upstream.deps.iter().copied());
+        }
+    }
+    unstable
+}
+
+/// Node indices with every node after its dependencies.
+fn topological(graph: &TaskGraph) -> Vec<usize> {
+    let mut pending: Vec<usize> = graph.nodes.iter().map(|n| n.deps.len()).collect();
+    let mut ready: Vec<usize> = (0..graph.nodes.len())
+        .filter(|&i| pending[i] == 0)
+        .collect();
+    let mut order = Vec::with_capacity(graph.nodes.len());
+    while let Some(i) = ready.pop() {
+        order.push(i);
+        for &d in &graph.nodes[i].dependants {
+            pending[d] -= 1;
+            if pending[d] == 0 {
+                ready.push(d);
+            }
+        }
+    }
+    order
+}

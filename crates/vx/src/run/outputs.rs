@@ -1,0 +1,282 @@
+//! A cached task's declared outputs on disk: finding what the output globs match, cleaning it
+//! safely (STORE-10 step 1, STORE-11), and the up-to-date check (STORE-9).
+//!
+//! How this works: each positive glob is walked from its literal prefix (`dist` for
+//! `dist/**`), never descending into walls — `.git`, `.vx`, the cache directory, nested
+//! projects and `node_modules` (unless the glob names it literally) — and never following a
+//! symlinked directory. Cleaning first checks every match against the protections of
+//! STORE-10 (tracked files with uncommitted changes, untracked inputs of tasks of the run,
+//! exempting files vx itself last wrote), and only then removes anything.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use vx_core::config::CacheConfig;
+use vx_core::globs::{literal_prefix, TaskGlobs};
+use vx_store::index::OutputStamp;
+
+use super::keys::{is_under, join, relative};
+
+/// The output globs of one cached task, resolved against the workspace.
+pub struct Outputs {
+    /// The project directory, root-relative.
+    pub dir: String,
+    pub project: TaskGlobs,
+    pub workspace: TaskGlobs,
+    /// Root-relative directories never walked or cleaned.
+    walls: Vec<String>,
+}
+
+/// One matched path: root-relative, with its `lstat`.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub path: String,
+    pub meta: fs::Metadata,
+}
+
+impl Outputs {
+    pub fn new(dir: &str, cache: &CacheConfig, walls: Vec<String>) -> Outputs {
+        Outputs {
+            dir: dir.to_string(),
+            project: TaskGlobs::new(cache.outputs.iter().flatten().map(String::as_str)),
+            workspace: TaskGlobs::new(cache.workspace_outputs.iter().map(String::as_str)),
+            walls,
+        }
+    }
+
+    /// Whether a root-relative path is a declared output.
+    pub fn covers(&self, path: &str) -> bool {
+        (is_under(path, &self.dir) && self.project.is_match(relative(path, &self.dir)))
+            || self.workspace.is_match(path)
+    }
+
+    /// The artifact entry name of a root-relative output path (STORE-5).
+    pub fn entry_name(&self, path: &str) -> String {
+        if is_under(path, &self.dir) && self.project.is_match(relative(path, &self.dir)) {
+            format!("outputs/{}", relative(path, &self.dir))
+        } else {
+            format!("workspace-outputs/{path}")
+        }
+    }
+
+    /// The root-relative path of an artifact entry name.
+    pub fn path_of(&self, entry: &str) -> Option<String> {
+        if let Some(rel) = entry.strip_prefix("outputs/") {
+            Some(join(&self.dir, rel))
+        } else {
+            entry.strip_prefix("workspace-outputs/").map(str::to_string)
+        }
+    }
+
+    /// Whether an artifact entry name is matched by the declared outputs (STORE-5).
+    pub fn accepts(&self, entry: &str) -> bool {
+        if let Some(rel) = entry.strip_prefix("outputs/") {
+            self.project.is_match(rel)
+        } else if let Some(path) = entry.strip_prefix("workspace-outputs/") {
+            self.workspace.is_match(path)
+        } else {
+            false
+        }
+    }
+
+    /// The literal prefixes of the positive globs, root-relative (kept when cleaning).
+    pub fn prefixes(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .project
+            .positives()
+            .iter()
+            .map(|g| join(&self.dir, literal_prefix(g)))
+            .chain(
+                self.workspace
+                    .positives()
+                    .iter()
+                    .map(|g| literal_prefix(g).to_string()),
+            )
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Every file and symlink on disk that the globs match, sorted by path.
+    pub fn find(&self, root: &Path) -> io::Result<Vec<Found>> {
+        let mut found: BTreeMap<String, fs::Metadata> = BTreeMap::new();
+        let globs: Vec<(String, bool)> = self
+            .project
+            .positives()
+            .iter()
+            .map(|g| {
+                (
+                    join(&self.dir, literal_prefix(g)),
+                    g.contains("node_modules"),
+                )
+            })
+            .chain(
+                self.workspace
+                    .positives()
+                    .iter()
+                    .map(|g| (literal_prefix(g).to_string(), g.contains("node_modules"))),
+            )
+            .collect();
+        for (start, names_node_modules) in globs {
+            let mut stack = vec![start];
+            while let Some(rel) = stack.pop() {
+                if self.is_wall(&rel, names_node_modules) {
+                    continue;
+                }
+                let meta = match fs::symlink_metadata(root.join(&rel)) {
+                    Ok(meta) => meta,
+                    Err(e) if is_missing(&e) => continue,
+                    Err(e) => return Err(e),
+                };
+                if meta.is_dir() {
+                    let entries = match fs::read_dir(root.join(&rel)) {
+                        Ok(entries) => entries,
+                        Err(e) if is_missing(&e) => continue,
+                        Err(e) => return Err(e),
+                    };
+                    for entry in entries {
+                        let entry = entry?;
+                        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                            continue;
+                        };
+                        stack.push(join(&rel, &name));
+                    }
+                } else if self.covers(&rel) {
+                    found.insert(rel, meta);
+                }
+            }
+        }
+        Ok(found
+            .into_iter()
+            .map(|(path, meta)| Found { path, meta })
+            .collect())
+    }
+
+    fn is_wall(&self, rel: &str, names_node_modules: bool) -> bool {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        name == ".git"
+            || name == ".vx"
+            || (name == "node_modules" && !names_node_modules)
+            || self.walls.iter().any(|w| is_under(rel, w))
+    }
+
+    /// STORE-10 step 1, after the protections were checked: removes every match (links are
+    /// unlinked, never followed), then directories left empty below the kept prefixes.
+    pub fn clean(&self, root: &Path, found: &[Found]) -> Result<(), CleanError> {
+        let mut dirs: Vec<String> = Vec::new();
+        for f in found {
+            let path = root.join(&f.path);
+            if let Err(e) = fs::remove_file(&path) {
+                if !is_missing(&e) {
+                    return Err(CleanError::Remove {
+                        path: f.path.clone(),
+                        source: e,
+                    });
+                }
+            }
+            let mut parent = f.path.as_str();
+            while let Some((up, _)) = parent.rsplit_once('/') {
+                dirs.push(up.to_string());
+                parent = up;
+            }
+        }
+        let keep = self.prefixes();
+        dirs.sort();
+        dirs.dedup();
+        // Deepest first, so a parent is tried after its children.
+        for dir in dirs.iter().rev() {
+            let kept = keep.iter().any(|k| is_under(k, dir));
+            if kept || !self.covers_dir(dir) {
+                continue;
+            }
+            let _ = fs::remove_dir(root.join(dir));
+        }
+        Ok(())
+    }
+
+    /// Whether a directory lies below some glob's literal prefix (so cleaning may remove it
+    /// when it is left empty).
+    fn covers_dir(&self, dir: &str) -> bool {
+        self.prefixes().iter().any(|p| is_under(dir, p) && dir != p)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CleanError {
+    #[error("cannot remove `{path}`: {}", plain(source))]
+    Remove { path: String, source: io::Error },
+}
+
+/// An IO error's reason without Rust's `(os error N)` suffix.
+pub fn plain(error: &io::Error) -> String {
+    let text = error.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_lowercase(),
+        None => text.to_lowercase(),
+    }
+}
+
+pub fn is_missing(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// The stamp of a file as `lstat` reports it now (STORE-9).
+pub fn stamp(path: &str, meta: &fs::Metadata) -> OutputStamp {
+    OutputStamp {
+        path: path.to_string(),
+        size: meta.len(),
+        mode: meta.mode(),
+        mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+        inode: meta.ino(),
+        ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+    }
+}
+
+/// STORE-9: the files on disk equal the entry's file set, with equal size and mode, and each
+/// `lstat` equals the stamp recorded when this checkout last saved or restored it.
+pub fn up_to_date(
+    found: &[Found],
+    entry: &[(String, vx_store::artifact::FileMeta)],
+    stamps: &[OutputStamp],
+    outputs: &Outputs,
+) -> bool {
+    if found.len() != entry.len() || stamps.len() != entry.len() {
+        return false;
+    }
+    let stamps: BTreeMap<&str, &OutputStamp> =
+        stamps.iter().map(|s| (s.path.as_str(), s)).collect();
+    let entry: BTreeMap<String, &vx_store::artifact::FileMeta> = entry
+        .iter()
+        .filter_map(|(name, meta)| {
+            let name = entry_row_name(name);
+            Some((outputs.path_of(&name)?, meta))
+        })
+        .collect();
+    found.iter().all(|f| {
+        let Some(meta) = entry.get(&f.path) else {
+            return false;
+        };
+        let now = stamp(&f.path, &f.meta);
+        f.meta.is_file()
+            && now.size == meta.size
+            && now.mode & 0o7777 == meta.mode & 0o7777
+            && stamps.get(f.path.as_str()).is_some_and(|s| **s == now)
+    })
+}
+
+/// `entry_outputs` stores project outputs without their `outputs/` prefix (and workspace
+/// outputs with theirs); this gives the artifact entry name back.
+pub fn entry_row_name(row: &str) -> String {
+    if row.starts_with("workspace-outputs/") {
+        row.to_string()
+    } else {
+        format!("outputs/{row}")
+    }
+}

@@ -1,0 +1,311 @@
+//! Opening the cache for a run (ARCH-3: "open the store and take the run lock → list files"):
+//! the cache directory (STORE-2), the run lock (STORE-14), the index (STORE-3), the one file
+//! enumeration (KEY-10) with the identity memo, and the helper processes keys need (runtime
+//! probes, KEY-8; the uncommitted-changes check of STORE-10), all run through the supervisor.
+
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use vx_core::Diagnostic;
+use vx_exec::{SpawnSpec, StdinMode, Supervisor};
+use vx_store::{Access, OpenError, RunLock, Store};
+use vx_workspace::tree::{Tree, TreeOptions};
+
+use super::cache::{cache_dir, memo_row, refuses_cache_dir, workspace_identity, RunCache};
+use super::keys::{unstable_nodes, Keys, Prober, StampCache};
+use super::plan::Plan;
+use super::preview::DryRow;
+use crate::error::Failure;
+use crate::options::RunOptions;
+use crate::render;
+
+/// KEY-8: probes time out after a minute.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What opening the cache produced.
+pub struct Opened {
+    pub store: Option<Store>,
+    pub lock: Option<RunLock>,
+    pub tree: Tree,
+    pub memo: StampCache,
+}
+
+/// Resolves and checks the cache directory (STORE-2).
+pub fn resolve_cache_dir(
+    plan: &Plan,
+    cwd: &Path,
+    options: &RunOptions,
+    host_env: &BTreeMap<String, String>,
+) -> Result<PathBuf, Failure> {
+    let dir = cache_dir(
+        &plan.workspace.root,
+        cwd,
+        options.cache_dir.as_deref(),
+        host_env,
+        plan.workspace.settings.cache_dir.as_deref(),
+    );
+    if refuses_cache_dir(&dir, &plan.workspace) {
+        let shown = options
+            .cache_dir
+            .clone()
+            .unwrap_or_else(|| dir.display().to_string());
+        return Err(Diagnostic::new(format!(
+            "cache directory `{shown}` would contain workspace sources"
+        ))
+        .into());
+    }
+    Ok(dir)
+}
+
+/// Takes the lock (for a run), opens the index and lists the workspace's files.
+pub fn open(plan: &Plan, dir: &Path, access: Access, lock: bool) -> Result<Opened, Failure> {
+    let lock = if lock {
+        let mut waited = false;
+        match vx_store::lock::acquire(&plan.workspace.root, &mut |pid| {
+            if !waited {
+                waited = true;
+                let pid = pid.map_or("?".to_string(), |p| p.to_string());
+                render::notice(&format!(
+                    "another vx run (pid {pid}) holds this workspace; waiting…"
+                ));
+            }
+        }) {
+            Ok(lock) => Some(lock),
+            Err(error) => {
+                render::warning(&format!("{error}; running without the workspace lock"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let store = match Store::open(dir, access) {
+        Ok(store) => {
+            if let Some(version) = store.disabled() {
+                render::warning(&format!(
+                    "the cache index was written by a newer vx (schema {version}); the local cache and history are off for this run"
+                ));
+            }
+            Some(store)
+        }
+        Err(OpenError::Corrupt { path, reason }) => {
+            return Err(Diagnostic::new(format!(
+                "{} is not a valid cache index ({reason})",
+                path.display()
+            ))
+            .hint("delete it together with cache.db-wal and cache.db-shm")
+            .into())
+        }
+        Err(error) => return Err(Diagnostic::new(error.to_string()).into()),
+    };
+    let tree = Tree::scan(&TreeOptions {
+        root: plan.workspace.root.clone(),
+        excluded: vec![dir.to_path_buf()],
+    })
+    .map_err(|e| Failure::User(vec![Diagnostic::new(e.to_string())]))?;
+    let mut memo = StampCache::default();
+    if let Some(store) = &store {
+        if store.disabled().is_none() {
+            if let Ok(rows) = store.file_stamps(&workspace_identity(&plan.workspace.root)) {
+                memo.rows = rows.iter().map(|(k, v)| (k.clone(), memo_row(v))).collect();
+            }
+        }
+    }
+    Ok(Opened {
+        store,
+        lock,
+        tree,
+        memo,
+    })
+}
+
+/// The run's cache state over an opened store and tree.
+pub fn run_cache<'p>(
+    plan: &'p Plan,
+    options: &'p RunOptions,
+    host_env: &'p BTreeMap<String, String>,
+    sh: Option<PathBuf>,
+    opened: Opened,
+    ci: bool,
+) -> (RunCache<'p>, Option<RunLock>) {
+    let prober = prober(host_env, sh.clone());
+    let keys = Keys::new(
+        &plan.workspace,
+        &plan.table,
+        &plan.graph,
+        host_env,
+        &options.forwarded,
+        opened.tree,
+        opened.memo,
+        prober,
+    );
+    let root = plan.workspace.root.clone();
+    let env = git_env(host_env);
+    let dirty_probe = Box::new(move |paths: &[String]| dirty_paths(&root, &env, paths));
+    (
+        RunCache::new(
+            keys,
+            &plan.workspace,
+            opened.store,
+            options.cache,
+            ci,
+            dirty_probe,
+        ),
+        opened.lock,
+    )
+}
+
+/// `--dry` (UI-12): every non-group task's key and predicted cache status, from a
+/// read-only store. Keys of unstable tasks (SCHED-6) are predictions from the current tree.
+pub fn dry_rows(
+    plan: &Plan,
+    cwd: &Path,
+    options: &RunOptions,
+    host_env: &BTreeMap<String, String>,
+    sh: Option<PathBuf>,
+) -> Result<Vec<DryRow>, Failure> {
+    let dir = resolve_cache_dir(plan, cwd, options, host_env)?;
+    let opened = open(plan, &dir, Access::ReadOnly, false)?;
+    let (mut cache, _) = run_cache(plan, options, host_env, sh, opened, false);
+    let unstable = unstable_nodes(plan);
+    let mut rows = Vec::new();
+    for (i, node) in plan.graph.nodes.iter().enumerate() {
+        if super::plan::is_group(&plan.workspace, &node.id) {
+            continue;
+        }
+        let (key, status) = cache.plan_row(&node.id);
+        let persistent = vx_core::graph::task_config(&plan.workspace, &node.id)
+            .is_some_and(vx_core::config::TaskConfig::is_persistent);
+        rows.push(DryRow {
+            node: i,
+            key: if persistent {
+                Err("persistent".into())
+            } else {
+                key
+            },
+            prediction: unstable[i],
+            cache: status,
+        });
+    }
+    Ok(rows)
+}
+
+/// KEY-8: `sh -c <command>` with vx's full environment and the given PATH; the folded output
+/// is stdout trimmed, then a NUL and stderr when stderr is not empty.
+fn prober<'p>(host_env: &'p BTreeMap<String, String>, sh: Option<PathBuf>) -> Prober<'p> {
+    Box::new(move |dir: &Path, command: &str, path: &str| {
+        let mut env: Vec<(OsString, OsString)> = host_env
+            .iter()
+            .filter(|(k, _)| k.as_str() != "PATH")
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        env.push(("PATH".into(), path.into()));
+        let spec = SpawnSpec {
+            program: sh
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/nonexistent/sh")),
+            arg0: "sh".into(),
+            args: vec!["-c".into(), command.into()],
+            cwd: dir.to_path_buf(),
+            env,
+            stdin: StdinMode::Null,
+            timeout: Some(PROBE_TIMEOUT),
+            kill_grace: Duration::from_secs(2),
+            drain: Duration::from_millis(250),
+            stop_leftovers_on_exit: true,
+        };
+        let output = Supervisor::new().output(spec);
+        if output.completion.timed_out {
+            return Err("timed out after 1m00s".into());
+        }
+        if output.completion.exit_code != 0 {
+            return Err(format!("exited {}", output.completion.exit_code));
+        }
+        let stdout =
+            String::from_utf8(output.stdout).map_err(|_| "printed invalid UTF-8".to_string())?;
+        let mut folded = stdout.trim().to_string();
+        if !output.stderr.is_empty() {
+            let stderr = String::from_utf8(output.stderr)
+                .map_err(|_| "printed invalid UTF-8".to_string())?;
+            folded.push('\0');
+            folded.push_str(&stderr);
+        }
+        Ok(folded)
+    })
+}
+
+/// vx's environment for its own git commands, without the variables that would point git
+/// elsewhere (ENV-1).
+fn git_env(host_env: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
+    host_env
+        .iter()
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "GIT_DIR" | "GIT_WORK_TREE" | "GIT_INDEX_FILE" | "GIT_OBJECT_DIRECTORY"
+            )
+        })
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect()
+}
+
+/// STORE-10: which of these tracked paths have staged or unstaged changes (or are missing
+/// from `HEAD`). One `git status` for the run, only when a clean would touch tracked files.
+/// When git cannot answer, every path counts as changed: vx then refuses rather than deletes.
+fn dirty_paths(root: &Path, env: &[(OsString, OsString)], paths: &[String]) -> HashSet<String> {
+    let git = env.iter().find(|(k, _)| k == "PATH").and_then(|(_, path)| {
+        std::env::split_paths(path)
+            .map(|d| d.join("git"))
+            .find(|p| p.is_file())
+    });
+    let Some(git) = git else {
+        return paths.iter().cloned().collect();
+    };
+    let mut args: Vec<OsString> = [
+        "-c",
+        "core.quotepath=off",
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=no",
+        "--no-renames",
+        "--",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
+    args.extend(paths.iter().map(OsString::from));
+    let spec = SpawnSpec {
+        program: git,
+        arg0: "git".into(),
+        args,
+        cwd: root.to_path_buf(),
+        env: env.to_vec(),
+        stdin: StdinMode::Null,
+        timeout: Some(PROBE_TIMEOUT),
+        kill_grace: Duration::from_secs(2),
+        drain: Duration::from_millis(250),
+        stop_leftovers_on_exit: true,
+    };
+    let output = Supervisor::new().output(spec);
+    if output.completion.exit_code != 0 {
+        return paths.iter().cloned().collect();
+    }
+    let listed: Vec<String> = output
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|entry| entry.len() > 3)
+        .map(|entry| String::from_utf8_lossy(&entry[3..]).into_owned())
+        .collect();
+    paths
+        .iter()
+        .filter(|p| {
+            listed
+                .iter()
+                .any(|l| l == *p || l.ends_with(&format!("/{p}")))
+        })
+        .cloned()
+        .collect()
+}

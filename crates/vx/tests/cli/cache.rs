@@ -1,0 +1,425 @@
+//! The cache on the real binary (§8, §9, SPEC §20 ACC-7..15, ACC-26, ACC-34): hits, replay,
+//! restore, invalidation, the save guard, damage, `--force`/`--no-cache`, `vx why` and prune.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::time::Duration;
+
+use vx_test_support::fixture::Fixture;
+
+use crate::{assert_contains, vx_bin};
+
+/// Fixture W with caches, as SPEC §20 writes it.
+pub fn wc() -> Fixture {
+    Fixture::w_cached(vx_bin())
+}
+
+/// The footer line of a run whose one task executed as a cache miss.
+const MISS: &str = "cache      1 miss\n";
+
+/// The artifacts in the default cache directory.
+pub fn artifacts(f: &Fixture) -> Vec<std::path::PathBuf> {
+    let mut found: Vec<_> = std::fs::read_dir(f.path(".vx/artifacts"))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// Replaces lib#build's command (keeping its cache table).
+fn lib_build(f: &Fixture, command: &str) {
+    f.write(
+        "packages/lib/vx.toml",
+        &format!(
+            "[tasks.build]\ncommand = {command:?}\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n"
+        ),
+    );
+    f.commit();
+}
+
+#[test]
+fn acc7_hits_are_up_to_date_then_restored_and_replay_in_order() {
+    let f = wc();
+    lib_build(
+        &f,
+        "echo one; sleep 0.1; echo two >&2; sleep 0.1; echo three; mkdir -p dist; echo x > dist/out.txt",
+    );
+    let run1 = f.vx(&["run", "lib#build"]);
+    assert_eq!(run1.code, 0, "{}{}", run1.stdout, run1.stderr);
+    assert_contains(&run1.stdout, MISS);
+    let out = f.path("packages/lib/dist/out.txt");
+    let first = std::fs::metadata(&out).unwrap();
+
+    let run2 = f.vx(&["run", "lib#build"]);
+    assert_eq!(run2.code, 0, "{}{}", run2.stdout, run2.stderr);
+    assert_contains(&run2.stdout, "up-to-date · ");
+    let one = run2.stdout.find("one").unwrap();
+    let two = run2.stdout.find("two").unwrap();
+    let three = run2.stdout.find("three").unwrap();
+    assert!(
+        one < two && two < three,
+        "replayed out of order:\n{}",
+        run2.stdout
+    );
+    assert_contains(&run2.stdout, "1 up-to-date");
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().ino(),
+        first.ino(),
+        "up-to-date never rewrites"
+    );
+
+    std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
+    let run3 = f.vx(&["run", "lib#build"]);
+    assert_eq!(run3.code, 0, "{}{}", run3.stdout, run3.stderr);
+    assert_contains(&run3.stdout, "restored-local · ");
+    let restored = std::fs::metadata(&out).unwrap();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "x\n");
+    assert_eq!(restored.permissions().mode(), first.permissions().mode());
+    assert_eq!(
+        (restored.mtime(), restored.mtime_nsec()),
+        (first.mtime(), first.mtime_nsec())
+    );
+
+    f.write("packages/lib/dist/stray.txt", "stray\n");
+    let run4 = f.vx(&["run", "lib#build"]);
+    assert_contains(&run4.stdout, "restored-local · ");
+    assert!(
+        !f.path("packages/lib/dist/stray.txt").exists(),
+        "the stray file is cleaned"
+    );
+}
+
+#[test]
+fn acc8_an_edit_invalidates_the_task_and_its_dependants_and_why_says_so() {
+    let f = wc();
+    assert_eq!(f.vx(&["run", "build", "--all"]).code, 0);
+    f.write("packages/lib/src/a.txt", "edited\n");
+    let run = f.vx(&["run", "build", "--all"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_contains(&run.stdout, "miss lib#build");
+    assert_contains(&run.stdout, "miss app#build");
+
+    let why = f.vx(&["why", "app#build"]);
+    assert_eq!(why.code, 0, "{}{}", why.stdout, why.stderr);
+    assert_contains(&why.stdout, "the key changed");
+    assert_contains(&why.stdout, "changed  upstream  lib#build");
+    assert_contains(&why.stdout, "run `vx why lib#build`");
+    let why = f.vx(&["why", "lib#build"]);
+    assert_eq!(why.code, 0, "{}{}", why.stdout, why.stderr);
+    assert_contains(&why.stdout, "changed  input     packages/lib/src/a.txt");
+
+    let none = f.vx(&["why", "docs#nothing"]);
+    assert_eq!(none.code, 1, "{}{}", none.stdout, none.stderr);
+    assert_contains(&none.stderr, "history has no run of `docs#nothing`");
+}
+
+#[test]
+fn why_explains_a_hit_and_prints_json() {
+    let f = wc();
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    let why = f.vx(&["why", "build", "--format", "json"]);
+    assert_eq!(why.code, 0, "{}{}", why.stdout, why.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&why.stdout).unwrap();
+    assert_eq!(
+        doc["task"], "lib#build",
+        "a bare name resolves when one project ran it"
+    );
+    assert_eq!(doc["verdict"], "same key, served from cache");
+    assert_eq!(doc["this"]["cache"], "up-to-date");
+    assert_eq!(doc["previous"]["cache"], "executed");
+}
+
+#[test]
+fn acc9_unset_empty_and_set_environment_values_are_distinct_keys() {
+    let f = crate::one_project(concat!(
+        "[tasks.show]\n",
+        "command = \"echo \\\"[$MODE]\\\"\"\n",
+        "env = { pass-through = [\"MODE\"] }\n",
+        "cache = { inputs = [], outputs = [], env = [\"MODE\"] }\n",
+    ));
+    let run = |env: &[(&str, &str)]| f.vx_in("", &["run", "lib#show"], env);
+    let unset = run(&[]);
+    assert_contains(&unset.stdout, MISS);
+    assert_contains(&unset.stdout, "[]");
+    let empty = run(&[("MODE", "")]);
+    assert_contains(&empty.stdout, MISS);
+    assert_contains(&empty.stdout, "[]");
+    let x = run(&[("MODE", "x")]);
+    assert_contains(&x.stdout, MISS);
+    assert_contains(&x.stdout, "[x]");
+    let again = run(&[("MODE", "x")]);
+    assert_contains(&again.stdout, "up-to-date");
+    assert_contains(&again.stdout, "[x]");
+}
+
+#[test]
+fn acc10_failures_are_never_cached() {
+    let f = crate::one_project(concat!(
+        "[tasks.build]\n",
+        "command = \"echo try; exit 1\"\n",
+        "cache = { inputs = [], outputs = [] }\n",
+    ));
+    for _ in 0..2 {
+        let run = f.vx(&["run", "lib#build"]);
+        assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+        assert_contains(&run.stdout, "try");
+    }
+    assert!(artifacts(&f).is_empty(), "{:?}", artifacts(&f));
+}
+
+#[test]
+fn acc11_an_input_edited_while_the_task_runs_is_not_cached() {
+    let f = wc();
+    lib_build(&f, "sleep 1; echo done");
+    let path = f.path("packages/lib/src/a.txt");
+    let editor = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        std::fs::write(path, "changed during the run\n").unwrap();
+    });
+    let run = f.vx(&["run", "lib#build"]);
+    editor.join().unwrap();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_contains(
+        &run.stderr,
+        "vx: lib#build: `packages/lib/src/a.txt` changed while the task ran; result kept but not cached",
+    );
+    let next = f.vx(&["run", "lib#build"]);
+    assert_contains(&next.stdout, MISS);
+}
+
+#[test]
+fn acc12_a_flipped_byte_is_a_miss_with_one_line_then_a_fresh_entry() {
+    let f = wc();
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    let artifact = artifacts(&f).pop().expect("an artifact");
+    let mut bytes = std::fs::read(&artifact).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&artifact, bytes).unwrap();
+    std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
+    let run = f.vx(&["run", "lib#build"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_contains(&run.stderr, "vx: lib#build: discarded damaged cache entry ");
+    assert_contains(&run.stderr, "; running the task");
+    assert_contains(&run.stdout, MISS);
+    let next = f.vx(&["run", "lib#build"]);
+    assert_contains(&next.stdout, "up-to-date");
+}
+
+#[test]
+fn acc14_force_rewrites_the_entry_and_no_cache_leaves_everything_alone() {
+    let f = wc();
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    let artifact = artifacts(&f).pop().unwrap();
+    let before = std::fs::metadata(&artifact).unwrap().ino();
+    f.write("packages/lib/dist/stray.txt", "stray\n");
+    let force = f.vx(&["run", "lib#build", "--force"]);
+    assert_eq!(force.code, 0, "{}{}", force.stdout, force.stderr);
+    assert_contains(&force.stdout, MISS);
+    assert!(
+        !f.path("packages/lib/dist/stray.txt").exists(),
+        "--force cleans outputs"
+    );
+    let after = std::fs::metadata(&artifact).unwrap().ino();
+    assert_ne!(before, after, "the entry is rewritten");
+
+    f.write("packages/lib/dist/stray.txt", "stray\n");
+    let no_cache = f.vx(&["run", "lib#build", "--no-cache"]);
+    assert_eq!(no_cache.code, 0);
+    assert_contains(&no_cache.stdout, "cache      1 no-cache");
+    assert!(
+        f.path("packages/lib/dist/stray.txt").exists(),
+        "--no-cache never cleans"
+    );
+    assert_eq!(
+        std::fs::metadata(&artifact).unwrap().ino(),
+        after,
+        "the entry is unchanged"
+    );
+}
+
+#[test]
+fn acc15_forwarded_arguments_reach_only_the_requested_task_and_its_key() {
+    let f = wc();
+    f.write(
+        "packages/app/vx.toml",
+        &format!(
+            "{}\n[tasks.show]\ncommand = \"printf '[%s]'\"\ndepends-on = [\"build\"]\n",
+            f.read("packages/app/vx.toml")
+        ),
+    );
+    f.commit();
+    let run = f.vx(&["run", "app#show", "--", "a b", "c"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_contains(&run.stdout, "[a b][c]");
+    assert_contains(&run.stdout, "$ printf '[%s]' 'a b' c");
+    let key = |args: &[&str]| -> (String, String) {
+        let mut argv = vec!["run", "app#show", "--dry=json"];
+        argv.extend_from_slice(args);
+        let out = f.vx(&argv);
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        let find = |id: &str| {
+            doc["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["id"] == id)
+                .unwrap()["key"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        (find("app#show"), find("app#build"))
+    };
+    let (show_plain, build_plain) = key(&[]);
+    let (show_args, build_args) = key(&["--", "a b", "c"]);
+    assert_ne!(show_plain, show_args);
+    assert_eq!(build_plain, build_args);
+}
+
+#[test]
+fn acc26_dry_derives_keys_and_changes_nothing() {
+    let f = wc();
+    assert_eq!(f.vx(&["run", "build", "--all"]).code, 0);
+    f.write("packages/lib/src/a.txt", "edited\n");
+    let db = std::fs::read(f.path(".vx/cache.db")).unwrap();
+    let listing = artifacts(&f);
+    let dry = f.vx(&["run", "build", "--all", "--dry=json"]);
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&dry.stdout).unwrap();
+    let task = |id: &str| {
+        doc["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(task("lib#build")["cache"], "miss");
+    assert_eq!(task("app#build")["cache"], "miss");
+    assert_eq!(task("app#build")["key_is_prediction"], false);
+    assert_eq!(task("docs#build")["cache"], "no-cache");
+    assert_eq!(std::fs::read(f.path(".vx/cache.db")).unwrap(), db);
+    assert_eq!(artifacts(&f), listing);
+    assert!(
+        !f.path("packages/lib/dist/out.txt").exists()
+            || f.read("packages/lib/dist/out.txt") == "a\n"
+    );
+}
+
+#[test]
+fn dry_marks_local_hits() {
+    let f = wc();
+    assert_eq!(f.vx(&["run", "build", "--all"]).code, 0);
+    let dry = f.vx(&["run", "build", "--all", "--dry"]);
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    assert_contains(&dry.stdout, "◉ lib#build");
+    assert_contains(&dry.stdout, "· docs#build");
+    assert_contains(
+        &dry.stdout,
+        "3 tasks planned: 2 cache hits (2 local), 1 would run",
+    );
+}
+
+#[test]
+fn broad_runs_count_hits_in_the_footer() {
+    let f = wc();
+    assert_eq!(f.vx(&["run", "build", "--all"]).code, 0);
+    let run = f.vx(&["run", "build", "--all"]);
+    assert_eq!(run.code, 0);
+    assert_contains(&run.stdout, "cache      2 up-to-date · 1 no-cache");
+    assert_contains(&run.stdout, "3 tasks · 2 cached (67%)");
+    assert!(
+        !run.stdout.contains("lib#build\n"),
+        "broad flow prints nothing for hits"
+    );
+}
+
+#[test]
+fn acc34_prune_by_size_keeps_the_most_recently_used() {
+    let f = crate::one_project(
+        &(1..=5)
+            .map(|i| {
+                format!(
+                    "[tasks.t{i}]\ncommand = \"mkdir -p out{i} && head -c 1258291 /dev/urandom > out{i}/blob\"\ncache = {{ inputs = [], outputs = [\"out{i}/**\"] }}\n\n"
+                )
+            })
+            .collect::<String>(),
+    );
+    f.write(".gitignore", "out*/\n.vx/\n");
+    f.commit();
+    for i in 1..=5 {
+        let run = f.vx(&["run", &format!("lib#t{i}")]);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let dry = f.vx(&["cache", "prune", "--max-size", "3M", "--dry"]);
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    assert_contains(&dry.stdout, "would remove 3 entries, ");
+    assert_eq!(artifacts(&f).len(), 5, "--dry changes nothing");
+    let pruned = f.vx(&["cache", "prune", "--max-size", "3M"]);
+    assert_eq!(pruned.code, 0, "{}{}", pruned.stdout, pruned.stderr);
+    assert_contains(&pruned.stdout, "removed 3 entries, ");
+    assert_eq!(artifacts(&f).len(), 2);
+    for i in 4..=5 {
+        let run = f.vx(&["run", &format!("lib#t{i}")]);
+        assert_contains(&run.stdout, "up-to-date");
+    }
+    let none = f.vx(&["cache", "prune"]);
+    assert_eq!(none.code, 2);
+    assert_contains(
+        &none.stderr,
+        "error: `vx cache prune` needs --older-than or --max-size",
+    );
+}
+
+#[test]
+fn prune_of_a_cache_that_never_existed_creates_nothing() {
+    let f = wc();
+    let run = f.vx(&["cache", "prune", "--older-than", "1d", "--format", "json"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["evicted"], 0);
+    assert!(!f.path(".vx/cache.db").exists());
+}
+
+#[test]
+fn cache_flags_are_checked() {
+    let f = wc();
+    let both = f.vx(&["run", "lib#build", "--no-cache", "--force"]);
+    assert_eq!(both.code, 2);
+    assert_contains(
+        &both.stderr,
+        "error: `--no-cache` cannot be combined with `--force`",
+    );
+    let layer = f.vx(&["run", "lib#build", "--cache", "disk:r"]);
+    assert_eq!(layer.code, 2);
+    assert_contains(
+        &layer.stderr,
+        "invalid --cache layer `disk` (layers: local, remote)",
+    );
+    let read_only = f.vx(&["run", "lib#build", "--cache", "local:r"]);
+    assert_eq!(read_only.code, 0);
+    assert!(artifacts(&f).is_empty(), "local:r never writes");
+}
+
+#[test]
+fn cache_dir_flag_and_variable_move_the_store() {
+    let f = wc();
+    let run = f.vx(&["run", "lib#build", "--cache-dir", "elsewhere"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(f.path("elsewhere/cache.db").exists());
+    assert!(
+        f.path(".vx/run.lock").exists(),
+        "the run lock stays at the root"
+    );
+    let env = f.vx_in("", &["run", "lib#build"], &[("VX_CACHE_DIR", "elsewhere")]);
+    assert_contains(&env.stdout, "up-to-date");
+    let refused = f.vx(&["run", "lib#build", "--cache-dir", "packages"]);
+    assert_eq!(refused.code, 2);
+    assert_contains(
+        &refused.stderr,
+        "error: cache directory `packages` would contain workspace sources",
+    );
+}

@@ -1,0 +1,161 @@
+//! Workspace task templates through the binary (CFG-13): which projects a template reaches,
+//! how a project's keys replace the template's, `extends = false`, the script as the command,
+//! where `vx show` says each key came from, and errors naming the template and the project.
+
+use vx_test_support::fixture::Fixture;
+
+use crate::{assert_contains, empty};
+
+/// A root template and these projects under `packages/`, each given as (directory, package.json, vx.toml).
+fn workspace(template: &str, projects: &[(&str, Option<&str>, Option<&str>)]) -> Fixture {
+    let f = empty();
+    f.write(
+        "vx.toml",
+        &format!("[workspace]\nmembers = [\"packages/*\"]\n\n{template}"),
+    );
+    for (dir, package, config) in projects {
+        if let Some(package) = package {
+            f.write(&format!("packages/{dir}/package.json"), package);
+        }
+        if let Some(config) = config {
+            f.write(&format!("packages/{dir}/vx.toml"), config);
+        }
+    }
+    f.commit();
+    f
+}
+
+const BUILD_TEMPLATE: &str = "[workspace.tasks.build]\n\
+                              command = \"echo template > built.txt\"\n\
+                              description = \"Compile\"\n";
+
+fn package(name: &str, scripts: &str) -> String {
+    format!("{{\n  \"name\": \"{name}\",\n  \"scripts\": {{ {scripts} }}\n}}\n")
+}
+
+#[test]
+fn a_template_reaches_projects_with_the_script_or_the_task() {
+    let web = package("web", "\"build\": \"echo script > built.txt\"");
+    let docs = package("docs", "\"lint\": \"echo lint\"");
+    let f = workspace(
+        BUILD_TEMPLATE,
+        &[
+            ("web", Some(&web), None),
+            ("lib", None, Some("name = \"lib\"\n[tasks.build]\n")),
+            ("docs", Some(&docs), None),
+        ],
+    );
+    let out = f.vx(&["run", "build", "--all"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(f.read("packages/web/built.txt"), "template\n");
+    assert_eq!(f.read("packages/lib/built.txt"), "template\n");
+    assert!(!f.path("packages/docs/built.txt").exists());
+    assert!(!out.stdout.contains("docs#build"), "{}", out.stdout);
+}
+
+#[test]
+fn a_projects_keys_replace_the_templates() {
+    let f = workspace(
+        BUILD_TEMPLATE,
+        &[(
+            "lib",
+            None,
+            Some("name = \"lib\"\n[tasks.build]\ncommand = \"echo own-build\"\n"),
+        )],
+    );
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "own-build");
+    let shown = f.vx(&["show", "lib#build"]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    assert_contains(
+        &shown.stdout,
+        "  command     echo own-build  (packages/lib/vx.toml:3)\n",
+    );
+    assert_contains(&shown.stdout, "  description Compile  (vx.toml:6)\n");
+}
+
+#[test]
+fn extends_false_keeps_the_template_off() {
+    let template = format!("{BUILD_TEMPLATE}depends-on = [\"prepare\"]\n");
+    let f = workspace(
+        &template,
+        &[(
+            "lib",
+            None,
+            Some("name = \"lib\"\n[tasks.build]\ncommand = \"echo own-build\"\nextends = false\n"),
+        )],
+    );
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "own-build");
+    let shown = f.vx(&["show", "lib#build"]);
+    assert!(!shown.stdout.contains("Compile"), "{}", shown.stdout);
+    assert!(!shown.stdout.contains("prepare"), "{}", shown.stdout);
+}
+
+#[test]
+fn without_a_command_the_script_is_the_command() {
+    let template = "[workspace.tasks.test]\ndescription = \"Unit tests\"\n";
+    let web = package("web", "\"test\": \"echo script-test\"");
+    let f = workspace(template, &[("web", Some(&web), None)]);
+    let out = f.vx(&["run", "web#test"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "script-test");
+    let shown = f.vx(&["show", "web"]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    assert_contains(
+        &shown.stdout,
+        "  command     echo script-test  (packages/web/package.json:3)\n",
+    );
+    assert_contains(&shown.stdout, "  description Unit tests  (vx.toml:5)\n");
+    let listing = f.vx(&["show"]);
+    assert_contains(&listing.stdout, "1 task  (no vx.toml)");
+}
+
+#[test]
+fn a_template_given_task_counts_as_declared_for_dependencies() {
+    let lib = package("lib", "\"build\": \"echo lib-script\"");
+    let app = r#"{ "name": "app", "dependencies": { "lib": "workspace:*" }, "scripts": { "build": "x" } }"#;
+    let template = "[workspace.tasks.build]\ndepends-on = [\"^build\"]\n";
+    let f = workspace(
+        template,
+        &[("lib", Some(&lib), None), ("app", Some(app), None)],
+    );
+    let out = f.vx(&["run", "app#build", "--dry=json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "lib#build");
+}
+
+#[test]
+fn errors_of_a_resolved_task_name_the_template_and_the_project() {
+    let template = "[workspace.tasks.check]\ndescription = \"All checks\"\n";
+    let f = workspace(
+        template,
+        &[(
+            "lib",
+            None,
+            Some("name = \"lib\"\n[tasks.check]\ntimeout = \"1m\"\n"),
+        )],
+    );
+    let out = f.vx(&["run", "check", "--all"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: packages/lib/vx.toml:2:8: task `check` needs either `command` or `depends-on` \
+         (from the template at vx.toml:4:18, applied to `lib`)\n"
+    );
+}
+
+#[test]
+fn a_template_dependency_error_names_the_project() {
+    let template = "[workspace.tasks.build]\ncommand = \"true\"\ndepends-on = [\"codgen\"]\n";
+    let web = package("web", "\"build\": \"x\", \"codegen\": \"y\"");
+    let f = workspace(template, &[("web", Some(&web), None)]);
+    let out = f.vx(&["run", "web#build"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: vx.toml:6:15: task `web#build` depends on `codgen`, which project `web` does not declare\n"
+    );
+}
