@@ -91,6 +91,12 @@ impl Supervisor {
         }
     }
 
+    /// How many processes this process has spawned through the supervisor (tasks, probes, git
+    /// commands): the spawn counter of PERF-3.
+    pub fn spawned(&self) -> u64 {
+        self.shared.next_task_id.load(Ordering::Relaxed) - 1
+    }
+
     /// Spawns a task. Never fails: a spawn failure is reported as a `Completed` event with
     /// [`ExitReason::SpawnFailed`] and exit code 127. Events are delivered on the task's own
     /// thread, never inside this call (except if even that thread cannot be created).

@@ -107,5 +107,6 @@ fn init_tracing() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .without_time()
+        .with_ansi(false)
         .try_init();
 }

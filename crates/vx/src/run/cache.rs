@@ -480,13 +480,14 @@ impl<'p> RunCache<'p> {
         let id = done.id;
         let config = task_config(self.workspace, id).expect("declared");
         let outputs = self.outputs_of(id, config);
-        match &outputs {
-            Some(outputs) => self.refresh_outputs(outputs),
-            None => {
-                let dir = self.workspace.project(&id.project).map(|p| p.dir.clone());
-                let _ = self.keys.tree.refresh(&[dir.unwrap_or_default()]);
-            }
+        // KEY-15: an uncached task could have written anything in its project; a cached one
+        // its declared outputs. The save guard (KEY-16) also needs the project listed again,
+        // to see an input file that appeared while a cached task ran.
+        let dir = self.workspace.project(&id.project).map(|p| p.dir.clone());
+        if let Some(outputs) = &outputs {
+            self.refresh_outputs(outputs);
         }
+        let _ = self.keys.tree.refresh(&[dir.unwrap_or_default()]);
         let Some(derived) = self.keys.known(id).cloned() else {
             return Err("failed");
         };
@@ -512,10 +513,19 @@ impl<'p> RunCache<'p> {
         if self.off {
             return Err("writes-off");
         }
-        if let Some(path) = self.moved_input(id, &derived, done.started) {
-            render::notice(&format!(
-                "{id}: `{path}` changed while the task ran; result kept but not cached"
-            ));
+        if let Some(moved) = self.moved_input(id, &derived, done.started) {
+            if moved.fingerprint {
+                render::notice(&format!(
+                    "{} changed during the run; caching is off for the rest of this run",
+                    moved.path
+                ));
+                self.off = true;
+            } else {
+                render::notice(&format!(
+                    "{id}: `{}` changed while the task ran; result kept but not cached",
+                    moved.path
+                ));
+            }
             return Err("inputs-changed");
         }
         match self.save(id, config, &outputs, &derived, done) {
@@ -535,13 +545,13 @@ impl<'p> RunCache<'p> {
         }
     }
 
-    /// KEY-16: the first input that moved while the task ran, if any.
+    /// KEY-16: the first folded path that moved while the task ran, if any.
     fn moved_input(
         &mut self,
         id: &TaskId,
         derived: &Derived,
         started: SystemTime,
-    ) -> Option<String> {
+    ) -> Option<Moved> {
         let granularity = Duration::from_secs(2);
         let taken = derived
             .taken_at
@@ -549,37 +559,38 @@ impl<'p> RunCache<'p> {
             .unwrap_or(UNIX_EPOCH);
         let taken_ns = ns(taken);
         let started_ns = ns(started);
-        for (path, before) in &derived.stats {
-            let now = std::fs::symlink_metadata(self.workspace.root.join(path)).ok();
-            match (before, &now) {
+        for folded in &derived.stats {
+            let moved = || Moved {
+                path: folded.path.clone(),
+                fingerprint: folded.fingerprint,
+            };
+            let now = std::fs::symlink_metadata(self.workspace.root.join(&folded.path)).ok();
+            match (&folded.stat, &now) {
                 (None, None) => continue,
-                (Some(_), None) | (None, Some(_)) => return Some(path.clone()),
+                (Some(_), None) | (None, Some(_)) => return Some(moved()),
                 (Some(_), Some(meta)) => {
                     let ctime = meta.ctime() * 1_000_000_000 + meta.ctime_nsec();
                     if !self.ci && ctime >= started_ns {
-                        return Some(path.clone());
+                        return Some(moved());
                     }
-                    if ctime >= taken_ns {
-                        let was = derived
-                            .inputs
-                            .inputs
-                            .iter()
-                            .find(|i| &i.path == path)
-                            .map(|i| (i.mode, i.blob.clone()));
-                        let again = self.keys.fresh_identity(path);
-                        if was.is_some() && was != again {
-                            return Some(path.clone());
-                        }
+                    if ctime >= taken_ns
+                        && self.keys.fresh_identity(&folded.path).as_ref() != Some(&folded.identity)
+                    {
+                        return Some(moved());
                     }
                 }
             }
         }
         // A new file matching the input globs (the listing was refreshed for the project).
-        let paths: HashSet<&str> = derived.stats.iter().map(|(p, _)| p.as_str()).collect();
-        match self.keys.input_listing(id) {
-            Ok(now) => now.into_iter().find(|p| !paths.contains(p.as_str())),
-            Err(_) => None,
-        }
+        let paths: HashSet<&str> = derived.stats.iter().map(|f| f.path.as_str()).collect();
+        let listed = self.keys.input_listing(id).ok()?;
+        listed
+            .into_iter()
+            .find(|p| !paths.contains(p.as_str()))
+            .map(|path| Moved {
+                path,
+                fingerprint: false,
+            })
     }
 
     fn save(
@@ -697,6 +708,18 @@ impl<'p> RunCache<'p> {
         self.withheld.insert(id.clone());
     }
 
+    /// PERF-3's counters, as a `vx::counters` diagnostic (`VX_LOG=vx::counters=info`): process
+    /// spawns, files hashed in-process and SQL statements of this run.
+    pub fn report_counters(&self) {
+        let hashed = self.keys.tree.counters().files_hashed;
+        let statements = self.store.as_ref().map_or(0, Store::statements);
+        let spawns = vx_exec::Supervisor::new().spawned();
+        tracing::info!(
+            target: "vx::counters",
+            "spawns={spawns} files_hashed={hashed} sql_statements={statements}"
+        );
+    }
+
     /// End of run: access times, identity memo rows, key fingerprints and the history rows
     /// `vx why` reads, in a few statements. Nothing is recorded for a run stopped by a signal.
     pub fn finish(&mut self, history: Option<(Invocation, Vec<RunRow>)>) {
@@ -760,6 +783,12 @@ impl<'p> RunCache<'p> {
             }
         }
     }
+}
+
+/// A folded path that moved while a task ran (KEY-16).
+struct Moved {
+    path: String,
+    fingerprint: bool,
 }
 
 enum SaveError {

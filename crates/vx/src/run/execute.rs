@@ -727,6 +727,7 @@ impl Run<'_> {
 
         let history = (!signalled).then(|| self.history());
         self.cache.finish(history);
+        self.cache.report_counters();
         let code = self.finish_output();
         // STORE-14: released before the foreground wait for kept persistent tasks.
         self.ctx.lock.take();

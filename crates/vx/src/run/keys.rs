@@ -41,11 +41,35 @@ pub const WORKSPACE_FILES: [&str; 10] = [
 pub struct Derived {
     pub key: Key,
     pub inputs: KeyInputs,
-    /// Each input path with the `lstat` its identity was taken with (`None`: absent), for the
-    /// save guard (KEY-16).
-    pub stats: Vec<(String, Option<Stat>)>,
+    /// Each path the key folds with what its identity was taken from, for the save guard
+    /// (KEY-16).
+    pub stats: Vec<Folded>,
     /// The wall-clock moment just before the identities were taken.
     pub taken_at: SystemTime,
+}
+
+/// One path a key folds: an input file, the manifest, or a workspace-fingerprint file.
+#[derive(Debug, Clone)]
+pub struct Folded {
+    pub path: String,
+    /// The `lstat` the identity was taken with; `None` when the path was absent.
+    pub stat: Option<Stat>,
+    /// (mode, blob id) as folded.
+    pub identity: (&'static str, String),
+    /// A KEY-3 workspace-fingerprint file: if it moves, caching is off for the rest of the run.
+    pub fingerprint: bool,
+}
+
+fn folded(path: &str, found: &FileId, fingerprint: bool) -> Folded {
+    Folded {
+        path: path.to_string(),
+        stat: found.stat,
+        identity: match &found.identity {
+            Identity::Present { mode, blob } => (mode.as_str(), blob.clone()),
+            Identity::Absent => (vx_core::key::ABSENT_MODE, "absent".to_string()),
+        },
+        fingerprint,
+    }
 }
 
 /// Why a key could not be derived; the task fails with this line (KEY-8, KEY-10).
@@ -200,10 +224,10 @@ impl<'p> Keys<'p> {
 
     /// Whether git tracks this root-relative path.
     pub fn is_tracked(&self, path: &str) -> bool {
-        self.tree
-            .files_under(path)
-            .iter()
-            .any(|f| f.path == path && f.tracked)
+        let files = self.tree.files();
+        files
+            .binary_search_by(|f| f.path.as_str().cmp(path))
+            .is_ok_and(|i| files[i].tracked)
     }
 
     fn derive(&mut self, id: &TaskId) -> Result<Derived, KeyError> {
@@ -246,17 +270,17 @@ impl<'p> Keys<'p> {
 
         for name in WORKSPACE_FILES {
             let found = self.identity(name)?;
-            if let Identity::Present { blob, .. } = &found.identity {
-                fields.workspace.push((name.to_string(), blob.clone()));
-                stats.push((name.to_string(), found.stat));
+            stats.push(folded(name, &found, true));
+            if let Identity::Present { blob, .. } = found.identity {
+                fields.workspace.push((name.to_string(), blob));
             }
         }
         let manifest = join(&project.dir, "package.json");
         let found = self.identity(&manifest)?;
+        stats.push(folded(&manifest, &found, false));
         if let Identity::Present { blob, .. } = found.identity {
             fields.manifest = Some(blob);
         }
-        stats.push((manifest, found.stat));
 
         let requested = self
             .graph
@@ -300,15 +324,15 @@ impl<'p> Keys<'p> {
         let paths = self.input_paths(id, project_index, config)?;
         for path in paths {
             let found = self.identity(&path)?;
+            stats.push(folded(&path, &found, false));
             fields.inputs.push(match found.identity {
                 Identity::Present { mode, blob } => InputFile {
                     path: path.clone(),
                     mode: mode.as_str(),
                     blob,
                 },
-                Identity::Absent => InputFile::absent(path.clone()),
+                Identity::Absent => InputFile::absent(path),
             });
-            stats.push((path, found.stat));
         }
         fields.normalise();
         Ok(Derived {

@@ -14,7 +14,7 @@ pub fn wc() -> Fixture {
 }
 
 /// The footer line of a run whose one task executed as a cache miss.
-const MISS: &str = "cache      1 miss\n";
+pub const MISS: &str = "cache      1 miss\n";
 
 /// The artifacts in the default cache directory.
 pub fn artifacts(f: &Fixture) -> Vec<std::path::PathBuf> {
@@ -26,7 +26,7 @@ pub fn artifacts(f: &Fixture) -> Vec<std::path::PathBuf> {
 }
 
 /// Replaces lib#build's command (keeping its cache table).
-fn lib_build(f: &Fixture, command: &str) {
+pub fn lib_build(f: &Fixture, command: &str) {
     f.write(
         "packages/lib/vx.toml",
         &format!(

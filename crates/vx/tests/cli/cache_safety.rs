@@ -1,0 +1,497 @@
+//! Regression tests for the failure classes of TEST-4 that concern keys and restores, and
+//! ACC-13 (unsafe archive) and ACC-28 (overlapping outputs), on the real binary and real git.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use vx_test_support::fixture::Fixture;
+
+use super::cache::{artifacts, lib_build, wc, MISS};
+use crate::assert_contains;
+
+const UP_TO_DATE: &str = "cache      1 up-to-date\n";
+
+fn run_lib(f: &Fixture) -> vx_test_support::fixture::Output {
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    out
+}
+
+/// The current key of a task, from `--dry=json`.
+fn key_of(f: &Fixture, id: &str) -> String {
+    let out = f.vx(&["run", id, "--dry=json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id)
+        .unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Warms lib#build (the second run is up-to-date), applies `edit`, and asserts the next run
+/// executes: the edit moved the key.
+fn edit_moves_the_key(f: &Fixture, edit: impl FnOnce(&Fixture)) {
+    run_lib(f);
+    assert_contains(&run_lib(f).stdout, UP_TO_DATE);
+    edit(f);
+    assert_contains(&run_lib(f).stdout, MISS);
+}
+
+#[test]
+fn mode_change_moves_the_key() {
+    let f = wc();
+    edit_moves_the_key(&f, |f| {
+        let path = f.path("packages/lib/src/a.txt");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    });
+}
+
+#[test]
+fn symlink_swap_moves_the_key() {
+    let f = wc();
+    f.write("packages/lib/src/b.txt", "a\n");
+    f.commit();
+    edit_moves_the_key(&f, |f| {
+        let path = f.path("packages/lib/src/a.txt");
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("b.txt", &path).unwrap();
+    });
+}
+
+#[test]
+fn mtime_preserving_rewrite_of_the_same_size_moves_the_key() {
+    let f = wc();
+    edit_moves_the_key(&f, |f| {
+        let path = f.path("packages/lib/src/a.txt");
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::write(&path, "b\n").unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(modified).unwrap();
+    });
+}
+
+#[test]
+fn same_second_edit_right_after_a_run_moves_the_key() {
+    let f = wc();
+    assert_contains(&run_lib(&f).stdout, MISS);
+    // Racily clean: written within the same timestamp tick as the identity was memoised.
+    f.write("packages/lib/src/a.txt", "z\n");
+    assert_contains(&run_lib(&f).stdout, MISS);
+    f.write("packages/lib/src/a.txt", "y\n");
+    assert_contains(&run_lib(&f).stdout, MISS);
+}
+
+#[test]
+fn skip_worktree_files_are_hashed_from_the_work_tree() {
+    let f = wc();
+    f.git(&["update-index", "--skip-worktree", "packages/lib/src/a.txt"]);
+    edit_moves_the_key(&f, |f| {
+        f.write("packages/lib/src/a.txt", "hidden edit\n");
+    });
+}
+
+#[test]
+fn clean_smudge_filters_do_not_hide_an_edit() {
+    let f = wc();
+    f.write(".gitattributes", "*.txt filter=upper\n");
+    f.git(&["config", "filter.upper.clean", "tr a-z A-Z"]);
+    f.git(&["config", "filter.upper.smudge", "cat"]);
+    f.commit();
+    // The index holds the cleaned blob; identity must describe the work tree bytes.
+    edit_moves_the_key(&f, |f| {
+        f.write("packages/lib/src/a.txt", "A\n");
+    });
+}
+
+#[test]
+fn added_and_deleted_inputs_move_the_key() {
+    let f = wc();
+    edit_moves_the_key(&f, |f| {
+        f.write("packages/lib/src/new.txt", "untracked\n");
+    });
+    edit_moves_the_key(&f, |f| {
+        std::fs::remove_file(f.path("packages/lib/src/a.txt")).unwrap()
+    });
+    // Back to the first set of files: the first key again, served from the cache.
+    f.write("packages/lib/src/a.txt", "a\n");
+    std::fs::remove_file(f.path("packages/lib/src/new.txt")).unwrap();
+    assert_contains(&run_lib(&f).stdout, "cache      1 local\n");
+}
+
+#[test]
+fn an_ignored_file_is_not_an_input() {
+    let f = wc();
+    f.write(".gitignore", "dist/\n.vx/\n*.log\n");
+    f.commit();
+    assert_contains(&run_lib(&f).stdout, MISS);
+    f.write("packages/lib/src/debug.log", "noise\n");
+    assert_contains(&run_lib(&f).stdout, UP_TO_DATE);
+}
+
+#[test]
+fn globs_spelled_with_dot_slash_double_slash_and_trailing_slash_mean_the_same() {
+    let f = wc();
+    let key = key_of(&f, "lib#build");
+    for inputs in ["./src/**", "src//**", "src/", "./src"] {
+        f.write("packages/lib/src/a.txt", "a\n");
+        f.write(
+            "packages/lib/vx.toml",
+            &format!(
+                "[tasks.build]\ncommand = \"mkdir -p dist && cat src/*.txt > dist/out.txt && echo built lib\"\ncache = {{ inputs = [\"{inputs}\"], outputs = [\"dist/**\"] }}\n"
+            ),
+        );
+        let spelled = key_of(&f, "lib#build");
+        if inputs.ends_with("**") {
+            assert_eq!(spelled, key, "`{inputs}` normalises to `src/**`");
+        }
+        f.write("packages/lib/src/a.txt", &format!("edit for {inputs}\n"));
+        assert_ne!(
+            key_of(&f, "lib#build"),
+            spelled,
+            "`{inputs}` selects src/a.txt"
+        );
+    }
+}
+
+#[test]
+fn brackets_in_globs_are_literal_directory_names() {
+    let f = wc();
+    f.write("packages/lib/src/[id]/page.txt", "p\n");
+    f.write("packages/lib/src/i/page.txt", "q\n");
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"mkdir -p dist && cp src/[[]id]/page.txt dist/\"\ncache = { inputs = [\"src/[id]/**\"], outputs = [\"dist/**\"] }\n",
+    );
+    f.commit();
+    assert_contains(&run_lib(&f).stdout, MISS);
+    f.write("packages/lib/src/i/page.txt", "not an input\n");
+    assert_contains(&run_lib(&f).stdout, UP_TO_DATE);
+    f.write("packages/lib/src/[id]/page.txt", "an input\n");
+    assert_contains(&run_lib(&f).stdout, MISS);
+}
+
+#[test]
+fn non_utf8_input_names_fail_the_task_with_its_path() {
+    use std::os::unix::ffi::OsStrExt;
+    let f = wc();
+    let name = std::ffi::OsStr::from_bytes(b"packages/lib/src/\xff.txt");
+    std::fs::write(f.root().join(name), "x").unwrap();
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stdout, "has a name that is not UTF-8");
+    assert!(!f.path("packages/lib/dist").exists(), "the task never ran");
+}
+
+#[test]
+fn nested_repositories_are_hashed_by_content() {
+    let f = wc();
+    let nested = f.path("packages/lib/src/vendor");
+    std::fs::create_dir_all(&nested).unwrap();
+    f.write("packages/lib/src/vendor/v.txt", "v1\n");
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&nested)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_INDEX_FILE")
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{status:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "v",
+    ]);
+    edit_moves_the_key(&f, |f| {
+        f.write("packages/lib/src/vendor/v.txt", "v2\n");
+    });
+}
+
+#[test]
+fn an_input_written_by_the_task_itself_is_not_cached() {
+    let f = wc();
+    lib_build(
+        &f,
+        "mkdir -p dist && date +%N > src/stamp.txt && cp src/a.txt dist/",
+    );
+    let out = run_lib(&f);
+    assert_contains(
+        &out.stderr,
+        "vx: lib#build: `packages/lib/src/stamp.txt` changed while the task ran; result kept but not cached",
+    );
+    assert!(artifacts(&f).is_empty());
+}
+
+#[test]
+fn an_uncached_upstream_that_writes_an_input_is_keyed_after_it_ran() {
+    let f = wc();
+    let counter = f.path("counter");
+    f.write(
+        "packages/lib/vx.toml",
+        &format!(
+            "[tasks.gen]\ncommand = \"echo $(( $(cat {0} 2>/dev/null || echo 0) + 1 )) > {0}; cp {0} src/gen.txt\"\n\n[tasks.build]\ncommand = \"mkdir -p dist && cat src/*.txt > dist/out.txt\"\ndepends-on = [\"gen\"]\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n",
+            counter.display()
+        ),
+    );
+    f.write(".gitignore", "dist/\n.vx/\ncounter\n");
+    f.commit();
+    for round in 1..=3 {
+        let out = f.vx(&["run", "lib#build"]);
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        assert_contains(&out.stdout, "1 miss");
+        assert_eq!(
+            f.read("packages/lib/dist/out.txt"),
+            format!("a\n{round}\n"),
+            "round {round}: the output reflects what gen wrote before build's key was taken"
+        );
+    }
+}
+
+#[test]
+fn acc13_an_unsafe_archive_is_damage_and_nothing_escapes() {
+    let f = wc();
+    let key = key_of(&f, "lib#build");
+    let name = "outputs/../../escape.txt";
+    let log = b"VXLOG\x01".to_vec();
+    let meta = serde_json::json!({
+        "format": 1, "key": key, "task": "lib#build", "command": "x",
+        "files": { name: { "mode": 420, "mtime_ns": 0, "size": 7 } },
+        "exec": { "duration_ms": 1 },
+        "producer": { "vx_version": "0", "os": "linux", "arch": "x", "created_at": "2026-01-01T00:00:00Z" }
+    })
+    .to_string()
+    .into_bytes();
+    let body = b"escape\n".to_vec();
+    let entries: Vec<(&str, Vec<u8>)> = vec![("log", log), ("meta.json", meta), (name, body)];
+    let mut hasher = blake3::Hasher::new();
+    for (entry, bytes) in &entries {
+        hasher.update(&(entry.len() as u64).to_le_bytes());
+        hasher.update(entry.as_bytes());
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    }
+    let digest = hasher.finalize().to_hex().to_string().into_bytes();
+    let mut tar = tar::Builder::new(Vec::new());
+    for (entry, bytes) in entries.iter().chain([&("digest", digest)]) {
+        let mut header = tar::Header::new_ustar();
+        header.as_mut_bytes()[..entry.len()].copy_from_slice(entry.as_bytes());
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_cksum();
+        tar.append(&header, bytes.as_slice()).unwrap();
+    }
+    let archive = zstd::encode_all(tar.into_inner().unwrap().as_slice(), 3).unwrap();
+    std::fs::create_dir_all(f.path(".vx/artifacts")).unwrap();
+    std::fs::write(f.path(&format!(".vx/artifacts/{key}.tar.zst")), archive).unwrap();
+
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stderr, "discarded damaged cache entry");
+    assert_contains(&out.stderr, "unsafe path");
+    assert_contains(&out.stdout, MISS);
+    for place in [
+        "escape.txt",
+        "packages/escape.txt",
+        "packages/lib/escape.txt",
+        "../escape.txt",
+    ] {
+        assert!(!f.path(place).exists(), "{place} was written");
+    }
+}
+
+#[test]
+fn an_artifact_under_another_keys_row_is_damage_not_a_hit() {
+    let f = wc();
+    assert_contains(&run_lib(&f).stdout, MISS);
+    let old = artifacts(&f).pop().unwrap();
+    f.write("packages/lib/src/a.txt", "second\n");
+    assert_contains(&run_lib(&f).stdout, MISS);
+    let list = artifacts(&f);
+    let new = list.iter().find(|p| **p != old).unwrap().clone();
+    // The new key's file now holds the old result: a key mismatch.
+    std::fs::copy(&old, &new).unwrap();
+    std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
+    let out = run_lib(&f);
+    assert_contains(&out.stderr, "discarded damaged cache entry");
+    assert_contains(&out.stdout, MISS);
+    assert_eq!(f.read("packages/lib/dist/out.txt"), "second\n");
+}
+
+#[test]
+fn a_directory_where_an_output_must_go_fails_the_restore_naming_it() {
+    let f = wc();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"mkdir -p dist && cat src/*.txt > dist/out.txt\"\ncache = { inputs = [\"src/**\"], outputs = [\"dist/*.txt\"] }\n",
+    );
+    f.commit();
+    assert_contains(&run_lib(&f).stdout, MISS);
+    std::fs::remove_file(f.path("packages/lib/dist/out.txt")).unwrap();
+    f.write("packages/lib/dist/out.txt/keep.md", "mine\n");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stdout, "packages/lib/dist/out.txt");
+    assert_eq!(f.read("packages/lib/dist/out.txt/keep.md"), "mine\n");
+}
+
+#[test]
+fn cleaning_refuses_a_tracked_output_with_uncommitted_changes() {
+    let f = wc();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"cat src/a.txt > gen/out.d.ts\"\ncache = { inputs = [\"src/**\"], outputs = [\"gen/**\"] }\n",
+    );
+    f.write("packages/lib/gen/out.d.ts", "committed\n");
+    f.commit();
+    f.write("packages/lib/gen/out.d.ts", "hand edit\n");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert_contains(
+        &out.stdout,
+        "vx: lib#build: refusing to clean `packages/lib/gen/out.d.ts`: it has uncommitted changes and matches cache.outputs (gen/**)",
+    );
+    assert_eq!(f.read("packages/lib/gen/out.d.ts"), "hand edit\n");
+    // Committed and unchanged, the same file is cleaned and rewritten like any output.
+    f.commit();
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(f.read("packages/lib/gen/out.d.ts"), "a\n");
+}
+
+#[test]
+fn cleaning_refuses_another_tasks_untracked_input() {
+    let f = wc();
+    f.write(
+        "packages/lib/vx.toml",
+        concat!(
+            "[tasks.build]\ncommand = \"mkdir -p out && echo b > out/b.txt\"\n",
+            "cache = { inputs = [\"src/**\"], outputs = [\"out/**\"] }\n\n",
+            "[tasks.check]\ncommand = \"cat out/notes.md\"\n",
+            "cache = { inputs = [\"out/notes.md\"], outputs = [] }\n",
+        ),
+    );
+    f.write(".gitignore", "dist/\n.vx/\nout/b.txt\n");
+    // GRAPH-9 refuses this layout unless up-front keys are off; the clean must still protect.
+    f.write(
+        "vx.toml",
+        "[workspace]\nmembers = [\"packages/*\"]\nrules = { upfront-keys = false }\n",
+    );
+    f.commit();
+    f.write("packages/lib/out/notes.md", "my notes\n");
+    let out = f.vx(&["run", "lib#build", "lib#check"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert_contains(
+        &out.stdout,
+        "refusing to clean `packages/lib/out/notes.md`: it is an input of `lib#check` and matches cache.outputs (out/**)",
+    );
+    assert_eq!(f.read("packages/lib/out/notes.md"), "my notes\n");
+}
+
+#[test]
+fn a_lockfile_rewritten_during_the_run_turns_caching_off() {
+    let f = wc();
+    f.write("pnpm-lock.yaml", "lockfileVersion: 9\n");
+    f.commit();
+    lib_build(
+        &f,
+        "mkdir -p dist && cp src/a.txt dist/ && echo 'lockfileVersion: 10' > ../../pnpm-lock.yaml",
+    );
+    let out = run_lib(&f);
+    assert_contains(
+        &out.stderr,
+        "vx: pnpm-lock.yaml changed during the run; caching is off for the rest of this run",
+    );
+    assert!(artifacts(&f).is_empty());
+}
+
+#[test]
+fn continue_always_taints_dependants_of_a_failure() {
+    let f = wc();
+    f.write(
+        "packages/app/vx.toml",
+        concat!(
+            "[tasks.build]\ncommand = \"mkdir -p dist && echo app > dist/app.txt\"\n",
+            "depends-on = [\"^build\"]\n",
+            "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+        ),
+    );
+    f.commit();
+    lib_build(&f, "exit 3");
+    let out = f.vx(&["run", "app#build", "--continue"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        f.path("packages/app/dist/app.txt").exists(),
+        "app#build ran anyway"
+    );
+    assert!(artifacts(&f).is_empty(), "a tainted result is never saved");
+}
+
+#[test]
+fn exclude_dependencies_results_are_not_saved() {
+    let f = wc();
+    let out = f.vx(&["run", "app#build", "--only"]);
+    assert_eq!(
+        out.code, 1,
+        "app#build reads lib's output, which --only did not build"
+    );
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    let before = artifacts(&f).len();
+    let out = f.vx(&["run", "app#build", "--only"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        artifacts(&f).len(),
+        before,
+        "a result folding a dropped dependency is not saved"
+    );
+}
+
+#[test]
+fn acc28_overlapping_outputs_are_refused_before_any_run() {
+    let f = wc();
+    f.write(
+        "packages/lib/vx.toml",
+        &format!(
+            "{}\n[tasks.types]\ncommand = \"true\"\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/types/**\"] }}\n",
+            f.read("packages/lib/vx.toml")
+        ),
+    );
+    f.commit();
+    let out = f.vx(&["run", "build", "--all"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert_contains(
+        &out.stderr,
+        "error: `lib#build` and `lib#types` both declare outputs under `dist/`",
+    );
+    assert_contains(&out.stderr, "exclusive-outputs = false");
+}
+
+#[test]
+fn up_to_date_detects_an_output_rewritten_with_a_forged_mtime() {
+    let f = wc();
+    assert_contains(&run_lib(&f).stdout, MISS);
+    let path = f.path("packages/lib/dist/out.txt");
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&path, "b\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let out = run_lib(&f);
+    assert_contains(&out.stdout, "1 local");
+    assert_eq!(f.read("packages/lib/dist/out.txt"), "a\n");
+}
