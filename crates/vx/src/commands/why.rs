@@ -302,7 +302,8 @@ fn row_line(label: &str, row: &RunRow) -> String {
 }
 
 fn pretty(id: &TaskId, this: &RunRow, previous: Option<&RunRow>, e: &Explanation) -> String {
-    let mut text = format!("{id} — run {}\n", &this.run_id[..this.run_id.len().min(12)]);
+    let short_run: String = this.run_id.chars().filter(|c| *c != '-').take(12).collect();
+    let mut text = format!("{id} — run {short_run}\n");
     text.push_str(&row_line("this run", this));
     if let Some(previous) = previous {
         text.push_str(&row_line("previous", previous));

@@ -469,7 +469,13 @@ impl<'p> RunCache<'p> {
         let id = done.id;
         let result = self.after_inner(&done);
         let saved = result.is_ok();
-        if !saved {
+        // Withheld (KEY-16): a result that is not trustworthy, so nothing folding its key may be
+        // saved either. A task that merely does not write (uncached, read-only policy, a failed
+        // save) is not withheld: its outputs are what its key says.
+        if matches!(
+            result,
+            Err("inputs-changed" | "tainted" | "excluded-dependency")
+        ) {
             self.withheld.insert(id.clone());
         }
         self.saves.insert(id.clone(), result);

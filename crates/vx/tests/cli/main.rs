@@ -5,6 +5,7 @@
 
 mod acceptance;
 mod cache;
+mod cache_keys;
 mod cache_safety;
 mod cli_errors;
 mod config_errors;

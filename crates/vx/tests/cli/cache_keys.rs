@@ -1,0 +1,252 @@
+//! What keys fold (KEY-3, KEY-8, KEY-9, KEY-10, KEY-12), and the store's edges: the run lock
+//! (STORE-14), a corrupt or newer index (STORE-3, STORE-12), an unusable cache directory
+//! (STORE-2), retention (STORE-16) — on the real binary.
+
+use std::time::{Duration, Instant};
+
+use vx_test_support::fixture::Fixture;
+
+use super::cache::{artifacts, wc, MISS};
+use crate::{assert_contains, one_project};
+
+const UP_TO_DATE: &str = "cache      1 up-to-date\n";
+
+fn run(f: &Fixture, args: &[&str]) -> vx_test_support::fixture::Output {
+    let out = f.vx(args);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    out
+}
+
+#[test]
+fn runtime_probes_are_folded_and_a_failing_probe_fails_the_task() {
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = \"echo built\"\n",
+        "cache = { inputs = [], outputs = [], runtime = [\"cat ../../tool-version\"] }\n",
+    ));
+    f.write("tool-version", "1.0\n");
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, MISS);
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, UP_TO_DATE);
+    f.write("tool-version", "2.0\n");
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, MISS);
+
+    std::fs::remove_file(f.path("tool-version")).unwrap();
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert_contains(
+        &out.stdout,
+        "vx: lib#build: runtime probe `cat ../../tool-version` exited 1",
+    );
+    let dry = f.vx(&["run", "lib#build", "--dry"]);
+    assert_eq!(dry.code, 0, "a failing probe does not fail the plan");
+    assert_contains(&dry.stdout, "unknown (lib#build: runtime probe");
+}
+
+#[test]
+fn upstream_filter_decides_which_dependency_keys_are_folded() {
+    let f = wc();
+    // app#test folds nothing from upstream: lib and app edits outside its inputs do not move it.
+    f.write(
+        "packages/app/vx.toml",
+        concat!(
+            "[tasks.build]\ncommand = \"mkdir -p dist && cat ../lib/dist/out.txt src/*.txt > dist/app.txt\"\n",
+            "depends-on = [\"^build\"]\ncache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n\n",
+            "[tasks.test]\ncommand = \"echo tested\"\ndepends-on = [\"build\"]\n",
+            "cache = { inputs = [\"test/**\"], outputs = [], upstream = [] }\n",
+        ),
+    );
+    f.commit();
+    run(&f, &["run", "app#test"]);
+    f.write("packages/lib/src/a.txt", "moved\n");
+    let out = run(&f, &["run", "app#test", "--output-logs=full"]);
+    assert_contains(&out.stdout, "cache      2 miss · 1 up-to-date\n");
+}
+
+#[test]
+fn a_project_passed_through_by_caret_dependencies_moves_the_dependants_key() {
+    let f = wc();
+    // app → mid (no build task) → lib: mid's sources reach app#build's key as a fingerprint.
+    f.write(
+        "packages/mid/package.json",
+        r#"{ "name": "mid", "dependencies": { "lib": "workspace:*" } }"#,
+    );
+    f.write("packages/mid/src/m.txt", "m\n");
+    f.write(
+        "packages/app/package.json",
+        r#"{ "name": "app", "version": "1.0.0", "dependencies": { "mid": "workspace:*" } }"#,
+    );
+    f.commit();
+    run(&f, &["run", "app#build"]);
+    assert_contains(&run(&f, &["run", "app#build"]).stdout, "up-to-date");
+    f.write("packages/mid/src/m.txt", "changed\n");
+    let out = run(&f, &["run", "app#build"]);
+    assert_contains(&out.stdout, "cache      1 miss · 1 up-to-date\n");
+    let why = run(&f, &["why", "app#build"]);
+    assert_contains(&why.stdout, "mid#build (pass-through)");
+}
+
+#[test]
+fn an_uncached_dependency_folds_every_file_of_its_project() {
+    let f = wc();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"mkdir -p dist && cat src/*.txt > dist/out.txt\"\n",
+    );
+    f.commit();
+    run(&f, &["run", "app#build"]);
+    assert_contains(&run(&f, &["run", "app#build"]).stdout, "up-to-date");
+    f.write("packages/lib/README.md", "docs only\n");
+    let out = run(&f, &["run", "app#build"]);
+    assert_contains(&out.stdout, "cache      1 miss · 1 no-cache\n");
+}
+
+#[test]
+fn workspace_inputs_and_outputs_reach_across_the_workspace() {
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = \"mkdir -p ../../shared-out && cat ../../config/base.json > ../../shared-out/lib.json\"\n",
+        "cache = { inputs = [], outputs = [], workspace-inputs = [\"config/**\"], workspace-outputs = [\"shared-out/lib.json\"] }\n",
+    ));
+    f.write("config/base.json", "{}\n");
+    f.write(".gitignore", "shared-out/\n.vx/\n");
+    f.commit();
+    run(&f, &["run", "lib#build"]);
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, UP_TO_DATE);
+    std::fs::remove_dir_all(f.path("shared-out")).unwrap();
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, "1 local");
+    assert_eq!(f.read("shared-out/lib.json"), "{}\n");
+    f.write("config/base.json", "{\"a\": 1}\n");
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, MISS);
+}
+
+#[test]
+fn a_literal_input_naming_an_ignored_file_is_an_input() {
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = \"cat .env.local 2>/dev/null || true\"\n",
+        "cache = { inputs = [\"src/**\", \".env.local\"], outputs = [] }\n",
+    ));
+    f.write(".gitignore", ".env.local\n.vx/\n");
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.commit();
+    run(&f, &["run", "lib#build"]);
+    f.write("packages/lib/.env.local", "SECRET_MODE=1\n");
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, MISS);
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, UP_TO_DATE);
+    f.write("packages/lib/.env.local", "SECRET_MODE=2\n");
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, MISS);
+}
+
+#[test]
+fn a_glob_matching_nothing_says_so_once() {
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = \"true\"\n",
+        "cache = { inputs = [\"src/**/*.test.ts\"], outputs = [] }\n",
+    ));
+    let out = run(&f, &["run", "lib#build"]);
+    assert_eq!(
+        out.stderr
+            .matches("vx: lib#build: no file matches cache.inputs (src/**/*.test.ts)")
+            .count(),
+        1,
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_lockfile_moves_every_key() {
+    let f = wc();
+    run(&f, &["run", "lib#build"]);
+    f.write("pnpm-lock.yaml", "lockfileVersion: 9\n");
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, MISS);
+    let why = run(&f, &["why", "lib#build"]);
+    assert_contains(&why.stdout, "added    workspace pnpm-lock.yaml");
+}
+
+#[test]
+fn portable_tasks_fold_any_platform() {
+    let f = wc();
+    let key = |f: &Fixture| {
+        let out = f.vx(&["run", "lib#build", "--dry=json"]);
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        doc["tasks"][0]["key"].as_str().unwrap().to_string()
+    };
+    let native = key(&f);
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"mkdir -p dist && cat src/*.txt > dist/out.txt && echo built lib\"\ncache = { inputs = [\"src/**\"], outputs = [\"dist/**\"], portable = true }\n",
+    );
+    assert_ne!(key(&f), native);
+}
+
+#[test]
+fn two_runs_take_turns_on_the_workspace_lock() {
+    let f = wc();
+    super::cache::lib_build(&f, "sleep 1.5; mkdir -p dist; echo x > dist/out.txt");
+    let mut first = f.command("", &["run", "lib#build", "--no-cache"]);
+    let first = first
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let second = f.vx(&["run", "lib#build", "--no-cache"]);
+    let waited = started.elapsed();
+    let mut first = first;
+    assert!(first.wait().unwrap().success());
+    assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
+    assert_contains(&second.stderr, "holds this workspace; waiting…");
+    assert!(
+        waited >= Duration::from_millis(1000),
+        "the second run waited ({waited:?})"
+    );
+}
+
+#[test]
+fn a_corrupt_index_is_a_usage_error_naming_it() {
+    let f = wc();
+    run(&f, &["run", "lib#build"]);
+    std::fs::write(
+        f.path(".vx/cache.db"),
+        b"this is not sqlite at all, not even close",
+    )
+    .unwrap();
+    for name in ["cache.db-wal", "cache.db-shm"] {
+        let _ = std::fs::remove_file(f.path(&format!(".vx/{name}")));
+    }
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stderr, "cache.db is not a valid cache index");
+    assert_contains(
+        &out.stderr,
+        "hint: delete it together with cache.db-wal and cache.db-shm",
+    );
+}
+
+#[test]
+fn an_unwritable_cache_directory_fails_before_any_task_starts() {
+    let f = wc();
+    f.write("blocker", "a file, not a directory\n");
+    let out = f.vx(&["run", "lib#build", "--cache-dir", "blocker/cache"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.starts_with("error: "), "{}", out.stderr);
+    assert!(!f.path("packages/lib/dist").exists(), "no task ran");
+}
+
+#[test]
+fn retention_prunes_after_each_run() {
+    let f = wc();
+    f.write(
+        "vx.toml",
+        "[workspace]\nmembers = [\"packages/*\"]\ncache-retention = { max-size = \"1B\" }\n",
+    );
+    f.commit();
+    run(&f, &["run", "lib#build"]);
+    assert!(
+        artifacts(&f).is_empty(),
+        "the entry is pruned at the end of the run"
+    );
+}
