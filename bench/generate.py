@@ -18,8 +18,8 @@ Layer 0 has no dependencies. Every project of layer k > 0 depends on 1 to `--max
 Every project has `src/index.txt` plus 1 to 3 more source files (`src/a.txt`, `src/b.txt`, ...).
 
 Per project, `vx.toml` declares:
-  build  mkdir -p dist && cp src/* dist/        depends-on ^build
-  test   test -f dist/index.txt                 depends-on build
+  build  mkdir -p dist && cp src/* dist/        depends-on ^build   cached: inputs src/**, outputs dist/**
+  test   test -f dist/index.txt                 depends-on build    cached: inputs src/**, outputs []
   check  group: build + test
 
 Run time and memory are linear in N (each project draws a bounded number of edges; files are
@@ -154,10 +154,12 @@ def write_vx_project(pdir: Path, project: Project, pad: int) -> None:
         "[tasks.build]\n"
         'command = "mkdir -p dist && cp src/* dist/"\n'
         'depends-on = ["^build"]\n'
+        'cache = { inputs = ["src/**"], outputs = ["dist/**"] }\n'
         "\n"
         "[tasks.test]\n"
         'command = "test -f dist/index.txt"\n'
         'depends-on = ["build"]\n'
+        'cache = { inputs = ["src/**"], outputs = [] }\n'
         "\n"
         "[tasks.check]\n"
         'depends-on = ["build", "test"]\n'

@@ -59,6 +59,22 @@ impl fmt::Display for Key {
 /// The mode of an input that folds as absent (KEY-2).
 pub const ABSENT_MODE: &str = "000000";
 
+/// KEY-3: the root files that fingerprint the installed dependencies, in the table's order.
+/// Field 4 folds those present; a change to any of them seeds every task under `--affected`
+/// (SEL-5).
+pub const WORKSPACE_FILES: [&str; 10] = [
+    "pnpm-lock.yaml",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "bun.lock",
+    "bun.lockb",
+    "pnpm-workspace.yaml",
+    ".yarnrc.yml",
+    ".npmrc",
+    "bunfig.toml",
+];
+
 /// One input file of field 11.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputFile {

@@ -2,10 +2,12 @@
 //!
 //! Nothing here touches the file system, the clock, the environment or processes; callers pass
 //! those in. Start with [`config`] (what a `vx.toml` means once loaded), then [`graph`] (how
-//! tasks are connected), [`selection`] (which projects a run covers) and [`schedule`] (which
-//! ready task starts next). [`script`], [`env`] and [`mask`] hold the pure halves of execution:
-//! the `sh -c` script, the child environment, and secret masking.
+//! tasks are connected), [`selection`] (which projects a run covers; [`affected`]: which tasks a
+//! change seeds under `--affected`) and [`schedule`] (which ready task starts next). [`script`],
+//! [`env`] and [`mask`] hold the pure halves of execution: the `sh -c` script, the child
+//! environment, and secret masking.
 
+pub mod affected;
 pub mod config;
 pub mod diagnostic;
 pub mod env;

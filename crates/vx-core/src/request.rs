@@ -1,4 +1,4 @@
-//! From command-line words to requested task ids (CLI-5, CLI-6, CLI-8, CLI-9, CLI-16).
+//! From command-line words to requested task ids (CLI-5, CLI-6, CLI-8, CLI-9, CLI-16, SEL-5).
 
 use std::collections::BTreeSet;
 
@@ -16,6 +16,17 @@ pub enum Scope {
     Project(usize),
     /// No selection flag and the current directory is in no project.
     Outside,
+    /// `--affected` (SEL-5, CLI-8): bare names are judged against `projects` (the whole
+    /// workspace, so a typo is still caught); a task found there is requested when its project
+    /// is in `whole` (selected by another include, CLI-7) or it is in `reached` (its
+    /// `depends-on` closure contains a seeded task, and no exclude removed its project). A name
+    /// no such task has is not an error: the caller reports that the changes reach it nowhere
+    /// (SEL-6).
+    Affected {
+        projects: BTreeSet<usize>,
+        whole: BTreeSet<usize>,
+        reached: BTreeSet<TaskId>,
+    },
 }
 
 impl Scope {
@@ -24,6 +35,17 @@ impl Scope {
             Scope::Selection(s) => s.clone(),
             Scope::Project(p) => BTreeSet::from([*p]),
             Scope::Outside => BTreeSet::new(),
+            Scope::Affected { projects, .. } => projects.clone(),
+        }
+    }
+
+    /// Whether a task found in scope under a bare name is requested.
+    fn keeps(&self, project: usize, id: &TaskId) -> bool {
+        match self {
+            Scope::Affected { whole, reached, .. } => {
+                whole.contains(&project) || reached.contains(id)
+            }
+            _ => true,
         }
     }
 }
@@ -96,7 +118,10 @@ pub fn resolve_requests(
         for &p in &in_scope {
             let project = &workspace.projects[p];
             if project.config.tasks.contains_key(word) {
-                out.insert(TaskId::new(&project.name, word));
+                let id = TaskId::new(&project.name, word);
+                if scope.keeps(p, &id) {
+                    out.insert(id);
+                }
             }
         }
         if out.len() == before
@@ -115,7 +140,7 @@ pub fn resolve_requests(
                 .and_then(|p| p.config.tasks.get(&id.task))
                 .is_some_and(|t| t.is_group())
         };
-        if out.iter().all(is_group) {
+        if !out.is_empty() && out.iter().all(is_group) {
             let groups: BTreeSet<&str> = out.iter().map(|id| id.task.as_str()).collect();
             let groups: Vec<String> = groups.iter().map(|g| format!("`{g}`")).collect();
             let verb = if groups.len() == 1 {
@@ -192,4 +217,47 @@ fn unknown_name(workspace: &Workspace, in_scope: &BTreeSet<usize>, word: &str) -
         "tasks here: {}",
         here.into_iter().collect::<Vec<_>>().join(", ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{workspace, P};
+
+    #[test]
+    fn affected_scope_keeps_reached_tasks_and_whole_projects_and_still_catches_typos() {
+        let ws = workspace(&[
+            P {
+                name: "app",
+                deps: &[],
+                tags: &[],
+                tasks: &[("build", Some("b"), &[]), ("test", Some("t"), &[])],
+            },
+            P {
+                name: "docs",
+                deps: &[],
+                tags: &[],
+                tasks: &[("build", Some("d"), &[])],
+            },
+        ]);
+        let scope = |whole: &[usize], reached: &[&str]| Scope::Affected {
+            projects: BTreeSet::from([0, 1]),
+            whole: whole.iter().copied().collect(),
+            reached: reached.iter().map(|r| TaskId::parse(r).unwrap()).collect(),
+        };
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let ids = |found: Vec<TaskId>| found.iter().map(ToString::to_string).collect::<Vec<_>>();
+        let found = resolve_requests(&ws, &words(&["build"]), &scope(&[], &["app#build"]), false);
+        assert_eq!(ids(found.unwrap()), ["app#build"]);
+        let found = resolve_requests(&ws, &words(&["build"]), &scope(&[1], &["app#build"]), false);
+        assert_eq!(ids(found.unwrap()), ["app#build", "docs#build"]);
+        // Nothing reached is no error here; the caller says so (SEL-6).
+        let found = resolve_requests(&ws, &words(&["test"]), &scope(&[], &[]), true);
+        assert_eq!(found.unwrap(), Vec::<TaskId>::new());
+        let typo = resolve_requests(&ws, &words(&["tset"]), &scope(&[], &[]), false);
+        assert_eq!(typo.unwrap_err().hints, ["did you mean `test`?"]);
+        // A task id always runs.
+        let found = resolve_requests(&ws, &words(&["docs#build"]), &scope(&[], &[]), false);
+        assert_eq!(ids(found.unwrap()), ["docs#build"]);
+    }
 }

@@ -1,13 +1,17 @@
-//! Project selection: `--all` and the `--filter` language (SEL-1, SEL-2, CLI-7).
+//! Project selection: `--all`, the `--filter` language and how `--affected` joins them (SEL-1,
+//! SEL-2, CLI-7).
 //!
 //! A filter is parsed into a [`Filter`] (exclusion flag, walk direction and a base matcher) and
 //! evaluated against the workspace's projects. Walks follow project edges (DISC-5) and
 //! cross-project `depends-on` edges. Includes are unioned, then excludes are subtracted.
+//! A changed-since filter (`[<ref>]`, SEL-3) is evaluated against the projects changed since
+//! its ref, which the caller asks git for beforehand ([`Filter::changed_since`]).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use globset::{GlobBuilder, GlobMatcher};
 
+use crate::affected::{check_ref, RefSite};
 use crate::diagnostic::Diagnostic;
 use crate::graph::{wildcard_match, TaskTable};
 use crate::id::ROOT_PROJECT;
@@ -20,6 +24,13 @@ enum Base {
     Dir(String),
     Root,
     Tag(String),
+    /// `[<ref>]`, `<p>[<ref>]`, `<p>...[<ref>]`: projects changed since `reference`, narrowed
+    /// by `narrow`, with their dependants when `dependants` (SEL-1).
+    Changed {
+        reference: String,
+        narrow: Option<Box<Filter>>,
+        dependants: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,10 +58,13 @@ pub fn parse_filter(text: &str) -> Result<Filter, Diagnostic> {
         Some(r) => (true, r),
         None => (false, text),
     };
-    if rest.contains('[') && rest.ends_with(']') && !rest.starts_with("./") {
-        return Err(Diagnostic::new(format!(
-            "the filter `{original}` uses `[<ref>]`; changed-since filters are not available yet"
-        )));
+    if let Some(base) = parse_changed(original, rest)? {
+        return Ok(Filter {
+            text: original.to_string(),
+            exclude,
+            base,
+            walk: Walk::default(),
+        });
     }
     let mut walk = Walk::default();
     if let Some(r) = rest.strip_prefix("...") {
@@ -97,6 +111,52 @@ pub fn parse_filter(text: &str) -> Result<Filter, Diagnostic> {
         base,
         walk,
     })
+}
+
+/// `[<ref>]`, `<p>[<ref>]` and `<p>...[<ref>]` (SEL-1); `None` for every other pattern.
+fn parse_changed(original: &str, rest: &str) -> Result<Option<Base>, Diagnostic> {
+    // `./app/[id]` is a directory whose name has brackets.
+    if !rest.ends_with(']') || rest.starts_with("./") {
+        return Ok(None);
+    }
+    let Some(open) = rest.rfind('[') else {
+        return Ok(None);
+    };
+    let text = &rest[open + 1..rest.len() - 1];
+    let reference = check_ref(text).map_err(|p| p.diagnostic(text, RefSite::Filter(original)))?;
+    let mut before = &rest[..open];
+    let dependants = match before.strip_suffix("...") {
+        Some(b) => {
+            before = b;
+            true
+        }
+        None => false,
+    };
+    let narrow = if before.is_empty() {
+        None
+    } else {
+        let inner = parse_filter(before)?;
+        if inner.exclude || matches!(inner.base, Base::Changed { .. }) {
+            return Err(Diagnostic::new(format!("invalid filter `{original}`"))
+                .hint("write `[<ref>]`, `<p>[<ref>]` or `<p>...[<ref>]`"));
+        }
+        Some(Box::new(inner))
+    };
+    Ok(Some(Base::Changed {
+        reference,
+        narrow,
+        dependants,
+    }))
+}
+
+impl Filter {
+    /// The ref of a changed-since filter (`[<ref>]`), as git should resolve it.
+    pub fn changed_since(&self) -> Option<&str> {
+        match &self.base {
+            Base::Changed { reference, .. } => Some(reference),
+            _ => None,
+        }
+    }
 }
 
 fn normalize_dir(dir: &str) -> String {
@@ -162,26 +222,47 @@ impl ProjectWalks {
 /// beside others that did (SEL-2).
 #[derive(Debug, Default)]
 pub struct Selection {
+    /// What `--all` and the including filters selected, minus the excludes.
     pub projects: BTreeSet<usize>,
+    /// What the excluding filters removed; under `--affected` the affected tasks of these
+    /// projects are left out too.
+    pub excluded: BTreeSet<usize>,
     pub warnings: Vec<String>,
+}
+
+/// The selection flags of a run (CLI-7).
+#[derive(Debug, Clone, Copy)]
+pub struct Includes<'a> {
+    pub all: bool,
+    pub filters: &'a [Filter],
+    /// `--affected` is given: an include of its own (task-level, SEL-5), so excludes alone no
+    /// longer mean "every project".
+    pub affected: bool,
+    /// The projects changed since each ref of a changed-since filter (SEL-3), by ref.
+    pub changed: &'a BTreeMap<String, BTreeSet<usize>>,
 }
 
 /// Evaluates `--all` and the filters (CLI-7).
 pub fn select(
     workspace: &Workspace,
     walks: &ProjectWalks,
-    all: bool,
-    filters: &[Filter],
+    flags: &Includes<'_>,
 ) -> Result<Selection, Diagnostic> {
+    let Includes {
+        all,
+        filters,
+        affected,
+        changed,
+    } = *flags;
     let mut includes: BTreeSet<usize> = BTreeSet::new();
     let mut excludes: BTreeSet<usize> = BTreeSet::new();
     let mut empty: Vec<Diagnostic> = Vec::new();
     let mut matched_any = false;
-    if all || filters.iter().all(|f| f.exclude) {
+    if all || (!affected && filters.iter().all(|f| f.exclude)) {
         includes.extend(0..workspace.projects.len());
     }
     for filter in filters {
-        match evaluate(workspace, walks, filter) {
+        match evaluate(workspace, walks, filter, changed) {
             Ok(set) => {
                 matched_any = true;
                 if filter.exclude {
@@ -200,9 +281,20 @@ pub fn select(
         warnings: empty.into_iter().map(|d| d.message).collect(),
         ..Selection::default()
     };
-    let before = includes.len();
+    // `--affected` includes every project's affected tasks (SEL-5).
+    let before = if affected {
+        workspace.projects.len()
+    } else {
+        includes.len()
+    };
     selection.projects = includes.difference(&excludes).copied().collect();
-    if selection.projects.is_empty() && before > 0 {
+    let kept = if affected {
+        workspace.projects.len() - excludes.len()
+    } else {
+        selection.projects.len()
+    };
+    selection.excluded = excludes;
+    if kept == 0 && before > 0 {
         let names: Vec<String> = filters
             .iter()
             .filter(|f| f.exclude)
@@ -220,7 +312,24 @@ fn evaluate(
     workspace: &Workspace,
     walks: &ProjectWalks,
     filter: &Filter,
+    changed: &BTreeMap<String, BTreeSet<usize>>,
 ) -> Result<BTreeSet<usize>, Diagnostic> {
+    if let Base::Changed {
+        reference,
+        narrow,
+        dependants,
+    } = &filter.base
+    {
+        return evaluate_changed(
+            workspace,
+            walks,
+            filter,
+            changed,
+            reference,
+            narrow,
+            *dependants,
+        );
+    }
     let matched = base_matches(workspace, filter)?;
     let walk = filter.walk;
     let mut result = BTreeSet::new();
@@ -266,6 +375,48 @@ fn evaluate(
     Ok(result)
 }
 
+/// SEL-1: the projects changed since `reference`, narrowed, then with their dependants.
+fn evaluate_changed(
+    workspace: &Workspace,
+    walks: &ProjectWalks,
+    filter: &Filter,
+    changed: &BTreeMap<String, BTreeSet<usize>>,
+    reference: &str,
+    narrow: &Option<Box<Filter>>,
+    dependants: bool,
+) -> Result<BTreeSet<usize>, Diagnostic> {
+    let since = changed.get(reference).cloned().unwrap_or_default();
+    let mut result = match narrow {
+        None => since.clone(),
+        Some(inner) => {
+            let within = evaluate(workspace, walks, inner, changed)?;
+            since.intersection(&within).copied().collect()
+        }
+    };
+    if dependants {
+        result = walks.closure(&result, true);
+    }
+    if result.is_empty() {
+        let d = Diagnostic::new(format!("no project matches filter `{}`", filter.text));
+        let names: Vec<&str> = since
+            .iter()
+            .map(|&i| workspace.projects[i].name.as_str())
+            .collect();
+        return Err(if names.is_empty() {
+            d.hint(format!("no project changed since `{reference}`"))
+        } else if names.len() > 8 {
+            d.hint(format!(
+                "changed since `{reference}`: {}, and {} more",
+                names[..8].join(", "),
+                names.len() - 8
+            ))
+        } else {
+            d.hint(format!("changed since `{reference}`: {}", names.join(", ")))
+        });
+    }
+    Ok(result)
+}
+
 fn base_matches(workspace: &Workspace, filter: &Filter) -> Result<BTreeSet<usize>, Diagnostic> {
     let projects = &workspace.projects;
     let found: BTreeSet<usize> = match &filter.base {
@@ -303,6 +454,8 @@ fn base_matches(workspace: &Workspace, filter: &Filter) -> Result<BTreeSet<usize
                     .any(|t| wildcard_match(pattern, t))
             })
             .collect(),
+        // Evaluated by `evaluate_changed`.
+        Base::Changed { .. } => BTreeSet::new(),
         Base::Dir(dir) => {
             if dir.contains(['*', '?', '[', '{']) {
                 let matcher = dir_glob(dir).map_err(|e| {
@@ -426,7 +579,13 @@ mod tests {
         let table = TaskTable::default();
         let walks = ProjectWalks::new(ws, &table);
         let filters: Vec<Filter> = filters.iter().map(|f| parse_filter(f).unwrap()).collect();
-        select(ws, &walks, all, &filters)
+        let includes = Includes {
+            all,
+            filters: &filters,
+            affected: false,
+            changed: &BTreeMap::new(),
+        };
+        select(ws, &walks, &includes)
             .map(|s| {
                 s.projects
                     .iter()
@@ -498,7 +657,111 @@ mod tests {
         let table = TaskTable::default();
         let walks = ProjectWalks::new(&ws, &table);
         let filters = [parse_filter("app").unwrap(), parse_filter("nope").unwrap()];
-        let selection = select(&ws, &walks, false, &filters).unwrap();
+        let includes = Includes {
+            all: false,
+            filters: &filters,
+            affected: false,
+            changed: &BTreeMap::new(),
+        };
+        let selection = select(&ws, &walks, &includes).unwrap();
         assert_eq!(selection.warnings, ["no project matches filter `nope`"]);
+    }
+
+    /// Selection with `lib` (index 3) and `docs` (index 2) changed since `main`.
+    fn changed_names(
+        ws: &Workspace,
+        filters: &[&str],
+        affected: bool,
+    ) -> Result<Vec<String>, String> {
+        let table = TaskTable::default();
+        let walks = ProjectWalks::new(ws, &table);
+        let filters: Vec<Filter> = filters
+            .iter()
+            .map(|f| parse_filter(f).map_err(|d| format!("{} / {:?}", d.message, d.hints)))
+            .collect::<Result<_, _>>()?;
+        let changed = BTreeMap::from([(
+            "main".to_string(),
+            BTreeSet::from([ws.by_name["lib"], ws.by_name["docs"]]),
+        )]);
+        let includes = Includes {
+            all: false,
+            filters: &filters,
+            affected,
+            changed: &changed,
+        };
+        select(ws, &walks, &includes)
+            .map(|s| {
+                s.projects
+                    .iter()
+                    .map(|&i| ws.projects[i].name.clone())
+                    .collect()
+            })
+            .map_err(|d| format!("{} / {:?}", d.message, d.hints))
+    }
+
+    #[test]
+    fn changed_since_filters_narrow_and_walk_to_dependants() {
+        let ws = ws();
+        assert_eq!(
+            parse_filter("[main]").unwrap().changed_since(),
+            Some("main")
+        );
+        assert_eq!(
+            parse_filter("...[main...HEAD]").unwrap().changed_since(),
+            Some("main")
+        );
+        assert_eq!(
+            changed_names(&ws, &["[main]"], false).unwrap(),
+            ["docs", "lib"]
+        );
+        assert_eq!(changed_names(&ws, &["lib[main]"], false).unwrap(), ["lib"]);
+        assert_eq!(
+            changed_names(&ws, &["./packages/l*[main]"], false).unwrap_err(),
+            "no project matches filter `./packages/l*[main]` / [\"projects: @shop/cart, app, core, docs, lib\"]"
+        );
+        assert_eq!(
+            changed_names(&ws, &["{packages/l*}[main]"], false).unwrap(),
+            ["lib"]
+        );
+        assert_eq!(
+            changed_names(&ws, &["lib...[main]"], false).unwrap(),
+            ["@shop/cart", "app", "lib"]
+        );
+        assert_eq!(
+            changed_names(&ws, &["...[main]"], false).unwrap(),
+            ["@shop/cart", "app", "docs", "lib"]
+        );
+        assert_eq!(
+            changed_names(&ws, &["![main]"], false).unwrap(),
+            ["@shop/cart", "app", "core"]
+        );
+        assert_eq!(
+            changed_names(&ws, &["app[main]"], false).unwrap_err(),
+            "no project matches filter `app[main]` / [\"changed since `main`: docs, lib\"]"
+        );
+        assert_eq!(
+            changed_names(&ws, &["[main..next]"], false).unwrap_err(),
+            "invalid filter `[main..next]`: the ref `main..next` is a range / [\"write `[main]` instead\"]"
+        );
+    }
+
+    #[test]
+    fn affected_is_an_include_of_its_own() {
+        let ws = ws();
+        // Excludes alone mean "every project" only without `--affected`.
+        assert_eq!(
+            changed_names(&ws, &["!docs"], true).unwrap(),
+            Vec::<String>::new()
+        );
+        assert_eq!(changed_names(&ws, &["!docs"], false).unwrap().len(), 4);
+        assert_eq!(
+            changed_names(&ws, &["app", "!docs"], true).unwrap(),
+            ["app"]
+        );
+        let err = changed_names(&ws, &["!*"], true).unwrap_err();
+        assert!(
+            err.starts_with("the excludes (`!*`) removed every project"),
+            "{err}"
+        );
     }
 }

@@ -44,7 +44,7 @@ mod stamps;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use history::{Invocation, KeyComponent, RunRow};
+pub use history::{Invocation, KeyComponent, RecentCounts, RunRow};
 pub use stamps::{FileStamp, OutputStamp};
 
 pub(crate) use open::{create_vx_dir, set_meta};

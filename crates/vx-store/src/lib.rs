@@ -18,8 +18,11 @@ mod schema;
 
 pub use index::{
     Access, Entry, FileStamp, Invocation, KeyComponent, Lookup, OpenError, OutputStamp,
-    RestoreFailure, RunRow, Store, StoreError,
+    RecentCounts, RestoreFailure, RunRow, Store, StoreError,
 };
 pub use lock::{acquire as acquire_run_lock, LockError, RunLock};
 pub use log::{LogBuf, LogRecord, LogStream};
 pub use prune::{prune_dir, PruneError, PrunePolicy, PruneReport};
+
+/// The index schema version this vx reads and writes (`PRAGMA user_version`, STORE-3).
+pub const SCHEMA_VERSION: u32 = schema::VERSION;

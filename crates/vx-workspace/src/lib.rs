@@ -16,6 +16,10 @@
 //!   returned together, sorted (CFG-10).
 //!
 //! Keys of later milestones are refused in one place, `milestones` (CFG-12).
+//!
+//! For `vx init`, which runs before any `vx.toml` exists, `packages` offers
+//! [`read_package_json`] and [`package_workspace`] (the member list of a package-manager
+//! workspace, expanded), and [`task_name_problem`] says which script names cannot be tasks.
 
 mod disk;
 mod edges;
@@ -26,6 +30,7 @@ mod manifest;
 mod members;
 mod milestones;
 mod npm_range;
+mod packages;
 mod pnpm;
 mod root;
 mod source;
@@ -38,6 +43,8 @@ pub mod tree;
 
 use std::path::{Path, PathBuf};
 
+pub use packages::{package_workspace, read_package_json, PackageJson, PackageWorkspace};
+pub use task_config::task_name_problem;
 pub use tree::{Tree, TreeError, TreeOptions};
 
 use vx_core::config::ConfigFile;

@@ -1,7 +1,8 @@
 //! `package.json`: the few fields vx reads, with locations (DISC-2, DISC-4, DISC-5).
 //!
-//! vx only reads `name`, `version`, `workspaces`, the four dependency sections and `scripts`
-//! (whose text is the command of a task a workspace template gives the project, CFG-13);
+//! vx only reads `name`, `version`, `workspaces`, the four dependency sections, `scripts`
+//! (whose text is the command of a task a workspace template gives the project, CFG-13) and,
+//! for `vx init` only, `packageManager` (INIT-2: yarn ≥ 2 runs no `pre`/`post` scripts);
 //! everything else in a manifest is the package manager's business and is ignored. Each field vx reads is
 //! type-checked, because a silently skipped dependency would change the order tasks run in.
 
@@ -29,6 +30,9 @@ pub(crate) struct Manifest {
     pub(crate) dependencies: Vec<DependencyEntry>,
     /// `scripts`: each script's text, located at its key.
     pub(crate) scripts: BTreeMap<String, Spanned<String>>,
+    /// `packageManager` (`yarn@4.1.0`) when it is a string; never an error, since only
+    /// `vx init` reads it.
+    pub(crate) package_manager: Option<String>,
 }
 
 /// One `"<name>": "<specifier>"` line of a dependency section.
@@ -84,6 +88,10 @@ pub(crate) fn parse_manifest(text: &str, rel_path: &str) -> Result<Manifest, Vec
     if let Some(entry) = root.entry("scripts") {
         manifest.scripts = scripts(&entry.value, &source, &mut errors);
     }
+    manifest.package_manager = root
+        .entry("packageManager")
+        .and_then(|entry| entry.value.as_str())
+        .map(str::to_string);
     for section in SECTIONS {
         let Some(entry) = root.entry(section) else {
             continue;

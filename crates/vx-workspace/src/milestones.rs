@@ -58,7 +58,7 @@ pub(crate) const LATER_KEYS: &[LaterKey] = &[
         "workspace.affected-base",
         Milestone::M2,
         "affected-base",
-        false,
+        true,
     ),
     row("workspace.tasks", Milestone::M2, "workspace.tasks", true),
     row("workspace.rules", Milestone::M2, "rules", true),

@@ -94,8 +94,16 @@ pub(crate) fn walk_tasks(w: &mut Walker, value: &Value, parent: &str) -> WalkedT
 
 /// CFG-9 task-name rules.
 fn check_task_name(w: &mut Walker, key: &Key) {
-    let name = key.name.as_ref();
-    let problem = if name.is_empty() {
+    if let Some(problem) = task_name_problem(key.name.as_ref()) {
+        let at = w.key_at(key);
+        w.error(at, problem);
+    }
+}
+
+/// Why `name` cannot be a task name (CFG-9), if it cannot: empty, surrounding whitespace,
+/// control characters, `#` or `*`, or a leading `^` or `!`.
+pub fn task_name_problem(name: &str) -> Option<String> {
+    Some(if name.is_empty() {
         "task names must not be empty".to_string()
     } else if name.trim() != name {
         format!("task name `{name}` must not start or end with whitespace")
@@ -106,10 +114,8 @@ fn check_task_name(w: &mut Walker, key: &Key) {
     } else if let Some(c) = name.chars().next().filter(|c| matches!(c, '^' | '!')) {
         format!("task name `{name}` must not start with `{c}`")
     } else {
-        return;
-    };
-    let at = w.key_at(key);
-    w.error(at, problem);
+        return None;
+    })
 }
 
 fn walk_task(

@@ -46,6 +46,10 @@ pub enum Verb {
     /// Manage the local cache.
     #[command(subcommand)]
     Cache(CacheVerb),
+    /// Write vx.toml files from package.json scripts.
+    Init(InitArgs),
+    /// Print a health report of the workspace: vx, git, projects, cache, history.
+    Info(InfoArgs),
     /// Print the JSON Schema of vx.toml.
     Schema,
     /// Print help for vx or for a verb.
@@ -108,12 +112,13 @@ pub struct RunArgs {
     /// Where the cache lives (default `.vx` at the root).
     #[arg(long = "cache-dir", value_name = "PATH")]
     pub cache_dir: Option<String>,
+    /// Run only the tasks that changes since BASE reach (bare: affected-base, else origin/HEAD…).
+    #[arg(long, value_name = "BASE", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    pub affected: Option<String>,
 
     // Flags of later milestones: parsed so they can be refused by name.
     #[arg(long, hide = true)]
     pub retry: Option<String>,
-    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
-    pub affected: Option<String>,
     #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub summarize: Option<String>,
     #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
@@ -132,7 +137,8 @@ const RUN_EXAMPLES: &str = "Examples:
   vx run test -F ...web        test web and everything that depends on it
   vx run web#dev               start web's dev server (and what it depends on)
   vx run test -- --watch=false pass arguments to the requested tasks
-  vx run build --all --dry     show the plan without running anything";
+  vx run build --all --dry     show the plan without running anything
+  vx run test --affected=main  test what the changes since main reach";
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
@@ -151,6 +157,32 @@ pub struct WhyArgs {
     /// Explain the run whose id starts with RUNID instead of the latest.
     #[arg(long, value_name = "RUNID")]
     pub run: Option<String>,
+    /// Output format: pretty or json.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// The cache directory (default: STORE-2 precedence).
+    #[arg(long = "cache-dir", value_name = "PATH")]
+    pub cache_dir: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = INIT_EXAMPLES)]
+pub struct InitArgs {
+    /// Print the files that would be written and write nothing.
+    #[arg(long)]
+    pub dry: bool,
+    /// Replace existing vx.toml files.
+    #[arg(long)]
+    pub force: bool,
+}
+
+const INIT_EXAMPLES: &str = "Examples:
+  vx init            write vx.toml files next to every package.json
+  vx init --dry      print them instead
+  vx init --force    replace the vx.toml files that exist";
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
     /// Output format: pretty or json.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
@@ -185,18 +217,12 @@ pub struct PruneArgs {
 }
 
 /// Verbs of later milestones, refused as `not available yet`.
-pub const LATER_VERBS: &[&str] = &[
-    "init",
-    "info",
-    "watch",
-    "last",
-    "completions",
-    "migrate",
-    "lock",
-];
+pub const LATER_VERBS: &[&str] = &["watch", "last", "completions", "migrate", "lock"];
 
 /// The verbs a user can type today, for suggestions.
-pub const VERBS: &[&str] = &["run", "show", "why", "cache", "schema", "help", "version"];
+pub const VERBS: &[&str] = &[
+    "run", "show", "why", "cache", "init", "info", "schema", "help", "version",
+];
 
 /// What parsing produced: the arguments, or something to print and an exit code.
 pub enum Parsed {
@@ -282,7 +308,7 @@ fn translate(e: clap::Error) -> Parsed {
         }
         ErrorKind::UnknownArgument => {
             let mut d = Diagnostic::new(format!("unknown flag `{flag}` for `vx {verb}`"));
-            if flag == "--json" && verb == "show" {
+            if flag == "--json" && matches!(verb.as_str(), "show" | "why" | "info") {
                 d = d.hint("use `--format json`");
             } else if let Some(s) = did_you_mean(&flag, flags_of(&verb).iter().map(String::as_str))
             {

@@ -63,6 +63,8 @@ fn real_main() -> Result<i32, Failure> {
         Some(Verb::Show(args)) => commands::show::show(&cwd, args),
         Some(Verb::Why(args)) => commands::why::why(&cwd, args),
         Some(Verb::Cache(cli::CacheVerb::Prune(args))) => commands::cache::prune(&cwd, args),
+        Some(Verb::Init(args)) => commands::init::init(&cwd, args),
+        Some(Verb::Info(args)) => commands::info::info(&cwd, args),
         Some(Verb::Schema) => Ok(commands::schema()),
         Some(Verb::Version { extra }) => {
             if let Some(first) = extra.first() {

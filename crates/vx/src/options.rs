@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use vx_core::affected::{check_ref, RefSite};
 use vx_core::graph::ExcludeDependencies;
 use vx_core::schedule::ContinueMode;
 use vx_core::selection::{parse_filter, Filter};
@@ -59,6 +60,17 @@ pub struct RunOptions {
     pub cache: CachePolicy,
     /// `--cache-dir`, as given (relative to cwd).
     pub cache_dir: Option<String>,
+    /// `--affected[=BASE]` (SEL-3, SEL-4).
+    pub affected: Option<AffectedBase>,
+}
+
+/// The base of `--affected`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AffectedBase {
+    /// Bare `--affected`: `[workspace] affected-base`, else the first usable default (SEL-4).
+    Default,
+    /// `--affected=<ref>`, checked (SEL-3).
+    Ref(String),
 }
 
 /// The four cache switches of CLI-14 (the remote pair arrives with the remote layer).
@@ -153,9 +165,10 @@ fn cache_policy(
 }
 
 impl RunOptions {
-    /// Any of `--all`, `--filter`: the broad flow (UI-3) and a selection scope (CLI-6).
+    /// Any of `--all`, `--filter`, `--affected`: the broad flow (UI-3) and a selection scope
+    /// (CLI-6).
     pub fn has_selection(&self) -> bool {
-        self.all || !self.filters.is_empty()
+        self.all || !self.filters.is_empty() || self.affected.is_some()
     }
 }
 
@@ -170,9 +183,8 @@ fn not_yet(flag: &str) -> Diagnostic {
 }
 
 pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
-    let later: [(&str, bool); 7] = [
+    let later: [(&str, bool); 6] = [
         ("--retry", args.retry.is_some()),
-        ("--affected", args.affected.is_some()),
         ("--summarize", args.summarize.is_some()),
         ("--profile", args.profile.is_some()),
         ("--download", args.download.is_some()),
@@ -285,7 +297,15 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
     if args.cache_dir.as_deref() == Some("") {
         return Err(invalid("", "--cache-dir", "a directory"));
     }
+    let affected = match args.affected.as_deref() {
+        None => None,
+        Some(BARE) => Some(AffectedBase::Default),
+        Some(text) => Some(AffectedBase::Ref(
+            check_ref(text).map_err(|p| p.diagnostic(text, RefSite::Flag))?,
+        )),
+    };
     Ok(RunOptions {
+        affected,
         cache,
         cache_dir: args.cache_dir,
         tasks: args.tasks,
@@ -366,10 +386,38 @@ mod tests {
     #[test]
     fn later_flags_are_refused_by_name() {
         let mut a = args();
-        a.affected = Some(BARE.into());
+        a.retry = Some("1".into());
         assert_eq!(
             resolve(a).unwrap_err().message,
-            "--affected is not available yet"
+            "--retry is not available yet"
+        );
+    }
+
+    #[test]
+    fn affected_takes_a_bare_flag_or_one_checked_ref() {
+        let affected = |value: &str| {
+            let mut a = args();
+            a.affected = Some(value.into());
+            resolve(a)
+        };
+        assert_eq!(
+            affected(BARE).unwrap().affected,
+            Some(AffectedBase::Default)
+        );
+        assert!(affected(BARE).unwrap().has_selection());
+        assert_eq!(
+            affected("main...HEAD").unwrap().affected,
+            Some(AffectedBase::Ref("main".into()))
+        );
+        let refused = affected("main..next").unwrap_err();
+        assert_eq!(
+            refused.message,
+            "--affected takes one base ref; `main..next` is a range"
+        );
+        assert_eq!(refused.hints, ["pass `--affected=main` instead"]);
+        assert_eq!(
+            affected("").unwrap_err().message,
+            "`--affected=` names no ref"
         );
     }
 }

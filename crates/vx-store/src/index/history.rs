@@ -78,6 +78,20 @@ pub struct RunRow {
     pub unsaved_reason: Option<String>,
 }
 
+/// What history holds about a recent period (`vx info`, HIST-6).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecentCounts {
+    /// `invocations` that started in the period.
+    pub runs: u64,
+    /// Their `runs` rows (one per non-group task).
+    pub tasks: u64,
+    /// Rows served from a cache: up-to-date, or restored from a local or remote layer.
+    pub hits: u64,
+}
+
+/// The `runs.cache` words that mean a hit (restored kinds in both the short and long spelling).
+const HIT_WORDS: &str = "('up-to-date', 'local', 'remote', 'restored-local', 'restored-remote')";
+
 const RUN_COLUMNS: &str = "r.id, r.run_id, i.started_at, r.project, r.task, r.key, r.status,
     r.cache, r.placement, r.exit_code, r.duration_ms, r.cpu_ms, r.peak_rss_bytes,
     r.start_offset_ms, r.end_offset_ms, r.attempts, r.timed_out, r.not_ready, r.blocked_by,
@@ -281,6 +295,28 @@ impl Store {
         })
     }
 
+    /// Runs, task rows and hits of the invocations that started at or after `since_ms`
+    /// (milliseconds since the Unix epoch). Zeros without an index.
+    pub fn recent_counts(&self, since_ms: i64) -> Result<RecentCounts, StoreError> {
+        read(self, |conn| {
+            let runs: i64 = conn
+                .prepare_cached("SELECT COUNT(*) FROM invocations WHERE started_at >= ?1")?
+                .query_row([since_ms], |row| row.get(0))?;
+            let (tasks, hits): (i64, i64) = conn
+                .prepare_cached(&format!(
+                    "SELECT COUNT(*), COALESCE(SUM(r.cache IN {HIT_WORDS}), 0)
+                     FROM runs r JOIN invocations i ON i.run_id = r.run_id
+                     WHERE i.started_at >= ?1"
+                ))?
+                .query_row([since_ms], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            Ok(RecentCounts {
+                runs: from_sql_u64(runs),
+                tasks: from_sql_u64(tasks),
+                hits: from_sql_u64(hits),
+            })
+        })
+    }
+
     /// The projects that have `runs` rows of a task named `task`, sorted.
     pub fn tasks_with_runs(&self, task: &str) -> Result<Vec<String>, StoreError> {
         read(self, |conn| {
@@ -440,6 +476,40 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].key.as_deref(), Some("k9"));
         assert!(store.tasks_with_runs("build").unwrap() == ["web"]);
+    }
+
+    #[test]
+    fn recent_counts_cover_runs_tasks_and_hits_since_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let absent = Store::open(dir.path(), Access::ReadOnly).unwrap();
+        assert_eq!(absent.recent_counts(0).unwrap(), RecentCounts::default());
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        let now = now_ms();
+        let mut hit = run("lib", "build", "k2");
+        hit.cache = "up-to-date".into();
+        let mut restored = run("app", "build", "k3");
+        restored.cache = "local".into();
+        store
+            .record_run(&invocation("old", now - DAY_MS - 1), &[hit.clone()])
+            .unwrap();
+        store
+            .record_run(
+                &invocation("new", now - 5),
+                &[run("web", "build", "k1"), hit, restored],
+            )
+            .unwrap();
+        let counts = store.recent_counts(now - DAY_MS).unwrap();
+        assert_eq!(
+            counts,
+            RecentCounts {
+                runs: 1,
+                tasks: 3,
+                hits: 2
+            }
+        );
+        assert_eq!(store.recent_counts(0).unwrap().runs, 2);
+        let read_only = Store::open(dir.path(), Access::ReadOnly).unwrap();
+        assert_eq!(read_only.recent_counts(now - DAY_MS).unwrap(), counts);
     }
 
     #[test]

@@ -120,6 +120,31 @@ pub struct Tree {
     counters: Counters,
 }
 
+/// Where the git repository whose work tree holds a root keeps its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitDirs {
+    /// The work tree (the root or one of its ancestors).
+    pub worktree: PathBuf,
+    /// The shared git directory (`config`, `shallow`, refs).
+    pub common_dir: PathBuf,
+}
+
+impl GitDirs {
+    /// Whether the repository is a shallow clone (its history is cut off).
+    pub fn is_shallow(&self) -> bool {
+        self.common_dir.join("shallow").exists()
+    }
+}
+
+/// The repository whose work tree contains `root`, found as [`Tree::scan`] finds it (the
+/// nearest `.git` upward, DISC-7) without reading an index; `None` outside git.
+pub fn find_repository(root: &Path) -> Result<Option<GitDirs>, TreeError> {
+    Ok(repo::find_outer(root)?.map(|layout| GitDirs {
+        worktree: layout.worktree,
+        common_dir: layout.common_dir,
+    }))
+}
+
 impl Tree {
     /// Enumerates the workspace once; see the module documentation.
     pub fn scan(options: &TreeOptions) -> Result<Tree, TreeError> {

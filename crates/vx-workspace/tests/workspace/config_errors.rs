@@ -155,9 +155,9 @@ fn environment_tables_follow_cfg5() {
     );
 }
 
-/// `[workspace.tasks]`, `extends`, `[workspace.rules]`, `cache`, `cache-dir` and
-/// `cache-retention` are built; the root's `build` gets the template's `cache`, so its
-/// `remote` has one.
+/// `[workspace.tasks]`, `extends`, `[workspace.rules]`, `cache`, `cache-dir`,
+/// `cache-retention` and `affected-base` are built; the root's `build` gets the template's
+/// `cache`, so its `remote` has one.
 #[test]
 fn later_milestone_keys_are_not_available_yet() {
     let text = "[workspace]\ncache-dir = \".cache\"\naffected-base = \"main\"\ncache-retention = { older-than = \"1d\" }\n\
@@ -168,8 +168,7 @@ fn later_milestone_keys_are_not_available_yet() {
                 [tasks.ok]\ncommand = \"x\"\npersistent = true\n";
     assert_eq!(
         root_errors(text),
-        "vx.toml:3:1: affected-base is not available yet\n\
-         vx.toml:5:32: exclusive-outputs = false is not available yet\n\
+        "vx.toml:5:32: exclusive-outputs = false is not available yet\n\
          vx.toml:6:12: remote-cache is not available yet\n\
          vx.toml:8:12: remote-execution is not available yet\n\
          vx.toml:14:1: retries is not available yet\n\

@@ -2,6 +2,8 @@
 //! [`Failure`](crate::error::Failure).
 
 pub mod cache;
+pub mod info;
+pub mod init;
 pub mod show;
 pub mod why;
 

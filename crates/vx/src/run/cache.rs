@@ -570,7 +570,11 @@ impl<'p> RunCache<'p> {
                 path: folded.path.clone(),
                 fingerprint: folded.fingerprint,
             };
-            let now = std::fs::symlink_metadata(self.workspace.root.join(&folded.path)).ok();
+            // Only a file or a symlink is present (KEY-11): a directory where a tracked file was
+            // is as absent now as when the key was taken.
+            let now = std::fs::symlink_metadata(self.workspace.root.join(&folded.path))
+                .ok()
+                .filter(|meta| meta.is_file() || meta.file_type().is_symlink());
             match (&folded.stat, &now) {
                 (None, None) => continue,
                 (Some(_), None) | (None, Some(_)) => return Some(moved()),

@@ -9,10 +9,36 @@ use std::path::Path;
 
 /// The available CPUs for this process.
 pub fn available_cpus() -> u32 {
+    available_cpus_and_source().0
+}
+
+/// What bounded [`available_cpus`] (`vx info`, HIST-6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuSource {
+    /// The hardware threads or the affinity set.
+    Cpus,
+    /// A cgroup CPU quota below them.
+    CgroupQuota,
+}
+
+impl CpuSource {
+    pub fn word(self) -> &'static str {
+        match self {
+            CpuSource::Cpus => "cpus",
+            CpuSource::CgroupQuota => "cgroup quota",
+        }
+    }
+}
+
+/// The available CPUs and what bounded them.
+pub fn available_cpus_and_source() -> (u32, CpuSource) {
     let threads = affinity_cpus()
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
     let quota = cgroup_quota_cpus(Path::new("/proc/self/cgroup"), Path::new("/sys/fs/cgroup"));
-    quota.map_or(threads, |q| threads.min(q)).max(1)
+    match quota {
+        Some(q) if q < threads => (q.max(1), CpuSource::CgroupQuota),
+        _ => (threads.max(1), CpuSource::Cpus),
+    }
 }
 
 #[cfg(target_os = "linux")]

@@ -18,23 +18,10 @@ use vx_core::globs::{is_literal, TaskGlobs};
 use vx_core::graph::{task_config, TaskGraph, TaskTable};
 use vx_core::key::{
     folds_upstream, group_key, task_config_json, InputFile, Key, KeyInputs, DEFAULT_UPSTREAM,
+    WORKSPACE_FILES,
 };
 use vx_core::{TaskId, Workspace};
 use vx_workspace::tree::{FileId, Identity, StampMemo, Stat, Tree};
-
-/// KEY-3: the root files that fingerprint the installed dependencies, in the table's order.
-pub const WORKSPACE_FILES: [&str; 10] = [
-    "pnpm-lock.yaml",
-    "package-lock.json",
-    "npm-shrinkwrap.json",
-    "yarn.lock",
-    "bun.lock",
-    "bun.lockb",
-    "pnpm-workspace.yaml",
-    ".yarnrc.yml",
-    ".npmrc",
-    "bunfig.toml",
-];
 
 /// A key and what it was derived from.
 #[derive(Debug, Clone)]
@@ -322,17 +309,31 @@ impl<'p> Keys<'p> {
         self.upstream(id, config, &mut fields)?;
 
         let paths = self.input_paths(id, project_index, config)?;
+        let mut literals: Option<Vec<String>> = None;
         for path in paths {
             let found = self.identity(&path)?;
             stats.push(folded(&path, &found, false));
-            fields.inputs.push(match found.identity {
-                Identity::Present { mode, blob } => InputFile {
-                    path: path.clone(),
+            match found.identity {
+                Identity::Present { mode, blob } => fields.inputs.push(InputFile {
+                    path,
                     mode: mode.as_str(),
                     blob,
-                },
-                Identity::Absent => InputFile::absent(path),
-            });
+                }),
+                // A tracked file deleted from the work tree is not a file of the project
+                // (identity is of the work tree, KEY-11): staging or committing the deletion
+                // must not move the key. A literal entry still folds as absent (KEY-10), and
+                // the save guard watches the path either way.
+                Identity::Absent => {
+                    let literal = literals
+                        .get_or_insert_with(|| {
+                            cache.map_or_else(Vec::new, |c| literal_inputs(&project.dir, c))
+                        })
+                        .contains(&path);
+                    if literal || !self.is_tracked(&path) {
+                        fields.inputs.push(InputFile::absent(path));
+                    }
+                }
+            }
         }
         fields.normalise();
         Ok(Derived {
@@ -475,20 +476,7 @@ impl<'p> Keys<'p> {
         }
         // Literal entries name a file even when git ignores it, and fold as absent when
         // nothing is there (KEY-10).
-        let literals: Vec<String> = inputs
-            .positives()
-            .iter()
-            .filter(|g| is_literal(g) && !inputs.is_excluded(g))
-            .map(|g| join(&dir, g))
-            .chain(
-                workspace_inputs
-                    .positives()
-                    .iter()
-                    .filter(|g| is_literal(g) && !workspace_inputs.is_excluded(g))
-                    .cloned(),
-            )
-            .collect();
-        for literal in literals {
+        for literal in literal_inputs(&dir, cache) {
             let listed = paths.iter().any(|p| is_under(p, &literal));
             let on_disk = self.workspace.root.join(&literal);
             if !listed && !on_disk.is_dir() {
@@ -691,4 +679,24 @@ fn topological(graph: &TaskGraph) -> Vec<usize> {
         }
     }
     order
+}
+
+/// The root-relative paths named by literal entries of `cache.inputs` (under `dir`) and
+/// `cache.workspace-inputs` (KEY-10).
+fn literal_inputs(dir: &str, cache: &vx_core::config::CacheConfig) -> Vec<String> {
+    let inputs = TaskGlobs::new(cache.inputs.iter().flatten().map(String::as_str));
+    let workspace_inputs = TaskGlobs::new(cache.workspace_inputs.iter().map(String::as_str));
+    inputs
+        .positives()
+        .iter()
+        .filter(|g| is_literal(g) && !inputs.is_excluded(g))
+        .map(|g| join(dir, g))
+        .chain(
+            workspace_inputs
+                .positives()
+                .iter()
+                .filter(|g| is_literal(g) && !workspace_inputs.is_excluded(g))
+                .cloned(),
+        )
+        .collect()
 }

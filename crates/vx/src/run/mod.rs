@@ -1,10 +1,12 @@
 //! `vx run`: the run pipeline (ARCH-3), in the order the steps happen.
 //!
-//! [`plan`] discovers the workspace, loads configuration and builds the task graph;
+//! [`plan`] discovers the workspace, loads configuration and builds the task graph (asking git
+//! through [`affected`] for `--affected` and changed-since filters);
 //! [`preview`] prints `--dry` and `--graph` instead of running; [`execute`] is the
 //! orchestration loop that spawns, supervises and reports every task; [`outcome`] is the
 //! vocabulary of what happened; [`explain`] words failure notes; [`stripper`] removes escapes.
 
+pub mod affected;
 pub mod cache;
 pub mod cpus;
 pub mod execute;
@@ -38,6 +40,14 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
     // Signals are taken over before any child exists, so Ctrl-C always reaches vx's handler.
     forward_signals(tx.clone())?;
     let plan = plan::plan(cwd, &options)?;
+    // SEL-6: nothing affected is a success with one line (and maybe a hint) on stderr.
+    if let Some(notice) = plan.affected.as_ref().and_then(|a| a.nothing.as_ref()) {
+        crate::render::notice(&notice.message);
+        for hint in &notice.hints {
+            crate::render::stderr(&format!("  hint: {hint}\n"));
+        }
+        return Ok(crate::exit::SUCCESS);
+    }
     let host_env: BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();

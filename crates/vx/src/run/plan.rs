@@ -1,15 +1,18 @@
 //! The first half of the run pipeline (ARCH-3): discover the workspace, load configuration,
-//! select projects, resolve the requested tasks and build the task graph. Nothing executes here.
+//! select projects, resolve the requested tasks and build the task graph. Nothing executes here
+//! but git, for `--affected` and changed-since filters (`affected`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use vx_core::affected::{reach, seed, Reason};
 use vx_core::graph::{ExcludeDependencies, TaskGraph, TaskTable};
 use vx_core::request::{resolve_requests, Scope};
-use vx_core::selection::{select, ProjectWalks};
+use vx_core::selection::{select, Includes, ProjectWalks, Selection};
 use vx_core::suggest::did_you_mean;
 use vx_core::{Diagnostic, TaskId, Workspace};
 
+use super::affected::{nothing_affected, Changes, Git};
 use crate::error::Failure;
 use crate::options::RunOptions;
 use crate::workspace::load;
@@ -25,6 +28,19 @@ pub struct Plan {
     pub shown_as_requested: BTreeSet<usize>,
     /// The selected (or scoped) projects; with the graph's projects, the footer's count.
     pub projects_in_run: usize,
+    /// `--affected`: what changed and why each task is affected.
+    pub affected: Option<Affected>,
+}
+
+/// What `--affected` found (SEL-5 to SEL-7).
+pub struct Affected {
+    pub changes: Changes,
+    /// Every task whose `depends-on` closure contains a seeded task, with the changed path or
+    /// the chain that reached it (SEL-7).
+    pub reasons: BTreeMap<TaskId, Reason>,
+    /// SEL-6: no requested task is affected; this notice (and its hint) goes to stderr and
+    /// the run exits 0.
+    pub nothing: Option<Diagnostic>,
 }
 
 pub fn plan(cwd: &Path, options: &RunOptions) -> Result<Plan, Failure> {
@@ -33,13 +49,42 @@ pub fn plan(cwd: &Path, options: &RunOptions) -> Result<Plan, Failure> {
     let table = TaskTable::resolve(&workspace)?;
     check_excluded_names(&workspace, &options.exclude)?;
 
+    let mut affected = None;
     let scope = if options.has_selection() {
+        let mut git = git(&workspace, cwd, options);
+        let mut changed = BTreeMap::new();
+        for filter in &options.filters {
+            if let Some(reference) = filter.changed_since() {
+                if !changed.contains_key(reference) {
+                    let changes = git.filter(&filter.text, reference)?;
+                    changed.insert(
+                        reference.to_string(),
+                        seed(&workspace, &changes.paths).projects,
+                    );
+                }
+            }
+        }
         let walks = ProjectWalks::new(&workspace, &table);
-        let selection = select(&workspace, &walks, options.all, &options.filters)?;
+        let includes = Includes {
+            all: options.all,
+            filters: &options.filters,
+            affected: options.affected.is_some(),
+            changed: &changed,
+        };
+        let selection = select(&workspace, &walks, &includes)?;
         for warning in &selection.warnings {
             crate::render::warning(warning);
         }
-        Scope::Selection(selection.projects)
+        match &options.affected {
+            None => Scope::Selection(selection.projects),
+            Some(base) => {
+                let setting = workspace.settings.affected_base.as_deref();
+                let changes = git.affected(base, setting)?;
+                let (scope, found) = affected_scope(&workspace, &table, selection, changes);
+                affected = Some(found);
+                scope
+            }
+        }
     } else {
         match cwd_project(&workspace, cwd) {
             Some(p) => Scope::Project(p),
@@ -52,6 +97,21 @@ pub fn plan(cwd: &Path, options: &RunOptions) -> Result<Plan, Failure> {
         &scope,
         !options.forwarded.is_empty(),
     )?;
+    if let Some(found) = affected.as_mut() {
+        if requested.is_empty() {
+            let mut names: Vec<&str> = Vec::new();
+            for word in options.tasks.iter().filter(|w| TaskId::parse(w).is_none()) {
+                if !names.contains(&word.as_str()) {
+                    names.push(word);
+                }
+            }
+            let any_seeded = found
+                .reasons
+                .values()
+                .any(|r| matches!(r, Reason::Changed(_)));
+            found.nothing = Some(nothing_affected(&found.changes, any_seeded, &names));
+        }
+    }
     let graph = TaskGraph::build(&workspace, &table, &requested, &options.exclude)?;
     let shown_as_requested = surface(&workspace, &graph);
     let projects: BTreeSet<usize> = graph.nodes.iter().map(|n| n.project).collect();
@@ -61,7 +121,51 @@ pub fn plan(cwd: &Path, options: &RunOptions) -> Result<Plan, Failure> {
         graph,
         table,
         shown_as_requested,
+        affected,
     })
+}
+
+/// Git for this run; the cache directory's files never count as changed.
+fn git(workspace: &Workspace, cwd: &Path, options: &RunOptions) -> Git {
+    let host_env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let dir = super::cache::cache_dir(
+        &workspace.root,
+        cwd,
+        options.cache_dir.as_deref(),
+        &host_env,
+        workspace.settings.cache_dir.as_deref(),
+    );
+    Git::new(&workspace.root, &host_env, &dir)
+}
+
+/// SEL-5, CLI-8: bare names are judged against every project; a task found there runs when
+/// another include selected its project whole, or its closure holds a seeded task and no
+/// exclude removed its project.
+fn affected_scope(
+    workspace: &Workspace,
+    table: &TaskTable,
+    selection: Selection,
+    changes: Changes,
+) -> (Scope, Affected) {
+    let seeds = seed(workspace, &changes.paths);
+    let reasons = reach(table, &seeds);
+    let scope = Scope::Affected {
+        projects: (0..workspace.projects.len()).collect(),
+        whole: selection.projects,
+        reached: reasons
+            .keys()
+            .filter(|id| !selection.excluded.contains(&workspace.by_name[&id.project]))
+            .cloned()
+            .collect(),
+    };
+    let found = Affected {
+        changes,
+        reasons,
+        nothing: None,
+    };
+    (scope, found)
 }
 
 /// CLI-10: a `vx run` inside a task of the same workspace would recurse.

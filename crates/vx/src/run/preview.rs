@@ -1,10 +1,12 @@
 //! `--dry` and `--graph` (UI-12, UI-13): the plan, printed instead of run. Keys are derived
-//! and the local store is probed for existence only (read-only: nothing is written).
+//! and the local store is probed for existence only (read-only: nothing is written). Under
+//! `--affected` each affected task also names what reached it (SEL-7).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use serde_json::json;
+use vx_core::affected::Reason;
 
 use super::plan::{is_group, Plan};
 use crate::error::Failure;
@@ -33,6 +35,22 @@ fn description(plan: &Plan, i: usize) -> Option<String> {
     vx_core::graph::task_config(&plan.workspace, &plan.graph.nodes[i].id)?
         .description
         .clone()
+}
+
+/// SEL-7: under `--affected`, the changed path or the chain of tasks that reached node `i`.
+fn affected_reason(plan: &Plan, i: usize) -> Option<&Reason> {
+    plan.affected.as_ref()?.reasons.get(&plan.graph.nodes[i].id)
+}
+
+/// `packages/lib/src/a.txt`, or `via app#build → lib#build (packages/lib/src/a.txt)`.
+fn reason_text(reason: &Reason) -> String {
+    match reason {
+        Reason::Changed(path) => path.clone(),
+        Reason::Via { chain, path } => {
+            let chain: Vec<String> = chain.iter().map(ToString::to_string).collect();
+            format!("via {} ({path})", chain.join(" → "))
+        }
+    }
 }
 
 /// What `--dry` knows of one non-group task.
@@ -87,6 +105,9 @@ pub fn dry_text(plan: &Plan, rows: &[DryRow]) -> i32 {
         if let Some(d) = description(plan, i) {
             let _ = writeln!(text, "      {d}");
         }
+        if let Some(reason) = affected_reason(plan, i) {
+            let _ = writeln!(text, "      affected: {}", reason_text(reason));
+        }
     }
     let n = rows.len();
     let hits = rows
@@ -139,6 +160,16 @@ pub fn dry_json(plan: &Plan, rows: &[DryRow]) -> i32 {
             });
             if let Some(d) = description(plan, i) {
                 task["description"] = json!(d);
+            }
+            if plan.affected.is_some() {
+                task["affected"] = match affected_reason(plan, i) {
+                    Some(Reason::Changed(path)) => json!({ "path": path, "via": [] }),
+                    Some(Reason::Via { chain, path }) => {
+                        let via: Vec<String> = chain.iter().map(ToString::to_string).collect();
+                        json!({ "path": path, "via": via })
+                    }
+                    None => serde_json::Value::Null,
+                };
             }
             task
         })

@@ -189,6 +189,7 @@ pub fn dry_rows(
             cache: status,
         });
     }
+    cache.report_counters();
     Ok(rows)
 }
 
@@ -238,7 +239,7 @@ fn prober<'p>(host_env: &'p BTreeMap<String, String>, sh: Option<PathBuf>) -> Pr
 
 /// vx's environment for its own git commands, without the variables that would point git
 /// elsewhere (ENV-1).
-fn git_env(host_env: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
+pub(super) fn git_env(host_env: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
     host_env
         .iter()
         .filter(|(k, _)| {

@@ -4,12 +4,15 @@
 //! (TEST-2).
 
 mod acceptance;
+mod affected;
 mod cache;
 mod cache_keys;
 mod cache_safety;
 mod cli_errors;
 mod config_errors;
 mod execution;
+mod info;
+mod init;
 mod plan_output;
 mod processes;
 mod snapshots;

@@ -1,0 +1,472 @@
+//! `vx info` (HIST-6): a health report of the workspace, one fact per row, or the same facts
+//! as typed JSON fields (`--format json`).
+//!
+//! [`info`] gathers every fact into one [`Info`] value, then renders it. Nothing here fails
+//! on a broken workspace: configuration errors are listed and the command still exits 0;
+//! only outside a workspace does it exit 2. The store is opened read-only and never changed
+//! (the orphan count is a dry prune). Facts of later milestones say so (`not available in
+//! this release`) rather than being left out.
+
+mod host;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use vx_core::units::{format_size, parse_size};
+use vx_core::Diagnostic;
+use vx_store::{Access, OpenError, PrunePolicy, Store};
+
+use crate::cli::InfoArgs;
+use crate::error::Failure;
+use crate::render::{out_str, warning};
+use crate::run::cache::cache_dir;
+use crate::run::cpus::available_cpus_and_source;
+use crate::{exit, workspace};
+
+const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+/// What `vx info` says of features of later milestones.
+const NOT_IN_RELEASE: &str = "not available in this release";
+
+/// Every fact of the report; serialised as the `--format json` output.
+#[derive(Debug, Serialize)]
+struct Info {
+    vx_version: String,
+    /// The git short sha vx was built from, when known.
+    vx_commit: Option<String>,
+    /// `None`: git was not found.
+    git_version: Option<String>,
+    workspace_root: String,
+    /// `None` when the configuration has errors.
+    projects: Option<usize>,
+    tasks: Option<usize>,
+    configuration_errors: Vec<String>,
+    concurrency: u32,
+    /// `workspace`, `cgroup quota` or `cpus`.
+    concurrency_source: &'static str,
+    /// `None` when admission is off or memory could not be measured.
+    memory_budget_bytes: Option<u64>,
+    /// `VX_MEMORY_BUDGET`, `MemAvailable`, `cgroup limit`, or `not measured`.
+    memory_budget_source: &'static str,
+    cache: CacheInfo,
+    history: HistoryInfo,
+    sandbox: SandboxInfo,
+    remote_cache: Option<RemoteCacheInfo>,
+    remote_execution: Option<RemoteExecutionInfo>,
+    lock: LockInfo,
+}
+
+#[derive(Debug, Serialize)]
+struct CacheInfo {
+    dir: String,
+    /// Whether the directory exists.
+    exists: bool,
+    /// `None` when the index cannot be read (see `problem`).
+    entries: Option<u64>,
+    size_bytes: Option<u64>,
+    /// The schema of the index on disk; `None` when there is no index yet.
+    index_schema: Option<u32>,
+    /// The schema this vx reads and writes.
+    supported_schema: u32,
+    key_format: &'static str,
+    /// Stray files older than an hour: what `vx cache prune` would sweep.
+    orphaned_files: Option<u64>,
+    orphaned_bytes: Option<u64>,
+    /// Why the index could not be read.
+    problem: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct HistoryInfo {
+    runs_24h: Option<u64>,
+    tasks_24h: Option<u64>,
+    hits_24h: Option<u64>,
+    /// Flaky marking arrives with retries (M3): always empty in this release.
+    flaky_tasks_30d: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct SandboxInfo {
+    available: bool,
+    reason: Option<&'static str>,
+    sandboxed_tasks: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct RemoteCacheInfo {
+    /// `http` or `reapi`.
+    protocol: &'static str,
+    /// Without credentials.
+    url: String,
+    write: String,
+    signing: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct RemoteExecutionInfo {
+    url: String,
+}
+
+#[derive(Debug, Serialize)]
+struct LockInfo {
+    present: bool,
+    /// Checking `vx.lock` arrives in M4: always `None` in this release.
+    fresh: Option<bool>,
+}
+
+pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
+    let json = match args.format.as_deref() {
+        None | Some("pretty") => false,
+        Some("json") => true,
+        Some(other) => {
+            return Err(Diagnostic::new(format!(
+                "invalid value `{other}` for --format (expected pretty or json)"
+            ))
+            .into())
+        }
+    };
+    let (root, mut settings) = workspace::root_only(cwd)?;
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+
+    let mut configuration_errors = Vec::new();
+    let (mut projects, mut tasks, mut sandboxed_tasks) = (None, None, 0);
+    match workspace::load(cwd) {
+        Ok(ws) => {
+            projects = Some(ws.projects.len());
+            let all = || ws.projects.iter().flat_map(|p| p.config.tasks.values());
+            tasks = Some(all().count());
+            sandboxed_tasks = all().filter(|t| t.sandbox.is_some()).count();
+            settings = ws.settings;
+        }
+        Err(Failure::User(diagnostics)) => configuration_errors = diagnostics,
+        Err(internal) => return Err(internal),
+    }
+
+    let (concurrency, concurrency_source) = match settings.concurrency {
+        Some(n) => (n, "workspace"),
+        None => {
+            let (n, source) = available_cpus_and_source();
+            (n, source.word())
+        }
+    };
+    let (memory_budget_bytes, memory_budget_source) = memory_budget(&env);
+    let dir = cache_dir(
+        &root,
+        cwd,
+        args.cache_dir.as_deref(),
+        &env,
+        settings.cache_dir.as_deref(),
+    );
+    let (cache, history) = cache_facts(&dir);
+
+    let info = Info {
+        vx_version: env!("CARGO_PKG_VERSION").to_string(),
+        vx_commit: option_env!("VX_GIT_SHA")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        git_version: host::git_version(&root, &env),
+        workspace_root: root.display().to_string(),
+        projects,
+        tasks,
+        configuration_errors: configuration_errors
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        concurrency,
+        concurrency_source,
+        memory_budget_bytes,
+        memory_budget_source,
+        cache,
+        history,
+        sandbox: SandboxInfo {
+            available: false,
+            reason: Some(NOT_IN_RELEASE),
+            sandboxed_tasks,
+        },
+        remote_cache: settings.remote_cache.as_ref().and_then(|r| {
+            let url = r.url.as_deref()?;
+            let protocol = if url.starts_with("grpc") {
+                "reapi"
+            } else {
+                "http"
+            };
+            Some(RemoteCacheInfo {
+                protocol,
+                url: without_credentials(url),
+                write: r.write.clone().unwrap_or_else(|| "ci".into()),
+                signing: r.signature_key_env.is_some(),
+            })
+        }),
+        remote_execution: settings.remote_execution.as_ref().and_then(|r| {
+            Some(RemoteExecutionInfo {
+                url: without_credentials(r.url.as_deref()?),
+            })
+        }),
+        lock: LockInfo {
+            present: root.join("vx.lock").is_file(),
+            fresh: None,
+        },
+    };
+    if json {
+        out_str(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&info).unwrap_or_default()
+        ));
+    } else {
+        out_str(&pretty(&info, &configuration_errors));
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// `VX_MEMORY_BUDGET` (a size, or `off`), else the measured budget of SCHED-4.
+fn memory_budget(env: &BTreeMap<String, String>) -> (Option<u64>, &'static str) {
+    if let Some(value) = env.get("VX_MEMORY_BUDGET") {
+        if value == "off" {
+            return (None, "VX_MEMORY_BUDGET");
+        }
+        match parse_size(value).filter(|s| *s > 0) {
+            Some(size) => return (Some(size), "VX_MEMORY_BUDGET"),
+            None => warning(&format!(
+                "ignoring VX_MEMORY_BUDGET=`{value}`: not a size (write e.g. `8G`, or `off`)"
+            )),
+        }
+    }
+    match host::measured_memory() {
+        Some((bytes, source)) => (Some(bytes), source.word()),
+        None => (None, "not measured"),
+    }
+}
+
+/// The store's facts and the history counts, read-only.
+fn cache_facts(dir: &Path) -> (CacheInfo, HistoryInfo) {
+    let mut cache = CacheInfo {
+        dir: dir.display().to_string(),
+        exists: dir.is_dir(),
+        entries: None,
+        size_bytes: None,
+        index_schema: None,
+        supported_schema: vx_store::SCHEMA_VERSION,
+        key_format: vx_core::key::KEY_FORMAT,
+        orphaned_files: None,
+        orphaned_bytes: None,
+        problem: None,
+    };
+    let mut history = HistoryInfo {
+        runs_24h: None,
+        tasks_24h: None,
+        hits_24h: None,
+        flaky_tasks_30d: Vec::new(),
+    };
+    let has_index = dir.join(vx_store::index::DB_FILE).is_file();
+    let mut store = match Store::open(dir, Access::ReadOnly) {
+        Ok(store) => store,
+        Err(OpenError::Schema { found, expected }) => {
+            cache.index_schema = Some(found);
+            cache.problem = Some(format!(
+                "the cache index has schema {found}, this vx reads {expected}"
+            ));
+            return (cache, history);
+        }
+        Err(other) => {
+            cache.problem = Some(other.to_string());
+            return (cache, history);
+        }
+    };
+    if has_index {
+        cache.index_schema = Some(vx_store::SCHEMA_VERSION);
+    }
+    let mut problems = Vec::new();
+    match store.totals() {
+        Ok((size, count)) => {
+            cache.size_bytes = Some(size);
+            cache.entries = Some(count);
+        }
+        Err(e) => problems.push(e.to_string()),
+    }
+    // A dry prune without bounds evicts nothing and counts the stray files.
+    match store.prune(&PrunePolicy::default(), true) {
+        Ok(report) => {
+            cache.orphaned_files = Some(report.orphans);
+            cache.orphaned_bytes = Some(report.orphan_bytes);
+        }
+        Err(e) => problems.push(e.to_string()),
+    }
+    match store.recent_counts(now_ms() - DAY_MS) {
+        Ok(counts) => {
+            history.runs_24h = Some(counts.runs);
+            history.tasks_24h = Some(counts.tasks);
+            history.hits_24h = Some(counts.hits);
+        }
+        Err(e) => problems.push(e.to_string()),
+    }
+    cache.problem = problems.into_iter().next();
+    (cache, history)
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A URL without a `user:password@` part.
+fn without_credentials(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}://{host}{path}")
+}
+
+/// One fact per row: `label  value`, labels padded to one column.
+fn pretty(info: &Info, errors: &[Diagnostic]) -> String {
+    let count =
+        |n: Option<usize>| n.map_or("unknown (configuration errors)".into(), |n| n.to_string());
+    let unknown = |n: Option<u64>| n.map_or("unknown".to_string(), |n| n.to_string());
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    let version = match &info.vx_commit {
+        Some(sha) => format!("{} ({sha})", info.vx_version),
+        None => info.vx_version.clone(),
+    };
+    rows.push(("vx", version));
+    rows.push((
+        "git",
+        info.git_version
+            .clone()
+            .unwrap_or_else(|| "not found".into()),
+    ));
+    rows.push(("workspace root", info.workspace_root.clone()));
+    rows.push(("projects", count(info.projects)));
+    rows.push(("tasks", count(info.tasks)));
+    rows.push((
+        "configuration",
+        match errors.len() {
+            0 => "ok".to_string(),
+            1 => "1 error".to_string(),
+            n => format!("{n} errors"),
+        },
+    ));
+    rows.push((
+        "concurrency",
+        format!("{} ({})", info.concurrency, info.concurrency_source),
+    ));
+    rows.push((
+        "memory budget",
+        match (info.memory_budget_bytes, info.memory_budget_source) {
+            (Some(bytes), source) => format!("{} ({source})", format_size(bytes)),
+            (None, "VX_MEMORY_BUDGET") => "off (VX_MEMORY_BUDGET)".to_string(),
+            (None, _) => "not measured".to_string(),
+        },
+    ));
+    let cache = &info.cache;
+    let dir = if cache.exists {
+        cache.dir.clone()
+    } else {
+        format!("{} (not created yet)", cache.dir)
+    };
+    rows.push(("cache directory", dir));
+    rows.push(("cache entries", unknown(cache.entries)));
+    rows.push((
+        "cache size",
+        cache.size_bytes.map_or("unknown".into(), format_size),
+    ));
+    rows.push((
+        "index schema",
+        match cache.index_schema {
+            Some(found) if found == cache.supported_schema => found.to_string(),
+            Some(found) => format!("{found} (this vx reads {})", cache.supported_schema),
+            None if cache.problem.is_some() => "unknown".to_string(),
+            None => format!("none yet (this vx writes {})", cache.supported_schema),
+        },
+    ));
+    rows.push(("key format", cache.key_format.to_string()));
+    rows.push((
+        "orphaned files",
+        match (cache.orphaned_files, cache.orphaned_bytes) {
+            (Some(0), _) => "0".to_string(),
+            (Some(n), Some(bytes)) => format!("{n} ({})", format_size(bytes)),
+            _ => "unknown".to_string(),
+        },
+    ));
+    if let Some(problem) = &cache.problem {
+        rows.push(("cache problem", problem.clone()));
+    }
+    let history = &info.history;
+    rows.push(("runs (last 24 h)", unknown(history.runs_24h)));
+    rows.push((
+        "hits (last 24 h)",
+        match (history.hits_24h, history.tasks_24h) {
+            (Some(hits), Some(tasks)) => format!("{hits} of {tasks} tasks"),
+            _ => "unknown".to_string(),
+        },
+    ));
+    rows.push(("flaky tasks (30 d)", "none recorded".to_string()));
+    rows.push((
+        "sandbox",
+        info.sandbox.reason.unwrap_or("available").to_string(),
+    ));
+    rows.push(("sandboxed tasks", info.sandbox.sandboxed_tasks.to_string()));
+    rows.push((
+        "remote cache",
+        match &info.remote_cache {
+            Some(r) => format!(
+                "{} {} (write: {}, signing: {})",
+                r.protocol,
+                r.url,
+                r.write,
+                if r.signing { "on" } else { "off" }
+            ),
+            None => "not configured".to_string(),
+        },
+    ));
+    rows.push((
+        "remote execution",
+        info.remote_execution
+            .as_ref()
+            .map_or("not configured".into(), |r| r.url.clone()),
+    ));
+    rows.push((
+        "vx.lock",
+        if info.lock.present {
+            "present (not checked in this release)".to_string()
+        } else {
+            "absent".to_string()
+        },
+    ));
+
+    let width = rows.iter().map(|(label, _)| label.len()).max().unwrap_or(0) + 2;
+    let mut out = String::new();
+    for (label, value) in &rows {
+        out.push_str(&format!("{label:<width$}{value}\n"));
+        if *label == "configuration" {
+            for d in errors {
+                out.push_str(&format!("{:width$}{d}\n", ""));
+                for hint in &d.hints {
+                    out.push_str(&format!("{:width$}  hint: {hint}\n", ""));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_cut_from_urls() {
+        assert_eq!(
+            without_credentials("https://user:secret@cache.example.com/v8?x=1"),
+            "https://cache.example.com/v8?x=1"
+        );
+        assert_eq!(
+            without_credentials("grpc://127.0.0.1:8980"),
+            "grpc://127.0.0.1:8980"
+        );
+        assert_eq!(without_credentials("not a url"), "not a url");
+    }
+}

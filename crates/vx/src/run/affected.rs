@@ -1,0 +1,518 @@
+//! `--affected` and `[<ref>]` filters, the git side (SEL-3, SEL-4, SEL-6, DISC-7): choosing
+//! the base, asking git which paths changed since it, and the wording of what went wrong.
+//! What the changed paths seed is pure and lives in `vx_core::affected`.
+//!
+//! # How this works
+//!
+//! Whether the workspace is in a git work tree is decided as the file tree decides it (the
+//! nearest `.git` upward, `vx_workspace::tree::find_repository`), without a process. Every git
+//! command then goes through the supervisor (`Supervisor::output`), in the workspace root,
+//! with `GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE` and `GIT_OBJECT_DIRECTORY` removed
+//! (ENV-1). For a base `B` a run starts at most:
+//!
+//! 1. `git rev-parse HEAD B^{commit} --`: checks that `B` names a commit and gives both
+//!    commits. For bare `--affected` without `affected-base` (SEL-4) this is instead
+//!    `git rev-list --first-parent --max-count=2 HEAD` (HEAD and `HEAD~1`) and one
+//!    `git for-each-ref` over the candidate refs;
+//! 2. `git merge-base HEAD B`, skipped when `B` is HEAD's commit;
+//! 3. `git diff --raw -z --no-renames --relative <merge base>`: tracked paths that differ
+//!    between the merge base and the work tree, relative to the root (a submodule is one path
+//!    with mode 160000);
+//! 4. `git ls-files --others --exclude-standard -z`: untracked files that are not ignored (a
+//!    nested repository is one path ending in `/`); once per run, whatever the number of refs.
+//!
+//! Paths under `.git`, `.vx` and the cache directory, and untracked files under
+//! `node_modules`, are left out as the file listing leaves them out (KEY-10).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use vx_core::affected::{check_ref, ChangedPath, RefSite};
+use vx_core::Diagnostic;
+use vx_exec::{SpawnSpec, StdinMode, Supervisor};
+use vx_workspace::tree::{find_repository, GitDirs};
+
+use crate::error::Failure;
+use crate::options::AffectedBase;
+
+/// A git command that takes longer than this is stopped and the run refused.
+const GIT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// SEL-4: the refs a bare `--affected` tries after `origin/HEAD`, in order.
+const DEFAULT_BASES: [(&str, &str); 4] = [
+    ("origin/main", "refs/remotes/origin/main"),
+    ("origin/master", "refs/remotes/origin/master"),
+    ("main", "refs/heads/main"),
+    ("master", "refs/heads/master"),
+];
+
+/// What changed since one base.
+#[derive(Debug, Clone)]
+pub struct Changes {
+    /// The base as named (`origin/main`, `HEAD~1`).
+    pub base: String,
+    /// The base's commit, full hex.
+    pub commit: String,
+    /// The base is HEAD's commit (SEL-6's hint).
+    pub at_head: bool,
+    /// Changed paths, root-relative, sorted.
+    pub paths: Vec<ChangedPath>,
+}
+
+impl Changes {
+    /// The first seven digits of the base's commit.
+    pub fn short(&self) -> &str {
+        &self.commit[..self.commit.len().min(7)]
+    }
+}
+
+/// Who needs git, for the messages of DISC-7.
+#[derive(Debug, Clone, Copy)]
+pub enum Need<'a> {
+    Affected,
+    /// A changed-since filter, as written.
+    Filter(&'a str),
+}
+
+impl Need<'_> {
+    fn name(&self) -> String {
+        match self {
+            Need::Affected => "--affected".to_string(),
+            Need::Filter(text) => format!("the filter `{text}`"),
+        }
+    }
+}
+
+/// The workspace's git repository, asked lazily; answers are kept for the run.
+pub struct Git {
+    root: PathBuf,
+    env: Vec<(OsString, OsString)>,
+    /// Root-relative directories whose files never count as changed (the cache directory).
+    excluded: Vec<String>,
+    located: Option<Option<GitDirs>>,
+    head: Option<String>,
+    untracked: Option<Vec<ChangedPath>>,
+    since: HashMap<String, Changes>,
+}
+
+impl Git {
+    /// `cache_dir` is the run's cache directory (STORE-2); its files never count as changed.
+    pub fn new(root: &Path, host_env: &BTreeMap<String, String>, cache_dir: &Path) -> Git {
+        let excluded = cache_dir
+            .strip_prefix(root)
+            .ok()
+            .map(|rel| rel.to_string_lossy().into_owned())
+            .filter(|rel| !rel.is_empty())
+            .into_iter()
+            .collect();
+        Git {
+            root: root.to_path_buf(),
+            env: super::setup::git_env(host_env),
+            excluded,
+            located: None,
+            head: None,
+            untracked: None,
+            since: HashMap::new(),
+        }
+    }
+
+    /// The changes since the base of `--affected` (SEL-4 for the bare flag).
+    pub fn affected(
+        &mut self,
+        base: &AffectedBase,
+        setting: Option<&str>,
+    ) -> Result<Changes, Failure> {
+        let need = Need::Affected;
+        let (reference, commit) = match (base, setting) {
+            (AffectedBase::Ref(reference), _) => (reference.clone(), None),
+            (AffectedBase::Default, Some(setting)) => {
+                let reference = check_ref(setting)
+                    .map_err(|p| Failure::from(p.diagnostic(setting, RefSite::Config)))?;
+                (reference, None)
+            }
+            (AffectedBase::Default, None) => {
+                let (reference, commit) = self.default_base()?;
+                (reference, Some(commit))
+            }
+        };
+        self.changes_since(need, &reference, commit)
+    }
+
+    /// The changes since `reference` for a changed-since filter (SEL-1).
+    pub fn filter(&mut self, text: &str, reference: &str) -> Result<Changes, Failure> {
+        self.changes_since(Need::Filter(text), reference, None)
+    }
+
+    /// DISC-7: the repository, or the message naming what needed it.
+    fn repository(&mut self, need: Need<'_>) -> Result<GitDirs, Failure> {
+        if self.located.is_none() {
+            let found = find_repository(&self.root)
+                .map_err(|e| Failure::from(Diagnostic::new(e.to_string())))?;
+            self.located = Some(found);
+        }
+        match self.located.clone().flatten() {
+            Some(dirs) => Ok(dirs),
+            None => Err(Diagnostic::new(format!("{} needs a git repository", need.name())).into()),
+        }
+    }
+
+    fn changes_since(
+        &mut self,
+        need: Need<'_>,
+        reference: &str,
+        known: Option<String>,
+    ) -> Result<Changes, Failure> {
+        if let Some(found) = self.since.get(reference) {
+            return Ok(found.clone());
+        }
+        let dirs = self.repository(need)?;
+        let (head, commit) = match known {
+            Some(commit) => (self.head(need, &dirs)?, commit),
+            None => self.resolve(need, &dirs, reference)?,
+        };
+        let merge_base = if commit == head {
+            commit.clone()
+        } else {
+            let out = self.git(need, &["merge-base", "HEAD", &commit])?;
+            if !out.ok {
+                let d = Diagnostic::new(format!("`{reference}` and `HEAD` have no common history"));
+                return Err(shallow_hint(d, &dirs, reference).into());
+            }
+            first_line(&out.stdout)
+        };
+        let mut paths = self.diff(need, &merge_base)?;
+        paths.extend(self.untracked(need)?);
+        paths.retain(|p| !self.is_excluded(&p.path));
+        paths.sort();
+        paths.dedup();
+        let changes = Changes {
+            base: reference.to_string(),
+            at_head: commit == head,
+            commit,
+            paths,
+        };
+        self.since.insert(reference.to_string(), changes.clone());
+        Ok(changes)
+    }
+
+    /// `git rev-parse HEAD <ref>^{commit} --`: HEAD's commit and the ref's.
+    fn resolve(
+        &mut self,
+        need: Need<'_>,
+        dirs: &GitDirs,
+        reference: &str,
+    ) -> Result<(String, String), Failure> {
+        let target = format!("{reference}^{{commit}}");
+        let out = self.git(need, &["rev-parse", "HEAD", &target, "--"])?;
+        let lines: Vec<&str> = out.stdout.lines().collect();
+        if !out.ok || lines.len() < 2 {
+            if out.stderr.contains("'HEAD'") {
+                return Err(no_commit_yet().into());
+            }
+            let d = Diagnostic::new(format!("cannot resolve git ref `{reference}`"));
+            return Err(shallow_hint(d, dirs, reference).into());
+        }
+        self.head = Some(lines[0].to_string());
+        Ok((lines[0].to_string(), lines[1].to_string()))
+    }
+
+    fn head(&mut self, need: Need<'_>, dirs: &GitDirs) -> Result<String, Failure> {
+        match &self.head {
+            Some(head) => Ok(head.clone()),
+            None => Ok(self.resolve(need, dirs, "HEAD")?.0),
+        }
+    }
+
+    /// SEL-4: `origin/HEAD`, else the first of `origin/main`, `origin/master`, `main`,
+    /// `master` that exists and is not HEAD's commit, else `HEAD~1`.
+    fn default_base(&mut self) -> Result<(String, String), Failure> {
+        let need = Need::Affected;
+        self.repository(need)?;
+        let none =
+            || {
+                Failure::from(Diagnostic::new("--affected found no base ref").hint(
+                    "name one with `--affected=<ref>`, or set `affected-base` in [workspace]",
+                ))
+            };
+        let out = self.git(
+            need,
+            &["rev-list", "--first-parent", "--max-count=2", "HEAD", "--"],
+        )?;
+        if !out.ok {
+            return Err(none());
+        }
+        let history: Vec<String> = out.stdout.lines().map(str::to_string).collect();
+        let Some(head) = history.first().cloned() else {
+            return Err(none());
+        };
+        self.head = Some(head.clone());
+        let mut args = vec![
+            "for-each-ref",
+            "--format=%(objectname) %(refname)",
+            "refs/remotes/origin/HEAD",
+        ];
+        args.extend(DEFAULT_BASES.iter().map(|(_, full)| *full));
+        let out = self.git(need, &args)?;
+        let refs: HashMap<&str, &str> = out
+            .stdout
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(commit, name)| (name, commit))
+            .collect();
+        if let Some(commit) = refs.get("refs/remotes/origin/HEAD") {
+            return Ok(("origin/HEAD".to_string(), commit.to_string()));
+        }
+        for (short, full) in DEFAULT_BASES {
+            if let Some(commit) = refs.get(full).filter(|c| **c != head) {
+                return Ok((short.to_string(), commit.to_string()));
+            }
+        }
+        match history.get(1) {
+            Some(parent) => Ok(("HEAD~1".to_string(), parent.clone())),
+            None => Err(none()),
+        }
+    }
+
+    /// Tracked paths that differ between `commit` and the work tree.
+    fn diff(&mut self, need: Need<'_>, commit: &str) -> Result<Vec<ChangedPath>, Failure> {
+        let out = self.git(
+            need,
+            &[
+                "diff",
+                "--raw",
+                "-z",
+                "--no-renames",
+                "--no-abbrev",
+                "--relative",
+                "--no-color",
+                "--no-ext-diff",
+                "--ignore-submodules=none",
+                commit,
+                "--",
+            ],
+        )?;
+        if !out.ok {
+            return Err(git_failed("diff", &out.stderr));
+        }
+        Ok(parse_raw_diff(&out.bytes))
+    }
+
+    /// Untracked files that are not ignored, once per run.
+    fn untracked(&mut self, need: Need<'_>) -> Result<Vec<ChangedPath>, Failure> {
+        if let Some(found) = &self.untracked {
+            return Ok(found.clone());
+        }
+        let out = self.git(need, &["ls-files", "--others", "--exclude-standard", "-z"])?;
+        if !out.ok {
+            return Err(git_failed("ls-files", &out.stderr));
+        }
+        let found: Vec<ChangedPath> = out
+            .bytes
+            .split(|b| *b == 0)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| String::from_utf8_lossy(entry).into_owned())
+            .filter(|path| !path.split('/').any(|part| part == "node_modules"))
+            .map(|path| match path.strip_suffix('/') {
+                Some(dir) => ChangedPath::subtree(dir),
+                None => ChangedPath::file(path),
+            })
+            .collect();
+        self.untracked = Some(found.clone());
+        Ok(found)
+    }
+
+    fn is_excluded(&self, path: &str) -> bool {
+        path.split('/').any(|part| part == ".git" || part == ".vx")
+            || self
+                .excluded
+                .iter()
+                .any(|dir| path == dir || path.starts_with(&format!("{dir}/")))
+    }
+
+    /// Runs `git args…` in the root through the supervisor.
+    fn git(&self, need: Need<'_>, args: &[&str]) -> Result<GitOutput, Failure> {
+        let program = self
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .and_then(|(_, path)| {
+                std::env::split_paths(path)
+                    .map(|d| d.join("git"))
+                    .find(|p| p.is_file())
+            })
+            .ok_or_else(|| {
+                Failure::from(Diagnostic::new(format!(
+                    "{} needs `git`, which is not on PATH",
+                    need.name()
+                )))
+            })?;
+        let spec = SpawnSpec {
+            program,
+            arg0: "git".into(),
+            args: args.iter().map(OsString::from).collect(),
+            cwd: self.root.clone(),
+            env: self.env.clone(),
+            stdin: StdinMode::Null,
+            timeout: Some(GIT_TIMEOUT),
+            kill_grace: Duration::from_secs(2),
+            drain: Duration::from_millis(250),
+            stop_leftovers_on_exit: true,
+        };
+        tracing::debug!(?args, "git");
+        let output = Supervisor::new().output(spec);
+        if output.completion.timed_out {
+            return Err(
+                Diagnostic::new(format!("`git {}` did not finish within 5m00s", args[0])).into(),
+            );
+        }
+        Ok(GitOutput {
+            ok: output.completion.exit_code == 0,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            bytes: output.stdout,
+        })
+    }
+}
+
+struct GitOutput {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+    bytes: Vec<u8>,
+}
+
+/// `git diff --raw -z` records: `:<mode> <mode> <id> <id> <status>\0<path>\0`. Mode 160000 on
+/// either side is a submodule: everything under it changed.
+fn parse_raw_diff(bytes: &[u8]) -> Vec<ChangedPath> {
+    let mut out = Vec::new();
+    let mut fields = bytes.split(|b| *b == 0).filter(|f| !f.is_empty());
+    while let Some(meta) = fields.next() {
+        if !meta.starts_with(b":") {
+            continue;
+        }
+        let Some(path) = fields.next() else {
+            break;
+        };
+        let meta = String::from_utf8_lossy(meta);
+        let submodule = meta
+            .split(' ')
+            .take(2)
+            .any(|m| m.trim_start_matches(':') == "160000");
+        let path = String::from_utf8_lossy(path).into_owned();
+        out.push(if submodule {
+            ChangedPath::subtree(path)
+        } else {
+            ChangedPath::file(path)
+        });
+    }
+    out
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().trim().to_string()
+}
+
+fn no_commit_yet() -> Diagnostic {
+    Diagnostic::new("cannot resolve git ref `HEAD`").hint("the repository has no commit yet")
+}
+
+fn git_failed(verb: &str, stderr: &str) -> Failure {
+    let reason = stderr
+        .lines()
+        .next()
+        .unwrap_or("no message")
+        .trim_start_matches("fatal: ");
+    Diagnostic::new(format!("`git {verb}` failed: {reason}")).into()
+}
+
+/// SEL-3: in a shallow clone, how to fetch the base.
+fn shallow_hint(d: Diagnostic, dirs: &GitDirs, reference: &str) -> Diagnostic {
+    if !dirs.is_shallow() {
+        return d;
+    }
+    let (remote, branch) = reference
+        .split_once('/')
+        .filter(|(remote, _)| *remote == "origin")
+        .unwrap_or(("origin", reference));
+    d.hint(format!(
+        "this is a shallow clone; fetch the base, e.g. `git fetch --deepen=200 {remote} {branch}`"
+    ))
+}
+
+/// SEL-6: the notice printed when no requested task is affected, with its hint; `names` are
+/// the bare task names given.
+pub fn nothing_affected(changes: &Changes, any_seeded: bool, names: &[&str]) -> Diagnostic {
+    let line = if any_seeded {
+        let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        format!(
+            "the changes since {} reach no {} task",
+            changes.base,
+            quoted.join(" or ")
+        )
+    } else {
+        format!(
+            "no project changed since {} ({})",
+            changes.base,
+            changes.short()
+        )
+    };
+    let notice = Diagnostic::new(line);
+    if changes.at_head {
+        notice.hint("the base is HEAD; pass --affected=origin/main or --affected=HEAD~1")
+    } else {
+        notice
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_diff_records_become_paths_and_submodules_subtrees() {
+        let zero = "0".repeat(40);
+        let text = format!(
+            ":100644 100644 {zero} {zero} M\0packages/lib/src/a.txt\0\
+             :000000 160000 {zero} {zero} A\0vendor/sub\0\
+             :100644 000000 {zero} {zero} D\0gone.txt\0"
+        );
+        assert_eq!(
+            parse_raw_diff(text.as_bytes()),
+            [
+                ChangedPath::file("packages/lib/src/a.txt"),
+                ChangedPath::subtree("vendor/sub"),
+                ChangedPath::file("gone.txt"),
+            ]
+        );
+        assert!(parse_raw_diff(b"").is_empty());
+    }
+
+    #[test]
+    fn nothing_affected_names_the_base_or_the_tasks() {
+        let changes = Changes {
+            base: "HEAD".into(),
+            commit: "0123456789abcdef".into(),
+            at_head: true,
+            paths: Vec::new(),
+        };
+        let notice = nothing_affected(&changes, false, &["build"]);
+        assert_eq!(notice.message, "no project changed since HEAD (0123456)");
+        assert_eq!(
+            notice.hints,
+            ["the base is HEAD; pass --affected=origin/main or --affected=HEAD~1"]
+        );
+        let changes = Changes {
+            base: "origin/main".into(),
+            at_head: false,
+            ..changes
+        };
+        let notice = nothing_affected(&changes, true, &["test", "lint"]);
+        assert_eq!(
+            notice.message,
+            "the changes since origin/main reach no `test` or `lint` task"
+        );
+        assert!(notice.hints.is_empty());
+    }
+}

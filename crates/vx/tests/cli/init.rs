@@ -1,0 +1,289 @@
+//! `vx init` (INIT-1, INIT-2, ACC-39): the files it writes, what it keeps, `--dry`,
+//! `--force`, the report, and its errors. Every written workspace is loaded by vx afterwards.
+
+use crate::{assert_contains, empty};
+
+const ACC_39: &str = r#"{
+  "name": "demo",
+  "version": "1.0.0",
+  "scripts": {
+    "prebuild": "rm -rf dist",
+    "build": "tsc",
+    "dev": "vite",
+    "test": "vitest run",
+    "ci": "npm run build && npm run test"
+  }
+}"#;
+
+#[test]
+fn acceptance_39_init_maps_scripts_keeps_the_file_and_plans_the_group() {
+    let f = empty();
+    f.write("package.json", ACC_39);
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        f.read("vx.toml"),
+        r#"# Written by `vx init` from the scripts of package.json: one package, whose tasks
+# are the workspace root's (`//`).
+
+[workspace]
+members = []
+
+[tasks.build]
+command = "rm -rf dist && tsc"
+depends-on = ["^build"]
+# TODO: check inputs and outputs, then uncomment to cache this task
+# cache = { inputs = ["src/**"], outputs = ["dist/**"] }
+
+[tasks.ci]
+depends-on = ["build", "test"]
+
+[tasks.dev]
+command = "vite"
+persistent = true  # TODO: add ready-when
+
+[tasks.test]
+command = "vitest run"
+depends-on = ["build"]
+"#
+    );
+    assert!(!f.read("vx.toml").contains("\ncache"), "no cache table");
+    assert_eq!(
+        out.stdout,
+        "wrote vx.toml\n\
+         TODO comments, by reason (2):\n  \
+           add ready-when to persistent tasks (1)\n    \
+             vx.toml: dev\n  \
+           check the suggested cache table, then uncomment it (1)\n    \
+             vx.toml: build\n\
+         next: vx run build --all\n"
+    );
+
+    let again = f.vx(&["init"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_contains(&again.stdout, "kept vx.toml");
+
+    let plan = f.vx(&["run", "ci", "--dry"]);
+    assert_eq!(plan.code, 0, "{plan:?}");
+    assert_contains(&plan.stdout, "//#build");
+    assert_contains(&plan.stdout, "//#test");
+    assert!(!plan.stdout.contains("//#dev"), "{}", plan.stdout);
+}
+
+/// A pnpm monorepo with Turborepo: members from `pnpm-workspace.yaml`, an existing file kept,
+/// a package without scripts, root scripts that drive the workspace left out.
+fn monorepo() -> vx_test_support::fixture::Fixture {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "scripts": {"build": "turbo run build", "dev": "pnpm -r --parallel dev", "format": "prettier -w ."}}"#,
+    );
+    f.write("pnpm-workspace.yaml", "packages:\n  - 'packages/*'\n");
+    f.write("turbo.json", "{}\n");
+    f.write(
+        "packages/web/package.json",
+        r#"{"name": "@m/web", "version": "2.0.0", "dependencies": {"@m/ui": "workspace:*"},
+            "scripts": {"build": "next build", "dev": "next dev", "typecheck": "tsc --noEmit",
+                        "tag": "echo $npm_package_name", "lint *": "eslint"}}"#,
+    );
+    f.write(
+        "packages/ui/package.json",
+        r#"{"name": "@m/ui", "scripts": {"build": "tsup src --outDir lib"}}"#,
+    );
+    f.write(
+        "packages/ui/vx.toml",
+        "[tasks.build]\ncommand = \"echo mine\"\n",
+    );
+    f.write("packages/types/package.json", r#"{"name": "@m/types"}"#);
+    f
+}
+
+#[test]
+fn a_monorepo_gets_a_root_file_without_members_and_one_file_per_package() {
+    let f = monorepo();
+    let out = f.vx_in("packages/web", &["init"], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout,
+        "wrote vx.toml
+kept packages/ui/vx.toml (it exists; `--force` replaces it)
+wrote packages/web/vx.toml
+no scripts to map in packages/types/package.json
+not mapped: root scripts that drive the whole workspace (`build`, `dev`)
+TODO comments, by reason (3):
+  add ready-when to persistent tasks (1)
+    packages/web/vx.toml: dev
+  check the suggested cache table, then uncomment it (1)
+    packages/web/vx.toml: build
+  scripts that cannot become tasks (1)
+    packages/web/vx.toml: lint *
+next: vx run build --all
+  hint: this repository uses Turborepo; `vx migrate turbo` carries over its task settings
+"
+    );
+    let root = f.read("vx.toml");
+    assert_contains(&root, "[workspace]\n");
+    assert!(!root.contains("members ="), "{root}");
+    assert_contains(&root, "[tasks.format]\ncommand = \"prettier -w .\"\n");
+    assert_contains(&root, "#   build: turbo run build\n");
+    let web = f.read("packages/web/vx.toml");
+    assert_contains(
+        &web,
+        "[tasks.build]\ncommand = \"next build\"\ndepends-on = [\"^build\"]\n",
+    );
+    assert_contains(
+        &web,
+        r#"# cache = { inputs = ["src/**"], outputs = [".next/**", "!.next/cache/**"] }"#,
+    );
+    assert_contains(
+        &web,
+        "[tasks.tag]\ncommand = \"echo $npm_package_name\"\nenv = { define = { npm_package_name = \"@m/web\" } }\n",
+    );
+    assert_contains(
+        &web,
+        "[tasks.typecheck]\ncommand = \"tsc --noEmit\"\ndepends-on = [\"build\"]\n",
+    );
+    assert_contains(&web, "# TODO: script \"lint *\" is not mapped");
+    assert_eq!(
+        f.read("packages/ui/vx.toml"),
+        "[tasks.build]\ncommand = \"echo mine\"\n"
+    );
+    assert!(!f.path("packages/types/vx.toml").exists());
+
+    let plan = f.vx(&["run", "build", "--all", "--dry"]);
+    assert_eq!(plan.code, 0, "{plan:?}");
+    assert_contains(&plan.stdout, "@m/web#build");
+    assert_contains(&plan.stdout, "@m/ui#build");
+}
+
+#[test]
+fn dry_prints_the_files_and_writes_nothing() {
+    let f = monorepo();
+    let out = f.vx(&["init", "--dry"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .starts_with("==> vx.toml <==\n# Written by `vx init`"),
+        "{}",
+        out.stdout
+    );
+    assert_contains(&out.stdout, "\n==> packages/web/vx.toml <==\n");
+    assert!(
+        !out.stdout.contains("packages/ui/vx.toml"),
+        "{}",
+        out.stdout
+    );
+    assert_contains(&out.stderr, "would write packages/web/vx.toml\n");
+    assert_contains(&out.stderr, "kept packages/ui/vx.toml");
+    assert_contains(&out.stderr, "next: vx run build --all\n");
+    assert!(!f.path("vx.toml").exists());
+    assert!(!f.path("packages/web/vx.toml").exists());
+}
+
+#[test]
+fn force_replaces_existing_files() {
+    let f = monorepo();
+    let out = f.vx(&["init", "--force"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "wrote packages/ui/vx.toml\n");
+    assert_contains(
+        &f.read("packages/ui/vx.toml"),
+        "[tasks.build]\ncommand = \"tsup src --outDir lib\"\ndepends-on = [\"^build\"]\n# TODO: check inputs and outputs, then uncomment to cache this task\n# cache = { inputs = [\"src/**\"], outputs = [\"lib/**\"] }\n",
+    );
+}
+
+#[test]
+fn package_json_workspaces_are_a_member_list_too() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "r", "workspaces": ["apps/*"], "scripts": {"test": "npm run test --workspaces"}}"#,
+    );
+    f.write(
+        "apps/api/package.json",
+        r#"{"name": "api", "scripts": {"start": "node server.js", "build": "tsc"}}"#,
+    );
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let root = f.read("vx.toml");
+    assert!(
+        root.contains("[workspace]\n") && !root.contains("members ="),
+        "{root}"
+    );
+    assert!(!root.contains("[tasks"), "{root}");
+    assert_contains(
+        &f.read("apps/api/vx.toml"),
+        "[tasks.start]\ncommand = \"node server.js\"\npersistent = true  # TODO: add ready-when\n",
+    );
+    let plan = f.vx(&["run", "build", "--all", "--dry"]);
+    assert_eq!(plan.code, 0, "{plan:?}");
+    assert_contains(&plan.stdout, "api#build");
+}
+
+#[test]
+fn hooks_stay_tasks_when_the_package_manager_would_not_run_them() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "p", "packageManager": "yarn@4.1.0", "scripts": {"prebuild": "rm -rf dist", "build": "tsc"}}"#,
+    );
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let text = f.read("vx.toml");
+    assert_contains(&text, "[tasks.build]\ncommand = \"tsc\"\n");
+    assert_contains(&text, "[tasks.prebuild]\ncommand = \"rm -rf dist\"\n");
+    assert_contains(&text, "`packageManager` is yarn@4.1.0");
+
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "p", "scripts": {"pretest": "echo pre", "test": "echo test"}}"#,
+    );
+    f.write(".npmrc", "ignore-scripts = true\n");
+    assert_eq!(f.vx(&["init"]).code, 0);
+    assert_contains(&f.read("vx.toml"), "[tasks.pretest]\n");
+    assert_contains(&f.read("vx.toml"), ".npmrc sets `ignore-scripts`");
+}
+
+#[test]
+fn without_a_package_json_init_is_refused() {
+    let f = empty();
+    f.write("src/a.txt", "a\n");
+    let out = f.vx_in("src", &["init"], &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr_redacted(&f),
+        "error: vx init needs a package.json (none found from [root]/src upward)\n"
+    );
+    assert!(!f.path("vx.toml").exists());
+}
+
+#[test]
+fn an_unparseable_package_json_is_reported_at_its_location() {
+    let f = empty();
+    f.write("package.json", r#"{"workspaces": ["packages/*"]}"#);
+    f.write("packages/a/package.json", "{\n  \"name\": \"a\",\n}\n");
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: packages/a/package.json:2:14: invalid JSON: trailing commas are not allowed\n"
+    );
+    assert!(!f.path("vx.toml").exists(), "nothing is written");
+}
+
+#[test]
+fn init_takes_only_its_flags() {
+    let f = empty();
+    f.write("package.json", "{}");
+    let out = f.vx(&["init", "--dyr"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: unknown flag `--dyr` for `vx init`\n  hint: did you mean `--dry`?\n"
+    );
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&f.read("vx.toml"), "[workspace]\nmembers = []\n");
+    assert_eq!(f.vx(&["show"]).code, 0);
+}
