@@ -73,6 +73,26 @@ impl TaskGlobs {
     }
 }
 
+/// Compiled glob lists by their entries: a workspace of a thousand projects usually spells the
+/// same few lists (`src/**`, `dist/**`) everywhere, and compiling a glob set costs far more
+/// than looking one up.
+#[derive(Debug, Default)]
+pub struct GlobCache {
+    compiled: std::collections::HashMap<Vec<String>, std::rc::Rc<TaskGlobs>>,
+}
+
+impl GlobCache {
+    pub fn get<S: AsRef<str>>(&mut self, entries: &[S]) -> std::rc::Rc<TaskGlobs> {
+        let key: Vec<String> = entries.iter().map(|e| e.as_ref().to_string()).collect();
+        if let Some(found) = self.compiled.get(&key) {
+            return found.clone();
+        }
+        let globs = std::rc::Rc::new(TaskGlobs::new(key.iter().map(String::as_str)));
+        self.compiled.insert(key, globs.clone());
+        globs
+    }
+}
+
 /// Compiles one normalised glob (without `!`) with `[` and `]` taken literally.
 fn compile(glob: &str) -> Result<globset::Glob, globset::Error> {
     let mut escaped = String::with_capacity(glob.len());

@@ -234,9 +234,25 @@ fn shown_under(
 /// output glob back. `inputs` are compared with the tasks of the same project,
 /// `workspace-inputs` with every task. One problem per (task, other task, output glob).
 fn inputs_reaching_outputs(tasks: &[Cached<'_>]) -> Vec<Diagnostic> {
+    // `inputs` only meet the outputs of their own project's tasks, so only those are compared:
+    // the check stays linear in the number of projects (PERF-1), not quadratic in tasks.
+    let mut by_project: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (t, task) in tasks.iter().enumerate() {
+        by_project
+            .entry(task.id.project.as_str())
+            .or_default()
+            .push(t);
+    }
     let mut problems = Vec::new();
-    for task in tasks {
-        for other in tasks.iter().filter(|o| o.id != task.id) {
+    for (t, task) in tasks.iter().enumerate() {
+        let wide = !task.workspace_inputs.positive.is_empty();
+        let others: Vec<usize> = if wide {
+            (0..tasks.len()).collect()
+        } else {
+            by_project[task.id.project.as_str()].clone()
+        };
+        for o in others.into_iter().filter(|&o| o != t) {
+            let other = &tasks[o];
             if other.id.project == task.id.project {
                 problems.extend(reaching(
                     task,
@@ -247,14 +263,16 @@ fn inputs_reaching_outputs(tasks: &[Cached<'_>]) -> Vec<Diagnostic> {
                     "inputs",
                 ));
             }
-            problems.extend(reaching(
-                task,
-                other,
-                &task.workspace_inputs,
-                "",
-                "workspace input",
-                "workspace-inputs",
-            ));
+            if wide {
+                problems.extend(reaching(
+                    task,
+                    other,
+                    &task.workspace_inputs,
+                    "",
+                    "workspace input",
+                    "workspace-inputs",
+                ));
+            }
         }
     }
     problems

@@ -25,7 +25,7 @@
 //! (`output_stamps`, `file_stamps`) in `index/stamps.rs`; history (`runs`, `invocations`,
 //! `key_inputs`) in `index/history.rs`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -180,6 +180,8 @@ pub struct Store {
     touches: BTreeMap<String, i64>,
     statements: Arc<AtomicU64>,
     aside_seq: u64,
+    /// Rows read ahead by [`Store::preload`]; a lookup of one of these keys issues no SQL.
+    preloaded: HashMap<String, Entry>,
 }
 
 impl std::fmt::Debug for Store {
@@ -276,6 +278,68 @@ impl Store {
         self.access == Access::ReadWrite && self.conn.is_some()
     }
 
+    /// Reads ahead, in two statements, the rows of every entry this workspace last saved or
+    /// restored (the keys of its `output_stamps`), so that the lookups of a run in which little
+    /// changed cost no SQL each (PERF-1). A preloaded row is used at most once and still checked
+    /// against the artifact file, so a row another process changed since is caught as for any
+    /// lookup (a missing file is a miss, a different size re-validates).
+    pub fn preload(&mut self, workspace: &str) -> Result<(), StoreError> {
+        let Some(conn) = self.conn.as_ref() else {
+            return Ok(());
+        };
+        let read = || -> rusqlite::Result<HashMap<String, Entry>> {
+            let mut entries: HashMap<String, Entry> = HashMap::new();
+            let mut stmt = conn.prepare(
+                "SELECT e.key, e.project, e.task, e.size_bytes, e.created_at, e.accessed_at,
+                        e.duration_ms, e.cpu_ms, e.peak_rss_bytes, e.origin
+                 FROM entries e
+                 WHERE e.key IN (SELECT DISTINCT key FROM output_stamps WHERE workspace = ?1)",
+            )?;
+            let mut rows = stmt.query([workspace])?;
+            while let Some(row) = rows.next()? {
+                let key: String = row.get(0)?;
+                entries.insert(
+                    key.clone(),
+                    Entry {
+                        key,
+                        project: row.get(1)?,
+                        task: row.get(2)?,
+                        size_bytes: from_sql_u64(row.get(3)?),
+                        created_at: row.get(4)?,
+                        accessed_at: row.get(5)?,
+                        duration_ms: from_sql_u64(row.get(6)?),
+                        cpu_ms: row.get::<_, Option<i64>>(7)?.map(from_sql_u64),
+                        peak_rss_bytes: row.get::<_, Option<i64>>(8)?.map(from_sql_u64),
+                        origin: row.get(9)?,
+                        outputs: Vec::new(),
+                    },
+                );
+            }
+            let mut stmt = conn.prepare(
+                "SELECT o.key, o.path, o.size, o.mode, o.mtime_ns FROM entry_outputs o
+                 WHERE o.key IN (SELECT DISTINCT key FROM output_stamps WHERE workspace = ?1)
+                 ORDER BY o.key, o.path",
+            )?;
+            let mut rows = stmt.query([workspace])?;
+            while let Some(row) = rows.next()? {
+                let key: String = row.get(0)?;
+                if let Some(entry) = entries.get_mut(&key) {
+                    entry.outputs.push((
+                        row.get(1)?,
+                        FileMeta {
+                            size: from_sql_u64(row.get(2)?),
+                            mode: row.get(3)?,
+                            mtime_ns: row.get(4)?,
+                        },
+                    ));
+                }
+            }
+            Ok(entries)
+        };
+        self.preloaded = read().at(&self.db)?;
+        Ok(())
+    }
+
     /// Probes `key` (STORE-8). A hit is also [touched](Store::touch).
     pub fn lookup(
         &mut self,
@@ -288,7 +352,10 @@ impl Store {
         if !is_key(key) {
             return Ok(Lookup::Miss);
         }
-        let row = read_entry(conn, key).at(&self.db)?;
+        let row = match self.preloaded.remove(key) {
+            Some(entry) => Some(entry),
+            None => read_entry(conn, key).at(&self.db)?,
+        };
         let path = self.artifact_path(key);
         let stat = match std::fs::symlink_metadata(&path) {
             Ok(stat) => Some(stat),

@@ -69,7 +69,7 @@ pub(crate) fn check_task_glob(entry: &str, base: GlobBase) -> Result<String, Str
     if let Some(problem) = brace_problem(&normal) {
         return Err(problem);
     }
-    if let Err(error) = compile(&normal) {
+    if let Err(error) = parse(&normal) {
         return Err(format!("is not a valid glob: {}", error.kind()));
     }
     Ok(if negated {
@@ -134,8 +134,10 @@ fn brace_problem(glob: &str) -> Option<String> {
     None
 }
 
-/// Compiles a normalised task glob (without its `!`), with `[` and `]` taken literally.
-pub(crate) fn compile(glob: &str) -> Result<GlobMatcher, globset::Error> {
+/// Parses a normalised task glob (without its `!`), with `[` and `]` taken literally. Parsing
+/// finds every syntax error; compiling the matcher is far more costly and only done where a
+/// glob is matched.
+fn parse(glob: &str) -> Result<globset::Glob, globset::Error> {
     let mut escaped = String::with_capacity(glob.len());
     for c in glob.chars() {
         match c {
@@ -144,10 +146,23 @@ pub(crate) fn compile(glob: &str) -> Result<GlobMatcher, globset::Error> {
             _ => escaped.push(c),
         }
     }
-    Ok(GlobBuilder::new(&escaped)
-        .literal_separator(true)
-        .build()?
-        .compile_matcher())
+    GlobBuilder::new(&escaped).literal_separator(true).build()
+}
+
+/// Compiles a normalised task glob (without its `!`), with `[` and `]` taken literally.
+/// Compiled matchers are kept for the rest of the process: a workspace of a thousand projects
+/// spells the same few globs everywhere, and compiling one costs far more than a lookup.
+pub(crate) fn compile(glob: &str) -> Result<GlobMatcher, globset::Error> {
+    thread_local! {
+        static COMPILED: std::cell::RefCell<std::collections::HashMap<String, GlobMatcher>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    if let Some(found) = COMPILED.with(|c| c.borrow().get(glob).cloned()) {
+        return Ok(found);
+    }
+    let matcher = parse(glob)?.compile_matcher();
+    COMPILED.with(|c| c.borrow_mut().insert(glob.to_string(), matcher.clone()));
+    Ok(matcher)
 }
 
 /// Whether a task glob has no wildcard, so it names a file or a whole directory (CFG-7).

@@ -91,6 +91,20 @@ impl Reporter {
         }
     }
 
+    /// Whether a hit of this task would print its log: if not, vx need not read it back from
+    /// the artifact at all (the broad flow prints nothing for hits, UI-3).
+    pub fn shows_hit_log(&self, requested: bool) -> bool {
+        match self.output_logs {
+            Some(OutputLogs::Full) => true,
+            Some(_) => false,
+            None => match self.flow {
+                Flow::Ci => true,
+                Flow::Focused => requested,
+                Flow::Broad => false,
+            },
+        }
+    }
+
     fn decide(&self, report: &TaskReport, requested: bool) -> Show {
         let status = report.status;
         match self.output_logs {

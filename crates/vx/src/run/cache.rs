@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use vx_core::config::TaskConfig;
-use vx_core::globs::TaskGlobs;
+use vx_core::globs::GlobCache;
 use vx_core::graph::task_config;
 use vx_core::{TaskId, Workspace};
 use vx_store::artifact::{self, OutputFile, Target};
@@ -96,13 +96,17 @@ pub struct RunCache<'p> {
     recorded: Vec<(String, Vec<vx_core::key::Component>)>,
     /// Per executed task: saved, or the `unsaved_reason` of HIST-1.
     saves: HashMap<TaskId, Result<(), &'static str>>,
+    globs: GlobCache,
+    /// `stamps` indexed by path, for the cleaning exemption; built on first need and kept up to
+    /// date as stamps are recorded.
+    stamps_by_path: Option<HashMap<String, Vec<OutputStamp>>>,
 }
 
 impl<'p> RunCache<'p> {
     pub fn new(
         keys: Keys<'p>,
         workspace: &'p Workspace,
-        store: Option<Store>,
+        mut store: Option<Store>,
         policy: CachePolicy,
         ci: bool,
         dirty_probe: DirtyProbe<'p>,
@@ -114,10 +118,16 @@ impl<'p> RunCache<'p> {
                 .ok()
                 .map(|rel| rel.to_string_lossy().replace('\\', "/"))
         });
-        let stamps = store
+        let mut stamps = store
             .as_ref()
             .and_then(|s| s.workspace_output_stamps(&workspace_id).ok())
             .unwrap_or_default();
+        for rows in stamps.values_mut() {
+            rows.retain(|r| !r.path.is_empty());
+        }
+        if let Some(store) = &mut store {
+            let _ = store.preload(&workspace_id);
+        }
         RunCache {
             keys,
             workspace,
@@ -133,10 +143,12 @@ impl<'p> RunCache<'p> {
             dirty_probe,
             recorded: Vec::new(),
             saves: HashMap::new(),
+            globs: GlobCache::default(),
+            stamps_by_path: None,
         }
     }
 
-    fn outputs_of(&self, id: &TaskId, config: &TaskConfig) -> Option<Outputs> {
+    fn outputs_of(&mut self, id: &TaskId, config: &TaskConfig) -> Option<Outputs> {
         let cache = config.cache.as_ref()?;
         let project = self.workspace.project(&id.project)?;
         let mut walls: Vec<String> = self
@@ -147,7 +159,7 @@ impl<'p> RunCache<'p> {
             .map(|p| p.dir.clone())
             .collect();
         walls.extend(self.cache_wall.clone());
-        Some(Outputs::new(&project.dir, cache, walls))
+        Some(Outputs::new(&project.dir, cache, walls, &mut self.globs))
     }
 
     /// `--dry` (UI-12): the task's key and whether the local store has an entry for it,
@@ -185,7 +197,7 @@ impl<'p> RunCache<'p> {
 
     /// Decides how a ready task gets its result. `saveable` is false when the task must not be
     /// saved whatever happens (tainted, or folding a dropped dependency).
-    pub fn before(&mut self, id: &TaskId, saveable: bool) -> Decision {
+    pub fn before(&mut self, id: &TaskId, saveable: bool, needs_log: bool) -> Decision {
         let config = task_config(self.workspace, id).expect("declared");
         let derived = match self.keys.key(id) {
             None => {
@@ -213,11 +225,13 @@ impl<'p> RunCache<'p> {
             let accept = |name: &str| outputs.accepts(name);
             let store = self.store.as_mut().expect("active");
             match store.lookup(&key, &accept) {
-                Ok(Lookup::Hit(entry)) => match self.serve_hit(id, &outputs, &key, &entry) {
-                    Ok(Some(decision)) => return decision,
-                    Ok(None) => {}
-                    Err(line) => return Decision::Fail(line),
-                },
+                Ok(Lookup::Hit(entry)) => {
+                    match self.serve_hit(id, &outputs, &key, &entry, needs_log) {
+                        Ok(Some(decision)) => return decision,
+                        Ok(None) => {}
+                        Err(line) => return Decision::Fail(line),
+                    }
+                }
                 Ok(Lookup::Damaged(damage)) => {
                     render::notice(&format!(
                         "{id}: discarded damaged cache entry {short} ({}); running the task",
@@ -247,6 +261,7 @@ impl<'p> RunCache<'p> {
         outputs: &Outputs,
         key: &str,
         entry: &vx_store::index::Entry,
+        needs_log: bool,
     ) -> Result<Option<Decision>, String> {
         let root = self.workspace.root.clone();
         let short = key[..12].to_string();
@@ -257,6 +272,15 @@ impl<'p> RunCache<'p> {
         let stamps = self.stamps.get(key).cloned().unwrap_or_default();
         let store = self.store.as_mut().expect("active");
         if up_to_date(&found, &entry.outputs, &stamps, outputs) {
+            if !needs_log {
+                store.touch(key);
+                return Ok(Some(Decision::Hit {
+                    kind: CacheKind::UpToDate,
+                    records: Vec::new(),
+                    short_key: short,
+                    stored,
+                }));
+            }
             match artifact::read_log(&store.artifact_path(key)) {
                 Ok(log) => {
                     store.touch(key);
@@ -299,9 +323,9 @@ impl<'p> RunCache<'p> {
                         rows.push(stamp(&rel, &meta));
                     }
                 }
-                let _ = store.set_output_stamps(&self.workspace_id, key, &rows);
-                self.stamps.insert(key.to_string(), rows);
+                let _ = store.set_output_stamps(&self.workspace_id, key, &with_marker(&rows));
                 store.touch(key);
+                self.record_stamps(key, rows);
                 self.refresh_outputs(outputs);
                 Ok(Some(Decision::Hit {
                     kind: CacheKind::RestoredLocal,
@@ -346,16 +370,25 @@ impl<'p> RunCache<'p> {
         if found.is_empty() {
             return Ok(());
         }
-        let written_by_vx: HashSet<&str> = self
-            .stamps
-            .values()
-            .flatten()
-            .filter(|s| {
-                found
-                    .iter()
-                    .any(|f| f.path == s.path && stamp(&f.path, &f.meta) == **s)
+        // Every stamp vx recorded in this workspace, by path, built once per run.
+        if self.stamps_by_path.is_none() {
+            let mut by_path: HashMap<String, Vec<OutputStamp>> = HashMap::new();
+            for stamp in self.stamps.values().flatten() {
+                by_path
+                    .entry(stamp.path.clone())
+                    .or_default()
+                    .push(stamp.clone());
+            }
+            self.stamps_by_path = Some(by_path);
+        }
+        let by_path = self.stamps_by_path.as_ref().expect("built above");
+        let written_by_vx: HashSet<&str> = found
+            .iter()
+            .filter(|f| {
+                let now = stamp(&f.path, &f.meta);
+                by_path.get(&f.path).is_some_and(|rows| rows.contains(&now))
             })
-            .map(|s| s.path.as_str())
+            .map(|f| f.path.as_str())
             .collect();
         let candidates: Vec<&Found> = found
             .iter()
@@ -400,49 +433,49 @@ impl<'p> RunCache<'p> {
     }
 
     /// The output globs that match a path, for the refusal line.
-    fn glob_text(&self, outputs: &Outputs, path: &str) -> String {
+    fn glob_text(&mut self, outputs: &Outputs, path: &str) -> String {
         let rel = relative(path, &outputs.dir);
-        let mut globs: Vec<&str> = outputs
-            .project
-            .positives()
-            .iter()
-            .filter(|g| TaskGlobs::new([g.as_str()]).is_match(rel))
-            .map(String::as_str)
-            .collect();
-        globs.extend(
-            outputs
-                .workspace
-                .positives()
-                .iter()
-                .filter(|g| TaskGlobs::new([g.as_str()]).is_match(path))
-                .map(String::as_str),
-        );
+        let mut globs: Vec<String> = Vec::new();
+        for g in outputs.project.positives() {
+            if self.globs.get(&[g]).is_match(rel) {
+                globs.push(g.clone());
+            }
+        }
+        for g in outputs.workspace.positives() {
+            if self.globs.get(&[g]).is_match(path) {
+                globs.push(g.clone());
+            }
+        }
         globs.join(", ")
     }
 
     /// A cached task of the run whose `cache.inputs` or `cache.workspace-inputs` select this
     /// untracked path (STORE-10).
-    fn input_reader(&self, path: &str) -> Option<TaskId> {
-        let graph = self.keys_graph();
+    fn input_reader(&mut self, path: &str) -> Option<TaskId> {
+        let workspace = self.workspace;
+        let graph = self.keys.graph();
         for node in &graph.nodes {
-            let Some(config) = task_config(self.workspace, &node.id) else {
+            let Some(config) = task_config(workspace, &node.id) else {
                 continue;
             };
             let Some(cache) = &config.cache else { continue };
-            let dir = &self.workspace.projects[node.project].dir;
+            let dir = &workspace.projects[node.project].dir;
+            // Cheap test first: only the project's own tasks and tasks with workspace inputs
+            // can select the path.
+            if !is_under(path, dir) && cache.workspace_inputs.is_empty() {
+                continue;
+            }
             let own = self.outputs_of(&node.id, config);
             if own.as_ref().is_some_and(|o| o.covers(path)) {
                 continue;
             }
-            let inputs = TaskGlobs::new(cache.inputs.iter().flatten().map(String::as_str));
+            let inputs = self.globs.get(cache.inputs.as_deref().unwrap_or_default());
             let in_project = is_under(path, dir)
-                && !self
-                    .workspace
+                && !workspace
                     .projects
                     .iter()
                     .any(|p| p.dir != *dir && is_under(&p.dir, dir) && is_under(path, &p.dir));
-            let workspace_inputs =
-                TaskGlobs::new(cache.workspace_inputs.iter().map(String::as_str));
+            let workspace_inputs = self.globs.get(&cache.workspace_inputs);
             if (in_project && inputs.is_match(relative(path, dir)))
                 || workspace_inputs.is_match(path)
             {
@@ -450,10 +483,6 @@ impl<'p> RunCache<'p> {
             }
         }
         None
-    }
-
-    fn keys_graph(&self) -> &vx_core::graph::TaskGraph {
-        self.keys.graph()
     }
 
     /// KEY-15: what a clean or restore touched is listed again.
@@ -689,9 +718,21 @@ impl<'p> RunCache<'p> {
                 rows.push(stamp(&f.path, &meta));
             }
         }
-        let _ = store.set_output_stamps(&self.workspace_id, &key, &rows);
-        self.stamps.insert(key, rows);
+        let _ = store.set_output_stamps(&self.workspace_id, &key, &with_marker(&rows));
+        self.record_stamps(&key, rows);
         Ok(())
+    }
+
+    fn record_stamps(&mut self, key: &str, rows: Vec<OutputStamp>) {
+        if let Some(by_path) = &mut self.stamps_by_path {
+            for row in &rows {
+                by_path
+                    .entry(row.path.clone())
+                    .or_default()
+                    .push(row.clone());
+            }
+        }
+        self.stamps.insert(key.to_string(), rows);
     }
 
     fn salt(&self) -> [u8; 32] {
@@ -819,6 +860,24 @@ pub struct Done<'a> {
     pub command_line: &'a str,
     /// The encoded log (STORE-6).
     pub log: &'a [u8],
+}
+
+/// The stamps to record for an entry: its files' stamps, or, for an entry without files, one
+/// row with an empty path, so that every entry this checkout saved or restored has a row and
+/// `Store::preload` reads it ahead. The marker is dropped again when stamps are loaded.
+fn with_marker(rows: &[OutputStamp]) -> Vec<OutputStamp> {
+    if rows.is_empty() {
+        vec![OutputStamp {
+            path: String::new(),
+            size: 0,
+            mode: 0,
+            mtime_ns: 0,
+            inode: 0,
+            ctime_ns: 0,
+        }]
+    } else {
+        rows.to_vec()
+    }
 }
 
 fn shown(outputs: &Outputs, entry: &str) -> String {

@@ -237,7 +237,8 @@ impl<'p> Run<'p> {
             "writes-off"
         };
         let (cache_kind, writes) = if kind == Kind::OneShot {
-            match self.cache.before(&id, saveable) {
+            let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
+            match self.cache.before(&id, saveable, needs_log) {
                 Decision::Hit {
                     kind,
                     records,

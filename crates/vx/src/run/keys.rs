@@ -13,8 +13,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use std::rc::Rc;
 use vx_core::config::TaskConfig;
-use vx_core::globs::{is_literal, TaskGlobs};
+
+use vx_core::globs::{is_literal, GlobCache, TaskGlobs};
 use vx_core::graph::{task_config, TaskGraph, TaskTable};
 use vx_core::key::{
     folds_upstream, group_key, task_config_json, InputFile, Key, KeyInputs, DEFAULT_UPSTREAM,
@@ -85,6 +87,8 @@ pub struct Keys<'p> {
     warned: HashSet<(TaskId, String)>,
     /// Lines for the caller to print (`vx: web#test: no file matches cache.inputs (…)`).
     pub notices: Vec<String>,
+    /// Compiled glob lists, shared by every task that spells the same list.
+    globs: GlobCache,
 }
 
 impl<'p> Keys<'p> {
@@ -127,6 +131,7 @@ impl<'p> Keys<'p> {
             prober,
             warned: HashSet::new(),
             notices: Vec::new(),
+            globs: GlobCache::default(),
         }
     }
 
@@ -163,7 +168,7 @@ impl<'p> Keys<'p> {
         self.derived.get(id).and_then(|d| d.as_ref().ok())
     }
 
-    pub fn graph(&self) -> &TaskGraph {
+    pub fn graph(&self) -> &'p TaskGraph {
         self.graph
     }
 
@@ -324,11 +329,23 @@ impl<'p> Keys<'p> {
                 // must not move the key. A literal entry still folds as absent (KEY-10), and
                 // the save guard watches the path either way.
                 Identity::Absent => {
-                    let literal = literals
-                        .get_or_insert_with(|| {
-                            cache.map_or_else(Vec::new, |c| literal_inputs(&project.dir, c))
-                        })
-                        .contains(&path);
+                    let literal = match &literals {
+                        Some(list) => list.contains(&path),
+                        None => {
+                            let list = match cache {
+                                Some(c) => {
+                                    let inputs =
+                                        self.globs.get(c.inputs.as_deref().unwrap_or_default());
+                                    let wide = self.globs.get(&c.workspace_inputs);
+                                    literal_inputs(&project.dir, &inputs, &wide)
+                                }
+                                None => Vec::new(),
+                            };
+                            let found = list.contains(&path);
+                            literals = Some(list);
+                            found
+                        }
+                    };
                     if literal || !self.is_tracked(&path) {
                         fields.inputs.push(InputFile::absent(path));
                     }
@@ -457,9 +474,9 @@ impl<'p> Keys<'p> {
         let Some(cache) = &config.cache else {
             return Ok(self.project_files(project));
         };
-        let outputs = OwnOutputs::new(&dir, cache);
-        let inputs = TaskGlobs::new(cache.inputs.iter().flatten().map(String::as_str));
-        let workspace_inputs = TaskGlobs::new(cache.workspace_inputs.iter().map(String::as_str));
+        let outputs = OwnOutputs::new(&dir, cache, &mut self.globs);
+        let inputs = self.globs.get(cache.inputs.as_deref().unwrap_or_default());
+        let workspace_inputs = self.globs.get(&cache.workspace_inputs);
         let mut paths: Vec<String> = self
             .project_files(project)
             .into_iter()
@@ -476,7 +493,7 @@ impl<'p> Keys<'p> {
         }
         // Literal entries name a file even when git ignores it, and fold as absent when
         // nothing is there (KEY-10).
-        for literal in literal_inputs(&dir, cache) {
+        for literal in literal_inputs(&dir, &inputs, &workspace_inputs) {
             let listed = paths.iter().any(|p| is_under(p, &literal));
             let on_disk = self.workspace.root.join(&literal);
             if !listed && !on_disk.is_dir() {
@@ -490,7 +507,7 @@ impl<'p> Keys<'p> {
             (&workspace_inputs, "", "cache.workspace-inputs"),
         ] {
             for glob in list.positives().iter().filter(|g| !is_literal(g)) {
-                let single = TaskGlobs::new([glob.as_str()]);
+                let single = self.globs.get(std::slice::from_ref(glob));
                 let matched = paths
                     .iter()
                     .any(|p| is_under(p, base) && single.is_match(relative(p, base)));
@@ -542,16 +559,16 @@ impl<'p> Keys<'p> {
 /// The declared outputs of one task, root-relative, for leaving them out of its inputs.
 struct OwnOutputs {
     dir: String,
-    project: TaskGlobs,
-    workspace: TaskGlobs,
+    project: Rc<TaskGlobs>,
+    workspace: Rc<TaskGlobs>,
 }
 
 impl OwnOutputs {
-    fn new(dir: &str, cache: &vx_core::config::CacheConfig) -> OwnOutputs {
+    fn new(dir: &str, cache: &vx_core::config::CacheConfig, globs: &mut GlobCache) -> OwnOutputs {
         OwnOutputs {
             dir: dir.to_string(),
-            project: TaskGlobs::new(cache.outputs.iter().flatten().map(String::as_str)),
-            workspace: TaskGlobs::new(cache.workspace_outputs.iter().map(String::as_str)),
+            project: globs.get(cache.outputs.as_deref().unwrap_or_default()),
+            workspace: globs.get(&cache.workspace_outputs),
         }
     }
 
@@ -683,9 +700,7 @@ fn topological(graph: &TaskGraph) -> Vec<usize> {
 
 /// The root-relative paths named by literal entries of `cache.inputs` (under `dir`) and
 /// `cache.workspace-inputs` (KEY-10).
-fn literal_inputs(dir: &str, cache: &vx_core::config::CacheConfig) -> Vec<String> {
-    let inputs = TaskGlobs::new(cache.inputs.iter().flatten().map(String::as_str));
-    let workspace_inputs = TaskGlobs::new(cache.workspace_inputs.iter().map(String::as_str));
+fn literal_inputs(dir: &str, inputs: &TaskGlobs, workspace_inputs: &TaskGlobs) -> Vec<String> {
     inputs
         .positives()
         .iter()

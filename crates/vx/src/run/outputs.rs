@@ -14,8 +14,10 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use std::rc::Rc;
 use vx_core::config::CacheConfig;
-use vx_core::globs::{literal_prefix, TaskGlobs};
+
+use vx_core::globs::{literal_prefix, GlobCache, TaskGlobs};
 use vx_store::index::OutputStamp;
 
 use super::keys::{is_under, join, relative};
@@ -24,8 +26,8 @@ use super::keys::{is_under, join, relative};
 pub struct Outputs {
     /// The project directory, root-relative.
     pub dir: String,
-    pub project: TaskGlobs,
-    pub workspace: TaskGlobs,
+    pub project: Rc<TaskGlobs>,
+    pub workspace: Rc<TaskGlobs>,
     /// Root-relative directories never walked or cleaned.
     walls: Vec<String>,
 }
@@ -38,11 +40,16 @@ pub struct Found {
 }
 
 impl Outputs {
-    pub fn new(dir: &str, cache: &CacheConfig, walls: Vec<String>) -> Outputs {
+    pub fn new(
+        dir: &str,
+        cache: &CacheConfig,
+        walls: Vec<String>,
+        globs: &mut GlobCache,
+    ) -> Outputs {
         Outputs {
             dir: dir.to_string(),
-            project: TaskGlobs::new(cache.outputs.iter().flatten().map(String::as_str)),
-            workspace: TaskGlobs::new(cache.workspace_outputs.iter().map(String::as_str)),
+            project: globs.get(cache.outputs.as_deref().unwrap_or_default()),
+            workspace: globs.get(&cache.workspace_outputs),
             walls,
         }
     }
