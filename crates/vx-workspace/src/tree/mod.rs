@@ -338,6 +338,12 @@ impl Tree {
                 return Ok(present(entry.id.to_string()));
             }
         }
+        // `lstat` follows symlinks in the leading components: a path whose parent directory
+        // became a symlink names some other file, and this path, as git sees the work tree,
+        // does not exist.
+        if self.below_symlink(path) {
+            return Ok(FileId::absent());
+        }
         if let Some((remembered, blob)) = memo.recall(path) {
             if remembered == stat {
                 return Ok(present(blob));
@@ -353,6 +359,20 @@ impl Tree {
                 Ok(present(blob))
             }
         }
+    }
+
+    /// Whether a parent directory of the root-relative `path` (below the root) is a symlink.
+    pub fn below_symlink(&self, path: &str) -> bool {
+        let mut end = 0;
+        while let Some(slash) = path[end..].find('/') {
+            end += slash;
+            let parent = self.root.join(&path[..end]);
+            if std::fs::symlink_metadata(&parent).is_ok_and(|m| m.file_type().is_symlink()) {
+                return true;
+            }
+            end += 1;
+        }
+        false
     }
 
     /// KEY-15: lists again every path under these root-relative directories or files, replacing

@@ -603,7 +603,8 @@ impl<'p> RunCache<'p> {
             // is as absent now as when the key was taken.
             let now = std::fs::symlink_metadata(self.workspace.root.join(&folded.path))
                 .ok()
-                .filter(|meta| meta.is_file() || meta.file_type().is_symlink());
+                .filter(|meta| meta.is_file() || meta.file_type().is_symlink())
+                .filter(|_| !self.keys.tree.below_symlink(&folded.path));
             match (&folded.stat, &now) {
                 (None, None) => continue,
                 (Some(_), None) | (None, Some(_)) => return Some(moved()),

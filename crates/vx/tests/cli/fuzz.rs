@@ -1,0 +1,1054 @@
+//! Key fuzzing (TEST-4; KEY-3, KEY-10, KEY-11, KEY-12, KEY-16): random edits to a generated
+//! git workspace, and after each batch of edits vx's decision for every task compared with a
+//! reference computed from scratch. No wrong hit, and no wrong miss, may ever show up.
+//!
+//! The workspace: five projects, `p1` and `p2` depending on `p0`, `p3` on both (a diamond),
+//! `p4` alone. Each has a cached `build` (`src/**` → `out/**`, folding the upstream builds), an
+//! uncached `lint` (its key folds every file of the project, KEY-12) and a cached `test`
+//! (`test/**`, folding `build` and `lint`). `p0#build` also names the git-ignored `local.env`
+//! as a literal input, and `p4#bundle` reads `shared/**`, outside every project, through
+//! `workspace-inputs`.
+//!
+//! The reference shares nothing with vx's file handling: it lists files with `git ls-files -co
+//! --exclude-standard`, keeps what exists in the work tree as git sees it (identity is of the
+//! work tree, so staging or committing never moves a key), hashes each file's bytes (a
+//! symlink's target) into a git blob id and takes the mode from `lstat`. Only the fixed parts —
+//! the resolved configuration's JSON and the byte encoding of KEY-1 (`vx_core::key`) — are
+//! vx's own, so the reference key must equal vx's key bit for bit.
+//!
+//! A *decision check* follows every batch of 1–7 edits and covers every task of the workspace:
+//! - `vx run … --dry=json` gives every task's key; each must equal the reference key. A vx key
+//!   that differs and has a saved entry is a WRONG HIT (vx would serve the result of other
+//!   inputs); any other difference is an unstable key, a wrong miss;
+//! - each predicted status must be `hit-local` exactly when a real run saved the reference key
+//!   before, `miss` otherwise, and `no-cache` for `lint`;
+//! - about one check in four also runs `vx run` for real (`--output-logs hash-only`): its
+//!   one-liners must say `up-to-date` or `local` (restored) for exactly the predicted hits and
+//!   `miss` for the rest, with no message on stderr; every cached task then counts as saved
+//!   under its key.
+//!
+//! Edits: content changes; same-size rewrites that restore the mtime, in place and through a
+//! new inode; mtime-only touches and same-bytes rewrites (which must move nothing); mode
+//! changes (owner `x` moves the key, group `x` does not); file ↔ symlink swaps (dangling ones
+//! too); a directory swapped for a symlink to a directory (loops included) and back; renames;
+//! untracked files; ignored files (which move no key but `p0#build`'s, through the literal
+//! `local.env`); deletions; `.gitignore` and `info/exclude` rules, negations included; `git
+//! add`, commits, `git rm --cached`, `update-index --chmod`, `--skip-worktree` and
+//! `--assume-unchanged`; deleted outputs (restores); a root `.npmrc` (KEY-3). The batch after a
+//! real run starts at once, so its edits are same-second edits of files vx has just stat'ed.
+//!
+//! One case is out of reach of any stat-based check, git's included: a rewrite that restores
+//! the mtime within the kernel's timestamp tick of the file's previous change leaves every
+//! `lstat` field as it was. Such rewrites wait until the file's ctime is 20 ms old.
+//!
+//! Reproduce or extend: `VX_FUZZ_SEED=<n> VX_FUZZ_EDITS=<n> cargo test -p vx --test cli fuzz`
+//! (a failure prints its seed and the edit log, and keeps the workspace). These variables are
+//! read by the test only.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io;
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use vx_core::graph::task_config;
+use vx_core::key::{task_config_json, InputFile, KeyInputs};
+use vx_core::TaskId;
+use vx_test_support::fixture::{Fixture, Output};
+use vx_workspace::tree::{blob_id, ObjectFormat};
+
+use crate::vx_bin;
+
+/// Edits of the default run: a real search (~250 checks, ~60 real runs) that stays near 30 s
+/// in a debug build.
+const DEFAULT_EDITS: u64 = 1000;
+const DEFAULT_SEED: u64 = 0x5eed_0001;
+
+/// (project, the projects whose `build` its `build` folds).
+const PROJECTS: [(&str, &[&str]); 5] = [
+    ("p0", &[]),
+    ("p1", &["p0"]),
+    ("p2", &["p0"]),
+    ("p3", &["p1", "p2"]),
+    ("p4", &[]),
+];
+
+/// Names new files get, so that renames and additions collide with existing files.
+const NAMES: [&str; 9] = [
+    "a.txt", "b.txt", "c.txt", "d.sh", "e.md", "f.tmp", "g.txt", "h.log", "i",
+];
+
+/// Files of a project the fuzzer never edits: they would change the configuration.
+const PROTECTED: [&str; 3] = ["vx.toml", "package.json", ".gitignore"];
+
+/// KEY-3's workspace-fingerprint files, in the table's order.
+const KEY3: [&str; 10] = [
+    "pnpm-lock.yaml",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "bun.lock",
+    "bun.lockb",
+    "pnpm-workspace.yaml",
+    ".yarnrc.yml",
+    ".npmrc",
+    "bunfig.toml",
+];
+
+/// Every task of the workspace.
+const RUN: [&str; 6] = ["run", "build", "lint", "test", "bundle", "--all"];
+
+#[test]
+fn fuzzed_edits_never_give_a_wrong_hit_or_a_wrong_miss() {
+    let seed = env_number("VX_FUZZ_SEED").unwrap_or(DEFAULT_SEED);
+    let edits = env_number("VX_FUZZ_EDITS").unwrap_or(DEFAULT_EDITS);
+    let started = Instant::now();
+    let mut fuzz = Fuzz::new(seed);
+    fuzz.real_run();
+    while fuzz.stats.edits < edits {
+        for _ in 0..1 + fuzz.rng.below(7) {
+            fuzz.edit();
+        }
+        fuzz.check();
+        if fuzz.rng.below(4) == 0 {
+            fuzz.real_run();
+        }
+    }
+    let s = &fuzz.stats;
+    println!(
+        "fuzz seed {seed:#x}: {} edits, {} checks ({} task decisions: {} hits, {} misses), \
+         {} real runs, {} git commands; {:.1?} ({:.1?} in vx)",
+        s.edits,
+        s.checks,
+        s.decisions,
+        s.hits,
+        s.misses,
+        s.runs,
+        s.git,
+        started.elapsed(),
+        s.vx_time,
+    );
+}
+
+/// A regression the fuzzer found: a tracked file deleted from the work tree folded as absent
+/// until the deletion was staged, so `git add` or a commit moved the key of a work tree that
+/// had not changed (and two checkouts of the same files had different keys). A literal input
+/// still folds as absent.
+#[test]
+fn staging_a_deletion_does_not_move_the_key() {
+    let f = crate::one_project(concat!(
+        "[tasks.build]\ncommand = \"true\"\n",
+        "cache = { inputs = [\"src/**\", \"gone.txt\"], outputs = [] }\n",
+    ));
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.write("packages/lib/src/b.txt", "b\n");
+    f.write("packages/lib/gone.txt", "literal\n");
+    f.commit();
+    let before = dry_key(&f);
+    std::fs::remove_file(f.path("packages/lib/src/b.txt")).unwrap();
+    std::fs::remove_file(f.path("packages/lib/gone.txt")).unwrap();
+    let deleted = dry_key(&f);
+    assert_ne!(deleted, before, "a deletion moves the key");
+    f.git(&["add", "-A"]);
+    assert_eq!(dry_key(&f), deleted, "staging the deletion moved the key");
+    f.git(&["commit", "-q", "-m", "delete"]);
+    assert_eq!(
+        dry_key(&f),
+        deleted,
+        "committing the deletion moved the key"
+    );
+}
+
+/// A regression the fuzzer found: a tracked file replaced by a directory folds as absent, but
+/// the save guard took the directory for a file that appeared while the task ran, so the task
+/// was never cached.
+#[test]
+fn a_tracked_file_replaced_by_a_directory_does_not_stop_saving() {
+    let f = crate::one_project(concat!(
+        "[tasks.build]\ncommand = \"true\"\n",
+        "cache = { inputs = [\"src/**\"], outputs = [] }\n",
+    ));
+    f.write("packages/lib/src/x", "x\n");
+    f.commit();
+    std::fs::remove_file(f.path("packages/lib/src/x")).unwrap();
+    f.write("packages/lib/src/x/y", "y\n");
+    let first = f.vx(&["run", "lib#build"]);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    assert!(first.stderr.is_empty(), "{}", first.stderr);
+    let second = f.vx(&["run", "lib#build"]);
+    crate::assert_contains(&second.stdout, "cache      1 up-to-date\n");
+}
+
+/// Git never looks through a symlinked directory: once `src/sub` is a symlink, the tracked
+/// `src/sub/c.txt` is deleted from the work tree (`git status` says ` D`) whatever the link's
+/// target holds, and staging that deletion must not move the key. (`lstat` follows symlinks in
+/// the leading components, so `Tree::identity` and the save guard check the parents.)
+#[test]
+fn a_tracked_path_below_a_symlinked_directory_is_deleted() {
+    let f = crate::one_project(concat!(
+        "[tasks.build]\ncommand = \"true\"\n",
+        "cache = { inputs = [\"src/**\"], outputs = [] }\n",
+    ));
+    f.write("packages/lib/src/sub/c.txt", "c\n");
+    f.write("packages/lib/test/c.txt", "t\n");
+    f.commit();
+    std::fs::remove_dir_all(f.path("packages/lib/src/sub")).unwrap();
+    symlink("../test", f.path("packages/lib/src/sub")).unwrap();
+    let unstaged = dry_key(&f);
+    f.git(&["add", "-A"]);
+    assert_eq!(
+        dry_key(&f),
+        unstaged,
+        "staging the work tree's state moved the key"
+    );
+}
+
+/// The key of the workspace's only task, from `--dry=json`.
+fn dry_key(f: &Fixture) -> String {
+    let out = f.vx(&["run", "lib#build", "--dry=json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    doc["tasks"][0]["key"].as_str().unwrap().to_string()
+}
+
+/// A test-only variable as a number (decimal or `0x` hex).
+fn env_number(name: &str) -> Option<u64> {
+    let text = std::env::var(name).ok()?;
+    let parsed = match text.trim().strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.trim().parse(),
+    };
+    Some(parsed.unwrap_or_else(|_| panic!("{name}={text} is not a number")))
+}
+
+/// xorshift64*: small, seedable, and enough to pick edits.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng((seed ^ 0x9e37_79b9_7f4a_7c15).max(1))
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
+    }
+
+    fn bytes(&mut self, max: usize) -> Vec<u8> {
+        let len = self.below(max + 1);
+        (0..len).map(|_| b"abcxyz\n01"[self.below(9)]).collect()
+    }
+}
+
+struct TaskSpec {
+    id: String,
+    /// The project directory, for the manifest.
+    dir: String,
+    /// Root-relative prefix of the listed files the task reads.
+    reads: String,
+    cached: bool,
+    /// A literal input (root-relative), hashed even when git ignores it.
+    literal: Option<String>,
+    /// Upstream task ids whose keys this key folds; listed before this task in `Fuzz::tasks`.
+    upstream: Vec<String>,
+    /// Canonical JSON of the resolved configuration (field 6).
+    config: String,
+}
+
+#[derive(Default)]
+struct Stats {
+    edits: u64,
+    checks: u64,
+    decisions: u64,
+    hits: u64,
+    misses: u64,
+    runs: u64,
+    git: u64,
+    vx_time: Duration,
+}
+
+/// The reference's view of one task: its key and the inputs it folds.
+struct Expected {
+    key: String,
+    inputs: Vec<InputFile>,
+}
+
+struct Fuzz {
+    f: Fixture,
+    seed: u64,
+    rng: Rng,
+    tasks: Vec<TaskSpec>,
+    /// Per task, the keys a real run saved an entry for.
+    saved: HashMap<String, HashSet<String>>,
+    /// Every edit, check and run so far, for the failure message.
+    log: Vec<String>,
+    stats: Stats,
+}
+
+impl Fuzz {
+    fn new(seed: u64) -> Fuzz {
+        let f = Fixture::new(vx_bin());
+        f.write(".gitignore", "out/\n.vx/\n*.log\nlocal.env\n");
+        f.write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
+        f.write("shared/a.txt", "shared\n");
+        for (name, deps) in PROJECTS {
+            let dir = format!("packages/{name}");
+            let deps: Vec<String> = deps
+                .iter()
+                .map(|d| format!("\"{d}\": \"workspace:*\""))
+                .collect();
+            f.write(
+                &format!("{dir}/package.json"),
+                &format!(
+                    "{{ \"name\": \"{name}\", \"version\": \"1.0.0\", \"dependencies\": {{ {} }} }}\n",
+                    deps.join(", ")
+                ),
+            );
+            let literal = if name == "p0" { ", \"local.env\"" } else { "" };
+            let mut config = format!(
+                concat!(
+                    "[tasks.build]\n",
+                    "command = \"mkdir -p out && (ls -R src > out/list.txt 2>&1 || true)\"\n",
+                    "depends-on = [\"^build\"]\n",
+                    "cache = {{ inputs = [\"src/**\"{literal}], outputs = [\"out/**\"] }}\n\n",
+                    "[tasks.lint]\ncommand = \"true\"\n\n",
+                    "[tasks.test]\ncommand = \"true\"\ndepends-on = [\"build\", \"lint\"]\n",
+                    "cache = {{ inputs = [\"test/**\"], outputs = [] }}\n",
+                ),
+                literal = literal
+            );
+            if name == "p4" {
+                config.push_str(concat!(
+                    "\n[tasks.bundle]\ncommand = \"true\"\n",
+                    "cache = { inputs = [], workspace-inputs = [\"shared/**\"], outputs = [] }\n",
+                ));
+            }
+            f.write(&format!("{dir}/vx.toml"), &config);
+            f.write(&format!("{dir}/README.md"), &format!("# {name}\n"));
+            f.write(&format!("{dir}/src/a.txt"), "a\n");
+            f.write(&format!("{dir}/src/b.txt"), "bb\n");
+            f.write(&format!("{dir}/src/sub/c.txt"), "ccc\n");
+            f.write(&format!("{dir}/test/t.txt"), "t\n");
+        }
+        f.commit();
+
+        let workspace = vx_workspace::discover(f.root()).expect("the fuzz workspace loads");
+        let mut tasks = Vec::new();
+        for (name, deps) in PROJECTS {
+            let dir = format!("packages/{name}");
+            let mut add = |task: &str, reads: String, cached, upstream: Vec<String>| {
+                let config = task_config(&workspace, &TaskId::new(name, task)).expect("declared");
+                tasks.push(TaskSpec {
+                    id: format!("{name}#{task}"),
+                    dir: dir.clone(),
+                    reads,
+                    cached,
+                    literal: (name == "p0" && task == "build").then(|| format!("{dir}/local.env")),
+                    upstream,
+                    config: task_config_json(config),
+                });
+            };
+            add("lint", format!("{dir}/"), false, Vec::new());
+            let builds = deps.iter().map(|d| format!("{d}#build")).collect();
+            add("build", format!("{dir}/src/"), true, builds);
+            let own = vec![format!("{name}#build"), format!("{name}#lint")];
+            add("test", format!("{dir}/test/"), true, own);
+            if name == "p4" {
+                add("bundle", "shared/".into(), true, Vec::new());
+            }
+        }
+        Fuzz {
+            f,
+            seed,
+            rng: Rng::new(seed),
+            tasks,
+            saved: HashMap::new(),
+            log: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // The reference
+
+    /// Every task's key, computed from scratch.
+    fn reference(&self) -> BTreeMap<String, Expected> {
+        let listing = self.listing();
+        let platform = format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH);
+        let workspace: Vec<(String, String)> = KEY3
+            .iter()
+            .filter_map(|name| Some((name.to_string(), self.identity(name)?.1)))
+            .collect();
+        let mut expected: BTreeMap<String, Expected> = BTreeMap::new();
+        for task in &self.tasks {
+            let mut inputs: Vec<InputFile> = listing
+                .iter()
+                .filter(|p| p.starts_with(&task.reads))
+                .map(|p| self.input(p))
+                .collect();
+            if let Some(literal) = &task.literal {
+                if !inputs.iter().any(|i| &i.path == literal) {
+                    inputs.push(self.input(literal));
+                }
+            }
+            let manifest = format!("{}/package.json", task.dir);
+            let mut fields = KeyInputs {
+                task: task.id.clone(),
+                platform: platform.clone(),
+                workspace: workspace.clone(),
+                manifest: self.identity(&manifest).map(|(_, blob)| blob),
+                config: task.config.clone(),
+                upstream: task
+                    .upstream
+                    .iter()
+                    .map(|u| (u.clone(), expected[u].key.clone()))
+                    .collect(),
+                inputs,
+                ..KeyInputs::default()
+            };
+            fields.normalise();
+            let key = fields.derive().hex();
+            let inputs = fields.inputs;
+            expected.insert(task.id.clone(), Expected { key, inputs });
+        }
+        expected
+    }
+
+    /// The files git lists as tracked or untracked-not-ignored that exist in the work tree.
+    fn listing(&self) -> Vec<String> {
+        let out = git(
+            self.f.root(),
+            &["ls-files", "-z", "-co", "--exclude-standard"],
+        );
+        let mut paths: Vec<String> = out
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8(p.to_vec()).expect("UTF-8 names"))
+            .filter(|p| self.identity(p).is_some())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+
+    /// (mode, blob id) of a root-relative path in the work tree as git sees it; `None` when no
+    /// file or symlink is there, or when a directory on the way is a symlink (git never looks
+    /// through one).
+    fn identity(&self, rel: &str) -> Option<(&'static str, String)> {
+        let mut dir = self.f.root().to_path_buf();
+        let parents = rel.rsplit_once('/').map_or("", |(parents, _)| parents);
+        for part in parents.split('/').filter(|p| !p.is_empty()) {
+            dir.push(part);
+            if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+                return None;
+            }
+        }
+        let path = self.f.path(rel);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let (mode, bytes) = if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&path).ok()?;
+            ("120000", target.into_os_string().into_encoded_bytes())
+        } else if meta.is_file() {
+            let exec = meta.mode() & 0o100 != 0;
+            let mode = if exec { "100755" } else { "100644" };
+            (mode, std::fs::read(&path).ok()?)
+        } else {
+            return None;
+        };
+        Some((mode, blob_id(ObjectFormat::Sha1, &bytes)))
+    }
+
+    fn input(&self, rel: &str) -> InputFile {
+        match self.identity(rel) {
+            Some((mode, blob)) => InputFile {
+                path: rel.to_string(),
+                mode,
+                blob,
+            },
+            None => InputFile::absent(rel.to_string()),
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Asking vx
+
+    fn vx(&mut self, extra: &[&str]) -> Output {
+        let mut args = RUN.to_vec();
+        args.extend_from_slice(extra);
+        let out = self.f.vx(&args);
+        self.stats.vx_time += out.elapsed;
+        if out.code != 0 {
+            self.fail(&format!(
+                "`vx {args:?}` exited {}:\n{}{}",
+                out.code, out.stdout, out.stderr
+            ));
+        }
+        out
+    }
+
+    fn is_saved(&self, id: &str, key: &str) -> bool {
+        self.saved.get(id).is_some_and(|keys| keys.contains(key))
+    }
+
+    /// One decision check: every task's key and predicted status under `--dry=json`.
+    fn check(&mut self) {
+        self.stats.checks += 1;
+        let expected = self.reference();
+        let dry = self.vx(&["--dry=json"]);
+        let doc: serde_json::Value = serde_json::from_str(&dry.stdout)
+            .unwrap_or_else(|e| self.fail(&format!("not JSON ({e}):\n{}", dry.stdout)));
+        let rows: HashMap<&str, (&str, &str)> = doc["tasks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let text = |field: &str| t[field].as_str().unwrap_or("null");
+                (text("id"), (text("key"), text("cache")))
+            })
+            .collect();
+        let mut problems = Vec::new();
+        for task in &self.tasks {
+            let want = &expected[&task.id];
+            let (key, cache) = rows.get(task.id.as_str()).copied().unwrap_or(("none", ""));
+            if key != want.key {
+                let verdict = if self.is_saved(&task.id, key) {
+                    "WRONG HIT: vx's key has an entry saved for other inputs"
+                } else {
+                    "unstable key: a wrong miss"
+                };
+                problems.push(format!(
+                    "{}: {verdict}\n    vx key        {key}\n    reference key {}\n    \
+                     reference inputs:\n{}",
+                    task.id,
+                    want.key,
+                    describe(&want.inputs)
+                ));
+                continue;
+            }
+            let hit = self.is_saved(&task.id, key);
+            let predicted = match (task.cached, hit) {
+                (false, _) => "no-cache",
+                (true, true) => "hit-local",
+                (true, false) => "miss",
+            };
+            self.stats.decisions += 1;
+            self.stats.hits += u64::from(predicted == "hit-local");
+            self.stats.misses += u64::from(predicted == "miss");
+            if cache != predicted {
+                let verdict = if cache == "hit-local" {
+                    "WRONG HIT"
+                } else {
+                    "wrong status"
+                };
+                problems.push(format!(
+                    "{}: {verdict}: --dry says `{cache}`, the reference `{predicted}` (key {key})",
+                    task.id
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            self.fail(&problems.join("\n"));
+        }
+        self.log.push(format!("check {}: ok", self.stats.checks));
+    }
+
+    /// A real run: its one-liners must agree with the reference, and every cached task is
+    /// saved under its key afterwards.
+    fn real_run(&mut self) {
+        self.stats.runs += 1;
+        let expected = self.reference();
+        let run = self.vx(&["--output-logs", "hash-only"]);
+        // `► 0ms success up-to-date p0#build`, `⇢ 0ms success local p1#build`, `⏺ … miss …`.
+        let outcomes: HashMap<&str, String> = run
+            .stdout
+            .lines()
+            .filter_map(
+                |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                    [.., outcome, kind, id] if id.contains('#') => {
+                        Some((id, format!("{outcome} {kind}")))
+                    }
+                    _ => None,
+                },
+            )
+            .collect();
+        let mut problems: Vec<String> = run
+            .stderr
+            .lines()
+            .filter(|l| !l.contains("no file matches"))
+            .map(|l| format!("unexpected message, as nothing changed during the run: {l}"))
+            .collect();
+        for task in &self.tasks {
+            let key = &expected[&task.id].key;
+            let hit = self.is_saved(&task.id, key);
+            let allowed: &[&str] = match (task.cached, hit) {
+                (false, _) => &["success no-cache"],
+                (true, true) => &["success up-to-date", "success local"],
+                (true, false) => &["success miss"],
+            };
+            let got = outcomes
+                .get(task.id.as_str())
+                .map_or("(no line)", String::as_str);
+            if !allowed.contains(&got) {
+                let verdict = if hit { "wrong outcome" } else { "WRONG HIT" };
+                problems.push(format!(
+                    "{}: {verdict}: the run says `{got}`, the reference expects {allowed:?} (key {key})",
+                    task.id
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            self.fail(&format!("{}\nstdout:\n{}", problems.join("\n"), run.stdout));
+        }
+        for task in self.tasks.iter().filter(|t| t.cached) {
+            let key = expected[&task.id].key.clone();
+            self.saved.entry(task.id.clone()).or_default().insert(key);
+        }
+        self.log.push(format!("run {}: ok", self.stats.runs));
+    }
+
+    fn fail(&self, what: &str) -> ! {
+        let kept = std::env::temp_dir().join(format!("vx-fuzz-{:x}", self.seed));
+        let _ = std::fs::remove_dir_all(&kept);
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(self.f.root())
+            .arg(&kept)
+            .status()
+            .is_ok_and(|s| s.success());
+        let start = self.log.len().saturating_sub(80);
+        panic!(
+            "key fuzzing failed (seed {seed:#x}, after {edits} edits; reproduce with \
+             VX_FUZZ_SEED={seed:#x} VX_FUZZ_EDITS={edits})\n{what}\n\nthe edit log's last \
+             entries:\n{log}\n\nworkspace {kept}",
+            seed = self.seed,
+            edits = self.stats.edits,
+            log = self.log[start..].join("\n"),
+            kept = if copied {
+                format!("kept at {}", kept.display())
+            } else {
+                "not kept".to_string()
+            },
+        )
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Edits
+
+    /// Applies one random edit and logs it. Edits that the file system refuses (a parent that
+    /// is a dangling symlink) are logged as such; the reference reads whatever state remains.
+    fn edit(&mut self) {
+        self.stats.edits += 1;
+        let what = match self.rng.below(100) {
+            0..=13 => self.write(),
+            14..=21 => self.rewrite_keeping_mtime(false),
+            22..=25 => self.rewrite_keeping_mtime(true),
+            26..=28 => self.touch(),
+            29..=30 => self.same_bytes_new_inode(),
+            31..=38 => self.chmod(),
+            39..=44 => self.swap_for_a_symlink(),
+            45..=50 => self.rename(),
+            51..=58 => self.add(false),
+            59..=63 => self.add(true),
+            64..=71 => self.delete(),
+            72..=73 => self.ignore_rules(),
+            74 => self.swap_directory(),
+            75..=78 => Ok(self.git(&["add", "-A"])),
+            79..=82 => {
+                self.git(&["add", "-A"]);
+                Ok(self.git(&["commit", "-q", "--allow-empty", "-m", "fuzz"]))
+            }
+            83..=85 => self.git_on_a_file(),
+            86..=93 => self.git_on_the_index(),
+            94..=97 => {
+                let dir = format!("packages/{}/out", self.project());
+                let _ = std::fs::remove_dir_all(self.f.path(&dir));
+                Ok(format!("delete {dir}/"))
+            }
+            _ => self.npmrc(),
+        };
+        let what = what.unwrap_or_else(|e| format!("an edit failed part-way: {e}"));
+        self.log.push(format!("edit {}: {what}", self.stats.edits));
+    }
+
+    fn project(&mut self) -> &'static str {
+        self.rng.pick(&PROJECTS).0
+    }
+
+    /// A directory edits happen in (root-relative).
+    fn area(&mut self) -> String {
+        if self.rng.below(12) == 0 {
+            return "shared".to_string();
+        }
+        let project = self.project();
+        match self.rng.pick(&["src", "src", "src/sub", "test", ""]) {
+            "" => format!("packages/{project}"),
+            sub => format!("packages/{project}/{sub}"),
+        }
+    }
+
+    /// An existing editable file or symlink, if one turns up in a few areas.
+    fn existing(&mut self) -> Option<String> {
+        for _ in 0..6 {
+            let area = self.area();
+            let mut files: Vec<String> = std::fs::read_dir(self.f.path(&area))
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| !PROTECTED.contains(&name.as_str()) && !name.starts_with(".fuzz"))
+                .map(|name| format!("{area}/{name}"))
+                .collect();
+            files.sort();
+            if !files.is_empty() {
+                return Some(files.swap_remove(self.rng.below(files.len())));
+            }
+        }
+        None
+    }
+
+    fn existing_regular(&mut self) -> Option<String> {
+        (0..4).find_map(|_| {
+            let path = self.existing()?;
+            let meta = std::fs::symlink_metadata(self.f.path(&path)).ok()?;
+            meta.is_file().then_some(path)
+        })
+    }
+
+    fn new_path(&mut self) -> String {
+        let area = self.area();
+        format!("{area}/{}", self.rng.pick(&NAMES))
+    }
+
+    /// Writes `bytes` to `rel`, replacing a symlink rather than writing through it.
+    fn put(&self, rel: &str, bytes: &[u8]) -> io::Result<()> {
+        let path = self.f.path(rel);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            std::fs::remove_file(&path)?;
+        }
+        std::fs::create_dir_all(path.parent().expect("a parent"))?;
+        std::fs::write(&path, bytes)
+    }
+
+    fn write(&mut self) -> io::Result<String> {
+        let path = match self.existing() {
+            Some(path) if self.rng.below(4) != 0 => path,
+            _ => self.new_path(),
+        };
+        let bytes = self.rng.bytes(24);
+        self.put(&path, &bytes)?;
+        Ok(format!("write {path} ({} bytes)", bytes.len()))
+    }
+
+    /// Same size, different bytes, mtime put back: only ctime (and for `new_inode` the inode)
+    /// tells the change.
+    fn rewrite_keeping_mtime(&mut self, new_inode: bool) -> io::Result<String> {
+        let Some(path) = self.existing_regular() else {
+            return self.write();
+        };
+        let abs = self.f.path(&path);
+        let meta = std::fs::metadata(&abs)?;
+        let mut bytes = std::fs::read(&abs)?;
+        if bytes.is_empty() {
+            return self.write();
+        }
+        wait_past_ctime(&meta);
+        let at = self.rng.below(bytes.len());
+        bytes[at] ^= 1 + self.rng.below(255) as u8;
+        if new_inode {
+            let tmp = abs.with_file_name(".fuzz-tmp");
+            std::fs::write(&tmp, &bytes)?;
+            std::fs::set_permissions(&tmp, meta.permissions())?;
+            set_mtime(&tmp, meta.modified()?)?;
+            std::fs::rename(&tmp, &abs)?;
+        } else {
+            std::fs::write(&abs, &bytes)?;
+            set_mtime(&abs, meta.modified()?)?;
+        }
+        let how = if new_inode { "new inode" } else { "in place" };
+        Ok(format!("rewrite {path} keeping size and mtime ({how})"))
+    }
+
+    /// A new mtime, the same bytes: no key moves.
+    fn touch(&mut self) -> io::Result<String> {
+        let Some(path) = self.existing_regular() else {
+            return self.write();
+        };
+        let back = Duration::from_secs(self.rng.below(100_000) as u64);
+        set_mtime(&self.f.path(&path), SystemTime::now() - back)?;
+        Ok(format!("touch {path} (mtime -{}s)", back.as_secs()))
+    }
+
+    /// The same bytes and mode through a new inode: no key moves.
+    fn same_bytes_new_inode(&mut self) -> io::Result<String> {
+        let Some(path) = self.existing_regular() else {
+            return self.write();
+        };
+        let abs = self.f.path(&path);
+        let tmp = abs.with_file_name(".fuzz-tmp");
+        std::fs::copy(&abs, &tmp)?;
+        std::fs::rename(&tmp, &abs)?;
+        Ok(format!("rewrite {path} with the same bytes (new inode)"))
+    }
+
+    /// Owner `x` moves the key; group or other `x` alone does not.
+    fn chmod(&mut self) -> io::Result<String> {
+        let Some(path) = self.existing_regular() else {
+            return self.write();
+        };
+        let mode = self.rng.pick(&[0o644, 0o755, 0o744, 0o654, 0o645, 0o600]);
+        std::fs::set_permissions(self.f.path(&path), std::fs::Permissions::from_mode(mode))?;
+        Ok(format!("chmod {mode:o} {path}"))
+    }
+
+    fn swap_for_a_symlink(&mut self) -> io::Result<String> {
+        let Some(path) = self.existing() else {
+            return self.write();
+        };
+        let target = match self.rng.below(4) {
+            0 => format!("sub/{}", self.rng.pick(&NAMES)),
+            1 => "../README.md".to_string(),
+            _ => self.rng.pick(&NAMES).to_string(),
+        };
+        let abs = self.f.path(&path);
+        std::fs::remove_file(&abs)?;
+        symlink(&target, &abs)?;
+        Ok(format!("replace {path} with a symlink to {target}"))
+    }
+
+    fn rename(&mut self) -> io::Result<String> {
+        let Some(from) = self.existing() else {
+            return self.write();
+        };
+        let to = match from.split_once("/src") {
+            Some((dir, _)) => {
+                let sub = self.rng.pick(&["src", "src/sub"]);
+                format!("{dir}/{sub}/{}", self.rng.pick(&NAMES))
+            }
+            None => self.new_path(),
+        };
+        let dest = self.f.path(&to);
+        std::fs::create_dir_all(dest.parent().expect("a parent"))?;
+        std::fs::rename(self.f.path(&from), &dest)?;
+        Ok(format!("rename {from} to {to}"))
+    }
+
+    /// An untracked file, or one git ignores: the latter moves no key but `p0#build`'s, through
+    /// the literal `local.env` (which this also deletes at times).
+    fn add(&mut self, ignored: bool) -> io::Result<String> {
+        let local = self.f.path("packages/p0/local.env");
+        let path = match (ignored, self.rng.below(4)) {
+            (false, _) => self.new_path(),
+            (true, 0) => format!("packages/{}/out/stray.txt", self.project()),
+            (true, 1) if local.exists() && self.rng.below(2) == 0 => {
+                std::fs::remove_file(&local)?;
+                return Ok("delete packages/p0/local.env".to_string());
+            }
+            (true, 1) => "packages/p0/local.env".to_string(),
+            (true, _) => format!("{}/junk.log", self.area()),
+        };
+        let bytes = self.rng.bytes(16);
+        self.put(&path, &bytes)?;
+        let what = if ignored { "ignored " } else { "" };
+        Ok(format!("add {what}{path} ({} bytes)", bytes.len()))
+    }
+
+    fn delete(&mut self) -> io::Result<String> {
+        let Some(path) = self.existing() else {
+            return self.write();
+        };
+        std::fs::remove_file(self.f.path(&path))?;
+        Ok(format!("delete {path}"))
+    }
+
+    fn ignore_rules(&mut self) -> io::Result<String> {
+        let project = self.project();
+        let path = match self.rng.below(5) {
+            0 => ".git/info/exclude".to_string(),
+            1 | 2 => format!("packages/{project}/.gitignore"),
+            _ => format!("packages/{project}/src/.gitignore"),
+        };
+        if self.rng.below(4) == 0 {
+            let _ = std::fs::remove_file(self.f.path(&path));
+            return Ok(format!("delete {path}"));
+        }
+        let rules = self.rng.pick(&[
+            "",
+            "*.tmp\n",
+            "b.txt\n",
+            "!*.log\n",
+            "sub/\n",
+            "*.sh\n!d.sh\n",
+            "/a.txt\n",
+            "i\n",
+        ]);
+        self.put(&path, rules.as_bytes())?;
+        Ok(format!("write {path}: {rules:?}"))
+    }
+
+    /// `src/sub` becomes a symlink to a directory (`.` and `..` make loops for a walker that
+    /// would follow it), or a directory again. Half the time its files leave the index first;
+    /// otherwise they stay tracked and are deleted from the work tree as git sees it (see
+    /// `a_tracked_path_below_a_symlinked_directory_is_deleted`).
+    fn swap_directory(&mut self) -> io::Result<String> {
+        let path = format!("packages/{}/src/sub", self.project());
+        let abs = self.f.path(&path);
+        if std::fs::symlink_metadata(&abs).is_ok_and(|m| m.file_type().is_symlink()) {
+            std::fs::remove_file(&abs)?;
+            self.put(&format!("{path}/c.txt"), b"ccc\n")?;
+            return Ok(format!("replace {path} with a directory holding c.txt"));
+        }
+        let untrack = self.rng.below(2) == 0;
+        if untrack {
+            // `--force-remove`, as `git rm` leaves skip-worktree entries alone.
+            let tracked = git(self.f.root(), &["ls-files", "-z", "--", &path]);
+            let mut args = vec!["update-index", "--force-remove", "--"];
+            args.extend(
+                tracked
+                    .split(|b| *b == 0)
+                    .filter_map(|p| std::str::from_utf8(p).ok()),
+            );
+            args.retain(|a| !a.is_empty());
+            self.git(&args);
+        }
+        let _ = std::fs::remove_dir_all(&abs);
+        let _ = std::fs::remove_file(&abs);
+        let target = self.rng.pick(&["../test", ".", "..", "nowhere"]);
+        std::fs::create_dir_all(abs.parent().expect("a parent"))?;
+        symlink(target, &abs)?;
+        let how = if untrack {
+            "untrack {path}, then make"
+        } else {
+            "make"
+        };
+        Ok(format!(
+            "{} it a symlink to {target}",
+            how.replace("{path}", &path)
+        ))
+    }
+
+    /// `git add` or `git rm --cached` of one path.
+    fn git_on_a_file(&mut self) -> io::Result<String> {
+        let path = if self.rng.below(2) == 0 {
+            self.existing()
+        } else {
+            self.tracked()
+        };
+        let Some(path) = path else {
+            return Ok(self.git(&["add", "-A"]));
+        };
+        if self.rng.below(3) == 0 {
+            Ok(self.git(&["rm", "-q", "-f", "--cached", "--", &path]))
+        } else {
+            Ok(self.git(&["add", "--", &path]))
+        }
+    }
+
+    /// The index changes, the work tree does not: no key moves.
+    fn git_on_the_index(&mut self) -> io::Result<String> {
+        let Some(path) = self.tracked() else {
+            return Ok(self.git(&["add", "-A"]));
+        };
+        let flag = self.rng.pick(&[
+            "--chmod=+x",
+            "--chmod=-x",
+            "--skip-worktree",
+            "--no-skip-worktree",
+            "--assume-unchanged",
+            "--no-assume-unchanged",
+        ]);
+        Ok(self.git(&["update-index", flag, "--", &path]))
+    }
+
+    /// A tracked, editable path.
+    fn tracked(&mut self) -> Option<String> {
+        self.stats.git += 1;
+        let out = git(self.f.root(), &["ls-files", "-z"]);
+        let mut paths: Vec<String> = out
+            .split(|b| *b == 0)
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .filter(|p| !p.is_empty() && !PROTECTED.iter().any(|name| p.ends_with(name)))
+            .collect();
+        (!paths.is_empty()).then(|| paths.swap_remove(self.rng.below(paths.len())))
+    }
+
+    /// Runs git; a refusal (`git add` of an ignored path) is logged, not fatal.
+    fn git(&mut self, args: &[&str]) -> String {
+        self.stats.git += 1;
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(self.f.root())
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run git")
+            .success();
+        let refused = if ok { "" } else { " (git refused)" };
+        format!("git {}{refused}", args.join(" "))
+    }
+
+    /// A KEY-3 file at the root: every key moves.
+    fn npmrc(&mut self) -> io::Result<String> {
+        if self.rng.below(2) == 0 {
+            let _ = std::fs::remove_file(self.f.path(".npmrc"));
+            return Ok("delete .npmrc".to_string());
+        }
+        let bytes = self.rng.bytes(8);
+        self.put(".npmrc", &bytes)?;
+        Ok(format!("write .npmrc ({} bytes)", bytes.len()))
+    }
+}
+
+/// The stdout of a git command that must succeed.
+fn git(root: &Path, args: &[&str]) -> Vec<u8> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?} failed");
+    out.stdout
+}
+
+/// The reference inputs, one per line, for a failure message.
+fn describe(inputs: &[InputFile]) -> String {
+    let lines: Vec<String> = inputs
+        .iter()
+        .map(|i| format!("      {} {:.12} {}", i.mode, i.blob, i.path))
+        .collect();
+    lines.join("\n")
+}
+
+fn set_mtime(path: &Path, mtime: SystemTime) -> io::Result<()> {
+    std::fs::File::options()
+        .write(true)
+        .open(path)?
+        .set_modified(mtime)
+}
+
+/// Sleeps until the file's last change is 20 ms old, so a rewrite gets a later ctime tick.
+fn wait_past_ctime(meta: &std::fs::Metadata) {
+    let ctime = std::time::UNIX_EPOCH
+        + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().max(0) as u32);
+    let ready = ctime + Duration::from_millis(20);
+    if let Ok(wait) = ready.duration_since(SystemTime::now()) {
+        std::thread::sleep(wait);
+    }
+}
