@@ -136,6 +136,13 @@ impl Scheduler {
         if self.halted {
             return None;
         }
+        // A node finished ahead of its turn (SCHED-3) may still sit in the heap.
+        while let Some(&(_, _, Reverse(i))) = self.ready.peek() {
+            if self.state[i] == NodeState::Ready {
+                break;
+            }
+            self.ready.pop();
+        }
         let &(_, _, Reverse(i)) = self.ready.peek()?;
         if !self.policy.admits(i, &self.running) {
             return None;
@@ -174,6 +181,19 @@ impl Scheduler {
         skipped
     }
 
+    /// SCHED-3: a node served by the restore lane before its dependencies finished. It
+    /// succeeds now and releases its dependants; it is never dispatched, and it keeps its
+    /// outcome whatever its dependencies do later. Only a node that has not started may
+    /// finish ahead.
+    pub fn finish_ahead(&mut self, i: usize) {
+        debug_assert!(matches!(
+            self.state[i],
+            NodeState::Waiting | NodeState::Ready
+        ));
+        self.state[i] = NodeState::Succeeded;
+        self.release(i);
+    }
+
     /// Stops all dispatch (`--continue=never` after a failure, or a signal to vx).
     pub fn halt(&mut self) {
         self.halted = true;
@@ -189,10 +209,10 @@ impl Scheduler {
             if tainted {
                 self.tainted[d] = true;
             }
-            if matches!(self.state[d], NodeState::Skipped(_)) {
+            self.pending[d] -= 1;
+            if matches!(self.state[d], NodeState::Skipped(_) | NodeState::Succeeded) {
                 continue;
             }
-            self.pending[d] -= 1;
             if self.pending[d] == 0 {
                 self.make_ready(d);
             }
@@ -374,6 +394,35 @@ mod tests {
         assert_eq!(skipped, vec![1, 2]);
         assert_eq!(s.state(2), NodeState::Skipped(Some(0)));
         assert_eq!(name(&g, s.next_ready().unwrap()), "d");
+    }
+
+    #[test]
+    fn a_node_finished_ahead_is_never_dispatched_and_keeps_its_outcome() {
+        // a <- b <- c: b is restored ahead while a runs; a then fails.
+        let g = graph(&[("a", &[]), ("b", &["a"]), ("c", &["b"]), ("d", &["a"])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.finish_ahead(1);
+        assert_eq!(s.state(1), NodeState::Succeeded);
+        let a = s.next_ready().unwrap();
+        assert_eq!(name(&g, a), "a");
+        assert_eq!(
+            name(&g, s.next_ready().unwrap()),
+            "c",
+            "b's dependant is released"
+        );
+        let skipped = s.finish(a, Finish::Failed);
+        assert_eq!(skipped, vec![3], "d is skipped; b keeps its outcome");
+        assert_eq!(s.state(1), NodeState::Succeeded);
+        assert_eq!(s.next_ready(), None, "b is never dispatched");
+    }
+
+    #[test]
+    fn a_ready_node_finished_ahead_leaves_the_ready_queue() {
+        let g = graph(&[("a", &[]), ("b", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.finish_ahead(0);
+        assert_eq!(s.next_ready(), Some(1));
+        assert_eq!(s.next_ready(), None);
     }
 
     #[test]

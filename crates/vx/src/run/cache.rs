@@ -100,6 +100,8 @@ pub struct RunCache<'p> {
     /// `stamps` indexed by path, for the cleaning exemption; built on first need and kept up to
     /// date as stamps are recorded.
     stamps_by_path: Option<HashMap<String, Vec<OutputStamp>>>,
+    /// Tasks the restore lane looked up and found no usable entry for: not looked up again.
+    known_misses: HashSet<TaskId>,
 }
 
 impl<'p> RunCache<'p> {
@@ -145,6 +147,7 @@ impl<'p> RunCache<'p> {
             saves: HashMap::new(),
             globs: GlobCache::default(),
             stamps_by_path: None,
+            known_misses: HashSet::new(),
         }
     }
 
@@ -160,6 +163,54 @@ impl<'p> RunCache<'p> {
             .collect();
         walls.extend(self.cache_wall.clone());
         Some(Outputs::new(&project.dir, cache, walls, &mut self.globs))
+    }
+
+    /// SCHED-3, the restore lane: serves a task with a stable key from the local store before
+    /// its dependencies have finished, when an entry exists. `None` leaves the task to the
+    /// normal schedule (no entry, damage, or a clean that must be refused when it runs).
+    pub fn hit_ahead(&mut self, id: &TaskId, needs_log: bool) -> Option<Decision> {
+        let config = task_config(self.workspace, id).expect("declared");
+        config.cache.as_ref()?;
+        let active = !self.off && self.store.as_ref().is_some_and(|s| s.disabled().is_none());
+        if !active || !self.policy.local_read {
+            return None;
+        }
+        let derived = match self.keys.key(id)? {
+            Ok(derived) => derived.clone(),
+            Err(_) => return None,
+        };
+        self.flush_key_notices();
+        let outputs = self.outputs_of(id, config)?;
+        let key = derived.key.hex();
+        let accept = |name: &str| outputs.accepts(name);
+        let store = self.store.as_mut().expect("active");
+        match store.lookup(&key, &accept) {
+            Ok(Lookup::Hit(entry)) => match self.serve_hit(id, &outputs, &key, &entry, needs_log) {
+                Ok(Some(decision)) => Some(decision),
+                Ok(None) => {
+                    self.known_misses.insert(id.clone());
+                    None
+                }
+                Err(_) => None,
+            },
+            Ok(Lookup::Damaged(damage)) => {
+                render::notice(&format!(
+                    "{id}: discarded damaged cache entry {} ({}); running the task",
+                    derived.key.short(),
+                    damage.reason
+                ));
+                self.known_misses.insert(id.clone());
+                None
+            }
+            Ok(Lookup::Miss) => {
+                self.known_misses.insert(id.clone());
+                None
+            }
+            Err(error) => {
+                self.turn_off(&error.to_string());
+                None
+            }
+        }
     }
 
     /// `--dry` (UI-12): the task's key and whether the local store has an entry for it,
@@ -221,7 +272,7 @@ impl<'p> RunCache<'p> {
         let writes = active && self.policy.local_write;
         let key = derived.key.hex();
         let short = derived.key.short();
-        if reads {
+        if reads && !self.known_misses.contains(id) {
             let accept = |name: &str| outputs.accepts(name);
             let store = self.store.as_mut().expect("active");
             match store.lookup(&key, &accept) {

@@ -177,6 +177,7 @@ impl<'p> Run<'p> {
     /// Runs the graph to the end, prints the footer, keeps requested servers alive, and
     /// returns the exit code.
     pub fn execute(mut self) -> i32 {
+        self.restore_ahead();
         loop {
             if self.stopping.is_none() {
                 self.dispatch();
@@ -191,6 +192,57 @@ impl<'p> Run<'p> {
             }
         }
         self.end_of_graph()
+    }
+
+    /// SCHED-3: confirmed hits of tasks with stable keys are served at once, without waiting
+    /// for their dependencies (restores run on the loop thread, ahead of any execution). Then
+    /// EXEC-13: an unrequested persistent task whose dependants were all served this way is
+    /// not started.
+    fn restore_ahead(&mut self) {
+        let unstable = super::keys::unstable_nodes(self.plan);
+        for (i, &unstable) in unstable.iter().enumerate() {
+            let config = task(self.plan, i);
+            if kind_of(config) != Kind::OneShot || config.cache.is_none() || unstable {
+                continue;
+            }
+            if !matches!(
+                self.scheduler.state(i),
+                NodeState::Waiting | NodeState::Ready
+            ) {
+                continue;
+            }
+            let id = self.plan.graph.nodes[i].id.clone();
+            let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
+            if let Some(Decision::Hit {
+                kind,
+                records,
+                short_key,
+                stored,
+            }) = self.cache.hit_ahead(&id, needs_log)
+            {
+                self.report_hit(i, kind, records, short_key, stored);
+                self.scheduler.finish_ahead(i);
+            }
+        }
+        for i in 0..self.plan.graph.nodes.len() {
+            let node = &self.plan.graph.nodes[i];
+            let served = |d: &usize| {
+                self.reports
+                    .get(d)
+                    .is_some_and(|r| r.cache.is_some_and(CacheKind::is_hit))
+            };
+            if kind_of(task(self.plan, i)) == Kind::Persistent
+                && !self.is_shown(i)
+                && !node.dependants.is_empty()
+                && node.dependants.iter().all(served)
+                && matches!(
+                    self.scheduler.state(i),
+                    NodeState::Waiting | NodeState::Ready
+                )
+            {
+                self.scheduler.finish_ahead(i);
+            }
+        }
     }
 
     fn dispatch(&mut self) {
@@ -611,6 +663,19 @@ impl<'p> Run<'p> {
         short_key: String,
         stored: Duration,
     ) {
+        self.report_hit(i, kind, records, short_key, stored);
+        let skipped = self.scheduler.finish(i, Finish::Success);
+        self.report_skipped(&skipped);
+    }
+
+    fn report_hit(
+        &mut self,
+        i: usize,
+        kind: CacheKind,
+        records: Vec<LogRecord>,
+        short_key: String,
+        stored: Duration,
+    ) {
         let started = Instant::now();
         let mut strippers = (!self.reporter.style.colour)
             .then(|| [Stripper::new(), Stripper::new(), Stripper::new()]);
@@ -632,8 +697,6 @@ impl<'p> Run<'p> {
         report.duration = started.elapsed();
         self.reporter.finished(i, &report, self.is_shown(i));
         self.reports.insert(i, report);
-        let skipped = self.scheduler.finish(i, Finish::Success);
-        self.report_skipped(&skipped);
     }
 
     /// A task that fails before it runs: its key could not be derived, or its outputs could

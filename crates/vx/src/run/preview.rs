@@ -68,6 +68,8 @@ pub enum DryCache {
     HitLocal,
     Miss,
     NoCache,
+    /// An unrequested persistent task whose dependants all hit (EXEC-13).
+    NotStarted,
 }
 
 impl DryCache {
@@ -76,6 +78,7 @@ impl DryCache {
             DryCache::HitLocal => "hit-local",
             DryCache::Miss => "miss",
             DryCache::NoCache => "no-cache",
+            DryCache::NotStarted => "not-started",
         }
     }
 
@@ -84,6 +87,7 @@ impl DryCache {
             DryCache::HitLocal => "◉",
             DryCache::Miss => "▶",
             DryCache::NoCache => "·",
+            DryCache::NotStarted => "−",
         }
     }
 }

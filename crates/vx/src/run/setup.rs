@@ -16,7 +16,7 @@ use vx_workspace::tree::{Tree, TreeOptions};
 use super::cache::{cache_dir, memo_row, refuses_cache_dir, workspace_identity, RunCache};
 use super::keys::{unstable_nodes, Keys, Prober, StampCache};
 use super::plan::Plan;
-use super::preview::DryRow;
+use super::preview::{DryCache, DryRow};
 use crate::error::Failure;
 use crate::options::RunOptions;
 use crate::render;
@@ -188,6 +188,28 @@ pub fn dry_rows(
             prediction: unstable[i],
             cache: status,
         });
+    }
+    // EXEC-13: an unrequested persistent task whose dependants all hit would not start.
+    let hit = |i: usize| {
+        rows.iter()
+            .any(|r| r.node == i && r.cache == DryCache::HitLocal)
+    };
+    let not_started: Vec<usize> = rows
+        .iter()
+        .filter(|r| {
+            let node = &plan.graph.nodes[r.node];
+            vx_core::graph::task_config(&plan.workspace, &node.id)
+                .is_some_and(vx_core::config::TaskConfig::is_persistent)
+                && !plan.shown_as_requested.contains(&r.node)
+                && !node.dependants.is_empty()
+                && node.dependants.iter().all(|&d| hit(d))
+        })
+        .map(|r| r.node)
+        .collect();
+    for row in &mut rows {
+        if not_started.contains(&row.node) {
+            row.cache = DryCache::NotStarted;
+        }
     }
     cache.report_counters();
     Ok(rows)

@@ -423,3 +423,101 @@ fn cache_dir_flag_and_variable_move_the_store() {
         "error: cache directory `packages` would contain workspace sources",
     );
 }
+
+#[test]
+fn the_restore_lane_serves_hits_before_their_dependencies_finish() {
+    let f = wc();
+    // lib#build is uncached and slow; app#build is cached with a stable key (its upstream is
+    // in another project), so its entry is restored without waiting for lib#build.
+    f.write(
+        "packages/lib/vx.toml",
+        concat!(
+            "[tasks.build]\n",
+            "command = \"sleep 1; test -z \\\"$FAIL\\\" || exit 4; mkdir -p dist && cat src/*.txt > dist/out.txt && echo built lib\"\n",
+            "env = { pass-through = [\"FAIL\"] }\n",
+        ),
+    );
+    f.commit();
+    let env = [("CI", "true")];
+    let first = f.vx_in("", &["run", "app#build"], &env);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    let second = f.vx_in("", &["run", "app#build"], &env);
+    assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
+    let app = second
+        .stdout
+        .find("┌─ app#build")
+        .expect("app#build's frame");
+    let lib = second
+        .stdout
+        .find("┌─ lib#build")
+        .expect("lib#build's frame");
+    assert!(
+        app < lib,
+        "the hit is reported before its dependency ends:\n{}",
+        second.stdout
+    );
+    assert_contains(&second.stdout, "up-to-date · ");
+
+    // A dependency failing after the restore (same key: FAIL is forwarded, not keyed) does not
+    // take the hit back.
+    let third = f.vx_in("", &["run", "app#build"], &[("CI", "true"), ("FAIL", "1")]);
+    assert_eq!(third.code, 1, "{}{}", third.stdout, third.stderr);
+    assert_contains(&third.stdout, "┌─ app#build  up-to-date · ");
+    assert_contains(&third.stdout, "lib#build  failed (exit 4)");
+}
+
+#[test]
+fn an_unrequested_server_whose_dependants_all_hit_is_not_started() {
+    let f = wc();
+    f.write(
+        "packages/app/vx.toml",
+        concat!(
+            "[tasks.serve]\ncommand = \"touch ../../server-started; sleep 30\"\npersistent = true\n\n",
+            "[tasks.e2e]\ncommand = \"echo e2e\"\ndepends-on = [\"serve\"]\n",
+            "cache = { inputs = [\"src/**\"], outputs = [] }\n",
+        ),
+    );
+    f.write(".gitignore", "dist/\n.vx/\nserver-started\n");
+    f.commit();
+    let first = f.vx(&["run", "app#e2e"]);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    assert!(
+        f.path("server-started").exists(),
+        "the first run needs the server"
+    );
+    std::fs::remove_file(f.path("server-started")).unwrap();
+    let second = f.vx(&["run", "app#e2e"]);
+    assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
+    assert_contains(&second.stdout, "up-to-date");
+    assert!(
+        !f.path("server-started").exists(),
+        "the server was started for nothing"
+    );
+}
+
+#[test]
+fn dry_marks_a_server_that_would_not_start() {
+    let f = wc();
+    f.write(
+        "packages/app/vx.toml",
+        concat!(
+            "[tasks.serve]\ncommand = \"sleep 30\"\npersistent = true\n\n",
+            "[tasks.e2e]\ncommand = \"echo e2e\"\ndepends-on = [\"serve\"]\n",
+            "cache = { inputs = [\"src/**\"], outputs = [] }\n",
+        ),
+    );
+    f.commit();
+    let cold = f.vx(&["run", "app#e2e", "--dry"]);
+    assert_contains(&cold.stdout, "· app#serve");
+    assert_eq!(f.vx(&["run", "app#e2e"]).code, 0);
+    let warm = f.vx(&["run", "app#e2e", "--dry=json"]);
+    let doc: serde_json::Value = serde_json::from_str(&warm.stdout).unwrap();
+    let serve = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "app#serve")
+        .unwrap()
+        .clone();
+    assert_eq!(serve["cache"], "not-started");
+}
