@@ -204,6 +204,8 @@ impl<'p> RunCache<'p> {
             }
             Ok(Lookup::Miss) => {
                 self.known_misses.insert(id.clone());
+                // Keyed again when ready: the late key is the one a result is saved under.
+                self.keys.forget(id);
                 None
             }
             Err(error) => {

@@ -163,6 +163,13 @@ impl<'p> Keys<'p> {
         Some(self.derived[id].as_ref().map_err(Clone::clone))
     }
 
+    /// Forgets the key derived for `id`, so the next request derives it again from the tree
+    /// as it is then (the restore lane keys a task up front; when it finds no entry, the task
+    /// is keyed again when it is ready, KEY-14).
+    pub fn forget(&mut self, id: &TaskId) {
+        self.derived.remove(id);
+    }
+
     /// The key already derived for `id`, if any.
     pub fn known(&self, id: &TaskId) -> Option<&Derived> {
         self.derived.get(id).and_then(|d| d.as_ref().ok())

@@ -495,3 +495,40 @@ fn up_to_date_detects_an_output_rewritten_with_a_forged_mtime() {
     assert_contains(&out.stdout, "1 local");
     assert_eq!(f.read("packages/lib/dist/out.txt"), "a\n");
 }
+
+#[test]
+fn a_file_written_outside_declared_outputs_never_gives_a_wrong_hit() {
+    let f = wc();
+    // lib#gen declares gen/** but also writes src/extra.txt, which lib#build reads.
+    f.write(
+        "packages/lib/vx.toml",
+        concat!(
+            "[tasks.gen]\ncommand = \"mkdir -p gen && echo g > gen/g.txt && echo extra > src/extra.txt\"\n",
+            "cache = { inputs = [], outputs = [\"gen/**\"] }\n\n",
+            "[tasks.build]\ncommand = \"mkdir -p dist && cat src/*.txt > dist/out.txt\"\n",
+            "depends-on = [\"gen\"]\n",
+            "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+        ),
+    );
+    f.write(".gitignore", "dist/\n.vx/\ngen/\n");
+    f.commit();
+    let first = f.vx(&["run", "lib#build"]);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    assert_eq!(f.read("packages/lib/dist/out.txt"), "a\nextra\n");
+    // Without the stray file, gen is a hit that does not bring it back: build must not be
+    // served the output that included it.
+    std::fs::remove_file(f.path("packages/lib/src/extra.txt")).unwrap();
+    std::fs::remove_dir_all(f.path("packages/lib/gen")).unwrap();
+    let second = f.vx(&["run", "lib#build"]);
+    assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
+    assert!(
+        !f.path("packages/lib/src/extra.txt").exists(),
+        "gen was a hit"
+    );
+    assert_contains(&second.stdout, "cache      1 miss · 1 local\n");
+    assert_eq!(
+        f.read("packages/lib/dist/out.txt"),
+        "a\n",
+        "build's output matches what a fresh run gives"
+    );
+}
