@@ -547,10 +547,9 @@ impl<'p> RunCache<'p> {
     /// After a task that executed: refresh the listing for what it could have written
     /// (KEY-15), then, for a successful cached task that writes, apply the save guard and
     /// save (STORE-7). Returns whether the result was saved.
-    pub fn after(&mut self, done: Done<'_>) -> bool {
+    pub fn after(&mut self, done: Done<'_>) -> After {
         let id = done.id;
         let result = self.after_inner(&done);
-        let saved = result.is_ok();
         // Withheld (KEY-16): a result that is not trustworthy, so nothing folding its key may be
         // saved either. A task that merely does not write (uncached, read-only policy, a failed
         // save) is not withheld: its outputs are what its key says.
@@ -560,11 +559,43 @@ impl<'p> RunCache<'p> {
         ) {
             self.withheld.insert(id.clone());
         }
-        self.saves.insert(id.clone(), result);
-        saved
+        match result {
+            Ok(job) => After::Pack(Box::new(job)),
+            Err(reason) => {
+                self.saves.insert(id.clone(), Err(reason));
+                After::Done
+            }
+        }
     }
 
-    fn after_inner(&mut self, done: &Done<'_>) -> Result<(), &'static str> {
+    /// The end of a save whose packing ran on the save lane: publish the artifact in the index
+    /// and record the output stamps (STORE-7 steps 3 and 4).
+    pub fn complete_save(
+        &mut self,
+        job: Box<SaveJob>,
+        packed: Result<artifact::Packed, artifact::PackError>,
+    ) {
+        let id = job.id.clone();
+        let result = self.publish(*job, packed);
+        let reason = match result {
+            Ok(()) => Ok(()),
+            Err(SaveError::TooLarge(reason)) => {
+                render::warning(&format!("{id}: not cached: {reason}"));
+                Err("too-large")
+            }
+            Err(SaveError::Refused(reason)) => {
+                render::notice(&format!("{id}: not cached: {reason}"));
+                Err("save-failed")
+            }
+            Err(SaveError::Failed(reason)) => {
+                render::notice(&format!("{id}: could not save to the cache: {reason}"));
+                Err("save-failed")
+            }
+        };
+        self.saves.insert(id, reason);
+    }
+
+    fn after_inner(&mut self, done: &Done<'_>) -> Result<SaveJob, &'static str> {
         let id = done.id;
         let config = task_config(self.workspace, id).expect("declared");
         let outputs = self.outputs_of(id, config);
@@ -616,21 +647,13 @@ impl<'p> RunCache<'p> {
             }
             return Err("inputs-changed");
         }
-        match self.save(id, config, &outputs, &derived, done) {
-            Ok(()) => Ok(()),
-            Err(SaveError::TooLarge(reason)) => {
-                render::warning(&format!("{id}: not cached: {reason}"));
-                Err("too-large")
-            }
-            Err(SaveError::Refused(reason)) => {
-                render::notice(&format!("{id}: not cached: {reason}"));
-                Err("save-failed")
-            }
-            Err(SaveError::Failed(reason)) => {
-                render::notice(&format!("{id}: could not save to the cache: {reason}"));
-                Err("save-failed")
-            }
-        }
+        self.prepare_save(id, &outputs, &derived, done)
+            .map_err(|error| {
+                if let SaveError::Failed(reason) = error {
+                    render::notice(&format!("{id}: could not save to the cache: {reason}"));
+                }
+                "save-failed"
+            })
     }
 
     /// KEY-16: the first folded path that moved while the task ran, if any.
@@ -686,14 +709,14 @@ impl<'p> RunCache<'p> {
             })
     }
 
-    fn save(
+    /// STORE-7 step 1: what to pack. Packing itself runs on the save lane ([`SaveJob::pack`]).
+    fn prepare_save(
         &mut self,
         id: &TaskId,
-        config: &TaskConfig,
         outputs: &Outputs,
         derived: &Derived,
         done: &Done<'_>,
-    ) -> Result<(), SaveError> {
+    ) -> Result<SaveJob, SaveError> {
         let root = self.workspace.root.clone();
         let found = outputs
             .find(&root)
@@ -738,42 +761,73 @@ impl<'p> RunCache<'p> {
         };
         let store = self
             .store
+            .as_ref()
+            .ok_or_else(|| SaveError::Failed("the cache is off".into()))?;
+        Ok(SaveJob {
+            id: id.clone(),
+            key,
+            tmp: store.dir().join("tmp"),
+            log: done.log.to_vec(),
+            meta,
+            files,
+            found: found.into_iter().map(|f| f.path).collect(),
+            outputs_dir: outputs.dir.clone(),
+        })
+    }
+
+    /// STORE-7 steps 3 and 4, once the save lane packed the artifact.
+    fn publish(
+        &mut self,
+        job: SaveJob,
+        packed: Result<artifact::Packed, artifact::PackError>,
+    ) -> Result<(), SaveError> {
+        let shown = |name: &str| match name.strip_prefix("outputs/") {
+            Some(rel) => super::keys::join(&job.outputs_dir, rel),
+            None => name
+                .strip_prefix("workspace-outputs/")
+                .unwrap_or(name)
+                .to_string(),
+        };
+        let packed = packed.map_err(|e| match e {
+            artifact::PackError::SymlinkLeaves { name } => SaveError::Refused(format!(
+                "output `{}` is a symlink leaving the project",
+                shown(&name)
+            )),
+            artifact::PackError::DanglingSymlink { name } => {
+                SaveError::Refused(format!("output `{}` is a dangling symlink", shown(&name)))
+            }
+            artifact::PackError::SymlinkToDirectory { name } => SaveError::Refused(format!(
+                "output `{}` is a symlink to a directory",
+                shown(&name)
+            )),
+            artifact::PackError::TooLarge { size } => SaveError::TooLarge(format!(
+                "its outputs are {} (the cap is 2.0 GiB)",
+                vx_core::units::format_size(size)
+            )),
+            other => SaveError::Failed(other.to_string()),
+        })?;
+        let store = self
+            .store
             .as_mut()
             .ok_or_else(|| SaveError::Failed("the cache is off".into()))?;
-        let tmp = store.dir().join("tmp");
-        let packed = artifact::pack(&tmp, done.log, meta, &files, artifact::SIZE_CAP).map_err(
-            |e| match e {
-                artifact::PackError::SymlinkLeaves { name } => SaveError::Refused(format!(
-                    "output `{}` is a symlink leaving the project",
-                    shown(outputs, &name)
-                )),
-                artifact::PackError::DanglingSymlink { name } => SaveError::Refused(format!(
-                    "output `{}` is a dangling symlink",
-                    shown(outputs, &name)
-                )),
-                artifact::PackError::SymlinkToDirectory { name } => SaveError::Refused(format!(
-                    "output `{}` is a symlink to a directory",
-                    shown(outputs, &name)
-                )),
-                artifact::PackError::TooLarge { size } => SaveError::TooLarge(format!(
-                    "its outputs are {} (the cap is 2.0 GiB)",
-                    vx_core::units::format_size(size)
-                )),
-                other => SaveError::Failed(other.to_string()),
-            },
-        )?;
-        let _ = config;
+        if self.off {
+            let _ = std::fs::remove_file(&packed.path);
+            return Err(SaveError::Failed(
+                "caching was turned off during the run".into(),
+            ));
+        }
         store
-            .save(packed, &id.project, &id.task)
+            .save(packed, &job.id.project, &job.id.task)
             .map_err(|e| SaveError::Failed(e.to_string()))?;
+        let root = self.workspace.root.clone();
         let mut rows = Vec::new();
-        for f in &found {
-            if let Ok(meta) = std::fs::symlink_metadata(root.join(&f.path)) {
-                rows.push(stamp(&f.path, &meta));
+        for path in &job.found {
+            if let Ok(meta) = std::fs::symlink_metadata(root.join(path)) {
+                rows.push(stamp(path, &meta));
             }
         }
-        let _ = store.set_output_stamps(&self.workspace_id, &key, &with_marker(&rows));
-        self.record_stamps(&key, rows);
+        let _ = store.set_output_stamps(&self.workspace_id, &job.key, &with_marker(&rows));
+        self.record_stamps(&job.key, rows);
         Ok(())
     }
 
@@ -890,6 +944,40 @@ impl<'p> RunCache<'p> {
     }
 }
 
+/// What `after` decided for a finished task.
+pub enum After {
+    /// Nothing to save (or it was refused); the task is done.
+    Done,
+    /// Pack this on the save lane, then [`RunCache::complete_save`].
+    Pack(Box<SaveJob>),
+}
+
+/// One save, packed off the run loop (STORE-7: the save lane). Owns everything packing needs.
+pub struct SaveJob {
+    id: TaskId,
+    key: String,
+    tmp: PathBuf,
+    log: Vec<u8>,
+    meta: ArtifactMeta,
+    files: Vec<OutputFile>,
+    /// The root-relative output paths packed, for the stamps recorded after.
+    found: Vec<String>,
+    outputs_dir: String,
+}
+
+impl SaveJob {
+    /// STORE-7 step 2: pack into `tmp/` and read the result back as a restore would.
+    pub fn pack(&self) -> Result<artifact::Packed, artifact::PackError> {
+        artifact::pack(
+            &self.tmp,
+            &self.log,
+            self.meta.clone(),
+            &self.files,
+            artifact::SIZE_CAP,
+        )
+    }
+}
+
 /// A folded path that moved while a task ran (KEY-16).
 struct Moved {
     path: String,
@@ -932,10 +1020,6 @@ fn with_marker(rows: &[OutputStamp]) -> Vec<OutputStamp> {
     } else {
         rows.to_vec()
     }
-}
-
-fn shown(outputs: &Outputs, entry: &str) -> String {
-    outputs.path_of(entry).unwrap_or_else(|| entry.to_string())
 }
 
 fn decode_log(bytes: &[u8]) -> Vec<LogRecord> {

@@ -27,7 +27,7 @@ use vx_exec::{
 
 use vx_store::log::{LogBuf, LogRecord, LogStream};
 
-use super::cache::{CacheKind, Decision, Done, RunCache};
+use super::cache::{After, CacheKind, Decision, Done, RunCache, SaveJob};
 use super::explain::explain;
 use super::outcome::{NotReady, Status, TaskReport};
 use super::plan::Plan;
@@ -51,9 +51,14 @@ pub struct Context {
     pub lock: Option<vx_store::RunLock>,
 }
 
+/// What the save lane's packing gave.
+pub type PackResult = Result<vx_store::artifact::Packed, vx_store::artifact::PackError>;
+
 pub enum Msg {
     Exec(usize, ExecEvent),
     Signal(i32),
+    /// The save lane packed a task's artifact (STORE-7).
+    Packed(usize, Box<SaveJob>, Box<PackResult>),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -119,6 +124,10 @@ pub struct Run<'p> {
     /// Tasks that ran although an upstream failed (`--continue=always`), and everything that
     /// folds them: never saved (EXEC-17).
     tainted: BTreeSet<usize>,
+    /// The save lane (STORE-7): saves being packed on their own threads, and saves waiting for
+    /// one of its 2 × concurrency places. A task's dependants start when its save is done.
+    saves_running: usize,
+    saves_waiting: std::collections::VecDeque<(usize, Box<SaveJob>)>,
 }
 
 impl<'p> Run<'p> {
@@ -171,6 +180,8 @@ impl<'p> Run<'p> {
             exited_servers: Vec::new(),
             cache,
             tainted: BTreeSet::new(),
+            saves_running: 0,
+            saves_waiting: std::collections::VecDeque::new(),
         }
     }
 
@@ -182,7 +193,8 @@ impl<'p> Run<'p> {
             if self.stopping.is_none() {
                 self.dispatch();
             }
-            let one_shots_running = self.live.values().any(|l| l.kind == Kind::OneShot);
+            let one_shots_running =
+                self.live.values().any(|l| l.kind == Kind::OneShot) || self.saves_running > 0;
             if !one_shots_running && (self.scheduler.is_done() || self.stopping.is_some()) {
                 break;
             }
@@ -434,6 +446,7 @@ impl<'p> Run<'p> {
         match msg {
             Msg::Signal(n) => self.signal(n),
             Msg::Exec(i, event) => self.exec_event(i, event),
+            Msg::Packed(i, job, packed) => self.saved(i, job, packed),
         }
     }
 
@@ -564,9 +577,10 @@ impl<'p> Run<'p> {
         report.exit_code = Some(code);
         report.timed_out = completion.timed_out;
         report.duration = completion.duration;
+        let mut save = None;
         if kind == Kind::OneShot && status != Status::Aborted {
             let encoded = live.records.encode();
-            self.cache.after(Done {
+            let after = self.cache.after(Done {
                 id: &report.id,
                 success: status == Status::Success,
                 writes: live.writes,
@@ -576,9 +590,18 @@ impl<'p> Run<'p> {
                 command_line: &live.command_line,
                 log: &encoded,
             });
+            if let After::Pack(job) = after {
+                save = Some(job);
+            }
         }
         self.reporter.finished(i, &report, self.is_shown(i));
         self.reports.insert(i, report);
+        if let Some(job) = save {
+            // Dependants wait for the save: nothing may change the outputs while they are
+            // archived (STORE-7).
+            self.start_save(i, job);
+            return;
+        }
         let finish = if status == Status::Success {
             Finish::Success
         } else {
@@ -586,6 +609,44 @@ impl<'p> Run<'p> {
         };
         if status != Status::Aborted {
             let skipped = self.scheduler.finish(i, finish);
+            self.report_skipped(&skipped);
+        }
+    }
+
+    /// Packs a save on its own thread, or queues it when the save lane is full.
+    fn start_save(&mut self, i: usize, job: Box<SaveJob>) {
+        if self.saves_running >= 2 * self.ctx.slots as usize {
+            self.saves_waiting.push_back((i, job));
+            return;
+        }
+        self.saves_running += 1;
+        let tx = self.tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("vx-save".into())
+            .spawn(move || {
+                let packed = Box::new(job.pack());
+                let _ = tx.send(Msg::Packed(i, job, packed));
+            });
+        if let Err(error) = spawned {
+            self.saves_running -= 1;
+            render::notice(&format!(
+                "{}: could not save to the cache: cannot start a thread: {error}",
+                self.plan.graph.nodes[i].id
+            ));
+            let skipped = self.scheduler.finish(i, Finish::Success);
+            self.report_skipped(&skipped);
+        }
+    }
+
+    /// The save lane finished packing: publish the entry, then release the dependants.
+    fn saved(&mut self, i: usize, job: Box<SaveJob>, packed: Box<PackResult>) {
+        self.saves_running -= 1;
+        self.cache.complete_save(job, *packed);
+        if let Some((next, job)) = self.saves_waiting.pop_front() {
+            self.start_save(next, job);
+        }
+        if self.stopping.is_none() {
+            let skipped = self.scheduler.finish(i, Finish::Success);
             self.report_skipped(&skipped);
         }
     }
