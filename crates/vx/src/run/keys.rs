@@ -635,53 +635,72 @@ pub fn join(dir: &str, rel: &str) -> String {
 }
 
 /// SCHED-6: which nodes have unstable keys — some transitive upstream in the run can change
-/// their inputs: an uncached task of the same project (or of the root project, or any uncached
-/// task when the task has `workspace-inputs`), a task declaring `workspace-outputs`, or an
-/// unstable upstream. Sandboxes (M3) and `upfront-keys = false` add cases later.
+/// their inputs: an uncached task (one with a command) of the same project, or of the root
+/// project, or any uncached task when the task has `workspace-inputs`; a task declaring
+/// `workspace-outputs`; or an unstable upstream. Sandboxes (M3) and `upfront-keys = false` add
+/// cases later (with `upfront-keys = false`, every cached upstream of the same project counts too).
+///
+/// Linear in the graph: facts flow in topological order, each node carrying the set of
+/// projects that hold uncached upstream writers (a set that grows past a bound is treated as
+/// "every project", which only makes more keys unstable, never fewer).
 pub fn unstable_nodes(plan: &super::plan::Plan) -> Vec<bool> {
+    const MANY: usize = 64;
     let graph = &plan.graph;
     let ws = &plan.workspace;
-    let order = topological(graph);
-    let mut unstable = vec![false; graph.nodes.len()];
-    for &i in &order {
-        let node = &graph.nodes[i];
-        let Some(config) = task_config(ws, &node.id) else {
-            continue;
-        };
-        let wide = config
-            .cache
-            .as_ref()
-            .is_some_and(|c| !c.workspace_inputs.is_empty());
-        let mut stack: Vec<usize> = node.deps.clone();
-        let mut seen = HashSet::new();
-        while let Some(u) = stack.pop() {
-            if !seen.insert(u) {
-                continue;
-            }
-            if unstable[u] {
-                unstable[i] = true;
-                break;
-            }
-            let upstream = &graph.nodes[u];
-            let Some(up) = task_config(ws, &upstream.id) else {
-                continue;
-            };
-            let writes_anywhere = up
-                .cache
-                .as_ref()
-                .is_some_and(|c| !c.workspace_outputs.is_empty());
-            let uncached_writer = up.cache.is_none()
-                && !up.is_group()
-                && !up.is_persistent()
-                && (upstream.project == node.project
-                    || ws.projects[upstream.project].dir.is_empty()
-                    || wide);
-            if writes_anywhere || uncached_writer {
-                unstable[i] = true;
-                break;
-            }
-            stack.extend(upstream.deps.iter().copied());
+    let upfront = ws.settings.rules.as_ref().and_then(|r| r.upfront_keys) != Some(false);
+    let n = graph.nodes.len();
+    // Per node, from its configuration, looked up once.
+    let mut writer = vec![false; n];
+    let mut cached = vec![false; n];
+    let mut wide = vec![false; n];
+    let mut writes_anywhere = vec![false; n];
+    for (i, node) in graph.nodes.iter().enumerate() {
+        if let Some(config) = task_config(ws, &node.id) {
+            let cache = config.cache.as_ref();
+            cached[i] = cache.is_some();
+            writer[i] = cache.is_none() && !config.is_group();
+            wide[i] = cache.is_some_and(|c| !c.workspace_inputs.is_empty());
+            writes_anywhere[i] = cache.is_some_and(|c| !c.workspace_outputs.is_empty());
         }
+    }
+    let root = ws.projects.iter().position(|p| p.dir.is_empty());
+    // Projects holding uncached (or, without up-front keys, any) writers upstream; `None` = many.
+    let mut writers: Vec<Option<Vec<usize>>> = vec![Some(Vec::new()); n];
+    let mut anywhere = vec![false; n];
+    let mut unstable = vec![false; n];
+    for i in topological(graph) {
+        let node = &graph.nodes[i];
+        let mut set: Option<Vec<usize>> = Some(Vec::new());
+        let mut reached_anywhere = false;
+        let mut upstream_unstable = false;
+        for &d in &node.deps {
+            upstream_unstable |= unstable[d];
+            reached_anywhere |= anywhere[d] || writes_anywhere[d];
+            let direct = (writer[d] || (!upfront && cached[d])).then_some(graph.nodes[d].project);
+            set = match (set, &writers[d]) {
+                (None, _) | (_, None) => None,
+                (Some(mut own), Some(theirs)) => {
+                    own.extend(theirs.iter().copied());
+                    own.extend(direct);
+                    own.sort_unstable();
+                    own.dedup();
+                    (own.len() <= MANY).then_some(own)
+                }
+            };
+        }
+        let unstable_here = upstream_unstable
+            || reached_anywhere
+            || match &set {
+                None => true,
+                Some(projects) => {
+                    projects.contains(&node.project)
+                        || root.is_some_and(|r| projects.contains(&r))
+                        || (wide[i] && !projects.is_empty())
+                }
+            };
+        unstable[i] = unstable_here;
+        anywhere[i] = reached_anywhere;
+        writers[i] = set;
     }
     unstable
 }

@@ -190,9 +190,10 @@ pub fn dry_rows(
         });
     }
     // EXEC-13: an unrequested persistent task whose dependants all hit would not start.
+    // Only a confirmed hit counts: an entry exists and the key is stable (SCHED-3).
     let hit = |i: usize| {
         rows.iter()
-            .any(|r| r.node == i && r.cache == DryCache::HitLocal)
+            .any(|r| r.node == i && r.cache == DryCache::HitLocal && !r.prediction)
     };
     let not_started: Vec<usize> = rows
         .iter()

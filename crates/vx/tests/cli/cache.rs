@@ -469,11 +469,16 @@ fn the_restore_lane_serves_hits_before_their_dependencies_finish() {
 #[test]
 fn an_unrequested_server_whose_dependants_all_hit_is_not_started() {
     let f = wc();
+    // The server lives in another project: a server of the task's own project could write
+    // its inputs, which would make the task's key unstable (SCHED-6).
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.serve]\ncommand = \"touch ../../server-started; sleep 30\"\npersistent = true\n",
+    );
     f.write(
         "packages/app/vx.toml",
         concat!(
-            "[tasks.serve]\ncommand = \"touch ../../server-started; sleep 30\"\npersistent = true\n\n",
-            "[tasks.e2e]\ncommand = \"echo e2e\"\ndepends-on = [\"serve\"]\n",
+            "[tasks.e2e]\ncommand = \"echo e2e\"\ndepends-on = [\"lib#serve\"]\n",
             "cache = { inputs = [\"src/**\"], outputs = [] }\n",
         ),
     );
@@ -499,16 +504,19 @@ fn an_unrequested_server_whose_dependants_all_hit_is_not_started() {
 fn dry_marks_a_server_that_would_not_start() {
     let f = wc();
     f.write(
+        "packages/lib/vx.toml",
+        "[tasks.serve]\ncommand = \"sleep 30\"\npersistent = true\n",
+    );
+    f.write(
         "packages/app/vx.toml",
         concat!(
-            "[tasks.serve]\ncommand = \"sleep 30\"\npersistent = true\n\n",
-            "[tasks.e2e]\ncommand = \"echo e2e\"\ndepends-on = [\"serve\"]\n",
+            "[tasks.e2e]\ncommand = \"echo e2e\"\ndepends-on = [\"lib#serve\"]\n",
             "cache = { inputs = [\"src/**\"], outputs = [] }\n",
         ),
     );
     f.commit();
     let cold = f.vx(&["run", "app#e2e", "--dry"]);
-    assert_contains(&cold.stdout, "· app#serve");
+    assert_contains(&cold.stdout, "· lib#serve");
     assert_eq!(f.vx(&["run", "app#e2e"]).code, 0);
     let warm = f.vx(&["run", "app#e2e", "--dry=json"]);
     let doc: serde_json::Value = serde_json::from_str(&warm.stdout).unwrap();
@@ -516,8 +524,47 @@ fn dry_marks_a_server_that_would_not_start() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["id"] == "app#serve")
+        .find(|t| t["id"] == "lib#serve")
         .unwrap()
         .clone();
     assert_eq!(serve["cache"], "not-started");
+}
+
+#[test]
+fn keys_are_predictions_when_an_uncached_upstream_of_the_project_could_write_inputs() {
+    let f = wc();
+    f.write(
+        "packages/lib/vx.toml",
+        concat!(
+            "[tasks.gen]\ncommand = \"echo gen\"\n\n",
+            "[tasks.build]\ncommand = \"mkdir -p dist && cat src/*.txt > dist/out.txt\"\n",
+            "depends-on = [\"gen\"]\n",
+            "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+        ),
+    );
+    f.commit();
+    let out = f.vx(&["run", "build", "--all", "--dry=json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let prediction = |id: &str| {
+        doc["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap()["key_is_prediction"]
+            .clone()
+    };
+    assert_eq!(
+        prediction("lib#build"),
+        true,
+        "lib#gen could write lib's inputs"
+    );
+    assert_eq!(
+        prediction("app#build"),
+        true,
+        "an unstable upstream makes it unstable"
+    );
+    let text = f.vx(&["run", "lib#build", "--dry"]);
+    assert_contains(&text.stdout, "lib#build  ~");
 }
