@@ -31,11 +31,11 @@ impl TaskGlobs {
                 None => (&mut include, &mut positives, entry),
             };
             list.push(body.to_string());
-            if let Ok(glob) = compile(body) {
+            if let Ok(glob) = parse(body) {
                 set.add(glob);
             }
             if is_literal(body) {
-                if let Ok(glob) = compile(&format!("{body}/**")) {
+                if let Ok(glob) = parse(&format!("{body}/**")) {
                     set.add(glob);
                 }
             }
@@ -93,8 +93,9 @@ impl GlobCache {
     }
 }
 
-/// Compiles one normalised glob (without `!`) with `[` and `]` taken literally.
-fn compile(glob: &str) -> Result<globset::Glob, globset::Error> {
+/// Parses one normalised task glob (without `!`) with `[` and `]` taken literally (CFG-7).
+/// Parsing finds every syntax error; compiling a matcher from the result costs far more.
+pub fn parse(glob: &str) -> Result<globset::Glob, globset::Error> {
     let mut escaped = String::with_capacity(glob.len());
     for c in glob.chars() {
         match c {

@@ -5,7 +5,7 @@
 //! (`app/[id]/**` names a directory called `[id]`), so they are escaped before a glob is
 //! compiled. Member globs follow the package-manager grammar instead (see `members`).
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::GlobMatcher;
 
 /// What a glob list is relative to, which decides the pointer in some messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,19 +134,9 @@ fn brace_problem(glob: &str) -> Option<String> {
     None
 }
 
-/// Parses a normalised task glob (without its `!`), with `[` and `]` taken literally. Parsing
-/// finds every syntax error; compiling the matcher is far more costly and only done where a
-/// glob is matched.
+/// Parses a normalised task glob (without its `!`), with `[` and `]` taken literally.
 fn parse(glob: &str) -> Result<globset::Glob, globset::Error> {
-    let mut escaped = String::with_capacity(glob.len());
-    for c in glob.chars() {
-        match c {
-            '[' => escaped.push_str("[[]"),
-            ']' => escaped.push_str("[]]"),
-            _ => escaped.push(c),
-        }
-    }
-    GlobBuilder::new(&escaped).literal_separator(true).build()
+    vx_core::globs::parse(glob)
 }
 
 /// Compiles a normalised task glob (without its `!`), with `[` and `]` taken literally.

@@ -26,6 +26,18 @@ pub fn root_only(
     Ok((root, settings))
 }
 
+/// The root, its `[workspace]` table and the cache directory (STORE-2) for a verb that reads
+/// the store without loading the workspace (`vx why`, `vx cache prune`).
+pub fn store_location(
+    cwd: &Path,
+    flag: Option<&str>,
+) -> Result<(std::path::PathBuf, std::path::PathBuf), Failure> {
+    let (root, settings) = root_only(cwd)?;
+    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let dir = crate::run::cache::cache_dir(&root, cwd, flag, &env, settings.cache_dir.as_deref());
+    Ok((root, dir))
+}
+
 fn load_error(e: LoadError) -> Failure {
     match e {
         LoadError::NotInWorkspace {

@@ -1,6 +1,5 @@
 //! `vx cache prune` (STORE-15): evict entries by age and total size, and sweep stray files.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::json;
@@ -11,30 +10,12 @@ use vx_store::prune::{prune_dir, PrunePolicy, PruneReport};
 use crate::cli::PruneArgs;
 use crate::error::Failure;
 use crate::render::out_str;
-use crate::run::cache::cache_dir;
 use crate::{exit, render, workspace};
 
 pub fn prune(cwd: &Path, args: PruneArgs) -> Result<i32, Failure> {
-    let json = match args.format.as_deref() {
-        None | Some("pretty") => false,
-        Some("json") => true,
-        Some(other) => {
-            return Err(Diagnostic::new(format!(
-                "invalid value `{other}` for --format (expected pretty or json)"
-            ))
-            .into())
-        }
-    };
+    let json = super::json_format(args.format.as_deref())?;
     let policy = policy(args.older_than.as_deref(), args.max_size.as_deref())?;
-    let (root, settings) = workspace::root_only(cwd)?;
-    let env: BTreeMap<String, String> = std::env::vars().collect();
-    let dir = cache_dir(
-        &root,
-        cwd,
-        args.cache_dir.as_deref(),
-        &env,
-        settings.cache_dir.as_deref(),
-    );
+    let (root, dir) = workspace::store_location(cwd, args.cache_dir.as_deref())?;
     // A pruning run takes the workspace lock (STORE-14); a dry one changes nothing.
     let _lock = if args.dry {
         None

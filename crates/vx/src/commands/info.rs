@@ -116,16 +116,7 @@ struct LockInfo {
 }
 
 pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
-    let json = match args.format.as_deref() {
-        None | Some("pretty") => false,
-        Some("json") => true,
-        Some(other) => {
-            return Err(Diagnostic::new(format!(
-                "invalid value `{other}` for --format (expected pretty or json)"
-            ))
-            .into())
-        }
-    };
+    let json = super::json_format(args.format.as_deref())?;
     let (root, mut settings) = workspace::root_only(cwd)?;
     let env: BTreeMap<String, String> = std::env::vars().collect();
 

@@ -17,6 +17,18 @@ use crate::error::Failure;
 use crate::render::out_str;
 use crate::{exit, workspace};
 
+/// `--format pretty|json` of the reading verbs: whether JSON was asked for.
+pub fn json_format(format: Option<&str>) -> Result<bool, Failure> {
+    match format {
+        None | Some("pretty") => Ok(false),
+        Some("json") => Ok(true),
+        Some(other) => Err(Diagnostic::new(format!(
+            "invalid value `{other}` for --format (expected pretty or json)"
+        ))
+        .into()),
+    }
+}
+
 /// `vx schema` (CFG-11).
 pub fn schema() -> i32 {
     let schema = vx_core::config::json_schema();

@@ -16,16 +16,7 @@ use crate::render::out_str;
 use crate::{exit, workspace};
 
 pub fn show(cwd: &std::path::Path, args: ShowArgs) -> Result<i32, Failure> {
-    let json = match args.format.as_deref() {
-        None | Some("pretty") => false,
-        Some("json") => true,
-        Some(other) => {
-            return Err(Diagnostic::new(format!(
-                "invalid value `{other}` for --format (expected pretty or json)"
-            ))
-            .into())
-        }
-    };
+    let json = super::json_format(args.format.as_deref())?;
     let ws = workspace::load(cwd)?;
     let host: BTreeMap<String, String> = std::env::vars().collect();
     let text = match args.target.as_deref() {

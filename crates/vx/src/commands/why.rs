@@ -16,29 +16,12 @@ use vx_store::{Access, OpenError, Store};
 use crate::cli::WhyArgs;
 use crate::error::Failure;
 use crate::render::out_str;
-use crate::run::cache::{cache_dir, rfc3339};
+use crate::run::cache::rfc3339;
 use crate::{exit, render, workspace};
 
 pub fn why(cwd: &Path, args: WhyArgs) -> Result<i32, Failure> {
-    let json = match args.format.as_deref() {
-        None | Some("pretty") => false,
-        Some("json") => true,
-        Some(other) => {
-            return Err(Diagnostic::new(format!(
-                "invalid value `{other}` for --format (expected pretty or json)"
-            ))
-            .into())
-        }
-    };
-    let (root, settings) = workspace::root_only(cwd)?;
-    let env: BTreeMap<String, String> = std::env::vars().collect();
-    let dir = cache_dir(
-        &root,
-        cwd,
-        args.cache_dir.as_deref(),
-        &env,
-        settings.cache_dir.as_deref(),
-    );
+    let json = super::json_format(args.format.as_deref())?;
+    let (root, dir) = workspace::store_location(cwd, args.cache_dir.as_deref())?;
     let store = open_read_only(&dir)?;
     let Some(id) = resolve(&store, cwd, &root, &args.task)? else {
         render::notice(&format!("history has no run of `{}`", args.task));

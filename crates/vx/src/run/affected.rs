@@ -31,7 +31,6 @@ use std::time::Duration;
 
 use vx_core::affected::{check_ref, ChangedPath, RefSite};
 use vx_core::Diagnostic;
-use vx_exec::{SpawnSpec, StdinMode, Supervisor};
 use vx_workspace::tree::{find_repository, GitDirs};
 
 use crate::error::Failure;
@@ -109,7 +108,7 @@ impl Git {
             .collect();
         Git {
             root: root.to_path_buf(),
-            env: super::setup::git_env(host_env),
+            env: super::subprocess::git_env(host_env),
             excluded,
             located: None,
             head: None,
@@ -337,31 +336,22 @@ impl Git {
             .env
             .iter()
             .find(|(k, _)| k == "PATH")
-            .and_then(|(_, path)| {
-                std::env::split_paths(path)
-                    .map(|d| d.join("git"))
-                    .find(|p| p.is_file())
-            })
+            .and_then(|(_, path)| super::subprocess::find_on_path("git", &path.to_string_lossy()))
             .ok_or_else(|| {
                 Failure::from(Diagnostic::new(format!(
                     "{} needs `git`, which is not on PATH",
                     need.name()
                 )))
             })?;
-        let spec = SpawnSpec {
-            program,
-            arg0: "git".into(),
-            args: args.iter().map(OsString::from).collect(),
-            cwd: self.root.clone(),
-            env: self.env.clone(),
-            stdin: StdinMode::Null,
-            timeout: Some(GIT_TIMEOUT),
-            kill_grace: Duration::from_secs(2),
-            drain: Duration::from_millis(250),
-            stop_leftovers_on_exit: true,
-        };
         tracing::debug!(?args, "git");
-        let output = Supervisor::new().output(spec);
+        let output = super::subprocess::run(
+            program,
+            "git",
+            args.iter().map(OsString::from).collect(),
+            &self.root,
+            self.env.clone(),
+            GIT_TIMEOUT,
+        );
         if output.completion.timed_out {
             return Err(
                 Diagnostic::new(format!("`git {}` did not finish within 5m00s", args[0])).into(),

@@ -18,6 +18,7 @@ pub mod plan;
 pub mod preview;
 pub mod setup;
 pub mod stripper;
+pub mod subprocess;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -122,14 +123,7 @@ fn env_duration(env: &BTreeMap<String, String>, name: &str) -> Option<Duration> 
 
 /// EXEC-1: `sh` is resolved once against vx's own PATH.
 fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    path.split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| Path::new(d).join(program))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+    subprocess::find_on_path(program, path)
 }
 
 fn forward_signals(tx: crossbeam_channel::Sender<Msg>) -> Result<(), Failure> {

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use vx_core::Diagnostic;
-use vx_exec::{SpawnSpec, StdinMode, Supervisor};
 use vx_store::{Access, OpenError, RunLock, Store};
 use vx_workspace::tree::{Tree, TreeOptions};
 
@@ -17,6 +16,7 @@ use super::cache::{cache_dir, memo_row, refuses_cache_dir, workspace_identity, R
 use super::keys::{unstable_nodes, Keys, Prober, StampCache};
 use super::plan::Plan;
 use super::preview::{DryCache, DryRow};
+use super::subprocess;
 use crate::error::Failure;
 use crate::options::RunOptions;
 use crate::render;
@@ -142,7 +142,7 @@ pub fn run_cache<'p>(
         prober,
     );
     let root = plan.workspace.root.clone();
-    let env = git_env(host_env);
+    let env = subprocess::git_env(host_env);
     let dirty_probe = Box::new(move |paths: &[String]| dirty_paths(&root, &env, paths));
     (
         RunCache::new(
@@ -226,21 +226,15 @@ fn prober<'p>(host_env: &'p BTreeMap<String, String>, sh: Option<PathBuf>) -> Pr
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
         env.push(("PATH".into(), path.into()));
-        let spec = SpawnSpec {
-            program: sh
-                .clone()
+        let output = subprocess::run(
+            sh.clone()
                 .unwrap_or_else(|| PathBuf::from("/nonexistent/sh")),
-            arg0: "sh".into(),
-            args: vec!["-c".into(), command.into()],
-            cwd: dir.to_path_buf(),
+            "sh",
+            vec!["-c".into(), command.into()],
+            dir,
             env,
-            stdin: StdinMode::Null,
-            timeout: Some(PROBE_TIMEOUT),
-            kill_grace: Duration::from_secs(2),
-            drain: Duration::from_millis(250),
-            stop_leftovers_on_exit: true,
-        };
-        let output = Supervisor::new().output(spec);
+            PROBE_TIMEOUT,
+        );
         if output.completion.timed_out {
             return Err("timed out after 1m00s".into());
         }
@@ -258,21 +252,6 @@ fn prober<'p>(host_env: &'p BTreeMap<String, String>, sh: Option<PathBuf>) -> Pr
         }
         Ok(folded)
     })
-}
-
-/// vx's environment for its own git commands, without the variables that would point git
-/// elsewhere (ENV-1).
-pub(super) fn git_env(host_env: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
-    host_env
-        .iter()
-        .filter(|(k, _)| {
-            !matches!(
-                k.as_str(),
-                "GIT_DIR" | "GIT_WORK_TREE" | "GIT_INDEX_FILE" | "GIT_OBJECT_DIRECTORY"
-            )
-        })
-        .map(|(k, v)| (k.into(), v.into()))
-        .collect()
 }
 
 /// STORE-10: which of these tracked paths have staged or unstaged changes (or are missing
@@ -301,19 +280,7 @@ fn dirty_paths(root: &Path, env: &[(OsString, OsString)], paths: &[String]) -> H
     .map(OsString::from)
     .collect();
     args.extend(paths.iter().map(OsString::from));
-    let spec = SpawnSpec {
-        program: git,
-        arg0: "git".into(),
-        args,
-        cwd: root.to_path_buf(),
-        env: env.to_vec(),
-        stdin: StdinMode::Null,
-        timeout: Some(PROBE_TIMEOUT),
-        kill_grace: Duration::from_secs(2),
-        drain: Duration::from_millis(250),
-        stop_leftovers_on_exit: true,
-    };
-    let output = Supervisor::new().output(spec);
+    let output = subprocess::run(git, "git", args, root, env.to_vec(), PROBE_TIMEOUT);
     if output.completion.exit_code != 0 {
         return paths.iter().cloned().collect();
     }

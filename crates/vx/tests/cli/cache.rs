@@ -254,21 +254,10 @@ fn acc15_forwarded_arguments_reach_only_the_requested_task_and_its_key() {
     assert_contains(&run.stdout, "[a b][c]");
     assert_contains(&run.stdout, "$ printf '[%s]' 'a b' c");
     let key = |args: &[&str]| -> (String, String) {
-        let mut argv = vec!["run", "app#show", "--dry=json"];
+        let mut argv = vec!["run", "app#show"];
         argv.extend_from_slice(args);
-        let out = f.vx(&argv);
-        let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-        let find = |id: &str| {
-            doc["tasks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|t| t["id"] == id)
-                .unwrap()["key"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        };
+        let doc = crate::dry_json(&f, &argv);
+        let find = |id: &str| crate::dry_task(&doc, id)["key"].to_string();
         (find("app#show"), find("app#build"))
     };
     let (show_plain, build_plain) = key(&[]);
@@ -284,18 +273,8 @@ fn acc26_dry_derives_keys_and_changes_nothing() {
     f.write("packages/lib/src/a.txt", "edited\n");
     let db = std::fs::read(f.path(".vx/cache.db")).unwrap();
     let listing = artifacts(&f);
-    let dry = f.vx(&["run", "build", "--all", "--dry=json"]);
-    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
-    let doc: serde_json::Value = serde_json::from_str(&dry.stdout).unwrap();
-    let task = |id: &str| {
-        doc["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["id"] == id)
-            .unwrap()
-            .clone()
-    };
+    let doc = crate::dry_json(&f, &["run", "build", "--all"]);
+    let task = |id: &str| crate::dry_task(&doc, id);
     assert_eq!(task("lib#build")["cache"], "miss");
     assert_eq!(task("app#build")["cache"], "miss");
     assert_eq!(task("app#build")["key_is_prediction"], false);
@@ -518,16 +497,8 @@ fn dry_marks_a_server_that_would_not_start() {
     let cold = f.vx(&["run", "app#e2e", "--dry"]);
     assert_contains(&cold.stdout, "· lib#serve");
     assert_eq!(f.vx(&["run", "app#e2e"]).code, 0);
-    let warm = f.vx(&["run", "app#e2e", "--dry=json"]);
-    let doc: serde_json::Value = serde_json::from_str(&warm.stdout).unwrap();
-    let serve = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == "lib#serve")
-        .unwrap()
-        .clone();
-    assert_eq!(serve["cache"], "not-started");
+    let doc = crate::dry_json(&f, &["run", "app#e2e"]);
+    assert_eq!(crate::dry_task(&doc, "lib#serve")["cache"], "not-started");
 }
 
 #[test]
@@ -543,18 +514,8 @@ fn keys_are_predictions_when_an_uncached_upstream_of_the_project_could_write_inp
         ),
     );
     f.commit();
-    let out = f.vx(&["run", "build", "--all", "--dry=json"]);
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    let prediction = |id: &str| {
-        doc["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["id"] == id)
-            .unwrap()["key_is_prediction"]
-            .clone()
-    };
+    let doc = crate::dry_json(&f, &["run", "build", "--all"]);
+    let prediction = |id: &str| crate::dry_task(&doc, id)["key_is_prediction"].clone();
     assert_eq!(
         prediction("lib#build"),
         true,

@@ -19,16 +19,10 @@ fn run_lib(f: &Fixture) -> vx_test_support::fixture::Output {
 
 /// The current key of a task, from `--dry=json`.
 fn key_of(f: &Fixture, id: &str) -> String {
-    let out = f.vx(&["run", id, "--dry=json"]);
-    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == id)
-        .unwrap()["key"]
+    let doc = crate::dry_json(f, &["run", id]);
+    crate::dry_task(&doc, id)["key"]
         .as_str()
-        .unwrap()
+        .expect("a key")
         .to_string()
 }
 

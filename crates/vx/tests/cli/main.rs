@@ -57,6 +57,28 @@ pub fn lines_about<'a>(text: &'a str, id: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// `vx <args> --dry=json` at the root, parsed.
+pub fn dry_json(f: &Fixture, args: &[&str]) -> serde_json::Value {
+    // Before any `--`, after which every word goes to the tasks.
+    let mut argv: Vec<&str> = args.to_vec();
+    let at = argv.iter().position(|a| *a == "--").unwrap_or(argv.len());
+    argv.insert(at, "--dry=json");
+    let out = f.vx(&argv);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    serde_json::from_str(&out.stdout).expect("--dry=json prints JSON")
+}
+
+/// One task's object in a `--dry=json` document.
+pub fn dry_task(doc: &serde_json::Value, id: &str) -> serde_json::Value {
+    doc["tasks"]
+        .as_array()
+        .expect("a task list")
+        .iter()
+        .find(|t| t["id"] == id)
+        .unwrap_or_else(|| panic!("{id} is not in the plan: {doc}"))
+        .clone()
+}
+
 /// Asserts that `haystack` contains `needle`, printing the whole text when it does not.
 #[track_caller]
 pub fn assert_contains(haystack: &str, needle: &str) {

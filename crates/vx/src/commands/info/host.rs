@@ -2,39 +2,23 @@
 //! like every process vx starts) and the memory budget SCHED-4 would measure.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use vx_exec::{SpawnSpec, StdinMode, Supervisor};
+use crate::run::subprocess;
 
 /// `git --version` as `2.43.0`; `None` when git is not on PATH or does not answer.
 pub fn git_version(root: &Path, env: &BTreeMap<String, String>) -> Option<String> {
-    let git = find_on_path("git", env.get("PATH")?)?;
+    let git = subprocess::find_on_path("git", env.get("PATH")?)?;
     // ENV-1: vx's own git commands never follow variables that point git elsewhere.
-    let env: Vec<(OsString, OsString)> = env
-        .iter()
-        .filter(|(k, _)| {
-            !matches!(
-                k.as_str(),
-                "GIT_DIR" | "GIT_WORK_TREE" | "GIT_INDEX_FILE" | "GIT_OBJECT_DIRECTORY"
-            )
-        })
-        .map(|(k, v)| (k.into(), v.into()))
-        .collect();
-    let spec = SpawnSpec {
-        program: git,
-        arg0: "git".into(),
-        args: vec!["--version".into()],
-        cwd: root.to_path_buf(),
-        env,
-        stdin: StdinMode::Null,
-        timeout: Some(Duration::from_secs(10)),
-        kill_grace: Duration::from_secs(2),
-        drain: Duration::from_millis(250),
-        stop_leftovers_on_exit: true,
-    };
-    let output = Supervisor::new().output(spec);
+    let output = subprocess::run(
+        git,
+        "git",
+        vec!["--version".into()],
+        root,
+        subprocess::git_env(env),
+        Duration::from_secs(10),
+    );
     if output.completion.exit_code != 0 {
         return None;
     }
@@ -42,18 +26,6 @@ pub fn git_version(root: &Path, env: &BTreeMap<String, String>) -> Option<String
     let line = text.lines().next()?.trim();
     let version = line.strip_prefix("git version ").unwrap_or(line);
     (!version.is_empty()).then(|| version.to_string())
-}
-
-/// An executable file named `program` in a directory of `path`.
-fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(path)
-        .filter(|d| !d.as_os_str().is_empty())
-        .map(|d| d.join(program))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 /// Where the measured memory budget came from.
