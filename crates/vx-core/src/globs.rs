@@ -78,16 +78,16 @@ impl TaskGlobs {
 /// than looking one up.
 #[derive(Debug, Default)]
 pub struct GlobCache {
-    compiled: std::collections::HashMap<Vec<String>, std::rc::Rc<TaskGlobs>>,
+    compiled: std::collections::HashMap<Vec<String>, std::sync::Arc<TaskGlobs>>,
 }
 
 impl GlobCache {
-    pub fn get<S: AsRef<str>>(&mut self, entries: &[S]) -> std::rc::Rc<TaskGlobs> {
+    pub fn get<S: AsRef<str>>(&mut self, entries: &[S]) -> std::sync::Arc<TaskGlobs> {
         let key: Vec<String> = entries.iter().map(|e| e.as_ref().to_string()).collect();
         if let Some(found) = self.compiled.get(&key) {
             return found.clone();
         }
-        let globs = std::rc::Rc::new(TaskGlobs::new(key.iter().map(String::as_str)));
+        let globs = std::sync::Arc::new(TaskGlobs::new(key.iter().map(String::as_str)));
         self.compiled.insert(key, globs.clone());
         globs
     }

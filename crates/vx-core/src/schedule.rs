@@ -194,6 +194,43 @@ impl Scheduler {
         self.release(i);
     }
 
+    /// SCHED-3: the restore lane takes a node that has not started, before its dependencies
+    /// finished, to restore it. It is never dispatched while taken; [`Scheduler::finish`] ends
+    /// it as usual, or [`Scheduler::give_back`] returns it to the normal schedule.
+    pub fn take_ahead(&mut self, i: usize) {
+        debug_assert!(matches!(
+            self.state[i],
+            NodeState::Waiting | NodeState::Ready
+        ));
+        self.state[i] = NodeState::Running;
+    }
+
+    /// A node the restore lane took but could not serve (no usable entry): it waits for its
+    /// dependencies again, or is ready when they are done. If one of them failed meanwhile, it
+    /// is skipped like any dependant (returned with its root cause).
+    pub fn give_back(&mut self, i: usize) -> Vec<usize> {
+        let failed = self.deps[i]
+            .iter()
+            .copied()
+            .find(|&d| matches!(self.state[d], NodeState::Failed | NodeState::Skipped(_)));
+        if let (Some(d), ContinueMode::DepsOk) = (failed, self.mode) {
+            let cause = self.root_cause[d].or(Some(d));
+            let mut skipped = Vec::new();
+            self.state[i] = NodeState::Skipped(cause);
+            self.root_cause[i] = cause;
+            skipped.push(i);
+            self.skip_dependants(i, cause, &mut skipped);
+            skipped.sort_unstable();
+            return skipped;
+        }
+        if self.pending[i] == 0 {
+            self.make_ready(i);
+        } else {
+            self.state[i] = NodeState::Waiting;
+        }
+        Vec::new()
+    }
+
     /// Stops all dispatch (`--continue=never` after a failure, or a signal to vx).
     pub fn halt(&mut self) {
         self.halted = true;
@@ -210,7 +247,10 @@ impl Scheduler {
                 self.tainted[d] = true;
             }
             self.pending[d] -= 1;
-            if matches!(self.state[d], NodeState::Skipped(_) | NodeState::Succeeded) {
+            if matches!(
+                self.state[d],
+                NodeState::Skipped(_) | NodeState::Succeeded | NodeState::Running
+            ) {
                 continue;
             }
             if self.pending[d] == 0 {
@@ -414,6 +454,31 @@ mod tests {
         assert_eq!(skipped, vec![3], "d is skipped; b keeps its outcome");
         assert_eq!(s.state(1), NodeState::Succeeded);
         assert_eq!(s.next_ready(), None, "b is never dispatched");
+    }
+
+    #[test]
+    fn a_node_taken_ahead_and_given_back_runs_after_its_dependencies() {
+        let g = graph(&[("a", &[]), ("b", &["a"])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.take_ahead(1);
+        let a = s.next_ready().unwrap();
+        s.finish(a, Finish::Success);
+        assert_eq!(s.next_ready(), None, "a taken node is not dispatched");
+        assert!(s.give_back(1).is_empty());
+        assert_eq!(s.next_ready(), Some(1));
+    }
+
+    #[test]
+    fn a_node_given_back_after_its_dependency_failed_is_skipped() {
+        let g = graph(&[("a", &[]), ("b", &["a"]), ("c", &["b"])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.take_ahead(1);
+        let a = s.next_ready().unwrap();
+        let skipped = s.finish(a, Finish::Failed);
+        assert!(skipped.is_empty(), "b is taken; c waits for b's restore");
+        assert_eq!(s.give_back(1), vec![1, 2]);
+        assert_eq!(s.state(1), NodeState::Skipped(Some(0)));
+        assert!(s.is_done());
     }
 
     #[test]

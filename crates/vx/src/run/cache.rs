@@ -165,54 +165,152 @@ impl<'p> RunCache<'p> {
         Some(Outputs::new(&project.dir, cache, walls, &mut self.globs))
     }
 
-    /// SCHED-3, the restore lane: serves a task with a stable key from the local store before
-    /// its dependencies have finished, when an entry exists. `None` leaves the task to the
-    /// normal schedule (no entry, damage, or a clean that must be refused when it runs).
-    pub fn hit_ahead(&mut self, id: &TaskId, needs_log: bool) -> Option<Decision> {
+    /// SCHED-3, the restore lane: a task with a stable key, before its dependencies have
+    /// finished. Up-to-date hits are served here; a hit that needs its outputs written back
+    /// becomes a [`RestoreJob`] for the lane's threads (cleaning protections checked first).
+    /// [`Ahead::Not`] leaves the task to the normal schedule (no entry, damage, or a clean that
+    /// must be refused when the task runs).
+    pub fn prepare_ahead(&mut self, id: &TaskId, needs_log: bool) -> Ahead {
         let config = task_config(self.workspace, id).expect("declared");
-        config.cache.as_ref()?;
+        if config.cache.is_none() {
+            return Ahead::Not;
+        }
         let active = !self.off && self.store.as_ref().is_some_and(|s| s.disabled().is_none());
         if !active || !self.policy.local_read {
-            return None;
+            return Ahead::Not;
         }
-        let derived = match self.keys.key(id)? {
-            Ok(derived) => derived.clone(),
-            Err(_) => return None,
+        let derived = match self.keys.key(id) {
+            Some(Ok(derived)) => derived.clone(),
+            _ => return Ahead::Not,
         };
         self.flush_key_notices();
-        let outputs = self.outputs_of(id, config)?;
+        let Some(outputs) = self.outputs_of(id, config) else {
+            return Ahead::Not;
+        };
         let key = derived.key.hex();
+        let short = derived.key.short();
         let accept = |name: &str| outputs.accepts(name);
         let store = self.store.as_mut().expect("active");
-        match store.lookup(&key, &accept) {
-            Ok(Lookup::Hit(entry)) => match self.serve_hit(id, &outputs, &key, &entry, needs_log) {
-                Ok(Some(decision)) => Some(decision),
-                Ok(None) => {
-                    self.known_misses.insert(id.clone());
-                    None
-                }
-                Err(_) => None,
-            },
+        let entry = match store.lookup(&key, &accept) {
+            Ok(Lookup::Hit(entry)) => entry,
             Ok(Lookup::Damaged(damage)) => {
                 render::notice(&format!(
-                    "{id}: discarded damaged cache entry {} ({}); running the task",
-                    derived.key.short(),
+                    "{id}: discarded damaged cache entry {short} ({}); running the task",
                     damage.reason
                 ));
-                self.known_misses.insert(id.clone());
-                None
+                self.miss_ahead(id);
+                return Ahead::Not;
             }
             Ok(Lookup::Miss) => {
-                self.known_misses.insert(id.clone());
-                // Keyed again when ready: the late key is the one a result is saved under.
-                self.keys.forget(id);
-                None
+                self.miss_ahead(id);
+                return Ahead::Not;
             }
             Err(error) => {
                 self.turn_off(&error.to_string());
+                return Ahead::Not;
+            }
+        };
+        let root = self.workspace.root.clone();
+        let Ok(found) = outputs.find(&root) else {
+            return Ahead::Not;
+        };
+        let stored = Duration::from_millis(entry.duration_ms);
+        let stamps = self.stamps.get(&key).cloned().unwrap_or_default();
+        if up_to_date(&found, &entry.outputs, &stamps, &outputs) {
+            return match self.serve_hit(id, &outputs, &key, &entry, needs_log) {
+                Ok(Some(decision)) => Ahead::Served(decision),
+                _ => Ahead::Not,
+            };
+        }
+        if self.check_clean(id, &outputs, &found).is_err() {
+            return Ahead::Not;
+        }
+        let path = self.store.as_ref().expect("active").artifact_path(&key);
+        Ahead::Restore(Box::new(RestoreJob {
+            id: id.clone(),
+            key,
+            short,
+            stored,
+            path,
+            root,
+            outputs,
+            found,
+        }))
+    }
+
+    /// The lane's thread restored (or failed to restore) an entry: record what was written and
+    /// serve the hit, or leave the task to the normal schedule.
+    pub fn complete_ahead(
+        &mut self,
+        job: Box<RestoreJob>,
+        result: Result<artifact::Restored, artifact::RestoreError>,
+    ) -> Option<Decision> {
+        let RestoreJob {
+            id,
+            key,
+            short,
+            stored,
+            root,
+            outputs,
+            ..
+        } = *job;
+        self.refresh_outputs(&outputs);
+        match result {
+            Ok(restored) => {
+                let mut rows = Vec::new();
+                for file in &restored.files {
+                    let rel = file
+                        .path
+                        .strip_prefix(&root)
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    if let Ok(meta) = std::fs::symlink_metadata(&file.path) {
+                        rows.push(stamp(&rel, &meta));
+                    }
+                }
+                let store = self.store.as_mut().expect("active");
+                let _ = store.set_output_stamps(&self.workspace_id, &key, &with_marker(&rows));
+                store.touch(&key);
+                self.record_stamps(&key, rows);
+                Some(Decision::Hit {
+                    kind: CacheKind::RestoredLocal,
+                    records: decode_log(&restored.log),
+                    short_key: short,
+                    stored,
+                })
+            }
+            Err(artifact::RestoreError::Damaged(damage)) => {
+                if let Some(store) = self.store.as_mut() {
+                    let _ = store.discard(&key);
+                }
+                render::notice(&format!(
+                    "{id}: discarded damaged cache entry {short} ({}); running the task",
+                    damage.reason
+                ));
+                self.miss_ahead(&id);
                 None
             }
+            Err(artifact::RestoreError::Vanished) => {
+                if let Some(store) = self.store.as_mut() {
+                    let _ = store.discard(&key);
+                }
+                render::notice(&format!(
+                    "{id}: cache entry {short} was removed by another process; running the task"
+                ));
+                self.miss_ahead(&id);
+                None
+            }
+            // A blocked or failed restore is tried again when the task is ready, where it
+            // fails the task naming the path.
+            Err(_) => None,
         }
+    }
+
+    /// The lane found no usable entry: not looked up again, and keyed again when ready (the
+    /// late key is the one a result is saved under).
+    fn miss_ahead(&mut self, id: &TaskId) {
+        self.known_misses.insert(id.clone());
+        self.keys.forget(id);
     }
 
     /// `--dry` (UI-12): the task's key and whether the local store has an entry for it,
@@ -420,6 +518,22 @@ impl<'p> RunCache<'p> {
         outputs: &Outputs,
         found: &[Found],
     ) -> Result<(), String> {
+        self.check_clean(id, outputs, found)?;
+        let root = self.workspace.root.clone();
+        outputs
+            .clean(&root, found)
+            .map_err(|e| format!("vx: {id}: {e}"))?;
+        self.refresh_outputs(outputs);
+        Ok(())
+    }
+
+    /// The protections of STORE-10 step 1, checked for every match before anything is removed.
+    fn check_clean(
+        &mut self,
+        id: &TaskId,
+        outputs: &Outputs,
+        found: &[Found],
+    ) -> Result<(), String> {
         if found.is_empty() {
             return Ok(());
         }
@@ -477,11 +591,6 @@ impl<'p> RunCache<'p> {
                 }
             }
         }
-        let root = self.workspace.root.clone();
-        outputs
-            .clean(&root, found)
-            .map_err(|e| format!("vx: {id}: {e}"))?;
-        self.refresh_outputs(outputs);
         Ok(())
     }
 
@@ -941,6 +1050,59 @@ impl<'p> RunCache<'p> {
                 }
             }
         }
+    }
+}
+
+/// What the restore lane can do for a task (SCHED-3).
+pub enum Ahead {
+    /// Served at once (up-to-date).
+    Served(Decision),
+    /// Its outputs must be written back: a job for the lane's threads.
+    Restore(Box<RestoreJob>),
+    /// Left to the normal schedule.
+    Not,
+}
+
+/// One restore on the restore lane: cleaning the outputs and writing the entry back, off the
+/// run loop. Owns everything it needs.
+pub struct RestoreJob {
+    id: TaskId,
+    key: String,
+    short: String,
+    stored: Duration,
+    path: PathBuf,
+    root: PathBuf,
+    outputs: Outputs,
+    found: Vec<Found>,
+}
+
+impl RestoreJob {
+    /// STORE-10: clean (the protections were checked on the loop), then validate and stage
+    /// the archive, then commit.
+    pub fn run(&self) -> Result<artifact::Restored, artifact::RestoreError> {
+        self.outputs
+            .clean(&self.root, &self.found)
+            .map_err(|error| match error {
+                super::outputs::CleanError::Remove { path, source } => artifact::RestoreError::Io {
+                    path: self.root.join(path),
+                    source,
+                },
+            })?;
+        let outputs = &self.outputs;
+        let root = &self.root;
+        let accept = |name: &str| outputs.accepts(name);
+        let target = |name: &str| {
+            let rel = outputs.path_of(name).unwrap_or_default();
+            Target {
+                path: root.join(&rel),
+                contain: if is_under(&rel, &outputs.dir) {
+                    root.join(&outputs.dir)
+                } else {
+                    root.clone()
+                },
+            }
+        };
+        artifact::restore(&self.path, &self.key, &accept, artifact::SIZE_CAP, &target)
     }
 }
 

@@ -27,7 +27,7 @@ use vx_exec::{
 
 use vx_store::log::{LogBuf, LogRecord, LogStream};
 
-use super::cache::{After, CacheKind, Decision, Done, RunCache, SaveJob};
+use super::cache::{After, Ahead, CacheKind, Decision, Done, RestoreJob, RunCache, SaveJob};
 use super::explain::explain;
 use super::outcome::{NotReady, Status, TaskReport};
 use super::plan::Plan;
@@ -59,7 +59,12 @@ pub enum Msg {
     Signal(i32),
     /// The save lane packed a task's artifact (STORE-7).
     Packed(usize, Box<SaveJob>, Box<PackResult>),
+    /// The restore lane wrote an entry back, or could not (SCHED-3).
+    Restored(usize, Box<RestoreJob>, Box<RestoreResult>),
 }
+
+/// What a restore on the restore lane gave.
+pub type RestoreResult = Result<vx_store::artifact::Restored, vx_store::artifact::RestoreError>;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -128,6 +133,12 @@ pub struct Run<'p> {
     /// one of its 2 × concurrency places. A task's dependants start when its save is done.
     saves_running: usize,
     saves_waiting: std::collections::VecDeque<(usize, Box<SaveJob>)>,
+    /// The restore lane (SCHED-3): restores running on their own threads (at most
+    /// 2 × concurrency) and restores waiting for a place.
+    restores_running: usize,
+    restores_waiting: std::collections::VecDeque<(usize, Box<RestoreJob>)>,
+    /// Persistent tasks held back while the restore lane serves their dependants (EXEC-13).
+    servers_held: Vec<usize>,
 }
 
 impl<'p> Run<'p> {
@@ -182,6 +193,9 @@ impl<'p> Run<'p> {
             tainted: BTreeSet::new(),
             saves_running: 0,
             saves_waiting: std::collections::VecDeque::new(),
+            restores_running: 0,
+            restores_waiting: std::collections::VecDeque::new(),
+            servers_held: Vec::new(),
         }
     }
 
@@ -225,34 +239,70 @@ impl<'p> Run<'p> {
             }
             let id = self.plan.graph.nodes[i].id.clone();
             let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
-            if let Some(Decision::Hit {
-                kind,
-                records,
-                short_key,
-                stored,
-            }) = self.cache.hit_ahead(&id, needs_log)
-            {
-                self.report_hit(i, kind, records, short_key, stored);
-                self.scheduler.finish_ahead(i);
+            match self.cache.prepare_ahead(&id, needs_log) {
+                Ahead::Served(Decision::Hit {
+                    kind,
+                    records,
+                    short_key,
+                    stored,
+                }) => {
+                    self.report_hit(i, kind, records, short_key, stored);
+                    self.scheduler.finish_ahead(i);
+                }
+                Ahead::Restore(job) => {
+                    self.scheduler.take_ahead(i);
+                    self.start_restore(i, job);
+                }
+                Ahead::Served(_) | Ahead::Not => {}
             }
         }
         for i in 0..self.plan.graph.nodes.len() {
             let node = &self.plan.graph.nodes[i];
-            let served = |d: &usize| {
-                self.reports
-                    .get(d)
-                    .is_some_and(|r| r.cache.is_some_and(CacheKind::is_hit))
-            };
-            if kind_of(task(self.plan, i)) == Kind::Persistent
+            let candidate = kind_of(task(self.plan, i)) == Kind::Persistent
                 && !self.is_shown(i)
                 && !node.dependants.is_empty()
-                && node.dependants.iter().all(served)
                 && matches!(
                     self.scheduler.state(i),
                     NodeState::Waiting | NodeState::Ready
-                )
+                );
+            // Every dependant served, or being restored by the lane.
+            if candidate
+                && node.dependants.iter().all(|d| {
+                    self.served_ahead(*d) || self.scheduler.state(*d) == NodeState::Running
+                })
             {
-                self.scheduler.finish_ahead(i);
+                self.scheduler.take_ahead(i);
+                self.servers_held.push(i);
+            }
+        }
+        self.settle_servers();
+    }
+
+    /// A task the restore lane served (its report is a hit).
+    fn served_ahead(&self, i: usize) -> bool {
+        self.reports
+            .get(&i)
+            .is_some_and(|r| r.cache.is_some_and(CacheKind::is_hit))
+    }
+
+    /// EXEC-13: a held server is not started once its dependants were all served; it goes back
+    /// to the schedule as soon as one of them was not.
+    fn settle_servers(&mut self) {
+        let held = std::mem::take(&mut self.servers_held);
+        for i in held {
+            let dependants = self.plan.graph.nodes[i].dependants.clone();
+            if dependants.iter().all(|&d| self.served_ahead(d)) {
+                let skipped = self.scheduler.finish(i, Finish::Success);
+                self.report_skipped(&skipped);
+            } else if dependants
+                .iter()
+                .all(|&d| self.served_ahead(d) || self.scheduler.state(d) == NodeState::Running)
+                && self.restores_running + self.restores_waiting.len() > 0
+            {
+                self.servers_held.push(i);
+            } else {
+                let skipped = self.scheduler.give_back(i);
+                self.report_skipped(&skipped);
             }
         }
     }
@@ -447,6 +497,7 @@ impl<'p> Run<'p> {
             Msg::Signal(n) => self.signal(n),
             Msg::Exec(i, event) => self.exec_event(i, event),
             Msg::Packed(i, job, packed) => self.saved(i, job, packed),
+            Msg::Restored(i, job, result) => self.restored(i, job, *result),
         }
     }
 
@@ -611,6 +662,53 @@ impl<'p> Run<'p> {
             let skipped = self.scheduler.finish(i, finish);
             self.report_skipped(&skipped);
         }
+    }
+
+    /// Runs a restore on its own thread, or queues it when the restore lane is full.
+    fn start_restore(&mut self, i: usize, job: Box<RestoreJob>) {
+        if self.restores_running >= 2 * self.ctx.slots as usize {
+            self.restores_waiting.push_back((i, job));
+            return;
+        }
+        self.restores_running += 1;
+        let tx = self.tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("vx-restore".into())
+            .spawn(move || {
+                let result = Box::new(job.run());
+                let _ = tx.send(Msg::Restored(i, job, result));
+            });
+        if spawned.is_err() {
+            // No thread: the task goes back to the normal schedule, which restores it there.
+            self.restores_running -= 1;
+            let skipped = self.scheduler.give_back(i);
+            self.report_skipped(&skipped);
+        }
+    }
+
+    /// A restore of the lane ended: the hit is served, or the task goes back to the schedule.
+    fn restored(&mut self, i: usize, job: Box<RestoreJob>, result: RestoreResult) {
+        self.restores_running -= 1;
+        if let Some((next, job)) = self.restores_waiting.pop_front() {
+            self.start_restore(next, job);
+        }
+        match self.cache.complete_ahead(job, result) {
+            Some(Decision::Hit {
+                kind,
+                records,
+                short_key,
+                stored,
+            }) => {
+                self.report_hit(i, kind, records, short_key, stored);
+                let skipped = self.scheduler.finish(i, Finish::Success);
+                self.report_skipped(&skipped);
+            }
+            _ => {
+                let skipped = self.scheduler.give_back(i);
+                self.report_skipped(&skipped);
+            }
+        }
+        self.settle_servers();
     }
 
     /// Packs a save on its own thread, or queues it when the save lane is full.

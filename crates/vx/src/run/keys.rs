@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use std::rc::Rc;
+use std::sync::Arc;
 use vx_core::config::TaskConfig;
 
 use vx_core::globs::{is_literal, GlobCache, TaskGlobs};
@@ -566,8 +566,8 @@ impl<'p> Keys<'p> {
 /// The declared outputs of one task, root-relative, for leaving them out of its inputs.
 struct OwnOutputs {
     dir: String,
-    project: Rc<TaskGlobs>,
-    workspace: Rc<TaskGlobs>,
+    project: Arc<TaskGlobs>,
+    workspace: Arc<TaskGlobs>,
 }
 
 impl OwnOutputs {

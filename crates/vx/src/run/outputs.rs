@@ -14,7 +14,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use std::rc::Rc;
+use std::sync::Arc;
 use vx_core::config::CacheConfig;
 
 use vx_core::globs::{literal_prefix, GlobCache, TaskGlobs};
@@ -23,11 +23,12 @@ use vx_store::index::OutputStamp;
 use super::keys::{is_under, join, relative};
 
 /// The output globs of one cached task, resolved against the workspace.
+#[derive(Clone)]
 pub struct Outputs {
     /// The project directory, root-relative.
     pub dir: String,
-    pub project: Rc<TaskGlobs>,
-    pub workspace: Rc<TaskGlobs>,
+    pub project: Arc<TaskGlobs>,
+    pub workspace: Arc<TaskGlobs>,
     /// Root-relative directories never walked or cleaned.
     walls: Vec<String>,
 }

@@ -529,3 +529,61 @@ fn keys_are_predictions_when_an_uncached_upstream_of_the_project_could_write_inp
     let text = f.vx(&["run", "lib#build", "--dry"]);
     assert_contains(&text.stdout, "lib#build  ~");
 }
+
+#[test]
+fn the_restore_lane_writes_outputs_back_off_the_loop_and_gives_damaged_entries_back() {
+    let f = wc();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"sleep 1; mkdir -p dist && cat src/*.txt > dist/out.txt && echo built lib\"\n",
+    );
+    f.commit();
+    let env = [("CI", "true")];
+    assert_eq!(f.vx_in("", &["run", "app#build"], &env).code, 0);
+    // Outputs gone: the lane restores them while lib#build still runs.
+    std::fs::remove_dir_all(f.path("packages/app/dist")).unwrap();
+    let restored = f.vx_in("", &["run", "app#build"], &env);
+    assert_eq!(restored.code, 0, "{}{}", restored.stdout, restored.stderr);
+    let app = restored
+        .stdout
+        .find("┌─ app#build  restored-local")
+        .expect("a restore");
+    let lib = restored
+        .stdout
+        .find("┌─ lib#build")
+        .expect("lib#build's frame");
+    assert!(
+        app < lib,
+        "restored before its dependency ends:\n{}",
+        restored.stdout
+    );
+    assert_eq!(f.read("packages/app/dist/app.txt"), "a\nb\n");
+
+    // A damaged entry found by the lane: one line, and the task runs after its dependency.
+    std::fs::remove_dir_all(f.path("packages/app/dist")).unwrap();
+    for artifact in artifacts(&f) {
+        let mut bytes = std::fs::read(&artifact).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::write(&artifact, bytes).unwrap();
+    }
+    let damaged = f.vx_in("", &["run", "app#build"], &env);
+    assert_eq!(damaged.code, 0, "{}{}", damaged.stdout, damaged.stderr);
+    assert_eq!(
+        damaged
+            .stderr
+            .matches("discarded damaged cache entry")
+            .count(),
+        1,
+        "{}",
+        damaged.stderr
+    );
+    let lib = damaged.stdout.find("┌─ lib#build").unwrap();
+    let app = damaged.stdout.find("┌─ app#build").unwrap();
+    assert!(
+        lib < app,
+        "executed after its dependency:\n{}",
+        damaged.stdout
+    );
+    assert_eq!(f.read("packages/app/dist/app.txt"), "a\nb\n");
+}
