@@ -20,7 +20,7 @@ use vx_core::graph::task_config;
 use vx_core::{TaskId, Workspace};
 use vx_store::artifact::{self, OutputFile, Target};
 use vx_store::artifact::{ArtifactMeta, ExecMeta, Producer};
-use vx_store::index::{Invocation, Lookup, OutputStamp, RestoreFailure, RunRow};
+use vx_store::index::{Invocation, Lookup, OutputStamp, RunRow};
 use vx_store::log::{LogRecord, LogStream};
 use vx_store::Store;
 
@@ -194,10 +194,7 @@ impl<'p> RunCache<'p> {
         let entry = match store.lookup(&key, &accept) {
             Ok(Lookup::Hit(entry)) => entry,
             Ok(Lookup::Damaged(damage)) => {
-                render::notice(&format!(
-                    "{id}: discarded damaged cache entry {short} ({}); running the task",
-                    damage.reason
-                ));
+                say_damaged(id, &short, &damage.reason, true);
                 self.miss_ahead(id);
                 return Ahead::Not;
             }
@@ -238,13 +235,32 @@ impl<'p> RunCache<'p> {
         }))
     }
 
-    /// The lane's thread restored (or failed to restore) an entry: record what was written and
-    /// serve the hit, or leave the task to the normal schedule.
+    /// The lane's thread restored (or failed to restore) an entry: serve the hit, or leave the
+    /// task to the normal schedule (where a blocked restore fails it, naming the path).
     pub fn complete_ahead(
         &mut self,
         job: Box<RestoreJob>,
         result: Result<artifact::Restored, artifact::RestoreError>,
     ) -> Option<Decision> {
+        let id = job.id.clone();
+        match self.finish_restore(*job, result) {
+            Restore::Served(decision) => Some(decision),
+            Restore::Miss => {
+                self.miss_ahead(&id);
+                None
+            }
+            Restore::Failed(_) => None,
+        }
+    }
+
+    /// STORE-10 step 4 and STORE-12, after a restore ran: record the stamps of what was written
+    /// and serve the hit; a damaged or vanished entry is discarded with one line and the task
+    /// runs; anything else (a blocked target, a permission error) fails the task.
+    fn finish_restore(
+        &mut self,
+        job: RestoreJob,
+        result: Result<artifact::Restored, artifact::RestoreError>,
+    ) -> Restore {
         let RestoreJob {
             id,
             key,
@@ -253,8 +269,9 @@ impl<'p> RunCache<'p> {
             root,
             outputs,
             ..
-        } = *job;
+        } = job;
         self.refresh_outputs(&outputs);
+        let store = self.store.as_mut().expect("active");
         match result {
             Ok(restored) => {
                 let mut rows = Vec::new();
@@ -268,11 +285,10 @@ impl<'p> RunCache<'p> {
                         rows.push(stamp(&rel, &meta));
                     }
                 }
-                let store = self.store.as_mut().expect("active");
                 let _ = store.set_output_stamps(&self.workspace_id, &key, &with_marker(&rows));
                 store.touch(&key);
                 self.record_stamps(&key, rows);
-                Some(Decision::Hit {
+                Restore::Served(Decision::Hit {
                     kind: CacheKind::RestoredLocal,
                     records: decode_log(&restored.log),
                     short_key: short,
@@ -280,29 +296,21 @@ impl<'p> RunCache<'p> {
                 })
             }
             Err(artifact::RestoreError::Damaged(damage)) => {
-                if let Some(store) = self.store.as_mut() {
+                let writes = self.policy.local_write;
+                if writes {
                     let _ = store.discard(&key);
                 }
-                render::notice(&format!(
-                    "{id}: discarded damaged cache entry {short} ({}); running the task",
-                    damage.reason
-                ));
-                self.miss_ahead(&id);
-                None
+                say_damaged(&id, &short, &damage.reason, writes);
+                Restore::Miss
             }
             Err(artifact::RestoreError::Vanished) => {
-                if let Some(store) = self.store.as_mut() {
-                    let _ = store.discard(&key);
-                }
+                let _ = store.discard(&key);
                 render::notice(&format!(
                     "{id}: cache entry {short} was removed by another process; running the task"
                 ));
-                self.miss_ahead(&id);
-                None
+                Restore::Miss
             }
-            // A blocked or failed restore is tried again when the task is ready, where it
-            // fails the task naming the path.
-            Err(_) => None,
+            Err(other) => Restore::Failed(format!("vx: {id}: {}", restore_reason(&other))),
         }
     }
 
@@ -384,10 +392,7 @@ impl<'p> RunCache<'p> {
                     }
                 }
                 Ok(Lookup::Damaged(damage)) => {
-                    render::notice(&format!(
-                        "{id}: discarded damaged cache entry {short} ({}); running the task",
-                        damage.reason
-                    ));
+                    say_damaged(id, &short, &damage.reason, true);
                 }
                 Ok(Lookup::Miss) => {}
                 Err(error) => self.turn_off(&error.to_string()),
@@ -447,58 +452,22 @@ impl<'p> RunCache<'p> {
                 }
             }
         }
-        self.clean_found(id, outputs, &found)?;
-        let store = self.store.as_mut().expect("active");
-        let accept = |name: &str| outputs.accepts(name);
-        let target = |name: &str| {
-            let rel = outputs.path_of(name).unwrap_or_default();
-            Target {
-                path: root.join(&rel),
-                contain: if is_under(&rel, &outputs.dir) {
-                    root.join(&outputs.dir)
-                } else {
-                    root.clone()
-                },
-            }
+        self.check_clean(id, outputs, &found)?;
+        let job = RestoreJob {
+            id: id.clone(),
+            key: key.to_string(),
+            short,
+            stored,
+            path: self.store.as_ref().expect("active").artifact_path(key),
+            root,
+            outputs: outputs.clone(),
+            found,
         };
-        match store.restore(key, &accept, &target) {
-            Ok(restored) => {
-                let mut rows = Vec::new();
-                for file in &restored.files {
-                    let rel = file
-                        .path
-                        .strip_prefix(&root)
-                        .map(|p| p.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    if let Ok(meta) = std::fs::symlink_metadata(&file.path) {
-                        rows.push(stamp(&rel, &meta));
-                    }
-                }
-                let _ = store.set_output_stamps(&self.workspace_id, key, &with_marker(&rows));
-                store.touch(key);
-                self.record_stamps(key, rows);
-                self.refresh_outputs(outputs);
-                Ok(Some(Decision::Hit {
-                    kind: CacheKind::RestoredLocal,
-                    records: decode_log(&restored.log),
-                    short_key: short,
-                    stored,
-                }))
-            }
-            Err(RestoreFailure::Damaged(damage)) => {
-                render::notice(&format!(
-                    "{id}: discarded damaged cache entry {short} ({}); running the task",
-                    damage.reason
-                ));
-                Ok(None)
-            }
-            Err(RestoreFailure::Vanished) => {
-                render::notice(&format!(
-                    "{id}: cache entry {short} was removed by another process; running the task"
-                ));
-                Ok(None)
-            }
-            Err(other) => Err(format!("vx: {id}: {other}")),
+        let result = job.run();
+        match self.finish_restore(job, result) {
+            Restore::Served(decision) => Ok(Some(decision)),
+            Restore::Miss => Ok(None),
+            Restore::Failed(line) => Err(line),
         }
     }
 
@@ -1050,6 +1019,42 @@ impl<'p> RunCache<'p> {
                 }
             }
         }
+    }
+}
+
+/// How a restore ended.
+enum Restore {
+    Served(Decision),
+    /// No usable entry after all: the task runs.
+    Miss,
+    /// The task fails with this line.
+    Failed(String),
+}
+
+/// STORE-12's line for a damaged entry.
+/// STORE-12's line for a damaged entry: `discarded` when it was deleted, `ignoring` when
+/// local writes are off and it was kept.
+fn say_damaged(id: &TaskId, short: &str, reason: &str, discarded: bool) {
+    let verb = if discarded { "discarded" } else { "ignoring" };
+    render::notice(&format!(
+        "{id}: {verb} damaged cache entry {short} ({reason}); running the task"
+    ));
+}
+
+/// A restore failure in the words of STORE-10 (the paths root-relative where possible).
+fn restore_reason(error: &artifact::RestoreError) -> String {
+    match error {
+        artifact::RestoreError::Blocked { path } => {
+            format!("`{}` stands where an output must go", path.display())
+        }
+        artifact::RestoreError::Unsafe { path } => format!(
+            "refusing to write through `{}`: it leads outside the project",
+            path.display()
+        ),
+        artifact::RestoreError::Io { path, source } => {
+            format!("`{}`: {}", path.display(), plain(source))
+        }
+        other => other.to_string(),
     }
 }
 

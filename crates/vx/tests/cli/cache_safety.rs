@@ -526,3 +526,24 @@ fn a_file_written_outside_declared_outputs_never_gives_a_wrong_hit() {
         "build's output matches what a fresh run gives"
     );
 }
+
+#[test]
+fn with_local_writes_off_a_damaged_entry_is_ignored_and_kept() {
+    let f = wc();
+    assert_contains(&run_lib(&f).stdout, MISS);
+    let artifact = artifacts(&f).pop().unwrap();
+    let mut bytes = std::fs::read(&artifact).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&artifact, &bytes).unwrap();
+    std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
+    let out = f.vx(&["run", "lib#build", "--cache", "local:r"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stderr, "vx: lib#build: ignoring damaged cache entry ");
+    assert_eq!(
+        std::fs::read(&artifact).unwrap(),
+        bytes,
+        "the entry is kept as it was"
+    );
+    assert_eq!(f.read("packages/lib/dist/out.txt"), "a\n", "the task ran");
+}
