@@ -250,3 +250,64 @@ fn retention_prunes_after_each_run() {
         "the entry is pruned at the end of the run"
     );
 }
+
+/// Sets the SQLite header's `user_version` (offset 60, big-endian) of a closed index.
+fn set_schema_version(f: &Fixture, version: u32) {
+    let path = f.path(".vx/cache.db");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[60..64].copy_from_slice(&version.to_be_bytes());
+    std::fs::write(&path, bytes).unwrap();
+}
+
+#[test]
+fn an_index_from_a_newer_vx_is_left_alone_and_reading_verbs_refuse_it() {
+    let f = wc();
+    run(&f, &["run", "lib#build"]);
+    set_schema_version(&f, 99);
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_contains(
+        &out.stderr,
+        "warning: the cache index was written by a newer vx (schema 99); the local cache and history are off for this run",
+    );
+    assert_contains(&out.stdout, MISS);
+    let why = f.vx(&["why", "lib#build"]);
+    assert_eq!(why.code, 2, "{}{}", why.stdout, why.stderr);
+    assert_contains(
+        &why.stderr,
+        "error: the cache index has schema 99, this vx reads 1",
+    );
+    assert_contains(&why.stderr, "hint: it was written by a newer vx");
+}
+
+#[test]
+fn naming_the_remote_layer_without_a_remote_says_so_once() {
+    let f = wc();
+    let out = run(&f, &["run", "lib#build", "--cache", "local:rw,remote:r"]);
+    assert_eq!(
+        out.stderr
+            .matches("vx: no remote cache is configured; --cache remote:… has no effect")
+            .count(),
+        1,
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_older_index_is_rebuilt_by_a_run_and_its_artifacts_adopted() {
+    let f = wc();
+    run(&f, &["run", "lib#build"]);
+    set_schema_version(&f, 0);
+    let why = f.vx(&["why", "lib#build"]);
+    assert_eq!(why.code, 2, "{}{}", why.stdout, why.stderr);
+    assert_contains(
+        &why.stderr,
+        "error: the cache index has schema 0, this vx reads 1",
+    );
+    assert_contains(&why.stderr, "hint: run `vx run` once to upgrade it");
+    // The rebuilt index has no rows; the artifact on disk is validated and adopted.
+    let out = run(&f, &["run", "lib#build"]);
+    assert_contains(&out.stdout, "cache      1 local\n");
+    assert_eq!(run(&f, &["why", "lib#build"]).code, 0);
+}
