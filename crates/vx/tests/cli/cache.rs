@@ -281,6 +281,13 @@ fn acc26_dry_derives_keys_and_changes_nothing() {
     assert_eq!(task("docs#build")["cache"], "no-cache");
     assert_eq!(std::fs::read(f.path(".vx/cache.db")).unwrap(), db);
     assert_eq!(artifacts(&f), listing);
+    let graph = f.vx(&["run", "build", "--all", "--graph"]);
+    assert_eq!(graph.code, 0, "{}{}", graph.stdout, graph.stderr);
+    for node in ["\"lib#build\" [", "\"app#build\" [", "\"docs#build\" ["] {
+        assert_contains(&graph.stdout, node);
+    }
+    assert_eq!(graph.stdout.matches(" -> ").count(), 1, "{}", graph.stdout);
+    assert_contains(&graph.stdout, "\"app#build\" -> \"lib#build\"");
     assert!(
         !f.path("packages/lib/dist/out.txt").exists()
             || f.read("packages/lib/dist/out.txt") == "a\n"

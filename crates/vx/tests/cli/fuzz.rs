@@ -60,9 +60,9 @@ use vx_workspace::tree::{blob_id, ObjectFormat};
 
 use crate::vx_bin;
 
-/// Edits of the default run: a real search (~250 checks, ~60 real runs) that stays near 30 s
-/// in a debug build.
-const DEFAULT_EDITS: u64 = 1000;
+/// Edits of the default run: "a few thousand edits" per CI run (~750 checks, ~190 real runs),
+/// about a minute in a debug build on a 2-core machine.
+const DEFAULT_EDITS: u64 = 3000;
 const DEFAULT_SEED: u64 = 0x5eed_0001;
 
 /// (project, the projects whose `build` its `build` folds).
