@@ -78,7 +78,11 @@ struct Live {
     handle: Box<dyn RunningTask>,
     started: Instant,
     kind: Kind,
-    log: Vec<u8>,
+    /// What the frame shows: both streams as printed, bounded like the stored log (STORE-6:
+    /// the first and last 8 MiB, the cut named), while every byte still streams live.
+    display: LogBuf,
+    /// The last byte shown, so notes start on a line of their own.
+    last_byte: Option<u8>,
     maskers: [Masker; 2],
     strippers: Option<[Stripper; 2]>,
     command: String,
@@ -450,7 +454,8 @@ impl<'p> Run<'p> {
             handle,
             started: Instant::now(),
             kind,
-            log: Vec::new(),
+            display: LogBuf::new(),
+            last_byte: None,
             maskers: [masker.clone(), masker],
             strippers: (!colour).then(|| [Stripper::new(), Stripper::new()]),
             command,
@@ -541,7 +546,8 @@ impl<'p> Run<'p> {
         let Some(live) = self.live.get_mut(&i) else {
             return;
         };
-        live.log.extend_from_slice(bytes);
+        live.display.push(LogStream::Stdout, bytes);
+        live.last_byte = bytes.last().copied();
         if self.keep_alive {
             let prefix = format!("{} │ ", self.plan.graph.nodes[i].id);
             let mut text = Vec::new();
@@ -564,7 +570,7 @@ impl<'p> Run<'p> {
             return;
         };
         let mut line = Vec::new();
-        if !live.log.is_empty() && !live.log.ends_with(b"\n") {
+        if live.last_byte.is_some_and(|b| b != b'\n') {
             line.push(b'\n');
         }
         line.extend_from_slice(live.maskers[0].mask_str(text).as_bytes());
@@ -806,7 +812,7 @@ impl<'p> Run<'p> {
             duration: live.started.elapsed(),
             blocked_by: None,
             command_line: Some(live.command_line.clone()),
-            log: live.log.clone(),
+            log: shown(&live.display),
             cache: (live.kind == Kind::OneShot).then_some(live.cache_kind),
             short_key: None,
             stored: None,
@@ -1085,7 +1091,8 @@ impl Run<'_> {
     fn keep_alive_loop(mut self, kept: &[usize]) -> i32 {
         self.keep_alive = true;
         for &i in kept {
-            let log = std::mem::take(&mut self.live.get_mut(&i).expect("kept").log);
+            let live = self.live.get_mut(&i).expect("kept");
+            let log = shown(&std::mem::take(&mut live.display));
             self.output(i, &log);
         }
         self.ended_persistent.clear();
@@ -1141,6 +1148,24 @@ fn kind_of(config: &TaskConfig) -> Kind {
     } else {
         Kind::OneShot
     }
+}
+
+/// A bounded display log as the bytes a frame prints: the cut, if any, as a note on a line of
+/// its own.
+fn shown(display: &LogBuf) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for record in display.records() {
+        if record.stream == LogStream::Note {
+            if bytes.last().is_some_and(|b| *b != b'\n') {
+                bytes.push(b'\n');
+            }
+            bytes.extend_from_slice(&record.bytes);
+            bytes.push(b'\n');
+        } else {
+            bytes.extend_from_slice(&record.bytes);
+        }
+    }
+    bytes
 }
 
 fn log_stream(stream: Stream) -> LogStream {

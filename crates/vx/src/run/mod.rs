@@ -33,11 +33,16 @@ use crate::render::style::{colour_enabled, Style};
 use cpus::available_cpus;
 use execute::{Context, Msg, Run};
 
+/// How many messages (output chunks, events) may wait for the run loop.
+const MESSAGES_IN_FLIGHT: usize = 64;
+
 /// The default kill grace (EXEC-6).
 const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 
 pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
-    let (tx, rx) = crossbeam_channel::unbounded::<Msg>();
+    // Bounded: a task that writes faster than the loop can handle blocks on its pipe instead of
+    // piling its output up in vx's memory (STORE-6); nothing on the loop's thread ever sends.
+    let (tx, rx) = crossbeam_channel::bounded::<Msg>(MESSAGES_IN_FLIGHT);
     // Signals are taken over before any child exists, so Ctrl-C always reaches vx's handler.
     forward_signals(tx.clone())?;
     let plan = plan::plan(cwd, &options)?;

@@ -333,3 +333,60 @@ fn timeout_precedence_and_the_environment_default() {
     assert_contains(&out.stderr, "warning: ignoring VX_TASK_TIMEOUT=`90`");
     assert_contains(&out.stdout, "vx: timed out after 400ms");
 }
+
+/// The high-water mark of vx's own RSS, in KiB, from /proc (read while it runs).
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// STORE-6: a task printing 500 MB keeps vx's memory bounded (the frame keeps the first and
+/// last 8 MiB and names the cut) while every byte still streams live.
+#[test]
+fn a_flood_of_output_keeps_vx_memory_bounded_and_names_the_cut() {
+    let f = one_project(&format!(
+        "[tasks.flood]\ncommand = \"{} flood 500000000\"\n\n[tasks.other]\ncommand = \"true\"\n",
+        child()
+    ));
+    // Two requested tasks: no frame streams, so the flood's frame is printed whole at its end,
+    // from the bounded buffer (a single requested task would stream every byte live).
+    let mut command = f.command("", &["run", "lib#flood", "lib#other", "--output-logs=full"]);
+    let out_path = f.path("out.txt");
+    let out_file = std::fs::File::create(&out_path).unwrap();
+    let mut vx = command
+        .stdout(out_file)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = vx.id();
+    let mut peak = 0;
+    loop {
+        if let Some(kib) = peak_rss_kib(pid) {
+            peak = peak.max(kib);
+        }
+        if vx.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(vx.wait().unwrap().success());
+    // Two bounded buffers (the frame and the stored log) of 16 MiB each, a few transient copies
+    // of the 16 MiB frame while it is printed, and vx itself: far below the 500 MB the task
+    // wrote, which an unbounded capture holds whole (over 500 MiB).
+    assert!(peak < 200 * 1024, "vx's peak RSS was {peak} KiB");
+    let size = std::fs::metadata(&out_path).unwrap().len();
+    assert!(
+        size > 16 << 20,
+        "the frame holds the kept head and tail ({size} bytes)"
+    );
+    assert!(size < 40 << 20, "the frame is bounded ({size} bytes)");
+    let text = std::fs::read(&out_path).unwrap();
+    let note = b"vx: ";
+    let cut = text.windows(note.len() + 40).any(|w| {
+        w.starts_with(note) && String::from_utf8_lossy(w).contains("MiB of output not kept")
+    });
+    assert!(cut, "the cut is named in the frame");
+}
