@@ -826,8 +826,8 @@ impl<'p> RunCache<'p> {
             files: BTreeMap::new(),
             exec: ExecMeta {
                 duration_ms: done.duration.as_millis() as u64,
-                cpu_ms: None,
-                peak_rss_bytes: None,
+                cpu_ms: done.cpu_ms,
+                peak_rss_bytes: done.peak_rss_bytes,
             },
             producer: Producer {
                 vx_version: env!("CARGO_PKG_VERSION").into(),
@@ -1169,6 +1169,8 @@ pub struct Done<'a> {
     pub command_line: &'a str,
     /// The encoded log (STORE-6).
     pub log: &'a [u8],
+    pub cpu_ms: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// The stamps to record for an entry: its files' stamps, or, for an entry without files, one

@@ -634,6 +634,10 @@ impl<'p> Run<'p> {
         report.exit_code = Some(code);
         report.timed_out = completion.timed_out;
         report.duration = completion.duration;
+        if let Some(usage) = &completion.usage {
+            report.cpu_ms = Some((usage.user_cpu + usage.system_cpu).as_millis() as u64);
+            report.peak_rss_bytes = child_peak(usage.max_rss_bytes);
+        }
         let mut save = None;
         if kind == Kind::OneShot && status != Status::Aborted {
             let encoded = live.records.encode();
@@ -646,6 +650,8 @@ impl<'p> Run<'p> {
                 duration: completion.duration,
                 command_line: &live.command_line,
                 log: &encoded,
+                cpu_ms: report.cpu_ms,
+                peak_rss_bytes: report.peak_rss_bytes,
             });
             if let After::Pack(job) = after {
                 save = Some(job);
@@ -816,6 +822,8 @@ impl<'p> Run<'p> {
             cache: (live.kind == Kind::OneShot).then_some(live.cache_kind),
             short_key: None,
             stored: None,
+            cpu_ms: None,
+            peak_rss_bytes: None,
         }
     }
 
@@ -994,6 +1002,8 @@ impl Run<'_> {
                 placement: Some("local".into()),
                 exit_code: report.exit_code,
                 duration_ms: report.duration.as_millis() as u64,
+                cpu_ms: report.cpu_ms,
+                peak_rss_bytes: report.peak_rss_bytes,
                 attempts: u32::from(report.executed),
                 timed_out: report.timed_out,
                 not_ready: report.not_ready.is_some(),
@@ -1147,6 +1157,26 @@ fn kind_of(config: &TaskConfig) -> Kind {
         Kind::Persistent
     } else {
         Kind::OneShot
+    }
+}
+
+/// EXEC-18's parent floor: on Linux a forked child starts with vx's own high-water mark, so a
+/// peak within 4 MiB of vx's own (`VmHWM`, read after the child exited) is unknown rather than
+/// the child's.
+fn child_peak(max_rss_bytes: u64) -> Option<u64> {
+    const FLOOR: u64 = 4 << 20;
+    let own = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kib| kib * 1024);
+    match own {
+        Some(own) if max_rss_bytes <= own + FLOOR => None,
+        _ => Some(max_rss_bytes),
     }
 }
 

@@ -72,6 +72,10 @@ pub struct TaskReport {
     pub short_key: Option<String>,
     /// For hits: the recorded execution time the hit saved (UI-7).
     pub stored: Option<Duration>,
+    /// CPU time (user + system) of an executed attempt, from `wait4` (EXEC-18).
+    pub cpu_ms: Option<u64>,
+    /// Peak RSS of an executed attempt, when it can be told apart from vx's own (EXEC-18).
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl TaskReport {
@@ -100,6 +104,8 @@ impl TaskReport {
             cache: None,
             short_key: None,
             stored: None,
+            cpu_ms: None,
+            peak_rss_bytes: None,
         }
     }
 

@@ -390,3 +390,56 @@ fn a_flood_of_output_keeps_vx_memory_bounded_and_names_the_cut() {
     });
     assert!(cut, "the cut is named in the frame");
 }
+
+/// The `meta.json` of the only artifact in the default cache directory.
+fn artifact_meta(f: &vx_test_support::fixture::Fixture) -> serde_json::Value {
+    let dir = f.path(".vx/artifacts");
+    let path = std::fs::read_dir(dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let bytes = zstd::decode_all(std::fs::File::open(path).unwrap()).unwrap();
+    let mut archive = tar::Archive::new(bytes.as_slice());
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.path().unwrap().to_string_lossy() == "meta.json" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
+            return serde_json::from_str(&text).unwrap();
+        }
+    }
+    panic!("no meta.json");
+}
+
+/// EXEC-18: CPU time and peak RSS come from `wait4`; a task that holds 200 MiB is measured
+/// as such (within a bounded factor), not as vx's own high-water mark.
+#[test]
+fn cpu_time_and_peak_rss_are_measured_for_an_executed_task() {
+    let f = one_project(&format!(
+        "[tasks.big]\ncommand = \"{} alloc 200\"\ncache = {{ inputs = [], outputs = [] }}\n",
+        child()
+    ));
+    let out = f.vx(&["run", "lib#big"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let meta = artifact_meta(&f);
+    let peak = meta["exec"]["peak_rss_bytes"].as_u64().expect("a peak RSS");
+    assert!(
+        (200 << 20..400 << 20).contains(&peak),
+        "peak RSS {peak} bytes for a task holding 200 MiB"
+    );
+    assert!(meta["exec"]["cpu_ms"].as_u64().is_some(), "{meta}");
+}
+
+/// EXEC-18's parent floor: a small task's `ru_maxrss` is vx's own inherited high-water mark,
+/// so its peak is recorded as unknown rather than as a wrong figure.
+#[test]
+fn a_peak_within_the_parent_floor_is_unknown() {
+    let f =
+        one_project("[tasks.small]\ncommand = \"true\"\ncache = { inputs = [], outputs = [] }\n");
+    assert_eq!(f.vx(&["run", "lib#small"]).code, 0);
+    let meta = artifact_meta(&f);
+    assert!(meta["exec"]["peak_rss_bytes"].is_null(), "{meta}");
+    assert!(meta["exec"]["cpu_ms"].as_u64().is_some(), "{meta}");
+}
