@@ -116,9 +116,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "BASE", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub affected: Option<String>,
 
-    // Flags of later milestones: parsed so they can be refused by name.
-    #[arg(long, hide = true)]
+    /// Extra attempts for failed tasks without `retries` (default 0).
+    #[arg(long, value_name = "N")]
     pub retry: Option<String>,
+
+    // Flags of later milestones: parsed so they can be refused by name.
     #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub summarize: Option<String>,
     #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]

@@ -58,6 +58,8 @@ pub struct RunOptions {
     pub plan: Option<Plan>,
     pub forwarded: Vec<String>,
     pub cache: CachePolicy,
+    /// `--retry`: extra attempts for tasks without `retries` (EXEC-15).
+    pub retry: Option<u32>,
     /// `--cache-dir`, as given (relative to cwd).
     pub cache_dir: Option<String>,
     /// `--affected[=BASE]` (SEL-3, SEL-4).
@@ -183,8 +185,7 @@ fn not_yet(flag: &str) -> Diagnostic {
 }
 
 pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
-    let later: [(&str, bool); 6] = [
-        ("--retry", args.retry.is_some()),
+    let later: [(&str, bool); 5] = [
         ("--summarize", args.summarize.is_some()),
         ("--profile", args.profile.is_some()),
         ("--download", args.download.is_some()),
@@ -293,6 +294,15 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         .iter()
         .map(|f| parse_filter(f))
         .collect::<Result<Vec<_>, _>>()?;
+    let retry = match args.retry.as_deref() {
+        None => None,
+        Some(text) => Some(
+            parse_integer(text)
+                .filter(|n| *n <= 100)
+                .ok_or_else(|| invalid(text, "--retry", "a number of extra attempts, 0 to 100"))?
+                as u32,
+        ),
+    };
     let cache = cache_policy(args.cache.as_deref(), args.force, args.no_cache)?;
     if args.cache_dir.as_deref() == Some("") {
         return Err(invalid("", "--cache-dir", "a directory"));
@@ -306,6 +316,7 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
     };
     Ok(RunOptions {
         affected,
+        retry,
         cache,
         cache_dir: args.cache_dir,
         tasks: args.tasks,
@@ -386,10 +397,10 @@ mod tests {
     #[test]
     fn later_flags_are_refused_by_name() {
         let mut a = args();
-        a.retry = Some("1".into());
+        a.summarize = Some(BARE.into());
         assert_eq!(
             resolve(a).unwrap_err().message,
-            "--retry is not available yet"
+            "--summarize is not available yet"
         );
     }
 

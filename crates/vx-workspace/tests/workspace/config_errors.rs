@@ -171,7 +171,6 @@ fn later_milestone_keys_are_not_available_yet() {
         "vx.toml:5:32: exclusive-outputs = false is not available yet\n\
          vx.toml:6:12: remote-cache is not available yet\n\
          vx.toml:8:12: remote-execution is not available yet\n\
-         vx.toml:14:1: retries is not available yet\n\
          vx.toml:15:1: interactive is not available yet\n\
          vx.toml:17:1: remote is not available yet\n\
          vx.toml:18:1: sandbox is not available yet\n\

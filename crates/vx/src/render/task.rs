@@ -25,6 +25,10 @@ pub fn one_liner(style: &Style, report: &TaskReport) -> String {
     if let Some(cause) = &report.blocked_by {
         line.push_str(&format!(" • blocked by {}", style.id(cause)));
     }
+    if let Some(note) = report.flaky() {
+        line.push(' ');
+        line.push_str(&style.dim(&note));
+    }
     line.push('\n');
     line
 }
@@ -65,8 +69,11 @@ pub fn frame_tail(style: &Style, report: &TaskReport) -> String {
         Status::Failed | Status::Aborted => style.red(word),
         _ => style.green(word),
     };
+    let flaky = report
+        .flaky()
+        .map_or(String::new(), |note| format!("  {}", style.dim(&note)));
     format!(
-        "└─ {}  ({})  {word}\n",
+        "└─ {}  ({})  {word}{flaky}\n",
         style.id(&report.id),
         format_duration(report.duration)
     )

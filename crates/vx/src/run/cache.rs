@@ -471,6 +471,25 @@ impl<'p> RunCache<'p> {
         }
     }
 
+    /// EXEC-15: outputs are cleaned before every attempt of a task that writes. What the failed
+    /// attempt wrote is the task's own, so the protections of the first clean are not checked
+    /// again.
+    pub fn clean_for_retry(&mut self, id: &TaskId) -> Result<(), String> {
+        let config = task_config(self.workspace, id).expect("declared");
+        let Some(outputs) = self.outputs_of(id, config) else {
+            return Ok(());
+        };
+        let root = self.workspace.root.clone();
+        let found = outputs
+            .find(&root)
+            .map_err(|e| format!("vx: {id}: cannot read the outputs: {}", plain(&e)))?;
+        outputs
+            .clean(&root, &found)
+            .map_err(|e| format!("vx: {id}: {e}"))?;
+        self.refresh_outputs(&outputs);
+        Ok(())
+    }
+
     /// STORE-11: clean the declared outputs before the task runs.
     fn clean(&mut self, id: &TaskId, outputs: &Outputs) -> Result<(), String> {
         let root = self.workspace.root.clone();

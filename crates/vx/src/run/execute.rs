@@ -103,6 +103,13 @@ struct Live {
     writes: bool,
     unsaved_reason: &'static str,
     started_wall: SystemTime,
+    /// What started the attempt, for the next one (EXEC-15).
+    spec: SpawnSpec,
+    /// This attempt's number (from 1) and how many the task may make.
+    attempt: u32,
+    attempts: u32,
+    /// The durations of earlier attempts: a task's duration is their sum.
+    earlier: Duration,
 }
 
 pub struct Run<'p> {
@@ -441,13 +448,11 @@ impl<'p> Run<'p> {
             drain: Duration::from_millis(250),
             stop_leftovers_on_exit: kind == Kind::OneShot,
         };
-        let tx = self.tx.clone();
-        let handle = self.executor.spawn(
-            spec,
-            Box::new(move |event| {
-                let _ = tx.send(Msg::Exec(i, event));
-            }),
-        );
+        let attempts = match kind {
+            Kind::OneShot => 1 + config.retries.or(self.options.retry).unwrap_or(0),
+            _ => 1,
+        };
+        let handle = self.spawn_attempt(i, spec.clone());
         let colour = self.reporter.style.colour;
         let spawned = handle.pid().is_some();
         let live = Live {
@@ -471,6 +476,10 @@ impl<'p> Run<'p> {
             writes,
             unsaved_reason,
             started_wall: SystemTime::now(),
+            spec,
+            attempt: 1,
+            attempts,
+            earlier: Duration::ZERO,
         };
         let report = self.report_of(i, &live, Status::Running);
         self.live.insert(i, live);
@@ -491,6 +500,50 @@ impl<'p> Run<'p> {
         } else {
             self.running_slots += 1;
         }
+    }
+
+    fn spawn_attempt(&mut self, i: usize, spec: SpawnSpec) -> Box<dyn RunningTask> {
+        let tx = self.tx.clone();
+        self.executor.spawn(
+            spec,
+            Box::new(move |event| {
+                let _ = tx.send(Msg::Exec(i, event));
+            }),
+        )
+    }
+
+    /// EXEC-15: another attempt of a failed task — the attempt line, outputs cleaned when the
+    /// task writes, and only the successful attempt's log kept for the cache.
+    fn retry(&mut self, i: usize, completion: &Completion) {
+        let id = self.plan.graph.nodes[i].id.clone();
+        let live = self.live.get_mut(&i).expect("a live task");
+        let why = if completion.timed_out {
+            "timed out".to_string()
+        } else {
+            format!("exit {}", completion.exit_code)
+        };
+        let line = format!(
+            "vx: {id} failed ({why}); attempt {} of {}",
+            live.attempt + 1,
+            live.attempts
+        );
+        let writes = live.writes;
+        self.note(i, &line);
+        if writes {
+            if let Err(line) = self.cache.clean_for_retry(&id) {
+                self.note(i, &line);
+            }
+        }
+        let spec = self.live[&i].spec.clone();
+        let handle = self.spawn_attempt(i, spec);
+        let live = self.live.get_mut(&i).expect("a live task");
+        live.handle = handle;
+        live.earlier += completion.duration;
+        live.attempt += 1;
+        live.timed_out = false;
+        live.records = LogBuf::new();
+        live.started_wall = SystemTime::now();
+        self.running_slots += 1;
     }
 
     fn is_shown(&self, i: usize) -> bool {
@@ -623,8 +676,21 @@ impl<'p> Run<'p> {
                 self.note(i, &note);
             }
         }
+        let retry = {
+            let live = &self.live[&i];
+            status == Status::Failed
+                && kind == Kind::OneShot
+                && live.attempt < live.attempts
+                && !self.scheduler.is_halted()
+                && !matches!(completion.exit, ExitReason::SpawnFailed(_))
+        };
+        if retry {
+            self.retry(i, &completion);
+            return;
+        }
         let live = self.live.remove(&i).expect("a live task");
         let mut report = self.report_of(i, &live, status);
+        report.attempts = live.attempt;
         if kind == Kind::Persistent && status == Status::Failed {
             report.not_ready = Some(match completion.exit {
                 ExitReason::SpawnFailed(_) => NotReady::Spawn,
@@ -633,7 +699,7 @@ impl<'p> Run<'p> {
         }
         report.exit_code = Some(code);
         report.timed_out = completion.timed_out;
-        report.duration = completion.duration;
+        report.duration = live.earlier + completion.duration;
         if let Some(usage) = &completion.usage {
             report.cpu_ms = Some((usage.user_cpu + usage.system_cpu).as_millis() as u64);
             report.peak_rss_bytes = child_peak(usage.max_rss_bytes);
@@ -647,7 +713,7 @@ impl<'p> Run<'p> {
                 writes: live.writes,
                 unsaved_reason: live.unsaved_reason,
                 started: live.started_wall,
-                duration: completion.duration,
+                duration: report.duration,
                 command_line: &live.command_line,
                 log: &encoded,
                 cpu_ms: report.cpu_ms,
@@ -824,6 +890,7 @@ impl<'p> Run<'p> {
             stored: None,
             cpu_ms: None,
             peak_rss_bytes: None,
+            attempts: live.attempt,
         }
     }
 
@@ -1004,7 +1071,7 @@ impl Run<'_> {
                 duration_ms: report.duration.as_millis() as u64,
                 cpu_ms: report.cpu_ms,
                 peak_rss_bytes: report.peak_rss_bytes,
-                attempts: u32::from(report.executed),
+                attempts: report.attempts,
                 timed_out: report.timed_out,
                 not_ready: report.not_ready.is_some(),
                 blocked_by: report.blocked_by.as_ref().map(|b| b.to_string()),

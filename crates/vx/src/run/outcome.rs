@@ -76,6 +76,16 @@ pub struct TaskReport {
     pub cpu_ms: Option<u64>,
     /// Peak RSS of an executed attempt, when it can be told apart from vx's own (EXEC-18).
     pub peak_rss_bytes: Option<u64>,
+    /// Attempts made (EXEC-15); 0 for a task that did not execute.
+    pub attempts: u32,
+}
+
+impl TaskReport {
+    /// EXEC-16's dim note for a task that needed a retry to pass.
+    pub fn flaky(&self) -> Option<String> {
+        (self.status == Status::Success && self.attempts > 1)
+            .then(|| format!("flaky: passed after {} attempts", self.attempts))
+    }
 }
 
 impl TaskReport {
@@ -106,6 +116,7 @@ impl TaskReport {
             stored: None,
             cpu_ms: None,
             peak_rss_bytes: None,
+            attempts: 0,
         }
     }
 

@@ -103,9 +103,9 @@ fn dry_and_graph_cannot_be_combined() {
 #[test]
 fn later_milestone_flags_and_verbs_are_not_available_yet() {
     let f = w();
-    let out = f.vx(&["run", "build", "--retry", "1"]);
+    let out = f.vx(&["run", "build", "--summarize"]);
     assert_eq!(out.code, 2);
-    assert_eq!(out.stderr, "error: --retry is not available yet\n");
+    assert_eq!(out.stderr, "error: --summarize is not available yet\n");
     let out = f.vx(&["watch", "build"]);
     assert_eq!(out.code, 2);
     assert_eq!(out.stderr, "error: vx watch is not available yet\n");

@@ -177,3 +177,55 @@ fn force_color_colours_and_no_color_wins() {
     let out = f.vx_in("", &["run", "build", "--all"], &[("FORCE_COLOR", "0")]);
     assert!(!out.stdout.contains('\u{1b}'), "{:?}", out.stdout);
 }
+
+/// ACC-23 (without `vx last`, M3): a task that fails once and then passes, `retries = 2`.
+#[test]
+fn acc23_retries_show_the_attempt_line_and_the_flaky_note() {
+    let counter = tempfile::NamedTempFile::new().unwrap();
+    let f = crate::one_project(&format!(
+        concat!(
+            "[tasks.flaky]\n",
+            "command = \"n=$(cat {0}); echo $((n+1)) > {0}; echo attempt $((n+1)); test $n -ge 1\"\n",
+            "retries = 2\n",
+            "cache = {{ inputs = [], outputs = [] }}\n",
+        ),
+        counter.path().display()
+    ));
+    std::fs::write(counter.path(), "0").unwrap();
+    let out = f.vx(&["run", "--all", "flaky"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    crate::assert_contains(&out.stdout, "flaky: passed after 2 attempts");
+    let frame = f.vx_in("", &["run", "lib#flaky", "--force"], &[]);
+    assert_eq!(frame.code, 0, "{}{}", frame.stdout, frame.stderr);
+    std::fs::write(counter.path(), "0").unwrap();
+    let frame = f.vx(&["run", "lib#flaky", "--force"]);
+    crate::assert_contains(
+        &frame.stdout,
+        "vx: lib#flaky failed (exit 1); attempt 2 of 3",
+    );
+    crate::assert_contains(&frame.stdout, "attempt 1\n");
+    crate::assert_contains(&frame.stdout, "attempt 2\n");
+    // Only the successful attempt's log is stored: the hit replays it alone.
+    let hit = f.vx(&["run", "lib#flaky"]);
+    crate::assert_contains(&hit.stdout, "up-to-date");
+    crate::assert_contains(&hit.stdout, "attempt 2\n");
+    assert!(!hit.stdout.contains("attempt 1\n"), "{}", hit.stdout);
+}
+
+#[test]
+fn retry_flag_is_the_default_and_retries_zero_wins() {
+    let f = crate::one_project(concat!(
+        "[tasks.fail]\ncommand = \"echo once; exit 3\"\n\n",
+        "[tasks.never]\ncommand = \"echo never; exit 3\"\nretries = 0\n",
+    ));
+    let out = f.vx(&["run", "lib#fail", "lib#never", "--retry", "2", "--continue"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    // The frames, before the recap repeats their tails.
+    let frames = out.stdout.split("── failures").next().unwrap();
+    assert_eq!(frames.matches("once\n").count(), 3, "{}", out.stdout);
+    crate::assert_contains(frames, "vx: lib#fail failed (exit 3); attempt 3 of 3");
+    assert_eq!(frames.matches("never\n").count(), 1, "{}", out.stdout);
+    let bad = f.vx(&["run", "lib#fail", "--retry", "x"]);
+    assert_eq!(bad.code, 2);
+    crate::assert_contains(&bad.stderr, "invalid value `x` for --retry");
+}
