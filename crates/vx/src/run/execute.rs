@@ -29,6 +29,7 @@ use vx_store::log::{LogBuf, LogRecord, LogStream};
 
 use super::cache::{After, Ahead, CacheKind, Decision, Done, RestoreJob, RunCache, SaveJob};
 use super::explain::explain;
+use super::lane::Lane;
 use super::outcome::{NotReady, Status, TaskReport};
 use super::plan::Plan;
 use super::stripper::Stripper;
@@ -140,14 +141,11 @@ pub struct Run<'p> {
     /// Tasks that ran although an upstream failed (`--continue=always`), and everything that
     /// folds them: never saved (EXEC-17).
     tainted: BTreeSet<usize>,
-    /// The save lane (STORE-7): saves being packed on their own threads, and saves waiting for
-    /// one of its 2 × concurrency places. A task's dependants start when its save is done.
-    saves_running: usize,
-    saves_waiting: std::collections::VecDeque<(usize, Box<SaveJob>)>,
-    /// The restore lane (SCHED-3): restores running on their own threads (at most
-    /// 2 × concurrency) and restores waiting for a place.
-    restores_running: usize,
-    restores_waiting: std::collections::VecDeque<(usize, Box<RestoreJob>)>,
+    /// The save lane (STORE-7): artifacts packed on 2 × concurrency threads. A task's
+    /// dependants start when its save is done.
+    saves: Lane<Box<SaveJob>>,
+    /// The restore lane (SCHED-3): hits written back on 2 × concurrency threads.
+    restores: Lane<Box<RestoreJob>>,
     /// Persistent tasks held back while the restore lane serves their dependants (EXEC-13).
     servers_held: Vec<usize>,
 }
@@ -177,6 +175,7 @@ impl<'p> Run<'p> {
         if !persistent_requested {
             reporter.choose_streaming(&requested_commands);
         }
+        let lane_width = 2 * ctx.slots as usize;
         Run {
             scheduler: Scheduler::new(
                 &plan.graph,
@@ -202,10 +201,8 @@ impl<'p> Run<'p> {
             exited_servers: Vec::new(),
             cache,
             tainted: BTreeSet::new(),
-            saves_running: 0,
-            saves_waiting: std::collections::VecDeque::new(),
-            restores_running: 0,
-            restores_waiting: std::collections::VecDeque::new(),
+            saves: Lane::new("save", lane_width),
+            restores: Lane::new("restore", lane_width),
             servers_held: Vec::new(),
         }
     }
@@ -218,8 +215,9 @@ impl<'p> Run<'p> {
             if self.stopping.is_none() {
                 self.dispatch();
             }
-            let one_shots_running =
-                self.live.values().any(|l| l.kind == Kind::OneShot) || self.saves_running > 0;
+            let one_shots_running = self.live.values().any(|l| l.kind == Kind::OneShot)
+                || self.saves.busy()
+                || self.restores.busy();
             if !one_shots_running && (self.scheduler.is_done() || self.stopping.is_some()) {
                 break;
             }
@@ -308,7 +306,7 @@ impl<'p> Run<'p> {
             } else if dependants
                 .iter()
                 .all(|&d| self.served_ahead(d) || self.scheduler.state(d) == NodeState::Running)
-                && self.restores_running + self.restores_waiting.len() > 0
+                && self.restores.busy()
             {
                 self.servers_held.push(i);
             } else {
@@ -742,23 +740,14 @@ impl<'p> Run<'p> {
         }
     }
 
-    /// Runs a restore on its own thread, or queues it when the restore lane is full.
+    /// Hands a restore to the restore lane; without a thread the task goes back to the normal
+    /// schedule, which restores it there.
     fn start_restore(&mut self, i: usize, job: Box<RestoreJob>) {
-        if self.restores_running >= 2 * self.ctx.slots as usize {
-            self.restores_waiting.push_back((i, job));
-            return;
-        }
-        self.restores_running += 1;
-        let tx = self.tx.clone();
-        let spawned = std::thread::Builder::new()
-            .name("vx-restore".into())
-            .spawn(move || {
-                let result = Box::new(job.run());
-                let _ = tx.send(Msg::Restored(i, job, result));
-            });
-        if spawned.is_err() {
-            // No thread: the task goes back to the normal schedule, which restores it there.
-            self.restores_running -= 1;
+        let work = |i, job: Box<RestoreJob>| {
+            let result = Box::new(job.run());
+            Msg::Restored(i, job, result)
+        };
+        if self.restores.submit(i, job, &self.tx, work).is_err() {
             let skipped = self.scheduler.give_back(i);
             self.report_skipped(&skipped);
         }
@@ -766,11 +755,10 @@ impl<'p> Run<'p> {
 
     /// A restore of the lane ended: the hit is served, or the task goes back to the schedule.
     fn restored(&mut self, i: usize, job: Box<RestoreJob>, result: RestoreResult) {
-        self.restores_running -= 1;
-        if let Some((next, job)) = self.restores_waiting.pop_front() {
+        if let Some((next, job)) = self.restores.done() {
             self.start_restore(next, job);
         }
-        match self.cache.complete_ahead(job, result) {
+        let skipped = match self.cache.complete_ahead(job, result) {
             Some(Decision::Hit {
                 kind,
                 records,
@@ -778,35 +766,24 @@ impl<'p> Run<'p> {
                 stored,
             }) => {
                 self.report_hit(i, kind, records, short_key, stored);
-                let skipped = self.scheduler.finish(i, Finish::Success);
-                self.report_skipped(&skipped);
+                self.scheduler.finish(i, Finish::Success)
             }
-            _ => {
-                let skipped = self.scheduler.give_back(i);
-                self.report_skipped(&skipped);
-            }
-        }
+            _ => self.scheduler.give_back(i),
+        };
+        self.report_skipped(&skipped);
         self.settle_servers();
     }
 
-    /// Packs a save on its own thread, or queues it when the save lane is full.
+    /// Hands a save to the save lane; without a thread the result is not saved and the
+    /// dependants are released at once.
     fn start_save(&mut self, i: usize, job: Box<SaveJob>) {
-        if self.saves_running >= 2 * self.ctx.slots as usize {
-            self.saves_waiting.push_back((i, job));
-            return;
-        }
-        self.saves_running += 1;
-        let tx = self.tx.clone();
-        let spawned = std::thread::Builder::new()
-            .name("vx-save".into())
-            .spawn(move || {
-                let packed = Box::new(job.pack());
-                let _ = tx.send(Msg::Packed(i, job, packed));
-            });
-        if let Err(error) = spawned {
-            self.saves_running -= 1;
+        let work = |i, job: Box<SaveJob>| {
+            let packed = Box::new(job.pack());
+            Msg::Packed(i, job, packed)
+        };
+        if self.saves.submit(i, job, &self.tx, work).is_err() {
             render::notice(&format!(
-                "{}: could not save to the cache: cannot start a thread: {error}",
+                "{}: could not save to the cache: cannot start a thread",
                 self.plan.graph.nodes[i].id
             ));
             let skipped = self.scheduler.finish(i, Finish::Success);
@@ -816,9 +793,8 @@ impl<'p> Run<'p> {
 
     /// The save lane finished packing: publish the entry, then release the dependants.
     fn saved(&mut self, i: usize, job: Box<SaveJob>, packed: Box<PackResult>) {
-        self.saves_running -= 1;
         self.cache.complete_save(job, *packed);
-        if let Some((next, job)) = self.saves_waiting.pop_front() {
+        if let Some((next, job)) = self.saves.done() {
             self.start_save(next, job);
         }
         if self.stopping.is_none() {

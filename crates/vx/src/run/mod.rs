@@ -12,6 +12,7 @@ pub mod cpus;
 pub mod execute;
 pub mod explain;
 pub mod keys;
+pub mod lane;
 pub mod outcome;
 pub mod outputs;
 pub mod plan;
