@@ -153,14 +153,9 @@ impl<'p> RunCache<'p> {
 
     fn outputs_of(&mut self, id: &TaskId, config: &TaskConfig) -> Option<Outputs> {
         let cache = config.cache.as_ref()?;
-        let project = self.workspace.project(&id.project)?;
-        let mut walls: Vec<String> = self
-            .workspace
-            .projects
-            .iter()
-            .filter(|p| p.dir != project.dir && is_under(&p.dir, &project.dir))
-            .map(|p| p.dir.clone())
-            .collect();
+        let index = *self.workspace.by_name.get(&id.project)?;
+        let project = &self.workspace.projects[index];
+        let mut walls: Vec<String> = self.keys.nested(index).to_vec();
         walls.extend(self.cache_wall.clone());
         Some(Outputs::new(&project.dir, cache, walls, &mut self.globs))
     }
@@ -621,10 +616,11 @@ impl<'p> RunCache<'p> {
             }
             let inputs = self.globs.get(cache.inputs.as_deref().unwrap_or_default());
             let in_project = is_under(path, dir)
-                && !workspace
-                    .projects
+                && !self
+                    .keys
+                    .nested(node.project)
                     .iter()
-                    .any(|p| p.dir != *dir && is_under(&p.dir, dir) && is_under(path, &p.dir));
+                    .any(|n| is_under(path, n));
             let workspace_inputs = self.globs.get(&cache.workspace_inputs);
             if (in_project && inputs.is_match(relative(path, dir)))
                 || workspace_inputs.is_match(path)

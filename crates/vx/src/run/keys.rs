@@ -103,18 +103,7 @@ impl<'p> Keys<'p> {
         memo: StampCache,
         prober: Prober<'p>,
     ) -> Keys<'p> {
-        let nested = workspace
-            .projects
-            .iter()
-            .map(|outer| {
-                workspace
-                    .projects
-                    .iter()
-                    .filter(|inner| inner.dir != outer.dir && is_under(&inner.dir, &outer.dir))
-                    .map(|inner| inner.dir.clone())
-                    .collect()
-            })
-            .collect();
+        let nested = nested_projects(workspace);
         Keys {
             workspace,
             table,
@@ -173,6 +162,11 @@ impl<'p> Keys<'p> {
     /// The key already derived for `id`, if any.
     pub fn known(&self, id: &TaskId) -> Option<&Derived> {
         self.derived.get(id).and_then(|d| d.as_ref().ok())
+    }
+
+    /// Root-relative directories of the projects nested inside project `project` (DISC-6).
+    pub fn nested(&self, project: usize) -> &[String] {
+        &self.nested[project]
     }
 
     pub fn graph(&self) -> &'p TaskGraph {
@@ -609,6 +603,34 @@ fn is_persistent(workspace: &Workspace, id: &TaskId) -> bool {
     task_config(workspace, id).is_some_and(TaskConfig::is_persistent)
 }
 
+/// Per project, the directories of the projects nested inside it (DISC-6). Sorted directories
+/// make each project's nested ones a contiguous range (`dir/` up to `dir0`, as `0` follows `/`),
+/// so this is not quadratic in the number of projects.
+fn nested_projects(workspace: &Workspace) -> Vec<Vec<String>> {
+    let mut dirs: Vec<&str> = workspace.projects.iter().map(|p| p.dir.as_str()).collect();
+    dirs.sort_unstable();
+    workspace
+        .projects
+        .iter()
+        .map(|outer| {
+            let inside: &[&str] = if outer.dir.is_empty() {
+                &dirs
+            } else {
+                let start = format!("{}/", outer.dir);
+                let end = format!("{}0", outer.dir);
+                let from = dirs.partition_point(|d| *d < start.as_str());
+                let to = dirs.partition_point(|d| *d < end.as_str());
+                &dirs[from..to]
+            };
+            inside
+                .iter()
+                .filter(|d| **d != outer.dir)
+                .map(|d| d.to_string())
+                .collect()
+        })
+        .collect()
+}
+
 /// Whether root-relative `path` is `dir` or lies below it (`""` is the root).
 pub fn is_under(path: &str, dir: &str) -> bool {
     dir.is_empty()
@@ -629,6 +651,8 @@ pub fn relative<'a>(path: &'a str, dir: &str) -> &'a str {
 pub fn join(dir: &str, rel: &str) -> String {
     if dir.is_empty() {
         rel.to_string()
+    } else if rel.is_empty() {
+        dir.to_string()
     } else {
         format!("{dir}/{rel}")
     }

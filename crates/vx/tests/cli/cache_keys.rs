@@ -311,3 +311,35 @@ fn an_older_index_is_rebuilt_by_a_run_and_its_artifacts_adopted() {
     assert_contains(&out.stdout, "cache      1 local\n");
     assert_eq!(run(&f, &["why", "lib#build"]).code, 0);
 }
+
+#[test]
+fn a_nested_project_is_neither_an_input_nor_cleaned_by_the_outer_one() {
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = \"echo out > gen.out\"\n",
+        "cache = { inputs = [\"**\", \"!**/*.out\"], outputs = [\"**/*.out\"] }\n",
+    ));
+    f.write(
+        "vx.toml",
+        "[workspace]\nmembers = [\"packages/*\", \"packages/lib/sub\"]\n",
+    );
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.write("packages/lib/sub/package.json", r#"{ "name": "sub" }"#);
+    f.write("packages/lib/sub/notes.txt", "n\n");
+    f.write(".gitignore", ".vx/\n*.out\n");
+    f.commit();
+    run(&f, &["run", "lib#build"]);
+    f.write("packages/lib/sub/kept.out", "the nested project's file\n");
+    f.write(
+        "packages/lib/sub/notes.txt",
+        "edited in the nested project\n",
+    );
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, UP_TO_DATE);
+    f.write("packages/lib/src/a.txt", "edited in lib\n");
+    assert_contains(&run(&f, &["run", "lib#build"]).stdout, MISS);
+    assert_eq!(
+        f.read("packages/lib/sub/kept.out"),
+        "the nested project's file\n",
+        "cleaning lib's outputs never enters the nested project"
+    );
+}
