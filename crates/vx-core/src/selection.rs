@@ -576,14 +576,25 @@ mod tests {
     }
 
     fn names(ws: &Workspace, filters: &[&str], all: bool) -> Result<Vec<String>, String> {
+        let filters: Vec<Filter> = filters.iter().map(|f| parse_filter(f).unwrap()).collect();
+        selected(ws, all, &filters, false, &BTreeMap::new())
+    }
+
+    /// The names of the projects a selection picks, or the error as `message / hints`.
+    fn selected(
+        ws: &Workspace,
+        all: bool,
+        filters: &[Filter],
+        affected: bool,
+        changed: &BTreeMap<String, BTreeSet<usize>>,
+    ) -> Result<Vec<String>, String> {
         let table = TaskTable::default();
         let walks = ProjectWalks::new(ws, &table);
-        let filters: Vec<Filter> = filters.iter().map(|f| parse_filter(f).unwrap()).collect();
         let includes = Includes {
             all,
-            filters: &filters,
-            affected: false,
-            changed: &BTreeMap::new(),
+            filters,
+            affected,
+            changed,
         };
         select(ws, &walks, &includes)
             .map(|s| {
@@ -673,8 +684,6 @@ mod tests {
         filters: &[&str],
         affected: bool,
     ) -> Result<Vec<String>, String> {
-        let table = TaskTable::default();
-        let walks = ProjectWalks::new(ws, &table);
         let filters: Vec<Filter> = filters
             .iter()
             .map(|f| parse_filter(f).map_err(|d| format!("{} / {:?}", d.message, d.hints)))
@@ -683,20 +692,7 @@ mod tests {
             "main".to_string(),
             BTreeSet::from([ws.by_name["lib"], ws.by_name["docs"]]),
         )]);
-        let includes = Includes {
-            all: false,
-            filters: &filters,
-            affected,
-            changed: &changed,
-        };
-        select(ws, &walks, &includes)
-            .map(|s| {
-                s.projects
-                    .iter()
-                    .map(|&i| ws.projects[i].name.clone())
-                    .collect()
-            })
-            .map_err(|d| format!("{} / {:?}", d.message, d.hints))
+        selected(ws, false, &filters, affected, &changed)
     }
 
     #[test]

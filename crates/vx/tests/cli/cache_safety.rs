@@ -547,3 +547,32 @@ fn with_local_writes_off_a_damaged_entry_is_ignored_and_kept() {
     );
     assert_eq!(f.read("packages/lib/dist/out.txt"), "a\n", "the task ran");
 }
+
+#[test]
+fn an_output_symlink_leaving_the_project_is_not_cached_and_the_task_stays_green() {
+    let f = wc();
+    f.write("outside.txt", "outside\n");
+    lib_build(
+        &f,
+        "mkdir -p dist && ln -sf ../../../outside.txt dist/link.txt",
+    );
+    let out = run_lib(&f);
+    assert_contains(
+        &out.stderr,
+        "vx: lib#build: not cached: output `packages/lib/dist/link.txt` is a symlink leaving the project",
+    );
+    assert!(artifacts(&f).is_empty());
+}
+
+#[test]
+fn outputs_that_match_nothing_are_named_and_the_empty_result_saved() {
+    let f = wc();
+    lib_build(&f, "echo nothing written");
+    let out = run_lib(&f);
+    assert_contains(
+        &out.stderr,
+        "vx: lib#build: no file matches cache.outputs (dist/**)",
+    );
+    assert_eq!(artifacts(&f).len(), 1, "the empty result is saved");
+    assert_contains(&run_lib(&f).stdout, UP_TO_DATE);
+}
