@@ -261,7 +261,8 @@ impl Store {
     }
 
     /// Like [`Store::task_runs`], but starting at the newest row of the task whose `run_id`
-    /// starts with `run_prefix` (`vx why --run`): that row, then the ones before it.
+    /// starts with `run_prefix` (`vx why --run`): that row, then the ones before it. Dashes
+    /// are ignored on both sides, so the 12 digits vx prints for a run id are a valid prefix.
     pub fn task_runs_from(
         &self,
         project: &str,
@@ -275,19 +276,23 @@ impl Store {
                 "SELECT {RUN_COLUMNS} FROM runs r JOIN invocations i ON i.run_id = r.run_id
                  WHERE r.project = ?1 AND r.task = ?2 AND r.id <= (
                      SELECT max(id) FROM runs WHERE project = ?1 AND task = ?2
-                         AND substr(run_id, 1, length(?3)) = ?3)
+                         AND substr(replace(run_id, '-', ''), 1, length(?3)) = ?3)
                  ORDER BY r.id DESC LIMIT ?4"
             ))?;
-            let rows = stmt.query_map(params![project, task, run_prefix, limit], run_row)?;
+            let prefix = run_prefix.replace('-', "");
+            let rows = stmt.query_map(params![project, task, prefix, limit], run_row)?;
             rows.collect()
         })
     }
 
-    /// The run ids starting with `prefix`, newest first (to report an ambiguous `--run`).
+    /// The run ids starting with `prefix` (dashes ignored), newest first (to report an
+    /// ambiguous `--run`).
     pub fn run_ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let prefix = prefix.replace('-', "");
         read(self, |conn| {
             let mut stmt = conn.prepare_cached(
-                "SELECT run_id FROM invocations WHERE substr(run_id, 1, length(?1)) = ?1
+                "SELECT run_id FROM invocations
+                 WHERE substr(replace(run_id, '-', ''), 1, length(?1)) = ?1
                  ORDER BY started_at DESC, run_id DESC",
             )?;
             let rows = stmt.query_map([prefix], |row| row.get(0))?;

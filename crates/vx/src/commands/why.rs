@@ -27,6 +27,21 @@ pub fn why(cwd: &Path, args: WhyArgs) -> Result<i32, Failure> {
         render::notice(&format!("history has no run of `{}`", args.task));
         return Ok(exit::FAILURE);
     };
+    if let Some(prefix) = &args.run {
+        let runs = store
+            .run_ids_with_prefix(prefix)
+            .map_err(|e| Failure::usage(e.to_string()))?;
+        if runs.len() > 1 {
+            let shown: Vec<String> = runs.iter().take(5).map(|r| format!("`{r}`")).collect();
+            return Err(Diagnostic::new(format!(
+                "--run `{prefix}` names {} runs: {}",
+                runs.len(),
+                shown.join(", ")
+            ))
+            .hint("give more digits of the run id")
+            .into());
+        }
+    }
     let rows = match &args.run {
         Some(prefix) => store.task_runs_from(&id.project, &id.task, prefix, 2),
         None => store.task_runs(&id.project, &id.task, 2),

@@ -594,3 +594,30 @@ fn the_restore_lane_writes_outputs_back_off_the_loop_and_gives_damaged_entries_b
     );
     assert_eq!(f.read("packages/app/dist/app.txt"), "a\nb\n");
 }
+
+#[test]
+fn why_run_explains_an_earlier_run_by_the_id_it_printed() {
+    let f = wc();
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    f.write("packages/lib/src/a.txt", "edited\n");
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    // The 12 digits `vx why` prints for the run that executed after the edit.
+    let why = f.vx(&["why", "lib#build"]);
+    let line = why.stdout.lines().next().unwrap().to_string();
+    let short = line.rsplit(' ').next().unwrap().to_string();
+    assert_eq!(short.len(), 12, "{line}");
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    let latest = f.vx(&["why", "lib#build"]);
+    assert_contains(&latest.stdout, "same key, served from cache");
+    let earlier = f.vx(&["why", "lib#build", "--run", &short]);
+    assert_eq!(earlier.code, 0, "{}{}", earlier.stdout, earlier.stderr);
+    assert_contains(&earlier.stdout, &format!("run {short}"));
+    assert_contains(&earlier.stdout, "the key changed");
+    let ambiguous = f.vx(&["why", "lib#build", "--run", "0"]);
+    assert_eq!(
+        ambiguous.code, 2,
+        "{}{}",
+        ambiguous.stdout, ambiguous.stderr
+    );
+    assert_contains(&ambiguous.stderr, "--run `0` names 3 runs");
+}
