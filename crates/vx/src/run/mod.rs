@@ -2,9 +2,13 @@
 //!
 //! [`plan`] discovers the workspace, loads configuration and builds the task graph (asking git
 //! through [`affected`] for `--affected` and changed-since filters);
+//! [`setup`] opens the store, takes the run lock and lists the workspace's files once;
 //! [`preview`] prints `--dry` and `--graph` instead of running; [`execute`] is the
-//! orchestration loop that spawns, supervises and reports every task; [`outcome`] is the
-//! vocabulary of what happened; [`explain`] words failure notes; [`stripper`] removes escapes.
+//! orchestration loop that spawns, supervises and reports every task. The cache side:
+//! [`keys`] derives keys, [`cache`] decides hit or execute and saves, [`outputs`] finds, cleans
+//! and checks declared outputs, and [`lane`] runs restores and saves on their own threads.
+//! [`outcome`] is the vocabulary of what happened; [`explain`] words failure notes;
+//! [`stripper`] removes escapes; [`subprocess`] runs vx's own short commands (git, probes).
 
 pub mod affected;
 pub mod cache;

@@ -82,7 +82,8 @@ const NAMES: [&str; 9] = [
 /// Files of a project the fuzzer never edits: they would change the configuration.
 const PROTECTED: [&str; 3] = ["vx.toml", "package.json", ".gitignore"];
 
-/// KEY-3's workspace-fingerprint files, in the table's order.
+/// KEY-3's workspace-fingerprint files, in the table's order. Copied from the spec on purpose
+/// rather than imported from vx: the reference must not share vx's mistakes.
 const KEY3: [&str; 10] = [
     "pnpm-lock.yaml",
     "package-lock.json",
