@@ -55,10 +55,25 @@ impl TaskTable {
                         }
                     }
                     match resolver.entry(&id, name, &entry.value) {
-                        Ok(targets) => out.extend(targets.into_iter().map(|to| Edge {
-                            to,
-                            at: entry.at.clone(),
-                        })),
+                        Ok(targets) => {
+                            // CFG-9: an interactive persistent task holds the terminal to the
+                            // end of the run (EXEC-14), so nothing could start after it.
+                            if let Some(held) =
+                                targets.iter().find(|to| holds_terminal(workspace, to))
+                            {
+                                diagnostics.push(Diagnostic {
+                                    at: Some(entry.at.clone()),
+                                    ..Diagnostic::new(format!(
+                                        "task `{id}` depends on `{held}`, an interactive persistent task, which holds the terminal until the end of the run, so `{id}` could never start"
+                                    ))
+                                    .hint("run the interactive task on its own, or make it not `persistent`")
+                                });
+                            }
+                            out.extend(targets.into_iter().map(|to| Edge {
+                                to,
+                                at: entry.at.clone(),
+                            }))
+                        }
                         Err(d) => diagnostics.push(Diagnostic {
                             at: Some(entry.at.clone()),
                             ..d
@@ -88,6 +103,14 @@ impl TaskTable {
     pub fn contains(&self, id: &TaskId) -> bool {
         self.edges.contains_key(id)
     }
+}
+
+/// Whether `id` is an interactive persistent task (EXEC-14).
+fn holds_terminal(workspace: &Workspace, id: &TaskId) -> bool {
+    workspace
+        .project(&id.project)
+        .and_then(|project| project.config.tasks.get(&id.task))
+        .is_some_and(|task| task.interactive == Some(true) && task.is_persistent())
 }
 
 struct Resolver<'w> {
@@ -530,6 +553,36 @@ mod tests {
             "packages/a/vx.toml:1:15: task `a#build` depends on `codgen`, which project `a` does not declare"
         );
         assert_eq!(errors[0].hints, ["did you mean `codegen`?"]);
+    }
+
+    #[test]
+    fn depending_on_an_interactive_persistent_task_is_an_error_at_the_entry() {
+        let mut ws = workspace(&[P {
+            name: "a",
+            deps: &[],
+            tags: &[],
+            tasks: &[
+                ("e2e", Some("x"), &["shell"]),
+                ("shell", Some("x"), &[]),
+                ("other", Some("x"), &["login"]),
+                ("login", Some("x"), &[]),
+            ],
+        }]);
+        let tasks = &mut ws.projects[0].config.tasks;
+        let shell = tasks.get_mut("shell").unwrap();
+        shell.interactive = Some(true);
+        shell.persistent = Some(crate::config::Persistent::Plain(true));
+        // An interactive task that is not persistent ends, so depending on it is fine.
+        tasks.get_mut("login").unwrap().interactive = Some(true);
+        let errors = TaskTable::resolve(&ws).unwrap_err();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0]
+                .to_string()
+                .starts_with("packages/a/vx.toml:1:15: task `a#e2e` depends on `a#shell`, an interactive persistent task"),
+            "{}",
+            errors[0]
+        );
     }
 
     #[test]

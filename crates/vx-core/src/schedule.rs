@@ -83,6 +83,20 @@ pub struct Scheduler {
     halted: bool,
     policy: Box<dyn SchedulerPolicy>,
     running: Vec<usize>,
+    /// SCHED-5: interactive tasks (on a terminal), and whether each is persistent.
+    interactive: Vec<Option<Interactive>>,
+    /// Ready interactive persistent tasks, held until everything else has finished.
+    last: Vec<usize>,
+}
+
+/// How an interactive task is scheduled (SCHED-5, EXEC-14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interactive {
+    /// Starts when nothing is executing; nothing else starts while it runs.
+    OneShot,
+    /// Holds the terminal to the end of the run: starts only once every other task has
+    /// finished (ready persistent tasks count as finished).
+    Persistent,
 }
 
 impl Scheduler {
@@ -114,6 +128,8 @@ impl Scheduler {
             halted: false,
             policy,
             running: Vec::new(),
+            interactive: vec![None; n],
+            last: Vec::new(),
         };
         for i in 0..n {
             if scheduler.pending[i] == 0 {
@@ -130,27 +146,74 @@ impl Scheduler {
         self.ready_seq += 1;
     }
 
+    /// Marks a node as an interactive task on a terminal (SCHED-5). Call before dispatching.
+    pub fn set_interactive(&mut self, i: usize, kind: Interactive) {
+        self.interactive[i] = Some(kind);
+    }
+
     /// The ready node to start next, marked running. `None` when nothing is ready or dispatch
     /// stopped (`--continue=never` after a failure, or a signal).
+    ///
+    /// SCHED-5: nothing starts beside a running interactive task; an interactive task at the
+    /// head of the queue waits until nothing is running, and nothing else starts meanwhile (so
+    /// it cannot be starved); an interactive persistent task is set aside until every other
+    /// node has finished.
     pub fn next_ready(&mut self) -> Option<usize> {
         if self.halted {
             return None;
         }
-        // A node finished ahead of its turn (SCHED-3) may still sit in the heap.
-        while let Some(&(_, _, Reverse(i))) = self.ready.peek() {
-            if self.state[i] == NodeState::Ready {
-                break;
-            }
-            self.ready.pop();
-        }
-        let &(_, _, Reverse(i)) = self.ready.peek()?;
-        if !self.policy.admits(i, &self.running) {
+        if self.running.iter().any(|&r| self.interactive[r].is_some()) {
             return None;
         }
-        self.ready.pop();
+        loop {
+            // A node finished ahead of its turn (SCHED-3) may still sit in the heap.
+            let Some(&(_, _, Reverse(i))) = self.ready.peek() else {
+                return self.next_last();
+            };
+            if self.state[i] != NodeState::Ready {
+                self.ready.pop();
+                continue;
+            }
+            match self.interactive[i] {
+                Some(Interactive::Persistent) => {
+                    self.ready.pop();
+                    self.last.push(i);
+                    continue;
+                }
+                Some(Interactive::OneShot) if !self.running.is_empty() => return None,
+                _ => {}
+            }
+            if !self.policy.admits(i, &self.running) {
+                return None;
+            }
+            self.ready.pop();
+            return Some(self.mark_running(i));
+        }
+    }
+
+    /// An interactive persistent task, once nothing else is running or left to run.
+    fn next_last(&mut self) -> Option<usize> {
+        if self.last.is_empty() || !self.running.is_empty() {
+            return None;
+        }
+        let others_left = (0..self.state.len()).any(|n| {
+            !self.last.contains(&n)
+                && matches!(
+                    self.state[n],
+                    NodeState::Waiting | NodeState::Ready | NodeState::Running
+                )
+        });
+        if others_left {
+            return None;
+        }
+        let i = self.last.remove(0);
+        Some(self.mark_running(i))
+    }
+
+    fn mark_running(&mut self, i: usize) -> usize {
         self.state[i] = NodeState::Running;
         self.running.push(i);
-        Some(i)
+        i
     }
 
     /// Records the end of a running node. Returns the nodes that became skipped.
@@ -542,5 +605,85 @@ mod tests {
         let g = graph(&[("a", &[]), ("b", &["a"]), ("c", &["a"]), ("d", &["b", "c"])]);
         let s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
         assert_eq!(s.priority(0), 3);
+    }
+
+    #[test]
+    fn an_interactive_task_waits_for_an_empty_machine_and_runs_alone() {
+        // a and b are ordinary; t is interactive, with the most dependants so it heads the
+        // queue once a has started.
+        let g = graph(&[
+            ("a", &[]),
+            ("t", &[]),
+            ("b", &[]),
+            ("x", &["t"]),
+            ("y", &["t"]),
+        ]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.set_interactive(1, Interactive::OneShot);
+        let a = s.next_ready().unwrap();
+        assert_eq!(
+            name(&g, a),
+            "t",
+            "t has the highest priority and nothing runs yet"
+        );
+        assert_eq!(
+            s.next_ready(),
+            None,
+            "nothing starts beside an interactive task"
+        );
+        s.finish(a, Finish::Success);
+        let (first, second) = (s.next_ready().unwrap(), s.next_ready().unwrap());
+        assert!(first != second && first != a && second != a);
+        assert!(
+            s.next_ready().is_some(),
+            "ordinary tasks start side by side again"
+        );
+
+        // The other way round: an ordinary task runs, so the interactive one waits and blocks
+        // what is behind it.
+        let g = graph(&[("a", &[]), ("t", &[]), ("b", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.set_interactive(1, Interactive::OneShot);
+        let first = s.next_ready().unwrap();
+        assert_eq!(name(&g, first), "a");
+        assert_eq!(
+            s.next_ready(),
+            None,
+            "t waits, and b may not jump ahead of it"
+        );
+        s.finish(first, Finish::Success);
+        assert_eq!(name(&g, s.next_ready().unwrap()), "t");
+        assert_eq!(s.next_ready(), None);
+    }
+
+    #[test]
+    fn an_interactive_persistent_task_starts_last() {
+        // t is ready at once but must wait for a, b and c, which depend on nothing of it.
+        let g = graph(&[("t", &[]), ("a", &[]), ("b", &["a"]), ("c", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.set_interactive(0, Interactive::Persistent);
+        let mut order = Vec::new();
+        while let Some(i) = s.next_ready() {
+            order.push(name(&g, i).to_string());
+            if s.state(0) != NodeState::Running {
+                s.finish(i, Finish::Success);
+            }
+        }
+        assert_eq!(order.last().map(String::as_str), Some("t"), "{order:?}");
+        assert_eq!(order.len(), 4);
+        assert!(s.unstarted().is_empty());
+    }
+
+    #[test]
+    fn an_interactive_persistent_task_waits_for_running_tasks_too() {
+        let g = graph(&[("t", &[]), ("a", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.set_interactive(0, Interactive::Persistent);
+        let a = s.next_ready().unwrap();
+        assert_eq!(name(&g, a), "a");
+        assert_eq!(s.next_ready(), None, "a still runs");
+        assert_eq!(s.unstarted(), vec![0], "t is still unstarted");
+        s.finish(a, Finish::Success);
+        assert_eq!(s.next_ready(), Some(0));
     }
 }

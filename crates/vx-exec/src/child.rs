@@ -20,11 +20,12 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
 use crate::event::{SpawnSpec, StdinMode};
+use crate::guard::{self, Tag};
 
-/// The parent's ends of a started child's pipes.
+/// The parent's ends of a started child's pipes (the guard has no output pipes).
 pub(crate) struct ParentEnds {
-    pub stdout: OwnedFd,
-    pub stderr: OwnedFd,
+    pub stdout: Option<OwnedFd>,
+    pub stderr: Option<OwnedFd>,
     /// The write end of a held stdin pipe.
     pub stdin_hold: Option<OwnedFd>,
 }
@@ -44,6 +45,12 @@ pub(crate) struct Prepared {
     error_write: OwnedFd,
     error_read: OwnedFd,
     parent: ParentEnds,
+    /// Where the child registers its pid before `exec` (EXEC-7), and how; `None` for the
+    /// guard itself and when no guard runs.
+    register: Option<(RawFd, Tag)>,
+    /// An interactive task (EXEC-1): a new process group in vx's session that takes the
+    /// terminal's foreground, instead of a new session.
+    terminal: bool,
 }
 
 // SAFETY: the raw pointers only point into the CStrings owned by the same value, which are
@@ -75,16 +82,25 @@ impl Prepared {
         let argv_ptrs = null_terminated(&argv);
         let envp_ptrs = null_terminated(&envp);
 
+        let terminal = spec.stdin == StdinMode::Terminal;
         let (child_stdin, stdin_hold) = match spec.stdin {
             StdinMode::Null => (OwnedFd::from(File::open("/dev/null")?), None),
             StdinMode::HeldPipe => {
                 let (read, write) = pipe()?;
                 (read, Some(write))
             }
+            StdinMode::Terminal => (duplicate(0)?, None),
         };
-        let (stdout, child_stdout) = pipe()?;
-        let (stderr, child_stderr) = pipe()?;
+        let (stdout, child_stdout, stderr, child_stderr) = if terminal {
+            (None, duplicate(1)?, None, duplicate(2)?)
+        } else {
+            let (stdout, child_stdout) = pipe()?;
+            let (stderr, child_stderr) = pipe()?;
+            (Some(stdout), child_stdout, Some(stderr), child_stderr)
+        };
         let (error_read, error_write) = pipe()?;
+        let tag = if terminal { Tag::Group } else { Tag::Session };
+        let register = guard::write_fd().map(|fd| (fd, tag));
         Ok(Prepared {
             program,
             cwd,
@@ -102,6 +118,48 @@ impl Prepared {
                 stderr,
                 stdin_hold,
             },
+            register,
+            terminal,
+        })
+    }
+
+    /// The guard helper of EXEC-7: `program GUARD_ARG` in a session of its own, stdin the read
+    /// end of the guard pipe, stdout and stderr `/dev/null` (it must not hold vx's own output
+    /// open after vx exits), an empty environment, and no registration.
+    pub(crate) fn guard(program: &std::path::Path, pipe_read: OwnedFd) -> io::Result<Prepared> {
+        let program = c_string(program.as_os_str())?;
+        let argv = vec![
+            c_string(OsStr::new("vx"))?,
+            c_string(OsStr::new(guard::GUARD_ARG))?,
+        ];
+        let argv_ptrs = null_terminated(&argv);
+        let envp: Vec<CString> = Vec::new();
+        let envp_ptrs = null_terminated(&envp);
+        let null = |_| -> io::Result<OwnedFd> {
+            Ok(OwnedFd::from(
+                File::options().write(true).open("/dev/null")?,
+            ))
+        };
+        let (error_read, error_write) = pipe()?;
+        Ok(Prepared {
+            program,
+            cwd: c_string(OsStr::new("/"))?,
+            _argv: argv,
+            _envp: envp,
+            argv_ptrs,
+            envp_ptrs,
+            child_stdin: above_stdio(pipe_read)?,
+            child_stdout: above_stdio(null(())?)?,
+            child_stderr: above_stdio(null(())?)?,
+            error_write: above_stdio(error_write)?,
+            error_read,
+            parent: ParentEnds {
+                stdout: None,
+                stderr: None,
+                stdin_hold: None,
+            },
+            register: None,
+            terminal: false,
         })
     }
 
@@ -177,10 +235,33 @@ impl Prepared {
     /// Must only be called in the child right after `fork`. It calls only async-signal-safe
     /// functions and touches only memory prepared before the fork.
     unsafe fn exec_child(&self) -> ! {
-        // SAFETY (whole block): only async-signal-safe calls (sigaction, pthread_sigmask,
-        // setsid, dup2, chdir, execve) on values built before the fork, which the parent's
-        // other threads cannot touch in this copy of the address space.
+        // SAFETY (whole block): only async-signal-safe calls (write, getpid, sigaction,
+        // setsid, setpgid, tcsetpgrp, pthread_sigmask, dup2, chdir, execve) on values built
+        // before the fork, which the parent's other threads cannot touch in this copy of the
+        // address space.
         unsafe {
+            // EXEC-7: register before exec, so the task is never unguarded. If the guard is
+            // gone the write fails with EPIPE and the task runs unguarded; the SIGPIPE it
+            // raises is pending (every signal is blocked here), and setting SIGPIPE to ignored
+            // discards a pending one, so the reset below cannot let it kill the child.
+            if let Some((fd, tag)) = self.register {
+                let record = guard::record(tag, libc::getpid());
+                if libc::write(fd, record.as_ptr().cast(), record.len()) < 0 {
+                    let mut ignore: libc::sigaction = std::mem::zeroed();
+                    ignore.sa_sigaction = libc::SIG_IGN;
+                    libc::sigaction(libc::SIGPIPE, &ignore, std::ptr::null_mut());
+                }
+            }
+            if self.terminal {
+                // A group of its own in vx's session, made the terminal's foreground. This
+                // must come before the mask is cleared: only with SIGTTOU blocked may a
+                // background group take the foreground without being stopped.
+                if libc::setpgid(0, 0) < 0 || libc::tcsetpgrp(0, libc::getpid()) < 0 {
+                    self.fail_in_child();
+                }
+            } else if libc::setsid() < 0 {
+                self.fail_in_child();
+            }
             // Handlers of vx would otherwise run here if a signal arrived before exec; vx
             // also ignores SIGPIPE, and ignored dispositions survive exec, so reset them all.
             for signal in 1..SIGNAL_LIMIT {
@@ -191,9 +272,6 @@ impl Prepared {
             let empty = empty_sigset();
             libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
 
-            if libc::setsid() < 0 {
-                self.fail_in_child();
-            }
             // Every source fd is above 2 (see `above_stdio`), so these never overwrite one
             // another, and the copies on 0, 1 and 2 are not close-on-exec.
             for (source, target) in [
@@ -328,6 +406,18 @@ pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
         fcntl(end, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
     }
     Ok((read, write))
+}
+
+/// A close-on-exec copy of one of vx's own standard streams, above 2 (an interactive task
+/// inherits them, EXEC-14).
+fn duplicate(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC returns a new descriptor that nothing else owns, wrapped at once.
+    let copy: RawFd = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    if copy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `copy` is a fresh descriptor owned by no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(copy) })
 }
 
 /// Moves a descriptor to a number above 2 (close-on-exec), so that the child's `dup2` onto

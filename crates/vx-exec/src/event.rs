@@ -43,6 +43,11 @@ pub enum StdinMode {
     /// while vx lives (persistent tasks). The write end is closed when the last
     /// [`TaskHandle`](crate::TaskHandle) clone is dropped and the task is complete.
     HeldPipe,
+    /// An interactive task on a terminal (EXEC-14): stdin, stdout and stderr are vx's own, the
+    /// task leads a new process group inside vx's session (not a session of its own) and holds
+    /// the terminal's foreground until its leader exits, when vx takes it back (EXEC-1). No
+    /// output events: nothing is captured.
+    Terminal,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

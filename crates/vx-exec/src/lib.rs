@@ -18,6 +18,9 @@
 //! - `tree.rs` finds a task's live processes (its group and session, from `/proc` on Linux) and
 //!   signals them, always by process group.
 //!
+//! - `guard.rs` is EXEC-7's guard: a helper process, started before the first spawn, that
+//!   every child registers with before `exec` and that kills them all if vx dies.
+//!
 //! - `executor.rs` is the seam the run loop programs against (ARCH-2): [`Executor`] and
 //!   [`RunningTask`], implemented by [`Supervisor`] and [`TaskHandle`].
 //!
@@ -26,6 +29,7 @@
 mod child;
 mod event;
 mod executor;
+pub mod guard;
 mod supervisor;
 mod task;
 pub mod tree;

@@ -376,6 +376,9 @@ impl Drop for TaskShared {
     fn drop(&mut self) {
         if let Some(&pid) = self.pid.get() {
             self.supervisor.release_session(pid, self.id);
+            // Every handle is gone, so vx will never stop what is left of the task: the
+            // guard need not either (EXEC-7).
+            crate::guard::done(pid);
         }
     }
 }
@@ -407,6 +410,8 @@ pub(crate) struct Running {
     timeout_at: Option<Instant>,
     drain: Duration,
     stop_leftovers: bool,
+    /// An interactive task holding the terminal's foreground (EXEC-1).
+    terminal: bool,
     buffer: Vec<u8>,
 }
 
@@ -421,21 +426,22 @@ impl Worker {
         task: Arc<TaskShared>,
         wake: OwnedFd,
         sink: Sink,
-        stdout: OwnedFd,
-        stderr: OwnedFd,
+        stdout: Option<OwnedFd>,
+        stderr: Option<OwnedFd>,
         spec: &SpawnSpec,
         started: Instant,
     ) -> Worker {
         Worker::Running(Box::new(Running {
             task,
             sink,
-            stdout: Some(stdout),
-            stderr: Some(stderr),
+            stdout,
+            stderr,
             wake,
             started,
             timeout_at: spec.timeout.map(|timeout| started + timeout),
             drain: spec.drain,
             stop_leftovers: spec.stop_leftovers_on_exit,
+            terminal: spec.stdin == crate::event::StdinMode::Terminal,
             buffer: vec![0; READ_CHUNK],
         }))
     }
@@ -463,6 +469,9 @@ impl Worker {
 impl Running {
     fn run(mut self) {
         self.read_until_leader_exit();
+        if self.terminal {
+            tree::take_foreground();
+        }
         // Counted from when this thread sees the exit rather than from the exit itself, so a
         // thread that fell behind (a slow sink) still reads what the leader wrote before exiting.
         self.drain_output(Instant::now() + self.drain);

@@ -221,20 +221,55 @@ pub(crate) fn signal_tree(leader: i32, signal: i32) {
     }
 }
 
+/// Sets SIGTTOU to ignored for the rest of vx's life: while an interactive task holds the
+/// terminal's foreground, vx is a background group, and with `stty tostop` its own writes would
+/// otherwise stop it. Children get default dispositions back before `exec` (EXEC-1).
+pub fn ignore_sigttou() {
+    // SAFETY: SIG_IGN runs no code of ours in a signal handler.
+    let result =
+        unsafe { nix::sys::signal::signal(Signal::SIGTTOU, nix::sys::signal::SigHandler::SigIgn) };
+    if let Err(err) = result {
+        tracing::debug!(%err, "could not ignore SIGTTOU");
+    }
+}
+
+/// Makes vx's own process group the terminal's foreground again once an interactive task's
+/// leader has exited (EXEC-1). vx is a background group at that moment, so SIGTTOU is ignored
+/// around the call; nothing happens when stdin is not a terminal.
+pub(crate) fn take_foreground() {
+    let own = nix::unistd::getpgrp();
+    // SAFETY: installing SIG_IGN and then restoring the previous disposition runs no code of
+    // ours in a signal handler.
+    let previous =
+        unsafe { nix::sys::signal::signal(Signal::SIGTTOU, nix::sys::signal::SigHandler::SigIgn) };
+    let stdin = std::io::stdin();
+    if let Err(err) = nix::unistd::tcsetpgrp(&stdin, own) {
+        tracing::debug!(%err, "could not take the terminal's foreground back");
+    }
+    if let Ok(previous) = previous {
+        // SAFETY: as above; `previous` is the disposition this call replaced.
+        unsafe {
+            let _ = nix::sys::signal::signal(Signal::SIGTTOU, previous);
+        }
+    }
+}
+
+/// A stat line's fields for tests: a process `sh` whose parent is init.
+#[cfg(test)]
+pub(crate) fn stat(pid: i32, state: u8, pgrp: i32, session: i32) -> ProcStat {
+    ProcStat {
+        pid,
+        comm: b"sh".to_vec(),
+        state,
+        ppid: 1,
+        pgrp,
+        session,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn stat(pid: i32, state: u8, pgrp: i32, session: i32) -> ProcStat {
-        ProcStat {
-            pid,
-            comm: b"sh".to_vec(),
-            state,
-            ppid: 1,
-            pgrp,
-            session,
-        }
-    }
 
     #[test]
     fn parses_a_plain_stat_line() {

@@ -83,13 +83,13 @@ pub(crate) const LATER_KEYS: &[LaterKey] = &[
     row("task.cache", Milestone::M2, "cache", true),
     row("task.extends", Milestone::M2, "extends", true),
     row("task.retries", Milestone::M3, "retries", true),
-    row("task.interactive", Milestone::M3, "interactive", false),
+    row("task.interactive", Milestone::M3, "interactive", true),
     row("task.sandbox", Milestone::M3, "sandbox", false),
     row(
         "task.persistent.ready-when",
         Milestone::M3,
         "ready-when",
-        false,
+        true,
     ),
     row("task.remote", Milestone::M4, "remote", false),
 ];
@@ -157,13 +157,21 @@ mod tests {
         }
     }
 
-    /// Of the later milestones, only `retries` (EXEC-15, delivered with process control) is
-    /// built ahead; everything else waits for its milestone.
+    /// Of the later milestones, only the keys of process control — `retries` (EXEC-15),
+    /// `ready-when` (EXEC-13) and `interactive` (EXEC-14) — are built ahead; everything else
+    /// waits for its milestone.
     #[test]
-    fn only_retries_is_built_ahead_of_m3() {
+    fn only_the_process_control_keys_are_built_ahead_of_m3() {
+        let ahead = [
+            "task.retries",
+            "task.persistent.ready-when",
+            "task.interactive",
+        ];
         for key in LATER_KEYS.iter().filter(|k| k.milestone > Milestone::M2) {
-            assert_eq!(key.built, key.feature == "task.retries", "{}", key.feature);
+            assert_eq!(key.built, ahead.contains(&key.feature), "{}", key.feature);
         }
         assert_eq!(unavailable("task.retries"), None);
+        assert_eq!(unavailable("task.interactive"), None);
+        assert_eq!(unavailable("task.persistent.ready-when"), None);
     }
 }

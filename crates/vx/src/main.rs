@@ -15,6 +15,12 @@ use cli::{Parsed, Verb};
 use error::{report, Failure};
 
 fn main() {
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(vx_exec::guard::GUARD_ARG))
+    {
+        std::process::exit(vx_exec::guard::serve());
+    }
+    vx_exec::guard::enable(guard_program());
     init_tracing();
     let code = match real_main() {
         Ok(code) => code,
@@ -23,7 +29,20 @@ fn main() {
             failure.exit_code()
         }
     };
+    // Every task has been stopped or released by now: the guard may exit without killing.
+    vx_exec::guard::shutdown();
     std::process::exit(code);
+}
+
+/// What the guard of EXEC-7 executes: this very binary. `/proc/self/exe` still names it when
+/// the file was replaced or deleted during the run (a rebuild); elsewhere, the path vx was
+/// started from.
+fn guard_program() -> std::path::PathBuf {
+    let proc_exe = std::path::PathBuf::from("/proc/self/exe");
+    if proc_exe.exists() {
+        return proc_exe;
+    }
+    std::env::current_exe().unwrap_or_else(|_| std::path::PathBuf::from("vx"))
 }
 
 fn real_main() -> Result<i32, Failure> {

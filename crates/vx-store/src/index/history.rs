@@ -4,6 +4,11 @@
 //! reads it back newest first ([`Store::task_runs`]). Rows older than 30 days, and file stamps
 //! unseen for as long, are deleted at most once a day by whichever end-of-run write comes first
 //! (`housekeep_if_due`).
+//!
+//! EXEC-16's second flaky rule reads the same rows: a task's key is *flaky* when a `failed` row
+//! with that key comes after (higher `id`) its first `success` row with that key
+//! ([`Store::key_failures_after_pass`], or [`Store::keys_failed_after_pass`] for a whole run in
+//! one statement); `vx info` lists the tasks flaky by either rule ([`Store::flaky_tasks_since`]).
 
 use std::collections::BTreeMap;
 
@@ -91,6 +96,12 @@ pub struct RecentCounts {
 
 /// The `runs.cache` words that mean a hit (restored kinds in both the short and long spelling).
 const HIT_WORDS: &str = "('up-to-date', 'local', 'remote', 'restored-local', 'restored-remote')";
+
+/// EXEC-16's key rule on a `runs` row `f`: it failed, and an earlier row of the same task
+/// passed with the same key (`=` is never true for a NULL key).
+const FAILED_AFTER_PASS: &str = "f.status = 'failed' AND EXISTS (
+    SELECT 1 FROM runs p WHERE p.project = f.project AND p.task = f.task AND p.key = f.key
+        AND p.status = 'success' AND p.id < f.id)";
 
 const RUN_COLUMNS: &str = "r.id, r.run_id, i.started_at, r.project, r.task, r.key, r.status,
     r.cache, r.placement, r.exit_code, r.duration_ms, r.cpu_ms, r.peak_rss_bytes,
@@ -322,6 +333,64 @@ impl Store {
         })
     }
 
+    /// EXEC-16: how many `failed` rows of `project#task` with `key` come after its first
+    /// `success` row with `key` (0 when it never passed with that key). Rows without a key never
+    /// count.
+    pub fn key_failures_after_pass(
+        &self,
+        project: &str,
+        task: &str,
+        key: &str,
+    ) -> Result<u64, StoreError> {
+        let failures: i64 = read(self, |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT COUNT(*) FROM runs f
+                 WHERE f.project = ?1 AND f.task = ?2 AND f.key = ?3 AND {FAILED_AFTER_PASS}"
+            ))?
+            .query_row(params![project, task, key], |row| row.get(0))
+        })?;
+        Ok(from_sql_u64(failures))
+    }
+
+    /// [`Store::key_failures_after_pass`] of every key that has such failures, in one statement:
+    /// `(project, task, key)` → failures. A run reads this once rather than once per task, so
+    /// that flaky marking costs one SQL statement per run (PERF-3).
+    pub fn keys_failed_after_pass(
+        &self,
+    ) -> Result<BTreeMap<(String, String, String), u64>, StoreError> {
+        read(self, |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT f.project, f.task, f.key, COUNT(*) FROM runs f
+                 WHERE f.key IS NOT NULL AND {FAILED_AFTER_PASS}
+                 GROUP BY f.project, f.task, f.key"
+            ))?;
+            let rows = stmt.query_map([], |row| {
+                Ok((
+                    (row.get(0)?, row.get(1)?, row.get(2)?),
+                    from_sql_u64(row.get(3)?),
+                ))
+            })?;
+            rows.collect()
+        })
+    }
+
+    /// EXEC-16 for `vx info`: the tasks, as `(project, task)` sorted, with a row in an invocation
+    /// that started at or after `since_ms` that was flaky: a `success` after more than one
+    /// attempt, or a `failed` row whose key had passed before.
+    pub fn flaky_tasks_since(&self, since_ms: i64) -> Result<Vec<(String, String)>, StoreError> {
+        read(self, |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT DISTINCT f.project, f.task
+                 FROM runs f JOIN invocations i ON i.run_id = f.run_id
+                 WHERE i.started_at >= ?1
+                     AND ((f.status = 'success' AND f.attempts > 1) OR {FAILED_AFTER_PASS})
+                 ORDER BY f.project, f.task"
+            ))?;
+            let rows = stmt.query_map([since_ms], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            rows.collect()
+        })
+    }
+
     /// The projects that have `runs` rows of a task named `task`, sorted.
     pub fn tasks_with_runs(&self, task: &str) -> Result<Vec<String>, StoreError> {
         read(self, |conn| {
@@ -515,6 +584,161 @@ mod tests {
         assert_eq!(store.recent_counts(0).unwrap().runs, 2);
         let read_only = Store::open(dir.path(), Access::ReadOnly).unwrap();
         assert_eq!(read_only.recent_counts(now - DAY_MS).unwrap(), counts);
+    }
+
+    /// A row of `project#task` with `status` after `attempts` attempts.
+    fn outcome(
+        project: &str,
+        task: &str,
+        key: Option<&str>,
+        status: &str,
+        attempts: u32,
+    ) -> RunRow {
+        RunRow {
+            key: key.map(Into::into),
+            status: status.into(),
+            attempts,
+            ..run(project, task, "")
+        }
+    }
+
+    /// Records each row as its own run, in order, `started_at` one millisecond apart from
+    /// `from` on.
+    fn record_each(store: &mut Store, from: i64, rows: &[RunRow]) {
+        for (n, row) in rows.iter().enumerate() {
+            let at = from + n as i64;
+            store
+                .record_run(
+                    &invocation(&format!("run-{from}-{n}"), at),
+                    std::slice::from_ref(row),
+                )
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn key_failures_count_only_failures_after_a_pass_with_the_same_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        let web = |key, status| outcome("web", "test", key, status, 1);
+        record_each(
+            &mut store,
+            now_ms() - 100,
+            &[
+                // k1: pass, fail, pass, fail: two failures after passing.
+                web(Some("k1"), "success"),
+                web(Some("k1"), "failed"),
+                web(Some("k1"), "success"),
+                web(Some("k1"), "failed"),
+                // k2: fail, then pass: never failed after passing.
+                web(Some("k2"), "failed"),
+                web(Some("k2"), "success"),
+                // k3: the failure before the first pass does not count.
+                web(Some("k3"), "failed"),
+                web(Some("k3"), "success"),
+                web(Some("k3"), "failed"),
+                // Rows without a key never match, not even each other.
+                web(None, "success"),
+                web(None, "failed"),
+                // Another task's failure with the same key, and another task name.
+                outcome("lib", "test", Some("k2"), "failed", 1),
+                outcome("web", "lint", Some("k2"), "failed", 1),
+                // Skipped and aborted rows are not failures.
+                web(Some("k2"), "skipped"),
+                web(Some("k2"), "aborted"),
+            ],
+        );
+        let count =
+            |task: &str, key: &str| store.key_failures_after_pass("web", task, key).unwrap();
+        assert_eq!(count("test", "k1"), 2);
+        assert_eq!(count("test", "k2"), 0);
+        assert_eq!(count("test", "k3"), 1);
+        assert_eq!(count("test", "k4"), 0);
+        assert_eq!(count("lint", "k2"), 0);
+        assert_eq!(
+            store.key_failures_after_pass("lib", "test", "k2").unwrap(),
+            0
+        );
+
+        // The whole-run form gives the same counts, and only the keys that have some.
+        let all = store.keys_failed_after_pass().unwrap();
+        let key = |task: &str, key: &str| ("web".to_owned(), task.to_owned(), key.to_owned());
+        assert_eq!(all, [(key("test", "k1"), 2), (key("test", "k3"), 1)].into());
+
+        // A later pass with k2 makes a later failure count.
+        record_each(
+            &mut store,
+            now_ms(),
+            &[web(Some("k2"), "success"), web(Some("k2"), "failed")],
+        );
+        assert_eq!(
+            store.key_failures_after_pass("web", "test", "k2").unwrap(),
+            1
+        );
+        assert_eq!(store.keys_failed_after_pass().unwrap().len(), 3);
+
+        // Without an index there is no history.
+        let absent = tempfile::tempdir().unwrap();
+        let absent = Store::open(absent.path(), Access::ReadOnly).unwrap();
+        assert_eq!(
+            absent.key_failures_after_pass("web", "test", "k1").unwrap(),
+            0
+        );
+        assert!(absent.keys_failed_after_pass().unwrap().is_empty());
+    }
+
+    #[test]
+    fn flaky_tasks_are_retried_passes_and_key_failures_within_the_period() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        let now = now_ms();
+        // Keep the old rows this test needs: housekeeping ran a moment ago.
+        store.meta.housekept_at = Some(now);
+        let since = now - KEEP_MS;
+        record_each(
+            &mut store,
+            since - 100,
+            &[
+                // Before the period: a retried pass, and a pass of the key that fails later.
+                outcome("old", "test", Some("o"), "success", 3),
+                outcome("web", "e2e", Some("e"), "success", 1),
+                outcome("web", "e2e", Some("e"), "failed", 1),
+            ],
+        );
+        assert!(store.flaky_tasks_since(since).unwrap().is_empty());
+        record_each(
+            &mut store,
+            since,
+            &[
+                // A pass that needed a retry.
+                outcome("lib", "test", Some("l"), "success", 2),
+                // A failure whose key passed before the period.
+                outcome("web", "e2e", Some("e"), "failed", 1),
+                // Fail, then pass: not flaky.
+                outcome("app", "build", Some("a"), "failed", 1),
+                outcome("app", "build", Some("a"), "success", 1),
+                // A failure after retries is not a pass.
+                outcome("app", "lint", Some("b"), "failed", 3),
+                // Rows without a key.
+                outcome("app", "test", None, "success", 1),
+                outcome("app", "test", None, "failed", 1),
+                // Passed with one key, failed with another.
+                outcome("lib", "build", Some("x"), "success", 1),
+                outcome("lib", "build", Some("y"), "failed", 1),
+                // Listed once, however many flaky rows.
+                outcome("lib", "test", Some("l"), "success", 3),
+            ],
+        );
+        let flaky = store.flaky_tasks_since(since).unwrap();
+        let pair = |p: &str, t: &str| (p.to_owned(), t.to_owned());
+        assert_eq!(flaky, [pair("lib", "test"), pair("web", "e2e")]);
+        assert_eq!(
+            store.flaky_tasks_since(since - 100).unwrap(),
+            [pair("lib", "test"), pair("old", "test"), pair("web", "e2e")]
+        );
+        assert!(store.flaky_tasks_since(now + 1).unwrap().is_empty());
+        let read_only = Store::open(dir.path(), Access::ReadOnly).unwrap();
+        assert_eq!(read_only.flaky_tasks_since(since).unwrap(), flaky);
     }
 
     #[test]

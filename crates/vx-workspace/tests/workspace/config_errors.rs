@@ -156,8 +156,8 @@ fn environment_tables_follow_cfg5() {
 }
 
 /// `[workspace.tasks]`, `extends`, `[workspace.rules]`, `cache`, `cache-dir`,
-/// `cache-retention` and `affected-base` are built; the root's `build` gets the template's
-/// `cache`, so its `remote` has one.
+/// `cache-retention`, `affected-base`, `retries`, `ready-when` and `interactive` are built;
+/// the root's `build` gets the template's `cache`, so its `remote` has one.
 #[test]
 fn later_milestone_keys_are_not_available_yet() {
     let text = "[workspace]\ncache-dir = \".cache\"\naffected-base = \"main\"\ncache-retention = { older-than = \"1d\" }\n\
@@ -171,10 +171,8 @@ fn later_milestone_keys_are_not_available_yet() {
         "vx.toml:5:32: exclusive-outputs = false is not available yet\n\
          vx.toml:6:12: remote-cache is not available yet\n\
          vx.toml:8:12: remote-execution is not available yet\n\
-         vx.toml:15:1: interactive is not available yet\n\
          vx.toml:17:1: remote is not available yet\n\
-         vx.toml:18:1: sandbox is not available yet\n\
-         vx.toml:21:16: ready-when is not available yet\n"
+         vx.toml:18:1: sandbox is not available yet\n"
     );
 }
 

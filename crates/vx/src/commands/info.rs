@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use vx_core::units::{format_size, parse_size};
-use vx_core::Diagnostic;
+use vx_core::{Diagnostic, TaskId};
 use vx_store::{Access, OpenError, PrunePolicy, Store};
 
 use crate::cli::InfoArgs;
@@ -82,7 +82,8 @@ struct HistoryInfo {
     runs_24h: Option<u64>,
     tasks_24h: Option<u64>,
     hits_24h: Option<u64>,
-    /// Flaky marking arrives with retries (M3): always empty in this release.
+    /// Task ids flaky in a run of the last 30 days (EXEC-16: passed after a retry, or failed
+    /// with a key that had passed before), sorted; empty when none or unknown.
     flaky_tasks_30d: Vec<String>,
 }
 
@@ -291,6 +292,15 @@ fn cache_facts(dir: &Path) -> (CacheInfo, HistoryInfo) {
         }
         Err(e) => problems.push(e.to_string()),
     }
+    match store.flaky_tasks_since(now_ms() - 30 * DAY_MS) {
+        Ok(tasks) => {
+            history.flaky_tasks_30d = tasks
+                .iter()
+                .map(|(project, task)| TaskId::new(project, task).to_string())
+                .collect();
+        }
+        Err(e) => problems.push(e.to_string()),
+    }
     cache.problem = problems.into_iter().next();
     (cache, history)
 }
@@ -394,7 +404,14 @@ fn pretty(info: &Info, errors: &[Diagnostic]) -> String {
             _ => "unknown".to_string(),
         },
     ));
-    rows.push(("flaky tasks (30 d)", "none recorded".to_string()));
+    rows.push((
+        "flaky tasks (30 d)",
+        if history.flaky_tasks_30d.is_empty() {
+            "none recorded".to_string()
+        } else {
+            history.flaky_tasks_30d.join(", ")
+        },
+    ));
     rows.push((
         "sandbox",
         info.sandbox.reason.unwrap_or("available").to_string(),

@@ -9,6 +9,7 @@
 //! (STORE-7). Everything the run learned is written back once, in [`RunCache::finish`].
 //! Damage is always a miss with one line (STORE-12), never a wrong hit.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -102,6 +103,8 @@ pub struct RunCache<'p> {
     stamps_by_path: Option<HashMap<String, Vec<OutputStamp>>>,
     /// Tasks the restore lane looked up and found no usable entry for: not looked up again.
     known_misses: HashSet<TaskId>,
+    /// EXEC-16: `(project, task, key)` → failures after a pass, read from history on first need.
+    key_failures: OnceCell<BTreeMap<(String, String, String), u64>>,
 }
 
 impl<'p> RunCache<'p> {
@@ -148,6 +151,7 @@ impl<'p> RunCache<'p> {
             globs: GlobCache::default(),
             stamps_by_path: None,
             known_misses: HashSet::new(),
+            key_failures: OnceCell::new(),
         }
     }
 
@@ -953,6 +957,24 @@ impl<'p> RunCache<'p> {
         for line in std::mem::take(&mut self.keys.notices) {
             render::notice(&line);
         }
+    }
+
+    /// EXEC-16's second flaky rule: how many times history saw the task's current key fail
+    /// after it had passed with that key (this run's own result is not in history yet). 0 when
+    /// the task has no key, there is no store, or history cannot be read: flaky marking never
+    /// fails a run. History is read once, on the first call, in one statement (PERF-3).
+    pub fn key_failures_after_pass(&self, id: &TaskId) -> u64 {
+        let Some(derived) = self.keys.known(id) else {
+            return 0;
+        };
+        let failures = self.key_failures.get_or_init(|| {
+            self.store
+                .as_ref()
+                .and_then(|store| store.keys_failed_after_pass().ok())
+                .unwrap_or_default()
+        });
+        let at = (id.project.clone(), id.task.clone(), derived.key.hex());
+        failures.get(&at).copied().unwrap_or(0)
     }
 
     /// Marks a task as not saved, for tasks that never reached `after` (failed keys).

@@ -5,19 +5,27 @@
 //! channel; signals to vx arrive on the same channel. Every message is handled here, in order:
 //! output is masked (EXEC-5), stripped of escapes when vx does not colour (UI-10), appended to
 //! the task's log and, for the streamed frame, printed live; a completion becomes an outcome,
-//! is reported, and releases or skips dependants. Persistent tasks are ready at spawn (EXEC-13)
-//! and are stopped at the end of the graph unless they are kept alive after the footer.
+//! is reported, and releases or skips dependants.
+//!
+//! Persistent tasks (EXEC-13) are ready at spawn, or, with `ready-when`, when a line of their
+//! output matches ([`super::ready`]); until then they hold their exec slot. Ready, they count as
+//! a success with the time to ready as duration, free the slot and release their dependants
+//! ([`Run::ready`]). The loop has timers only for them: while one waits, `recv` is bounded by
+//! the earliest of the not-ready notes (`VX_READY_NOTICE`) and readiness timeouts, and a task
+//! whose timeout passes is stopped and reported `not ready: timed out after …`. Persistent tasks
+//! are stopped at the end of the graph unless they are kept alive after the footer.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use crossbeam_channel::{Receiver, Sender};
-use vx_core::config::TaskConfig;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use vx_core::config::{Persistent, TaskConfig};
 use vx_core::env::{secret_values, task_environment, EnvInputs};
 use vx_core::mask::Masker;
-use vx_core::schedule::{Finish, NodeState, Scheduler};
+use vx_core::schedule::{Finish, Interactive, NodeState, Scheduler};
 use vx_core::script::{script, with_args};
 use vx_core::units::format_duration;
 use vx_core::TaskId;
@@ -32,6 +40,7 @@ use super::explain::explain;
 use super::lane::Lane;
 use super::outcome::{NotReady, Status, TaskReport};
 use super::plan::Plan;
+use super::ready::Waiting;
 use super::stripper::Stripper;
 use crate::options::RunOptions;
 use crate::render::footer::{footer, recap, Summary};
@@ -47,6 +56,8 @@ pub struct Context {
     pub kill_grace: Duration,
     /// `VX_TASK_TIMEOUT`.
     pub env_timeout: Option<Duration>,
+    /// `VX_READY_NOTICE`: when a persistent task still not ready gets its note (EXEC-13).
+    pub ready_notice: Duration,
     pub slots: u32,
     /// The workspace run lock, released when the graph is finished (STORE-14).
     pub lock: Option<vx_store::RunLock>,
@@ -90,10 +101,14 @@ struct Live {
     command_line: String,
     dir: PathBuf,
     path_var: String,
-    /// Ready at spawn and not yet ended (persistent tasks only).
+    /// Ready and not yet ended (persistent tasks only).
     ready: bool,
+    /// A persistent task waiting for its `ready-when` line: the matchers and the timers.
+    waiting: Option<Waiting>,
+    /// The timeout expired (for a persistent task: the wait for readiness).
     timed_out: bool,
-    /// The resolved timeout (EXEC-8 precedence), for the timeout note.
+    /// The resolved timeout (EXEC-8 precedence), for the timeout note; for a persistent task
+    /// it bounds the wait for readiness, which the loop times itself.
     timeout: Option<Duration>,
     /// Output printed with an `<id> │ ` prefix after the footer (keep-alive).
     prefix_at_line_start: bool,
@@ -119,6 +134,8 @@ pub struct Run<'p> {
     ctx: Context,
     reporter: Reporter,
     scheduler: Scheduler,
+    /// Interactive tasks that own the terminal in this run (EXEC-14): vx is on one.
+    interactive: BTreeSet<usize>,
     tx: Sender<Msg>,
     rx: Receiver<Msg>,
     /// Where attempts run: the local process supervisor, or a fake in tests (ARCH-2).
@@ -162,11 +179,15 @@ impl<'p> Run<'p> {
         executor: Box<dyn Executor>,
         cache: RunCache<'p>,
     ) -> Run<'p> {
+        // EXEC-14: on a terminal an interactive task owns it; off one it is an ordinary task.
+        let on_terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+        let owns_terminal = |i: usize| on_terminal && task(plan, i).interactive == Some(true);
+        // An interactive task on a terminal is never framed: it writes to the terminal itself.
         let requested_commands: Vec<usize> = plan
             .shown_as_requested
             .iter()
             .copied()
-            .filter(|&i| kind_of(task(plan, i)) != Kind::Group)
+            .filter(|&i| kind_of(task(plan, i)) != Kind::Group && !owns_terminal(i))
             .collect();
         // A persistent task never streams a frame: its output goes after the footer, prefixed.
         let persistent_requested = requested_commands
@@ -176,12 +197,34 @@ impl<'p> Run<'p> {
             reporter.choose_streaming(&requested_commands);
         }
         let lane_width = 2 * ctx.slots as usize;
+        let mut scheduler = Scheduler::new(
+            &plan.graph,
+            options.continue_mode,
+            Box::new(vx_core::schedule::DependantCount),
+        );
+        let interactive: BTreeSet<usize> = (0..plan.graph.nodes.len())
+            .filter(|&i| owns_terminal(i) && kind_of(task(plan, i)) != Kind::Group)
+            .collect();
+        for &i in &interactive {
+            // SCHED-5: alone, and an interactive persistent task last.
+            scheduler.set_interactive(
+                i,
+                if kind_of(task(plan, i)) == Kind::Persistent {
+                    Interactive::Persistent
+                } else {
+                    Interactive::OneShot
+                },
+            );
+        }
+        if !interactive.is_empty() {
+            // While an interactive task holds the terminal's foreground vx is a background
+            // group; with `stty tostop` a write of vx's (the footer, a kept server's line)
+            // would stop it with SIGTTOU. Children get default dispositions back (EXEC-1).
+            vx_exec::tree::ignore_sigttou();
+        }
         Run {
-            scheduler: Scheduler::new(
-                &plan.graph,
-                options.continue_mode,
-                Box::new(vx_core::schedule::DependantCount),
-            ),
+            scheduler,
+            interactive,
             plan,
             options,
             ctx,
@@ -221,9 +264,9 @@ impl<'p> Run<'p> {
             if !one_shots_running && (self.scheduler.is_done() || self.stopping.is_some()) {
                 break;
             }
-            match self.rx.recv() {
-                Ok(msg) => self.handle(msg),
-                Err(_) => break,
+            match self.next_message() {
+                Some(msg) => self.handle(msg),
+                None => break,
             }
         }
         self.end_of_graph()
@@ -417,13 +460,20 @@ impl<'p> Run<'p> {
         }
         let masker = Masker::new(&secrets);
         let command_line = masker.mask_str(&with_args(&command, args));
-        let timeout = match kind {
-            Kind::Persistent => None,
-            _ => config
+        let ready_when = match &config.persistent {
+            Some(Persistent::Ready(ready)) => Some(ready.ready_when.clone()),
+            _ => None,
+        };
+        // EXEC-8: for a persistent task the timeout bounds only the wait for readiness, which
+        // the loop times (not the supervisor); one ready at spawn has nothing to bound.
+        let timeout = if kind == Kind::Persistent && ready_when.is_none() {
+            None
+        } else {
+            config
                 .timeout
                 .or(self.options.timeout)
                 .or(self.ctx.env_timeout)
-                .or(self.plan.workspace.settings.timeout),
+                .or(self.plan.workspace.settings.timeout)
         };
         let path_var = env.get("PATH").cloned().unwrap_or_default();
         let spec = SpawnSpec {
@@ -436,12 +486,14 @@ impl<'p> Run<'p> {
             args: vec![OsString::from("-c"), OsString::from(script(&command, args))],
             cwd: dir.clone(),
             env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
-            stdin: if kind == Kind::Persistent {
+            stdin: if self.interactive.contains(&i) {
+                StdinMode::Terminal
+            } else if kind == Kind::Persistent {
                 StdinMode::HeldPipe
             } else {
                 StdinMode::Null
             },
-            timeout,
+            timeout: timeout.filter(|_| kind != Kind::Persistent),
             kill_grace: self.ctx.kill_grace,
             drain: Duration::from_millis(250),
             stop_leftovers_on_exit: kind == Kind::OneShot,
@@ -450,12 +502,26 @@ impl<'p> Run<'p> {
             Kind::OneShot => 1 + config.retries.or(self.options.retry).unwrap_or(0),
             _ => 1,
         };
+        let started = Instant::now();
+        let waiting = match ready_when
+            .as_deref()
+            .map(|pattern| Waiting::new(pattern, started, self.ctx.ready_notice, timeout))
+        {
+            Some(Err(error)) => {
+                let line =
+                    format!("vx: persistent.ready-when is not a valid regular expression: {error}");
+                self.fail_before_start(i, &line);
+                return;
+            }
+            Some(Ok(waiting)) => Some(waiting),
+            None => None,
+        };
         let handle = self.spawn_attempt(i, spec.clone());
         let colour = self.reporter.style.colour;
         let spawned = handle.pid().is_some();
         let live = Live {
             handle,
-            started: Instant::now(),
+            started,
             kind,
             display: LogBuf::new(),
             last_byte: None,
@@ -465,7 +531,8 @@ impl<'p> Run<'p> {
             command_line,
             dir,
             path_var,
-            ready: kind == Kind::Persistent && spawned,
+            ready: false,
+            waiting: waiting.filter(|_| spawned),
             timed_out: false,
             timeout,
             prefix_at_line_start: true,
@@ -480,23 +547,100 @@ impl<'p> Run<'p> {
             earlier: Duration::ZERO,
         };
         let report = self.report_of(i, &live, Status::Running);
+        let wait_for_line = live.waiting.is_some();
         self.live.insert(i, live);
         self.reporter.started(i, &report);
-        if kind == Kind::Persistent && spawned {
-            // Ready at spawn (EXEC-13): the outcome is success, the slot is free and
-            // dependants may start.
-            self.reporter.finished(i, &report, self.is_shown(i));
-            self.reports.insert(
-                i,
-                TaskReport {
-                    status: Status::Success,
-                    ..report.clone()
-                },
-            );
-            let skipped = self.scheduler.finish(i, Finish::Success);
-            self.report_skipped(&skipped);
-        } else {
-            self.running_slots += 1;
+        self.running_slots += 1;
+        if kind == Kind::Persistent && spawned && !wait_for_line {
+            self.ready(i);
+        }
+    }
+
+    /// EXEC-13: a persistent task is ready (at spawn, or on its `ready-when` line): its outcome
+    /// is success with the time to ready as duration, its slot is free and its dependants may
+    /// start.
+    fn ready(&mut self, i: usize) {
+        let Some(live) = self.live.get_mut(&i) else {
+            return;
+        };
+        live.ready = true;
+        live.waiting = None;
+        let report = self.report_of(i, &self.live[&i], Status::Running);
+        self.running_slots -= 1;
+        self.reporter.finished(i, &report, self.is_shown(i));
+        self.reports.insert(
+            i,
+            TaskReport {
+                status: Status::Success,
+                ..report
+            },
+        );
+        let skipped = self.scheduler.finish(i, Finish::Success);
+        self.report_skipped(&skipped);
+    }
+
+    /// The next message for the loop. While a persistent task waits for readiness, the wait is
+    /// bounded by its next timer, and timers that come due are handled first (EXEC-13).
+    fn next_message(&mut self) -> Option<Msg> {
+        loop {
+            let wake = if self.stopping.is_none() {
+                self.live
+                    .values()
+                    .filter_map(|l| l.waiting.as_ref().and_then(Waiting::next_wake))
+                    .min()
+            } else {
+                None
+            };
+            let Some(at) = wake else {
+                return self.rx.recv().ok();
+            };
+            match self.rx.recv_deadline(at) {
+                Ok(msg) => return Some(msg),
+                Err(RecvTimeoutError::Timeout) => self.readiness_timers(),
+                Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// Readiness timers that came due: the not-ready note, once; and the readiness timeout,
+    /// which stops the task (its completion then reports it not ready).
+    fn readiness_timers(&mut self) {
+        let now = Instant::now();
+        let due: Vec<usize> = self
+            .live
+            .iter()
+            .filter(|(_, l)| {
+                l.waiting
+                    .as_ref()
+                    .and_then(Waiting::next_wake)
+                    .is_some_and(|at| at <= now)
+            })
+            .map(|(&i, _)| i)
+            .collect();
+        for i in due {
+            let live = self.live.get_mut(&i).expect("a live task");
+            let waiting = live.waiting.as_mut().expect("a waiting task");
+            if waiting.deadline.is_some_and(|at| at <= now) {
+                live.waiting = None;
+                live.timed_out = true;
+                live.handle.stop(nix::libc::SIGTERM);
+                let after = format_duration(live.timeout.unwrap_or_default());
+                self.note(
+                    i,
+                    &format!("vx: not ready: timed out after {after}; stopping the task"),
+                );
+            } else if waiting.notice_at.is_some_and(|at| at <= now) {
+                waiting.notice_at = None;
+                let mut line = format!(
+                    "vx: not ready after {}: no line has matched `{}` yet",
+                    format_duration(self.ctx.ready_notice),
+                    waiting.pattern
+                );
+                if let Some(timeout) = live.timeout {
+                    line.push_str(&format!(" (timeout {})", format_duration(timeout)));
+                }
+                self.note(i, &line);
+            }
         }
     }
 
@@ -562,6 +706,8 @@ impl<'p> Run<'p> {
             ExecEvent::Output { stream, bytes } => {
                 let Some(live) = self.live.get_mut(&i) else { return };
                 let s = stream_index(stream);
+                // Matched on the bytes as written; shown and stored masked.
+                let ready = live.waiting.as_mut().is_some_and(|w| w.push(s, &bytes));
                 let bytes = live.maskers[s].push(&bytes);
                 live.records.push(log_stream(stream), &bytes);
                 let bytes = match &mut live.strippers {
@@ -569,6 +715,9 @@ impl<'p> Run<'p> {
                     None => bytes,
                 };
                 self.output(i, &bytes);
+                if ready {
+                    self.ready(i);
+                }
             }
             ExecEvent::TimedOut => {
                 if let Some(live) = self.live.get_mut(&i) {
@@ -651,14 +800,23 @@ impl<'p> Run<'p> {
         self.output(i, &rest);
         let live = &self.live[&i];
         let kind = live.kind;
-        let code = completion.exit_code;
         if kind == Kind::Persistent && live.ready {
             self.persistent_ended(i, &completion);
             return;
         }
+        // Stopped by vx because it was not ready in time: a timeout's exit code (EXEC-8).
+        let not_ready_in_time = kind == Kind::Persistent && live.timed_out;
+        let code = match (not_ready_in_time, completion.killed) {
+            (true, true) => 128 + nix::libc::SIGKILL,
+            (true, false) => 128 + nix::libc::SIGTERM,
+            (false, _) => completion.exit_code,
+        };
         self.running_slots -= 1;
         let status = if self.stopping.is_some() {
             Status::Aborted
+        } else if kind == Kind::Persistent {
+            // Ended before it was ready, whatever its exit code (EXEC-13).
+            Status::Failed
         } else if code == 0 && !completion.timed_out {
             Status::Success
         } else {
@@ -689,14 +847,16 @@ impl<'p> Run<'p> {
         let live = self.live.remove(&i).expect("a live task");
         let mut report = self.report_of(i, &live, status);
         report.attempts = live.attempt;
+        report.key_failures_after_pass = self.cache.key_failures_after_pass(&report.id);
         if kind == Kind::Persistent && status == Status::Failed {
             report.not_ready = Some(match completion.exit {
                 ExitReason::SpawnFailed(_) => NotReady::Spawn,
+                _ if not_ready_in_time => NotReady::TimedOut(live.timeout.unwrap_or_default()),
                 _ => NotReady::Exited,
             });
         }
         report.exit_code = Some(code);
-        report.timed_out = completion.timed_out;
+        report.timed_out = completion.timed_out || not_ready_in_time;
         report.duration = live.earlier + completion.duration;
         if let Some(usage) = &completion.usage {
             report.cpu_ms = Some((usage.user_cpu + usage.system_cpu).as_millis() as u64);
@@ -867,6 +1027,7 @@ impl<'p> Run<'p> {
             cpu_ms: None,
             peak_rss_bytes: None,
             attempts: live.attempt,
+            key_failures_after_pass: 0,
         }
     }
 
@@ -941,6 +1102,10 @@ impl<'p> Run<'p> {
         }
         self.stopping = Some(n);
         self.scheduler.halt();
+        // A task being stopped does not become ready any more, and its timers are moot.
+        for live in self.live.values_mut() {
+            live.waiting = None;
+        }
         let forward = if n == nix::libc::SIGHUP {
             nix::libc::SIGTERM
         } else {
@@ -956,9 +1121,9 @@ impl Run<'_> {
     /// Waits for messages until `done` holds, handling each as usual.
     fn drain_until(&mut self, done: impl Fn(&Run<'_>) -> bool) {
         while !done(self) {
-            match self.rx.recv() {
-                Ok(msg) => self.handle(msg),
-                Err(_) => return,
+            match self.next_message() {
+                Some(msg) => self.handle(msg),
+                None => return,
             }
         }
     }
@@ -1291,6 +1456,7 @@ mod tests {
             sh: Some(PathBuf::from("/bin/sh")),
             kill_grace: Duration::from_millis(100),
             env_timeout: None,
+            ready_notice: Duration::from_secs(10),
             slots: 1,
             lock: None,
         };
@@ -1332,6 +1498,45 @@ mod tests {
             "lib#build starts first: {spawned:?}"
         );
         assert!(spawned[1].contains("echo docs"), "{spawned:?}");
+    }
+
+    /// A workspace with `lib#server` (persistent, ready on `Listening on <port>`) and
+    /// `lib#e2e` depending on it.
+    fn server_and_e2e() -> Fixture {
+        let f = Fixture::new("vx-not-used");
+        f.write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
+        f.write("packages/lib/package.json", r#"{ "name": "lib" }"#);
+        f.write(
+            "packages/lib/vx.toml",
+            concat!(
+                "[tasks.server]\ncommand = \"serve\"\n",
+                "persistent = { ready-when = 'Listening on \\d+' }\n\n",
+                "[tasks.e2e]\ncommand = \"run-e2e\"\ndepends-on = [\"server\"]\n",
+            ),
+        );
+        f.commit();
+        f
+    }
+
+    #[test]
+    fn a_ready_line_releases_the_dependants_of_a_persistent_task() {
+        let f = server_and_e2e();
+        let executor = ScriptedExecutor::new().on("serve", "booting\nListening on 8080\n", 0);
+        let code = run_with(&f, executor.clone(), &["e2e"]);
+        assert_eq!(code, crate::exit::SUCCESS);
+        let spawned = executor.spawned();
+        assert!(spawned[0].contains("serve"), "{spawned:?}");
+        assert!(spawned.iter().any(|s| s.contains("run-e2e")), "{spawned:?}");
+    }
+
+    #[test]
+    fn a_persistent_task_that_exits_before_its_line_fails_and_skips_dependants() {
+        let f = server_and_e2e();
+        let executor = ScriptedExecutor::new().on("serve", "booting\n", 0);
+        let code = run_with(&f, executor.clone(), &["e2e"]);
+        assert_eq!(code, crate::exit::FAILURE);
+        let spawned = executor.spawned();
+        assert_eq!(spawned.len(), 1, "e2e is skipped: {spawned:?}");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! through [`affected`] for `--affected` and changed-since filters);
 //! [`setup`] opens the store, takes the run lock and lists the workspace's files once;
 //! [`preview`] prints `--dry` and `--graph` instead of running; [`execute`] is the
-//! orchestration loop that spawns, supervises and reports every task. The cache side:
+//! orchestration loop that spawns, supervises and reports every task, and [`ready`] tells when
+//! a persistent task with `ready-when` is ready. The cache side:
 //! [`keys`] derives keys, [`cache`] decides hit or execute and saves, [`outputs`] finds, cleans
 //! and checks declared outputs, and [`lane`] runs restores and saves on their own threads.
 //! [`outcome`] is the vocabulary of what happened; [`explain`] words failure notes;
@@ -21,6 +22,7 @@ pub mod outcome;
 pub mod outputs;
 pub mod plan;
 pub mod preview;
+pub mod ready;
 pub mod setup;
 pub mod stripper;
 pub mod subprocess;
@@ -43,6 +45,9 @@ const MESSAGES_IN_FLIGHT: usize = 64;
 
 /// The default kill grace (EXEC-6).
 const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// When a persistent task that is still not ready gets its note (EXEC-13).
+const DEFAULT_READY_NOTICE: Duration = Duration::from_secs(10);
 
 pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
     // Bounded: a task that writes faster than the loop can handle blocks on its pipe instead of
@@ -104,6 +109,7 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
     let ctx = Context {
         kill_grace: env_duration(&host_env, "VX_KILL_GRACE").unwrap_or(DEFAULT_KILL_GRACE),
         env_timeout: env_duration(&host_env, "VX_TASK_TIMEOUT"),
+        ready_notice: env_duration(&host_env, "VX_READY_NOTICE").unwrap_or(DEFAULT_READY_NOTICE),
         sh,
         host_env: host_env.clone(),
         slots: slots.max(1),

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use vx_core::units::format_duration;
 use vx_core::TaskId;
 
 pub use super::cache::CacheKind;
@@ -47,7 +48,11 @@ impl Status {
 /// Why a persistent task never became ready (EXEC-13).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotReady {
+    /// It exited by itself (the report's exit code says how).
     Exited,
+    /// No line matched `ready-when` within the task's timeout; vx stopped it.
+    TimedOut(Duration),
+    /// No shell ran.
     Spawn,
 }
 
@@ -78,13 +83,25 @@ pub struct TaskReport {
     pub peak_rss_bytes: Option<u64>,
     /// Attempts made (EXEC-15); 0 for a task that did not execute.
     pub attempts: u32,
+    /// EXEC-16: how many times history saw this task's key fail after it had passed with that
+    /// key (`RunCache::key_failures_after_pass`); 0 when unknown.
+    pub key_failures_after_pass: u64,
 }
 
 impl TaskReport {
-    /// EXEC-16's dim note for a task that needed a retry to pass.
+    /// EXEC-16's dim note for a flaky task: it needed a retry to pass, or its key failed after
+    /// passing before. The retry note wins when both apply.
     pub fn flaky(&self) -> Option<String> {
-        (self.status == Status::Success && self.attempts > 1)
-            .then(|| format!("flaky: passed after {} attempts", self.attempts))
+        match self.status {
+            Status::Success if self.attempts > 1 => {
+                Some(format!("flaky: passed after {} attempts", self.attempts))
+            }
+            Status::Success | Status::Failed if self.key_failures_after_pass > 0 => Some(format!(
+                "flaky: this key failed {}× after passing",
+                self.key_failures_after_pass
+            )),
+            _ => None,
+        }
     }
 }
 
@@ -117,6 +134,7 @@ impl TaskReport {
             cpu_ms: None,
             peak_rss_bytes: None,
             attempts: 0,
+            key_failures_after_pass: 0,
         }
     }
 
@@ -124,7 +142,13 @@ impl TaskReport {
     pub fn header_status(&self) -> String {
         match self.status {
             Status::Failed => match (self.not_ready, self.timed_out, self.exit_code) {
-                (Some(NotReady::Exited), _, _) => "not ready: exited".to_string(),
+                (Some(NotReady::Exited), _, Some(code)) => {
+                    format!("not ready: exited (code {code})")
+                }
+                (Some(NotReady::Exited), _, None) => "not ready: exited".to_string(),
+                (Some(NotReady::TimedOut(after)), _, _) => {
+                    format!("not ready: timed out after {}", format_duration(after))
+                }
                 (Some(NotReady::Spawn), _, _) => "not ready: could not start".to_string(),
                 (None, true, Some(code)) => format!("failed (timed out, exit {code})"),
                 (None, _, Some(code)) => format!("failed (exit {code})"),
@@ -138,5 +162,47 @@ impl TaskReport {
                 _ => "executed".to_string(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(status: Status, attempts: u32, key_failures_after_pass: u64) -> TaskReport {
+        TaskReport {
+            attempts,
+            key_failures_after_pass,
+            ..TaskReport::not_started(TaskId::new("web", "test"), status, None)
+        }
+    }
+
+    #[test]
+    fn flaky_notes_a_retried_pass_or_a_key_that_failed_after_passing() {
+        let note = |status, attempts, failures| report(status, attempts, failures).flaky();
+        assert_eq!(note(Status::Success, 1, 0), None);
+        assert_eq!(
+            note(Status::Success, 2, 0).as_deref(),
+            Some("flaky: passed after 2 attempts")
+        );
+        assert_eq!(
+            note(Status::Success, 1, 1).as_deref(),
+            Some("flaky: this key failed 1× after passing")
+        );
+        // A failure of a key that passed before is flaky too.
+        assert_eq!(
+            note(Status::Failed, 1, 3).as_deref(),
+            Some("flaky: this key failed 3× after passing")
+        );
+        // The retry note wins when both rules apply.
+        assert_eq!(
+            note(Status::Success, 3, 2).as_deref(),
+            Some("flaky: passed after 3 attempts")
+        );
+        // Retries that did not end in a pass are not flaky.
+        assert_eq!(note(Status::Failed, 3, 0), None);
+        // Tasks that did not end by passing or failing get no note.
+        assert_eq!(note(Status::Aborted, 1, 2), None);
+        assert_eq!(note(Status::Skipped, 0, 2), None);
     }
 }

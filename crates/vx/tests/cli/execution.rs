@@ -212,6 +212,40 @@ fn acc23_retries_show_the_attempt_line_and_the_flaky_note() {
     assert!(!hit.stdout.contains("attempt 1\n"), "{}", hit.stdout);
 }
 
+/// EXEC-16's key rule: a key that failed after it had passed marks the task flaky in later
+/// runs, whether they pass or fail, and `vx info` lists it. The task is uncached (it runs every
+/// time, with the same key); its counter lives outside the workspace.
+#[test]
+fn a_key_that_failed_after_passing_is_marked_flaky() {
+    let counter = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(counter.path(), "0").unwrap();
+    let f = one_project(&format!(
+        concat!(
+            "[tasks.test]\n",
+            // Runs 2 and 4 fail; runs 1 and 3 pass.
+            "command = \"n=$(cat {0}); echo $((n+1)) > {0}; test $n -ne 1 && test $n -ne 3\"\n",
+        ),
+        counter.path().display()
+    ));
+    let run = |code: i32| {
+        let out = f.vx(&["run", "lib#test"]);
+        assert_eq!(out.code, code, "{}{}", out.stdout, out.stderr);
+        out.stdout
+    };
+    // Pass, then fail with the same key: the failure is not marked (history has no failure
+    // after a pass yet), but `vx info` now lists the task.
+    assert!(!run(0).contains("flaky"));
+    assert!(!run(1).contains("flaky"));
+    assert_contains(&f.vx(&["info"]).stdout, "flaky tasks (30 d)  lib#test\n");
+    // Pass again: the key failed once after passing.
+    let third = run(0);
+    assert_contains(&third, "flaky: this key failed 1× after passing");
+    // A failure is marked too; this run's own result is not counted until it is recorded.
+    let fourth = run(1);
+    assert_contains(&fourth, "flaky: this key failed 1× after passing");
+    assert_contains(&run(0), "flaky: this key failed 2× after passing");
+}
+
 #[test]
 fn retry_flag_is_the_default_and_retries_zero_wins() {
     let f = crate::one_project(concat!(

@@ -80,6 +80,37 @@ fn json_gives_the_same_facts_as_typed_fields() {
     assert!(info["lock"]["fresh"].is_null());
 }
 
+/// EXEC-16: a task that passed only on its second attempt is listed as flaky, in text and JSON.
+#[test]
+fn info_lists_a_task_that_passed_after_a_retry_as_flaky() {
+    // The attempt counter lives outside the workspace, so the task's key never changes.
+    let counter = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(counter.path(), "0").unwrap();
+    let f = crate::one_project(&format!(
+        concat!(
+            "[tasks.test]\n",
+            "command = \"n=$(cat {0}); echo $((n+1)) > {0}; test $n -ge 1\"\n",
+            "retries = 1\n\n",
+            "[tasks.build]\ncommand = \"true\"\n",
+        ),
+        counter.path().display()
+    ));
+    let before = f.vx(&["info"]);
+    assert_contains(&before.stdout, "flaky tasks (30 d)  none recorded\n");
+    let out = f.vx(&["run", "lib#test", "lib#build"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stdout, "flaky: passed after 2 attempts");
+
+    let out = f.vx(&["info"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "flaky tasks (30 d)  lib#test\n");
+    let info = json(&f.vx(&["info", "--format", "json"]));
+    assert_eq!(
+        info["history"]["flaky_tasks_30d"],
+        serde_json::json!(["lib#test"])
+    );
+}
+
 #[test]
 fn configuration_errors_are_listed_and_info_still_succeeds() {
     let f = w();

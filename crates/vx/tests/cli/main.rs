@@ -12,11 +12,14 @@ mod cli_errors;
 mod config_errors;
 mod execution;
 mod fuzz;
+mod guard;
 mod info;
 mod init;
+mod interactive;
 mod perf3;
 mod plan_output;
 mod processes;
+mod readiness;
 mod snapshots;
 mod templates;
 

@@ -64,6 +64,33 @@ fn acc17_timeout_kills_a_term_ignoring_child_after_the_grace() {
     assert_no_survivor(&marker);
 }
 
+/// ACC-17 / TEST-4: a timeout with a backgrounded grandchild (started with `&`, holding the
+/// pipes, ignoring SIGTERM) and a shell that traps SIGTERM: both are gone, and the task is a
+/// timed-out failure with 143 or 137.
+#[test]
+fn a_timeout_stops_a_backgrounded_grandchild_and_a_term_trapping_shell() {
+    let marker = unique_marker("acc17c");
+    let f = one_project(&format!(
+        concat!(
+            "[tasks.build]\ncommand = \"trap 'echo got-term' TERM; ",
+            "{child} --marker {m} ignore-term spawn-bg & ",
+            "{child} --marker {m} ignore-term sleep 300; wait\"\n",
+            "timeout = \"1s\"\n"
+        ),
+        child = child(),
+        m = marker
+    ));
+    let out = f.vx_in("", &["run", "lib#build"], &[("VX_KILL_GRACE", "300ms")]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stdout.contains("failed (timed out, exit 143)")
+            || out.stdout.contains("failed (timed out, exit 137)"),
+        "{}",
+        out.stdout
+    );
+    assert_no_survivor(&marker);
+}
+
 /// The timeout flag applies to tasks without their own `timeout`.
 #[test]
 fn timeout_flag_is_the_default_timeout() {
