@@ -14,6 +14,10 @@
 //! the earliest of the not-ready notes (`VX_READY_NOTICE`) and readiness timeouts, and a task
 //! whose timeout passes is stopped and reported `not ready: timed out after …`. Persistent tasks
 //! are stopped at the end of the graph unless they are kept alive after the footer.
+//!
+//! The `impl Run` is split by concern: this file has the loop, spawning, output, notes,
+//! completions and signals; `servers.rs` persistent tasks (readiness, keep-alive); `lanes.rs`
+//! cache hits and the restore and save lanes; `end.rs` the end of the graph (footer, history).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -21,7 +25,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, Sender};
 use vx_core::config::{Persistent, TaskConfig};
 use vx_core::env::{secret_values, task_environment, EnvInputs};
 use vx_core::mask::Masker;
@@ -33,9 +37,9 @@ use vx_exec::{
     Completion, ExecEvent, Executor, ExitReason, RunningTask, SpawnSpec, StdinMode, Stream,
 };
 
-use vx_store::log::{LogBuf, LogRecord, LogStream};
+use vx_store::log::{LogBuf, LogStream};
 
-use super::cache::{After, Ahead, CacheKind, Decision, Done, RestoreJob, RunCache, SaveJob};
+use super::cache::{After, CacheKind, Decision, Done, RestoreJob, RunCache, SaveJob};
 use super::explain::explain;
 use super::lane::Lane;
 use super::outcome::{NotReady, Status, TaskReport};
@@ -43,10 +47,13 @@ use super::plan::Plan;
 use super::ready::Waiting;
 use super::stripper::Stripper;
 use crate::options::RunOptions;
-use crate::render::footer::{footer, recap, Summary};
+use crate::render::out;
 use crate::render::reporter::Reporter;
-use crate::render::{out, out_str};
 use crate::{exit, render};
+
+mod end;
+mod lanes;
+mod servers;
 
 /// Everything the loop needs from outside the plan.
 pub struct Context {
@@ -272,93 +279,6 @@ impl<'p> Run<'p> {
         self.end_of_graph()
     }
 
-    /// SCHED-3: confirmed hits of tasks with stable keys are served at once, without waiting
-    /// for their dependencies (restores run on the loop thread, ahead of any execution). Then
-    /// EXEC-13: an unrequested persistent task whose dependants were all served this way is
-    /// not started.
-    fn restore_ahead(&mut self) {
-        let unstable = super::keys::unstable_nodes(self.plan);
-        for (i, &unstable) in unstable.iter().enumerate() {
-            let config = task(self.plan, i);
-            if kind_of(config) != Kind::OneShot || config.cache.is_none() || unstable {
-                continue;
-            }
-            if !matches!(
-                self.scheduler.state(i),
-                NodeState::Waiting | NodeState::Ready
-            ) {
-                continue;
-            }
-            let id = self.plan.graph.nodes[i].id.clone();
-            let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
-            match self.cache.prepare_ahead(&id, needs_log) {
-                Ahead::Served(Decision::Hit {
-                    kind,
-                    records,
-                    short_key,
-                    stored,
-                }) => {
-                    self.report_hit(i, kind, records, short_key, stored);
-                    self.scheduler.finish_ahead(i);
-                }
-                Ahead::Restore(job) => {
-                    self.scheduler.take_ahead(i);
-                    self.start_restore(i, job);
-                }
-                Ahead::Served(_) | Ahead::Not => {}
-            }
-        }
-        for i in 0..self.plan.graph.nodes.len() {
-            let node = &self.plan.graph.nodes[i];
-            let candidate = kind_of(task(self.plan, i)) == Kind::Persistent
-                && !self.is_shown(i)
-                && !node.dependants.is_empty()
-                && matches!(
-                    self.scheduler.state(i),
-                    NodeState::Waiting | NodeState::Ready
-                );
-            // Every dependant served, or being restored by the lane.
-            if candidate
-                && node.dependants.iter().all(|d| {
-                    self.served_ahead(*d) || self.scheduler.state(*d) == NodeState::Running
-                })
-            {
-                self.scheduler.take_ahead(i);
-                self.servers_held.push(i);
-            }
-        }
-        self.settle_servers();
-    }
-
-    /// A task the restore lane served (its report is a hit).
-    fn served_ahead(&self, i: usize) -> bool {
-        self.reports
-            .get(&i)
-            .is_some_and(|r| r.cache.is_some_and(CacheKind::is_hit))
-    }
-
-    /// EXEC-13: a held server is not started once its dependants were all served; it goes back
-    /// to the schedule as soon as one of them was not.
-    fn settle_servers(&mut self) {
-        let held = std::mem::take(&mut self.servers_held);
-        for i in held {
-            let dependants = self.plan.graph.nodes[i].dependants.clone();
-            if dependants.iter().all(|&d| self.served_ahead(d)) {
-                let skipped = self.scheduler.finish(i, Finish::Success);
-                self.report_skipped(&skipped);
-            } else if dependants
-                .iter()
-                .all(|&d| self.served_ahead(d) || self.scheduler.state(d) == NodeState::Running)
-                && self.restores.busy()
-            {
-                self.servers_held.push(i);
-            } else {
-                let skipped = self.scheduler.give_back(i);
-                self.report_skipped(&skipped);
-            }
-        }
-    }
-
     fn dispatch(&mut self) {
         while self.running_slots < self.ctx.slots {
             let Some(i) = self.scheduler.next_ready() else {
@@ -553,94 +473,6 @@ impl<'p> Run<'p> {
         self.running_slots += 1;
         if kind == Kind::Persistent && spawned && !wait_for_line {
             self.ready(i);
-        }
-    }
-
-    /// EXEC-13: a persistent task is ready (at spawn, or on its `ready-when` line): its outcome
-    /// is success with the time to ready as duration, its slot is free and its dependants may
-    /// start.
-    fn ready(&mut self, i: usize) {
-        let Some(live) = self.live.get_mut(&i) else {
-            return;
-        };
-        live.ready = true;
-        live.waiting = None;
-        let report = self.report_of(i, &self.live[&i], Status::Running);
-        self.running_slots -= 1;
-        self.reporter.finished(i, &report, self.is_shown(i));
-        self.reports.insert(
-            i,
-            TaskReport {
-                status: Status::Success,
-                ..report
-            },
-        );
-        let skipped = self.scheduler.finish(i, Finish::Success);
-        self.report_skipped(&skipped);
-    }
-
-    /// The next message for the loop. While a persistent task waits for readiness, the wait is
-    /// bounded by its next timer, and timers that come due are handled first (EXEC-13).
-    fn next_message(&mut self) -> Option<Msg> {
-        loop {
-            let wake = if self.stopping.is_none() {
-                self.live
-                    .values()
-                    .filter_map(|l| l.waiting.as_ref().and_then(Waiting::next_wake))
-                    .min()
-            } else {
-                None
-            };
-            let Some(at) = wake else {
-                return self.rx.recv().ok();
-            };
-            match self.rx.recv_deadline(at) {
-                Ok(msg) => return Some(msg),
-                Err(RecvTimeoutError::Timeout) => self.readiness_timers(),
-                Err(RecvTimeoutError::Disconnected) => return None,
-            }
-        }
-    }
-
-    /// Readiness timers that came due: the not-ready note, once; and the readiness timeout,
-    /// which stops the task (its completion then reports it not ready).
-    fn readiness_timers(&mut self) {
-        let now = Instant::now();
-        let due: Vec<usize> = self
-            .live
-            .iter()
-            .filter(|(_, l)| {
-                l.waiting
-                    .as_ref()
-                    .and_then(Waiting::next_wake)
-                    .is_some_and(|at| at <= now)
-            })
-            .map(|(&i, _)| i)
-            .collect();
-        for i in due {
-            let live = self.live.get_mut(&i).expect("a live task");
-            let waiting = live.waiting.as_mut().expect("a waiting task");
-            if waiting.deadline.is_some_and(|at| at <= now) {
-                live.waiting = None;
-                live.timed_out = true;
-                live.handle.stop(nix::libc::SIGTERM);
-                let after = format_duration(live.timeout.unwrap_or_default());
-                self.note(
-                    i,
-                    &format!("vx: not ready: timed out after {after}; stopping the task"),
-                );
-            } else if waiting.notice_at.is_some_and(|at| at <= now) {
-                waiting.notice_at = None;
-                let mut line = format!(
-                    "vx: not ready after {}: no line has matched `{}` yet",
-                    format_duration(self.ctx.ready_notice),
-                    waiting.pattern
-                );
-                if let Some(timeout) = live.timeout {
-                    line.push_str(&format!(" (timeout {})", format_duration(timeout)));
-                }
-                self.note(i, &line);
-            }
         }
     }
 
@@ -900,96 +732,6 @@ impl<'p> Run<'p> {
         }
     }
 
-    /// Hands a restore to the restore lane; without a thread the task goes back to the normal
-    /// schedule, which restores it there.
-    fn start_restore(&mut self, i: usize, job: Box<RestoreJob>) {
-        let work = |i, job: Box<RestoreJob>| {
-            let result = Box::new(job.run());
-            Msg::Restored(i, job, result)
-        };
-        if self.restores.submit(i, job, &self.tx, work).is_err() {
-            let skipped = self.scheduler.give_back(i);
-            self.report_skipped(&skipped);
-        }
-    }
-
-    /// A restore of the lane ended: the hit is served, or the task goes back to the schedule.
-    fn restored(&mut self, i: usize, job: Box<RestoreJob>, result: RestoreResult) {
-        if let Some((next, job)) = self.restores.done() {
-            self.start_restore(next, job);
-        }
-        let skipped = match self.cache.complete_ahead(job, result) {
-            Some(Decision::Hit {
-                kind,
-                records,
-                short_key,
-                stored,
-            }) => {
-                self.report_hit(i, kind, records, short_key, stored);
-                self.scheduler.finish(i, Finish::Success)
-            }
-            _ => self.scheduler.give_back(i),
-        };
-        self.report_skipped(&skipped);
-        self.settle_servers();
-    }
-
-    /// Hands a save to the save lane; without a thread the result is not saved and the
-    /// dependants are released at once.
-    fn start_save(&mut self, i: usize, job: Box<SaveJob>) {
-        let work = |i, job: Box<SaveJob>| {
-            let packed = Box::new(job.pack());
-            Msg::Packed(i, job, packed)
-        };
-        if self.saves.submit(i, job, &self.tx, work).is_err() {
-            render::notice(&format!(
-                "{}: could not save to the cache: cannot start a thread",
-                self.plan.graph.nodes[i].id
-            ));
-            let skipped = self.scheduler.finish(i, Finish::Success);
-            self.report_skipped(&skipped);
-        }
-    }
-
-    /// The save lane finished packing: publish the entry, then release the dependants.
-    fn saved(&mut self, i: usize, job: Box<SaveJob>, packed: Box<PackResult>) {
-        self.cache.complete_save(job, *packed);
-        if let Some((next, job)) = self.saves.done() {
-            self.start_save(next, job);
-        }
-        if self.stopping.is_none() {
-            let skipped = self.scheduler.finish(i, Finish::Success);
-            self.report_skipped(&skipped);
-        }
-    }
-
-    /// A ready persistent task ended: stopped by vx, or by itself (EXEC-13).
-    fn persistent_ended(&mut self, i: usize, completion: &Completion) {
-        let live = self.live.remove(&i).expect("a live task");
-        let id = self.plan.graph.nodes[i].id.clone();
-        let code = completion.exit_code;
-        let by_itself = !completion.stopped;
-        let mut status = Status::Success;
-        if self.stopping.is_some() && !by_itself {
-            status = Status::Aborted;
-        } else if by_itself && code != 0 {
-            status = Status::Failed;
-            render::notice(&format!("{id} stopped by itself (exit {code})"));
-        }
-        if by_itself {
-            self.exited_servers.push(live.handle.clone_box());
-        }
-        let mut report = self.report_of(i, &live, status);
-        report.exit_code = Some(code);
-        // The duration of a persistent task is its time to ready (EXEC-13).
-        report.duration = self.reports.get(&i).map_or(Duration::ZERO, |r| r.duration);
-        if !self.keep_alive && (status == Status::Failed || !self.reporter.is_streaming(i)) {
-            self.reporter.finished(i, &report, self.is_shown(i));
-        }
-        self.reports.insert(i, report);
-        self.ended_persistent.push((i, code));
-    }
-
     fn report_skipped(&mut self, skipped: &[usize]) {
         for &s in skipped {
             let blocked_by = match self.scheduler.state(s) {
@@ -1031,51 +773,6 @@ impl<'p> Run<'p> {
         }
     }
 
-    /// A hit (UI-1): the stored log is replayed through the same path as live output.
-    fn hit(
-        &mut self,
-        i: usize,
-        kind: CacheKind,
-        records: Vec<LogRecord>,
-        short_key: String,
-        stored: Duration,
-    ) {
-        self.report_hit(i, kind, records, short_key, stored);
-        let skipped = self.scheduler.finish(i, Finish::Success);
-        self.report_skipped(&skipped);
-    }
-
-    fn report_hit(
-        &mut self,
-        i: usize,
-        kind: CacheKind,
-        records: Vec<LogRecord>,
-        short_key: String,
-        stored: Duration,
-    ) {
-        let started = Instant::now();
-        let mut strippers = (!self.reporter.style.colour)
-            .then(|| [Stripper::new(), Stripper::new(), Stripper::new()]);
-        let mut log = Vec::new();
-        for record in records {
-            let bytes = match &mut strippers {
-                Some(s) => s[record.stream as usize - 1].push(&record.bytes),
-                None => record.bytes,
-            };
-            log.extend_from_slice(&bytes);
-        }
-        let mut report =
-            TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), Status::Success, None);
-        report.cache = Some(kind);
-        report.short_key = Some(short_key);
-        report.stored = Some(stored);
-        report.log = log;
-        // A hit's frame is printed whole, header status included, even when it would stream.
-        report.duration = started.elapsed();
-        self.reporter.finished(i, &report, self.is_shown(i));
-        self.reports.insert(i, report);
-    }
-
     /// A task that fails before it runs: its key could not be derived, or its outputs could
     /// not be cleaned.
     fn fail_before_start(&mut self, i: usize, line: &str) {
@@ -1113,242 +810,6 @@ impl<'p> Run<'p> {
         };
         for live in self.live.values() {
             live.handle.stop(forward);
-        }
-    }
-}
-
-impl Run<'_> {
-    /// Waits for messages until `done` holds, handling each as usual.
-    fn drain_until(&mut self, done: impl Fn(&Run<'_>) -> bool) {
-        while !done(self) {
-            match self.next_message() {
-                Some(msg) => self.handle(msg),
-                None => return,
-            }
-        }
-    }
-
-    /// End of graph (ARCH-3): stop persistent tasks that are not kept, print held frames, the
-    /// recap and the footer, then keep requested servers alive (EXEC-13).
-    fn end_of_graph(mut self) -> i32 {
-        let signalled = self.stopping.is_some();
-        for i in self.scheduler.unstarted() {
-            if kind_of(task(self.plan, i)) == Kind::Group {
-                continue;
-            }
-            let status = if signalled {
-                Status::NotRun
-            } else {
-                Status::Skipped
-            };
-            let report = TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), status, None);
-            self.reporter.finished(i, &report, self.is_shown(i));
-            self.reports.insert(i, report);
-        }
-        let failed = self
-            .reports
-            .values()
-            .any(|r| matches!(r.status, Status::Failed | Status::Skipped));
-        let keep_allowed = !signalled
-            && (!failed || self.options.continue_mode == vx_core::schedule::ContinueMode::Always);
-        let kept: Vec<usize> = if keep_allowed {
-            self.kept_persistent()
-        } else {
-            Vec::new()
-        };
-        let to_stop: Vec<usize> = self
-            .live
-            .keys()
-            .copied()
-            .filter(|i| !kept.contains(i))
-            .collect();
-        for i in &to_stop {
-            self.live[i].handle.stop(nix::libc::SIGTERM);
-        }
-        self.drain_until(|run| to_stop.iter().all(|i| !run.live.contains_key(i)));
-        if kept.is_empty() {
-            self.stop_exited_servers();
-        }
-
-        let history = (!signalled).then(|| self.history());
-        self.cache.finish(history);
-        self.cache.report_counters();
-        let code = self.finish_output();
-        // STORE-14: released before the foreground wait for kept persistent tasks.
-        self.ctx.lock.take();
-        if kept.is_empty() || self.stopping.is_some() {
-            return code;
-        }
-        self.keep_alive_loop(&kept)
-    }
-
-    /// The rows `vx why` reads (HIST-1's minimal M2 subset): one per non-group task with an
-    /// outcome other than aborted or not run.
-    fn history(&self) -> (vx_store::index::Invocation, Vec<vx_store::index::RunRow>) {
-        let run_id = super::cache::run_id();
-        let started_at = super::cache::epoch_ms(self.started_wall);
-        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
-        let mut rows = Vec::new();
-        let mut failed = false;
-        for report in self.reports.values() {
-            if matches!(report.status, Status::Aborted | Status::NotRun) {
-                continue;
-            }
-            failed |= matches!(report.status, Status::Failed | Status::Skipped);
-            *counts
-                .entry(report.status.word().replace(' ', "_"))
-                .or_default() += 1;
-            if let Some(cache) = report.cache {
-                *counts.entry(cache.word().replace('-', "_")).or_default() += 1;
-            }
-            rows.push(vx_store::index::RunRow {
-                run_id: run_id.clone(),
-                project: report.id.project.clone(),
-                task: report.id.task.clone(),
-                status: report.status.word().to_string(),
-                cache: report.cache.map_or("", |c| c.word()).to_string(),
-                placement: Some("local".into()),
-                exit_code: report.exit_code,
-                duration_ms: report.duration.as_millis() as u64,
-                cpu_ms: report.cpu_ms,
-                peak_rss_bytes: report.peak_rss_bytes,
-                attempts: report.attempts,
-                timed_out: report.timed_out,
-                not_ready: report.not_ready.is_some(),
-                blocked_by: report.blocked_by.as_ref().map(|b| b.to_string()),
-                ..Default::default()
-            });
-        }
-        let invocation = vx_store::index::Invocation {
-            run_id,
-            argv: std::env::args().collect(),
-            started_at,
-            ended_at: super::cache::epoch_ms(SystemTime::now()),
-            exit_code: i32::from(failed),
-            task_count: rows.len() as u64,
-            counts,
-            os: std::env::consts::OS.into(),
-            arch: std::env::consts::ARCH.into(),
-            vx_version: env!("CARGO_PKG_VERSION").into(),
-            concurrency: self.ctx.slots,
-            cache_policy: format!(
-                "local:{}{}",
-                if self.options.cache.local_read {
-                    "r"
-                } else {
-                    ""
-                },
-                if self.options.cache.local_write {
-                    "w"
-                } else {
-                    ""
-                }
-            ),
-            ..Default::default()
-        };
-        (invocation, rows)
-    }
-
-    /// Held failure frames, the recap and the footer; returns the run's exit code.
-    fn finish_output(&mut self) -> i32 {
-        self.reporter.flush_held();
-        let reports: Vec<TaskReport> = self.reports.values().cloned().collect();
-        let style = self.reporter.style;
-        out_str(&recap(&style, &reports));
-        let summary = Summary {
-            reports: &reports,
-            projects_in_run: self.plan.projects_in_run,
-            projects_in_workspace: self.plan.workspace.projects.len(),
-            workers: self.ctx.slots,
-            wall: self.started_at.elapsed(),
-        };
-        out_str(&footer(&style, &summary));
-        if let Some(n) = self.stopping {
-            return exit::signal(n);
-        }
-        let failed = reports
-            .iter()
-            .any(|r| matches!(r.status, Status::Failed | Status::Skipped));
-        if failed {
-            exit::FAILURE
-        } else {
-            exit::SUCCESS
-        }
-    }
-
-    /// Requested persistent tasks (and surfaced ones), plus the persistent tasks they depend
-    /// on, that are still running.
-    fn kept_persistent(&self) -> Vec<usize> {
-        let graph = &self.plan.graph;
-        let mut kept = std::collections::BTreeSet::new();
-        let mut stack: Vec<usize> = self
-            .plan
-            .shown_as_requested
-            .iter()
-            .copied()
-            .filter(|i| self.live.contains_key(i))
-            .collect();
-        while let Some(i) = stack.pop() {
-            if !kept.insert(i) {
-                continue;
-            }
-            let mut deps: Vec<usize> = graph.nodes[i].deps.clone();
-            while let Some(d) = deps.pop() {
-                if self.live.contains_key(&d) {
-                    stack.push(d);
-                } else {
-                    deps.extend(graph.nodes[d].deps.iter().copied());
-                }
-            }
-        }
-        kept.into_iter().collect()
-    }
-
-    /// After the footer: stream the kept servers' output with an `<id> │ ` prefix until the
-    /// first of them exits or a signal arrives.
-    fn keep_alive_loop(mut self, kept: &[usize]) -> i32 {
-        self.keep_alive = true;
-        for &i in kept {
-            let live = self.live.get_mut(&i).expect("kept");
-            let log = shown(&std::mem::take(&mut live.display));
-            self.output(i, &log);
-        }
-        self.ended_persistent.clear();
-        self.drain_until(|run| !run.ended_persistent.is_empty() || run.stopping.is_some());
-        let code = if let Some(n) = self.stopping {
-            exit::signal(n)
-        } else {
-            let (i, code) = self.ended_persistent[0];
-            let others = self.live.len();
-            let id = &self.plan.graph.nodes[i].id;
-            let more = match others {
-                0 => String::new(),
-                1 => "; shutting down 1 more persistent task".to_string(),
-                n => format!("; shutting down {n} more persistent tasks"),
-            };
-            render::notice(&format!("{id} ended (exit {code}){more}"));
-            if code == 0 {
-                exit::SUCCESS
-            } else {
-                exit::FAILURE
-            }
-        };
-        for live in self.live.values() {
-            live.handle.stop(nix::libc::SIGTERM);
-        }
-        self.drain_until(|run| run.live.is_empty());
-        self.stop_exited_servers();
-        code
-    }
-
-    /// Stops what persistent tasks that exited by themselves left running, and waits for it.
-    fn stop_exited_servers(&mut self) {
-        let handles = std::mem::take(&mut self.exited_servers);
-        for handle in &handles {
-            handle.stop(nix::libc::SIGTERM);
-        }
-        for handle in &handles {
-            handle.wait_stopped();
         }
     }
 }
@@ -1430,126 +891,4 @@ fn spawn_note(dir: &std::path::Path, error: &std::io::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    //! The run loop driven through the `Executor` seam with a scripted fake: no processes.
-
-    use vx_test_support::fakes::ScriptedExecutor;
-    use vx_test_support::fixture::Fixture;
-
-    use super::*;
-    use crate::cli::RunArgs;
-    use crate::options::{resolve, OutputLogs};
-    use crate::render::reporter::{Flow, Reporter};
-    use crate::render::style::Style;
-
-    fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
-        let args = RunArgs {
-            tasks: tasks.iter().map(|t| t.to_string()).collect(),
-            all: true,
-            concurrency: Some("1".into()),
-            ..RunArgs::default()
-        };
-        let options = resolve(args).unwrap();
-        let plan = super::super::plan::plan(f.root(), &options).unwrap_or_else(|_| panic!("plan"));
-        let ctx = Context {
-            host_env: BTreeMap::new(),
-            sh: Some(PathBuf::from("/bin/sh")),
-            kill_grace: Duration::from_millis(100),
-            env_timeout: None,
-            ready_notice: Duration::from_secs(10),
-            slots: 1,
-            lock: None,
-        };
-        let host_env = BTreeMap::new();
-        let dir = f.path(".vx");
-        let opened = super::super::setup::open(&plan, &dir, vx_store::Access::ReadWrite, false)
-            .unwrap_or_else(|_| panic!("open the cache"));
-        let (cache, _) =
-            super::super::setup::run_cache(&plan, &options, &host_env, None, opened, false);
-        let reporter = Reporter::new(Style { colour: false }, Flow::Broad, Some(OutputLogs::None));
-        let (tx, rx) = crossbeam_channel::unbounded();
-        Run::new(
-            &plan,
-            &options,
-            ctx,
-            reporter,
-            tx,
-            rx,
-            Box::new(executor),
-            cache,
-        )
-        .execute()
-    }
-
-    #[test]
-    fn a_failure_skips_dependants_without_spawning_them() {
-        let f = Fixture::w("vx-not-used");
-        let executor = ScriptedExecutor::new().on("built lib", "boom\n", 3);
-        let code = run_with(&f, executor.clone(), &["build"]);
-        assert_eq!(code, crate::exit::FAILURE);
-        let spawned = executor.spawned();
-        assert_eq!(
-            spawned.len(),
-            2,
-            "app#build is skipped, never spawned: {spawned:?}"
-        );
-        assert!(
-            spawned[0].contains("built lib"),
-            "lib#build starts first: {spawned:?}"
-        );
-        assert!(spawned[1].contains("echo docs"), "{spawned:?}");
-    }
-
-    /// A workspace with `lib#server` (persistent, ready on `Listening on <port>`) and
-    /// `lib#e2e` depending on it.
-    fn server_and_e2e() -> Fixture {
-        let f = Fixture::new("vx-not-used");
-        f.write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
-        f.write("packages/lib/package.json", r#"{ "name": "lib" }"#);
-        f.write(
-            "packages/lib/vx.toml",
-            concat!(
-                "[tasks.server]\ncommand = \"serve\"\n",
-                "persistent = { ready-when = 'Listening on \\d+' }\n\n",
-                "[tasks.e2e]\ncommand = \"run-e2e\"\ndepends-on = [\"server\"]\n",
-            ),
-        );
-        f.commit();
-        f
-    }
-
-    #[test]
-    fn a_ready_line_releases_the_dependants_of_a_persistent_task() {
-        let f = server_and_e2e();
-        let executor = ScriptedExecutor::new().on("serve", "booting\nListening on 8080\n", 0);
-        let code = run_with(&f, executor.clone(), &["e2e"]);
-        assert_eq!(code, crate::exit::SUCCESS);
-        let spawned = executor.spawned();
-        assert!(spawned[0].contains("serve"), "{spawned:?}");
-        assert!(spawned.iter().any(|s| s.contains("run-e2e")), "{spawned:?}");
-    }
-
-    #[test]
-    fn a_persistent_task_that_exits_before_its_line_fails_and_skips_dependants() {
-        let f = server_and_e2e();
-        let executor = ScriptedExecutor::new().on("serve", "booting\n", 0);
-        let code = run_with(&f, executor.clone(), &["e2e"]);
-        assert_eq!(code, crate::exit::FAILURE);
-        let spawned = executor.spawned();
-        assert_eq!(spawned.len(), 1, "e2e is skipped: {spawned:?}");
-    }
-
-    #[test]
-    fn dependencies_are_spawned_before_dependants() {
-        let f = Fixture::w("vx-not-used");
-        let executor = ScriptedExecutor::new();
-        assert_eq!(
-            run_with(&f, executor.clone(), &["check"]),
-            crate::exit::SUCCESS
-        );
-        let spawned = executor.spawned();
-        let position = |needle: &str| spawned.iter().position(|s| s.contains(needle)).unwrap();
-        assert!(position("built lib") < position("built app"));
-        assert!(position("built app") < position("test -s"));
-    }
-}
+mod tests;

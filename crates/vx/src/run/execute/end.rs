@@ -1,0 +1,171 @@
+//! The end of the graph (ARCH-3): stopping what is not kept, the held frames, the recap, the
+//! footer, and the run's history rows.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use super::{kind_of, task, Kind, Run};
+use crate::exit;
+use crate::render::footer::{footer, recap, Summary};
+use crate::render::out_str;
+use crate::run::outcome::{Status, TaskReport};
+
+impl Run<'_> {
+    /// Waits for messages until `done` holds, handling each as usual.
+    pub(super) fn drain_until(&mut self, done: impl Fn(&Run<'_>) -> bool) {
+        while !done(self) {
+            match self.next_message() {
+                Some(msg) => self.handle(msg),
+                None => return,
+            }
+        }
+    }
+
+    /// End of graph (ARCH-3): stop persistent tasks that are not kept, print held frames, the
+    /// recap and the footer, then keep requested servers alive (EXEC-13).
+    pub(super) fn end_of_graph(mut self) -> i32 {
+        let signalled = self.stopping.is_some();
+        for i in self.scheduler.unstarted() {
+            if kind_of(task(self.plan, i)) == Kind::Group {
+                continue;
+            }
+            let status = if signalled {
+                Status::NotRun
+            } else {
+                Status::Skipped
+            };
+            let report = TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), status, None);
+            self.reporter.finished(i, &report, self.is_shown(i));
+            self.reports.insert(i, report);
+        }
+        let failed = self
+            .reports
+            .values()
+            .any(|r| matches!(r.status, Status::Failed | Status::Skipped));
+        let keep_allowed = !signalled
+            && (!failed || self.options.continue_mode == vx_core::schedule::ContinueMode::Always);
+        let kept: Vec<usize> = if keep_allowed {
+            self.kept_persistent()
+        } else {
+            Vec::new()
+        };
+        let to_stop: Vec<usize> = self
+            .live
+            .keys()
+            .copied()
+            .filter(|i| !kept.contains(i))
+            .collect();
+        for i in &to_stop {
+            self.live[i].handle.stop(nix::libc::SIGTERM);
+        }
+        self.drain_until(|run| to_stop.iter().all(|i| !run.live.contains_key(i)));
+        if kept.is_empty() {
+            self.stop_exited_servers();
+        }
+
+        let history = (!signalled).then(|| self.history());
+        self.cache.finish(history);
+        self.cache.report_counters();
+        let code = self.finish_output();
+        // STORE-14: released before the foreground wait for kept persistent tasks.
+        self.ctx.lock.take();
+        if kept.is_empty() || self.stopping.is_some() {
+            return code;
+        }
+        self.keep_alive_loop(&kept)
+    }
+
+    /// The rows `vx why` reads (HIST-1's minimal M2 subset): one per non-group task with an
+    /// outcome other than aborted or not run.
+    pub(super) fn history(&self) -> (vx_store::index::Invocation, Vec<vx_store::index::RunRow>) {
+        let run_id = crate::run::cache::run_id();
+        let started_at = crate::run::cache::epoch_ms(self.started_wall);
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        let mut rows = Vec::new();
+        let mut failed = false;
+        for report in self.reports.values() {
+            if matches!(report.status, Status::Aborted | Status::NotRun) {
+                continue;
+            }
+            failed |= matches!(report.status, Status::Failed | Status::Skipped);
+            *counts
+                .entry(report.status.word().replace(' ', "_"))
+                .or_default() += 1;
+            if let Some(cache) = report.cache {
+                *counts.entry(cache.word().replace('-', "_")).or_default() += 1;
+            }
+            rows.push(vx_store::index::RunRow {
+                run_id: run_id.clone(),
+                project: report.id.project.clone(),
+                task: report.id.task.clone(),
+                status: report.status.word().to_string(),
+                cache: report.cache.map_or("", |c| c.word()).to_string(),
+                placement: Some("local".into()),
+                exit_code: report.exit_code,
+                duration_ms: report.duration.as_millis() as u64,
+                cpu_ms: report.cpu_ms,
+                peak_rss_bytes: report.peak_rss_bytes,
+                attempts: report.attempts,
+                timed_out: report.timed_out,
+                not_ready: report.not_ready.is_some(),
+                blocked_by: report.blocked_by.as_ref().map(|b| b.to_string()),
+                ..Default::default()
+            });
+        }
+        let invocation = vx_store::index::Invocation {
+            run_id,
+            argv: std::env::args().collect(),
+            started_at,
+            ended_at: crate::run::cache::epoch_ms(SystemTime::now()),
+            exit_code: i32::from(failed),
+            task_count: rows.len() as u64,
+            counts,
+            os: std::env::consts::OS.into(),
+            arch: std::env::consts::ARCH.into(),
+            vx_version: env!("CARGO_PKG_VERSION").into(),
+            concurrency: self.ctx.slots,
+            cache_policy: format!(
+                "local:{}{}",
+                if self.options.cache.local_read {
+                    "r"
+                } else {
+                    ""
+                },
+                if self.options.cache.local_write {
+                    "w"
+                } else {
+                    ""
+                }
+            ),
+            ..Default::default()
+        };
+        (invocation, rows)
+    }
+
+    /// Held failure frames, the recap and the footer; returns the run's exit code.
+    pub(super) fn finish_output(&mut self) -> i32 {
+        self.reporter.flush_held();
+        let reports: Vec<TaskReport> = self.reports.values().cloned().collect();
+        let style = self.reporter.style;
+        out_str(&recap(&style, &reports));
+        let summary = Summary {
+            reports: &reports,
+            projects_in_run: self.plan.projects_in_run,
+            projects_in_workspace: self.plan.workspace.projects.len(),
+            workers: self.ctx.slots,
+            wall: self.started_at.elapsed(),
+        };
+        out_str(&footer(&style, &summary));
+        if let Some(n) = self.stopping {
+            return exit::signal(n);
+        }
+        let failed = reports
+            .iter()
+            .any(|r| matches!(r.status, Status::Failed | Status::Skipped));
+        if failed {
+            exit::FAILURE
+        } else {
+            exit::SUCCESS
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Cache hits and the two lanes: confirmed hits served ahead of their dependencies (SCHED-3),
+//! restores written back on the restore lane, artifacts packed on the save lane (STORE-7).
+
+use std::time::{Duration, Instant};
+
+use vx_core::schedule::{Finish, NodeState};
+use vx_store::log::LogRecord;
+
+use super::{kind_of, task, Kind, Msg, PackResult, RestoreResult, Run};
+use crate::render;
+use crate::run::cache::{Ahead, CacheKind, Decision, RestoreJob, SaveJob};
+use crate::run::outcome::{Status, TaskReport};
+use crate::run::stripper::Stripper;
+
+impl Run<'_> {
+    /// SCHED-3: confirmed hits of tasks with stable keys are served at once, without waiting
+    /// for their dependencies (restores run on the loop thread, ahead of any execution). Then
+    /// EXEC-13: an unrequested persistent task whose dependants were all served this way is
+    /// not started.
+    pub(super) fn restore_ahead(&mut self) {
+        let unstable = crate::run::keys::unstable_nodes(self.plan);
+        for (i, &unstable) in unstable.iter().enumerate() {
+            let config = task(self.plan, i);
+            if kind_of(config) != Kind::OneShot || config.cache.is_none() || unstable {
+                continue;
+            }
+            if !matches!(
+                self.scheduler.state(i),
+                NodeState::Waiting | NodeState::Ready
+            ) {
+                continue;
+            }
+            let id = self.plan.graph.nodes[i].id.clone();
+            let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
+            match self.cache.prepare_ahead(&id, needs_log) {
+                Ahead::Served(Decision::Hit {
+                    kind,
+                    records,
+                    short_key,
+                    stored,
+                }) => {
+                    self.report_hit(i, kind, records, short_key, stored);
+                    self.scheduler.finish_ahead(i);
+                }
+                Ahead::Restore(job) => {
+                    self.scheduler.take_ahead(i);
+                    self.start_restore(i, job);
+                }
+                Ahead::Served(_) | Ahead::Not => {}
+            }
+        }
+        for i in 0..self.plan.graph.nodes.len() {
+            let node = &self.plan.graph.nodes[i];
+            let candidate = kind_of(task(self.plan, i)) == Kind::Persistent
+                && !self.is_shown(i)
+                && !node.dependants.is_empty()
+                && matches!(
+                    self.scheduler.state(i),
+                    NodeState::Waiting | NodeState::Ready
+                );
+            // Every dependant served, or being restored by the lane.
+            if candidate
+                && node.dependants.iter().all(|d| {
+                    self.served_ahead(*d) || self.scheduler.state(*d) == NodeState::Running
+                })
+            {
+                self.scheduler.take_ahead(i);
+                self.servers_held.push(i);
+            }
+        }
+        self.settle_servers();
+    }
+
+    /// Hands a restore to the restore lane; without a thread the task goes back to the normal
+    /// schedule, which restores it there.
+    pub(super) fn start_restore(&mut self, i: usize, job: Box<RestoreJob>) {
+        let work = |i, job: Box<RestoreJob>| {
+            let result = Box::new(job.run());
+            Msg::Restored(i, job, result)
+        };
+        if self.restores.submit(i, job, &self.tx, work).is_err() {
+            let skipped = self.scheduler.give_back(i);
+            self.report_skipped(&skipped);
+        }
+    }
+
+    /// A restore of the lane ended: the hit is served, or the task goes back to the schedule.
+    pub(super) fn restored(&mut self, i: usize, job: Box<RestoreJob>, result: RestoreResult) {
+        if let Some((next, job)) = self.restores.done() {
+            self.start_restore(next, job);
+        }
+        let skipped = match self.cache.complete_ahead(job, result) {
+            Some(Decision::Hit {
+                kind,
+                records,
+                short_key,
+                stored,
+            }) => {
+                self.report_hit(i, kind, records, short_key, stored);
+                self.scheduler.finish(i, Finish::Success)
+            }
+            _ => self.scheduler.give_back(i),
+        };
+        self.report_skipped(&skipped);
+        self.settle_servers();
+    }
+
+    /// Hands a save to the save lane; without a thread the result is not saved and the
+    /// dependants are released at once.
+    pub(super) fn start_save(&mut self, i: usize, job: Box<SaveJob>) {
+        let work = |i, job: Box<SaveJob>| {
+            let packed = Box::new(job.pack());
+            Msg::Packed(i, job, packed)
+        };
+        if self.saves.submit(i, job, &self.tx, work).is_err() {
+            render::notice(&format!(
+                "{}: could not save to the cache: cannot start a thread",
+                self.plan.graph.nodes[i].id
+            ));
+            let skipped = self.scheduler.finish(i, Finish::Success);
+            self.report_skipped(&skipped);
+        }
+    }
+
+    /// The save lane finished packing: publish the entry, then release the dependants.
+    pub(super) fn saved(&mut self, i: usize, job: Box<SaveJob>, packed: Box<PackResult>) {
+        self.cache.complete_save(job, *packed);
+        if let Some((next, job)) = self.saves.done() {
+            self.start_save(next, job);
+        }
+        if self.stopping.is_none() {
+            let skipped = self.scheduler.finish(i, Finish::Success);
+            self.report_skipped(&skipped);
+        }
+    }
+
+    /// A hit (UI-1): the stored log is replayed through the same path as live output.
+    pub(super) fn hit(
+        &mut self,
+        i: usize,
+        kind: CacheKind,
+        records: Vec<LogRecord>,
+        short_key: String,
+        stored: Duration,
+    ) {
+        self.report_hit(i, kind, records, short_key, stored);
+        let skipped = self.scheduler.finish(i, Finish::Success);
+        self.report_skipped(&skipped);
+    }
+
+    pub(super) fn report_hit(
+        &mut self,
+        i: usize,
+        kind: CacheKind,
+        records: Vec<LogRecord>,
+        short_key: String,
+        stored: Duration,
+    ) {
+        let started = Instant::now();
+        let mut strippers = (!self.reporter.style.colour)
+            .then(|| [Stripper::new(), Stripper::new(), Stripper::new()]);
+        let mut log = Vec::new();
+        for record in records {
+            let bytes = match &mut strippers {
+                Some(s) => s[record.stream as usize - 1].push(&record.bytes),
+                None => record.bytes,
+            };
+            log.extend_from_slice(&bytes);
+        }
+        let mut report =
+            TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), Status::Success, None);
+        report.cache = Some(kind);
+        report.short_key = Some(short_key);
+        report.stored = Some(stored);
+        report.log = log;
+        // A hit's frame is printed whole, header status included, even when it would stream.
+        report.duration = started.elapsed();
+        self.reporter.finished(i, &report, self.is_shown(i));
+        self.reports.insert(i, report);
+    }
+}

@@ -1,0 +1,121 @@
+//! The run loop driven through the `Executor` seam with a scripted fake: no processes.
+
+use vx_test_support::fakes::ScriptedExecutor;
+use vx_test_support::fixture::Fixture;
+
+use super::*;
+use crate::cli::RunArgs;
+use crate::options::{resolve, OutputLogs};
+use crate::render::reporter::{Flow, Reporter};
+use crate::render::style::Style;
+
+fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
+    let args = RunArgs {
+        tasks: tasks.iter().map(|t| t.to_string()).collect(),
+        all: true,
+        concurrency: Some("1".into()),
+        ..RunArgs::default()
+    };
+    let options = resolve(args).unwrap();
+    let plan = super::super::plan::plan(f.root(), &options).unwrap_or_else(|_| panic!("plan"));
+    let ctx = Context {
+        host_env: BTreeMap::new(),
+        sh: Some(PathBuf::from("/bin/sh")),
+        kill_grace: Duration::from_millis(100),
+        env_timeout: None,
+        ready_notice: Duration::from_secs(10),
+        slots: 1,
+        lock: None,
+    };
+    let host_env = BTreeMap::new();
+    let dir = f.path(".vx");
+    let opened = super::super::setup::open(&plan, &dir, vx_store::Access::ReadWrite, false)
+        .unwrap_or_else(|_| panic!("open the cache"));
+    let (cache, _) =
+        super::super::setup::run_cache(&plan, &options, &host_env, None, opened, false);
+    let reporter = Reporter::new(Style { colour: false }, Flow::Broad, Some(OutputLogs::None));
+    let (tx, rx) = crossbeam_channel::unbounded();
+    Run::new(
+        &plan,
+        &options,
+        ctx,
+        reporter,
+        tx,
+        rx,
+        Box::new(executor),
+        cache,
+    )
+    .execute()
+}
+
+#[test]
+fn a_failure_skips_dependants_without_spawning_them() {
+    let f = Fixture::w("vx-not-used");
+    let executor = ScriptedExecutor::new().on("built lib", "boom\n", 3);
+    let code = run_with(&f, executor.clone(), &["build"]);
+    assert_eq!(code, crate::exit::FAILURE);
+    let spawned = executor.spawned();
+    assert_eq!(
+        spawned.len(),
+        2,
+        "app#build is skipped, never spawned: {spawned:?}"
+    );
+    assert!(
+        spawned[0].contains("built lib"),
+        "lib#build starts first: {spawned:?}"
+    );
+    assert!(spawned[1].contains("echo docs"), "{spawned:?}");
+}
+
+/// A workspace with `lib#server` (persistent, ready on `Listening on <port>`) and
+/// `lib#e2e` depending on it.
+fn server_and_e2e() -> Fixture {
+    let f = Fixture::new("vx-not-used");
+    f.write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
+    f.write("packages/lib/package.json", r#"{ "name": "lib" }"#);
+    f.write(
+        "packages/lib/vx.toml",
+        concat!(
+            "[tasks.server]\ncommand = \"serve\"\n",
+            "persistent = { ready-when = 'Listening on \\d+' }\n\n",
+            "[tasks.e2e]\ncommand = \"run-e2e\"\ndepends-on = [\"server\"]\n",
+        ),
+    );
+    f.commit();
+    f
+}
+
+#[test]
+fn a_ready_line_releases_the_dependants_of_a_persistent_task() {
+    let f = server_and_e2e();
+    let executor = ScriptedExecutor::new().on("serve", "booting\nListening on 8080\n", 0);
+    let code = run_with(&f, executor.clone(), &["e2e"]);
+    assert_eq!(code, crate::exit::SUCCESS);
+    let spawned = executor.spawned();
+    assert!(spawned[0].contains("serve"), "{spawned:?}");
+    assert!(spawned.iter().any(|s| s.contains("run-e2e")), "{spawned:?}");
+}
+
+#[test]
+fn a_persistent_task_that_exits_before_its_line_fails_and_skips_dependants() {
+    let f = server_and_e2e();
+    let executor = ScriptedExecutor::new().on("serve", "booting\n", 0);
+    let code = run_with(&f, executor.clone(), &["e2e"]);
+    assert_eq!(code, crate::exit::FAILURE);
+    let spawned = executor.spawned();
+    assert_eq!(spawned.len(), 1, "e2e is skipped: {spawned:?}");
+}
+
+#[test]
+fn dependencies_are_spawned_before_dependants() {
+    let f = Fixture::w("vx-not-used");
+    let executor = ScriptedExecutor::new();
+    assert_eq!(
+        run_with(&f, executor.clone(), &["check"]),
+        crate::exit::SUCCESS
+    );
+    let spawned = executor.spawned();
+    let position = |needle: &str| spawned.iter().position(|s| s.contains(needle)).unwrap();
+    assert!(position("built lib") < position("built app"));
+    assert!(position("built app") < position("test -s"));
+}
