@@ -107,13 +107,28 @@ pub(crate) fn write_fd() -> Option<RawFd> {
         .map(AsRawFd::as_raw_fd)
 }
 
+/// Forks the guard. Once forked it holds the pipe's read end, so from then on vx's death is
+/// seen even if it happens before the guard has executed. Waiting for the `exec` itself would
+/// only delay the first spawn, so a thread of its own waits and warns if it failed (then
+/// registrations fail with EPIPE and the tasks run unguarded).
 fn start(program: &std::path::Path) -> io::Result<OwnedFd> {
     let (read, write) = pipe()?;
     let prepared = Prepared::guard(program, read)?;
     // The reaper reaps the guard like an adopted orphan when it exits: its pid is no task's.
     prepared.fork()?;
-    let (result, _) = prepared.exec_result();
-    result?;
+    let waited = std::thread::Builder::new()
+        .name("vx-guard-start".into())
+        .spawn(move || {
+            if let (Err(err), _) = prepared.exec_result() {
+                tracing::warn!(
+                    %err,
+                    "could not start vx's process guard; if vx is killed, the processes it started may outlive it"
+                );
+            }
+        });
+    if let Err(err) = waited {
+        tracing::debug!(%err, "no thread to wait for the guard's exec");
+    }
     Ok(write)
 }
 
@@ -195,6 +210,8 @@ impl Registry {
 /// The guard's main: reads records from stdin until end-of-file, then, unless vx said it exits
 /// cleanly, kills everything registered. Returns the guard's exit code.
 pub fn serve() -> i32 {
+    // `ps` and `top` show `vx-guard` rather than `exe` (the guard runs `/proc/self/exe`).
+    let _ = nix::sys::prctl::set_name(c"vx-guard");
     // A Ctrl-C or hang-up meant for vx must not end the guard (it has its own session, so the
     // terminal's do not reach it anyway; a `kill -INT` of vx's group would not either).
     for signal in [Signal::SIGINT, Signal::SIGHUP, Signal::SIGPIPE] {
@@ -231,6 +248,9 @@ pub fn serve() -> i32 {
 
 /// SIGKILLs whatever is registered until nothing is left or [`KILL_FOR`] has passed.
 fn kill_all(registry: &Registry) {
+    if registry.entries.is_empty() {
+        return;
+    }
     let use_proc = tree::proc_is_usable();
     let until = Instant::now() + KILL_FOR;
     loop {
@@ -239,6 +259,9 @@ fn kill_all(registry: &Registry) {
         } else {
             Vec::new()
         };
+        if use_proc && !registry.any_alive(&table) {
+            return;
+        }
         for group in registry.targets(&table) {
             let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
         }
@@ -246,9 +269,6 @@ fn kill_all(registry: &Registry) {
             return;
         }
         std::thread::sleep(RECHECK);
-        if !registry.any_alive(&tree::scan_proc()) {
-            return;
-        }
     }
 }
 

@@ -16,6 +16,9 @@
 //! | `invocations` | `run_id` | `argv` (JSON array), `started_at`, `ended_at`, `exit_code`, `task_count`, `counts` (JSON object: status and cache kind → count), `commit`, `branch`, `dirty`, `ci_provider`, `os`, `arch`, `vx_version`, `concurrency`, `cache_policy` (HIST-1) | end of run |
 //! | `runs` | `id` (autoincrement) | `run_id` → `invocations` ON DELETE CASCADE, `project`, `task`, `key`?, `status`, `cache`, `placement`, `exit_code`?, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `start_offset_ms`, `end_offset_ms`, `attempts`, `timed_out`, `not_ready`, `blocked_by`?, `sandbox_violations`, `admission_held_ms`, `saved`, `unsaved_reason`? (HIST-1) | end of run |
 //!
+//! Version 2 added `runs_failed`, a partial index of failed rows, so that the flaky-key check
+//! (EXEC-16) reads failures only instead of the whole history.
+//!
 //! An index with an older `user_version` (or `0` with tables in it) is rebuilt by a writing
 //! open: every table is dropped and recreated in one `BEGIN IMMEDIATE` transaction (artifacts are
 //! re-adopted on demand, STORE-8). A newer version is never touched.
@@ -23,7 +26,7 @@
 use rusqlite::Transaction;
 
 /// The schema version this vx reads and writes.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 
 /// `meta.key_format`.
 pub(crate) const KEY_FORMAT: &str = "vx-key-1";
@@ -140,6 +143,7 @@ CREATE TABLE runs (
 CREATE INDEX runs_by_task ON runs (project, task, id);
 CREATE INDEX runs_by_task_name ON runs (task, project);
 CREATE INDEX runs_by_run ON runs (run_id);
+CREATE INDEX runs_failed ON runs (project, task, key, id) WHERE status = 'failed';
 ";
 
 /// Drops every table and view (whatever schema wrote them) and creates version [`VERSION`].

@@ -151,7 +151,7 @@ fn an_older_schema_is_rebuilt_and_its_rows_dropped() {
             err,
             OpenError::Schema {
                 found: 0,
-                expected: 1
+                expected: crate::schema::VERSION
             }
         ),
         "{err}"
@@ -185,7 +185,7 @@ fn a_newer_schema_disables_the_store_and_is_left_alone() {
             err,
             OpenError::Schema {
                 found: 7,
-                expected: 1
+                expected: crate::schema::VERSION
             }
         ),
         "{err}"

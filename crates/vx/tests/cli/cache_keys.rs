@@ -275,7 +275,10 @@ fn an_index_from_a_newer_vx_is_left_alone_and_reading_verbs_refuse_it() {
     assert_eq!(why.code, 2, "{}{}", why.stdout, why.stderr);
     assert_contains(
         &why.stderr,
-        "error: the cache index has schema 99, this vx reads 1",
+        &format!(
+            "error: the cache index has schema 99, this vx reads {}",
+            vx_store::SCHEMA_VERSION
+        ),
     );
     assert_contains(&why.stderr, "hint: it was written by a newer vx");
 }
@@ -303,7 +306,10 @@ fn an_older_index_is_rebuilt_by_a_run_and_its_artifacts_adopted() {
     assert_eq!(why.code, 2, "{}{}", why.stdout, why.stderr);
     assert_contains(
         &why.stderr,
-        "error: the cache index has schema 0, this vx reads 1",
+        &format!(
+            "error: the cache index has schema 0, this vx reads {}",
+            vx_store::SCHEMA_VERSION
+        ),
     );
     assert_contains(&why.stderr, "hint: run `vx run` once to upgrade it");
     // The rebuilt index has no rows; the artifact on disk is validated and adopted.

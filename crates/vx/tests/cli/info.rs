@@ -64,7 +64,7 @@ fn json_gives_the_same_facts_as_typed_fields() {
     assert_eq!(cache["exists"], true);
     assert_eq!(cache["entries"], 2);
     assert!(cache["size_bytes"].as_u64().unwrap() > 0);
-    assert_eq!(cache["index_schema"], 1);
+    assert_eq!(cache["index_schema"], vx_store::SCHEMA_VERSION);
     assert_eq!(cache["key_format"], "vx-key-1");
     assert_eq!(cache["orphaned_files"], 0);
     let history = &info["history"];
@@ -147,7 +147,13 @@ fn info_reads_without_creating_or_changing_the_cache() {
     assert_eq!(out.code, 0, "{out:?}");
     let text = stable(&out, &f);
     assert_contains(&text, "cache directory     [root]/.vx (not created yet)\n");
-    assert_contains(&text, "index schema        none yet (this vx writes 1)\n");
+    assert_contains(
+        &text,
+        &format!(
+            "index schema        none yet (this vx writes {})\n",
+            vx_store::SCHEMA_VERSION
+        ),
+    );
     assert_contains(&text, "runs (last 24 h)    0\n");
     assert!(!f.path(".vx").exists(), "vx info created the cache");
 

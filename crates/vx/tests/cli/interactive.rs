@@ -22,7 +22,19 @@ struct OnPty {
 
 impl OnPty {
     fn start(f: &Fixture, args: &[&str]) -> OnPty {
+        OnPty::start_with(f, args, false)
+    }
+
+    /// With `tostop`, the terminal stops a background process that writes to it (`stty
+    /// tostop`), as some users' shells are set up.
+    fn start_with(f: &Fixture, args: &[&str], tostop: bool) -> OnPty {
         let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
+        if tostop {
+            use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags, SetArg};
+            let mut modes = tcgetattr(&pty.slave).unwrap();
+            modes.local_flags.insert(LocalFlags::TOSTOP);
+            tcsetattr(&pty.slave, SetArg::TCSANOW, &modes).unwrap();
+        }
         let slave: OwnedFd = pty.slave;
         // `setsid --ctty` (util-linux) starts vx in a new session whose controlling terminal
         // is the pseudo-terminal on its stdin, as a terminal emulator's shell would.
@@ -231,7 +243,8 @@ fn an_interactive_task_runs_alone_and_vx_takes_the_foreground_back() {
 }
 
 /// EXEC-14: an interactive persistent task starts last, once everything else has finished,
-/// and holds the terminal until it exits; vx then exits with its code.
+/// and holds the terminal until it exits; vx then exits with its code. vx prints its footer
+/// while the task holds the foreground: with `stty tostop` that write must not stop vx.
 #[test]
 fn an_interactive_persistent_task_starts_last_and_holds_the_terminal() {
     let f = one_project(concat!(
@@ -240,8 +253,9 @@ fn an_interactive_persistent_task_starts_last_and_holds_the_terminal() {
         "command = \"[ -e build.done ] && echo shell-after-build; read line; echo \\\"shell-got:$line\\\"\"\n",
         "interactive = true\npersistent = true\n",
     ));
-    let mut vx = OnPty::start(&f, &["run", "lib#shell", "lib#build"]);
+    let mut vx = OnPty::start_with(&f, &["run", "lib#shell", "lib#build"], true);
     vx.wait_for("shell-");
+    vx.wait_for("result");
     vx.type_keys(b"bye\n");
     let (code, screen) = vx.finish();
     assert_eq!(code, Some(0), "{screen}");

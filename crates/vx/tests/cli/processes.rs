@@ -105,9 +105,11 @@ fn timeout_flag_is_the_default_timeout() {
 fn acc18_ctrl_c_stops_tasks_and_exits_130() {
     let marker = unique_marker("acc18");
     let f = one_project(&format!(
-        "[tasks.build]\ncommand = \"{} --marker {marker} fork-tree 1 ignore-term ignore-int sleep 300\"\n",
+        "[tasks.build]\ncommand = \"{} --marker {marker} fork-tree 1 ignore-term ignore-int sleep 300\"\n\n[tasks.quick]\ncommand = \"true\"\n",
         child()
     ));
+    let first = f.vx(&["run", "lib#quick"]);
+    assert_eq!(first.code, 0, "{first:?}");
     let mut command = f.command("", &["run", "lib#build"]);
     command.env("VX_KILL_GRACE", "1s");
     command
@@ -127,6 +129,11 @@ fn acc18_ctrl_c_stops_tasks_and_exits_130() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("aborted"), "{stdout}");
     assert_no_survivor(&marker);
+    // ACC-18 [M3]: a run stopped by a signal records no history (EXEC-9); the run before it
+    // (the fixture's first, below) did.
+    let info = f.vx(&["info", "--format", "json"]);
+    let info: serde_json::Value = serde_json::from_str(&info.stdout).expect("vx info JSON");
+    assert_eq!(info["history"]["runs_24h"], 1, "{info}");
 }
 
 /// ACC-18, second half: a second Ctrl-C during the grace exits at once.
