@@ -87,6 +87,9 @@ pub struct Scheduler {
     interactive: Vec<Option<Interactive>>,
     /// Ready interactive persistent tasks, held until everything else has finished.
     last: Vec<usize>,
+    /// An interactive persistent task has started: it holds the terminal to the end of the run,
+    /// so no other one may start.
+    terminal_held: bool,
 }
 
 /// How an interactive task is scheduled (SCHED-5, EXEC-14).
@@ -130,6 +133,7 @@ impl Scheduler {
             running: Vec::new(),
             interactive: vec![None; n],
             last: Vec::new(),
+            terminal_held: false,
         };
         for i in 0..n {
             if scheduler.pending[i] == 0 {
@@ -193,7 +197,7 @@ impl Scheduler {
 
     /// An interactive persistent task, once nothing else is running or left to run.
     fn next_last(&mut self) -> Option<usize> {
-        if self.last.is_empty() || !self.running.is_empty() {
+        if self.last.is_empty() || !self.running.is_empty() || self.last_never_starts() {
             return None;
         }
         let others_left = (0..self.state.len()).any(|n| {
@@ -207,7 +211,21 @@ impl Scheduler {
             return None;
         }
         let i = self.last.remove(0);
+        self.terminal_held = true;
         Some(self.mark_running(i))
+    }
+
+    /// Whether the interactive persistent tasks still set aside will never start: one already
+    /// holds the terminal, or the run has failed (a failed or skipped task; not under
+    /// `--continue=always`), so starting a shell only to stop it at once would be wrong. They
+    /// stay unstarted, which the run reports as skipped.
+    fn last_never_starts(&self) -> bool {
+        self.terminal_held
+            || (self.mode != ContinueMode::Always
+                && self
+                    .state
+                    .iter()
+                    .any(|s| matches!(s, NodeState::Failed | NodeState::Skipped(_))))
     }
 
     fn mark_running(&mut self, i: usize) -> usize {
@@ -359,11 +377,13 @@ impl Scheduler {
 
     /// Every node is finished or skipped, or dispatch stopped and nothing is running.
     pub fn is_done(&self) -> bool {
-        self.state.iter().all(|s| {
+        let last_never_starts = self.last_never_starts();
+        self.state.iter().enumerate().all(|(i, s)| {
             matches!(
                 s,
                 NodeState::Succeeded | NodeState::Failed | NodeState::Skipped(_)
             ) || (self.halted && matches!(s, NodeState::Waiting | NodeState::Ready))
+                || (last_never_starts && self.last.contains(&i))
         })
     }
 
@@ -685,5 +705,41 @@ mod tests {
         assert_eq!(s.unstarted(), vec![0], "t is still unstarted");
         s.finish(a, Finish::Success);
         assert_eq!(s.next_ready(), Some(0));
+    }
+
+    #[test]
+    fn only_one_interactive_persistent_task_starts_and_none_after_a_failure() {
+        let g = graph(&[("s1", &[]), ("s2", &[]), ("a", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.set_interactive(0, Interactive::Persistent);
+        s.set_interactive(1, Interactive::Persistent);
+        let a = s.next_ready().unwrap();
+        assert_eq!(name(&g, a), "a");
+        s.finish(a, Finish::Success);
+        let first = s.next_ready().unwrap();
+        // Ready at spawn: the run loop finishes it at once.
+        s.finish(first, Finish::Success);
+        assert_eq!(s.next_ready(), None, "the terminal is held");
+        assert!(s.is_done(), "the other one stays unstarted");
+        assert_eq!(s.unstarted().len(), 1);
+
+        let g = graph(&[("shell", &[]), ("lint", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.set_interactive(0, Interactive::Persistent);
+        let lint = s.next_ready().unwrap();
+        s.finish(lint, Finish::Failed);
+        assert_eq!(s.next_ready(), None, "no shell after a failure");
+        assert!(s.is_done());
+        assert_eq!(s.unstarted(), vec![0]);
+
+        let mut s = Scheduler::new(&g, ContinueMode::Always, Box::new(DependantCount));
+        s.set_interactive(0, Interactive::Persistent);
+        let lint = s.next_ready().unwrap();
+        s.finish(lint, Finish::Failed);
+        assert_eq!(
+            s.next_ready(),
+            Some(0),
+            "--continue=always starts it anyway"
+        );
     }
 }

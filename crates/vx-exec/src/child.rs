@@ -252,6 +252,11 @@ impl Prepared {
                     libc::sigaction(libc::SIGPIPE, &ignore, std::ptr::null_mut());
                 }
             }
+            // Before the terminal is handed over: a failure after that would leave the
+            // foreground with a group that is about to vanish.
+            if libc::chdir(self.cwd.as_ptr()) < 0 {
+                self.fail_in_child();
+            }
             if self.terminal {
                 // A group of its own in vx's session, made the terminal's foreground. This
                 // must come before the mask is cleared: only with SIGTTOU blocked may a
@@ -282,9 +287,6 @@ impl Prepared {
                 if libc::dup2(source, target) < 0 {
                     self.fail_in_child();
                 }
-            }
-            if libc::chdir(self.cwd.as_ptr()) < 0 {
-                self.fail_in_child();
             }
             libc::execve(
                 self.program.as_ptr(),

@@ -155,6 +155,10 @@ impl Supervisor {
             if let Some(pid) = pid {
                 self.shared.release_session(pid, task_id);
             }
+            if spec.stdin == crate::event::StdinMode::Terminal {
+                // The child may have taken the foreground before its exec failed.
+                crate::tree::take_foreground();
+            }
             return failed(sink, err);
         }
         task.hold_stdin(ends.stdin_hold);

@@ -233,6 +233,18 @@ pub fn ignore_sigttou() {
     }
 }
 
+/// Whether vx owns a terminal an interactive task may borrow (EXEC-14): stdin and stdout are
+/// terminals and vx's process group is stdin's foreground group. A vx started in the background
+/// (`vx run login &`) does not own it, and handing the terminal over from there would take it
+/// from the shell.
+pub fn owns_terminal() -> bool {
+    use std::io::IsTerminal;
+    let stdin = std::io::stdin();
+    stdin.is_terminal()
+        && std::io::stdout().is_terminal()
+        && nix::unistd::tcgetpgrp(&stdin).is_ok_and(|group| group == nix::unistd::getpgrp())
+}
+
 /// Makes vx's own process group the terminal's foreground again once an interactive task's
 /// leader has exited (EXEC-1). vx is a background group at that moment, so SIGTTOU is ignored
 /// around the call; nothing happens when stdin is not a terminal.

@@ -16,8 +16,9 @@
 //! | `invocations` | `run_id` | `argv` (JSON array), `started_at`, `ended_at`, `exit_code`, `task_count`, `counts` (JSON object: status and cache kind → count), `commit`, `branch`, `dirty`, `ci_provider`, `os`, `arch`, `vx_version`, `concurrency`, `cache_policy` (HIST-1) | end of run |
 //! | `runs` | `id` (autoincrement) | `run_id` → `invocations` ON DELETE CASCADE, `project`, `task`, `key`?, `status`, `cache`, `placement`, `exit_code`?, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `start_offset_ms`, `end_offset_ms`, `attempts`, `timed_out`, `not_ready`, `blocked_by`?, `sandbox_violations`, `admission_held_ms`, `saved`, `unsaved_reason`? (HIST-1) | end of run |
 //!
-//! Version 2 added `runs_failed`, a partial index of failed rows, so that the flaky-key check
-//! (EXEC-16) reads failures only instead of the whole history.
+//! Version 2 added `runs_failed` and `runs_passed`, partial indexes of failed and successful
+//! rows, so that the flaky-key check (EXEC-16) reads the failures and, for each, seeks one
+//! earlier success with the same key, instead of walking the task's whole history per failure.
 //!
 //! An index with an older `user_version` (or `0` with tables in it) is rebuilt by a writing
 //! open: every table is dropped and recreated in one `BEGIN IMMEDIATE` transaction (artifacts are
@@ -144,6 +145,7 @@ CREATE INDEX runs_by_task ON runs (project, task, id);
 CREATE INDEX runs_by_task_name ON runs (task, project);
 CREATE INDEX runs_by_run ON runs (run_id);
 CREATE INDEX runs_failed ON runs (project, task, key, id) WHERE status = 'failed';
+CREATE INDEX runs_passed ON runs (project, task, key, id) WHERE status = 'success';
 ";
 
 /// Drops every table and view (whatever schema wrote them) and creates version [`VERSION`].

@@ -54,6 +54,9 @@ pub enum NotReady {
     TimedOut(Duration),
     /// No shell ran.
     Spawn,
+    /// vx stopped it while it waited: it was not requested and every task that depends on it
+    /// was skipped (an upstream failed) or had ended, so nothing would ever use it.
+    Unneeded,
 }
 
 #[derive(Debug, Clone)]
@@ -150,6 +153,9 @@ impl TaskReport {
                     format!("not ready: timed out after {}", format_duration(after))
                 }
                 (Some(NotReady::Spawn), _, _) => "not ready: could not start".to_string(),
+                (Some(NotReady::Unneeded), _, _) => {
+                    "not ready: stopped, no task needs it any more".to_string()
+                }
                 (None, true, Some(code)) => format!("failed (timed out, exit {code})"),
                 (None, _, Some(code)) => format!("failed (exit {code})"),
                 (None, _, None) => "failed".to_string(),

@@ -43,11 +43,15 @@ impl ReadyMatcher {
         if self.matched {
             return true;
         }
-        // The stripper keeps `\n` and drops `\r`; both are C0 controls its parser treats alike,
-        // so turning `\r` into `\n` first makes it a line end without changing what is stripped.
+        // The stripper keeps `\n` and drops the other C0 controls: turning `\r` into `\n` first
+        // makes it a line end, and a tab into a space keeps `Listening\ton` two words for `\s`.
         let chunk: Vec<u8> = chunk
             .iter()
-            .map(|&b| if b == b'\r' { b'\n' } else { b })
+            .map(|&b| match b {
+                b'\r' => b'\n',
+                b'\t' => b' ',
+                b => b,
+            })
             .collect();
         let text = self.stripper.push(&chunk);
         for piece in text.split_inclusive(|&b| b == b'\n') {
@@ -130,6 +134,12 @@ mod tests {
         assert!(!m.push(b"starting\n"));
         assert!(m.push(b"Listening on 8080\n"));
         assert!(m.push(b"anything after"), "ready stays ready");
+    }
+
+    #[test]
+    fn a_tab_counts_as_white_space() {
+        let mut m = matcher(r"Listening\s+on \d+");
+        assert!(m.push(b"Listening\ton 8080\n"));
     }
 
     #[test]

@@ -22,12 +22,15 @@ struct OnPty {
 
 impl OnPty {
     fn start(f: &Fixture, args: &[&str]) -> OnPty {
-        OnPty::start_with(f, args, false)
+        OnPty::start_with(f, args, false, false)
     }
 
     /// With `tostop`, the terminal stops a background process that writes to it (`stty
     /// tostop`), as some users' shells are set up.
-    fn start_with(f: &Fixture, args: &[&str], tostop: bool) -> OnPty {
+    ///
+    /// With `background`, vx runs as a background job of a job-control shell on that terminal
+    /// (`vx … &`), so its process group is not the terminal's foreground.
+    fn start_with(f: &Fixture, args: &[&str], tostop: bool, background: bool) -> OnPty {
         let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
         if tostop {
             use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags, SetArg};
@@ -40,10 +43,16 @@ impl OnPty {
         // is the pseudo-terminal on its stdin, as a terminal emulator's shell would.
         let vx = f.command("", args);
         let mut command = std::process::Command::new("setsid");
-        command
-            .arg("--ctty")
-            .arg(vx.get_program())
-            .args(vx.get_args());
+        command.arg("--ctty");
+        if background {
+            // `set -m`: job control, so `&` puts vx in a process group of its own.
+            command
+                .args(["sh", "-c", "set -m; \"$0\" \"$@\" & wait $!"])
+                .arg(vx.get_program());
+        } else {
+            command.arg(vx.get_program());
+        }
+        command.args(vx.get_args());
         if let Some(dir) = vx.get_current_dir() {
             command.current_dir(dir);
         }
@@ -253,7 +262,7 @@ fn an_interactive_persistent_task_starts_last_and_holds_the_terminal() {
         "command = \"[ -e build.done ] && echo shell-after-build; read line; echo \\\"shell-got:$line\\\"\"\n",
         "interactive = true\npersistent = true\n",
     ));
-    let mut vx = OnPty::start_with(&f, &["run", "lib#shell", "lib#build"], true);
+    let mut vx = OnPty::start_with(&f, &["run", "lib#shell", "lib#build"], true, false);
     vx.wait_for("shell-");
     vx.wait_for("result");
     vx.type_keys(b"bye\n");
@@ -262,6 +271,22 @@ fn an_interactive_persistent_task_starts_last_and_holds_the_terminal() {
     assert_contains(&screen, "shell-after-build");
     assert_contains(&screen, "shell-got:bye");
     assert_contains(&screen, "ended (exit 0)");
+}
+
+/// A vx started in the background (`vx run login &`) does not own the terminal, so it must not
+/// hand it to the task (that would take it from the shell): the task is ordinary.
+#[test]
+fn a_background_vx_does_not_take_the_terminal() {
+    let f = one_project(concat!(
+        "[tasks.login]\n",
+        "command = \"read line; echo \\\"got:$line\\\"\"\n",
+        "interactive = true\n",
+    ));
+    let vx = OnPty::start_with(&f, &["run", "lib#login"], false, true);
+    let (code, screen) = vx.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    assert_contains(&screen, "got:\r\n");
+    assert_contains(&screen, "#login");
 }
 
 /// Off a terminal an interactive task is an ordinary task: framed, stdin at end of file.

@@ -63,6 +63,36 @@ fn acc21_dependant_starts_after_the_ready_line() {
     assert_no_survivor(&marker);
 }
 
+/// A server without a timeout waits for a line that never comes while the other dependency of
+/// its only dependant fails: nothing can use the server any more, so vx stops it instead of
+/// waiting forever (in both failure modes).
+#[test]
+fn a_waiting_server_nothing_needs_any_more_is_stopped() {
+    for mode in ["deps-ok", "never"] {
+        let marker = unique_marker("unneeded");
+        let f = one_project(&format!(
+            concat!(
+                "[tasks.server]\n",
+                "command = '{} --marker {} sleep 300'\n",
+                "persistent = {{ ready-when = 'never printed' }}\n\n",
+                "[tasks.lint]\ncommand = 'sleep 0.3; exit 1'\n\n",
+                "[tasks.e2e]\ncommand = 'echo e2e'\ndepends-on = [\"server\", \"lint\"]\n",
+            ),
+            child(),
+            marker
+        ));
+        let flag = format!("--continue={mode}");
+        let out = f.vx(&["run", "lib#e2e", &flag]);
+        assert_eq!(out.code, 1, "{mode}: {out:?}");
+        assert_contains(
+            &out.stdout,
+            "vx: not ready, and no task needs it any more; stopping the task",
+        );
+        assert_contains(&out.stdout, "not ready: stopped, no task needs it any more");
+        assert_no_survivor(&marker);
+    }
+}
+
 /// ACC-21, second half: no line matches within the timeout, so the server is stopped and
 /// failed, its dependant skipped, and nothing it started is left.
 #[test]

@@ -21,7 +21,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -114,6 +113,8 @@ struct Live {
     waiting: Option<Waiting>,
     /// The timeout expired (for a persistent task: the wait for readiness).
     timed_out: bool,
+    /// A server stopped before it was ready because no task needs it any more (EXEC-13).
+    unneeded: bool,
     /// The resolved timeout (EXEC-8 precedence), for the timeout note; for a persistent task
     /// it bounds the wait for readiness, which the loop times itself.
     timeout: Option<Duration>,
@@ -187,7 +188,7 @@ impl<'p> Run<'p> {
         cache: RunCache<'p>,
     ) -> Run<'p> {
         // EXEC-14: on a terminal an interactive task owns it; off one it is an ordinary task.
-        let on_terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+        let on_terminal = vx_exec::tree::owns_terminal();
         let owns_terminal = |i: usize| on_terminal && task(plan, i).interactive == Some(true);
         // An interactive task on a terminal is never framed: it writes to the terminal itself.
         let requested_commands: Vec<usize> = plan
@@ -264,6 +265,7 @@ impl<'p> Run<'p> {
         loop {
             if self.stopping.is_none() {
                 self.dispatch();
+                self.stop_unneeded_servers();
             }
             let one_shots_running = self.live.values().any(|l| l.kind == Kind::OneShot)
                 || self.saves.busy()
@@ -454,6 +456,7 @@ impl<'p> Run<'p> {
             ready: false,
             waiting: waiting.filter(|_| spawned),
             timed_out: false,
+            unneeded: false,
             timeout,
             prefix_at_line_start: true,
             records: LogBuf::new(),
@@ -683,6 +686,7 @@ impl<'p> Run<'p> {
         if kind == Kind::Persistent && status == Status::Failed {
             report.not_ready = Some(match completion.exit {
                 ExitReason::SpawnFailed(_) => NotReady::Spawn,
+                _ if live.unneeded => NotReady::Unneeded,
                 _ if not_ready_in_time => NotReady::TimedOut(live.timeout.unwrap_or_default()),
                 _ => NotReady::Exited,
             });

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::RecvTimeoutError;
-use vx_core::schedule::{Finish, NodeState};
+use vx_core::schedule::{ContinueMode, Finish, NodeState};
 use vx_core::units::format_duration;
 use vx_exec::Completion;
 
@@ -88,6 +88,54 @@ impl Run<'_> {
                 Err(RecvTimeoutError::Timeout) => self.readiness_timers(),
                 Err(RecvTimeoutError::Disconnected) => return None,
             }
+        }
+    }
+
+    /// A server still waiting for its line that nothing can use any more — not requested, and
+    /// every dependant skipped because of another failure or otherwise ended — is stopped
+    /// instead of waited for; without this the run would wait forever for a server whose own
+    /// upstream may have failed (EXEC-13).
+    pub(super) fn stop_unneeded_servers(&mut self) {
+        if !self
+            .live
+            .values()
+            .any(|l| l.waiting.is_some() && !l.unneeded)
+        {
+            return;
+        }
+        let halted = self.scheduler.is_halted();
+        // A requested server is kept after the footer only if nothing failed (or under
+        // `--continue=always`), so once something failed it is unneeded too.
+        let never_kept = self.options.continue_mode != ContinueMode::Always
+            && self
+                .reports
+                .values()
+                .any(|r| matches!(r.status, Status::Failed | Status::Skipped));
+        let unneeded: Vec<usize> = self
+            .live
+            .iter()
+            .filter(|(&i, l)| {
+                let no_dependant_left = self.plan.graph.nodes[i].dependants.iter().all(|&d| {
+                    !matches!(
+                        self.scheduler.state(d),
+                        NodeState::Waiting | NodeState::Ready | NodeState::Running
+                    )
+                });
+                l.waiting.is_some()
+                    && !l.unneeded
+                    && (halted || (no_dependant_left && (!self.is_shown(i) || never_kept)))
+            })
+            .map(|(&i, _)| i)
+            .collect();
+        for i in unneeded {
+            let live = self.live.get_mut(&i).expect("a live task");
+            live.waiting = None;
+            live.unneeded = true;
+            live.handle.stop(nix::libc::SIGTERM);
+            self.note(
+                i,
+                "vx: not ready, and no task needs it any more; stopping the task",
+            );
         }
     }
 
