@@ -6,9 +6,11 @@
 //! own, stdin the read end of a pipe whose write end only vx holds (close-on-exec, so no task
 //! inherits it). Every child vx forks writes a *register* record with its own pid on that pipe
 //! in the pre-exec hook, before `exec` (`child.rs`), so there is no moment when a task runs
-//! unregistered. vx writes a *done* record when it has finished with a child (the task's
-//! shared state is dropped: the leader has exited and whatever it left has been stopped or
-//! released), and a *clean* record just before it exits normally ([`shutdown`]).
+//! unregistered. vx writes a *done* record as soon as no process of the task is left (the
+//! leader exited and what it left was stopped; `task.rs`, `release_guard`) — from then on the
+//! pid may be reused, and the guard must not kill a stranger — or, at the latest, when the
+//! task's shared state is dropped; and a *clean* record just before it exits normally
+//! ([`shutdown`]).
 //!
 //! The helper ([`serve`]) only reads. When the pipe reaches end-of-file without a clean record
 //! — vx died, and the kernel closed its descriptors — it SIGKILLs every registered process
@@ -220,12 +222,18 @@ pub fn serve() -> i32 {
             let _ = nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigIgn);
         }
     }
+    watch(io::stdin().lock());
+    0
+}
+
+/// Reads records until a clean record (returns at once, killing nothing) or end-of-file (kills
+/// everything registered). Returns what was registered at the end.
+fn watch(mut input: impl Read) -> Registry {
     let mut registry = Registry::default();
-    let mut stdin = io::stdin().lock();
     let mut pending = Vec::with_capacity(RECORD * 64);
     let mut buffer = [0u8; RECORD * 512];
     loop {
-        match stdin.read(&mut buffer) {
+        match input.read(&mut buffer) {
             Ok(0) => break,
             Ok(n) => {
                 pending.extend_from_slice(&buffer[..n]);
@@ -235,7 +243,7 @@ pub fn serve() -> i32 {
                 }
                 pending.drain(..whole);
                 if registry.clean {
-                    return 0;
+                    return registry;
                 }
             }
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
@@ -243,7 +251,7 @@ pub fn serve() -> i32 {
         }
     }
     kill_all(&registry);
-    0
+    registry
 }
 
 /// SIGKILLs whatever is registered until nothing is left or [`KILL_FOR`] has passed.
@@ -324,5 +332,45 @@ mod tests {
         let mut registry = Registry::default();
         registry.apply(&[b'?', 0, 0, 0, 7, 0, 0, 0]);
         assert_eq!(registry.targets(&[]), Vec::<i32>::new());
+    }
+
+    /// A process leading a group of its own (not a session: the test process may not be a
+    /// session leader's child in every environment, and a group is what the guard kills).
+    fn sleeper() -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("sleep starts")
+    }
+
+    fn alive(pid: i32) -> bool {
+        std::fs::read(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| tree::parse_stat(&stat))
+            .is_some_and(|stat| !stat.is_zombie())
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn end_of_file_kills_what_is_registered_and_a_clean_record_kills_nothing() {
+        let clean = sleeper();
+        let pid = clean.id() as i32;
+        let mut input = record(Tag::Group, pid).to_vec();
+        input.extend_from_slice(&record(Tag::Clean, 0));
+        watch(input.as_slice());
+        assert!(alive(pid), "a clean exit kills nothing");
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+
+        let died = sleeper();
+        let pid = died.id() as i32;
+        watch(record(Tag::Group, pid).as_slice());
+        // `kill_all` returns once nothing registered is alive (a zombie is not).
+        assert!(
+            !alive(pid),
+            "end of file without a clean record kills the group"
+        );
+        drop((clean, died));
     }
 }

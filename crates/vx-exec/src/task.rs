@@ -23,6 +23,7 @@
 //! short-lived thread of its own.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -73,6 +74,8 @@ pub(crate) struct TaskShared {
     wake: Option<OwnedFd>,
     /// The write end of a held stdin pipe (EXEC-10), closed when the task is dropped.
     stdin_hold: Mutex<Option<OwnedFd>>,
+    /// The guard has been told vx is finished with this task's pid (EXEC-7).
+    guard_released: AtomicBool,
 }
 
 #[derive(Default)]
@@ -124,6 +127,7 @@ impl TaskHandle {
             changed: Condvar::new(),
             wake: None,
             stdin_hold: Mutex::new(None),
+            guard_released: AtomicBool::new(false),
         };
         TaskHandle {
             shared: Arc::new(shared),
@@ -191,6 +195,7 @@ impl TaskShared {
             changed: Condvar::new(),
             wake: Some(wake_write),
             stdin_hold: Mutex::new(None),
+            guard_released: AtomicBool::new(false),
         };
         Ok((Arc::new(shared), wake_read))
     }
@@ -275,6 +280,7 @@ impl TaskShared {
 
     fn settle_after_finish(&self) {
         self.wait_until_empty(None);
+        self.release_guard();
         self.lock().stopping_after_finish = false;
         self.changed.notify_all();
     }
@@ -372,14 +378,27 @@ impl TaskShared {
     }
 }
 
+impl TaskShared {
+    /// Tells the guard, once, that vx is finished with this task's pid (EXEC-7). Called as soon
+    /// as no process of the task is left: from then on its pid may be reused by an unrelated
+    /// process, which the guard must never kill.
+    fn release_guard(&self) {
+        if let Some(&pid) = self.pid.get() {
+            if !self.guard_released.swap(true, Ordering::AcqRel) {
+                crate::guard::done(pid);
+            }
+        }
+    }
+}
+
 impl Drop for TaskShared {
     fn drop(&mut self) {
         if let Some(&pid) = self.pid.get() {
             self.supervisor.release_session(pid, self.id);
-            // Every handle is gone, so vx will never stop what is left of the task: the
-            // guard need not either (EXEC-7).
-            crate::guard::done(pid);
         }
+        // Every handle is gone, so vx will never stop what may be left of the task (a
+        // persistent task's daemon nobody stopped): the guard need not either.
+        self.release_guard();
     }
 }
 
@@ -476,6 +495,11 @@ impl Running {
         // thread that fell behind (a slow sink) still reads what the leader wrote before exiting.
         self.drain_output(Instant::now() + self.drain);
         self.settle();
+        if self.task.live_count() == 0 {
+            // Usually the case: a one-shot task's leftovers were just stopped. A persistent
+            // task's daemon keeps it registered until its stop (`settle_after_finish`).
+            self.task.release_guard();
+        }
         let completion = self.complete();
         (self.sink)(ExecEvent::Completed(completion));
         self.task.changed.notify_all();
