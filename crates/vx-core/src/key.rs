@@ -426,39 +426,44 @@ pub fn task_config_json(task: &TaskConfig) -> String {
 /// RFC 8785 serialisation: object keys sorted, no insignificant whitespace, minimal string
 /// escapes (serde_json's string escaping is already the minimal form RFC 8785 asks for).
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(512);
     write_canonical(value, &mut out);
-    out
+    String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            out.push('{');
+            out.push(b'{');
             for (i, key) in keys.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
+                leaf(out, key);
+                out.push(b':');
                 write_canonical(&map[key], out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(list) => {
-            out.push('[');
+            out.push(b'[');
             for (i, v) in list.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(v, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&other.to_string()),
+        other => leaf(out, other),
     }
+}
+
+/// A key or a scalar, written by serde_json straight into `out` (no string per leaf).
+fn leaf<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    serde_json::to_writer(out, value).expect("writing JSON to memory cannot fail");
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ mod members;
 mod milestones;
 mod npm_range;
 mod packages;
+pub mod par;
 mod pnpm;
 mod root;
 mod source;

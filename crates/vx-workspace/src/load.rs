@@ -60,8 +60,17 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
         ),
     };
     let mut named = Vec::new();
-    for dir in globs.expand(root, &mut errors)? {
-        let files = read_files(&root.join(&dir), &dir, false, &mut errors)?;
+    // Read and parsed on several threads (most of a warm run's loading); the results, their
+    // problems and the first hard error are taken in member order, as one thread would.
+    let dirs = globs.expand(root, &mut errors)?;
+    let read = crate::par::map(&dirs, |dir| {
+        let mut problems = Vec::new();
+        let files = read_files(&root.join(dir), dir, false, &mut problems);
+        (files, problems)
+    });
+    for (files, mut problems) in read {
+        errors.append(&mut problems);
+        let files = files?;
         if files.config.is_some() || files.has_package_json {
             named.push(name_project(files, &mut errors));
         }

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use rusqlite::types::Value;
 use rusqlite::{params, Connection, Row};
 
 use super::{from_sql_u64, now_ms, read, set_meta, to_sql_u64, write_tx, Meta, Store, StoreError};
@@ -100,8 +101,16 @@ const HIT_WORDS: &str = "('up-to-date', 'local', 'remote', 'restored-local', 're
 /// EXEC-16's key rule on a `runs` row `f`: it failed, and an earlier row of the same task
 /// passed with the same key (`=` is never true for a NULL key).
 const FAILED_AFTER_PASS: &str = "f.status = 'failed' AND EXISTS (
-    SELECT 1 FROM runs p WHERE p.project = f.project AND p.task = f.task AND p.key = f.key
-        AND p.status = 'success' AND p.id < f.id)";
+    SELECT 1 FROM passed_keys p WHERE p.project = f.project AND p.task = f.task
+        AND p.key = f.key AND p.first_id < f.id)";
+
+/// The ids of one task's rows, newest first: the chain from `task_latest` through `prev_id`
+/// (schema 3). `?1` is the project, `?2` the task, `?3` the most rows to follow.
+const CHAIN: &str = "WITH RECURSIVE chain(id, n) AS (
+    SELECT last_id, 1 FROM task_latest WHERE project = ?1 AND task = ?2
+    UNION ALL
+    SELECT r.prev_id, chain.n + 1 FROM chain JOIN runs r ON r.id = chain.id
+        WHERE r.prev_id IS NOT NULL AND chain.n < ?3)";
 
 const RUN_COLUMNS: &str = "r.id, r.run_id, i.started_at, r.project, r.task, r.key, r.status,
     r.cache, r.placement, r.exit_code, r.duration_ms, r.cpu_ms, r.peak_rss_bytes,
@@ -190,13 +199,30 @@ impl Store {
         let now = now_ms();
         write_tx(self, |tx, meta| {
             let inv = invocation;
-            tx.prepare_cached("DELETE FROM runs WHERE run_id = ?1")?
-                .execute([&inv.run_id])?;
+            // Usually none: a run is recorded again only when a kept persistent task ends later.
+            let earlier: BTreeMap<(String, String), i64> = {
+                let mut stmt =
+                    tx.prepare_cached("SELECT project, task, id FROM runs WHERE run_id = ?1")?;
+                let found = stmt.query_map([&inv.run_id], |row| {
+                    Ok(((row.get(0)?, row.get(1)?), row.get(2)?))
+                })?;
+                found.collect::<rusqlite::Result<_>>()?
+            };
             tx.prepare_cached(
-                "INSERT OR REPLACE INTO invocations (run_id, argv, started_at, ended_at, exit_code,
+                // An upsert, not `OR REPLACE`: replacing would delete the run's rows (ON
+                // DELETE CASCADE) and break the chains of later runs through them.
+                "INSERT INTO invocations (run_id, argv, started_at, ended_at, exit_code,
                      task_count, counts, \"commit\", branch, dirty, ci_provider, os, arch,
                      vx_version, concurrency, cache_policy)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+                 ON CONFLICT (run_id) DO UPDATE SET argv = excluded.argv,
+                     started_at = excluded.started_at, ended_at = excluded.ended_at,
+                     exit_code = excluded.exit_code, task_count = excluded.task_count,
+                     counts = excluded.counts, \"commit\" = excluded.\"commit\",
+                     branch = excluded.branch, dirty = excluded.dirty,
+                     ci_provider = excluded.ci_provider, os = excluded.os, arch = excluded.arch,
+                     vx_version = excluded.vx_version, concurrency = excluded.concurrency,
+                     cache_policy = excluded.cache_policy",
             )?
             .execute(params![
                 inv.run_id,
@@ -216,38 +242,17 @@ impl Store {
                 inv.concurrency,
                 inv.cache_policy
             ])?;
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO runs (run_id, project, task, key, status, cache, placement, exit_code,
-                     duration_ms, cpu_ms, peak_rss_bytes, start_offset_ms, end_offset_ms,
-                     attempts, timed_out, not_ready, blocked_by, sandbox_violations,
-                     admission_held_ms, saved, unsaved_reason)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                         ?17, ?18, ?19, ?20, ?21)",
-            )?;
-            for r in rows {
-                insert.execute(params![
-                    inv.run_id,
-                    r.project,
-                    r.task,
-                    r.key,
-                    r.status,
-                    r.cache,
-                    r.placement,
-                    r.exit_code,
-                    to_sql_u64(r.duration_ms),
-                    r.cpu_ms.map(to_sql_u64),
-                    r.peak_rss_bytes.map(to_sql_u64),
-                    to_sql_u64(r.start_offset_ms),
-                    to_sql_u64(r.end_offset_ms),
-                    r.attempts,
-                    r.timed_out,
-                    r.not_ready,
-                    r.blocked_by,
-                    to_sql_u64(r.sandbox_violations),
-                    to_sql_u64(r.admission_held_ms),
-                    r.saved,
-                    r.unsaved_reason
-                ])?;
+            let (again, new): (Vec<&RunRow>, Vec<&RunRow>) = rows
+                .iter()
+                .partition(|r| earlier.contains_key(&(r.project.clone(), r.task.clone())));
+            if !earlier.is_empty() {
+                rerecord(tx, &inv.run_id, &earlier, &again)?;
+            }
+            for chunk in new.chunks(ROWS_PER_INSERT) {
+                insert_rows(tx, &inv.run_id, chunk)?;
+            }
+            if !rows.is_empty() {
+                link_rows(tx, &inv.run_id)?;
             }
             housekeep_if_due(tx, meta, now)
         })
@@ -263,8 +268,9 @@ impl Store {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         read(self, |conn| {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs r JOIN invocations i ON i.run_id = r.run_id
-                 WHERE r.project = ?1 AND r.task = ?2 ORDER BY r.id DESC LIMIT ?3"
+                "{CHAIN} SELECT {RUN_COLUMNS} FROM chain JOIN runs r ON r.id = chain.id
+                     JOIN invocations i ON i.run_id = r.run_id
+                 ORDER BY r.id DESC LIMIT ?3"
             ))?;
             let rows = stmt.query_map(params![project, task, limit], run_row)?;
             rows.collect()
@@ -284,14 +290,15 @@ impl Store {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         read(self, |conn| {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs r JOIN invocations i ON i.run_id = r.run_id
-                 WHERE r.project = ?1 AND r.task = ?2 AND r.id <= (
-                     SELECT max(id) FROM runs WHERE project = ?1 AND task = ?2
-                         AND substr(replace(run_id, '-', ''), 1, length(?3)) = ?3)
-                 ORDER BY r.id DESC LIMIT ?4"
+                "{CHAIN} SELECT {RUN_COLUMNS} FROM chain JOIN runs r ON r.id = chain.id
+                     JOIN invocations i ON i.run_id = r.run_id
+                 WHERE r.id <= (
+                     SELECT max(x.id) FROM chain c JOIN runs x ON x.id = c.id
+                     WHERE substr(replace(x.run_id, '-', ''), 1, length(?4)) = ?4)
+                 ORDER BY r.id DESC LIMIT ?5"
             ))?;
             let prefix = run_prefix.replace('-', "");
-            let rows = stmt.query_map(params![project, task, prefix, limit], run_row)?;
+            let rows = stmt.query_map(params![project, task, i64::MAX, prefix, limit], run_row)?;
             rows.collect()
         })
     }
@@ -395,12 +402,136 @@ impl Store {
     pub fn tasks_with_runs(&self, task: &str) -> Result<Vec<String>, StoreError> {
         read(self, |conn| {
             let mut stmt = conn.prepare_cached(
-                "SELECT DISTINCT project FROM runs WHERE task = ?1 ORDER BY project",
+                "SELECT project FROM task_latest WHERE task = ?1 ORDER BY project",
             )?;
             let rows = stmt.query_map([task], |row| row.get(0))?;
             rows.collect()
         })
     }
+}
+
+/// Rows per multi-row `INSERT` (21 parameters each, far below SQLite's limit of 32,766).
+const ROWS_PER_INSERT: usize = 500;
+
+/// The `runs` columns a writer sets, in the order of [`row_values`].
+const INSERT_COLUMNS: &str = "run_id, project, task, key, status, cache, placement, exit_code,
+    duration_ms, cpu_ms, peak_rss_bytes, start_offset_ms, end_offset_ms, attempts, timed_out,
+    not_ready, blocked_by, sandbox_violations, admission_held_ms, saved, unsaved_reason";
+
+fn row_values(run_id: &str, r: &RunRow) -> [Value; 21] {
+    let text = |s: &str| Value::Text(s.to_string());
+    let opt_text = |s: &Option<String>| s.as_deref().map_or(Value::Null, text);
+    let int = |v: i64| Value::Integer(v);
+    let opt_u64 = |v: Option<u64>| v.map_or(Value::Null, |v| int(to_sql_u64(v)));
+    [
+        text(run_id),
+        text(&r.project),
+        text(&r.task),
+        opt_text(&r.key),
+        text(&r.status),
+        text(&r.cache),
+        opt_text(&r.placement),
+        r.exit_code.map_or(Value::Null, |c| int(i64::from(c))),
+        int(to_sql_u64(r.duration_ms)),
+        opt_u64(r.cpu_ms),
+        opt_u64(r.peak_rss_bytes),
+        int(to_sql_u64(r.start_offset_ms)),
+        int(to_sql_u64(r.end_offset_ms)),
+        int(i64::from(r.attempts)),
+        int(i64::from(r.timed_out)),
+        int(i64::from(r.not_ready)),
+        opt_text(&r.blocked_by),
+        int(to_sql_u64(r.sandbox_violations)),
+        int(to_sql_u64(r.admission_held_ms)),
+        int(i64::from(r.saved)),
+        opt_text(&r.unsaved_reason),
+    ]
+}
+
+/// Appends rows of one run in one statement.
+fn insert_rows(tx: &Connection, run_id: &str, rows: &[&RunRow]) -> rusqlite::Result<()> {
+    let one = format!("({})", vec!["?"; 21].join(", "));
+    let sql = format!(
+        "INSERT INTO runs ({INSERT_COLUMNS}) VALUES {}",
+        vec![one.as_str(); rows.len()].join(", ")
+    );
+    let values: Vec<Value> = rows.iter().flat_map(|r| row_values(run_id, r)).collect();
+    tx.prepare_cached(&sql)?
+        .execute(rusqlite::params_from_iter(values))?;
+    Ok(())
+}
+
+/// Threads the rows just written for `run_id` into their tasks' chains: each new row's
+/// `prev_id` is its task's latest row so far (a row written again keeps its own), then the
+/// newest becomes the latest; a success is its key's first unless an earlier one is known
+/// (EXEC-16). Three statements, whatever the number of rows.
+fn link_rows(tx: &Connection, run_id: &str) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "UPDATE runs SET prev_id = (
+             SELECT t.last_id FROM task_latest t
+             WHERE t.project = runs.project AND t.task = runs.task AND t.last_id < runs.id)
+         WHERE run_id = ?1 AND prev_id IS NULL",
+    )?
+    .execute([run_id])?;
+    tx.prepare_cached(
+        "INSERT INTO task_latest (project, task, last_id)
+         SELECT project, task, max(id) FROM runs WHERE run_id = ?1 GROUP BY project, task
+         ON CONFLICT (project, task) DO UPDATE SET last_id = max(last_id, excluded.last_id)",
+    )?
+    .execute([run_id])?;
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO passed_keys (project, task, key, first_id)
+         SELECT project, task, key, min(id) FROM runs
+         WHERE run_id = ?1 AND status = 'success' AND key IS NOT NULL
+         GROUP BY project, task, key",
+    )?
+    .execute([run_id])?;
+    Ok(())
+}
+
+/// A run recorded again (a kept persistent task ended after the first record): its rows are
+/// rewritten in place, so their ids, and the chains of later runs through them, stay valid;
+/// rows it no longer has are unlinked and deleted.
+fn rerecord(
+    tx: &Connection,
+    run_id: &str,
+    earlier: &BTreeMap<(String, String), i64>,
+    again: &[&RunRow],
+) -> rusqlite::Result<()> {
+    let set: Vec<String> = INSERT_COLUMNS
+        .split(',')
+        .map(str::trim)
+        .enumerate()
+        .map(|(i, column)| format!("{column} = ?{}", i + 1))
+        .collect();
+    let sql = format!("UPDATE runs SET {} WHERE id = ?22", set.join(", "));
+    let mut update = tx.prepare_cached(&sql)?;
+    let mut kept = std::collections::BTreeSet::new();
+    for r in again {
+        let id = earlier[&(r.project.clone(), r.task.clone())];
+        kept.insert(id);
+        let mut values = row_values(run_id, r).to_vec();
+        values.push(Value::Integer(id));
+        update.execute(rusqlite::params_from_iter(values))?;
+    }
+    for &id in earlier.values().filter(|id| !kept.contains(id)) {
+        tx.execute(
+            "UPDATE task_latest SET last_id = (SELECT prev_id FROM runs WHERE id = ?1)
+             WHERE last_id = ?1 AND (SELECT prev_id FROM runs WHERE id = ?1) IS NOT NULL",
+            [id],
+        )?;
+        tx.execute("DELETE FROM task_latest WHERE last_id = ?1", [id])?;
+        tx.execute("DELETE FROM passed_keys WHERE first_id = ?1", [id])?;
+        tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
+    }
+    // A row that passed before and no longer does is no longer its key's first success.
+    // (`link_rows`, next, finds the first successes of the rewritten rows again.)
+    tx.execute(
+        "DELETE FROM passed_keys WHERE first_id IN (
+             SELECT id FROM runs WHERE run_id = ?1 AND status <> 'success')",
+        [run_id],
+    )?;
+    Ok(())
 }
 
 /// Deletes history older than 30 days, file stamps unseen as long, and key fingerprints no run
@@ -418,8 +549,22 @@ pub(crate) fn housekeep_if_due(
     }
     let bound = now - KEEP_MS;
     conn.execute("DELETE FROM file_stamps WHERE seen_at < ?1", [bound])?;
-    // `runs` rows go with their invocation (ON DELETE CASCADE).
-    conn.execute("DELETE FROM invocations WHERE started_at < ?1", [bound])?;
+    // `runs` rows go with their invocation (ON DELETE CASCADE); a chain through a deleted row
+    // ends there. The tables that point into `runs` follow: a task with no rows left has no
+    // latest, and each key's first success is found again among the rows that are left.
+    if conn.execute("DELETE FROM invocations WHERE started_at < ?1", [bound])? > 0 {
+        conn.execute(
+            "DELETE FROM task_latest WHERE last_id NOT IN (SELECT id FROM runs)",
+            [],
+        )?;
+        conn.execute("DELETE FROM passed_keys", [])?;
+        conn.execute(
+            "INSERT INTO passed_keys (project, task, key, first_id)
+             SELECT project, task, key, min(id) FROM runs
+             WHERE status = 'success' AND key IS NOT NULL GROUP BY project, task, key",
+            [],
+        )?;
+    }
     conn.execute(
         "DELETE FROM key_inputs WHERE recorded_at < ?1
              AND key NOT IN (SELECT key FROM runs WHERE key IS NOT NULL)
@@ -762,5 +907,105 @@ mod tests {
         let rows = store.task_runs("web", "build", 10).unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].run_id, "new");
+    }
+
+    #[test]
+    fn housekeeping_finds_each_keys_first_success_again_among_the_rows_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        let now = now_ms();
+        store.meta.housekept_at = Some(now);
+        let old = now - KEEP_MS - 10;
+        // k1 passed long ago and again recently; k2 passed only long ago.
+        record_each(
+            &mut store,
+            old,
+            &[
+                outcome("web", "build", Some("k1"), "success", 1),
+                outcome("web", "build", Some("k2"), "success", 1),
+            ],
+        );
+        record_each(
+            &mut store,
+            now - 100,
+            &[outcome("web", "build", Some("k1"), "success", 1)],
+        );
+        store.meta.housekept_at = Some(now - DAY_MS - 1);
+        record_each(
+            &mut store,
+            now - 50,
+            &[
+                outcome("web", "build", Some("k1"), "failed", 1),
+                outcome("web", "build", Some("k2"), "failed", 1),
+            ],
+        );
+        assert_eq!(store.task_runs("web", "build", 10).unwrap().len(), 3);
+        // k1 still passed before its failure; k2's only pass is gone with its run.
+        assert_eq!(
+            store.key_failures_after_pass("web", "build", "k1").unwrap(),
+            1
+        );
+        assert_eq!(
+            store.key_failures_after_pass("web", "build", "k2").unwrap(),
+            0
+        );
+    }
+
+    #[test]
+    fn a_run_recorded_again_keeps_the_chains_of_later_runs_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        let now = now_ms();
+        let a = [run("web", "build", "k1"), run("web", "serve", "k1")];
+        store.record_run(&invocation("a", now - 20), &a).unwrap();
+        store
+            .record_run(&invocation("b", now - 10), &[run("web", "build", "k2")])
+            .unwrap();
+        // `a` is recorded again after `b` (its kept server ended), with a new outcome for
+        // build and without serve.
+        let mut again = outcome("web", "build", Some("k1"), "failed", 1);
+        again.exit_code = Some(3);
+        store
+            .record_run(&invocation("a", now - 20), &[again])
+            .unwrap();
+        let rows = store.task_runs("web", "build", 10).unwrap();
+        let runs: Vec<&str> = rows.iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(runs, ["b", "a"]);
+        assert_eq!(rows[1].status, "failed");
+        assert_eq!(rows[1].exit_code, Some(3));
+        assert!(store.task_runs("web", "serve", 10).unwrap().is_empty());
+        assert!(store.tasks_with_runs("serve").unwrap().is_empty());
+        // k1's only success was rewritten as a failure: nothing passed before it.
+        assert_eq!(
+            store.key_failures_after_pass("web", "build", "k1").unwrap(),
+            0
+        );
+        let from = store.task_runs_from("web", "build", "a", 10).unwrap();
+        assert_eq!(from.len(), 1);
+        assert_eq!(from[0].run_id, "a");
+    }
+
+    #[test]
+    fn a_run_of_many_tasks_is_a_few_statements() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        let rows: Vec<RunRow> = (0..1200)
+            .map(|n| run(&format!("p{n}"), "build", &format!("k{n}")))
+            .collect();
+        store
+            .record_run(&invocation("a", now_ms() - 5), &rows)
+            .unwrap();
+        let before = store.statements();
+        store.record_run(&invocation("b", now_ms()), &rows).unwrap();
+        // Look-up, invocation, three inserts of at most 500 rows, three linking statements,
+        // and the transaction's own; not one per row.
+        assert!(
+            store.statements() - before < 20,
+            "{}",
+            store.statements() - before
+        );
+        let latest = store.task_runs("p7", "build", 10).unwrap();
+        let runs: Vec<&str> = latest.iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(runs, ["b", "a"]);
     }
 }

@@ -118,6 +118,9 @@ pub struct Tree {
     rules: ShortcutRules,
     format: ObjectFormat,
     counters: Counters,
+    /// `lstat` results taken ahead by [`Tree::prefetch`], each used once by
+    /// [`Tree::identity`].
+    prefetched: HashMap<String, std::io::Result<std::fs::Metadata>>,
 }
 
 /// Where the git repository whose work tree holds a root keeps its files.
@@ -212,6 +215,7 @@ impl Tree {
             },
             format: settings.object_format,
             counters,
+            prefetched: HashMap::new(),
         };
         let found = tree.walk(b"")?;
         let mut attribute_files = settings.attribute_files.clone();
@@ -254,6 +258,7 @@ impl Tree {
             },
             format: ObjectFormat::Sha1,
             counters: Counters::default(),
+            prefetched: HashMap::new(),
         };
         let found = tree.walk(b"")?;
         tree.install(b"", found);
@@ -318,7 +323,11 @@ impl Tree {
     /// that does not exist (or is a directory, or a special file) is [`Identity::Absent`].
     pub fn identity(&mut self, path: &str, memo: &mut dyn StampMemo) -> Result<FileId, TreeError> {
         let abs = self.root.join(path);
-        let meta = match std::fs::symlink_metadata(&abs) {
+        let stat = match self.prefetched.remove(path) {
+            Some(taken) => taken,
+            None => std::fs::symlink_metadata(&abs),
+        };
+        let meta = match stat {
             Ok(meta) => meta,
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
                 return Ok(FileId::absent())
@@ -359,6 +368,22 @@ impl Tree {
                 Ok(present(blob))
             }
         }
+    }
+
+    /// Takes the `lstat` of these root-relative paths ahead, on several threads, for the
+    /// next [`Tree::identity`] of each: the warm path asks for thousands at once, and the
+    /// kernel's path walks are most of its cost. Each result is used once; a path asked for
+    /// again is looked at again.
+    pub fn prefetch(&mut self, paths: Vec<String>) {
+        let root = &self.root;
+        let stats = crate::par::map(&paths, |path| std::fs::symlink_metadata(root.join(path)));
+        self.prefetched.extend(paths.into_iter().zip(stats));
+    }
+
+    /// Drops what [`Tree::prefetch`] took and nobody used: once something may have changed the
+    /// files, only a fresh `lstat` will do.
+    pub fn forget_prefetched(&mut self) {
+        self.prefetched.clear();
     }
 
     /// Whether a parent directory of the root-relative `path` (below the root) is a symlink.

@@ -101,6 +101,8 @@ pub struct RunCache<'p> {
     /// `stamps` indexed by path, for the cleaning exemption; built on first need and kept up to
     /// date as stamps are recorded.
     stamps_by_path: Option<HashMap<String, Vec<OutputStamp>>>,
+    /// Output listings taken by [`RunCache::prefetch_ahead`], each used once.
+    found_ahead: HashMap<TaskId, std::io::Result<Vec<Found>>>,
     /// Tasks the restore lane looked up and found no usable entry for: not looked up again.
     known_misses: HashSet<TaskId>,
     /// EXEC-16: `(project, task, key)` → failures after a pass, read from history on first need.
@@ -151,6 +153,7 @@ impl<'p> RunCache<'p> {
             globs: GlobCache::default(),
             stamps_by_path: None,
             known_misses: HashSet::new(),
+            found_ahead: HashMap::new(),
             key_failures: OnceCell::new(),
         }
     }
@@ -162,6 +165,35 @@ impl<'p> RunCache<'p> {
         let mut walls: Vec<String> = self.keys.nested(index).to_vec();
         walls.extend(self.cache_wall.clone());
         Some(Outputs::new(&project.dir, cache, walls, &mut self.globs))
+    }
+
+    /// Before [`RunCache::prepare_ahead`] of these tasks: their input `lstat`s and output
+    /// listings are taken at once, on several threads (the warm path is mostly these system
+    /// calls); nothing has executed yet, so they are what each task would see one by one.
+    pub fn prefetch_ahead(&mut self, ids: &[TaskId]) {
+        let active = !self.off && self.store.as_ref().is_some_and(|s| s.disabled().is_none());
+        if !active || !self.policy.local_read {
+            return;
+        }
+        self.keys.prefetch(ids);
+        let mut wanted: Vec<(TaskId, Outputs)> = Vec::new();
+        for id in ids {
+            let Some(config) = task_config(self.workspace, id) else {
+                continue;
+            };
+            if let Some(outputs) = self.outputs_of(id, config) {
+                wanted.push((id.clone(), outputs));
+            }
+        }
+        let root = self.workspace.root.clone();
+        let found = vx_workspace::par::map(&wanted, |(_, outputs)| outputs.find(&root));
+        self.found_ahead = wanted.into_iter().map(|(id, _)| id).zip(found).collect();
+    }
+
+    /// After the tasks of [`RunCache::prefetch_ahead`] were prepared: listings nobody used are
+    /// dropped, so no later decision reads one.
+    pub fn end_ahead(&mut self) {
+        self.found_ahead.clear();
     }
 
     /// SCHED-3, the restore lane: a task with a stable key, before its dependencies have
@@ -207,13 +239,17 @@ impl<'p> RunCache<'p> {
             }
         };
         let root = self.workspace.root.clone();
-        let Ok(found) = outputs.find(&root) else {
+        let found = match self.found_ahead.remove(id) {
+            Some(found) => found,
+            None => outputs.find(&root),
+        };
+        let Ok(found) = found else {
             return Ahead::Not;
         };
         let stored = Duration::from_millis(entry.duration_ms);
         let stamps = self.stamps.get(&key).cloned().unwrap_or_default();
         if up_to_date(&found, &entry.outputs, &stamps, &outputs) {
-            return match self.serve_hit(id, &outputs, &key, &entry, needs_log) {
+            return match self.serve_hit(id, &outputs, &key, &entry, needs_log, Some(found)) {
                 Ok(Some(decision)) => Ahead::Served(decision),
                 _ => Ahead::Not,
             };
@@ -384,7 +420,7 @@ impl<'p> RunCache<'p> {
             let store = self.store.as_mut().expect("active");
             match store.lookup(&key, &accept) {
                 Ok(Lookup::Hit(entry)) => {
-                    match self.serve_hit(id, &outputs, &key, &entry, needs_log) {
+                    match self.serve_hit(id, &outputs, &key, &entry, needs_log, None) {
                         Ok(Some(decision)) => return decision,
                         Ok(None) => {}
                         Err(line) => return Decision::Fail(line),
@@ -417,13 +453,17 @@ impl<'p> RunCache<'p> {
         key: &str,
         entry: &vx_store::index::Entry,
         needs_log: bool,
+        found: Option<Vec<Found>>,
     ) -> Result<Option<Decision>, String> {
         let root = self.workspace.root.clone();
         let short = key[..12].to_string();
         let stored = Duration::from_millis(entry.duration_ms);
-        let found = outputs
-            .find(&root)
-            .map_err(|e| format!("vx: {id}: cannot read the outputs: {}", plain(&e)))?;
+        let found = match found {
+            Some(found) => found,
+            None => outputs
+                .find(&root)
+                .map_err(|e| format!("vx: {id}: cannot read the outputs: {}", plain(&e)))?,
+        };
         let stamps = self.stamps.get(key).cloned().unwrap_or_default();
         let store = self.store.as_mut().expect("active");
         if up_to_date(&found, &entry.outputs, &stamps, outputs) {
@@ -982,15 +1022,35 @@ impl<'p> RunCache<'p> {
         self.withheld.insert(id.clone());
     }
 
+    /// Closes the index (the end of a run).
+    pub fn close(&mut self) {
+        self.store = None;
+    }
+
     /// PERF-3's counters, as a `vx::counters` diagnostic (`VX_LOG=vx::counters=info`): process
-    /// spawns, files hashed in-process and SQL statements of this run.
+    /// spawns, files hashed in-process and SQL statements of this run, and vx's own CPU time
+    /// and peak RSS (not its children's) for the benchmarks.
     pub fn report_counters(&self) {
         let hashed = self.keys.tree.counters().files_hashed;
         let statements = self.store.as_ref().map_or(0, Store::statements);
         let spawns = vx_exec::Supervisor::new().spawned();
+        // vx's own resources so far (its threads, not its children), for the benchmarks.
+        let (user_ms, sys_ms, rss_kib) =
+            match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
+                Ok(usage) => {
+                    let ms = |t: nix::sys::time::TimeVal| t.tv_sec() * 1000 + t.tv_usec() / 1000;
+                    (
+                        ms(usage.user_time()),
+                        ms(usage.system_time()),
+                        usage.max_rss(),
+                    )
+                }
+                Err(_) => (0, 0, 0),
+            };
         tracing::info!(
             target: "vx::counters",
-            "spawns={spawns} files_hashed={hashed} sql_statements={statements}"
+            "spawns={spawns} files_hashed={hashed} sql_statements={statements} \
+             cpu_user_ms={user_ms} cpu_sys_ms={sys_ms} max_rss_kib={rss_kib}"
         );
     }
 

@@ -89,6 +89,12 @@ pub struct Keys<'p> {
     pub notices: Vec<String>,
     /// Compiled glob lists, shared by every task that spells the same list.
     globs: GlobCache,
+    /// Identities of the files many keys fold (the root's lockfiles and package-manager files,
+    /// each project's `package.json`), taken once while nothing has executed: thousands of
+    /// keys derived up front would otherwise look at the same dozen files each.
+    shared: HashMap<String, FileId>,
+    /// Input paths listed ahead by [`Keys::prefetch`], for the task's next derivation.
+    listed: HashMap<TaskId, Result<Vec<String>, KeyError>>,
 }
 
 impl<'p> Keys<'p> {
@@ -121,6 +127,8 @@ impl<'p> Keys<'p> {
             warned: HashSet::new(),
             notices: Vec::new(),
             globs: GlobCache::default(),
+            shared: HashMap::new(),
+            listed: HashMap::new(),
         }
     }
 
@@ -262,14 +270,14 @@ impl<'p> Keys<'p> {
         let mut stats = Vec::new();
 
         for name in WORKSPACE_FILES {
-            let found = self.identity(name)?;
+            let found = self.shared_identity(name)?;
             stats.push(folded(name, &found, true));
             if let Identity::Present { blob, .. } = found.identity {
                 fields.workspace.push((name.to_string(), blob));
             }
         }
         let manifest = join(&project.dir, "package.json");
-        let found = self.identity(&manifest)?;
+        let found = self.shared_identity(&manifest)?;
         stats.push(folded(&manifest, &found, false));
         if let Identity::Present { blob, .. } = found.identity {
             fields.manifest = Some(blob);
@@ -314,7 +322,10 @@ impl<'p> Keys<'p> {
 
         self.upstream(id, config, &mut fields)?;
 
-        let paths = self.input_paths(id, project_index, config)?;
+        let paths = match self.listed.remove(id) {
+            Some(listed) => listed?,
+            None => self.input_paths(id, project_index, config)?,
+        };
         let mut literals: Option<Vec<String>> = None;
         for path in paths {
             let found = self.identity(&path)?;
@@ -360,6 +371,49 @@ impl<'p> Keys<'p> {
             stats,
             taken_at,
         })
+    }
+
+    /// The identity of a file many keys fold, looked at once until something executes.
+    fn shared_identity(&mut self, path: &str) -> Result<FileId, KeyError> {
+        if let Some(found) = self.shared.get(path) {
+            return Ok(found.clone());
+        }
+        let found = self.identity(path)?;
+        self.shared.insert(path.to_string(), found.clone());
+        Ok(found)
+    }
+
+    /// A task is about to execute and may change any file: keys derived from now on look at
+    /// the shared files again (a change after a key was taken is still caught when the task
+    /// that folded it ends, by its stats, KEY-16).
+    pub fn something_executes(&mut self) {
+        self.shared.clear();
+        self.listed.clear();
+        self.tree.forget_prefetched();
+    }
+
+    /// Lists the inputs of these tasks and takes their `lstat`s ahead on several threads
+    /// (see [`Tree::prefetch`]); their derivations, next, use both.
+    pub fn prefetch(&mut self, ids: &[TaskId]) {
+        let mut paths: Vec<String> = WORKSPACE_FILES.iter().map(|s| s.to_string()).collect();
+        for id in ids {
+            let Some(config) = task_config(self.workspace, id) else {
+                continue;
+            };
+            if config.is_group() || is_persistent(self.workspace, id) {
+                continue;
+            }
+            let project = self.workspace.by_name[&id.project];
+            paths.push(join(&self.workspace.projects[project].dir, "package.json"));
+            let listed = self.input_paths(id, project, config);
+            if let Ok(listed) = &listed {
+                paths.extend(listed.iter().cloned());
+            }
+            self.listed.insert(id.clone(), listed);
+        }
+        paths.sort_unstable();
+        paths.dedup();
+        self.tree.prefetch(paths);
     }
 
     fn identity(&mut self, path: &str) -> Result<FileId, KeyError> {

@@ -117,7 +117,12 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
     };
     let reporter = Reporter::new(style, flow, options.output_logs);
     let executor = Box::new(vx_exec::Supervisor::new());
-    Ok(Run::new(&plan, &options, ctx, reporter, tx, rx, executor, cache).execute())
+    let mut run = Run::new(&plan, &options, ctx, reporter, tx, rx, executor, cache);
+    let code = run.execute();
+    run.end();
+    // Like the run's tables, the plan is left to the exit that follows.
+    std::mem::forget(plan);
+    Ok(code)
 }
 
 /// ENV-1: truthy means set and not `0`, `false` or empty.

@@ -576,3 +576,23 @@ fn outputs_that_match_nothing_are_named_and_the_empty_result_saved() {
     assert_eq!(artifacts(&f).len(), 1, "the empty result is saved");
     assert_contains(&run_lib(&f).stdout, UP_TO_DATE);
 }
+
+/// Keys taken up front look at each project's `package.json` once; once a task has executed,
+/// a key derived later looks again. Here lib#build rewrites app's manifest: app#build, keyed
+/// after it, must fold the manifest as it is then, so the next run finds app#build up to date
+/// (a key from the stale look would neither match nor be saved).
+#[test]
+fn a_manifest_rewritten_by_an_upstream_task_is_folded_as_it_is_after_it() {
+    let f = wc();
+    lib_build(
+        &f,
+        "mkdir -p dist && cat src/*.txt > dist/out.txt && sed -i s/1.0.0/2.0.0/ ../app/package.json",
+    );
+    let first = f.vx(&["run", "app#build"]);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    assert_contains(&first.stdout, "cache      2 miss\n");
+    assert!(f.read("packages/app/package.json").contains("2.0.0"));
+    let second = f.vx(&["run", "app#build"]);
+    assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
+    assert_contains(&second.stdout, "cache      2 up-to-date\n");
+}

@@ -23,7 +23,7 @@ impl Run<'_> {
 
     /// End of graph (ARCH-3): stop persistent tasks that are not kept, print held frames, the
     /// recap and the footer, then keep requested servers alive (EXEC-13).
-    pub(super) fn end_of_graph(mut self) -> i32 {
+    pub(super) fn end_of_graph(&mut self) -> i32 {
         let signalled = self.stopping.is_some();
         for i in self.scheduler.unstarted() {
             if kind_of(task(self.plan, i)) == Kind::Group {

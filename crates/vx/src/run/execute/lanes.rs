@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use vx_core::schedule::{Finish, NodeState};
+use vx_core::TaskId;
 use vx_store::log::LogRecord;
 
 use super::{kind_of, task, Kind, Msg, PackResult, RestoreResult, Run};
@@ -19,18 +20,30 @@ impl Run<'_> {
     /// not started.
     pub(super) fn restore_ahead(&mut self) {
         let unstable = crate::run::keys::unstable_nodes(self.plan);
-        for (i, &unstable) in unstable.iter().enumerate() {
-            let config = task(self.plan, i);
-            if kind_of(config) != Kind::OneShot || config.cache.is_none() || unstable {
-                continue;
-            }
+        let candidates: Vec<usize> = (0..unstable.len())
+            .filter(|&i| {
+                let config = task(self.plan, i);
+                kind_of(config) == Kind::OneShot
+                    && config.cache.is_some()
+                    && !unstable[i]
+                    && matches!(
+                        self.scheduler.state(i),
+                        NodeState::Waiting | NodeState::Ready
+                    )
+            })
+            .collect();
+        let ids: Vec<TaskId> = candidates
+            .iter()
+            .map(|&i| self.plan.graph.nodes[i].id.clone())
+            .collect();
+        self.cache.prefetch_ahead(&ids);
+        for (i, id) in candidates.into_iter().zip(ids) {
             if !matches!(
                 self.scheduler.state(i),
                 NodeState::Waiting | NodeState::Ready
             ) {
                 continue;
             }
-            let id = self.plan.graph.nodes[i].id.clone();
             let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
             match self.cache.prepare_ahead(&id, needs_log) {
                 Ahead::Served(Decision::Hit {
@@ -49,6 +62,7 @@ impl Run<'_> {
                 Ahead::Served(_) | Ahead::Not => {}
             }
         }
+        self.cache.end_ahead();
         for i in 0..self.plan.graph.nodes.len() {
             let node = &self.plan.graph.nodes[i];
             let candidate = kind_of(task(self.plan, i)) == Kind::Persistent

@@ -238,7 +238,7 @@ impl Run<'_> {
 
     /// After the footer: stream the kept servers' output with an `<id> │ ` prefix until the
     /// first of them exits or a signal arrives.
-    pub(super) fn keep_alive_loop(mut self, kept: &[usize]) -> i32 {
+    pub(super) fn keep_alive_loop(&mut self, kept: &[usize]) -> i32 {
         self.keep_alive = true;
         for &i in kept {
             let live = self.live.get_mut(&i).expect("kept");

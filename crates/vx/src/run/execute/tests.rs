@@ -35,7 +35,7 @@ fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
         super::super::setup::run_cache(&plan, &options, &host_env, None, opened, false);
     let reporter = Reporter::new(Style { colour: false }, Flow::Broad, Some(OutputLogs::None));
     let (tx, rx) = crossbeam_channel::unbounded();
-    Run::new(
+    let mut run = Run::new(
         &plan,
         &options,
         ctx,
@@ -44,8 +44,8 @@ fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
         rx,
         Box::new(executor),
         cache,
-    )
-    .execute()
+    );
+    run.execute()
 }
 
 #[test]
