@@ -95,6 +95,9 @@ pub struct Keys<'p> {
     shared: HashMap<String, FileId>,
     /// Input paths listed ahead by [`Keys::prefetch`], for the task's next derivation.
     listed: HashMap<TaskId, Result<Vec<String>, KeyError>>,
+    /// Canonical configuration JSON (field 5) written ahead by [`Keys::prefetch`], on several
+    /// threads: configuration does not change during a run.
+    config_json: HashMap<TaskId, String>,
 }
 
 impl<'p> Keys<'p> {
@@ -129,6 +132,7 @@ impl<'p> Keys<'p> {
             globs: GlobCache::default(),
             shared: HashMap::new(),
             listed: HashMap::new(),
+            config_json: HashMap::new(),
         }
     }
 
@@ -264,7 +268,10 @@ impl<'p> Keys<'p> {
             } else {
                 self.platform.clone()
             },
-            config: task_config_json(config),
+            config: match self.config_json.remove(id) {
+                Some(json) => json,
+                None => task_config_json(config),
+            },
             ..KeyInputs::default()
         };
         let mut stats = Vec::new();
@@ -414,6 +421,18 @@ impl<'p> Keys<'p> {
         paths.sort_unstable();
         paths.dedup();
         self.tree.prefetch(paths);
+        let workspace = self.workspace;
+        let configs: Vec<(&TaskId, &TaskConfig)> = ids
+            .iter()
+            .filter_map(|id| Some((id, task_config(workspace, id)?)))
+            .filter(|(_, config)| !config.is_group())
+            .collect();
+        let json = vx_workspace::par::map(&configs, |(_, config)| task_config_json(config));
+        self.config_json = configs
+            .into_iter()
+            .map(|(id, _)| id.clone())
+            .zip(json)
+            .collect();
     }
 
     fn identity(&mut self, path: &str) -> Result<FileId, KeyError> {
