@@ -154,16 +154,52 @@ impl Store {
         key: &str,
         components: &[KeyComponent],
     ) -> Result<(), StoreError> {
+        self.record_keys_inputs(&[(key.to_string(), components.to_vec())])
+    }
+
+    /// [`Store::record_key_inputs`] of many keys in one transaction and a few statements (the
+    /// end of a run that derived thousands of keys).
+    pub fn record_keys_inputs(
+        &mut self,
+        keys: &[(String, Vec<KeyComponent>)],
+    ) -> Result<(), StoreError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
         let now = now_ms();
         write_tx(self, |tx, _| {
-            tx.prepare_cached("DELETE FROM key_inputs WHERE key = ?1")?
-                .execute([key])?;
-            let mut insert = tx.prepare_cached(
-                "INSERT OR REPLACE INTO key_inputs (key, kind, name, digest, recorded_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for c in components {
-                insert.execute(params![key, c.kind, c.name, c.digest, now])?;
+            for chunk in keys.chunks(KEYS_PER_DELETE) {
+                let sql = format!(
+                    "DELETE FROM key_inputs WHERE key IN ({})",
+                    vec!["?"; chunk.len()].join(", ")
+                );
+                tx.prepare_cached(&sql)?
+                    .execute(rusqlite::params_from_iter(chunk.iter().map(|(k, _)| k)))?;
+            }
+            let rows: Vec<(&str, &KeyComponent)> = keys
+                .iter()
+                .flat_map(|(key, components)| components.iter().map(|c| (key.as_str(), c)))
+                .collect();
+            for chunk in rows.chunks(COMPONENTS_PER_INSERT) {
+                let sql = format!(
+                    "INSERT OR REPLACE INTO key_inputs (key, kind, name, digest, recorded_at)
+                     VALUES {}",
+                    vec!["(?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+                );
+                let values: Vec<Value> = chunk
+                    .iter()
+                    .flat_map(|(key, c)| {
+                        [
+                            Value::Text(key.to_string()),
+                            Value::Text(c.kind.clone()),
+                            Value::Text(c.name.clone()),
+                            Value::Text(c.digest.clone()),
+                            Value::Integer(now),
+                        ]
+                    })
+                    .collect();
+                tx.prepare_cached(&sql)?
+                    .execute(rusqlite::params_from_iter(values))?;
             }
             Ok(())
         })
@@ -412,6 +448,9 @@ impl Store {
 
 /// Rows per multi-row `INSERT` (21 parameters each, far below SQLite's limit of 32,766).
 const ROWS_PER_INSERT: usize = 500;
+/// Keys per `DELETE … IN (…)` and key components per multi-row `INSERT` (5 parameters each).
+const KEYS_PER_DELETE: usize = 1000;
+const COMPONENTS_PER_INSERT: usize = 2000;
 
 /// The `runs` columns a writer sets, in the order of [`row_values`].
 const INSERT_COLUMNS: &str = "run_id, project, task, key, status, cache, placement, exit_code,
@@ -636,6 +675,40 @@ mod tests {
             store.key_inputs("k").unwrap(),
             Some(vec![component("format", "", "1")])
         );
+    }
+
+    #[test]
+    fn many_keys_are_recorded_in_one_transaction_of_few_statements() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        store
+            .record_key_inputs("k0", &[component("format", "", "old")])
+            .unwrap();
+        // 1,500 keys of 3 components: more than one DELETE and one INSERT chunk.
+        let keys: Vec<(String, Vec<KeyComponent>)> = (0..1500)
+            .map(|n| {
+                let components = vec![
+                    component("format", "", "1"),
+                    component("input", &format!("src/{n}.txt"), &format!("d{n}")),
+                    component("env", "CI", "e"),
+                ];
+                (format!("k{n}"), components)
+            })
+            .collect();
+        let before = store.statements();
+        store.record_keys_inputs(&keys).unwrap();
+        assert!(
+            store.statements() - before < 12,
+            "{}",
+            store.statements() - before
+        );
+        // k0's old row was replaced, not kept beside the new ones.
+        let k0 = store.key_inputs("k0").unwrap().unwrap();
+        assert_eq!(k0.len(), 3);
+        assert!(k0.contains(&component("format", "", "1")));
+        let mut k1499 = keys[1499].1.clone();
+        k1499.sort();
+        assert_eq!(store.key_inputs("k1499").unwrap(), Some(k1499));
     }
 
     #[test]

@@ -1075,17 +1075,22 @@ impl<'p> RunCache<'p> {
             })
             .collect();
         let _ = store.put_file_stamps(&self.workspace_id, &rows);
-        for (key, components) in std::mem::take(&mut self.recorded) {
-            let components: Vec<vx_store::index::KeyComponent> = components
+        let keys: Vec<(String, Vec<vx_store::index::KeyComponent>)> =
+            std::mem::take(&mut self.recorded)
                 .into_iter()
-                .map(|c| vx_store::index::KeyComponent {
-                    kind: c.kind,
-                    name: c.name,
-                    digest: c.digest,
+                .map(|(key, components)| {
+                    let components = components
+                        .into_iter()
+                        .map(|c| vx_store::index::KeyComponent {
+                            kind: c.kind,
+                            name: c.name,
+                            digest: c.digest,
+                        })
+                        .collect();
+                    (key, components)
                 })
                 .collect();
-            let _ = store.record_key_inputs(&key, &components);
-        }
+        let _ = store.record_keys_inputs(&keys);
         if let Some((invocation, mut rows)) = history {
             for row in &mut rows {
                 let id = TaskId::new(&row.project, &row.task);
