@@ -1,6 +1,10 @@
-//! A lane (SCHED-3, STORE-7): jobs run on their own threads, at most `capacity` at once, the
-//! rest waiting in order. The restore lane and the save lane are both one of these; each job
-//! ends by sending one message back to the run loop, which then calls [`Lane::done`].
+//! A lane (SCHED-3, STORE-7): jobs run on the lane's own threads, at most `capacity` at once,
+//! the rest waiting in order. The restore lane and the save lane are both one of these; each
+//! job ends by sending one message back to the run loop, which then calls [`Lane::done`].
+//!
+//! The threads are started on demand, up to `capacity`, and then kept for the run: a warm run
+//! restores thousands of entries and a cold one saves thousands, and a thread per job cost a
+//! thread start, a stack and (with mimalloc) a heap each time.
 
 use std::collections::VecDeque;
 
@@ -8,11 +12,18 @@ use crossbeam_channel::Sender;
 
 use super::execute::Msg;
 
+/// A job for a lane thread: the node, the job, the work, and where its message goes.
+type Job<J> = (usize, J, fn(usize, J) -> Msg, Sender<Msg>);
+
 pub struct Lane<J> {
     name: &'static str,
     capacity: usize,
     running: usize,
     waiting: VecDeque<(usize, J)>,
+    /// Threads started so far; each takes one job at a time from `queue`.
+    threads: usize,
+    queue: Option<Sender<Job<J>>>,
+    receiver: Option<crossbeam_channel::Receiver<Job<J>>>,
 }
 
 impl<J: Send + 'static> Lane<J> {
@@ -22,6 +33,9 @@ impl<J: Send + 'static> Lane<J> {
             capacity: capacity.max(1),
             running: 0,
             waiting: VecDeque::new(),
+            threads: 0,
+            queue: None,
+            receiver: None,
         }
     }
 
@@ -30,9 +44,9 @@ impl<J: Send + 'static> Lane<J> {
         self.running > 0
     }
 
-    /// Starts `job` for node `i` on a thread, or queues it when the lane is full. `work` runs on
-    /// that thread and gives the message for the loop. `Err(i)` when no thread could be
-    /// started: the job is dropped and the caller falls back.
+    /// Starts `job` for node `i` on a lane thread, or queues it when the lane is full. `work`
+    /// runs on that thread and gives the message for the loop. `Err(i)` when the lane has no
+    /// thread and none could be started: the job is dropped and the caller falls back.
     pub fn submit(
         &mut self,
         i: usize,
@@ -44,19 +58,36 @@ impl<J: Send + 'static> Lane<J> {
             self.waiting.push_back((i, job));
             return Ok(());
         }
-        let tx = tx.clone();
-        let spawned = std::thread::Builder::new()
+        if self.queue.is_none() {
+            let (queue, receiver) = crossbeam_channel::unbounded();
+            self.queue = Some(queue);
+            self.receiver = Some(receiver);
+        }
+        // Every thread is busy with a job: one more, up to the capacity.
+        if self.threads == self.running && !self.start_thread() && self.threads == 0 {
+            return Err(i);
+        }
+        let queue = self.queue.as_ref().expect("created above");
+        if queue.send((i, job, work, tx.clone())).is_err() {
+            return Err(i);
+        }
+        self.running += 1;
+        Ok(())
+    }
+
+    fn start_thread(&mut self) -> bool {
+        let receiver = self.receiver.clone().expect("created with the queue");
+        let started = std::thread::Builder::new()
             .name(format!("vx-{}", self.name))
             .spawn(move || {
-                let _ = tx.send(work(i, job));
+                for (i, job, work, tx) in receiver.iter() {
+                    let _ = tx.send(work(i, job));
+                }
             });
-        match spawned {
-            Ok(_) => {
-                self.running += 1;
-                Ok(())
-            }
-            Err(_) => Err(i),
+        if started.is_ok() {
+            self.threads += 1;
         }
+        started.is_ok()
     }
 
     /// A job's message arrived: its place is free. Returns the next waiting job to submit.
@@ -92,5 +123,32 @@ mod tests {
         assert!(matches!(rx.recv(), Ok(Msg::Signal(12))));
         assert_eq!(lane.done(), None);
         assert!(!lane.busy());
+    }
+
+    #[test]
+    fn jobs_reuse_the_lanes_threads() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut lane: Lane<i32> = Lane::new("test", 2);
+        let work = |_i, job: i32| Msg::Signal(job);
+        for job in 0..20 {
+            assert_eq!(lane.submit(job as usize, job, &tx, work), Ok(()));
+            assert!(matches!(rx.recv(), Ok(Msg::Signal(j)) if j == job));
+            assert_eq!(lane.done(), None);
+        }
+        assert_eq!(lane.threads, 1, "one job at a time needs one thread");
+        // Two at once start a second thread, and no more.
+        lane.submit(0, 0, &tx, work).unwrap();
+        lane.submit(1, 1, &tx, work).unwrap();
+        lane.submit(2, 2, &tx, work).unwrap();
+        assert_eq!(lane.threads, 2);
+        for _ in 0..2 {
+            rx.recv().unwrap();
+            if let Some((i, job)) = lane.done() {
+                lane.submit(i, job, &tx, work).unwrap();
+            }
+        }
+        rx.recv().unwrap();
+        assert_eq!(lane.done(), None);
+        assert_eq!(lane.threads, 2);
     }
 }
