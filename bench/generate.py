@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate a synthetic monorepo for benchmarking vx (and, later, Turborepo and Nx).
+"""Generate a synthetic monorepo for benchmarking vx, Turborepo and Nx side by side.
 
     python3 bench/generate.py --projects 1000 --out bench/out/ws-1000 [--seed 1]
 
@@ -25,10 +25,29 @@ Per project, `vx.toml` declares:
 Run time and memory are linear in N (each project draws a bounded number of edges; files are
 written once; one `git add` and one `git commit` for the whole tree).
 
-Other tools: `--tools` names the configuration flavours to write. Only `vx` exists today. The
-Turborepo (`turbo.json` + package.json `scripts`) and Nx (`nx.json` + `project.json`) writers
-will be added beside `write_vx_files` with the side-by-side benchmark, over the very same
-workspace shape; see the TODO at FLAVOURS.
+Other tools: `--tools` names the configuration flavours to write (default all three:
+vx,turbo,nx). They all go into the SAME tree and the same commit, so that each tool does the
+same work on the same files:
+  vx     root vx.toml ([workspace]) and one vx.toml per project (above).
+  turbo  root turbo.json (build: dependsOn ^build, inputs src/**, outputs dist/**; test: dependsOn
+         build, inputs src/**, outputs []; check: dependsOn build + test, no script), package.json
+         "scripts" {build, test} with the same shell commands, the root "packageManager" field
+         (npm) and a hand-written package-lock.json (v3) listing the workspace packages, so that
+         turbo resolves the `workspace:*` edges without any package manager install. With
+         `--package-manager pnpm`: pnpm-workspace.yaml and a hand-written pnpm-lock.yaml (v9)
+         instead, and Nx's lockfile analysis off (Nx refuses a pnpm lockfile without an install).
+  nx     root nx.json: targetDefaults give build and test the `nx:run-commands` executor with
+         the same shell commands (cwd = the project), cache, outputs and dependsOn; inputs are
+         the named input `src` ({projectRoot}/src/**/*) plus `^src` (the same files of every
+         dependency, recursively), which mirrors vx folding upstream keys and turbo folding
+         dependency hashes; check is `nx:noop` depending on build + test; cacheDirectory
+         `.nx/cache` keeps the cache in the checkout (Nx 24 otherwise shares one per-user
+         cache between all checkouts of a repository). Each package.json
+         gets `"nx": {"includedScripts": [], "targets": {"build": {}, "test": {}, "check": {}}}`
+         so that Nx does not also infer targets from the turbo scripts (which would run them
+         through `npm run`). Analytics, Nx Cloud, the daemon and the TUI are off in nx.json.
+Nx finds its own package through the workspace's `node_modules` (git-ignored), which the
+benchmark harness (bench/compare.py) links to bench/node_modules.
 """
 
 from __future__ import annotations
@@ -129,35 +148,61 @@ def write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8", newline="\n")
 
 
-def write_root_files(out: Path, n: int, args: argparse.Namespace, edges: int, layers: int) -> None:
-    write(out / "package.json", json.dumps({
+def write_root_files(out: Path, n: int, args: argparse.Namespace, edges: int, layers: int,
+                     flavours: list[str]) -> None:
+    package = {
         "name": f"bench-ws-{n}",
         "private": True,
         "workspaces": ["packages/*"],
-    }, indent=2) + "\n")
-    write(out / ".gitignore", "dist/\n.vx/\nnode_modules/\n")
+    }
+    for flavour in flavours:
+        if FLAVOURS[flavour].root_package:
+            FLAVOURS[flavour].root_package(package)
+    write(out / "package.json", json.dumps(package, indent=2) + "\n")
+    # `node_modules` without a slash: the harness makes it a symlink in some copies, and a
+    # pattern ending in `/` only matches directories.
+    write(out / ".gitignore", "dist/\n.vx/\n.turbo/\n.nx/\nnode_modules\n")
     write(out / "README.md", (
         f"# Generated benchmark workspace ({n} projects)\n\n"
         f"Written by `bench/generate.py --projects {n} --seed {args.seed} "
         f"--layer-width {args.layer_width} --max-deps {args.max_deps} "
-        f"--skip-chance {args.skip_chance}`.\n"
+        f"--skip-chance {args.skip_chance} --tools {','.join(flavours)} "
+        f"--package-manager {args.package_manager}`.\n"
         f"{layers} layers, {edges} project edges. Do not edit; regenerate instead.\n"
     ))
 
 
-def write_vx_root(out: Path) -> None:
+# The shell commands, shared by every flavour so that the tools run exactly the same work.
+BUILD_COMMAND = "mkdir -p dist && cp src/* dist/"
+TEST_COMMAND = "test -f dist/index.txt"
+# turbo reads the package manager from the root package.json and runs each script through it
+# (`npm run <script>`, or `pnpm run <script>`). No install is needed: the lockfile is written by
+# hand. npm is the default (it comes with Node). Note that `npm run` maps every workspace
+# package on each call, so its cost per task grows with N; `pnpm run` costs the same at any N
+# but more at 100-1,000 projects on the dev machine, and the harness does not install pnpm.
+PACKAGE_MANAGERS = {"npm": "npm@11.19.1", "pnpm": "pnpm@10.34.9"}
+OPTIONS = {"package_manager": "npm"}  # set from --package-manager
+
+
+def package_name(index: int, pad: int) -> str:
+    return f"@bench/{name_of(index, pad)}"
+
+
+# --- vx ----------------------------------------------------------------------------------------
+
+def write_vx_root(out: Path, projects: list[Project], pad: int, n: int) -> None:
     write(out / "vx.toml", '[workspace]\nmembers = ["packages/*"]\n')
 
 
 def write_vx_project(pdir: Path, project: Project, pad: int) -> None:
     write(pdir / "vx.toml", (
         "[tasks.build]\n"
-        'command = "mkdir -p dist && cp src/* dist/"\n'
+        f'command = "{BUILD_COMMAND}"\n'
         'depends-on = ["^build"]\n'
         'cache = { inputs = ["src/**"], outputs = ["dist/**"] }\n'
         "\n"
         "[tasks.test]\n"
-        'command = "test -f dist/index.txt"\n'
+        f'command = "{TEST_COMMAND}"\n'
         'depends-on = ["build"]\n'
         'cache = { inputs = ["src/**"], outputs = [] }\n'
         "\n"
@@ -166,13 +211,142 @@ def write_vx_project(pdir: Path, project: Project, pad: int) -> None:
     ))
 
 
-# The configuration flavours, each a pair (root writer, per-project writer).
-# TODO(benchmark issue): add "turbo" (root turbo.json with build/test/check pipelines, and
-# package.json "scripts" mirroring the vx commands) and "nx" (nx.json + per-project
-# project.json with targets and dependsOn: ["^build"]). They write beside the vx files in the
-# same tree so that one generated commit serves all three tools.
+# --- Turborepo ---------------------------------------------------------------------------------
+
+def turbo_root_package(package: dict) -> None:
+    package["packageManager"] = PACKAGE_MANAGERS[OPTIONS["package_manager"]]
+
+
+def write_turbo_root(out: Path, projects: list[Project], pad: int, n: int) -> None:
+    write(out / "turbo.json", json.dumps({
+        "ui": "stream",
+        "tasks": {
+            "build": {"dependsOn": ["^build"], "inputs": ["src/**"], "outputs": ["dist/**"]},
+            "test": {"dependsOn": ["build"], "inputs": ["src/**"], "outputs": []},
+            "check": {"dependsOn": ["build", "test"]},
+        },
+    }, indent=2) + "\n")
+    if OPTIONS["package_manager"] == "pnpm":
+        write_pnpm_files(out, projects, pad)
+    else:
+        write_npm_lockfile(out, projects, pad, n)
+
+
+def write_pnpm_files(out: Path, projects: list[Project], pad: int) -> None:
+    """pnpm-workspace.yaml and a minimal pnpm-lock.yaml (v9): one importer per package, its
+    workspace dependencies as links."""
+    write(out / "pnpm-workspace.yaml", 'packages:\n  - "packages/*"\n')
+    lines = [
+        "lockfileVersion: '9.0'",
+        "",
+        "settings:",
+        "  autoInstallPeers: true",
+        "  excludeLinksFromLockfile: false",
+        "",
+        "importers:",
+        "",
+        "  .: {}",
+        "",
+    ]
+    for p in projects:
+        importer = f"packages/{name_of(p.index, pad)}"
+        if not p.deps:
+            lines += [f"  {importer}: {{}}", ""]
+            continue
+        lines += [f"  {importer}:", "    dependencies:"]
+        for d in p.deps:
+            lines += [f"      '{package_name(d, pad)}':",
+                      "        specifier: workspace:*",
+                      f"        version: link:../{name_of(d, pad)}"]
+        lines.append("")
+    write(out / "pnpm-lock.yaml", "\n".join(lines))
+
+
+def write_npm_lockfile(out: Path, projects: list[Project], pad: int, n: int) -> None:
+    """A minimal npm v3 lockfile: the root, one link per workspace package and each package's
+    manifest fields."""
+    packages: dict[str, dict] = {
+        "": {"name": f"bench-ws-{n}", "workspaces": ["packages/*"]},
+    }
+    for p in projects:
+        packages[f"node_modules/{package_name(p.index, pad)}"] = {
+            "resolved": f"packages/{name_of(p.index, pad)}",
+            "link": True,
+        }
+    for p in projects:
+        entry: dict = {"name": package_name(p.index, pad), "version": f"1.{p.layer}.0"}
+        if p.deps:
+            entry["dependencies"] = {package_name(d, pad): "workspace:*" for d in p.deps}
+        packages[f"packages/{name_of(p.index, pad)}"] = entry
+    write(out / "package-lock.json", json.dumps({
+        "name": f"bench-ws-{n}",
+        "lockfileVersion": 3,
+        "requires": True,
+        "packages": packages,
+    }, indent=2) + "\n")
+
+
+def turbo_project_package(package: dict, project: Project) -> None:
+    package["scripts"] = {"build": BUILD_COMMAND, "test": TEST_COMMAND}
+
+
+# --- Nx ----------------------------------------------------------------------------------------
+
+def write_nx_root(out: Path, projects: list[Project], pad: int, n: int) -> None:
+    def shell(command: str) -> dict:
+        return {"executor": "nx:run-commands", "options": {"command": command, "cwd": "{projectRoot}"}}
+
+    config = {
+        "analytics": False,
+        "neverConnectToCloud": True,
+        "useDaemonProcess": False,
+        "tui": {"enabled": False},
+        # Nx 24 otherwise keeps its cache and task database in a per-user directory shared by
+        # every checkout of the same repository; a relative cacheDirectory keeps both in the
+        # checkout (where every other tool keeps its cache), so copies stay independent.
+        "cacheDirectory": ".nx/cache",
+        "namedInputs": {"src": ["{projectRoot}/src/**/*"]},
+        "targetDefaults": {
+            "build": {**shell(BUILD_COMMAND), "cache": True, "dependsOn": ["^build"],
+                      "inputs": ["src", "^src"], "outputs": ["{projectRoot}/dist"]},
+            "test": {**shell(TEST_COMMAND), "cache": True, "dependsOn": ["build"],
+                     "inputs": ["src", "^src"], "outputs": []},
+            "check": {"executor": "nx:noop", "dependsOn": ["build", "test"]},
+        },
+    }
+    if OPTIONS["package_manager"] == "pnpm":
+        # Nx's defaults for a workspace without @nx/* plugins, but no lockfile analysis: Nx
+        # refuses a pnpm lockfile without an installed node_modules/.modules.yaml (and there are
+        # no external packages in it to find).
+        config["pluginsConfig"] = {"@nx/js": {"analyzePackageJson": True, "analyzeLockfile": False,
+                                              "analyzeSourceFiles": False}}
+    write(out / "nx.json", json.dumps(config, indent=2) + "\n")
+
+
+def nx_project_package(package: dict, project: Project) -> None:
+    # The targets take everything from nx.json's targetDefaults; `includedScripts: []` keeps Nx
+    # from inferring `nx:run-script` targets from the turbo flavour's scripts.
+    package["nx"] = {"includedScripts": [], "targets": {"build": {}, "test": {}, "check": {}}}
+
+
+class Flavour:
+    """One tool's configuration: root files, root package.json fields, per-project package.json
+    fields and per-project files (each hook optional)."""
+
+    def __init__(self, root_files=None, root_package=None, project_package=None, project_files=None):
+        self.root_files = root_files
+        self.root_package = root_package
+        self.project_package = project_package
+        self.project_files = project_files
+
+
+# The configuration flavours. They all write into the same tree, so that one generated commit
+# serves all three tools.
 FLAVOURS = {
-    "vx": (write_vx_root, write_vx_project),
+    "vx": Flavour(root_files=write_vx_root, project_files=write_vx_project),
+    "turbo": Flavour(root_files=write_turbo_root, root_package=turbo_root_package,
+                     project_package=turbo_project_package),
+    "nx": Flavour(root_files=write_nx_root, project_package=nx_project_package),
 }
 
 
@@ -186,13 +360,17 @@ def write_project(out: Path, project: Project, pad: int, flavours: list[str]) ->
         "private": True,
     }
     if project.deps:
-        package["dependencies"] = {f"@bench/{name_of(d, pad)}": "workspace:*" for d in project.deps}
+        package["dependencies"] = {package_name(d, pad): "workspace:*" for d in project.deps}
+    for flavour in flavours:
+        if FLAVOURS[flavour].project_package:
+            FLAVOURS[flavour].project_package(package, project)
     write(pdir / "package.json", json.dumps(package, indent=2) + "\n")
     write(pdir / "src" / "index.txt", f"{name} (layer {project.layer})\n")
     for letter in SOURCE_LETTERS[: project.sources]:
         write(pdir / "src" / f"{letter}.txt", f"{name} source {letter}\n" * (1 + project.index % 7))
     for flavour in flavours:
-        FLAVOURS[flavour][1](pdir, project, pad)
+        if FLAVOURS[flavour].project_files:
+            FLAVOURS[flavour].project_files(pdir, project, pad)
 
 
 def git(out: Path, *argv: str) -> None:
@@ -211,8 +389,12 @@ def main() -> int:
                     help="most dependencies on the layer below (default 4)")
     ap.add_argument("--skip-chance", type=float, default=0.2, metavar="P",
                     help="chance of one extra edge to a deeper layer (default 0.2)")
-    ap.add_argument("--tools", default="vx", metavar="LIST",
-                    help="comma-separated configuration flavours to write (only `vx` today)")
+    ap.add_argument("--tools", default="vx,turbo,nx", metavar="LIST",
+                    help="comma-separated configuration flavours to write (default vx,turbo,nx)")
+    ap.add_argument("--package-manager", choices=sorted(PACKAGE_MANAGERS), default="npm",
+                    help="the package manager turbo runs scripts with (default npm): decides "
+                         "packageManager and the lockfile (pnpm: pnpm-workspace.yaml and "
+                         "pnpm-lock.yaml)")
     ap.add_argument("--force", action="store_true", help="replace DIR if it exists")
     ap.add_argument("--no-git", action="store_true", help="write the files only (no git repository)")
     args = ap.parse_args()
@@ -223,10 +405,15 @@ def main() -> int:
     if args.max_deps < 1:
         ap.error("--max-deps must be at least 1")
     args.layer_width = args.layer_width or math.ceil(math.sqrt(n))
-    flavours = [t.strip() for t in args.tools.split(",") if t.strip()]
-    for flavour in flavours:
-        if flavour not in FLAVOURS:
-            ap.error(f"unknown or not yet available flavour `{flavour}` (available: {', '.join(FLAVOURS)})")
+    requested = {t.strip() for t in args.tools.split(",") if t.strip()}
+    for flavour in sorted(requested - FLAVOURS.keys()):
+        ap.error(f"unknown flavour `{flavour}` (available: {', '.join(FLAVOURS)})")
+    if not requested:
+        ap.error("--tools names no flavour")
+    # A fixed order (and no duplicates), so that the same set of tools gives the same bytes.
+    flavours = [f for f in FLAVOURS if f in requested]
+
+    OPTIONS["package_manager"] = args.package_manager
 
     out: Path = args.out
     if out.exists():
@@ -241,9 +428,9 @@ def main() -> int:
     layers = projects[-1].layer + 1
 
     out.mkdir(parents=True)
-    write_root_files(out, n, args, edges, layers)
+    write_root_files(out, n, args, edges, layers, flavours)
     for flavour in flavours:
-        FLAVOURS[flavour][0](out)
+        FLAVOURS[flavour].root_files(out, projects, pad, n)
     for project in projects:
         write_project(out, project, pad, flavours)
 
