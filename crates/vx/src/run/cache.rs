@@ -296,6 +296,8 @@ impl<'p> RunCache<'p> {
         job: RestoreJob,
         result: Result<artifact::Restored, artifact::RestoreError>,
     ) -> Restore {
+        // Outputs were written (a cached task may own a root lockfile, say).
+        self.keys.files_may_have_changed();
         let RestoreJob {
             id,
             key,

@@ -390,10 +390,11 @@ impl<'p> Keys<'p> {
         Ok(found)
     }
 
-    /// A task is about to execute and may change any file: keys derived from now on look at
-    /// the shared files again (a change after a key was taken is still caught when the task
-    /// that folded it ends, by its stats, KEY-16).
-    pub fn something_executes(&mut self) {
+    /// A task is about to execute, or a restore wrote its outputs: files may have changed, so
+    /// keys derived from now on look at the shared files again and nothing read ahead is used
+    /// (a change after a key was taken is still caught when the task that folded it ends, by
+    /// its stats, KEY-16).
+    pub fn files_may_have_changed(&mut self) {
         self.shared.clear();
         self.listed.clear();
         self.tree.forget_prefetched();

@@ -489,7 +489,7 @@ impl<'p> Run<'p> {
     }
 
     fn spawn_attempt(&mut self, i: usize, spec: SpawnSpec) -> Box<dyn RunningTask> {
-        self.cache.keys.something_executes();
+        self.cache.keys.files_may_have_changed();
         let tx = self.tx.clone();
         self.executor.spawn(
             spec,
