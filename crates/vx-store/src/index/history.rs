@@ -554,21 +554,41 @@ fn rerecord(
         update.execute(rusqlite::params_from_iter(values))?;
     }
     for &id in earlier.values().filter(|id| !kept.contains(id)) {
+        // A later run's row of the same task goes on to the row before this one.
         tx.execute(
-            "UPDATE task_latest SET last_id = (SELECT prev_id FROM runs WHERE id = ?1)
-             WHERE last_id = ?1 AND (SELECT prev_id FROM runs WHERE id = ?1) IS NOT NULL",
+            "UPDATE runs SET prev_id = (SELECT prev_id FROM runs WHERE id = ?1)
+             WHERE prev_id = ?1",
             [id],
         )?;
-        tx.execute("DELETE FROM task_latest WHERE last_id = ?1", [id])?;
-        tx.execute("DELETE FROM passed_keys WHERE first_id = ?1", [id])?;
         tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
     }
-    // A row that passed before and no longer does is no longer its key's first success.
-    // (`link_rows`, next, finds the first successes of the rewritten rows again.)
-    tx.execute(
-        "DELETE FROM passed_keys WHERE first_id IN (
-             SELECT id FROM runs WHERE run_id = ?1 AND status <> 'success')",
-        [run_id],
+    if kept.len() < earlier.len() {
+        rebuild_task_latest(tx)?;
+    }
+    // Outcomes and keys may have changed anywhere in the task's history order: each key's first
+    // success is found again. A rare path (a kept server's late exit), so a full pass is fine.
+    rebuild_passed_keys(tx)
+}
+
+/// Every task's newest row, found again from `runs`.
+fn rebuild_task_latest(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute("DELETE FROM task_latest", [])?;
+    conn.execute(
+        "INSERT INTO task_latest (project, task, last_id)
+         SELECT project, task, max(id) FROM runs GROUP BY project, task",
+        [],
+    )?;
+    Ok(())
+}
+
+/// Every key's first success, found again from `runs`.
+fn rebuild_passed_keys(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute("DELETE FROM passed_keys", [])?;
+    conn.execute(
+        "INSERT INTO passed_keys (project, task, key, first_id)
+         SELECT project, task, key, min(id) FROM runs
+         WHERE status = 'success' AND key IS NOT NULL GROUP BY project, task, key",
+        [],
     )?;
     Ok(())
 }
@@ -591,18 +611,12 @@ pub(crate) fn housekeep_if_due(
     // `runs` rows go with their invocation (ON DELETE CASCADE); a chain through a deleted row
     // ends there. The tables that point into `runs` follow: a task with no rows left has no
     // latest, and each key's first success is found again among the rows that are left.
+    // (Invocations are deleted by start time and rows are chained in the order runs were
+    // recorded, so a long run recorded late can leave a gap: a task's chain then ends there,
+    // and its latest row is found again from what is left.)
     if conn.execute("DELETE FROM invocations WHERE started_at < ?1", [bound])? > 0 {
-        conn.execute(
-            "DELETE FROM task_latest WHERE last_id NOT IN (SELECT id FROM runs)",
-            [],
-        )?;
-        conn.execute("DELETE FROM passed_keys", [])?;
-        conn.execute(
-            "INSERT INTO passed_keys (project, task, key, first_id)
-             SELECT project, task, key, min(id) FROM runs
-             WHERE status = 'success' AND key IS NOT NULL GROUP BY project, task, key",
-            [],
-        )?;
+        rebuild_task_latest(conn)?;
+        rebuild_passed_keys(conn)?;
     }
     conn.execute(
         "DELETE FROM key_inputs WHERE recorded_at < ?1
@@ -1056,6 +1070,45 @@ mod tests {
         let from = store.task_runs_from("web", "build", "a", 10).unwrap();
         assert_eq!(from.len(), 1);
         assert_eq!(from[0].run_id, "a");
+    }
+
+    #[test]
+    fn a_row_dropped_by_a_record_again_leaves_the_rows_around_it_chained() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        let now = now_ms();
+        let serve = |key: &str| outcome("web", "serve", Some(key), "success", 1);
+        store
+            .record_run(&invocation("z", now - 30), &[serve("k0")])
+            .unwrap();
+        store
+            .record_run(
+                &invocation("a", now - 20),
+                &[run("web", "build", "k1"), serve("k1")],
+            )
+            .unwrap();
+        // `b` passes with k1 too, after `a`.
+        store
+            .record_run(&invocation("b", now - 10), &[serve("k1")])
+            .unwrap();
+        // `a` again, without serve: b's row now follows z's.
+        store
+            .record_run(&invocation("a", now - 20), &[run("web", "build", "k1")])
+            .unwrap();
+        let rows = store.task_runs("web", "serve", 10).unwrap();
+        let runs: Vec<&str> = rows.iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(runs, ["b", "z"]);
+        // k1's first success is now b's row: a failure after it counts, one before it would not.
+        store
+            .record_run(
+                &invocation("c", now),
+                &[outcome("web", "serve", Some("k1"), "failed", 1)],
+            )
+            .unwrap();
+        assert_eq!(
+            store.key_failures_after_pass("web", "serve", "k1").unwrap(),
+            1
+        );
     }
 
     #[test]

@@ -296,8 +296,10 @@ impl<'p> RunCache<'p> {
         job: RestoreJob,
         result: Result<artifact::Restored, artifact::RestoreError>,
     ) -> Restore {
-        // Outputs were written (a cached task may own a root lockfile, say).
+        // Outputs were written (a cached task may own a file other keys fold): nothing read
+        // ahead is used after this.
         self.keys.files_may_have_changed();
+        self.found_ahead.clear();
         let RestoreJob {
             id,
             key,
