@@ -171,8 +171,7 @@ impl<'p> RunCache<'p> {
     /// listings are taken at once, on several threads (the warm path is mostly these system
     /// calls); nothing has executed yet, so they are what each task would see one by one.
     pub fn prefetch_ahead(&mut self, ids: &[TaskId]) {
-        let active = !self.off && self.store.as_ref().is_some_and(|s| s.disabled().is_none());
-        if !active || !self.policy.local_read {
+        if !self.active() || !self.policy.local_read {
             return;
         }
         self.keys.prefetch(ids);
@@ -206,8 +205,7 @@ impl<'p> RunCache<'p> {
         if config.cache.is_none() {
             return Ahead::Not;
         }
-        let active = !self.off && self.store.as_ref().is_some_and(|s| s.disabled().is_none());
-        if !active || !self.policy.local_read {
+        if !self.active() || !self.policy.local_read {
             return Ahead::Not;
         }
         let derived = match self.keys.key(id) {
@@ -414,7 +412,7 @@ impl<'p> RunCache<'p> {
                 writes: false,
             };
         };
-        let active = !self.off && self.store.as_ref().is_some_and(|s| s.disabled().is_none());
+        let active = self.active();
         let reads = active && self.policy.local_read;
         let writes = active && self.policy.local_write;
         let key = derived.key.hex();
@@ -1024,6 +1022,11 @@ impl<'p> RunCache<'p> {
     /// Marks a task as not saved, for tasks that never reached `after` (failed keys).
     pub fn withhold(&mut self, id: &TaskId) {
         self.withheld.insert(id.clone());
+    }
+
+    /// Whether the index is open, enabled and caching was not turned off during the run.
+    fn active(&self) -> bool {
+        !self.off && self.store.as_ref().is_some_and(|s| s.disabled().is_none())
     }
 
     /// Closes the index (the end of a run).
