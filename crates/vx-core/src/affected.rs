@@ -411,11 +411,12 @@ mod tests {
         ]);
         for (project, task) in [("lib", "build"), ("app", "build"), ("app", "test")] {
             let i = ws.by_name[project];
-            ws.projects[i].config.tasks.get_mut(task).unwrap().cache = Some(CacheConfig {
-                inputs: Some(vec!["src/**".into()]),
-                outputs: Some(vec!["dist/**".into()]),
-                ..CacheConfig::default()
-            });
+            ws.projects[i].config.tasks.get_mut(task).unwrap().cache =
+                Some(Box::new(CacheConfig {
+                    inputs: Some(vec!["src/**".into()]),
+                    outputs: Some(vec!["dist/**".into()]),
+                    ..CacheConfig::default()
+                }));
         }
         ws
     }
@@ -450,11 +451,12 @@ mod tests {
         // A task's own outputs are not its inputs.
         let i = ws.by_name["lib"];
         let mut ws2 = ws.clone();
-        ws2.projects[i].config.tasks.get_mut("build").unwrap().cache = Some(CacheConfig {
-            inputs: Some(vec!["**".into()]),
-            outputs: Some(vec!["dist/**".into()]),
-            ..CacheConfig::default()
-        });
+        ws2.projects[i].config.tasks.get_mut("build").unwrap().cache =
+            Some(Box::new(CacheConfig {
+                inputs: Some(vec!["**".into()]),
+                outputs: Some(vec!["dist/**".into()]),
+                ..CacheConfig::default()
+            }));
         assert!(!seeded(&ws2, &files(&["packages/lib/dist/out.txt"]))
             .iter()
             .any(|s| s.starts_with("lib#build")));
@@ -506,11 +508,11 @@ mod tests {
             .tasks
             .get_mut("build")
             .unwrap()
-            .cache = Some(CacheConfig {
+            .cache = Some(Box::new(CacheConfig {
             inputs: Some(vec!["**".into()]),
             outputs: Some(vec![]),
             ..CacheConfig::default()
-        });
+        }));
         assert!(!seeded(&ws, &files(&["packages/lib/docs/x.md"]))
             .iter()
             .any(|s| s.starts_with("lib#")));

@@ -156,7 +156,7 @@ pub struct TaskConfig {
     #[schemars(extend("default" = []))]
     pub depends_on: Vec<Spanned<String>>,
     /// The child environment.
-    pub env: Option<EnvConfig>,
+    pub env: Option<Box<EnvConfig>>,
     /// Bound on the run (for persistent tasks, on readiness), a duration such as `10m`.
     #[serde(with = "opt_duration")]
     #[schemars(with = "Option<String>")]
@@ -168,11 +168,11 @@ pub struct TaskConfig {
     /// The task owns the terminal. Default `false`.
     pub interactive: Option<bool>,
     /// Opt-in sandbox.
-    pub sandbox: Option<SandboxConfig>,
+    pub sandbox: Option<Box<SandboxConfig>>,
     /// Opt-in caching.
-    pub cache: Option<CacheConfig>,
+    pub cache: Option<Box<CacheConfig>>,
     /// Opt in to remote execution: `true` or `{ platform?, extra-inputs? }`.
-    pub remote: Option<RemoteTask>,
+    pub remote: Option<Box<RemoteTask>>,
     /// `false`: the workspace template of the same name does not apply. Default `true`.
     pub extends: Option<bool>,
     /// Where `[tasks.<name>]` was declared.

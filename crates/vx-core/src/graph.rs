@@ -372,26 +372,24 @@ impl TaskGraph {
                 folds_dropped: false,
             })
             .collect();
-        let mut first_edge_at: HashMap<(usize, usize), Location> = HashMap::new();
         for (i, id) in ids.iter().enumerate() {
             let mut deps = BTreeSet::new();
             let mut folds_dropped = false;
             // Walk through unscheduled tasks to the scheduled ones behind them (contraction).
             let mut seen: BTreeSet<&TaskId> = BTreeSet::new();
-            let mut stack: Vec<(&TaskId, &Location)> = Vec::new();
+            let mut stack: Vec<&TaskId> = Vec::new();
             for edge in table.edges.get(id).into_iter().flatten() {
-                stack.push((&edge.to, &edge.at));
+                stack.push(&edge.to);
             }
-            while let Some((to, at)) = stack.pop() {
+            while let Some(to) = stack.pop() {
                 if let Some(&j) = index.get(to) {
                     deps.insert(j);
-                    first_edge_at.entry((i, j)).or_insert_with(|| at.clone());
                     continue;
                 }
                 folds_dropped = true;
                 if seen.insert(to) {
                     for edge in table.edges.get(to).into_iter().flatten() {
-                        stack.push((&edge.to, at));
+                        stack.push(&edge.to);
                     }
                 }
             }
@@ -409,7 +407,7 @@ impl TaskGraph {
                 .iter()
                 .map(|&i| graph.nodes[i].id.to_string())
                 .collect();
-            let at = &first_edge_at[&(cycle[0], cycle[1])];
+            let at = edge_location(table, &graph, cycle[0], cycle[1]);
             return Err(
                 Diagnostic::new(format!("cycle in task graph: {}", path.join(" -> ")))
                     .hint(format!("see {at}")),
@@ -460,6 +458,38 @@ impl TaskGraph {
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
+}
+
+/// The `depends-on` entry behind the graph edge `from` → `to`: the first one met walking
+/// `from`'s edges (through unscheduled tasks) the way [`TaskGraph::build`] contracts them.
+/// Only a cycle's message needs it, so it is looked up then instead of kept for every edge.
+fn edge_location<'t>(
+    table: &'t TaskTable,
+    graph: &TaskGraph,
+    from: usize,
+    to: usize,
+) -> &'t Location {
+    let target = &graph.nodes[to].id;
+    let mut seen: BTreeSet<&TaskId> = BTreeSet::new();
+    let mut stack: Vec<(&TaskId, &Location)> = Vec::new();
+    for edge in table.edges.get(&graph.nodes[from].id).into_iter().flatten() {
+        stack.push((&edge.to, &edge.at));
+    }
+    let mut found = None;
+    while let Some((id, at)) = stack.pop() {
+        if graph.index.contains_key(id) {
+            if id == target && found.is_none() {
+                found = Some(at);
+            }
+            continue;
+        }
+        if seen.insert(id) {
+            for edge in table.edges.get(id).into_iter().flatten() {
+                stack.push((&edge.to, at));
+            }
+        }
+    }
+    found.expect("a graph edge comes from a depends-on entry")
 }
 
 /// The configuration of a task, if the workspace declares it.

@@ -596,11 +596,11 @@ mod tests {
             command: Some("tsc".into()),
             ..TaskConfig::default()
         };
-        implicit.cache = Some(crate::config::CacheConfig {
+        implicit.cache = Some(Box::new(crate::config::CacheConfig {
             inputs: Some(vec!["src/**".into()]),
             outputs: Some(vec!["dist/**".into()]),
             ..Default::default()
-        });
+        }));
         let mut explicit = implicit.clone();
         if let Some(c) = &mut explicit.cache {
             c.upstream = Some(vec!["*".into(), "^*".into()]);

@@ -336,11 +336,11 @@ mod tests {
         let id = TaskId::parse(id).unwrap();
         let index = ws.by_name[&id.project];
         let task = ws.projects[index].config.tasks.get_mut(&id.task).unwrap();
-        task.cache = Some(CacheConfig {
+        task.cache = Some(Box::new(CacheConfig {
             inputs: Some(strings(inputs)),
             outputs: Some(strings(outputs)),
             ..CacheConfig::default()
-        });
+        }));
     }
 
     fn two_projects() -> Workspace {

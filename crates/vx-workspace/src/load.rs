@@ -59,10 +59,10 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
             &mut errors,
         ),
     };
-    let mut named = Vec::new();
     // Read and parsed on several threads (most of a warm run's loading); the results, their
     // problems and the first hard error are taken in member order, as one thread would.
     let dirs = globs.expand(root, &mut errors)?;
+    let mut named = Vec::with_capacity(dirs.len() + 1);
     let read = crate::par::map(&dirs, |dir| {
         let mut problems = Vec::new();
         let files = read_files(&root.join(dir), dir, false, &mut problems);

@@ -165,7 +165,7 @@ fn walk_task(
                     }
                 }
             }
-            "env" => task.env = task_tables::env(w, value, &path),
+            "env" => task.env = task_tables::env(w, value, &path).map(Box::new),
             "timeout" => task.timeout = w.duration(value, "timeout"),
             "retries" => {
                 task.retries = w.count(value, "retries");
@@ -179,19 +179,23 @@ fn walk_task(
                 w.milestone("task.interactive", at);
             }
             "sandbox" => {
-                task.sandbox = w.gated("task.sandbox", at, |w| {
-                    task_tables::sandbox(w, value, &path)
-                });
+                task.sandbox = w
+                    .gated("task.sandbox", at, |w| {
+                        task_tables::sandbox(w, value, &path)
+                    })
+                    .map(Box::new);
             }
             "cache" => {
                 let walked = w.gated("task.cache", at, |w| task_tables::cache(w, value, &path));
                 if let Some(walked) = walked {
-                    task.cache = Some(walked.config);
+                    task.cache = Some(Box::new(walked.config));
                     facts.upstream = walked.upstream;
                 }
             }
             "remote" => {
-                task.remote = w.gated("task.remote", at, |w| task_tables::remote(w, value, &path));
+                task.remote = w
+                    .gated("task.remote", at, |w| task_tables::remote(w, value, &path))
+                    .map(Box::new);
             }
             "extends" if !template => {
                 task.extends = w.bool(value, "extends");

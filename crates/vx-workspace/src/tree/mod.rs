@@ -118,8 +118,8 @@ pub struct Tree {
     rules: ShortcutRules,
     format: ObjectFormat,
     counters: Counters,
-    /// `lstat` results taken ahead by [`Tree::prefetch`], each used once by
-    /// [`Tree::identity`].
+    /// `lstat` results taken ahead by [`Tree::prefetch`] for [`Tree::identity`], kept until
+    /// [`Tree::forget_prefetched`].
     prefetched: HashMap<String, std::io::Result<std::fs::Metadata>>,
 }
 
@@ -323,9 +323,12 @@ impl Tree {
     /// that does not exist (or is a directory, or a special file) is [`Identity::Absent`].
     pub fn identity(&mut self, path: &str, memo: &mut dyn StampMemo) -> Result<FileId, TreeError> {
         let abs = self.root.join(path);
-        let stat = match self.prefetched.remove(path) {
-            Some(taken) => taken,
-            None => std::fs::symlink_metadata(&abs),
+        let stat = match self.prefetched.get(path) {
+            Some(Ok(meta)) => Ok(meta.clone()),
+            Some(Err(e)) if e.raw_os_error().is_some() => Err(std::io::Error::from_raw_os_error(
+                e.raw_os_error().expect("checked"),
+            )),
+            _ => std::fs::symlink_metadata(&abs),
         };
         let meta = match stat {
             Ok(meta) => meta,
@@ -372,8 +375,9 @@ impl Tree {
 
     /// Takes the `lstat` of these root-relative paths ahead, on several threads, for the
     /// next [`Tree::identity`] of each: the warm path asks for thousands at once, and the
-    /// kernel's path walks are most of its cost. Each result is used once; a path asked for
-    /// again is looked at again.
+    /// kernel's path walks are most of its cost. A result serves every identity of its path
+    /// (a build and a test of one project fold the same sources) until
+    /// [`Tree::forget_prefetched`].
     pub fn prefetch(&mut self, paths: Vec<String>) {
         let root = &self.root;
         let stats = crate::par::map(&paths, |path| std::fs::symlink_metadata(root.join(path)));

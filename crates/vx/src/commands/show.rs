@@ -196,7 +196,7 @@ fn task_doc(p: &Project, name: &str, task: &TaskConfig, host: &BTreeMap<String, 
 }
 
 fn masker(task: &TaskConfig, host: &BTreeMap<String, String>) -> Masker {
-    Masker::new(&secret_values(host, task.env.as_ref()).0)
+    Masker::new(&secret_values(host, task.env.as_deref()).0)
 }
 
 fn task_json(task: &TaskConfig, host: &BTreeMap<String, String>) -> Value {

@@ -189,10 +189,12 @@ impl<'p> RunCache<'p> {
         self.found_ahead = wanted.into_iter().map(|(id, _)| id).zip(found).collect();
     }
 
-    /// After the tasks of [`RunCache::prefetch_ahead`] were prepared: listings nobody used are
-    /// dropped, so no later decision reads one.
+    /// After the tasks of [`RunCache::prefetch_ahead`] were prepared: listings and `lstat`s
+    /// taken ahead are dropped, so no later decision reads one (and a large run does not keep
+    /// them).
     pub fn end_ahead(&mut self) {
         self.found_ahead.clear();
+        self.keys.end_prefetch();
     }
 
     /// SCHED-3, the restore lane: a task with a stable key, before its dependencies have
@@ -208,16 +210,14 @@ impl<'p> RunCache<'p> {
         if !self.active() || !self.policy.local_read {
             return Ahead::Not;
         }
-        let derived = match self.keys.key(id) {
-            Some(Ok(derived)) => derived.clone(),
+        let (key, short) = match self.keys.key(id) {
+            Some(Ok(derived)) => (derived.key.hex(), derived.key.short()),
             _ => return Ahead::Not,
         };
         self.flush_key_notices();
         let Some(outputs) = self.outputs_of(id, config) else {
             return Ahead::Not;
         };
-        let key = derived.key.hex();
-        let short = derived.key.short();
         let accept = |name: &str| outputs.accepts(name);
         let store = self.store.as_mut().expect("active");
         let entry = match store.lookup(&key, &accept) {
@@ -245,8 +245,7 @@ impl<'p> RunCache<'p> {
             return Ahead::Not;
         };
         let stored = Duration::from_millis(entry.duration_ms);
-        let stamps = self.stamps.get(&key).cloned().unwrap_or_default();
-        if up_to_date(&found, &entry.outputs, &stamps, &outputs) {
+        if up_to_date(&found, &entry.outputs, self.stamps_of(&key), &outputs) {
             return match self.serve_hit(id, &outputs, &key, &entry, needs_log, Some(found)) {
                 Ok(Some(decision)) => Ahead::Served(decision),
                 _ => Ahead::Not,
@@ -325,6 +324,7 @@ impl<'p> RunCache<'p> {
                 let _ = store.set_output_stamps(&self.workspace_id, &key, &with_marker(&rows));
                 store.touch(&key);
                 self.record_stamps(&key, rows);
+                self.keys.keep_key_only(&id);
                 Restore::Served(Decision::Hit {
                     kind: CacheKind::RestoredLocal,
                     records: decode_log(&restored.log),
@@ -403,7 +403,7 @@ impl<'p> RunCache<'p> {
                 }
             }
             Some(Err(error)) => return Decision::Fail(format!("vx: {}", error.0)),
-            Some(Ok(derived)) => derived.clone(),
+            Some(Ok(derived)) => (derived.key.hex(), derived.key.short()),
         };
         self.flush_key_notices();
         let Some(outputs) = self.outputs_of(id, config) else {
@@ -415,8 +415,7 @@ impl<'p> RunCache<'p> {
         let active = self.active();
         let reads = active && self.policy.local_read;
         let writes = active && self.policy.local_write;
-        let key = derived.key.hex();
-        let short = derived.key.short();
+        let (key, short) = derived;
         if reads && !self.known_misses.contains(id) {
             let accept = |name: &str| outputs.accepts(name);
             let store = self.store.as_mut().expect("active");
@@ -466,11 +465,12 @@ impl<'p> RunCache<'p> {
                 .find(&root)
                 .map_err(|e| format!("vx: {id}: cannot read the outputs: {}", plain(&e)))?,
         };
-        let stamps = self.stamps.get(key).cloned().unwrap_or_default();
+        let fresh = up_to_date(&found, &entry.outputs, self.stamps_of(key), outputs);
         let store = self.store.as_mut().expect("active");
-        if up_to_date(&found, &entry.outputs, &stamps, outputs) {
+        if fresh {
             if !needs_log {
                 store.touch(key);
+                self.keys.keep_key_only(id);
                 return Ok(Some(Decision::Hit {
                     kind: CacheKind::UpToDate,
                     records: Vec::new(),
@@ -481,6 +481,7 @@ impl<'p> RunCache<'p> {
             match artifact::read_log(&store.artifact_path(key)) {
                 Ok(log) => {
                     store.touch(key);
+                    self.keys.keep_key_only(id);
                     return Ok(Some(Decision::Hit {
                         kind: CacheKind::UpToDate,
                         records: decode_log(&log),
@@ -510,6 +511,11 @@ impl<'p> RunCache<'p> {
             Restore::Miss => Ok(None),
             Restore::Failed(line) => Err(line),
         }
+    }
+
+    /// The output stamps recorded for an entry (none when it has no row).
+    fn stamps_of(&self, key: &str) -> &[OutputStamp] {
+        self.stamps.get(key).map_or(&[], Vec::as_slice)
     }
 
     /// EXEC-15: outputs are cleaned before every attempt of a task that writes. What the failed
@@ -689,6 +695,11 @@ impl<'p> RunCache<'p> {
     pub fn after(&mut self, done: Done<'_>) -> After {
         let id = done.id;
         let result = self.after_inner(&done);
+        // A success is final (only failures are retried): what its key was derived from has
+        // served the save guard and the fingerprints.
+        if done.success {
+            self.keys.keep_key_only(id);
+        }
         // Withheld (KEY-16): a result that is not trustworthy, so nothing folding its key may be
         // saved either. A task that merely does not write (uncached, read-only policy, a failed
         // save) is not withheld: its outputs are what its key says.
@@ -751,6 +762,9 @@ impl<'p> RunCache<'p> {
         };
         self.recorded
             .push((derived.key.hex(), derived.inputs.components(&self.salt())));
+        if self.recorded.len() >= RECORDED_IN_MEMORY {
+            self.flush_recorded();
+        }
         let Some(outputs) = outputs else {
             return Err("writes-off");
         };
@@ -809,7 +823,7 @@ impl<'p> RunCache<'p> {
             .unwrap_or(UNIX_EPOCH);
         let taken_ns = ns(taken);
         let started_ns = ns(started);
-        for folded in &derived.stats {
+        for folded in derived.workspace_stats.iter().chain(&derived.stats) {
             let moved = || Moved {
                 path: folded.path.clone(),
                 fingerprint: folded.fingerprint,
@@ -837,7 +851,12 @@ impl<'p> RunCache<'p> {
             }
         }
         // A new file matching the input globs (the listing was refreshed for the project).
-        let paths: HashSet<&str> = derived.stats.iter().map(|f| f.path.as_str()).collect();
+        let paths: HashSet<&str> = derived
+            .workspace_stats
+            .iter()
+            .chain(&derived.stats)
+            .map(|f| f.path.as_str())
+            .collect();
         let listed = self.keys.input_listing(id).ok()?;
         listed
             .into_iter()
@@ -1061,8 +1080,34 @@ impl<'p> RunCache<'p> {
         );
     }
 
-    /// End of run: access times, identity memo rows, key fingerprints and the history rows
-    /// `vx why` reads, in a few statements. Nothing is recorded for a run stopped by a signal.
+    /// Writes the key fingerprints of the executed tasks so far (`vx why` reads them): at the
+    /// end of the run, and every [`RECORDED_IN_MEMORY`] keys, so a large cold run does not hold
+    /// them all (a few kilobytes per task).
+    fn flush_recorded(&mut self) {
+        let Some(store) = self.store.as_mut() else {
+            return;
+        };
+        let keys: Vec<(String, Vec<vx_store::index::KeyComponent>)> =
+            std::mem::take(&mut self.recorded)
+                .into_iter()
+                .map(|(key, components)| {
+                    let components = components
+                        .into_iter()
+                        .map(|c| vx_store::index::KeyComponent {
+                            kind: c.kind,
+                            name: c.name,
+                            digest: c.digest,
+                        })
+                        .collect();
+                    (key, components)
+                })
+                .collect();
+        let _ = store.record_keys_inputs(&keys);
+    }
+
+    /// End of run: access times, identity memo rows, the last key fingerprints and the history
+    /// rows `vx why` reads, in a few statements. No history is recorded for a run stopped by a
+    /// signal.
     pub fn finish(&mut self, history: Option<(Invocation, Vec<RunRow>)>) {
         let Some(store) = self.store.as_mut() else {
             return;
@@ -1082,22 +1127,10 @@ impl<'p> RunCache<'p> {
             })
             .collect();
         let _ = store.put_file_stamps(&self.workspace_id, &rows);
-        let keys: Vec<(String, Vec<vx_store::index::KeyComponent>)> =
-            std::mem::take(&mut self.recorded)
-                .into_iter()
-                .map(|(key, components)| {
-                    let components = components
-                        .into_iter()
-                        .map(|c| vx_store::index::KeyComponent {
-                            kind: c.kind,
-                            name: c.name,
-                            digest: c.digest,
-                        })
-                        .collect();
-                    (key, components)
-                })
-                .collect();
-        let _ = store.record_keys_inputs(&keys);
+        self.flush_recorded();
+        let Some(store) = self.store.as_mut() else {
+            return;
+        };
         if let Some((invocation, mut rows)) = history {
             for row in &mut rows {
                 let id = TaskId::new(&row.project, &row.task);
@@ -1130,6 +1163,9 @@ impl<'p> RunCache<'p> {
         }
     }
 }
+
+/// How many executed tasks' key fingerprints wait in memory before they are written.
+const RECORDED_IN_MEMORY: usize = 500;
 
 /// How a restore ended.
 enum Restore {

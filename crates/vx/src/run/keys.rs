@@ -31,8 +31,11 @@ pub struct Derived {
     pub key: Key,
     pub inputs: KeyInputs,
     /// Each path the key folds with what its identity was taken from, for the save guard
-    /// (KEY-16).
+    /// (KEY-16), but the workspace-fingerprint files, which are in `workspace_stats`.
     pub stats: Vec<Folded>,
+    /// The KEY-3 workspace-fingerprint files as folded: one list shared by every key derived
+    /// while they were not looked at again.
+    pub workspace_stats: Arc<[Folded]>,
     /// The wall-clock moment just before the identities were taken.
     pub taken_at: SystemTime,
 }
@@ -60,6 +63,9 @@ fn folded(path: &str, found: &FileId, fingerprint: bool) -> Folded {
         fingerprint,
     }
 }
+
+/// The workspace-fingerprint files as folded, and the (name, blob) pairs of those present.
+type WorkspaceFiles = (Arc<[Folded]>, Vec<(String, String)>);
 
 /// Why a key could not be derived; the task fails with this line (KEY-8, KEY-10).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +99,8 @@ pub struct Keys<'p> {
     /// each project's `package.json`), taken once while nothing has executed: thousands of
     /// keys derived up front would otherwise look at the same dozen files each.
     shared: HashMap<String, FileId>,
+    /// The workspace-fingerprint files as folded and their fields, while `shared` holds.
+    workspace_files: Option<WorkspaceFiles>,
     /// Input paths listed ahead by [`Keys::prefetch`], for the task's next derivation.
     listed: HashMap<TaskId, Result<Vec<String>, KeyError>>,
     /// Canonical configuration JSON (field 5) written ahead by [`Keys::prefetch`], on several
@@ -131,6 +139,7 @@ impl<'p> Keys<'p> {
             notices: Vec::new(),
             globs: GlobCache::default(),
             shared: HashMap::new(),
+            workspace_files: None,
             listed: HashMap::new(),
             config_json: HashMap::new(),
         }
@@ -254,6 +263,7 @@ impl<'p> Keys<'p> {
                 key: group_key(&members),
                 inputs: KeyInputs::default(),
                 stats: Vec::new(),
+                workspace_stats: Arc::from([]),
                 taken_at,
             });
         }
@@ -275,14 +285,8 @@ impl<'p> Keys<'p> {
             ..KeyInputs::default()
         };
         let mut stats = Vec::new();
-
-        for name in WORKSPACE_FILES {
-            let found = self.shared_identity(name)?;
-            stats.push(folded(name, &found, true));
-            if let Identity::Present { blob, .. } = found.identity {
-                fields.workspace.push((name.to_string(), blob));
-            }
-        }
+        let (workspace_stats, workspace_fields) = self.workspace_files()?;
+        fields.workspace = workspace_fields;
         let manifest = join(&project.dir, "package.json");
         let found = self.shared_identity(&manifest)?;
         stats.push(folded(&manifest, &found, false));
@@ -313,17 +317,21 @@ impl<'p> Keys<'p> {
                         .push((entry.clone(), self.host_env.get(entry).cloned())),
                 }
             }
-            let dir = self.workspace.root.join(&project.dir);
-            let project_path = self.bin_path(Some(&dir));
-            for command in &cache.runtime {
-                let output = self.probe(id, &dir, command, &project_path)?;
-                fields.runtime.push((command.clone(), output));
+            if !cache.runtime.is_empty() {
+                let dir = self.workspace.root.join(&project.dir);
+                let project_path = self.bin_path(Some(&dir));
+                for command in &cache.runtime {
+                    let output = self.probe(id, &dir, command, &project_path)?;
+                    fields.runtime.push((command.clone(), output));
+                }
             }
-            let root = self.workspace.root.clone();
-            let root_path = self.bin_path(None);
-            for command in &cache.workspace_runtime {
-                let output = self.probe(id, &root, command, &root_path)?;
-                fields.workspace_runtime.push((command.clone(), output));
+            if !cache.workspace_runtime.is_empty() {
+                let root = self.workspace.root.clone();
+                let root_path = self.bin_path(None);
+                for command in &cache.workspace_runtime {
+                    let output = self.probe(id, &root, command, &root_path)?;
+                    fields.workspace_runtime.push((command.clone(), output));
+                }
             }
         }
 
@@ -376,8 +384,39 @@ impl<'p> Keys<'p> {
             key: fields.derive(),
             inputs: fields,
             stats,
+            workspace_stats,
             taken_at,
         })
+    }
+
+    /// A hit of `id` was served: from now on only its key is asked for (folded by dependants,
+    /// written to history), so what it was derived from is dropped; a large run keeps
+    /// thousands of these.
+    pub fn keep_key_only(&mut self, id: &TaskId) {
+        if let Some(Ok(derived)) = self.derived.get_mut(id) {
+            derived.inputs = KeyInputs::default();
+            derived.stats = Vec::new();
+            derived.workspace_stats = Arc::from([]);
+        }
+    }
+
+    /// The workspace-fingerprint files (KEY-3) as every key folds them now.
+    fn workspace_files(&mut self) -> Result<WorkspaceFiles, KeyError> {
+        if let Some((stats, fields)) = &self.workspace_files {
+            return Ok((stats.clone(), fields.clone()));
+        }
+        let mut stats = Vec::with_capacity(WORKSPACE_FILES.len());
+        let mut fields = Vec::new();
+        for name in WORKSPACE_FILES {
+            let found = self.shared_identity(name)?;
+            stats.push(folded(name, &found, true));
+            if let Identity::Present { blob, .. } = found.identity {
+                fields.push((name.to_string(), blob));
+            }
+        }
+        let stats: Arc<[Folded]> = stats.into();
+        self.workspace_files = Some((stats.clone(), fields.clone()));
+        Ok((stats, fields))
     }
 
     /// The identity of a file many keys fold, looked at once until something executes.
@@ -396,7 +435,16 @@ impl<'p> Keys<'p> {
     /// its stats, KEY-16).
     pub fn files_may_have_changed(&mut self) {
         self.shared.clear();
+        self.workspace_files = None;
         self.listed.clear();
+        self.tree.forget_prefetched();
+    }
+
+    /// The tasks read ahead were prepared: what was taken ahead and not used is dropped (the
+    /// identities of the shared files stay until something may have changed them).
+    pub fn end_prefetch(&mut self) {
+        self.listed.clear();
+        self.config_json.clear();
         self.tree.forget_prefetched();
     }
 

@@ -374,13 +374,13 @@ impl<'p> Run<'p> {
         let root = self.plan.workspace.root.to_string_lossy().into_owned();
         let env = task_environment(&EnvInputs {
             host: &self.ctx.host_env,
-            config: config.env.as_ref(),
+            config: config.env.as_deref(),
             project_dir: &dir.to_string_lossy(),
             root_dir: &root,
             workspace_root: &root,
             task_id: &id.to_string(),
         });
-        let (secrets, too_short) = secret_values(&self.ctx.host_env, config.env.as_ref());
+        let (secrets, too_short) = secret_values(&self.ctx.host_env, config.env.as_deref());
         if !too_short.is_empty() && !self.warned_short_secrets {
             for name in &too_short {
                 render::warning(&format!(
