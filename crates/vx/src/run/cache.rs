@@ -110,10 +110,13 @@ pub struct RunCache<'p> {
 }
 
 impl<'p> RunCache<'p> {
+    /// `stamps`: the workspace's `output_stamps` rows by key, read when the store was opened
+    /// (with the entries they name preloaded, `Store::preload`).
     pub fn new(
         keys: Keys<'p>,
         workspace: &'p Workspace,
-        mut store: Option<Store>,
+        store: Option<Store>,
+        stamps: HashMap<String, Vec<OutputStamp>>,
         policy: CachePolicy,
         ci: bool,
         dirty_probe: DirtyProbe<'p>,
@@ -125,16 +128,6 @@ impl<'p> RunCache<'p> {
                 .ok()
                 .map(|rel| rel.to_string_lossy().replace('\\', "/"))
         });
-        let mut stamps = store
-            .as_ref()
-            .and_then(|s| s.workspace_output_stamps(&workspace_id).ok())
-            .unwrap_or_default();
-        for rows in stamps.values_mut() {
-            rows.retain(|r| !r.path.is_empty());
-        }
-        if let Some(store) = &mut store {
-            let _ = store.preload(&workspace_id);
-        }
         RunCache {
             keys,
             workspace,

@@ -43,9 +43,15 @@ pub struct Affected {
     pub nothing: Option<Diagnostic>,
 }
 
-pub fn plan(cwd: &Path, options: &RunOptions) -> Result<Plan, Failure> {
+/// The workspace around `cwd`, loaded: the first step of a plan, then [`build`].
+pub fn discover(cwd: &Path) -> Result<Workspace, Failure> {
     let workspace = load(cwd)?;
     refuse_nested_run(&workspace)?;
+    Ok(workspace)
+}
+
+/// The plan over a discovered workspace: projects selected, requests resolved, the graph.
+pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<Plan, Failure> {
     let table = TaskTable::resolve(&workspace)?;
     check_excluded_names(&workspace, &options.exclude)?;
 

@@ -3,12 +3,13 @@
 //! enumeration (KEY-10) with the identity memo, and the helper processes keys need (runtime
 //! probes, KEY-8; the uncommitted-changes check of STORE-10), all run through the supervisor.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use vx_core::Diagnostic;
+use vx_core::{Diagnostic, Workspace};
+use vx_store::index::OutputStamp;
 use vx_store::{Access, OpenError, RunLock, Store};
 use vx_workspace::tree::{Tree, TreeOptions};
 
@@ -30,23 +31,25 @@ pub struct Opened {
     pub lock: Option<RunLock>,
     pub tree: Tree,
     pub memo: StampCache,
+    /// The workspace's `output_stamps` rows by key (STORE-9), read with the index.
+    pub output_stamps: HashMap<String, Vec<OutputStamp>>,
 }
 
 /// Resolves and checks the cache directory (STORE-2).
 pub fn resolve_cache_dir(
-    plan: &Plan,
+    workspace: &Workspace,
     cwd: &Path,
     options: &RunOptions,
     host_env: &BTreeMap<String, String>,
 ) -> Result<PathBuf, Failure> {
     let dir = cache_dir(
-        &plan.workspace.root,
+        &workspace.root,
         cwd,
         options.cache_dir.as_deref(),
         host_env,
-        plan.workspace.settings.cache_dir.as_deref(),
+        workspace.settings.cache_dir.as_deref(),
     );
-    if refuses_cache_dir(&dir, &plan.workspace) {
+    if refuses_cache_dir(&dir, workspace) {
         let shown = options
             .cache_dir
             .clone()
@@ -59,11 +62,14 @@ pub fn resolve_cache_dir(
     Ok(dir)
 }
 
-/// Takes the lock (for a run), opens the index and lists the workspace's files.
-pub fn open(plan: &Plan, dir: &Path, access: Access, lock: bool) -> Result<Opened, Failure> {
+/// Takes the lock (for a run), opens the index, reads ahead what a run looks up in it (the
+/// workspace's entries and output stamps, `Store::preload`) and lists the workspace's files.
+/// It needs only the root and the cache directory, so a run does it while the task graph is
+/// built (see `run`).
+pub fn open(root: &Path, dir: &Path, access: Access, lock: bool) -> Result<Opened, Failure> {
     let lock = if lock {
         let mut waited = false;
-        match vx_store::lock::acquire(&plan.workspace.root, &mut |pid| {
+        match vx_store::lock::acquire(root, &mut |pid| {
             if !waited {
                 waited = true;
                 let pid = pid.map_or("?".to_string(), |p| p.to_string());
@@ -81,7 +87,7 @@ pub fn open(plan: &Plan, dir: &Path, access: Access, lock: bool) -> Result<Opene
     } else {
         None
     };
-    let store = match Store::open(dir, access) {
+    let mut store = match Store::open(dir, access) {
         Ok(store) => {
             if let Some(version) = store.disabled() {
                 render::warning(&format!(
@@ -101,16 +107,25 @@ pub fn open(plan: &Plan, dir: &Path, access: Access, lock: bool) -> Result<Opene
         Err(error) => return Err(Diagnostic::new(error.to_string()).into()),
     };
     let tree = Tree::scan(&TreeOptions {
-        root: plan.workspace.root.clone(),
+        root: root.to_path_buf(),
         excluded: vec![dir.to_path_buf()],
     })
     .map_err(|e| Failure::User(vec![Diagnostic::new(e.to_string())]))?;
     let mut memo = StampCache::default();
-    if let Some(store) = &store {
+    let mut output_stamps = HashMap::new();
+    let workspace_id = workspace_identity(root);
+    if let Some(store) = &mut store {
         if store.disabled().is_none() {
-            if let Ok(rows) = store.file_stamps(&workspace_identity(&plan.workspace.root)) {
+            if let Ok(rows) = store.file_stamps(&workspace_id) {
                 memo.rows = rows.iter().map(|(k, v)| (k.clone(), memo_row(v))).collect();
             }
+            output_stamps = store
+                .workspace_output_stamps(&workspace_id)
+                .unwrap_or_default();
+            for rows in output_stamps.values_mut() {
+                rows.retain(|r: &OutputStamp| !r.path.is_empty());
+            }
+            let _ = store.preload(&workspace_id);
         }
     }
     Ok(Opened {
@@ -118,6 +133,7 @@ pub fn open(plan: &Plan, dir: &Path, access: Access, lock: bool) -> Result<Opene
         lock,
         tree,
         memo,
+        output_stamps,
     })
 }
 
@@ -149,6 +165,7 @@ pub fn run_cache<'p>(
             keys,
             &plan.workspace,
             opened.store,
+            opened.output_stamps,
             options.cache,
             ci,
             dirty_probe,
@@ -166,8 +183,8 @@ pub fn dry_rows(
     host_env: &BTreeMap<String, String>,
     sh: Option<PathBuf>,
 ) -> Result<Vec<DryRow>, Failure> {
-    let dir = resolve_cache_dir(plan, cwd, options, host_env)?;
-    let opened = open(plan, &dir, Access::ReadOnly, false)?;
+    let dir = resolve_cache_dir(&plan.workspace, cwd, options, host_env)?;
+    let opened = open(&plan.workspace.root, &dir, Access::ReadOnly, false)?;
     let (mut cache, _) = run_cache(plan, options, host_env, sh, opened, false);
     let unstable = unstable_nodes(plan);
     let mut rows = Vec::new();

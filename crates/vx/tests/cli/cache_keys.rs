@@ -226,6 +226,47 @@ fn a_corrupt_index_is_a_usage_error_naming_it() {
     );
 }
 
+/// The cache is opened while the graph is built (once an index exists): a configuration
+/// error is still the one reported, not what opening the cache ran into.
+#[test]
+fn a_planning_error_wins_over_a_corrupt_index() {
+    let f = wc();
+    run(&f, &["run", "build", "--all"]);
+    std::fs::write(f.path(".vx/cache.db"), b"not sqlite").unwrap();
+    for name in ["cache.db-wal", "cache.db-shm"] {
+        let _ = std::fs::remove_file(f.path(&format!(".vx/{name}")));
+    }
+    let lib = f.read("packages/lib/vx.toml") + "depends-on = [\"app#build\"]\n";
+    f.write("packages/lib/vx.toml", &lib);
+    let out = f.vx(&["run", "build", "--all"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stderr, "error: cycle in task graph");
+    assert!(
+        !out.stderr.contains("not a valid cache index"),
+        "{}",
+        out.stderr
+    );
+    // Once the configuration is mended, the corrupt index is what stops the run.
+    f.write(
+        "packages/lib/vx.toml",
+        &lib.replace("depends-on = [\"app#build\"]\n", ""),
+    );
+    let out = f.vx(&["run", "build", "--all"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stderr, "cache.db is not a valid cache index");
+}
+
+/// A first run that fails planning leaves no cache directory behind.
+#[test]
+fn a_first_run_that_fails_planning_creates_no_cache() {
+    let f = wc();
+    let lib = f.read("packages/lib/vx.toml") + "depends-on = [\"app#build\"]\n";
+    f.write("packages/lib/vx.toml", &lib);
+    let out = f.vx(&["run", "build", "--all"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(!f.path(".vx").exists(), "the failed run created .vx");
+}
+
 #[test]
 fn an_unwritable_cache_directory_fails_before_any_task_starts() {
     let f = wc();

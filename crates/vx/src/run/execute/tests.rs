@@ -17,7 +17,9 @@ fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
         ..RunArgs::default()
     };
     let options = resolve(args).unwrap();
-    let plan = super::super::plan::plan(f.root(), &options).unwrap_or_else(|_| panic!("plan"));
+    let plan = super::super::plan::discover(f.root())
+        .and_then(|workspace| super::super::plan::build(workspace, f.root(), &options))
+        .unwrap_or_else(|_| panic!("plan"));
     let ctx = Context {
         host_env: BTreeMap::new(),
         sh: Some(PathBuf::from("/bin/sh")),
@@ -29,8 +31,13 @@ fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
     };
     let host_env = BTreeMap::new();
     let dir = f.path(".vx");
-    let opened = super::super::setup::open(&plan, &dir, vx_store::Access::ReadWrite, false)
-        .unwrap_or_else(|_| panic!("open the cache"));
+    let opened = super::super::setup::open(
+        &plan.workspace.root,
+        &dir,
+        vx_store::Access::ReadWrite,
+        false,
+    )
+    .unwrap_or_else(|_| panic!("open the cache"));
     let (cache, _) =
         super::super::setup::run_cache(&plan, &options, &host_env, None, opened, false);
     let reporter = Reporter::new(Style { colour: false }, Flow::Broad, Some(OutputLogs::None));
