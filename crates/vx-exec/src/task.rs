@@ -76,6 +76,8 @@ pub(crate) struct TaskShared {
     stdin_hold: Mutex<Option<OwnedFd>>,
     /// The guard has been told vx is finished with this task's pid (EXEC-7).
     guard_released: AtomicBool,
+    /// No process of the task is alive, proven (see `tree::Liveness::ProvenEmpty`).
+    proven_empty: AtomicBool,
 }
 
 #[derive(Default)]
@@ -128,6 +130,7 @@ impl TaskHandle {
             wake: None,
             stdin_hold: Mutex::new(None),
             guard_released: AtomicBool::new(false),
+            proven_empty: AtomicBool::new(false),
         };
         TaskHandle {
             shared: Arc::new(shared),
@@ -196,6 +199,7 @@ impl TaskShared {
             wake: Some(wake_write),
             stdin_hold: Mutex::new(None),
             guard_released: AtomicBool::new(false),
+            proven_empty: AtomicBool::new(false),
         };
         Ok((Arc::new(shared), wake_read))
     }
@@ -240,8 +244,23 @@ impl TaskShared {
         }
     }
 
+    /// How many processes of the task are alive. Once the task is proven empty that is
+    /// remembered: every task is asked at least twice after its leader exits (leftovers, the
+    /// guard's release), and the proof reads `/proc` for each of vx's threads and children.
     fn live_count(&self) -> usize {
-        self.signal_target().map_or(0, tree::live_count)
+        if self.proven_empty.load(Ordering::Relaxed) {
+            return 0;
+        }
+        let Some(pid) = self.signal_target() else {
+            return 0;
+        };
+        match tree::count_or_proof(pid) {
+            tree::Liveness::ProvenEmpty => {
+                self.proven_empty.store(true, Ordering::Relaxed);
+                0
+            }
+            tree::Liveness::Counted(n) => n,
+        }
     }
 
     fn begin_stop(self: &Arc<Self>, signal: i32, cause: StopCause) {

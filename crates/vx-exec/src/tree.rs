@@ -11,7 +11,7 @@
 //! until that parent waits for it, and it can no longer run anything.
 //!
 //! Start at [`parse_stat`] and [`live_members`], the pure helpers; `signal_tree` and
-//! `live_count` are what the supervisor calls.
+//! `count_or_proof` are what the supervisor calls.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -122,20 +122,34 @@ pub(crate) fn proc_is_usable() -> bool {
 /// Set once vx is a child subreaper, which the fast emptiness check relies on.
 pub(crate) static IS_SUBREAPER: AtomicBool = AtomicBool::new(false);
 
-/// How many processes of the task (group `leader`, session `leader`) are alive.
+/// What [`count_or_proof`] found: a proof that the task's group and session are empty, or a count
+/// (which may be 0) taken from a scan of `/proc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Liveness {
+    /// The group is empty and no child of vx is in the session: nothing of the task is alive,
+    /// and nothing can join it again (a group or session gains members only through a live
+    /// member), so the answer holds from now on.
+    ProvenEmpty,
+    /// Counted by a scan, which is not atomic: a member that forks and exits during it can be
+    /// missed, so a 0 here is worth asking again later.
+    Counted(usize),
+}
+
+/// How many processes of the task (group `leader`, session `leader`) are alive, or the proof
+/// that none is.
 ///
 /// Without a usable `/proc` the count is 1 when the process group still has a member and 0
 /// otherwise: `kill(-pgid, 0)` tells only whether the group is empty.
-pub(crate) fn live_count(leader: i32) -> usize {
+pub(crate) fn count_or_proof(leader: i32) -> Liveness {
     if !proc_is_usable() {
-        return usize::from(!group_is_empty(leader));
+        return Liveness::Counted(usize::from(!group_is_empty(leader)));
     }
     // Scanning all of /proc costs a few microseconds per process on the machine; most tasks
     // leave nothing, and proving that is much cheaper.
     if group_is_empty(leader) && no_session_member_among_children(leader) {
-        return 0;
+        return Liveness::ProvenEmpty;
     }
-    live_members(&scan_proc(), leader, leader).len()
+    Liveness::Counted(live_members(&scan_proc(), leader, leader).len())
 }
 
 fn group_is_empty(pgid: i32) -> bool {

@@ -419,14 +419,33 @@ impl Store {
     /// Moves a packed artifact into place and indexes it (STORE-7 step 3). The temp file is
     /// consumed: on any failure it is removed. A disabled store just removes it.
     pub fn save(&mut self, packed: Packed, project: &str, task: &str) -> Result<(), StoreError> {
-        let result = self.save_inner(&packed, project, task);
+        self.save_with_stamps(packed, project, task, None)
+    }
+
+    /// [`Store::save`], and in the same transaction the workspace's `output_stamps` of the
+    /// entry (STORE-7 steps 3 and 4): `(workspace identity, rows)`, as
+    /// [`Store::set_output_stamps`] writes them. One commit per saved task instead of two.
+    pub fn save_with_stamps(
+        &mut self,
+        packed: Packed,
+        project: &str,
+        task: &str,
+        stamps: Option<(&str, &[OutputStamp])>,
+    ) -> Result<(), StoreError> {
+        let result = self.save_inner(&packed, project, task, stamps);
         if result.is_err() || self.conn.is_none() {
             let _ = std::fs::remove_file(&packed.path);
         }
         result
     }
 
-    fn save_inner(&mut self, packed: &Packed, project: &str, task: &str) -> Result<(), StoreError> {
+    fn save_inner(
+        &mut self,
+        packed: &Packed,
+        project: &str,
+        task: &str,
+        stamps: Option<(&str, &[OutputStamp])>,
+    ) -> Result<(), StoreError> {
         if self.access == Access::ReadOnly {
             return Err(StoreError::ReadOnly {
                 path: self.dir.clone(),
@@ -471,7 +490,11 @@ impl Store {
             put_back(&target);
             return Err(io_at(&packed.path)(e));
         }
-        if let Err(e) = write_entry(&tx, &entry).and_then(|()| tx.commit()) {
+        let written = write_entry(&tx, &entry).and_then(|()| match stamps {
+            Some((workspace, rows)) => stamps::put_output_stamps(&tx, workspace, key, rows),
+            None => Ok(()),
+        });
+        if let Err(e) = written.and_then(|()| tx.commit()) {
             let _ = std::fs::remove_file(&target);
             put_back(&target);
             return Err(StoreError::Index {

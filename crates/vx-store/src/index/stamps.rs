@@ -101,27 +101,7 @@ impl Store {
         key: &str,
         stamps: &[OutputStamp],
     ) -> Result<(), StoreError> {
-        write_tx(self, |tx, _| {
-            tx.prepare_cached("DELETE FROM output_stamps WHERE workspace = ?1 AND key = ?2")?
-                .execute([workspace, key])?;
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO output_stamps (workspace, key, path, size, mode, mtime_ns, inode, ctime_ns)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
-            for s in stamps {
-                insert.execute(params![
-                    workspace,
-                    key,
-                    s.path,
-                    to_sql_u64(s.size),
-                    s.mode,
-                    s.mtime_ns,
-                    to_sql_u64(s.inode),
-                    s.ctime_ns
-                ])?;
-            }
-            Ok(())
-        })
+        write_tx(self, |tx, _| put_output_stamps(tx, workspace, key, stamps))
     }
 
     /// Every `file_stamps` row of `workspace`, by workspace-relative path.
@@ -184,6 +164,34 @@ impl Store {
             housekeep_if_due(tx, meta, now)
         })
     }
+}
+
+/// Replaces the `output_stamps` rows of (`workspace`, `key`), inside the caller's transaction.
+pub(crate) fn put_output_stamps(
+    tx: &rusqlite::Connection,
+    workspace: &str,
+    key: &str,
+    stamps: &[OutputStamp],
+) -> rusqlite::Result<()> {
+    tx.prepare_cached("DELETE FROM output_stamps WHERE workspace = ?1 AND key = ?2")?
+        .execute([workspace, key])?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO output_stamps (workspace, key, path, size, mode, mtime_ns, inode, ctime_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for s in stamps {
+        insert.execute(params![
+            workspace,
+            key,
+            s.path,
+            to_sql_u64(s.size),
+            s.mode,
+            s.mtime_ns,
+            to_sql_u64(s.inode),
+            s.ctime_ns
+        ])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -257,6 +257,41 @@ fn a_saved_entry_is_a_hit_and_an_unknown_key_a_miss() {
 }
 
 #[test]
+fn a_save_with_stamps_records_the_entry_and_its_stamps_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+    let stamp = |path: &str, size| OutputStamp {
+        path: path.into(),
+        size,
+        mode: 0o100644,
+        mtime_ns: 1,
+        inode: 2,
+        ctime_ns: 3,
+    };
+    // Earlier stamps of the same entry in this workspace are replaced, another's are kept.
+    store
+        .set_output_stamps("ws", &key(1), &[stamp("old.txt", 1)])
+        .unwrap();
+    store
+        .set_output_stamps("other", &key(1), &[stamp("kept.txt", 1)])
+        .unwrap();
+    let packed = pack(&store, &key(1), "hello");
+    let rows = [stamp("dist/a.txt", 5), stamp("dist/b.txt", 6)];
+    store
+        .save_with_stamps(packed, "web", "build", Some(("ws", &rows)))
+        .unwrap();
+    assert!(store.entry(&key(1)).unwrap().is_some());
+    assert_eq!(
+        store.workspace_output_stamps("ws").unwrap()[&key(1)],
+        rows.to_vec()
+    );
+    assert_eq!(
+        store.workspace_output_stamps("other").unwrap()[&key(1)],
+        vec![stamp("kept.txt", 1)]
+    );
+}
+
+#[test]
 fn a_row_without_its_file_is_a_miss_and_is_deleted() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();

@@ -967,17 +967,24 @@ impl<'p> RunCache<'p> {
                 "caching was turned off during the run".into(),
             ));
         }
-        store
-            .save(packed, &job.id.project, &job.id.task)
-            .map_err(|e| SaveError::Failed(e.to_string()))?;
-        let root = self.workspace.root.clone();
+        // The outputs as packed (the task has ended; nothing writes them now), recorded with
+        // the entry in one transaction.
+        let root = &self.workspace.root;
         let mut rows = Vec::new();
         for path in &job.found {
             if let Ok(meta) = std::fs::symlink_metadata(root.join(path)) {
                 rows.push(stamp(path, &meta));
             }
         }
-        let _ = store.set_output_stamps(&self.workspace_id, &job.key, &with_marker(&rows));
+        let marked = with_marker(&rows);
+        store
+            .save_with_stamps(
+                packed,
+                &job.id.project,
+                &job.id.task,
+                Some((&self.workspace_id, &marked)),
+            )
+            .map_err(|e| SaveError::Failed(e.to_string()))?;
         self.record_stamps(&job.key, rows);
         Ok(())
     }
