@@ -340,6 +340,13 @@ impl Store {
         Ok(())
     }
 
+    /// Drops the preloaded rows no lookup has used: a lookup of one of those keys reads its row
+    /// from the index again. For when the lookups the preload was for are done (a run's hits
+    /// served ahead): after an edit that moved many keys, most of them are never asked for.
+    pub fn drop_preloaded(&mut self) {
+        self.preloaded = HashMap::new();
+    }
+
     /// Probes `key` (STORE-8). A hit is also [touched](Store::touch).
     pub fn lookup(
         &mut self,

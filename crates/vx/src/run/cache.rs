@@ -183,11 +183,14 @@ impl<'p> RunCache<'p> {
     }
 
     /// After the tasks of [`RunCache::prefetch_ahead`] were prepared: listings and `lstat`s
-    /// taken ahead are dropped, so no later decision reads one (and a large run does not keep
-    /// them).
+    /// taken ahead are dropped, so no later decision reads one, and so are the index rows
+    /// preloaded for them (a large run does not keep them).
     pub fn end_ahead(&mut self) {
         self.found_ahead.clear();
         self.keys.end_prefetch();
+        if let Some(store) = self.store.as_mut() {
+            store.drop_preloaded();
+        }
     }
 
     /// SCHED-3, the restore lane: a task with a stable key, before its dependencies have
