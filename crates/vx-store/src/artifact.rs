@@ -1,7 +1,9 @@
 //! Artifacts (STORE-5): the `<key>.tar.zst` format, packing, the one validity check, and the
 //! staged restore of STORE-10 steps 2–3.
 //!
-//! An artifact is a zstd-compressed ustar stream with entries `log`, `meta.json`, `outputs/…`
+//! An artifact is one zstd frame (with a checksum and, since round 2 of PERF-1, the size of the
+//! tar it holds; older frames without it read the same) of a ustar stream with entries `log`,
+//! `meta.json`, `outputs/…`
 //! (sorted), `workspace-outputs/…` (sorted) and `digest` last: the BLAKE3 of every preceding
 //! entry's name and body. Names too long for ustar get a pax `path` record, never a GNU long
 //! name. Headers carry no owner, mode 0644 and mtime 0; the exact mode and nanosecond mtime of

@@ -89,7 +89,15 @@ pub fn pack(
             path: tmp_dir.to_path_buf(),
             source,
         })?;
-    let written = write_archive(&temp, file, log, &meta_json, &meta, &files, &sources);
+    let contents = Contents {
+        log,
+        meta_json: &meta_json,
+        meta: &meta,
+        files: &files,
+        sources: &sources,
+        size,
+    };
+    let written = write_archive(&temp, file, &contents);
     let checked = written.and_then(|()| {
         validate(&temp, &meta.key, &|_| true, cap).map_err(|err| match err {
             ReadError::Damaged(damage) => PackError::Damaged(damage),
@@ -164,21 +172,37 @@ fn file_meta(md: &fs::Metadata) -> FileMeta {
     }
 }
 
-fn write_archive(
-    temp: &Path,
-    file: File,
-    log: &[u8],
-    meta_json: &[u8],
-    meta: &ArtifactMeta,
-    files: &[&OutputFile],
-    sources: &[PathBuf],
-) -> Result<(), PackError> {
+/// What goes into one archive, in order, and the exact size of the uncompressed tar.
+struct Contents<'a> {
+    log: &'a [u8],
+    meta_json: &'a [u8],
+    meta: &'a ArtifactMeta,
+    files: &'a [&'a OutputFile],
+    sources: &'a [PathBuf],
+    /// Every entry's [`entry_size`] plus the two end blocks: what [`TarWriter`] writes, byte for
+    /// byte (it pads a short body), so it is pledged to zstd.
+    size: u64,
+}
+
+fn write_archive(temp: &Path, file: File, contents: &Contents<'_>) -> Result<(), PackError> {
+    let Contents {
+        log,
+        meta_json,
+        meta,
+        files,
+        sources,
+        size,
+    } = *contents;
     let at_temp = |source| PackError::Io {
         path: temp.to_path_buf(),
         source,
     };
     let mut encoder = zstd::Encoder::new(BufWriter::new(file), 3).map_err(at_temp)?;
     encoder.include_checksum(true).map_err(at_temp)?;
+    // The frame then records its content size, and zstd sizes the window to it: a restore's
+    // decoder allocates what the artifact needs instead of the level's 2 MiB window, and the
+    // encoder's tables shrink the same way.
+    encoder.set_pledged_src_size(Some(size)).map_err(at_temp)?;
     let mut tar = TarWriter::new(encoder);
     let mut digest = blake3::Hasher::new();
     for (name, body) in [("log", log), ("meta.json", meta_json)] {

@@ -338,6 +338,25 @@ fn tar_headers_are_plain_ustar_with_pax_for_long_names() {
     assert_eq!(fs::read(fx.path("dest").join(&long)).unwrap(), b"long");
 }
 
+/// The frame records the archive's size, so a restore's decoder sizes its window to the
+/// artifact (a small artifact must not cost the compression level's 2 MiB window).
+#[test]
+fn the_frame_records_the_archive_size_for_long_names_too() {
+    let fx = Fixture::new();
+    let long = format!("{}/{}.txt", "d".repeat(120), "f".repeat(120));
+    fx.write(&long, b"long", 0o644);
+    fx.write("dist/a.txt", &[7u8; 3000], 0o644);
+    let packed = fx
+        .pack(&[fx.output(&long), fx.output("dist/a.txt")])
+        .unwrap();
+    let compressed = fs::read(&packed.path).unwrap();
+    let raw = zstd::decode_all(&compressed[..]).unwrap();
+    let recorded = zstd::zstd_safe::get_frame_content_size(&compressed)
+        .ok()
+        .flatten();
+    assert_eq!(recorded, Some(raw.len() as u64));
+}
+
 #[test]
 fn symlink_inside_the_project_is_stored_as_its_target_bytes() {
     let fx = Fixture::new();
