@@ -57,6 +57,19 @@ impl RunLock {
 /// `on_wait` is called once, after one second of waiting, with the holder's pid when the file
 /// names one.
 pub fn acquire(root: &Path, on_wait: &mut dyn FnMut(Option<u32>)) -> Result<RunLock, LockError> {
+    take(root, Some(on_wait)).map(|lock| lock.expect("waits until taken"))
+}
+
+/// The lock if it is free now, without waiting: `None` when another process holds it.
+pub fn try_acquire(root: &Path) -> Result<Option<RunLock>, LockError> {
+    take(root, None)
+}
+
+/// Takes the lock; without `on_wait`, gives up at once when it is held.
+fn take(
+    root: &Path,
+    mut on_wait: Option<&mut dyn FnMut(Option<u32>)>,
+) -> Result<Option<RunLock>, LockError> {
     let dir = root.join(".vx");
     let path = dir.join(LOCK_FILE);
     let unavailable = |path: &Path| {
@@ -80,6 +93,9 @@ pub fn acquire(root: &Path, on_wait: &mut dyn FnMut(Option<u32>)) -> Result<RunL
             Err((back, Errno::EWOULDBLOCK | Errno::EINTR)) => file = back,
             Err((_, errno)) => return Err(unavailable(&path)(io::Error::from(errno))),
         }
+        let Some(on_wait) = on_wait.as_mut() else {
+            return Ok(None);
+        };
         if !noticed && started.elapsed() >= NOTICE_AFTER {
             noticed = true;
             on_wait(holder_pid(&path));
@@ -87,7 +103,7 @@ pub fn acquire(root: &Path, on_wait: &mut dyn FnMut(Option<u32>)) -> Result<RunL
         std::thread::sleep(POLL);
     };
     write_pid(&mut lock).map_err(unavailable(&path))?;
-    Ok(RunLock { path, _lock: lock })
+    Ok(Some(RunLock { path, _lock: lock }))
 }
 
 fn write_pid(file: &mut File) -> io::Result<()> {
@@ -140,6 +156,16 @@ mod tests {
         let lock = acquire(root.path(), &mut |_| {}).unwrap();
         let flags = nix::fcntl::fcntl(&*lock._lock, nix::fcntl::FcntlArg::F_GETFD).unwrap();
         assert_ne!(flags & libc::FD_CLOEXEC, 0);
+    }
+
+    #[test]
+    fn try_acquire_takes_a_free_lock_and_gives_up_on_a_held_one() {
+        let root = tempfile::tempdir().unwrap();
+        let held = try_acquire(root.path()).unwrap().expect("free");
+        // flock locks belong to the open file description: a second open is refused.
+        assert!(try_acquire(root.path()).unwrap().is_none());
+        drop(held);
+        assert!(try_acquire(root.path()).unwrap().is_some());
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
     let workspace = plan::discover(cwd)?;
-    let (plan, mut opened) = if options.plan.is_none() {
+    let (plan, opened) = if options.plan.is_none() {
         plan_and_open(workspace, cwd, &options, &host_env)?
     } else {
         (plan::build(workspace, cwd, &options)?, None)
@@ -108,7 +108,7 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
     if options.cache.remote_named {
         crate::render::notice("no remote cache is configured; --cache remote:… has no effect");
     }
-    let opened = match opened.take() {
+    let opened = match opened {
         Some(opened) => opened,
         None => {
             let dir = setup::resolve_cache_dir(&plan.workspace, cwd, &options, &host_env)?;
@@ -140,33 +140,34 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
     Ok(code)
 }
 
-/// Builds the plan and, at the same time on another thread, opens the cache (the run lock, the
-/// index and what is read ahead from it, the file enumeration): that needs only the root and
-/// the cache directory, and on a warm run it is a fifth of the time before the first task.
-/// Only where the index already exists, so a run that fails planning creates nothing; a
-/// planning error wins over an error opening the cache, as when they ran one after the other.
+/// Builds the plan and, at the same time on another thread, opens the cache (the index and
+/// what is read ahead from it, the file enumeration): that needs only the root and the cache
+/// directory, and on a warm run it is a fifth of the time before the first task. Only when the
+/// index already exists and the run lock is free at once: a run that fails planning then
+/// creates nothing and waits for nobody, and a planning error wins over an error opening the
+/// cache. Otherwise (`None`) the cache is opened after planning, as before.
 fn plan_and_open(
     workspace: vx_core::Workspace,
     cwd: &Path,
     options: &RunOptions,
     host_env: &BTreeMap<String, String>,
 ) -> Result<(plan::Plan, Option<setup::Opened>), Failure> {
-    let dir = match setup::resolve_cache_dir(&workspace, cwd, options, host_env) {
-        Ok(dir) => dir,
-        Err(refused) => {
-            plan::build(workspace, cwd, options)?;
-            return Err(refused);
-        }
-    };
-    if !dir.join(vx_store::index::DB_FILE).is_file() {
+    let early = setup::resolve_cache_dir(&workspace, cwd, options, host_env)
+        .ok()
+        .filter(|dir| dir.join(vx_store::index::DB_FILE).is_file())
+        .and_then(|dir| {
+            let lock = vx_store::lock::try_acquire(&workspace.root).ok()??;
+            Some((dir, lock))
+        });
+    let Some((dir, lock)) = early else {
         return Ok((plan::build(workspace, cwd, options)?, None));
-    }
+    };
     let root = workspace.root.clone();
     let (plan, opened) = std::thread::scope(|scope| {
         let opening = std::thread::Builder::new()
             .name("vx-open".into())
             .spawn_scoped(scope, || {
-                setup::open(&root, &dir, vx_store::Access::ReadWrite, true)
+                setup::open_with(&root, &dir, vx_store::Access::ReadWrite, Some(lock))
             });
         let plan = plan::build(workspace, cwd, options);
         let opened = match opening {

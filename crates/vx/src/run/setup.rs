@@ -67,26 +67,38 @@ pub fn resolve_cache_dir(
 /// It needs only the root and the cache directory, so a run does it while the task graph is
 /// built (see `run`).
 pub fn open(root: &Path, dir: &Path, access: Access, lock: bool) -> Result<Opened, Failure> {
-    let lock = if lock {
-        let mut waited = false;
-        match vx_store::lock::acquire(root, &mut |pid| {
-            if !waited {
-                waited = true;
-                let pid = pid.map_or("?".to_string(), |p| p.to_string());
-                render::notice(&format!(
-                    "another vx run (pid {pid}) holds this workspace; waiting…"
-                ));
-            }
-        }) {
-            Ok(lock) => Some(lock),
-            Err(error) => {
-                render::warning(&format!("{error}; running without the workspace lock"));
-                None
-            }
+    let lock = if lock { take_lock(root) } else { None };
+    open_with(root, dir, access, lock)
+}
+
+/// The run lock, waiting for another run with one notice; `None` (with a warning) when the
+/// lock file cannot be created (STORE-14).
+fn take_lock(root: &Path) -> Option<RunLock> {
+    let mut waited = false;
+    match vx_store::lock::acquire(root, &mut |pid| {
+        if !waited {
+            waited = true;
+            let pid = pid.map_or("?".to_string(), |p| p.to_string());
+            render::notice(&format!(
+                "another vx run (pid {pid}) holds this workspace; waiting…"
+            ));
         }
-    } else {
-        None
-    };
+    }) {
+        Ok(lock) => Some(lock),
+        Err(error) => {
+            render::warning(&format!("{error}; running without the workspace lock"));
+            None
+        }
+    }
+}
+
+/// [`open`] with the lock already taken (or none).
+pub fn open_with(
+    root: &Path,
+    dir: &Path,
+    access: Access,
+    lock: Option<RunLock>,
+) -> Result<Opened, Failure> {
     let mut store = match Store::open(dir, access) {
         Ok(store) => {
             if let Some(version) = store.disabled() {

@@ -256,6 +256,39 @@ fn a_planning_error_wins_over_a_corrupt_index() {
     assert_contains(&out.stderr, "cache.db is not a valid cache index");
 }
 
+/// The cache is opened early only when the run lock is free: a run that fails planning says so
+/// at once, even while another run holds the workspace.
+#[test]
+fn a_planning_error_does_not_wait_for_the_lock() {
+    let f = wc();
+    super::cache::lib_build(
+        &f,
+        "if [ -f ../../hold ]; then sleep 5; fi; mkdir -p dist; echo x > dist/out.txt",
+    );
+    run(&f, &["run", "lib#build"]);
+    f.write("hold", "");
+    let first = f
+        .command("", &["run", "lib#build", "--no-cache"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let lib = f.read("packages/lib/vx.toml") + "depends-on = [\"app#build\"]\n";
+    f.write("packages/lib/vx.toml", &lib);
+    let out = f.vx(&["run", "build", "--all"]);
+    let mut first = first;
+    let first_still_running = first.try_wait().unwrap().is_none();
+    assert!(first.wait().unwrap().success());
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stderr, "error: cycle in task graph");
+    assert!(
+        first_still_running,
+        "the failed run waited for the other run's lock: {}",
+        out.stderr
+    );
+}
+
 /// A first run that fails planning leaves no cache directory behind.
 #[test]
 fn a_first_run_that_fails_planning_creates_no_cache() {
