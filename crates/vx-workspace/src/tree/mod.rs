@@ -323,12 +323,14 @@ impl Tree {
     /// that does not exist (or is a directory, or a special file) is [`Identity::Absent`].
     pub fn identity(&mut self, path: &str, memo: &mut dyn StampMemo) -> Result<FileId, TreeError> {
         let abs = self.root.join(path);
+        // An error taken ahead is given again as the same OS error; any other is looked again.
         let stat = match self.prefetched.get(path) {
             Some(Ok(meta)) => Ok(meta.clone()),
-            Some(Err(e)) if e.raw_os_error().is_some() => Err(std::io::Error::from_raw_os_error(
-                e.raw_os_error().expect("checked"),
-            )),
-            _ => std::fs::symlink_metadata(&abs),
+            Some(Err(e)) => match e.raw_os_error() {
+                Some(code) => Err(std::io::Error::from_raw_os_error(code)),
+                None => std::fs::symlink_metadata(&abs),
+            },
+            None => std::fs::symlink_metadata(&abs),
         };
         let meta = match stat {
             Ok(meta) => meta,
