@@ -45,7 +45,7 @@ mod stamps;
 pub(crate) mod tests;
 
 pub use history::{Invocation, KeyComponent, RecentCounts, RunRow};
-pub use stamps::{FileStamp, OutputStamp};
+pub use stamps::{FileStamp, KeysByTask, OutputStamp, Stamping};
 
 pub(crate) use open::{create_vx_dir, set_meta};
 
@@ -283,9 +283,12 @@ impl Store {
     /// changed cost no SQL each (PERF-1). A preloaded row is used at most once and still checked
     /// against the artifact file, so a row another process changed since is caught as for any
     /// lookup (a missing file is a miss, a different size re-validates).
-    pub fn preload(&mut self, workspace: &str) -> Result<(), StoreError> {
+    ///
+    /// Returns the keys whose stamps this workspace holds, by (project, task): more than one for
+    /// a task means stamps of outputs since replaced (see [`Store::set_output_stamps`]).
+    pub fn preload(&mut self, workspace: &str) -> Result<KeysByTask, StoreError> {
         let Some(conn) = self.conn.as_ref() else {
-            return Ok(());
+            return Ok(KeysByTask::new());
         };
         let read = || -> rusqlite::Result<HashMap<String, Entry>> {
             let mut entries: HashMap<String, Entry> = HashMap::new();
@@ -337,7 +340,14 @@ impl Store {
             Ok(entries)
         };
         self.preloaded = read().at(&self.db)?;
-        Ok(())
+        let mut by_task = KeysByTask::new();
+        for entry in self.preloaded.values() {
+            by_task
+                .entry((entry.project.clone(), entry.task.clone()))
+                .or_default()
+                .push(entry.key.clone());
+        }
+        Ok(by_task)
     }
 
     /// Drops the preloaded rows no lookup has used: a lookup of one of those keys reads its row
@@ -430,14 +440,14 @@ impl Store {
     }
 
     /// [`Store::save`], and in the same transaction the workspace's `output_stamps` of the
-    /// entry (STORE-7 steps 3 and 4): `(workspace identity, rows)`, as
-    /// [`Store::set_output_stamps`] writes them. One commit per saved task instead of two.
+    /// entry (STORE-7 steps 3 and 4), as [`Store::set_output_stamps`] writes them. One commit
+    /// per saved task instead of two.
     pub fn save_with_stamps(
         &mut self,
         packed: Packed,
         project: &str,
         task: &str,
-        stamps: Option<(&str, &[OutputStamp])>,
+        stamps: Option<Stamping<'_>>,
     ) -> Result<(), StoreError> {
         let result = self.save_inner(&packed, project, task, stamps);
         if result.is_err() || self.conn.is_none() {
@@ -451,7 +461,7 @@ impl Store {
         packed: &Packed,
         project: &str,
         task: &str,
-        stamps: Option<(&str, &[OutputStamp])>,
+        stamps: Option<Stamping<'_>>,
     ) -> Result<(), StoreError> {
         if self.access == Access::ReadOnly {
             return Err(StoreError::ReadOnly {
@@ -498,7 +508,7 @@ impl Store {
             return Err(io_at(&packed.path)(e));
         }
         let written = write_entry(&tx, &entry).and_then(|()| match stamps {
-            Some((workspace, rows)) => stamps::put_output_stamps(&tx, workspace, key, rows),
+            Some(stamping) => stamps::put_output_stamps(&tx, key, &stamping),
             None => Ok(()),
         });
         if let Err(e) = written.and_then(|()| tx.commit()) {

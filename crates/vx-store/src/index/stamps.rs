@@ -94,14 +94,21 @@ impl Store {
         })
     }
 
-    /// Replaces every `output_stamps` row of (`workspace`, `key`).
+    /// Replaces every `output_stamps` row of (`workspace`, `key`), and deletes the workspace's
+    /// rows of `superseded` keys (see [`Stamping`]).
     pub fn set_output_stamps(
         &mut self,
         workspace: &str,
         key: &str,
         stamps: &[OutputStamp],
+        superseded: &[String],
     ) -> Result<(), StoreError> {
-        write_tx(self, |tx, _| put_output_stamps(tx, workspace, key, stamps))
+        let stamping = Stamping {
+            workspace,
+            rows: stamps,
+            superseded,
+        };
+        write_tx(self, |tx, _| put_output_stamps(tx, key, &stamping))
     }
 
     /// Every `file_stamps` row of `workspace`, by workspace-relative path.
@@ -166,15 +173,39 @@ impl Store {
     }
 }
 
-/// Replaces the `output_stamps` rows of (`workspace`, `key`), inside the caller's transaction.
+/// The keys whose `output_stamps` a workspace holds, by (project, task).
+pub type KeysByTask = HashMap<(String, String), Vec<String>>;
+
+/// What to record as a workspace's `output_stamps` of an entry.
+pub struct Stamping<'a> {
+    /// The workspace identity.
+    pub workspace: &'a str,
+    /// The rows: the outputs as written.
+    pub rows: &'a [OutputStamp],
+    /// Other keys of the same task whose stamps this workspace still holds: their outputs have
+    /// just been replaced, so their rows are deleted (they could only ever fail to match), and
+    /// a workspace keeps one key's stamps per task instead of one per edit ever made.
+    pub superseded: &'a [String],
+}
+
+/// Replaces the `output_stamps` rows of (`workspace`, `key`) and deletes the superseded keys'
+/// rows, inside the caller's transaction.
 pub(crate) fn put_output_stamps(
     tx: &rusqlite::Connection,
-    workspace: &str,
     key: &str,
-    stamps: &[OutputStamp],
+    stamping: &Stamping<'_>,
 ) -> rusqlite::Result<()> {
-    tx.prepare_cached("DELETE FROM output_stamps WHERE workspace = ?1 AND key = ?2")?
-        .execute([workspace, key])?;
+    let Stamping {
+        workspace,
+        rows: stamps,
+        superseded,
+    } = *stamping;
+    let mut delete =
+        tx.prepare_cached("DELETE FROM output_stamps WHERE workspace = ?1 AND key = ?2")?;
+    delete.execute([workspace, key])?;
+    for old in superseded.iter().filter(|old| old.as_str() != key) {
+        delete.execute([workspace, old.as_str()])?;
+    }
     let mut insert = tx.prepare_cached(
         "INSERT INTO output_stamps (workspace, key, path, size, mode, mtime_ns, inode, ctime_ns)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -224,14 +255,18 @@ mod tests {
             ctime_ns: 10,
         };
         store
-            .set_output_stamps("ws", "k", &[s("b", 1), s("a", u64::MAX)])
+            .set_output_stamps("ws", "k", &[s("b", 1), s("a", u64::MAX)], &[])
             .unwrap();
-        store.set_output_stamps("other", "k", &[s("z", 2)]).unwrap();
+        store
+            .set_output_stamps("other", "k", &[s("z", 2)], &[])
+            .unwrap();
         assert_eq!(
             store.output_stamps("ws", "k").unwrap(),
             [s("a", u64::MAX), s("b", 1)]
         );
-        store.set_output_stamps("ws", "k", &[s("c", 3)]).unwrap();
+        store
+            .set_output_stamps("ws", "k", &[s("c", 3)], &[])
+            .unwrap();
         assert_eq!(store.output_stamps("ws", "k").unwrap(), [s("c", 3)]);
         assert_eq!(store.output_stamps("other", "k").unwrap(), [s("z", 2)]);
     }

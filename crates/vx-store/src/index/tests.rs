@@ -270,15 +270,24 @@ fn a_save_with_stamps_records_the_entry_and_its_stamps_together() {
     };
     // Earlier stamps of the same entry in this workspace are replaced, another's are kept.
     store
-        .set_output_stamps("ws", &key(1), &[stamp("old.txt", 1)])
+        .set_output_stamps("ws", &key(1), &[stamp("old.txt", 1)], &[])
         .unwrap();
     store
-        .set_output_stamps("other", &key(1), &[stamp("kept.txt", 1)])
+        .set_output_stamps("other", &key(1), &[stamp("kept.txt", 1)], &[])
         .unwrap();
     let packed = pack(&store, &key(1), "hello");
     let rows = [stamp("dist/a.txt", 5), stamp("dist/b.txt", 6)];
     store
-        .save_with_stamps(packed, "web", "build", Some(("ws", &rows)))
+        .save_with_stamps(
+            packed,
+            "web",
+            "build",
+            Some(Stamping {
+                workspace: "ws",
+                rows: &rows,
+                superseded: &[],
+            }),
+        )
         .unwrap();
     assert!(store.entry(&key(1)).unwrap().is_some());
     assert_eq!(
@@ -292,11 +301,42 @@ fn a_save_with_stamps_records_the_entry_and_its_stamps_together() {
 }
 
 #[test]
+fn stamps_of_superseded_keys_are_deleted_in_this_workspace_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+    let row = |path: &str| OutputStamp {
+        path: path.into(),
+        size: 1,
+        mode: 0o100644,
+        mtime_ns: 1,
+        inode: 1,
+        ctime_ns: 1,
+    };
+    for (workspace, k) in [("ws", 1), ("ws", 2), ("other", 1)] {
+        store
+            .set_output_stamps(workspace, &key(k), &[row("dist/a.txt")], &[])
+            .unwrap();
+    }
+    store
+        .set_output_stamps(
+            "ws",
+            &key(3),
+            &[row("dist/a.txt")],
+            &[key(1), key(2), key(3)],
+        )
+        .unwrap();
+    let ws = store.workspace_output_stamps("ws").unwrap();
+    assert_eq!(ws.keys().collect::<Vec<_>>(), [&key(3)]);
+    let other = store.workspace_output_stamps("other").unwrap();
+    assert_eq!(other.keys().collect::<Vec<_>>(), [&key(1)]);
+}
+
+#[test]
 fn a_row_without_its_file_is_a_miss_and_is_deleted() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
     save(&mut store, &key(1), "hello");
-    store.set_output_stamps("ws", &key(1), &[]).unwrap();
+    store.set_output_stamps("ws", &key(1), &[], &[]).unwrap();
     std::fs::remove_file(store.artifact_path(&key(1))).unwrap();
     assert_eq!(store.lookup(&key(1), &accept_all).unwrap(), Lookup::Miss);
     assert_eq!(store.entry(&key(1)).unwrap(), None);

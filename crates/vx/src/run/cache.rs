@@ -21,7 +21,7 @@ use vx_core::graph::task_config;
 use vx_core::{TaskId, Workspace};
 use vx_store::artifact::{self, OutputFile, Target};
 use vx_store::artifact::{ArtifactMeta, ExecMeta, Producer};
-use vx_store::index::{Invocation, Lookup, OutputStamp, RunRow};
+use vx_store::index::{Invocation, KeysByTask, Lookup, OutputStamp, RunRow, Stamping};
 use vx_store::log::{LogRecord, LogStream};
 use vx_store::Store;
 
@@ -85,6 +85,9 @@ pub struct RunCache<'p> {
     ci: bool,
     /// Output stamps of this workspace, by key (STORE-9), loaded once.
     stamps: HashMap<String, Vec<OutputStamp>>,
+    /// The keys of `stamps` by (project, task): recording a task's new stamps deletes the
+    /// others (their outputs were just replaced).
+    stamped_keys: KeysByTask,
     /// Keys whose results were not saved (or folded something not saved): dependants that
     /// fold them are not saved either (KEY-16).
     withheld: HashSet<TaskId>,
@@ -111,12 +114,12 @@ pub struct RunCache<'p> {
 
 impl<'p> RunCache<'p> {
     /// `stamps`: the workspace's `output_stamps` rows by key, read when the store was opened
-    /// (with the entries they name preloaded, `Store::preload`).
+    /// (with the entries they name preloaded, `Store::preload`), and their keys by task.
     pub fn new(
         keys: Keys<'p>,
         workspace: &'p Workspace,
         store: Option<Store>,
-        stamps: HashMap<String, Vec<OutputStamp>>,
+        (stamps, stamped_keys): (HashMap<String, Vec<OutputStamp>>, KeysByTask),
         policy: CachePolicy,
         ci: bool,
         dirty_probe: DirtyProbe<'p>,
@@ -137,6 +140,7 @@ impl<'p> RunCache<'p> {
             cache_wall,
             ci,
             stamps,
+            stamped_keys,
             withheld: HashSet::new(),
             off: false,
             dirty: None,
@@ -317,9 +321,16 @@ impl<'p> RunCache<'p> {
                         rows.push(stamp(&rel, &meta));
                     }
                 }
-                let _ = store.set_output_stamps(&self.workspace_id, &key, &with_marker(&rows));
+                let superseded = self.superseded(&id, &key);
+                let store = self.store.as_mut().expect("active");
+                let _ = store.set_output_stamps(
+                    &self.workspace_id,
+                    &key,
+                    &with_marker(&rows),
+                    &superseded,
+                );
                 store.touch(&key);
-                self.record_stamps(&key, rows);
+                self.record_stamps(&id, &key, rows, &superseded);
                 self.keys.keep_key_only(&id);
                 Restore::Served(Decision::Hit {
                     kind: CacheKind::RestoredLocal,
@@ -960,10 +971,9 @@ impl<'p> RunCache<'p> {
             )),
             other => SaveError::Failed(other.to_string()),
         })?;
-        let store = self
-            .store
-            .as_mut()
-            .ok_or_else(|| SaveError::Failed("the cache is off".into()))?;
+        if self.store.is_none() {
+            return Err(SaveError::Failed("the cache is off".into()));
+        }
         if self.off {
             let _ = std::fs::remove_file(&packed.path);
             return Err(SaveError::Failed(
@@ -980,19 +990,51 @@ impl<'p> RunCache<'p> {
             }
         }
         let marked = with_marker(&rows);
-        store
-            .save_with_stamps(
-                packed,
-                &job.id.project,
-                &job.id.task,
-                Some((&self.workspace_id, &marked)),
-            )
+        let superseded = self.superseded(&job.id, &job.key);
+        let stamping = Stamping {
+            workspace: &self.workspace_id,
+            rows: &marked,
+            superseded: &superseded,
+        };
+        self.store
+            .as_mut()
+            .expect("checked above")
+            .save_with_stamps(packed, &job.id.project, &job.id.task, Some(stamping))
             .map_err(|e| SaveError::Failed(e.to_string()))?;
-        self.record_stamps(&job.key, rows);
+        self.record_stamps(&job.id, &job.key, rows, &superseded);
         Ok(())
     }
 
-    fn record_stamps(&mut self, key: &str, rows: Vec<OutputStamp>) {
+    /// The other keys of task `id` whose stamps this workspace holds: recording `key`'s
+    /// replaces them.
+    fn superseded(&self, id: &TaskId, key: &str) -> Vec<String> {
+        let task = (id.project.clone(), id.task.clone());
+        self.stamped_keys
+            .get(&task)
+            .map(|keys| keys.iter().filter(|k| *k != key).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The stamps just written for `key` of task `id`, in place of the superseded keys'.
+    fn record_stamps(
+        &mut self,
+        id: &TaskId,
+        key: &str,
+        rows: Vec<OutputStamp>,
+        superseded: &[String],
+    ) {
+        for old in superseded {
+            let Some(gone) = self.stamps.remove(old) else {
+                continue;
+            };
+            if let Some(by_path) = &mut self.stamps_by_path {
+                for row in &gone {
+                    if let Some(list) = by_path.get_mut(&row.path) {
+                        list.retain(|r| r != row);
+                    }
+                }
+            }
+        }
         if let Some(by_path) = &mut self.stamps_by_path {
             for row in &rows {
                 by_path
@@ -1002,6 +1044,8 @@ impl<'p> RunCache<'p> {
             }
         }
         self.stamps.insert(key.to_string(), rows);
+        self.stamped_keys
+            .insert((id.project.clone(), id.task.clone()), vec![key.to_string()]);
     }
 
     fn salt(&self) -> [u8; 32] {

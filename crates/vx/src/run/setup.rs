@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use vx_core::{Diagnostic, Workspace};
-use vx_store::index::OutputStamp;
+use vx_store::index::{KeysByTask, OutputStamp};
 use vx_store::{Access, OpenError, RunLock, Store};
 use vx_workspace::tree::{Tree, TreeOptions};
 
@@ -33,6 +33,8 @@ pub struct Opened {
     pub memo: StampCache,
     /// The workspace's `output_stamps` rows by key (STORE-9), read with the index.
     pub output_stamps: HashMap<String, Vec<OutputStamp>>,
+    /// The keys of those rows by (project, task).
+    pub stamped_keys: KeysByTask,
 }
 
 /// Resolves and checks the cache directory (STORE-2).
@@ -125,6 +127,7 @@ pub fn open_with(
     .map_err(|e| Failure::User(vec![Diagnostic::new(e.to_string())]))?;
     let mut memo = StampCache::default();
     let mut output_stamps = HashMap::new();
+    let mut stamped_keys = KeysByTask::new();
     let workspace_id = workspace_identity(root);
     if let Some(store) = &mut store {
         if store.disabled().is_none() {
@@ -137,7 +140,7 @@ pub fn open_with(
             for rows in output_stamps.values_mut() {
                 rows.retain(|r: &OutputStamp| !r.path.is_empty());
             }
-            let _ = store.preload(&workspace_id);
+            stamped_keys = store.preload(&workspace_id).unwrap_or_default();
         }
     }
     Ok(Opened {
@@ -146,6 +149,7 @@ pub fn open_with(
         tree,
         memo,
         output_stamps,
+        stamped_keys,
     })
 }
 
@@ -177,7 +181,7 @@ pub fn run_cache<'p>(
             keys,
             &plan.workspace,
             opened.store,
-            opened.output_stamps,
+            (opened.output_stamps, opened.stamped_keys),
             options.cache,
             ci,
             dirty_probe,

@@ -289,6 +289,44 @@ fn a_planning_error_does_not_wait_for_the_lock() {
     );
 }
 
+/// A workspace keeps the output stamps of one key per task: recording a task's new outputs
+/// deletes the stamps of its earlier keys (those files were just replaced), so what a run reads
+/// back does not grow with every edit ever made.
+#[test]
+fn output_stamps_keep_one_key_per_task() {
+    let f = wc();
+    let root = std::fs::canonicalize(f.root()).unwrap();
+    let workspace = vx_core::key::hex(blake3::hash(root.to_string_lossy().as_bytes()).as_bytes());
+    let stamped = || {
+        let store = vx_store::Store::open(&f.path(".vx"), vx_store::Access::ReadOnly).unwrap();
+        let mut keys: Vec<String> = store
+            .workspace_output_stamps(&workspace)
+            .unwrap()
+            .into_keys()
+            .collect();
+        keys.sort();
+        keys
+    };
+    run(&f, &["run", "lib#build"]);
+    let first = stamped();
+    assert_eq!(first.len(), 1, "{first:?}");
+    // Executed with a new key, then restored with the first key, then up to date.
+    for (edit, expected) in [("two\n", "miss"), ("", "restored"), ("", "up-to-date")] {
+        let src = f.read("packages/lib/src/a.txt");
+        let text = if edit.is_empty() {
+            src.lines().next().unwrap_or_default().to_string() + "\n"
+        } else {
+            src + edit
+        };
+        f.write("packages/lib/src/a.txt", &text);
+        let out = run(&f, &["run", "lib#build"]);
+        assert_contains(&out.stdout, expected);
+        let keys = stamped();
+        assert_eq!(keys.len(), 1, "after a {expected}: {keys:?}");
+    }
+    assert_eq!(stamped(), first, "back at the first key");
+}
+
 /// A first run that fails planning leaves no cache directory behind.
 #[test]
 fn a_first_run_that_fails_planning_creates_no_cache() {
