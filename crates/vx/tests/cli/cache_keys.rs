@@ -263,7 +263,7 @@ fn a_planning_error_does_not_wait_for_the_lock() {
     let f = wc();
     super::cache::lib_build(
         &f,
-        "if [ -f ../../hold ]; then sleep 5; fi; mkdir -p dist; echo x > dist/out.txt",
+        "if [ -f ../../hold ]; then touch ../../started; sleep 5; fi; mkdir -p dist; echo x > dist/out.txt",
     );
     run(&f, &["run", "lib#build"]);
     f.write("hold", "");
@@ -273,7 +273,11 @@ fn a_planning_error_does_not_wait_for_the_lock() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // The first run holds the lock (and has read its configuration) once its task started.
+    let waited_from = Instant::now();
+    while !f.path("started").exists() && waited_from.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let lib = f.read("packages/lib/vx.toml") + "depends-on = [\"app#build\"]\n";
     f.write("packages/lib/vx.toml", &lib);
     let out = f.vx(&["run", "build", "--all"]);
