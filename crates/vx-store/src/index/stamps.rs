@@ -203,7 +203,7 @@ pub(crate) fn put_output_stamps(
     let mut delete =
         tx.prepare_cached("DELETE FROM output_stamps WHERE workspace = ?1 AND key = ?2")?;
     delete.execute([workspace, key])?;
-    for old in superseded.iter().filter(|old| old.as_str() != key) {
+    for old in superseded {
         delete.execute([workspace, old.as_str()])?;
     }
     let mut insert = tx.prepare_cached(

@@ -113,13 +113,13 @@ pub struct RunCache<'p> {
 }
 
 impl<'p> RunCache<'p> {
-    /// `stamps`: the workspace's `output_stamps` rows by key, read when the store was opened
-    /// (with the entries they name preloaded, `Store::preload`), and their keys by task.
+    /// `stamps`: the workspace's `output_stamps`, read when the store was opened (with the
+    /// entries they name preloaded, `Store::preload`).
     pub fn new(
         keys: Keys<'p>,
         workspace: &'p Workspace,
         store: Option<Store>,
-        (stamps, stamped_keys): (HashMap<String, Vec<OutputStamp>>, KeysByTask),
+        stamps: WorkspaceStamps,
         policy: CachePolicy,
         ci: bool,
         dirty_probe: DirtyProbe<'p>,
@@ -139,8 +139,8 @@ impl<'p> RunCache<'p> {
             workspace_id,
             cache_wall,
             ci,
-            stamps,
-            stamped_keys,
+            stamps: stamps.by_key,
+            stamped_keys: stamps.keys_by_task,
             withheld: HashSet::new(),
             off: false,
             dirty: None,
@@ -1209,6 +1209,16 @@ impl<'p> RunCache<'p> {
             }
         }
     }
+}
+
+/// A workspace's `output_stamps` as a run reads them when it opens the store.
+#[derive(Default)]
+pub struct WorkspaceStamps {
+    /// The rows by key, the completion marker left out.
+    pub by_key: HashMap<String, Vec<OutputStamp>>,
+    /// The keys by (project, task); more than one for a task are stamps its later outputs
+    /// replaced (deleted when the task's stamps are next recorded).
+    pub keys_by_task: KeysByTask,
 }
 
 /// How many executed tasks' key fingerprints wait in memory before they are written.

@@ -436,8 +436,7 @@ impl<'p> Keys<'p> {
     pub fn files_may_have_changed(&mut self) {
         self.shared.clear();
         self.workspace_files = None;
-        self.listed.clear();
-        self.tree.forget_prefetched();
+        self.end_prefetch();
     }
 
     /// The tasks read ahead were prepared: what was taken ahead and not used is dropped (the

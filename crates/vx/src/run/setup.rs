@@ -3,17 +3,18 @@
 //! enumeration (KEY-10) with the identity memo, and the helper processes keys need (runtime
 //! probes, KEY-8; the uncommitted-changes check of STORE-10), all run through the supervisor.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use vx_core::{Diagnostic, Workspace};
-use vx_store::index::{KeysByTask, OutputStamp};
 use vx_store::{Access, OpenError, RunLock, Store};
 use vx_workspace::tree::{Tree, TreeOptions};
 
-use super::cache::{cache_dir, memo_row, refuses_cache_dir, workspace_identity, RunCache};
+use super::cache::{
+    cache_dir, memo_row, refuses_cache_dir, workspace_identity, RunCache, WorkspaceStamps,
+};
 use super::keys::{unstable_nodes, Keys, Prober, StampCache};
 use super::plan::Plan;
 use super::preview::{DryCache, DryRow};
@@ -31,10 +32,8 @@ pub struct Opened {
     pub lock: Option<RunLock>,
     pub tree: Tree,
     pub memo: StampCache,
-    /// The workspace's `output_stamps` rows by key (STORE-9), read with the index.
-    pub output_stamps: HashMap<String, Vec<OutputStamp>>,
-    /// The keys of those rows by (project, task).
-    pub stamped_keys: KeysByTask,
+    /// The workspace's `output_stamps` (STORE-9), read with the index.
+    pub output_stamps: WorkspaceStamps,
 }
 
 /// Resolves and checks the cache directory (STORE-2).
@@ -126,21 +125,20 @@ pub fn open_with(
     })
     .map_err(|e| Failure::User(vec![Diagnostic::new(e.to_string())]))?;
     let mut memo = StampCache::default();
-    let mut output_stamps = HashMap::new();
-    let mut stamped_keys = KeysByTask::new();
+    let mut output_stamps = WorkspaceStamps::default();
     let workspace_id = workspace_identity(root);
     if let Some(store) = &mut store {
         if store.disabled().is_none() {
             if let Ok(rows) = store.file_stamps(&workspace_id) {
                 memo.rows = rows.iter().map(|(k, v)| (k.clone(), memo_row(v))).collect();
             }
-            output_stamps = store
+            output_stamps.by_key = store
                 .workspace_output_stamps(&workspace_id)
                 .unwrap_or_default();
-            for rows in output_stamps.values_mut() {
-                rows.retain(|r: &OutputStamp| !r.path.is_empty());
+            for rows in output_stamps.by_key.values_mut() {
+                rows.retain(|r| !r.path.is_empty());
             }
-            stamped_keys = store.preload(&workspace_id).unwrap_or_default();
+            output_stamps.keys_by_task = store.preload(&workspace_id).unwrap_or_default();
         }
     }
     Ok(Opened {
@@ -149,7 +147,6 @@ pub fn open_with(
         tree,
         memo,
         output_stamps,
-        stamped_keys,
     })
 }
 
@@ -181,7 +178,7 @@ pub fn run_cache<'p>(
             keys,
             &plan.workspace,
             opened.store,
-            (opened.output_stamps, opened.stamped_keys),
+            opened.output_stamps,
             options.cache,
             ci,
             dirty_probe,

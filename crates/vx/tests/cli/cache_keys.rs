@@ -226,6 +226,12 @@ fn a_corrupt_index_is_a_usage_error_naming_it() {
     );
 }
 
+/// Makes `lib#build` depend on `app#build`, which depends on it: a planning error (exit 2).
+fn add_a_cycle(f: &Fixture) {
+    let lib = f.read("packages/lib/vx.toml") + "depends-on = [\"app#build\"]\n";
+    f.write("packages/lib/vx.toml", &lib);
+}
+
 /// The cache is opened while the graph is built (once an index exists): a configuration
 /// error is still the one reported, not what opening the cache ran into.
 #[test]
@@ -236,8 +242,8 @@ fn a_planning_error_wins_over_a_corrupt_index() {
     for name in ["cache.db-wal", "cache.db-shm"] {
         let _ = std::fs::remove_file(f.path(&format!(".vx/{name}")));
     }
-    let lib = f.read("packages/lib/vx.toml") + "depends-on = [\"app#build\"]\n";
-    f.write("packages/lib/vx.toml", &lib);
+    let lib = f.read("packages/lib/vx.toml");
+    add_a_cycle(&f);
     let out = f.vx(&["run", "build", "--all"]);
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
     assert_contains(&out.stderr, "error: cycle in task graph");
@@ -247,10 +253,7 @@ fn a_planning_error_wins_over_a_corrupt_index() {
         out.stderr
     );
     // Once the configuration is mended, the corrupt index is what stops the run.
-    f.write(
-        "packages/lib/vx.toml",
-        &lib.replace("depends-on = [\"app#build\"]\n", ""),
-    );
+    f.write("packages/lib/vx.toml", &lib);
     let out = f.vx(&["run", "build", "--all"]);
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
     assert_contains(&out.stderr, "cache.db is not a valid cache index");
@@ -278,8 +281,7 @@ fn a_planning_error_does_not_wait_for_the_lock() {
     while !f.path("started").exists() && waited_from.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let lib = f.read("packages/lib/vx.toml") + "depends-on = [\"app#build\"]\n";
-    f.write("packages/lib/vx.toml", &lib);
+    add_a_cycle(&f);
     let out = f.vx(&["run", "build", "--all"]);
     let mut first = first;
     let first_still_running = first.try_wait().unwrap().is_none();
@@ -335,8 +337,7 @@ fn output_stamps_keep_one_key_per_task() {
 #[test]
 fn a_first_run_that_fails_planning_creates_no_cache() {
     let f = wc();
-    let lib = f.read("packages/lib/vx.toml") + "depends-on = [\"app#build\"]\n";
-    f.write("packages/lib/vx.toml", &lib);
+    add_a_cycle(&f);
     let out = f.vx(&["run", "build", "--all"]);
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
     assert!(!f.path(".vx").exists(), "the failed run created .vx");
