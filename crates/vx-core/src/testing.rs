@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::config::{ProjectConfig, TaskConfig};
+use crate::graph::{Node, TaskGraph};
+use crate::id::TaskId;
 use crate::location::{Location, Spanned};
 use crate::project::{EdgeKind, Project, ProjectEdge, Workspace};
 
@@ -77,4 +79,34 @@ pub fn workspace(projects: &[P<'_>]) -> Workspace {
         projects: list,
         by_name,
     }
+}
+
+/// A graph from `(name, deps)` pairs; names are task names of project `p`.
+pub fn graph(spec: &[(&str, &[&str])]) -> TaskGraph {
+    let names: Vec<&str> = spec.iter().map(|(n, _)| *n).collect();
+    let mut nodes: Vec<Node> = spec
+        .iter()
+        .map(|(name, deps)| Node {
+            id: TaskId::new("p", *name),
+            project: 0,
+            requested: true,
+            deps: deps
+                .iter()
+                .map(|d| names.iter().position(|n| n == d).unwrap())
+                .collect(),
+            dependants: vec![],
+            folds_dropped: false,
+        })
+        .collect();
+    for i in 0..nodes.len() {
+        for d in nodes[i].deps.clone() {
+            nodes[d].dependants.push(i);
+        }
+    }
+    let index = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.clone(), i))
+        .collect();
+    TaskGraph { nodes, index }
 }

@@ -23,7 +23,8 @@
 //!
 //! Opening (layout, SQLite settings, schema upgrade) is in `index/open.rs`; stamps
 //! (`output_stamps`, `file_stamps`) in `index/stamps.rs`; history (`runs`, `invocations`,
-//! `key_inputs`) in `index/history.rs`.
+//! `key_inputs`) in `index/history.rs`; each task's recent executions (`task_recent`) in
+//! `index/recent.rs`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -40,11 +41,13 @@ use crate::artifact::{Restored, Target};
 
 mod history;
 mod open;
+mod recent;
 mod stamps;
 #[cfg(test)]
 pub(crate) mod tests;
 
 pub use history::{Invocation, KeyComponent, RecentCounts, RunRow};
+pub use recent::{Recent, RECENT_RUNS};
 pub use stamps::{FileStamp, KeysByTask, OutputStamp, Stamping};
 
 pub(crate) use open::{create_vx_dir, set_meta};

@@ -17,6 +17,7 @@
 //! | `runs` | `id` (autoincrement) | `run_id` → `invocations` ON DELETE CASCADE, `project`, `task`, `key`?, `status`, `cache`, `placement`, `exit_code`?, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `start_offset_ms`, `end_offset_ms`, `attempts`, `timed_out`, `not_ready`, `blocked_by`?, `sandbox_violations`, `admission_held_ms`, `saved`, `unsaved_reason`? (HIST-1), `prev_id`? (the task's previous row) | end of run |
 //! | `task_latest` | (`project`, `task`) | `last_id`: the task's newest `runs` row | end of run |
 //! | `passed_keys` | (`project`, `task`, `key`) | `first_id`: the first `success` row with that key (EXEC-16) | end of run |
+//! | `task_recent` | (`project`, `task`) | `durations`, `peaks`: JSON arrays of the milliseconds of the task's last 20 executed successes and the bytes of its last 20 recorded peaks (SCHED-2, SCHED-4; `index/recent.rs`) | end of run |
 //!
 //! Version 2 added `runs_failed` and `runs_passed`, partial indexes of failed and successful
 //! rows, so that the flaky-key check (EXEC-16) reads the failures and, for each, seeks one
@@ -31,6 +32,9 @@
 //! `passed_keys` answers the flaky check. The two small tables take one row per task and per
 //! task-and-key, updated in place. `runs_failed` stays: only failures go into it.
 //!
+//! Version 4 adds `task_recent`, each task's last executions, so that a run reads the
+//! scheduler's estimates for every task in one statement.
+//!
 //! An index with an older `user_version` (or `0` with tables in it) is rebuilt by a writing
 //! open: every table is dropped and recreated in one `BEGIN IMMEDIATE` transaction (artifacts are
 //! re-adopted on demand, STORE-8). A newer version is never touched.
@@ -38,7 +42,7 @@
 use rusqlite::Transaction;
 
 /// The schema version this vx reads and writes.
-pub(crate) const VERSION: u32 = 3;
+pub(crate) const VERSION: u32 = 4;
 
 /// `meta.key_format`.
 pub(crate) const KEY_FORMAT: &str = "vx-key-1";
@@ -170,6 +174,14 @@ CREATE TABLE passed_keys (
     first_id INTEGER NOT NULL,
     PRIMARY KEY (project, task, key)
 ) WITHOUT ROWID;
+
+CREATE TABLE task_recent (
+    project   TEXT NOT NULL,
+    task      TEXT NOT NULL,
+    durations TEXT NOT NULL DEFAULT '[]',
+    peaks     TEXT NOT NULL DEFAULT '[]',
+    PRIMARY KEY (project, task)
+) WITHOUT ROWID;
 ";
 
 /// Drops every table and view (whatever schema wrote them) and creates version [`VERSION`].
@@ -238,7 +250,8 @@ mod tests {
                 "output_stamps",
                 "passed_keys",
                 "runs",
-                "task_latest"
+                "task_latest",
+                "task_recent"
             ]
         );
         // The new `entries` has the normative columns.

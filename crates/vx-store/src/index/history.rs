@@ -96,7 +96,8 @@ pub struct RecentCounts {
 }
 
 /// The `runs.cache` words that mean a hit (restored kinds in both the short and long spelling).
-const HIT_WORDS: &str = "('up-to-date', 'local', 'remote', 'restored-local', 'restored-remote')";
+pub(super) const HIT_WORDS: &str =
+    "('up-to-date', 'local', 'remote', 'restored-local', 'restored-remote')";
 
 /// EXEC-16's key rule on a `runs` row `f`: it failed, and an earlier row of the same task
 /// passed with the same key (`=` is never true for a NULL key).
@@ -289,6 +290,10 @@ impl Store {
             }
             if !rows.is_empty() {
                 link_rows(tx, &inv.run_id)?;
+            }
+            if new.iter().any(|r| super::recent::executed(r)) {
+                let after = earlier.values().copied().max().unwrap_or(0);
+                super::recent::remember(tx, &inv.run_id, after)?;
             }
             housekeep_if_due(tx, meta, now)
         })

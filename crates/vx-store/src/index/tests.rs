@@ -110,7 +110,7 @@ fn opening_creates_the_layout_and_schema() {
         .pragma_query_value(None, "foreign_keys", |r| r.get(0))
         .unwrap();
     assert_eq!(fk, 1);
-    assert_eq!(tables(conn).len(), 10);
+    assert_eq!(tables(conn).len(), 11);
     let format: String = conn
         .query_row(
             "SELECT value FROM meta WHERE name = 'key_format'",
@@ -159,7 +159,7 @@ fn an_older_schema_is_rebuilt_and_its_rows_dropped() {
     let store = Store::open(dir.path(), Access::ReadWrite).unwrap();
     assert_eq!(store.disabled(), None);
     assert_eq!(store.totals().unwrap(), (0, 0));
-    assert_eq!(tables(store.conn.as_ref().unwrap()).len(), 10);
+    assert_eq!(tables(store.conn.as_ref().unwrap()).len(), 11);
 }
 
 #[test]

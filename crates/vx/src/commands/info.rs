@@ -14,13 +14,13 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use vx_core::units::{format_size, parse_size};
+use vx_core::units::format_size;
 use vx_core::{Diagnostic, TaskId};
 use vx_store::{Access, OpenError, PrunePolicy, Store};
 
 use crate::cli::InfoArgs;
 use crate::error::Failure;
-use crate::render::{out_str, warning};
+use crate::render::out_str;
 use crate::run::cache::cache_dir;
 use crate::run::cpus::available_cpus_and_source;
 use crate::{exit, workspace};
@@ -142,7 +142,7 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
             (n, source.word())
         }
     };
-    let (memory_budget_bytes, memory_budget_source) = memory_budget(&env);
+    let (memory_budget_bytes, memory_budget_source) = crate::run::memory::budget(&env);
     let dir = cache_dir(
         &root,
         cwd,
@@ -209,25 +209,6 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
         out_str(&pretty(&info, &configuration_errors));
     }
     Ok(exit::SUCCESS)
-}
-
-/// `VX_MEMORY_BUDGET` (a size, or `off`), else the measured budget of SCHED-4.
-fn memory_budget(env: &BTreeMap<String, String>) -> (Option<u64>, &'static str) {
-    if let Some(value) = env.get("VX_MEMORY_BUDGET") {
-        if value == "off" {
-            return (None, "VX_MEMORY_BUDGET");
-        }
-        match parse_size(value).filter(|s| *s > 0) {
-            Some(size) => return (Some(size), "VX_MEMORY_BUDGET"),
-            None => warning(&format!(
-                "ignoring VX_MEMORY_BUDGET=`{value}`: not a size (write e.g. `8G`, or `off`)"
-            )),
-        }
-    }
-    match host::measured_memory() {
-        Some((bytes, source)) => (Some(bytes), source.word()),
-        None => (None, "not measured"),
-    }
 }
 
 /// The store's facts and the history counts, read-only.

@@ -170,7 +170,16 @@ pub fn footer(style: &Style, summary: &Summary<'_>) -> String {
         .filter(|r| r.cache.is_some_and(CacheKind::is_hit))
         .collect();
     let saved: Duration = hits.iter().filter_map(|r| r.stored).sum();
-    text.push_str(&format!("workers    {} · local\n", summary.workers));
+    let held: Duration = reports.iter().map(|r| r.admission_held).sum();
+    if held.is_zero() {
+        text.push_str(&format!("workers    {} · local\n", summary.workers));
+    } else {
+        text.push_str(&format!(
+            "workers    {} · local · admission held {}\n",
+            summary.workers,
+            format_duration(held)
+        ));
+    }
     let wall = format_duration(summary.wall);
     if executed.is_empty() {
         text.push_str(&format!("time       {wall} wall\n"));

@@ -110,20 +110,23 @@ pub struct RunCache<'p> {
     known_misses: HashSet<TaskId>,
     /// EXEC-16: `(project, task, key)` → failures after a pass, read from history on first need.
     key_failures: OnceCell<BTreeMap<(String, String, String), u64>>,
+    /// Each task's recent executions, read when the store was opened (SCHED-2, SCHED-4).
+    recent: HashMap<TaskId, vx_store::index::Recent>,
 }
 
 impl<'p> RunCache<'p> {
-    /// `stamps`: the workspace's `output_stamps`, read when the store was opened (with the
-    /// entries they name preloaded, `Store::preload`).
+    /// `read`: what was read when the store was opened (the output stamps with the entries
+    /// they name preloaded, `Store::preload`; the recent executions).
     pub fn new(
         keys: Keys<'p>,
         workspace: &'p Workspace,
         store: Option<Store>,
-        stamps: WorkspaceStamps,
+        read: ReadWithIndex,
         policy: CachePolicy,
         ci: bool,
         dirty_probe: DirtyProbe<'p>,
     ) -> RunCache<'p> {
+        let ReadWithIndex { stamps, recent } = read;
         let workspace_id = workspace_identity(&workspace.root);
         let cache_wall = store.as_ref().and_then(|s| {
             s.dir()
@@ -152,7 +155,13 @@ impl<'p> RunCache<'p> {
             known_misses: HashSet::new(),
             found_ahead: HashMap::new(),
             key_failures: OnceCell::new(),
+            recent,
         }
+    }
+
+    /// What history recorded of `id`'s last executions (SCHED-2, SCHED-4).
+    pub fn recent(&self, id: &TaskId) -> Option<&vx_store::index::Recent> {
+        self.recent.get(id)
     }
 
     fn outputs_of(&mut self, id: &TaskId, config: &TaskConfig) -> Option<Outputs> {
@@ -1209,6 +1218,15 @@ impl<'p> RunCache<'p> {
             }
         }
     }
+}
+
+/// What a run reads from the index when it opens the store.
+#[derive(Default)]
+pub struct ReadWithIndex {
+    /// The workspace's `output_stamps` (STORE-9).
+    pub stamps: WorkspaceStamps,
+    /// Each task's recent executions, for the scheduler's estimates (SCHED-2, SCHED-4).
+    pub recent: HashMap<TaskId, vx_store::index::Recent>,
 }
 
 /// A workspace's `output_stamps` as a run reads them when it opens the store.

@@ -18,6 +18,7 @@ pub mod execute;
 pub mod explain;
 pub mod keys;
 pub mod lane;
+pub mod memory;
 pub mod outcome;
 pub mod outputs;
 pub mod plan;
@@ -128,6 +129,7 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
         sh,
         host_env: host_env.clone(),
         slots: slots.max(1),
+        memory_budget: memory::budget(&host_env).0,
         lock,
     };
     let reporter = Reporter::new(style, flow, options.output_logs);

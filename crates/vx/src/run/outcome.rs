@@ -89,6 +89,12 @@ pub struct TaskReport {
     /// EXEC-16: how many times history saw this task's key fail after it had passed with that
     /// key (`RunCache::key_failures_after_pass`); 0 when unknown.
     pub key_failures_after_pass: u64,
+    /// When the task started and ended, from the start of the run (HIST-1); zero for a task
+    /// that never started.
+    pub start_offset: Duration,
+    pub end_offset: Duration,
+    /// SCHED-4: how long the task waited only for memory (a slot was free).
+    pub admission_held: Duration,
 }
 
 impl TaskReport {
@@ -138,6 +144,9 @@ impl TaskReport {
             peak_rss_bytes: None,
             attempts: 0,
             key_failures_after_pass: 0,
+            start_offset: Duration::ZERO,
+            end_offset: Duration::ZERO,
+            admission_held: Duration::ZERO,
         }
     }
 

@@ -8,12 +8,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use vx_core::{Diagnostic, Workspace};
+use vx_core::{Diagnostic, TaskId, Workspace};
 use vx_store::{Access, OpenError, RunLock, Store};
 use vx_workspace::tree::{Tree, TreeOptions};
 
 use super::cache::{
-    cache_dir, memo_row, refuses_cache_dir, workspace_identity, RunCache, WorkspaceStamps,
+    cache_dir, memo_row, refuses_cache_dir, workspace_identity, ReadWithIndex, RunCache,
 };
 use super::keys::{unstable_nodes, Keys, Prober, StampCache};
 use super::plan::Plan;
@@ -32,8 +32,8 @@ pub struct Opened {
     pub lock: Option<RunLock>,
     pub tree: Tree,
     pub memo: StampCache,
-    /// The workspace's `output_stamps` (STORE-9), read with the index.
-    pub output_stamps: WorkspaceStamps,
+    /// What was read from the index with it.
+    pub read: ReadWithIndex,
 }
 
 /// Resolves and checks the cache directory (STORE-2).
@@ -125,20 +125,29 @@ pub fn open_with(
     })
     .map_err(|e| Failure::User(vec![Diagnostic::new(e.to_string())]))?;
     let mut memo = StampCache::default();
-    let mut output_stamps = WorkspaceStamps::default();
+    let mut read = ReadWithIndex::default();
     let workspace_id = workspace_identity(root);
     if let Some(store) = &mut store {
         if store.disabled().is_none() {
             if let Ok(rows) = store.file_stamps(&workspace_id) {
                 memo.rows = rows.iter().map(|(k, v)| (k.clone(), memo_row(v))).collect();
             }
-            output_stamps.by_key = store
+            read.stamps.by_key = store
                 .workspace_output_stamps(&workspace_id)
                 .unwrap_or_default();
-            for rows in output_stamps.by_key.values_mut() {
+            for rows in read.stamps.by_key.values_mut() {
                 rows.retain(|r| !r.path.is_empty());
             }
-            output_stamps.keys_by_task = store.preload(&workspace_id).unwrap_or_default();
+            read.stamps.keys_by_task = store.preload(&workspace_id).unwrap_or_default();
+            // A dry run schedules nothing: only a run reads the estimates.
+            if access == Access::ReadWrite {
+                read.recent = store
+                    .recent_executions()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|((project, task), r)| (TaskId::new(&project, &task), r))
+                    .collect();
+            }
         }
     }
     Ok(Opened {
@@ -146,7 +155,7 @@ pub fn open_with(
         lock,
         tree,
         memo,
-        output_stamps,
+        read,
     })
 }
 
@@ -178,7 +187,7 @@ pub fn run_cache<'p>(
             keys,
             &plan.workspace,
             opened.store,
-            opened.output_stamps,
+            opened.read,
             options.cache,
             ci,
             dirty_probe,

@@ -20,6 +20,7 @@ mod perf3;
 mod plan_output;
 mod processes;
 mod readiness;
+mod scheduling;
 mod snapshots;
 mod templates;
 

@@ -109,6 +109,9 @@ impl Run<'_> {
                 timed_out: report.timed_out,
                 not_ready: report.not_ready.is_some(),
                 blocked_by: report.blocked_by.as_ref().map(|b| b.to_string()),
+                start_offset_ms: report.start_offset.as_millis() as u64,
+                end_offset_ms: report.end_offset.as_millis() as u64,
+                admission_held_ms: report.admission_held.as_millis() as u64,
                 ..Default::default()
             });
         }

@@ -189,6 +189,9 @@ impl Run<'_> {
         report.log = log;
         // A hit's frame is printed whole, header status included, even when it would stream.
         report.duration = started.elapsed();
+        report.start_offset = started.saturating_duration_since(self.started_at);
+        report.end_offset = self.started_at.elapsed();
+        report.admission_held = self.held.total(i);
         self.reporter.finished(i, &report, self.is_shown(i));
         self.reports.insert(i, report);
     }

@@ -28,7 +28,7 @@ use crossbeam_channel::{Receiver, Sender};
 use vx_core::config::{Persistent, TaskConfig};
 use vx_core::env::{secret_values, task_environment, EnvInputs};
 use vx_core::mask::Masker;
-use vx_core::schedule::{Finish, Interactive, NodeState, Scheduler};
+use vx_core::schedule::{Finish, HistoryPolicy, Interactive, NodeState, Scheduler};
 use vx_core::script::{script, with_args};
 use vx_core::units::format_duration;
 use vx_core::TaskId;
@@ -50,9 +50,12 @@ use crate::render::out;
 use crate::render::reporter::Reporter;
 use crate::{exit, render};
 
+mod admission;
 mod end;
 mod lanes;
 mod servers;
+
+use admission::{estimate, HeldForMemory};
 
 /// Everything the loop needs from outside the plan.
 pub struct Context {
@@ -65,6 +68,9 @@ pub struct Context {
     /// `VX_READY_NOTICE`: when a persistent task still not ready gets its note (EXEC-13).
     pub ready_notice: Duration,
     pub slots: u32,
+    /// SCHED-4: the memory budget measured at run start or set by `VX_MEMORY_BUDGET`; `None`
+    /// when admission is off.
+    pub memory_budget: Option<u64>,
     /// The workspace run lock, released when the graph is finished (STORE-14).
     pub lock: Option<vx_store::RunLock>,
 }
@@ -173,6 +179,8 @@ pub struct Run<'p> {
     restores: Lane<Box<RestoreJob>>,
     /// Persistent tasks held back while the restore lane serves their dependants (EXEC-13).
     servers_held: Vec<usize>,
+    /// SCHED-4: how long each task waited only for memory.
+    held: HeldForMemory,
 }
 
 impl<'p> Run<'p> {
@@ -205,10 +213,17 @@ impl<'p> Run<'p> {
             reporter.choose_streaming(&requested_commands);
         }
         let lane_width = 2 * ctx.slots as usize;
+        let estimates = plan
+            .graph
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| estimate(cache.recent(&node.id), kind_of(task(plan, i))))
+            .collect();
         let mut scheduler = Scheduler::new(
             &plan.graph,
             options.continue_mode,
-            Box::new(vx_core::schedule::DependantCount),
+            Box::new(HistoryPolicy::new(estimates, ctx.memory_budget)),
         );
         let interactive: BTreeSet<usize> = (0..plan.graph.nodes.len())
             .filter(|&i| owns_terminal(i) && kind_of(task(plan, i)) != Kind::Group)
@@ -255,6 +270,7 @@ impl<'p> Run<'p> {
             saves: Lane::new("save", lane_width),
             restores: Lane::new("restore", lane_width),
             servers_held: Vec::new(),
+            held: HeldForMemory::default(),
         }
     }
 
@@ -297,6 +313,13 @@ impl<'p> Run<'p> {
             };
             self.start(i);
         }
+        // SCHED-4: with a slot free, what the policy passed over waits only for memory.
+        let held = if self.running_slots < self.ctx.slots {
+            self.scheduler.held()
+        } else {
+            &[]
+        };
+        self.held.update(held, Instant::now());
     }
 
     fn start(&mut self, i: usize) {
@@ -689,6 +712,8 @@ impl<'p> Run<'p> {
             self.retry(i, &completion);
             return;
         }
+        // Its memory is free: the save that may follow does not count as executing.
+        self.scheduler.stopped_executing(i);
         let live = self.live.remove(&i).expect("a live task");
         let mut report = self.report_of(i, &live, status);
         report.attempts = live.attempt;
@@ -784,6 +809,9 @@ impl<'p> Run<'p> {
             peak_rss_bytes: None,
             attempts: live.attempt,
             key_failures_after_pass: 0,
+            start_offset: live.started.saturating_duration_since(self.started_at),
+            end_offset: self.started_at.elapsed(),
+            admission_held: self.held.total(i),
         }
     }
 

@@ -27,6 +27,7 @@ fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
         env_timeout: None,
         ready_notice: Duration::from_secs(10),
         slots: 1,
+        memory_budget: None,
         lock: None,
     };
     let host_env = BTreeMap::new();

@@ -1,17 +1,27 @@
-//! The scheduling policy (SCHED-1, SCHED-2 in its M1 form, SCHED-7, EXEC-17): which ready task
-//! starts next, and what a finished task releases or blocks.
+//! The scheduler (SCHED-1, SCHED-2, SCHED-4, SCHED-7, EXEC-17): which ready task starts next,
+//! and what a finished task releases or blocks.
 //!
 //! How this works: the scheduler is a pure state machine fed by the run loop. It tracks, per
 //! node, how many dependencies are unfinished; a node whose count reaches zero joins the ready
-//! heap ordered by priority (the number of transitive dependants in the run), then by when it
-//! became ready, then by task id. The run loop asks [`Scheduler::next_ready`] while it has a free
-//! slot and reports each end with [`Scheduler::finish`]; failures propagate per `--continue`.
-//! No clock, no processes: tests drive it with events.
+//! heap ordered by priority (the policy's: the expected remaining critical path, see
+//! `policy.rs`), then by when it became ready, then by task id. The run loop asks
+//! [`Scheduler::next_ready`] while it has a free slot: the first ready node in that order that
+//! the policy admits beside the executing ones starts, and the nodes it passed over are
+//! *held* (SCHED-4) and keep their place. The loop reports a process's end with
+//! [`Scheduler::stopped_executing`] and the task's end with [`Scheduler::finish`]; failures
+//! propagate per `--continue`. No clock, no processes: tests drive it with events.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::graph::TaskGraph;
+
+mod policy;
+
+pub use policy::{
+    critical_path, median, reservation, DependantCount, Estimate, HistoryPolicy, SchedulerPolicy,
+    TaskKind, RESERVATION_STEP,
+};
 
 /// `--continue` (EXEC-17).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,32 +51,6 @@ pub enum NodeState {
     Skipped(Option<usize>),
 }
 
-/// The scheduling policy seam (ARCH-2): priority of every node and admission of a ready one.
-/// [`DependantCount`] is the M1 policy; history and memory-aware policies come with SCHED-2
-/// and SCHED-4, and `vx-test-support` has a fake for tests.
-pub trait SchedulerPolicy {
-    /// One priority per node of the graph; the ready node with the highest starts first.
-    fn priorities(&self, graph: &TaskGraph) -> Vec<u64>;
-
-    /// Whether a ready node may start beside the running ones.
-    fn admits(&self, _node: usize, _running: &[usize]) -> bool {
-        true
-    }
-}
-
-/// SCHED-2 in its M1 form: priority is the number of transitive dependants in the run.
-pub struct DependantCount;
-
-impl SchedulerPolicy for DependantCount {
-    fn priorities(&self, graph: &TaskGraph) -> Vec<u64> {
-        priorities(graph)
-    }
-}
-
-/// Graphs up to this many nodes get exact transitive-dependant counts (a bitset per node);
-/// larger ones use the longest chain of dependants, which keeps memory linear.
-const EXACT_PRIORITY_LIMIT: usize = 8192;
-
 pub struct Scheduler {
     deps: Vec<Vec<usize>>,
     dependants: Vec<Vec<usize>>,
@@ -82,7 +66,10 @@ pub struct Scheduler {
     mode: ContinueMode,
     halted: bool,
     policy: Box<dyn SchedulerPolicy>,
+    /// Nodes executing: started and not yet [`Scheduler::stopped_executing`] or finished.
     running: Vec<usize>,
+    /// Ready nodes the policy did not admit in the latest [`Scheduler::next_ready`].
+    held: Vec<usize>,
     /// SCHED-5: interactive tasks (on a terminal), and whether each is persistent.
     interactive: Vec<Option<Interactive>>,
     /// Ready interactive persistent tasks, held until everything else has finished.
@@ -131,6 +118,7 @@ impl Scheduler {
             halted: false,
             policy,
             running: Vec::new(),
+            held: Vec::new(),
             interactive: vec![None; n],
             last: Vec::new(),
             terminal_held: false,
@@ -155,24 +143,28 @@ impl Scheduler {
         self.interactive[i] = Some(kind);
     }
 
-    /// The ready node to start next, marked running. `None` when nothing is ready or dispatch
-    /// stopped (`--continue=never` after a failure, or a signal).
+    /// The ready node to start next, marked running. `None` when nothing is ready and
+    /// admitted, or dispatch stopped (`--continue=never` after a failure, or a signal).
     ///
+    /// SCHED-4: a ready node the policy does not admit beside the executing ones is held and
+    /// keeps its place; the next one in priority order that is admitted starts instead.
     /// SCHED-5: nothing starts beside a running interactive task; an interactive task at the
     /// head of the queue waits until nothing is running, and nothing else starts meanwhile (so
     /// it cannot be starved); an interactive persistent task is set aside until every other
     /// node has finished.
     pub fn next_ready(&mut self) -> Option<usize> {
+        self.held.clear();
         if self.halted {
             return None;
         }
         if self.running.iter().any(|&r| self.interactive[r].is_some()) {
             return None;
         }
-        loop {
+        let mut passed_over = Vec::new();
+        let found = loop {
             // A node finished ahead of its turn (SCHED-3) may still sit in the heap.
             let Some(&(_, _, Reverse(i))) = self.ready.peek() else {
-                return self.next_last();
+                break None;
             };
             if self.state[i] != NodeState::Ready {
                 self.ready.pop();
@@ -184,15 +176,35 @@ impl Scheduler {
                     self.last.push(i);
                     continue;
                 }
-                Some(Interactive::OneShot) if !self.running.is_empty() => return None,
+                Some(Interactive::OneShot) if !self.running.is_empty() => break None,
                 _ => {}
             }
-            if !self.policy.admits(i, &self.running) {
-                return None;
+            let entry = self.ready.pop().expect("peeked");
+            if self.policy.admits(i, &self.running) {
+                break Some(self.mark_running(i));
             }
-            self.ready.pop();
-            return Some(self.mark_running(i));
+            self.held.push(i);
+            passed_over.push(entry);
+        };
+        let heap_was_empty = self.ready.is_empty() && passed_over.is_empty();
+        self.ready.extend(passed_over);
+        match found {
+            Some(i) => Some(i),
+            None if heap_was_empty => self.next_last(),
+            None => None,
         }
+    }
+
+    /// Ready nodes the policy did not admit in the latest [`Scheduler::next_ready`] (SCHED-4):
+    /// when that call left a slot free, they waited only for memory.
+    pub fn held(&self) -> &[usize] {
+        &self.held
+    }
+
+    /// A started node's processes have ended (its save may still run): it no longer counts as
+    /// executing for admission. [`Scheduler::finish`] ends it.
+    pub fn stopped_executing(&mut self, i: usize) {
+        self.running.retain(|&r| r != i);
     }
 
     /// An interactive persistent task, once nothing else is running or left to run.
@@ -393,102 +405,10 @@ impl Scheduler {
     }
 }
 
-/// Priority of each node: its number of transitive dependants (exact for graphs up to
-/// `EXACT_PRIORITY_LIMIT` nodes), else the length of its longest chain of dependants.
-fn priorities(graph: &TaskGraph) -> Vec<u64> {
-    let n = graph.nodes.len();
-    let dependants = |i: usize| &graph.nodes[i].dependants;
-    let order = reverse_topological(graph);
-    if n <= EXACT_PRIORITY_LIMIT {
-        let words = n.div_ceil(64);
-        let mut sets = vec![0u64; n * words];
-        for &i in &order {
-            for &d in dependants(i) {
-                sets[i * words + d / 64] |= 1 << (d % 64);
-                for w in 0..words {
-                    let bits = sets[d * words + w];
-                    sets[i * words + w] |= bits;
-                }
-            }
-        }
-        (0..n)
-            .map(|i| {
-                sets[i * words..(i + 1) * words]
-                    .iter()
-                    .map(|w| u64::from(w.count_ones()))
-                    .sum()
-            })
-            .collect()
-    } else {
-        let mut depth = vec![0u64; n];
-        for &i in &order {
-            depth[i] = dependants(i)
-                .iter()
-                .map(|&d| depth[d] + 1)
-                .max()
-                .unwrap_or(0);
-        }
-        depth
-    }
-}
-
-/// Nodes ordered so that every node comes after all of its dependants.
-fn reverse_topological(graph: &TaskGraph) -> Vec<usize> {
-    let n = graph.nodes.len();
-    let mut remaining: Vec<usize> = graph
-        .nodes
-        .iter()
-        .map(|node| node.dependants.len())
-        .collect();
-    let mut stack: Vec<usize> = (0..n).filter(|&i| remaining[i] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(i) = stack.pop() {
-        order.push(i);
-        for &d in &graph.nodes[i].deps {
-            remaining[d] -= 1;
-            if remaining[d] == 0 {
-                stack.push(d);
-            }
-        }
-    }
-    order
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::Node;
-    use crate::id::TaskId;
-
-    /// A graph from `(name, deps)` pairs; names are task names of project `p`.
-    fn graph(spec: &[(&str, &[&str])]) -> TaskGraph {
-        let names: Vec<&str> = spec.iter().map(|(n, _)| *n).collect();
-        let mut nodes: Vec<Node> = spec
-            .iter()
-            .map(|(name, deps)| Node {
-                id: TaskId::new("p", *name),
-                project: 0,
-                requested: true,
-                deps: deps
-                    .iter()
-                    .map(|d| names.iter().position(|n| n == d).unwrap())
-                    .collect(),
-                dependants: vec![],
-                folds_dropped: false,
-            })
-            .collect();
-        for i in 0..nodes.len() {
-            for d in nodes[i].deps.clone() {
-                nodes[d].dependants.push(i);
-            }
-        }
-        let index = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.id.clone(), i))
-            .collect();
-        TaskGraph { nodes, index }
-    }
+    use crate::testing::graph;
 
     fn name(g: &TaskGraph, i: usize) -> &str {
         &g.nodes[i].id.task

@@ -1,0 +1,144 @@
+//! Memory-aware admission (SCHED-4) on the real binary: tasks that allocate real memory, their
+//! peaks recorded by one run and used by the next, checked from the start and end times the
+//! run recorded in history.
+
+use vx_test_support::process::test_child_path;
+
+use crate::one_project;
+
+/// Three tasks that each allocate and touch 1 GiB and hold it a while, and a small one.
+fn three_big_tasks() -> vx_test_support::fixture::Fixture {
+    let child = test_child_path().display().to_string();
+    let big = |name: &str| format!("[tasks.{name}]\ncommand = \"{child} alloc 1024 sleep 0.6\"\n");
+    one_project(&format!(
+        "{}{}{}[tasks.small]\ncommand = \"{child} sleep 0.6\"\n",
+        big("big1"),
+        big("big2"),
+        big("big3")
+    ))
+}
+
+/// `(task, start, end)` in milliseconds from the start of the latest recorded run.
+fn latest_run(f: &vx_test_support::fixture::Fixture) -> Vec<(String, u64, u64)> {
+    let db = rusqlite::Connection::open(f.path(".vx/cache.db")).expect("the index");
+    let mut stmt = db
+        .prepare(
+            "SELECT task, start_offset_ms, end_offset_ms FROM runs
+             WHERE run_id = (SELECT run_id FROM invocations ORDER BY started_at DESC, rowid DESC LIMIT 1)
+             ORDER BY task",
+        )
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get::<_, i64>(1)? as u64,
+                r.get::<_, i64>(2)? as u64,
+            ))
+        })
+        .unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+/// The most tasks among `tasks` executing at one moment.
+fn most_at_once(rows: &[(String, u64, u64)], tasks: &[&str]) -> usize {
+    let spans: Vec<(u64, u64)> = rows
+        .iter()
+        .filter(|(t, _, _)| tasks.contains(&t.as_str()))
+        .map(|(_, s, e)| (*s, *e))
+        .collect();
+    spans
+        .iter()
+        .map(|&(start, _)| {
+            spans
+                .iter()
+                .filter(|&&(s, e)| s <= start && start < e)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn run(f: &vx_test_support::fixture::Fixture, budget: &str) -> vx_test_support::fixture::Output {
+    f.vx_in(
+        "",
+        &[
+            "run",
+            "lib#big1",
+            "lib#big2",
+            "lib#big3",
+            "lib#small",
+            "--concurrency",
+            "3",
+        ],
+        &[("VX_MEMORY_BUDGET", budget)],
+    )
+}
+
+#[test]
+fn recorded_peaks_keep_large_tasks_within_the_memory_budget() {
+    let f = three_big_tasks();
+    let first = run(&f, "2GiB");
+    assert_eq!(first.code, 0, "{first:?}");
+    let rows = latest_run(&f);
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    // Nothing recorded yet: nothing reserved, all three at once.
+    assert_eq!(
+        most_at_once(&rows, &["big1", "big2", "big3"]),
+        3,
+        "{rows:?}"
+    );
+    assert!(!first.stdout.contains("admission held"), "{}", first.stdout);
+
+    let second = run(&f, "2GiB");
+    assert_eq!(second.code, 0, "{second:?}");
+    let rows = latest_run(&f);
+    let big = ["big1", "big2", "big3"];
+    assert!(most_at_once(&rows, &big) <= 2, "{rows:?}");
+    assert!(
+        second.stdout.contains("admission held"),
+        "{}",
+        second.stdout
+    );
+}
+
+#[test]
+fn a_task_larger_than_the_budget_runs_alone() {
+    let f = three_big_tasks();
+    assert_eq!(run(&f, "off").code, 0);
+    let out = run(&f, "1GiB");
+    assert_eq!(out.code, 0, "{out:?}");
+    let rows = latest_run(&f);
+    for big in ["big1", "big2", "big3"] {
+        let (_, s, e) = rows
+            .iter()
+            .find(|(t, _, _)| t == big)
+            .expect("recorded")
+            .clone();
+        for (other, os, oe) in &rows {
+            if other != big {
+                assert!(*oe <= s || e <= *os, "{big} overlaps {other}: {rows:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn history_puts_the_longest_expected_path_first() {
+    // By dependant count `quick` (one dependant) goes before `slow` (none); once history
+    // knows their durations, `slow` is the longer path and starts first.
+    let f = one_project(
+        "[tasks.slow]\ncommand = \"sleep 0.5\"\n\
+         [tasks.quick]\ncommand = \"true\"\n\
+         [tasks.after]\ncommand = \"true\"\ndepends-on = [\"quick\"]\n",
+    );
+    let order = |f: &vx_test_support::fixture::Fixture| {
+        let out = f.vx(&["run", "lib#slow", "lib#after", "--concurrency", "1"]);
+        assert_eq!(out.code, 0, "{out:?}");
+        let mut rows = latest_run(f);
+        rows.sort_by_key(|(_, start, end)| (*start, *end));
+        rows.into_iter().map(|(t, _, _)| t).collect::<Vec<_>>()
+    };
+    assert_eq!(order(&f), ["quick", "slow", "after"]);
+    assert_eq!(order(&f), ["slow", "quick", "after"]);
+}
