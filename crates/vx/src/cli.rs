@@ -120,11 +120,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub retry: Option<String>,
 
-    // Flags of later milestones: parsed so they can be refused by name.
-    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    /// Write the run summary JSON (bare: <cache-dir>/runs/<run-id>.json).
+    #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub summarize: Option<String>,
-    #[arg(long, hide = true, num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    /// Write a Chrome trace of the run (bare: <cache-dir>/runs/<run-id>.trace.json).
+    #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub profile: Option<String>,
+
+    // Flags of later milestones: parsed so they can be refused by name.
     #[arg(long, hide = true)]
     pub download: Option<String>,
     #[arg(long = "remote-exec", hide = true)]

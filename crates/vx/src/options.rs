@@ -64,6 +64,26 @@ pub struct RunOptions {
     pub cache_dir: Option<String>,
     /// `--affected[=BASE]` (SEL-3, SEL-4).
     pub affected: Option<AffectedBase>,
+    /// `--summarize[=PATH]` (UI-14): where the run summary goes.
+    pub summarize: Option<Target>,
+    /// `--profile[=PATH]` (UI-15): where the Chrome trace goes.
+    pub profile: Option<Target>,
+}
+
+/// Where a file flag writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// The bare flag: a file named after the run in `<cache-dir>/runs/`.
+    Default,
+    /// A path, relative to the current directory.
+    Path(String),
+}
+
+fn target(value: Option<&str>) -> Option<Target> {
+    match value? {
+        BARE | "" => Some(Target::Default),
+        path => Some(Target::Path(path.to_string())),
+    }
 }
 
 /// The base of `--affected`.
@@ -185,9 +205,7 @@ fn not_yet(flag: &str) -> Diagnostic {
 }
 
 pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
-    let later: [(&str, bool); 5] = [
-        ("--summarize", args.summarize.is_some()),
-        ("--profile", args.profile.is_some()),
+    let later: [(&str, bool); 3] = [
         ("--download", args.download.is_some()),
         ("--remote-exec", args.remote_exec.is_some()),
         ("--frozen", args.frozen),
@@ -197,6 +215,22 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
     }
     if args.dry.is_some() && args.graph.is_some() {
         return Err(Diagnostic::new("`--dry` cannot be combined with `--graph`"));
+    }
+    // CLI-12: nothing runs under `--dry` or `--graph`, so there is no run to summarize.
+    for (plan, given) in [
+        ("--dry", args.dry.is_some()),
+        ("--graph", args.graph.is_some()),
+    ] {
+        for (file, wanted) in [
+            ("--summarize", args.summarize.is_some()),
+            ("--profile", args.profile.is_some()),
+        ] {
+            if given && wanted {
+                return Err(Diagnostic::new(format!(
+                    "`{plan}` cannot be combined with `{file}`"
+                )));
+            }
+        }
     }
 
     let concurrency = match args.concurrency.as_deref() {
@@ -315,6 +349,8 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         )),
     };
     Ok(RunOptions {
+        summarize: target(args.summarize.as_deref()),
+        profile: target(args.profile.as_deref()),
         affected,
         retry,
         cache,
@@ -397,10 +433,30 @@ mod tests {
     #[test]
     fn later_flags_are_refused_by_name() {
         let mut a = args();
-        a.summarize = Some(BARE.into());
+        a.download = Some("all".into());
         assert_eq!(
             resolve(a).unwrap_err().message,
-            "--summarize is not available yet"
+            "--download is not available yet"
+        );
+    }
+
+    #[test]
+    fn summarize_and_profile_take_an_optional_path_and_exclude_plans() {
+        let mut a = args();
+        a.summarize = Some(BARE.into());
+        a.profile = Some("out/trace.json".into());
+        let o = resolve(a).unwrap();
+        assert_eq!(o.summarize, Some(Target::Default));
+        assert_eq!(o.profile, Some(Target::Path("out/trace.json".into())));
+        let mut a = args();
+        a.summarize = Some(String::new());
+        assert_eq!(resolve(a).unwrap().summarize, Some(Target::Default));
+        let mut a = args();
+        a.graph = Some(BARE.into());
+        a.profile = Some(BARE.into());
+        assert_eq!(
+            resolve(a).unwrap_err().message,
+            "`--graph` cannot be combined with `--profile`"
         );
     }
 

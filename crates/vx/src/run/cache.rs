@@ -159,6 +159,11 @@ impl<'p> RunCache<'p> {
         }
     }
 
+    /// The full key derived for `id` in this run, if any.
+    pub fn key_hex(&self, id: &TaskId) -> Option<String> {
+        self.keys.known(id).map(|d| d.key.hex())
+    }
+
     /// What history recorded of `id`'s last executions (SCHED-2, SCHED-4).
     pub fn recent(&self, id: &TaskId) -> Option<&vx_store::index::Recent> {
         self.recent.get(id)

@@ -27,10 +27,12 @@ pub mod ready;
 pub mod setup;
 pub mod stripper;
 pub mod subprocess;
+pub mod summary;
+pub mod trace;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use vx_core::units::parse_duration;
 
@@ -40,6 +42,7 @@ use crate::render::reporter::{Flow, Reporter};
 use crate::render::style::{colour_enabled, Style};
 use cpus::available_cpus;
 use execute::{Context, Msg, Run};
+use trace::Phase;
 
 /// How many messages (output chunks, events) may wait for the run loop.
 const MESSAGES_IN_FLIGHT: usize = 64;
@@ -51,6 +54,7 @@ const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 const DEFAULT_READY_NOTICE: Duration = Duration::from_secs(10);
 
 pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
+    let origin = Instant::now();
     // Bounded: a task that writes faster than the loop can handle blocks on its pipe instead of
     // piling its output up in vx's memory (STORE-6); nothing on the loop's thread ever sends.
     let (tx, rx) = crossbeam_channel::bounded::<Msg>(MESSAGES_IN_FLIGHT);
@@ -73,6 +77,7 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
         }
         return Ok(crate::exit::SUCCESS);
     }
+    let planned = Instant::now();
     let sh = find_on_path("sh", host_env.get("PATH").map(String::as_str).unwrap_or(""));
     match &options.plan {
         Some(PlanFlag::DryText) => {
@@ -121,8 +126,25 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
             )?
         }
     };
+    let cache_dir = opened.dir.clone();
+    let phases = vec![
+        Phase {
+            name: "plan".into(),
+            start: origin,
+            end: planned,
+        },
+        Phase {
+            name: "open the cache".into(),
+            start: opened.span.0,
+            end: opened.span.1,
+        },
+    ];
     let (cache, lock) = setup::run_cache(&plan, &options, &host_env, sh.clone(), opened, ci);
     let ctx = Context {
+        cwd: cwd.to_path_buf(),
+        cache_dir,
+        origin,
+        phases,
         kill_grace: env_duration(&host_env, "VX_KILL_GRACE").unwrap_or(DEFAULT_KILL_GRACE),
         env_timeout: env_duration(&host_env, "VX_TASK_TIMEOUT"),
         ready_notice: env_duration(&host_env, "VX_READY_NOTICE").unwrap_or(DEFAULT_READY_NOTICE),

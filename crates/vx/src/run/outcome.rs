@@ -95,6 +95,17 @@ pub struct TaskReport {
     pub end_offset: Duration,
     /// SCHED-4: how long the task waited only for memory (a slot was free).
     pub admission_held: Duration,
+    /// Each attempt's process, from the start of the run (UI-15); empty for a task that did
+    /// not execute.
+    pub attempt_spans: Vec<AttemptSpan>,
+}
+
+/// One attempt of an executed task (UI-15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptSpan {
+    pub start: Duration,
+    pub end: Duration,
+    pub exit_code: Option<i32>,
 }
 
 impl TaskReport {
@@ -147,6 +158,7 @@ impl TaskReport {
             start_offset: Duration::ZERO,
             end_offset: Duration::ZERO,
             admission_held: Duration::ZERO,
+            attempt_spans: Vec::new(),
         }
     }
 

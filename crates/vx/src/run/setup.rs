@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use vx_core::{Diagnostic, TaskId, Workspace};
 use vx_store::{Access, OpenError, RunLock, Store};
@@ -28,6 +28,10 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What opening the cache produced.
 pub struct Opened {
+    /// The cache directory.
+    pub dir: PathBuf,
+    /// When opening started and ended (UI-15).
+    pub span: (Instant, Instant),
     pub store: Option<Store>,
     pub lock: Option<RunLock>,
     pub tree: Tree,
@@ -100,6 +104,7 @@ pub fn open_with(
     access: Access,
     lock: Option<RunLock>,
 ) -> Result<Opened, Failure> {
+    let started = Instant::now();
     let mut store = match Store::open(dir, access) {
         Ok(store) => {
             if let Some(version) = store.disabled() {
@@ -151,6 +156,8 @@ pub fn open_with(
         }
     }
     Ok(Opened {
+        span: (started, Instant::now()),
+        dir: dir.to_path_buf(),
         store,
         lock,
         tree,

@@ -101,11 +101,23 @@ fn dry_and_graph_cannot_be_combined() {
 }
 
 #[test]
+fn a_plan_cannot_be_summarized_or_profiled() {
+    let f = w();
+    let out = f.vx(&["run", "build", "--all", "--dry", "--summarize"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: `--dry` cannot be combined with `--summarize`\n"
+    );
+    assert!(!f.path(".vx").exists());
+}
+
+#[test]
 fn later_milestone_flags_and_verbs_are_not_available_yet() {
     let f = w();
-    let out = f.vx(&["run", "build", "--summarize"]);
+    let out = f.vx(&["run", "build", "--remote-exec=off"]);
     assert_eq!(out.code, 2);
-    assert_eq!(out.stderr, "error: --summarize is not available yet\n");
+    assert_eq!(out.stderr, "error: --remote-exec is not available yet\n");
     let out = f.vx(&["watch", "build"]);
     assert_eq!(out.code, 2);
     assert_eq!(out.stderr, "error: vx watch is not available yet\n");

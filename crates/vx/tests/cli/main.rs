@@ -20,6 +20,7 @@ mod perf3;
 mod plan_output;
 mod processes;
 mod readiness;
+mod reports;
 mod scheduling;
 mod snapshots;
 mod templates;
@@ -34,6 +35,11 @@ pub fn vx_bin() -> &'static str {
 /// Fixture W of SPEC §20.
 pub fn w() -> Fixture {
     Fixture::w(vx_bin())
+}
+
+/// Fixture W with lib#build, app#build and app#test cached, as SPEC §20 writes it.
+pub fn w_cached() -> Fixture {
+    Fixture::w_cached(vx_bin())
 }
 
 /// An empty git repository.

@@ -7,8 +7,10 @@ use std::time::SystemTime;
 use super::{kind_of, task, Kind, Run};
 use crate::exit;
 use crate::render::footer::{footer, recap, Summary};
-use crate::render::out_str;
+use crate::render::{notice, out_str};
 use crate::run::outcome::{Status, TaskReport};
+use crate::run::summary::{shown, target_path, write_json, RunFacts, Summary as RunSummary};
+use crate::run::trace::chrome_trace;
 
 impl Run<'_> {
     /// Waits for messages until `done` holds, handling each as usual.
@@ -66,19 +68,96 @@ impl Run<'_> {
         let history = (!signalled).then(|| self.history());
         self.cache.finish(history);
         self.cache.report_counters();
-        let code = self.finish_output();
+        let code = self.exit_code();
+        self.write_summary(code);
+        self.write_profile();
+        self.finish_output();
         // STORE-14: released before the foreground wait for kept persistent tasks.
         self.ctx.lock.take();
         if kept.is_empty() || self.stopping.is_some() {
             return code;
         }
-        self.keep_alive_loop(&kept)
+        let code = self.keep_alive_loop(&kept);
+        // UI-14: the kept task's exit is the run's.
+        if let Some((path, summary)) = &mut self.summary {
+            summary.set_exit_code(code);
+            if let Err(reason) = write_json(path, summary) {
+                notice(&format!("could not write {}: {reason}", path.display()));
+            }
+        }
+        code
+    }
+
+    /// UI-14: the summary, written before the footer; a failure is one line and changes
+    /// nothing else.
+    fn write_summary(&mut self, code: i32) {
+        let Some(target) = &self.options.summarize else {
+            return;
+        };
+        let path = target_path(
+            target,
+            &self.ctx.cwd,
+            &self.ctx.cache_dir,
+            &self.run_id,
+            ".json",
+        );
+        let facts = RunFacts {
+            run_id: self.run_id.clone(),
+            exit_code: code,
+            started_at_ms: crate::run::cache::epoch_ms(self.started_wall),
+            ended_at_ms: crate::run::cache::epoch_ms(SystemTime::now()),
+        };
+        let reports: Vec<&TaskReport> = self.reports.values().collect();
+        let summary = RunSummary::new(&facts, &reports, |r| self.cache.key_hex(&r.id));
+        match write_json(&path, &summary) {
+            Ok(()) => notice(&format!("wrote {}", shown(&path, &self.ctx.cwd))),
+            Err(reason) => notice(&format!("could not write {}: {reason}", path.display())),
+        }
+        self.summary = Some((path, summary));
+    }
+
+    /// UI-15: the Chrome trace, written before the footer; a failure is one line.
+    fn write_profile(&mut self) {
+        let (Some(target), Some(phases)) = (&self.options.profile, &self.phases) else {
+            return;
+        };
+        let path = target_path(
+            target,
+            &self.ctx.cwd,
+            &self.ctx.cache_dir,
+            &self.run_id,
+            ".trace.json",
+        );
+        let reports: Vec<&TaskReport> = self.reports.values().collect();
+        let trace = chrome_trace(self.ctx.origin, self.started_at, phases, &reports, |r| {
+            self.cache.key_hex(&r.id)
+        });
+        match write_json(&path, &trace) {
+            Ok(()) => notice(&format!("wrote {}", shown(&path, &self.ctx.cwd))),
+            Err(reason) => notice(&format!("could not write {}: {reason}", path.display())),
+        }
+    }
+
+    /// The run's exit code: a signal's, else 1 when a task failed or was skipped.
+    fn exit_code(&self) -> i32 {
+        if let Some(n) = self.stopping {
+            return exit::signal(n);
+        }
+        let failed = self
+            .reports
+            .values()
+            .any(|r| matches!(r.status, Status::Failed | Status::Skipped));
+        if failed {
+            exit::FAILURE
+        } else {
+            exit::SUCCESS
+        }
     }
 
     /// The rows `vx why` reads (HIST-1's minimal M2 subset): one per non-group task with an
     /// outcome other than aborted or not run.
     pub(super) fn history(&self) -> (vx_store::index::Invocation, Vec<vx_store::index::RunRow>) {
-        let run_id = crate::run::cache::run_id();
+        let run_id = self.run_id.clone();
         let started_at = crate::run::cache::epoch_ms(self.started_wall);
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
         let mut rows = Vec::new();
@@ -145,8 +224,8 @@ impl Run<'_> {
         (invocation, rows)
     }
 
-    /// Held failure frames, the recap and the footer; returns the run's exit code.
-    pub(super) fn finish_output(&mut self) -> i32 {
+    /// Held failure frames, the recap and the footer.
+    pub(super) fn finish_output(&mut self) {
         self.reporter.flush_held();
         let reports: Vec<TaskReport> = self.reports.values().cloned().collect();
         let style = self.reporter.style;
@@ -159,16 +238,5 @@ impl Run<'_> {
             wall: self.started_at.elapsed(),
         };
         out_str(&footer(&style, &summary));
-        if let Some(n) = self.stopping {
-            return exit::signal(n);
-        }
-        let failed = reports
-            .iter()
-            .any(|r| matches!(r.status, Status::Failed | Status::Skipped));
-        if failed {
-            exit::FAILURE
-        } else {
-            exit::SUCCESS
-        }
     }
 }

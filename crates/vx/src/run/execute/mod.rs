@@ -41,10 +41,11 @@ use vx_store::log::{LogBuf, LogStream};
 use super::cache::{After, CacheKind, Decision, Done, RestoreJob, RunCache, SaveJob};
 use super::explain::explain;
 use super::lane::Lane;
-use super::outcome::{NotReady, Status, TaskReport};
+use super::outcome::{AttemptSpan, NotReady, Status, TaskReport};
 use super::plan::Plan;
 use super::ready::Waiting;
 use super::stripper::Stripper;
+use super::trace::Phase;
 use crate::options::RunOptions;
 use crate::render::out;
 use crate::render::reporter::Reporter;
@@ -59,6 +60,14 @@ use admission::{estimate, HeldForMemory};
 
 /// Everything the loop needs from outside the plan.
 pub struct Context {
+    /// Where vx was started: `--summarize=PATH` and `--profile=PATH` are relative to it.
+    pub cwd: PathBuf,
+    /// The cache directory (STORE-2): where the summary and trace go by default.
+    pub cache_dir: PathBuf,
+    /// When the run started (before planning): the trace's origin (UI-15).
+    pub origin: Instant,
+    /// vx's phases before the run loop (planning, opening the cache), for the trace.
+    pub phases: Vec<Phase>,
     pub host_env: BTreeMap<String, String>,
     /// `sh` resolved once against vx's own PATH (EXEC-1).
     pub sh: Option<PathBuf>,
@@ -140,6 +149,9 @@ struct Live {
     attempts: u32,
     /// The durations of earlier attempts: a task's duration is their sum.
     earlier: Duration,
+    /// When this attempt started, and the spans of the earlier ones (UI-15).
+    attempt_started: Instant,
+    spans: Vec<AttemptSpan>,
 }
 
 pub struct Run<'p> {
@@ -181,6 +193,12 @@ pub struct Run<'p> {
     servers_held: Vec<usize>,
     /// SCHED-4: how long each task waited only for memory.
     held: HeldForMemory,
+    /// This run's id (UUIDv7): history, the summary and the trace share it.
+    run_id: String,
+    /// The summary written before the footer, rewritten when a kept task ends (UI-14).
+    summary: Option<(PathBuf, crate::run::summary::Summary)>,
+    /// With `--profile`: vx's phases, and each task's key derivation and cache probe (UI-15).
+    phases: Option<Vec<Phase>>,
 }
 
 impl<'p> Run<'p> {
@@ -245,6 +263,7 @@ impl<'p> Run<'p> {
             // would stop it with SIGTTOU. Children get default dispositions back (EXEC-1).
             vx_exec::tree::ignore_sigttou();
         }
+        let phases = options.profile.is_some().then(|| ctx.phases.clone());
         Run {
             scheduler,
             interactive,
@@ -271,13 +290,18 @@ impl<'p> Run<'p> {
             restores: Lane::new("restore", lane_width),
             servers_held: Vec::new(),
             held: HeldForMemory::default(),
+            run_id: crate::run::cache::run_id(),
+            summary: None,
+            phases,
         }
     }
 
     /// Runs the graph to the end, prints the footer, keeps requested servers alive, and
     /// returns the exit code.
     pub fn execute(&mut self) -> i32 {
+        let ahead = Instant::now();
         self.restore_ahead();
+        self.phase("read ahead, keys and hits of stable tasks", ahead);
         loop {
             if self.stopping.is_none() {
                 self.dispatch();
@@ -358,7 +382,10 @@ impl<'p> Run<'p> {
         };
         let (cache_kind, writes) = if kind == Kind::OneShot {
             let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
-            match self.cache.before(&id, saveable, needs_log) {
+            let probing = Instant::now();
+            let decision = self.cache.before(&id, saveable, needs_log);
+            self.phase(&format!("key and cache probe: {id}"), probing);
+            match decision {
                 Decision::Hit {
                     kind,
                     records,
@@ -500,6 +527,8 @@ impl<'p> Run<'p> {
             attempt: 1,
             attempts,
             earlier: Duration::ZERO,
+            attempt_started: started,
+            spans: Vec::new(),
         };
         let report = self.report_of(i, &live, Status::Running);
         let wait_for_line = live.waiting.is_some();
@@ -508,6 +537,17 @@ impl<'p> Run<'p> {
         self.running_slots += 1;
         if kind == Kind::Persistent && spawned && !wait_for_line {
             self.ready(i);
+        }
+    }
+
+    /// With `--profile`, records one of vx's own phases, from `start` to now.
+    fn phase(&mut self, name: &str, start: Instant) {
+        if let Some(phases) = &mut self.phases {
+            phases.push(Phase {
+                name: name.to_string(),
+                start,
+                end: Instant::now(),
+            });
         }
     }
 
@@ -546,7 +586,14 @@ impl<'p> Run<'p> {
         }
         let spec = self.live[&i].spec.clone();
         let handle = self.spawn_attempt(i, spec);
+        let run_started = self.started_at;
         let live = self.live.get_mut(&i).expect("a live task");
+        live.spans.push(AttemptSpan {
+            start: live.attempt_started.saturating_duration_since(run_started),
+            end: run_started.elapsed(),
+            exit_code: Some(completion.exit_code),
+        });
+        live.attempt_started = Instant::now();
         live.handle = handle;
         live.earlier += completion.duration;
         live.attempt += 1;
@@ -729,6 +776,14 @@ impl<'p> Run<'p> {
         report.exit_code = Some(code);
         report.timed_out = completion.timed_out || not_ready_in_time;
         report.duration = live.earlier + completion.duration;
+        report.attempt_spans = live.spans.clone();
+        report.attempt_spans.push(AttemptSpan {
+            start: live
+                .attempt_started
+                .saturating_duration_since(self.started_at),
+            end: self.started_at.elapsed(),
+            exit_code: Some(code),
+        });
         if let Some(usage) = &completion.usage {
             report.cpu_ms = Some((usage.user_cpu + usage.system_cpu).as_millis() as u64);
             report.peak_rss_bytes = child_peak(usage.max_rss_bytes);
@@ -812,6 +867,7 @@ impl<'p> Run<'p> {
             start_offset: live.started.saturating_duration_since(self.started_at),
             end_offset: self.started_at.elapsed(),
             admission_held: self.held.total(i),
+            attempt_spans: Vec::new(),
         }
     }
 

@@ -1,0 +1,275 @@
+//! The files a run writes about itself: `--summarize` (UI-14) and `--profile` (UI-15).
+
+use serde_json::Value;
+use vx_test_support::fixture::Fixture;
+use vx_test_support::process::test_child_path;
+
+use crate::{one_project, w_cached};
+
+/// The path from the `vx: wrote <path>` line, relative to the root.
+fn written(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("vx: wrote "))
+        .unwrap_or_else(|| panic!("no `vx: wrote` line in {stderr:?}"))
+        .to_string()
+}
+
+fn read_json(f: &Fixture, rel: &str) -> Value {
+    serde_json::from_str(&f.read(rel)).expect("valid JSON")
+}
+
+/// The run-dependent values replaced, so the rest can be a snapshot (UI-11).
+fn redacted(mut summary: Value) -> String {
+    for field in ["run_id", "started_at", "ended_at", "total_ms"] {
+        summary[field] = Value::String(format!("[{field}]"));
+    }
+    for task in summary["tasks"].as_array_mut().unwrap() {
+        let task = task.as_object_mut().unwrap();
+        for field in [
+            "duration_ms",
+            "key",
+            "cpu_ms",
+            "peak_rss_bytes",
+            "stored_duration_ms",
+            "start_offset_ms",
+            "end_offset_ms",
+        ] {
+            if task.contains_key(field) {
+                task.insert(field.into(), Value::String(format!("[{field}]")));
+            }
+        }
+    }
+    serde_json::to_string_pretty(&summary).unwrap()
+}
+
+#[test]
+fn summarize_writes_the_run_as_json_in_the_cache_directory() {
+    let f = w_cached();
+    let out = f.vx(&["run", "build", "--all", "--summarize"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let path = written(&out.stderr);
+    assert!(
+        path.starts_with(".vx/runs/") && path.ends_with(".json"),
+        "{path}"
+    );
+    let summary = read_json(&f, &path);
+    assert_eq!(
+        path,
+        format!(".vx/runs/{}.json", summary["run_id"].as_str().unwrap())
+    );
+    // The line comes before the footer, which is the last thing printed.
+    assert!(out
+        .stdout
+        .trim_end()
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("result"));
+    insta::assert_snapshot!(redacted(summary));
+
+    // The second run: every cached task up to date, docs (uncached) runs again.
+    let again = f.vx(&["run", "build", "--all", "--summarize"]);
+    let summary = read_json(&f, &written(&again.stderr));
+    let counts = &summary["counts"];
+    assert_eq!(
+        (&counts["up_to_date"], &counts["no_cache"], &counts["total"]),
+        (&Value::from(2), &Value::from(1), &Value::from(3))
+    );
+    let lib = &summary["tasks"].as_array().unwrap()[2];
+    assert_eq!(lib["id"], "lib#build");
+    assert!(lib["stored_duration_ms"].is_u64(), "{lib}");
+    assert_eq!(lib["key"].as_str().unwrap().len(), 64);
+}
+
+#[test]
+fn summarize_to_a_path_records_failures_and_skips() {
+    let f = w_cached();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"exit 3\"\n",
+    );
+    let out = f.vx_in(
+        "packages",
+        &["run", "build", "--all", "--summarize=out/run.json"],
+        &[],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(written(&out.stderr), "out/run.json");
+    let summary = read_json(&f, "packages/out/run.json");
+    assert_eq!(
+        (&summary["ok"], &summary["exit_code"]),
+        (&Value::from(false), &Value::from(1))
+    );
+    let tasks = summary["tasks"].as_array().unwrap();
+    let by_id = |id: &str| tasks.iter().find(|t| t["id"] == id).unwrap();
+    assert_eq!(by_id("lib#build")["status"], "failed");
+    assert_eq!(by_id("lib#build")["exit_code"], 3);
+    assert_eq!(by_id("app#build")["status"], "skipped");
+    assert_eq!(by_id("app#build")["blocked_by"], "lib#build");
+    assert!(by_id("app#build").get("cache").is_none());
+    assert_eq!(
+        summary["counts"]["total"].as_u64(),
+        Some(tasks.len() as u64)
+    );
+}
+
+#[test]
+fn a_summary_that_cannot_be_written_is_one_line_and_changes_nothing_else() {
+    let f = w_cached();
+    let out = f.vx(&["run", "build", "--all", "--summarize=/dev/null/run.json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("/dev/null/run.json"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].starts_with("vx: could not write /dev/null/run.json: "),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn profile_writes_one_event_per_task_attempt() {
+    let counter = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(counter.path(), "0").unwrap();
+    let f = one_project(&format!(
+        concat!(
+            "[tasks.flaky]\n",
+            "command = \"n=$(cat {0}); echo $((n+1)) > {0}; test $n -ge 1\"\n",
+            "retries = 2\n\n",
+            "[tasks.build]\n",
+            "command = \"echo built\"\n",
+        ),
+        counter.path().display()
+    ));
+    let out = f.vx(&["run", "lib#flaky", "lib#build", "--profile"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let path = written(&out.stderr);
+    assert!(path.ends_with(".trace.json"), "{path}");
+    let trace = read_json(&f, &path);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let attempts: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] != "vx")
+        .collect();
+    let named = |name: &str| attempts.iter().filter(|e| e["name"] == name).count();
+    assert_eq!((named("lib#flaky"), named("lib#build")), (2, 1), "{trace}");
+    assert_eq!(attempts.len(), 3);
+    let flaky: Vec<&&Value> = attempts
+        .iter()
+        .filter(|e| e["name"] == "lib#flaky")
+        .collect();
+    assert_eq!(
+        (&flaky[0]["cat"], &flaky[1]["cat"]),
+        (&Value::from("failed"), &Value::from("success"))
+    );
+    assert!(flaky[0]["ts"].as_u64() <= flaky[1]["ts"].as_u64());
+    // vx's own phases, and the project's thread.
+    assert!(events
+        .iter()
+        .any(|e| e["cat"] == "vx" && e["name"] == "plan"));
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "M" && e["args"]["name"] == "lib"));
+}
+
+/// ACC-30: two tasks of 200 MiB each. Run 1 (no history): their spans overlap in the trace.
+/// Run 2 with `--force` and a 300 MiB budget: 256 MiB reserved each, no overlap, and one of
+/// them was held for memory.
+#[test]
+fn acc30_memory_admission_in_the_trace_and_the_summary() {
+    let child = test_child_path().display().to_string();
+    let task = |name: &str| {
+        format!(
+            "[tasks.{name}]\ncommand = \"{child} alloc 200 sleep 1\"\ncache = {{ inputs = [], outputs = [] }}\n"
+        )
+    };
+    let f = one_project(&format!("{}{}", task("one"), task("two")));
+    // Each task's span in a trace, sorted by start.
+    let spans = |path: &str| {
+        let trace = read_json(&f, path);
+        let mut spans: Vec<(u64, u64)> = trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] != "vx")
+            .map(|e| {
+                let ts = e["ts"].as_u64().unwrap();
+                (ts, ts + e["dur"].as_u64().unwrap())
+            })
+            .collect();
+        spans.sort();
+        assert_eq!(spans.len(), 2, "{trace}");
+        spans
+    };
+    let first = f.vx_in(
+        "",
+        &[
+            "run",
+            "lib#one",
+            "lib#two",
+            "--concurrency",
+            "2",
+            "--profile",
+        ],
+        &[("VX_MEMORY_BUDGET", "300M")],
+    );
+    assert_eq!(first.code, 0, "{first:?}");
+    let s = spans(&written(&first.stderr));
+    assert!(s[1].0 < s[0].1, "run 1 overlaps: {s:?}");
+
+    let second = f.vx_in(
+        "",
+        &[
+            "run",
+            "lib#one",
+            "lib#two",
+            "--concurrency",
+            "2",
+            "--force",
+            "--profile",
+            "--summarize",
+        ],
+        &[("VX_MEMORY_BUDGET", "300M")],
+    );
+    assert_eq!(second.code, 0, "{second:?}");
+    let paths: Vec<&str> = second
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("vx: wrote "))
+        .collect();
+    assert_eq!(paths.len(), 2, "{}", second.stderr);
+    let trace = paths.iter().find(|p| p.ends_with(".trace.json")).unwrap();
+    let s = spans(trace);
+    assert!(s[0].1 <= s[1].0, "run 2 does not overlap: {s:?}");
+    let summary = read_json(
+        &f,
+        paths.iter().find(|p| !p.ends_with(".trace.json")).unwrap(),
+    );
+    let held: Vec<u64> = summary["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["admission_held_ms"].as_u64().unwrap())
+        .collect();
+    assert!(held.iter().filter(|&&h| h > 0).count() == 1, "{held:?}");
+}
+
+#[test]
+fn a_kept_servers_exit_rewrites_the_summarys_exit_code() {
+    let f =
+        one_project("[tasks.dev]\ncommand = \"echo up; sleep 0.3; exit 3\"\npersistent = true\n");
+    let out = f.vx(&["run", "lib#dev", "--summarize=run.json"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    crate::assert_contains(&out.stderr, "lib#dev ended (exit 3)");
+    let summary = read_json(&f, "run.json");
+    assert_eq!(
+        (&summary["ok"], &summary["exit_code"]),
+        (&Value::from(false), &Value::from(1)),
+        "{summary}"
+    );
+}
