@@ -40,6 +40,7 @@ use crate::artifact::{self, ArtifactMeta, Damage, FileMeta, Packed, ReadError, R
 use crate::artifact::{Restored, Target};
 
 mod history;
+mod last;
 mod open;
 mod recent;
 mod stamps;

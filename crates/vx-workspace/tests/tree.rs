@@ -11,7 +11,8 @@ use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use vx_workspace::tree::{
-    blob_id, FileId, Identity, Mode, NoMemo, ObjectFormat, StampMemo, Stat, Tree, TreeOptions,
+    blob_id, head, FileId, Head, Identity, Mode, NoMemo, ObjectFormat, StampMemo, Stat, Tree,
+    TreeOptions,
 };
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -634,4 +635,37 @@ fn sha256_repositories_use_sha256_blob_ids() {
     let b = blob(&id(&mut tree, "b.txt")).1;
     assert_eq!(b, git(&root, &["hash-object", "b.txt"]));
     assert_eq!(b, blob_id(ObjectFormat::Sha256, b"b\n"));
+}
+
+#[test]
+fn head_names_the_branch_and_its_commit_loose_packed_or_detached() {
+    let (_dir, root) = repo();
+    assert_eq!(
+        head(&root),
+        Some(Head {
+            branch: Some("main".into()),
+            commit: None
+        }),
+        "an unborn branch"
+    );
+    commit(&root, &[("a.txt", "a")]);
+    let id = git(&root, &["rev-parse", "HEAD"]).trim().to_string();
+    let expected = Head {
+        branch: Some("main".into()),
+        commit: Some(id.clone()),
+    };
+    assert_eq!(head(&root), Some(expected.clone()));
+    git(&root, &["pack-refs", "--all"]);
+    assert!(!root.join(".git/refs/heads/main").exists());
+    assert_eq!(head(&root), Some(expected), "from packed-refs");
+    git(&root, &["checkout", "-q", "--detach"]);
+    assert_eq!(
+        head(&root),
+        Some(Head {
+            branch: None,
+            commit: Some(id)
+        })
+    );
+    let (_outside, plain) = temp();
+    assert_eq!(head(&plain), None);
 }

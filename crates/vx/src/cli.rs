@@ -43,6 +43,8 @@ pub enum Verb {
     Show(ShowArgs),
     /// Explain why a task executed or hit in its latest recorded run.
     Why(WhyArgs),
+    /// Print a recorded run (the latest by default), or list recent runs.
+    Last(LastArgs),
     /// Manage the local cache.
     #[command(subcommand)]
     Cache(CacheVerb),
@@ -171,6 +173,32 @@ pub struct WhyArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = LAST_EXAMPLES)]
+pub struct LastArgs {
+    /// A run id, or a unique prefix of one (default: the latest run).
+    #[arg(value_name = "RUNID")]
+    pub run: Option<String>,
+    /// List the latest N runs (default 10) instead.
+    #[arg(long, value_name = "N", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    pub list: Option<String>,
+    /// The latest failed run (with --list: only failed runs).
+    #[arg(long)]
+    pub failed: bool,
+    /// Output format: pretty or json.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// The cache directory (default: STORE-2 precedence).
+    #[arg(long = "cache-dir", value_name = "PATH")]
+    pub cache_dir: Option<String>,
+}
+
+const LAST_EXAMPLES: &str = "Examples:
+  vx last                 the latest run: each task's outcome, and what to re-run
+  vx last --failed        the latest run that failed
+  vx last --list=20       the 20 latest runs
+  vx last 0193a1f4 --format json";
+
+#[derive(Debug, Args)]
 #[command(after_help = INIT_EXAMPLES)]
 pub struct InitArgs {
     /// Print the files that would be written and write nothing.
@@ -222,11 +250,11 @@ pub struct PruneArgs {
 }
 
 /// Verbs of later milestones, refused as `not available yet`.
-pub const LATER_VERBS: &[&str] = &["watch", "last", "completions", "migrate", "lock"];
+pub const LATER_VERBS: &[&str] = &["watch", "completions", "migrate", "lock"];
 
 /// The verbs a user can type today, for suggestions.
 pub const VERBS: &[&str] = &[
-    "run", "show", "why", "cache", "init", "info", "schema", "help", "version",
+    "run", "show", "why", "last", "cache", "init", "info", "schema", "help", "version",
 ];
 
 /// What parsing produced: the arguments, or something to print and an exit code.
@@ -313,7 +341,7 @@ fn translate(e: clap::Error) -> Parsed {
         }
         ErrorKind::UnknownArgument => {
             let mut d = Diagnostic::new(format!("unknown flag `{flag}` for `vx {verb}`"));
-            if flag == "--json" && matches!(verb.as_str(), "show" | "why" | "info") {
+            if flag == "--json" && matches!(verb.as_str(), "show" | "why" | "last" | "info") {
                 d = d.hint("use `--format json`");
             } else if let Some(s) = did_you_mean(&flag, flags_of(&verb).iter().map(String::as_str))
             {

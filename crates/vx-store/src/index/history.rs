@@ -76,7 +76,9 @@ pub struct RunRow {
     pub end_offset_ms: u64,
     pub attempts: u32,
     pub timed_out: bool,
-    pub not_ready: bool,
+    /// A persistent task that never became ready, and why: 0 ready (or not persistent),
+    /// 1 it exited, 2 it timed out, 3 no shell ran, 4 vx stopped it as unneeded.
+    pub not_ready: u8,
     pub blocked_by: Option<String>,
     pub sandbox_violations: u64,
     pub admission_held_ms: u64,
@@ -113,12 +115,13 @@ const CHAIN: &str = "WITH RECURSIVE chain(id, n) AS (
     SELECT r.prev_id, chain.n + 1 FROM chain JOIN runs r ON r.id = chain.id
         WHERE r.prev_id IS NOT NULL AND chain.n < ?3)";
 
-const RUN_COLUMNS: &str = "r.id, r.run_id, i.started_at, r.project, r.task, r.key, r.status,
+pub(super) const RUN_COLUMNS: &str =
+    "r.id, r.run_id, i.started_at, r.project, r.task, r.key, r.status,
     r.cache, r.placement, r.exit_code, r.duration_ms, r.cpu_ms, r.peak_rss_bytes,
     r.start_offset_ms, r.end_offset_ms, r.attempts, r.timed_out, r.not_ready, r.blocked_by,
     r.sandbox_violations, r.admission_held_ms, r.saved, r.unsaved_reason";
 
-fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
+pub(super) fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
     let u64_at = |i: usize| row.get::<_, i64>(i).map(from_sql_u64);
     let opt_u64_at = |i: usize| row.get::<_, Option<i64>>(i).map(|v| v.map(from_sql_u64));
     Ok(RunRow {

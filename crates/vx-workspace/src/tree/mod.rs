@@ -139,6 +139,45 @@ impl GitDirs {
     }
 }
 
+/// Where `HEAD` points, for history (HIST-1): the branch, and the commit it names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Head {
+    /// `None` when `HEAD` is detached.
+    pub branch: Option<String>,
+    /// `None` on an unborn branch (no commit yet).
+    pub commit: Option<String>,
+}
+
+/// `HEAD` of the repository containing `root`, read from its files (`HEAD`, the loose ref,
+/// `packed-refs`) without running git; `None` outside git or when `HEAD` cannot be read.
+pub fn head(root: &Path) -> Option<Head> {
+    let layout = repo::find_outer(root).ok()??;
+    let text = std::fs::read_to_string(layout.git_dir.join("HEAD")).ok()?;
+    let text = text.trim();
+    let Some(reference) = text.strip_prefix("ref: ") else {
+        return Some(Head {
+            branch: None,
+            commit: Some(text.to_string()),
+        });
+    };
+    let branch = reference.strip_prefix("refs/heads/").unwrap_or(reference);
+    let loose = [&layout.git_dir, &layout.common_dir]
+        .iter()
+        .find_map(|dir| std::fs::read_to_string(dir.join(reference)).ok())
+        .map(|id| id.trim().to_string());
+    let packed = || {
+        let text = std::fs::read_to_string(layout.common_dir.join("packed-refs")).ok()?;
+        text.lines().find_map(|line| {
+            let (id, name) = line.split_once(' ')?;
+            (name == reference).then(|| id.to_string())
+        })
+    };
+    Some(Head {
+        branch: Some(branch.to_string()),
+        commit: loose.or_else(packed),
+    })
+}
+
 /// The repository whose work tree contains `root`, found as [`Tree::scan`] finds it (the
 /// nearest `.git` upward, DISC-7) without reading an index; `None` outside git.
 pub fn find_repository(root: &Path) -> Result<Option<GitDirs>, TreeError> {

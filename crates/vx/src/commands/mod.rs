@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod info;
 pub mod init;
+pub mod last;
 pub mod show;
 pub mod why;
 

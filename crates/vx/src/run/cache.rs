@@ -1192,7 +1192,8 @@ impl<'p> RunCache<'p> {
         let Some(store) = self.store.as_mut() else {
             return;
         };
-        if let Some((invocation, mut rows)) = history {
+        if let Some((mut invocation, mut rows)) = history {
+            invocation.argv = crate::run::execute::masked_argv(&invocation.argv, &store.salt());
             for row in &mut rows {
                 let id = TaskId::new(&row.project, &row.task);
                 row.key = self.keys.known(&id).map(|d| d.key.hex());

@@ -16,6 +16,7 @@ mod guard;
 mod info;
 mod init;
 mod interactive;
+mod last;
 mod perf3;
 mod plan_output;
 mod processes;

@@ -8,7 +8,7 @@ use super::{kind_of, task, Kind, Run};
 use crate::exit;
 use crate::render::footer::{footer, recap, Summary};
 use crate::render::{notice, out_str};
-use crate::run::outcome::{Status, TaskReport};
+use crate::run::outcome::{NotReady, Status, TaskReport};
 use crate::run::summary::{shown, target_path, write_json, RunFacts, Summary as RunSummary};
 use crate::run::trace::chrome_trace;
 
@@ -186,7 +186,13 @@ impl Run<'_> {
                 peak_rss_bytes: report.peak_rss_bytes,
                 attempts: report.attempts,
                 timed_out: report.timed_out,
-                not_ready: report.not_ready.is_some(),
+                not_ready: match report.not_ready {
+                    None => 0,
+                    Some(NotReady::Exited) => 1,
+                    Some(NotReady::TimedOut(_)) => 2,
+                    Some(NotReady::Spawn) => 3,
+                    Some(NotReady::Unneeded) => 4,
+                },
                 blocked_by: report.blocked_by.as_ref().map(|b| b.to_string()),
                 start_offset_ms: report.start_offset.as_millis() as u64,
                 end_offset_ms: report.end_offset.as_millis() as u64,
@@ -194,7 +200,11 @@ impl Run<'_> {
                 ..Default::default()
             });
         }
+        let head = vx_workspace::tree::head(&self.plan.workspace.root).unwrap_or_default();
         let invocation = vx_store::index::Invocation {
+            commit: head.commit,
+            branch: head.branch,
+            ci_provider: ci_provider(&self.ctx.host_env),
             run_id,
             argv: std::env::args().collect(),
             started_at,
@@ -238,5 +248,80 @@ impl Run<'_> {
             wall: self.started_at.elapsed(),
         };
         out_str(&footer(&style, &summary));
+    }
+}
+
+/// HIST-1: the CI provider, from the first truthy of its variables, then `CI`.
+fn ci_provider(env: &BTreeMap<String, String>) -> Option<String> {
+    let truthy = |name: &str| env.get(name).is_some_and(|v| crate::run::truthy(v));
+    [
+        ("GITHUB_ACTIONS", "github-actions"),
+        ("GITLAB_CI", "gitlab-ci"),
+        ("BUILDKITE", "buildkite"),
+        ("CIRCLECI", "circleci"),
+        ("CI", "ci"),
+    ]
+    .iter()
+    .find(|(name, _)| truthy(name))
+    .map(|(_, provider)| provider.to_string())
+}
+
+/// HIST-1: argv as recorded: what follows the first bare `--` (arguments forwarded to tasks,
+/// which may hold anything) replaced by a digest keyed with the store's salt.
+pub(crate) fn masked_argv(argv: &[String], salt: &[u8; 32]) -> Vec<String> {
+    let mut forwarded = false;
+    argv.iter()
+        .map(|arg| {
+            if forwarded {
+                let digest = blake3::keyed_hash(salt, arg.as_bytes());
+                format!("[forwarded {}]", &digest.to_hex()[..12])
+            } else {
+                forwarded = arg == "--";
+                arg.clone()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwarded_arguments_are_recorded_as_digests() {
+        let argv: Vec<String> = ["vx", "run", "deploy", "--", "--token", "s3cret", "--"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let masked = masked_argv(&argv, &[7; 32]);
+        assert_eq!(&masked[..4], &argv[..4]);
+        assert!(masked[4].starts_with("[forwarded ") && masked[5].starts_with("[forwarded "));
+        assert!(!masked.iter().any(|a| a.contains("s3cret")));
+        assert_ne!(
+            masked[5],
+            masked_argv(&argv, &[8; 32])[5],
+            "keyed with the salt"
+        );
+    }
+
+    #[test]
+    fn the_ci_provider_is_the_first_truthy_variable() {
+        let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(ci_provider(&env(&[])), None);
+        assert_eq!(ci_provider(&env(&[("CI", "true")])).as_deref(), Some("ci"));
+        assert_eq!(
+            ci_provider(&env(&[
+                ("CI", "1"),
+                ("GITLAB_CI", "true"),
+                ("GITHUB_ACTIONS", "false")
+            ]))
+            .as_deref(),
+            Some("gitlab-ci")
+        );
     }
 }

@@ -57,6 +57,7 @@ mod lanes;
 mod servers;
 
 use admission::{estimate, HeldForMemory};
+pub(crate) use end::masked_argv;
 
 /// Everything the loop needs from outside the plan.
 pub struct Context {
