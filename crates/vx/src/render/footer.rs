@@ -20,8 +20,9 @@ pub struct Summary<'a> {
     pub wall: Duration,
 }
 
-/// The recap of failures, or nothing when no task failed.
-pub fn recap(style: &Style, reports: &[TaskReport]) -> String {
+/// The recap of failures, or nothing when no task failed. Under GitHub Actions (UI-9) each
+/// task's lines are fenced with the run's stop-commands token, like its frame.
+pub fn recap(style: &Style, reports: &[TaskReport], github_token: Option<&str>) -> String {
     let failed: Vec<&TaskReport> = reports
         .iter()
         .filter(|r| r.status == Status::Failed)
@@ -38,7 +39,13 @@ pub fn recap(style: &Style, reports: &[TaskReport]) -> String {
             style.id(&report.id),
             report.header_status()
         ));
-        text.push_str(&tail(&report.log));
+        let lines = tail(&report.log);
+        match github_token {
+            Some(token) if !lines.is_empty() => {
+                text.push_str(&format!("::stop-commands::{token}\n{lines}::{token}::\n"));
+            }
+            _ => text.push_str(&lines),
+        }
     }
     if failed.len() > RECAP_TASKS {
         let rest: Vec<String> = failed[RECAP_TASKS..]

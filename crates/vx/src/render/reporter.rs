@@ -2,7 +2,7 @@
 //! one-liners and silence per outcome; failure frames held for the end print above the recap.
 
 use super::style::Style;
-use super::task::{frame, frame_head, one_liner};
+use super::task::{frame, frame_head, github_frame, one_liner};
 use super::{out, out_str};
 use crate::options::OutputLogs;
 use crate::run::outcome::{Status, TaskReport};
@@ -35,6 +35,9 @@ pub struct Reporter {
     stream_open: bool,
     pending: Vec<u8>,
     held: Vec<TaskReport>,
+    /// UI-9: under GitHub Actions, frames are folded into groups and task output is fenced
+    /// with this run's stop-commands token.
+    github_token: Option<String>,
 }
 
 impl Reporter {
@@ -47,6 +50,26 @@ impl Reporter {
             stream_open: false,
             pending: Vec::new(),
             held: Vec::new(),
+            github_token: None,
+        }
+    }
+
+    /// UI-9: GitHub Actions log groups. A group's title needs the task's outcome, so no frame
+    /// streams live (every frame is printed whole when its task ends).
+    pub fn use_github_groups(&mut self, token: String) {
+        self.github_token = Some(token);
+        self.streaming = None;
+    }
+
+    /// The stop-commands token under GitHub Actions (UI-9).
+    pub fn github_token(&self) -> Option<&str> {
+        self.github_token.as_deref()
+    }
+
+    fn frame(&self, report: &TaskReport) -> Vec<u8> {
+        match &self.github_token {
+            Some(token) => github_frame(&self.style, report, token),
+            None => frame(&self.style, report),
         }
     }
 
@@ -58,7 +81,7 @@ impl Reporter {
             Some(_) => false,
             None => matches!(self.flow, Flow::Focused | Flow::Ci),
         };
-        if frames_for_requested && requested_commands.len() == 1 {
+        if frames_for_requested && requested_commands.len() == 1 && self.github_token.is_none() {
             self.streaming = Some(requested_commands[0]);
         }
     }
@@ -173,7 +196,7 @@ impl Reporter {
         // A streamed task that never started (skipped, not run) is reported like any other.
         match self.decide(report, requested) {
             Show::Nothing => {}
-            Show::Frame => self.emit(&frame(&self.style, report)),
+            Show::Frame => self.emit(&self.frame(report)),
             Show::OneLiner => self.emit(one_liner(&self.style, report).as_bytes()),
             Show::OneLinerThenFrame => {
                 self.emit(one_liner(&self.style, report).as_bytes());
@@ -188,7 +211,7 @@ impl Reporter {
         let pending = std::mem::take(&mut self.pending);
         out(&pending);
         for report in std::mem::take(&mut self.held) {
-            out(&frame(&self.style, &report));
+            out(&self.frame(&report));
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Frames and one-liners (UI-1, UI-2).
+//! Frames and one-liners (UI-1, UI-2), and their GitHub Actions form (UI-9).
 
 use vx_core::units::format_duration;
 
@@ -87,6 +87,43 @@ pub fn frame(style: &Style, report: &TaskReport) -> Vec<u8> {
         bytes.push(b'\n');
     }
     bytes.extend_from_slice(frame_tail(style, report).as_bytes());
+    bytes.push(b'\n');
+    bytes
+}
+
+/// UI-9: a frame for a GitHub Actions log. A success is folded into a group titled with the
+/// header status and duration; a failure stays outside any group and is followed by an
+/// `::error` annotation. The task's output is fenced with `::stop-commands::<token>` so that
+/// nothing it prints is taken as a workflow command; `token` is random per run.
+pub fn github_frame(style: &Style, report: &TaskReport, token: &str) -> Vec<u8> {
+    let status = report.header_status();
+    let failed = report.status == Status::Failed;
+    let mut bytes = Vec::new();
+    if !failed {
+        bytes.extend_from_slice(
+            format!(
+                "::group::{} ({status} {})\n",
+                report.id,
+                format_duration(report.duration)
+            )
+            .as_bytes(),
+        );
+    }
+    bytes.extend_from_slice(frame_head(style, report, Some(&status)).as_bytes());
+    if !report.log.is_empty() {
+        bytes.extend_from_slice(format!("::stop-commands::{token}\n").as_bytes());
+        bytes.extend_from_slice(&report.log);
+        if !report.log.ends_with(b"\n") {
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(format!("::{token}::\n").as_bytes());
+    }
+    bytes.extend_from_slice(frame_tail(style, report).as_bytes());
+    if failed {
+        bytes.extend_from_slice(format!("::error title={}::{status}\n", report.id).as_bytes());
+    } else {
+        bytes.extend_from_slice(b"::endgroup::\n");
+    }
     bytes.push(b'\n');
     bytes
 }

@@ -154,7 +154,10 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
         memory_budget: memory::budget(&host_env).0,
         lock,
     };
-    let reporter = Reporter::new(style, flow, options.output_logs);
+    let mut reporter = Reporter::new(style, flow, options.output_logs);
+    if host_env.get("GITHUB_ACTIONS").is_some_and(|v| truthy(v)) {
+        reporter.use_github_groups(cache::random_hex(16));
+    }
     let executor = Box::new(vx_exec::Supervisor::new());
     let mut run = Run::new(&plan, &options, ctx, reporter, tx, rx, executor, cache);
     let code = run.execute();

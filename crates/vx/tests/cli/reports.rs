@@ -273,3 +273,64 @@ fn a_kept_servers_exit_rewrites_the_summarys_exit_code() {
         "{summary}"
     );
 }
+
+/// UI-9: under GitHub Actions a success is a group titled with its status and duration, a
+/// failure stays outside groups with an `::error` annotation, and task output (in frames and in
+/// the recap) is fenced so a task cannot issue workflow commands.
+#[test]
+fn github_actions_groups_frames_and_fences_task_output() {
+    let f = crate::w();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"echo ::warning::from-lib; exit 3\"\n",
+    );
+    let out = f.vx_in(
+        "",
+        &["run", "build", "--all"],
+        &[("GITHUB_ACTIONS", "true"), ("CI", "true")],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    let text = &out.stdout;
+    let token = text
+        .lines()
+        .find_map(|l| l.strip_prefix("::stop-commands::"))
+        .expect("a fence")
+        .to_string();
+    assert_eq!(token.len(), 32, "{token}");
+    // Every line a task printed lies inside a fence.
+    let mut fenced = false;
+    for line in text.lines() {
+        if line == format!("::stop-commands::{token}") {
+            fenced = true;
+        } else if line == format!("::{token}::") {
+            fenced = false;
+        } else if line.starts_with("::warning::") {
+            assert!(fenced, "unfenced task output: {text}");
+        }
+    }
+    let printed = text
+        .lines()
+        .filter(|l| l.starts_with("::warning::from-lib"))
+        .count();
+    assert_eq!(printed, 2, "frame and recap: {text}");
+    let docs = text
+        .find("::group::docs#build (executed ")
+        .expect("docs grouped");
+    assert!(text[docs..].contains("::endgroup::"), "{text}");
+    let lib = text
+        .find("┌─ lib#build  failed (exit 3)")
+        .expect("lib's frame");
+    let before_lib = &text[..lib];
+    assert!(
+        before_lib.matches("::group::").count() == before_lib.matches("::endgroup::").count(),
+        "the failure is outside any group: {text}"
+    );
+    crate::assert_contains(text, "::error title=lib#build::failed (exit 3)\n");
+    // Another run, another token.
+    let again = f.vx_in(
+        "",
+        &["run", "build", "--all"],
+        &[("GITHUB_ACTIONS", "true"), ("CI", "true")],
+    );
+    assert!(!again.stdout.contains(&token));
+}

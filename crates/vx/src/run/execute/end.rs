@@ -239,7 +239,7 @@ impl Run<'_> {
         self.reporter.flush_held();
         let reports: Vec<TaskReport> = self.reports.values().cloned().collect();
         let style = self.reporter.style;
-        out_str(&recap(&style, &reports));
+        out_str(&recap(&style, &reports, self.reporter.github_token()));
         let summary = Summary {
             reports: &reports,
             projects_in_run: self.plan.projects_in_run,
