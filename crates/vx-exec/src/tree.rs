@@ -13,6 +13,7 @@
 //! Start at [`parse_stat`] and [`live_members`], the pure helpers; `signal_tree` and
 //! `count_or_proof` are what the supervisor calls.
 
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
@@ -257,6 +258,36 @@ pub fn owns_terminal() -> bool {
     stdin.is_terminal()
         && std::io::stdout().is_terminal()
         && nix::unistd::tcgetpgrp(&stdin).is_ok_and(|group| group == nix::unistd::getpgrp())
+}
+
+/// Whether vx may draw on its stdout terminal (UI-6's live region): stdout is a terminal and
+/// vx's process group is its foreground group (a background `vx run … &` must not move the
+/// cursor of the shell's terminal).
+pub fn stdout_is_foreground_terminal() -> bool {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    stdout.is_terminal()
+        && nix::unistd::tcgetpgrp(&stdout).is_ok_and(|group| group == nix::unistd::getpgrp())
+}
+
+nix::ioctl_read_bad!(window_size, nix::libc::TIOCGWINSZ, nix::libc::winsize);
+
+/// The number of columns of the terminal on stdout; `None` when stdout is not a terminal or
+/// the terminal does not say (a width of 0).
+pub fn terminal_width() -> Option<u16> {
+    let mut size = nix::libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct we pass, which lives across the
+    // call; on a descriptor that is not a terminal it fails with ENOTTY and writes nothing.
+    let result = unsafe { window_size(std::io::stdout().as_raw_fd(), &mut size) };
+    match result {
+        Ok(_) if size.ws_col > 0 => Some(size.ws_col),
+        _ => None,
+    }
 }
 
 /// Makes vx's own process group the terminal's foreground again once an interactive task's

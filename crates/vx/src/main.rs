@@ -120,7 +120,8 @@ fn real_main() -> Result<i32, Failure> {
     }
 }
 
-/// `VX_LOG` sets the filter of vx's own diagnostics on stderr (default `warn`).
+/// `VX_LOG` sets the filter of vx's own diagnostics on stderr (default `warn`); while the live
+/// region is drawn they go to `<cache-dir>/logs/vx.log` instead (UI-6).
 fn init_tracing() {
     let filter = match std::env::var("VX_LOG") {
         Err(_) => tracing_subscriber::EnvFilter::new("warn"),
@@ -133,7 +134,7 @@ fn init_tracing() {
     };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(render::live::diagnostics)
         .without_time()
         .with_ansi(false)
         .try_init();

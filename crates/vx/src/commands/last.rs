@@ -637,6 +637,25 @@ mod tests {
     }
 
     #[test]
+    fn an_executed_row_notes_its_memory_and_cpu_parallelism() {
+        let row = RunRow {
+            status: "success".into(),
+            duration_ms: 1000,
+            cpu_ms: Some(1400),
+            peak_rss_bytes: Some(312 << 20),
+            attempts: 1,
+            ..RunRow::default()
+        };
+        assert_eq!(notes(&row), ["312.0 MiB", "1.4× cpu"]);
+        let idle = RunRow {
+            cpu_ms: Some(0),
+            peak_rss_bytes: None,
+            ..row
+        };
+        assert!(notes(&idle).is_empty());
+    }
+
+    #[test]
     fn failure_reasons() {
         let row = |exit: Option<i32>, timed_out: bool, not_ready: u8| RunRow {
             status: "failed".into(),

@@ -4,9 +4,10 @@
 //! [`out`] and [`stderr`] never fail: a closed stdout (`vx run build | head -1`) turns further
 //! stdout writes into no-ops (EXIT-2). [`style`] decides colour (UI-10) and draws glyphs and
 //! ids; [`task`] formats frames and one-liners (UI-1, UI-2); [`footer`] the recap and footer
-//! (UI-5, UI-7).
+//! (UI-5, UI-7); [`live`] the status region on a terminal (UI-6), which both erase first.
 
 pub mod footer;
+pub mod live;
 pub mod reporter;
 pub mod style;
 pub mod task;
@@ -21,14 +22,16 @@ pub fn out(bytes: &[u8]) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
-    let mut stdout = std::io::stdout().lock();
-    if stdout
-        .write_all(bytes)
-        .and_then(|()| stdout.flush())
-        .is_err()
-    {
-        STDOUT_CLOSED.store(true, Ordering::Relaxed);
-    }
+    live::around_output(bytes, |bytes| {
+        let mut stdout = std::io::stdout().lock();
+        if stdout
+            .write_all(bytes)
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        }
+    });
 }
 
 pub fn out_str(text: &str) {
@@ -37,9 +40,11 @@ pub fn out_str(text: &str) {
 
 /// Writes to stderr; errors are ignored (there is nowhere left to report them).
 pub fn stderr(text: &str) {
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(text.as_bytes());
-    let _ = stderr.flush();
+    live::around_output(text.as_bytes(), |bytes| {
+        let mut stderr = std::io::stderr().lock();
+        let _ = stderr.write_all(bytes);
+        let _ = stderr.flush();
+    });
 }
 
 /// A `vx: …` status line on stderr (ERR-1).

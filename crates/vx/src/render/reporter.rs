@@ -61,6 +61,10 @@ impl Reporter {
         self.streaming = None;
     }
 
+    pub fn flow(&self) -> Flow {
+        self.flow
+    }
+
     /// The stop-commands token under GitHub Actions (UI-9).
     pub fn github_token(&self) -> Option<&str> {
         self.github_token.as_deref()

@@ -234,8 +234,9 @@ impl Run<'_> {
         (invocation, rows)
     }
 
-    /// Held failure frames, the recap and the footer.
+    /// Held failure frames, the recap and the footer (the live region erased first, UI-6).
     pub(super) fn finish_output(&mut self) {
+        crate::render::live::stop();
         self.reporter.flush_held();
         let reports: Vec<TaskReport> = self.reports.values().cloned().collect();
         let style = self.reporter.style;

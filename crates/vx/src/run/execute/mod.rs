@@ -54,6 +54,7 @@ use crate::{exit, render};
 mod admission;
 mod end;
 mod lanes;
+mod region;
 mod servers;
 
 use admission::{estimate, HeldForMemory};
@@ -300,6 +301,9 @@ impl<'p> Run<'p> {
     /// Runs the graph to the end, prints the footer, keeps requested servers alive, and
     /// returns the exit code.
     pub fn execute(&mut self) -> i32 {
+        if self.wants_region() {
+            crate::render::live::start(self.ctx.cache_dir.join("logs").join("vx.log"));
+        }
         let ahead = Instant::now();
         self.restore_ahead();
         self.phase("read ahead, keys and hits of stable tasks", ahead);
@@ -365,6 +369,7 @@ impl<'p> Run<'p> {
             self.report_skipped(&skipped);
             return;
         }
+        self.region_requested_task_started(i);
         let node = &self.plan.graph.nodes[i];
         let id = node.id.clone();
         let upstream_bad = node.deps.iter().any(|&d| {
@@ -499,6 +504,7 @@ impl<'p> Run<'p> {
             None => None,
         };
         let handle = self.spawn_attempt(i, spec.clone());
+        tracing::debug!(task = %id, pid = ?handle.pid(), "started");
         let colour = self.reporter.style.colour;
         let spawned = handle.pid().is_some();
         let live = Live {

@@ -70,9 +70,13 @@ impl Run<'_> {
 
     /// The next message for the loop. While a persistent task waits for readiness, the wait is
     /// bounded by its next timer, and timers that come due are handled first (EXEC-13).
+    ///
+    /// While the live region is drawn (UI-6) the wait is also bounded by its tick, so its
+    /// elapsed times keep moving.
     pub(super) fn next_message(&mut self) -> Option<Msg> {
         loop {
-            let wake = if self.stopping.is_none() {
+            self.redraw_region();
+            let readiness = if self.stopping.is_none() {
                 self.live
                     .values()
                     .filter_map(|l| l.waiting.as_ref().and_then(Waiting::next_wake))
@@ -80,12 +84,18 @@ impl Run<'_> {
             } else {
                 None
             };
-            let Some(at) = wake else {
+            let tick = crate::render::live::is_active()
+                .then(|| Instant::now() + crate::render::live::TICK);
+            let Some(at) = readiness.into_iter().chain(tick).min() else {
                 return self.rx.recv().ok();
             };
             match self.rx.recv_deadline(at) {
                 Ok(msg) => return Some(msg),
-                Err(RecvTimeoutError::Timeout) => self.readiness_timers(),
+                Err(RecvTimeoutError::Timeout) => {
+                    if readiness.is_some_and(|due| due <= Instant::now()) {
+                        self.readiness_timers();
+                    }
+                }
                 Err(RecvTimeoutError::Disconnected) => return None,
             }
         }

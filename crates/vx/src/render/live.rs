@@ -1,0 +1,191 @@
+//! The live status region (UI-6): a few lines kept below the scrolling output on a terminal,
+//! redrawn in place with cursor movement only (no alternate screen).
+//!
+//! How this works: the region is the last thing on the screen, and the cursor rests at the
+//! start of the line below it. Everything vx writes goes through [`super::out`] and
+//! [`super::stderr`], which first erase the region (cursor up over it, clear to the end of the
+//! screen), so output scrolls as if the region were not there; the run loop draws it again at
+//! its next tick. It is drawn only when the last byte written ended a line (a task's partial
+//! line stays where it is), at most once per [`MIN_INTERVAL`], and [`stop`] erases it for good
+//! before the footer. While it is active vx's own diagnostics (`VX_LOG`) go to a file instead
+//! of stderr ([`diagnostics`]), so they never land in the middle of it.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Redraws are coalesced to at most one per this interval.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(30);
+/// How often the run loop redraws it while nothing else happens (the elapsed times tick).
+pub const TICK: Duration = Duration::from_millis(100);
+
+struct Region {
+    active: bool,
+    /// Lines of the region on the screen now.
+    drawn: usize,
+    /// The last byte written to the terminal ended a line (or nothing was written yet).
+    at_line_start: bool,
+    last_draw: Option<Instant>,
+    /// Where diagnostics go while the region is active.
+    log_file: Option<PathBuf>,
+}
+
+static REGION: Mutex<Region> = Mutex::new(Region {
+    active: false,
+    drawn: 0,
+    at_line_start: true,
+    last_draw: None,
+    log_file: None,
+});
+
+fn region() -> std::sync::MutexGuard<'static, Region> {
+    REGION
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Turns the region on; diagnostics go to `log_file` until [`stop`].
+pub fn start(log_file: PathBuf) {
+    let mut r = region();
+    r.active = true;
+    r.log_file = Some(log_file);
+}
+
+pub fn is_active() -> bool {
+    region().active
+}
+
+/// Erases the region for good (before the footer, or when the focused flow's requested task
+/// starts); diagnostics go back to stderr.
+pub fn stop() {
+    let mut r = region();
+    erase(&mut r);
+    r.active = false;
+    r.log_file = None;
+}
+
+/// Draws `lines` in place of the region, unless one was drawn less than [`MIN_INTERVAL`] ago or
+/// the terminal's cursor is in the middle of a line. `width` is the terminal's width: lines are
+/// cut to one column less, so none wraps and the cursor arithmetic holds.
+pub fn draw(lines: &[String], width: usize) {
+    let mut r = region();
+    if !r.active || !r.at_line_start {
+        return;
+    }
+    if r.last_draw.is_some_and(|at| at.elapsed() < MIN_INTERVAL) {
+        return;
+    }
+    let mut bytes = erase_sequence(r.drawn);
+    for line in lines {
+        bytes.extend_from_slice(cut(line, width.saturating_sub(1).max(1)).as_bytes());
+        bytes.extend_from_slice(b"\x1b[K\n");
+    }
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_all(&bytes)
+        .and_then(|()| stdout.flush())
+        .is_ok()
+    {
+        r.drawn = lines.len();
+        r.last_draw = Some(Instant::now());
+    }
+}
+
+/// Writes `bytes` with `write` (to stdout or stderr), erasing the region first. The region's
+/// lock is held throughout and taken before stdout's, as [`draw`] takes them, so two threads
+/// writing can never wait for each other.
+pub(super) fn around_output(bytes: &[u8], write: impl FnOnce(&[u8])) {
+    let mut r = region();
+    erase(&mut r);
+    write(bytes);
+    if let Some(&last) = bytes.last() {
+        r.at_line_start = last == b'\n';
+    }
+}
+
+fn erase(r: &mut Region) {
+    if r.drawn > 0 {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(&erase_sequence(r.drawn));
+        let _ = stdout.flush();
+        r.drawn = 0;
+    }
+}
+
+/// From the line below a region of `lines` lines: to the start of its first line, and clear
+/// everything from there down.
+fn erase_sequence(lines: usize) -> Vec<u8> {
+    if lines == 0 {
+        return Vec::new();
+    }
+    format!("\r\x1b[{lines}A\x1b[J").into_bytes()
+}
+
+/// `line` cut to `width` visible characters; escape sequences (colour) do not count and are
+/// kept whole, and a reset is added after a cut.
+fn cut(line: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut visible = 0;
+    let mut chars = line.chars().peekable();
+    let mut cut = false;
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            out.push(c);
+            for next in chars.by_ref() {
+                out.push(next);
+                if next.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            continue;
+        }
+        if visible == width {
+            cut = true;
+            break;
+        }
+        out.push(c);
+        visible += 1;
+    }
+    if cut && out.contains('\x1b') {
+        out.push_str("\x1b[0m");
+    }
+    out
+}
+
+/// Where a diagnostic line goes: the log file while the region is active, else stderr.
+pub fn diagnostics() -> Box<dyn Write> {
+    let path = region().log_file.clone();
+    if let Some(path) = path {
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        if let Ok(file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+        {
+            return Box::new(file);
+        }
+    }
+    Box::new(std::io::stderr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_cut_by_visible_width_keeping_escapes() {
+        assert_eq!(cut("abcdef", 4), "abcd");
+        assert_eq!(cut("ab", 4), "ab");
+        assert_eq!(cut("\x1b[2mabcdef\x1b[0m", 3), "\x1b[2mabc\x1b[0m");
+        assert_eq!(cut("▸ é", 2), "▸ ");
+    }
+
+    #[test]
+    fn erasing_moves_up_over_the_region_and_clears_down() {
+        assert_eq!(erase_sequence(0), b"");
+        assert_eq!(erase_sequence(3), b"\r\x1b[3A\x1b[J");
+    }
+}
