@@ -19,8 +19,8 @@ use crate::graph::TaskGraph;
 mod policy;
 
 pub use policy::{
-    critical_path, median, reservation, DependantCount, Estimate, HistoryPolicy, SchedulerPolicy,
-    TaskKind, RESERVATION_STEP,
+    critical_path, median, predicted_wall, reservation, DependantCount, Estimate, HistoryPolicy,
+    SchedulerPolicy, TaskKind, RESERVATION_STEP,
 };
 
 /// `--continue` (EXEC-17).

@@ -169,6 +169,39 @@ impl SchedulerPolicy for HistoryPolicy {
     }
 }
 
+/// UI-12's prediction: the wall time of the list schedule that starts the ready node with the
+/// longest remaining path first, with `slots` nodes at once and each node taking
+/// `durations[i]` milliseconds (0 for a node that will not execute).
+pub fn predicted_wall(graph: &TaskGraph, durations: &[u64], slots: usize) -> u64 {
+    let policy = PathOnly(durations.to_vec());
+    let mut scheduler = super::Scheduler::new(graph, super::ContinueMode::DepsOk, Box::new(policy));
+    let mut now = 0u64;
+    let mut executing: Vec<(u64, usize)> = Vec::new();
+    loop {
+        while executing.len() < slots.max(1) {
+            let Some(i) = scheduler.next_ready() else {
+                break;
+            };
+            executing.push((now.saturating_add(durations[i]), i));
+        }
+        let Some(first) = executing.iter().copied().min() else {
+            return now;
+        };
+        executing.retain(|&e| e != first);
+        now = first.0;
+        scheduler.finish(first.1, super::Finish::Success);
+    }
+}
+
+/// The critical path of known durations, for [`predicted_wall`].
+struct PathOnly(Vec<u64>);
+
+impl SchedulerPolicy for PathOnly {
+    fn priorities(&self, graph: &TaskGraph) -> Vec<u64> {
+        critical_path(graph, &self.0)
+    }
+}
+
 /// SCHED-2: each node's own expected duration plus the largest priority among its dependants.
 pub fn critical_path(graph: &TaskGraph, durations: &[u64]) -> Vec<u64> {
     let mut priority = vec![0u64; graph.nodes.len()];
@@ -747,6 +780,11 @@ mod tests {
                 let policy = Box::new(HistoryPolicy::new(estimates, None));
                 let (wall, _) = simulate(g, &durations, policy, slots, &[]);
                 let best = list_schedule(g, &durations, slots);
+                assert_eq!(
+                    predicted_wall(g, &durations, slots),
+                    best,
+                    "{name}, {slots} slots"
+                );
                 assert!(
                     wall * 100 <= best * 102,
                     "{name}, {slots} slots: {wall} against {best}"

@@ -79,14 +79,23 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
     }
     let planned = Instant::now();
     let sh = find_on_path("sh", host_env.get("PATH").map(String::as_str).unwrap_or(""));
+    let slots = match options.concurrency {
+        Some(c) => c.resolve(available_cpus()),
+        None => plan
+            .workspace
+            .settings
+            .concurrency
+            .unwrap_or_else(available_cpus),
+    }
+    .max(1);
     match &options.plan {
         Some(PlanFlag::DryText) => {
             let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
-            return Ok(preview::dry_text(&plan, &rows));
+            return Ok(preview::dry_text(&plan, &rows, slots as usize));
         }
         Some(PlanFlag::DryJson) => {
             let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
-            return Ok(preview::dry_json(&plan, &rows));
+            return Ok(preview::dry_json(&plan, &rows, slots as usize));
         }
         Some(PlanFlag::Graph(path)) => return preview::graph(&plan, path.as_deref()),
         None => {}
@@ -102,14 +111,6 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
         Flow::Broad
     } else {
         Flow::Focused
-    };
-    let slots = match options.concurrency {
-        Some(c) => c.resolve(available_cpus()),
-        None => plan
-            .workspace
-            .settings
-            .concurrency
-            .unwrap_or_else(available_cpus),
     };
     if options.cache.remote_named {
         crate::render::notice("no remote cache is configured; --cache remote:… has no effect");

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 use vx_core::affected::Reason;
+use vx_core::units::format_duration;
 
 use super::plan::{is_group, Plan};
 use crate::error::Failure;
@@ -61,6 +62,40 @@ pub struct DryRow {
     /// The key is a prediction from the current tree (SCHED-6).
     pub prediction: bool,
     pub cache: DryCache,
+    /// The median of the task's recent successful executions (SCHED-2), if history has any.
+    pub median_ms: Option<u64>,
+}
+
+/// UI-12's prediction: the wall time and the total work of the tasks that would run, from
+/// their medians; tasks without history count 0 and are counted apart.
+pub struct Predicted {
+    pub wall_ms: u64,
+    pub work_ms: u64,
+    pub unknown: usize,
+}
+
+/// What the run would take with `slots` tasks at once: hits, groups and tasks that would not
+/// start take nothing.
+pub fn predict(plan: &Plan, rows: &[DryRow], slots: usize) -> Predicted {
+    let mut durations = vec![0u64; plan.graph.nodes.len()];
+    let mut unknown = 0;
+    for row in rows {
+        if matches!(row.cache, DryCache::Miss | DryCache::NoCache) {
+            match row.median_ms {
+                Some(ms) => durations[row.node] = ms,
+                None => unknown += 1,
+            }
+        }
+    }
+    Predicted {
+        wall_ms: vx_core::schedule::predicted_wall(&plan.graph, &durations, slots),
+        work_ms: durations.iter().sum(),
+        unknown,
+    }
+}
+
+fn approx(ms: u64) -> String {
+    format!("~{}", format_duration(std::time::Duration::from_millis(ms)))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +127,7 @@ impl DryCache {
     }
 }
 
-pub fn dry_text(plan: &Plan, rows: &[DryRow]) -> i32 {
+pub fn dry_text(plan: &Plan, rows: &[DryRow], slots: usize) -> i32 {
     let mut text = String::from("would run:\n");
     for row in rows {
         let i = row.node;
@@ -100,9 +135,12 @@ pub fn dry_text(plan: &Plan, rows: &[DryRow]) -> i32 {
             Ok(key) => format!("  {}{}", if row.prediction { "~" } else { "" }, &key[..12]),
             Err(why) => format!("  unknown ({why})"),
         };
+        let median = row
+            .median_ms
+            .map_or(String::new(), |ms| format!("  {}", approx(ms)));
         let _ = writeln!(
             text,
-            "  {} {}{key}",
+            "  {} {}{key}{median}",
             row.cache.symbol(),
             plan.graph.nodes[i].id
         );
@@ -134,15 +172,22 @@ pub fn dry_text(plan: &Plan, rows: &[DryRow]) -> i32 {
         "{tasks} planned: {hit_text}{local}, {} would run",
         n - hits
     );
+    let predicted = predict(plan, rows, slots);
+    let without = match predicted.unknown {
+        0 => String::new(),
+        n => format!(" ({} without history)", plural(n, "task")),
+    };
     let _ = writeln!(
         text,
-        "predicted: ~0ms wall · ~0ms total ({tasks} without history)"
+        "predicted: {} wall · {} total{without}",
+        approx(predicted.wall_ms),
+        approx(predicted.work_ms)
     );
     out_str(&text);
     exit::SUCCESS
 }
 
-pub fn dry_json(plan: &Plan, rows: &[DryRow]) -> i32 {
+pub fn dry_json(plan: &Plan, rows: &[DryRow], slots: usize) -> i32 {
     let tasks: Vec<serde_json::Value> = rows
         .iter()
         .map(|row| {
@@ -165,6 +210,9 @@ pub fn dry_json(plan: &Plan, rows: &[DryRow]) -> i32 {
             if let Some(d) = description(plan, i) {
                 task["description"] = json!(d);
             }
+            if let Some(ms) = row.median_ms {
+                task["median_ms"] = json!(ms);
+            }
             if plan.affected.is_some() {
                 task["affected"] = match affected_reason(plan, i) {
                     Some(Reason::Changed(path)) => json!({ "path": path, "via": [] }),
@@ -178,9 +226,14 @@ pub fn dry_json(plan: &Plan, rows: &[DryRow]) -> i32 {
             task
         })
         .collect();
+    let predicted = predict(plan, rows, slots);
     let doc = json!({
         "tasks": tasks,
-        "predicted": { "wall_ms": 0, "work_ms": 0, "unknown": rows.len() },
+        "predicted": {
+            "wall_ms": predicted.wall_ms,
+            "work_ms": predicted.work_ms,
+            "unknown": predicted.unknown,
+        },
     });
     out_str(&format!(
         "{}\n",

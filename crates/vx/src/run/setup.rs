@@ -144,15 +144,12 @@ pub fn open_with(
                 rows.retain(|r| !r.path.is_empty());
             }
             read.stamps.keys_by_task = store.preload(&workspace_id).unwrap_or_default();
-            // A dry run schedules nothing: only a run reads the estimates.
-            if access == Access::ReadWrite {
-                read.recent = store
-                    .recent_executions()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|((project, task), r)| (TaskId::new(&project, &task), r))
-                    .collect();
-            }
+            read.recent = store
+                .recent_executions()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|((project, task), r)| (TaskId::new(&project, &task), r))
+                .collect();
         }
     }
     Ok(Opened {
@@ -233,6 +230,9 @@ pub fn dry_rows(
             },
             prediction: unstable[i],
             cache: status,
+            median_ms: cache
+                .recent(&node.id)
+                .and_then(|r| vx_core::schedule::median(&r.durations_ms)),
         });
     }
     // EXEC-13: an unrequested persistent task whose dependants all hit would not start.

@@ -26,7 +26,7 @@ use crate::{assert_contains, vx_bin};
 const BASELINE: [(&str, u64, u64, u64); 5] = [
     ("cold", 60, 0, 494),
     ("up-to-date", 0, 0, 82),
-    ("plan", 0, 0, 6),
+    ("plan", 0, 0, 7),
     ("restore", 0, 0, 162),
     ("one edit", 3, 1, 111),
 ];

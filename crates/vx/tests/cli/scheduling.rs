@@ -142,3 +142,45 @@ fn history_puts_the_longest_expected_path_first() {
     assert_eq!(order(&f), ["quick", "slow", "after"]);
     assert_eq!(order(&f), ["slow", "quick", "after"]);
 }
+
+/// UI-12 with history: each task's median, and the run predicted from them with the list
+/// schedule at the run's concurrency.
+#[test]
+fn dry_predicts_the_run_from_history() {
+    let f = one_project(
+        "[tasks.a]\ncommand = \"sleep 0.3\"\n\
+         [tasks.b]\ncommand = \"sleep 0.3\"\n\
+         [tasks.c]\ncommand = \"sleep 0.3\"\ndepends-on = [\"a\"]\n",
+    );
+    let args = ["run", "lib#b", "lib#c", "--concurrency", "2"];
+    let before = f.vx(&[&args[..], &["--dry"]].concat());
+    crate::assert_contains(
+        &before.stdout,
+        "predicted: ~0ms wall · ~0ms total (3 tasks without history)\n",
+    );
+    assert_eq!(f.vx(&args).code, 0);
+    let text = f.vx(&[&args[..], &["--dry"]].concat());
+    let row = regex::Regex::new(r"(?m)^  · lib#a  [0-9a-f]{12}  ~\d+ms$").unwrap();
+    assert!(row.is_match(&text.stdout), "{}", text.stdout);
+    assert!(!text.stdout.contains("without history"), "{}", text.stdout);
+    let json = f.vx(&[&args[..], &["--dry=json"]].concat());
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let medians: Vec<u64> = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["median_ms"].as_u64().expect("a median"))
+        .collect();
+    let predicted = &doc["predicted"];
+    let (wall, work) = (
+        predicted["wall_ms"].as_u64().unwrap(),
+        predicted["work_ms"].as_u64().unwrap(),
+    );
+    assert_eq!(work, medians.iter().sum::<u64>());
+    // Two slots: b beside the chain a → c, so the wall is the chain's.
+    assert_eq!(wall, (medians[0] + medians[2]).max(medians[1]), "{doc}");
+    assert_eq!(predicted["unknown"], 0);
+    let one_slot = f.vx(&["run", "lib#b", "lib#c", "--concurrency", "1", "--dry=json"]);
+    let doc: serde_json::Value = serde_json::from_str(&one_slot.stdout).unwrap();
+    assert_eq!(doc["predicted"]["wall_ms"].as_u64(), Some(work));
+}
