@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::cache::CacheKind;
 use super::outcome::{NotReady, Status, TaskReport};
 use crate::options::Target;
+use crate::render::notice;
 
 /// The run summary (UI-14).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -283,8 +284,17 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), String> {
     })
 }
 
+/// Writes `value` to `path` and says so on stderr (UI-8): `vx: wrote <path>` (relative to
+/// `cwd` when inside it), or `vx: could not write <path>: <reason>`, which changes nothing else.
+pub fn write_and_tell(path: &Path, value: &impl Serialize, cwd: &Path) {
+    match write_json(path, value) {
+        Ok(()) => notice(&format!("wrote {}", shown(path, cwd))),
+        Err(reason) => notice(&format!("could not write {}: {reason}", path.display())),
+    }
+}
+
 /// The path as the `vx: wrote …` line shows it: relative to `cwd` when inside it.
-pub fn shown(path: &Path, cwd: &Path) -> String {
+fn shown(path: &Path, cwd: &Path) -> String {
     path.strip_prefix(cwd).unwrap_or(path).display().to_string()
 }
 

@@ -9,7 +9,9 @@ use crate::exit;
 use crate::render::footer::{footer, recap, Summary};
 use crate::render::{notice, out_str};
 use crate::run::outcome::{NotReady, Status, TaskReport};
-use crate::run::summary::{shown, target_path, write_json, RunFacts, Summary as RunSummary};
+use crate::run::summary::{
+    target_path, write_and_tell, write_json, RunFacts, Summary as RunSummary,
+};
 use crate::run::trace::chrome_trace;
 
 impl Run<'_> {
@@ -109,10 +111,7 @@ impl Run<'_> {
         };
         let reports: Vec<&TaskReport> = self.reports.values().collect();
         let summary = RunSummary::new(&facts, &reports, |r| self.cache.key_hex(&r.id));
-        match write_json(&path, &summary) {
-            Ok(()) => notice(&format!("wrote {}", shown(&path, &self.ctx.cwd))),
-            Err(reason) => notice(&format!("could not write {}: {reason}", path.display())),
-        }
+        write_and_tell(&path, &summary, &self.ctx.cwd);
         self.summary = Some((path, summary));
     }
 
@@ -132,10 +131,7 @@ impl Run<'_> {
         let trace = chrome_trace(self.ctx.origin, self.started_at, phases, &reports, |r| {
             self.cache.key_hex(&r.id)
         });
-        match write_json(&path, &trace) {
-            Ok(()) => notice(&format!("wrote {}", shown(&path, &self.ctx.cwd))),
-            Err(reason) => notice(&format!("could not write {}: {reason}", path.display())),
-        }
+        write_and_tell(&path, &trace, &self.ctx.cwd);
     }
 
     /// The run's exit code: a signal's, else 1 when a task failed or was skipped.
