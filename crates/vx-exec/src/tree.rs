@@ -272,9 +272,9 @@ pub fn stdout_is_foreground_terminal() -> bool {
 
 nix::ioctl_read_bad!(window_size, nix::libc::TIOCGWINSZ, nix::libc::winsize);
 
-/// The number of columns of the terminal on stdout; `None` when stdout is not a terminal or
-/// the terminal does not say (a width of 0).
-pub fn terminal_width() -> Option<u16> {
+/// The columns and rows of the terminal on stdout; `None` when stdout is not a terminal or the
+/// terminal does not say (a size of 0).
+pub fn terminal_size() -> Option<(u16, u16)> {
     let mut size = nix::libc::winsize {
         ws_row: 0,
         ws_col: 0,
@@ -285,7 +285,7 @@ pub fn terminal_width() -> Option<u16> {
     // call; on a descriptor that is not a terminal it fails with ENOTTY and writes nothing.
     let result = unsafe { window_size(std::io::stdout().as_raw_fd(), &mut size) };
     match result {
-        Ok(_) if size.ws_col > 0 => Some(size.ws_col),
+        Ok(_) if size.ws_col > 0 && size.ws_row > 0 => Some((size.ws_col, size.ws_row)),
         _ => None,
     }
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use vx_core::graph::TaskGraph;
-use vx_core::schedule::SchedulerPolicy;
+use vx_core::schedule::{Admission, SchedulerPolicy};
 use vx_exec::{Completion, ExecEvent, Executor, ExitReason, RunningTask, SpawnSpec, Stream};
 
 /// What a scripted attempt prints and how it ends.
@@ -113,8 +113,12 @@ impl SchedulerPolicy for FixedPolicy {
         p
     }
 
-    fn admits(&self, _node: usize, running: &[usize]) -> bool {
-        running.len() < self.limit
+    fn admits(&self, _node: usize, running: &[usize]) -> Admission {
+        if running.len() < self.limit {
+            Admission::Start
+        } else {
+            Admission::Wait
+        }
     }
 }
 

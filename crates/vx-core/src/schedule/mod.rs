@@ -19,8 +19,8 @@ use crate::graph::TaskGraph;
 mod policy;
 
 pub use policy::{
-    critical_path, median, predicted_wall, reservation, DependantCount, Estimate, HistoryPolicy,
-    SchedulerPolicy, TaskKind, RESERVATION_STEP,
+    critical_path, median, predicted_wall, reservation, Admission, DependantCount, Estimate,
+    HistoryPolicy, SchedulerPolicy, TaskKind, RESERVATION_STEP,
 };
 
 /// `--continue` (EXEC-17).
@@ -70,6 +70,12 @@ pub struct Scheduler {
     running: Vec<usize>,
     /// Ready nodes the policy did not admit in the latest [`Scheduler::next_ready`].
     held: Vec<usize>,
+    /// Bumped by every change that can start a node (one ready, one done executing, …);
+    /// `settled` is its value when [`Scheduler::next_ready`] last found nothing to start, so
+    /// an unchanged scheduler answers at once instead of asking the policy about every held
+    /// node again (the run loop dispatches after every message).
+    generation: u64,
+    settled: Option<u64>,
     /// SCHED-5: interactive tasks (on a terminal), and whether each is persistent.
     interactive: Vec<Option<Interactive>>,
     /// Ready interactive persistent tasks, held until everything else has finished.
@@ -119,6 +125,8 @@ impl Scheduler {
             policy,
             running: Vec::new(),
             held: Vec::new(),
+            generation: 0,
+            settled: None,
             interactive: vec![None; n],
             last: Vec::new(),
             terminal_held: false,
@@ -132,6 +140,7 @@ impl Scheduler {
     }
 
     fn make_ready(&mut self, i: usize) {
+        self.generation += 1;
         self.state[i] = NodeState::Ready;
         self.ready
             .push((self.priority[i], Reverse(self.ready_seq), Reverse(i)));
@@ -140,6 +149,7 @@ impl Scheduler {
 
     /// Marks a node as an interactive task on a terminal (SCHED-5). Call before dispatching.
     pub fn set_interactive(&mut self, i: usize, kind: Interactive) {
+        self.generation += 1;
         self.interactive[i] = Some(kind);
     }
 
@@ -153,6 +163,9 @@ impl Scheduler {
     /// it cannot be starved); an interactive persistent task is set aside until every other
     /// node has finished.
     pub fn next_ready(&mut self) -> Option<usize> {
+        if self.settled == Some(self.generation) {
+            return None;
+        }
         self.held.clear();
         if self.halted {
             return None;
@@ -180,19 +193,30 @@ impl Scheduler {
                 _ => {}
             }
             let entry = self.ready.pop().expect("peeked");
-            if self.policy.admits(i, &self.running) {
-                break Some(self.mark_running(i));
+            match self.policy.admits(i, &self.running) {
+                Admission::Start => break Some(self.mark_running(i)),
+                Admission::Wait => {
+                    self.held.push(i);
+                    passed_over.push(entry);
+                }
+                Admission::Alone => {
+                    self.held.push(i);
+                    passed_over.push(entry);
+                    break None;
+                }
             }
-            self.held.push(i);
-            passed_over.push(entry);
         };
         let heap_was_empty = self.ready.is_empty() && passed_over.is_empty();
         self.ready.extend(passed_over);
-        match found {
+        let found = match found {
             Some(i) => Some(i),
             None if heap_was_empty => self.next_last(),
             None => None,
+        };
+        if found.is_none() {
+            self.settled = Some(self.generation);
         }
+        found
     }
 
     /// Ready nodes the policy did not admit in the latest [`Scheduler::next_ready`] (SCHED-4):
@@ -204,6 +228,7 @@ impl Scheduler {
     /// A started node's processes have ended (its save may still run): it no longer counts as
     /// executing for admission. [`Scheduler::finish`] ends it.
     pub fn stopped_executing(&mut self, i: usize) {
+        self.generation += 1;
         self.running.retain(|&r| r != i);
     }
 
@@ -248,6 +273,7 @@ impl Scheduler {
 
     /// Records the end of a running node. Returns the nodes that became skipped.
     pub fn finish(&mut self, i: usize, finish: Finish) -> Vec<usize> {
+        self.generation += 1;
         self.running.retain(|&r| r != i);
         let mut skipped = Vec::new();
         match finish {
@@ -279,6 +305,7 @@ impl Scheduler {
     /// outcome whatever its dependencies do later. Only a node that has not started may
     /// finish ahead.
     pub fn finish_ahead(&mut self, i: usize) {
+        self.generation += 1;
         debug_assert!(matches!(
             self.state[i],
             NodeState::Waiting | NodeState::Ready
@@ -291,6 +318,7 @@ impl Scheduler {
     /// finished, to restore it. It is never dispatched while taken; [`Scheduler::finish`] ends
     /// it as usual, or [`Scheduler::give_back`] returns it to the normal schedule.
     pub fn take_ahead(&mut self, i: usize) {
+        self.generation += 1;
         debug_assert!(matches!(
             self.state[i],
             NodeState::Waiting | NodeState::Ready
@@ -302,6 +330,7 @@ impl Scheduler {
     /// dependencies again, or is ready when they are done. If one of them failed meanwhile, it
     /// is skipped like any dependant (returned with its root cause).
     pub fn give_back(&mut self, i: usize) -> Vec<usize> {
+        self.generation += 1;
         let failed = self.deps[i]
             .iter()
             .copied()
@@ -326,6 +355,7 @@ impl Scheduler {
 
     /// Stops all dispatch (`--continue=never` after a failure, or a signal to vx).
     pub fn halt(&mut self) {
+        self.generation += 1;
         self.halted = true;
     }
 
@@ -524,8 +554,12 @@ mod tests {
         fn priorities(&self, graph: &TaskGraph) -> Vec<u64> {
             (0..graph.nodes.len() as u64).collect()
         }
-        fn admits(&self, _node: usize, running: &[usize]) -> bool {
-            running.is_empty()
+        fn admits(&self, _node: usize, running: &[usize]) -> Admission {
+            if running.is_empty() {
+                Admission::Start
+            } else {
+                Admission::Wait
+            }
         }
     }
 

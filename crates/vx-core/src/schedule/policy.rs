@@ -19,9 +19,21 @@ pub trait SchedulerPolicy {
     /// Whether a ready node may start beside the executing ones. Restores, persistent tasks
     /// that are ready and tasks whose processes have ended (a save may still be running) are
     /// not executing.
-    fn admits(&self, _node: usize, _executing: &[usize]) -> bool {
-        true
+    fn admits(&self, _node: usize, _executing: &[usize]) -> Admission {
+        Admission::Start
     }
+}
+
+/// A policy's answer for a ready node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    Start,
+    /// It does not fit beside the executing nodes now: it is held, and nodes behind it in
+    /// priority order may start meanwhile.
+    Wait,
+    /// It needs nothing else executing: it is held, and nothing behind it starts either, so the
+    /// executing nodes drain and it gets its turn (a node larger than the whole budget).
+    Alone,
 }
 
 /// SCHED-2 in its M1 form: priority is the number of transitive dependants in the run.
@@ -150,22 +162,30 @@ impl SchedulerPolicy for HistoryPolicy {
         }
     }
 
-    fn admits(&self, node: usize, executing: &[usize]) -> bool {
+    fn admits(&self, node: usize, executing: &[usize]) -> Admission {
         let Some(budget) = self.budget else {
-            return true;
+            return Admission::Start;
         };
         if self.estimates[node].kind == TaskKind::Group {
-            return true;
+            return Admission::Start;
         }
         let wanted = self.reservations[node];
         if wanted > budget {
-            return executing.is_empty();
+            return if executing.is_empty() {
+                Admission::Start
+            } else {
+                Admission::Alone
+            };
         }
         let reserved: u64 = executing
             .iter()
             .map(|&n| self.reservations[n])
             .fold(0, u64::saturating_add);
-        reserved.saturating_add(wanted) <= budget
+        if reserved.saturating_add(wanted) <= budget {
+            Admission::Start
+        } else {
+            Admission::Wait
+        }
     }
 }
 
@@ -481,7 +501,7 @@ mod tests {
             },
         ];
         for (n, case) in cases.iter().enumerate() {
-            let estimates = case
+            let estimates: Vec<Estimate> = case
                 .peaks
                 .iter()
                 .map(|&peak_rss_bytes| Estimate {
@@ -491,7 +511,7 @@ mod tests {
                 .collect();
             let policy = HistoryPolicy::new(estimates, case.budget);
             assert_eq!(
-                policy.admits(case.node, case.executing),
+                policy.admits(case.node, case.executing) == Admission::Start,
                 case.admitted,
                 "case {n}"
             );
@@ -513,8 +533,9 @@ mod tests {
         ];
         let policy = HistoryPolicy::new(estimates, Some(GIB));
         // The oversize task executes alone: a task waits, a group does not.
-        assert!(!policy.admits(2, &[0]));
-        assert!(policy.admits(1, &[0]));
+        assert_eq!(policy.admits(2, &[0]), Admission::Wait);
+        assert_eq!(policy.admits(1, &[0]), Admission::Start);
+        assert_eq!(policy.admits(0, &[2]), Admission::Alone);
     }
 
     /// Plays a run: every node takes `durations[i]`, `slots` execute at once; returns the
@@ -597,6 +618,49 @@ mod tests {
             &[0, 1, 2, 3],
         );
         assert_eq!((wall, together), (400, 1));
+    }
+
+    #[test]
+    fn a_task_larger_than_the_budget_drains_the_machine_for_its_turn() {
+        // `huge` needs more than the budget; while `a` executes, `huge` is ready first and
+        // nothing behind it (`b`, `c`) may start, so it runs as soon as `a` is done.
+        let g = graph(&[("a", &[]), ("huge", &[]), ("b", &[]), ("c", &[])]);
+        let estimates = vec![
+            Estimate {
+                duration_ms: Some(500),
+                ..Estimate::default()
+            },
+            Estimate {
+                duration_ms: Some(400),
+                peak_rss_bytes: Some(4 * GIB),
+                ..Estimate::default()
+            },
+            Estimate {
+                duration_ms: Some(10),
+                ..Estimate::default()
+            },
+            Estimate {
+                duration_ms: Some(10),
+                ..Estimate::default()
+            },
+        ];
+        let mut s = Scheduler::new(
+            &g,
+            ContinueMode::DepsOk,
+            Box::new(HistoryPolicy::new(estimates, Some(GIB))),
+        );
+        assert_eq!(s.next_ready(), Some(0), "the longest first");
+        assert_eq!(
+            s.next_ready(),
+            None,
+            "huge waits alone, and b and c wait behind it"
+        );
+        assert_eq!(s.held(), &[1]);
+        s.stopped_executing(0);
+        assert_eq!(s.next_ready(), Some(1));
+        assert_eq!(s.next_ready(), None, "nothing beside it");
+        s.finish(1, Finish::Success);
+        assert_eq!(s.next_ready(), Some(2));
     }
 
     #[test]

@@ -142,7 +142,8 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
             (n, source.word())
         }
     };
-    let (memory_budget_bytes, memory_budget_source) = crate::run::memory::budget(&env);
+    let (memory_budget_bytes, memory_budget_source) =
+        crate::run::memory::Budget::from_env(&env).resolve();
     let dir = cache_dir(
         &root,
         cwd,

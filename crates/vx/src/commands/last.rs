@@ -147,7 +147,7 @@ fn short_ids(all: &[String]) -> BTreeMap<String, String> {
             let after = plain
                 .get(i + 1)
                 .map_or(0, |next| common(&plain[i].0, &next.0));
-            let len = (before.max(after) + 1).clamp(8, plain[i].0.len());
+            let len = (before.max(after) + 1).max(8).min(plain[i].0.len());
             (plain[i].1.clone(), plain[i].0[..len].to_string())
         })
         .collect()
@@ -634,6 +634,12 @@ mod tests {
         assert_eq!(short[&ids[0]], "0193a1f4c2e170008000000000000001");
         assert_eq!(short[&ids[2]], "0193b000");
         assert_eq!(short_ids(&ids[2..])[&ids[2]], "0193b000");
+        let odd = ["a".to_string(), "ab".to_string()];
+        assert_eq!(
+            short_ids(&odd)["a"],
+            "a",
+            "ids shorter than 8 digits are shown whole"
+        );
     }
 
     #[test]

@@ -56,6 +56,14 @@ pub fn is_active() -> bool {
     region().active
 }
 
+/// Whether [`draw`] would draw now: the region is on, the cursor is at the start of a line,
+/// and the last drawing is at least [`MIN_INTERVAL`] old. The run loop asks before building
+/// the lines, so a burst of messages costs nothing.
+pub fn due() -> bool {
+    let r = region();
+    r.active && r.at_line_start && r.last_draw.is_none_or(|at| at.elapsed() >= MIN_INTERVAL)
+}
+
 /// Erases the region for good (before the footer, or when the focused flow's requested task
 /// starts); diagnostics go back to stderr.
 pub fn stop() {
@@ -66,9 +74,10 @@ pub fn stop() {
 }
 
 /// Draws `lines` in place of the region, unless one was drawn less than [`MIN_INTERVAL`] ago or
-/// the terminal's cursor is in the middle of a line. `width` is the terminal's width: lines are
-/// cut to one column less, so none wraps and the cursor arithmetic holds.
-pub fn draw(lines: &[String], width: usize) {
+/// the terminal's cursor is in the middle of a line. `(width, height)` is the terminal's size:
+/// lines are cut to one column less, so none wraps, and at most half its height are drawn, so
+/// none scrolls away; either would break the cursor arithmetic.
+pub fn draw(lines: &[String], (width, height): (usize, usize)) {
     let mut r = region();
     if !r.active || !r.at_line_start {
         return;
@@ -76,6 +85,7 @@ pub fn draw(lines: &[String], width: usize) {
     if r.last_draw.is_some_and(|at| at.elapsed() < MIN_INTERVAL) {
         return;
     }
+    let lines = &lines[..lines.len().min((height / 2).max(1))];
     let mut bytes = erase_sequence(r.drawn);
     for line in lines {
         bytes.extend_from_slice(cut(line, width.saturating_sub(1).max(1)).as_bytes());
@@ -94,12 +104,13 @@ pub fn draw(lines: &[String], width: usize) {
 
 /// Writes `bytes` with `write` (to stdout or stderr), erasing the region first. The region's
 /// lock is held throughout and taken before stdout's, as [`draw`] takes them, so two threads
-/// writing can never wait for each other.
-pub(super) fn around_output(bytes: &[u8], write: impl FnOnce(&[u8])) {
+/// writing can never wait for each other. `on_terminal`: the bytes go to the region's
+/// terminal, so whether they ended a line matters for the next drawing.
+pub(super) fn around_output(bytes: &[u8], on_terminal: bool, write: impl FnOnce(&[u8])) {
     let mut r = region();
     erase(&mut r);
     write(bytes);
-    if let Some(&last) = bytes.last() {
+    if let Some(&last) = bytes.last().filter(|_| on_terminal) {
         r.at_line_start = last == b'\n';
     }
 }
@@ -122,8 +133,9 @@ fn erase_sequence(lines: usize) -> Vec<u8> {
     format!("\r\x1b[{lines}A\x1b[J").into_bytes()
 }
 
-/// `line` cut to `width` visible characters; escape sequences (colour) do not count and are
-/// kept whole, and a reset is added after a cut.
+/// `line` cut to `width` terminal columns; escape sequences (colour) do not count and are kept
+/// whole, a character outside ASCII counts as two columns (a wide one may take two; cutting a
+/// little early never wraps), and a reset is added after a cut.
 fn cut(line: &str, width: usize) -> String {
     let mut out = String::new();
     let mut visible = 0;
@@ -140,12 +152,13 @@ fn cut(line: &str, width: usize) -> String {
             }
             continue;
         }
-        if visible == width {
+        let columns = if c.is_ascii() { 1 } else { 2 };
+        if visible + columns > width {
             cut = true;
             break;
         }
         out.push(c);
-        visible += 1;
+        visible += columns;
     }
     if cut && out.contains('\x1b') {
         out.push_str("\x1b[0m");
@@ -180,7 +193,12 @@ mod tests {
         assert_eq!(cut("abcdef", 4), "abcd");
         assert_eq!(cut("ab", 4), "ab");
         assert_eq!(cut("\x1b[2mabcdef\x1b[0m", 3), "\x1b[2mabc\x1b[0m");
-        assert_eq!(cut("▸ é", 2), "▸ ");
+        assert_eq!(cut("▸ é", 3), "▸ ");
+        assert_eq!(
+            cut("日本語のid", 5),
+            "日本",
+            "wide characters take two columns"
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub fn out(bytes: &[u8]) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
-    live::around_output(bytes, |bytes| {
+    live::around_output(bytes, true, |bytes| {
         let mut stdout = std::io::stdout().lock();
         if stdout
             .write_all(bytes)
@@ -40,7 +40,10 @@ pub fn out_str(text: &str) {
 
 /// Writes to stderr; errors are ignored (there is nowhere left to report them).
 pub fn stderr(text: &str) {
-    live::around_output(text.as_bytes(), |bytes| {
+    static ON_TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on_terminal =
+        *ON_TERMINAL.get_or_init(|| std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    live::around_output(text.as_bytes(), on_terminal, |bytes| {
         let mut stderr = std::io::stderr().lock();
         let _ = stderr.write_all(bytes);
         let _ = stderr.flush();

@@ -91,6 +91,23 @@ pub fn frame(style: &Style, report: &TaskReport) -> Vec<u8> {
     bytes
 }
 
+/// A value for a GitHub Actions workflow command: `%`, CR and LF always escaped, and `:` and
+/// `,` too in a property (`title=`), where they would end it.
+fn workflow_escape(text: &str, property: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            ':' if property => out.push_str("%3A"),
+            ',' if property => out.push_str("%2C"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// UI-9: a frame for a GitHub Actions log. A success is folded into a group titled with the
 /// header status and duration; a failure stays outside any group and is followed by an
 /// `::error` annotation. The task's output is fenced with `::stop-commands::<token>` so that
@@ -120,10 +137,27 @@ pub fn github_frame(style: &Style, report: &TaskReport, token: &str) -> Vec<u8> 
     }
     bytes.extend_from_slice(frame_tail(style, report).as_bytes());
     if failed {
-        bytes.extend_from_slice(format!("::error title={}::{status}\n", report.id).as_bytes());
+        let title = workflow_escape(&report.id.to_string(), true);
+        let message = workflow_escape(&status, false);
+        bytes.extend_from_slice(format!("::error title={title}::{message}\n").as_bytes());
     } else {
         bytes.extend_from_slice(b"::endgroup::\n");
     }
     bytes.push(b'\n');
     bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workflow_escape;
+
+    #[test]
+    fn workflow_command_values_are_escaped() {
+        assert_eq!(workflow_escape("@a/b#build", true), "@a/b#build");
+        assert_eq!(workflow_escape("x:y,z%", true), "x%3Ay%2Cz%25");
+        assert_eq!(
+            workflow_escape("failed (exit 1): a,b\n", false),
+            "failed (exit 1): a,b%0A"
+        );
+    }
 }

@@ -159,6 +159,39 @@ impl<'p> RunCache<'p> {
         }
     }
 
+    /// HIST-1: the run and its task rows, with each task's key and whether it was saved; a
+    /// failure is one warning line. Recording the same run again replaces it (a kept
+    /// persistent task's later exit).
+    fn record_history(&mut self, (mut invocation, mut rows): (Invocation, Vec<RunRow>)) {
+        let Some(salt) = self.store.as_ref().map(Store::salt) else {
+            return;
+        };
+        invocation.argv = crate::run::execute::masked_argv(&invocation.argv, &salt);
+        for row in &mut rows {
+            let id = TaskId::new(&row.project, &row.task);
+            row.key = self.key_hex(&id);
+            match self.saves.get(&id) {
+                Some(Ok(())) => row.saved = true,
+                Some(Err(reason)) => row.unsaved_reason = Some((*reason).to_string()),
+                None => {}
+            }
+        }
+        let Some(store) = self.store.as_mut() else {
+            return;
+        };
+        if let Err(error) = store.record_run(&invocation, &rows) {
+            render::warning(&format!("could not record this run in history: {error}"));
+        }
+    }
+
+    /// A kept persistent task ended after the footer: the run is recorded again with the final
+    /// exit code and the task's final row.
+    pub fn record_again(&mut self, history: (Invocation, Vec<RunRow>)) {
+        if self.store.as_ref().is_some_and(|s| s.disabled().is_none()) {
+            self.record_history(history);
+        }
+    }
+
     /// The full key derived for `id` in this run, if any.
     pub fn key_hex(&self, id: &TaskId) -> Option<String> {
         self.keys.known(id).map(|d| d.key.hex())
@@ -1189,23 +1222,11 @@ impl<'p> RunCache<'p> {
             .collect();
         let _ = store.put_file_stamps(&self.workspace_id, &rows);
         self.flush_recorded();
-        let Some(store) = self.store.as_mut() else {
-            return;
-        };
-        if let Some((mut invocation, mut rows)) = history {
-            invocation.argv = crate::run::execute::masked_argv(&invocation.argv, &store.salt());
-            for row in &mut rows {
-                let id = TaskId::new(&row.project, &row.task);
-                row.key = self.keys.known(&id).map(|d| d.key.hex());
-                match self.saves.get(&id) {
-                    Some(Ok(())) => row.saved = true,
-                    Some(Err(reason)) => row.unsaved_reason = Some((*reason).to_string()),
-                    None => {}
-                }
-            }
-            if let Err(error) = store.record_run(&invocation, &rows) {
-                render::warning(&format!("could not record this run in history: {error}"));
-            }
+        if let Some(history) = history {
+            self.record_history(history);
+            let Some(store) = self.store.as_mut() else {
+                return;
+            };
             // STORE-16: retention after saves, silently, never for a signal-stopped run.
             if let Some(retention) = &self.workspace.settings.cache_retention {
                 let policy = vx_store::PrunePolicy {

@@ -8,22 +8,46 @@ use vx_core::units::parse_size;
 
 use crate::render::warning;
 
-/// `VX_MEMORY_BUDGET` (a size, or `off`), else the measured budget of SCHED-4.
-pub fn budget(env: &BTreeMap<String, String>) -> (Option<u64>, &'static str) {
-    if let Some(value) = env.get("VX_MEMORY_BUDGET") {
+/// What `VX_MEMORY_BUDGET` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    Off,
+    Given(u64),
+    /// Unset (or invalid, with a warning): measured when it is needed.
+    Measure,
+}
+
+impl Budget {
+    /// `VX_MEMORY_BUDGET`: a size, or `off`; an invalid value draws one warning (ENV-1).
+    pub fn from_env(env: &BTreeMap<String, String>) -> Budget {
+        let Some(value) = env.get("VX_MEMORY_BUDGET") else {
+            return Budget::Measure;
+        };
         if value == "off" {
-            return (None, "VX_MEMORY_BUDGET");
+            return Budget::Off;
         }
         match parse_size(value).filter(|s| *s > 0) {
-            Some(size) => return (Some(size), "VX_MEMORY_BUDGET"),
-            None => warning(&format!(
-                "ignoring VX_MEMORY_BUDGET=`{value}`: not a size (write e.g. `8G`, or `off`)"
-            )),
+            Some(size) => Budget::Given(size),
+            None => {
+                warning(&format!(
+                    "ignoring VX_MEMORY_BUDGET=`{value}`: not a size (write e.g. `8G`, or `off`)"
+                ));
+                Budget::Measure
+            }
         }
     }
-    match measured_memory() {
-        Some((bytes, source)) => (Some(bytes), source.word()),
-        None => (None, "not measured"),
+
+    /// The budget in bytes and where it came from; measuring reads `/proc/meminfo` and the
+    /// cgroup files, so a run does it only when some task has a recorded peak.
+    pub fn resolve(self) -> (Option<u64>, &'static str) {
+        match self {
+            Budget::Off => (None, "VX_MEMORY_BUDGET"),
+            Budget::Given(size) => (Some(size), "VX_MEMORY_BUDGET"),
+            Budget::Measure => match measured_memory() {
+                Some((bytes, source)) => (Some(bytes), source.word()),
+                None => (None, "not measured"),
+            },
+        }
     }
 }
 

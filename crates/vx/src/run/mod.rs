@@ -152,7 +152,7 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
         sh,
         host_env: host_env.clone(),
         slots: slots.max(1),
-        memory_budget: memory::budget(&host_env).0,
+        memory_budget: memory::Budget::from_env(&host_env),
         lock,
     };
     let mut reporter = Reporter::new(style, flow, options.output_logs);

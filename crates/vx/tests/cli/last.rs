@@ -179,3 +179,44 @@ fn a_history_write_failure_is_one_line_and_keeps_the_exit_code() {
     let last = f.vx(&["last", "--list"]);
     assert_eq!(last.stdout.lines().count(), 1, "{}", last.stdout);
 }
+
+/// HIST-1: the run's context is recorded: the branch and commit `HEAD` names, the CI provider,
+/// and the command line with the arguments forwarded to tasks replaced by digests.
+#[test]
+fn the_branch_commit_ci_provider_and_masked_argv_are_recorded() {
+    let f = one_project("[tasks.deploy]\ncommand = \"true\"\n");
+    let out = f.vx_in(
+        "",
+        &["run", "lib#deploy", "--", "--token", "hunter2"],
+        &[("GITHUB_ACTIONS", "true"), ("CI", "true")],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let last = f.vx(&["last", "--format", "json"]);
+    let run: Value = serde_json::from_str(&last.stdout).unwrap();
+    let invocation = &run["invocation"];
+    assert_eq!(invocation["branch"], "main");
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(f.root())
+        .output()
+        .unwrap();
+    assert_eq!(
+        invocation["commit"].as_str().unwrap(),
+        String::from_utf8_lossy(&head.stdout).trim()
+    );
+    assert_eq!(invocation["ci_provider"], "github-actions");
+    let argv: Vec<&str> = invocation["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(&argv[1..4], ["run", "lib#deploy", "--"]);
+    assert!(
+        argv[4..].iter().all(|a| a.starts_with("[forwarded ")),
+        "{argv:?}"
+    );
+    assert!(!last.stdout.contains("hunter2"), "{}", last.stdout);
+    let text = f.vx(&["last"]);
+    crate::assert_contains(&text.stdout, "ci         github-actions\n");
+}

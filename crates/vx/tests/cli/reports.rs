@@ -272,6 +272,13 @@ fn a_kept_servers_exit_rewrites_the_summarys_exit_code() {
         (&Value::from(false), &Value::from(1)),
         "{summary}"
     );
+    // History records the run again with the final exit code and the task's end.
+    let last = f.vx(&["last", "--format", "json"]);
+    let last: Value = serde_json::from_str(&last.stdout).unwrap();
+    assert_eq!(last["invocation"]["exit_code"], 1, "{last}");
+    assert_eq!(last["invocation"]["run_id"], summary["run_id"]);
+    assert_eq!(last["tasks"][0]["status"], "failed", "{last}");
+    assert_eq!(last["tasks"][0]["exit_code"], 3, "{last}");
 }
 
 /// UI-9: under GitHub Actions a success is a group titled with its status and duration, a

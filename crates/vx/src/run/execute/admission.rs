@@ -1,7 +1,7 @@
 //! Memory-aware admission in the run loop (SCHED-4): what history estimates for each task, and
 //! how long each waited only for memory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use vx_core::schedule::{median, Estimate, TaskKind};
@@ -35,8 +35,9 @@ impl HeldForMemory {
     /// After a dispatch: `held` are the tasks waiting only for memory now.
     pub(super) fn update(&mut self, held: &[usize], now: Instant) {
         let total = &mut self.total;
+        let held_now: HashSet<usize> = held.iter().copied().collect();
         self.since.retain(|i, since| {
-            let still = held.contains(i);
+            let still = held_now.contains(i);
             if !still {
                 *total.entry(*i).or_default() += now.saturating_duration_since(*since);
             }
@@ -44,6 +45,13 @@ impl HeldForMemory {
         });
         for &i in held {
             self.since.entry(i).or_insert(now);
+        }
+    }
+
+    /// Task `i` starts now: its wait, if any, ends here (before its report is made).
+    pub(super) fn started(&mut self, i: usize, now: Instant) {
+        if let Some(since) = self.since.remove(&i) {
+            *self.total.entry(i).or_default() += now.saturating_duration_since(since);
         }
     }
 
@@ -71,6 +79,15 @@ mod tests {
         assert_eq!(held.total(1), Duration::from_millis(250));
         assert_eq!(held.total(2), Duration::from_millis(340));
         assert_eq!(held.total(3), Duration::ZERO);
+        held.update(&[4], at(2000));
+        held.started(4, at(2025));
+        assert_eq!(
+            held.total(4),
+            Duration::from_millis(25),
+            "closed when it starts"
+        );
+        held.update(&[], at(3000));
+        assert_eq!(held.total(4), Duration::from_millis(25));
     }
 
     #[test]

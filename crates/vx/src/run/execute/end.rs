@@ -42,12 +42,9 @@ impl Run<'_> {
             self.reporter.finished(i, &report, self.is_shown(i));
             self.reports.insert(i, report);
         }
-        let failed = self
-            .reports
-            .values()
-            .any(|r| matches!(r.status, Status::Failed | Status::Skipped));
         let keep_allowed = !signalled
-            && (!failed || self.options.continue_mode == vx_core::schedule::ContinueMode::Always);
+            && (!self.any_failed()
+                || self.options.continue_mode == vx_core::schedule::ContinueMode::Always);
         let kept: Vec<usize> = if keep_allowed {
             self.kept_persistent()
         } else {
@@ -67,10 +64,10 @@ impl Run<'_> {
             self.stop_exited_servers();
         }
 
-        let history = (!signalled).then(|| self.history());
+        let code = self.exit_code();
+        let history = (!signalled).then(|| self.history(code));
         self.cache.finish(history);
         self.cache.report_counters();
-        let code = self.exit_code();
         self.write_summary(code);
         self.write_profile();
         self.finish_output();
@@ -80,7 +77,11 @@ impl Run<'_> {
             return code;
         }
         let code = self.keep_alive_loop(&kept);
-        // UI-14: the kept task's exit is the run's.
+        // The kept task's exit is the run's: history (HIST-1) and the summary (UI-14) say so.
+        if self.stopping.is_none() {
+            let history = self.history(code);
+            self.cache.record_again(history);
+        }
         if let Some((path, summary)) = &mut self.summary {
             summary.set_exit_code(code);
             if let Err(reason) = write_json(path, summary) {
@@ -139,30 +140,33 @@ impl Run<'_> {
         if let Some(n) = self.stopping {
             return exit::signal(n);
         }
-        let failed = self
-            .reports
-            .values()
-            .any(|r| matches!(r.status, Status::Failed | Status::Skipped));
-        if failed {
+        if self.any_failed() {
             exit::FAILURE
         } else {
             exit::SUCCESS
         }
     }
 
+    fn any_failed(&self) -> bool {
+        self.reports
+            .values()
+            .any(|r| matches!(r.status, Status::Failed | Status::Skipped))
+    }
+
     /// The rows `vx why` reads (HIST-1's minimal M2 subset): one per non-group task with an
     /// outcome other than aborted or not run.
-    pub(super) fn history(&self) -> (vx_store::index::Invocation, Vec<vx_store::index::RunRow>) {
+    pub(super) fn history(
+        &self,
+        exit_code: i32,
+    ) -> (vx_store::index::Invocation, Vec<vx_store::index::RunRow>) {
         let run_id = self.run_id.clone();
         let started_at = crate::run::cache::epoch_ms(self.started_wall);
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
         let mut rows = Vec::new();
-        let mut failed = false;
         for report in self.reports.values() {
             if matches!(report.status, Status::Aborted | Status::NotRun) {
                 continue;
             }
-            failed |= matches!(report.status, Status::Failed | Status::Skipped);
             *counts
                 .entry(report.status.word().replace(' ', "_"))
                 .or_default() += 1;
@@ -205,7 +209,7 @@ impl Run<'_> {
             argv: std::env::args().collect(),
             started_at,
             ended_at: crate::run::cache::epoch_ms(SystemTime::now()),
-            exit_code: i32::from(failed),
+            exit_code,
             task_count: rows.len() as u64,
             counts,
             os: std::env::consts::OS.into(),

@@ -79,9 +79,9 @@ pub struct Context {
     /// `VX_READY_NOTICE`: when a persistent task still not ready gets its note (EXEC-13).
     pub ready_notice: Duration,
     pub slots: u32,
-    /// SCHED-4: the memory budget measured at run start or set by `VX_MEMORY_BUDGET`; `None`
-    /// when admission is off.
-    pub memory_budget: Option<u64>,
+    /// SCHED-4: `VX_MEMORY_BUDGET`, or measure the budget at run start (only when a task in
+    /// the run has a recorded peak).
+    pub memory_budget: crate::run::memory::Budget,
     /// The workspace run lock, released when the graph is finished (STORE-14).
     pub lock: Option<vx_store::RunLock>,
 }
@@ -233,17 +233,23 @@ impl<'p> Run<'p> {
             reporter.choose_streaming(&requested_commands);
         }
         let lane_width = 2 * ctx.slots as usize;
-        let estimates = plan
+        let estimates: Vec<_> = plan
             .graph
             .nodes
             .iter()
             .enumerate()
             .map(|(i, node)| estimate(cache.recent(&node.id), kind_of(task(plan, i))))
             .collect();
+        // Nothing reserves memory without a recorded peak: no need to measure the budget.
+        let budget = if estimates.iter().any(|e| e.peak_rss_bytes.is_some()) {
+            ctx.memory_budget.resolve().0
+        } else {
+            None
+        };
         let mut scheduler = Scheduler::new(
             &plan.graph,
             options.continue_mode,
-            Box::new(HistoryPolicy::new(estimates, ctx.memory_budget)),
+            Box::new(HistoryPolicy::new(estimates, budget)),
         );
         let interactive: BTreeSet<usize> = (0..plan.graph.nodes.len())
             .filter(|&i| owns_terminal(i) && kind_of(task(plan, i)) != Kind::Group)
@@ -352,6 +358,7 @@ impl<'p> Run<'p> {
     }
 
     fn start(&mut self, i: usize) {
+        self.held.started(i, Instant::now());
         let config = task(self.plan, i);
         let kind = kind_of(config);
         if kind == Kind::Group {
@@ -390,7 +397,9 @@ impl<'p> Run<'p> {
             let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
             let probing = Instant::now();
             let decision = self.cache.before(&id, saveable, needs_log);
-            self.phase(&format!("key and cache probe: {id}"), probing);
+            if self.phases.is_some() {
+                self.phase(&format!("key and cache probe: {id}"), probing);
+            }
             match decision {
                 Decision::Hit {
                     kind,

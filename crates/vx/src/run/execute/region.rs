@@ -35,13 +35,17 @@ impl Run<'_> {
         }
     }
 
-    /// Draws the region if it is on (coalesced by the region itself).
+    /// Draws the region if it is on and due (at most once per 30 ms: the lines are built only
+    /// then, so a burst of messages does not rebuild them each time).
     pub(super) fn redraw_region(&self) {
-        if !live::is_active() {
+        if !live::due() {
             return;
         }
-        let width = vx_exec::tree::terminal_width().map_or(80, usize::from);
-        live::draw(&self.region_lines(), width);
+        let (width, height) = vx_exec::tree::terminal_size().unwrap_or((80, 24));
+        live::draw(
+            &self.region_lines(),
+            (usize::from(width), usize::from(height)),
+        );
     }
 
     fn region_lines(&self) -> Vec<String> {

@@ -31,7 +31,7 @@ fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
         phases: Vec::new(),
         cache_dir: std::env::temp_dir().join("vx-run-loop-tests"),
         slots: 1,
-        memory_budget: None,
+        memory_budget: crate::run::memory::Budget::Off,
         lock: None,
     };
     let host_env = BTreeMap::new();
