@@ -20,6 +20,8 @@ enum Show {
     Nothing,
     Frame,
     OneLiner,
+    /// `--output-logs=hash-only`: the one-liner with the task's short key.
+    HashLine,
     /// A one-liner now and the frame just above the footer.
     OneLinerThenFrame,
 }
@@ -136,7 +138,7 @@ impl Reporter {
         let status = report.status;
         match self.output_logs {
             Some(OutputLogs::None) => return Show::Nothing,
-            Some(OutputLogs::HashOnly) => return Show::OneLiner,
+            Some(OutputLogs::HashOnly) => return Show::HashLine,
             Some(OutputLogs::ErrorsOnly) => {
                 return if status == Status::Failed {
                     Show::OneLinerThenFrame
@@ -202,6 +204,13 @@ impl Reporter {
             Show::Nothing => {}
             Show::Frame => self.emit(&self.frame(report)),
             Show::OneLiner => self.emit(one_liner(&self.style, report).as_bytes()),
+            Show::HashLine => {
+                let mut line = one_liner(&self.style, report);
+                if let Some(key) = &report.short_key {
+                    line.insert_str(line.len() - 1, &format!("  {}", self.style.dim(key)));
+                }
+                self.emit(line.as_bytes());
+            }
             Show::OneLinerThenFrame => {
                 self.emit(one_liner(&self.style, report).as_bytes());
                 self.held.push(report.clone());

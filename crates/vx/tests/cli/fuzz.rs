@@ -569,14 +569,15 @@ impl Fuzz {
         self.stats.runs += 1;
         let expected = self.reference();
         let run = self.vx(&["--output-logs", "hash-only"]);
-        // `► 0ms success up-to-date p0#build`, `⇢ 0ms success local p1#build`, `⏺ … miss …`.
-        let outcomes: HashMap<&str, String> = run
+        // `► 0ms success up-to-date p0#build  3f9c0a1b2c4d`, `⇢ 0ms success local p1#build
+        // 91aa07e4b810`, `⏺ … miss …`: the outcome, and the short key that came with it.
+        let outcomes: HashMap<&str, (String, &str)> = run
             .stdout
             .lines()
             .filter_map(
                 |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
-                    [.., outcome, kind, id] if id.contains('#') => {
-                        Some((id, format!("{outcome} {kind}")))
+                    [.., outcome, kind, id, key] if id.contains('#') => {
+                        Some((id, (format!("{outcome} {kind}"), key)))
                     }
                     _ => None,
                 },
@@ -596,13 +597,18 @@ impl Fuzz {
                 (true, true) => &["success up-to-date", "success local"],
                 (true, false) => &["success miss"],
             };
-            let got = outcomes
+            let (got, short) = outcomes
                 .get(task.id.as_str())
-                .map_or("(no line)", String::as_str);
+                .map_or(("(no line)", ""), |(o, k)| (o.as_str(), *k));
             if !allowed.contains(&got) {
                 let verdict = if hit { "wrong outcome" } else { "WRONG HIT" };
                 problems.push(format!(
                     "{}: {verdict}: the run says `{got}`, the reference expects {allowed:?} (key {key})",
+                    task.id
+                ));
+            } else if !key.starts_with(short) || short.len() != 12 {
+                problems.push(format!(
+                    "{}: the run used key {short}, the reference's is {key}",
                     task.id
                 ));
             }

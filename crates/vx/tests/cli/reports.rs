@@ -341,3 +341,29 @@ fn github_actions_groups_frames_and_fences_task_output() {
     );
     assert!(!again.stdout.contains(&token));
 }
+
+/// UI-3: `--output-logs=hash-only` prints one line per task with its short key, the same key
+/// whether the task executed or hit.
+#[test]
+fn hash_only_lines_carry_the_short_key() {
+    let f = w_cached();
+    let keys = |out: &vx_test_support::fixture::Output| -> Vec<(String, String)> {
+        let line =
+            regex::Regex::new(r"(?m)^\S+ \S+ success \S+ (\S+#\S+)  ([0-9a-f]{12})$").unwrap();
+        let mut keys: Vec<(String, String)> = line
+            .captures_iter(&out.stdout)
+            .map(|c| (c[1].to_string(), c[2].to_string()))
+            .collect();
+        keys.sort();
+        keys
+    };
+    let first = f.vx(&["run", "build", "--all", "--output-logs", "hash-only"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let executed = keys(&first);
+    assert_eq!(executed.len(), 3, "{}", first.stdout);
+    let again = f.vx(&["run", "build", "--all", "--output-logs", "hash-only"]);
+    let hits = keys(&again);
+    // lib and app hit with the keys they executed with; docs (uncached) executes again.
+    assert_eq!(hits, executed, "{}", again.stdout);
+    crate::assert_contains(&again.stdout, "up-to-date lib#build");
+}

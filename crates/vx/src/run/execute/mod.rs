@@ -790,6 +790,10 @@ impl<'p> Run<'p> {
             });
         }
         report.exit_code = Some(code);
+        report.short_key = self
+            .cache
+            .key_hex(&report.id)
+            .map(|key| key[..12.min(key.len())].to_string());
         report.timed_out = completion.timed_out || not_ready_in_time;
         report.duration = live.earlier + completion.duration;
         report.attempt_spans = live.spans.clone();
