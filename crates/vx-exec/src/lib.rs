@@ -21,6 +21,9 @@
 //! - `guard.rs` is EXEC-7's guard: a helper process, started before the first spawn, that
 //!   every child registers with before `exec` and that kills them all if vx dies.
 //!
+//! - `sandbox.rs` plans a sandboxed task's view of the file system as bubblewrap mounts
+//!   (SBX-2 to SBX-5); it is data only.
+//!
 //! - `executor.rs` is the seam the run loop programs against (ARCH-2): [`Executor`] and
 //!   [`RunningTask`], implemented by [`Supervisor`] and [`TaskHandle`].
 //!
@@ -30,6 +33,7 @@ mod child;
 mod event;
 mod executor;
 pub mod guard;
+pub mod sandbox;
 mod supervisor;
 mod task;
 pub mod tree;

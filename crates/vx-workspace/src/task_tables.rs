@@ -233,10 +233,10 @@ pub(crate) fn sandbox(w: &mut Walker, value: &Value, task_path: &str) -> Option<
             "network" => {
                 let hosts = w.strings(value, &name).unwrap_or_default();
                 for host in &hosts {
-                    if host.value.trim().is_empty() || host.value.contains(char::is_whitespace) {
+                    if let Some(problem) = host_pattern_problem(&host.value) {
                         w.error(
                             host.at.clone(),
-                            format!("{name}: `{}` is not a host pattern", host.value),
+                            format!("{name}: `{}` {problem}", host.value),
                         );
                     }
                 }
@@ -246,6 +246,44 @@ pub(crate) fn sandbox(w: &mut Walker, value: &Value, task_path: &str) -> Option<
         }
     }
     Some(sandbox)
+}
+
+/// SBX-6: a network entry is a host (`example.com`, `localhost`) or a subdomain pattern
+/// (`*.example.com`), with an optional `:port`; why `text` is not one.
+pub(crate) fn host_pattern_problem(text: &str) -> Option<&'static str> {
+    if text.contains("://") {
+        return Some("is not a host pattern: write the host without a scheme (`example.com`)");
+    }
+    if text.contains('/') {
+        return Some("is not a host pattern: write the host without a path");
+    }
+    let (host, port) = match text.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (text, None),
+    };
+    if let Some(port) = port {
+        if !port.parse::<u16>().is_ok_and(|p| p > 0) {
+            return Some("has an invalid port (1 to 65535)");
+        }
+    }
+    let name = host.strip_prefix("*.").unwrap_or(host);
+    if host == "*" {
+        return Some("would allow every host; list the hosts");
+    }
+    let valid_label = |label: &str| {
+        !label.is_empty()
+            && label.len() <= 63
+            && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+    };
+    if name.is_empty() || !name.split('.').all(valid_label) {
+        return Some("is not a host pattern (`example.com`, `*.example.com`, `localhost:8080`)");
+    }
+    if host.starts_with("*.") && !name.contains('.') {
+        return Some("would allow a whole top-level domain; name the domain (`*.example.com`)");
+    }
+    None
 }
 
 /// Sandbox grants are paths, not globs (SBX-3).
@@ -363,6 +401,39 @@ pub(crate) fn remote(w: &mut Walker, value: &Value, task_path: &str) -> Option<R
                 "`remote` must be `true` or a table `{ platform?, extra-inputs? }`",
             );
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_pattern_problem;
+
+    #[test]
+    fn network_entries_are_host_patterns() {
+        for good in [
+            "example.com",
+            "*.example.com",
+            "registry.npmjs.org:443",
+            "localhost",
+            "localhost:8080",
+            "10-0-0-1.internal",
+        ] {
+            assert_eq!(host_pattern_problem(good), None, "{good}");
+        }
+        for bad in [
+            "https://example.com",
+            "example.com/path",
+            "*",
+            "*.com",
+            "example.com:0",
+            "example.com:99999",
+            "exa mple.com",
+            "",
+            "-bad.com",
+            "*.*.com",
+        ] {
+            assert!(host_pattern_problem(bad).is_some(), "{bad}");
         }
     }
 }

@@ -307,3 +307,17 @@ fn a_task_without_command_or_depends_on_is_refused() {
         "packages/lib/vx.toml:1:8: task `build` needs either `command` or `depends-on`\n"
     );
 }
+
+#[test]
+fn sandbox_network_entries_are_host_patterns() {
+    let shown = project_errors(
+        "[tasks.c]\ncommand = \"x\"\nsandbox = { network = [\"registry.npmjs.org\", \"https://example.com\", \"*.com\"] }\n",
+    );
+    for line in [
+        "packages/lib/vx.toml:3:46: sandbox.network: `https://example.com` is not a host pattern: write the host without a scheme (`example.com`)\n",
+        "packages/lib/vx.toml:3:69: sandbox.network: `*.com` would allow a whole top-level domain; name the domain (`*.example.com`)\n",
+    ] {
+        assert!(shown.contains(line), "missing {line} in\n{shown}");
+    }
+    assert!(!shown.contains("registry.npmjs.org"), "{shown}");
+}

@@ -1,0 +1,360 @@
+//! The sandbox's view of the file system (SBX-2 to SBX-5): which paths a sandboxed task sees,
+//! read-only or writable, as bubblewrap arguments.
+//!
+//! How this works: [`plan`] is a pure function from a [`View`] (the workspace root, the
+//! project, the paths the task may read and write, the walls and the credential files to hide,
+//! the task's temporary directory) to an ordered list of [`Mount`]s; [`bwrap_args`] turns that
+//! list into bubblewrap's command line. The host file system is visible read-only; the
+//! workspace root is replaced by an empty directory into which only the grants are mounted,
+//! parents before children, so a grant inside another one wins; a read grant of a directory
+//! that contains a wall (a nested project, `.git`, `.vx`, the cache directory) is mounted around
+//! the wall, which stays an empty directory unless a grant names it or a path inside it; a
+//! write grant that would contain a wall is refused. Everything here is data: the caller
+//! resolves grants to absolute paths, drops those that do not exist and creates missing write
+//! grants as directories before planning.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// What a sandboxed task may see, every path absolute.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct View {
+    /// The workspace root: shown as an empty directory holding only what is granted.
+    pub root: PathBuf,
+    /// The project directory: the working directory, always present.
+    pub project: PathBuf,
+    /// Paths the task may read: the default reads and the read grants that exist.
+    pub reads: Vec<PathBuf>,
+    /// Paths the task may write (and read): the write grants, existing by now.
+    pub writes: Vec<PathBuf>,
+    /// Directories never exposed by a grant of a directory containing them.
+    pub walls: Vec<PathBuf>,
+    /// Credential files and directories under `$HOME` that exist and are not granted, each
+    /// with whether it is a directory (SBX-5).
+    pub hidden: Vec<(PathBuf, bool)>,
+    /// The task's own writable temporary directory (`TMPDIR`), created by the caller.
+    pub tmpdir: PathBuf,
+    /// An empty regular file the task cannot write, shown in place of each hidden credential
+    /// file (a device such as `/dev/null` cannot be read through a bind mount in the sandbox).
+    pub empty_file: PathBuf,
+}
+
+/// One bubblewrap mount, in the order they must be applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mount {
+    /// The host file system, read-only (`--ro-bind / /`).
+    Host,
+    /// A fresh `/proc`, a minimal `/dev`, a private `/tmp`.
+    Proc,
+    Dev,
+    /// An empty writable directory over the path (`--tmpfs`): the root, a wall, a hidden
+    /// credential directory, `/tmp`.
+    Empty(PathBuf),
+    /// [`View::empty_file`] over the path, read-only: a hidden credential file.
+    EmptyFile(PathBuf),
+    /// A directory created in the sandbox (`--dir`): the project when nothing is granted there.
+    Dir(PathBuf),
+    ReadOnly(PathBuf),
+    Writable(PathBuf),
+}
+
+/// Why a view cannot be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// SBX-4: a write grant would expose a wall writable.
+    #[error("the write grant `{grant}` contains `{wall}`, which the sandbox never exposes; grant the directories beside it instead")]
+    WriteContainsWall { grant: PathBuf, wall: PathBuf },
+}
+
+/// The mounts of `view`, in order.
+pub fn plan(view: &View) -> Result<Vec<Mount>, PlanError> {
+    for grant in &view.writes {
+        if let Some(wall) = view
+            .walls
+            .iter()
+            .find(|wall| wall.starts_with(grant) && !grant.starts_with(wall))
+        {
+            return Err(PlanError::WriteContainsWall {
+                grant: grant.clone(),
+                wall: wall.clone(),
+            });
+        }
+    }
+    let mut mounts = vec![
+        Mount::Host,
+        Mount::Proc,
+        Mount::Dev,
+        Mount::Empty(PathBuf::from("/tmp")),
+    ];
+    for (path, is_dir) in &view.hidden {
+        mounts.push(if *is_dir {
+            Mount::Empty(path.clone())
+        } else {
+            Mount::EmptyFile(path.clone())
+        });
+    }
+    mounts.push(Mount::Empty(view.root.clone()));
+    // Parents before children; at the same path a write grant wins over a read.
+    let mut grants: Vec<(&PathBuf, bool)> = view
+        .reads
+        .iter()
+        .map(|p| (p, false))
+        .chain(view.writes.iter().map(|p| (p, true)))
+        .collect();
+    grants.sort_by(|a, b| {
+        (a.0.components().count(), a.0, !a.1).cmp(&(b.0.components().count(), b.0, !b.1))
+    });
+    // The first of each path is kept: the write, if there is one.
+    grants.dedup_by(|later, earlier| later.0 == earlier.0);
+    if !grants.iter().any(|(g, _)| view.project.starts_with(g)) {
+        mounts.push(Mount::Dir(view.project.clone()));
+    }
+    for (path, writable) in &grants {
+        mounts.push(if *writable {
+            Mount::Writable((*path).clone())
+        } else {
+            Mount::ReadOnly((*path).clone())
+        });
+        // SBX-4: the walls inside a granted directory are emptied again after it; a grant
+        // that names a wall or a path inside it is deeper, so it is mounted later, on top.
+        for wall in &view.walls {
+            if wall.starts_with(path) && wall != *path {
+                mounts.push(Mount::Empty(wall.clone()));
+            }
+        }
+    }
+    mounts.push(Mount::Writable(view.tmpdir.clone()));
+    Ok(mounts)
+}
+
+/// bubblewrap's arguments for `mounts`, with new namespaces (network: only loopback) and the
+/// project as the working directory; the command follows them.
+pub fn bwrap_args(mounts: &[Mount], view: &View) -> Vec<OsString> {
+    let mut args: Vec<OsString> = ["--unshare-all", "--die-with-parent", "--new-session"]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    let mut push = |flag: &str, paths: &[&Path]| {
+        args.push(flag.into());
+        args.extend(paths.iter().map(|p| p.as_os_str().to_owned()));
+    };
+    for mount in mounts {
+        match mount {
+            Mount::Host => push("--ro-bind", &[Path::new("/"), Path::new("/")]),
+            Mount::Proc => push("--proc", &[Path::new("/proc")]),
+            Mount::Dev => push("--dev", &[Path::new("/dev")]),
+            Mount::Empty(path) => push("--tmpfs", &[path]),
+            Mount::EmptyFile(path) => push("--ro-bind", &[&view.empty_file, path]),
+            Mount::Dir(path) => push("--dir", &[path]),
+            Mount::ReadOnly(path) => push("--ro-bind", &[path, path]),
+            Mount::Writable(path) => push("--bind", &[path, path]),
+        }
+    }
+    push("--chdir", &[&view.project]);
+    args
+}
+
+/// SBX-5: the credential stores under `$HOME` a sandboxed task never sees unless it is granted
+/// one explicitly.
+pub const CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".config/gcloud",
+    ".config/gh",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".config/containers/auth.json",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+    ".pgpass",
+    ".bunfig.toml",
+];
+
+/// SBX-3: a grant as written, resolved to an absolute path: relative to the project (`.` is
+/// the project), `//path` relative to the root (`//` the root), `/abs` as is, `~/path` under
+/// `home`. Components `..` are resolved lexically; `None` for `~/…` without a home.
+pub fn resolve_grant(
+    text: &str,
+    root: &Path,
+    project: &Path,
+    home: Option<&Path>,
+) -> Option<PathBuf> {
+    let joined = if let Some(rest) = text.strip_prefix("//") {
+        root.join(rest)
+    } else if text.starts_with('/') {
+        PathBuf::from(text)
+    } else if let Some(rest) = text.strip_prefix("~/") {
+        home?.join(rest)
+    } else if text == "~" {
+        home?.to_path_buf()
+    } else {
+        project.join(text)
+    };
+    let mut clean = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => clean.push(other),
+        }
+    }
+    Some(clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> PathBuf {
+        PathBuf::from(s)
+    }
+
+    fn view() -> View {
+        View {
+            root: p("/ws"),
+            project: p("/ws/packages/app"),
+            walls: vec![p("/ws/.git"), p("/ws/.vx"), p("/ws/packages/app/nested")],
+            tmpdir: p("/tmp/vx-task-1"),
+            empty_file: p("/ws/.vx/tmp/empty"),
+            ..View::default()
+        }
+    }
+
+    /// The mounts after the fixed prefix (host, proc, dev, /tmp, hidden files, the root).
+    fn grants_part(mounts: &[Mount]) -> &[Mount] {
+        let root = mounts
+            .iter()
+            .position(|m| *m == Mount::Empty(p("/ws")))
+            .expect("the root is emptied");
+        &mounts[root + 1..]
+    }
+
+    #[test]
+    fn resolving_grants() {
+        let (root, project, home) = (p("/ws"), p("/ws/packages/app"), p("/home/u"));
+        let cases = [
+            (".", "/ws/packages/app"),
+            ("src", "/ws/packages/app/src"),
+            ("../lib/dist", "/ws/packages/lib/dist"),
+            ("//", "/ws"),
+            ("//tools/bin", "/ws/tools/bin"),
+            ("/etc/ssl", "/etc/ssl"),
+            ("~/.cache/tool", "/home/u/.cache/tool"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(
+                resolve_grant(text, &root, &project, Some(&home)),
+                Some(p(expected)),
+                "{text}"
+            );
+        }
+        assert_eq!(resolve_grant("~/.npmrc", &root, &project, None), None);
+    }
+
+    #[test]
+    fn nothing_granted_leaves_an_empty_root_with_the_project_directory() {
+        let mounts = plan(&view()).unwrap();
+        assert_eq!(
+            &mounts[..4],
+            [
+                Mount::Host,
+                Mount::Proc,
+                Mount::Dev,
+                Mount::Empty(p("/tmp"))
+            ]
+        );
+        assert_eq!(
+            grants_part(&mounts),
+            [
+                Mount::Dir(p("/ws/packages/app")),
+                Mount::Writable(p("/tmp/vx-task-1"))
+            ]
+        );
+    }
+
+    #[test]
+    fn grants_are_mounted_parents_first_and_a_write_wins_at_the_same_path() {
+        let mut v = view();
+        v.reads = vec![
+            p("/ws/packages/app/src"),
+            p("/ws/packages/app"),
+            p("/ws/packages/app/dist"),
+        ];
+        v.writes = vec![p("/ws/packages/app/dist")];
+        let mounts = plan(&v).unwrap();
+        assert_eq!(
+            grants_part(&mounts),
+            [
+                Mount::ReadOnly(p("/ws/packages/app")),
+                Mount::Empty(p("/ws/packages/app/nested")),
+                Mount::Writable(p("/ws/packages/app/dist")),
+                Mount::ReadOnly(p("/ws/packages/app/src")),
+                Mount::Writable(p("/tmp/vx-task-1")),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_grant_of_the_root_is_mounted_around_the_walls_unless_one_is_named() {
+        let mut v = view();
+        v.reads = vec![p("/ws"), p("/ws/.git/HEAD")];
+        let mounts = plan(&v).unwrap();
+        assert_eq!(
+            grants_part(&mounts),
+            [
+                Mount::ReadOnly(p("/ws")),
+                Mount::Empty(p("/ws/.git")),
+                Mount::Empty(p("/ws/.vx")),
+                Mount::Empty(p("/ws/packages/app/nested")),
+                Mount::ReadOnly(p("/ws/.git/HEAD")),
+                Mount::Writable(p("/tmp/vx-task-1")),
+            ],
+            "only the named file of .git is shown"
+        );
+    }
+
+    #[test]
+    fn a_write_grant_containing_a_wall_is_refused() {
+        let mut v = view();
+        v.writes = vec![p("/ws/packages")];
+        assert_eq!(
+            plan(&v),
+            Err(PlanError::WriteContainsWall {
+                grant: p("/ws/packages"),
+                wall: p("/ws/packages/app/nested"),
+            })
+        );
+        // Naming the wall itself (or a path in it) is honoured.
+        v.writes = vec![p("/ws/packages/app/nested/out")];
+        assert!(plan(&v).is_ok());
+    }
+
+    #[test]
+    fn credentials_are_hidden_as_empty_files_or_directories() {
+        let mut v = view();
+        v.hidden = vec![(p("/home/u/.ssh"), true), (p("/home/u/.npmrc"), false)];
+        let mounts = plan(&v).unwrap();
+        assert!(mounts.contains(&Mount::Empty(p("/home/u/.ssh"))));
+        assert!(mounts.contains(&Mount::EmptyFile(p("/home/u/.npmrc"))));
+        let args = bwrap_args(&mounts, &v);
+        let text: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let at = text.iter().position(|a| a == "/home/u/.npmrc").unwrap();
+        assert_eq!(&text[at - 2..at], ["--ro-bind", "/ws/.vx/tmp/empty"]);
+        assert_eq!(&text[text.len() - 2..], ["--chdir", "/ws/packages/app"]);
+    }
+}
