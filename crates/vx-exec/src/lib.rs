@@ -22,7 +22,8 @@
 //!   every child registers with before `exec` and that kills them all if vx dies.
 //!
 //! - `sandbox.rs` plans a sandboxed task's view of the file system as bubblewrap mounts
-//!   (SBX-2 to SBX-5); it is data only.
+//!   (SBX-2 to SBX-5); it is data only. `sandbox_init.rs` is the sandbox's pid 1 (SBX-9): vx
+//!   re-executed inside bubblewrap, forwarding signals to the command and reporting its exit.
 //!
 //! - `executor.rs` is the seam the run loop programs against (ARCH-2): [`Executor`] and
 //!   [`RunningTask`], implemented by [`Supervisor`] and [`TaskHandle`].
@@ -34,6 +35,7 @@ mod event;
 mod executor;
 pub mod guard;
 pub mod sandbox;
+pub mod sandbox_init;
 mod supervisor;
 mod task;
 pub mod tree;

@@ -128,12 +128,19 @@ pub fn plan(view: &View) -> Result<Vec<Mount>, PlanError> {
 }
 
 /// bubblewrap's arguments for `mounts`, with new namespaces (network: only loopback) and the
-/// project as the working directory; the command follows them.
+/// project as the working directory; the command follows them. The command is pid 1 of the
+/// pid namespace (`--as-pid-1`): vx's sandbox init (`sandbox_init.rs`), whose exit ends every
+/// process in the sandbox; bubblewrap's own reaper would outlive it and keep them.
 pub fn bwrap_args(mounts: &[Mount], view: &View) -> Vec<OsString> {
-    let mut args: Vec<OsString> = ["--unshare-all", "--die-with-parent", "--new-session"]
-        .iter()
-        .map(OsString::from)
-        .collect();
+    let mut args: Vec<OsString> = [
+        "--unshare-all",
+        "--as-pid-1",
+        "--die-with-parent",
+        "--new-session",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
     let mut push = |flag: &str, paths: &[&Path]| {
         args.push(flag.into());
         args.extend(paths.iter().map(|p| p.as_os_str().to_owned()));

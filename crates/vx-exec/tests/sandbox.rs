@@ -7,26 +7,8 @@ use std::process::Command;
 
 use vx_exec::sandbox::{bwrap_args, plan, View};
 
-/// bubblewrap's absolute path, or `None` (with the reason printed) when the test must be
-/// skipped here; under `CI` a missing or unusable bubblewrap fails the test.
 fn bwrap() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("bwrap"))
-            .find(|candidate| candidate.is_file())
-    });
-    let usable = found.filter(|bwrap| {
-        Command::new(bwrap)
-            .args(["--ro-bind", "/", "/", "--unshare-all", "true"])
-            .status()
-            .is_ok_and(|s| s.success())
-    });
-    if usable.is_none() {
-        let why = "bubblewrap is missing or cannot create namespaces here; install it with `apt-get install bubblewrap`";
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("skipped: {why}");
-    }
-    usable
+    vx_test_support::process::bwrap_or_skip()
 }
 
 struct Sandbox {

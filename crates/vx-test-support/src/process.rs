@@ -131,6 +131,30 @@ fn processes() -> Vec<(i32, bool, Vec<u8>)> {
         .collect()
 }
 
+/// bubblewrap's absolute path when it can create the sandbox's namespaces here; otherwise
+/// `None`, after printing why and how to install it, so the calling test can skip. Under `CI`
+/// (where the test command installs bubblewrap) a missing or unusable one fails the test
+/// instead (TEST-3).
+pub fn bwrap_or_skip() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("bwrap"))
+            .find(|candidate| candidate.is_file())
+    });
+    let usable = found.filter(|bwrap| {
+        std::process::Command::new(bwrap)
+            .args(["--ro-bind", "/", "/", "--unshare-all", "true"])
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    if usable.is_none() {
+        let why = "bubblewrap is missing or cannot create namespaces here; install it with `apt-get install bubblewrap`";
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("skipped: {why}");
+    }
+    usable
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
