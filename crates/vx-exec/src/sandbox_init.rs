@@ -76,6 +76,14 @@ pub fn serve(args: &[OsString]) -> i32 {
         eprintln!("vx sandbox init: usage: {INIT_ARG} <control-fd> <report-fd> -- <command>…");
         return usage;
     };
+    // Two distinct descriptors above the standard streams, or the ownership below would close
+    // one twice (or close a standard stream).
+    if control == report || control < 3 || report < 3 {
+        eprintln!(
+            "vx sandbox init: the control and report descriptors must be two distinct ones above 2"
+        );
+        return usage;
+    }
     let Some((program, rest)) = args[3..].split_first() else {
         eprintln!("vx sandbox init: no command");
         return usage;
