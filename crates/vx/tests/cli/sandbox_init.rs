@@ -146,3 +146,21 @@ fn a_descendant_that_ignores_sigterm_ends_with_the_sandbox() {
     assert_eq!(report(report_pipe).map(|r| r.exit_code), Some(0));
     wait_until_no_marker(&marker, Duration::from_secs(5)).expect("no survivor");
 }
+
+#[test]
+fn init_refuses_a_malformed_command_line() {
+    for args in [
+        vec!["__vx_sandbox_init", "3", "3", "--", "true"],
+        vec!["__vx_sandbox_init", "1", "4", "--", "true"],
+        vec!["__vx_sandbox_init", "3", "4", "true"],
+        vec!["__vx_sandbox_init", "3", "4", "--"],
+    ] {
+        let out = Command::new(vx_bin()).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(125), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("vx sandbox init: "),
+            "{args:?}: {stderr}"
+        );
+    }
+}
