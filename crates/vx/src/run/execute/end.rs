@@ -91,19 +91,25 @@ impl Run<'_> {
         code
     }
 
+    /// Where `--summarize`/`--profile` write: the given path (from the current directory), or
+    /// `<cache-dir>/runs/<run-id><suffix>` for the bare flag.
+    fn file_path(&self, target: &crate::options::Target, suffix: &str) -> std::path::PathBuf {
+        target_path(
+            target,
+            &self.ctx.cwd,
+            &self.ctx.cache_dir,
+            &self.run_id,
+            suffix,
+        )
+    }
+
     /// UI-14: the summary, written before the footer; a failure is one line and changes
     /// nothing else.
     fn write_summary(&mut self, code: i32) {
         let Some(target) = &self.options.summarize else {
             return;
         };
-        let path = target_path(
-            target,
-            &self.ctx.cwd,
-            &self.ctx.cache_dir,
-            &self.run_id,
-            ".json",
-        );
+        let path = self.file_path(target, ".json");
         let facts = RunFacts {
             run_id: self.run_id.clone(),
             exit_code: code,
@@ -121,13 +127,7 @@ impl Run<'_> {
         let (Some(target), Some(phases)) = (&self.options.profile, &self.phases) else {
             return;
         };
-        let path = target_path(
-            target,
-            &self.ctx.cwd,
-            &self.ctx.cache_dir,
-            &self.run_id,
-            ".trace.json",
-        );
+        let path = self.file_path(target, ".trace.json");
         let reports: Vec<&TaskReport> = self.reports.values().collect();
         let trace = chrome_trace(self.ctx.origin, self.started_at, phases, &reports, |r| {
             self.cache.key_hex(&r.id)
