@@ -24,6 +24,8 @@
 //! - `sandbox.rs` plans a sandboxed task's view of the file system as bubblewrap mounts
 //!   (SBX-2 to SBX-5); it is data only. `sandbox_init.rs` is the sandbox's pid 1 (SBX-9): vx
 //!   re-executed inside bubblewrap, forwarding signals to the command and reporting its exit.
+//!   `trace.rs` observes a command tree's file-system calls with a seccomp filter and ptrace
+//!   (SBX-7), for init to report; none of the three is used by a run yet.
 //!
 //! - `executor.rs` is the seam the run loop programs against (ARCH-2): [`Executor`] and
 //!   [`RunningTask`], implemented by [`Supervisor`] and [`TaskHandle`].
@@ -38,6 +40,7 @@ pub mod sandbox;
 pub mod sandbox_init;
 mod supervisor;
 mod task;
+pub mod trace;
 pub mod tree;
 
 pub use event::{Completion, ExecEvent, ExitReason, ResourceUsage, SpawnSpec, StdinMode, Stream};

@@ -1,0 +1,324 @@
+//! Observing a sandboxed task's file-system calls (SBX-7): a seccomp filter that stops only
+//! the calls that name a path to open, execute, create, remove or rename, and a ptrace tracer
+//! that reads those paths. Linux on x86-64 only; elsewhere [`supported`] is false and the
+//! sandbox is unavailable (SBX-1: vx fails closed).
+//!
+//! How this works: [`spawn_traced`] starts the command with `PTRACE_TRACEME` and the filter
+//! installed in the child just before `exec` (no new privileges, so an unprivileged process
+//! may install it). Every call the filter names stops the calling process with a seccomp
+//! event; [`Tracer::wait`] reads the call's number and arguments, resolves the path (relative
+//! to the process's working directory or the directory descriptor), records an [`Access`],
+//! and lets the call go on. Forks, vforks and clones are traced too, so the whole tree is seen.
+//! The tracer only observes: whether an access is a violation is decided outside, against the
+//! host's files and the task's grants.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use nix::sys::ptrace;
+use nix::sys::signal::Signal;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+/// Whether this build can trace (the register layout below is x86-64's).
+pub const fn supported() -> bool {
+    cfg!(all(target_os = "linux", target_arch = "x86_64"))
+}
+
+/// What a traced process tried to do with a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    pub kind: AccessKind,
+    /// Absolute, as the process named it (not canonicalized: inside the sandbox the path may
+    /// not exist).
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AccessKind {
+    /// Opened for reading, or executed.
+    Read,
+    /// Opened for writing, created, removed or renamed.
+    Write,
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod calls {
+    // x86-64 system call numbers of the calls the filter stops.
+    pub const OPEN: i64 = 2;
+    pub const CREAT: i64 = 85;
+    pub const OPENAT: i64 = 257;
+    pub const OPENAT2: i64 = 437;
+    pub const EXECVE: i64 = 59;
+    pub const EXECVEAT: i64 = 322;
+    pub const MKDIR: i64 = 83;
+    pub const MKDIRAT: i64 = 258;
+    pub const RMDIR: i64 = 84;
+    pub const UNLINK: i64 = 87;
+    pub const UNLINKAT: i64 = 263;
+    pub const RENAME: i64 = 82;
+    pub const RENAMEAT: i64 = 264;
+    pub const RENAMEAT2: i64 = 316;
+    pub const TRUNCATE: i64 = 76;
+
+    pub const ALL: [i64; 15] = [
+        OPEN, CREAT, OPENAT, OPENAT2, EXECVE, EXECVEAT, MKDIR, MKDIRAT, RMDIR, UNLINK, UNLINKAT,
+        RENAME, RENAMEAT, RENAMEAT2, TRUNCATE,
+    ];
+}
+
+/// The BPF program: stop (`SECCOMP_RET_TRACE`) the calls in `calls::ALL`, allow the rest; a
+/// call from another architecture's ABI is stopped too, so it cannot slip past.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn filter() -> Vec<libc::sock_filter> {
+    const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+    let stmt = |code: u16, k: u32| libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jump = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let load = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+    let n = calls::ALL.len() as u8;
+    let mut program = vec![
+        // seccomp_data: nr at offset 0, arch at offset 4.
+        stmt(load, 4),
+        jump(AUDIT_ARCH_X86_64, 1, 0),
+        stmt(ret, libc::SECCOMP_RET_TRACE),
+        stmt(load, 0),
+    ];
+    for (i, call) in calls::ALL.iter().enumerate() {
+        // On a match jump to the TRACE return after the list.
+        program.push(jump(*call as u32, n - i as u8, 0));
+    }
+    program.push(stmt(ret, libc::SECCOMP_RET_ALLOW));
+    program.push(stmt(ret, libc::SECCOMP_RET_TRACE));
+    program
+}
+
+/// A traced command and everything it starts.
+pub struct Tracer {
+    leader: Pid,
+    accesses: Vec<Access>,
+}
+
+/// Starts `program` traced (see the module documentation); the caller then calls
+/// [`Tracer::wait`]. The child stops itself before installing the filter, so that the tracer
+/// has asked for seccomp events before the first traced call (without a tracer asking, such a
+/// call fails with ENOSYS); that is also why this forks by hand instead of using
+/// `std::process::Command`, whose `spawn` waits for the `exec` the stopped child has not made.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub fn spawn_traced(program: &OsString, args: &[OsString]) -> std::io::Result<Tracer> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |s: &OsString| {
+        CString::new(s.as_bytes()).map_err(|_| std::io::Error::other("a NUL in an argument"))
+    };
+    let program_c = c(program)?;
+    let mut argv = vec![program_c.clone()];
+    for arg in args {
+        argv.push(c(arg)?);
+    }
+    let program_filter = filter();
+    let prog = libc::sock_fprog {
+        len: program_filter.len() as u16,
+        filter: program_filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: the child makes only system calls (no allocation, no lock) until `exec`, with
+    // everything it uses built before the fork; it `_exit`s if any of them fails.
+    match unsafe { nix::unistd::fork() }.map_err(std::io::Error::from)? {
+        // SAFETY: in the child, a copy of the parent's memory: `prog` and `argv` point into
+        // buffers that stay valid until `exec` replaces the image or `_exit` ends it.
+        nix::unistd::ForkResult::Child => unsafe {
+            let ok = libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == 0
+                && libc::raise(libc::SIGSTOP) == 0
+                && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+                && libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &prog as *const libc::sock_fprog,
+                    0,
+                    0,
+                ) == 0;
+            if ok {
+                let mut pointers: Vec<*const libc::c_char> =
+                    argv.iter().map(|a| a.as_ptr()).collect();
+                pointers.push(std::ptr::null());
+                libc::execvp(program_c.as_ptr(), pointers.as_ptr());
+            }
+            libc::_exit(127);
+        },
+        nix::unistd::ForkResult::Parent { child } => {
+            match waitpid(child, Some(WaitPidFlag::__WALL)) {
+                Ok(WaitStatus::Stopped(_, Signal::SIGSTOP)) => {}
+                other => {
+                    return Err(std::io::Error::other(format!(
+                        "the traced command did not stop before exec: {other:?}"
+                    )))
+                }
+            }
+            let options = ptrace::Options::PTRACE_O_TRACESECCOMP
+                | ptrace::Options::PTRACE_O_TRACEFORK
+                | ptrace::Options::PTRACE_O_TRACEVFORK
+                | ptrace::Options::PTRACE_O_TRACECLONE
+                | ptrace::Options::PTRACE_O_TRACEEXEC
+                | ptrace::Options::PTRACE_O_EXITKILL;
+            ptrace::setoptions(child, options).map_err(std::io::Error::from)?;
+            ptrace::cont(child, None).map_err(std::io::Error::from)?;
+            Ok(Tracer {
+                leader: child,
+                accesses: Vec::new(),
+            })
+        }
+    }
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+impl Tracer {
+    pub fn leader(&self) -> Pid {
+        self.leader
+    }
+
+    /// Runs until the leader exits; returns its wait status and every access seen. Processes
+    /// it left behind are still traced by this process (they die with the sandbox's init).
+    pub fn wait(mut self) -> (WaitStatus, Vec<Access>) {
+        loop {
+            let status = match waitpid(None, Some(WaitPidFlag::__WALL)) {
+                Ok(status) => status,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => return (WaitStatus::StillAlive, self.accesses),
+            };
+            match status {
+                WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _)
+                    if pid == self.leader =>
+                {
+                    return (status, self.accesses);
+                }
+                WaitStatus::Exited(..) | WaitStatus::Signaled(..) => {}
+                WaitStatus::PtraceEvent(pid, _, event) if event == libc::PTRACE_EVENT_SECCOMP => {
+                    self.observe(pid);
+                    let _ = ptrace::cont(pid, None);
+                }
+                WaitStatus::PtraceEvent(pid, _, _) => {
+                    let _ = ptrace::cont(pid, None);
+                }
+                // A new child's first stop, or the leader's own exec trap.
+                WaitStatus::Stopped(pid, Signal::SIGSTOP | Signal::SIGTRAP) => {
+                    let _ = ptrace::cont(pid, None);
+                }
+                // Any other signal is the process's own: deliver it.
+                WaitStatus::Stopped(pid, signal) => {
+                    let _ = ptrace::cont(pid, Some(signal));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Records the access of the call `pid` is stopped in.
+    fn observe(&mut self, pid: Pid) {
+        let Ok(regs) = ptrace::getregs(pid) else {
+            return;
+        };
+        let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8];
+        let at = |dirfd: u64, path: u64| (Some(dirfd as i32), path);
+        let cwd = |path: u64| (None, path);
+        use calls::*;
+        let write_flags = (libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC) as u64;
+        let (kind, named): (AccessKind, Vec<(Option<i32>, u64)>) = match regs.orig_rax as i64 {
+            OPEN => (open_kind(args[1] & write_flags), vec![cwd(args[0])]),
+            OPENAT => (open_kind(args[2] & write_flags), vec![at(args[0], args[1])]),
+            OPENAT2 => {
+                // struct open_how { u64 flags; … } at args[2].
+                let flags = read_u64(pid, args[2]).unwrap_or(0);
+                (open_kind(flags & write_flags), vec![at(args[0], args[1])])
+            }
+            EXECVE => (AccessKind::Read, vec![cwd(args[0])]),
+            EXECVEAT => (AccessKind::Read, vec![at(args[0], args[1])]),
+            CREAT | MKDIR | RMDIR | UNLINK | TRUNCATE => (AccessKind::Write, vec![cwd(args[0])]),
+            MKDIRAT | UNLINKAT => (AccessKind::Write, vec![at(args[0], args[1])]),
+            RENAME => (AccessKind::Write, vec![cwd(args[0]), cwd(args[1])]),
+            RENAMEAT | RENAMEAT2 => (
+                AccessKind::Write,
+                vec![at(args[0], args[1]), at(args[2], args[3])],
+            ),
+            _ => return,
+        };
+        for (dirfd, address) in named {
+            if let Some(path) = read_path(pid, dirfd, address) {
+                self.accesses.push(Access { kind, path });
+            }
+        }
+    }
+}
+
+fn open_kind(write_bits: u64) -> AccessKind {
+    if write_bits == 0 {
+        AccessKind::Read
+    } else {
+        AccessKind::Write
+    }
+}
+
+/// The NUL-terminated path at `address` in `pid`'s memory, made absolute against `dirfd`'s
+/// directory (`None` or `AT_FDCWD`: the working directory).
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn read_path(pid: Pid, dirfd: Option<i32>, address: u64) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut bytes = Vec::new();
+    let mut at = address;
+    'read: loop {
+        const CHUNK: usize = 256;
+        let mut chunk = [0u8; CHUNK];
+        let remote = [nix::sys::uio::RemoteIoVec {
+            base: at as usize,
+            len: CHUNK,
+        }];
+        let n = {
+            let mut local = [std::io::IoSliceMut::new(&mut chunk)];
+            nix::sys::uio::process_vm_readv(pid, &mut local, &remote).ok()?
+        };
+        if n == 0 {
+            return None;
+        }
+        for &b in &chunk[..n] {
+            if b == 0 {
+                break 'read;
+            }
+            bytes.push(b);
+        }
+        if bytes.len() > 4096 {
+            return None;
+        }
+        at += n as u64;
+    }
+    let path = PathBuf::from(OsString::from_vec(bytes));
+    if path.is_absolute() {
+        return Some(path);
+    }
+    let base = match dirfd {
+        Some(fd) if fd != libc::AT_FDCWD => std::fs::read_link(format!("/proc/{pid}/fd/{fd}")),
+        _ => std::fs::read_link(format!("/proc/{pid}/cwd")),
+    }
+    .ok()?;
+    Some(base.join(path))
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn read_u64(pid: Pid, address: u64) -> Option<u64> {
+    let mut buffer = [0u8; 8];
+    let mut local = [std::io::IoSliceMut::new(&mut buffer)];
+    let remote = [nix::sys::uio::RemoteIoVec {
+        base: address as usize,
+        len: 8,
+    }];
+    let n = nix::sys::uio::process_vm_readv(pid, &mut local, &remote).ok()?;
+    (n == 8).then(|| u64::from_ne_bytes(buffer))
+}
