@@ -5,27 +5,29 @@
 //!
 //! How this works: a signal sent to `bwrap` would not reach the task, so vx writes signal
 //! names (`INT`, `TERM`, `KILL`), one per line, to the control pipe; init starts the command in
-//! a session of its own and forwards each to the command's process group. Init reaps every
-//! process (orphans in the namespace are re-parented to it). When the command's leader exits,
-//! init writes one report line to the report pipe — `exit <code> <signal> <user µs> <system µs>
-//! <max RSS KiB>` — and exits with the leader's code (128 + the signal's number for a signal),
-//! and the kernel ends every process still in the namespace: nothing the task started can
-//! survive it. If vx dies, the guard kills `bwrap` and init with it (EXEC-7).
+//! a session of its own, traced (`trace.rs`, SBX-7), and forwards each to the command's
+//! process group. Init reaps every process (orphans in the namespace are re-parented to it).
+//! When the command's leader exits, init writes the report — a `read <path>` or `write <path>`
+//! line per access the tracer saw (`%` and newlines escaped), then `exit <code> <signal>
+//! <user µs> <system µs> <max RSS KiB>` — and exits with the leader's code (128 + the signal's
+//! number for a signal), and the kernel ends every process still in the namespace: nothing the
+//! task started can survive it. If vx dies, the guard kills `bwrap` and init with it (EXEC-7).
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 
 use nix::sys::signal::{killpg, Signal};
-use nix::sys::wait::{waitpid, WaitStatus};
-use nix::unistd::Pid;
+use nix::sys::wait::WaitStatus;
+
+use crate::trace::{Access, AccessKind};
 
 /// The hidden first argument that makes the vx binary run as the sandbox's init.
 pub const INIT_ARG: &str = "__vx_sandbox_init";
 
-/// What init reports about the command (the `exit …` line), parsed by [`parse_report`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What init reports about the command, parsed by [`parse_report`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InitReport {
     pub exit_code: i32,
     /// The signal that ended the leader, or 0.
@@ -33,6 +35,8 @@ pub struct InitReport {
     pub user_us: u64,
     pub system_us: u64,
     pub max_rss_kib: u64,
+    /// The paths the command's processes opened, executed, created, removed or renamed.
+    pub accesses: Vec<Access>,
 }
 
 /// The words of `INIT_ARG`'s command line after the binary: the two descriptors, `--`, and
@@ -48,20 +52,40 @@ pub fn init_args(control: RawFd, report: RawFd, command: &[OsString]) -> Vec<OsS
     args
 }
 
-/// Parses the report line init writes.
-pub fn parse_report(line: &str) -> Option<InitReport> {
-    let mut words = line.split_whitespace();
-    if words.next()? != "exit" {
-        return None;
+/// Parses what init wrote to the report pipe: `read <path>` and `write <path>` lines, then the
+/// `exit` line; `None` without an `exit` line (init did not finish).
+pub fn parse_report(text: &str) -> Option<InitReport> {
+    let mut accesses = Vec::new();
+    for line in text.lines() {
+        if let Some(path) = line.strip_prefix("read ") {
+            accesses.push(Access {
+                kind: AccessKind::Read,
+                path: decode(path),
+            });
+            continue;
+        }
+        if let Some(path) = line.strip_prefix("write ") {
+            accesses.push(Access {
+                kind: AccessKind::Write,
+                path: decode(path),
+            });
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        if words.next()? != "exit" {
+            return None;
+        }
+        let mut number = || words.next()?.parse::<i64>().ok();
+        return Some(InitReport {
+            exit_code: i32::try_from(number()?).ok()?,
+            signal: i32::try_from(number()?).ok()?,
+            user_us: u64::try_from(number()?).ok()?,
+            system_us: u64::try_from(number()?).ok()?,
+            max_rss_kib: u64::try_from(number()?).ok()?,
+            accesses,
+        });
     }
-    let mut number = || words.next()?.parse::<i64>().ok();
-    Some(InitReport {
-        exit_code: i32::try_from(number()?).ok()?,
-        signal: i32::try_from(number()?).ok()?,
-        user_us: u64::try_from(number()?).ok()?,
-        system_us: u64::try_from(number()?).ok()?,
-        max_rss_kib: u64::try_from(number()?).ok()?,
-    })
+    None
 }
 
 /// Runs as init; returns the exit code. `args` are the process's arguments after
@@ -92,18 +116,8 @@ pub fn serve(args: &[OsString]) -> i32 {
     // bwrap's exec; nothing else in this process owns them.
     let (control, report) =
         unsafe { (OwnedFd::from_raw_fd(control), OwnedFd::from_raw_fd(report)) };
-    let mut command = std::process::Command::new(program);
-    command.args(rest);
-    // SAFETY: `setsid` is async-signal-safe and touches no memory of the parent; the child's
-    // only job after it is `exec`.
-    unsafe {
-        command.pre_exec(|| {
-            nix::unistd::setsid().map_err(std::io::Error::from)?;
-            Ok(())
-        });
-    }
-    let child = match command.spawn() {
-        Ok(child) => child,
+    let tracer = match crate::trace::spawn_traced(program, rest) {
+        Ok(tracer) => tracer,
         Err(error) => {
             eprintln!(
                 "vx sandbox init: cannot start {}: {error}",
@@ -112,7 +126,7 @@ pub fn serve(args: &[OsString]) -> i32 {
             return 127;
         }
     };
-    let leader = Pid::from_raw(child.id() as i32);
+    let leader = tracer.leader();
     // The command leads its own session and process group: signals go to the group.
     std::thread::spawn(move || {
         for line in BufReader::new(std::fs::File::from(control)).lines() {
@@ -126,20 +140,23 @@ pub fn serve(args: &[OsString]) -> i32 {
             let _ = killpg(leader, signal);
         }
     });
-    let (code, signal) = loop {
-        match waitpid(None, None) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == leader => break (code, 0),
-            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == leader => {
-                break (128 + signal as i32, signal as i32)
-            }
-            Ok(_) => continue,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => break (125, 0),
-        }
+    let (status, accesses) = tracer.wait();
+    let (code, signal) = match status {
+        WaitStatus::Exited(_, code) => (code, 0),
+        WaitStatus::Signaled(_, signal, _) => (128 + signal as i32, signal as i32),
+        _ => (125, 0),
     };
+    let mut text = String::new();
+    for access in &accesses {
+        let word = match access.kind {
+            AccessKind::Read => "read",
+            AccessKind::Write => "write",
+        };
+        text.push_str(&format!("{word} {}\n", encode(&access.path)));
+    }
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).ok();
     let micros = |t: nix::sys::time::TimeVal| (t.tv_sec() as u64) * 1_000_000 + t.tv_usec() as u64;
-    let line = match usage {
+    text.push_str(&match usage {
         Some(u) => format!(
             "exit {code} {signal} {} {} {}\n",
             micros(u.user_time()),
@@ -147,9 +164,20 @@ pub fn serve(args: &[OsString]) -> i32 {
             u.max_rss().max(0)
         ),
         None => format!("exit {code} {signal} 0 0 0\n"),
-    };
-    let _ = std::fs::File::from(report).write_all(line.as_bytes());
+    });
+    let _ = std::fs::File::from(report).write_all(text.as_bytes());
     code
+}
+
+/// A path on one report line: `%` and newlines escaped.
+fn encode(path: &std::path::Path) -> String {
+    path.to_string_lossy()
+        .replace('%', "%25")
+        .replace('\n', "%0A")
+}
+
+fn decode(text: &str) -> PathBuf {
+    PathBuf::from(text.replace("%0A", "\n").replace("%25", "%"))
 }
 
 #[cfg(test)]
@@ -157,17 +185,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_report_line_round_trips() {
+    fn the_report_round_trips() {
+        let odd = std::path::Path::new("/ws/a%b\nc");
+        let text = format!(
+            "read /ws/x\nwrite {}\nexit 143 15 1200 300 2048\n",
+            encode(odd)
+        );
         assert_eq!(
-            parse_report("exit 143 15 1200 300 2048\n"),
+            parse_report(&text),
             Some(InitReport {
                 exit_code: 143,
                 signal: 15,
                 user_us: 1200,
                 system_us: 300,
                 max_rss_kib: 2048,
+                accesses: vec![
+                    Access {
+                        kind: AccessKind::Read,
+                        path: PathBuf::from("/ws/x")
+                    },
+                    Access {
+                        kind: AccessKind::Write,
+                        path: odd.to_path_buf()
+                    },
+                ],
             })
         );
+        assert_eq!(parse_report("read /x\n"), None, "no exit line");
         assert_eq!(parse_report("exit 1 0 x 0 0"), None);
         assert_eq!(parse_report("hello"), None);
         let args = init_args(3, 4, &["sh".into(), "-c".into(), "true".into()]);

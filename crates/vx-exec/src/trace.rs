@@ -137,7 +137,9 @@ pub fn spawn_traced(program: &OsString, args: &[OsString]) -> std::io::Result<Tr
         // SAFETY: in the child, a copy of the parent's memory: `prog` and `argv` point into
         // buffers that stay valid until `exec` replaces the image or `_exit` ends it.
         nix::unistd::ForkResult::Child => unsafe {
-            let ok = libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == 0
+            // The command leads a session of its own (its process group is what signals go to).
+            let ok = libc::setsid() != -1
+                && libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == 0
                 && libc::raise(libc::SIGSTOP) == 0
                 && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
                 && libc::prctl(

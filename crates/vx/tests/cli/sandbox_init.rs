@@ -164,3 +164,37 @@ fn init_refuses_a_malformed_command_line() {
         );
     }
 }
+
+/// SBX-7's observation inside the real sandbox: what the command tried to read and write is
+/// reported, including what the sandbox hid from it.
+#[test]
+fn init_reports_what_the_command_read_and_wrote() {
+    let Some(bwrap) = bwrap_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let visible = dir.path().join("visible.txt");
+    std::fs::write(&visible, "seen").unwrap();
+    let script = format!(
+        "cat {v} >/dev/null; cat /nonexistent/secret.txt 2>/dev/null; echo x > /tmp/made; true",
+        v = visible.display()
+    );
+    let (mut child, _control, report_pipe) = start(&bwrap, &["sh", "-c", &script]);
+    assert_eq!(wait(&mut child), Some(0));
+    let report = report(report_pipe).expect("a report");
+    let has = |kind: vx_exec::trace::AccessKind, path: &str| {
+        report
+            .accesses
+            .iter()
+            .any(|a| a.kind == kind && a.path == std::path::Path::new(path))
+    };
+    use vx_exec::trace::AccessKind::{Read, Write};
+    assert!(
+        has(Read, &visible.display().to_string()),
+        "{:?}",
+        report.accesses
+    );
+    assert!(
+        has(Read, "/nonexistent/secret.txt"),
+        "a read that failed is seen too"
+    );
+    assert!(has(Write, "/tmp/made"), "{:?}", report.accesses);
+}
