@@ -11,7 +11,8 @@
 //! the wall, which stays an empty directory unless a grant names it or a path inside it; a
 //! write grant that would contain a wall is refused. Everything here is data: the caller
 //! resolves grants to absolute paths, drops those that do not exist and creates missing write
-//! grants as directories before planning.
+//! grants as directories before planning. [`violations`] judges what the tracer saw
+//! (`trace.rs`) against the same view (SBX-7).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -161,6 +162,79 @@ pub fn bwrap_args(mounts: &[Mount], view: &View) -> Vec<OsString> {
     args
 }
 
+/// An access the task was not granted (SBX-7).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Violation {
+    pub kind: crate::trace::AccessKind,
+    /// Root-relative when inside the workspace, else absolute.
+    pub path: String,
+}
+
+/// SBX-7: which of `accesses` are violations of `view`. A read is one when it names a path
+/// that exists on the host (`exists`) inside the workspace and no grant covers — a directory on
+/// the way to a grant excepted; reads outside the workspace never are. A write is one anywhere
+/// outside the write grants, the task's temporary directory, the private `/tmp`, `/dev` and
+/// `/proc`. Paths are taken lexically (`a/../b` is `b`); the result is sorted and without
+/// repeats.
+pub fn violations(
+    view: &View,
+    accesses: &[crate::trace::Access],
+    exists: impl Fn(&Path) -> bool,
+) -> Vec<Violation> {
+    use crate::trace::AccessKind;
+    let covered = |path: &Path, grants: &[PathBuf]| grants.iter().any(|g| path.starts_with(g));
+    let readable: Vec<PathBuf> = view.reads.iter().chain(&view.writes).cloned().collect();
+    let private = [
+        view.tmpdir.clone(),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/dev"),
+        PathBuf::from("/proc"),
+    ];
+    let mut found: Vec<Violation> = accesses
+        .iter()
+        .filter_map(|access| {
+            let path = lexical(&access.path);
+            let violates = match access.kind {
+                AccessKind::Read => {
+                    path.starts_with(&view.root)
+                        && !covered(&path, &readable)
+                        && !readable.iter().any(|g| g.starts_with(&path))
+                        && exists(&path)
+                }
+                AccessKind::Write => {
+                    !covered(&path, &view.writes) && !private.iter().any(|p| path.starts_with(p))
+                }
+            };
+            violates.then(|| Violation {
+                kind: access.kind,
+                path: match path.strip_prefix(&view.root) {
+                    Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
+                    Ok(_) => ".".to_string(),
+                    Err(_) => path.to_string_lossy().into_owned(),
+                },
+            })
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// `path` with `.` and `..` components resolved without looking at the file system.
+fn lexical(path: &Path) -> PathBuf {
+    let mut clean = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => clean.push(other),
+        }
+    }
+    clean
+}
+
 /// SBX-5: the credential stores under `$HOME` a sandboxed task never sees unless it is granted
 /// one explicitly.
 pub const CREDENTIALS: &[&str] = &[
@@ -207,17 +281,7 @@ pub fn resolve_grant(
     } else {
         project.join(text)
     };
-    let mut clean = PathBuf::new();
-    for part in joined.components() {
-        match part {
-            std::path::Component::ParentDir => {
-                clean.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => clean.push(other),
-        }
-    }
-    Some(clean)
+    Some(lexical(&joined))
 }
 
 #[cfg(test)]
@@ -346,6 +410,51 @@ mod tests {
         // Naming the wall itself (or a path in it) is honoured.
         v.writes = vec![p("/ws/packages/app/nested/out")];
         assert!(plan(&v).is_ok());
+    }
+
+    #[test]
+    fn violations_are_ungranted_reads_in_the_workspace_and_writes_outside_the_grants() {
+        use crate::trace::{
+            Access,
+            AccessKind::{Read, Write},
+        };
+        let mut v = view();
+        v.reads = vec![p("/ws/packages/app/src")];
+        v.writes = vec![p("/ws/packages/app/dist")];
+        let a = |kind, path: &str| Access {
+            kind,
+            path: p(path),
+        };
+        let accesses = [
+            a(Read, "/ws/packages/app/src/index.ts"),
+            a(Read, "/ws/packages/app/dist/out.js"),
+            a(Read, "/ws/packages/app"),
+            a(Read, "/ws/packages"),
+            a(Read, "/ws/packages/shared/config.json"),
+            a(Read, "/ws/packages/app/src/../secret.txt"),
+            a(Read, "/ws/packages/app/missing.txt"),
+            a(Read, "/usr/lib/node/index.js"),
+            a(Read, "/ws/packages/shared/config.json"),
+            a(Write, "/ws/packages/app/dist/out.js"),
+            a(Write, "/tmp/vx-task-1/scratch"),
+            a(Write, "/tmp/cache"),
+            a(Write, "/dev/null"),
+            a(Write, "/ws/packages/app/other.txt"),
+            a(Write, "/home/u/.cache/tool"),
+        ];
+        let exists = |path: &Path| path != Path::new("/ws/packages/app/missing.txt");
+        let got = violations(&v, &accesses, exists);
+        let got: Vec<(crate::trace::AccessKind, String)> =
+            got.into_iter().map(|x| (x.kind, x.path)).collect();
+        assert_eq!(
+            got,
+            [
+                (Read, "packages/app/secret.txt".to_string()),
+                (Read, "packages/shared/config.json".to_string()),
+                (Write, "/home/u/.cache/tool".to_string()),
+                (Write, "packages/app/other.txt".to_string()),
+            ]
+        );
     }
 
     #[test]
