@@ -24,6 +24,7 @@ pub mod outputs;
 pub mod plan;
 pub mod preview;
 pub mod ready;
+pub mod sandbox;
 pub mod setup;
 pub mod stripper;
 pub mod subprocess;
