@@ -87,13 +87,14 @@ pub fn plan(view: &View) -> Result<Vec<Mount>, PlanError> {
         Mount::Dev,
         Mount::Empty(PathBuf::from("/tmp")),
     ];
-    for (path, is_dir) in &view.hidden {
-        mounts.push(if *is_dir {
+    let hide = |(path, is_dir): &(PathBuf, bool)| {
+        if *is_dir {
             Mount::Empty(path.clone())
         } else {
             Mount::EmptyFile(path.clone())
-        });
-    }
+        }
+    };
+    mounts.extend(view.hidden.iter().map(hide));
     mounts.push(Mount::Empty(view.root.clone()));
     // Parents before children; at the same path a write grant wins over a read.
     let mut grants: Vec<(&PathBuf, bool)> = view
@@ -123,6 +124,12 @@ pub fn plan(view: &View) -> Result<Vec<Mount>, PlanError> {
                 mounts.push(Mount::Empty(wall.clone()));
             }
         }
+        // SBX-5 likewise: a grant of `~` or `~/.config` does not show the credentials in it.
+        for hidden in &view.hidden {
+            if hidden.0.starts_with(path) && hidden.0 != **path {
+                mounts.push(hide(hidden));
+            }
+        }
     }
     mounts.push(Mount::Writable(view.tmpdir.clone()));
     Ok(mounts)
@@ -131,9 +138,14 @@ pub fn plan(view: &View) -> Result<Vec<Mount>, PlanError> {
 /// bubblewrap's arguments for `mounts`, with new namespaces (network: only loopback) and the
 /// project as the working directory; the command follows them. The command is pid 1 of the
 /// pid namespace (`--as-pid-1`): vx's sandbox init (`sandbox_init.rs`), whose exit ends every
-/// process in the sandbox; bubblewrap's own reaper would outlive it and keep them.
+/// process in the sandbox; bubblewrap's own reaper would outlive it and keep them. Every
+/// capability is dropped (run by root, bubblewrap would keep them, and a task could undo the
+/// mounts). `--die-with-parent` ties init to bubblewrap; vx's own death is the guard's to
+/// handle (EXEC-7), not this flag's.
 pub fn bwrap_args(mounts: &[Mount], view: &View) -> Vec<OsString> {
     let mut args: Vec<OsString> = [
+        "--cap-drop",
+        "ALL",
         "--unshare-all",
         "--as-pid-1",
         "--die-with-parent",
@@ -173,19 +185,27 @@ pub struct Violation {
 /// SBX-7: which of `accesses` are violations of `view`. A read is one when it names a path
 /// that exists on the host (`exists`) inside the workspace and no grant covers — a directory on
 /// the way to a grant excepted; reads outside the workspace never are. A write is one anywhere
-/// outside the write grants, the task's temporary directory, the private `/tmp`, `/dev` and
-/// `/proc`. Paths are taken lexically (`a/../b` is `b`); the result is sorted and without
-/// repeats.
+/// outside the write grants and the task's temporary directory, and, outside the workspace,
+/// the private `/tmp`, `/dev` and `/proc`. A grant does not cover what a wall inside it hides.
+/// Paths are taken lexically (`a/../b` is `b`); the result is sorted and without repeats.
 pub fn violations(
     view: &View,
     accesses: &[crate::trace::Access],
     exists: impl Fn(&Path) -> bool,
 ) -> Vec<Violation> {
     use crate::trace::AccessKind;
-    let covered = |path: &Path, grants: &[PathBuf]| grants.iter().any(|g| path.starts_with(g));
+    // A grant covers a path inside it, unless a wall between them hides it (SBX-4).
+    let covered = |path: &Path, grants: &[PathBuf]| {
+        grants.iter().any(|g| {
+            path.starts_with(g)
+                && !view
+                    .walls
+                    .iter()
+                    .any(|w| path.starts_with(w) && w.starts_with(g) && w != g)
+        })
+    };
     let readable: Vec<PathBuf> = view.reads.iter().chain(&view.writes).cloned().collect();
     let private = [
-        view.tmpdir.clone(),
         PathBuf::from("/tmp"),
         PathBuf::from("/dev"),
         PathBuf::from("/proc"),
@@ -194,15 +214,20 @@ pub fn violations(
         .iter()
         .filter_map(|access| {
             let path = lexical(&access.path);
+            let inside = path.starts_with(&view.root);
             let violates = match access.kind {
                 AccessKind::Read => {
-                    path.starts_with(&view.root)
+                    inside
                         && !covered(&path, &readable)
                         && !readable.iter().any(|g| g.starts_with(&path))
                         && exists(&path)
                 }
+                // Inside the workspace only the write grants count (the workspace may itself
+                // live under /tmp); outside it, the private directories too.
                 AccessKind::Write => {
-                    !covered(&path, &view.writes) && !private.iter().any(|p| path.starts_with(p))
+                    !covered(&path, &view.writes)
+                        && !path.starts_with(&view.tmpdir)
+                        && (inside || !private.iter().any(|p| path.starts_with(p)))
                 }
             };
             violates.then(|| Violation {
@@ -455,6 +480,68 @@ mod tests {
                 (Write, "packages/app/other.txt".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn walls_inside_a_grant_and_a_workspace_under_tmp_still_count() {
+        use crate::trace::{
+            Access,
+            AccessKind::{Read, Write},
+        };
+        let mut v = view();
+        v.root = p("/tmp/ws");
+        v.project = p("/tmp/ws/packages/app");
+        v.walls = vec![p("/tmp/ws/.git"), p("/tmp/ws/packages/lib")];
+        v.reads = vec![p("/tmp/ws")];
+        let accesses = [
+            Access {
+                kind: Read,
+                path: p("/tmp/ws/.git/config"),
+            },
+            Access {
+                kind: Read,
+                path: p("/tmp/ws/packages/lib/index.js"),
+            },
+            Access {
+                kind: Read,
+                path: p("/tmp/ws/README.md"),
+            },
+            Access {
+                kind: Write,
+                path: p("/tmp/ws/packages/app/out.txt"),
+            },
+            Access {
+                kind: Write,
+                path: p("/tmp/scratch"),
+            },
+        ];
+        let got: Vec<String> = violations(&v, &accesses, |_| true)
+            .into_iter()
+            .map(|x| x.path)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ".git/config",
+                "packages/lib/index.js",
+                "packages/app/out.txt"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_grant_containing_a_credential_hides_it_again_and_capabilities_are_dropped() {
+        let mut v = view();
+        v.hidden = vec![(p("/home/u/.ssh"), true)];
+        v.reads = vec![p("/home/u")];
+        let mounts = plan(&v).unwrap();
+        let grant = mounts
+            .iter()
+            .position(|m| *m == Mount::ReadOnly(p("/home/u")))
+            .unwrap();
+        assert_eq!(mounts[grant + 1], Mount::Empty(p("/home/u/.ssh")));
+        let args = bwrap_args(&mounts, &v);
+        assert_eq!(args[..2], ["--cap-drop", "ALL"].map(OsString::from));
     }
 
     #[test]

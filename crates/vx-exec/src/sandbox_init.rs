@@ -6,7 +6,9 @@
 //! How this works: a signal sent to `bwrap` would not reach the task, so vx writes signal
 //! names (`INT`, `TERM`, `KILL`), one per line, to the control pipe; init starts the command in
 //! a session of its own, traced (`trace.rs`, SBX-7), and forwards each to the command's
-//! process group. Init reaps every process (orphans in the namespace are re-parented to it).
+//! process group. Until the leader exits, init reaps every process (orphans in the namespace
+//! are re-parented to it). Both pipes are close-on-exec in init, so the command can neither
+//! forge the report nor read the control pipe.
 //! When the command's leader exits, init writes the report — a `read <path>` or `write <path>`
 //! line per access the tracer saw (`%` and newlines escaped), then `exit <code> <signal>
 //! <user µs> <system µs> <max RSS KiB>` — and exits with the leader's code (128 + the signal's
@@ -112,8 +114,16 @@ pub fn serve(args: &[OsString]) -> i32 {
         eprintln!("vx sandbox init: no command");
         return usage;
     };
-    // SAFETY: the two descriptors were created by vx for this process and inherited across
-    // bwrap's exec; nothing else in this process owns them.
+    // Both must be open; neither may reach the command (it could forge the report).
+    for fd in [control, report] {
+        // SAFETY: F_SETFD on a number only sets its flag; on a closed one it fails with EBADF.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            eprintln!("vx sandbox init: descriptor {fd} is not open");
+            return usage;
+        }
+    }
+    // SAFETY: the two descriptors, open (checked above), were created by vx for this process
+    // and inherited across bwrap's exec; nothing else in this process owns them.
     let (control, report) =
         unsafe { (OwnedFd::from_raw_fd(control), OwnedFd::from_raw_fd(report)) };
     let tracer = match crate::trace::spawn_traced(program, rest) {

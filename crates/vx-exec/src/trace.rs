@@ -9,6 +9,11 @@
 //! event; [`Tracer::wait`] reads the call's number and arguments, resolves the path (relative
 //! to the process's working directory or the directory descriptor), records an [`Access`],
 //! and lets the call go on. Forks, vforks and clones are traced too, so the whole tree is seen.
+//! What the tracer could not decode is refused instead of let through: a call from another
+//! ABI (i386, x32) fails with `EPERM`, and `io_uring_setup` with `ENOSYS` (programs fall back
+//! to plain calls), so a path cannot be opened unseen. An `O_PATH` open reads nothing and is
+//! not recorded. The tracer sees attempts, not outcomes: a read of a path the sandbox does not
+//! have is seen all the same.
 //! The tracer only observes: whether an access is a violation is decided outside, against the
 //! host's files and the task's grants.
 
@@ -60,6 +65,10 @@ mod calls {
     pub const RENAMEAT: i64 = 264;
     pub const RENAMEAT2: i64 = 316;
     pub const TRUNCATE: i64 = 76;
+    /// Refused with ENOSYS: its submissions open files without a system call per file.
+    pub const IO_URING_SETUP: i64 = 425;
+    /// x32 calls carry this bit in their number.
+    pub const X32_BIT: u32 = 0x4000_0000;
 
     pub const ALL: [i64; 15] = [
         OPEN, CREAT, OPENAT, OPENAT2, EXECVE, EXECVEAT, MKDIR, MKDIRAT, RMDIR, UNLINK, UNLINKAT,
@@ -67,8 +76,8 @@ mod calls {
     ];
 }
 
-/// The BPF program: stop (`SECCOMP_RET_TRACE`) the calls in `calls::ALL`, allow the rest; a
-/// call from another architecture's ABI is stopped too, so it cannot slip past.
+/// The BPF program: a call from another ABI fails with EPERM, `io_uring_setup` with ENOSYS;
+/// the calls in `calls::ALL` stop for the tracer (`SECCOMP_RET_TRACE`); the rest are allowed.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn filter() -> Vec<libc::sock_filter> {
     const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
@@ -86,13 +95,24 @@ fn filter() -> Vec<libc::sock_filter> {
     };
     let load = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
     let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+    let jump_set = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let refuse = |errno: i32| stmt(ret, libc::SECCOMP_RET_ERRNO | errno as u32);
     let n = calls::ALL.len() as u8;
     let mut program = vec![
         // seccomp_data: nr at offset 0, arch at offset 4.
         stmt(load, 4),
         jump(AUDIT_ARCH_X86_64, 1, 0),
-        stmt(ret, libc::SECCOMP_RET_TRACE),
+        refuse(libc::EPERM),
         stmt(load, 0),
+        jump_set(calls::X32_BIT, 0, 1),
+        refuse(libc::EPERM),
+        jump(calls::IO_URING_SETUP as u32, 0, 1),
+        refuse(libc::ENOSYS),
     ];
     for (i, call) in calls::ALL.iter().enumerate() {
         // On a match jump to the TRACE return after the list.
@@ -126,6 +146,8 @@ pub fn spawn_traced(program: &OsString, args: &[OsString]) -> std::io::Result<Tr
     for arg in args {
         argv.push(c(arg)?);
     }
+    let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    pointers.push(std::ptr::null());
     let program_filter = filter();
     let prog = libc::sock_fprog {
         len: program_filter.len() as u16,
@@ -150,9 +172,6 @@ pub fn spawn_traced(program: &OsString, args: &[OsString]) -> std::io::Result<Tr
                     0,
                 ) == 0;
             if ok {
-                let mut pointers: Vec<*const libc::c_char> =
-                    argv.iter().map(|a| a.as_ptr()).collect();
-                pointers.push(std::ptr::null());
                 libc::execvp(program_c.as_ptr(), pointers.as_ptr());
             }
             libc::_exit(127);
@@ -191,6 +210,8 @@ impl Tracer {
     /// Runs until the leader exits; returns its wait status and every access seen. Processes
     /// it left behind are still traced by this process (they die with the sandbox's init).
     pub fn wait(mut self) -> (WaitStatus, Vec<Access>) {
+        // Processes whose first stop (the SIGSTOP a new tracee starts with) has been seen.
+        let mut started: std::collections::HashSet<Pid> = [self.leader].into();
         loop {
             let status = match waitpid(None, Some(WaitPidFlag::__WALL)) {
                 Ok(status) => status,
@@ -211,11 +232,16 @@ impl Tracer {
                 WaitStatus::PtraceEvent(pid, _, _) => {
                     let _ = ptrace::cont(pid, None);
                 }
-                // A new child's first stop, or the leader's own exec trap.
-                WaitStatus::Stopped(pid, Signal::SIGSTOP | Signal::SIGTRAP) => {
+                // A new tracee's first stop.
+                WaitStatus::Stopped(pid, Signal::SIGSTOP) if started.insert(pid) => {
                     let _ = ptrace::cont(pid, None);
                 }
-                // Any other signal is the process's own: deliver it.
+                // A group-stop has no signal information: resume without a signal, or it would
+                // be reported again for ever (job control inside a sandbox is not supported).
+                WaitStatus::Stopped(pid, _) if ptrace::getsiginfo(pid).is_err() => {
+                    let _ = ptrace::cont(pid, None);
+                }
+                // A signal for the process itself: deliver it.
                 WaitStatus::Stopped(pid, signal) => {
                     let _ = ptrace::cont(pid, Some(signal));
                 }
@@ -234,6 +260,16 @@ impl Tracer {
         let cwd = |path: u64| (None, path);
         use calls::*;
         let write_flags = (libc::O_WRONLY | libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC) as u64;
+        let o_path = libc::O_PATH as u64;
+        // An O_PATH descriptor reads nothing (like `stat`): not an access.
+        let path_only = match regs.orig_rax as i64 {
+            calls::OPEN => args[1] & o_path != 0,
+            calls::OPENAT => args[2] & o_path != 0,
+            _ => false,
+        };
+        if path_only {
+            return;
+        }
         let (kind, named): (AccessKind, Vec<(Option<i32>, u64)>) = match regs.orig_rax as i64 {
             OPEN => (open_kind(args[1] & write_flags), vec![cwd(args[0])]),
             OPENAT => (open_kind(args[2] & write_flags), vec![at(args[0], args[1])]),

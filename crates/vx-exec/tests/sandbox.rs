@@ -20,7 +20,9 @@ struct Sandbox {
 /// A workspace: `a.txt` at the root, project `packages/app` with `src/x.txt`, `secret.txt`
 /// and a nested project `packages/app/nested`, project `packages/lib`, and `.git/HEAD`.
 fn workspace() -> Sandbox {
-    let dir = tempfile::tempdir().unwrap();
+    // Outside /tmp: the sandbox has a private /tmp, which would hide a workspace there whatever
+    // the plan did.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let root = dir.path().join("ws");
     for (rel, text) in [
         ("a.txt", "root file"),

@@ -53,19 +53,26 @@ pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
         .map_err(|e| format!("{}: {e}", project_dir.display()))?;
     for text in &inputs.config.write {
         let path = resolve(text)?;
-        if path.symlink_metadata().is_err() {
-            std::fs::create_dir_all(&path)
-                .map_err(|e| format!("cannot create the write grant `{text}`: {e}"))?;
-        }
-        // SBX-3: a grant inside the project must not lead out of it through a symlink.
+        // SBX-3: a grant inside the project must not lead out of it through a symlink; the
+        // nearest part that exists is checked before anything is created.
         if path.starts_with(&project_dir) {
-            let real = path.canonicalize().map_err(|e| format!("`{text}`: {e}"))?;
+            let existing = path
+                .ancestors()
+                .find(|a| a.symlink_metadata().is_ok())
+                .unwrap_or(&project_dir);
+            let real = existing
+                .canonicalize()
+                .map_err(|e| format!("`{text}`: {e}"))?;
             if !real.starts_with(&real_project) {
                 return Err(format!(
                     "the write grant `{text}` leaves the project through a symlink (to {})",
                     real.display()
                 ));
             }
+        }
+        if path.symlink_metadata().is_err() {
+            std::fs::create_dir_all(&path)
+                .map_err(|e| format!("cannot create the write grant `{text}`: {e}"))?;
         }
         writes.push(path);
     }
@@ -81,18 +88,19 @@ pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
         root.join(".vx"),
         inputs.cache_dir.to_path_buf(),
     ]);
+    // Only directories that exist can be emptied (a `.git` file of a worktree holds a path).
+    walls.retain(|wall| wall.is_dir());
     walls.sort();
     walls.dedup();
     let hidden = match inputs.home {
         Some(home) => CREDENTIALS
             .iter()
             .map(|rel| home.join(rel))
-            .filter(|path| {
-                let granted = |g: &PathBuf| path.starts_with(g) && g != home && g.starts_with(home);
-                !reads.iter().chain(&writes).any(granted)
-            })
+            // Granted explicitly: a grant names the credential or a path inside it (a grant
+            // of `~` or `~/.config` does not count).
+            .filter(|path| !reads.iter().chain(&writes).any(|g| g.starts_with(path)))
             .filter_map(|path| {
-                let meta = path.symlink_metadata().ok()?;
+                let meta = path.metadata().ok()?;
                 Some((path, meta.is_dir()))
             })
             .collect(),
@@ -200,8 +208,13 @@ mod tests {
         // The other project is a wall; the task's own project is not.
         assert!(view.walls.contains(&ws.root.join("packages/lib")));
         assert!(!view.walls.contains(&app));
-        assert!(view.walls.contains(&ws.root.join(".git")));
-        assert!(view.walls.contains(&PathBuf::from("/elsewhere/cache")));
+        assert!(
+            !view.walls.contains(&ws.root.join(".git")),
+            "a wall that does not exist is not one"
+        );
+        std::fs::create_dir(ws.root.join(".git")).unwrap();
+        let again = super::view(&inputs(&ws, &config, None)).unwrap();
+        assert!(again.walls.contains(&ws.root.join(".git")));
     }
 
     #[test]
@@ -218,6 +231,13 @@ mod tests {
             error.contains("leaves the project through a symlink"),
             "{error}"
         );
+        // Refused before anything is created through the link.
+        let config = SandboxConfig {
+            write: vec!["out/sub".into()],
+            ..SandboxConfig::default()
+        };
+        assert!(view(&inputs(&ws, &config, None)).is_err());
+        assert!(!ws.root.join("packages/lib/sub").exists());
     }
 
     #[test]
@@ -228,7 +248,8 @@ mod tests {
         std::fs::write(home.join(".npmrc"), "token").unwrap();
         std::fs::write(home.join(".netrc"), "machine x").unwrap();
         let config = SandboxConfig {
-            read: vec!["~/.netrc".into()],
+            // `~` itself is not an explicit grant of the credentials in it.
+            read: vec!["~/.netrc".into(), "~".into()],
             ..SandboxConfig::default()
         };
         let seen = view(&inputs(&ws, &config, Some(&home))).unwrap();
