@@ -38,6 +38,9 @@ pub struct View {
     /// An empty regular file the task cannot write, shown in place of each hidden credential
     /// file (a device such as `/dev/null` cannot be read through a bind mount in the sandbox).
     pub empty_file: PathBuf,
+    /// vx's own binary, which runs as the sandbox's init (SBX-9): mounted read-only last, so
+    /// it is there even when it lives under `/tmp` or inside the workspace.
+    pub init: PathBuf,
 }
 
 /// One bubblewrap mount, in the order they must be applied.
@@ -132,6 +135,9 @@ pub fn plan(view: &View) -> Result<Vec<Mount>, PlanError> {
         }
     }
     mounts.push(Mount::Writable(view.tmpdir.clone()));
+    if !view.init.as_os_str().is_empty() {
+        mounts.push(Mount::ReadOnly(view.init.clone()));
+    }
     Ok(mounts)
 }
 
@@ -324,6 +330,7 @@ mod tests {
             walls: vec![p("/ws/.git"), p("/ws/.vx"), p("/ws/packages/app/nested")],
             tmpdir: p("/tmp/vx-task-1"),
             empty_file: p("/ws/.vx/tmp/empty"),
+            init: p("/tmp/build/vx"),
             ..View::default()
         }
     }
@@ -375,7 +382,8 @@ mod tests {
             grants_part(&mounts),
             [
                 Mount::Dir(p("/ws/packages/app")),
-                Mount::Writable(p("/tmp/vx-task-1"))
+                Mount::Writable(p("/tmp/vx-task-1")),
+                Mount::ReadOnly(p("/tmp/build/vx"))
             ]
         );
     }
@@ -398,6 +406,7 @@ mod tests {
                 Mount::Writable(p("/ws/packages/app/dist")),
                 Mount::ReadOnly(p("/ws/packages/app/src")),
                 Mount::Writable(p("/tmp/vx-task-1")),
+                Mount::ReadOnly(p("/tmp/build/vx")),
             ]
         );
     }
@@ -416,6 +425,7 @@ mod tests {
                 Mount::Empty(p("/ws/packages/app/nested")),
                 Mount::ReadOnly(p("/ws/.git/HEAD")),
                 Mount::Writable(p("/tmp/vx-task-1")),
+                Mount::ReadOnly(p("/tmp/build/vx")),
             ],
             "only the named file of .git is shown"
         );

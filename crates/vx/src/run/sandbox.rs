@@ -28,6 +28,8 @@ pub struct ViewInputs<'a> {
     pub home: Option<&'a Path>,
     pub tmpdir: PathBuf,
     pub empty_file: PathBuf,
+    /// vx's own binary (the sandbox's init).
+    pub init: PathBuf,
 }
 
 /// The task's view; missing write grants are created as directories. The error is the reason
@@ -115,6 +117,7 @@ pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
         hidden,
         tmpdir: inputs.tmpdir.clone(),
         empty_file: inputs.empty_file.clone(),
+        init: inputs.init.clone(),
     })
 }
 
@@ -177,6 +180,7 @@ mod tests {
             home,
             tmpdir: PathBuf::from("/tmp/t"),
             empty_file: PathBuf::from("/tmp/empty"),
+            init: PathBuf::from("/usr/bin/vx"),
         }
     }
 

@@ -40,6 +40,9 @@ fn start(bwrap: &std::path::Path, command: &[&str]) -> Started {
         root,
         tmpdir,
         empty_file,
+        init: vx_bin().into(),
+        // The test child, wherever the build lives (under /tmp the sandbox would hide it).
+        reads: vec![test_child_path()],
         ..View::default()
     };
     let (control_read, control_write): (OwnedFd, OwnedFd) = nix::unistd::pipe().unwrap();
