@@ -29,7 +29,14 @@ pub(crate) struct ParentEnds {
     pub stderr: Option<OwnedFd>,
     /// The write end of a held stdin pipe.
     pub stdin_hold: Option<OwnedFd>,
+    /// A sandboxed task's control pipe (write end) and report pipe (read end).
+    pub control: Option<OwnedFd>,
+    pub report: Option<OwnedFd>,
 }
+
+/// Where a sandboxed task's init finds its control and report pipes (SBX-9).
+pub(crate) const CONTROL_FD: RawFd = 3;
+pub(crate) const REPORT_FD: RawFd = 4;
 
 /// The stack of a child between `clone` and `execve`.
 #[cfg(target_os = "linux")]
@@ -49,6 +56,9 @@ pub(crate) struct Prepared {
     child_stderr: OwnedFd,
     error_write: OwnedFd,
     error_read: OwnedFd,
+    /// A sandboxed task's ends of the control pipe (read) and the report pipe (write), copied
+    /// to [`CONTROL_FD`] and [`REPORT_FD`] in the child.
+    sandbox_ends: Option<(OwnedFd, OwnedFd)>,
     parent: ParentEnds,
     /// Where the child registers its pid before `exec` (EXEC-7), and how; `None` for the
     /// guard itself and when no guard runs.
@@ -65,12 +75,32 @@ unsafe impl Send for Prepared {}
 
 impl Prepared {
     pub(crate) fn new(spec: &SpawnSpec) -> io::Result<Prepared> {
-        let program = c_string(spec.program.as_os_str())?;
         let cwd = c_string(spec.cwd.as_os_str())?;
-        let mut argv = vec![c_string(&spec.arg0)?];
-        for arg in &spec.args {
-            argv.push(c_string(arg)?);
-        }
+        let (program, argv) = match &spec.sandbox {
+            None => {
+                let mut argv = vec![c_string(&spec.arg0)?];
+                for arg in &spec.args {
+                    argv.push(c_string(arg)?);
+                }
+                (c_string(spec.program.as_os_str())?, argv)
+            }
+            Some(launch) => {
+                let mut words: Vec<std::ffi::OsString> = vec!["bwrap".into()];
+                words.extend(launch.options.iter().cloned());
+                words.push("--".into());
+                words.push(launch.init.clone().into_os_string());
+                let mut command = vec![spec.program.clone().into_os_string()];
+                command.extend(spec.args.iter().cloned());
+                words.extend(crate::sandbox_init::init_args(
+                    CONTROL_FD, REPORT_FD, &command,
+                ));
+                let argv = words
+                    .iter()
+                    .map(|word| c_string(word))
+                    .collect::<io::Result<Vec<_>>>()?;
+                (c_string(launch.bwrap.as_os_str())?, argv)
+            }
+        };
         let mut envp = Vec::with_capacity(spec.env.len());
         for (name, value) in &spec.env {
             if name.is_empty() || name.as_bytes().contains(&b'=') {
@@ -104,6 +134,20 @@ impl Prepared {
             (Some(stdout), child_stdout, Some(stderr), child_stderr)
         };
         let (error_read, error_write) = pipe()?;
+        let (sandbox_ends, control, report) = if spec.sandbox.is_some() {
+            let (control_read, control_write) = pipe()?;
+            let (report_read, report_write) = pipe()?;
+            (
+                Some((
+                    above(control_read, REPORT_FD + 1)?,
+                    above(report_write, REPORT_FD + 1)?,
+                )),
+                Some(control_write),
+                Some(report_read),
+            )
+        } else {
+            (None, None, None)
+        };
         let tag = if terminal { Tag::Group } else { Tag::Session };
         let register = guard::write_fd().map(|fd| (fd, tag));
         Ok(Prepared {
@@ -116,12 +160,16 @@ impl Prepared {
             child_stdin: above_stdio(child_stdin)?,
             child_stdout: above_stdio(child_stdout)?,
             child_stderr: above_stdio(child_stderr)?,
-            error_write: above_stdio(error_write)?,
+            // Above the sandbox's fixed descriptors too, which the child overwrites.
+            error_write: above(error_write, REPORT_FD + 1)?,
             error_read,
+            sandbox_ends,
             parent: ParentEnds {
                 stdout,
                 stderr,
                 stdin_hold,
+                control,
+                report,
             },
             register,
             terminal,
@@ -158,10 +206,13 @@ impl Prepared {
             child_stderr: above_stdio(null(())?)?,
             error_write: above_stdio(error_write)?,
             error_read,
+            sandbox_ends: None,
             parent: ParentEnds {
                 stdout: None,
                 stderr: None,
                 stdin_hold: None,
+                control: None,
+                report: None,
             },
             register: None,
             terminal: false,
@@ -252,13 +303,22 @@ impl Prepared {
             child_stdin,
             child_stdout,
             child_stderr,
+            sandbox_ends,
             parent,
             ..
         } = self;
         // Until the parent's copy of the write end is closed the read below could not see
         // end-of-file; the pipe ends of the child must go too, or vx would never see EOF on
         // the task's output.
-        drop((error_write, child_stdin, child_stdout, child_stderr));
+        // Likewise the child's ends of a sandbox's pipes: init's end of the report must be the
+        // only writer, or its end-of-file would never come.
+        drop((
+            error_write,
+            child_stdin,
+            child_stdout,
+            child_stderr,
+            sandbox_ends,
+        ));
         let mut report = [0u8; 4];
         let mut file = File::from(error_read);
         let mut filled = 0;
@@ -337,6 +397,19 @@ impl Prepared {
             ] {
                 if libc::dup2(source, target) < 0 {
                     self.fail_in_child();
+                }
+            }
+            // A sandbox's pipes, on the numbers init is told (SBX-9). Their sources and the
+            // error pipe are above both numbers (see `new`); what they overwrite is one of
+            // vx's own close-on-exec descriptors, in the child's copy of the table.
+            if let Some((control, report)) = &self.sandbox_ends {
+                for (source, target) in [
+                    (control.as_raw_fd(), CONTROL_FD),
+                    (report.as_raw_fd(), REPORT_FD),
+                ] {
+                    if libc::dup2(source, target) < 0 {
+                        self.fail_in_child();
+                    }
                 }
             }
             libc::execve(
@@ -477,12 +550,17 @@ fn duplicate(fd: RawFd) -> io::Result<OwnedFd> {
 /// 0, 1 and 2 can never clobber a source it has yet to copy. Only matters when vx itself was
 /// started with a standard stream closed.
 fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
-    if fd.as_raw_fd() > 2 {
+    above(fd, 3)
+}
+
+/// Moves a descriptor to `lowest` or above (close-on-exec), unless it is there already.
+fn above(fd: OwnedFd, lowest: RawFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() >= lowest {
         return Ok(fd);
     }
     // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own returns a new descriptor that nothing
     // else owns, which we wrap at once.
-    let moved: RawFd = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    let moved: RawFd = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, lowest) };
     if moved < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -32,6 +32,24 @@ pub struct SpawnSpec {
     /// drain is over. True for one-shot tasks; persistent tasks leave this to
     /// [`TaskHandle::stop`](crate::TaskHandle::stop).
     pub stop_leftovers_on_exit: bool,
+    /// Run the command inside bubblewrap, under vx's sandbox init (SBX-9); `None` runs it
+    /// directly.
+    pub sandbox: Option<SandboxLaunch>,
+}
+
+/// How to start a sandboxed task: `bwrap <options> -- <init> __vx_sandbox_init 3 4 --
+/// <program> <args>…`. bubblewrap is the leader vx supervises; the command runs as init's
+/// child inside the sandbox. Signals other than SIGKILL travel over the control pipe (fd 3 in
+/// init), the command's accesses and end over the report pipe (fd 4), as
+/// [`ExecEvent::Access`] events and the completion's [`SandboxEnd`].
+#[derive(Debug, Clone)]
+pub struct SandboxLaunch {
+    /// The `bwrap` binary, resolved.
+    pub bwrap: PathBuf,
+    /// bubblewrap's options: namespaces and mounts, everything before `--`.
+    pub options: Vec<OsString>,
+    /// The init binary as the sandbox sees it (vx's own, mounted read-only).
+    pub init: PathBuf,
 }
 
 /// The task's standard input (EXEC-10).
@@ -69,6 +87,9 @@ pub enum ExecEvent {
     /// This many processes were still in the task's group or session after the drain and have
     /// been stopped (EXEC-11).
     LeftoversStopped(usize),
+    /// A sandboxed task's process opened, executed, created, removed or renamed a path
+    /// (SBX-7), as the sandbox init saw it, live; each (kind, path) once per attempt.
+    Access(crate::trace::Access),
     /// Always the last event, exactly once.
     Completed(Completion),
 }
@@ -91,8 +112,22 @@ pub struct Completion {
     pub killed: bool,
     /// From just before the spawn to the leader's exit (zero for a spawn failure).
     pub duration: Duration,
-    /// The leader's resource usage from `wait4`; `None` for a spawn failure.
+    /// The leader's resource usage from `wait4`; `None` for a spawn failure. For a sandboxed
+    /// task, the command's, as init reported it.
     pub usage: Option<ResourceUsage>,
+    /// For a sandboxed task, whether its init reported the command's end; `None` when the task
+    /// was not sandboxed.
+    pub sandbox: Option<SandboxEnd>,
+}
+
+/// How a sandboxed task's init ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxEnd {
+    /// Init reported the command's exit: `exit`, `exit_code` and `usage` are the command's.
+    Reported,
+    /// No report: bubblewrap failed before init ran, or init was killed (SIGKILL escalation).
+    /// `exit` is bubblewrap's own.
+    Unreported,
 }
 
 /// How the leader ended.

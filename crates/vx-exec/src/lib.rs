@@ -25,7 +25,9 @@
 //!   (SBX-2 to SBX-5); it is data only. `sandbox_init.rs` is the sandbox's pid 1 (SBX-9): vx
 //!   re-executed inside bubblewrap, forwarding signals to the command and reporting its exit.
 //!   `trace.rs` observes a command tree's file-system calls with a seccomp filter and ptrace
-//!   (SBX-7), for init to report; none of the three is used by a run yet.
+//!   (SBX-7), for init to report. A [`SpawnSpec`] with a [`SandboxLaunch`] starts `bwrap` as
+//!   the leader, init's control and report pipes on fds 3 and 4 (`child.rs`); the task's
+//!   thread reads the report (`task.rs`), and stops other than SIGKILL go to init by name.
 //!
 //! - `executor.rs` is the seam the run loop programs against (ARCH-2): [`Executor`] and
 //!   [`RunningTask`], implemented by [`Supervisor`] and [`TaskHandle`].
@@ -43,7 +45,10 @@ mod task;
 pub mod trace;
 pub mod tree;
 
-pub use event::{Completion, ExecEvent, ExitReason, ResourceUsage, SpawnSpec, StdinMode, Stream};
+pub use event::{
+    Completion, ExecEvent, ExitReason, ResourceUsage, SandboxEnd, SandboxLaunch, SpawnSpec,
+    StdinMode, Stream,
+};
 pub use executor::{Executor, RunningTask};
 pub use supervisor::{Output, Supervisor};
 pub use task::TaskHandle;

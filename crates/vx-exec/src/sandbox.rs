@@ -146,20 +146,19 @@ pub fn plan(view: &View) -> Result<Vec<Mount>, PlanError> {
 /// pid namespace (`--as-pid-1`): vx's sandbox init (`sandbox_init.rs`), whose exit ends every
 /// process in the sandbox; bubblewrap's own reaper would outlive it and keep them. Every
 /// capability is dropped (run by root, bubblewrap would keep them, and a task could undo the
-/// mounts). `--die-with-parent` ties init to bubblewrap; vx's own death is the guard's to
-/// handle (EXEC-7), not this flag's.
+/// mounts).
+///
+/// Two of bubblewrap's options are left out on purpose. `--new-session` would move init out of
+/// bubblewrap's session and process group, where vx's SIGKILL and the guard (EXEC-7) reach
+/// it; it is not needed against terminal injection, since vx starts bubblewrap in a session of
+/// its own with no controlling terminal and init starts the command in another. And
+/// `--die-with-parent` follows the thread that spawned bubblewrap, not vx (SBX-9): vx's death
+/// is the guard's to handle.
 pub fn bwrap_args(mounts: &[Mount], view: &View) -> Vec<OsString> {
-    let mut args: Vec<OsString> = [
-        "--cap-drop",
-        "ALL",
-        "--unshare-all",
-        "--as-pid-1",
-        "--die-with-parent",
-        "--new-session",
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
+    let mut args: Vec<OsString> = ["--cap-drop", "ALL", "--unshare-all", "--as-pid-1"]
+        .iter()
+        .map(OsString::from)
+        .collect();
     let mut push = |flag: &str, paths: &[&Path]| {
         args.push(flag.into());
         args.extend(paths.iter().map(|p| p.as_os_str().to_owned()));

@@ -15,6 +15,7 @@
 //! number for a signal), and the kernel ends every process still in the namespace: nothing the
 //! task started can survive it. If vx dies, the guard kills `bwrap` and init with it (EXEC-7).
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
@@ -23,6 +24,9 @@ use std::path::PathBuf;
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::WaitStatus;
 
+use std::time::Duration;
+
+use crate::event::ResourceUsage;
 use crate::trace::{Access, AccessKind};
 
 /// The hidden first argument that makes the vx binary run as the sandbox's init.
@@ -59,35 +63,71 @@ pub fn init_args(control: RawFd, report: RawFd, command: &[OsString]) -> Vec<OsS
 pub fn parse_report(text: &str) -> Option<InitReport> {
     let mut accesses = Vec::new();
     for line in text.lines() {
-        if let Some(path) = line.strip_prefix("read ") {
-            accesses.push(Access {
-                kind: AccessKind::Read,
-                path: decode(path),
-            });
-            continue;
+        match parse_line(line)? {
+            ReportLine::Access(access) => accesses.push(access),
+            ReportLine::Exit(exit) => {
+                let micros = |d: std::time::Duration| d.as_micros() as u64;
+                return Some(InitReport {
+                    exit_code: exit.exit_code,
+                    signal: exit.signal,
+                    user_us: micros(exit.usage.user_cpu),
+                    system_us: micros(exit.usage.system_cpu),
+                    max_rss_kib: exit.usage.max_rss_bytes / 1024,
+                    accesses,
+                });
+            }
         }
-        if let Some(path) = line.strip_prefix("write ") {
-            accesses.push(Access {
-                kind: AccessKind::Write,
-                path: decode(path),
-            });
-            continue;
-        }
-        let mut words = line.split_whitespace();
-        if words.next()? != "exit" {
-            return None;
-        }
-        let mut number = || words.next()?.parse::<i64>().ok();
-        return Some(InitReport {
-            exit_code: i32::try_from(number()?).ok()?,
-            signal: i32::try_from(number()?).ok()?,
-            user_us: u64::try_from(number()?).ok()?,
-            system_us: u64::try_from(number()?).ok()?,
-            max_rss_kib: u64::try_from(number()?).ok()?,
-            accesses,
-        });
     }
     None
+}
+
+/// One line of init's report.
+pub(crate) enum ReportLine {
+    Access(Access),
+    Exit(InitExit),
+}
+
+/// The command's end as init reported it.
+pub(crate) struct InitExit {
+    pub exit_code: i32,
+    /// The signal that ended the leader, or 0.
+    pub signal: i32,
+    pub usage: ResourceUsage,
+}
+
+/// Parses one line of the report (without its newline); `None` if it is not one.
+pub(crate) fn parse_line(line: &str) -> Option<ReportLine> {
+    if let Some(path) = line.strip_prefix("read ") {
+        return Some(ReportLine::Access(Access {
+            kind: AccessKind::Read,
+            path: decode(path),
+        }));
+    }
+    if let Some(path) = line.strip_prefix("write ") {
+        return Some(ReportLine::Access(Access {
+            kind: AccessKind::Write,
+            path: decode(path),
+        }));
+    }
+    let mut words = line.split_whitespace();
+    if words.next()? != "exit" {
+        return None;
+    }
+    let mut number = || words.next()?.parse::<i64>().ok();
+    let exit_code = i32::try_from(number()?).ok()?;
+    let signal = i32::try_from(number()?).ok()?;
+    let user = u64::try_from(number()?).ok()?;
+    let system = u64::try_from(number()?).ok()?;
+    let max_rss_kib = u64::try_from(number()?).ok()?;
+    Some(ReportLine::Exit(InitExit {
+        exit_code,
+        signal,
+        usage: ResourceUsage {
+            user_cpu: Duration::from_micros(user),
+            system_cpu: Duration::from_micros(system),
+            max_rss_bytes: max_rss_kib * 1024,
+        },
+    }))
 }
 
 /// Runs as init; returns the exit code. `args` are the process's arguments after
@@ -150,20 +190,27 @@ pub fn serve(args: &[OsString]) -> i32 {
             let _ = killpg(leader, signal);
         }
     });
-    let (status, accesses) = tracer.wait();
+    // Each access is reported once, as it happens (a persistent task's violations are shown
+    // live, SBX-8); a write blocks while vx has not read the pipe.
+    let mut report = std::fs::File::from(report);
+    let mut reported: HashSet<Access> = HashSet::new();
+    let status = tracer.wait_with(|access| {
+        if reported.contains(&access) {
+            return;
+        }
+        let word = match access.kind {
+            AccessKind::Read => "read",
+            AccessKind::Write => "write",
+        };
+        let _ = report.write_all(format!("{word} {}\n", encode(&access.path)).as_bytes());
+        reported.insert(access);
+    });
     let (code, signal) = match status {
         WaitStatus::Exited(_, code) => (code, 0),
         WaitStatus::Signaled(_, signal, _) => (128 + signal as i32, signal as i32),
         _ => (125, 0),
     };
     let mut text = String::new();
-    for access in &accesses {
-        let word = match access.kind {
-            AccessKind::Read => "read",
-            AccessKind::Write => "write",
-        };
-        text.push_str(&format!("{word} {}\n", encode(&access.path)));
-    }
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).ok();
     let micros = |t: nix::sys::time::TimeVal| (t.tv_sec() as u64) * 1_000_000 + t.tv_usec() as u64;
     text.push_str(&match usage {
@@ -175,7 +222,7 @@ pub fn serve(args: &[OsString]) -> i32 {
         ),
         None => format!("exit {code} {signal} 0 0 0\n"),
     });
-    let _ = std::fs::File::from(report).write_all(text.as_bytes());
+    let _ = report.write_all(text.as_bytes());
     code
 }
 

@@ -163,7 +163,9 @@ impl Supervisor {
         }
         task.hold_stdin(ends.stdin_hold);
         let handle = TaskHandle::new(Arc::clone(&task));
+        task.hold_control(ends.control);
         let worker = Worker::new(task, wake, sink, ends.stdout, ends.stderr, &spec, started);
+        let worker = worker.with_report(ends.report);
         let _ = start_tx.send(worker);
         handle
     }
@@ -197,7 +199,10 @@ impl Supervisor {
                         completion,
                     }
                 }
-                ExecEvent::TimedOut | ExecEvent::OutputCut | ExecEvent::LeftoversStopped(_) => {}
+                ExecEvent::TimedOut
+                | ExecEvent::OutputCut
+                | ExecEvent::LeftoversStopped(_)
+                | ExecEvent::Access(_) => {}
             }
         }
         unreachable!("a task's thread always sends Completed before dropping its sink")
@@ -213,6 +218,7 @@ pub(crate) fn spawn_failure(err: io::Error) -> Completion {
         killed: false,
         duration: Duration::ZERO,
         usage: None,
+        sandbox: None,
     }
 }
 

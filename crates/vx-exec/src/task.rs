@@ -31,7 +31,10 @@ use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use crate::event::{Completion, ExecEvent, ExitReason, ResourceUsage, SpawnSpec, Stream};
+use crate::event::{
+    Completion, ExecEvent, ExitReason, ResourceUsage, SandboxEnd, SpawnSpec, Stream,
+};
+use crate::sandbox_init::{self, InitExit, ReportLine};
 use crate::supervisor::{spawn_failure, SupervisorShared};
 use crate::tree;
 
@@ -74,6 +77,9 @@ pub(crate) struct TaskShared {
     wake: Option<OwnedFd>,
     /// The write end of a held stdin pipe (EXEC-10), closed when the task is dropped.
     stdin_hold: Mutex<Option<OwnedFd>>,
+    /// A sandboxed task's control pipe to its init (SBX-9): signals other than SIGKILL are
+    /// written there as names, since a signal sent to `bwrap` would not reach the command.
+    control: Mutex<Option<OwnedFd>>,
     /// The guard has been told vx is finished with this task's pid (EXEC-7).
     guard_released: AtomicBool,
     /// No process of the task is alive, proven (see `tree::Liveness::ProvenEmpty`).
@@ -129,6 +135,7 @@ impl TaskHandle {
             changed: Condvar::new(),
             wake: None,
             stdin_hold: Mutex::new(None),
+            control: Mutex::new(None),
             guard_released: AtomicBool::new(false),
             proven_empty: AtomicBool::new(false),
         };
@@ -198,6 +205,7 @@ impl TaskShared {
             changed: Condvar::new(),
             wake: Some(wake_write),
             stdin_hold: Mutex::new(None),
+            control: Mutex::new(None),
             guard_released: AtomicBool::new(false),
             proven_empty: AtomicBool::new(false),
         };
@@ -210,6 +218,10 @@ impl TaskShared {
 
     pub(crate) fn hold_stdin(&self, write_end: Option<OwnedFd>) {
         *self.stdin_hold.lock().unwrap_or_else(|e| e.into_inner()) = write_end;
+    }
+
+    pub(crate) fn hold_control(&self, write_end: Option<OwnedFd>) {
+        *self.control.lock().unwrap_or_else(|e| e.into_inner()) = write_end;
     }
 
     fn lock(&self) -> MutexGuard<'_, TaskState> {
@@ -239,9 +251,31 @@ impl TaskShared {
     }
 
     fn signal_all(&self, signal: i32) {
+        if signal != libc::SIGKILL && self.tell_init(signal) {
+            return;
+        }
+        // SIGKILL of a sandboxed task goes to bwrap's group, which holds init: init's end
+        // ends the pid namespace and every process in it (SBX-9).
         if let Some(pid) = self.signal_target() {
             tree::signal_tree(pid, signal);
         }
+    }
+
+    /// Asks a sandboxed task's init to send `signal` to the command's group; false when the
+    /// task is not sandboxed. A closed pipe (init already gone) needs nothing more: SIGPIPE is
+    /// ignored in vx and the sandbox is ending anyway.
+    fn tell_init(&self, signal: i32) -> bool {
+        let control = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(pipe) = control.as_ref() else {
+            return false;
+        };
+        let word: &[u8] = if signal == libc::SIGINT {
+            b"INT\n"
+        } else {
+            b"TERM\n"
+        };
+        let _ = nix::unistd::write(pipe, word);
+        true
     }
 
     /// How many processes of the task are alive. Once the task is proven empty that is
@@ -451,11 +485,19 @@ pub(crate) struct Running {
     /// An interactive task holding the terminal's foreground (EXEC-1).
     terminal: bool,
     buffer: Vec<u8>,
+    /// A sandboxed task's report pipe from its init, until end-of-file.
+    report: Option<OwnedFd>,
+    sandboxed: bool,
+    /// What has been read of the report and not yet parsed (a partial line).
+    report_text: Vec<u8>,
+    /// The command's end, as init reported it.
+    init_exit: Option<InitExit>,
 }
 
 #[derive(Clone, Copy)]
 enum Source {
     Out(Stream),
+    Report,
     Wake,
 }
 
@@ -481,7 +523,19 @@ impl Worker {
             stop_leftovers: spec.stop_leftovers_on_exit,
             terminal: spec.stdin == crate::event::StdinMode::Terminal,
             buffer: vec![0; READ_CHUNK],
+            report: None,
+            sandboxed: spec.sandbox.is_some(),
+            report_text: Vec::new(),
+            init_exit: None,
         }))
+    }
+
+    /// Adds a sandboxed task's report pipe (SBX-9).
+    pub(crate) fn with_report(mut self, report: Option<OwnedFd>) -> Worker {
+        if let Worker::Running(running) = &mut self {
+            running.report = report;
+        }
+        self
     }
 
     pub(crate) fn failed(task: Arc<TaskShared>, sink: Sink, error: std::io::Error) -> Worker {
@@ -546,14 +600,18 @@ impl Running {
         }
     }
 
-    /// Phase 2: reads what is left, until both pipes close or the drain ends.
+    /// Phase 2: reads what is left, until the pipes close or the drain ends. A sandbox's
+    /// report is complete by now (init has exited), so it reaches end-of-file at once.
     fn drain_output(&mut self, until: Instant) {
-        while self.stdout.is_some() || self.stderr.is_some() {
+        while self.stdout.is_some() || self.stderr.is_some() || self.report.is_some() {
             let now = Instant::now();
             if now >= until {
-                self.stdout = None;
-                self.stderr = None;
-                (self.sink)(ExecEvent::OutputCut);
+                self.report = None;
+                if self.stdout.is_some() || self.stderr.is_some() {
+                    self.stdout = None;
+                    self.stderr = None;
+                    (self.sink)(ExecEvent::OutputCut);
+                }
                 return;
             }
             let kill_at = self.task.escalate_if_due(now);
@@ -601,11 +659,24 @@ impl Running {
         let decisive = state.stop.as_ref().filter(|stop| stop.before_exit);
         let timed_out = decisive.is_some_and(|stop| stop.cause == StopCause::Timeout);
         let stopped = decisive.is_some_and(|stop| stop.cause == StopCause::Handle);
-        let exit_reason = match exit.reason {
+        let mut exit_reason = match exit.reason {
             ExitReason::Code(code) => ExitReason::Code(code),
             ExitReason::Signal(signal) => ExitReason::Signal(signal),
             ExitReason::SpawnFailed(_) => unreachable!("the reaper reports codes and signals"),
         };
+        let mut usage = exit.usage;
+        let sandbox = self.sandboxed.then(|| match &self.init_exit {
+            Some(reported) => {
+                exit_reason = if reported.signal != 0 {
+                    ExitReason::Signal(reported.signal)
+                } else {
+                    ExitReason::Code(reported.exit_code)
+                };
+                usage = reported.usage;
+                SandboxEnd::Reported
+            }
+            None => SandboxEnd::Unreported,
+        });
         let exit_code = match (timed_out, state.killed) {
             (true, true) => 128 + libc::SIGKILL,
             (true, false) => 128 + libc::SIGTERM,
@@ -618,7 +689,8 @@ impl Running {
             stopped,
             killed: state.killed,
             duration: exit.at.saturating_duration_since(self.started),
-            usage: Some(exit.usage),
+            usage: Some(usage),
+            sandbox,
         }
     }
 
@@ -631,13 +703,14 @@ impl Running {
             let millis = left.as_micros().div_ceil(1000);
             PollTimeout::try_from(millis).unwrap_or(PollTimeout::MAX)
         });
-        let mut ready: [Option<Source>; 3] = [None; 3];
+        let mut ready: [Option<Source>; 4] = [None; 4];
         {
-            let mut sources = Vec::with_capacity(3);
-            let mut fds = Vec::with_capacity(3);
+            let mut sources = Vec::with_capacity(4);
+            let mut fds = Vec::with_capacity(4);
             for (fd, source) in [
                 (&self.stdout, Source::Out(Stream::Stdout)),
                 (&self.stderr, Source::Out(Stream::Stderr)),
+                (&self.report, Source::Report),
             ] {
                 if let Some(fd) = fd {
                     fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
@@ -665,10 +738,37 @@ impl Running {
         for source in ready.into_iter().flatten() {
             match source {
                 Source::Out(stream) => self.read_once(stream),
+                Source::Report => self.read_report(),
                 Source::Wake => {
                     let mut sink = [0u8; 64];
                     while matches!(nix::unistd::read(&self.wake, &mut sink), Ok(n) if n > 0) {}
                 }
+            }
+        }
+    }
+
+    /// Reads one chunk of a sandbox's report; forwards each complete access line as it comes
+    /// and keeps the exit line. Closes the pipe at end-of-file or on an error.
+    fn read_report(&mut self) {
+        let Some(fd) = &self.report else { return };
+        match nix::unistd::read(fd.as_fd(), &mut self.buffer) {
+            Ok(0) => self.report = None,
+            Ok(n) => {
+                self.report_text.extend_from_slice(&self.buffer[..n]);
+                while let Some(end) = self.report_text.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = self.report_text.drain(..=end).collect();
+                    let line = String::from_utf8_lossy(&line[..end]);
+                    match sandbox_init::parse_line(&line) {
+                        Some(ReportLine::Access(access)) => (self.sink)(ExecEvent::Access(access)),
+                        Some(ReportLine::Exit(exit)) => self.init_exit = Some(exit),
+                        None => tracing::debug!(%line, "unreadable sandbox report line"),
+                    }
+                }
+            }
+            Err(Errno::EINTR | Errno::EAGAIN) => {}
+            Err(err) => {
+                tracing::debug!(%err, "reading the sandbox report failed");
+                self.report = None;
             }
         }
     }

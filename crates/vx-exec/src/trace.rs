@@ -13,7 +13,8 @@
 //! ABI (i386, x32) fails with `EPERM`, and `io_uring_setup` with `ENOSYS` (programs fall back
 //! to plain calls), so a path cannot be opened unseen. An `O_PATH` open reads nothing and is
 //! not recorded. The tracer sees attempts, not outcomes: a read of a path the sandbox does not
-//! have is seen all the same.
+//! have is seen all the same; only a `mkdir` of a path that already exists is left out (it
+//! fails with EEXIST and writes nothing).
 //! The tracer only observes: whether an access is a violation is decided outside, against the
 //! host's files and the task's grants.
 
@@ -31,7 +32,7 @@ pub const fn supported() -> bool {
 }
 
 /// What a traced process tried to do with a path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Access {
     pub kind: AccessKind,
     /// Absolute, as the process named it (not canonicalized: inside the sandbox the path may
@@ -39,7 +40,7 @@ pub struct Access {
     pub path: PathBuf,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AccessKind {
     /// Opened for reading, or executed.
     Read,
@@ -126,7 +127,6 @@ fn filter() -> Vec<libc::sock_filter> {
 /// A traced command and everything it starts.
 pub struct Tracer {
     leader: Pid,
-    accesses: Vec<Access>,
 }
 
 /// Starts `program` traced (see the module documentation); the caller then calls
@@ -193,10 +193,7 @@ pub fn spawn_traced(program: &OsString, args: &[OsString]) -> std::io::Result<Tr
                 | ptrace::Options::PTRACE_O_EXITKILL;
             ptrace::setoptions(child, options).map_err(std::io::Error::from)?;
             ptrace::cont(child, None).map_err(std::io::Error::from)?;
-            Ok(Tracer {
-                leader: child,
-                accesses: Vec::new(),
-            })
+            Ok(Tracer { leader: child })
         }
     }
 }
@@ -209,24 +206,32 @@ impl Tracer {
 
     /// Runs until the leader exits; returns its wait status and every access seen. Processes
     /// it left behind are still traced by this process (they die with the sandbox's init).
-    pub fn wait(mut self) -> (WaitStatus, Vec<Access>) {
+    pub fn wait(self) -> (WaitStatus, Vec<Access>) {
+        let mut accesses = Vec::new();
+        let status = self.wait_with(|access| accesses.push(access));
+        (status, accesses)
+    }
+
+    /// Like [`Tracer::wait`], but hands each access to `seen` as it happens (a persistent
+    /// task's violations are reported live, SBX-8).
+    pub fn wait_with(self, mut seen: impl FnMut(Access)) -> WaitStatus {
         // Processes whose first stop (the SIGSTOP a new tracee starts with) has been seen.
         let mut started: std::collections::HashSet<Pid> = [self.leader].into();
         loop {
             let status = match waitpid(None, Some(WaitPidFlag::__WALL)) {
                 Ok(status) => status,
                 Err(nix::errno::Errno::EINTR) => continue,
-                Err(_) => return (WaitStatus::StillAlive, self.accesses),
+                Err(_) => return WaitStatus::StillAlive,
             };
             match status {
                 WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _)
                     if pid == self.leader =>
                 {
-                    return (status, self.accesses);
+                    return status;
                 }
                 WaitStatus::Exited(..) | WaitStatus::Signaled(..) => {}
                 WaitStatus::PtraceEvent(pid, _, event) if event == libc::PTRACE_EVENT_SECCOMP => {
-                    self.observe(pid);
+                    observe(pid, &mut seen);
                     let _ = ptrace::cont(pid, None);
                 }
                 WaitStatus::PtraceEvent(pid, _, _) => {
@@ -249,9 +254,12 @@ impl Tracer {
             }
         }
     }
+}
 
-    /// Records the access of the call `pid` is stopped in.
-    fn observe(&mut self, pid: Pid) {
+/// Hands `seen` the access of the call `pid` is stopped in.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn observe(pid: Pid, seen: &mut impl FnMut(Access)) {
+    {
         let Ok(regs) = ptrace::getregs(pid) else {
             return;
         };
@@ -289,9 +297,16 @@ impl Tracer {
             ),
             _ => return,
         };
+        let is_mkdir = matches!(regs.orig_rax as i64, MKDIR | MKDIRAT);
         for (dirfd, address) in named {
             if let Some(path) = read_path(pid, dirfd, address) {
-                self.accesses.push(Access { kind, path });
+                // A `mkdir` of what exists fails with EEXIST and changes nothing (`mkdir -p`
+                // tries every parent). Init shares the task's mount namespace, so it sees
+                // what the call will see.
+                if is_mkdir && path.symlink_metadata().is_ok() {
+                    continue;
+                }
+                seen(Access { kind, path });
             }
         }
     }

@@ -31,6 +31,7 @@ fn sh(script: &str) -> SpawnSpec {
         kill_grace: Duration::from_secs(2),
         drain: Duration::from_millis(250),
         stop_leftovers_on_exit: true,
+        sandbox: None,
     }
 }
 

@@ -78,6 +78,7 @@ impl Executor for ScriptedExecutor {
                 killed: false,
                 duration: Duration::from_millis(1),
                 usage: None,
+                sandbox: None,
             }));
         });
         Box::new(FakeTask)

@@ -28,6 +28,7 @@ fn spec(marker: &str, actions: &[&str]) -> SpawnSpec {
         kill_grace: Duration::from_secs(20),
         drain: Duration::from_millis(250),
         stop_leftovers_on_exit: true,
+        sandbox: None,
     }
 }
 

@@ -84,7 +84,7 @@ pub(crate) const LATER_KEYS: &[LaterKey] = &[
     row("task.extends", Milestone::M2, "extends", true),
     row("task.retries", Milestone::M3, "retries", true),
     row("task.interactive", Milestone::M3, "interactive", true),
-    row("task.sandbox", Milestone::M3, "sandbox", false),
+    row("task.sandbox", Milestone::M3, "sandbox", true),
     row(
         "task.persistent.ready-when",
         Milestone::M3,
@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn later_keys_are_refused_and_m1_keys_are_not() {
-        assert_eq!(unavailable("task.sandbox"), Some("sandbox"));
+        assert_eq!(unavailable("task.remote"), Some("remote"));
         assert_eq!(unavailable("workspace.remote-cache"), Some("remote-cache"));
         assert_eq!(unavailable("task.command"), None);
     }

@@ -26,8 +26,6 @@ use crate::run::cpus::available_cpus_and_source;
 use crate::{exit, workspace};
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
-/// What `vx info` says of features of later milestones.
-const NOT_IN_RELEASE: &str = "not available in this release";
 
 /// Every fact of the report; serialised as the `--format json` output.
 #[derive(Debug, Serialize)]
@@ -89,8 +87,10 @@ struct HistoryInfo {
 
 #[derive(Debug, Serialize)]
 struct SandboxInfo {
+    /// SBX-1: a trial command ran through the real wrapper (bubblewrap, init, the tracer).
     available: bool,
-    reason: Option<&'static str>,
+    /// Why not, when not available.
+    reason: Option<String>,
     sandboxed_tasks: usize,
 }
 
@@ -172,10 +172,13 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
         memory_budget_source,
         cache,
         history,
-        sandbox: SandboxInfo {
-            available: false,
-            reason: Some(NOT_IN_RELEASE),
-            sandboxed_tasks,
+        sandbox: {
+            let probed = crate::run::sandbox::Host::probe(env.get("PATH").map(String::as_str));
+            SandboxInfo {
+                available: probed.is_ok(),
+                reason: probed.err(),
+                sandboxed_tasks,
+            }
         },
         remote_cache: settings.remote_cache.as_ref().and_then(|r| {
             let url = r.url.as_deref()?;
@@ -396,7 +399,10 @@ fn pretty(info: &Info, errors: &[Diagnostic]) -> String {
     ));
     rows.push((
         "sandbox",
-        info.sandbox.reason.unwrap_or("available").to_string(),
+        match &info.sandbox.reason {
+            None => "available".to_string(),
+            Some(reason) => format!("not available: {reason}"),
+        },
     ));
     rows.push(("sandboxed tasks", info.sandbox.sandboxed_tasks.to_string()));
     rows.push((

@@ -95,6 +95,9 @@ pub struct TaskReport {
     pub end_offset: Duration,
     /// SCHED-4: how long the task waited only for memory (a slot was free).
     pub admission_held: Duration,
+    /// SBX-7: how many undeclared reads and writes the sandbox saw (a one-shot task with any
+    /// failed).
+    pub sandbox_violations: u64,
     /// Each attempt's process, from the start of the run (UI-15); empty for a task that did
     /// not execute.
     pub attempt_spans: Vec<AttemptSpan>,
@@ -158,6 +161,7 @@ impl TaskReport {
             start_offset: Duration::ZERO,
             end_offset: Duration::ZERO,
             admission_held: Duration::ZERO,
+            sandbox_violations: 0,
             attempt_spans: Vec::new(),
         }
     }

@@ -1,22 +1,231 @@
-//! A sandboxed task's view (SBX-2 to SBX-5) from the workspace and its `sandbox` table: the
-//! grants resolved, the default reads, the walls, the credential files to hide. The mounts
-//! themselves are planned by `vx_exec::sandbox`; this is where the workspace's facts and the
-//! file system are looked at (not used by a run yet: the sandbox is not available in this
-//! release).
-#![cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the run uses this once sandboxed tasks can run (issue 7); the tests use it now"
-    )
-)]
-
+//! Sandboxed tasks on the vx side (SBX-1 to SBX-8): whether this host can sandbox at all (the
+//! probe), a task's view from the workspace and its `sandbox` table (the grants resolved, the
+//! default reads, the walls, the credential files to hide), its launch, and how its
+//! violations are shown. The mounts themselves are planned by `vx_exec::sandbox`; this is where
+//! the workspace's facts and the file system are looked at.
+//!
+//! How this works: the first sandboxed task of a run asks for a [`Host`]; [`Host::probe`] finds
+//! `bwrap` on vx's PATH and runs `true` through the real wrapper (bubblewrap, vx's init, the
+//! tracer) in an empty view. Unless that ran, exited 0 and had its `exec` observed, every
+//! sandboxed task of the run fails with `sandbox not available: <reason>` (vx fails closed).
+//! The host holds the run's scratch directory (mode 0700): the empty file shown in place of
+//! hidden credential files, and each attempt's `TMPDIR`.
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use vx_core::config::SandboxConfig;
 use vx_core::key::WORKSPACE_FILES;
 use vx_core::Workspace;
-use vx_exec::sandbox::{resolve_grant, View, CREDENTIALS};
+use vx_exec::sandbox::{resolve_grant, View, Violation, CREDENTIALS};
+use vx_exec::trace::AccessKind;
+use vx_exec::{ExecEvent, SandboxEnd, SandboxLaunch, SpawnSpec, StdinMode, Supervisor};
+
+/// What every sandboxed task of a run shares.
+pub struct Host {
+    bwrap: PathBuf,
+    /// vx's own binary: the sandbox's init (SBX-9).
+    init: PathBuf,
+    /// The run's scratch directory (0700), removed with the host.
+    scratch: tempfile::TempDir,
+    /// An empty read-only file, shown in place of hidden credential files (SBX-5).
+    empty_file: PathBuf,
+    attempts: u64,
+}
+
+impl Host {
+    /// SBX-1: whether sandboxed tasks can run here, found by running `true` through the real
+    /// wrapper. The error is the reason (`bwrap` missing, user namespaces refused, tracing
+    /// impossible), without the `sandbox not available: ` in front.
+    pub fn probe(path_var: Option<&str>) -> Result<Host, String> {
+        if !vx_exec::trace::supported() {
+            return Err(
+                "observing file access needs Linux on x86-64, and this build is not".to_string(),
+            );
+        }
+        let bwrap = path_var
+            .and_then(|path| crate::run::subprocess::find_on_path("bwrap", path))
+            .ok_or("`bwrap` is not on PATH (install bubblewrap: apt-get install bubblewrap)")?;
+        let init = std::env::current_exe()
+            .map_err(|e| format!("cannot find vx's own binary for the sandbox's init: {e}"))?;
+        let scratch = tempfile::Builder::new()
+            .prefix("vx-sandbox-")
+            .tempdir()
+            .map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+        let empty_file = scratch.path().join("empty");
+        std::fs::write(&empty_file, b"")
+            .and_then(|()| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&empty_file, std::fs::Permissions::from_mode(0o444))
+            })
+            .map_err(|e| format!("cannot create {}: {e}", empty_file.display()))?;
+        let mut host = Host {
+            bwrap,
+            init,
+            scratch,
+            empty_file,
+            attempts: 0,
+        };
+        host.trial(path_var)?;
+        Ok(host)
+    }
+
+    /// Runs `true` sandboxed in an empty view; Ok when it exited 0 and its exec was seen.
+    fn trial(&mut self, path_var: Option<&str>) -> Result<(), String> {
+        let root = self.scratch.path().join("probe");
+        std::fs::create_dir(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+        let tmpdir = self.attempt_dir().map_err(|e| format!("{e}"))?;
+        let view = View {
+            root: root.clone(),
+            project: root.clone(),
+            tmpdir: tmpdir.clone(),
+            empty_file: self.empty_file.clone(),
+            init: self.init.clone(),
+            ..View::default()
+        };
+        let true_path = path_var
+            .and_then(|path| crate::run::subprocess::find_on_path("true", path))
+            .unwrap_or_else(|| PathBuf::from("/bin/true"));
+        let spec = SpawnSpec {
+            program: true_path,
+            arg0: "true".into(),
+            args: Vec::new(),
+            cwd: root,
+            env: vec![("PATH".into(), path_var.unwrap_or("/usr/bin:/bin").into())],
+            stdin: StdinMode::Null,
+            timeout: Some(std::time::Duration::from_secs(30)),
+            kill_grace: std::time::Duration::from_secs(1),
+            drain: std::time::Duration::from_millis(250),
+            stop_leftovers_on_exit: true,
+            sandbox: Some(self.launch(&view)?),
+        };
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Supervisor::new().spawn(
+            spec,
+            Box::new(move |event| {
+                let _ = tx.send(event);
+            }),
+        );
+        let mut stderr = Vec::new();
+        let mut seen = 0;
+        for event in rx {
+            match event {
+                ExecEvent::Output { bytes, .. } => stderr.extend_from_slice(&bytes),
+                ExecEvent::Access(_) => seen += 1,
+                ExecEvent::Completed(done) => {
+                    let _ = std::fs::remove_dir_all(&tmpdir);
+                    let said = String::from_utf8_lossy(&stderr);
+                    let said = said.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                    return match (done.sandbox, done.exit_code) {
+                        (Some(SandboxEnd::Reported), 0) if seen > 0 => Ok(()),
+                        (Some(SandboxEnd::Reported), 0) => {
+                            Err("the tracer saw nothing (is ptrace refused?)".to_string())
+                        }
+                        (_, code) if said.is_empty() => Err(format!(
+                            "a trial command in the sandbox failed (exit {code})"
+                        )),
+                        (_, code) => Err(format!(
+                            "a trial command in the sandbox failed (exit {code}): {said}"
+                        )),
+                    };
+                }
+                _ => {}
+            }
+        }
+        Err("the trial command in the sandbox never completed".to_string())
+    }
+
+    /// A new attempt's `TMPDIR`, created with mode 0700 (SBX-2); the caller removes it when
+    /// the attempt ends.
+    pub fn attempt_dir(&mut self) -> std::io::Result<PathBuf> {
+        self.attempts += 1;
+        let dir = self.scratch.path().join(format!("tmp-{}", self.attempts));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        Ok(dir)
+    }
+
+    pub fn init(&self) -> &Path {
+        &self.init
+    }
+
+    pub fn empty_file(&self) -> &Path {
+        &self.empty_file
+    }
+
+    /// How bubblewrap starts a task with `view`; the error is a `cannot sandbox` reason.
+    pub fn launch(&self, view: &View) -> Result<SandboxLaunch, String> {
+        let mounts = vx_exec::sandbox::plan(view).map_err(|e| e.to_string())?;
+        Ok(SandboxLaunch {
+            bwrap: self.bwrap.clone(),
+            options: vx_exec::sandbox::bwrap_args(&mounts, view),
+            init: self.init.clone(),
+        })
+    }
+}
+
+/// SBX-7's frame section: the violations, one per line (root-relative), and a hint to grant
+/// them, written as grants of the task's project (`project`, root-relative; empty for the
+/// root).
+pub fn violations_section(violations: &[Violation], project: &Path) -> String {
+    let mut text = format!("├─ SANDBOX VIOLATIONS ({})\n", violations.len());
+    let mut reads = Vec::new();
+    let mut writes = Vec::new();
+    for violation in violations {
+        let word = match violation.kind {
+            AccessKind::Read => "read ",
+            AccessKind::Write => "write",
+        };
+        text.push_str(&format!("│ {word} {}\n", violation.path));
+        let grant = grant_text(&violation.path, project);
+        match violation.kind {
+            AccessKind::Read => reads.push(grant),
+            // A write grant is a directory: grant the one the path is in.
+            AccessKind::Write => writes.push(match grant.rsplit_once('/') {
+                Some((dir, _)) if !dir.is_empty() && dir != "/" => dir.to_string(),
+                _ => grant,
+            }),
+        }
+    }
+    reads.dedup();
+    writes.sort();
+    writes.dedup();
+    let list = |items: &[String]| {
+        items
+            .iter()
+            .map(|i| format!("\"{i}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut hint = Vec::new();
+    if !reads.is_empty() {
+        hint.push(format!("read = [{}]", list(&reads)));
+    }
+    if !writes.is_empty() {
+        hint.push(format!("write = [{}]", list(&writes)));
+    }
+    text.push_str(&format!(
+        "│ hint: grant what the task needs in its sandbox table: {}\n",
+        hint.join(", ")
+    ));
+    text
+}
+
+/// A violation's path as a grant: inside the project relative to it, elsewhere in the
+/// workspace as `//path`, outside it absolute.
+fn grant_text(path: &str, project: &Path) -> String {
+    let path_buf = Path::new(path);
+    if path.starts_with('/') {
+        path.to_string()
+    } else if let Ok(inside) = path_buf.strip_prefix(project) {
+        match inside.to_string_lossy() {
+            rest if rest.is_empty() => ".".to_string(),
+            rest => rest.into_owned(),
+        }
+    } else if path == "." {
+        "//".to_string()
+    } else {
+        format!("//{path}")
+    }
+}
 
 /// What the view is built from besides the workspace.
 pub struct ViewInputs<'a> {
@@ -219,6 +428,32 @@ mod tests {
         std::fs::create_dir(ws.root.join(".git")).unwrap();
         let again = super::view(&inputs(&ws, &config, None)).unwrap();
         assert!(again.walls.contains(&ws.root.join(".git")));
+    }
+
+    #[test]
+    fn the_violations_section_lists_each_and_hints_at_grants() {
+        let v = |kind, path: &str| Violation {
+            kind,
+            path: path.to_string(),
+        };
+        let text = violations_section(
+            &[
+                v(AccessKind::Read, "packages/app/src/a.ts"),
+                v(AccessKind::Read, "packages/lib/config.json"),
+                v(AccessKind::Write, "packages/app/out/x.js"),
+                v(AccessKind::Write, "/etc/passwd"),
+            ],
+            Path::new("packages/app"),
+        );
+        assert_eq!(
+            text,
+            "├─ SANDBOX VIOLATIONS (4)\n\
+             │ read  packages/app/src/a.ts\n\
+             │ read  packages/lib/config.json\n\
+             │ write packages/app/out/x.js\n\
+             │ write /etc/passwd\n\
+             │ hint: grant what the task needs in its sandbox table: read = [\"src/a.ts\", \"//packages/lib/config.json\"], write = [\"/etc\", \"out\"]\n"
+        );
     }
 
     #[test]

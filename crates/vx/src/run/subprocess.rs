@@ -29,6 +29,7 @@ pub fn run(
         kill_grace: Duration::from_secs(2),
         drain: Duration::from_millis(250),
         stop_leftovers_on_exit: true,
+        sandbox: None,
     })
 }
 

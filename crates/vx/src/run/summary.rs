@@ -78,7 +78,7 @@ pub struct SummaryTask {
     /// A skipped task: the failed task that caused it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked_by: Option<String>,
-    /// Undeclared reads and writes (the sandbox; 0 until it exists).
+    /// Undeclared reads and writes the sandbox saw (SBX-7); 0 for a task not sandboxed.
     pub sandbox_violations: u64,
     /// It passed after a retry, or its key failed after passing before (EXEC-16).
     pub flaky: bool,
@@ -222,7 +222,7 @@ fn task_of(r: &TaskReport, key: Option<String>) -> SummaryTask {
             NotReady::Unneeded => NotReadyWord::Unneeded,
         }),
         blocked_by: r.blocked_by.as_ref().map(|b| b.to_string()),
-        sandbox_violations: 0,
+        sandbox_violations: r.sandbox_violations,
         flaky: r.flaky().is_some(),
         admission_held_ms: r.admission_held.as_millis() as u64,
         start_offset_ms: r.start_offset.as_millis() as u64,

@@ -28,14 +28,12 @@ fn several_errors_across_files_are_reported_together() {
 
 #[test]
 fn later_milestone_keys_are_refused_not_ignored() {
-    let f = one_project(
-        "[tasks.build]\ncommand = \"echo ran > ran.txt\"\nsandbox = { read = [\"src\"] }\n",
-    );
+    let f = one_project("[tasks.build]\ncommand = \"echo ran > ran.txt\"\nremote = true\n");
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr
-            .starts_with("error: packages/lib/vx.toml:3:1: sandbox is not available yet"),
+            .starts_with("error: packages/lib/vx.toml:3:1: remote is not available yet"),
         "{}",
         out.stderr
     );

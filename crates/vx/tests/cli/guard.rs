@@ -20,14 +20,14 @@ fn child() -> String {
 
 /// A vx started in the background, killed and reaped if the test fails before it ends, so a
 /// failing test leaves no vx behind (the guard then cleans up its tasks).
-struct Vx(Option<Child>);
+pub(crate) struct Vx(Option<Child>);
 
 impl Vx {
     fn id(&self) -> u32 {
         self.0.as_ref().expect("vx not yet waited for").id()
     }
 
-    fn take(mut self) -> Child {
+    pub(crate) fn take(mut self) -> Child {
         self.0.take().expect("vx not yet waited for")
     }
 }
@@ -42,7 +42,7 @@ impl Drop for Vx {
 }
 
 /// Starts `vx args…` in the background, output discarded unless `capture`.
-fn spawn_vx(f: &Fixture, args: &[&str], capture: bool) -> Vx {
+pub(crate) fn spawn_vx(f: &Fixture, args: &[&str], capture: bool) -> Vx {
     let mut command = f.command("", args);
     let out = || {
         if capture {
@@ -56,7 +56,7 @@ fn spawn_vx(f: &Fixture, args: &[&str], capture: bool) -> Vx {
 }
 
 /// Waits (bounded) until at least `n` processes carry the marker.
-fn wait_for_markers(marker: &str, n: usize) {
+pub(crate) fn wait_for_markers(marker: &str, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while pids_with_marker(marker).len() < n {
         assert!(
@@ -94,7 +94,7 @@ fn alive(pid: i32) -> bool {
 }
 
 /// SIGKILLs vx, reaps it, and asserts that nothing with the marker is alive one second later.
-fn kill_vx_and_expect_no_survivor(vx: Vx, marker: &str) {
+pub(crate) fn kill_vx_and_expect_no_survivor(vx: Vx, marker: &str) {
     let mut vx = vx.take();
     kill(Pid::from_raw(vx.id() as i32), Signal::SIGKILL).unwrap();
     let killed = Instant::now();

@@ -197,6 +197,7 @@ impl Run<'_> {
                 start_offset_ms: report.start_offset.as_millis() as u64,
                 end_offset_ms: report.end_offset.as_millis() as u64,
                 admission_held_ms: report.admission_held.as_millis() as u64,
+                sandbox_violations: report.sandbox_violations,
                 ..Default::default()
             });
         }

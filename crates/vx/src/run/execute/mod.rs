@@ -55,6 +55,7 @@ mod admission;
 mod end;
 mod lanes;
 mod region;
+mod sandboxed;
 mod servers;
 
 use admission::{estimate, HeldForMemory};
@@ -154,6 +155,8 @@ struct Live {
     /// When this attempt started, and the spans of the earlier ones (UI-15).
     attempt_started: Instant,
     spans: Vec<AttemptSpan>,
+    /// A sandboxed task's view, `TMPDIR` and reported accesses (SBX-7).
+    sandbox: Option<sandboxed::LiveSandbox>,
 }
 
 pub struct Run<'p> {
@@ -201,6 +204,8 @@ pub struct Run<'p> {
     summary: Option<(PathBuf, crate::run::summary::Summary)>,
     /// With `--profile`: vx's phases, and each task's key derivation and cache probe (UI-15).
     phases: Option<Vec<Phase>>,
+    /// SBX-1: whether tasks can be sandboxed here, probed at the first sandboxed execution.
+    sandbox_host: sandboxed::SandboxHost,
 }
 
 impl<'p> Run<'p> {
@@ -301,6 +306,7 @@ impl<'p> Run<'p> {
             run_id: crate::run::cache::run_id(),
             summary: None,
             phases,
+            sandbox_host: None,
         }
     }
 
@@ -437,7 +443,7 @@ impl<'p> Run<'p> {
             &[]
         };
         let root = self.plan.workspace.root.to_string_lossy().into_owned();
-        let env = task_environment(&EnvInputs {
+        let mut env = task_environment(&EnvInputs {
             host: &self.ctx.host_env,
             config: config.env.as_deref(),
             project_dir: &dir.to_string_lossy(),
@@ -471,6 +477,17 @@ impl<'p> Run<'p> {
                 .or(self.ctx.env_timeout)
                 .or(self.plan.workspace.settings.timeout)
         };
+        let (launch, sandbox) = match &config.sandbox {
+            None => (None, None),
+            Some(table) => match self.sandbox_task(i, table, &mut env) {
+                Ok((launch, sandbox)) => (Some(launch), Some(sandbox)),
+                Err(line) => {
+                    self.cache.withhold(&id);
+                    self.fail_before_start(i, &line);
+                    return;
+                }
+            },
+        };
         let path_var = env.get("PATH").cloned().unwrap_or_default();
         let spec = SpawnSpec {
             program: self
@@ -493,6 +510,7 @@ impl<'p> Run<'p> {
             kill_grace: self.ctx.kill_grace,
             drain: Duration::from_millis(250),
             stop_leftovers_on_exit: kind == Kind::OneShot,
+            sandbox: launch,
         };
         let attempts = match kind {
             Kind::OneShot => 1 + config.retries.or(self.options.retry).unwrap_or(0),
@@ -545,6 +563,7 @@ impl<'p> Run<'p> {
             earlier: Duration::ZERO,
             attempt_started: started,
             spans: Vec::new(),
+            sandbox,
         };
         let report = self.report_of(i, &live, Status::Running);
         let wait_for_line = live.waiting.is_some();
@@ -599,6 +618,12 @@ impl<'p> Run<'p> {
             if let Err(line) = self.cache.clean_for_retry(&id) {
                 self.note(i, &line);
             }
+        }
+        if let Err(error) = self.sandbox_again(i) {
+            self.note(
+                i,
+                &format!("vx: {id}: cannot sandbox: cannot create its TMPDIR: {error}"),
+            );
         }
         let spec = self.live[&i].spec.clone();
         let handle = self.spawn_attempt(i, spec);
@@ -665,6 +690,7 @@ impl<'p> Run<'p> {
                 let what = if n == 1 { "1 process".to_string() } else { format!("{n} processes") };
                 self.note(i, &format!("vx: stopped {what} the task left running"));
             }
+            ExecEvent::Access(access) => self.sandbox_access(i, access),
             ExecEvent::Completed(completion) => self.completed(i, completion),
         }
     }
@@ -729,6 +755,12 @@ impl<'p> Run<'p> {
             rest.extend(bytes);
         }
         self.output(i, &rest);
+        let verdict = self.sandbox_verdict(i, &completion);
+        let clean = matches!(verdict, sandboxed::Verdict::Clean);
+        let violations = match verdict {
+            sandboxed::Verdict::Violations(n) => n,
+            _ => 0,
+        };
         let live = &self.live[&i];
         let kind = live.kind;
         if kind == Kind::Persistent && live.ready {
@@ -742,6 +774,8 @@ impl<'p> Run<'p> {
             (true, false) => 128 + nix::libc::SIGTERM,
             (false, _) => completion.exit_code,
         };
+        // SBX-7: a task that broke its sandbox fails, whatever it exited with.
+        let code = if !clean && code == 0 { 1 } else { code };
         self.running_slots -= 1;
         let status = if self.stopping.is_some() {
             Status::Aborted
@@ -753,7 +787,7 @@ impl<'p> Run<'p> {
         } else {
             Status::Failed
         };
-        if status == Status::Failed && !completion.timed_out && !completion.stopped {
+        if status == Status::Failed && !completion.timed_out && !completion.stopped && clean {
             let live = &self.live[&i];
             let note = match &completion.exit {
                 ExitReason::SpawnFailed(error) => Some(spawn_note(&live.dir, error)),
@@ -770,6 +804,8 @@ impl<'p> Run<'p> {
                 && live.attempt < live.attempts
                 && !self.scheduler.is_halted()
                 && !matches!(completion.exit, ExitReason::SpawnFailed(_))
+                // Another attempt would break the sandbox again.
+                && clean
         };
         if retry {
             self.retry(i, &completion);
@@ -780,6 +816,7 @@ impl<'p> Run<'p> {
         let live = self.live.remove(&i).expect("a live task");
         let mut report = self.report_of(i, &live, status);
         report.attempts = live.attempt;
+        report.sandbox_violations = violations;
         report.key_failures_after_pass = self.cache.key_failures_after_pass(&report.id);
         if kind == Kind::Persistent && status == Status::Failed {
             report.not_ready = Some(match completion.exit {
@@ -887,6 +924,7 @@ impl<'p> Run<'p> {
             start_offset: live.started.saturating_duration_since(self.started_at),
             end_offset: self.started_at.elapsed(),
             admission_held: self.held.total(i),
+            sandbox_violations: 0,
             attempt_spans: Vec::new(),
         }
     }

@@ -1,0 +1,176 @@
+//! Sandboxed tasks in the loop (SBX-1 to SBX-8): the host probed at the first sandboxed
+//! execution, each attempt's view, launch and `TMPDIR`, the accesses init reports, and the
+//! verdict — violations fail a one-shot task and are warnings for a persistent one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use vx_core::config::SandboxConfig;
+use vx_exec::sandbox::{violations, View, Violation};
+use vx_exec::trace::{Access, AccessKind};
+use vx_exec::{Completion, SandboxEnd, SandboxLaunch};
+
+use super::{Kind, Run};
+use crate::run::sandbox::{view, violations_section, Host, ViewInputs};
+
+/// A live task's sandbox.
+pub(super) struct LiveSandbox {
+    view: View,
+    /// This attempt's `TMPDIR`, removed when the attempt ends and created again for the next.
+    tmpdir: PathBuf,
+    /// What init reported, each once.
+    accesses: Vec<Access>,
+    /// Violations already shown (persistent tasks warn as they happen, SBX-8).
+    warned: BTreeSet<Violation>,
+}
+
+/// The verdict on a sandboxed attempt.
+pub(super) enum Verdict {
+    /// Nothing to say: the task's own exit decides.
+    Clean,
+    /// The task broke its sandbox (SBX-7) this many times: it fails with at least exit 1.
+    Violations(u64),
+    /// bubblewrap ended without init's report: the task never ran as asked.
+    NoReport,
+}
+
+impl Run<'_> {
+    /// The sandbox of task `i` with `table`: the launch to put in its spawn spec, and what the
+    /// loop keeps; `env` gains `TMPDIR`. The error is the line the task fails with.
+    pub(super) fn sandbox_task(
+        &mut self,
+        i: usize,
+        table: &SandboxConfig,
+        env: &mut BTreeMap<String, String>,
+    ) -> Result<(SandboxLaunch, LiveSandbox), String> {
+        let id = self.plan.graph.nodes[i].id.clone();
+        if self.sandbox_host.is_none() {
+            let probed = Host::probe(self.ctx.host_env.get("PATH").map(String::as_str));
+            if let Err(reason) = &probed {
+                tracing::debug!(%reason, "the sandbox is not available");
+            }
+            self.sandbox_host = Some(probed);
+        }
+        let host = match self.sandbox_host.as_mut().expect("probed above") {
+            Ok(host) => host,
+            Err(reason) => return Err(format!("vx: {id}: sandbox not available: {reason}")),
+        };
+        let cannot = |reason: String| format!("vx: {id}: cannot sandbox: {reason}");
+        let tmpdir = host
+            .attempt_dir()
+            .map_err(|e| cannot(format!("cannot create its TMPDIR: {e}")))?;
+        let home = self.ctx.host_env.get("HOME").map(PathBuf::from);
+        let inputs = ViewInputs {
+            workspace: &self.plan.workspace,
+            project: self.plan.graph.nodes[i].project,
+            config: table,
+            cache_dir: &self.ctx.cache_dir,
+            home: home.as_deref(),
+            tmpdir: tmpdir.clone(),
+            empty_file: host.empty_file().to_path_buf(),
+            init: host.init().to_path_buf(),
+        };
+        let made = view(&inputs).and_then(|view| Ok((host.launch(&view)?, view)));
+        let (launch, view) = match made {
+            Ok(made) => made,
+            Err(reason) => {
+                let _ = std::fs::remove_dir_all(&tmpdir);
+                return Err(cannot(reason));
+            }
+        };
+        env.insert("TMPDIR".into(), tmpdir.to_string_lossy().into_owned());
+        Ok((
+            launch,
+            LiveSandbox {
+                view,
+                tmpdir,
+                accesses: Vec::new(),
+                warned: BTreeSet::new(),
+            },
+        ))
+    }
+
+    /// Init saw an access; a persistent task's violation is a warning on stderr now (SBX-8).
+    pub(super) fn sandbox_access(&mut self, i: usize, access: Access) {
+        let Some(live) = self.live.get_mut(&i) else {
+            return;
+        };
+        let persistent = live.kind == Kind::Persistent;
+        let Some(sandbox) = live.sandbox.as_mut() else {
+            return;
+        };
+        if !persistent {
+            sandbox.accesses.push(access);
+            return;
+        }
+        let found = violations(&sandbox.view, &[access], |p| p.symlink_metadata().is_ok());
+        let new: Vec<Violation> = found
+            .into_iter()
+            .filter(|v| sandbox.warned.insert(v.clone()))
+            .collect();
+        let id = &self.plan.graph.nodes[i].id;
+        for violation in new {
+            crate::render::warning(&format!(
+                "{id}: sandbox violation: {} {} (a persistent task is not stopped for it)",
+                word(violation.kind),
+                violation.path
+            ));
+        }
+    }
+
+    /// A sandboxed attempt ended: its `TMPDIR` goes, and for a one-shot task the accesses are
+    /// judged; violations are listed in the frame.
+    pub(super) fn sandbox_verdict(&mut self, i: usize, completion: &Completion) -> Verdict {
+        let Some(live) = self.live.get_mut(&i) else {
+            return Verdict::Clean;
+        };
+        let kind = live.kind;
+        let Some(sandbox) = live.sandbox.as_mut() else {
+            return Verdict::Clean;
+        };
+        let _ = std::fs::remove_dir_all(&sandbox.tmpdir);
+        let accesses = std::mem::take(&mut sandbox.accesses);
+        let ended_by_vx = completion.stopped || completion.timed_out || self.stopping.is_some();
+        if completion.sandbox == Some(SandboxEnd::Unreported) && !ended_by_vx {
+            let id = &self.plan.graph.nodes[i].id;
+            let line = format!(
+                "vx: {id}: cannot sandbox: bubblewrap ended (exit {}) before the task's report",
+                completion.exit_code
+            );
+            self.note(i, &line);
+            return Verdict::NoReport;
+        }
+        if kind != Kind::OneShot {
+            return Verdict::Clean;
+        }
+        let found = violations(&sandbox.view, &accesses, |p| p.symlink_metadata().is_ok());
+        if found.is_empty() {
+            return Verdict::Clean;
+        }
+        let project = &self.plan.workspace.projects[self.plan.graph.nodes[i].project].dir;
+        self.note(i, violations_section(&found, Path::new(project)).trim_end());
+        Verdict::Violations(found.len() as u64)
+    }
+
+    /// Before another attempt (EXEC-15): its `TMPDIR` again, empty.
+    pub(super) fn sandbox_again(&mut self, i: usize) -> std::io::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        let Some(sandbox) = self.live.get_mut(&i).and_then(|l| l.sandbox.as_mut()) else {
+            return Ok(());
+        };
+        sandbox.accesses.clear();
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&sandbox.tmpdir)
+    }
+}
+
+fn word(kind: AccessKind) -> &'static str {
+    match kind {
+        AccessKind::Read => "read",
+        AccessKind::Write => "write",
+    }
+}
+
+/// Held by the run: the host, probed once (SBX-1).
+pub(super) type SandboxHost = Option<Result<Host, String>>;

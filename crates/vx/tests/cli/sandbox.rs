@@ -1,0 +1,318 @@
+//! The per-task sandbox on the real binary with the real bubblewrap (SBX-1 to SBX-10, TEST-3):
+//! what a sandboxed task may read and write, the violations that fail it, the credential files
+//! it never sees, and processes that never outlive it. Each test asks `bwrap_or_skip` first:
+//! without a usable bubblewrap it reports itself skipped with the install command, and under
+//! `CI` it fails.
+
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use vx_test_support::fixture::Fixture;
+use vx_test_support::process::{bwrap_or_skip, test_child_path, unique_marker};
+
+use crate::guard::{kill_vx_and_expect_no_survivor, spawn_vx, wait_for_markers};
+use crate::{assert_contains, assert_no_survivor, empty, one_project};
+
+/// The test child as a command, and as a read grant: the build may live under /tmp, which the
+/// sandbox replaces with its own.
+fn child() -> String {
+    test_child_path().display().to_string()
+}
+
+/// `lib` with `src/a.txt` and the task table `tasks`, committed.
+fn lib(tasks: &str) -> Fixture {
+    let f = one_project(tasks);
+    f.write("packages/lib/src/a.txt", "content of a\n");
+    f.commit();
+    f
+}
+
+#[test]
+fn reading_an_undeclared_file_fails_the_task_naming_the_path() {
+    let Some(_) = bwrap_or_skip() else { return };
+    // `|| true`: the task exits 0, and still fails for the read (SBX-7).
+    let f = lib("[tasks.build]\ncommand = 'cat src/a.txt || true'\nsandbox = {}\n");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(
+        &out.stdout,
+        "├─ SANDBOX VIOLATIONS (1)\n│ read  packages/lib/src/a.txt\n",
+    );
+    assert_contains(
+        &out.stdout,
+        r#"hint: grant what the task needs in its sandbox table: read = ["src/a.txt"]"#,
+    );
+    assert_contains(&out.stdout, "└─ lib#build");
+    assert!(!out.stdout.contains("content of a"), "{}", out.stdout);
+    // Never cached: the next run executes it again and fails again.
+    let again = f.vx(&["run", "lib#build", "--summarize=summary.json"]);
+    assert_eq!(again.code, 1, "{again:?}");
+    assert_contains(&again.stdout, "SANDBOX VIOLATIONS (1)");
+    // Counted in the summary and in history.
+    let summary: serde_json::Value = serde_json::from_str(&f.read("summary.json")).unwrap();
+    assert_eq!(summary["tasks"][0]["sandbox_violations"], 1, "{summary}");
+    let last = f.vx(&["last"]);
+    assert_contains(&last.stdout, "1 sandbox violation");
+}
+
+#[test]
+fn a_granted_read_works_and_the_result_is_cached() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let f = lib(concat!(
+        "[tasks.build]\ncommand = 'mkdir -p dist && cat src/a.txt > dist/out.txt && cat dist/out.txt'\n",
+        "sandbox = { read = ['src'], write = ['dist'] }\n",
+        "cache = { inputs = ['src/**'], outputs = ['dist/**'] }\n",
+    ));
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "content of a");
+    assert!(!out.stdout.contains("SANDBOX VIOLATIONS"), "{}", out.stdout);
+    assert_eq!(f.read("packages/lib/dist/out.txt"), "content of a\n");
+    let again = f.vx(&["run", "lib#build"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_contains(&again.stdout, "lib#build  up-to-date");
+}
+
+#[test]
+fn writing_outside_the_write_grants_fails_and_writes_nothing() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let f = lib(concat!(
+        "[tasks.build]\ncommand = 'echo x > src/extra.txt; echo y > dist/ok.txt; echo z > $TMPDIR/scratch; true'\n",
+        "sandbox = { read = ['src'], write = ['dist'] }\n",
+    ));
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(
+        &out.stdout,
+        "├─ SANDBOX VIOLATIONS (1)\n│ write packages/lib/src/extra.txt\n",
+    );
+    assert!(!f.path("packages/lib/src/extra.txt").exists());
+    // The write grant and TMPDIR were writable.
+    assert_eq!(f.read("packages/lib/dist/ok.txt"), "y\n");
+}
+
+/// SBX-4: a broad `read = ["."]` at the root shows the root's files, but nested projects and
+/// `.git` stay empty walls.
+#[test]
+fn a_root_read_grant_does_not_expose_nested_projects_or_git() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let f = empty();
+    f.write(
+        "vx.toml",
+        concat!(
+            "[workspace]\nmembers = ['packages/*']\n\n",
+            "[tasks.peek]\n",
+            "command = 'cat root.txt; ls -A packages/lib; ls -A .git; cat packages/lib/package.json; true'\n",
+            "sandbox = { read = ['.'] }\n",
+        ),
+    );
+    f.write("root.txt", "root file\n");
+    f.write(
+        "packages/lib/package.json",
+        r#"{ "name": "lib-secret-name" }"#,
+    );
+    f.write("packages/lib/vx.toml", "[tasks.noop]\ncommand = 'true'\n");
+    f.commit();
+    let out = f.vx(&["run", "//#peek"]);
+    assert_contains(&out.stdout, "root file");
+    assert!(!out.stdout.contains("lib-secret-name"), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("HEAD"),
+        ".git was listed:\n{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("vx.toml\n"),
+        "lib was listed:\n{}",
+        out.stdout
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(&out.stdout, "│ read  packages/lib/package.json\n");
+}
+
+/// SBX-5: credential files under `$HOME` read as empty, even with `$HOME` itself granted.
+#[test]
+fn credential_files_are_unreadable() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_ed25519"), "PRIVATE-KEY-TEXT").unwrap();
+    std::fs::write(
+        home.path().join(".npmrc"),
+        "//registry/:_authToken=NPM-TOKEN-TEXT",
+    )
+    .unwrap();
+    std::fs::write(home.path().join("notes.txt"), "ordinary file").unwrap();
+    let f = lib(concat!(
+        "[tasks.build]\n",
+        "command = 'cat $HOME/notes.txt; cat $HOME/.npmrc; cat $HOME/.ssh/id_ed25519; ls -A $HOME/.ssh; true'\n",
+        "sandbox = { read = ['~'] }\n",
+    ));
+    let home_text = home.path().display().to_string();
+    let out = f.vx_in("", &["run", "lib#build"], &[("HOME", &home_text)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "ordinary file");
+    assert!(!out.stdout.contains("NPM-TOKEN-TEXT"), "{}", out.stdout);
+    assert!(!out.stdout.contains("PRIVATE-KEY-TEXT"), "{}", out.stdout);
+    assert!(
+        !out.stdout.lines().any(|l| l == "id_ed25519"),
+        "the hidden .ssh was listed:\n{}",
+        out.stdout
+    );
+}
+
+/// EXEC-8 inside the sandbox: the timeout's SIGTERM reaches the task's own processes through
+/// init, and nothing of the task outlives it.
+#[test]
+fn a_timeout_inside_the_sandbox_leaves_no_process() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let marker = unique_marker("sbx-timeout");
+    let f = lib(&format!(
+        "[tasks.build]\ncommand = '{} --marker {marker} fork-tree 2 sleep 300'\ntimeout = '1s'\nsandbox = {{ read = ['{}'] }}\n",
+        child(),
+        child()
+    ));
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(&out.stdout, "vx: timed out after 1.00s; stopping the task");
+    assert_contains(&out.stdout, "failed (timed out, exit 143)");
+    assert_no_survivor(&marker);
+}
+
+/// SBX-9: a task that ignores SIGTERM is killed at the end of the grace, and its namespace
+/// with it.
+#[test]
+fn a_task_ignoring_sigterm_in_the_sandbox_is_killed_whole() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let marker = unique_marker("sbx-ignore");
+    let f = lib(&format!(
+        "[tasks.build]\ncommand = '{c} --marker {marker} fork-tree 1 ignore-term forever -- ignore-term forever'\ntimeout = '1s'\nsandbox = {{ read = ['{c}'] }}\n",
+        c = child(),
+    ));
+    let out = f.vx_in("", &["run", "lib#build"], &[("VX_KILL_GRACE", "500ms")]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(&out.stdout, "failed (timed out, exit 137)");
+    assert_no_survivor(&marker);
+}
+
+/// A sandboxed persistent server is stopped cleanly once its dependant is done, and its
+/// violations are warnings that do not stop it (SBX-8).
+#[test]
+fn a_sandboxed_persistent_server_is_stopped_cleanly() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let marker = unique_marker("sbx-server");
+    let f = lib(&format!(
+        concat!(
+            "[tasks.server]\n",
+            "command = 'cat src/a.txt; echo Listening; exec {c} --marker {marker} forever'\n",
+            "persistent = {{ ready-when = 'Listening' }}\ntimeout = '20s'\n",
+            "sandbox = {{ read = ['{c}'] }}\n\n",
+            "[tasks.e2e]\ncommand = 'echo e2e done'\ndepends-on = ['server']\n",
+        ),
+        c = child(),
+        marker = marker,
+    ));
+    let out = f.vx(&["run", "lib#e2e"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "e2e done");
+    assert_contains(
+        &out.stderr,
+        "warning: lib#server: sandbox violation: read packages/lib/src/a.txt (a persistent task is not stopped for it)",
+    );
+    assert_no_survivor(&marker);
+}
+
+/// SBX-9 and EXEC-7: `kill -9` of vx; the guard kills bubblewrap and init, and the end of the
+/// pid namespace takes every process in the sandbox.
+#[test]
+fn kill_9_of_vx_leaves_no_sandboxed_process() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let marker = unique_marker("sbx-kill9");
+    let f = lib(&format!(
+        "[tasks.build]\ncommand = '{c} --marker {marker} fork-tree 2 sleep 300'\nsandbox = {{ read = ['{c}'] }}\n",
+        c = child(),
+    ));
+    let vx = spawn_vx(&f, &["run", "lib#build"], false);
+    wait_for_markers(&marker, 3);
+    kill_vx_and_expect_no_survivor(vx, &marker);
+}
+
+/// EXEC-9: Ctrl-C reaches the sandboxed command (through init), which ends; vx exits 130.
+#[test]
+fn ctrl_c_reaches_the_sandboxed_command() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let marker = unique_marker("sbx-int");
+    let f = lib(&format!(
+        "[tasks.build]\ncommand = 'trap \"echo got INT; exit 3\" INT; {c} --marker {marker} sleep 300 & wait'\nsandbox = {{ read = ['{c}'] }}\n",
+        c = child(),
+    ));
+    let vx = spawn_vx(&f, &["run", "lib#build"], true);
+    wait_for_markers(&marker, 1);
+    let mut vx = vx.take();
+    kill(Pid::from_raw(vx.id() as i32), Signal::SIGINT).unwrap();
+    let status = vx.wait().unwrap();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut vx.stdout.take().unwrap(), &mut stdout).unwrap();
+    assert_eq!(status.code(), Some(130), "{stdout}");
+    assert_contains(&stdout, "got INT");
+    assert_no_survivor(&marker);
+}
+
+/// SBX-1: without bubblewrap every sandboxed task fails with the reason; nothing runs
+/// unsandboxed, and unsandboxed tasks still run.
+#[test]
+fn without_bwrap_a_sandboxed_task_fails_and_never_runs_unsandboxed() {
+    let f = lib(concat!(
+        "[tasks.build]\ncommand = 'touch ran-anyway'\nsandbox = {}\n",
+        "[tasks.plain]\ncommand = 'echo plain ran'\n",
+    ));
+    // A PATH with sh and git, and no bwrap.
+    let bin = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for tool in ["sh", "git", "true", "touch", "echo"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| std::path::Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{tool} is installed"));
+        std::os::unix::fs::symlink(found, bin.path().join(tool)).unwrap();
+    }
+    let path = bin.path().display().to_string();
+    let out = f.vx_in(
+        "",
+        &["run", "lib#build", "lib#plain", "--continue"],
+        &[("PATH", &path)],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(
+        &out.stdout,
+        "vx: lib#build: sandbox not available: `bwrap` is not on PATH (install bubblewrap: apt-get install bubblewrap)",
+    );
+    assert_contains(&out.stdout, "plain ran");
+    assert!(!f.path("packages/lib/ran-anyway").exists());
+}
+
+#[test]
+fn vx_info_reports_the_sandbox() {
+    let available = bwrap_or_skip().is_some();
+    let f = lib("[tasks.build]\ncommand = 'true'\nsandbox = {}\n");
+    let out = f.vx(&["info", "--format", "json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let info: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(info["sandbox"]["available"], available, "{info}");
+    assert_eq!(info["sandbox"]["sandboxed_tasks"], 1, "{info}");
+    let bare = f.vx_in(
+        "",
+        &["info", "--format", "json"],
+        &[("PATH", "/nonexistent")],
+    );
+    let info: serde_json::Value = serde_json::from_str(&bare.stdout).unwrap();
+    assert_eq!(info["sandbox"]["available"], false, "{info}");
+    assert!(
+        info["sandbox"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("bwrap")),
+        "{info}"
+    );
+    let _ = Duration::ZERO;
+}
