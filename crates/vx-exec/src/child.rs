@@ -92,7 +92,10 @@ impl Prepared {
                 let mut command = vec![spec.program.clone().into_os_string()];
                 command.extend(spec.args.iter().cloned());
                 words.extend(crate::sandbox_init::init_args(
-                    CONTROL_FD, REPORT_FD, &command,
+                    CONTROL_FD,
+                    REPORT_FD,
+                    launch.proxy.as_deref(),
+                    &command,
                 ));
                 let argv = words
                     .iter()

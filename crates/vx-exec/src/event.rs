@@ -50,6 +50,9 @@ pub struct SandboxLaunch {
     pub options: Vec<OsString>,
     /// The init binary as the sandbox sees it (vx's own, mounted read-only).
     pub init: PathBuf,
+    /// The network proxy's Unix socket, mounted in the sandbox, which init bridges to
+    /// `127.0.0.1:`[`PROXY_PORT`](crate::sandbox_init::PROXY_PORT) (SBX-6).
+    pub proxy: Option<PathBuf>,
 }
 
 /// The task's standard input (EXEC-10).

@@ -41,6 +41,9 @@ pub struct View {
     /// vx's own binary, which runs as the sandbox's init (SBX-9): mounted read-only last, so
     /// it is there even when it lives under `/tmp` or inside the workspace.
     pub init: PathBuf,
+    /// The Unix socket of the task's network proxy (SBX-6), bridged by init to a loopback
+    /// port inside the sandbox; mounted at the same path.
+    pub proxy: Option<PathBuf>,
 }
 
 /// One bubblewrap mount, in the order they must be applied.
@@ -135,6 +138,9 @@ pub fn plan(view: &View) -> Result<Vec<Mount>, PlanError> {
         }
     }
     mounts.push(Mount::Writable(view.tmpdir.clone()));
+    if let Some(socket) = &view.proxy {
+        mounts.push(Mount::Writable(socket.clone()));
+    }
     if !view.init.as_os_str().is_empty() {
         mounts.push(Mount::ReadOnly(view.init.clone()));
     }
@@ -221,6 +227,8 @@ pub fn violations(
             let path = lexical(&access.path);
             let inside = path.starts_with(&view.root);
             let violates = match access.kind {
+                // The tracer reports only connections to non-loopback addresses.
+                AccessKind::Net => true,
                 AccessKind::Read => {
                     inside
                         && !covered(&path, &readable)

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::WaitStatus;
@@ -45,15 +45,28 @@ pub struct InitReport {
     pub accesses: Vec<Access>,
 }
 
-/// The words of `INIT_ARG`'s command line after the binary: the two descriptors, `--`, and
-/// the command.
-pub fn init_args(control: RawFd, report: RawFd, command: &[OsString]) -> Vec<OsString> {
+/// The loopback port inside the sandbox where init listens for the task's proxied requests
+/// and passes each connection on to the proxy's socket (SBX-6).
+pub const PROXY_PORT: u16 = 39128;
+
+/// The words of `INIT_ARG`'s command line after the binary: the two descriptors, the proxy's
+/// socket (`--proxy PATH`) if any, `--`, and the command.
+pub fn init_args(
+    control: RawFd,
+    report: RawFd,
+    proxy: Option<&Path>,
+    command: &[OsString],
+) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec![
         INIT_ARG.into(),
         control.to_string().into(),
         report.to_string().into(),
-        "--".into(),
     ];
+    if let Some(socket) = proxy {
+        args.push("--proxy".into());
+        args.push(socket.as_os_str().to_owned());
+    }
+    args.push("--".into());
     args.extend(command.iter().cloned());
     args
 }
@@ -109,6 +122,12 @@ pub(crate) fn parse_line(line: &str) -> Option<ReportLine> {
             path: decode(path),
         }));
     }
+    if let Some(target) = line.strip_prefix("net ") {
+        return Some(ReportLine::Access(Access {
+            kind: AccessKind::Net,
+            path: decode(target),
+        }));
+    }
     let mut words = line.split_whitespace();
     if words.next()? != "exit" {
         return None;
@@ -134,12 +153,16 @@ pub(crate) fn parse_line(line: &str) -> Option<ReportLine> {
 /// [`INIT_ARG`].
 pub fn serve(args: &[OsString]) -> i32 {
     let usage = 125;
+    let (proxy, rest) = match args.get(2).and_then(|a| a.to_str()) {
+        Some("--proxy") if args.len() > 3 => (Some(PathBuf::from(&args[3])), 4),
+        _ => (None, 2),
+    };
     let (Some(control), Some(report), Some("--")) = (
         args.first().and_then(|a| a.to_str()?.parse::<RawFd>().ok()),
         args.get(1).and_then(|a| a.to_str()?.parse::<RawFd>().ok()),
-        args.get(2).and_then(|a| a.to_str()),
+        args.get(rest).and_then(|a| a.to_str()),
     ) else {
-        eprintln!("vx sandbox init: usage: {INIT_ARG} <control-fd> <report-fd> -- <command>…");
+        eprintln!("vx sandbox init: usage: {INIT_ARG} <control-fd> <report-fd> [--proxy <socket>] -- <command>…");
         return usage;
     };
     // Two distinct descriptors above the standard streams, or the ownership below would close
@@ -150,7 +173,7 @@ pub fn serve(args: &[OsString]) -> i32 {
         );
         return usage;
     }
-    let Some((program, rest)) = args[3..].split_first() else {
+    let Some((program, rest)) = args[rest + 1..].split_first() else {
         eprintln!("vx sandbox init: no command");
         return usage;
     };
@@ -166,6 +189,13 @@ pub fn serve(args: &[OsString]) -> i32 {
     // and inherited across bwrap's exec; nothing else in this process owns them.
     let (control, report) =
         unsafe { (OwnedFd::from_raw_fd(control), OwnedFd::from_raw_fd(report)) };
+    // Listening before the command starts, so its proxy variables work from the first call.
+    if let Some(socket) = proxy {
+        if let Err(error) = bridge_proxy(socket) {
+            eprintln!("vx sandbox init: cannot listen on 127.0.0.1:{PROXY_PORT}: {error}");
+            return usage;
+        }
+    }
     let tracer = match crate::trace::spawn_traced(program, rest) {
         Ok(tracer) => tracer,
         Err(error) => {
@@ -201,6 +231,7 @@ pub fn serve(args: &[OsString]) -> i32 {
         let word = match access.kind {
             AccessKind::Read => "read",
             AccessKind::Write => "write",
+            AccessKind::Net => "net",
         };
         let _ = report.write_all(format!("{word} {}\n", encode(&access.path)).as_bytes());
         reported.insert(access);
@@ -224,6 +255,35 @@ pub fn serve(args: &[OsString]) -> i32 {
     });
     let _ = report.write_all(text.as_bytes());
     code
+}
+
+/// SBX-6: accepts connections on the sandbox's loopback and passes each, both ways, to the
+/// proxy's Unix socket, on threads of their own (they end with the sandbox).
+fn bridge_proxy(socket: PathBuf) -> std::io::Result<()> {
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, PROXY_PORT))?;
+    std::thread::spawn(move || {
+        for tcp in listener.incoming() {
+            let Ok(tcp) = tcp else { continue };
+            let socket = socket.clone();
+            std::thread::spawn(move || {
+                let Ok(unix) = std::os::unix::net::UnixStream::connect(&socket) else {
+                    return;
+                };
+                let (Ok(mut tcp_in), Ok(mut unix_out)) = (tcp.try_clone(), unix.try_clone()) else {
+                    return;
+                };
+                let upstream = std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut tcp_in, &mut unix_out);
+                    let _ = unix_out.shutdown(std::net::Shutdown::Write);
+                });
+                let (mut unix_in, mut tcp_out) = (unix, tcp);
+                let _ = std::io::copy(&mut unix_in, &mut tcp_out);
+                let _ = tcp_out.shutdown(std::net::Shutdown::Write);
+                let _ = upstream.join();
+            });
+        }
+    });
+    Ok(())
 }
 
 /// A path on one report line: `%` and newlines escaped.
@@ -271,7 +331,12 @@ mod tests {
         assert_eq!(parse_report("read /x\n"), None, "no exit line");
         assert_eq!(parse_report("exit 1 0 x 0 0"), None);
         assert_eq!(parse_report("hello"), None);
-        let args = init_args(3, 4, &["sh".into(), "-c".into(), "true".into()]);
+        let args = init_args(3, 4, None, &["sh".into(), "-c".into(), "true".into()]);
         assert_eq!(args[..4], [INIT_ARG, "3", "4", "--"].map(OsString::from));
+        let args = init_args(3, 4, Some(Path::new("/s")), &["true".into()]);
+        assert_eq!(
+            args,
+            [INIT_ARG, "3", "4", "--proxy", "/s", "--", "true"].map(OsString::from)
+        );
     }
 }

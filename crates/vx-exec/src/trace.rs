@@ -46,6 +46,9 @@ pub enum AccessKind {
     Read,
     /// Opened for writing, created, removed or renamed.
     Write,
+    /// A connection to a non-loopback address (`path` is `address:port`): the sandbox has
+    /// only loopback, so it failed, but it is a violation all the same (SBX-7).
+    Net,
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -66,14 +69,15 @@ mod calls {
     pub const RENAMEAT: i64 = 264;
     pub const RENAMEAT2: i64 = 316;
     pub const TRUNCATE: i64 = 76;
+    pub const CONNECT: i64 = 42;
     /// Refused with ENOSYS: its submissions open files without a system call per file.
     pub const IO_URING_SETUP: i64 = 425;
     /// x32 calls carry this bit in their number.
     pub const X32_BIT: u32 = 0x4000_0000;
 
-    pub const ALL: [i64; 15] = [
+    pub const ALL: [i64; 16] = [
         OPEN, CREAT, OPENAT, OPENAT2, EXECVE, EXECVEAT, MKDIR, MKDIRAT, RMDIR, UNLINK, UNLINKAT,
-        RENAME, RENAMEAT, RENAMEAT2, TRUNCATE,
+        RENAME, RENAMEAT, RENAMEAT2, TRUNCATE, CONNECT,
     ];
 }
 
@@ -278,6 +282,15 @@ fn observe(pid: Pid, seen: &mut impl FnMut(Access)) {
         if path_only {
             return;
         }
+        if regs.orig_rax as i64 == CONNECT {
+            if let Some(target) = remote_address(pid, args[1], args[2]) {
+                seen(Access {
+                    kind: AccessKind::Net,
+                    path: PathBuf::from(target),
+                });
+            }
+            return;
+        }
         let (kind, named): (AccessKind, Vec<(Option<i32>, u64)>) = match regs.orig_rax as i64 {
             OPEN => (open_kind(args[1] & write_flags), vec![cwd(args[0])]),
             OPENAT => (open_kind(args[2] & write_flags), vec![at(args[0], args[1])]),
@@ -362,6 +375,41 @@ fn read_path(pid: Pid, dirfd: Option<i32>, address: u64) -> Option<PathBuf> {
     }
     .ok()?;
     Some(base.join(path))
+}
+
+/// The `address:port` of a `connect` to a non-loopback IPv4 or IPv6 address; `None` for a
+/// loopback one, another family (a Unix socket) or an unreadable address.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn remote_address(pid: Pid, address: u64, length: u64) -> Option<String> {
+    let mut buffer = [0u8; 28];
+    let wanted = (length as usize).min(buffer.len());
+    let mut local = [std::io::IoSliceMut::new(&mut buffer[..wanted])];
+    let remote = [nix::sys::uio::RemoteIoVec {
+        base: address as usize,
+        len: wanted,
+    }];
+    let n = nix::sys::uio::process_vm_readv(pid, &mut local, &remote).ok()?;
+    let family = u16::from_ne_bytes([buffer[0], buffer[1]]);
+    let port = u16::from_be_bytes([buffer[2], buffer[3]]);
+    let ip: std::net::IpAddr = match i32::from(family) {
+        libc::AF_INET if n >= 8 => {
+            std::net::Ipv4Addr::new(buffer[4], buffer[5], buffer[6], buffer[7]).into()
+        }
+        libc::AF_INET6 if n >= 24 => {
+            let mut octets = [0u8; 16];
+            octets.copy_from_slice(&buffer[8..24]);
+            let v6 = std::net::Ipv6Addr::from(octets);
+            match v6.to_ipv4_mapped() {
+                Some(v4) => v4.into(),
+                None => v6.into(),
+            }
+        }
+        _ => return None,
+    };
+    if ip.is_loopback() {
+        return None;
+    }
+    Some(std::net::SocketAddr::new(ip, port).to_string())
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

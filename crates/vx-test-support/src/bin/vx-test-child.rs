@@ -28,6 +28,8 @@
 //! | `exit N`          | exits with code N at once |
 //! | `read-stdin`      | reads stdin to end-of-file and writes what it read to stdout |
 //! | `wait-stdin-eof`  | reads and discards stdin, then exits 0 at end-of-file |
+//! | `tcp-get ADDR`    | connects to ADDR (`127.0.0.1:8080`) directly, sends `GET / HTTP/1.0`, writes the response to stdout; exits 1 with a line on stderr if it cannot |
+//! | `proxy-get ADDR`  | the same through the HTTP proxy in `$HTTP_PROXY` (`http://host:port`), with `CONNECT ADDR`: a raw TCP connection through the proxy |
 //!
 //! `fork-tree N D... [-- L...]` makes a chain of N descendants (a child, its child, …) that each
 //! run the descendant actions D (`forever` when D is empty), then this process goes on with
@@ -155,6 +157,13 @@ fn main() {
                 let code: i32 = number(&mut rest, action);
                 std::process::exit(code);
             }
+            "tcp-get" | "proxy-get" => {
+                let target = operand(&mut rest, action);
+                if let Err(err) = http_get(&target, action == "proxy-get") {
+                    eprintln!("{action} {target} failed: {err}");
+                    std::process::exit(1);
+                }
+            }
             "read-stdin" => {
                 let mut input = Vec::new();
                 if let Err(err) = std::io::stdin().read_to_end(&mut input) {
@@ -232,6 +241,46 @@ fn write_all(out: &mut dyn Write, bytes: &[u8]) {
         // would, without the noise.
         std::process::exit(141);
     }
+}
+
+/// `GET /` from `target`, directly or through `$HTTP_PROXY` with `CONNECT`; the response to
+/// stdout.
+fn http_get(target: &str, via_proxy: bool) -> std::io::Result<()> {
+    use std::net::TcpStream;
+    let mut stream = if via_proxy {
+        let proxy = std::env::var("HTTP_PROXY")
+            .map_err(|_| std::io::Error::other("HTTP_PROXY is not set"))?;
+        let address = proxy.trim_start_matches("http://").trim_end_matches('/');
+        let mut stream = TcpStream::connect(address)?;
+        write!(
+            stream,
+            "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n"
+        )?;
+        // The proxy's answer head, byte by byte so nothing after it is consumed.
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if stream.read(&mut byte)? == 0 {
+                break;
+            }
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&head);
+        if !head.starts_with("HTTP/1.1 200") {
+            return Err(std::io::Error::other(format!(
+                "the proxy said {}",
+                head.lines().next().unwrap_or("nothing")
+            )));
+        }
+        stream
+    } else {
+        TcpStream::connect(target)?
+    };
+    stream.write_all(b"GET / HTTP/1.0\r\n\r\n")?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response)?;
+    write_all(&mut std::io::stdout(), &response);
+    Ok(())
 }
 
 fn usage(problem: &str) -> ! {

@@ -23,6 +23,7 @@ pub mod outcome;
 pub mod outputs;
 pub mod plan;
 pub mod preview;
+pub mod proxy;
 pub mod ready;
 pub mod sandbox;
 pub mod setup;

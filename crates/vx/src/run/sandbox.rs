@@ -143,6 +143,14 @@ impl Host {
         Ok(dir)
     }
 
+    /// Where a task's proxy socket goes (SBX-6): in the scratch directory, named after the
+    /// attempt directory just made.
+    pub fn proxy_socket(&self) -> PathBuf {
+        self.scratch
+            .path()
+            .join(format!("net-{}.sock", self.attempts))
+    }
+
     pub fn init(&self) -> &Path {
         &self.init
     }
@@ -158,21 +166,27 @@ impl Host {
             bwrap: self.bwrap.clone(),
             options: vx_exec::sandbox::bwrap_args(&mounts, view),
             init: self.init.clone(),
+            proxy: view.proxy.clone(),
         })
     }
 }
 
-/// SBX-7's frame section: the violations, one per line (root-relative), and a hint to grant
-/// them, written as grants of the task's project (`project`, root-relative; empty for the
-/// root).
-pub fn violations_section(violations: &[Violation], project: &Path) -> String {
-    let mut text = format!("├─ SANDBOX VIOLATIONS ({})\n", violations.len());
+/// SBX-7's frame section: the violations, one per line (root-relative), then the requests the
+/// proxy refused (`host:port`), and a hint to grant them, written as grants of the task's
+/// project (`project`, root-relative; empty for the root).
+pub fn violations_section(violations: &[Violation], refused: &[String], project: &Path) -> String {
+    let mut text = format!(
+        "├─ SANDBOX VIOLATIONS ({})\n",
+        violations.len() + refused.len()
+    );
     let mut reads = Vec::new();
     let mut writes = Vec::new();
+    let mut direct = false;
     for violation in violations {
         let word = match violation.kind {
             AccessKind::Read => "read ",
             AccessKind::Write => "write",
+            AccessKind::Net => "net  ",
         };
         text.push_str(&format!("│ {word} {}\n", violation.path));
         let grant = grant_text(&violation.path, project);
@@ -183,11 +197,23 @@ pub fn violations_section(violations: &[Violation], project: &Path) -> String {
                 Some((dir, _)) if !dir.is_empty() && dir != "/" => dir.to_string(),
                 _ => grant,
             }),
+            // No grant lets a direct connection out: only the proxy does.
+            AccessKind::Net => direct = true,
         }
+    }
+    let mut hosts = Vec::new();
+    for target in refused {
+        text.push_str(&format!("│ net   {target}\n"));
+        hosts.push(match target.rsplit_once(':') {
+            Some((host, "80" | "443")) => host.to_string(),
+            _ => target.clone(),
+        });
     }
     reads.dedup();
     writes.sort();
     writes.dedup();
+    hosts.sort();
+    hosts.dedup();
     let list = |items: &[String]| {
         items
             .iter()
@@ -202,10 +228,20 @@ pub fn violations_section(violations: &[Violation], project: &Path) -> String {
     if !writes.is_empty() {
         hint.push(format!("write = [{}]", list(&writes)));
     }
-    text.push_str(&format!(
-        "│ hint: grant what the task needs in its sandbox table: {}\n",
-        hint.join(", ")
-    ));
+    if !hosts.is_empty() {
+        hint.push(format!("network = [{}]", list(&hosts)));
+    }
+    if !hint.is_empty() {
+        text.push_str(&format!(
+            "│ hint: grant what the task needs in its sandbox table: {}\n",
+            hint.join(", ")
+        ));
+    }
+    if direct {
+        text.push_str(
+            "│ hint: a direct connection never leaves the sandbox; only clients that use HTTP_PROXY reach the hosts in `network`\n",
+        );
+    }
     text
 }
 
@@ -327,6 +363,7 @@ pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
         tmpdir: inputs.tmpdir.clone(),
         empty_file: inputs.empty_file.clone(),
         init: inputs.init.clone(),
+        proxy: None,
     })
 }
 
@@ -442,17 +479,26 @@ mod tests {
                 v(AccessKind::Read, "packages/lib/config.json"),
                 v(AccessKind::Write, "packages/app/out/x.js"),
                 v(AccessKind::Write, "/etc/passwd"),
+                v(AccessKind::Net, "93.184.216.34:443"),
+            ],
+            &[
+                "registry.npmjs.org:443".to_string(),
+                "localhost:5000".to_string(),
             ],
             Path::new("packages/app"),
         );
         assert_eq!(
             text,
-            "├─ SANDBOX VIOLATIONS (4)\n\
+            "├─ SANDBOX VIOLATIONS (7)\n\
              │ read  packages/app/src/a.ts\n\
              │ read  packages/lib/config.json\n\
              │ write packages/app/out/x.js\n\
              │ write /etc/passwd\n\
-             │ hint: grant what the task needs in its sandbox table: read = [\"src/a.ts\", \"//packages/lib/config.json\"], write = [\"/etc\", \"out\"]\n"
+             │ net   93.184.216.34:443\n\
+             │ net   registry.npmjs.org:443\n\
+             │ net   localhost:5000\n\
+             │ hint: grant what the task needs in its sandbox table: read = [\"src/a.ts\", \"//packages/lib/config.json\"], write = [\"/etc\", \"out\"], network = [\"localhost:5000\", \"registry.npmjs.org\"]\n\
+             │ hint: a direct connection never leaves the sandbox; only clients that use HTTP_PROXY reach the hosts in `network`\n"
         );
     }
 

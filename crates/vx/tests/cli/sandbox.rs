@@ -316,3 +316,107 @@ fn vx_info_reports_the_sandbox() {
     );
     let _ = Duration::ZERO;
 }
+
+/// A real HTTP server on the host's loopback, answering every request with `hello from the
+/// host`, on a thread for the rest of the test process.
+fn loopback_server() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 1024];
+                while !request.ends_with(b"\r\n\r\n") {
+                    match stream.read(&mut buffer) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buffer[..n]),
+                    }
+                }
+                let body = "hello from the host";
+                let _ = write!(
+                    stream,
+                    "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    port
+}
+
+/// curl, or `None` after saying how to install it (a failure under `CI`).
+fn curl_or_skip() -> Option<()> {
+    let found = std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        let why = "curl is missing; install it with `apt-get install curl`";
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("skipped: {why}");
+    }
+    found.then_some(())
+}
+
+/// SBX-6: without a grant neither curl nor a raw TCP connection reaches a server on the host's
+/// loopback; requests the proxy refuses and direct connections out are violations.
+#[test]
+fn the_network_is_closed_without_a_grant() {
+    let (Some(_), Some(())) = (bwrap_or_skip(), curl_or_skip()) else {
+        return;
+    };
+    let port = loopback_server();
+    let f = lib(&format!(
+        concat!(
+            "[tasks.build]\n",
+            "command = 'curl -sS -m 5 http://127.0.0.1:{port}/; {c} tcp-get 127.0.0.1:{port}; ",
+            "{c} proxy-get 127.0.0.1:{port}; curl -sS -m 5 http://example.invalid/; ",
+            "{c} tcp-get 10.255.255.1:443; true'\n",
+            "sandbox = {{ read = ['{c}'] }}\n",
+        ),
+        c = child(),
+        port = port,
+    ));
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        !out.stdout.contains("hello from the host"),
+        "{}",
+        out.stdout
+    );
+    assert_contains(&out.stdout, "├─ SANDBOX VIOLATIONS (3)\n");
+    assert_contains(&out.stdout, "│ net   10.255.255.1:443\n");
+    assert_contains(&out.stdout, &format!("│ net   127.0.0.1:{port}\n"));
+    assert_contains(&out.stdout, "│ net   example.invalid:80\n");
+    assert_contains(&out.stdout, "network = [");
+}
+
+/// SBX-6: `localhost:<port>` opens the host's loopback on that port through the proxy, to curl
+/// and to a raw TCP connection made with `CONNECT`; other hosts stay closed.
+#[test]
+fn a_network_grant_opens_the_host_loopback_through_the_proxy() {
+    let (Some(_), Some(())) = (bwrap_or_skip(), curl_or_skip()) else {
+        return;
+    };
+    let port = loopback_server();
+    let f = lib(&format!(
+        concat!(
+            "[tasks.build]\n",
+            "command = 'curl -sS -m 5 http://127.0.0.1:{port}/ && echo && {c} proxy-get 127.0.0.1:{port}'\n",
+            "sandbox = {{ read = ['{c}'], network = ['localhost:{port}'] }}\n",
+        ),
+        c = child(),
+        port = port,
+    ));
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout.matches("hello from the host").count(),
+        2,
+        "{}",
+        out.stdout
+    );
+}

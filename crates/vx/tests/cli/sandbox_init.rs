@@ -55,6 +55,7 @@ fn start(bwrap: &std::path::Path, command: &[&str]) -> Started {
         .args(init_args(
             control_read.as_raw_fd(),
             report_write.as_raw_fd(),
+            None,
             &command,
         ))
         .stdin(Stdio::null())

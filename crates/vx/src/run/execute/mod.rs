@@ -97,6 +97,8 @@ pub enum Msg {
     Packed(usize, Box<SaveJob>, Box<PackResult>),
     /// The restore lane wrote an entry back, or could not (SCHED-3).
     Restored(usize, Box<RestoreJob>, Box<RestoreResult>),
+    /// A sandboxed task's proxy refused a request to this `host:port` (SBX-6, SBX-7).
+    NetRefused(usize, String),
 }
 
 /// What a restore on the restore lane gave.
@@ -654,6 +656,7 @@ impl<'p> Run<'p> {
             Msg::Exec(i, event) => self.exec_event(i, event),
             Msg::Packed(i, job, packed) => self.saved(i, job, packed),
             Msg::Restored(i, job, result) => self.restored(i, job, *result),
+            Msg::NetRefused(i, target) => self.sandbox_refused(i, target),
         }
     }
 

@@ -10,7 +10,8 @@ use vx_exec::sandbox::{violations, View, Violation};
 use vx_exec::trace::{Access, AccessKind};
 use vx_exec::{Completion, SandboxEnd, SandboxLaunch};
 
-use super::{Kind, Run};
+use super::{Kind, Msg, Run};
+use crate::run::proxy::{environment as proxy_environment, HostPattern, TaskProxy};
 use crate::run::sandbox::{view, violations_section, Host, ViewInputs};
 
 /// A live task's sandbox.
@@ -22,6 +23,9 @@ pub(super) struct LiveSandbox {
     accesses: Vec<Access>,
     /// Violations already shown (persistent tasks warn as they happen, SBX-8).
     warned: BTreeSet<Violation>,
+    /// The task's way out (SBX-6), and the `host:port` it refused.
+    _proxy: TaskProxy,
+    refused: BTreeSet<String>,
 }
 
 /// The verdict on a sandboxed attempt.
@@ -70,7 +74,21 @@ impl Run<'_> {
             empty_file: host.empty_file().to_path_buf(),
             init: host.init().to_path_buf(),
         };
-        let made = view(&inputs).and_then(|view| Ok((host.launch(&view)?, view)));
+        let patterns: Vec<HostPattern> = table
+            .network
+            .iter()
+            .filter_map(|text| HostPattern::parse(text))
+            .collect();
+        let tx = self.tx.clone();
+        let socket = host.proxy_socket();
+        let proxy = TaskProxy::start(&socket, patterns.clone(), move |target| {
+            let _ = tx.send(Msg::NetRefused(i, target));
+        })
+        .map_err(|e| cannot(format!("cannot start its network proxy: {e}")))?;
+        let made = view(&inputs).and_then(|mut view| {
+            view.proxy = Some(proxy.socket().to_path_buf());
+            Ok((host.launch(&view)?, view))
+        });
         let (launch, view) = match made {
             Ok(made) => made,
             Err(reason) => {
@@ -79,6 +97,7 @@ impl Run<'_> {
             }
         };
         env.insert("TMPDIR".into(), tmpdir.to_string_lossy().into_owned());
+        env.extend(proxy_environment(&patterns));
         Ok((
             launch,
             LiveSandbox {
@@ -86,6 +105,8 @@ impl Run<'_> {
                 tmpdir,
                 accesses: Vec::new(),
                 warned: BTreeSet::new(),
+                _proxy: proxy,
+                refused: BTreeSet::new(),
             },
         ))
     }
@@ -118,6 +139,24 @@ impl Run<'_> {
         }
     }
 
+    /// The task's proxy refused a request: a violation (SBX-7), a warning now for a
+    /// persistent task (SBX-8).
+    pub(super) fn sandbox_refused(&mut self, i: usize, target: String) {
+        let Some(live) = self.live.get_mut(&i) else {
+            return;
+        };
+        let persistent = live.kind == Kind::Persistent;
+        let Some(sandbox) = live.sandbox.as_mut() else {
+            return;
+        };
+        if sandbox.refused.insert(target.clone()) && persistent {
+            let id = &self.plan.graph.nodes[i].id;
+            crate::render::warning(&format!(
+                "{id}: sandbox violation: net {target} (a persistent task is not stopped for it)"
+            ));
+        }
+    }
+
     /// A sandboxed attempt ended: its `TMPDIR` goes, and for a one-shot task the accesses are
     /// judged; violations are listed in the frame.
     pub(super) fn sandbox_verdict(&mut self, i: usize, completion: &Completion) -> Verdict {
@@ -144,12 +183,14 @@ impl Run<'_> {
             return Verdict::Clean;
         }
         let found = violations(&sandbox.view, &accesses, |p| p.symlink_metadata().is_ok());
-        if found.is_empty() {
+        let refused: Vec<String> = std::mem::take(&mut sandbox.refused).into_iter().collect();
+        if found.is_empty() && refused.is_empty() {
             return Verdict::Clean;
         }
         let project = &self.plan.workspace.projects[self.plan.graph.nodes[i].project].dir;
-        self.note(i, violations_section(&found, Path::new(project)).trim_end());
-        Verdict::Violations(found.len() as u64)
+        let section = violations_section(&found, &refused, Path::new(project));
+        self.note(i, section.trim_end());
+        Verdict::Violations((found.len() + refused.len()) as u64)
     }
 
     /// Before another attempt (EXEC-15): its `TMPDIR` again, empty.
@@ -159,6 +200,7 @@ impl Run<'_> {
             return Ok(());
         };
         sandbox.accesses.clear();
+        sandbox.refused.clear();
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&sandbox.tmpdir)
@@ -169,6 +211,7 @@ fn word(kind: AccessKind) -> &'static str {
     match kind {
         AccessKind::Read => "read",
         AccessKind::Write => "write",
+        AccessKind::Net => "net",
     }
 }
 
