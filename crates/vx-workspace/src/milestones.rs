@@ -158,14 +158,15 @@ mod tests {
     }
 
     /// Of the later milestones, only the keys of process control — `retries` (EXEC-15),
-    /// `ready-when` (EXEC-13) and `interactive` (EXEC-14) — are built ahead; everything else
-    /// waits for its milestone.
+    /// `ready-when` (EXEC-13) and `interactive` (EXEC-14) — and the sandbox (SBX) are built;
+    /// everything else waits for its milestone.
     #[test]
-    fn only_the_process_control_keys_are_built_ahead_of_m3() {
+    fn only_process_control_and_sandbox_keys_are_built_of_m3() {
         let ahead = [
             "task.retries",
             "task.persistent.ready-when",
             "task.interactive",
+            "task.sandbox",
         ];
         for key in LATER_KEYS.iter().filter(|k| k.milestone > Milestone::M2) {
             assert_eq!(key.built, ahead.contains(&key.feature), "{}", key.feature);
@@ -173,5 +174,6 @@ mod tests {
         assert_eq!(unavailable("task.retries"), None);
         assert_eq!(unavailable("task.interactive"), None);
         assert_eq!(unavailable("task.persistent.ready-when"), None);
+        assert_eq!(unavailable("task.sandbox"), None);
     }
 }

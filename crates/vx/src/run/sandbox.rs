@@ -275,6 +275,66 @@ pub struct ViewInputs<'a> {
     pub empty_file: PathBuf,
     /// vx's own binary (the sandbox's init).
     pub init: PathBuf,
+    /// The real directories of the linked workspace packages the task may read (SBX-3; see
+    /// [`linked_packages`]).
+    pub linked: Vec<PathBuf>,
+}
+
+/// A workspace package linked in the project's or the root's `node_modules` (SBX-3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Linked {
+    /// The link, as the task names it (`…/node_modules/@acme/lib`).
+    pub link: PathBuf,
+    /// Index of the linked project in `workspace.projects`.
+    pub project: usize,
+}
+
+/// The workspace packages linked in `node_modules` of project `project` and of the root:
+/// `node_modules/<name>` and `node_modules/@scope/<name>` entries that are symbolic links to a
+/// project's directory (as pnpm, npm, yarn and bun workspaces make them).
+pub fn linked_packages(workspace: &Workspace, project: usize) -> Vec<Linked> {
+    let root = &workspace.root;
+    let real_root = root.canonicalize().unwrap_or_else(|_| root.clone());
+    let by_dir: std::collections::HashMap<PathBuf, usize> = workspace
+        .projects
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (real_root.join(&p.dir), i))
+        .collect();
+    let mut found = Vec::new();
+    let mut look = |link: PathBuf| {
+        let is_link = link
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            return;
+        }
+        if let Some(&linked) = link.canonicalize().ok().and_then(|real| by_dir.get(&real)) {
+            found.push(Linked {
+                link,
+                project: linked,
+            });
+        }
+    };
+    let project_dir = root.join(&workspace.projects[project].dir);
+    let mut dirs = vec![project_dir.join("node_modules"), root.join("node_modules")];
+    dirs.dedup();
+    for modules in dirs {
+        let Ok(entries) = std::fs::read_dir(&modules) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_name().to_string_lossy().starts_with('@') {
+                for scoped in std::fs::read_dir(&path).into_iter().flatten().flatten() {
+                    look(scoped.path());
+                }
+            } else {
+                look(path);
+            }
+        }
+    }
+    found
 }
 
 /// The task's view; missing write grants are created as directories. The error is the reason
@@ -288,6 +348,7 @@ pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
             .ok_or_else(|| format!("`{text}` needs HOME, which is not set"))
     };
     let mut reads: Vec<PathBuf> = default_reads(&root, &project_dir);
+    reads.extend(inputs.linked.iter().cloned());
     for text in &inputs.config.read {
         let path = resolve(text)?;
         if path.symlink_metadata().is_ok() {
@@ -427,6 +488,7 @@ mod tests {
             tmpdir: PathBuf::from("/tmp/t"),
             empty_file: PathBuf::from("/tmp/empty"),
             init: PathBuf::from("/usr/bin/vx"),
+            linked: Vec::new(),
         }
     }
 
@@ -499,6 +561,35 @@ mod tests {
              │ net   localhost:5000\n\
              │ hint: grant what the task needs in its sandbox table: read = [\"src/a.ts\", \"//packages/lib/config.json\"], write = [\"/etc\", \"out\"], network = [\"localhost:5000\", \"registry.npmjs.org\"]\n\
              │ hint: a direct connection never leaves the sandbox; only clients that use HTTP_PROXY reach the hosts in `network`\n"
+        );
+    }
+
+    #[test]
+    fn workspace_packages_linked_in_node_modules_are_found() {
+        let (_dir, ws) = fixture();
+        let app = ws.root.join("packages/app");
+        std::fs::create_dir_all(app.join("node_modules/@acme")).unwrap();
+        std::os::unix::fs::symlink("../../../lib", app.join("node_modules/@acme/lib")).unwrap();
+        std::fs::create_dir_all(ws.root.join("node_modules")).unwrap();
+        std::os::unix::fs::symlink("../packages/lib", ws.root.join("node_modules/lib")).unwrap();
+        // Not workspace packages: a directory, and a link elsewhere.
+        std::fs::create_dir_all(app.join("node_modules/left-pad")).unwrap();
+        std::os::unix::fs::symlink("/usr", app.join("node_modules/usr")).unwrap();
+        let mut found = linked_packages(&ws, ws.by_name["app"]);
+        found.sort_by(|a, b| a.link.cmp(&b.link));
+        let lib = ws.by_name["lib"];
+        assert_eq!(
+            found,
+            [
+                Linked {
+                    link: ws.root.join("node_modules/lib"),
+                    project: lib
+                },
+                Linked {
+                    link: app.join("node_modules/@acme/lib"),
+                    project: lib
+                },
+            ]
         );
     }
 

@@ -420,3 +420,62 @@ fn a_network_grant_opens_the_host_loopback_through_the_proxy() {
         out.stdout
     );
 }
+
+/// SBX-3: the workspace packages linked in `node_modules` are default reads — for a cached
+/// task only those whose tasks its key folds; reading another is a violation whose hint names
+/// the dependency that would key it.
+#[test]
+fn linked_workspace_packages_are_readable_when_the_key_folds_them() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let f = empty();
+    f.write("vx.toml", "[workspace]\nmembers = ['packages/*']\n");
+    f.write(
+        "packages/lib/package.json",
+        r#"{ "name": "@acme/lib", "version": "1.0.0", "description": "lib-manifest" }"#,
+    );
+    f.write("packages/lib/vx.toml", "[tasks.build]\ncommand = 'true'\n");
+    f.write(
+        "packages/app/package.json",
+        r#"{ "name": "app", "dependencies": { "@acme/lib": "workspace:*" } }"#,
+    );
+    f.write(
+        "packages/app/vx.toml",
+        concat!(
+            "[tasks.keyed]\ncommand = 'cat node_modules/@acme/lib/package.json'\n",
+            "depends-on = ['^build']\ncache = { inputs = [], outputs = [] }\nsandbox = {}\n\n",
+            "[tasks.build]\ncommand = 'cat node_modules/@acme/lib/package.json; true'\n",
+            "cache = { inputs = [], outputs = [] }\nsandbox = {}\n\n",
+            "[tasks.uncached]\ncommand = 'cat node_modules/@acme/lib/package.json'\nsandbox = {}\n",
+        ),
+    );
+    f.commit();
+    std::fs::create_dir_all(f.path("packages/app/node_modules/@acme")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../lib",
+        f.path("packages/app/node_modules/@acme/lib"),
+    )
+    .unwrap();
+
+    let keyed = f.vx(&["run", "app#keyed"]);
+    assert_eq!(keyed.code, 0, "{keyed:?}");
+    assert_contains(&keyed.stdout, "lib-manifest");
+    let uncached = f.vx(&["run", "app#uncached"]);
+    assert_eq!(uncached.code, 0, "{uncached:?}");
+    assert_contains(&uncached.stdout, "lib-manifest");
+
+    let unkeyed = f.vx(&["run", "app#build"]);
+    assert_eq!(unkeyed.code, 1, "{unkeyed:?}");
+    assert!(
+        !unkeyed.stdout.contains("lib-manifest"),
+        "{}",
+        unkeyed.stdout
+    );
+    assert_contains(
+        &unkeyed.stdout,
+        "│ read  packages/app/node_modules/@acme/lib/package.json\n",
+    );
+    assert_contains(
+        &unkeyed.stdout,
+        "│ hint: @acme/lib is a workspace package linked in node_modules that this task's key does not fold; add depends-on = [\"@acme/lib#build\"]\n",
+    );
+}

@@ -10,9 +10,10 @@ use vx_exec::sandbox::{violations, View, Violation};
 use vx_exec::trace::{Access, AccessKind};
 use vx_exec::{Completion, SandboxEnd, SandboxLaunch};
 
-use super::{Kind, Msg, Run};
+use super::{task, Kind, Msg, Run};
+use crate::run::plan::Plan;
 use crate::run::proxy::{environment as proxy_environment, HostPattern, TaskProxy};
-use crate::run::sandbox::{view, violations_section, Host, ViewInputs};
+use crate::run::sandbox::{linked_packages, view, violations_section, Host, Linked, ViewInputs};
 
 /// A live task's sandbox.
 pub(super) struct LiveSandbox {
@@ -26,6 +27,9 @@ pub(super) struct LiveSandbox {
     /// The task's way out (SBX-6), and the `host:port` it refused.
     _proxy: TaskProxy,
     refused: BTreeSet<String>,
+    /// Workspace packages linked in `node_modules` that a cached task's key does not fold,
+    /// so it may not read them (SBX-3).
+    unkeyed: Vec<Linked>,
 }
 
 /// The verdict on a sandboxed attempt.
@@ -64,6 +68,25 @@ impl Run<'_> {
             .attempt_dir()
             .map_err(|e| cannot(format!("cannot create its TMPDIR: {e}")))?;
         let home = self.ctx.host_env.get("HOME").map(PathBuf::from);
+        // SBX-3: a cached task reads only the linked packages its key folds.
+        let node = &self.plan.graph.nodes[i];
+        let folded = task(self.plan, i)
+            .cache
+            .is_some()
+            .then(|| folded_projects(self.plan, i));
+        let (linked, unkeyed): (Vec<Linked>, Vec<Linked>) =
+            linked_packages(&self.plan.workspace, node.project)
+                .into_iter()
+                .partition(|l| folded.as_ref().is_none_or(|f| f.contains(&l.project)));
+        let linked: Vec<PathBuf> = linked
+            .iter()
+            .map(|l| {
+                self.plan
+                    .workspace
+                    .root
+                    .join(&self.plan.workspace.projects[l.project].dir)
+            })
+            .collect();
         let inputs = ViewInputs {
             workspace: &self.plan.workspace,
             project: self.plan.graph.nodes[i].project,
@@ -73,6 +96,7 @@ impl Run<'_> {
             tmpdir: tmpdir.clone(),
             empty_file: host.empty_file().to_path_buf(),
             init: host.init().to_path_buf(),
+            linked,
         };
         let patterns: Vec<HostPattern> = table
             .network
@@ -107,6 +131,7 @@ impl Run<'_> {
                 warned: BTreeSet::new(),
                 _proxy: proxy,
                 refused: BTreeSet::new(),
+                unkeyed,
             },
         ))
     }
@@ -182,15 +207,69 @@ impl Run<'_> {
         if kind != Kind::OneShot {
             return Verdict::Clean;
         }
-        let found = violations(&sandbox.view, &accesses, |p| p.symlink_metadata().is_ok());
+        let mut found = violations(&sandbox.view, &accesses, |p| p.symlink_metadata().is_ok());
+        // Reads through the link of a package the key does not fold: covered lexically by
+        // `node_modules`, but the package itself is not there.
+        let root = &self.plan.workspace.root;
+        for access in &accesses {
+            let through = sandbox
+                .unkeyed
+                .iter()
+                .any(|l| access.path.starts_with(&l.link));
+            if through && access.kind == AccessKind::Read {
+                if let Ok(rel) = access.path.strip_prefix(root) {
+                    found.push(Violation {
+                        kind: AccessKind::Read,
+                        path: rel.to_string_lossy().into_owned(),
+                    });
+                }
+            }
+        }
+        found.sort();
+        found.dedup();
         let refused: Vec<String> = std::mem::take(&mut sandbox.refused).into_iter().collect();
         if found.is_empty() && refused.is_empty() {
             return Verdict::Clean;
         }
         let project = &self.plan.workspace.projects[self.plan.graph.nodes[i].project].dir;
-        let section = violations_section(&found, &refused, Path::new(project));
+        let mut section = violations_section(&found, &refused, Path::new(project));
+        section.push_str(&self.unkeyed_hints(i, &found));
         self.note(i, section.trim_end());
         Verdict::Violations((found.len() + refused.len()) as u64)
+    }
+
+    /// SBX-3: for each linked package the violations touch (through its link or at its real
+    /// place), the dependency that would key it and so let the task read it.
+    fn unkeyed_hints(&self, i: usize, found: &[Violation]) -> String {
+        let Some(sandbox) = self.live.get(&i).and_then(|l| l.sandbox.as_ref()) else {
+            return String::new();
+        };
+        let ws = &self.plan.workspace;
+        let task_name = &self.plan.graph.nodes[i].id.task;
+        let mut hints = BTreeSet::new();
+        for linked in &sandbox.unkeyed {
+            let project = &ws.projects[linked.project];
+            let link = linked.link.strip_prefix(&ws.root).unwrap_or(&linked.link);
+            let touched = found.iter().any(|v| {
+                let path = Path::new(&v.path);
+                path.starts_with(&project.dir) || path.starts_with(link)
+            });
+            if !touched {
+                continue;
+            }
+            let edge = if project.config.tasks.contains_key(task_name.as_str()) {
+                format!("depends-on = [\"{}#{task_name}\"]", project.name)
+            } else if let Some(name) = project.config.tasks.keys().next() {
+                format!("depends-on = [\"{}#{name}\"]", project.name)
+            } else {
+                format!("a dependency on a task of {}", project.name)
+            };
+            hints.insert(format!(
+                "│ hint: {} is a workspace package linked in node_modules that this task's key does not fold; add {edge}\n",
+                project.name
+            ));
+        }
+        hints.into_iter().collect()
     }
 
     /// Before another attempt (EXEC-15): its `TMPDIR` again, empty.
@@ -213,6 +292,20 @@ fn word(kind: AccessKind) -> &'static str {
         AccessKind::Write => "write",
         AccessKind::Net => "net",
     }
+}
+
+/// The projects of every task task `i` depends on, transitively: those its key folds.
+fn folded_projects(plan: &Plan, i: usize) -> BTreeSet<usize> {
+    let mut projects = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    let mut stack = plan.graph.nodes[i].deps.clone();
+    while let Some(d) = stack.pop() {
+        if seen.insert(d) {
+            projects.insert(plan.graph.nodes[d].project);
+            stack.extend(plan.graph.nodes[d].deps.iter().copied());
+        }
+    }
+    projects
 }
 
 /// Held by the run: the host, probed once (SBX-1).
