@@ -12,7 +12,7 @@ use vx_test_support::fixture::Fixture;
 use vx_test_support::process::{bwrap_or_skip, test_child_path, unique_marker};
 
 use crate::guard::{kill_vx_and_expect_no_survivor, spawn_vx, wait_for_markers};
-use crate::{assert_contains, assert_no_survivor, empty, one_project};
+use crate::{assert_contains, assert_no_survivor, empty, one_project, w};
 
 /// The test child as a command, and as a read grant: the build may live under /tmp, which the
 /// sandbox replaces with its own.
@@ -26,6 +26,72 @@ fn lib(tasks: &str) -> Fixture {
     f.write("packages/lib/src/a.txt", "content of a\n");
     f.commit();
     f
+}
+
+/// ACC-31 as SPEC §20 writes it, on fixture W.
+#[test]
+fn acc31_sandbox_violations() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let f = w();
+    let lib = |command: &str, read: &str| {
+        f.write(
+            "packages/lib/vx.toml",
+            &format!(
+                "[tasks.build]\ncommand = \"{command}\"\nsandbox = {{ read = [{read}], write = [\"dist\"] }}\n"
+            ),
+        );
+    };
+    let build = "mkdir -p dist && cat src/*.txt > dist/out.txt && cat ../app/src/b.txt";
+    lib(build, "\".\"");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(
+        &out.stdout,
+        "SANDBOX VIOLATIONS (1)\n│ read  packages/app/src/b.txt\n",
+    );
+    lib(build, "\".\", \"//packages/app/src\"");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    lib("echo x > other.txt", "\".\"");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(&out.stdout, "│ write packages/lib/other.txt\n");
+    assert!(!f.path("packages/lib/other.txt").exists());
+    lib("cat ../../.git/HEAD", "\"//\"");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(!out.stdout.contains("refs/heads"), "{}", out.stdout);
+    assert_contains(&out.stdout, "│ read  .git/HEAD\n");
+}
+
+/// ACC-32: with `bwrap` absent from vx's PATH the sandboxed task fails, its command never
+/// runs, unsandboxed tasks still run, exit 1.
+#[test]
+fn acc32_the_sandbox_never_falls_back() {
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"touch side-effect\"\nsandbox = {}\n",
+    );
+    let bin = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for tool in ["sh", "git", "echo"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| std::path::Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{tool} is installed"));
+        std::os::unix::fs::symlink(found, bin.path().join(tool)).unwrap();
+    }
+    let path = bin.path().display().to_string();
+    let out = f.vx_in(
+        "",
+        &["run", "build", "--all", "--continue"],
+        &[("PATH", &path)],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(&out.stdout, "vx: lib#build: cannot sandbox: ");
+    assert!(!f.path("packages/lib/side-effect").exists());
+    assert_contains(&out.stdout, "docs");
 }
 
 #[test]
@@ -286,7 +352,7 @@ fn without_bwrap_a_sandboxed_task_fails_and_never_runs_unsandboxed() {
     assert_eq!(out.code, 1, "{out:?}");
     assert_contains(
         &out.stdout,
-        "vx: lib#build: sandbox not available: `bwrap` is not on PATH (install bubblewrap: apt-get install bubblewrap)",
+        "vx: lib#build: cannot sandbox: sandbox not available: `bwrap` is not on PATH (install bubblewrap: apt-get install bubblewrap)",
     );
     assert_contains(&out.stdout, "plain ran");
     assert!(!f.path("packages/lib/ran-anyway").exists());

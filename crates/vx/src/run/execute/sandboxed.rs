@@ -61,7 +61,11 @@ impl Run<'_> {
         }
         let host = match self.sandbox_host.as_mut().expect("probed above") {
             Ok(host) => host,
-            Err(reason) => return Err(format!("vx: {id}: sandbox not available: {reason}")),
+            Err(reason) => {
+                return Err(format!(
+                    "vx: {id}: cannot sandbox: sandbox not available: {reason}"
+                ))
+            }
         };
         let cannot = |reason: String| format!("vx: {id}: cannot sandbox: {reason}");
         let tmpdir = host
