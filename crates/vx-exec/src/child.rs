@@ -454,7 +454,7 @@ impl Prepared {
 /// # Safety
 /// Child side only, like `Prepared::exec_child`.
 #[cfg(target_os = "linux")]
-unsafe fn reset_disposition(signal: libc::c_int) {
+pub(crate) unsafe fn reset_disposition(signal: libc::c_int) {
     let default = [0u64; 4];
     // The kernel's sigset_t is 64 bits on the architectures vx supports.
     const KERNEL_SIGSET_BYTES: libc::c_long = 8;
@@ -476,7 +476,7 @@ unsafe fn reset_disposition(signal: libc::c_int) {
 /// # Safety
 /// Child side only, like `Prepared::exec_child`.
 #[cfg(not(target_os = "linux"))]
-unsafe fn reset_disposition(signal: libc::c_int) {
+pub(crate) unsafe fn reset_disposition(signal: libc::c_int) {
     // SAFETY: `default` is a valid, fully initialised sigaction on this stack frame.
     unsafe {
         let mut default: libc::sigaction = std::mem::zeroed();
@@ -487,11 +487,11 @@ unsafe fn reset_disposition(signal: libc::c_int) {
 }
 
 #[cfg(target_os = "linux")]
-const SIGNAL_LIMIT: libc::c_int = 65;
+pub(crate) const SIGNAL_LIMIT: libc::c_int = 65;
 #[cfg(not(target_os = "linux"))]
-const SIGNAL_LIMIT: libc::c_int = 32;
+pub(crate) const SIGNAL_LIMIT: libc::c_int = 32;
 
-fn empty_sigset() -> libc::sigset_t {
+pub(crate) fn empty_sigset() -> libc::sigset_t {
     let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
     // SAFETY: sigemptyset initialises the whole set it is given.
     unsafe {

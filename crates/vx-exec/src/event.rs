@@ -131,6 +131,9 @@ pub enum SandboxEnd {
     /// No report: bubblewrap failed before init ran, or init was killed (SIGKILL escalation).
     /// `exit` is bubblewrap's own.
     Unreported,
+    /// The report held something init does not write (a line that does not parse, a second
+    /// `exit`, an endless line): nothing in it can be trusted.
+    Unreadable,
 }
 
 /// How the leader ended.

@@ -259,7 +259,7 @@ pub fn violations(
 }
 
 /// `path` with `.` and `..` components resolved without looking at the file system.
-fn lexical(path: &Path) -> PathBuf {
+pub fn lexical(path: &Path) -> PathBuf {
     let mut clean = PathBuf::new();
     for part in path.components() {
         match part {

@@ -6,11 +6,15 @@
 //! How this works: a signal sent to `bwrap` would not reach the task, so vx writes signal
 //! names (`INT`, `TERM`, `KILL`), one per line, to the control pipe; init starts the command in
 //! a session of its own, traced (`trace.rs`, SBX-7), and forwards each to the command's
-//! process group. Until the leader exits, init reaps every process (orphans in the namespace
-//! are re-parented to it). Both pipes are close-on-exec in init, so the command can neither
-//! forge the report nor read the control pipe.
-//! When the command's leader exits, init writes the report — a `read <path>` or `write <path>`
-//! line per access the tracer saw (`%` and newlines escaped), then `exit <code> <signal>
+//! process group; end-of-file on the control pipe means vx is gone, and init kills the
+//! command's group. Until the leader exits, init reaps every process (orphans in the namespace
+//! are re-parented to it). The command cannot reach the pipes: they are close-on-exec in init,
+//! init makes itself non-dumpable (so `/proc/1/fd` and `/proc/1/mem` are closed to the task,
+//! which has no capabilities), and the tracer's filter refuses `ptrace`, `process_vm_*` and
+//! `pidfd_getfd`. vx treats a report it cannot parse as no report at all.
+//! Each access is reported as it happens — a `read <path>`, `write <path>` or `net
+//! <address:port>` line, once per access (`%`, newlines and bytes above ASCII as `%XX`) — and
+//! when the command's leader exits, init writes `exit <code> <signal>
 //! <user µs> <system µs> <max RSS KiB>` — and exits with the leader's code (128 + the signal's
 //! number for a signal), and the kernel ends every process still in the namespace: nothing the
 //! task started can survive it. If vx dies, the guard kills `bwrap` and init with it (EXEC-7).
@@ -185,6 +189,12 @@ pub fn serve(args: &[OsString]) -> i32 {
             return usage;
         }
     }
+    // No process of the task may open init's descriptors through /proc or touch its memory:
+    // a non-dumpable process is closed to anyone without CAP_SYS_PTRACE.
+    if nix::sys::prctl::set_dumpable(false).is_err() {
+        eprintln!("vx sandbox init: cannot make itself non-dumpable");
+        return usage;
+    }
     // SAFETY: the two descriptors, open (checked above), were created by vx for this process
     // and inherited across bwrap's exec; nothing else in this process owns them.
     let (control, report) =
@@ -219,6 +229,8 @@ pub fn serve(args: &[OsString]) -> i32 {
             };
             let _ = killpg(leader, signal);
         }
+        // End-of-file: vx is gone (or dropped the task); nothing may outlive its supervision.
+        let _ = killpg(leader, Signal::SIGKILL);
     });
     // Each access is reported once, as it happens (a persistent task's violations are shown
     // live, SBX-8); a write blocks while vx has not read the pipe.
@@ -288,13 +300,41 @@ fn bridge_proxy(socket: PathBuf) -> std::io::Result<()> {
 
 /// A path on one report line: `%` and newlines escaped.
 fn encode(path: &std::path::Path) -> String {
-    path.to_string_lossy()
-        .replace('%', "%25")
-        .replace('\n', "%0A")
+    use std::os::unix::ffi::OsStrExt;
+    let mut text = String::new();
+    for &byte in path.as_os_str().as_bytes() {
+        if byte == b'%' || byte == b'\n' || byte == b'\r' || !byte.is_ascii() {
+            text.push_str(&format!("%{byte:02X}"));
+        } else {
+            text.push(byte as char);
+        }
+    }
+    text
 }
 
+/// The inverse of [`encode`]; a `%` not followed by two hex digits stands for itself.
 fn decode(text: &str) -> PathBuf {
-    PathBuf::from(text.replace("%0A", "\n").replace("%25", "%"))
+    use std::os::unix::ffi::OsStringExt;
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(OsString::from_vec(out))
 }
 
 #[cfg(test)]
@@ -303,6 +343,10 @@ mod tests {
 
     #[test]
     fn the_report_round_trips() {
+        use std::os::unix::ffi::OsStrExt;
+        let raw = std::ffi::OsStr::from_bytes(b"/ws/caf\xc3\xa9/\xff");
+        assert_eq!(encode(std::path::Path::new(raw)), "/ws/caf%C3%A9/%FF");
+        assert_eq!(decode("/ws/caf%C3%A9/%FF").as_os_str(), raw);
         let odd = std::path::Path::new("/ws/a%b\nc");
         let text = format!(
             "read /ws/x\nwrite {}\nexit 143 15 1200 300 2048\n",

@@ -492,6 +492,8 @@ pub(crate) struct Running {
     report_text: Vec<u8>,
     /// The command's end, as init reported it.
     init_exit: Option<InitExit>,
+    /// The report held what init never writes: it is not trusted (`SandboxEnd::Unreadable`).
+    report_broken: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -527,6 +529,7 @@ impl Worker {
             sandboxed: spec.sandbox.is_some(),
             report_text: Vec::new(),
             init_exit: None,
+            report_broken: false,
         }))
     }
 
@@ -666,6 +669,7 @@ impl Running {
         };
         let mut usage = exit.usage;
         let sandbox = self.sandboxed.then(|| match &self.init_exit {
+            _ if self.report_broken => SandboxEnd::Unreadable,
             Some(reported) => {
                 exit_reason = if reported.signal != 0 {
                     ExitReason::Signal(reported.signal)
@@ -754,15 +758,32 @@ impl Running {
         match nix::unistd::read(fd.as_fd(), &mut self.buffer) {
             Ok(0) => self.report = None,
             Ok(n) => {
+                if self.report_broken {
+                    return;
+                }
                 self.report_text.extend_from_slice(&self.buffer[..n]);
                 while let Some(end) = self.report_text.iter().position(|&b| b == b'\n') {
                     let line: Vec<u8> = self.report_text.drain(..=end).collect();
                     let line = String::from_utf8_lossy(&line[..end]);
                     match sandbox_init::parse_line(&line) {
-                        Some(ReportLine::Access(access)) => (self.sink)(ExecEvent::Access(access)),
-                        Some(ReportLine::Exit(exit)) => self.init_exit = Some(exit),
-                        None => tracing::debug!(%line, "unreadable sandbox report line"),
+                        Some(ReportLine::Access(access)) if self.init_exit.is_none() => {
+                            (self.sink)(ExecEvent::Access(access))
+                        }
+                        Some(ReportLine::Exit(exit)) if self.init_exit.is_none() => {
+                            self.init_exit = Some(exit)
+                        }
+                        _ => {
+                            tracing::debug!(%line, "unexpected sandbox report line");
+                            self.report_broken = true;
+                        }
                     }
+                }
+                // Init's lines are short: a path is at most a few KiB.
+                if self.report_text.len() > READ_CHUNK {
+                    self.report_broken = true;
+                }
+                if self.report_broken {
+                    self.report_text = Vec::new();
                 }
             }
             Err(Errno::EINTR | Errno::EAGAIN) => {}

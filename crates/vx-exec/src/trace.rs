@@ -70,18 +70,34 @@ mod calls {
     pub const RENAMEAT2: i64 = 316;
     pub const TRUNCATE: i64 = 76;
     pub const CONNECT: i64 = 42;
+    pub const LINK: i64 = 86;
+    pub const LINKAT: i64 = 265;
+    pub const SYMLINK: i64 = 88;
+    pub const SYMLINKAT: i64 = 266;
+    pub const MKNOD: i64 = 133;
+    pub const MKNODAT: i64 = 259;
+    /// Refused with EPERM: with them a task could take over its init (the tracer) or read
+    /// and write another process's memory or descriptors.
+    pub const REFUSED: [i64; 4] = [
+        101, // ptrace
+        310, // process_vm_readv
+        311, // process_vm_writev
+        438, // pidfd_getfd
+    ];
     /// Refused with ENOSYS: its submissions open files without a system call per file.
     pub const IO_URING_SETUP: i64 = 425;
     /// x32 calls carry this bit in their number.
     pub const X32_BIT: u32 = 0x4000_0000;
 
-    pub const ALL: [i64; 16] = [
+    pub const ALL: [i64; 22] = [
         OPEN, CREAT, OPENAT, OPENAT2, EXECVE, EXECVEAT, MKDIR, MKDIRAT, RMDIR, UNLINK, UNLINKAT,
-        RENAME, RENAMEAT, RENAMEAT2, TRUNCATE, CONNECT,
+        RENAME, RENAMEAT, RENAMEAT2, TRUNCATE, CONNECT, LINK, LINKAT, SYMLINK, SYMLINKAT, MKNOD,
+        MKNODAT,
     ];
 }
 
-/// The BPF program: a call from another ABI fails with EPERM, `io_uring_setup` with ENOSYS;
+/// The BPF program: a call from another ABI fails with EPERM, `io_uring_setup` with ENOSYS,
+/// the calls of `calls::REFUSED` with EPERM;
 /// the calls in `calls::ALL` stop for the tracer (`SECCOMP_RET_TRACE`); the rest are allowed.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn filter() -> Vec<libc::sock_filter> {
@@ -119,6 +135,10 @@ fn filter() -> Vec<libc::sock_filter> {
         jump(calls::IO_URING_SETUP as u32, 0, 1),
         refuse(libc::ENOSYS),
     ];
+    for call in calls::REFUSED {
+        program.push(jump(call as u32, 0, 1));
+        program.push(refuse(libc::EPERM));
+    }
     for (i, call) in calls::ALL.iter().enumerate() {
         // On a match jump to the TRACE return after the list.
         program.push(jump(*call as u32, n - i as u8, 0));
@@ -163,6 +183,16 @@ pub fn spawn_traced(program: &OsString, args: &[OsString]) -> std::io::Result<Tr
         // SAFETY: in the child, a copy of the parent's memory: `prog` and `argv` point into
         // buffers that stay valid until `exec` replaces the image or `_exit` ends it.
         nix::unistd::ForkResult::Child => unsafe {
+            // The command starts with every signal at its default and none blocked, as an
+            // unsandboxed task does (`child.rs`): init, a Rust program, ignores SIGPIPE, and
+            // an ignored signal survives `exec`.
+            for signal in 1..crate::child::SIGNAL_LIMIT {
+                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                    crate::child::reset_disposition(signal);
+                }
+            }
+            let empty = crate::child::empty_sigset();
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
             // The command leads a session of its own (its process group is what signals go to).
             let ok = libc::setsid() != -1
                 && libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == 0
@@ -301,8 +331,14 @@ fn observe(pid: Pid, seen: &mut impl FnMut(Access)) {
             }
             EXECVE => (AccessKind::Read, vec![cwd(args[0])]),
             EXECVEAT => (AccessKind::Read, vec![at(args[0], args[1])]),
-            CREAT | MKDIR | RMDIR | UNLINK | TRUNCATE => (AccessKind::Write, vec![cwd(args[0])]),
-            MKDIRAT | UNLINKAT => (AccessKind::Write, vec![at(args[0], args[1])]),
+            CREAT | MKDIR | RMDIR | UNLINK | TRUNCATE | MKNOD => {
+                (AccessKind::Write, vec![cwd(args[0])])
+            }
+            MKDIRAT | UNLINKAT | MKNODAT => (AccessKind::Write, vec![at(args[0], args[1])]),
+            // The new name is the write; what a link points to is not touched.
+            LINK | SYMLINK => (AccessKind::Write, vec![cwd(args[1])]),
+            LINKAT => (AccessKind::Write, vec![at(args[2], args[3])]),
+            SYMLINKAT => (AccessKind::Write, vec![at(args[1], args[2])]),
             RENAME => (AccessKind::Write, vec![cwd(args[0]), cwd(args[1])]),
             RENAMEAT | RENAMEAT2 => (
                 AccessKind::Write,

@@ -7,17 +7,19 @@
 //! there. The socket a connection arrives on is the task it comes from, so each request is
 //! checked against that task's own list. A request is either `CONNECT host:port` (a tunnel,
 //! for HTTPS or anything else) or a plain-HTTP request with an absolute URL, which is passed on
-//! with an origin-form request line. Names are resolved here, on the host. A refused request
+//! with an origin-form request line and a `Host` header naming the host that was checked, one
+//! request per connection (`Connection: close`; only the request's own body follows it). Names are resolved here, on the host. A refused request
 //! gets `403 Forbidden` and is reported to the loop as a violation (`net host:port`).
 //! Each connection has a thread of its own (two while tunnelling), as does each socket's
 //! accept loop, which ends when the proxy is dropped.
 
+use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long connecting to an allowed host may take.
@@ -81,6 +83,8 @@ impl HostPattern {
 pub struct TaskProxy {
     socket: PathBuf,
     stop: Arc<AtomicBool>,
+    /// The connections being served, shut down when the proxy goes.
+    open: Arc<Mutex<HashMap<u64, UnixStream>>>,
 }
 
 impl TaskProxy {
@@ -96,6 +100,8 @@ impl TaskProxy {
         let stopped = Arc::clone(&stop);
         let patterns = Arc::new(patterns);
         let refused: Arc<dyn Fn(String) + Send + Sync> = Arc::new(refused);
+        let open: Arc<Mutex<HashMap<u64, UnixStream>>> = Arc::default();
+        let registry = Arc::clone(&open);
         std::thread::Builder::new()
             .name("vx-proxy".into())
             .spawn(move || {
@@ -103,21 +109,32 @@ impl TaskProxy {
                     if stopped.load(Ordering::Acquire) {
                         return;
                     }
-                    let Ok(client) = client else { continue };
+                    let Ok(client) = client else {
+                        // Out of descriptors, say: do not spin.
+                        std::thread::sleep(Duration::from_millis(50));
+                        continue;
+                    };
                     let patterns = Arc::clone(&patterns);
                     let refused = Arc::clone(&refused);
+                    let registry = Arc::clone(&registry);
+                    let id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
+                    if let Ok(copy) = client.try_clone() {
+                        lock(&registry).insert(id, copy);
+                    }
                     let _ = std::thread::Builder::new()
                         .name("vx-proxy-conn".into())
                         .spawn(move || {
                             if let Err(error) = serve(client, &patterns, &*refused) {
                                 tracing::debug!(%error, "proxied connection ended");
                             }
+                            lock(&registry).remove(&id);
                         });
                 }
             })?;
         Ok(TaskProxy {
             socket: socket.to_path_buf(),
             stop,
+            open,
         })
     }
 
@@ -132,7 +149,17 @@ impl Drop for TaskProxy {
         // Wakes the accept loop, which sees the flag and ends.
         let _ = UnixStream::connect(&self.socket);
         let _ = std::fs::remove_file(&self.socket);
+        // Ends the connections still being served: their copies see the end and finish.
+        for connection in lock(&self.open).values() {
+            let _ = connection.shutdown(Shutdown::Both);
+        }
     }
+}
+
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(0);
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The environment of a task behind `proxy` (SBX-6). The sandbox's own loopback is reached
@@ -238,15 +265,34 @@ fn serve(client: UnixStream, patterns: &[HostPattern], refused: &dyn Fn(String))
         }
     };
     let mut upstream_write = upstream.try_clone()?;
-    if tunnel {
+    // How much of what the client sends after the head goes upstream: all of it for a
+    // tunnel; for a plain request only its body, so a second request on the connection
+    // cannot reach a host nobody checked.
+    let body = if tunnel {
         (&client).write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
+        Body::All
     } else {
-        // The request again, in origin form, without the proxy's own headers, closed after
-        // one response.
-        let mut again = format!("{method} {path} {version}\r\n");
+        // The request again, in origin form, for the host that was checked, without the
+        // proxy's own headers, closed after one response.
+        let authority = match (host.contains(':'), port) {
+            (true, 80) => format!("[{host}]"),
+            (true, _) => format!("[{host}]:{port}"),
+            (false, 80) => host.clone(),
+            (false, _) => format!("{host}:{port}"),
+        };
+        let mut again = format!("{method} {path} {version}\r\nHost: {authority}\r\n");
+        let mut body = Body::Bytes(0);
         for line in lines.filter(|l| !l.is_empty()) {
-            let name = line.split(':').next().unwrap_or_default().trim();
+            let (name, value) = line.split_once(':').unwrap_or((line, ""));
+            let name = name.trim();
+            if name.eq_ignore_ascii_case("content-length") {
+                body = Body::Bytes(value.trim().parse().unwrap_or(0));
+            }
+            if name.eq_ignore_ascii_case("transfer-encoding") {
+                body = Body::All;
+            }
             if [
+                "host",
                 "proxy-connection",
                 "proxy-authorization",
                 "connection",
@@ -262,21 +308,40 @@ fn serve(client: UnixStream, patterns: &[HostPattern], refused: &dyn Fn(String))
         }
         again.push_str("Connection: close\r\n\r\n");
         upstream_write.write_all(again.as_bytes())?;
-    }
+        body
+    };
     // What the client sent after the head (a body, or the tunnel's first bytes) is still in
-    // the reader's buffer: the copy upstream starts from the reader.
+    // the reader's buffer: the copy upstream starts from the reader. When either direction
+    // ends, both connections are shut down, so neither copy outlives the exchange.
     let mut client_write = client.try_clone()?;
+    let (client_end, upstream_end) = (client.try_clone()?, upstream.try_clone()?);
     let to_upstream = std::thread::Builder::new()
         .name("vx-proxy-up".into())
         .spawn(move || {
-            let _ = io::copy(&mut reader, &mut upstream_write);
-            let _ = upstream_write.shutdown(Shutdown::Write);
+            let copied = match body {
+                Body::All => io::copy(&mut reader, &mut upstream_write).map(|_| true),
+                Body::Bytes(n) => io::copy(&mut reader.take(n), &mut upstream_write).map(|_| false),
+            };
+            if matches!(copied, Ok(true) | Err(_)) {
+                let _ = client_end.shutdown(Shutdown::Both);
+                let _ = upstream_end.shutdown(Shutdown::Both);
+            }
         })?;
     let mut upstream_read = upstream;
     let _ = io::copy(&mut upstream_read, &mut client_write);
-    let _ = client_write.shutdown(Shutdown::Write);
+    let _ = client_write.shutdown(Shutdown::Both);
+    let _ = upstream_read.shutdown(Shutdown::Both);
     let _ = to_upstream.join();
     Ok(())
+}
+
+/// What of the client's stream after the request head goes upstream.
+#[derive(Clone, Copy)]
+enum Body {
+    /// Everything, until the client closes (a tunnel, or a chunked body).
+    All,
+    /// This many bytes (`Content-Length`; none without it).
+    Bytes(u64),
 }
 
 enum Refusal {
@@ -296,11 +361,16 @@ fn connect(host: &str, port: u16, localhost: bool) -> Result<TcpStream, Refusal>
             .map_err(Refusal::Failed)?
             .collect()
     };
-    if !localhost
-        && addresses
-            .iter()
-            .any(|a| a.ip().is_loopback() || a.ip().is_unspecified())
-    {
+    let local = |address: &std::net::SocketAddr| {
+        let ip = match address.ip() {
+            std::net::IpAddr::V6(v6) => v6
+                .to_ipv4_mapped()
+                .map_or(std::net::IpAddr::V6(v6), std::net::IpAddr::V4),
+            ip => ip,
+        };
+        ip.is_loopback() || ip.is_unspecified()
+    };
+    if !localhost && addresses.iter().any(local) {
         return Err(Refusal::Loopback);
     }
     let mut last = io::Error::new(io::ErrorKind::NotFound, "the name has no address");
@@ -403,10 +473,12 @@ mod tests {
 
     #[test]
     fn the_host_loopback_needs_the_localhost_grant() {
-        assert!(matches!(
-            connect("localhost", 1, false),
-            Err(Refusal::Loopback)
-        ));
+        for name in ["localhost", "127.0.0.1", "::ffff:127.0.0.1", "0.0.0.0"] {
+            assert!(
+                matches!(connect(name, 1, false), Err(Refusal::Loopback)),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -42,14 +42,18 @@ impl Host {
                 "observing file access needs Linux on x86-64, and this build is not".to_string(),
             );
         }
+        // SBX-1: an absolute path (a relative PATH entry would be resolved in the project).
         let bwrap = path_var
             .and_then(|path| crate::run::subprocess::find_on_path("bwrap", path))
+            .filter(|bwrap| bwrap.is_absolute())
             .ok_or("`bwrap` is not on PATH (install bubblewrap: apt-get install bubblewrap)")?;
         let init = std::env::current_exe()
             .map_err(|e| format!("cannot find vx's own binary for the sandbox's init: {e}"))?;
+        // Under /tmp whatever vx's TMPDIR says: every sandbox gets a /tmp of its own, so no
+        // task sees another's TMPDIR or proxy socket (only its own are mounted in).
         let scratch = tempfile::Builder::new()
             .prefix("vx-sandbox-")
-            .tempdir()
+            .tempdir_in("/tmp")
             .map_err(|e| format!("cannot create a scratch directory: {e}"))?;
         let empty_file = scratch.path().join("empty");
         std::fs::write(&empty_file, b"")

@@ -4,8 +4,6 @@
 //! without a usable bubblewrap it reports itself skipped with the install command, and under
 //! `CI` it fails.
 
-use std::time::Duration;
-
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use vx_test_support::fixture::Fixture;
@@ -271,9 +269,10 @@ fn a_sandboxed_persistent_server_is_stopped_cleanly() {
     let f = lib(&format!(
         concat!(
             "[tasks.server]\n",
-            "command = 'cat src/a.txt; echo Listening; exec {c} --marker {marker} forever'\n",
+            "command = 'trap \"echo stopped by TERM > out/term; exit 0\" TERM; cat src/a.txt; ",
+            "echo Listening; {c} --marker {marker} forever & wait'\n",
             "persistent = {{ ready-when = 'Listening' }}\ntimeout = '20s'\n",
-            "sandbox = {{ read = ['{c}'] }}\n\n",
+            "sandbox = {{ read = ['{c}'], write = ['out'] }}\n\n",
             "[tasks.e2e]\ncommand = 'echo e2e done'\ndepends-on = ['server']\n",
         ),
         c = child(),
@@ -287,6 +286,57 @@ fn a_sandboxed_persistent_server_is_stopped_cleanly() {
         "warning: lib#server: sandbox violation: read packages/lib/src/a.txt (a persistent task is not stopped for it)",
     );
     assert_no_survivor(&marker);
+    // Stopped with SIGTERM through init, not killed with bubblewrap.
+    assert_eq!(f.read("packages/lib/out/term"), "stopped by TERM\n");
+}
+
+/// A sandboxed task cannot reach its init's report through /proc (init is not dumpable) to
+/// forge an exit or hide a violation.
+#[test]
+fn a_task_cannot_forge_the_sandbox_report() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let f = lib(concat!(
+        "[tasks.build]\n",
+        "command = 'printf \"exit 0 0 0 0 0\\n\" > /proc/1/fd/4; ls /proc/1/fd; cat src/a.txt; exit 3'\n",
+        "sandbox = {}\n",
+    ));
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(&out.stdout, "failed (exit 3)");
+    assert_contains(&out.stdout, "│ read  packages/lib/src/a.txt\n");
+    assert_contains(&out.stdout, "Permission denied");
+}
+
+/// The command starts with every signal at its default, as an unsandboxed task does: vx's
+/// init ignores SIGPIPE, which must not leak into the task.
+#[test]
+fn signals_are_default_in_the_sandboxed_command() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let f = lib("[tasks.build]\ncommand = 'grep -E \"^Sig(Ign|Blk)\" /proc/self/status; yes | head -n 1'\nsandbox = {}\n");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    for field in ["SigBlk:", "SigIgn:"] {
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.starts_with(field) && l.ends_with(":0000000000000000")
+                    || l.starts_with(field) && l.ends_with("\t0000000000000000")),
+            "{field} is not empty:\n{}",
+            out.stdout
+        );
+    }
+    assert!(!out.stdout.contains("Broken pipe"), "{}", out.stdout);
+}
+
+/// A violation is not retried: another attempt would break the sandbox again.
+#[test]
+fn a_task_that_broke_its_sandbox_is_not_retried() {
+    let Some(_) = bwrap_or_skip() else { return };
+    let f = lib("[tasks.build]\ncommand = 'cat src/a.txt'\nretries = 2\nsandbox = {}\n");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(&out.stdout, "SANDBOX VIOLATIONS (1)");
+    assert!(!out.stdout.contains("attempt 2"), "{}", out.stdout);
 }
 
 /// SBX-9 and EXEC-7: `kill -9` of vx; the guard kills bubblewrap and init, and the end of the
@@ -380,7 +430,6 @@ fn vx_info_reports_the_sandbox() {
             .is_some_and(|r| r.contains("bwrap")),
         "{info}"
     );
-    let _ = Duration::ZERO;
 }
 
 /// A real HTTP server on the host's loopback, answering every request with `hello from the

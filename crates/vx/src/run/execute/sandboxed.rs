@@ -112,7 +112,10 @@ impl Run<'_> {
         let proxy = TaskProxy::start(&socket, patterns.clone(), move |target| {
             let _ = tx.send(Msg::NetRefused(i, target));
         })
-        .map_err(|e| cannot(format!("cannot start its network proxy: {e}")))?;
+        .map_err(|e| {
+            let _ = std::fs::remove_dir_all(&tmpdir);
+            cannot(format!("cannot start its network proxy: {e}"))
+        })?;
         let made = view(&inputs).and_then(|mut view| {
             view.proxy = Some(proxy.socket().to_path_buf());
             Ok((host.launch(&view)?, view))
@@ -198,6 +201,14 @@ impl Run<'_> {
         };
         let _ = std::fs::remove_dir_all(&sandbox.tmpdir);
         let accesses = std::mem::take(&mut sandbox.accesses);
+        if completion.sandbox == Some(SandboxEnd::Unreadable) {
+            let id = &self.plan.graph.nodes[i].id;
+            let line = format!(
+                "vx: {id}: cannot sandbox: the sandbox's report was unreadable (did a process of the task write to it?)"
+            );
+            self.note(i, &line);
+            return Verdict::NoReport;
+        }
         let ended_by_vx = completion.stopped || completion.timed_out || self.stopping.is_some();
         if completion.sandbox == Some(SandboxEnd::Unreported) && !ended_by_vx {
             let id = &self.plan.graph.nodes[i].id;
@@ -216,12 +227,10 @@ impl Run<'_> {
         // `node_modules`, but the package itself is not there.
         let root = &self.plan.workspace.root;
         for access in &accesses {
-            let through = sandbox
-                .unkeyed
-                .iter()
-                .any(|l| access.path.starts_with(&l.link));
+            let path = vx_exec::sandbox::lexical(&access.path);
+            let through = sandbox.unkeyed.iter().any(|l| path.starts_with(&l.link));
             if through && access.kind == AccessKind::Read {
-                if let Ok(rel) = access.path.strip_prefix(root) {
+                if let Ok(rel) = path.strip_prefix(root) {
                     found.push(Violation {
                         kind: AccessKind::Read,
                         path: rel.to_string_lossy().into_owned(),
@@ -276,7 +285,8 @@ impl Run<'_> {
         hints.into_iter().collect()
     }
 
-    /// Before another attempt (EXEC-15): its `TMPDIR` again, empty.
+    /// Before another attempt (EXEC-15): its `TMPDIR` again, empty, and its write grants
+    /// (cleaning the outputs for the retry may have removed one).
     pub(super) fn sandbox_again(&mut self, i: usize) -> std::io::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
         let Some(sandbox) = self.live.get_mut(&i).and_then(|l| l.sandbox.as_mut()) else {
@@ -284,6 +294,11 @@ impl Run<'_> {
         };
         sandbox.accesses.clear();
         sandbox.refused.clear();
+        for grant in &sandbox.view.writes {
+            if grant.symlink_metadata().is_err() {
+                std::fs::create_dir_all(grant)?;
+            }
+        }
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&sandbox.tmpdir)
