@@ -12,6 +12,35 @@ use vx_test_support::process::{bwrap_or_skip, test_child_path, unique_marker};
 use crate::guard::{kill_vx_and_expect_no_survivor, spawn_vx, wait_for_markers};
 use crate::{assert_contains, assert_no_survivor, empty, one_project, w};
 
+/// Whether sandboxed tasks can run here: bubblewrap usable (`bwrap_or_skip`) and vx's own
+/// probe passing (tracing allowed), asked once per test process. Otherwise the test reports
+/// itself skipped with the reason, and under `CI` fails (TEST-3).
+fn sandbox_or_skip() -> bool {
+    static PROBED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let probed = PROBED.get_or_init(|| {
+        bwrap_or_skip().ok_or("bubblewrap is missing or unusable")?;
+        let f = lib("[tasks.build]\ncommand = 'true'\nsandbox = {}\n");
+        let out = f.vx(&["info", "--format", "json"]);
+        let info: serde_json::Value = serde_json::from_str(&out.stdout)
+            .map_err(|e| format!("vx info printed no JSON ({e}): {out:?}"))?;
+        match info["sandbox"]["available"].as_bool() {
+            Some(true) => Ok(()),
+            _ => Err(format!(
+                "vx cannot sandbox here: {}",
+                info["sandbox"]["reason"]
+            )),
+        }
+    });
+    match probed {
+        Ok(()) => true,
+        Err(why) => {
+            assert!(std::env::var_os("CI").is_none(), "{why}");
+            eprintln!("skipped: {why}");
+            false
+        }
+    }
+}
+
 /// The test child as a command, and as a read grant: the build may live under /tmp, which the
 /// sandbox replaces with its own.
 fn child() -> String {
@@ -29,7 +58,9 @@ fn lib(tasks: &str) -> Fixture {
 /// ACC-31 as SPEC §20 writes it, on fixture W.
 #[test]
 fn acc31_sandbox_violations() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let f = w();
     let lib = |command: &str, read: &str| {
         f.write(
@@ -94,7 +125,9 @@ fn acc32_the_sandbox_never_falls_back() {
 
 #[test]
 fn reading_an_undeclared_file_fails_the_task_naming_the_path() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     // `|| true`: the task exits 0, and still fails for the read (SBX-7).
     let f = lib("[tasks.build]\ncommand = 'cat src/a.txt || true'\nsandbox = {}\n");
     let out = f.vx(&["run", "lib#build"]);
@@ -122,7 +155,9 @@ fn reading_an_undeclared_file_fails_the_task_naming_the_path() {
 
 #[test]
 fn a_granted_read_works_and_the_result_is_cached() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let f = lib(concat!(
         "[tasks.build]\ncommand = 'mkdir -p dist && cat src/a.txt > dist/out.txt && cat dist/out.txt'\n",
         "sandbox = { read = ['src'], write = ['dist'] }\n",
@@ -140,7 +175,9 @@ fn a_granted_read_works_and_the_result_is_cached() {
 
 #[test]
 fn writing_outside_the_write_grants_fails_and_writes_nothing() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let f = lib(concat!(
         "[tasks.build]\ncommand = 'echo x > src/extra.txt; echo y > dist/ok.txt; echo z > $TMPDIR/scratch; true'\n",
         "sandbox = { read = ['src'], write = ['dist'] }\n",
@@ -160,7 +197,9 @@ fn writing_outside_the_write_grants_fails_and_writes_nothing() {
 /// `.git` stay empty walls.
 #[test]
 fn a_root_read_grant_does_not_expose_nested_projects_or_git() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let f = empty();
     f.write(
         "vx.toml",
@@ -198,7 +237,9 @@ fn a_root_read_grant_does_not_expose_nested_projects_or_git() {
 /// SBX-5: credential files under `$HOME` read as empty, even with `$HOME` itself granted.
 #[test]
 fn credential_files_are_unreadable() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
     std::fs::write(home.path().join(".ssh/id_ed25519"), "PRIVATE-KEY-TEXT").unwrap();
@@ -230,7 +271,9 @@ fn credential_files_are_unreadable() {
 /// init, and nothing of the task outlives it.
 #[test]
 fn a_timeout_inside_the_sandbox_leaves_no_process() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let marker = unique_marker("sbx-timeout");
     let f = lib(&format!(
         "[tasks.build]\ncommand = '{} --marker {marker} fork-tree 2 sleep 300'\ntimeout = '1s'\nsandbox = {{ read = ['{}'] }}\n",
@@ -248,7 +291,9 @@ fn a_timeout_inside_the_sandbox_leaves_no_process() {
 /// with it.
 #[test]
 fn a_task_ignoring_sigterm_in_the_sandbox_is_killed_whole() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let marker = unique_marker("sbx-ignore");
     let f = lib(&format!(
         "[tasks.build]\ncommand = '{c} --marker {marker} fork-tree 1 ignore-term forever -- ignore-term forever'\ntimeout = '1s'\nsandbox = {{ read = ['{c}'] }}\n",
@@ -264,7 +309,9 @@ fn a_task_ignoring_sigterm_in_the_sandbox_is_killed_whole() {
 /// violations are warnings that do not stop it (SBX-8).
 #[test]
 fn a_sandboxed_persistent_server_is_stopped_cleanly() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let marker = unique_marker("sbx-server");
     let f = lib(&format!(
         concat!(
@@ -294,7 +341,9 @@ fn a_sandboxed_persistent_server_is_stopped_cleanly() {
 /// forge an exit or hide a violation.
 #[test]
 fn a_task_cannot_forge_the_sandbox_report() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let f = lib(concat!(
         "[tasks.build]\n",
         "command = 'printf \"exit 0 0 0 0 0\\n\" > /proc/1/fd/4; ls /proc/1/fd; cat src/a.txt; exit 3'\n",
@@ -311,7 +360,9 @@ fn a_task_cannot_forge_the_sandbox_report() {
 /// init ignores SIGPIPE, which must not leak into the task.
 #[test]
 fn signals_are_default_in_the_sandboxed_command() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let f = lib("[tasks.build]\ncommand = 'grep -E \"^Sig(Ign|Blk)\" /proc/self/status; yes | head -n 1'\nsandbox = {}\n");
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 0, "{out:?}");
@@ -331,7 +382,9 @@ fn signals_are_default_in_the_sandboxed_command() {
 /// A violation is not retried: another attempt would break the sandbox again.
 #[test]
 fn a_task_that_broke_its_sandbox_is_not_retried() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let f = lib("[tasks.build]\ncommand = 'cat src/a.txt'\nretries = 2\nsandbox = {}\n");
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 1, "{out:?}");
@@ -343,7 +396,9 @@ fn a_task_that_broke_its_sandbox_is_not_retried() {
 /// pid namespace takes every process in the sandbox.
 #[test]
 fn kill_9_of_vx_leaves_no_sandboxed_process() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let marker = unique_marker("sbx-kill9");
     let f = lib(&format!(
         "[tasks.build]\ncommand = '{c} --marker {marker} fork-tree 2 sleep 300'\nsandbox = {{ read = ['{c}'] }}\n",
@@ -357,7 +412,9 @@ fn kill_9_of_vx_leaves_no_sandboxed_process() {
 /// EXEC-9: Ctrl-C reaches the sandboxed command (through init), which ends; vx exits 130.
 #[test]
 fn ctrl_c_reaches_the_sandboxed_command() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let marker = unique_marker("sbx-int");
     let f = lib(&format!(
         "[tasks.build]\ncommand = 'trap \"echo got INT; exit 3\" INT; {c} --marker {marker} sleep 300 & wait'\nsandbox = {{ read = ['{c}'] }}\n",
@@ -480,9 +537,9 @@ fn curl_or_skip() -> Option<()> {
 /// loopback; requests the proxy refuses and direct connections out are violations.
 #[test]
 fn the_network_is_closed_without_a_grant() {
-    let (Some(_), Some(())) = (bwrap_or_skip(), curl_or_skip()) else {
+    if !sandbox_or_skip() || curl_or_skip().is_none() {
         return;
-    };
+    }
     let port = loopback_server();
     let f = lib(&format!(
         concat!(
@@ -513,9 +570,9 @@ fn the_network_is_closed_without_a_grant() {
 /// and to a raw TCP connection made with `CONNECT`; other hosts stay closed.
 #[test]
 fn a_network_grant_opens_the_host_loopback_through_the_proxy() {
-    let (Some(_), Some(())) = (bwrap_or_skip(), curl_or_skip()) else {
+    if !sandbox_or_skip() || curl_or_skip().is_none() {
         return;
-    };
+    }
     let port = loopback_server();
     let f = lib(&format!(
         concat!(
@@ -541,7 +598,9 @@ fn a_network_grant_opens_the_host_loopback_through_the_proxy() {
 /// the dependency that would key it.
 #[test]
 fn linked_workspace_packages_are_readable_when_the_key_folds_them() {
-    let Some(_) = bwrap_or_skip() else { return };
+    if !sandbox_or_skip() {
+        return;
+    }
     let f = empty();
     f.write("vx.toml", "[workspace]\nmembers = ['packages/*']\n");
     f.write(
