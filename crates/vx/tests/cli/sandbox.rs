@@ -41,6 +41,22 @@ fn sandbox_or_skip() -> bool {
     }
 }
 
+/// A PATH of one directory holding sh, git and a few tools, and no bwrap (the directory goes
+/// when the first value is dropped).
+fn path_without_bwrap() -> (tempfile::TempDir, String) {
+    let bin = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for tool in ["sh", "git", "true", "touch", "echo"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| std::path::Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{tool} is installed"));
+        std::os::unix::fs::symlink(found, bin.path().join(tool)).unwrap();
+    }
+    let path = bin.path().display().to_string();
+    (bin, path)
+}
+
 /// The test child as a command, and as a read grant: the build may live under /tmp, which the
 /// sandbox replaces with its own.
 fn child() -> String {
@@ -102,16 +118,7 @@ fn acc32_the_sandbox_never_falls_back() {
         "packages/lib/vx.toml",
         "[tasks.build]\ncommand = \"touch side-effect\"\nsandbox = {}\n",
     );
-    let bin = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    for tool in ["sh", "git", "echo"] {
-        let found = ["/usr/bin", "/bin"]
-            .iter()
-            .map(|d| std::path::Path::new(d).join(tool))
-            .find(|p| p.exists())
-            .unwrap_or_else(|| panic!("{tool} is installed"));
-        std::os::unix::fs::symlink(found, bin.path().join(tool)).unwrap();
-    }
-    let path = bin.path().display().to_string();
+    let (_bin, path) = path_without_bwrap();
     let out = f.vx_in(
         "",
         &["run", "build", "--all", "--continue"],
@@ -441,16 +448,7 @@ fn without_bwrap_a_sandboxed_task_fails_and_never_runs_unsandboxed() {
         "[tasks.plain]\ncommand = 'echo plain ran'\n",
     ));
     // A PATH with sh and git, and no bwrap.
-    let bin = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    for tool in ["sh", "git", "true", "touch", "echo"] {
-        let found = ["/usr/bin", "/bin"]
-            .iter()
-            .map(|d| std::path::Path::new(d).join(tool))
-            .find(|p| p.exists())
-            .unwrap_or_else(|| panic!("{tool} is installed"));
-        std::os::unix::fs::symlink(found, bin.path().join(tool)).unwrap();
-    }
-    let path = bin.path().display().to_string();
+    let (_bin, path) = path_without_bwrap();
     let out = f.vx_in(
         "",
         &["run", "lib#build", "lib#plain", "--continue"],
