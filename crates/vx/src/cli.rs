@@ -39,6 +39,8 @@ pub struct Cli {
 pub enum Verb {
     /// Run tasks and their dependencies.
     Run(Box<RunArgs>),
+    /// Run tasks, then run them again whenever a file they may read changes.
+    Watch(Box<RunArgs>),
     /// Show projects and the resolved configuration of their tasks.
     Show(ShowArgs),
     /// Explain why a task executed or hit in its latest recorded run.
@@ -250,11 +252,11 @@ pub struct PruneArgs {
 }
 
 /// Verbs of later milestones, refused as `not available yet`.
-pub const LATER_VERBS: &[&str] = &["watch", "completions", "migrate", "lock"];
+pub const LATER_VERBS: &[&str] = &["completions", "migrate", "lock"];
 
 /// The verbs a user can type today, for suggestions.
 pub const VERBS: &[&str] = &[
-    "run", "show", "why", "last", "cache", "init", "info", "schema", "help", "version",
+    "run", "watch", "show", "why", "last", "cache", "init", "info", "schema", "help", "version",
 ];
 
 /// What parsing produced: the arguments, or something to print and an exit code.

@@ -9,6 +9,7 @@ mod exit;
 mod options;
 mod render;
 mod run;
+mod watch;
 mod workspace;
 
 use cli::{Parsed, Verb};
@@ -91,6 +92,7 @@ fn real_main() -> Result<i32, Failure> {
             let options = options::resolve(*args)?;
             run::run(&cwd, options)
         }
+        Some(Verb::Watch(args)) => watch::watch(&cwd, *args),
         Some(Verb::Show(args)) => commands::show::show(&cwd, args),
         Some(Verb::Why(args)) => commands::why::why(&cwd, args),
         Some(Verb::Last(args)) => commands::last::last(&cwd, args),

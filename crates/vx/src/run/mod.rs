@@ -55,13 +55,33 @@ const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 /// When a persistent task that is still not ready gets its note (EXEC-13).
 const DEFAULT_READY_NOTICE: Duration = Duration::from_secs(10);
 
+/// How a run ends: with vx's exit (everything left to the exit), or as one cycle of `vx watch`
+/// (everything dropped, so the next cycle starts clean).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Exit,
+    Cycle,
+}
+
 pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
+    run_as(cwd, &options, Ending::Exit)
+}
+
+pub fn run_as(cwd: &Path, options: &RunOptions, ending: Ending) -> Result<i32, Failure> {
+    let result = run_routed(cwd, options, ending);
+    signals::route_to_run(None);
+    result
+}
+
+fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending) -> Result<i32, Failure> {
     let origin = Instant::now();
     // Bounded: a task that writes faster than the loop can handle blocks on its pipe instead of
     // piling its output up in vx's memory (STORE-6); nothing on the loop's thread ever sends.
     let (tx, rx) = crossbeam_channel::bounded::<Msg>(MESSAGES_IN_FLIGHT);
     // Signals are taken over before any child exists, so Ctrl-C always reaches vx's handler.
-    forward_signals(tx.clone())?;
+    signals::install()?;
+    signals::route_to_run(Some(tx.clone()));
+    let options = options.clone();
     let host_env: BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
@@ -164,9 +184,13 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
     let executor = Box::new(vx_exec::Supervisor::new());
     let mut run = Run::new(&plan, &options, ctx, reporter, tx, rx, executor, cache);
     let code = run.execute();
-    run.end();
-    // Like the run's tables, the plan is left to the exit that follows.
-    std::mem::forget(plan);
+    if ending == Ending::Exit {
+        run.end();
+        // Like the run's tables, the plan is left to the exit that follows.
+        std::mem::forget(plan);
+    } else {
+        run.close();
+    }
     Ok(code)
 }
 
@@ -234,19 +258,59 @@ fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
     subprocess::find_on_path(program, path)
 }
 
-fn forward_signals(tx: crossbeam_channel::Sender<Msg>) -> Result<(), Failure> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-        .map_err(|e| Failure::Internal(format!("cannot install signal handlers: {e}")))?;
-    std::thread::Builder::new()
-        .name("vx-signals".into())
-        .spawn(move || {
-            for signal in signals.forever() {
-                if tx.send(Msg::Signal(signal)).is_err() {
-                    break;
-                }
-            }
-        })
-        .map_err(|e| Failure::Internal(format!("cannot start the signal thread: {e}")))?;
-    Ok(())
+/// SIGINT, SIGTERM and SIGHUP, taken over once per process and routed to whoever listens:
+/// the running graph's loop, and `vx watch` around it.
+pub mod signals {
+    use std::sync::{Mutex, OnceLock};
+
+    use crossbeam_channel::Sender;
+
+    use super::Msg;
+    use crate::error::Failure;
+
+    static RUN: Mutex<Option<Sender<Msg>>> = Mutex::new(None);
+    static WATCH: Mutex<Option<Sender<i32>>> = Mutex::new(None);
+    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+
+    /// Installs the handlers and the thread that routes them, the first time.
+    pub fn install() -> Result<(), Failure> {
+        INSTALLED
+            .get_or_init(|| {
+                use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+                let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+                    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+                std::thread::Builder::new()
+                    .name("vx-signals".into())
+                    .spawn(move || {
+                        for signal in signals.forever() {
+                            if let Some(watch) = lock(&WATCH).as_ref() {
+                                let _ = watch.send(signal);
+                            }
+                            // Cloned out of the lock: a full channel must not block routing.
+                            let run = lock(&RUN).clone();
+                            if let Some(run) = run {
+                                let _ = run.send(Msg::Signal(signal));
+                            }
+                        }
+                    })
+                    .map(|_| ())
+                    .map_err(|e| format!("cannot start the signal thread: {e}"))
+            })
+            .clone()
+            .map_err(Failure::Internal)
+    }
+
+    /// The running graph's loop hears the signals from now on (`None`: no graph runs).
+    pub fn route_to_run(tx: Option<Sender<Msg>>) {
+        *lock(&RUN) = tx;
+    }
+
+    /// `vx watch` hears every signal too.
+    pub fn route_to_watch(tx: Option<Sender<i32>>) {
+        *lock(&WATCH) = tx;
+    }
+
+    fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        mutex.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }

@@ -29,6 +29,7 @@ mod sandbox_init;
 mod scheduling;
 mod snapshots;
 mod templates;
+mod watch;
 
 use vx_test_support::fixture::Fixture;
 

@@ -349,6 +349,11 @@ impl<'p> Run<'p> {
         std::mem::forget(self);
     }
 
+    /// Closes the index and drops everything: one cycle of `vx watch`, with more to come.
+    pub fn close(mut self) {
+        self.cache.close();
+    }
+
     fn dispatch(&mut self) {
         while self.running_slots < self.ctx.slots {
             let Some(i) = self.scheduler.next_ready() else {

@@ -1,0 +1,430 @@
+//! `vx watch TASK…` (SPEC §14): the first run exactly like `vx run`, then a run again after
+//! every change to what the run reaches, until a signal.
+//!
+//! How this works: the scope (`scope.rs`) comes from the run's plan; every directory in it is
+//! watched on its own (notify: inotify on Linux, polling as the fallback) from before the first
+//! run, so an edit made while a cycle runs is never lost. Events are debounced (a cycle starts
+//! 150 ms after the last event, at most 1 s after the first), then judged together: a path
+//! counts only if its fingerprint (bytes, mode, symlink target) differs from the one vx last
+//! saw and it may trigger (not under `node_modules`, `.git`, `.vx` or the cache directory, not
+//! a declared output, not git-ignored). A cycle is `vx run` again with the same options
+//! (`run::run_as`): the cache decides what executes; a failed cycle, or one whose configuration
+//! does not load, keeps the watch going. Events that arrive during a cycle are judged after it,
+//! so they cause at most one follow-up cycle. Signals reach the running graph as in `vx run`
+//! and the watch too: Ctrl-C prints `vx watch: no longer watching` and exits 0 (WATCH-1);
+//! SIGTERM and SIGHUP exit 128 + n.
+
+mod poll;
+mod scope;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{select, Receiver};
+use notify::RecursiveMode;
+
+use crate::cli::RunArgs;
+use crate::error::Failure;
+use crate::options::{self, RunOptions};
+use crate::run::{self, plan, setup, signals, Ending};
+use scope::{Fingerprint, Scope, PROBE_FILE};
+
+/// WATCH-4: a cycle starts this long after the last event…
+const QUIET: Duration = Duration::from_millis(150);
+/// …and at most this long after the first.
+const AT_MOST: Duration = Duration::from_secs(1);
+/// WATCH-6: how long the probe file's event may take before vx polls instead.
+const PROBE_WAIT: Duration = Duration::from_secs(2);
+const POLL_EVERY: Duration = Duration::from_millis(250);
+
+type Events = Receiver<notify::Result<notify::Event>>;
+
+pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
+    // WATCH-8: flags that make no sense for a watch are refused before anything runs.
+    for (flag, given) in [
+        ("--dry", args.dry.is_some()),
+        ("--graph", args.graph.is_some()),
+        ("--summarize", args.summarize.is_some()),
+        ("--profile", args.profile.is_some()),
+        ("--frozen", args.frozen),
+    ] {
+        if given {
+            return Err(Failure::usage(format!(
+                "{flag} cannot be used with `vx watch`"
+            )));
+        }
+    }
+    let options = options::resolve(args)?;
+    signals::install()?;
+    let (signal_tx, signal_rx) = crossbeam_channel::unbounded();
+    signals::route_to_watch(Some(signal_tx));
+    let host_env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+
+    // The scope, from a plan made now: an unknown task exits 2 before anything runs.
+    let plan = plan::build(plan::discover(cwd)?, cwd, &options)?;
+    let persistent: Vec<String> = plan
+        .graph
+        .nodes
+        .iter()
+        .filter(|n| {
+            vx_core::graph::task_config(&plan.workspace, &n.id).is_some_and(|t| t.is_persistent())
+        })
+        .map(|n| n.id.to_string())
+        .collect();
+    if !persistent.is_empty() {
+        return Err(Failure::usage(format!(
+            "`vx watch` does not run persistent tasks yet ({}); run them with `vx run` beside the watch",
+            persistent.join(", ")
+        )));
+    }
+    let cache_dir = setup::resolve_cache_dir(&plan.workspace, cwd, &options, &host_env)?;
+    let scope = Scope::from_plan(&plan, &cache_dir);
+    drop(plan);
+
+    let (event_tx, events) = crossbeam_channel::unbounded();
+    let poll = host_env
+        .get("VX_WATCH_POLL")
+        .is_some_and(|v| run::truthy(v));
+    let mut watch = Watch::start(scope, event_tx.clone(), poll)?;
+
+    crate::render::stderr("vx watch: first run\n");
+    cycle(cwd, &options);
+    if let Some(code) = signalled(&signal_rx) {
+        return Ok(code);
+    }
+    if !poll && !watch.probe(&events) {
+        crate::render::stderr(
+            "vx watch: file events are not delivered here; polling every 250ms instead\n",
+        );
+        watch = Watch::polling(watch.scope, event_tx)?;
+    }
+    crate::render::stderr(&format!(
+        "vx watch: watching {} directories\n",
+        watch.watched.len()
+    ));
+    loop {
+        let changed = select! {
+            recv(signal_rx) -> signal => return Ok(farewell(signal.unwrap_or(libc_sigint()))),
+            recv(events) -> first => match first {
+                Ok(first) => watch.settle(first, &events),
+                Err(_) => return Err(Failure::Internal("the file watcher stopped".into())),
+            },
+        };
+        if changed.is_empty() {
+            continue;
+        }
+        let first = changed[0]
+            .strip_prefix(watch.scope.root())
+            .unwrap_or(&changed[0]);
+        let more = match changed.len() {
+            1 => String::new(),
+            2 => " and 1 more file".to_string(),
+            n => format!(" and {} more files", n - 1),
+        };
+        crate::render::stderr(&format!(
+            "vx watch: change in {}{more}; running again\n",
+            first.display()
+        ));
+        cycle(cwd, &options);
+        if let Some(code) = signalled(&signal_rx) {
+            return Ok(code);
+        }
+        watch.refresh(cwd, &options, &host_env);
+    }
+}
+
+/// One cycle: `vx run` again; its exit code does not end the watch. A configuration that
+/// does not load is reported and the watch goes on (WATCH-7).
+fn cycle(cwd: &Path, options: &RunOptions) {
+    match run::run_as(cwd, options, Ending::Cycle) {
+        Ok(_) => {}
+        Err(Failure::User(diagnostics)) => {
+            let mut text = String::new();
+            for d in &diagnostics {
+                text.push_str(&format!("vx watch: this cycle could not run: {d}\n"));
+                for hint in &d.hints {
+                    text.push_str(&format!("  hint: {hint}\n"));
+                }
+            }
+            crate::render::stderr(&text);
+        }
+        Err(Failure::Internal(error)) => {
+            crate::render::stderr(&format!("vx watch: this cycle could not run: {error}\n"))
+        }
+    }
+}
+
+/// After a cycle: the exit code if a signal came during it.
+fn signalled(signals: &Receiver<i32>) -> Option<i32> {
+    signals.try_recv().ok().map(farewell)
+}
+
+/// WATCH-1: Ctrl-C ends the watch with 0 and a line; SIGTERM and SIGHUP with 128 + n.
+fn farewell(signal: i32) -> i32 {
+    if signal == libc_sigint() {
+        crate::render::stderr("vx watch: no longer watching\n");
+        crate::exit::SUCCESS
+    } else {
+        crate::exit::signal(signal)
+    }
+}
+
+fn libc_sigint() -> i32 {
+    nix::libc::SIGINT
+}
+
+/// The watcher, what it watches, and the fingerprints vx last saw.
+struct Watch {
+    scope: Scope,
+    watcher: Backend,
+    watched: BTreeSet<PathBuf>,
+    seen: HashMap<PathBuf, Fingerprint>,
+    /// Paths of events that arrived while the probe waited, judged with the next ones.
+    early: BTreeSet<PathBuf>,
+}
+
+/// Kernel events, or the poller.
+enum Backend {
+    Events(Box<dyn notify::Watcher + Send>),
+    Poll(poll::Poller),
+}
+
+impl Backend {
+    fn add(&mut self, dir: &Path) -> Result<(), String> {
+        match self {
+            Backend::Events(watcher) => watcher
+                .watch(dir, RecursiveMode::NonRecursive)
+                .map_err(|e| format!("{}: {e}", dir.display())),
+            Backend::Poll(poller) => {
+                poller.add(dir);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Watch {
+    fn start(
+        scope: Scope,
+        events: crossbeam_channel::Sender<notify::Result<notify::Event>>,
+        poll: bool,
+    ) -> Result<Watch, Failure> {
+        if poll {
+            crate::render::stderr("vx watch: VX_WATCH_POLL is set; polling every 250ms\n");
+            return Watch::polling(scope, events);
+        }
+        let sender = events.clone();
+        let watcher = notify::recommended_watcher(move |event| {
+            let _ = sender.send(event);
+        });
+        let failed = match watcher {
+            Ok(watcher) => match Watch::with(scope, Backend::Events(Box::new(watcher))) {
+                Ok(watch) => return Ok(watch),
+                // ENOSPC or EMFILE: out of inotify watches or descriptors.
+                Err(failed) => {
+                    let (scope, error) = *failed;
+                    (scope, format!("cannot watch every directory ({error})"))
+                }
+            },
+            Err(error) => (scope, format!("no file events here ({error})")),
+        };
+        crate::render::stderr(&format!(
+            "vx watch: {}; polling every 250ms instead\n",
+            failed.1
+        ));
+        Watch::polling(failed.0, events)
+    }
+
+    /// WATCH-6: the fallback, comparing what the poller sees every 250 ms.
+    fn polling(
+        scope: Scope,
+        events: crossbeam_channel::Sender<notify::Result<notify::Event>>,
+    ) -> Result<Watch, Failure> {
+        let poller = poll::Poller::start(POLL_EVERY, events);
+        Watch::with(scope, Backend::Poll(poller))
+            .map_err(|failed| Failure::Internal(format!("cannot poll the workspace: {}", failed.1)))
+    }
+
+    /// Watches every directory of the scope and fingerprints the files in them; on failure
+    /// the scope comes back with the reason.
+    fn with(scope: Scope, watcher: Backend) -> Result<Watch, Box<(Scope, String)>> {
+        let mut watch = Watch {
+            scope,
+            watcher,
+            watched: BTreeSet::new(),
+            seen: HashMap::new(),
+            early: BTreeSet::new(),
+        };
+        for dir in watch.scope.directories() {
+            if let Err(error) = watch.add(&dir) {
+                return Err(Box::new((watch.scope, error)));
+            }
+        }
+        Ok(watch)
+    }
+
+    /// Watches `dir` (alone) and fingerprints the files directly in it.
+    fn add(&mut self, dir: &Path) -> Result<(), String> {
+        if self.watched.contains(dir) {
+            return Ok(());
+        }
+        self.watcher.add(dir)?;
+        self.watched.insert(dir.to_path_buf());
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| !t.is_dir()) && self.scope.may_trigger(&path) {
+                self.seen.insert(path.clone(), Fingerprint::of(&path));
+            }
+        }
+        Ok(())
+    }
+
+    /// WATCH-6: writes the probe file in the root and waits for its event.
+    fn probe(&mut self, events: &Events) -> bool {
+        let probe = self.scope.root().join(PROBE_FILE);
+        if std::fs::write(&probe, b"vx").is_err() {
+            return false;
+        }
+        let deadline = Instant::now() + PROBE_WAIT;
+        let mut delivered = false;
+        let mut kept = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match events.recv_timeout(left) {
+                Ok(Ok(event)) if event.paths.iter().any(|p| p.ends_with(PROBE_FILE)) => {
+                    delivered = true;
+                    break;
+                }
+                Ok(other) => kept.push(other),
+                Err(_) => break,
+            }
+        }
+        let _ = std::fs::remove_file(&probe);
+        // What arrived meanwhile is judged with the next events.
+        for event in kept.into_iter().flatten() {
+            self.early.extend(event.paths);
+        }
+        delivered
+    }
+
+    /// Collects events until the debounce ends; returns the changed paths that may trigger,
+    /// sorted.
+    fn settle(&mut self, first: notify::Result<notify::Event>, events: &Events) -> Vec<PathBuf> {
+        let started = Instant::now();
+        let mut paths: BTreeSet<PathBuf> = std::mem::take(&mut self.early);
+        if let Ok(event) = first {
+            paths.extend(event.paths);
+        }
+        loop {
+            let until = (Instant::now() + QUIET).min(started + AT_MOST);
+            let Some(left) = until.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            match events.recv_timeout(left) {
+                Ok(Ok(event)) => paths.extend(event.paths),
+                Ok(Err(error)) => tracing::debug!(%error, "watch error"),
+                Err(_) => break,
+            }
+        }
+        self.judge(paths)
+    }
+
+    /// WATCH-3 and WATCH-4: which of `paths` changed and may trigger. New directories in the
+    /// scope are watched, and the files in them count as changed.
+    fn judge(&mut self, paths: BTreeSet<PathBuf>) -> Vec<PathBuf> {
+        let mut changed = Vec::new();
+        for path in paths {
+            if path.is_dir() {
+                if self.scope.in_tree(&path) {
+                    for dir in self.scope.walk(&path) {
+                        let before: BTreeSet<PathBuf> = self.seen.keys().cloned().collect();
+                        if self.add(&dir).is_ok() {
+                            changed.extend(
+                                self.seen
+                                    .keys()
+                                    .filter(|p| !before.contains(*p))
+                                    .cloned()
+                                    .collect::<Vec<_>>(),
+                            );
+                        }
+                    }
+                }
+                continue;
+            }
+            if !self.scope.may_trigger(&path) {
+                continue;
+            }
+            let now = Fingerprint::of(&path);
+            let before = self.seen.insert(path.clone(), now.clone());
+            if before.unwrap_or(Fingerprint::Missing) != now {
+                changed.push(path);
+            }
+        }
+        let ignored = git_ignored(self.scope.root(), &changed);
+        changed.retain(|p| !ignored.contains(p));
+        changed.sort();
+        changed.dedup();
+        changed
+    }
+
+    /// After a cycle: the configuration may have changed (new projects, new outputs), so the
+    /// scope is planned again and new directories are watched.
+    fn refresh(
+        &mut self,
+        cwd: &Path,
+        options: &RunOptions,
+        host_env: &std::collections::BTreeMap<String, String>,
+    ) {
+        let Ok(workspace) = plan::discover(cwd) else {
+            return;
+        };
+        let Ok(plan) = plan::build(workspace, cwd, options) else {
+            return;
+        };
+        let Ok(cache_dir) = setup::resolve_cache_dir(&plan.workspace, cwd, options, host_env)
+        else {
+            return;
+        };
+        self.scope = Scope::from_plan(&plan, &cache_dir);
+        for dir in self.scope.directories() {
+            if let Err(error) = self.add(&dir) {
+                tracing::debug!(%error, "cannot watch a new directory");
+            }
+        }
+    }
+}
+
+/// Which of `paths` git ignores (`git check-ignore`); none when git cannot tell.
+fn git_ignored(root: &Path, paths: &[PathBuf]) -> BTreeSet<PathBuf> {
+    if paths.is_empty() {
+        return BTreeSet::new();
+    }
+    let host_env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let Some(git) = host_env
+        .get("PATH")
+        .and_then(|path| run::subprocess::find_on_path("git", path))
+    else {
+        return BTreeSet::new();
+    };
+    let mut args: Vec<std::ffi::OsString> = vec!["check-ignore".into(), "--".into()];
+    args.extend(paths.iter().map(|p| p.as_os_str().to_owned()));
+    let output = run::subprocess::run(
+        git,
+        "git",
+        args,
+        root,
+        run::subprocess::git_env(&host_env),
+        Duration::from_secs(30),
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| {
+            let path = PathBuf::from(line);
+            if path.is_absolute() {
+                path
+            } else {
+                root.join(path)
+            }
+        })
+        .collect()
+}

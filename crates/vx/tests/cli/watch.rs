@@ -1,0 +1,368 @@
+//! `vx watch` (SPEC §14, ACC-33) on the real binary: vx runs in the background with its
+//! stderr read on a thread, the test edits files and waits (bounded) for vx's lines; survivors
+//! are found by marker (TEST-2).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use vx_test_support::fixture::Fixture;
+use vx_test_support::process::{test_child_path, unique_marker};
+
+use crate::{assert_no_survivor, w};
+
+/// How long a line may take to appear before the test fails (generous: CI machines are slow).
+const PATIENCE: Duration = Duration::from_secs(20);
+/// How long to wait to be sure nothing happens: longer than the debounce's 1 s ceiling.
+const NOTHING: Duration = Duration::from_millis(1800);
+
+/// `vx watch …` in the background; killed if the test fails.
+struct Watching {
+    child: Option<Child>,
+    stderr: Arc<Mutex<String>>,
+    stdout: Arc<Mutex<String>>,
+}
+
+impl Watching {
+    fn start(f: &Fixture, rel: &str, args: &[&str]) -> Watching {
+        Watching::start_with(f, rel, args, &[])
+    }
+
+    fn start_with(f: &Fixture, rel: &str, args: &[&str], env: &[(&str, &str)]) -> Watching {
+        let mut argv = vec!["watch"];
+        argv.extend_from_slice(args);
+        let mut child = f
+            .command(rel, &argv)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("vx starts");
+        let collect = |stream: Box<dyn std::io::Read + Send>| {
+            let text = Arc::new(Mutex::new(String::new()));
+            let sink = Arc::clone(&text);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { break };
+                    let mut text = sink.lock().unwrap();
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+            });
+            text
+        };
+        let stderr = collect(Box::new(child.stderr.take().unwrap()));
+        let stdout = collect(Box::new(child.stdout.take().unwrap()));
+        Watching {
+            child: Some(child),
+            stderr,
+            stdout,
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn stdout(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    /// Waits until stderr holds `line` `times` times.
+    #[track_caller]
+    fn wait_for(&self, line: &str, times: usize) {
+        let deadline = Instant::now() + PATIENCE;
+        while self.stderr().matches(line).count() < times {
+            assert!(
+                Instant::now() < deadline,
+                "{line:?} did not appear {times}× in:\n{}\nstdout:\n{}",
+                self.stderr(),
+                self.stdout()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until stdout holds `text` `times` times.
+    #[track_caller]
+    fn wait_out(&self, text: &str, times: usize) {
+        let deadline = Instant::now() + PATIENCE;
+        while self.stdout().matches(text).count() < times {
+            assert!(
+                Instant::now() < deadline,
+                "{text:?} did not appear {times}× in stdout:\n{}\nstderr:\n{}",
+                self.stdout(),
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// How many cycles have started after the first run.
+    fn cycles(&self) -> usize {
+        self.stderr().matches("; running again").count()
+    }
+
+    /// Sends `signal` and returns the exit code.
+    fn stop(mut self, signal: Signal) -> i32 {
+        let mut child = self.child.take().unwrap();
+        kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < deadline, "vx watch did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// ACC-33 as SPEC §20 writes it (fixture W, cached).
+#[test]
+fn acc33_watch() {
+    let f = crate::w_cached();
+    let watch = Watching::start(&f, "packages/app", &["build"]);
+    watch.wait_for("vx watch: first run\n", 1);
+    watch.wait_for("vx watch: watching ", 1);
+    f.write("packages/lib/src/a.txt", "a2\n");
+    watch.wait_for(
+        "vx watch: change in packages/lib/src/a.txt; running again\n",
+        1,
+    );
+    // lib#build executed again: its output holds the edit.
+    let deadline = Instant::now() + PATIENCE;
+    while f.read("packages/lib/dist/out.txt") != "a2\n" {
+        assert!(Instant::now() < deadline, "lib#build did not run again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    watch.wait_out("└─ app#build", 2);
+    // An output and a touch start nothing.
+    f.write("packages/lib/dist/out.txt", "written by hand\n");
+    let touched = f.path("packages/lib/src/a.txt");
+    std::fs::File::options()
+        .append(true)
+        .open(&touched)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
+    std::thread::sleep(NOTHING);
+    assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
+    let stderr_before = watch.stderr();
+    let code = watch.stop(Signal::SIGINT);
+    assert_eq!(code, 0, "{stderr_before}");
+}
+
+#[test]
+fn ctrl_c_prints_the_line_and_exits_0() {
+    let f = w();
+    let watch = Watching::start(&f, "", &["build", "--all"]);
+    watch.wait_for("vx watch: watching ", 1);
+    let stderr = Arc::clone(&watch.stderr);
+    assert_eq!(watch.stop(Signal::SIGINT), 0);
+    // The reader thread may still be taking the last line.
+    let deadline = Instant::now() + PATIENCE;
+    while !stderr
+        .lock()
+        .unwrap()
+        .contains("vx watch: no longer watching\n")
+    {
+        assert!(Instant::now() < deadline, "{}", stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigterm_ends_the_watch_with_143() {
+    let f = w();
+    let watch = Watching::start(&f, "", &["build", "--all"]);
+    watch.wait_for("vx watch: watching ", 1);
+    assert_eq!(watch.stop(Signal::SIGTERM), 143);
+}
+
+/// WATCH-4: a burst of edits inside the debounce is one cycle.
+#[test]
+fn a_burst_of_edits_is_one_cycle() {
+    let f = w();
+    let watch = Watching::start(&f, "", &["build", "--all"]);
+    watch.wait_for("vx watch: watching ", 1);
+    for i in 0..50 {
+        f.write("packages/lib/src/a.txt", &format!("edit {i}\n"));
+    }
+    watch.wait_for("; running again\n", 1);
+    std::thread::sleep(NOTHING);
+    assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
+    assert!(
+        watch
+            .stderr()
+            .contains("vx watch: change in packages/lib/src/a.txt; running again"),
+        "{}",
+        watch.stderr()
+    );
+}
+
+/// WATCH-3: git-ignored files, `node_modules` and `.vx` never start a cycle.
+#[test]
+fn ignored_files_start_nothing() {
+    let f = w();
+    f.write(".gitignore", "dist/\n.vx/\n*.log\n");
+    f.commit();
+    let watch = Watching::start(&f, "", &["build", "--all"]);
+    watch.wait_for("vx watch: watching ", 1);
+    f.write("packages/lib/src/notes.log", "ignored\n");
+    f.write("packages/lib/node_modules/x/index.js", "module\n");
+    f.write(".vx/stray", "x\n");
+    std::thread::sleep(NOTHING);
+    assert_eq!(watch.cycles(), 0, "{}", watch.stderr());
+    // A real edit still does.
+    f.write("packages/app/src/b.txt", "b2\n");
+    watch.wait_for(
+        "vx watch: change in packages/app/src/b.txt; running again\n",
+        1,
+    );
+}
+
+/// WATCH-7: a failing cycle keeps the watch; the fixing edit's cycle succeeds.
+#[test]
+fn a_failing_cycle_then_a_fixing_one() {
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"grep -q good src/a.txt && echo lib is good\"\n",
+    );
+    f.write("packages/lib/src/a.txt", "good\n");
+    f.commit();
+    let watch = Watching::start(&f, "", &["lib#build"]);
+    watch.wait_for("vx watch: watching ", 1);
+    f.write("packages/lib/src/a.txt", "bad\n");
+    watch.wait_for("; running again\n", 1);
+    watch.wait_out("failed", 1);
+    f.write("packages/lib/src/a.txt", "good again\n");
+    watch.wait_for("; running again\n", 2);
+    watch.wait_out("lib is good", 2);
+}
+
+/// WATCH-4: an edit made while a cycle runs is not lost: it starts the next cycle.
+#[test]
+fn an_edit_during_a_cycle_starts_the_next() {
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"echo started > ../../started; sleep 2; cat src/a.txt\"\n",
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["lib#build"]);
+    watch.wait_for("vx watch: watching ", 1);
+    let _ = std::fs::remove_file(f.path("started"));
+    f.write("packages/lib/src/a.txt", "first edit\n");
+    watch.wait_for("; running again\n", 1);
+    let deadline = Instant::now() + PATIENCE;
+    while !f.path("started").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the cycle never started its task"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f.write("packages/lib/src/a.txt", "second edit\n");
+    watch.wait_for("; running again\n", 2);
+    watch.wait_out("second edit", 1);
+}
+
+/// WATCH-7: a configuration that does not load is one line, and the watch goes on.
+#[test]
+fn a_broken_configuration_is_reported_and_the_watch_goes_on() {
+    let f = w();
+    let watch = Watching::start(&f, "", &["lib#build"]);
+    watch.wait_for("vx watch: watching ", 1);
+    f.write("packages/lib/vx.toml", "[tasks.build]\ncomand = \"x\"\n");
+    watch.wait_for(
+        "vx watch: this cycle could not run: packages/lib/vx.toml:2:1: unknown key `comand`",
+        1,
+    );
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"echo fixed config\"\n",
+    );
+    watch.wait_out("fixed config", 1);
+}
+
+/// Ctrl-C during a cycle stops its tasks: nothing survives, and the watch exits 0.
+#[test]
+fn ctrl_c_during_a_cycle_leaves_no_process() {
+    let marker = unique_marker("watch-int");
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        &format!(
+            "[tasks.build]\ncommand = \"cat src/a.txt; {} --marker {marker} fork-tree 1 sleep 300\"\n",
+            test_child_path().display()
+        ),
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["lib#build"]);
+    let deadline = Instant::now() + PATIENCE;
+    while vx_test_support::process::pids_with_marker(&marker).len() < 2 {
+        assert!(Instant::now() < deadline, "{}", watch.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(watch.stop(Signal::SIGINT), 0);
+    assert_no_survivor(&marker);
+}
+
+/// WATCH-8: flags without meaning for a watch, and unknown tasks, exit 2 before any run.
+#[test]
+fn refused_flags_and_unknown_tasks_exit_2() {
+    let f = w();
+    for flag in ["--dry", "--graph", "--summarize", "--profile", "--frozen"] {
+        let out = f.vx(&["watch", "build", "--all", flag]);
+        assert_eq!(out.code, 2, "{flag}: {out:?}");
+        assert!(
+            out.stderr
+                .contains(&format!("{flag} cannot be used with `vx watch`")),
+            "{flag}: {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("first run"), "{}", out.stderr);
+    }
+    let out = f.vx(&["watch", "lib#nope"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(!out.stderr.contains("first run"), "{}", out.stderr);
+}
+
+/// WATCH-6: with `VX_WATCH_POLL=1` vx polls, says so once, and still sees an edit (and still
+/// not a touch).
+#[test]
+fn polling_sees_edits() {
+    let f = w();
+    let watch = Watching::start_with(&f, "", &["lib#build"], &[("VX_WATCH_POLL", "1")]);
+    watch.wait_for("vx watch: watching ", 1);
+    assert_eq!(watch.stderr().matches("polling every 250ms").count(), 1);
+    f.write("packages/lib/src/a.txt", "polled edit\n");
+    watch.wait_for(
+        "vx watch: change in packages/lib/src/a.txt; running again\n",
+        1,
+    );
+    watch.wait_out("└─ lib#build", 2);
+    std::fs::File::options()
+        .append(true)
+        .open(f.path("packages/lib/src/a.txt"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
+    std::thread::sleep(NOTHING);
+    assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
+}
