@@ -12,7 +12,8 @@
 //! does not load, keeps the watch going. Events that arrive during a cycle are judged after it,
 //! so they cause at most one follow-up cycle. Signals reach the running graph as in `vx run`
 //! and the watch too: Ctrl-C prints `vx watch: no longer watching` and exits 0 (WATCH-1);
-//! SIGTERM and SIGHUP exit 128 + n.
+//! SIGTERM and SIGHUP exit 128 + n. A path that starts three cycles in a row only through the
+//! previous cycle's own writes is named once (WATCH-5).
 
 mod poll;
 mod scope;
@@ -37,6 +38,9 @@ const AT_MOST: Duration = Duration::from_secs(1);
 /// WATCH-6: how long the probe file's event may take before vx polls instead.
 const PROBE_WAIT: Duration = Duration::from_secs(2);
 const POLL_EVERY: Duration = Duration::from_millis(250);
+/// WATCH-5: after this many cycles in a row started only by the previous cycle's writes to
+/// the same path, vx names it.
+const SELF_TRIGGERING: u32 = 3;
 
 type Events = Receiver<notify::Result<notify::Event>>;
 
@@ -103,14 +107,42 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         "vx watch: watching {} directories\n",
         watch.watched.len()
     ));
+    // WATCH-5: what the last cycle's own writes changed, and how many cycles in a row each
+    // path has started that way.
+    let mut written_by_cycle: Option<BTreeSet<PathBuf>> = None;
+    let mut streaks: HashMap<PathBuf, u32> = HashMap::new();
+    let mut named: BTreeSet<PathBuf> = BTreeSet::new();
     loop {
-        let changed = select! {
-            recv(signal_rx) -> signal => return Ok(farewell(signal.unwrap_or(libc_sigint()))),
-            recv(events) -> first => match first {
-                Ok(first) => watch.settle(first, &events),
-                Err(_) => return Err(Failure::Internal("the file watcher stopped".into())),
-            },
+        let changed = if watch.early.is_empty() {
+            select! {
+                recv(signal_rx) -> signal => return Ok(farewell(signal.unwrap_or(libc_sigint()))),
+                recv(events) -> first => match first {
+                    Ok(first) => watch.settle(Some(first), &events),
+                    Err(_) => return Err(Failure::Internal("the file watcher stopped".into())),
+                },
+            }
+        } else {
+            watch.settle(None, &events)
         };
+        let by_cycle = written_by_cycle.take().is_some_and(|written| {
+            !changed.is_empty() && changed.iter().all(|p| written.contains(p))
+        });
+        if by_cycle {
+            streaks.retain(|path, _| changed.contains(path));
+            for path in &changed {
+                let streak = streaks.entry(path.clone()).or_default();
+                *streak += 1;
+                if *streak >= SELF_TRIGGERING && named.insert(path.clone()) {
+                    let rel = path.strip_prefix(watch.scope.root()).unwrap_or(path);
+                    crate::render::stderr(&format!(
+                        "vx watch: `{}` changes on every cycle; declare it as an output or ignore it in git\n",
+                        rel.display()
+                    ));
+                }
+            }
+        } else {
+            streaks.clear();
+        }
         if changed.is_empty() {
             continue;
         }
@@ -130,6 +162,15 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         if let Some(code) = signalled(&signal_rx) {
             return Ok(code);
         }
+        // What arrived while the cycle ran: judged next, and remembered as the cycle's own.
+        let mut written = BTreeSet::new();
+        while let Ok(event) = events.try_recv() {
+            if let Ok(event) = event {
+                written.extend(event.paths.iter().cloned());
+                watch.early.extend(event.paths);
+            }
+        }
+        written_by_cycle = Some(written);
         watch.refresh(cwd, &options, &host_env);
     }
 }
@@ -309,10 +350,14 @@ impl Watch {
 
     /// Collects events until the debounce ends; returns the changed paths that may trigger,
     /// sorted.
-    fn settle(&mut self, first: notify::Result<notify::Event>, events: &Events) -> Vec<PathBuf> {
+    fn settle(
+        &mut self,
+        first: Option<notify::Result<notify::Event>>,
+        events: &Events,
+    ) -> Vec<PathBuf> {
         let started = Instant::now();
         let mut paths: BTreeSet<PathBuf> = std::mem::take(&mut self.early);
-        if let Ok(event) = first {
+        if let Some(Ok(event)) = first {
             paths.extend(event.paths);
         }
         loop {
@@ -361,7 +406,7 @@ impl Watch {
             }
         }
         let ignored = git_ignored(self.scope.root(), &changed);
-        changed.retain(|p| !ignored.contains(p));
+        changed.retain(|p| !ignored.contains(p) || self.scope.counts_though_ignored(p));
         changed.sort();
         changed.dedup();
         changed

@@ -39,6 +39,11 @@ pub struct Scope {
     /// Declared outputs and inputs of the run's tasks, with their project directories.
     outputs: Vec<(PathBuf, Arc<TaskGlobs>)>,
     inputs: Vec<(PathBuf, Arc<TaskGlobs>)>,
+    /// Projects with an uncached task: their git-ignored files count too (an uncached task
+    /// may read anything in its project).
+    uncached: Vec<PathBuf>,
+    /// Inputs named literally (no wildcard), which count even when git ignores them (KEY-10).
+    literal_inputs: Vec<PathBuf>,
 }
 
 impl Scope {
@@ -50,14 +55,29 @@ impl Scope {
         let mut outputs = Vec::new();
         let mut inputs = Vec::new();
         let mut whole_root = false;
+        let mut uncached = Vec::new();
+        let mut literal_inputs = Vec::new();
         for node in &plan.graph.nodes {
             let dir = root.join(&ws.projects[node.project].dir);
             let Some(config) = vx_core::graph::task_config(ws, &node.id) else {
                 continue;
             };
             let Some(cache) = config.cache.as_deref() else {
+                if config.command.is_some() {
+                    uncached.push(dir);
+                }
                 continue;
             };
+            for input in cache.inputs.iter().flatten() {
+                if vx_core::globs::is_literal(input) {
+                    literal_inputs.push(dir.join(input));
+                }
+            }
+            for input in &cache.workspace_inputs {
+                if vx_core::globs::is_literal(input) {
+                    literal_inputs.push(root.join(input));
+                }
+            }
             whole_root |= !cache.workspace_inputs.is_empty();
             if let Some(list) = &cache.outputs {
                 outputs.push((dir.clone(), globs.get(list)));
@@ -103,7 +123,19 @@ impl Scope {
             cache_dir: cache_dir.to_path_buf(),
             outputs,
             inputs,
+            uncached,
+            literal_inputs,
         }
+    }
+
+    /// WATCH-3's exceptions: a git-ignored `path` that still counts, in a project with an
+    /// uncached task or named literally as an input.
+    pub fn counts_though_ignored(&self, path: &Path) -> bool {
+        self.uncached.iter().any(|dir| path.starts_with(dir))
+            || self
+                .literal_inputs
+                .iter()
+                .any(|input| path.starts_with(input))
     }
 
     /// Every directory to watch, each once (non-recursively).
@@ -120,11 +152,13 @@ impl Scope {
     pub fn walk(&self, tree: &Path) -> Vec<PathBuf> {
         let top = tree.to_path_buf();
         let skip = self.skip.clone();
+        // In a project with an uncached task ignored directories are watched too.
+        let honour_ignores = !self.uncached.iter().any(|dir| tree.starts_with(dir));
         let walker = ignore::WalkBuilder::new(tree)
             .hidden(false)
             .parents(true)
-            .git_ignore(true)
-            .git_exclude(true)
+            .git_ignore(honour_ignores)
+            .git_exclude(honour_ignores)
             .git_global(false)
             .require_git(false)
             .filter_entry(move |entry| {

@@ -196,7 +196,7 @@ fn sigterm_ends_the_watch_with_143() {
 /// WATCH-4: a burst of edits inside the debounce is one cycle.
 #[test]
 fn a_burst_of_edits_is_one_cycle() {
-    let f = w();
+    let f = crate::w_cached();
     let watch = Watching::start(&f, "", &["build", "--all"]);
     watch.wait_for("vx watch: watching ", 1);
     for i in 0..50 {
@@ -214,10 +214,11 @@ fn a_burst_of_edits_is_one_cycle() {
     );
 }
 
-/// WATCH-3: git-ignored files, `node_modules` and `.vx` never start a cycle.
+/// WATCH-3: git-ignored files, `node_modules` and `.vx` never start a cycle when every task
+/// is cached; in a project with an uncached task an ignored file counts (the task may read it).
 #[test]
 fn ignored_files_start_nothing() {
-    let f = w();
+    let f = crate::w_cached();
     f.write(".gitignore", "dist/\n.vx/\n*.log\n");
     f.commit();
     let watch = Watching::start(&f, "", &["build", "--all"]);
@@ -232,6 +233,51 @@ fn ignored_files_start_nothing() {
     watch.wait_for(
         "vx watch: change in packages/app/src/b.txt; running again\n",
         1,
+    );
+    drop(watch);
+
+    // Uncached tasks: an ignored file is a change. (The first run's own ignored `dist/` is
+    // one too, judged after it: one cycle, whose identical rewrite starts none.)
+    let f = w();
+    f.write(".gitignore", "dist/\n.vx/\n*.log\n");
+    f.commit();
+    let watch = Watching::start(&f, "", &["lib#build"]);
+    watch.wait_for("vx watch: watching ", 1);
+    watch.wait_for(
+        "vx watch: change in packages/lib/dist/out.txt; running again\n",
+        1,
+    );
+    std::thread::sleep(NOTHING);
+    assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
+    f.write("packages/lib/src/notes.log", "read by an uncached task\n");
+    watch.wait_for(
+        "vx watch: change in packages/lib/src/notes.log; running again\n",
+        1,
+    );
+}
+
+/// WATCH-5: a task that rewrites one of its own inputs on every cycle is named once.
+#[test]
+fn a_path_that_changes_on_every_cycle_is_named() {
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"date +%s%N > src/gen.txt\"\n",
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["lib#build"]);
+    watch.wait_for("vx watch: watching ", 1);
+    f.write("packages/lib/src/a.txt", "kick\n");
+    watch.wait_for(
+        "vx watch: `packages/lib/src/gen.txt` changes on every cycle; declare it as an output or ignore it in git\n",
+        1,
+    );
+    std::thread::sleep(NOTHING);
+    assert_eq!(
+        watch.stderr().matches("changes on every cycle").count(),
+        1,
+        "named once: {}",
+        watch.stderr()
     );
 }
 
@@ -347,7 +393,7 @@ fn refused_flags_and_unknown_tasks_exit_2() {
 /// not a touch).
 #[test]
 fn polling_sees_edits() {
-    let f = w();
+    let f = crate::w_cached();
     let watch = Watching::start_with(&f, "", &["lib#build"], &[("VX_WATCH_POLL", "1")]);
     watch.wait_for("vx watch: watching ", 1);
     assert_eq!(watch.stderr().matches("polling every 250ms").count(), 1);
