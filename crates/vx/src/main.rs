@@ -132,7 +132,8 @@ fn real_main() -> Result<i32, Failure> {
 /// region is drawn they go to `<cache-dir>/logs/vx.log` instead (UI-6).
 fn init_tracing() {
     let filter = match std::env::var("VX_LOG") {
-        Err(_) => tracing_subscriber::EnvFilter::new("warn"),
+        // notify warns when a deleted directory's watch is already gone: nothing to act on.
+        Err(_) => tracing_subscriber::EnvFilter::new("warn,notify=error"),
         Ok(value) => tracing_subscriber::EnvFilter::try_new(&value).unwrap_or_else(|_| {
             render::warning(&format!(
                 "ignoring VX_LOG=`{value}`: not a log filter (write e.g. `debug` or `vx=trace`)"

@@ -176,6 +176,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending) -> Result<i32, F
         slots: slots.max(1),
         memory_budget: memory::Budget::from_env(&host_env),
         lock,
+        watch_cycle: ending == Ending::Cycle,
     };
     let mut reporter = Reporter::new(style, flow, options.output_logs);
     if host_env.get("GITHUB_ACTIONS").is_some_and(|v| truthy(v)) {

@@ -63,7 +63,9 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     signals::install()?;
     let (signal_tx, signal_rx) = crossbeam_channel::unbounded();
     signals::route_to_watch(Some(signal_tx));
-    let host_env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let host_env: std::collections::BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
 
     // The scope, from a plan made now: an unknown task exits 2 before anything runs.
     let plan = plan::build(plan::discover(cwd)?, cwd, &options)?;
@@ -92,6 +94,9 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         .is_some_and(|v| run::truthy(v));
     let mut watch = Watch::start(scope, event_tx.clone(), poll)?;
 
+    if let Some(code) = signalled(&signal_rx) {
+        return Ok(code);
+    }
     crate::render::stderr("vx watch: first run\n");
     cycle(cwd, &options);
     if let Some(code) = signalled(&signal_rx) {
@@ -101,7 +106,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         crate::render::stderr(
             "vx watch: file events are not delivered here; polling every 250ms instead\n",
         );
-        watch = Watch::polling(watch.scope, event_tx)?;
+        watch.switch_to_polling(event_tx);
     }
     crate::render::stderr(&format!(
         "vx watch: watching {} directories\n",
@@ -154,6 +159,10 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
             2 => " and 1 more file".to_string(),
             n => format!(" and {} more files", n - 1),
         };
+        // A signal that came while the change was judged ends the watch before the cycle.
+        if let Some(code) = signalled(&signal_rx) {
+            return Ok(code);
+        }
         crate::render::stderr(&format!(
             "vx watch: change in {}{more}; running again\n",
             first.display()
@@ -223,6 +232,9 @@ struct Watch {
     seen: HashMap<PathBuf, Fingerprint>,
     /// Paths of events that arrived while the probe waited, judged with the next ones.
     early: BTreeSet<PathBuf>,
+    /// Files found changed when a directory was watched after a cycle: changes already
+    /// judged by fingerprint, counted with the next events.
+    carried: Vec<PathBuf>,
 }
 
 /// Kernel events, or the poller.
@@ -243,6 +255,16 @@ impl Backend {
             }
         }
     }
+
+    fn remove(&mut self, dir: &Path) {
+        match self {
+            // The kernel has usually dropped the watch with the directory already.
+            Backend::Events(watcher) => {
+                let _ = watcher.unwatch(dir);
+            }
+            Backend::Poll(poller) => poller.remove(dir),
+        }
+    }
 }
 
 impl Watch {
@@ -256,7 +278,18 @@ impl Watch {
             return Watch::polling(scope, events);
         }
         let sender = events.clone();
-        let watcher = notify::recommended_watcher(move |event| {
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            // Opening or reading a file changes nothing (and vx's own fingerprinting opens
+            // every file it judges); closing one written to does.
+            if let Ok(notify::Event {
+                kind: notify::EventKind::Access(access),
+                ..
+            }) = &event
+            {
+                if *access != notify::event::AccessKind::Close(notify::event::AccessMode::Write) {
+                    return;
+                }
+            }
             let _ = sender.send(event);
         });
         let failed = match watcher {
@@ -287,6 +320,24 @@ impl Watch {
             .map_err(|failed| Failure::Internal(format!("cannot poll the workspace: {}", failed.1)))
     }
 
+    /// WATCH-6 after the probe: the poller takes over the same directories; what vx has seen
+    /// and what is pending are kept, so nothing changed meanwhile is lost.
+    fn switch_to_polling(
+        &mut self,
+        events: crossbeam_channel::Sender<notify::Result<notify::Event>>,
+    ) {
+        let poller = poll::Poller::start(POLL_EVERY, events);
+        for dir in &self.watched {
+            poller.add(dir);
+            // Files that changed while events were not delivered: judged with the next ones.
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                self.early.insert(entry.path());
+            }
+        }
+        self.early.extend(self.seen.keys().cloned());
+        self.watcher = Backend::Poll(poller);
+    }
+
     /// Watches every directory of the scope and fingerprints the files in them; on failure
     /// the scope comes back with the reason.
     fn with(scope: Scope, watcher: Backend) -> Result<Watch, Box<(Scope, String)>> {
@@ -296,29 +347,61 @@ impl Watch {
             watched: BTreeSet::new(),
             seen: HashMap::new(),
             early: BTreeSet::new(),
+            carried: Vec::new(),
         };
         for dir in watch.scope.directories() {
+            // A directory that went between the walk and now is no reason to poll.
             if let Err(error) = watch.add(&dir) {
-                return Err(Box::new((watch.scope, error)));
+                if dir.is_dir() {
+                    return Err(Box::new((watch.scope, error)));
+                }
             }
         }
         Ok(watch)
     }
 
-    /// Watches `dir` (alone) and fingerprints the files directly in it.
-    fn add(&mut self, dir: &Path) -> Result<(), String> {
+    /// Watches `dir` (alone) and fingerprints the files directly in it; returns those whose
+    /// fingerprint differs from what vx saw before (all of them in a new directory).
+    fn add(&mut self, dir: &Path) -> Result<Vec<PathBuf>, String> {
         if self.watched.contains(dir) {
-            return Ok(());
+            return Ok(Vec::new());
         }
         self.watcher.add(dir)?;
         self.watched.insert(dir.to_path_buf());
+        let mut changed = Vec::new();
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let path = entry.path();
             if entry.file_type().is_ok_and(|t| !t.is_dir()) && self.scope.may_trigger(&path) {
-                self.seen.insert(path.clone(), Fingerprint::of(&path));
+                let now = Fingerprint::of(&path);
+                if self.seen.insert(path.clone(), now.clone()) != Some(now) {
+                    changed.push(path);
+                }
             }
         }
-        Ok(())
+        Ok(changed)
+    }
+
+    /// A directory that is gone: its watches (and those below) are dropped, and the files
+    /// vx saw there are returned as changed (they are missing now).
+    fn forget(&mut self, gone: &Path) -> Vec<PathBuf> {
+        let dirs: Vec<PathBuf> = self
+            .watched
+            .iter()
+            .filter(|d| d.starts_with(gone))
+            .cloned()
+            .collect();
+        for dir in &dirs {
+            self.watched.remove(dir);
+            self.watcher.remove(dir);
+        }
+        let mut changed = Vec::new();
+        for (path, seen) in self.seen.iter_mut() {
+            if path.starts_with(gone) && *seen != Fingerprint::Missing {
+                *seen = Fingerprint::Missing;
+                changed.push(path.clone());
+            }
+        }
+        changed
     }
 
     /// WATCH-6: writes the probe file in the root and waits for its event.
@@ -357,8 +440,21 @@ impl Watch {
     ) -> Vec<PathBuf> {
         let started = Instant::now();
         let mut paths: BTreeSet<PathBuf> = std::mem::take(&mut self.early);
-        if let Some(Ok(event)) = first {
-            paths.extend(event.paths);
+        let mut rescan = false;
+        let mut take = |event: notify::Result<notify::Event>, paths: &mut BTreeSet<PathBuf>| {
+            match event {
+                // The kernel's queue overflowed (or the watcher erred): events were lost, so
+                // every path vx knows is judged again.
+                Ok(event) if event.need_rescan() => rescan = true,
+                Ok(event) => paths.extend(event.paths),
+                Err(error) => {
+                    tracing::debug!(%error, "watch error");
+                    rescan = true;
+                }
+            }
+        };
+        if let Some(event) = first {
+            take(event, &mut paths);
         }
         loop {
             let until = (Instant::now() + QUIET).min(started + AT_MOST);
@@ -366,9 +462,16 @@ impl Watch {
                 break;
             };
             match events.recv_timeout(left) {
-                Ok(Ok(event)) => paths.extend(event.paths),
-                Ok(Err(error)) => tracing::debug!(%error, "watch error"),
+                Ok(event) => take(event, &mut paths),
                 Err(_) => break,
+            }
+        }
+        if rescan {
+            paths.extend(self.seen.keys().cloned());
+            for dir in &self.watched {
+                for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                    paths.insert(entry.path());
+                }
             }
         }
         self.judge(paths)
@@ -377,23 +480,38 @@ impl Watch {
     /// WATCH-3 and WATCH-4: which of `paths` changed and may trigger. New directories in the
     /// scope are watched, and the files in them count as changed.
     fn judge(&mut self, paths: BTreeSet<PathBuf>) -> Vec<PathBuf> {
-        let mut changed = Vec::new();
+        let mut changed = std::mem::take(&mut self.carried);
         for path in paths {
-            if path.is_dir() {
-                if self.scope.in_tree(&path) {
-                    for dir in self.scope.walk(&path) {
-                        let before: BTreeSet<PathBuf> = self.seen.keys().cloned().collect();
-                        if self.add(&dir).is_ok() {
-                            changed.extend(
-                                self.seen
-                                    .keys()
-                                    .filter(|p| !before.contains(*p))
-                                    .cloned()
-                                    .collect::<Vec<_>>(),
-                            );
+            // Not followed: a symbolic link to a directory is judged as a link.
+            let is_dir = path.symlink_metadata().is_ok_and(|m| m.is_dir());
+            if is_dir {
+                // A new project appears under a member parent: a change in itself.
+                let new_member = path
+                    .parent()
+                    .is_some_and(|parent| self.scope.is_member_parent(parent))
+                    && !self.watched.contains(&path);
+                if new_member {
+                    changed.push(path.clone());
+                }
+                if new_member || self.scope.in_tree(&path) {
+                    let walked = if new_member {
+                        self.scope.walk_all(&path)
+                    } else {
+                        self.scope.walk(&path)
+                    };
+                    for dir in walked {
+                        match self.add(&dir) {
+                            Ok(files) => changed.extend(files),
+                            Err(error) => tracing::debug!(%error, "cannot watch a new directory"),
                         }
                     }
                 }
+                continue;
+            }
+            // A watched directory that went (deleted, renamed away): its watches go, and the
+            // files vx saw in it are changes.
+            if self.watched.iter().any(|dir| dir.starts_with(&path)) {
+                changed.extend(self.forget(&path));
                 continue;
             }
             if !self.scope.may_trigger(&path) {
@@ -431,12 +549,63 @@ impl Watch {
             return;
         };
         self.scope = Scope::from_plan(&plan, &cache_dir);
+        // What changed in a directory watched only now (made during the cycle) counts with
+        // the next events: its fingerprints are taken here, so no later event would show it.
         for dir in self.scope.directories() {
-            if let Err(error) = self.add(&dir) {
-                tracing::debug!(%error, "cannot watch a new directory");
+            match self.add(&dir) {
+                Ok(files) => {
+                    if !files.is_empty() {
+                        self.early.insert(dir.clone());
+                    }
+                    self.carried.extend(files);
+                }
+                Err(error) => tracing::debug!(%error, "cannot watch a new directory"),
             }
         }
     }
+}
+
+/// A path as git prints it: as is, or in C quotes (`"a\"b\tc\303\251"`).
+fn unquote(line: &[u8]) -> Vec<u8> {
+    let Some(inner) = line
+        .strip_prefix(b"\"")
+        .and_then(|rest| rest.strip_suffix(b"\""))
+    else {
+        return line.to_vec();
+    };
+    let mut out = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    while i < inner.len() {
+        if inner[i] != b'\\' || i + 1 >= inner.len() {
+            out.push(inner[i]);
+            i += 1;
+            continue;
+        }
+        let octal = inner
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        if let Some(digits) = octal {
+            out.push(
+                digits
+                    .iter()
+                    .fold(0u8, |n, d| n.wrapping_mul(8) + (d - b'0')),
+            );
+            i += 4;
+            continue;
+        }
+        out.push(match inner[i + 1] {
+            b'n' => b'\n',
+            b't' => b'\t',
+            b'r' => b'\r',
+            b'a' => 7,
+            b'b' => 8,
+            b'f' => 12,
+            b'v' => 11,
+            other => other,
+        });
+        i += 2;
+    }
+    out
 }
 
 /// Which of `paths` git ignores (`git check-ignore`); none when git cannot tell.
@@ -444,32 +613,62 @@ fn git_ignored(root: &Path, paths: &[PathBuf]) -> BTreeSet<PathBuf> {
     if paths.is_empty() {
         return BTreeSet::new();
     }
-    let host_env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let host_env: std::collections::BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
     let Some(git) = host_env
         .get("PATH")
         .and_then(|path| run::subprocess::find_on_path("git", path))
     else {
         return BTreeSet::new();
     };
-    let mut args: Vec<std::ffi::OsString> = vec!["check-ignore".into(), "--".into()];
-    args.extend(paths.iter().map(|p| p.as_os_str().to_owned()));
-    let output = run::subprocess::run(
-        git,
-        "git",
-        args,
-        root,
-        run::subprocess::git_env(&host_env),
-        Duration::from_secs(30),
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|line| {
-            let path = PathBuf::from(line);
-            if path.is_absolute() {
+    let mut ignored = BTreeSet::new();
+    // In batches, so a burst (a branch switch) stays under the argument-list limit; with
+    // `core.quotePath` off only names with quotes or control characters come back quoted.
+    for batch in paths.chunks(512) {
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "-c".into(),
+            "core.quotePath=false".into(),
+            "check-ignore".into(),
+            "--".into(),
+        ];
+        args.extend(batch.iter().map(|p| p.as_os_str().to_owned()));
+        let output = run::subprocess::run(
+            git.clone(),
+            "git",
+            args,
+            root,
+            run::subprocess::git_env(&host_env),
+            Duration::from_secs(30),
+        );
+        for line in output
+            .stdout
+            .split(|&b| b == b'\n')
+            .filter(|n| !n.is_empty())
+        {
+            use std::os::unix::ffi::OsStringExt;
+            let path = PathBuf::from(std::ffi::OsString::from_vec(unquote(line)));
+            ignored.insert(if path.is_absolute() {
                 path
             } else {
                 root.join(path)
-            }
-        })
-        .collect()
+            });
+        }
+    }
+    ignored
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unquote;
+
+    #[test]
+    fn git_quoted_paths_are_unquoted() {
+        assert_eq!(unquote(b"/ws/plain name.log"), b"/ws/plain name.log");
+        assert_eq!(
+            unquote(br#""/ws/caf\303\251.log""#),
+            "/ws/café.log".as_bytes()
+        );
+        assert_eq!(unquote(br#""/ws/a\"b\tc""#), b"/ws/a\"b\tc");
+    }
 }

@@ -60,6 +60,13 @@ impl Poller {
         Poller { dirs, stop }
     }
 
+    pub fn remove(&self, dir: &Path) {
+        self.dirs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(dir);
+    }
+
     /// Watches `dir` (its entries, not below).
     pub fn add(&self, dir: &Path) {
         let listing = list(dir);

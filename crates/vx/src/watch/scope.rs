@@ -32,6 +32,8 @@ pub struct Scope {
     trees: Vec<PathBuf>,
     /// Watched alone.
     flat: Vec<PathBuf>,
+    /// The directories new projects appear in (`packages` for `packages/*`).
+    member_parents: Vec<PathBuf>,
     /// Never walked into from a tree above them: other projects (each is a tree of its own
     /// if the run reaches it) and the cache directory.
     skip: BTreeSet<PathBuf>,
@@ -86,7 +88,7 @@ impl Scope {
                 inputs.push((dir, globs.get(list)));
             }
         }
-        let mut flat = vec![root.clone()];
+        let mut member_parents = Vec::new();
         // `packages/*` → `packages`, where new members appear; a literal member (`tools/cli`)
         // → its parent.
         for member in ws.settings.members.iter().flatten() {
@@ -96,8 +98,12 @@ impl Scope {
             } else {
                 Path::new(literal_prefix(glob))
             };
-            flat.push(root.join(parent));
+            member_parents.push(root.join(parent));
         }
+        member_parents.sort();
+        member_parents.dedup();
+        let mut flat = member_parents.clone();
+        flat.push(root.clone());
         flat.sort();
         flat.dedup();
         let trees = if whole_root {
@@ -108,17 +114,23 @@ impl Scope {
                 .map(|&p| root.join(&ws.projects[p].dir))
                 .collect()
         };
-        let mut skip: BTreeSet<PathBuf> = ws
-            .projects
-            .iter()
-            .map(|p| root.join(&p.dir))
-            .filter(|dir| *dir != root)
-            .collect();
+        // Nested projects are trees of their own when the run reaches them; with the whole
+        // root watched, every project is in it.
+        let mut skip: BTreeSet<PathBuf> = if whole_root {
+            BTreeSet::new()
+        } else {
+            ws.projects
+                .iter()
+                .map(|p| root.join(&p.dir))
+                .filter(|dir| *dir != root)
+                .collect()
+        };
         skip.insert(cache_dir.to_path_buf());
         Scope {
             root,
             trees,
             flat,
+            member_parents,
             skip,
             cache_dir: cache_dir.to_path_buf(),
             outputs,
@@ -150,8 +162,18 @@ impl Scope {
 
     /// The directories of `tree` and below, as [`Scope::directories`] walks them.
     pub fn walk(&self, tree: &Path) -> Vec<PathBuf> {
+        self.walk_with(tree, &self.skip)
+    }
+
+    /// Like [`Scope::walk`] into a new project, which the scope does not know as one yet.
+    pub fn walk_all(&self, tree: &Path) -> Vec<PathBuf> {
+        let only_cache: BTreeSet<PathBuf> = [self.cache_dir.clone()].into();
+        self.walk_with(tree, &only_cache)
+    }
+
+    fn walk_with(&self, tree: &Path, skip: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
         let top = tree.to_path_buf();
-        let skip = self.skip.clone();
+        let skip = skip.clone();
         // In a project with an uncached task ignored directories are watched too.
         let honour_ignores = !self.uncached.iter().any(|dir| tree.starts_with(dir));
         let walker = ignore::WalkBuilder::new(tree)
@@ -172,6 +194,11 @@ impl Scope {
             .filter(|entry| entry.file_type().is_some_and(|t| t.is_dir()))
             .map(|entry| entry.into_path())
             .collect()
+    }
+
+    /// Whether `dir` is a directory new projects appear in (WATCH-2).
+    pub fn is_member_parent(&self, dir: &Path) -> bool {
+        self.member_parents.iter().any(|p| p == dir)
     }
 
     /// Whether a directory created at `path` belongs to a watched tree.

@@ -31,6 +31,10 @@ impl Watching {
         Watching::start_with(f, rel, args, &[])
     }
 
+    fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
     fn start_with(f: &Fixture, rel: &str, args: &[&str], env: &[(&str, &str)]) -> Watching {
         let mut argv = vec!["watch"];
         argv.extend_from_slice(args);
@@ -161,6 +165,12 @@ fn acc33_watch() {
         .unwrap();
     std::thread::sleep(NOTHING);
     assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
+    // Still watching: a real edit is one more cycle.
+    f.write("packages/app/src/b.txt", "b2\n");
+    watch.wait_for(
+        "vx watch: change in packages/app/src/b.txt; running again\n",
+        1,
+    );
     let stderr_before = watch.stderr();
     let code = watch.stop(Signal::SIGINT);
     assert_eq!(code, 0, "{stderr_before}");
@@ -305,18 +315,24 @@ fn a_failing_cycle_then_a_fixing_one() {
 #[test]
 fn an_edit_during_a_cycle_starts_the_next() {
     let f = w();
+    // The marker lives outside the workspace, so writing it is no change.
+    let outside = tempfile::tempdir().unwrap();
+    let started = outside.path().join("started");
     f.write(
         "packages/lib/vx.toml",
-        "[tasks.build]\ncommand = \"echo started > ../../started; sleep 2; cat src/a.txt\"\n",
+        &format!(
+            "[tasks.build]\ncommand = \"echo started > {}; sleep 2; cat src/a.txt\"\n",
+            started.display()
+        ),
     );
     f.commit();
     let watch = Watching::start(&f, "", &["lib#build"]);
     watch.wait_for("vx watch: watching ", 1);
-    let _ = std::fs::remove_file(f.path("started"));
+    let _ = std::fs::remove_file(&started);
     f.write("packages/lib/src/a.txt", "first edit\n");
     watch.wait_for("; running again\n", 1);
     let deadline = Instant::now() + PATIENCE;
-    while !f.path("started").exists() {
+    while !started.exists() {
         assert!(
             Instant::now() < deadline,
             "the cycle never started its task"
@@ -324,7 +340,10 @@ fn an_edit_during_a_cycle_starts_the_next() {
         std::thread::sleep(Duration::from_millis(20));
     }
     f.write("packages/lib/src/a.txt", "second edit\n");
-    watch.wait_for("; running again\n", 2);
+    watch.wait_for(
+        "vx watch: change in packages/lib/src/a.txt; running again\n",
+        2,
+    );
     watch.wait_out("second edit", 1);
 }
 
@@ -411,4 +430,119 @@ fn polling_sees_edits() {
         .unwrap();
     std::thread::sleep(NOTHING);
     assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
+}
+
+/// An idle watch is idle: judging a change opens files, and those opens must not be events
+/// that start the judging again.
+#[test]
+fn an_idle_watch_reads_nothing() {
+    let f = crate::w_cached();
+    let watch = Watching::start(&f, "", &["build", "--all"]);
+    watch.wait_for("vx watch: watching ", 1);
+    f.write("packages/lib/src/a.txt", "a2\n");
+    watch.wait_for("; running again\n", 1);
+    watch.wait_out("── vx ", 2);
+    std::thread::sleep(NOTHING);
+    let reads = || {
+        let io = std::fs::read_to_string(format!("/proc/{}/io", watch.pid())).unwrap();
+        io.lines()
+            .find_map(|l| l.strip_prefix("syscr: "))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .unwrap()
+    };
+    let before = reads();
+    std::thread::sleep(Duration::from_millis(1500));
+    let after = reads();
+    assert!(
+        after - before < 50,
+        "{} read calls in 1.5 s of doing nothing",
+        after - before
+    );
+}
+
+/// WATCH-2: a directory deleted and made again is watched again; a new project under a member
+/// parent starts a cycle.
+#[test]
+fn recreated_directories_and_new_projects_are_watched() {
+    let f = crate::w_cached();
+    let watch = Watching::start(&f, "", &["build", "--all"]);
+    watch.wait_for("vx watch: watching ", 1);
+    std::fs::remove_dir_all(f.path("packages/lib/src")).unwrap();
+    watch.wait_for(
+        "vx watch: change in packages/lib/src/a.txt; running again\n",
+        1,
+    );
+    f.write("packages/lib/src/a.txt", "back\n");
+    watch.wait_for(
+        "vx watch: change in packages/lib/src/a.txt; running again\n",
+        2,
+    );
+    f.write("packages/lib/src/a.txt", "edited after\n");
+    watch.wait_for(
+        "vx watch: change in packages/lib/src/a.txt; running again\n",
+        3,
+    );
+    std::fs::create_dir_all(f.path("packages/new")).unwrap();
+    watch.wait_for("vx watch: change in packages/new", 1);
+}
+
+/// WATCH-2: with `workspace-inputs` the whole root is watched, projects included.
+#[test]
+fn workspace_inputs_watch_the_whole_root() {
+    let f = w();
+    f.write("tsconfig.json", "{}\n");
+    f.write(
+        "packages/lib/vx.toml",
+        concat!(
+            "[tasks.build]\ncommand = \"cat src/a.txt\"\n",
+            "cache = { inputs = [\"src/**\"], workspace-inputs = [\"tsconfig.json\"], outputs = [] }\n",
+        ),
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["lib#build"]);
+    watch.wait_for("vx watch: watching ", 1);
+    f.write("packages/lib/src/a.txt", "in a project\n");
+    watch.wait_for(
+        "vx watch: change in packages/lib/src/a.txt; running again\n",
+        1,
+    );
+    watch.wait_out("in a project", 1);
+    f.write("tsconfig.json", "{ \"strict\": true }\n");
+    watch.wait_for("vx watch: change in tsconfig.json; running again\n", 1);
+}
+
+/// WATCH-1: a second Ctrl-C during a cycle (a task that ignores the first) still ends the
+/// watch with 0 and the line.
+#[test]
+fn a_second_ctrl_c_during_a_cycle_exits_0() {
+    let marker = unique_marker("watch-int2");
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        &format!(
+            "[tasks.build]\ncommand = \"{} --marker {marker} ignore-int ignore-term forever\"\n",
+            test_child_path().display()
+        ),
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["lib#build"]);
+    let deadline = Instant::now() + PATIENCE;
+    while vx_test_support::process::pids_with_marker(&marker).is_empty() {
+        assert!(Instant::now() < deadline, "{}", watch.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(Pid::from_raw(watch.pid()), Signal::SIGINT).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let stderr = Arc::clone(&watch.stderr);
+    assert_eq!(watch.stop(Signal::SIGINT), 0);
+    let deadline = Instant::now() + PATIENCE;
+    while !stderr
+        .lock()
+        .unwrap()
+        .contains("vx watch: no longer watching\n")
+    {
+        assert!(Instant::now() < deadline, "{}", stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_no_survivor(&marker);
 }

@@ -85,6 +85,8 @@ pub struct Context {
     pub memory_budget: crate::run::memory::Budget,
     /// The workspace run lock, released when the graph is finished (STORE-14).
     pub lock: Option<vx_store::RunLock>,
+    /// This run is a cycle of `vx watch`: a second Ctrl-C ends the watch with 0 (WATCH-1).
+    pub watch_cycle: bool,
 }
 
 /// What the save lane's packing gave.
@@ -959,7 +961,12 @@ impl<'p> Run<'p> {
                 live.handle.kill();
             }
             render::stderr("\n");
-            std::process::exit(exit::signal(self.stopping.unwrap_or(n)));
+            let first = self.stopping.unwrap_or(n);
+            if self.ctx.watch_cycle && first == nix::libc::SIGINT {
+                render::stderr("vx watch: no longer watching\n");
+                std::process::exit(exit::SUCCESS);
+            }
+            std::process::exit(exit::signal(first));
         }
         self.stopping = Some(n);
         self.scheduler.halt();
