@@ -46,12 +46,19 @@ pub struct Scope {
     uncached: Vec<PathBuf>,
     /// Inputs named literally (no wildcard), which count even when git ignores them (KEY-10).
     literal_inputs: Vec<PathBuf>,
+    /// Every project's directory, the root's included: which project a path belongs to.
+    projects: Vec<PathBuf>,
 }
 
 impl Scope {
     pub fn from_plan(plan: &Plan, cache_dir: &Path) -> Scope {
         let ws = &plan.workspace;
         let root = ws.root.clone();
+        // The root is canonical; a cache directory reached through a symbolic link must be
+        // compared in the same terms.
+        let cache_dir = &cache_dir
+            .canonicalize()
+            .unwrap_or_else(|_| cache_dir.to_path_buf());
         let reached: BTreeSet<usize> = plan.graph.nodes.iter().map(|n| n.project).collect();
         let mut globs = GlobCache::default();
         let mut outputs = Vec::new();
@@ -126,6 +133,7 @@ impl Scope {
                 .collect()
         };
         skip.insert(cache_dir.to_path_buf());
+        let projects = ws.projects.iter().map(|p| root.join(&p.dir)).collect();
         Scope {
             root,
             trees,
@@ -137,13 +145,24 @@ impl Scope {
             inputs,
             uncached,
             literal_inputs,
+            projects,
         }
+    }
+
+    /// The directory of the project `path` belongs to: the deepest one containing it.
+    fn project_of(&self, path: &Path) -> Option<&PathBuf> {
+        self.projects
+            .iter()
+            .filter(|dir| path.starts_with(dir))
+            .max_by_key(|dir| dir.components().count())
     }
 
     /// WATCH-3's exceptions: a git-ignored `path` that still counts, in a project with an
     /// uncached task or named literally as an input.
     pub fn counts_though_ignored(&self, path: &Path) -> bool {
-        self.uncached.iter().any(|dir| path.starts_with(dir))
+        // The project the path belongs to, not a project around it (KEY-12).
+        self.project_of(path)
+            .is_some_and(|project| self.uncached.contains(project))
             || self
                 .literal_inputs
                 .iter()
