@@ -93,6 +93,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         .get("VX_WATCH_POLL")
         .is_some_and(|v| run::truthy(v));
     let mut watch = Watch::start(scope, event_tx.clone(), poll)?;
+    watch.sender = Some(event_tx.clone());
 
     if let Some(code) = signalled(&signal_rx) {
         return Ok(code);
@@ -235,6 +236,8 @@ struct Watch {
     /// Files found changed when a directory was watched after a cycle: changes already
     /// judged by fingerprint, counted with the next events.
     carried: Vec<PathBuf>,
+    /// Where events go, for a poller that takes over.
+    sender: Option<crossbeam_channel::Sender<notify::Result<notify::Event>>>,
 }
 
 /// Kernel events, or the poller.
@@ -320,6 +323,25 @@ impl Watch {
             .map_err(|failed| Failure::Internal(format!("cannot poll the workspace: {}", failed.1)))
     }
 
+    /// A directory that cannot be watched after the start: gone already (nothing to do), or
+    /// the watcher is out of watches or descriptors (WATCH-6: poll from now on).
+    fn cannot_watch(&mut self, dir: &Path, error: &str) {
+        if !dir.is_dir() || matches!(self.watcher, Backend::Poll(_)) {
+            return;
+        }
+        crate::render::stderr(&format!(
+            "vx watch: cannot watch {error}; polling every 250ms instead\n"
+        ));
+        if let Some(events) = self.sender.clone() {
+            self.switch_to_polling(events);
+            // The directory that failed is polled too.
+            if let Backend::Poll(poller) = &self.watcher {
+                poller.add(dir);
+            }
+            self.watched.insert(dir.to_path_buf());
+        }
+    }
+
     /// WATCH-6 after the probe: the poller takes over the same directories; what vx has seen
     /// and what is pending are kept, so nothing changed meanwhile is lost.
     fn switch_to_polling(
@@ -348,6 +370,7 @@ impl Watch {
             seen: HashMap::new(),
             early: BTreeSet::new(),
             carried: Vec::new(),
+            sender: None,
         };
         for dir in watch.scope.directories() {
             // A directory that went between the walk and now is no reason to poll.
@@ -502,7 +525,7 @@ impl Watch {
                     for dir in walked {
                         match self.add(&dir) {
                             Ok(files) => changed.extend(files),
-                            Err(error) => tracing::debug!(%error, "cannot watch a new directory"),
+                            Err(error) => self.cannot_watch(&dir, &error),
                         }
                     }
                 }
@@ -559,7 +582,7 @@ impl Watch {
                     }
                     self.carried.extend(files);
                 }
-                Err(error) => tracing::debug!(%error, "cannot watch a new directory"),
+                Err(error) => self.cannot_watch(&dir, &error),
             }
         }
     }
