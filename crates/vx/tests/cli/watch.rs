@@ -135,6 +135,27 @@ impl Drop for Watching {
     }
 }
 
+/// `vx watch lib#build` on fixture W where lib#build runs the test child with `marker` and
+/// `actions`, once `processes` of it run.
+fn watching_a_marked_task(marker: &str, actions: &str, processes: usize) -> (Fixture, Watching) {
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        &format!(
+            "[tasks.build]\ncommand = \"cat src/a.txt; {} --marker {marker} {actions}\"\n",
+            test_child_path().display()
+        ),
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["lib#build"]);
+    let deadline = Instant::now() + PATIENCE;
+    while vx_test_support::process::pids_with_marker(marker).len() < processes {
+        assert!(Instant::now() < deadline, "{}", watch.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (f, watch)
+}
+
 /// ACC-33 as SPEC §20 writes it (fixture W, cached).
 #[test]
 fn acc33_watch() {
@@ -369,21 +390,7 @@ fn a_broken_configuration_is_reported_and_the_watch_goes_on() {
 #[test]
 fn ctrl_c_during_a_cycle_leaves_no_process() {
     let marker = unique_marker("watch-int");
-    let f = w();
-    f.write(
-        "packages/lib/vx.toml",
-        &format!(
-            "[tasks.build]\ncommand = \"cat src/a.txt; {} --marker {marker} fork-tree 1 sleep 300\"\n",
-            test_child_path().display()
-        ),
-    );
-    f.commit();
-    let watch = Watching::start(&f, "", &["lib#build"]);
-    let deadline = Instant::now() + PATIENCE;
-    while vx_test_support::process::pids_with_marker(&marker).len() < 2 {
-        assert!(Instant::now() < deadline, "{}", watch.stderr());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (_f, watch) = watching_a_marked_task(&marker, "fork-tree 1 sleep 300", 2);
     assert_eq!(watch.stop(Signal::SIGINT), 0);
     assert_no_survivor(&marker);
 }
@@ -516,21 +523,7 @@ fn workspace_inputs_watch_the_whole_root() {
 #[test]
 fn a_second_ctrl_c_during_a_cycle_exits_0() {
     let marker = unique_marker("watch-int2");
-    let f = w();
-    f.write(
-        "packages/lib/vx.toml",
-        &format!(
-            "[tasks.build]\ncommand = \"{} --marker {marker} ignore-int ignore-term forever\"\n",
-            test_child_path().display()
-        ),
-    );
-    f.commit();
-    let watch = Watching::start(&f, "", &["lib#build"]);
-    let deadline = Instant::now() + PATIENCE;
-    while vx_test_support::process::pids_with_marker(&marker).is_empty() {
-        assert!(Instant::now() < deadline, "{}", watch.stderr());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (_f, watch) = watching_a_marked_task(&marker, "ignore-int ignore-term forever", 1);
     kill(Pid::from_raw(watch.pid()), Signal::SIGINT).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let stderr = Arc::clone(&watch.stderr);
