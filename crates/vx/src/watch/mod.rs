@@ -417,13 +417,13 @@ impl Watch {
             self.watched.remove(dir);
             self.watcher.remove(dir);
         }
-        let mut changed = Vec::new();
-        for (path, seen) in self.seen.iter_mut() {
-            if path.starts_with(gone) && *seen != Fingerprint::Missing {
-                *seen = Fingerprint::Missing;
-                changed.push(path.clone());
-            }
-        }
+        let changed: Vec<PathBuf> = self
+            .seen
+            .keys()
+            .filter(|path| path.starts_with(gone))
+            .cloned()
+            .collect();
+        self.seen.retain(|path, _| !path.starts_with(gone));
         changed
     }
 
@@ -541,7 +541,13 @@ impl Watch {
                 continue;
             }
             let now = Fingerprint::of(&path);
-            let before = self.seen.insert(path.clone(), now.clone());
+            // A path that is gone is forgotten (a temporary file leaves nothing behind); made
+            // again, it is new, which is a change.
+            let before = if now == Fingerprint::Missing {
+                self.seen.remove(&path)
+            } else {
+                self.seen.insert(path.clone(), now.clone())
+            };
             if before.unwrap_or(Fingerprint::Missing) != now {
                 changed.push(path);
             }
@@ -572,9 +578,23 @@ impl Watch {
             return;
         };
         self.scope = Scope::from_plan(&plan, &cache_dir);
+        let dirs = self.scope.directories();
+        // Directories that left the scope (a project no longer reached) are watched no more.
+        let left: Vec<PathBuf> = self
+            .watched
+            .iter()
+            .filter(|d| dirs.binary_search(d).is_err())
+            .cloned()
+            .collect();
+        for dir in left {
+            self.watched.remove(&dir);
+            self.watcher.remove(&dir);
+            self.seen
+                .retain(|path, _| path.parent() != Some(dir.as_path()));
+        }
         // What changed in a directory watched only now (made during the cycle) counts with
         // the next events: its fingerprints are taken here, so no later event would show it.
-        for dir in self.scope.directories() {
+        for dir in dirs {
             match self.add(&dir) {
                 Ok(files) => {
                     if !files.is_empty() {

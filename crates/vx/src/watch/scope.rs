@@ -38,9 +38,10 @@ pub struct Scope {
     /// if the run reaches it) and the cache directory.
     skip: BTreeSet<PathBuf>,
     cache_dir: PathBuf,
-    /// Declared outputs and inputs of the run's tasks, with their project directories.
-    outputs: Vec<(PathBuf, Arc<TaskGlobs>)>,
-    inputs: Vec<(PathBuf, Arc<TaskGlobs>)>,
+    /// Declared outputs and inputs of the run's tasks, with their project directories; the
+    /// index says which task each belongs to.
+    outputs: Vec<(usize, PathBuf, Arc<TaskGlobs>)>,
+    inputs: Vec<(usize, PathBuf, Arc<TaskGlobs>)>,
     /// Projects with an uncached task: their git-ignored files count too (an uncached task
     /// may read anything in its project).
     uncached: Vec<PathBuf>,
@@ -66,7 +67,7 @@ impl Scope {
         let mut whole_root = false;
         let mut uncached = Vec::new();
         let mut literal_inputs = Vec::new();
-        for node in &plan.graph.nodes {
+        for (task, node) in plan.graph.nodes.iter().enumerate() {
             let dir = root.join(&ws.projects[node.project].dir);
             let Some(config) = vx_core::graph::task_config(ws, &node.id) else {
                 continue;
@@ -89,10 +90,10 @@ impl Scope {
             }
             whole_root |= !cache.workspace_inputs.is_empty();
             if let Some(list) = &cache.outputs {
-                outputs.push((dir.clone(), globs.get(list)));
+                outputs.push((task, dir.clone(), globs.get(list)));
             }
             if let Some(list) = &cache.inputs {
-                inputs.push((dir, globs.get(list)));
+                inputs.push((task, dir, globs.get(list)));
             }
         }
         let mut member_parents = Vec::new();
@@ -251,13 +252,26 @@ impl Scope {
         {
             return false;
         }
-        let matches = |lists: &[(PathBuf, Arc<TaskGlobs>)]| {
-            lists.iter().any(|(dir, globs)| {
-                path.strip_prefix(dir)
-                    .is_ok_and(|p| globs.is_match(&p.to_string_lossy()))
-            })
+        // The tasks whose globs select the path.
+        let selecting = |lists: &[(usize, PathBuf, Arc<TaskGlobs>)]| -> BTreeSet<usize> {
+            lists
+                .iter()
+                .filter(|(_, dir, globs)| {
+                    path.strip_prefix(dir)
+                        .is_ok_and(|p| globs.is_match(&p.to_string_lossy()))
+                })
+                .map(|(task, _, _)| *task)
+                .collect()
         };
-        !matches(&self.outputs) || matches(&self.inputs)
+        let producers = selecting(&self.outputs);
+        if producers.is_empty() {
+            return true;
+        }
+        // An output counts only when another task reads it (a task's own inputs covering its
+        // outputs, `inputs = ["**"]`, do not make them a change).
+        selecting(&self.inputs)
+            .iter()
+            .any(|reader| producers.iter().any(|producer| producer != reader))
     }
 
     pub fn root(&self) -> &Path {

@@ -539,3 +539,32 @@ fn a_second_ctrl_c_during_a_cycle_exits_0() {
     }
     assert_no_survivor(&marker);
 }
+
+/// WATCH-3: a declared output never starts a cycle, even when git does not ignore it and the
+/// same task's inputs cover it; an input next to it still does.
+#[test]
+fn outputs_start_nothing_even_under_the_tasks_own_inputs() {
+    let f = w();
+    f.write(".gitignore", ".vx/\n");
+    f.write(
+        "packages/lib/vx.toml",
+        concat!(
+            "[tasks.build]\ncommand = \"mkdir -p dist && cat src/a.txt > dist/out.txt\"\n",
+            "cache = { inputs = [\"**\"], outputs = [\"dist/**\"] }\n",
+        ),
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["lib#build"]);
+    watch.wait_for("vx watch: watching ", 1);
+    // The first run's own output is judged after it: not a change.
+    std::thread::sleep(NOTHING);
+    assert_eq!(watch.cycles(), 0, "{}", watch.stderr());
+    f.write("packages/lib/dist/out.txt", "by hand\n");
+    std::thread::sleep(NOTHING);
+    assert_eq!(watch.cycles(), 0, "{}", watch.stderr());
+    f.write("packages/lib/src/a.txt", "an input\n");
+    watch.wait_for(
+        "vx watch: change in packages/lib/src/a.txt; running again\n",
+        1,
+    );
+}
