@@ -119,7 +119,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     let mut streaks: HashMap<PathBuf, u32> = HashMap::new();
     let mut named: BTreeSet<PathBuf> = BTreeSet::new();
     loop {
-        let changed = if watch.early.is_empty() {
+        let changed = if watch.early.is_empty() && !watch.rescan {
             select! {
                 recv(signal_rx) -> signal => return Ok(farewell(signal.unwrap_or(libc_sigint()))),
                 recv(events) -> first => match first {
@@ -175,9 +175,13 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         // What arrived while the cycle ran: judged next, and remembered as the cycle's own.
         let mut written = BTreeSet::new();
         while let Ok(event) = events.try_recv() {
-            if let Ok(event) = event {
-                written.extend(event.paths.iter().cloned());
-                watch.early.extend(event.paths);
+            match event {
+                Ok(event) if !event.need_rescan() => {
+                    written.extend(event.paths.iter().cloned());
+                    watch.early.extend(event.paths);
+                }
+                // Lost events: everything is judged again next.
+                _ => watch.rescan = true,
             }
         }
         written_by_cycle = Some(written);
@@ -238,6 +242,8 @@ struct Watch {
     carried: Vec<PathBuf>,
     /// Where events go, for a poller that takes over.
     sender: Option<crossbeam_channel::Sender<notify::Result<notify::Event>>>,
+    /// Events were lost (a queue overflow, a watcher error) while a cycle ran.
+    rescan: bool,
 }
 
 /// Kernel events, or the poller.
@@ -371,6 +377,7 @@ impl Watch {
             early: BTreeSet::new(),
             carried: Vec::new(),
             sender: None,
+            rescan: false,
         };
         for dir in watch.scope.directories() {
             // A directory that went between the walk and now is no reason to poll.
@@ -463,7 +470,7 @@ impl Watch {
     ) -> Vec<PathBuf> {
         let started = Instant::now();
         let mut paths: BTreeSet<PathBuf> = std::mem::take(&mut self.early);
-        let mut rescan = false;
+        let mut rescan = std::mem::take(&mut self.rescan);
         let mut take = |event: notify::Result<notify::Event>, paths: &mut BTreeSet<PathBuf>| {
             match event {
                 // The kernel's queue overflowed (or the watcher erred): events were lost, so
