@@ -59,7 +59,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
             )));
         }
     }
-    let options = options::resolve(args)?;
+    let mut options = options::resolve(args)?;
     signals::install()?;
     let (signal_tx, signal_rx) = crossbeam_channel::unbounded();
     signals::route_to_watch(Some(signal_tx));
@@ -83,6 +83,27 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
             "`vx watch` does not run persistent tasks yet ({}); run them with `vx run` beside the watch",
             persistent.join(", ")
         )));
+    }
+    // WATCH-7: `--affected` is evaluated once, now: the watch goes on with the tasks it
+    // found, named. With nothing affected there is nothing to watch (SEL-6's line, exit 0).
+    if let Some(affected) = &plan.affected {
+        if let Some(notice) = &affected.nothing {
+            crate::render::notice(&notice.message);
+            for hint in &notice.hints {
+                crate::render::stderr(&format!("  hint: {hint}\n"));
+            }
+            return Ok(crate::exit::SUCCESS);
+        }
+        options.tasks = plan
+            .graph
+            .nodes
+            .iter()
+            .filter(|n| n.requested)
+            .map(|n| n.id.to_string())
+            .collect();
+        options.affected = None;
+        options.all = false;
+        options.filters = Vec::new();
     }
     let cache_dir = setup::resolve_cache_dir(&plan.workspace, cwd, &options, &host_env)?;
     let scope = Scope::from_plan(&plan, &cache_dir);

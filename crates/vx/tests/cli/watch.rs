@@ -568,3 +568,32 @@ fn outputs_start_nothing_even_under_the_tasks_own_inputs() {
         1,
     );
 }
+
+/// WATCH-7: `--affected` is evaluated once, at the start: a project it did not reach is not
+/// watched even after it changes; with nothing affected the watch ends at once with SEL-6's
+/// line.
+#[test]
+fn affected_is_evaluated_once() {
+    let f = crate::w_cached();
+    let out = f.vx(&["watch", "build", "--affected=HEAD"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.starts_with("vx: no project changed since HEAD"),
+        "{}",
+        out.stderr
+    );
+    f.write("packages/lib/src/a.txt", "edited before the watch\n");
+    let watch = Watching::start(&f, "", &["build", "--affected=HEAD"]);
+    watch.wait_for("vx watch: watching ", 1);
+    assert!(!watch.stdout().contains("docs#build"), "{}", watch.stdout());
+    f.write("packages/docs/notes.txt", "docs changed after the start\n");
+    std::thread::sleep(NOTHING);
+    assert_eq!(watch.cycles(), 0, "{}", watch.stderr());
+    f.write("packages/app/src/b.txt", "b2\n");
+    watch.wait_for(
+        "vx watch: change in packages/app/src/b.txt; running again\n",
+        1,
+    );
+    watch.wait_out("── vx ", 2);
+    assert!(!watch.stdout().contains("docs#build"), "{}", watch.stdout());
+}
