@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
@@ -19,20 +20,27 @@ const PATIENCE: Duration = Duration::from_secs(20);
 /// How long to wait to be sure nothing happens: longer than the debounce's 1 s ceiling.
 const NOTHING: Duration = Duration::from_millis(1800);
 
-/// `vx watch …` in the background; killed if the test fails.
+/// Polls until `done` holds; fails with `what()` after [`PATIENCE`].
+#[track_caller]
+fn eventually(done: impl Fn() -> bool, what: impl Fn() -> String) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "{}", what());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `vx watch …` in the background, its output read on threads; killed if the test fails.
 struct Watching {
     child: Option<Child>,
     stderr: Arc<Mutex<String>>,
     stdout: Arc<Mutex<String>>,
+    readers: Vec<JoinHandle<()>>,
 }
 
 impl Watching {
     fn start(f: &Fixture, rel: &str, args: &[&str]) -> Watching {
         Watching::start_with(f, rel, args, &[])
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.as_ref().unwrap().id() as i32
     }
 
     fn start_with(f: &Fixture, rel: &str, args: &[&str], env: &[(&str, &str)]) -> Watching {
@@ -46,17 +54,18 @@ impl Watching {
             .stderr(Stdio::piped())
             .spawn()
             .expect("vx starts");
-        let collect = |stream: Box<dyn std::io::Read + Send>| {
+        let mut readers = Vec::new();
+        let mut collect = |stream: Box<dyn std::io::Read + Send>| {
             let text = Arc::new(Mutex::new(String::new()));
             let sink = Arc::clone(&text);
-            std::thread::spawn(move || {
+            readers.push(std::thread::spawn(move || {
                 for line in BufReader::new(stream).lines() {
                     let Ok(line) = line else { break };
                     let mut text = sink.lock().unwrap();
                     text.push_str(&line);
                     text.push('\n');
                 }
-            });
+            }));
             text
         };
         let stderr = collect(Box::new(child.stderr.take().unwrap()));
@@ -65,7 +74,19 @@ impl Watching {
             child: Some(child),
             stderr,
             stdout,
+            readers,
         }
+    }
+
+    /// Waits until the first run is over and vx watches.
+    #[track_caller]
+    fn watching(self) -> Watching {
+        self.wait_for("vx watch: watching ", 1);
+        self
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
     }
 
     fn stderr(&self) -> String {
@@ -79,31 +100,31 @@ impl Watching {
     /// Waits until stderr holds `line` `times` times.
     #[track_caller]
     fn wait_for(&self, line: &str, times: usize) {
-        let deadline = Instant::now() + PATIENCE;
-        while self.stderr().matches(line).count() < times {
-            assert!(
-                Instant::now() < deadline,
-                "{line:?} did not appear {times}× in:\n{}\nstdout:\n{}",
-                self.stderr(),
-                self.stdout()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        eventually(
+            || self.stderr().matches(line).count() >= times,
+            || {
+                format!(
+                    "{line:?} did not appear {times}× in:\n{}\nstdout:\n{}",
+                    self.stderr(),
+                    self.stdout()
+                )
+            },
+        );
     }
 
     /// Waits until stdout holds `text` `times` times.
     #[track_caller]
     fn wait_out(&self, text: &str, times: usize) {
-        let deadline = Instant::now() + PATIENCE;
-        while self.stdout().matches(text).count() < times {
-            assert!(
-                Instant::now() < deadline,
-                "{text:?} did not appear {times}× in stdout:\n{}\nstderr:\n{}",
-                self.stdout(),
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        eventually(
+            || self.stdout().matches(text).count() >= times,
+            || {
+                format!(
+                    "{text:?} did not appear {times}× in stdout:\n{}\nstderr:\n{}",
+                    self.stdout(),
+                    self.stderr()
+                )
+            },
+        );
     }
 
     /// How many cycles have started after the first run.
@@ -111,18 +132,23 @@ impl Watching {
         self.stderr().matches("; running again").count()
     }
 
-    /// Sends `signal` and returns the exit code.
-    fn stop(mut self, signal: Signal) -> i32 {
+    /// Sends `signal`; returns the exit code and the whole of stderr.
+    fn stop(mut self, signal: Signal) -> (i32, String) {
         let mut child = self.child.take().unwrap();
         kill(Pid::from_raw(child.id() as i32), signal).unwrap();
         let deadline = Instant::now() + PATIENCE;
-        loop {
+        let code = loop {
             if let Some(status) = child.try_wait().unwrap() {
-                return status.code().unwrap_or(-1);
+                break status.code().unwrap_or(-1);
             }
             assert!(Instant::now() < deadline, "vx watch did not end");
             std::thread::sleep(Duration::from_millis(20));
+        };
+        // vx has exited: the readers reach end-of-file, so stderr is complete.
+        for reader in std::mem::take(&mut self.readers) {
+            let _ = reader.join();
         }
+        (code, self.stderr())
     }
 }
 
@@ -133,6 +159,28 @@ impl Drop for Watching {
             let _ = child.wait();
         }
     }
+}
+
+/// Fixture W with `files` written (the lib's `vx.toml` among them) and committed, and
+/// `vx watch <args>` at the root past its first run.
+fn watching_w(files: &[(&str, &str)], args: &[&str]) -> (Fixture, Watching) {
+    let f = w();
+    for (path, text) in files {
+        f.write(path, text);
+    }
+    f.commit();
+    let watch = Watching::start(&f, "", args).watching();
+    (f, watch)
+}
+
+/// Sets the modification time of `rel` to now without changing a byte (`touch`).
+fn touch(f: &Fixture, rel: &str) {
+    std::fs::File::options()
+        .append(true)
+        .open(f.path(rel))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
 }
 
 /// `vx watch lib#build` on fixture W where lib#build runs the test child with `marker` and
@@ -148,11 +196,10 @@ fn watching_a_marked_task(marker: &str, actions: &str, processes: usize) -> (Fix
     );
     f.commit();
     let watch = Watching::start(&f, "", &["lib#build"]);
-    let deadline = Instant::now() + PATIENCE;
-    while vx_test_support::process::pids_with_marker(marker).len() < processes {
-        assert!(Instant::now() < deadline, "{}", watch.stderr());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    eventually(
+        || vx_test_support::process::pids_with_marker(marker).len() >= processes,
+        || watch.stderr(),
+    );
     (f, watch)
 }
 
@@ -160,30 +207,26 @@ fn watching_a_marked_task(marker: &str, actions: &str, processes: usize) -> (Fix
 #[test]
 fn acc33_watch() {
     let f = crate::w_cached();
-    let watch = Watching::start(&f, "packages/app", &["build"]);
-    watch.wait_for("vx watch: first run\n", 1);
-    watch.wait_for("vx watch: watching ", 1);
+    let watch = Watching::start(&f, "packages/app", &["build"]).watching();
+    assert!(
+        watch.stderr().starts_with("vx watch: first run\n"),
+        "{}",
+        watch.stderr()
+    );
     f.write("packages/lib/src/a.txt", "a2\n");
     watch.wait_for(
         "vx watch: change in packages/lib/src/a.txt; running again\n",
         1,
     );
     // lib#build executed again: its output holds the edit.
-    let deadline = Instant::now() + PATIENCE;
-    while f.read("packages/lib/dist/out.txt") != "a2\n" {
-        assert!(Instant::now() < deadline, "lib#build did not run again");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    eventually(
+        || f.read("packages/lib/dist/out.txt") == "a2\n",
+        || "lib#build did not run again".to_string(),
+    );
     watch.wait_out("└─ app#build", 2);
     // An output and a touch start nothing.
     f.write("packages/lib/dist/out.txt", "written by hand\n");
-    let touched = f.path("packages/lib/src/a.txt");
-    std::fs::File::options()
-        .append(true)
-        .open(&touched)
-        .unwrap()
-        .set_modified(std::time::SystemTime::now())
-        .unwrap();
+    touch(&f, "packages/lib/src/a.txt");
     std::thread::sleep(NOTHING);
     assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
     // Still watching: a real edit is one more cycle.
@@ -192,44 +235,38 @@ fn acc33_watch() {
         "vx watch: change in packages/app/src/b.txt; running again\n",
         1,
     );
-    let stderr_before = watch.stderr();
-    let code = watch.stop(Signal::SIGINT);
-    assert_eq!(code, 0, "{stderr_before}");
+    let (code, stderr) = watch.stop(Signal::SIGINT);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.ends_with("vx watch: no longer watching\n"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn ctrl_c_prints_the_line_and_exits_0() {
-    let f = w();
-    let watch = Watching::start(&f, "", &["build", "--all"]);
-    watch.wait_for("vx watch: watching ", 1);
-    let stderr = Arc::clone(&watch.stderr);
-    assert_eq!(watch.stop(Signal::SIGINT), 0);
-    // The reader thread may still be taking the last line.
-    let deadline = Instant::now() + PATIENCE;
-    while !stderr
-        .lock()
-        .unwrap()
-        .contains("vx watch: no longer watching\n")
-    {
-        assert!(Instant::now() < deadline, "{}", stderr.lock().unwrap());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (_f, watch) = watching_w(&[], &["build", "--all"]);
+    let (code, stderr) = watch.stop(Signal::SIGINT);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.ends_with("vx watch: no longer watching\n"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn sigterm_ends_the_watch_with_143() {
-    let f = w();
-    let watch = Watching::start(&f, "", &["build", "--all"]);
-    watch.wait_for("vx watch: watching ", 1);
-    assert_eq!(watch.stop(Signal::SIGTERM), 143);
+    let (_f, watch) = watching_w(&[], &["build", "--all"]);
+    let (code, stderr) = watch.stop(Signal::SIGTERM);
+    assert_eq!(code, 143, "{stderr}");
+    assert!(!stderr.contains("no longer watching"), "{stderr}");
 }
 
 /// WATCH-4: a burst of edits inside the debounce is one cycle.
 #[test]
 fn a_burst_of_edits_is_one_cycle() {
     let f = crate::w_cached();
-    let watch = Watching::start(&f, "", &["build", "--all"]);
-    watch.wait_for("vx watch: watching ", 1);
+    let watch = Watching::start(&f, "", &["build", "--all"]).watching();
     for i in 0..50 {
         f.write("packages/lib/src/a.txt", &format!("edit {i}\n"));
     }
@@ -252,8 +289,7 @@ fn ignored_files_start_nothing() {
     let f = crate::w_cached();
     f.write(".gitignore", "dist/\n.vx/\n*.log\n");
     f.commit();
-    let watch = Watching::start(&f, "", &["build", "--all"]);
-    watch.wait_for("vx watch: watching ", 1);
+    let watch = Watching::start(&f, "", &["build", "--all"]).watching();
     f.write("packages/lib/src/notes.log", "ignored\n");
     f.write("packages/lib/node_modules/x/index.js", "module\n");
     f.write(".vx/stray", "x\n");
@@ -269,11 +305,7 @@ fn ignored_files_start_nothing() {
 
     // Uncached tasks: an ignored file is a change. (The first run's own ignored `dist/` is
     // one too, judged after it: one cycle, whose identical rewrite starts none.)
-    let f = w();
-    f.write(".gitignore", "dist/\n.vx/\n*.log\n");
-    f.commit();
-    let watch = Watching::start(&f, "", &["lib#build"]);
-    watch.wait_for("vx watch: watching ", 1);
+    let (f, watch) = watching_w(&[(".gitignore", "dist/\n.vx/\n*.log\n")], &["lib#build"]);
     watch.wait_for(
         "vx watch: change in packages/lib/dist/out.txt; running again\n",
         1,
@@ -290,14 +322,13 @@ fn ignored_files_start_nothing() {
 /// WATCH-5: a task that rewrites one of its own inputs on every cycle is named once.
 #[test]
 fn a_path_that_changes_on_every_cycle_is_named() {
-    let f = w();
-    f.write(
-        "packages/lib/vx.toml",
-        "[tasks.build]\ncommand = \"date +%s%N > src/gen.txt\"\n",
+    let (f, watch) = watching_w(
+        &[(
+            "packages/lib/vx.toml",
+            "[tasks.build]\ncommand = \"date +%s%N > src/gen.txt\"\n",
+        )],
+        &["lib#build"],
     );
-    f.commit();
-    let watch = Watching::start(&f, "", &["lib#build"]);
-    watch.wait_for("vx watch: watching ", 1);
     f.write("packages/lib/src/a.txt", "kick\n");
     watch.wait_for(
         "vx watch: `packages/lib/src/gen.txt` changes on every cycle; declare it as an output or ignore it in git\n",
@@ -315,15 +346,16 @@ fn a_path_that_changes_on_every_cycle_is_named() {
 /// WATCH-7: a failing cycle keeps the watch; the fixing edit's cycle succeeds.
 #[test]
 fn a_failing_cycle_then_a_fixing_one() {
-    let f = w();
-    f.write(
-        "packages/lib/vx.toml",
-        "[tasks.build]\ncommand = \"grep -q good src/a.txt && echo lib is good\"\n",
+    let (f, watch) = watching_w(
+        &[
+            (
+                "packages/lib/vx.toml",
+                "[tasks.build]\ncommand = \"grep -q good src/a.txt && echo lib is good\"\n",
+            ),
+            ("packages/lib/src/a.txt", "good\n"),
+        ],
+        &["lib#build"],
     );
-    f.write("packages/lib/src/a.txt", "good\n");
-    f.commit();
-    let watch = Watching::start(&f, "", &["lib#build"]);
-    watch.wait_for("vx watch: watching ", 1);
     f.write("packages/lib/src/a.txt", "bad\n");
     watch.wait_for("; running again\n", 1);
     watch.wait_out("failed", 1);
@@ -335,31 +367,21 @@ fn a_failing_cycle_then_a_fixing_one() {
 /// WATCH-4: an edit made while a cycle runs is not lost: it starts the next cycle.
 #[test]
 fn an_edit_during_a_cycle_starts_the_next() {
-    let f = w();
     // The marker lives outside the workspace, so writing it is no change.
     let outside = tempfile::tempdir().unwrap();
     let started = outside.path().join("started");
-    f.write(
-        "packages/lib/vx.toml",
-        &format!(
-            "[tasks.build]\ncommand = \"echo started > {}; sleep 2; cat src/a.txt\"\n",
-            started.display()
-        ),
+    let tasks = format!(
+        "[tasks.build]\ncommand = \"echo started > {}; sleep 2; cat src/a.txt\"\n",
+        started.display()
     );
-    f.commit();
-    let watch = Watching::start(&f, "", &["lib#build"]);
-    watch.wait_for("vx watch: watching ", 1);
+    let (f, watch) = watching_w(&[("packages/lib/vx.toml", &tasks)], &["lib#build"]);
     let _ = std::fs::remove_file(&started);
     f.write("packages/lib/src/a.txt", "first edit\n");
     watch.wait_for("; running again\n", 1);
-    let deadline = Instant::now() + PATIENCE;
-    while !started.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the cycle never started its task"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    eventually(
+        || started.exists(),
+        || "the cycle never started its task".to_string(),
+    );
     f.write("packages/lib/src/a.txt", "second edit\n");
     watch.wait_for(
         "vx watch: change in packages/lib/src/a.txt; running again\n",
@@ -371,9 +393,7 @@ fn an_edit_during_a_cycle_starts_the_next() {
 /// WATCH-7: a configuration that does not load is one line, and the watch goes on.
 #[test]
 fn a_broken_configuration_is_reported_and_the_watch_goes_on() {
-    let f = w();
-    let watch = Watching::start(&f, "", &["lib#build"]);
-    watch.wait_for("vx watch: watching ", 1);
+    let (f, watch) = watching_w(&[], &["lib#build"]);
     f.write("packages/lib/vx.toml", "[tasks.build]\ncomand = \"x\"\n");
     watch.wait_for(
         "vx watch: this cycle could not run: packages/lib/vx.toml:2:1: unknown key `comand`",
@@ -391,7 +411,8 @@ fn a_broken_configuration_is_reported_and_the_watch_goes_on() {
 fn ctrl_c_during_a_cycle_leaves_no_process() {
     let marker = unique_marker("watch-int");
     let (_f, watch) = watching_a_marked_task(&marker, "fork-tree 1 sleep 300", 2);
-    assert_eq!(watch.stop(Signal::SIGINT), 0);
+    let (code, stderr) = watch.stop(Signal::SIGINT);
+    assert_eq!(code, 0, "{stderr}");
     assert_no_survivor(&marker);
 }
 
@@ -420,8 +441,7 @@ fn refused_flags_and_unknown_tasks_exit_2() {
 #[test]
 fn polling_sees_edits() {
     let f = crate::w_cached();
-    let watch = Watching::start_with(&f, "", &["lib#build"], &[("VX_WATCH_POLL", "1")]);
-    watch.wait_for("vx watch: watching ", 1);
+    let watch = Watching::start_with(&f, "", &["lib#build"], &[("VX_WATCH_POLL", "1")]).watching();
     assert_eq!(watch.stderr().matches("polling every 250ms").count(), 1);
     f.write("packages/lib/src/a.txt", "polled edit\n");
     watch.wait_for(
@@ -429,12 +449,7 @@ fn polling_sees_edits() {
         1,
     );
     watch.wait_out("└─ lib#build", 2);
-    std::fs::File::options()
-        .append(true)
-        .open(f.path("packages/lib/src/a.txt"))
-        .unwrap()
-        .set_modified(std::time::SystemTime::now())
-        .unwrap();
+    touch(&f, "packages/lib/src/a.txt");
     std::thread::sleep(NOTHING);
     assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
 }
@@ -444,8 +459,7 @@ fn polling_sees_edits() {
 #[test]
 fn an_idle_watch_reads_nothing() {
     let f = crate::w_cached();
-    let watch = Watching::start(&f, "", &["build", "--all"]);
-    watch.wait_for("vx watch: watching ", 1);
+    let watch = Watching::start(&f, "", &["build", "--all"]).watching();
     f.write("packages/lib/src/a.txt", "a2\n");
     watch.wait_for("; running again\n", 1);
     watch.wait_out("── vx ", 2);
@@ -472,8 +486,7 @@ fn an_idle_watch_reads_nothing() {
 #[test]
 fn recreated_directories_and_new_projects_are_watched() {
     let f = crate::w_cached();
-    let watch = Watching::start(&f, "", &["build", "--all"]);
-    watch.wait_for("vx watch: watching ", 1);
+    let watch = Watching::start(&f, "", &["build", "--all"]).watching();
     std::fs::remove_dir_all(f.path("packages/lib/src")).unwrap();
     watch.wait_for(
         "vx watch: change in packages/lib/src/a.txt; running again\n",
@@ -496,18 +509,19 @@ fn recreated_directories_and_new_projects_are_watched() {
 /// WATCH-2: with `workspace-inputs` the whole root is watched, projects included.
 #[test]
 fn workspace_inputs_watch_the_whole_root() {
-    let f = w();
-    f.write("tsconfig.json", "{}\n");
-    f.write(
-        "packages/lib/vx.toml",
-        concat!(
-            "[tasks.build]\ncommand = \"cat src/a.txt\"\n",
-            "cache = { inputs = [\"src/**\"], workspace-inputs = [\"tsconfig.json\"], outputs = [] }\n",
-        ),
+    let (f, watch) = watching_w(
+        &[
+            ("tsconfig.json", "{}\n"),
+            (
+                "packages/lib/vx.toml",
+                concat!(
+                    "[tasks.build]\ncommand = \"cat src/a.txt\"\n",
+                    "cache = { inputs = [\"src/**\"], workspace-inputs = [\"tsconfig.json\"], outputs = [] }\n",
+                ),
+            ),
+        ],
+        &["lib#build"],
     );
-    f.commit();
-    let watch = Watching::start(&f, "", &["lib#build"]);
-    watch.wait_for("vx watch: watching ", 1);
     f.write("packages/lib/src/a.txt", "in a project\n");
     watch.wait_for(
         "vx watch: change in packages/lib/src/a.txt; running again\n",
@@ -526,17 +540,12 @@ fn a_second_ctrl_c_during_a_cycle_exits_0() {
     let (_f, watch) = watching_a_marked_task(&marker, "ignore-int ignore-term forever", 1);
     kill(Pid::from_raw(watch.pid()), Signal::SIGINT).unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    let stderr = Arc::clone(&watch.stderr);
-    assert_eq!(watch.stop(Signal::SIGINT), 0);
-    let deadline = Instant::now() + PATIENCE;
-    while !stderr
-        .lock()
-        .unwrap()
-        .contains("vx watch: no longer watching\n")
-    {
-        assert!(Instant::now() < deadline, "{}", stderr.lock().unwrap());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (code, stderr) = watch.stop(Signal::SIGINT);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.ends_with("vx watch: no longer watching\n"),
+        "{stderr}"
+    );
     assert_no_survivor(&marker);
 }
 
@@ -544,18 +553,19 @@ fn a_second_ctrl_c_during_a_cycle_exits_0() {
 /// same task's inputs cover it; an input next to it still does.
 #[test]
 fn outputs_start_nothing_even_under_the_tasks_own_inputs() {
-    let f = w();
-    f.write(".gitignore", ".vx/\n");
-    f.write(
-        "packages/lib/vx.toml",
-        concat!(
-            "[tasks.build]\ncommand = \"mkdir -p dist && cat src/a.txt > dist/out.txt\"\n",
-            "cache = { inputs = [\"**\"], outputs = [\"dist/**\"] }\n",
-        ),
+    let (f, watch) = watching_w(
+        &[
+            (".gitignore", ".vx/\n"),
+            (
+                "packages/lib/vx.toml",
+                concat!(
+                    "[tasks.build]\ncommand = \"mkdir -p dist && cat src/a.txt > dist/out.txt\"\n",
+                    "cache = { inputs = [\"**\"], outputs = [\"dist/**\"] }\n",
+                ),
+            ),
+        ],
+        &["lib#build"],
     );
-    f.commit();
-    let watch = Watching::start(&f, "", &["lib#build"]);
-    watch.wait_for("vx watch: watching ", 1);
     // The first run's own output is judged after it: not a change.
     std::thread::sleep(NOTHING);
     assert_eq!(watch.cycles(), 0, "{}", watch.stderr());
@@ -583,8 +593,7 @@ fn affected_is_evaluated_once() {
         out.stderr
     );
     f.write("packages/lib/src/a.txt", "edited before the watch\n");
-    let watch = Watching::start(&f, "", &["build", "--affected=HEAD"]);
-    watch.wait_for("vx watch: watching ", 1);
+    let watch = Watching::start(&f, "", &["build", "--affected=HEAD"]).watching();
     assert!(!watch.stdout().contains("docs#build"), "{}", watch.stdout());
     f.write("packages/docs/notes.txt", "docs changed after the start\n");
     std::thread::sleep(NOTHING);
