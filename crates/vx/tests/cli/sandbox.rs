@@ -531,26 +531,38 @@ fn curl_or_skip() -> Option<()> {
     found.then_some(())
 }
 
+/// `vx run lib#build` with the tasks `tasks(port, test child)` against a [`loopback_server`]:
+/// its port and the output; `None` when the test skips (no sandbox, no curl).
+fn run_against_a_loopback_server(
+    tasks: impl Fn(u16, &str) -> String,
+) -> Option<(u16, vx_test_support::fixture::Output)> {
+    if !sandbox_or_skip() || curl_or_skip().is_none() {
+        return None;
+    }
+    let port = loopback_server();
+    let f = lib(&tasks(port, &child()));
+    Some((port, f.vx(&["run", "lib#build"])))
+}
+
 /// SBX-6: without a grant neither curl nor a raw TCP connection reaches a server on the host's
 /// loopback; requests the proxy refuses and direct connections out are violations.
 #[test]
 fn the_network_is_closed_without_a_grant() {
-    if !sandbox_or_skip() || curl_or_skip().is_none() {
+    let Some((port, out)) = run_against_a_loopback_server(|port, c| {
+        format!(
+            concat!(
+                "[tasks.build]\n",
+                "command = 'curl -sS -m 5 http://127.0.0.1:{port}/; {c} tcp-get 127.0.0.1:{port}; ",
+                "{c} proxy-get 127.0.0.1:{port}; curl -sS -m 5 http://example.invalid/; ",
+                "{c} tcp-get 10.255.255.1:443; true'\n",
+                "sandbox = {{ read = ['{c}'] }}\n",
+            ),
+            c = c,
+            port = port,
+        )
+    }) else {
         return;
-    }
-    let port = loopback_server();
-    let f = lib(&format!(
-        concat!(
-            "[tasks.build]\n",
-            "command = 'curl -sS -m 5 http://127.0.0.1:{port}/; {c} tcp-get 127.0.0.1:{port}; ",
-            "{c} proxy-get 127.0.0.1:{port}; curl -sS -m 5 http://example.invalid/; ",
-            "{c} tcp-get 10.255.255.1:443; true'\n",
-            "sandbox = {{ read = ['{c}'] }}\n",
-        ),
-        c = child(),
-        port = port,
-    ));
-    let out = f.vx(&["run", "lib#build"]);
+    };
     assert_eq!(out.code, 1, "{out:?}");
     assert!(
         !out.stdout.contains("hello from the host"),
@@ -568,20 +580,19 @@ fn the_network_is_closed_without_a_grant() {
 /// and to a raw TCP connection made with `CONNECT`; other hosts stay closed.
 #[test]
 fn a_network_grant_opens_the_host_loopback_through_the_proxy() {
-    if !sandbox_or_skip() || curl_or_skip().is_none() {
+    let Some((_, out)) = run_against_a_loopback_server(|port, c| {
+        format!(
+            concat!(
+                "[tasks.build]\n",
+                "command = 'curl -sS -m 5 http://127.0.0.1:{port}/ && echo && {c} proxy-get 127.0.0.1:{port}'\n",
+                "sandbox = {{ read = ['{c}'], network = ['localhost:{port}'] }}\n",
+            ),
+            c = c,
+            port = port,
+        )
+    }) else {
         return;
-    }
-    let port = loopback_server();
-    let f = lib(&format!(
-        concat!(
-            "[tasks.build]\n",
-            "command = 'curl -sS -m 5 http://127.0.0.1:{port}/ && echo && {c} proxy-get 127.0.0.1:{port}'\n",
-            "sandbox = {{ read = ['{c}'], network = ['localhost:{port}'] }}\n",
-        ),
-        c = child(),
-        port = port,
-    ));
-    let out = f.vx(&["run", "lib#build"]);
+    };
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
         out.stdout.matches("hello from the host").count(),

@@ -114,6 +114,14 @@ fn report(started: &Started) -> Option<InitReport> {
     }
 }
 
+/// [`start`] with the test child carrying `marker` and running `actions`.
+fn start_marked(bwrap: &std::path::Path, marker: &str, actions: &[&str]) -> Started {
+    let program = test_child_path().display().to_string();
+    let mut command = vec![program.as_str(), "--marker", marker];
+    command.extend_from_slice(actions);
+    start(bwrap, &command)
+}
+
 #[test]
 fn the_commands_exit_code_comes_back_through_bwrap_and_the_report() {
     let Some(bwrap) = bwrap_or_skip() else { return };
@@ -127,22 +135,10 @@ fn the_commands_exit_code_comes_back_through_bwrap_and_the_report() {
 fn a_signal_written_to_the_control_pipe_reaches_the_commands_processes() {
     let Some(bwrap) = bwrap_or_skip() else { return };
     let marker = unique_marker("sbx-init");
-    let child_program = test_child_path().display().to_string();
-    // The leader and two descendants, all asleep.
-    let mut sandbox = start(
-        &bwrap,
-        &[
-            &child_program,
-            "--marker",
-            &marker,
-            "fork-tree",
-            "2",
-            "sleep",
-            "300",
-        ],
-    );
+    // The leader and two descendants, all asleep; bwrap and init carry the marker in their
+    // arguments too: five with the three sleepers.
+    let mut sandbox = start_marked(&bwrap, &marker, &["fork-tree", "2", "sleep", "300"]);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    // bwrap and init carry the marker in their arguments too: five with the three sleepers.
     while vx_test_support::process::pids_with_marker(&marker).len() < 5 {
         assert!(
             std::time::Instant::now() < deadline,
@@ -162,14 +158,11 @@ fn a_signal_written_to_the_control_pipe_reaches_the_commands_processes() {
 fn a_descendant_that_ignores_sigterm_ends_with_the_sandbox() {
     let Some(bwrap) = bwrap_or_skip() else { return };
     let marker = unique_marker("sbx-stubborn");
-    let child_program = test_child_path().display().to_string();
     // A descendant in a process group of its own that ignores SIGTERM; the leader exits.
-    let mut sandbox = start(
+    let mut sandbox = start_marked(
         &bwrap,
+        &marker,
         &[
-            &child_program,
-            "--marker",
-            &marker,
             "fork-tree",
             "1",
             "new-group",
