@@ -33,7 +33,7 @@ pub fn store_location(
     flag: Option<&str>,
 ) -> Result<(std::path::PathBuf, std::path::PathBuf), Failure> {
     let (root, settings) = root_only(cwd)?;
-    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let env = crate::run::host_env();
     let dir = crate::run::cache::cache_dir(&root, cwd, flag, &env, settings.cache_dir.as_deref());
     Ok((root, dir))
 }

@@ -82,9 +82,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending) -> Result<i32, F
     signals::install()?;
     signals::route_to_run(Some(tx.clone()));
     let options = options.clone();
-    let host_env: BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
+    let host_env = host_env();
     let workspace = plan::discover(cwd)?;
     let (plan, opened) = if options.plan.is_none() {
         plan_and_open(workspace, cwd, &options, &host_env)?
@@ -235,6 +233,14 @@ fn plan_and_open(
     });
     let plan = plan?;
     Ok((plan, Some(opened?)))
+}
+
+/// vx's own environment, the variables whose names and values are UTF-8 (the others are
+/// neither passed to tasks nor read by vx).
+pub fn host_env() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
 }
 
 /// ENV-1: truthy means set and not `0`, `false` or empty.

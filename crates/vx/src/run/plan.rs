@@ -133,9 +133,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
 
 /// Git for this run; the cache directory's files never count as changed.
 fn git(workspace: &Workspace, cwd: &Path, options: &RunOptions) -> Git {
-    let host_env: BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
+    let host_env = super::host_env();
     let dir = super::cache::cache_dir(
         &workspace.root,
         cwd,

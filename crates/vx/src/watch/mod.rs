@@ -63,9 +63,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     signals::install()?;
     let (signal_tx, signal_rx) = crossbeam_channel::unbounded();
     signals::route_to_watch(Some(signal_tx));
-    let host_env: std::collections::BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
+    let host_env = run::host_env();
 
     // The scope, from a plan made now: an unknown task exits 2 before anything runs.
     let plan = plan::build(plan::discover(cwd)?, cwd, &options)?;
@@ -684,9 +682,7 @@ fn git_ignored(root: &Path, paths: &[PathBuf]) -> BTreeSet<PathBuf> {
     if paths.is_empty() {
         return BTreeSet::new();
     }
-    let host_env: std::collections::BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
+    let host_env = run::host_env();
     let Some(git) = host_env
         .get("PATH")
         .and_then(|path| run::subprocess::find_on_path("git", path))

@@ -260,3 +260,24 @@ fn an_unreadable_index_is_a_fact_not_an_error() {
         .unwrap()
         .contains("not a valid cache index"));
 }
+
+/// A variable that is not UTF-8 in vx's environment is left aside, not a crash (`vx info`,
+/// `vx show` and `vx run` read the environment).
+#[test]
+fn a_non_utf8_environment_variable_is_no_crash() {
+    use std::os::unix::ffi::OsStrExt;
+    let f = Fixture::w(vx_bin());
+    for args in [&["info"][..], &["show"], &["run", "lib#build"]] {
+        let out = f
+            .command("", args)
+            .env("VX_TEST_ODD", std::ffi::OsStr::from_bytes(b"caf\xe9"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
