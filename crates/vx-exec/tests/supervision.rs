@@ -508,3 +508,70 @@ fn the_supervisor_runs_a_helper_command_to_the_end() {
     assert_eq!(output.stderr, b"ho\n");
     assert_eq!(output.completion.exit_code, 2);
 }
+
+/// A sandboxed spawn whose "bwrap" is `sh -c script`: the script plays bubblewrap and init,
+/// with the control pipe on fd 3 and the report pipe on fd 4 as init would see them.
+fn fake_sandbox(script: &str) -> SpawnSpec {
+    let mut spec = sh("true");
+    spec.sandbox = Some(vx_exec::SandboxLaunch {
+        bwrap: "/bin/sh".into(),
+        options: vec!["-c".into(), script.into(), "fake-bwrap".into()],
+        init: "/nonexistent/vx".into(),
+        proxy: None,
+    });
+    spec
+}
+
+#[test]
+fn a_sandboxed_tasks_end_and_accesses_come_from_inits_report() {
+    let done = run(fake_sandbox(
+        "printf 'read /ws/a%%25b\\nexit 3 0 1000 2000 64\\n' >&4; exit 9",
+    ));
+    assert_eq!(done.completion.sandbox, Some(vx_exec::SandboxEnd::Reported));
+    // The command's code, not bubblewrap's, and the command's rusage.
+    assert_eq!(done.completion.exit_code, 3);
+    let usage = done.completion.usage.unwrap();
+    assert_eq!(usage.user_cpu, Duration::from_millis(1));
+    assert_eq!(usage.max_rss_bytes, 64 * 1024);
+    assert_eq!(
+        done.notes,
+        [r#"Access(Access { kind: Read, path: "/ws/a%b" })"#]
+    );
+}
+
+#[test]
+fn a_sandbox_report_that_init_never_wrote_is_not_trusted() {
+    for script in [
+        "printf 'garbage\\n' >&4; exit 0",
+        "printf 'exit 0 0 0 0 0\\nexit 0 0 0 0 0\\n' >&4; exit 0",
+        "printf 'exit 0 0 0 0 0\\nread /ws/late\\n' >&4; exit 0",
+    ] {
+        let done = run(fake_sandbox(script));
+        assert_eq!(
+            done.completion.sandbox,
+            Some(vx_exec::SandboxEnd::Unreadable),
+            "{script}"
+        );
+    }
+    let done = run(fake_sandbox("exit 1"));
+    assert_eq!(
+        done.completion.sandbox,
+        Some(vx_exec::SandboxEnd::Unreported)
+    );
+    assert_eq!(done.completion.exit_code, 1);
+}
+
+/// A stop of a sandboxed task is a signal name on init's control pipe, not a signal to
+/// bubblewrap (which would not reach the command).
+#[test]
+fn a_sandboxed_task_is_stopped_through_the_control_pipe() {
+    let (handle, rx) = start(fake_sandbox(
+        "trap 'echo signalled; exit 2' TERM; echo ready; read word <&3; echo \"got $word\"; printf 'exit 143 15 0 0 0\\n' >&4",
+    ));
+    wait_for_ready(&rx);
+    handle.stop(libc::SIGTERM);
+    let done = finish(&rx);
+    assert_eq!(done.stdout(), "got TERM\n");
+    assert_eq!(done.completion.exit_code, 143);
+    assert!(done.completion.stopped);
+}
