@@ -25,6 +25,10 @@ pub fn one_liner(style: &Style, report: &TaskReport) -> String {
     if let Some(cause) = &report.blocked_by {
         line.push_str(&format!(" • blocked by {}", style.id(cause)));
     }
+    if report.kept {
+        line.push(' ');
+        line.push_str(&style.dim("(kept: nothing it depends on changed)"));
+    }
     if let Some(note) = report.flaky() {
         line.push(' ');
         line.push_str(&style.dim(&note));

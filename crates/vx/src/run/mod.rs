@@ -56,24 +56,24 @@ const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 const DEFAULT_READY_NOTICE: Duration = Duration::from_secs(10);
 
 /// How a run ends: with vx's exit (everything left to the exit), or as one cycle of `vx watch`
-/// (everything dropped, so the next cycle starts clean).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+/// (everything dropped, so the next cycle starts clean; ready persistent tasks go on in
+/// `Servers`).
+pub enum Ending<'w> {
     Exit,
-    Cycle,
+    Cycle(&'w mut execute::Servers),
 }
 
 pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
     run_as(cwd, &options, Ending::Exit)
 }
 
-pub fn run_as(cwd: &Path, options: &RunOptions, ending: Ending) -> Result<i32, Failure> {
+pub fn run_as(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i32, Failure> {
     let result = run_routed(cwd, options, ending);
     signals::route_to_run(None);
     result
 }
 
-fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending) -> Result<i32, Failure> {
+fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i32, Failure> {
     let origin = Instant::now();
     // Bounded: a task that writes faster than the loop can handle blocks on its pipe instead of
     // piling its output up in vx's memory (STORE-6); nothing on the loop's thread ever sends.
@@ -174,7 +174,6 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending) -> Result<i32, F
         slots: slots.max(1),
         memory_budget: memory::Budget::from_env(&host_env),
         lock,
-        watch_cycle: ending == Ending::Cycle,
     };
     let mut reporter = Reporter::new(style, flow, options.output_logs);
     if host_env.get("GITHUB_ACTIONS").is_some_and(|v| truthy(v)) {
@@ -182,8 +181,12 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending) -> Result<i32, F
     }
     let executor = Box::new(vx_exec::Supervisor::new());
     let mut run = Run::new(&plan, &options, ctx, reporter, tx, rx, executor, cache);
+    let exit = matches!(ending, Ending::Exit);
+    if let Ending::Cycle(servers) = ending {
+        run = run.watching(servers);
+    }
     let code = run.execute();
-    if ending == Ending::Exit {
+    if exit {
         run.end();
         // Like the run's tables, the plan is left to the exit that follows.
         std::mem::forget(plan);

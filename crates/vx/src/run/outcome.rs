@@ -101,6 +101,8 @@ pub struct TaskReport {
     /// Each attempt's process, from the start of the run (UI-15); empty for a task that did
     /// not execute.
     pub attempt_spans: Vec<AttemptSpan>,
+    /// A persistent task `vx watch` kept running from an earlier cycle, not started again.
+    pub kept: bool,
 }
 
 /// One attempt of an executed task (UI-15).
@@ -163,6 +165,7 @@ impl TaskReport {
             admission_held: Duration::ZERO,
             sandbox_violations: 0,
             attempt_spans: Vec::new(),
+            kept: false,
         }
     }
 

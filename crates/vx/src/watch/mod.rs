@@ -28,6 +28,7 @@ use notify::RecursiveMode;
 use crate::cli::RunArgs;
 use crate::error::Failure;
 use crate::options::{self, RunOptions};
+use crate::run::execute::Servers;
 use crate::run::{self, plan, setup, signals, Ending};
 use scope::{Fingerprint, Scope, PROBE_FILE};
 
@@ -67,21 +68,6 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
 
     // The scope, from a plan made now: an unknown task exits 2 before anything runs.
     let plan = plan::build(plan::discover(cwd)?, cwd, &options)?;
-    let persistent: Vec<String> = plan
-        .graph
-        .nodes
-        .iter()
-        .filter(|n| {
-            vx_core::graph::task_config(&plan.workspace, &n.id).is_some_and(|t| t.is_persistent())
-        })
-        .map(|n| n.id.to_string())
-        .collect();
-    if !persistent.is_empty() {
-        return Err(Failure::usage(format!(
-            "`vx watch` does not run persistent tasks yet ({}); run them with `vx run` beside the watch",
-            persistent.join(", ")
-        )));
-    }
     // WATCH-7: `--affected` is evaluated once, now: the watch goes on with the tasks it
     // found, named. With nothing affected there is nothing to watch (SEL-6's line, exit 0).
     if let Some(affected) = &plan.affected {
@@ -113,13 +99,16 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         .is_some_and(|v| run::truthy(v));
     let mut watch = Watch::start(scope, event_tx.clone(), poll)?;
     watch.sender = Some(event_tx.clone());
+    // Persistent tasks kept running between cycles; dropped (stopped) on every way out.
+    let mut servers = Servers::new();
+    let from_servers = servers.receiver().clone();
 
-    if let Some(code) = signalled(&signal_rx) {
+    if let Some(code) = signalled(&signal_rx, &mut servers) {
         return Ok(code);
     }
     crate::render::stderr("vx watch: first run\n");
-    cycle(cwd, &options);
-    if let Some(code) = signalled(&signal_rx) {
+    cycle(cwd, &options, &mut servers);
+    if let Some(code) = signalled(&signal_rx, &mut servers) {
         return Ok(code);
     }
     if !poll && !watch.probe(&events) {
@@ -138,9 +127,18 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     let mut streaks: HashMap<PathBuf, u32> = HashMap::new();
     let mut named: BTreeSet<PathBuf> = BTreeSet::new();
     loop {
+        servers.pump();
         let changed = if watch.early.is_empty() && !watch.rescan {
             select! {
-                recv(signal_rx) -> signal => return Ok(farewell(signal.unwrap_or(libc_sigint()))),
+                recv(signal_rx) -> signal => {
+                    return Ok(farewell(signal.unwrap_or(libc_sigint()), &mut servers))
+                }
+                recv(from_servers) -> msg => {
+                    if let Ok(msg) = msg {
+                        servers.handle(msg);
+                    }
+                    continue;
+                }
                 recv(events) -> first => match first {
                     Ok(first) => watch.settle(Some(first), &events),
                     Err(_) => return Err(Failure::Internal("the file watcher stopped".into())),
@@ -180,15 +178,17 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
             n => format!(" and {} more files", n - 1),
         };
         // A signal that came while the change was judged ends the watch before the cycle.
-        if let Some(code) = signalled(&signal_rx) {
+        if let Some(code) = signalled(&signal_rx, &mut servers) {
             return Ok(code);
         }
+        servers.pump();
         crate::render::stderr(&format!(
             "vx watch: change in {}{more}; running again\n",
             first.display()
         ));
-        cycle(cwd, &options);
-        if let Some(code) = signalled(&signal_rx) {
+        servers.set_changed(changed);
+        cycle(cwd, &options, &mut servers);
+        if let Some(code) = signalled(&signal_rx, &mut servers) {
             return Ok(code);
         }
         // What arrived while the cycle ran: judged next, and remembered as the cycle's own.
@@ -210,8 +210,8 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
 
 /// One cycle: `vx run` again; its exit code does not end the watch. A configuration that
 /// does not load is reported and the watch goes on (WATCH-7).
-fn cycle(cwd: &Path, options: &RunOptions) {
-    match run::run_as(cwd, options, Ending::Cycle) {
+fn cycle(cwd: &Path, options: &RunOptions, servers: &mut Servers) {
+    match run::run_as(cwd, options, Ending::Cycle(servers)) {
         Ok(_) => {}
         Err(Failure::User(diagnostics)) => {
             let mut text = String::new();
@@ -230,12 +230,15 @@ fn cycle(cwd: &Path, options: &RunOptions) {
 }
 
 /// After a cycle: the exit code if a signal came during it.
-fn signalled(signals: &Receiver<i32>) -> Option<i32> {
-    signals.try_recv().ok().map(farewell)
+fn signalled(signals: &Receiver<i32>, servers: &mut Servers) -> Option<i32> {
+    let signal = signals.try_recv().ok()?;
+    Some(farewell(signal, servers))
 }
 
-/// WATCH-1: Ctrl-C ends the watch with 0 and a line; SIGTERM and SIGHUP with 128 + n.
-fn farewell(signal: i32) -> i32 {
+/// WATCH-1: Ctrl-C stops the persistent tasks and ends the watch with 0 and a line; SIGTERM
+/// and SIGHUP with 128 + n.
+fn farewell(signal: i32, servers: &mut Servers) -> i32 {
+    servers.stop_all();
     if signal == libc_sigint() {
         crate::render::stderr("vx watch: no longer watching\n");
         crate::exit::SUCCESS

@@ -606,3 +606,154 @@ fn affected_is_evaluated_once() {
     watch.wait_out("── vx ", 2);
     assert!(!watch.stdout().contains("docs#build"), "{}", watch.stdout());
 }
+
+/// Fixture W (cached) where app has a persistent `dev` task running the test child with
+/// `marker` and `actions` (`depends` its `depends-on`), and `vx watch <args>` past its first
+/// run with the server up.
+fn watching_a_server(
+    marker: &str,
+    actions: &str,
+    depends: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Fixture, Watching) {
+    let f = crate::w_cached();
+    let app = f.read("packages/app/vx.toml");
+    f.write(
+        "packages/app/vx.toml",
+        &format!(
+            "{app}\n[tasks.dev]\ncommand = \"{} --marker {marker} {actions}\"\npersistent = true\ndepends-on = [{depends}]\n",
+            test_child_path().display()
+        ),
+    );
+    f.commit();
+    let watch = Watching::start_with(&f, "", args, env).watching();
+    eventually(
+        || vx_test_support::process::pids_with_marker(marker).len() == 1,
+        || watch.stderr(),
+    );
+    (f, watch)
+}
+
+/// The rule for persistent tasks: a server goes on through cycles that change nothing
+/// it depends on, and is restarted when its own project changes, with no old process left.
+#[test]
+fn a_server_restarts_only_when_its_own_inputs_change() {
+    let marker = unique_marker("watch-dev");
+    let (f, watch) = watching_a_server(
+        &marker,
+        "print listening sleep 1 print tick forever",
+        "",
+        &["app#dev", "lib#build"],
+        &[],
+    );
+    let first = vx_test_support::process::pids_with_marker(&marker);
+    // Its output is shown, prefixed, between cycles too.
+    watch.wait_out("app#dev │ listening\n", 1);
+    watch.wait_out("app#dev │ tick\n", 1);
+    assert_eq!(watch.cycles(), 0, "{}", watch.stderr());
+
+    // Another project changes: lib#build runs again, the server is kept.
+    f.write("packages/lib/src/a.txt", "a2\n");
+    watch.wait_for("vx watch: change in packages/lib/src/a.txt", 1);
+    watch.wait_out("running app#dev (kept: nothing it depends on changed)", 1);
+    assert_eq!(vx_test_support::process::pids_with_marker(&marker), first);
+    assert!(!watch.stderr().contains("restarting"), "{}", watch.stderr());
+
+    // Its own project changes: restarted, the old process gone before the new one starts.
+    f.write("packages/app/src/b.txt", "b2\n");
+    watch.wait_for(
+        "vx watch: restarting app#dev: packages/app/src/b.txt changed\n",
+        1,
+    );
+    watch.wait_out("app#dev │ listening\n", 2);
+    let second = vx_test_support::process::pids_with_marker(&marker);
+    assert_eq!(second.len(), 1, "one server at a time: {second:?}");
+    assert_ne!(second, first, "a new server");
+
+    // Its configuration changes: restarted too.
+    let app = f.read("packages/app/vx.toml");
+    f.write(
+        "packages/app/vx.toml",
+        &app.replace("print listening", "print listening-again"),
+    );
+    watch.wait_for(
+        "vx watch: restarting app#dev: its configuration changed\n",
+        1,
+    );
+    watch.wait_out("app#dev │ listening-again\n", 1);
+    assert_eq!(vx_test_support::process::pids_with_marker(&marker).len(), 1);
+
+    let (code, stderr) = watch.stop(Signal::SIGINT);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.ends_with("vx watch: no longer watching\n"),
+        "{stderr}"
+    );
+    crate::assert_no_survivor(&marker);
+}
+
+/// An upstream that executes again restarts the server; one that ignores SIGTERM is killed
+/// after the grace, so no old server survives the restart.
+#[test]
+fn a_server_restarts_when_an_upstream_ran_again() {
+    let marker = unique_marker("watch-up");
+    let (f, watch) = watching_a_server(
+        &marker,
+        "ignore-term print listening forever",
+        "\"^build\"",
+        &["app#dev"],
+        &[("VX_KILL_GRACE", "300ms")],
+    );
+    let first = vx_test_support::process::pids_with_marker(&marker);
+    f.write("packages/lib/src/a.txt", "a2\n");
+    watch.wait_for(
+        "vx watch: restarting app#dev: its upstream lib#build ran again\n",
+        1,
+    );
+    watch.wait_out("app#dev │ listening\n", 2);
+    let second = vx_test_support::process::pids_with_marker(&marker);
+    assert_eq!(second.len(), 1, "the old server was killed: {second:?}");
+    assert_ne!(second, first);
+    // A cache hit of the upstream (the edit undone restores the first output) restarts it
+    // too: the files it serves changed back.
+    f.write("packages/lib/src/a.txt", "a\n");
+    watch.wait_for(
+        "vx watch: restarting app#dev: its upstream lib#build was restored from the cache\n",
+        1,
+    );
+    watch.wait_out("app#dev │ listening\n", 3);
+    let (code, stderr) = watch.stop(Signal::SIGTERM);
+    assert_eq!(code, 143, "{stderr}");
+    crate::assert_no_survivor(&marker);
+}
+
+/// WATCH-7: a server that ends between cycles is reported, and starts again on the next
+/// change; killing vx leaves no server behind (EXEC-7).
+#[test]
+fn a_server_that_ends_between_cycles_starts_again_on_the_next_change() {
+    let marker = unique_marker("watch-dies");
+    let (f, watch) = watching_a_server(
+        &marker,
+        "print listening sleep 0.5 exit 3",
+        "",
+        &["app#dev", "lib#build"],
+        &[],
+    );
+    watch.wait_for(
+        "vx watch: app#dev stopped by itself (exit 3); it starts again on the next change\n",
+        1,
+    );
+    f.write("packages/lib/src/a.txt", "a2\n");
+    watch.wait_for("vx watch: change in packages/lib/src/a.txt", 1);
+    watch.wait_out("app#dev │ listening\n", 2);
+    watch.wait_for("stopped by itself (exit 3)", 2);
+    drop((f, watch));
+
+    // Killed outright, vx leaves nothing: its guard stops the server.
+    let marker = unique_marker("watch-killed");
+    let (_f, watch) = watching_a_server(&marker, "forever", "", &["app#dev"], &[]);
+    let (code, _) = watch.stop(Signal::SIGKILL);
+    assert_eq!(code, -1, "killed by a signal");
+    crate::assert_no_survivor(&marker);
+}

@@ -45,7 +45,15 @@ impl Run<'_> {
         let keep_allowed = !signalled
             && (!self.any_failed()
                 || self.options.continue_mode == vx_core::schedule::ContinueMode::Always);
-        let kept: Vec<usize> = if keep_allowed {
+        let kept: Vec<usize> = if self.watch.is_some() {
+            // `vx watch` keeps every ready persistent task for the next cycle, whatever else
+            // failed; only a signal stops them.
+            let ready = self
+                .live
+                .iter()
+                .filter(|(_, l)| l.kind == Kind::Persistent && l.ready);
+            ready.filter(|_| !signalled).map(|(&i, _)| i).collect()
+        } else if keep_allowed {
             self.kept_persistent()
         } else {
             Vec::new()
@@ -60,7 +68,7 @@ impl Run<'_> {
             self.live[i].handle.stop(nix::libc::SIGTERM);
         }
         self.drain_until(|run| to_stop.iter().all(|i| !run.live.contains_key(i)));
-        if kept.is_empty() {
+        if kept.is_empty() || self.watch.is_some() {
             self.stop_exited_servers();
         }
 
@@ -73,6 +81,10 @@ impl Run<'_> {
         self.finish_output();
         // STORE-14: released before the foreground wait for kept persistent tasks.
         self.ctx.lock.take();
+        if self.watch.is_some() {
+            self.hand_over(&kept);
+            return code;
+        }
         if kept.is_empty() || self.stopping.is_some() {
             return code;
         }

@@ -53,6 +53,7 @@ use crate::{exit, render};
 
 mod admission;
 mod end;
+mod kept;
 mod lanes;
 mod region;
 mod sandboxed;
@@ -60,6 +61,8 @@ mod servers;
 
 use admission::{estimate, HeldForMemory};
 pub(crate) use end::masked_argv;
+pub use kept::Servers;
+use kept::{Identity, Route};
 
 /// Everything the loop needs from outside the plan.
 pub struct Context {
@@ -85,8 +88,6 @@ pub struct Context {
     pub memory_budget: crate::run::memory::Budget,
     /// The workspace run lock, released when the graph is finished (STORE-14).
     pub lock: Option<vx_store::RunLock>,
-    /// This run is a cycle of `vx watch`: a second Ctrl-C ends the watch with 0 (WATCH-1).
-    pub watch_cycle: bool,
 }
 
 /// What the save lane's packing gave.
@@ -116,6 +117,10 @@ enum Kind {
 /// A task that has a process.
 struct Live {
     handle: Box<dyn RunningTask>,
+    /// Where its events go (a persistent task's move to `vx watch` between cycles).
+    route: Route,
+    /// For a persistent task in a cycle of `vx watch`: what its process was started as.
+    identity: Option<Identity>,
     started: Instant,
     kind: Kind,
     /// What the frame shows: both streams as printed, bounded like the stored log (STORE-6:
@@ -210,6 +215,8 @@ pub struct Run<'p> {
     phases: Option<Vec<Phase>>,
     /// SBX-1: whether tasks can be sandboxed here, probed at the first sandboxed execution.
     sandbox_host: sandboxed::SandboxHost,
+    /// This run is a cycle of `vx watch`: the persistent tasks kept between cycles.
+    watch: Option<&'p mut Servers>,
 }
 
 impl<'p> Run<'p> {
@@ -311,7 +318,15 @@ impl<'p> Run<'p> {
             summary: None,
             phases,
             sandbox_host: None,
+            watch: None,
         }
+    }
+
+    /// This run is a cycle of `vx watch`: persistent tasks are kept in `servers` between
+    /// cycles, and a second Ctrl-C ends the watch with 0 (WATCH-1).
+    pub fn watching(mut self, servers: &'p mut Servers) -> Run<'p> {
+        self.watch = Some(servers);
+        self
     }
 
     /// Runs the graph to the end, prints the footer, keeps requested servers alive, and
@@ -471,6 +486,15 @@ impl<'p> Run<'p> {
         }
         let masker = Masker::new(&secrets);
         let command_line = masker.mask_str(&with_args(&command, args));
+        let route = Route::new(self.tx.clone(), i);
+        // In a cycle of `vx watch`, the server started in an earlier cycle may be kept.
+        let identity = (kind == Kind::Persistent && self.watch.is_some())
+            .then(|| Identity::of(config, &script(&command, args), &dir.to_string_lossy()));
+        if let Some(identity) = &identity {
+            if self.keep_server(i, identity) {
+                return;
+            }
+        }
         let ready_when = match &config.persistent {
             Some(Persistent::Ready(ready)) => Some(ready.ready_when.clone()),
             _ => None,
@@ -488,7 +512,7 @@ impl<'p> Run<'p> {
         };
         let (launch, sandbox) = match &config.sandbox {
             None => (None, None),
-            Some(table) => match self.sandbox_task(i, table, &mut env) {
+            Some(table) => match self.sandbox_task(i, table, &mut env, &route) {
                 Ok((launch, sandbox)) => (Some(launch), Some(sandbox)),
                 Err(line) => {
                     self.cache.withhold(&id);
@@ -539,12 +563,14 @@ impl<'p> Run<'p> {
             Some(Ok(waiting)) => Some(waiting),
             None => None,
         };
-        let handle = self.spawn_attempt(i, spec.clone());
+        let handle = self.spawn_attempt(i, spec.clone(), &route);
         tracing::debug!(task = %id, pid = ?handle.pid(), "started");
         let colour = self.reporter.style.colour;
         let spawned = handle.pid().is_some();
         let live = Live {
             handle,
+            route,
+            identity,
             started,
             kind,
             display: LogBuf::new(),
@@ -595,14 +621,12 @@ impl<'p> Run<'p> {
         }
     }
 
-    fn spawn_attempt(&mut self, i: usize, spec: SpawnSpec) -> Box<dyn RunningTask> {
+    fn spawn_attempt(&mut self, i: usize, spec: SpawnSpec, route: &Route) -> Box<dyn RunningTask> {
         self.cache.keys.files_may_have_changed();
-        let tx = self.tx.clone();
+        let route = route.clone();
         self.executor.spawn(
             spec,
-            Box::new(move |event| {
-                let _ = tx.send(Msg::Exec(i, event));
-            }),
+            Box::new(move |event| route.deliver(Msg::Exec(i, event))),
         )
     }
 
@@ -635,7 +659,8 @@ impl<'p> Run<'p> {
             );
         }
         let spec = self.live[&i].spec.clone();
-        let handle = self.spawn_attempt(i, spec);
+        let route = self.live[&i].route.clone();
+        let handle = self.spawn_attempt(i, spec, &route);
         let run_started = self.started_at;
         let live = self.live.get_mut(&i).expect("a live task");
         live.spans.push(AttemptSpan {
@@ -716,16 +741,7 @@ impl<'p> Run<'p> {
         live.display.push(LogStream::Stdout, bytes);
         live.last_byte = bytes.last().copied();
         if self.keep_alive {
-            let prefix = format!("{} │ ", self.plan.graph.nodes[i].id);
-            let mut text = Vec::new();
-            for &b in bytes {
-                if live.prefix_at_line_start {
-                    text.extend_from_slice(prefix.as_bytes());
-                }
-                text.push(b);
-                live.prefix_at_line_start = b == b'\n';
-            }
-            out(&text);
+            out(&prefixed(&self.plan.graph.nodes[i].id, live, bytes));
         } else {
             self.reporter.stream(i, bytes);
         }
@@ -936,6 +952,7 @@ impl<'p> Run<'p> {
             admission_held: self.held.total(i),
             sandbox_violations: 0,
             attempt_spans: Vec::new(),
+            kept: false,
         }
     }
 
@@ -960,9 +977,12 @@ impl<'p> Run<'p> {
             for live in self.live.values() {
                 live.handle.kill();
             }
+            if let Some(servers) = &self.watch {
+                servers.kill_now();
+            }
             render::stderr("\n");
             let first = self.stopping.unwrap_or(n);
-            if self.ctx.watch_cycle && first == nix::libc::SIGINT {
+            if self.watch.is_some() && first == nix::libc::SIGINT {
                 render::stderr("vx watch: no longer watching\n");
                 std::process::exit(exit::SUCCESS);
             }
@@ -981,6 +1001,9 @@ impl<'p> Run<'p> {
         };
         for live in self.live.values() {
             live.handle.stop(forward);
+        }
+        if let Some(servers) = &self.watch {
+            servers.stop_now(forward);
         }
     }
 }
@@ -1018,6 +1041,20 @@ fn child_peak(max_rss_bytes: u64) -> Option<u64> {
         Some(own) if max_rss_bytes <= own + FLOOR => None,
         _ => Some(max_rss_bytes),
     }
+}
+
+/// Output of a task kept running after the footer, each line prefixed `<id> │ `.
+fn prefixed(id: &TaskId, live: &mut Live, bytes: &[u8]) -> Vec<u8> {
+    let prefix = format!("{id} │ ");
+    let mut text = Vec::new();
+    for &b in bytes {
+        if live.prefix_at_line_start {
+            text.extend_from_slice(prefix.as_bytes());
+        }
+        text.push(b);
+        live.prefix_at_line_start = b == b'\n';
+    }
+    text
 }
 
 /// A bounded display log as the bytes a frame prints: the cut, if any, as a note on a line of

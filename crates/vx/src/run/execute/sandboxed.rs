@@ -6,10 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use vx_core::config::SandboxConfig;
+use vx_core::TaskId;
 use vx_exec::sandbox::{violations, View, Violation};
 use vx_exec::trace::{Access, AccessKind};
 use vx_exec::{Completion, SandboxEnd, SandboxLaunch};
 
+use super::kept::Route;
 use super::{task, Kind, Msg, Run};
 use crate::run::plan::Plan;
 use crate::run::proxy::{environment as proxy_environment, HostPattern, TaskProxy};
@@ -32,6 +34,36 @@ pub(super) struct LiveSandbox {
     unkeyed: Vec<Linked>,
 }
 
+impl LiveSandbox {
+    /// A persistent task's access that breaks its sandbox is a warning now, once (SBX-8).
+    pub(super) fn warn_access(&mut self, id: &TaskId, access: Access) {
+        let found = violations(&self.view, &[access], |p| p.symlink_metadata().is_ok());
+        for violation in found {
+            if self.warned.insert(violation.clone()) {
+                crate::render::warning(&format!(
+                    "{id}: sandbox violation: {} {} (a persistent task is not stopped for it)",
+                    word(violation.kind),
+                    violation.path
+                ));
+            }
+        }
+    }
+
+    /// A persistent task's refused request is a warning now, once per `host:port` (SBX-8).
+    pub(super) fn warn_refused(&mut self, id: &TaskId, target: String) {
+        if self.refused.insert(target.clone()) {
+            crate::render::warning(&format!(
+                "{id}: sandbox violation: net {target} (a persistent task is not stopped for it)"
+            ));
+        }
+    }
+
+    /// The attempt ended: its `TMPDIR` goes.
+    pub(super) fn ended(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.tmpdir);
+    }
+}
+
 /// The verdict on a sandboxed attempt.
 pub(super) enum Verdict {
     /// Nothing to say: the task's own exit decides.
@@ -50,6 +82,7 @@ impl Run<'_> {
         i: usize,
         table: &SandboxConfig,
         env: &mut BTreeMap<String, String>,
+        route: &Route,
     ) -> Result<(SandboxLaunch, LiveSandbox), String> {
         let id = self.plan.graph.nodes[i].id.clone();
         if self.sandbox_host.is_none() {
@@ -107,10 +140,10 @@ impl Run<'_> {
             .iter()
             .filter_map(|text| HostPattern::parse(text))
             .collect();
-        let tx = self.tx.clone();
+        let route = route.clone();
         let socket = host.proxy_socket();
         let proxy = TaskProxy::start(&socket, patterns.clone(), move |target| {
-            let _ = tx.send(Msg::NetRefused(i, target));
+            route.deliver(Msg::NetRefused(i, target));
         })
         .map_err(|e| {
             let _ = std::fs::remove_dir_all(&tmpdir);
@@ -156,19 +189,7 @@ impl Run<'_> {
             sandbox.accesses.push(access);
             return;
         }
-        let found = violations(&sandbox.view, &[access], |p| p.symlink_metadata().is_ok());
-        let new: Vec<Violation> = found
-            .into_iter()
-            .filter(|v| sandbox.warned.insert(v.clone()))
-            .collect();
-        let id = &self.plan.graph.nodes[i].id;
-        for violation in new {
-            crate::render::warning(&format!(
-                "{id}: sandbox violation: {} {} (a persistent task is not stopped for it)",
-                word(violation.kind),
-                violation.path
-            ));
-        }
+        sandbox.warn_access(&self.plan.graph.nodes[i].id, access);
     }
 
     /// The task's proxy refused a request: a violation (SBX-7), a warning now for a
@@ -181,11 +202,10 @@ impl Run<'_> {
         let Some(sandbox) = live.sandbox.as_mut() else {
             return;
         };
-        if sandbox.refused.insert(target.clone()) && persistent {
-            let id = &self.plan.graph.nodes[i].id;
-            crate::render::warning(&format!(
-                "{id}: sandbox violation: net {target} (a persistent task is not stopped for it)"
-            ));
+        if persistent {
+            sandbox.warn_refused(&self.plan.graph.nodes[i].id, target);
+        } else {
+            sandbox.refused.insert(target);
         }
     }
 
@@ -199,7 +219,7 @@ impl Run<'_> {
         let Some(sandbox) = live.sandbox.as_mut() else {
             return Verdict::Clean;
         };
-        let _ = std::fs::remove_dir_all(&sandbox.tmpdir);
+        sandbox.ended();
         let accesses = std::mem::take(&mut sandbox.accesses);
         if completion.sandbox == Some(SandboxEnd::Unreadable) {
             let id = &self.plan.graph.nodes[i].id;

@@ -116,7 +116,8 @@ impl Run<'_> {
         let halted = self.scheduler.is_halted();
         // A requested server is kept after the footer only if nothing failed (or under
         // `--continue=always`), so once something failed it is unneeded too.
-        let never_kept = self.options.continue_mode != ContinueMode::Always
+        let never_kept = self.watch.is_none()
+            && self.options.continue_mode != ContinueMode::Always
             && self
                 .reports
                 .values()
