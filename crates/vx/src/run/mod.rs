@@ -174,6 +174,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         slots: slots.max(1),
         memory_budget: memory::Budget::from_env(&host_env),
         lock,
+        keeps_terminal: matches!(ending, Ending::Cycle(_)),
     };
     let mut reporter = Reporter::new(style, flow, options.output_logs);
     if host_env.get("GITHUB_ACTIONS").is_some_and(|v| truthy(v)) {

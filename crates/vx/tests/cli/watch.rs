@@ -757,3 +757,22 @@ fn a_server_that_ends_between_cycles_starts_again_on_the_next_change() {
     assert_eq!(code, -1, "killed by a signal");
     crate::assert_no_survivor(&marker);
 }
+
+/// On a terminal no task of a cycle owns it: the watch must hear Ctrl-C. An interactive
+/// persistent task runs as an ordinary one, and the terminal's Ctrl-C ends the watch with 0.
+#[test]
+fn on_a_terminal_ctrl_c_reaches_the_watch_not_an_interactive_task() {
+    let f = crate::one_project(concat!(
+        "[tasks.shell]\n",
+        "command = \"trap 'echo caught-int; exit 3' INT; echo armed; while :; do sleep 0.05; done\"\n",
+        "interactive = true\npersistent = true\n",
+    ));
+    let mut vx = crate::pty::OnPty::start(&f, &["watch", "lib#shell"]);
+    vx.wait_for("vx watch: watching ");
+    vx.wait_for("lib#shell │ armed");
+    vx.type_keys(b"\x03");
+    vx.wait_for("vx watch: no longer watching");
+    let (code, screen) = vx.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(!screen.contains("stopped by itself"), "{screen}");
+}

@@ -91,6 +91,8 @@ impl Identity {
 pub(super) struct Kept {
     pub(super) id: TaskId,
     pub(super) identity: Identity,
+    /// Its time to ready, its duration in every cycle that keeps it (EXEC-13).
+    ready_after: Duration,
     pub(super) live: Live,
     route: Route,
 }
@@ -155,7 +157,13 @@ impl Servers {
     }
 
     /// Keeps a ready persistent task: its events come here from now on.
-    pub(super) fn keep(&mut self, id: TaskId, identity: Identity, live: Live) -> usize {
+    pub(super) fn keep(
+        &mut self,
+        id: TaskId,
+        identity: Identity,
+        ready_after: Duration,
+        live: Live,
+    ) -> usize {
         let slot = self.next;
         self.next += 1;
         let route = live.route.clone();
@@ -165,6 +173,7 @@ impl Servers {
             Kept {
                 id,
                 identity,
+                ready_after,
                 live,
                 route,
             },
@@ -352,6 +361,7 @@ impl Run<'_> {
         let mut report = self.report_of(i, &kept.live, Status::Running);
         report.executed = false;
         report.kept = true;
+        report.duration = kept.ready_after;
         self.reporter.finished(i, &report, self.is_shown(i));
         self.reports.insert(
             i,
@@ -434,7 +444,8 @@ impl Run<'_> {
             let Some(identity) = live.identity.clone() else {
                 continue;
             };
-            let slot = servers.keep(node.id.clone(), identity, live);
+            let ready_after = self.reports.get(&i).map_or(Duration::ZERO, |r| r.duration);
+            let slot = servers.keep(node.id.clone(), identity, ready_after, live);
             slots.insert(i, slot);
         }
         // What they sent to this cycle before their routes changed comes first.

@@ -88,6 +88,8 @@ pub struct Context {
     pub memory_budget: crate::run::memory::Budget,
     /// The workspace run lock, released when the graph is finished (STORE-14).
     pub lock: Option<vx_store::RunLock>,
+    /// No task may own the terminal: vx must hear its Ctrl-C (a cycle of `vx watch`).
+    pub keeps_terminal: bool,
 }
 
 /// What the save lane's packing gave.
@@ -232,7 +234,7 @@ impl<'p> Run<'p> {
         cache: RunCache<'p>,
     ) -> Run<'p> {
         // EXEC-14: on a terminal an interactive task owns it; off one it is an ordinary task.
-        let on_terminal = vx_exec::tree::owns_terminal();
+        let on_terminal = !ctx.keeps_terminal && vx_exec::tree::owns_terminal();
         let owns_terminal = |i: usize| on_terminal && task(plan, i).interactive == Some(true);
         // An interactive task on a terminal is never framed: it writes to the terminal itself.
         let requested_commands: Vec<usize> = plan

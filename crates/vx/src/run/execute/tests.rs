@@ -33,6 +33,7 @@ fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
         slots: 1,
         memory_budget: crate::run::memory::Budget::Off,
         lock: None,
+        keeps_terminal: false,
     };
     let host_env = BTreeMap::new();
     let dir = f.path(".vx");
