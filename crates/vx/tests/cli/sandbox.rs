@@ -15,7 +15,7 @@ use crate::{assert_contains, assert_no_survivor, empty, one_project, w};
 /// Whether sandboxed tasks can run here: bubblewrap usable (`bwrap_or_skip`) and vx's own
 /// probe passing (tracing allowed), asked once per test process. Otherwise the test reports
 /// itself skipped with the reason, and under `CI` fails (TEST-3).
-fn sandbox_or_skip() -> bool {
+pub(crate) fn sandbox_or_skip() -> bool {
     static PROBED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     let probed = PROBED.get_or_init(|| {
         bwrap_or_skip().ok_or("bubblewrap is missing or unusable")?;

@@ -776,3 +776,48 @@ fn on_a_terminal_ctrl_c_reaches_the_watch_not_an_interactive_task() {
     assert_eq!(code, Some(0), "{screen}");
     assert!(!screen.contains("stopped by itself"), "{screen}");
 }
+
+/// A sandboxed server is kept like any other (its per-attempt `TMPDIR` and proxy do not make
+/// it new), and a violation between cycles is still a warning at once (SBX-8).
+#[test]
+fn a_sandboxed_server_is_kept_and_warned_about_between_cycles() {
+    if !crate::sandbox::sandbox_or_skip() {
+        return;
+    }
+    let marker = unique_marker("watch-sbx");
+    let f = crate::one_project(&format!(
+        concat!(
+            "[tasks.server]\n",
+            "command = 'echo Listening; sleep 1; cat src/a.txt; {c} --marker {marker} forever & wait'\n",
+            "persistent = {{ ready-when = 'Listening' }}\n",
+            "sandbox = {{ read = ['{c}'] }}\n",
+        ),
+        c = test_child_path().display(),
+        marker = marker,
+    ));
+    f.write("packages/lib/src/a.txt", "content of a\n");
+    f.commit();
+    let watch = Watching::start(&f, "", &["lib#server"]).watching();
+    watch.wait_for(
+        "warning: lib#server: sandbox violation: read packages/lib/src/a.txt (a persistent task is not stopped for it)\n",
+        1,
+    );
+    // bubblewrap, init, the shell and the child all carry the marker in their command lines.
+    eventually(
+        || vx_test_support::process::pids_with_marker(&marker).len() == 4,
+        || format!("{}\n{}", watch.stderr(), watch.stdout()),
+    );
+    let first = vx_test_support::process::pids_with_marker(&marker);
+    // A file at the root is no project's: a cycle, and the server is kept.
+    f.write("notes.txt", "notes\n");
+    watch.wait_for("vx watch: change in notes.txt; running again\n", 1);
+    watch.wait_out(
+        "running lib#server (kept: nothing it depends on changed)",
+        1,
+    );
+    assert!(!watch.stderr().contains("restarting"), "{}", watch.stderr());
+    assert_eq!(vx_test_support::process::pids_with_marker(&marker), first);
+    let (code, stderr) = watch.stop(Signal::SIGINT);
+    assert_eq!(code, 0, "{stderr}");
+    crate::assert_no_survivor(&marker);
+}
