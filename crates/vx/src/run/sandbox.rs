@@ -25,14 +25,20 @@ pub struct Host {
     bwrap: PathBuf,
     /// vx's own binary: the sandbox's init (SBX-9).
     init: PathBuf,
-    /// The run's scratch directory (0700), removed with the host.
-    scratch: tempfile::TempDir,
+    /// The run's scratch directory (0700), removed with the host and the last task that uses
+    /// it (a persistent task `vx watch` keeps outlives the cycle's host).
+    scratch: std::sync::Arc<tempfile::TempDir>,
     /// An empty read-only file, shown in place of hidden credential files (SBX-5).
     empty_file: PathBuf,
     attempts: u64,
 }
 
 impl Host {
+    /// The scratch directory, for a task to hold while its `TMPDIR` and proxy socket are in it.
+    pub fn scratch(&self) -> std::sync::Arc<tempfile::TempDir> {
+        std::sync::Arc::clone(&self.scratch)
+    }
+
     /// SBX-1: whether sandboxed tasks can run here, found by running `true` through the real
     /// wrapper. The error is the reason (`bwrap` missing, user namespaces refused, tracing
     /// impossible), without the `sandbox not available: ` in front.
@@ -65,7 +71,7 @@ impl Host {
         let mut host = Host {
             bwrap,
             init,
-            scratch,
+            scratch: std::sync::Arc::new(scratch),
             empty_file,
             attempts: 0,
         };

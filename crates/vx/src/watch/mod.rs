@@ -131,7 +131,8 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         let changed = if watch.early.is_empty() && !watch.rescan {
             select! {
                 recv(signal_rx) -> signal => {
-                    return Ok(farewell(signal.unwrap_or(libc_sigint()), &mut servers))
+                    let signal = signal.unwrap_or(libc_sigint());
+                    return Ok(farewell(signal, &mut servers, &signal_rx));
                 }
                 recv(from_servers) -> msg => {
                     if let Ok(msg) = msg {
@@ -211,7 +212,10 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
 /// One cycle: `vx run` again; its exit code does not end the watch. A configuration that
 /// does not load is reported and the watch goes on (WATCH-7).
 fn cycle(cwd: &Path, options: &RunOptions, servers: &mut Servers) {
-    match run::run_as(cwd, options, Ending::Cycle(servers)) {
+    let ran = run::run_as(cwd, options, Ending::Cycle(servers));
+    // Printed after the footer already, unless the cycle ended before it.
+    servers.release();
+    match ran {
         Ok(_) => {}
         Err(Failure::User(diagnostics)) => {
             let mut text = String::new();
@@ -232,13 +236,13 @@ fn cycle(cwd: &Path, options: &RunOptions, servers: &mut Servers) {
 /// After a cycle: the exit code if a signal came during it.
 fn signalled(signals: &Receiver<i32>, servers: &mut Servers) -> Option<i32> {
     let signal = signals.try_recv().ok()?;
-    Some(farewell(signal, servers))
+    Some(farewell(signal, servers, signals))
 }
 
 /// WATCH-1: Ctrl-C stops the persistent tasks and ends the watch with 0 and a line; SIGTERM
 /// and SIGHUP with 128 + n.
-fn farewell(signal: i32, servers: &mut Servers) -> i32 {
-    servers.stop_all();
+fn farewell(signal: i32, servers: &mut Servers, signals: &Receiver<i32>) -> i32 {
+    servers.stop_all(signals);
     if signal == libc_sigint() {
         crate::render::stderr("vx watch: no longer watching\n");
         crate::exit::SUCCESS

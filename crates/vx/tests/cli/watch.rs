@@ -735,13 +735,13 @@ fn a_server_that_ends_between_cycles_starts_again_on_the_next_change() {
     let marker = unique_marker("watch-dies");
     let (f, watch) = watching_a_server(
         &marker,
-        "print listening sleep 0.5 exit 3",
+        "print listening sleep 3 exit 3",
         "",
         &["app#dev", "lib#build"],
         &[],
     );
     watch.wait_for(
-        "vx watch: app#dev stopped by itself (exit 3); it starts again on the next change\n",
+        "vx watch: app#dev stopped by itself (exit 3); it starts again in the next cycle that needs it\n",
         1,
     );
     f.write("packages/lib/src/a.txt", "a2\n");
@@ -788,7 +788,8 @@ fn a_sandboxed_server_is_kept_and_warned_about_between_cycles() {
     let f = crate::one_project(&format!(
         concat!(
             "[tasks.server]\n",
-            "command = 'echo Listening; sleep 1; cat src/a.txt; {c} --marker {marker} forever & wait'\n",
+            "command = 'echo Listening; sleep 1; cat src/a.txt; ",
+            "echo x > $TMPDIR/f && echo tmpdir-ok; {c} --marker {marker} forever & wait'\n",
             "persistent = {{ ready-when = 'Listening' }}\n",
             "sandbox = {{ read = ['{c}'] }}\n",
         ),
@@ -802,7 +803,10 @@ fn a_sandboxed_server_is_kept_and_warned_about_between_cycles() {
         "warning: lib#server: sandbox violation: read packages/lib/src/a.txt (a persistent task is not stopped for it)\n",
         1,
     );
-    // bubblewrap, init, the shell and the child all carry the marker in their command lines.
+    // Its TMPDIR outlives the first run's end.
+    watch.wait_out("lib#server │ tmpdir-ok\n", 1);
+    // bubblewrap, init, the shell and the child all carry the marker in their command lines
+    // (the child starts right after that line; before, the shell's short-lived forks do too).
     eventually(
         || vx_test_support::process::pids_with_marker(&marker).len() == 4,
         || format!("{}\n{}", watch.stderr(), watch.stdout()),
@@ -820,4 +824,71 @@ fn a_sandboxed_server_is_kept_and_warned_about_between_cycles() {
     let (code, stderr) = watch.stop(Signal::SIGINT);
     assert_eq!(code, 0, "{stderr}");
     crate::assert_no_survivor(&marker);
+}
+
+/// Ctrl-C stops the servers before the watch ends: they get SIGTERM and their last words are
+/// printed, before `no longer watching`.
+#[test]
+fn ctrl_c_stops_the_servers_first() {
+    let f = crate::w_cached();
+    let app = f.read("packages/app/vx.toml");
+    f.write(
+        "packages/app/vx.toml",
+        &format!(
+            "{app}\n[tasks.dev]\ncommand = \"trap 'echo got-term; exit 0' TERM; echo listening; while :; do sleep 0.05; done\"\npersistent = true\n"
+        ),
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["app#dev"]).watching();
+    watch.wait_out("app#dev │ listening\n", 1);
+    let stdout = Arc::clone(&watch.stdout);
+    let (code, stderr) = watch.stop(Signal::SIGINT);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.ends_with("vx watch: no longer watching\n"),
+        "{stderr}"
+    );
+    let stdout = stdout.lock().unwrap().clone();
+    assert!(stdout.contains("app#dev │ got-term\n"), "{stdout}");
+}
+
+/// A change to a server's project in a cycle that skips it (an upstream failed) is not
+/// forgotten: the next cycle that reaches it restarts it, though the upstream is then a hit.
+#[test]
+fn a_change_in_a_cycle_that_skipped_the_server_still_restarts_it() {
+    let marker = unique_marker("watch-dirty");
+    let f = crate::w_cached();
+    let lib = f.read("packages/lib/vx.toml");
+    f.write(
+        "packages/lib/vx.toml",
+        &format!(
+            "{lib}\n[tasks.lint]\ncommand = \"! grep -q bad src/a.txt\"\ncache = {{ inputs = [\"src/**\"], outputs = [] }}\n"
+        ),
+    );
+    let app = f.read("packages/app/vx.toml");
+    f.write(
+        "packages/app/vx.toml",
+        &format!(
+            "{app}\n[tasks.dev]\ncommand = \"{} --marker {marker} print listening forever\"\npersistent = true\ndepends-on = [\"lib#lint\"]\n",
+            test_child_path().display()
+        ),
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["app#dev"]).watching();
+    watch.wait_out("app#dev │ listening\n", 1);
+    // One burst: the server's project changes and its upstream fails.
+    f.write("packages/lib/src/a.txt", "bad\n");
+    f.write("packages/app/src/b.txt", "b2\n");
+    watch.wait_for("; running again\n", 1);
+    watch.wait_out("blocked by lib#lint", 1);
+    assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
+    assert!(!watch.stderr().contains("restarting"), "{}", watch.stderr());
+    // The upstream is fixed: a hit, yet the server restarts for its own change.
+    f.write("packages/lib/src/a.txt", "a\n");
+    watch.wait_for(
+        "vx watch: restarting app#dev: packages/app/src/b.txt changed\n",
+        1,
+    );
+    watch.wait_out("app#dev │ listening\n", 2);
+    assert_eq!(vx_test_support::process::pids_with_marker(&marker).len(), 1);
 }

@@ -4,14 +4,17 @@
 //! How this works: every task's events reach the loop through a [`Route`], which can be
 //! pointed elsewhere while the task runs. At the end of a cycle the ready persistent tasks are
 //! handed to [`Servers`], which outlives the cycle's `Run`: their routes now lead to its own
-//! channel (unbounded, so a server never blocks on its output while a cycle runs), and the
-//! watch prints what they write, prefixed `<id> │ ` as after a `vx run` footer. When a later
-//! cycle's graph reaches such a task, the loop compares it with the one running: the same
-//! configuration and command, no change in its project's files among the ones that started
-//! the cycle, and no upstream that executed or restored files in this cycle — it is *kept*
-//! (ready at once, not started again); otherwise the old one is stopped (EXEC-6) and waited
-//! for before the new one starts, so two never run at once. A kept task that ends by itself is
-//! reported and starts again on the next change.
+//! channel, bounded like the loop's (a server that floods blocks on its pipe rather than
+//! filling vx's memory), which is always read — by the watch between cycles, by the cycle's
+//! loop during one. Between cycles what they write is printed at once, prefixed `<id> │ ` as
+//! after a `vx run` footer; during a cycle it is held (bounded like a task's log) and printed
+//! after the cycle's footer. When a later cycle's graph reaches such a task, the loop compares
+//! it with the one running: the same configuration and command, no change in its project's
+//! files and no upstream that executed or restored files — in this cycle, or in an earlier one
+//! that did not reach it — and it is *kept* (ready at once, not started again); otherwise the
+//! old one is stopped (EXEC-6) and waited for, its events read meanwhile, before the new one
+//! starts, so two never run at once. A kept task that ends by itself is reported and starts
+//! again in the next cycle that needs it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,6 +24,8 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender};
 use vx_core::TaskId;
 use vx_exec::ExecEvent;
+
+use vx_store::log::{LogBuf, LogStream};
 
 use super::{kind_of, prefixed, shown, stream_index, task, Kind, Live, Msg, Run};
 use crate::render::{out, stderr};
@@ -51,6 +56,9 @@ impl Route {
                 Ok(()) | Err(SendTimeoutError::Disconnected(_)) => return,
                 Err(SendTimeoutError::Timeout(back)) => msg = back,
             }
+            // Let a waiting `point` have the route before trying again.
+            drop(target);
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 
@@ -93,20 +101,28 @@ pub(super) struct Kept {
     pub(super) identity: Identity,
     /// Its time to ready, its duration in every cycle that keeps it (EXEC-13).
     ready_after: Duration,
+    /// Why it must restart, found in a cycle that did not reach it (an upstream failed).
+    dirty: Option<String>,
     pub(super) live: Live,
-    route: Route,
 }
+
+/// How many messages of kept tasks may wait to be read.
+const MESSAGES_IN_FLIGHT: usize = 256;
 
 /// The persistent tasks `vx watch` keeps between cycles, and the changes that started the
 /// cycle about to run.
 pub struct Servers {
     kept: BTreeMap<usize, Kept>,
-    /// Stopped for a restart (or because their task left the graph): their last output.
+    /// Being stopped (for a restart, because their task left the graph, or at the end):
+    /// their last output comes until their end.
     stopping: BTreeMap<usize, Kept>,
     next: usize,
     tx: Sender<Msg>,
     rx: Receiver<Msg>,
     changed: Vec<PathBuf>,
+    /// A cycle runs: output is held until its footer.
+    holding: bool,
+    held: LogBuf,
 }
 
 impl Default for Servers {
@@ -117,7 +133,7 @@ impl Default for Servers {
 
 impl Servers {
     pub fn new() -> Servers {
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = crossbeam_channel::bounded(MESSAGES_IN_FLIGHT);
         Servers {
             kept: BTreeMap::new(),
             stopping: BTreeMap::new(),
@@ -125,6 +141,8 @@ impl Servers {
             tx,
             rx,
             changed: Vec::new(),
+            holding: false,
+            held: LogBuf::new(),
         }
     }
 
@@ -133,11 +151,7 @@ impl Servers {
         self.changed = changed;
     }
 
-    pub(super) fn changed(&self) -> &[PathBuf] {
-        &self.changed
-    }
-
-    /// What the kept tasks send: for the watch to wait on.
+    /// What the kept tasks send: for the watch and the cycle's loop to wait on.
     pub fn receiver(&self) -> &Receiver<Msg> {
         &self.rx
     }
@@ -146,14 +160,24 @@ impl Servers {
         self.kept.values().find(|k| &k.id == id)
     }
 
-    /// Takes the running task of `id` out, if one is kept.
-    pub(super) fn take(&mut self, id: &TaskId) -> Option<Kept> {
-        let slot = self
-            .kept
-            .iter()
-            .find(|(_, k)| &k.id == id)
-            .map(|(&s, _)| s)?;
-        self.kept.remove(&slot)
+    /// A cycle starts: output waits for its footer.
+    pub(super) fn hold(&mut self) {
+        self.holding = true;
+    }
+
+    /// The cycle's footer is printed: what was held, and from now on everything at once.
+    pub fn release(&mut self) {
+        self.holding = false;
+        let held = std::mem::take(&mut self.held);
+        out(&shown(&held));
+    }
+
+    fn emit(&mut self, bytes: &[u8]) {
+        if self.holding {
+            self.held.push(LogStream::Stdout, bytes);
+        } else {
+            out(bytes);
+        }
     }
 
     /// Keeps a ready persistent task: its events come here from now on.
@@ -166,53 +190,55 @@ impl Servers {
     ) -> usize {
         let slot = self.next;
         self.next += 1;
-        let route = live.route.clone();
-        route.point(self.tx.clone(), slot);
+        live.route.point(self.tx.clone(), slot);
         self.kept.insert(
             slot,
             Kept {
                 id,
                 identity,
                 ready_after,
+                dirty: None,
                 live,
-                route,
             },
         );
         slot
     }
 
-    /// Stops a task that is kept no more and waits until none of its processes is left; what
-    /// it writes meanwhile is printed with the kept tasks' output, after the cycle.
-    pub(super) fn stop_and_wait(&mut self, kept: Kept) {
-        let slot = self.next;
-        self.next += 1;
-        // Its last words arrive here, where nothing holds them up.
-        kept.route.point(self.tx.clone(), slot);
+    /// Stops the kept task of `id` and waits until none of its processes is left, reading
+    /// every kept task's events meanwhile (so none blocks); its last output is printed with
+    /// theirs.
+    pub(super) fn stop_and_wait(&mut self, id: &TaskId) {
+        let Some(slot) = self.kept.iter().find(|(_, k)| &k.id == id).map(|(&s, _)| s) else {
+            return;
+        };
+        let kept = self.kept.remove(&slot).expect("found above");
         kept.live.handle.stop(nix::libc::SIGTERM);
-        kept.live.handle.wait_stopped();
         self.stopping.insert(slot, kept);
-    }
-
-    /// Kept tasks whose task is no longer in the graph (its configuration changed) stop.
-    pub(super) fn retain(&mut self, in_graph: impl Fn(&TaskId) -> bool) {
-        let gone: Vec<usize> = self
-            .kept
-            .iter()
-            .filter(|(_, k)| !in_graph(&k.id))
-            .map(|(&s, _)| s)
-            .collect();
-        for slot in gone {
-            if let Some(kept) = self.kept.remove(&slot) {
-                stderr(&format!(
-                    "vx watch: {} is no longer in the graph; stopping it\n",
-                    kept.id
-                ));
-                self.stop_and_wait(kept);
+        while self.stopping.contains_key(&slot) {
+            match self.rx.recv() {
+                Ok(msg) => self.handle(msg),
+                Err(_) => break,
             }
         }
     }
 
-    /// A signal came: every kept task is stopped (without waiting).
+    /// Kept tasks whose task is no longer in the graph (its configuration changed) stop.
+    pub(super) fn retain(&mut self, in_graph: impl Fn(&TaskId) -> bool) {
+        let gone: Vec<TaskId> = self
+            .kept
+            .values()
+            .filter(|k| !in_graph(&k.id))
+            .map(|k| k.id.clone())
+            .collect();
+        for id in gone {
+            stderr(&format!(
+                "vx watch: {id} is no longer in the graph; stopping it\n"
+            ));
+            self.stop_and_wait(&id);
+        }
+    }
+
+    /// A signal came during a cycle: every kept task is stopped (the watch waits for them).
     pub(super) fn stop_now(&self, signal: i32) {
         for kept in self.kept.values() {
             kept.live.handle.stop(signal);
@@ -221,7 +247,7 @@ impl Servers {
 
     /// A second signal: every kept task is killed now.
     pub(super) fn kill_now(&self) {
-        for kept in self.kept.values() {
+        for kept in self.kept.values().chain(self.stopping.values()) {
             kept.live.handle.kill();
         }
     }
@@ -233,17 +259,18 @@ impl Servers {
         }
     }
 
-    /// One message of a kept task: output is printed with its prefix, an access or refused
-    /// request that breaks its sandbox is a warning (SBX-8), and its end is reported.
+    /// One message of a kept task: output is printed (or held) with its prefix, an access or
+    /// a refused request that breaks its sandbox is a warning now (SBX-8), and its end is
+    /// reported unless vx stopped it.
     pub fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Exec(slot, ExecEvent::Output { stream, bytes }) => {
-                let kept = match self.kept.get_mut(&slot) {
-                    Some(kept) => kept,
-                    None => match self.stopping.get_mut(&slot) {
-                        Some(kept) => kept,
-                        None => return,
-                    },
+                let Some(kept) = self
+                    .kept
+                    .get_mut(&slot)
+                    .or_else(|| self.stopping.get_mut(&slot))
+                else {
+                    return;
                 };
                 let s = stream_index(stream);
                 let bytes = kept.live.maskers[s].push(&bytes);
@@ -251,7 +278,8 @@ impl Servers {
                     Some(strippers) => strippers[s].push(&bytes),
                     None => bytes,
                 };
-                out(&prefixed(&kept.id, &mut kept.live, &bytes));
+                let text = prefixed(&kept.id, &mut kept.live, &bytes);
+                self.emit(&text);
             }
             Msg::Exec(slot, ExecEvent::Access(access)) => {
                 if let Some(kept) = self.kept.get_mut(&slot) {
@@ -269,65 +297,64 @@ impl Servers {
             }
             Msg::Exec(slot, ExecEvent::Completed(completion)) => {
                 if let Some(kept) = self.stopping.remove(&slot) {
-                    finish(kept);
-                    return;
+                    self.finish(kept);
+                } else if let Some(kept) = self.kept.remove(&slot) {
+                    let id = kept.id.clone();
+                    self.finish(kept);
+                    stderr(&format!(
+                        "vx watch: {id} stopped by itself (exit {}); it starts again in the next cycle that needs it\n",
+                        completion.exit_code
+                    ));
                 }
-                let Some(kept) = self.kept.remove(&slot) else {
-                    return;
-                };
-                let handle = kept.live.handle.clone_box();
-                let id = kept.id.clone();
-                finish(kept);
-                stderr(&format!(
-                    "vx watch: {id} stopped by itself (exit {}); it starts again on the next change\n",
-                    completion.exit_code
-                ));
-                // What it left running in its session goes with it (EXEC-13).
-                handle.stop(nix::libc::SIGTERM);
-                handle.wait_stopped();
             }
             _ => {}
         }
     }
 
-    /// Stops every kept task (EXEC-6), waits until none is left, and prints their last output.
-    pub fn stop_all(&mut self) {
+    /// A kept task ended: the rest of its output; what it left running in its session is
+    /// stopped and waited for (EXEC-13); its sandbox's `TMPDIR` goes.
+    fn finish(&mut self, mut kept: Kept) {
+        let mut rest = Vec::new();
+        for s in 0..2 {
+            let mut bytes = kept.live.maskers[s].finish();
+            if let Some(strippers) = &mut kept.live.strippers {
+                bytes = strippers[s].push(&bytes);
+            }
+            rest.extend(bytes);
+        }
+        let text = prefixed(&kept.id, &mut kept.live, &rest);
+        self.emit(&text);
+        kept.live.handle.stop(nix::libc::SIGTERM);
+        kept.live.handle.wait_stopped();
+        if let Some(sandbox) = kept.live.sandbox.as_mut() {
+            sandbox.ended();
+        }
+    }
+
+    /// Stops every kept task (EXEC-6) and waits until none is left, printing their last
+    /// output; a signal on `signals` meanwhile kills them at once (a second Ctrl-C).
+    pub fn stop_all(&mut self, signals: &Receiver<i32>) {
+        self.release();
         for kept in self.kept.values() {
             kept.live.handle.stop(nix::libc::SIGTERM);
         }
-        for kept in self.kept.values() {
-            kept.live.handle.wait_stopped();
-        }
-        // Stopped, not ended by themselves: their last output is printed as they finish.
-        let stopped = std::mem::take(&mut self.kept);
-        self.stopping.extend(stopped);
-        self.pump();
-        // Those whose end came before their last output was read.
-        for (_, kept) in std::mem::take(&mut self.stopping) {
-            finish(kept);
+        let kept = std::mem::take(&mut self.kept);
+        self.stopping.extend(kept);
+        while !self.stopping.is_empty() {
+            crossbeam_channel::select! {
+                recv(self.rx) -> msg => match msg {
+                    Ok(msg) => self.handle(msg),
+                    Err(_) => break,
+                },
+                recv(signals) -> _ => self.kill_now(),
+            }
         }
     }
 }
 
 impl Drop for Servers {
     fn drop(&mut self) {
-        self.stop_all();
-    }
-}
-
-/// A kept task ended: the rest of its output, and its sandbox's `TMPDIR` goes.
-fn finish(mut kept: Kept) {
-    let mut rest = Vec::new();
-    for s in 0..2 {
-        let mut bytes = kept.live.maskers[s].finish();
-        if let Some(strippers) = &mut kept.live.strippers {
-            bytes = strippers[s].push(&bytes);
-        }
-        rest.extend(bytes);
-    }
-    out(&prefixed(&kept.id, &mut kept.live, &rest));
-    if let Some(sandbox) = kept.live.sandbox.as_mut() {
-        sandbox.ended();
+        self.stop_all(&crossbeam_channel::never());
     }
 }
 
@@ -346,16 +373,16 @@ impl Run<'_> {
         };
         let why = if &kept.identity != identity {
             Some("its configuration changed".to_string())
-        } else if let Some(path) = self.changed_in_project(i) {
-            Some(format!("{path} changed"))
+        } else if let Some(why) = &kept.dirty {
+            Some(why.clone())
         } else {
-            self.upstream_changed(i)
+            self.restart_reason(i)
         };
         if let Some(why) = why {
             stderr(&format!("vx watch: restarting {id}: {why}\n"));
-            let servers = self.watch.as_deref_mut().expect("watching");
-            let kept = servers.take(&id).expect("kept");
-            servers.stop_and_wait(kept);
+            if let Some(servers) = self.watch.as_deref_mut() {
+                servers.stop_and_wait(&id);
+            }
             return false;
         }
         let mut report = self.report_of(i, &kept.live, Status::Running);
@@ -375,12 +402,20 @@ impl Run<'_> {
         true
     }
 
+    /// Why the persistent task `i` must restart after this cycle, if it must: a file of its
+    /// project changed, or an upstream ran again.
+    fn restart_reason(&self, i: usize) -> Option<String> {
+        self.changed_in_project(i)
+            .map(|path| format!("{path} changed"))
+            .or_else(|| self.upstream_changed(i))
+    }
+
     /// The first path among the cycle's changes that belongs to task `i`'s project (and not to
     /// a project nested in it), relative to the root.
     fn changed_in_project(&self, i: usize) -> Option<String> {
         let ws = &self.plan.workspace;
         let mine = self.plan.graph.nodes[i].project;
-        let changed = self.watch.as_deref()?.changed();
+        let changed = &self.watch.as_deref()?.changed;
         changed
             .iter()
             .find(|path| {
@@ -427,12 +462,36 @@ impl Run<'_> {
         None
     }
 
-    /// The end of a cycle of `vx watch`: the ready persistent tasks `kept` go to the watch,
-    /// with what they printed so far; kept tasks whose task left the graph stop.
+    /// The end of a cycle of `vx watch`, after its footer: what kept tasks wrote during the
+    /// cycle is printed; those the cycle did not reach remember why they must restart; the
+    /// ready persistent tasks `kept` go to the watch with what they printed so far; kept tasks
+    /// whose task left the graph stop.
     pub(super) fn hand_over(&mut self, kept: &[usize]) {
+        let nodes = &self.plan.graph.nodes;
+        let unreached: Vec<(TaskId, String)> = match self.watch.as_deref() {
+            None => return,
+            Some(servers) => servers
+                .kept
+                .values()
+                .filter(|k| k.dirty.is_none())
+                .filter_map(|k| {
+                    let i = nodes.iter().position(|n| n.id == k.id)?;
+                    if self.reports.get(&i).is_some_and(|r| r.kept) {
+                        return None;
+                    }
+                    Some((k.id.clone(), self.restart_reason(i)?))
+                })
+                .collect(),
+        };
         let Some(servers) = self.watch.as_deref_mut() else {
             return;
         };
+        servers.release();
+        for (id, why) in unreached {
+            if let Some(k) = servers.kept.values_mut().find(|k| k.id == id) {
+                k.dirty = Some(why);
+            }
+        }
         let mut slots = BTreeMap::new();
         for &i in kept {
             let Some(mut live) = self.live.remove(&i) else {
@@ -460,7 +519,6 @@ impl Run<'_> {
                 _ => {}
             }
         }
-        let nodes = &self.plan.graph.nodes;
         servers.retain(|id| nodes.iter().any(|n| &n.id == id));
     }
 }

@@ -327,6 +327,7 @@ impl<'p> Run<'p> {
     /// This run is a cycle of `vx watch`: persistent tasks are kept in `servers` between
     /// cycles, and a second Ctrl-C ends the watch with 0 (WATCH-1).
     pub fn watching(mut self, servers: &'p mut Servers) -> Run<'p> {
+        servers.hold();
         self.watch = Some(servers);
         self
     }

@@ -32,6 +32,8 @@ pub(super) struct LiveSandbox {
     /// Workspace packages linked in `node_modules` that a cached task's key does not fold,
     /// so it may not read them (SBX-3).
     unkeyed: Vec<Linked>,
+    /// The scratch directory its `TMPDIR` and proxy socket are in, kept while it runs.
+    _scratch: std::sync::Arc<tempfile::TempDir>,
 }
 
 impl LiveSandbox {
@@ -172,6 +174,7 @@ impl Run<'_> {
                 _proxy: proxy,
                 refused: BTreeSet::new(),
                 unkeyed,
+                _scratch: host.scratch(),
             },
         ))
     }
