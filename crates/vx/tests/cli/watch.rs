@@ -892,3 +892,25 @@ fn a_change_in_a_cycle_that_skipped_the_server_still_restarts_it() {
     watch.wait_out("app#dev │ listening\n", 2);
     assert_eq!(vx_test_support::process::pids_with_marker(&marker).len(), 1);
 }
+
+/// The first acceptance line: an edit re-runs exactly the tasks it affects — the cache
+/// decides — and the others are hits.
+#[test]
+fn exactly_the_affected_tasks_run_again() {
+    let f = crate::w_cached();
+    let watch =
+        Watching::start(&f, "packages/app", &["test", "--output-logs=hash-only"]).watching();
+    f.write("packages/app/src/b.txt", "b2\n");
+    watch.wait_for(
+        "vx watch: change in packages/app/src/b.txt; running again\n",
+        1,
+    );
+    watch.wait_out("success miss app#test", 2);
+    let stdout = watch.stdout();
+    let count = |line: &str| stdout.matches(line).count();
+    // The first run executed all three; the cycle only app's two.
+    assert_eq!(count("success miss lib#build"), 1, "{stdout}");
+    assert_eq!(count("success up-to-date lib#build"), 1, "{stdout}");
+    assert_eq!(count("success miss app#build"), 2, "{stdout}");
+    assert_eq!(count("success miss app#test"), 2, "{stdout}");
+}
