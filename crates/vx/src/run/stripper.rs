@@ -1,16 +1,26 @@
 //! Removes terminal escape sequences from task output when vx does not colour (UI-10), also
 //! when a sequence is split across read chunks: the parser state persists between chunks.
 
-use std::cell::RefCell;
 use std::io::Write;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
+/// Shared with the writer it is given to; a `Mutex` so a stripper can move between threads
+/// (a kept server's output is stripped on the `vx watch` reader thread).
 #[derive(Clone, Default)]
-struct Collected(Rc<RefCell<Vec<u8>>>);
+struct Collected(Arc<Mutex<Vec<u8>>>);
+
+impl Collected {
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
 
 impl Write for Collected {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.borrow_mut().extend_from_slice(buf);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
         Ok(buf.len())
     }
 
@@ -37,7 +47,7 @@ impl Stripper {
     pub fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
         let _ = self.writer.write_all(chunk);
         let _ = self.writer.flush();
-        std::mem::take(&mut *self.collected.0.borrow_mut())
+        self.collected.take()
     }
 }
 

@@ -101,7 +101,6 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     watch.sender = Some(event_tx.clone());
     // Persistent tasks kept running between cycles; dropped (stopped) on every way out.
     let mut servers = Servers::new();
-    let from_servers = servers.receiver().clone();
 
     if let Some(code) = signalled(&signal_rx, &mut servers) {
         return Ok(code);
@@ -127,18 +126,11 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     let mut streaks: HashMap<PathBuf, u32> = HashMap::new();
     let mut named: BTreeSet<PathBuf> = BTreeSet::new();
     loop {
-        servers.pump();
         let changed = if watch.early.is_empty() && !watch.rescan {
             select! {
                 recv(signal_rx) -> signal => {
                     let signal = signal.unwrap_or(libc_sigint());
                     return Ok(farewell(signal, &mut servers, &signal_rx));
-                }
-                recv(from_servers) -> msg => {
-                    if let Ok(msg) = msg {
-                        servers.handle(msg);
-                    }
-                    continue;
                 }
                 recv(events) -> first => match first {
                     Ok(first) => watch.settle(Some(first), &events),
@@ -182,12 +174,11 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         if let Some(code) = signalled(&signal_rx, &mut servers) {
             return Ok(code);
         }
-        servers.pump();
         crate::render::stderr(&format!(
             "vx watch: change in {}{more}; running again\n",
             first.display()
         ));
-        servers.set_changed(changed);
+        servers.add_changed(changed);
         cycle(cwd, &options, &mut servers);
         if let Some(code) = signalled(&signal_rx, &mut servers) {
             return Ok(code);

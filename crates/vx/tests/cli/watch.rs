@@ -914,3 +914,91 @@ fn exactly_the_affected_tasks_run_again() {
     assert_eq!(count("success miss app#build"), 2, "{stdout}");
     assert_eq!(count("success miss app#test"), 2, "{stdout}");
 }
+
+/// A kept server never waits for the watch: while a cycle waits for the workspace lock that
+/// another `vx run` holds, the server's output is still read and printed.
+#[test]
+fn a_server_is_read_while_a_cycle_waits_for_the_workspace_lock() {
+    let f = crate::w_cached();
+    let app = f.read("packages/app/vx.toml");
+    f.write(
+        "packages/app/vx.toml",
+        &format!(
+            "{app}\n[tasks.dev]\ncommand = \"i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.05; done\"\npersistent = true\n"
+        ),
+    );
+    let lib = f.read("packages/lib/vx.toml");
+    f.write(
+        "packages/lib/vx.toml",
+        &format!("{lib}\n[tasks.hold]\ncommand = \"touch held; sleep 4\"\n"),
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["app#dev"]).watching();
+    watch.wait_out("app#dev │ tick-1\n", 1);
+    // Another run takes the workspace lock for a while.
+    let mut holder = f
+        .command("", &["run", "lib#hold"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually(
+        || f.path("packages/lib/held").exists(),
+        || "lib#hold did not start".to_string(),
+    );
+    f.write("packages/app/src/b.txt", "b2\n");
+    watch.wait_for("holds this workspace; waiting", 1);
+    let ticks = || watch.stdout().matches("app#dev │ tick-").count();
+    let before = ticks();
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        holder.try_wait().unwrap().is_none(),
+        "the lock was held all along"
+    );
+    assert!(
+        ticks() > before,
+        "the server's output was read during the wait:\n{}",
+        watch.stderr()
+    );
+    let _ = holder.wait();
+    watch.wait_for(
+        "vx watch: restarting app#dev: packages/app/src/b.txt changed\n",
+        1,
+    );
+}
+
+/// A change made while the configuration does not load is not forgotten: the cycle after the
+/// fix restarts the server for it.
+#[test]
+fn a_change_made_while_the_configuration_is_broken_still_restarts_the_server() {
+    let marker = unique_marker("watch-broken");
+    let (f, watch) = watching_a_server(&marker, "print listening forever", "", &["app#dev"], &[]);
+    let root = f.read("vx.toml");
+    f.write("vx.toml", "[workspace\n");
+    f.write("packages/app/src/b.txt", "b2\n");
+    watch.wait_for("vx watch: this cycle could not run: ", 1);
+    f.write("vx.toml", &root);
+    watch.wait_for(
+        "vx watch: restarting app#dev: packages/app/src/b.txt changed\n",
+        1,
+    );
+    watch.wait_out("app#dev │ listening\n", 2);
+}
+
+/// A server whose task is no longer persistent is stopped at the end of the cycle.
+#[test]
+fn a_server_whose_task_is_no_longer_persistent_is_stopped() {
+    let marker = unique_marker("watch-oneshot");
+    let (f, watch) = watching_a_server(&marker, "print listening forever", "", &["app#dev"], &[]);
+    let app = f.read("packages/app/vx.toml");
+    let start = app.find("[tasks.dev]").unwrap();
+    f.write(
+        "packages/app/vx.toml",
+        &format!("{}[tasks.dev]\ncommand = \"echo once\"\n", &app[..start]),
+    );
+    watch.wait_for(
+        "vx watch: app#dev is no longer a persistent task of the graph; stopping it\n",
+        1,
+    );
+    crate::assert_no_survivor(&marker);
+}

@@ -3,28 +3,27 @@
 //!
 //! How this works: every task's events reach the loop through a [`Route`], which can be
 //! pointed elsewhere while the task runs. At the end of a cycle the ready persistent tasks are
-//! handed to [`Servers`], which outlives the cycle's `Run`: their routes now lead to its own
+//! handed to [`Servers`], which outlives the cycle's `Run`: their routes now lead to its
 //! channel, bounded like the loop's (a server that floods blocks on its pipe rather than
-//! filling vx's memory), which is always read — by the watch between cycles, by the cycle's
-//! loop during one. Between cycles what they write is printed at once, prefixed `<id> │ ` as
-//! after a `vx run` footer; during a cycle it is held (bounded like a task's log) and printed
-//! after the cycle's footer. When a later cycle's graph reaches such a task, the loop compares
-//! it with the one running: the same configuration and command, no change in its project's
-//! files and no upstream that executed or restored files — in this cycle, or in an earlier one
-//! that did not reach it — and it is *kept* (ready at once, not started again); otherwise the
-//! old one is stopped (EXEC-6) and waited for, its events read meanwhile, before the new one
-//! starts, so two never run at once. A kept task that ends by itself is reported and starts
-//! again in the next cycle that needs it.
+//! filling vx's memory) and read by a thread of its own, so no server ever waits for the watch
+//! or a cycle (planning, the workspace lock, a debounce). Between cycles what they write is
+//! printed at once, prefixed `<id> │ ` as after a `vx run` footer; during a cycle it is held
+//! (bounded like a task's log) and printed after the cycle's footer. When a later cycle's
+//! graph reaches such a task, the loop compares it with the one running: the same
+//! configuration and command, no change in its project's files and no upstream that executed
+//! or restored files — in this cycle, or in an earlier one that did not reach it — and it is
+//! *kept* (ready at once, not started again); otherwise the old one is stopped (EXEC-6) and
+//! waited for before the new one starts, so two never run at once. A kept task that ends by
+//! itself is reported and starts again in the next cycle that needs it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender};
 use vx_core::TaskId;
 use vx_exec::ExecEvent;
-
 use vx_store::log::{LogBuf, LogStream};
 
 use super::{kind_of, prefixed, shown, stream_index, task, Kind, Live, Msg, Run};
@@ -109,20 +108,34 @@ pub(super) struct Kept {
 /// How many messages of kept tasks may wait to be read.
 const MESSAGES_IN_FLIGHT: usize = 256;
 
-/// The persistent tasks `vx watch` keeps between cycles, and the changes that started the
-/// cycle about to run.
+/// How often a wait for stopped tasks looks for a second signal.
+const SIGNAL_CHECK: Duration = Duration::from_millis(50);
+
+/// The persistent tasks `vx watch` keeps between cycles, and the changes since the last
+/// cycle that ran.
 pub struct Servers {
+    shared: Arc<Shared>,
+    tx: Sender<Msg>,
+    changed: Vec<PathBuf>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Notified whenever a message was handled (a task in `stopping` may have ended).
+    handled: Condvar,
+}
+
+/// What the reader thread and the loops share.
+pub(super) struct State {
     kept: BTreeMap<usize, Kept>,
     /// Being stopped (for a restart, because their task left the graph, or at the end):
     /// their last output comes until their end.
     stopping: BTreeMap<usize, Kept>,
     next: usize,
-    tx: Sender<Msg>,
-    rx: Receiver<Msg>,
-    changed: Vec<PathBuf>,
-    /// A cycle runs: output is held until its footer.
+    /// A cycle runs: output and notices are held until its footer.
     holding: bool,
     held: LogBuf,
+    held_notices: String,
 }
 
 impl Default for Servers {
@@ -133,43 +146,157 @@ impl Default for Servers {
 
 impl Servers {
     pub fn new() -> Servers {
-        let (tx, rx) = crossbeam_channel::bounded(MESSAGES_IN_FLIGHT);
+        let (tx, rx) = crossbeam_channel::bounded::<Msg>(MESSAGES_IN_FLIGHT);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                kept: BTreeMap::new(),
+                stopping: BTreeMap::new(),
+                next: 0,
+                holding: false,
+                held: LogBuf::new(),
+                held_notices: String::new(),
+            }),
+            handled: Condvar::new(),
+        });
+        let reader = Arc::clone(&shared);
+        // Ends when every sender is gone (the watch's and the kept tasks'); a failure to
+        // start it leaves the messages unread, and the servers block on their output.
+        let _ = std::thread::Builder::new()
+            .name("vx-servers".into())
+            .spawn(move || {
+                for msg in rx {
+                    reader.lock().handle(msg);
+                    reader.handled.notify_all();
+                }
+            });
         Servers {
-            kept: BTreeMap::new(),
-            stopping: BTreeMap::new(),
-            next: 0,
+            shared,
             tx,
-            rx,
             changed: Vec::new(),
-            holding: false,
-            held: LogBuf::new(),
         }
     }
 
-    /// The absolute paths whose change starts the next cycle.
-    pub fn set_changed(&mut self, changed: Vec<PathBuf>) {
-        self.changed = changed;
+    /// Absolute paths that changed: they start the next cycle, and count for every cycle
+    /// until one reaches its end (a cycle that cannot run forgets nothing).
+    pub fn add_changed(&mut self, changed: Vec<PathBuf>) {
+        self.changed.extend(changed);
     }
 
-    /// What the kept tasks send: for the watch and the cycle's loop to wait on.
-    pub fn receiver(&self) -> &Receiver<Msg> {
-        &self.rx
-    }
-
-    fn get(&self, id: &TaskId) -> Option<&Kept> {
-        self.kept.values().find(|k| &k.id == id)
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared.lock()
     }
 
     /// A cycle starts: output waits for its footer.
-    pub(super) fn hold(&mut self) {
-        self.holding = true;
+    pub(super) fn hold(&self) {
+        self.lock().holding = true;
     }
 
     /// The cycle's footer is printed: what was held, and from now on everything at once.
-    pub fn release(&mut self) {
+    pub fn release(&self) {
+        self.lock().release();
+    }
+
+    /// Stops the kept task of `id` and waits until none of its processes is left; its last
+    /// output is printed with the others'.
+    pub(super) fn stop_and_wait(&self, id: &TaskId) {
+        let mut state = self.lock();
+        let Some(slot) = state.slot_of(id) else {
+            return;
+        };
+        let kept = state.kept.remove(&slot).expect("found above");
+        kept.live.handle.stop(nix::libc::SIGTERM);
+        state.stopping.insert(slot, kept);
+        while state.stopping.contains_key(&slot) {
+            state = self
+                .shared
+                .handled
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Kept tasks whose task is no longer a persistent task of the graph stop.
+    pub(super) fn retain(&self, persistent_in_graph: impl Fn(&TaskId) -> bool) {
+        let gone: Vec<TaskId> = self
+            .lock()
+            .kept
+            .values()
+            .filter(|k| !persistent_in_graph(&k.id))
+            .map(|k| k.id.clone())
+            .collect();
+        for id in gone {
+            stderr(&format!(
+                "vx watch: {id} is no longer a persistent task of the graph; stopping it\n"
+            ));
+            self.stop_and_wait(&id);
+        }
+    }
+
+    /// A signal came during a cycle: every kept task is stopped (the watch waits for them).
+    pub(super) fn stop_now(&self, signal: i32) {
+        let mut state = self.lock();
+        let kept = std::mem::take(&mut state.kept);
+        for k in kept.values() {
+            k.live.handle.stop(signal);
+        }
+        state.stopping.extend(kept);
+    }
+
+    /// A second signal: every kept task is killed now.
+    pub(super) fn kill_now(&self) {
+        self.lock().kill_now();
+    }
+
+    /// Stops every kept task (EXEC-6) and waits until none is left, printing their last
+    /// output; a signal on `signals` meanwhile kills them at once (a second Ctrl-C).
+    pub fn stop_all(&self, signals: &Receiver<i32>) {
+        let mut state = self.lock();
+        state.release();
+        let kept = std::mem::take(&mut state.kept);
+        for k in kept.values() {
+            k.live.handle.stop(nix::libc::SIGTERM);
+        }
+        state.stopping.extend(kept);
+        while !state.stopping.is_empty() {
+            if signals.try_recv().is_ok() {
+                state.kill_now();
+            }
+            state = self
+                .shared
+                .handled
+                .wait_timeout(state, SIGNAL_CHECK)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        self.stop_all(&crossbeam_channel::never());
+    }
+}
+
+impl State {
+    fn slot_of(&self, id: &TaskId) -> Option<usize> {
+        self.kept.iter().find(|(_, k)| &k.id == id).map(|(&s, _)| s)
+    }
+
+    pub(super) fn get(&self, id: &TaskId) -> Option<&Kept> {
+        self.kept.values().find(|k| &k.id == id)
+    }
+
+    fn release(&mut self) {
         self.holding = false;
         let held = std::mem::take(&mut self.held);
         out(&shown(&held));
+        stderr(&std::mem::take(&mut self.held_notices));
     }
 
     fn emit(&mut self, bytes: &[u8]) {
@@ -180,89 +307,33 @@ impl Servers {
         }
     }
 
-    /// Keeps a ready persistent task: its events come here from now on.
-    pub(super) fn keep(
-        &mut self,
-        id: TaskId,
-        identity: Identity,
-        ready_after: Duration,
-        live: Live,
-    ) -> usize {
-        let slot = self.next;
-        self.next += 1;
-        live.route.point(self.tx.clone(), slot);
-        self.kept.insert(
-            slot,
-            Kept {
-                id,
-                identity,
-                ready_after,
-                dirty: None,
-                live,
-            },
-        );
-        slot
-    }
-
-    /// Stops the kept task of `id` and waits until none of its processes is left, reading
-    /// every kept task's events meanwhile (so none blocks); its last output is printed with
-    /// theirs.
-    pub(super) fn stop_and_wait(&mut self, id: &TaskId) {
-        let Some(slot) = self.kept.iter().find(|(_, k)| &k.id == id).map(|(&s, _)| s) else {
-            return;
-        };
-        let kept = self.kept.remove(&slot).expect("found above");
-        kept.live.handle.stop(nix::libc::SIGTERM);
-        self.stopping.insert(slot, kept);
-        while self.stopping.contains_key(&slot) {
-            match self.rx.recv() {
-                Ok(msg) => self.handle(msg),
-                Err(_) => break,
-            }
+    fn notice(&mut self, line: &str) {
+        if self.holding {
+            self.held_notices.push_str(line);
+        } else {
+            stderr(line);
         }
     }
 
-    /// Kept tasks whose task is no longer in the graph (its configuration changed) stop.
-    pub(super) fn retain(&mut self, in_graph: impl Fn(&TaskId) -> bool) {
-        let gone: Vec<TaskId> = self
-            .kept
-            .values()
-            .filter(|k| !in_graph(&k.id))
-            .map(|k| k.id.clone())
-            .collect();
-        for id in gone {
-            stderr(&format!(
-                "vx watch: {id} is no longer in the graph; stopping it\n"
-            ));
-            self.stop_and_wait(&id);
-        }
-    }
-
-    /// A signal came during a cycle: every kept task is stopped (the watch waits for them).
-    pub(super) fn stop_now(&self, signal: i32) {
-        for kept in self.kept.values() {
-            kept.live.handle.stop(signal);
-        }
-    }
-
-    /// A second signal: every kept task is killed now.
-    pub(super) fn kill_now(&self) {
+    fn kill_now(&self) {
         for kept in self.kept.values().chain(self.stopping.values()) {
             kept.live.handle.kill();
         }
     }
 
-    /// Handles everything the kept tasks sent so far.
-    pub fn pump(&mut self) {
-        while let Ok(msg) = self.rx.try_recv() {
-            self.handle(msg);
-        }
+    /// Keeps a ready persistent task: its events come to `tx` from now on.
+    fn keep(&mut self, tx: &Sender<Msg>, kept: Kept) -> usize {
+        let slot = self.next;
+        self.next += 1;
+        kept.live.route.point(tx.clone(), slot);
+        self.kept.insert(slot, kept);
+        slot
     }
 
     /// One message of a kept task: output is printed (or held) with its prefix, an access or
-    /// a refused request that breaks its sandbox is a warning now (SBX-8), and its end is
-    /// reported unless vx stopped it.
-    pub fn handle(&mut self, msg: Msg) {
+    /// a refused request that breaks its sandbox is a warning now (SBX-8), and an end vx did
+    /// not cause is reported.
+    fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Exec(slot, ExecEvent::Output { stream, bytes }) => {
                 let Some(kept) = self
@@ -301,10 +372,12 @@ impl Servers {
                 } else if let Some(kept) = self.kept.remove(&slot) {
                     let id = kept.id.clone();
                     self.finish(kept);
-                    stderr(&format!(
-                        "vx watch: {id} stopped by itself (exit {}); it starts again in the next cycle that needs it\n",
-                        completion.exit_code
-                    ));
+                    if !completion.stopped {
+                        self.notice(&format!(
+                            "vx watch: {id} stopped by itself (exit {}); it starts again in the next cycle that needs it\n",
+                            completion.exit_code
+                        ));
+                    }
                 }
             }
             _ => {}
@@ -330,32 +403,6 @@ impl Servers {
             sandbox.ended();
         }
     }
-
-    /// Stops every kept task (EXEC-6) and waits until none is left, printing their last
-    /// output; a signal on `signals` meanwhile kills them at once (a second Ctrl-C).
-    pub fn stop_all(&mut self, signals: &Receiver<i32>) {
-        self.release();
-        for kept in self.kept.values() {
-            kept.live.handle.stop(nix::libc::SIGTERM);
-        }
-        let kept = std::mem::take(&mut self.kept);
-        self.stopping.extend(kept);
-        while !self.stopping.is_empty() {
-            crossbeam_channel::select! {
-                recv(self.rx) -> msg => match msg {
-                    Ok(msg) => self.handle(msg),
-                    Err(_) => break,
-                },
-                recv(signals) -> _ => self.kill_now(),
-            }
-        }
-    }
-}
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        self.stop_all(&crossbeam_channel::never());
-    }
 }
 
 impl Run<'_> {
@@ -368,27 +415,32 @@ impl Run<'_> {
         let Some(servers) = self.watch.as_deref() else {
             return false;
         };
-        let Some(kept) = servers.get(&id) else {
-            return false;
-        };
-        let why = if &kept.identity != identity {
-            Some("its configuration changed".to_string())
-        } else if let Some(why) = &kept.dirty {
-            Some(why.clone())
-        } else {
-            self.restart_reason(i)
+        let (why, report) = {
+            let state = servers.lock();
+            let Some(kept) = state.get(&id) else {
+                return false;
+            };
+            let why = if &kept.identity != identity {
+                Some("its configuration changed".to_string())
+            } else if let Some(why) = &kept.dirty {
+                Some(why.clone())
+            } else {
+                self.restart_reason(i)
+            };
+            let mut report = self.report_of(i, &kept.live, Status::Running);
+            report.duration = kept.ready_after;
+            (why, report)
         };
         if let Some(why) = why {
             stderr(&format!("vx watch: restarting {id}: {why}\n"));
-            if let Some(servers) = self.watch.as_deref_mut() {
-                servers.stop_and_wait(&id);
-            }
+            servers.stop_and_wait(&id);
             return false;
         }
-        let mut report = self.report_of(i, &kept.live, Status::Running);
-        report.executed = false;
-        report.kept = true;
-        report.duration = kept.ready_after;
+        let report = crate::run::outcome::TaskReport {
+            executed: false,
+            kept: true,
+            ..report
+        };
         self.reporter.finished(i, &report, self.is_shown(i));
         self.reports.insert(
             i,
@@ -465,30 +517,28 @@ impl Run<'_> {
     /// The end of a cycle of `vx watch`, after its footer: what kept tasks wrote during the
     /// cycle is printed; those the cycle did not reach remember why they must restart; the
     /// ready persistent tasks `kept` go to the watch with what they printed so far; kept tasks
-    /// whose task left the graph stop.
+    /// whose task is no longer a persistent task of the graph stop.
     pub(super) fn hand_over(&mut self, kept: &[usize]) {
-        let nodes = &self.plan.graph.nodes;
-        let unreached: Vec<(TaskId, String)> = match self.watch.as_deref() {
-            None => return,
-            Some(servers) => servers
-                .kept
-                .values()
-                .filter(|k| k.dirty.is_none())
-                .filter_map(|k| {
-                    let i = nodes.iter().position(|n| n.id == k.id)?;
-                    if self.reports.get(&i).is_some_and(|r| r.kept) {
-                        return None;
-                    }
-                    Some((k.id.clone(), self.restart_reason(i)?))
-                })
-                .collect(),
-        };
-        let Some(servers) = self.watch.as_deref_mut() else {
+        let plan = self.plan;
+        let Some(servers) = self.watch.as_deref() else {
             return;
         };
-        servers.release();
-        for (id, why) in unreached {
-            if let Some(k) = servers.kept.values_mut().find(|k| k.id == id) {
+        let mut state = servers.lock();
+        state.release();
+        let unreached: Vec<(usize, String)> = state
+            .kept
+            .iter()
+            .filter(|(_, k)| k.dirty.is_none())
+            .filter_map(|(&slot, k)| {
+                let &i = plan.graph.index.get(&k.id)?;
+                if self.reports.get(&i).is_some_and(|r| r.kept) {
+                    return None;
+                }
+                Some((slot, self.restart_reason(i)?))
+            })
+            .collect();
+        for (slot, why) in unreached {
+            if let Some(k) = state.kept.get_mut(&slot) {
                 k.dirty = Some(why);
             }
         }
@@ -497,28 +547,47 @@ impl Run<'_> {
             let Some(mut live) = self.live.remove(&i) else {
                 continue;
             };
-            let node = &self.plan.graph.nodes[i];
+            let node = &plan.graph.nodes[i];
             let log = shown(&std::mem::take(&mut live.display));
             out(&prefixed(&node.id, &mut live, &log));
             let Some(identity) = live.identity.clone() else {
+                // Not a task of a watch cycle: nothing may outlive the run unguarded.
+                live.handle.stop(nix::libc::SIGTERM);
+                live.handle.wait_stopped();
                 continue;
             };
             let ready_after = self.reports.get(&i).map_or(Duration::ZERO, |r| r.duration);
-            let slot = servers.keep(node.id.clone(), identity, ready_after, live);
-            slots.insert(i, slot);
+            let kept = Kept {
+                id: node.id.clone(),
+                identity,
+                ready_after,
+                dirty: None,
+                live,
+            };
+            slots.insert(i, state.keep(&servers.tx, kept));
         }
-        // What they sent to this cycle before their routes changed comes first.
+        // What they sent to this cycle before their routes changed comes first: the reader
+        // thread waits for the lock held here.
         while let Ok(msg) = self.rx.try_recv() {
             match msg {
                 Msg::Exec(i, event) if slots.contains_key(&i) => {
-                    servers.handle(Msg::Exec(slots[&i], event))
+                    state.handle(Msg::Exec(slots[&i], event))
                 }
                 Msg::NetRefused(i, target) if slots.contains_key(&i) => {
-                    servers.handle(Msg::NetRefused(slots[&i], target))
+                    state.handle(Msg::NetRefused(slots[&i], target))
                 }
                 _ => {}
             }
         }
-        servers.retain(|id| nodes.iter().any(|n| &n.id == id));
+        drop(state);
+        servers.retain(|id| {
+            plan.graph
+                .index
+                .get(id)
+                .is_some_and(|&i| kind_of(task(plan, i)) == Kind::Persistent)
+        });
+        if let Some(servers) = self.watch.as_deref_mut() {
+            servers.changed.clear();
+        }
     }
 }

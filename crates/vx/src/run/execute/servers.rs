@@ -86,11 +86,11 @@ impl Run<'_> {
             };
             let tick = crate::render::live::is_active()
                 .then(|| Instant::now() + crate::render::live::TICK);
-            let at = readiness.into_iter().chain(tick).min();
-            match self.receive(at) {
-                Ok(Some(msg)) => return Some(msg),
-                // A kept server's message (`vx watch`), handled.
-                Ok(None) => {}
+            let Some(at) = readiness.into_iter().chain(tick).min() else {
+                return self.rx.recv().ok();
+            };
+            match self.rx.recv_deadline(at) {
+                Ok(msg) => return Some(msg),
                 Err(RecvTimeoutError::Timeout) => {
                     if readiness.is_some_and(|due| due <= Instant::now()) {
                         self.readiness_timers();
@@ -98,29 +98,6 @@ impl Run<'_> {
                 }
                 Err(RecvTimeoutError::Disconnected) => return None,
             }
-        }
-    }
-
-    /// The next message of the run until `at`; in a cycle of `vx watch`, the kept servers'
-    /// messages are read too (so none blocks on its output) and handled here (`Ok(None)`).
-    fn receive(&mut self, at: Option<Instant>) -> Result<Option<Msg>, RecvTimeoutError> {
-        let servers = match self.watch.as_deref() {
-            Some(servers) => servers.receiver().clone(),
-            None => crossbeam_channel::never(),
-        };
-        let timeout = match at {
-            Some(at) => crossbeam_channel::at(at),
-            None => crossbeam_channel::never(),
-        };
-        crossbeam_channel::select! {
-            recv(self.rx) -> msg => msg.map(Some).map_err(|_| RecvTimeoutError::Disconnected),
-            recv(servers) -> msg => {
-                if let (Ok(msg), Some(servers)) = (msg, self.watch.as_deref_mut()) {
-                    servers.handle(msg);
-                }
-                Ok(None)
-            }
-            recv(timeout) -> _ => Err(RecvTimeoutError::Timeout),
         }
     }
 
