@@ -11,9 +11,17 @@ event, the debounce, planning, the key, and the task itself. It waits `--settle`
 between edits so each cascade is over before the next edit. The tools alternate edit by edit;
 the result is the median of `--edits` edits per tool. Needs bench/install.sh (turbo) and a
 release build of vx. Standard library only.
+
+With `--server`, the same for a dev server: project p0001 gets a persistent `dev` task (for
+turbo `persistent` and `interruptible`, so that `turbo watch` restarts it) that writes its
+`src/a.txt` to a file outside the workspace when it starts, then sleeps. The tools run
+`vx watch dev --all` and `turbo watch dev`; the time is from the edit of `src/a.txt` until the
+restarted server has written the edit: the event, the debounce, the old server stopped, the
+new one started.
 """
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -61,6 +69,8 @@ def main():
     parser.add_argument("--edits", type=int, default=11)
     parser.add_argument("--settle", type=float, default=3.0)
     parser.add_argument("--vx", default=str(HERE.parent / "target" / "release" / "vx"))
+    parser.add_argument("--server", action="store_true",
+                        help="time the restart of a dev server instead of a build")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="vx-bench-watch-"))
     watchers = []
@@ -69,22 +79,29 @@ def main():
         subprocess.run([sys.executable, str(HERE / "generate.py"), "--projects",
                         str(args.projects), "--out", str(base), "--tools", "vx,turbo"],
                        check=True, stdout=subprocess.DEVNULL)
+        task = "dev" if args.server else "build"
         commands = {
-            "vx": [os.path.abspath(args.vx), "watch", "build", "--all"],
-            "turbo": [turbo_binary(), "watch", "build"],
+            "vx": [os.path.abspath(args.vx), "watch", task, "--all"],
+            "turbo": [turbo_binary(), "watch", task],
         }
         copies = {}
+        started = {}
         for tool, command in commands.items():
             copy = work / tool
             subprocess.run(["git", "clone", "-q", str(base), str(copy)], check=True)
             copies[tool] = copy
+            if args.server:
+                started[tool] = work / f"{tool}-dev-started.txt"
+                add_dev_server(copy, started[tool])
             log = open(work / f"{tool}.log", "w")
             watchers.append(subprocess.Popen(command, cwd=copy, env=ENV, stdout=log,
                                              stderr=subprocess.STDOUT, start_new_session=True))
         edited = "packages/p0001"
-        # The first run: every project built, in both copies.
+        # The first run: every project built (or the server started), in both copies.
         for tool, copy in copies.items():
             last = copy / "packages" / f"p{args.projects:04d}" / "dist" / "index.txt"
+            if args.server:
+                last = started[tool]
             if wait_for(last, "", timeout=120) is None:
                 sys.exit(f"{tool}: the first run did not finish (see {work / (tool + '.log')})")
         time.sleep(args.settle)
@@ -93,12 +110,14 @@ def main():
             for tool, copy in copies.items():
                 marker = f"edit {n} {time.time_ns()}"
                 (copy / edited / "src" / "a.txt").write_text(marker + "\n")
-                took = wait_for(copy / edited / "dist" / "a.txt", marker)
+                answer = started[tool] if args.server else copy / edited / "dist" / "a.txt"
+                took = wait_for(answer, marker)
                 if took is None:
                     sys.exit(f"{tool}: edit {n} never reached dist (see {work / (tool + '.log')})")
                 times[tool].append(took * 1000)
                 time.sleep(args.settle)
-        print(f"{args.projects} projects, {args.edits} edits each, settle {args.settle}s")
+        what = "dev server restart" if args.server else "rebuild"
+        print(f"{what}: {args.projects} projects, {args.edits} edits each, settle {args.settle}s")
         for tool, ms in times.items():
             print(f"{tool:6} median {statistics.median(ms):7.1f} ms   "
                   f"({', '.join(f'{m:.0f}' for m in ms)})")
@@ -112,6 +131,23 @@ def main():
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 os.killpg(watcher.pid, signal.SIGKILL)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def add_dev_server(copy, started):
+    """Project p0001 gets a persistent `dev` task in both flavours, committed."""
+    command = f"cat src/a.txt > {started}; exec sleep 100000"
+    project = copy / "packages" / "p0001"
+    with open(project / "vx.toml", "a") as toml:
+        toml.write(f"\n[tasks.dev]\ncommand = \"{command}\"\npersistent = true\n")
+    package = json.loads((project / "package.json").read_text())
+    package["scripts"]["dev"] = command
+    (project / "package.json").write_text(json.dumps(package, indent=2) + "\n")
+    turbo = json.loads((copy / "turbo.json").read_text())
+    turbo["tasks"]["dev"] = {"persistent": True, "interruptible": True, "cache": False,
+                             "inputs": ["src/**"]}
+    (copy / "turbo.json").write_text(json.dumps(turbo, indent=2) + "\n")
+    subprocess.run(["git", "-C", str(copy), "-c", "user.name=bench", "-c",
+                    "user.email=bench@example.com", "commit", "-qam", "dev server"], check=True)
 
 
 if __name__ == "__main__":
