@@ -100,7 +100,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     let mut watch = Watch::start(scope, event_tx.clone(), poll)?;
     watch.sender = Some(event_tx.clone());
     // Persistent tasks kept running between cycles; dropped (stopped) on every way out.
-    let mut servers = Servers::new();
+    let mut servers = Servers::new().map_err(Failure::Internal)?;
 
     if let Some(code) = signalled(&signal_rx, &mut servers) {
         return Ok(code);

@@ -138,14 +138,9 @@ pub(super) struct State {
     held_notices: String,
 }
 
-impl Default for Servers {
-    fn default() -> Self {
-        Servers::new()
-    }
-}
-
 impl Servers {
-    pub fn new() -> Servers {
+    /// The error says why the reader thread could not start.
+    pub fn new() -> Result<Servers, String> {
         let (tx, rx) = crossbeam_channel::bounded::<Msg>(MESSAGES_IN_FLIGHT);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -159,21 +154,21 @@ impl Servers {
             handled: Condvar::new(),
         });
         let reader = Arc::clone(&shared);
-        // Ends when every sender is gone (the watch's and the kept tasks'); a failure to
-        // start it leaves the messages unread, and the servers block on their output.
-        let _ = std::thread::Builder::new()
+        // Ends when every sender is gone (the watch's and the kept tasks').
+        std::thread::Builder::new()
             .name("vx-servers".into())
             .spawn(move || {
                 for msg in rx {
                     reader.lock().handle(msg);
                     reader.handled.notify_all();
                 }
-            });
-        Servers {
+            })
+            .map_err(|e| format!("cannot start a thread: {e}"))?;
+        Ok(Servers {
             shared,
             tx,
             changed: Vec::new(),
-        }
+        })
     }
 
     /// Absolute paths that changed: they start the next cycle, and count for every cycle
