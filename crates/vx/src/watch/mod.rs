@@ -13,7 +13,9 @@
 //! so they cause at most one follow-up cycle. Signals reach the running graph as in `vx run`
 //! and the watch too: Ctrl-C prints `vx watch: no longer watching` and exits 0 (WATCH-1);
 //! SIGTERM and SIGHUP exit 128 + n. A path that starts three cycles in a row only through the
-//! previous cycle's own writes is named once (WATCH-5).
+//! previous cycle's own writes is named once (WATCH-5). Persistent tasks outlive a cycle
+//! (`run::execute::Servers`): a cycle keeps a dev server unless its configuration, its
+//! project's files or an upstream changed, and every way out of the watch stops them first.
 
 mod poll;
 mod scope;
@@ -102,12 +104,12 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     // Persistent tasks kept running between cycles; dropped (stopped) on every way out.
     let mut servers = Servers::new().map_err(Failure::Internal)?;
 
-    if let Some(code) = signalled(&signal_rx, &mut servers) {
+    if let Some(code) = signalled(&signal_rx, &servers) {
         return Ok(code);
     }
     crate::render::stderr("vx watch: first run\n");
     cycle(cwd, &options, &mut servers);
-    if let Some(code) = signalled(&signal_rx, &mut servers) {
+    if let Some(code) = signalled(&signal_rx, &servers) {
         return Ok(code);
     }
     if !poll && !watch.probe(&events) {
@@ -130,7 +132,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
             select! {
                 recv(signal_rx) -> signal => {
                     let signal = signal.unwrap_or(libc_sigint());
-                    return Ok(farewell(signal, &mut servers, &signal_rx));
+                    return Ok(farewell(signal, &servers, &signal_rx));
                 }
                 recv(events) -> first => match first {
                     Ok(first) => watch.settle(Some(first), &events),
@@ -171,7 +173,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
             n => format!(" and {} more files", n - 1),
         };
         // A signal that came while the change was judged ends the watch before the cycle.
-        if let Some(code) = signalled(&signal_rx, &mut servers) {
+        if let Some(code) = signalled(&signal_rx, &servers) {
             return Ok(code);
         }
         crate::render::stderr(&format!(
@@ -180,7 +182,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         ));
         servers.add_changed(changed);
         cycle(cwd, &options, &mut servers);
-        if let Some(code) = signalled(&signal_rx, &mut servers) {
+        if let Some(code) = signalled(&signal_rx, &servers) {
             return Ok(code);
         }
         // What arrived while the cycle ran: judged next, and remembered as the cycle's own.
@@ -225,14 +227,14 @@ fn cycle(cwd: &Path, options: &RunOptions, servers: &mut Servers) {
 }
 
 /// After a cycle: the exit code if a signal came during it.
-fn signalled(signals: &Receiver<i32>, servers: &mut Servers) -> Option<i32> {
+fn signalled(signals: &Receiver<i32>, servers: &Servers) -> Option<i32> {
     let signal = signals.try_recv().ok()?;
     Some(farewell(signal, servers, signals))
 }
 
 /// WATCH-1: Ctrl-C stops the persistent tasks and ends the watch with 0 and a line; SIGTERM
 /// and SIGHUP with 128 + n.
-fn farewell(signal: i32, servers: &mut Servers, signals: &Receiver<i32>) -> i32 {
+fn farewell(signal: i32, servers: &Servers, signals: &Receiver<i32>) -> i32 {
     servers.stop_all(signals);
     if signal == libc_sigint() {
         crate::render::stderr("vx watch: no longer watching\n");

@@ -48,11 +48,11 @@ impl Run<'_> {
         let kept: Vec<usize> = if self.watch.is_some() {
             // `vx watch` keeps every ready persistent task for the next cycle, whatever else
             // failed; only a signal stops them.
-            let ready = self
-                .live
+            self.live
                 .iter()
-                .filter(|(_, l)| l.kind == Kind::Persistent && l.ready);
-            ready.filter(|_| !signalled).map(|(&i, _)| i).collect()
+                .filter(|(_, l)| !signalled && l.kind == Kind::Persistent && l.ready)
+                .map(|(&i, _)| i)
+                .collect()
         } else if keep_allowed {
             self.kept_persistent()
         } else {

@@ -95,14 +95,14 @@ impl Identity {
 }
 
 /// A persistent task kept running between cycles.
-pub(super) struct Kept {
-    pub(super) id: TaskId,
-    pub(super) identity: Identity,
+struct Kept {
+    id: TaskId,
+    identity: Identity,
     /// Its time to ready, its duration in every cycle that keeps it (EXEC-13).
     ready_after: Duration,
     /// Why it must restart, found in a cycle that did not reach it (an upstream failed).
     dirty: Option<String>,
-    pub(super) live: Live,
+    live: Live,
 }
 
 /// How many messages of kept tasks may wait to be read.
@@ -126,7 +126,7 @@ struct Shared {
 }
 
 /// What the reader thread and the loops share.
-pub(super) struct State {
+struct State {
     kept: BTreeMap<usize, Kept>,
     /// Being stopped (for a restart, because their task left the graph, or at the end):
     /// their last output comes until their end.
@@ -177,7 +177,7 @@ impl Servers {
         self.changed.extend(changed);
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         self.shared.lock()
     }
 
@@ -283,7 +283,7 @@ impl State {
         self.kept.iter().find(|(_, k)| &k.id == id).map(|(&s, _)| s)
     }
 
-    pub(super) fn get(&self, id: &TaskId) -> Option<&Kept> {
+    fn get(&self, id: &TaskId) -> Option<&Kept> {
         self.kept.values().find(|k| &k.id == id)
     }
 
