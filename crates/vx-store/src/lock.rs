@@ -57,18 +57,29 @@ impl RunLock {
 /// `on_wait` is called once, after one second of waiting, with the holder's pid when the file
 /// names one.
 pub fn acquire(root: &Path, on_wait: &mut dyn FnMut(Option<u32>)) -> Result<RunLock, LockError> {
-    take(root, Some(on_wait)).map(|lock| lock.expect("waits until taken"))
+    take(root, Some(on_wait), &|| false).map(|lock| lock.expect("waits until taken"))
+}
+
+/// [`acquire`], giving up (`None`) as soon as `stop` says so while it waits (a signal).
+pub fn acquire_unless(
+    root: &Path,
+    on_wait: &mut dyn FnMut(Option<u32>),
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<RunLock>, LockError> {
+    take(root, Some(on_wait), stop)
 }
 
 /// The lock if it is free now, without waiting: `None` when another process holds it.
 pub fn try_acquire(root: &Path) -> Result<Option<RunLock>, LockError> {
-    take(root, None)
+    take(root, None, &|| false)
 }
 
-/// Takes the lock; without `on_wait`, gives up at once when it is held.
+/// Takes the lock; without `on_wait`, gives up at once when it is held, and with it, when
+/// `stop` says so between two tries.
 fn take(
     root: &Path,
     mut on_wait: Option<&mut dyn FnMut(Option<u32>)>,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Option<RunLock>, LockError> {
     let dir = root.join(".vx");
     let path = dir.join(LOCK_FILE);
@@ -96,6 +107,9 @@ fn take(
         let Some(on_wait) = on_wait.as_mut() else {
             return Ok(None);
         };
+        if stop() {
+            return Ok(None);
+        }
         if !noticed && started.elapsed() >= NOTICE_AFTER {
             noticed = true;
             on_wait(holder_pid(&path));
@@ -189,6 +203,25 @@ mod tests {
         assert_eq!(notices, [Some(std::process::id())]);
         assert!(waited >= Duration::from_millis(1000), "waited {waited:?}");
         drop(lock);
+    }
+
+    #[test]
+    fn a_wait_gives_up_when_told_to_stop() {
+        let root = tempfile::tempdir().unwrap();
+        let held = try_acquire(root.path()).unwrap().expect("free");
+        let asked = std::cell::Cell::new(0);
+        let stop = || {
+            asked.set(asked.get() + 1);
+            asked.get() >= 3
+        };
+        let given_up = acquire_unless(root.path(), &mut |_| {}, &stop).unwrap();
+        assert!(given_up.is_none());
+        assert_eq!(asked.get(), 3, "asked between tries until it said stop");
+        drop(held);
+        // Free: taken at once, without asking.
+        assert!(acquire_unless(root.path(), &mut |_| {}, &|| true)
+            .unwrap()
+            .is_some());
     }
 
     #[test]

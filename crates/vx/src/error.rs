@@ -12,6 +12,9 @@ pub enum Failure {
     User(Vec<Diagnostic>),
     /// A bug: exit 3.
     Internal(String),
+    /// Signal n came before any task started (while waiting for the workspace lock): exit
+    /// 128 + n, nothing printed.
+    Signalled(i32),
 }
 
 impl Failure {
@@ -23,6 +26,7 @@ impl Failure {
         match self {
             Failure::User(_) => exit::USAGE,
             Failure::Internal(_) => exit::INTERNAL,
+            Failure::Signalled(n) => exit::signal(*n),
         }
     }
 }
@@ -66,6 +70,7 @@ pub fn report(failure: &Failure) {
                 "  hint: this is a bug in vx; please report it with the command you ran\n",
             );
         }
+        Failure::Signalled(_) => {}
     }
     crate::render::stderr(&text);
 }

@@ -272,6 +272,7 @@ fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
 /// SIGINT, SIGTERM and SIGHUP, taken over once per process and routed to whoever listens:
 /// the running graph's loop, and `vx watch` around it.
 pub mod signals {
+    use std::sync::atomic::{AtomicI32, Ordering};
     use std::sync::{Mutex, OnceLock};
 
     use crossbeam_channel::Sender;
@@ -280,6 +281,8 @@ pub mod signals {
     use crate::error::Failure;
 
     static RUN: Mutex<Option<Sender<Msg>>> = Mutex::new(None);
+    /// The last signal since the running graph started listening (0: none).
+    static PENDING: AtomicI32 = AtomicI32::new(0);
     static WATCH: Mutex<Option<Sender<i32>>> = Mutex::new(None);
     static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
 
@@ -294,6 +297,7 @@ pub mod signals {
                     .name("vx-signals".into())
                     .spawn(move || {
                         for signal in signals.forever() {
+                            PENDING.store(signal, Ordering::SeqCst);
                             if let Some(watch) = lock(&WATCH).as_ref() {
                                 let _ = watch.send(signal);
                             }
@@ -313,7 +317,20 @@ pub mod signals {
 
     /// The running graph's loop hears the signals from now on (`None`: no graph runs).
     pub fn route_to_run(tx: Option<Sender<Msg>>) {
-        *lock(&RUN) = tx;
+        let mut run = lock(&RUN);
+        if tx.is_some() {
+            PENDING.store(0, Ordering::SeqCst);
+        }
+        *run = tx;
+    }
+
+    /// A signal that came since the running graph started listening, before its loop reads
+    /// it (vx waiting for the workspace lock).
+    pub fn pending() -> Option<i32> {
+        match PENDING.load(Ordering::SeqCst) {
+            0 => None,
+            n => Some(n),
+        }
     }
 
     /// `vx watch` hears every signal too.

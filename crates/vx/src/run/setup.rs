@@ -72,15 +72,15 @@ pub fn resolve_cache_dir(
 /// It needs only the root and the cache directory, so a run does it while the task graph is
 /// built (see `run`).
 pub fn open(root: &Path, dir: &Path, access: Access, lock: bool) -> Result<Opened, Failure> {
-    let lock = if lock { take_lock(root) } else { None };
+    let lock = if lock { take_lock(root)? } else { None };
     open_with(root, dir, access, lock)
 }
 
 /// The run lock, waiting for another run with one notice; `None` (with a warning) when the
 /// lock file cannot be created (STORE-14).
-fn take_lock(root: &Path) -> Option<RunLock> {
+fn take_lock(root: &Path) -> Result<Option<RunLock>, Failure> {
     let mut waited = false;
-    match vx_store::lock::acquire(root, &mut |pid| {
+    let mut on_wait = |pid: Option<u32>| {
         if !waited {
             waited = true;
             let pid = pid.map_or("?".to_string(), |p| p.to_string());
@@ -88,11 +88,17 @@ fn take_lock(root: &Path) -> Option<RunLock> {
                 "another vx run (pid {pid}) holds this workspace; waiting…"
             ));
         }
-    }) {
-        Ok(lock) => Some(lock),
+    };
+    // A signal while waiting ends the run before any task starts (EXIT-1: 128 + n).
+    let stop = || crate::run::signals::pending().is_some();
+    match vx_store::lock::acquire_unless(root, &mut on_wait, &stop) {
+        Ok(Some(lock)) => Ok(Some(lock)),
+        Ok(None) => Err(Failure::Signalled(
+            crate::run::signals::pending().unwrap_or(nix::libc::SIGINT),
+        )),
         Err(error) => {
             render::warning(&format!("{error}; running without the workspace lock"));
-            None
+            Ok(None)
         }
     }
 }

@@ -223,6 +223,8 @@ fn cycle(cwd: &Path, options: &RunOptions, servers: &mut Servers) {
         Err(Failure::Internal(error)) => {
             crate::render::stderr(&format!("vx watch: this cycle could not run: {error}\n"))
         }
+        // The watch hears the signal too, and ends right after the cycle.
+        Err(Failure::Signalled(_)) => {}
     }
 }
 

@@ -205,6 +205,42 @@ fn two_runs_take_turns_on_the_workspace_lock() {
     );
 }
 
+/// EXIT-1: a run that waits for the workspace lock ends at once on Ctrl-C with 130, before
+/// any task starts; the run that holds the lock goes on.
+#[test]
+fn ctrl_c_ends_a_run_that_waits_for_the_lock() {
+    let f = wc();
+    super::cache::lib_build(&f, "sleep 3; mkdir -p dist; echo x > dist/out.txt");
+    let mut first = f
+        .command("", &["run", "lib#build", "--no-cache"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let second = f
+        .command("", &["run", "lib#build", "--no-cache"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(second.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = second.wait_with_output().unwrap();
+    let holder_running = first.try_wait().unwrap().is_none();
+    assert!(first.wait().unwrap().success());
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    assert!(
+        holder_running,
+        "the waiting run ended before the lock was free"
+    );
+    assert!(out.stdout.is_empty(), "no task started: {out:?}");
+}
+
 #[test]
 fn a_corrupt_index_is_a_usage_error_naming_it() {
     let f = wc();

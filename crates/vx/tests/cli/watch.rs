@@ -1002,3 +1002,37 @@ fn a_server_whose_task_is_no_longer_persistent_is_stopped() {
     );
     crate::assert_no_survivor(&marker);
 }
+
+/// Ctrl-C while a cycle waits for the workspace lock ends the watch at once, with 0.
+#[test]
+fn ctrl_c_while_a_cycle_waits_for_the_lock_ends_the_watch() {
+    let f = crate::w_cached();
+    let lib = f.read("packages/lib/vx.toml");
+    f.write(
+        "packages/lib/vx.toml",
+        &format!("{lib}\n[tasks.hold]\ncommand = \"touch ../held; sleep 5\"\n"),
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["lib#build"]).watching();
+    let mut holder = f
+        .command("", &["run", "lib#hold"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually(
+        || f.path("packages/held").exists(),
+        || "lib#hold did not start".to_string(),
+    );
+    f.write("packages/lib/src/a.txt", "a2\n");
+    watch.wait_for("holds this workspace; waiting", 1);
+    let (code, stderr) = watch.stop(Signal::SIGINT);
+    let holder_running = holder.try_wait().unwrap().is_none();
+    let _ = holder.wait();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.ends_with("vx watch: no longer watching\n"),
+        "{stderr}"
+    );
+    assert!(holder_running, "the watch ended before the lock was free");
+}
