@@ -132,6 +132,18 @@ impl Watching {
         self.stderr().matches("; running again").count()
     }
 
+    /// Ctrl-C: the watch must end with 0 and its farewell line; returns the whole of stderr.
+    #[track_caller]
+    fn ctrl_c(self) -> String {
+        let (code, stderr) = self.stop(Signal::SIGINT);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            stderr.ends_with("vx watch: no longer watching\n"),
+            "{stderr}"
+        );
+        stderr
+    }
+
     /// Sends `signal`; returns the exit code and the whole of stderr.
     fn stop(mut self, signal: Signal) -> (i32, String) {
         let mut child = self.child.take().unwrap();
@@ -171,6 +183,11 @@ fn watching_w(files: &[(&str, &str)], args: &[&str]) -> (Fixture, Watching) {
     f.commit();
     let watch = Watching::start(&f, "", args).watching();
     (f, watch)
+}
+
+/// Appends `text` to the file `rel` (a task table to a `vx.toml`), after a blank line.
+fn append(f: &Fixture, rel: &str, text: &str) {
+    f.write(rel, &format!("{}\n{text}", f.read(rel)));
 }
 
 /// Sets the modification time of `rel` to now without changing a byte (`touch`).
@@ -235,23 +252,13 @@ fn acc33_watch() {
         "vx watch: change in packages/app/src/b.txt; running again\n",
         1,
     );
-    let (code, stderr) = watch.stop(Signal::SIGINT);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(
-        stderr.ends_with("vx watch: no longer watching\n"),
-        "{stderr}"
-    );
+    watch.ctrl_c();
 }
 
 #[test]
 fn ctrl_c_prints_the_line_and_exits_0() {
     let (_f, watch) = watching_w(&[], &["build", "--all"]);
-    let (code, stderr) = watch.stop(Signal::SIGINT);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(
-        stderr.ends_with("vx watch: no longer watching\n"),
-        "{stderr}"
-    );
+    watch.ctrl_c();
 }
 
 #[test]
@@ -411,8 +418,7 @@ fn a_broken_configuration_is_reported_and_the_watch_goes_on() {
 fn ctrl_c_during_a_cycle_leaves_no_process() {
     let marker = unique_marker("watch-int");
     let (_f, watch) = watching_a_marked_task(&marker, "fork-tree 1 sleep 300", 2);
-    let (code, stderr) = watch.stop(Signal::SIGINT);
-    assert_eq!(code, 0, "{stderr}");
+    watch.ctrl_c();
     assert_no_survivor(&marker);
 }
 
@@ -540,12 +546,7 @@ fn a_second_ctrl_c_during_a_cycle_exits_0() {
     let (_f, watch) = watching_a_marked_task(&marker, "ignore-int ignore-term forever", 1);
     kill(Pid::from_raw(watch.pid()), Signal::SIGINT).unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    let (code, stderr) = watch.stop(Signal::SIGINT);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(
-        stderr.ends_with("vx watch: no longer watching\n"),
-        "{stderr}"
-    );
+    watch.ctrl_c();
     assert_no_survivor(&marker);
 }
 
@@ -618,11 +619,11 @@ fn watching_a_server(
     env: &[(&str, &str)],
 ) -> (Fixture, Watching) {
     let f = crate::w_cached();
-    let app = f.read("packages/app/vx.toml");
-    f.write(
+    append(
+        &f,
         "packages/app/vx.toml",
         &format!(
-            "{app}\n[tasks.dev]\ncommand = \"{} --marker {marker} {actions}\"\npersistent = true\ndepends-on = [{depends}]\n",
+            "[tasks.dev]\ncommand = \"{} --marker {marker} {actions}\"\npersistent = true\ndepends-on = [{depends}]\n",
             test_child_path().display()
         ),
     );
@@ -684,12 +685,7 @@ fn a_server_restarts_only_when_its_own_inputs_change() {
     watch.wait_out("app#dev │ listening-again\n", 1);
     assert_eq!(vx_test_support::process::pids_with_marker(&marker).len(), 1);
 
-    let (code, stderr) = watch.stop(Signal::SIGINT);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(
-        stderr.ends_with("vx watch: no longer watching\n"),
-        "{stderr}"
-    );
+    watch.ctrl_c();
     crate::assert_no_survivor(&marker);
 }
 
@@ -821,8 +817,7 @@ fn a_sandboxed_server_is_kept_and_warned_about_between_cycles() {
     );
     assert!(!watch.stderr().contains("restarting"), "{}", watch.stderr());
     assert_eq!(vx_test_support::process::pids_with_marker(&marker), first);
-    let (code, stderr) = watch.stop(Signal::SIGINT);
-    assert_eq!(code, 0, "{stderr}");
+    watch.ctrl_c();
     crate::assert_no_survivor(&marker);
 }
 
@@ -831,23 +826,20 @@ fn a_sandboxed_server_is_kept_and_warned_about_between_cycles() {
 #[test]
 fn ctrl_c_stops_the_servers_first() {
     let f = crate::w_cached();
-    let app = f.read("packages/app/vx.toml");
-    f.write(
+    append(
+        &f,
         "packages/app/vx.toml",
-        &format!(
-            "{app}\n[tasks.dev]\ncommand = \"trap 'echo got-term; exit 0' TERM; echo listening; while :; do sleep 0.05; done\"\npersistent = true\n"
+        concat!(
+            "[tasks.dev]\n",
+            "command = \"trap 'echo got-term; exit 0' TERM; echo listening; while :; do sleep 0.05; done\"\n",
+            "persistent = true\n",
         ),
     );
     f.commit();
     let watch = Watching::start(&f, "", &["app#dev"]).watching();
     watch.wait_out("app#dev │ listening\n", 1);
     let stdout = Arc::clone(&watch.stdout);
-    let (code, stderr) = watch.stop(Signal::SIGINT);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(
-        stderr.ends_with("vx watch: no longer watching\n"),
-        "{stderr}"
-    );
+    watch.ctrl_c();
     let stdout = stdout.lock().unwrap().clone();
     assert!(stdout.contains("app#dev │ got-term\n"), "{stdout}");
 }
@@ -858,18 +850,20 @@ fn ctrl_c_stops_the_servers_first() {
 fn a_change_in_a_cycle_that_skipped_the_server_still_restarts_it() {
     let marker = unique_marker("watch-dirty");
     let f = crate::w_cached();
-    let lib = f.read("packages/lib/vx.toml");
-    f.write(
+    append(
+        &f,
         "packages/lib/vx.toml",
-        &format!(
-            "{lib}\n[tasks.lint]\ncommand = \"! grep -q bad src/a.txt\"\ncache = {{ inputs = [\"src/**\"], outputs = [] }}\n"
+        concat!(
+            "[tasks.lint]\n",
+            "command = \"! grep -q bad src/a.txt\"\n",
+            "cache = { inputs = [\"src/**\"], outputs = [] }\n",
         ),
     );
-    let app = f.read("packages/app/vx.toml");
-    f.write(
+    append(
+        &f,
         "packages/app/vx.toml",
         &format!(
-            "{app}\n[tasks.dev]\ncommand = \"{} --marker {marker} print listening forever\"\npersistent = true\ndepends-on = [\"lib#lint\"]\n",
+            "[tasks.dev]\ncommand = \"{} --marker {marker} print listening forever\"\npersistent = true\ndepends-on = [\"lib#lint\"]\n",
             test_child_path().display()
         ),
     );
@@ -920,17 +914,19 @@ fn exactly_the_affected_tasks_run_again() {
 #[test]
 fn a_server_is_read_while_a_cycle_waits_for_the_workspace_lock() {
     let f = crate::w_cached();
-    let app = f.read("packages/app/vx.toml");
-    f.write(
+    append(
+        &f,
         "packages/app/vx.toml",
-        &format!(
-            "{app}\n[tasks.dev]\ncommand = \"i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.05; done\"\npersistent = true\n"
+        concat!(
+            "[tasks.dev]\n",
+            "command = \"i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.05; done\"\n",
+            "persistent = true\n",
         ),
     );
-    let lib = f.read("packages/lib/vx.toml");
-    f.write(
+    append(
+        &f,
         "packages/lib/vx.toml",
-        &format!("{lib}\n[tasks.hold]\ncommand = \"touch held; sleep 4\"\n"),
+        "[tasks.hold]\ncommand = \"touch held; sleep 4\"\n",
     );
     f.commit();
     let watch = Watching::start(&f, "", &["app#dev"]).watching();
@@ -1007,10 +1003,10 @@ fn a_server_whose_task_is_no_longer_persistent_is_stopped() {
 #[test]
 fn ctrl_c_while_a_cycle_waits_for_the_lock_ends_the_watch() {
     let f = crate::w_cached();
-    let lib = f.read("packages/lib/vx.toml");
-    f.write(
+    append(
+        &f,
         "packages/lib/vx.toml",
-        &format!("{lib}\n[tasks.hold]\ncommand = \"touch ../held; sleep 5\"\n"),
+        "[tasks.hold]\ncommand = \"touch ../held; sleep 5\"\n",
     );
     f.commit();
     let watch = Watching::start(&f, "", &["lib#build"]).watching();
@@ -1026,13 +1022,8 @@ fn ctrl_c_while_a_cycle_waits_for_the_lock_ends_the_watch() {
     );
     f.write("packages/lib/src/a.txt", "a2\n");
     watch.wait_for("holds this workspace; waiting", 1);
-    let (code, stderr) = watch.stop(Signal::SIGINT);
+    watch.ctrl_c();
     let holder_running = holder.try_wait().unwrap().is_none();
     let _ = holder.wait();
-    assert_eq!(code, 0, "{stderr}");
-    assert!(
-        stderr.ends_with("vx watch: no longer watching\n"),
-        "{stderr}"
-    );
     assert!(holder_running, "the watch ended before the lock was free");
 }
