@@ -281,7 +281,8 @@ pub mod signals {
     use crate::error::Failure;
 
     static RUN: Mutex<Option<Sender<Msg>>> = Mutex::new(None);
-    /// The last signal since the running graph started listening (0: none).
+    /// The last signal vx received (0: none). Every signal ends vx (EXEC-9, WATCH-1), so it is
+    /// never cleared.
     static PENDING: AtomicI32 = AtomicI32::new(0);
     static WATCH: Mutex<Option<Sender<i32>>> = Mutex::new(None);
     static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
@@ -297,12 +298,17 @@ pub mod signals {
                     .name("vx-signals".into())
                     .spawn(move || {
                         for signal in signals.forever() {
-                            PENDING.store(signal, Ordering::SeqCst);
                             if let Some(watch) = lock(&WATCH).as_ref() {
                                 let _ = watch.send(signal);
                             }
-                            // Cloned out of the lock: a full channel must not block routing.
-                            let run = lock(&RUN).clone();
+                            // Remembered and routed under one lock, so a graph that starts
+                            // listening meanwhile gets it exactly once; cloned out of the
+                            // lock, so a full channel does not block routing.
+                            let run = {
+                                let run = lock(&RUN);
+                                PENDING.store(signal, Ordering::SeqCst);
+                                run.clone()
+                            };
                             if let Some(run) = run {
                                 let _ = run.send(Msg::Signal(signal));
                             }
@@ -316,16 +322,19 @@ pub mod signals {
     }
 
     /// The running graph's loop hears the signals from now on (`None`: no graph runs).
+    /// A signal that came before (between two cycles of `vx watch`) reaches it too.
     pub fn route_to_run(tx: Option<Sender<Msg>>) {
-        let mut run = lock(&RUN);
-        if tx.is_some() {
-            PENDING.store(0, Ordering::SeqCst);
+        let pending = {
+            let mut run = lock(&RUN);
+            *run = tx.clone();
+            pending()
+        };
+        if let (Some(tx), Some(signal)) = (tx, pending) {
+            let _ = tx.try_send(Msg::Signal(signal));
         }
-        *run = tx;
     }
 
-    /// A signal that came since the running graph started listening, before its loop reads
-    /// it (vx waiting for the workspace lock).
+    /// The last signal vx received, for a wait outside the graph's loop (the workspace lock).
     pub fn pending() -> Option<i32> {
         match PENDING.load(Ordering::SeqCst) {
             0 => None,

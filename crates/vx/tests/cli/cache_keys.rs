@@ -209,22 +209,43 @@ fn two_runs_take_turns_on_the_workspace_lock() {
 /// any task starts; the run that holds the lock goes on.
 #[test]
 fn ctrl_c_ends_a_run_that_waits_for_the_lock() {
+    use std::io::BufRead;
     let f = wc();
-    super::cache::lib_build(&f, "sleep 3; mkdir -p dist; echo x > dist/out.txt");
+    // The first run holds the lock until the test releases it.
+    super::cache::lib_build(
+        &f,
+        "touch ../held; until [ -e ../release ]; do sleep 0.05; done; mkdir -p dist; echo x > dist/out.txt",
+    );
     let mut first = f
         .command("", &["run", "lib#build", "--no-cache"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let second = f
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f.path("packages/held").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the first run did not start its task"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut second = f
         .command("", &["run", "lib#build", "--no-cache"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // Its notice says it waits (and so has its signal handlers).
+    let mut stderr = std::io::BufReader::new(second.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("holds this workspace; waiting") {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no waiting notice"
+        );
+    }
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(second.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -232,6 +253,7 @@ fn ctrl_c_ends_a_run_that_waits_for_the_lock() {
     .unwrap();
     let out = second.wait_with_output().unwrap();
     let holder_running = first.try_wait().unwrap().is_none();
+    f.write("packages/release", "");
     assert!(first.wait().unwrap().success());
     assert_eq!(out.status.code(), Some(130), "{out:?}");
     assert!(

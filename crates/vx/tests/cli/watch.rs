@@ -185,6 +185,64 @@ fn watching_w(files: &[(&str, &str)], args: &[&str]) -> (Fixture, Watching) {
     (f, watch)
 }
 
+/// Another `vx run` that holds the workspace lock until released: task lib#hold, added by
+/// [`LockHolder::add`] before the commit; its files are outside the workspace, so they start no
+/// cycle.
+struct LockHolder {
+    dir: tempfile::TempDir,
+    run: Option<Child>,
+}
+
+impl LockHolder {
+    fn add(f: &Fixture) -> LockHolder {
+        let dir = tempfile::tempdir().unwrap();
+        let held = dir.path().join("held");
+        let release = dir.path().join("release");
+        append(
+            f,
+            "packages/lib/vx.toml",
+            &format!(
+                "[tasks.hold]\ncommand = \"touch {}; until [ -e {} ]; do sleep 0.05; done\"\n",
+                held.display(),
+                release.display()
+            ),
+        );
+        LockHolder { dir, run: None }
+    }
+
+    /// Starts the run and waits until its task runs (so it holds the lock).
+    fn hold(&mut self, f: &Fixture) {
+        let run = f
+            .command("", &["run", "lib#hold"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.run = Some(run);
+        let held = self.dir.path().join("held");
+        eventually(|| held.exists(), || "lib#hold did not start".to_string());
+    }
+
+    fn holds(&mut self) -> bool {
+        self.run
+            .as_mut()
+            .is_some_and(|run| run.try_wait().unwrap().is_none())
+    }
+
+    fn release(&mut self) {
+        std::fs::write(self.dir.path().join("release"), "").unwrap();
+        if let Some(mut run) = self.run.take() {
+            let _ = run.wait();
+        }
+    }
+}
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
 /// Appends `text` to the file `rel` (a task table to a `vx.toml`), after a blank line.
 fn append(f: &Fixture, rel: &str, text: &str) {
     f.write(rel, &format!("{}\n{text}", f.read(rel)));
@@ -737,7 +795,7 @@ fn a_server_that_ends_between_cycles_starts_again_on_the_next_change() {
         &[],
     );
     watch.wait_for(
-        "vx watch: app#dev stopped by itself (exit 3); it starts again in the next cycle that needs it\n",
+        "vx watch: app#dev stopped by itself (exit 3); the next cycle that needs it starts it again\n",
         1,
     );
     f.write("packages/lib/src/a.txt", "a2\n");
@@ -923,40 +981,23 @@ fn a_server_is_read_while_a_cycle_waits_for_the_workspace_lock() {
             "persistent = true\n",
         ),
     );
-    append(
-        &f,
-        "packages/lib/vx.toml",
-        "[tasks.hold]\ncommand = \"touch held; sleep 4\"\n",
-    );
+    let mut holder = LockHolder::add(&f);
     f.commit();
     let watch = Watching::start(&f, "", &["app#dev"]).watching();
     watch.wait_out("app#dev │ tick-1\n", 1);
-    // Another run takes the workspace lock for a while.
-    let mut holder = f
-        .command("", &["run", "lib#hold"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    eventually(
-        || f.path("packages/lib/held").exists(),
-        || "lib#hold did not start".to_string(),
-    );
+    holder.hold(&f);
     f.write("packages/app/src/b.txt", "b2\n");
     watch.wait_for("holds this workspace; waiting", 1);
     let ticks = || watch.stdout().matches("app#dev │ tick-").count();
     let before = ticks();
     std::thread::sleep(Duration::from_millis(600));
-    assert!(
-        holder.try_wait().unwrap().is_none(),
-        "the lock was held all along"
-    );
+    assert!(holder.holds(), "the lock was held all along");
     assert!(
         ticks() > before,
         "the server's output was read during the wait:\n{}",
         watch.stderr()
     );
-    let _ = holder.wait();
+    holder.release();
     watch.wait_for(
         "vx watch: restarting app#dev: packages/app/src/b.txt changed\n",
         1,
@@ -1003,27 +1044,12 @@ fn a_server_whose_task_is_no_longer_persistent_is_stopped() {
 #[test]
 fn ctrl_c_while_a_cycle_waits_for_the_lock_ends_the_watch() {
     let f = crate::w_cached();
-    append(
-        &f,
-        "packages/lib/vx.toml",
-        "[tasks.hold]\ncommand = \"touch ../held; sleep 5\"\n",
-    );
+    let mut holder = LockHolder::add(&f);
     f.commit();
     let watch = Watching::start(&f, "", &["lib#build"]).watching();
-    let mut holder = f
-        .command("", &["run", "lib#hold"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    eventually(
-        || f.path("packages/held").exists(),
-        || "lib#hold did not start".to_string(),
-    );
+    holder.hold(&f);
     f.write("packages/lib/src/a.txt", "a2\n");
     watch.wait_for("holds this workspace; waiting", 1);
     watch.ctrl_c();
-    let holder_running = holder.try_wait().unwrap().is_none();
-    let _ = holder.wait();
-    assert!(holder_running, "the watch ended before the lock was free");
+    assert!(holder.holds(), "the watch ended before the lock was free");
 }

@@ -14,7 +14,7 @@
 //! or restored files — in this cycle, or in an earlier one that did not reach it — and it is
 //! *kept* (ready at once, not started again); otherwise the old one is stopped (EXEC-6) and
 //! waited for before the new one starts, so two never run at once. A kept task that ends by
-//! itself is reported and starts again in the next cycle that needs it.
+//! itself is reported, and the next cycle that needs it starts it again.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -135,7 +135,6 @@ struct State {
     /// A cycle runs: output and notices are held until its footer.
     holding: bool,
     held: LogBuf,
-    held_notices: String,
 }
 
 impl Servers {
@@ -149,7 +148,6 @@ impl Servers {
                 next: 0,
                 holding: false,
                 held: LogBuf::new(),
-                held_notices: String::new(),
             }),
             handled: Condvar::new(),
         });
@@ -159,7 +157,13 @@ impl Servers {
             .name("vx-servers".into())
             .spawn(move || {
                 for msg in rx {
-                    reader.lock().handle(msg);
+                    // A bug in handling one message must not leave a waiter waiting forever.
+                    let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        reader.lock().handle(msg)
+                    }));
+                    if let Ok(Some(ended)) = ended {
+                        reader.end(ended);
+                    }
                     reader.handled.notify_all();
                 }
             })
@@ -270,7 +274,24 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// A kept task's leader ended: what it left running in its session is stopped and waited
+    /// for (EXEC-13) without the lock, so a second Ctrl-C can kill it meanwhile; then it is
+    /// gone, and its sandbox's `TMPDIR` with it.
+    fn end(&self, (slot, handle): Ended) {
+        handle.stop(nix::libc::SIGTERM);
+        handle.wait_stopped();
+        if let Some(mut kept) = self.lock().stopping.remove(&slot) {
+            if let Some(sandbox) = kept.live.sandbox.as_mut() {
+                sandbox.ended();
+            }
+        }
+    }
 }
+
+/// A kept task whose leader ended: its slot (in `stopping` until its leftovers are gone), and
+/// its handle.
+type Ended = (usize, Box<dyn vx_exec::RunningTask>);
 
 impl Drop for Servers {
     fn drop(&mut self) {
@@ -291,7 +312,6 @@ impl State {
         self.holding = false;
         let held = std::mem::take(&mut self.held);
         out(&shown(&held));
-        stderr(&std::mem::take(&mut self.held_notices));
     }
 
     fn emit(&mut self, bytes: &[u8]) {
@@ -299,14 +319,6 @@ impl State {
             self.held.push(LogStream::Stdout, bytes);
         } else {
             out(bytes);
-        }
-    }
-
-    fn notice(&mut self, line: &str) {
-        if self.holding {
-            self.held_notices.push_str(line);
-        } else {
-            stderr(line);
         }
     }
 
@@ -327,17 +339,14 @@ impl State {
 
     /// One message of a kept task: output is printed (or held) with its prefix, an access or
     /// a refused request that breaks its sandbox is a warning now (SBX-8), and an end vx did
-    /// not cause is reported.
-    fn handle(&mut self, msg: Msg) {
+    /// not cause is reported; an end is returned, for [`Shared::end`].
+    fn handle(&mut self, msg: Msg) -> Option<Ended> {
         match msg {
             Msg::Exec(slot, ExecEvent::Output { stream, bytes }) => {
-                let Some(kept) = self
+                let kept = self
                     .kept
                     .get_mut(&slot)
-                    .or_else(|| self.stopping.get_mut(&slot))
-                else {
-                    return;
-                };
+                    .or_else(|| self.stopping.get_mut(&slot))?;
                 let s = stream_index(stream);
                 let bytes = kept.live.maskers[s].push(&bytes);
                 let bytes = match &mut kept.live.strippers {
@@ -362,41 +371,33 @@ impl State {
                 }
             }
             Msg::Exec(slot, ExecEvent::Completed(completion)) => {
-                if let Some(kept) = self.stopping.remove(&slot) {
-                    self.finish(kept);
-                } else if let Some(kept) = self.kept.remove(&slot) {
-                    let id = kept.id.clone();
-                    self.finish(kept);
+                // Ended by itself: kept no more (the next cycle that needs it starts it).
+                if let Some(kept) = self.kept.remove(&slot) {
                     if !completion.stopped {
-                        self.notice(&format!(
-                            "vx watch: {id} stopped by itself (exit {}); it starts again in the next cycle that needs it\n",
-                            completion.exit_code
+                        stderr(&format!(
+                            "vx watch: {} stopped by itself (exit {}); the next cycle that needs it starts it again\n",
+                            kept.id, completion.exit_code
                         ));
                     }
+                    self.stopping.insert(slot, kept);
                 }
+                let kept = self.stopping.get_mut(&slot)?;
+                let mut rest = Vec::new();
+                for s in 0..2 {
+                    let mut bytes = kept.live.maskers[s].finish();
+                    if let Some(strippers) = &mut kept.live.strippers {
+                        bytes = strippers[s].push(&bytes);
+                    }
+                    rest.extend(bytes);
+                }
+                let text = prefixed(&kept.id, &mut kept.live, &rest);
+                let handle = kept.live.handle.clone_box();
+                self.emit(&text);
+                return Some((slot, handle));
             }
             _ => {}
         }
-    }
-
-    /// A kept task ended: the rest of its output; what it left running in its session is
-    /// stopped and waited for (EXEC-13); its sandbox's `TMPDIR` goes.
-    fn finish(&mut self, mut kept: Kept) {
-        let mut rest = Vec::new();
-        for s in 0..2 {
-            let mut bytes = kept.live.maskers[s].finish();
-            if let Some(strippers) = &mut kept.live.strippers {
-                bytes = strippers[s].push(&bytes);
-            }
-            rest.extend(bytes);
-        }
-        let text = prefixed(&kept.id, &mut kept.live, &rest);
-        self.emit(&text);
-        kept.live.handle.stop(nix::libc::SIGTERM);
-        kept.live.handle.wait_stopped();
-        if let Some(sandbox) = kept.live.sandbox.as_mut() {
-            sandbox.ended();
-        }
+        None
     }
 }
 
@@ -538,6 +539,7 @@ impl Run<'_> {
             }
         }
         let mut slots = BTreeMap::new();
+        let mut strays = Vec::new();
         for &i in kept {
             let Some(mut live) = self.live.remove(&i) else {
                 continue;
@@ -546,9 +548,10 @@ impl Run<'_> {
             let log = shown(&std::mem::take(&mut live.display));
             out(&prefixed(&node.id, &mut live, &log));
             let Some(identity) = live.identity.clone() else {
-                // Not a task of a watch cycle: nothing may outlive the run unguarded.
-                live.handle.stop(nix::libc::SIGTERM);
-                live.handle.wait_stopped();
+                // Not a task of a watch cycle: nothing may outlive the run unguarded. Its
+                // events go where they are read (and dropped) while it is stopped.
+                live.route.point(servers.tx.clone(), usize::MAX);
+                strays.push(live.handle);
                 continue;
             };
             let ready_after = self.reports.get(&i).map_or(Duration::ZERO, |r| r.duration);
@@ -563,18 +566,26 @@ impl Run<'_> {
         }
         // What they sent to this cycle before their routes changed comes first: the reader
         // thread waits for the lock held here.
+        let mut ended = Vec::new();
         while let Ok(msg) = self.rx.try_recv() {
-            match msg {
-                Msg::Exec(i, event) if slots.contains_key(&i) => {
-                    state.handle(Msg::Exec(slots[&i], event))
-                }
+            let msg = match msg {
+                Msg::Exec(i, event) if slots.contains_key(&i) => Msg::Exec(slots[&i], event),
                 Msg::NetRefused(i, target) if slots.contains_key(&i) => {
-                    state.handle(Msg::NetRefused(slots[&i], target))
+                    Msg::NetRefused(slots[&i], target)
                 }
-                _ => {}
-            }
+                _ => continue,
+            };
+            ended.extend(state.handle(msg));
         }
         drop(state);
+        for handle in strays {
+            handle.stop(nix::libc::SIGTERM);
+            handle.wait_stopped();
+        }
+        for end in ended {
+            servers.shared.end(end);
+        }
+        servers.shared.handled.notify_all();
         servers.retain(|id| {
             plan.graph
                 .index
