@@ -127,6 +127,23 @@ impl Watching {
         );
     }
 
+    /// Waits until the line for a cycle started by a change in `rel` appeared `times` times.
+    #[track_caller]
+    fn wait_for_change(&self, rel: &str, times: usize) {
+        self.wait_for(
+            &format!("vx watch: change in {rel}; running again\n"),
+            times,
+        );
+    }
+
+    /// Waits longer than the debounce ceiling, then checks that `cycles` cycles have started
+    /// and no more.
+    #[track_caller]
+    fn no_cycle_beyond(&self, cycles: usize) {
+        std::thread::sleep(NOTHING);
+        assert_eq!(self.cycles(), cycles, "{}", self.stderr());
+    }
+
     /// How many cycles have started after the first run.
     fn cycles(&self) -> usize {
         self.stderr().matches("; running again").count()
@@ -289,10 +306,7 @@ fn acc33_watch() {
         watch.stderr()
     );
     f.write("packages/lib/src/a.txt", "a2\n");
-    watch.wait_for(
-        "vx watch: change in packages/lib/src/a.txt; running again\n",
-        1,
-    );
+    watch.wait_for_change("packages/lib/src/a.txt", 1);
     // lib#build executed again: its output holds the edit.
     eventually(
         || f.read("packages/lib/dist/out.txt") == "a2\n",
@@ -302,14 +316,10 @@ fn acc33_watch() {
     // An output and a touch start nothing.
     f.write("packages/lib/dist/out.txt", "written by hand\n");
     touch(&f, "packages/lib/src/a.txt");
-    std::thread::sleep(NOTHING);
-    assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
+    watch.no_cycle_beyond(1);
     // Still watching: a real edit is one more cycle.
     f.write("packages/app/src/b.txt", "b2\n");
-    watch.wait_for(
-        "vx watch: change in packages/app/src/b.txt; running again\n",
-        1,
-    );
+    watch.wait_for_change("packages/app/src/b.txt", 1);
     watch.ctrl_c();
 }
 
@@ -336,8 +346,7 @@ fn a_burst_of_edits_is_one_cycle() {
         f.write("packages/lib/src/a.txt", &format!("edit {i}\n"));
     }
     watch.wait_for("; running again\n", 1);
-    std::thread::sleep(NOTHING);
-    assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
+    watch.no_cycle_beyond(1);
     assert!(
         watch
             .stderr()
@@ -358,30 +367,19 @@ fn ignored_files_start_nothing() {
     f.write("packages/lib/src/notes.log", "ignored\n");
     f.write("packages/lib/node_modules/x/index.js", "module\n");
     f.write(".vx/stray", "x\n");
-    std::thread::sleep(NOTHING);
-    assert_eq!(watch.cycles(), 0, "{}", watch.stderr());
+    watch.no_cycle_beyond(0);
     // A real edit still does.
     f.write("packages/app/src/b.txt", "b2\n");
-    watch.wait_for(
-        "vx watch: change in packages/app/src/b.txt; running again\n",
-        1,
-    );
+    watch.wait_for_change("packages/app/src/b.txt", 1);
     drop(watch);
 
     // Uncached tasks: an ignored file is a change. (The first run's own ignored `dist/` is
     // one too, judged after it: one cycle, whose identical rewrite starts none.)
     let (f, watch) = watching_w(&[(".gitignore", "dist/\n.vx/\n*.log\n")], &["lib#build"]);
-    watch.wait_for(
-        "vx watch: change in packages/lib/dist/out.txt; running again\n",
-        1,
-    );
-    std::thread::sleep(NOTHING);
-    assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
+    watch.wait_for_change("packages/lib/dist/out.txt", 1);
+    watch.no_cycle_beyond(1);
     f.write("packages/lib/src/notes.log", "read by an uncached task\n");
-    watch.wait_for(
-        "vx watch: change in packages/lib/src/notes.log; running again\n",
-        1,
-    );
+    watch.wait_for_change("packages/lib/src/notes.log", 1);
 }
 
 /// WATCH-5: a task that rewrites one of its own inputs on every cycle is named once.
@@ -448,10 +446,7 @@ fn an_edit_during_a_cycle_starts_the_next() {
         || "the cycle never started its task".to_string(),
     );
     f.write("packages/lib/src/a.txt", "second edit\n");
-    watch.wait_for(
-        "vx watch: change in packages/lib/src/a.txt; running again\n",
-        2,
-    );
+    watch.wait_for_change("packages/lib/src/a.txt", 2);
     watch.wait_out("second edit", 1);
 }
 
@@ -508,14 +503,10 @@ fn polling_sees_edits() {
     let watch = Watching::start_with(&f, "", &["lib#build"], &[("VX_WATCH_POLL", "1")]).watching();
     assert_eq!(watch.stderr().matches("polling every 250ms").count(), 1);
     f.write("packages/lib/src/a.txt", "polled edit\n");
-    watch.wait_for(
-        "vx watch: change in packages/lib/src/a.txt; running again\n",
-        1,
-    );
+    watch.wait_for_change("packages/lib/src/a.txt", 1);
     watch.wait_out("└─ lib#build", 2);
     touch(&f, "packages/lib/src/a.txt");
-    std::thread::sleep(NOTHING);
-    assert_eq!(watch.cycles(), 1, "{}", watch.stderr());
+    watch.no_cycle_beyond(1);
 }
 
 /// An idle watch is idle: judging a change opens files, and those opens must not be events
@@ -552,20 +543,11 @@ fn recreated_directories_and_new_projects_are_watched() {
     let f = crate::w_cached();
     let watch = Watching::start(&f, "", &["build", "--all"]).watching();
     std::fs::remove_dir_all(f.path("packages/lib/src")).unwrap();
-    watch.wait_for(
-        "vx watch: change in packages/lib/src/a.txt; running again\n",
-        1,
-    );
+    watch.wait_for_change("packages/lib/src/a.txt", 1);
     f.write("packages/lib/src/a.txt", "back\n");
-    watch.wait_for(
-        "vx watch: change in packages/lib/src/a.txt; running again\n",
-        2,
-    );
+    watch.wait_for_change("packages/lib/src/a.txt", 2);
     f.write("packages/lib/src/a.txt", "edited after\n");
-    watch.wait_for(
-        "vx watch: change in packages/lib/src/a.txt; running again\n",
-        3,
-    );
+    watch.wait_for_change("packages/lib/src/a.txt", 3);
     std::fs::create_dir_all(f.path("packages/new")).unwrap();
     watch.wait_for("vx watch: change in packages/new", 1);
 }
@@ -587,13 +569,10 @@ fn workspace_inputs_watch_the_whole_root() {
         &["lib#build"],
     );
     f.write("packages/lib/src/a.txt", "in a project\n");
-    watch.wait_for(
-        "vx watch: change in packages/lib/src/a.txt; running again\n",
-        1,
-    );
+    watch.wait_for_change("packages/lib/src/a.txt", 1);
     watch.wait_out("in a project", 1);
     f.write("tsconfig.json", "{ \"strict\": true }\n");
-    watch.wait_for("vx watch: change in tsconfig.json; running again\n", 1);
+    watch.wait_for_change("tsconfig.json", 1);
 }
 
 /// WATCH-1: a second Ctrl-C during a cycle (a task that ignores the first) still ends the
@@ -626,16 +605,11 @@ fn outputs_start_nothing_even_under_the_tasks_own_inputs() {
         &["lib#build"],
     );
     // The first run's own output is judged after it: not a change.
-    std::thread::sleep(NOTHING);
-    assert_eq!(watch.cycles(), 0, "{}", watch.stderr());
+    watch.no_cycle_beyond(0);
     f.write("packages/lib/dist/out.txt", "by hand\n");
-    std::thread::sleep(NOTHING);
-    assert_eq!(watch.cycles(), 0, "{}", watch.stderr());
+    watch.no_cycle_beyond(0);
     f.write("packages/lib/src/a.txt", "an input\n");
-    watch.wait_for(
-        "vx watch: change in packages/lib/src/a.txt; running again\n",
-        1,
-    );
+    watch.wait_for_change("packages/lib/src/a.txt", 1);
 }
 
 /// WATCH-7: `--affected` is evaluated once, at the start: a project it did not reach is not
@@ -655,13 +629,9 @@ fn affected_is_evaluated_once() {
     let watch = Watching::start(&f, "", &["build", "--affected=HEAD"]).watching();
     assert!(!watch.stdout().contains("docs#build"), "{}", watch.stdout());
     f.write("packages/docs/notes.txt", "docs changed after the start\n");
-    std::thread::sleep(NOTHING);
-    assert_eq!(watch.cycles(), 0, "{}", watch.stderr());
+    watch.no_cycle_beyond(0);
     f.write("packages/app/src/b.txt", "b2\n");
-    watch.wait_for(
-        "vx watch: change in packages/app/src/b.txt; running again\n",
-        1,
-    );
+    watch.wait_for_change("packages/app/src/b.txt", 1);
     watch.wait_out("── vx ", 2);
     assert!(!watch.stdout().contains("docs#build"), "{}", watch.stdout());
 }
@@ -868,7 +838,7 @@ fn a_sandboxed_server_is_kept_and_warned_about_between_cycles() {
     let first = vx_test_support::process::pids_with_marker(&marker);
     // A file at the root is no project's: a cycle, and the server is kept.
     f.write("notes.txt", "notes\n");
-    watch.wait_for("vx watch: change in notes.txt; running again\n", 1);
+    watch.wait_for_change("notes.txt", 1);
     watch.wait_out(
         "running lib#server (kept: nothing it depends on changed)",
         1,
@@ -953,10 +923,7 @@ fn exactly_the_affected_tasks_run_again() {
     let watch =
         Watching::start(&f, "packages/app", &["test", "--output-logs=hash-only"]).watching();
     f.write("packages/app/src/b.txt", "b2\n");
-    watch.wait_for(
-        "vx watch: change in packages/app/src/b.txt; running again\n",
-        1,
-    );
+    watch.wait_for_change("packages/app/src/b.txt", 1);
     watch.wait_out("success miss app#test", 2);
     let stdout = watch.stdout();
     let count = |line: &str| stdout.matches(line).count();
@@ -1052,4 +1019,36 @@ fn ctrl_c_while_a_cycle_waits_for_the_lock_ends_the_watch() {
     watch.wait_for("holds this workspace; waiting", 1);
     watch.ctrl_c();
     assert!(holder.holds(), "the watch ended before the lock was free");
+}
+
+/// Ctrl-C during a cycle that keeps a server stops it too, as an end vx caused (not reported as
+/// stopping by itself), and the watch ends with 0 and nothing left.
+#[test]
+fn ctrl_c_during_a_cycle_stops_the_kept_servers() {
+    let marker = unique_marker("watch-cycle-int");
+    let f = crate::w_cached();
+    append(
+        &f,
+        "packages/app/vx.toml",
+        &format!(
+            "[tasks.dev]\ncommand = \"{} --marker {marker} print listening forever\"\npersistent = true\n",
+            test_child_path().display()
+        ),
+    );
+    append(
+        &f,
+        "packages/lib/vx.toml",
+        "[tasks.slow]\ncommand = \"if [ -e src/slow ]; then sleep 30; fi\"\n",
+    );
+    f.commit();
+    let watch = Watching::start(&f, "", &["app#dev", "lib#slow"]).watching();
+    watch.wait_out("app#dev │ listening\n", 1);
+    // A cycle that keeps the server and runs lib#slow for a long time.
+    f.write("packages/lib/src/slow", "\n");
+    watch.wait_for_change("packages/lib/src/slow", 1);
+    watch.wait_out("running app#dev (kept: nothing it depends on changed)", 1);
+    let (code, stderr) = watch.stop(Signal::SIGINT);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("stopped by itself"), "{stderr}");
+    crate::assert_no_survivor(&marker);
 }

@@ -233,12 +233,7 @@ impl Servers {
 
     /// A signal came during a cycle: every kept task is stopped (the watch waits for them).
     pub(super) fn stop_now(&self, signal: i32) {
-        let mut state = self.lock();
-        let kept = std::mem::take(&mut state.kept);
-        for k in kept.values() {
-            k.live.handle.stop(signal);
-        }
-        state.stopping.extend(kept);
+        self.lock().stop_every(signal);
     }
 
     /// A second signal: every kept task is killed now.
@@ -251,11 +246,7 @@ impl Servers {
     pub fn stop_all(&self, signals: &Receiver<i32>) {
         let mut state = self.lock();
         state.release();
-        let kept = std::mem::take(&mut state.kept);
-        for k in kept.values() {
-            k.live.handle.stop(nix::libc::SIGTERM);
-        }
-        state.stopping.extend(kept);
+        state.stop_every(nix::libc::SIGTERM);
         while !state.stopping.is_empty() {
             if signals.try_recv().is_ok() {
                 state.kill_now();
@@ -305,7 +296,16 @@ impl State {
     }
 
     fn get(&self, id: &TaskId) -> Option<&Kept> {
-        self.kept.values().find(|k| &k.id == id)
+        self.kept.get(&self.slot_of(id)?)
+    }
+
+    /// Every kept task gets `signal` and is kept no more: its end is awaited in `stopping`.
+    fn stop_every(&mut self, signal: i32) {
+        let kept = std::mem::take(&mut self.kept);
+        for k in kept.values() {
+            k.live.handle.stop(signal);
+        }
+        self.stopping.extend(kept);
     }
 
     fn release(&mut self) {
