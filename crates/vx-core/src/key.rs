@@ -9,7 +9,7 @@
 //!
 //! | # | Label | What it folds | Why |
 //! |---|---|---|---|
-//! | 1 | `format` | `vx-key-1` | bumping it invalidates every key (ARCH-5) |
+//! | 1 | `format` | `vx-key-2` | bumping it invalidates every key (ARCH-5) |
 //! | 2 | `task` | `project#task` | two tasks never share an entry |
 //! | 3 | `platform` | `linux-x86_64`, or `any` for `cache.portable` | native outputs differ per platform |
 //! | 4 | `workspace` | (file, blob id) of each root lockfile/package-manager file present (KEY-3) | installed dependencies change outputs |
@@ -33,7 +33,9 @@ use serde_json::{Map, Value};
 use crate::config::{Persistent, TaskConfig};
 
 /// The key format version folded as field 1 (ARCH-5).
-pub const KEY_FORMAT: &str = "vx-key-1";
+/// 2 since artifacts keep symlinks and directories (artifact format 2): a key of format 1
+/// names an artifact that stored a link as its target's bytes, so none is looked up again.
+pub const KEY_FORMAT: &str = "vx-key-2";
 
 /// A derived key: 32 bytes, written as 64 lowercase hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -492,7 +494,7 @@ mod tests {
             expected.extend(payload);
         };
         let empty_list = 0u64.to_le_bytes();
-        push("format", b"vx-key-1");
+        push("format", b"vx-key-2");
         push("task", b"web#build");
         push("platform", b"linux-x86_64");
         push("workspace", &empty_list);

@@ -9,6 +9,11 @@
 //! name. Headers carry no owner, mode 0644 and mtime 0; the exact mode and nanosecond mtime of
 //! each file are in `meta.json`.
 //!
+//! Format 2 keeps the output tree exactly as the task left it: `meta.json` lists every output
+//! entry with its whole `st_mode` (the type bits say file, directory or symlink), and each
+//! symlink's text in `links`. Only regular files have a tar entry (their bytes); directories
+//! and symlinks live in `meta.json` alone, which the digest covers.
+//!
 //! [`pack`] (in `pack`) writes an artifact to a staging file and reads it back. [`validate`] (in
 //! `read`) is the one validity check; it streams the archive and keeps only `log` and
 //! `meta.json` in memory. [`restore`] (in `restore`) runs the same walk, writing each output to a
@@ -31,8 +36,9 @@ pub use pack::{pack, PackError, Packed};
 pub use read::{read_log, validate, ReadError, Validated};
 pub use restore::{restore, RestoreError, Restored, RestoredFile, Target};
 
-/// The artifact format version (`meta.json` `format`).
-pub const FORMAT: u32 = 1;
+/// The artifact format version (`meta.json` `format`): 2 since symlinks and directories are
+/// kept as such (format 1 stored a symlink as its target's bytes).
+pub const FORMAT: u32 = 2;
 
 /// The cap on an artifact's uncompressed size (2 GiB).
 pub const SIZE_CAP: u64 = 2 << 30;
@@ -47,23 +53,90 @@ pub const RESTORE_TEMP_PREFIX: &str = ".vx-restore-";
 /// The tar block size.
 const BLOCK: u64 = 512;
 
-/// One output file to pack: its entry name (`outputs/<project-relative>` or
-/// `workspace-outputs/<root-relative>`) and where it is on disk.
+/// One output entry to pack (a regular file, a directory or a symlink): its entry name
+/// (`outputs/<project-relative>` or `workspace-outputs/<root-relative>`) and where it is on
+/// disk.
 #[derive(Debug, Clone)]
 pub struct OutputFile {
     pub name: String,
     pub path: PathBuf,
-    /// The directory a symlink among the outputs must resolve inside (the project directory,
-    /// or the root for workspace outputs).
+    /// The directory a symlink among the outputs must lead inside (vx passes the workspace
+    /// root; see [`link_target`]).
     pub contain: PathBuf,
 }
 
-/// Exact mode and mtime of one stored file, as `meta.json` records them.
+/// One stored entry as `meta.json` records it: the whole `st_mode` (type bits and
+/// permissions), the mtime, and the size (a symlink's: the length of its text; a directory's:
+/// 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileMeta {
     pub mode: u32,
     pub mtime_ns: i64,
     pub size: u64,
+}
+
+/// What an output entry is, from the type bits of its mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Dir,
+    Symlink,
+    /// A FIFO, socket or device: never stored.
+    Other,
+}
+
+impl FileMeta {
+    pub fn kind(&self) -> EntryKind {
+        kind_of(self.mode)
+    }
+}
+
+/// The kind of an entry whose `st_mode` is `mode`.
+pub fn kind_of(mode: u32) -> EntryKind {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => EntryKind::File,
+        libc::S_IFDIR => EntryKind::Dir,
+        libc::S_IFLNK => EntryKind::Symlink,
+        _ => EntryKind::Other,
+    }
+}
+
+/// Where a symlink with text `text` in the directory `parent` (a real path: no symlink in it)
+/// leads, when vx can tell without following any other link: an absolute text without `.` or
+/// `..` components, or a relative one whose `..` components all come first (`../../lib/x`).
+/// `None` for any other text (`a/../b` climbs out of `a`, which may itself be a link). The
+/// caller checks that the place lies inside the workspace (STORE-5).
+pub fn link_target(text: &str, parent: &Path) -> Option<PathBuf> {
+    if text.is_empty() || text.contains('\0') {
+        return None;
+    }
+    let link = Path::new(text);
+    let mut place = if link.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        parent.to_path_buf()
+    };
+    let mut descended = false;
+    for part in text.split('/') {
+        match part {
+            "" | "." => {
+                if part == "." && link.is_absolute() {
+                    return None;
+                }
+            }
+            ".." if descended || link.is_absolute() => return None,
+            ".." => {
+                if !place.pop() {
+                    return None;
+                }
+            }
+            name => {
+                descended = true;
+                place.push(name);
+            }
+        }
+    }
+    Some(place)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -94,6 +167,9 @@ pub struct ArtifactMeta {
     pub task: String,
     pub command: String,
     pub files: BTreeMap<String, FileMeta>,
+    /// The text of each symlink among `files`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub links: BTreeMap<String, String>,
     pub exec: ExecMeta,
     pub producer: Producer,
 }

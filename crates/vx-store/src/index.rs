@@ -124,6 +124,10 @@ pub enum RestoreFailure {
     Blocked { path: PathBuf },
     #[error("refusing to write through `{}`: it leads outside the project", path.display())]
     Unsafe { path: PathBuf },
+    /// The entry holds a symlink leading outside this workspace; it is kept for the checkout
+    /// that made it.
+    #[error("symlink `{}` would lead outside the workspace (to `{text}`)", path.display())]
+    LinkLeaves { path: PathBuf, text: String },
     #[error("`{}`: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -556,6 +560,9 @@ impl Store {
             }
             Err(RestoreError::Blocked { path }) => Err(RestoreFailure::Blocked { path }),
             Err(RestoreError::Unsafe { path }) => Err(RestoreFailure::Unsafe { path }),
+            Err(RestoreError::LinkLeaves { path, text }) => {
+                Err(RestoreFailure::LinkLeaves { path, text })
+            }
             Err(RestoreError::Io { path, source }) => Err(RestoreFailure::Io { path, source }),
         }
     }

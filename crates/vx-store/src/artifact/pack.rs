@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use tar::EntryType;
 
 use super::{
-    create_temp, hash_prefix, safe_name, validate, ArtifactMeta, Damage, FileMeta, HashingReader,
-    OutputFile, ReadError, BLOCK, FORMAT, PACK_TEMP_PREFIX,
+    create_temp, hash_prefix, link_target, safe_name, validate, ArtifactMeta, Damage, FileMeta,
+    HashingReader, OutputFile, ReadError, BLOCK, FORMAT, PACK_TEMP_PREFIX,
 };
 
 /// A packed artifact waiting in the staging directory.
@@ -28,13 +28,13 @@ pub struct Packed {
 pub enum PackError {
     #[error("the outputs would make a {size}-byte artifact, over the size cap")]
     TooLarge { size: u64 },
-    #[error("output `{name}` is a symlink leaving the project")]
+    #[error("output `{name}` is a symlink leaving the workspace")]
     SymlinkLeaves { name: String },
-    #[error("output `{name}` is a dangling symlink")]
-    DanglingSymlink { name: String },
-    #[error("output `{name}` is a symlink to a directory")]
-    SymlinkToDirectory { name: String },
-    #[error("output `{name}` is not a regular file")]
+    /// A symlink whose text vx cannot check without following other links (`a/../b`), or
+    /// that is not UTF-8.
+    #[error("output `{name}` is a symlink whose target `{text}` vx cannot check")]
+    SymlinkUnchecked { name: String, text: String },
+    #[error("output `{name}` is not a regular file, directory or symlink")]
     NotRegular { name: String },
     /// An entry name that is unsafe (see [`safe_name`]) or given twice: a caller bug.
     #[error("`{name}` is not a valid output entry name")]
@@ -48,8 +48,9 @@ pub enum PackError {
 
 /// Packs `files` (entry names already `outputs/...`/`workspace-outputs/...`, any order) into a
 /// unique temp file in `tmp_dir`, then re-reads it with [`validate`] (STORE-7 step 2).
-/// `meta.files` and `meta.format` are filled here. A symlink output is stored as its target's
-/// bytes when the resolved target is a regular file inside [`OutputFile::contain`].
+/// `meta.files`, `meta.links` and `meta.format` are filled here. A directory is stored as its
+/// mode, a symlink as its text when it leads inside [`OutputFile::contain`] ([`link_target`]),
+/// a regular file as its mode, mtime and bytes.
 pub fn pack(
     tmp_dir: &Path,
     log: &[u8],
@@ -59,25 +60,42 @@ pub fn pack(
 ) -> Result<Packed, PackError> {
     let mut files: Vec<&OutputFile> = files.iter().collect();
     files.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut regular: Vec<&OutputFile> = Vec::with_capacity(files.len());
     let mut sources = Vec::with_capacity(files.len());
     meta.format = FORMAT;
     meta.files.clear();
+    meta.links.clear();
+    let mut contain = Contain::default();
     for file in &files {
         if !safe_name(&file.name) || meta.files.contains_key(&file.name) {
             return Err(PackError::BadName {
                 name: file.name.clone(),
             });
         }
-        let (file_meta, source) = inspect(file)?;
+        let (file_meta, source) = inspect(file, &mut contain)?;
         meta.files.insert(file.name.clone(), file_meta);
-        sources.push(source);
+        match source {
+            Source::File(path) => {
+                regular.push(file);
+                sources.push(path);
+            }
+            Source::Link(text) => {
+                meta.links.insert(file.name.clone(), text);
+            }
+            Source::Dir => {}
+        }
     }
+    let files = regular;
     let meta_json = serde_json::to_vec(&meta).expect("artifact metadata serializes");
     let mut entries = vec![
         ("log", log.len() as u64),
         ("meta.json", meta_json.len() as u64),
     ];
-    entries.extend(meta.files.iter().map(|(name, m)| (name.as_str(), m.size)));
+    entries.extend(
+        files
+            .iter()
+            .map(|f| (f.name.as_str(), meta.files[&f.name].size)),
+    );
     entries.push(("digest", 64));
     let size = entries.iter().map(|(n, s)| entry_size(n, *s)).sum::<u64>() + 2 * BLOCK;
     if size > cap {
@@ -129,44 +147,78 @@ pub fn pack(
     }
 }
 
-/// Stats one output, following a symlink only to a regular file inside `contain`.
-fn inspect(file: &OutputFile) -> Result<(FileMeta, PathBuf), PackError> {
+/// Where an entry's stored form comes from.
+enum Source {
+    /// A regular file's bytes.
+    File(PathBuf),
+    /// A symlink's text.
+    Link(String),
+    Dir,
+}
+
+/// The real paths of the directories symlinks must lead inside, each canonicalized once.
+#[derive(Default)]
+struct Contain(Vec<(PathBuf, PathBuf)>);
+
+impl Contain {
+    fn real(&mut self, dir: &Path) -> io::Result<PathBuf> {
+        if let Some((_, real)) = self.0.iter().find(|(d, _)| d == dir) {
+            return Ok(real.clone());
+        }
+        let real = fs::canonicalize(dir)?;
+        self.0.push((dir.to_path_buf(), real.clone()));
+        Ok(real)
+    }
+}
+
+/// `lstat`s one output: a regular file, a directory, or a symlink leading inside
+/// [`OutputFile::contain`] (never followed).
+fn inspect(file: &OutputFile, contain: &mut Contain) -> Result<(FileMeta, Source), PackError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| PackError::Io { path, source }
     };
     let name = || file.name.clone();
     let lstat = fs::symlink_metadata(&file.path).map_err(io(&file.path))?;
-    if lstat.is_file() {
-        return Ok((file_meta(&lstat), file.path.clone()));
+    let kind = lstat.file_type();
+    if kind.is_file() {
+        return Ok((file_meta(&lstat), Source::File(file.path.clone())));
     }
-    if !lstat.file_type().is_symlink() {
+    if kind.is_dir() {
+        let meta = FileMeta {
+            size: 0,
+            ..file_meta(&lstat)
+        };
+        return Ok((meta, Source::Dir));
+    }
+    if !kind.is_symlink() {
         return Err(PackError::NotRegular { name: name() });
     }
-    let real = match fs::canonicalize(&file.path) {
-        Ok(real) => real,
-        Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(PackError::DanglingSymlink { name: name() })
-        }
-        Err(e) => return Err(io(&file.path)(e)),
+    let text = fs::read_link(&file.path).map_err(io(&file.path))?;
+    let Some(text) = text.to_str().map(str::to_string) else {
+        return Err(PackError::SymlinkUnchecked {
+            name: name(),
+            text: text.to_string_lossy().into_owned(),
+        });
     };
-    let contain = fs::canonicalize(&file.contain).map_err(io(&file.contain))?;
-    if !real.starts_with(&contain) {
-        return Err(PackError::SymlinkLeaves { name: name() });
+    let parent = file.path.parent().unwrap_or(Path::new("/"));
+    let parent = contain.real(parent).map_err(io(parent))?;
+    let inside = contain.real(&file.contain).map_err(io(&file.contain))?;
+    match link_target(&text, &parent) {
+        Some(place) if place.starts_with(&inside) => {}
+        Some(_) => return Err(PackError::SymlinkLeaves { name: name() }),
+        None => return Err(PackError::SymlinkUnchecked { name: name(), text }),
     }
-    let stat = fs::metadata(&real).map_err(io(&real))?;
-    if stat.is_dir() {
-        return Err(PackError::SymlinkToDirectory { name: name() });
-    }
-    if !stat.is_file() {
-        return Err(PackError::NotRegular { name: name() });
-    }
-    Ok((file_meta(&stat), real))
+    let meta = FileMeta {
+        size: text.len() as u64,
+        ..file_meta(&lstat)
+    };
+    Ok((meta, Source::Link(text)))
 }
 
 fn file_meta(md: &fs::Metadata) -> FileMeta {
     FileMeta {
-        mode: md.mode() & 0o7777,
+        mode: md.mode(),
         mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
         size: md.len(),
     }

@@ -17,7 +17,9 @@ use std::rc::Rc;
 
 use tar::EntryType;
 
-use super::{hash_prefix, safe_name, ArtifactMeta, Damage, FileMeta, HashingReader, FORMAT};
+use super::{
+    hash_prefix, safe_name, ArtifactMeta, Damage, EntryKind, FileMeta, HashingReader, FORMAT,
+};
 
 /// Bounds on the entries that are held in memory while reading. A real log is at most 16 MiB of
 /// output plus record headers; the bounds only stop a hostile archive from exhausting memory.
@@ -79,6 +81,10 @@ pub(super) enum Fail {
     },
     Unsafe {
         path: PathBuf,
+    },
+    LinkLeaves {
+        path: PathBuf,
+        text: String,
     },
     /// Reading the archive failed; [`Faults`] knows why.
     Source(io::Error),
@@ -219,6 +225,9 @@ impl Walk<'_> {
                 let Some(file) = meta.files.get(name) else {
                     return Err(damaged(format!("unlisted output {}", shown(name))));
                 };
+                if file.kind() != EntryKind::File {
+                    return Err(damaged(format!("not a regular file: {}", shown(name))));
+                }
                 if file.size != size {
                     return Err(damaged(format!("size mismatch {}", shown(name))));
                 }
@@ -238,7 +247,11 @@ impl Walk<'_> {
             return Err(damaged("missing digest"));
         }
         let meta = self.meta.expect("meta.json came before the digest");
-        if let Some(missing) = meta.files.keys().find(|name| !self.seen.contains(*name)) {
+        let missing = meta
+            .files
+            .iter()
+            .find(|(name, file)| file.kind() == EntryKind::File && !self.seen.contains(*name));
+        if let Some((missing, _)) = missing {
             return Err(damaged(format!("missing output {}", shown(missing))));
         }
         Ok(meta)
@@ -339,6 +352,7 @@ pub(super) fn read_archive(
                 if meta.key != key {
                     return Err(damaged("key mismatch"));
                 }
+                check_listing(&meta, accept)?;
                 walk.meta = Some(meta);
             }
             Kind::Output(file) => {
@@ -382,6 +396,47 @@ pub(super) fn read_archive(
         }
     }
     Ok((meta, log))
+}
+
+/// The checks of `meta.json`'s listing that no tar entry reaches: every name is safe and
+/// declared; every entry is a regular file, a directory (size 0) or a symlink whose text is in
+/// `links` (size: its length); `links` names only symlinks; and nothing lies below a listed
+/// file or symlink (a restore would write through it).
+fn check_listing(meta: &ArtifactMeta, accept: &dyn Fn(&str) -> bool) -> Result<(), Fail> {
+    for (name, file) in &meta.files {
+        if !safe_name(name) {
+            return Err(damaged(format!("unsafe path {}", shown(name))));
+        }
+        if !accept(name) {
+            return Err(damaged(format!("undeclared output {}", shown(name))));
+        }
+        let well_formed = match file.kind() {
+            EntryKind::File => !meta.links.contains_key(name),
+            EntryKind::Dir => file.size == 0 && !meta.links.contains_key(name),
+            EntryKind::Symlink => meta.links.get(name).is_some_and(|text| {
+                !text.is_empty() && !text.contains('\0') && text.len() as u64 == file.size
+            }),
+            EntryKind::Other => false,
+        };
+        if !well_formed {
+            return Err(damaged(format!("bad entry {}", shown(name))));
+        }
+        let mut parent = name.as_str();
+        while let Some((up, _)) = parent.rsplit_once('/') {
+            if meta
+                .files
+                .get(up)
+                .is_some_and(|above| above.kind() != EntryKind::Dir)
+            {
+                return Err(damaged(format!("entry below a file: {}", shown(name))));
+            }
+            parent = up;
+        }
+    }
+    if let Some(name) = meta.links.keys().find(|n| !meta.files.contains_key(*n)) {
+        return Err(damaged(format!("unlisted link {}", shown(name))));
+    }
+    Ok(())
 }
 
 /// Reads a whole entry body of `size` bytes, refusing more than `limit`.

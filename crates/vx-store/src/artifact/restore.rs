@@ -1,6 +1,12 @@
 //! Restoring (STORE-10 steps 2–3): stage every output beside its target while the archive
 //! streams through the validity check, then rename them all, or remove everything this attempt
 //! created.
+//!
+//! Regular files are staged as they stream by; once the archive proved valid, the directories
+//! `meta.json` lists are created and each symlink is made under a hidden temporary name beside
+//! its target (after checking that its text leads inside the workspace). The commit renames
+//! files and symlinks into place, then applies the directories' modes, deepest first, so a
+//! read-only directory is filled before it is closed.
 
 use std::collections::HashMap;
 use std::fs;
@@ -10,7 +16,9 @@ use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::read::{read_archive, Fail};
-use super::{create_temp, ArtifactMeta, Damage, FileMeta, RESTORE_TEMP_PREFIX};
+use super::{
+    create_temp, link_target, ArtifactMeta, Damage, EntryKind, FileMeta, RESTORE_TEMP_PREFIX,
+};
 
 /// Where one entry goes.
 #[derive(Debug, Clone)]
@@ -20,6 +28,8 @@ pub struct Target {
     /// The project directory (or the root, for workspace outputs): nothing is written through a
     /// symlinked directory resolving outside it.
     pub contain: PathBuf,
+    /// The workspace root: a restored symlink must lead inside it ([`link_target`]).
+    pub root: PathBuf,
 }
 
 #[derive(Debug, Clone)]
@@ -49,6 +59,10 @@ pub enum RestoreError {
     /// A parent directory is a symlink resolving outside `contain`.
     #[error("`{}` is a symlink leaving the project", path.display())]
     Unsafe { path: PathBuf },
+    /// A stored symlink would lead outside this workspace (an absolute link made in another
+    /// checkout, or a hostile entry): the entry cannot be restored here.
+    #[error("symlink `{}` would lead outside the workspace (to `{text}`)", path.display())]
+    LinkLeaves { path: PathBuf, text: String },
     #[error("`{}`: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
@@ -70,6 +84,7 @@ pub fn restore(
         |name: &str, file: &FileMeta, body: &mut dyn Read| staging.stage(target(name), file, body);
     let read = read_archive(path, key, accept, cap, &mut stage);
     let result = read.and_then(|(meta, log)| {
+        staging.stage_tree(&meta, target)?;
         let files = staging.commit()?;
         Ok(Restored { meta, log, files })
     });
@@ -81,6 +96,7 @@ pub fn restore(
             Fail::Io { path, source } => RestoreError::Io { path, source },
             Fail::Blocked { path } => RestoreError::Blocked { path },
             Fail::Unsafe { path } => RestoreError::Unsafe { path },
+            Fail::LinkLeaves { path, text } => RestoreError::LinkLeaves { path, text },
             Fail::Source(source) => RestoreError::Io {
                 path: path.to_path_buf(),
                 source,
@@ -89,7 +105,7 @@ pub fn restore(
     })
 }
 
-/// One file written to its temporary, waiting for the commit.
+/// One file or symlink written to its temporary, waiting for the commit.
 struct Staged {
     temp: PathBuf,
     target: PathBuf,
@@ -100,11 +116,90 @@ struct Staged {
 #[derive(Default)]
 struct Staging {
     staged: Vec<Staged>,
+    /// The directories `meta.json` lists, with their modes, applied at the commit.
+    dirs: Vec<(PathBuf, FileMeta)>,
     created_dirs: Vec<PathBuf>,
     canonical: HashMap<PathBuf, PathBuf>,
 }
 
 impl Staging {
+    /// The directories and symlinks of `meta` (in name order, so parents come first), once
+    /// every regular file was staged and the archive proved valid.
+    fn stage_tree(
+        &mut self,
+        meta: &ArtifactMeta,
+        target: &dyn Fn(&str) -> Target,
+    ) -> Result<(), Fail> {
+        for (name, file) in &meta.files {
+            match file.kind() {
+                EntryKind::Dir => {
+                    let target = target(name);
+                    self.prepare_parent(&target)?;
+                    match fs::symlink_metadata(&target.path) {
+                        Ok(md) if md.is_dir() => {}
+                        Ok(_) => return Err(Fail::Blocked { path: target.path }),
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                            fs::create_dir(&target.path).map_err(|source| Fail::Io {
+                                path: target.path.clone(),
+                                source,
+                            })?;
+                            self.created_dirs.push(target.path.clone());
+                        }
+                        Err(source) => {
+                            return Err(Fail::Io {
+                                path: target.path,
+                                source,
+                            })
+                        }
+                    }
+                    self.dirs.push((target.path, *file));
+                }
+                EntryKind::Symlink => {
+                    let text = &meta.links[name];
+                    self.stage_link(target(name), file, text)?;
+                }
+                EntryKind::File | EntryKind::Other => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A symlink made under a temporary name beside its target, once its text proved to lead
+    /// inside the workspace.
+    fn stage_link(&mut self, target: Target, file: &FileMeta, text: &str) -> Result<(), Fail> {
+        let parent = self.prepare(&target)?;
+        let real_parent = self.canonical(&parent)?;
+        let root = self.canonical(&target.root)?;
+        if !link_target(text, &real_parent).is_some_and(|place| place.starts_with(&root)) {
+            return Err(Fail::LinkLeaves {
+                path: target.path,
+                text: text.to_string(),
+            });
+        }
+        let temp = loop {
+            let (temp, placeholder) = create_temp(&parent, RESTORE_TEMP_PREFIX, ".tmp", 0o600)
+                .map_err(|source| Fail::Io {
+                    path: parent.clone(),
+                    source,
+                })?;
+            drop(placeholder);
+            // The name was free a moment ago; a symlink cannot be created over the placeholder,
+            // so it is removed first and the name tried again should anything take it.
+            let _ = fs::remove_file(&temp);
+            match std::os::unix::fs::symlink(text, &temp) {
+                Ok(()) => break temp,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(source) => return Err(Fail::Io { path: temp, source }),
+            }
+        };
+        self.staged.push(Staged {
+            temp,
+            target: target.path,
+            meta: *file,
+        });
+        Ok(())
+    }
+
     fn stage(&mut self, target: Target, file: &FileMeta, body: &mut dyn Read) -> Result<(), Fail> {
         let parent = self.prepare(&target)?;
         let (temp, out) =
@@ -143,7 +238,24 @@ impl Staging {
     }
 
     /// Checks the way to `target` and creates missing parent directories; returns the parent.
+    /// A directory standing at the target itself blocks it.
     fn prepare(&mut self, target: &Target) -> Result<PathBuf, Fail> {
+        let dir = self.prepare_parent(target)?;
+        match fs::symlink_metadata(&target.path) {
+            Ok(md) if md.is_dir() => Err(Fail::Blocked {
+                path: target.path.clone(),
+            }),
+            Ok(_) => Ok(dir),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(dir),
+            Err(source) => Err(Fail::Io {
+                path: target.path.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Checks the way to `target` and creates missing parent directories; returns the parent.
+    fn prepare_parent(&mut self, target: &Target) -> Result<PathBuf, Fail> {
         let unsafe_target = || Fail::Unsafe {
             path: target.path.clone(),
         };
@@ -186,17 +298,7 @@ impl Staging {
                 Err(e) => return Err(io_at(e)),
             }
         }
-        match fs::symlink_metadata(&target.path) {
-            Ok(md) if md.is_dir() => Err(Fail::Blocked {
-                path: target.path.clone(),
-            }),
-            Ok(_) => Ok(dir),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(dir),
-            Err(source) => Err(Fail::Io {
-                path: target.path.clone(),
-                source,
-            }),
-        }
+        Ok(dir)
     }
 
     fn canonical(&mut self, dir: &Path) -> Result<PathBuf, Fail> {
@@ -233,6 +335,17 @@ impl Staging {
                 path: next.target,
                 meta: next.meta,
             });
+        }
+        // Deepest first: a directory's mode is set once nothing more is written into it.
+        let mut dirs = std::mem::take(&mut self.dirs);
+        dirs.sort_by(|a, b| b.0.cmp(&a.0));
+        for (path, meta) in dirs {
+            let mode = fs::Permissions::from_mode(meta.mode & 0o7777);
+            fs::set_permissions(&path, mode).map_err(|source| Fail::Io {
+                path: path.clone(),
+                source,
+            })?;
+            files.push(RestoredFile { path, meta });
         }
         Ok(files)
     }

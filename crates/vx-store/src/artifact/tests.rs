@@ -26,6 +26,7 @@ fn meta() -> ArtifactMeta {
         task: "web#build".into(),
         command: "tsc".into(),
         files: Default::default(),
+        links: Default::default(),
         exec: ExecMeta {
             duration_ms: 1200,
             cpu_ms: Some(900),
@@ -102,12 +103,14 @@ impl Fixture {
             Some(rel) => Target {
                 path: dest.join(rel),
                 contain: dest.clone(),
+                root: dest.clone(),
             },
             None => Target {
                 path: dest
                     .join("ws")
                     .join(name.strip_prefix("workspace-outputs/").unwrap()),
                 contain: dest.clone(),
+                root: dest.clone(),
             },
         };
         restore(artifact, &key(), &all, CAP, &target)
@@ -158,6 +161,9 @@ struct Hand<'a> {
     after_digest: Option<(&'a str, &'a [u8])>,
     junk_in_stream: &'a [u8],
     junk_after_stream: &'a [u8],
+    /// Entries listed in `meta.json` without a tar entry: (name, mode, size).
+    listed: Vec<(&'a str, u32, u64)>,
+    links: Vec<(&'a str, &'a str)>,
 }
 
 impl Hand<'_> {
@@ -167,11 +173,22 @@ impl Hand<'_> {
         meta.key = self.key.map_or_else(key, str::to_owned);
         for (name, _, body) in &self.outputs {
             let file = FileMeta {
-                mode: 0o644,
+                mode: 0o100644,
                 mtime_ns: 0,
                 size: body.len() as u64,
             };
             meta.files.insert(name.to_string(), file);
+        }
+        for (name, mode, size) in &self.listed {
+            let file = FileMeta {
+                mode: *mode,
+                mtime_ns: 0,
+                size: *size,
+            };
+            meta.files.insert(name.to_string(), file);
+        }
+        for (name, text) in &self.links {
+            meta.links.insert(name.to_string(), text.to_string());
         }
         let meta = serde_json::to_vec(&meta).unwrap();
         let log = log();
@@ -247,7 +264,7 @@ fn round_trip_preserves_bytes_mode_and_nanosecond_mtime() {
     assert_eq!(packed.size_bytes, fs::metadata(&packed.path).unwrap().len());
     assert_eq!(packed.meta.format, FORMAT);
     let tool_meta = packed.meta.files["outputs/bin/tool"];
-    assert_eq!(tool_meta.mode, 0o755);
+    assert_eq!(tool_meta.mode, 0o100755);
     assert_eq!(tool_meta.mtime_ns, 1_600_000_000_123_456_789);
 
     let validated = validate(&packed.path, &key(), &all, CAP).unwrap();
@@ -357,44 +374,192 @@ fn the_frame_records_the_archive_size_for_long_names_too() {
     assert_eq!(recorded, Some(raw.len() as u64));
 }
 
-#[test]
-fn symlink_inside_the_project_is_stored_as_its_target_bytes() {
-    let fx = Fixture::new();
-    fx.write("real.txt", b"real bytes", 0o644);
-    fs::create_dir(fx.project().join("dist")).unwrap();
-    symlink("../real.txt", fx.project().join("dist/link")).unwrap();
-    let packed = fx.pack(&[fx.output("dist/link")]).unwrap();
-    fx.restore(&packed.path).unwrap();
-    let restored = fx.path("dest/dist/link");
-    assert!(fs::symlink_metadata(&restored).unwrap().is_file());
-    assert_eq!(fs::read(restored).unwrap(), b"real bytes");
+/// `(kind, mode, link text or bytes)` of every entry under `dir`, by relative path.
+fn tree(dir: &Path) -> Vec<(String, char, u32, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            let md = fs::symlink_metadata(&path).unwrap();
+            let rel = path.strip_prefix(dir).unwrap().display().to_string();
+            let (kind, body) = if md.file_type().is_symlink() {
+                (
+                    'l',
+                    fs::read_link(&path)
+                        .unwrap()
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                )
+            } else if md.is_dir() {
+                stack.push(path.clone());
+                ('d', Vec::new())
+            } else {
+                ('f', fs::read(&path).unwrap())
+            };
+            out.push((rel, kind, md.mode() & 0o7777, body));
+        }
+    }
+    out.sort();
+    out
 }
 
 #[test]
-fn symlinks_leaving_dangling_or_to_directories_refuse_the_save() {
+fn files_directories_and_symlinks_restore_exactly_as_packed() {
+    let fx = Fixture::new();
+    fx.write("dist/a.txt", b"a", 0o644);
+    fx.write("dist/bin/tool", b"#!/bin/sh\n", 0o755);
+    fs::create_dir_all(fx.project().join("dist/empty")).unwrap();
+    fs::set_permissions(
+        fx.project().join("dist/empty"),
+        fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    fx.write("private.txt", b"not an output", 0o644);
+    symlink("../private.txt", fx.project().join("dist/rel")).unwrap();
+    symlink("bin", fx.project().join("dist/to-dir")).unwrap();
+    symlink("missing", fx.project().join("dist/dangling")).unwrap();
+    // Absolute, inside the directory links must stay in (the destination, for the restore).
+    let dest = fx.path("dest");
+    symlink(dest.join("dist/a.txt"), fx.project().join("dist/abs")).unwrap();
+    let names = [
+        "dist",
+        "dist/a.txt",
+        "dist/bin",
+        "dist/bin/tool",
+        "dist/empty",
+        "dist/rel",
+        "dist/to-dir",
+        "dist/dangling",
+        "dist/abs",
+    ];
+    let files: Vec<OutputFile> = names
+        .iter()
+        .map(|n| OutputFile {
+            contain: fx.dir.path().to_path_buf(),
+            ..fx.output(n)
+        })
+        .collect();
+    let packed = fx.pack(&files).unwrap();
+    assert_eq!(packed.meta.links["outputs/dist/rel"], "../private.txt");
+    let restored = fx.restore(&packed.path).unwrap();
+    assert_eq!(restored.files.len(), names.len());
+    let mut expected = tree(&fx.project().join("dist"));
+    // The project's `private.txt` is no output; everything under `dist` is.
+    expected.retain(|(rel, ..)| !rel.is_empty());
+    assert_eq!(tree(&dest.join("dist")), expected);
+    assert_eq!(
+        fs::read(dest.join("dist/rel")).ok(),
+        None,
+        "the link is not followed"
+    );
+}
+
+#[test]
+fn symlinks_leaving_the_directory_or_unclear_refuse_the_save() {
     let fx = Fixture::new();
     fs::write(fx.path("outside.txt"), b"secret").unwrap();
-    fs::create_dir(fx.project().join("dir")).unwrap();
     symlink(fx.path("outside.txt"), fx.project().join("leaves")).unwrap();
-    symlink("missing", fx.project().join("dangling")).unwrap();
-    symlink("dir", fx.project().join("to-dir")).unwrap();
+    symlink("../outside.txt", fx.project().join("climbs")).unwrap();
+    fs::create_dir(fx.project().join("dir")).unwrap();
+    symlink("dir/../x", fx.project().join("unclear")).unwrap();
     let name = |e| match e {
         PackError::SymlinkLeaves { name } => format!("leaves {name}"),
-        PackError::DanglingSymlink { name } => format!("dangling {name}"),
-        PackError::SymlinkToDirectory { name } => format!("dir {name}"),
+        PackError::SymlinkUnchecked { name, text } => format!("unchecked {name} {text}"),
         other => panic!("{other:?}"),
     };
     let err = fx.pack(&[fx.output("leaves")]).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "output `outputs/leaves` is a symlink leaving the project"
+        "output `outputs/leaves` is a symlink leaving the workspace"
     );
     assert_eq!(name(err), "leaves outputs/leaves");
-    let err = fx.pack(&[fx.output("dangling")]).unwrap_err();
-    assert_eq!(name(err), "dangling outputs/dangling");
-    let err = fx.pack(&[fx.output("to-dir")]).unwrap_err();
-    assert_eq!(name(err), "dir outputs/to-dir");
+    let err = fx.pack(&[fx.output("climbs")]).unwrap_err();
+    assert_eq!(name(err), "leaves outputs/climbs");
+    let err = fx.pack(&[fx.output("unclear")]).unwrap_err();
+    assert_eq!(name(err), "unchecked outputs/unclear dir/../x");
     assert_eq!(fs::read_dir(fx.path("tmp")).unwrap().count(), 0);
+}
+
+#[test]
+fn link_targets_are_judged_without_following_links() {
+    let parent = Path::new("/ws/p/dist");
+    let cases = [
+        ("a.txt", Some("/ws/p/dist/a.txt")),
+        ("../src/x", Some("/ws/p/src/x")),
+        ("../../../etc", Some("/etc")),
+        ("/ws/q/x", Some("/ws/q/x")),
+        ("./a", Some("/ws/p/dist/a")),
+        ("a/../b", None),
+        ("/ws/../etc", None),
+        ("/ws/./x", None),
+        ("", None),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(
+            link_target(text, parent).as_deref(),
+            expected.map(Path::new),
+            "{text}"
+        );
+    }
+}
+
+/// An archive whose `meta.json` lists `listed` (and `links`) beside one regular file
+/// `outputs/a`.
+fn with_listing(fx: &Fixture, listed: &[(&str, u32, u64)], links: &[(&str, &str)]) -> PathBuf {
+    let artifact = fx.path("forged.tar.zst");
+    Hand {
+        outputs: vec![("outputs/a", EntryType::Regular, b"a")],
+        listed: listed.to_vec(),
+        links: links.to_vec(),
+        ..Hand::default()
+    }
+    .write(&artifact);
+    artifact
+}
+
+#[test]
+fn forged_listings_of_links_and_directories_are_damage() {
+    type Listed<'a> = &'a [(&'a str, u32, u64)];
+    type Links<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(Listed, Links, &str); 5] = [
+        (&[("outputs/l", 0o120777, 1)], &[], "bad entry outputs/l"),
+        (&[("outputs/l", 0o120777, 3)], &[("outputs/l", "abc")], ""),
+        (
+            &[("outputs/l", 0o120777, 1), ("outputs/l/x", 0o040755, 0)],
+            &[("outputs/l", ".")],
+            "entry below a file: outputs/l/x",
+        ),
+        (&[("outputs/d", 0o040755, 5)], &[], "bad entry outputs/d"),
+        (&[("outputs/f", 0o010644, 0)], &[], "bad entry outputs/f"),
+    ];
+    for (extra, links, expected) in cases {
+        let fx = Fixture::new();
+        let artifact = with_listing(&fx, extra, links);
+        let result = validate(&artifact, &key(), &all, CAP);
+        if expected.is_empty() {
+            result.unwrap();
+        } else {
+            assert_eq!(reason(result), expected);
+        }
+    }
+}
+
+#[test]
+fn a_stored_link_leading_outside_the_workspace_is_not_restored() {
+    let fx = Fixture::new();
+    let artifact = with_listing(
+        &fx,
+        &[("outputs/l", 0o120777, 11)],
+        &[("outputs/l", "/etc/passwd")],
+    );
+    let before = fx.listing();
+    let result = fx.restore(&artifact);
+    assert!(
+        matches!(&result, Err(RestoreError::LinkLeaves { text, .. }) if text == "/etc/passwd"),
+        "{result:?}"
+    );
+    assert_eq!(fx.listing(), before, "nothing written, nothing left behind");
 }
 
 #[test]
@@ -672,7 +837,7 @@ fn a_compression_bomb_stops_at_the_cap() {
     meta.files.insert(
         "outputs/big".into(),
         FileMeta {
-            mode: 0o644,
+            mode: 0o100644,
             mtime_ns: 0,
             size,
         },
@@ -706,6 +871,7 @@ fn a_compression_bomb_stops_at_the_cap() {
     let target = |name: &str| Target {
         path: dest.join(name.strip_prefix("outputs/").unwrap()),
         contain: dest.clone(),
+        root: dest.clone(),
     };
     let result = restore(&artifact, &key(), &all, 1 << 20, &target);
     assert!(matches!(result, Err(RestoreError::Damaged(d)) if d.reason == "too large"));

@@ -27,6 +27,7 @@ pub(crate) fn pack(store: &Store, key: &str, body: &str) -> Packed {
         task: "web#build".to_owned(),
         command: "make".to_owned(),
         files: BTreeMap::new(),
+        links: BTreeMap::new(),
         exec: ExecMeta {
             duration_ms: 120,
             cpu_ms: Some(80),
@@ -118,7 +119,7 @@ fn opening_creates_the_layout_and_schema() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(format, "vx-key-1");
+    assert_eq!(format, "vx-key-2");
     assert_ne!(store.salt(), [0; 32]);
 }
 
@@ -437,6 +438,7 @@ fn target(root: &Path, name: &str) -> Target {
     Target {
         path: root.join(rel),
         contain: PathBuf::from(root),
+        root: PathBuf::from(root),
     }
 }
 

@@ -401,6 +401,16 @@ impl<'p> RunCache<'p> {
                 ));
                 Restore::Miss
             }
+            Err(artifact::RestoreError::LinkLeaves { path, text }) => {
+                // Not damage: an absolute link made in another checkout sharing this cache
+                // directory. The entry stays for that checkout.
+                let shown = path.strip_prefix(&root).unwrap_or(&path);
+                render::notice(&format!(
+                    "{id}: cache entry {short} cannot be restored here: its symlink `{}` would lead outside the workspace (to `{text}`); running the task",
+                    shown.display()
+                ));
+                Restore::Miss
+            }
             Err(other) => Restore::Failed(format!("vx: {id}: {}", restore_reason(&other))),
         }
     }
@@ -646,9 +656,10 @@ impl<'p> RunCache<'p> {
             })
             .map(|f| f.path.as_str())
             .collect();
+        // Removing a directory loses nothing: only what is in it is protected.
         let candidates: Vec<&Found> = found
             .iter()
-            .filter(|f| !written_by_vx.contains(f.path.as_str()))
+            .filter(|f| !f.meta.is_dir() && !written_by_vx.contains(f.path.as_str()))
             .collect();
         let tracked: Vec<String> = candidates
             .iter()
@@ -930,25 +941,26 @@ impl<'p> RunCache<'p> {
         done: &Done<'_>,
     ) -> Result<SaveJob, SaveError> {
         let root = self.workspace.root.clone();
-        let found = outputs
-            .find(&root)
+        let listing = outputs
+            .list(&root)
             .map_err(|e| SaveError::Failed(plain(&e)))?;
+        for path in &listing.skipped {
+            render::notice(&format!(
+                "{id}: `{path}` is not saved with the outputs: vx never saves or restores `.git`, `.vx`, the cache directory or a nested project"
+            ));
+        }
+        let found = listing.found;
         if found.is_empty() {
             for glob in outputs.project.positives() {
                 render::notice(&format!("{id}: no file matches cache.outputs ({glob})"));
             }
         }
-        let project_dir = root.join(&outputs.dir);
         let files: Vec<OutputFile> = found
             .iter()
             .map(|f| OutputFile {
                 name: outputs.entry_name(&f.path),
                 path: root.join(&f.path),
-                contain: if is_under(&f.path, &outputs.dir) {
-                    project_dir.clone()
-                } else {
-                    root.clone()
-                },
+                contain: root.clone(),
             })
             .collect();
         let key = derived.key.hex();
@@ -958,6 +970,7 @@ impl<'p> RunCache<'p> {
             task: id.to_string(),
             command: done.command_line.to_string(),
             files: BTreeMap::new(),
+            links: BTreeMap::new(),
             exec: ExecMeta {
                 duration_ms: done.duration.as_millis() as u64,
                 cpu_ms: done.cpu_ms,
@@ -1002,14 +1015,15 @@ impl<'p> RunCache<'p> {
         };
         let packed = packed.map_err(|e| match e {
             artifact::PackError::SymlinkLeaves { name } => SaveError::Refused(format!(
-                "output `{}` is a symlink leaving the project",
+                "output `{}` is a symlink leaving the workspace",
                 shown(&name)
             )),
-            artifact::PackError::DanglingSymlink { name } => {
-                SaveError::Refused(format!("output `{}` is a dangling symlink", shown(&name)))
-            }
-            artifact::PackError::SymlinkToDirectory { name } => SaveError::Refused(format!(
-                "output `{}` is a symlink to a directory",
+            artifact::PackError::SymlinkUnchecked { name, text } => SaveError::Refused(format!(
+                "output `{}` is a symlink whose target `{text}` vx cannot check (it climbs with `..` after descending, or is not UTF-8)",
+                shown(&name)
+            )),
+            artifact::PackError::NotRegular { name } => SaveError::Refused(format!(
+                "output `{}` is not a regular file, directory or symlink",
                 shown(&name)
             )),
             artifact::PackError::TooLarge { size } => SaveError::TooLarge(format!(
@@ -1352,6 +1366,7 @@ impl RestoreJob {
                 } else {
                     root.clone()
                 },
+                root: root.clone(),
             }
         };
         artifact::restore(&self.path, &self.key, &accept, artifact::SIZE_CAP, &target)

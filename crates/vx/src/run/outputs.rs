@@ -3,8 +3,13 @@
 //!
 //! How this works: each positive glob is walked from its literal prefix (`dist` for
 //! `dist/**`), never descending into walls — `.git`, `.vx`, the cache directory, nested
-//! projects and `node_modules` (unless the glob names it literally) — and never following a
-//! symlinked directory. Cleaning first checks every match against the protections of
+//! projects, and `node_modules` unless the glob names it literally or it lies inside the
+//! directory the glob names (`dist/node_modules` is an output of `dist/**`; the project's own
+//! installed dependencies are not an output of `**/*.js`) — and never following a symlinked
+//! directory. What the globs match is returned whatever it is: regular files, symlinks and
+//! directories, so an entry keeps the tree exactly (STORE-5). A wall met inside a directory a
+//! glob names is listed as skipped, so a save can say so. Cleaning first checks every match
+//! against the protections of
 //! STORE-10 (tracked files with uncommitted changes, untracked inputs of tasks of the run,
 //! exempting files vx itself last wrote), and only then removes anything.
 
@@ -31,6 +36,13 @@ pub struct Outputs {
     pub workspace: Arc<TaskGlobs>,
     /// Root-relative directories never walked or cleaned.
     walls: Vec<String>,
+}
+
+/// What the output globs match on disk, and the walls vx did not enter inside a directory a
+/// glob names (root-relative).
+pub struct Listing {
+    pub found: Vec<Found>,
+    pub skipped: Vec<String>,
 }
 
 /// One matched path: root-relative, with its `lstat`.
@@ -109,30 +121,45 @@ impl Outputs {
         out
     }
 
-    /// Every file and symlink on disk that the globs match, sorted by path.
+    /// Every file, symlink and directory on disk that the globs match, sorted by path.
     pub fn find(&self, root: &Path) -> io::Result<Vec<Found>> {
+        self.list(root).map(|listing| listing.found)
+    }
+
+    /// [`Outputs::find`], and the walls met inside a directory a glob names: the paths a glob
+    /// would match that vx never saves (`dist/vendor/.git`, a nested project).
+    pub fn list(&self, root: &Path) -> io::Result<Listing> {
         let mut found: BTreeMap<String, fs::Metadata> = BTreeMap::new();
-        let globs: Vec<(String, bool)> = self
+        let mut skipped: Vec<String> = Vec::new();
+        let starts: Vec<(String, bool, bool)> = self
             .project
             .positives()
             .iter()
             .map(|g| {
                 (
                     join(&self.dir, literal_prefix(g)),
-                    g.contains("node_modules"),
+                    g,
+                    !literal_prefix(g).is_empty(),
                 )
             })
-            .chain(
-                self.workspace
-                    .positives()
-                    .iter()
-                    .map(|g| (literal_prefix(g).to_string(), g.contains("node_modules"))),
-            )
+            .chain(self.workspace.positives().iter().map(|g| {
+                (
+                    literal_prefix(g).to_string(),
+                    g,
+                    !literal_prefix(g).is_empty(),
+                )
+            }))
+            .map(|(start, g, named)| (start, g.contains("node_modules"), named))
             .collect();
-        for (start, names_node_modules) in globs {
-            let mut stack = vec![start];
+        for (start, names_node_modules, named) in starts {
+            let mut stack = vec![start.clone()];
             while let Some(rel) = stack.pop() {
-                if self.is_wall(&rel, names_node_modules) {
+                // Inside a directory the glob names, its `node_modules` are the task's output.
+                let inside = named && rel != start;
+                if self.is_wall(&rel, names_node_modules || inside) {
+                    if inside && (self.covers(&rel) || self.covers(&join(&rel, "x"))) {
+                        skipped.push(rel);
+                    }
                     continue;
                 }
                 let meta = match fs::symlink_metadata(root.join(&rel)) {
@@ -153,30 +180,42 @@ impl Outputs {
                         };
                         stack.push(join(&rel, &name));
                     }
-                } else if self.covers(&rel) {
+                }
+                if self.covers(&rel) {
                     found.insert(rel, meta);
                 }
             }
         }
-        Ok(found
-            .into_iter()
-            .map(|(path, meta)| Found { path, meta })
-            .collect())
+        skipped.sort();
+        skipped.dedup();
+        Ok(Listing {
+            found: found
+                .into_iter()
+                .map(|(path, meta)| Found { path, meta })
+                .collect(),
+            skipped,
+        })
     }
 
-    fn is_wall(&self, rel: &str, names_node_modules: bool) -> bool {
+    /// Whether the walk must not enter `rel`; `node_modules` is entered when `keep_node_modules`.
+    fn is_wall(&self, rel: &str, keep_node_modules: bool) -> bool {
         let name = rel.rsplit('/').next().unwrap_or(rel);
         name == ".git"
             || name == ".vx"
-            || (name == "node_modules" && !names_node_modules)
+            || (name == "node_modules" && !keep_node_modules)
             || self.walls.iter().any(|w| is_under(rel, w))
     }
 
     /// STORE-10 step 1, after the protections were checked: removes every match (links are
-    /// unlinked, never followed), then directories left empty below the kept prefixes.
+    /// unlinked, never followed), then directories left empty below the kept prefixes (a
+    /// matched directory that still holds something unmatched stays).
     pub fn clean(&self, root: &Path, found: &[Found]) -> Result<(), CleanError> {
         let mut dirs: Vec<String> = Vec::new();
         for f in found {
+            if f.meta.is_dir() {
+                dirs.push(f.path.clone());
+                continue;
+            }
             let path = root.join(&f.path);
             if let Err(e) = fs::remove_file(&path) {
                 if !is_missing(&e) {
@@ -247,8 +286,9 @@ pub fn stamp(path: &str, meta: &fs::Metadata) -> OutputStamp {
     }
 }
 
-/// STORE-9: the files on disk equal the entry's file set, with equal size and mode, and each
-/// `lstat` equals the stamp recorded when this checkout last saved or restored it.
+/// STORE-9: the entries on disk equal the entry's set, with equal size and mode (type bits
+/// included: a file where the entry has a symlink is not up to date), and each `lstat` equals
+/// the stamp recorded when this checkout last saved or restored it.
 pub fn up_to_date(
     found: &[Found],
     entry: &[(String, vx_store::artifact::FileMeta)],
@@ -272,9 +312,8 @@ pub fn up_to_date(
             return false;
         };
         let now = stamp(&f.path, &f.meta);
-        f.meta.is_file()
-            && now.size == meta.size
-            && now.mode & 0o7777 == meta.mode & 0o7777
+        (now.size == meta.size || f.meta.is_dir())
+            && now.mode == meta.mode
             && stamps.get(f.path.as_str()).is_some_and(|s| **s == now)
     })
 }

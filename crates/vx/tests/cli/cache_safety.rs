@@ -259,8 +259,8 @@ fn acc13_an_unsafe_archive_is_damage_and_nothing_escapes() {
     let name = "outputs/../../escape.txt";
     let log = b"VXLOG\x01".to_vec();
     let meta = serde_json::json!({
-        "format": 1, "key": key, "task": "lib#build", "command": "x",
-        "files": { name: { "mode": 420, "mtime_ns": 0, "size": 7 } },
+        "format": 2, "key": key, "task": "lib#build", "command": "x",
+        "files": { name: { "mode": 0o100644, "mtime_ns": 0, "size": 7 } },
         "exec": { "duration_ms": 1 },
         "producer": { "vx_version": "0", "os": "linux", "arch": "x", "created_at": "2026-01-01T00:00:00Z" }
     })
@@ -549,17 +549,26 @@ fn with_local_writes_off_a_damaged_entry_is_ignored_and_kept() {
 }
 
 #[test]
-fn an_output_symlink_leaving_the_project_is_not_cached_and_the_task_stays_green() {
+fn an_output_symlink_leaving_the_workspace_is_not_cached_and_the_task_stays_green() {
     let f = wc();
-    f.write("outside.txt", "outside\n");
+    for link in ["../../../../outside.txt", "/etc/hostname"] {
+        lib_build(&f, &format!("mkdir -p dist && ln -sf {link} dist/link.txt"));
+        let out = run_lib(&f);
+        assert_contains(
+            &out.stderr,
+            "vx: lib#build: not cached: output `packages/lib/dist/link.txt` is a symlink leaving the workspace",
+        );
+        assert!(artifacts(&f).is_empty(), "{link}");
+    }
+    // A link that climbs after descending could lead anywhere through another link.
     lib_build(
         &f,
-        "mkdir -p dist && ln -sf ../../../outside.txt dist/link.txt",
+        "mkdir -p dist/d && ln -sf d/../../src/a.txt dist/link.txt",
     );
     let out = run_lib(&f);
     assert_contains(
         &out.stderr,
-        "vx: lib#build: not cached: output `packages/lib/dist/link.txt` is a symlink leaving the project",
+        "vx: lib#build: not cached: output `packages/lib/dist/link.txt` is a symlink whose target `d/../../src/a.txt` vx cannot check",
     );
     assert!(artifacts(&f).is_empty());
 }

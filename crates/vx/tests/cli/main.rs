@@ -24,6 +24,7 @@ mod processes;
 mod pty;
 mod readiness;
 mod reports;
+mod restore_exact;
 mod sandbox;
 mod sandbox_init;
 mod scheduling;
