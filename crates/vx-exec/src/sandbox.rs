@@ -33,6 +33,11 @@ pub struct View {
     /// Credential files and directories under `$HOME` that exist and are not granted, each
     /// with whether it is a directory (SBX-5).
     pub hidden: Vec<(PathBuf, bool)>,
+    /// The repository's git directories outside the workspace (the common directory of a
+    /// linked worktree, the `.git` of a repository the workspace is a subdirectory of): hidden
+    /// like credential directories, and a read inside one is a violation, as inside the root's
+    /// `.git`.
+    pub git_dirs: Vec<PathBuf>,
     /// The task's own writable temporary directory (`TMPDIR`), created by the caller.
     pub tmpdir: PathBuf,
     /// An empty regular file the task cannot write, shown in place of each hidden credential
@@ -101,6 +106,7 @@ pub fn plan(view: &View) -> Result<Vec<Mount>, PlanError> {
         }
     };
     mounts.extend(view.hidden.iter().map(hide));
+    mounts.extend(view.git_dirs.iter().map(|dir| Mount::Empty(dir.clone())));
     mounts.push(Mount::Empty(view.root.clone()));
     // Parents before children; at the same path a write grant wins over a read.
     let mut grants: Vec<(&PathBuf, bool)> = view
@@ -130,10 +136,16 @@ pub fn plan(view: &View) -> Result<Vec<Mount>, PlanError> {
                 mounts.push(Mount::Empty(wall.clone()));
             }
         }
-        // SBX-5 likewise: a grant of `~` or `~/.config` does not show the credentials in it.
+        // SBX-5 likewise: a grant of `~` or `~/.config` does not show the credentials in it,
+        // nor a grant of the main checkout its git directory.
         for hidden in &view.hidden {
             if hidden.0.starts_with(path) && hidden.0 != **path {
                 mounts.push(hide(hidden));
+            }
+        }
+        for dir in &view.git_dirs {
+            if dir.starts_with(path) && dir != *path {
+                mounts.push(Mount::Empty(dir.clone()));
             }
         }
     }
@@ -191,18 +203,46 @@ pub struct Violation {
     pub kind: crate::trace::AccessKind,
     /// Root-relative when inside the workspace, else absolute.
     pub path: String,
+    /// The path as the task named it, when it reached `path` another way: through a symlink
+    /// inside a grant, or through `/proc/self/cwd` (shown the same way as `path`).
+    pub via: Option<String>,
+}
+
+/// What [`violations`] asks of the host's file system.
+pub trait HostFiles {
+    /// Whether `path` exists on the host (a dangling link counts).
+    fn exists(&self, path: &Path) -> bool;
+    /// Where `path` leads on the host once every symlink in it is followed; `None` when it
+    /// does not exist.
+    fn resolve(&self, path: &Path) -> Option<PathBuf>;
+}
+
+/// The real file system.
+pub struct RealFiles;
+
+impl HostFiles for RealFiles {
+    fn exists(&self, path: &Path) -> bool {
+        path.symlink_metadata().is_ok()
+    }
+
+    fn resolve(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::canonicalize(path).ok()
+    }
 }
 
 /// SBX-7: which of `accesses` are violations of `view`. A read is one when it names a path
-/// that exists on the host (`exists`) inside the workspace and no grant covers — a directory on
-/// the way to a grant excepted; reads outside the workspace never are. A write is one anywhere
-/// outside the write grants and the task's temporary directory, and, outside the workspace,
-/// the private `/tmp`, `/dev` and `/proc`. A grant does not cover what a wall inside it hides.
-/// Paths are taken lexically (`a/../b` is `b`); the result is sorted and without repeats.
+/// that exists on the host inside the workspace (or inside one of [`View::git_dirs`]) and no
+/// grant covers — a directory on the way to a grant excepted; other reads outside the workspace
+/// never are. A read a grant covers is one all the same when the path leads, through a symlink,
+/// to such a place (`src/link -> ../../q/secret.txt`): it is reported at the place it leads
+/// to, with the path the task named. A write is one anywhere outside the write grants and the
+/// task's temporary directory, and, outside the workspace, the private `/tmp`, `/dev` and
+/// `/proc`. A grant does not cover what a wall inside it hides. Paths are taken lexically
+/// (`a/../b` is `b`); the result is sorted and without repeats.
 pub fn violations(
     view: &View,
     accesses: &[crate::trace::Access],
-    exists: impl Fn(&Path) -> bool,
+    host: &dyn HostFiles,
 ) -> Vec<Violation> {
     use crate::trace::AccessKind;
     // A grant covers a path inside it, unless a wall between them hides it (SBX-4).
@@ -221,38 +261,73 @@ pub fn violations(
         PathBuf::from("/dev"),
         PathBuf::from("/proc"),
     ];
-    let mut found: Vec<Violation> = accesses
-        .iter()
-        .filter_map(|access| {
-            let path = lexical(&access.path);
-            let inside = path.starts_with(&view.root);
-            let violates = match access.kind {
-                // The tracer reports only connections to non-loopback addresses.
-                AccessKind::Net => true,
-                AccessKind::Read => {
-                    inside
-                        && !covered(&path, &readable)
-                        && !readable.iter().any(|g| g.starts_with(&path))
-                        && exists(&path)
-                }
-                // Inside the workspace only the write grants count (the workspace may itself
-                // live under /tmp); outside it, the private directories too.
-                AccessKind::Write => {
-                    !covered(&path, &view.writes)
-                        && !path.starts_with(&view.tmpdir)
-                        && (inside || !private.iter().any(|p| path.starts_with(p)))
-                }
-            };
-            violates.then(|| Violation {
+    let forbidden_read = |path: &Path| {
+        let inside = path.starts_with(&view.root);
+        // Only a grant that names a git directory (or a path in it) shows it.
+        let in_git = view.git_dirs.iter().any(|dir| {
+            path.starts_with(dir)
+                && !readable
+                    .iter()
+                    .any(|g| path.starts_with(g) && g.starts_with(dir))
+        });
+        ((inside && !covered(path, &readable) && !readable.iter().any(|g| g.starts_with(path)))
+            || in_git)
+            && host.exists(path)
+    };
+    let shown = |path: &Path| match path.strip_prefix(&view.root) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
+        Ok(_) => ".".to_string(),
+        Err(_) => path.to_string_lossy().into_owned(),
+    };
+    // The root's own real path, so that a resolved path is compared in the root's terms even
+    // when the root itself lies below a symlink.
+    let real_root = host.resolve(&view.root);
+    let in_root_terms = |real: PathBuf| match &real_root {
+        Some(real_root) if real_root != &view.root => match real.strip_prefix(real_root) {
+            Ok(rest) => view.root.join(rest),
+            Err(_) => real,
+        },
+        _ => real,
+    };
+    let mut found: Vec<Violation> = Vec::new();
+    for access in accesses {
+        let path = lexical(&access.path);
+        let asked = access.asked.as_deref().map(shown);
+        let violates = match access.kind {
+            // The tracer reports only connections to non-loopback addresses.
+            AccessKind::Net => true,
+            AccessKind::Read => forbidden_read(&path),
+            // Inside the workspace only the write grants count (the workspace may itself
+            // live under /tmp); outside it, the private directories too.
+            AccessKind::Write => {
+                !covered(&path, &view.writes)
+                    && !path.starts_with(&view.tmpdir)
+                    && (path.starts_with(&view.root)
+                        || !private.iter().any(|p| path.starts_with(p)))
+            }
+        };
+        if violates {
+            found.push(Violation {
                 kind: access.kind,
-                path: match path.strip_prefix(&view.root) {
-                    Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
-                    Ok(_) => ".".to_string(),
-                    Err(_) => path.to_string_lossy().into_owned(),
-                },
-            })
-        })
-        .collect();
+                path: shown(&path),
+                via: asked,
+            });
+            continue;
+        }
+        // A granted read that a symlink leads elsewhere: judged where it arrives.
+        if access.kind == AccessKind::Read && path.starts_with(&view.root) {
+            let Some(real) = host.resolve(&path).map(in_root_terms) else {
+                continue;
+            };
+            if real != path && forbidden_read(&real) {
+                found.push(Violation {
+                    kind: access.kind,
+                    path: shown(&real),
+                    via: Some(asked.unwrap_or_else(|| shown(&path))),
+                });
+            }
+        }
+    }
     found.sort();
     found.dedup();
     found
@@ -454,6 +529,113 @@ mod tests {
         assert!(plan(&v).is_ok());
     }
 
+    /// A host where everything exists but `missing`, and `links` lead from one prefix to
+    /// another.
+    #[derive(Default)]
+    struct Files {
+        missing: Vec<PathBuf>,
+        links: Vec<(PathBuf, PathBuf)>,
+    }
+
+    impl HostFiles for Files {
+        fn exists(&self, path: &Path) -> bool {
+            !self.missing.iter().any(|m| m == path)
+        }
+
+        fn resolve(&self, path: &Path) -> Option<PathBuf> {
+            let resolved = self
+                .links
+                .iter()
+                .find_map(|(from, to)| Some(to.join(path.strip_prefix(from).ok()?)))
+                .unwrap_or_else(|| path.to_path_buf());
+            self.exists(&resolved).then_some(resolved)
+        }
+    }
+
+    #[test]
+    fn a_granted_read_leading_elsewhere_through_a_link_or_proc_is_judged_where_it_lands() {
+        use crate::trace::{Access, AccessKind::Read};
+        let mut v = view();
+        v.reads = vec![p("/ws/packages/app/src")];
+        v.git_dirs = vec![p("/home/u/main/.git")];
+        let files = Files {
+            links: vec![
+                (
+                    p("/ws/packages/app/src/link"),
+                    p("/ws/packages/q/secret.txt"),
+                ),
+                (
+                    p("/ws/packages/app/src/fine"),
+                    p("/ws/packages/app/src/a.ts"),
+                ),
+            ],
+            ..Files::default()
+        };
+        let accesses = [
+            Access {
+                kind: Read,
+                path: p("/ws/packages/app/src/link"),
+                asked: None,
+            },
+            Access {
+                kind: Read,
+                path: p("/ws/packages/app/src/fine"),
+                asked: None,
+            },
+            Access {
+                kind: Read,
+                path: p("/ws/packages/app/../q/other.txt"),
+                asked: Some(p("/proc/self/cwd/../q/other.txt")),
+            },
+            Access {
+                kind: Read,
+                path: p("/home/u/main/.git/objects/ab/cdef"),
+                asked: None,
+            },
+            Access {
+                kind: Read,
+                path: p("/home/u/elsewhere.txt"),
+                asked: None,
+            },
+        ];
+        let got: Vec<(String, Option<String>)> = violations(&v, &accesses, &files)
+            .into_iter()
+            .map(|x| (x.path, x.via))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("/home/u/main/.git/objects/ab/cdef".to_string(), None),
+                (
+                    "packages/q/other.txt".to_string(),
+                    Some("/proc/self/cwd/../q/other.txt".to_string())
+                ),
+                (
+                    "packages/q/secret.txt".to_string(),
+                    Some("packages/app/src/link".to_string())
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn git_dirs_outside_the_root_are_hidden_and_hidden_again_inside_a_grant() {
+        let mut v = view();
+        v.git_dirs = vec![p("/home/u/main/.git")];
+        v.reads = vec![p("/home/u/main")];
+        let mounts = plan(&v).unwrap();
+        let root = mounts
+            .iter()
+            .position(|m| *m == Mount::Empty(p("/ws")))
+            .unwrap();
+        assert!(mounts[..root].contains(&Mount::Empty(p("/home/u/main/.git"))));
+        let grant = mounts
+            .iter()
+            .position(|m| *m == Mount::ReadOnly(p("/home/u/main")))
+            .unwrap();
+        assert_eq!(mounts[grant + 1], Mount::Empty(p("/home/u/main/.git")));
+    }
+
     #[test]
     fn violations_are_ungranted_reads_in_the_workspace_and_writes_outside_the_grants() {
         use crate::trace::{
@@ -466,6 +648,7 @@ mod tests {
         let a = |kind, path: &str| Access {
             kind,
             path: p(path),
+            asked: None,
         };
         let accesses = [
             a(Read, "/ws/packages/app/src/index.ts"),
@@ -484,8 +667,11 @@ mod tests {
             a(Write, "/ws/packages/app/other.txt"),
             a(Write, "/home/u/.cache/tool"),
         ];
-        let exists = |path: &Path| path != Path::new("/ws/packages/app/missing.txt");
-        let got = violations(&v, &accesses, exists);
+        let files = Files {
+            missing: vec![p("/ws/packages/app/missing.txt")],
+            ..Files::default()
+        };
+        let got = violations(&v, &accesses, &files);
         let got: Vec<(crate::trace::AccessKind, String)> =
             got.into_iter().map(|x| (x.kind, x.path)).collect();
         assert_eq!(
@@ -513,26 +699,31 @@ mod tests {
         let accesses = [
             Access {
                 kind: Read,
+                asked: None,
                 path: p("/tmp/ws/.git/config"),
             },
             Access {
                 kind: Read,
+                asked: None,
                 path: p("/tmp/ws/packages/lib/index.js"),
             },
             Access {
                 kind: Read,
+                asked: None,
                 path: p("/tmp/ws/README.md"),
             },
             Access {
                 kind: Write,
+                asked: None,
                 path: p("/tmp/ws/packages/app/out.txt"),
             },
             Access {
                 kind: Write,
+                asked: None,
                 path: p("/tmp/scratch"),
             },
         ];
-        let got: Vec<String> = violations(&v, &accesses, |_| true)
+        let got: Vec<String> = violations(&v, &accesses, &Files::default())
             .into_iter()
             .map(|x| x.path)
             .collect();

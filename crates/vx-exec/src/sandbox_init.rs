@@ -114,23 +114,24 @@ pub(crate) struct InitExit {
 
 /// Parses one line of the report (without its newline); `None` if it is not one.
 pub(crate) fn parse_line(line: &str) -> Option<ReportLine> {
-    if let Some(path) = line.strip_prefix("read ") {
-        return Some(ReportLine::Access(Access {
-            kind: AccessKind::Read,
-            path: decode(path),
-        }));
-    }
-    if let Some(path) = line.strip_prefix("write ") {
-        return Some(ReportLine::Access(Access {
-            kind: AccessKind::Write,
-            path: decode(path),
-        }));
-    }
-    if let Some(target) = line.strip_prefix("net ") {
-        return Some(ReportLine::Access(Access {
-            kind: AccessKind::Net,
-            path: decode(target),
-        }));
+    let kinds = [
+        ("read ", AccessKind::Read),
+        ("write ", AccessKind::Write),
+        ("net ", AccessKind::Net),
+    ];
+    for (word, kind) in kinds {
+        if let Some(rest) = line.strip_prefix(word) {
+            // `<path>` or `<path>\t<as asked>` (a tab inside a path is encoded).
+            let (path, asked) = match rest.split_once('\t') {
+                Some((path, asked)) => (path, Some(decode(asked))),
+                None => (rest, None),
+            };
+            return Some(ReportLine::Access(Access {
+                kind,
+                path: decode(path),
+                asked,
+            }));
+        }
     }
     let mut words = line.split_whitespace();
     if words.next()? != "exit" {
@@ -245,7 +246,11 @@ pub fn serve(args: &[OsString]) -> i32 {
             AccessKind::Write => "write",
             AccessKind::Net => "net",
         };
-        let _ = report.write_all(format!("{word} {}\n", encode(&access.path)).as_bytes());
+        let line = match &access.asked {
+            Some(asked) => format!("{word} {}\t{}\n", encode(&access.path), encode(asked)),
+            None => format!("{word} {}\n", encode(&access.path)),
+        };
+        let _ = report.write_all(line.as_bytes());
         reported.insert(access);
     });
     let (code, signal) = match status {
@@ -303,7 +308,7 @@ fn encode(path: &std::path::Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let mut text = String::new();
     for &byte in path.as_os_str().as_bytes() {
-        if byte == b'%' || byte == b'\n' || byte == b'\r' || !byte.is_ascii() {
+        if byte == b'%' || byte == b'\n' || byte == b'\r' || byte == b'\t' || !byte.is_ascii() {
             text.push_str(&format!("%{byte:02X}"));
         } else {
             text.push(byte as char);
@@ -347,9 +352,9 @@ mod tests {
         let raw = std::ffi::OsStr::from_bytes(b"/ws/caf\xc3\xa9/\xff");
         assert_eq!(encode(std::path::Path::new(raw)), "/ws/caf%C3%A9/%FF");
         assert_eq!(decode("/ws/caf%C3%A9/%FF").as_os_str(), raw);
-        let odd = std::path::Path::new("/ws/a%b\nc");
+        let odd = std::path::Path::new("/ws/a%b\nc\td");
         let text = format!(
-            "read /ws/x\nwrite {}\nexit 143 15 1200 300 2048\n",
+            "read /ws/x\nwrite {}\nread /ws/q\t/proc/self/cwd/../q\nexit 143 15 1200 300 2048\n",
             encode(odd)
         );
         assert_eq!(
@@ -363,11 +368,18 @@ mod tests {
                 accesses: vec![
                     Access {
                         kind: AccessKind::Read,
-                        path: PathBuf::from("/ws/x")
+                        path: PathBuf::from("/ws/x"),
+                        asked: None,
                     },
                     Access {
                         kind: AccessKind::Write,
-                        path: odd.to_path_buf()
+                        path: odd.to_path_buf(),
+                        asked: None,
+                    },
+                    Access {
+                        kind: AccessKind::Read,
+                        path: PathBuf::from("/ws/q"),
+                        asked: Some(PathBuf::from("/proc/self/cwd/../q")),
                     },
                 ],
             })

@@ -36,8 +36,11 @@ pub const fn supported() -> bool {
 pub struct Access {
     pub kind: AccessKind,
     /// Absolute, as the process named it (not canonicalized: inside the sandbox the path may
-    /// not exist).
+    /// not exist), except that a way through `/proc/<pid>/cwd`, `root` or `fd/<n>` is replaced
+    /// by the path that link names.
     pub path: PathBuf,
+    /// The path as the process named it, when it went through such a `/proc` link.
+    pub asked: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -317,6 +320,7 @@ fn observe(pid: Pid, seen: &mut impl FnMut(Access)) {
                 seen(Access {
                     kind: AccessKind::Net,
                     path: PathBuf::from(target),
+                    asked: None,
                 });
             }
             return;
@@ -355,7 +359,18 @@ fn observe(pid: Pid, seen: &mut impl FnMut(Access)) {
                 if is_mkdir && path.symlink_metadata().is_ok() {
                     continue;
                 }
-                seen(Access { kind, path });
+                match through_proc(pid, &path) {
+                    Some(real) => seen(Access {
+                        kind,
+                        path: real,
+                        asked: Some(path),
+                    }),
+                    None => seen(Access {
+                        kind,
+                        path,
+                        asked: None,
+                    }),
+                }
             }
         }
     }
@@ -411,6 +426,29 @@ fn read_path(pid: Pid, dirfd: Option<i32>, address: u64) -> Option<PathBuf> {
     }
     .ok()?;
     Some(base.join(path))
+}
+
+/// The path `path` names when it goes through one of `/proc`'s links to a process's working
+/// directory, root or open file (`/proc/self/cwd/../q/x`, `/proc/<n>/fd/3/x`): the link's own
+/// target joined with the rest, so that the read is judged where it lands. `None` for any
+/// other path. Init shares the task's pid and mount namespaces, so it reads the links as the
+/// task would.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn through_proc(pid: Pid, path: &std::path::Path) -> Option<PathBuf> {
+    let mut parts = path.strip_prefix("/proc").ok()?.iter();
+    let process = match parts.next()?.to_str()? {
+        "self" | "thread-self" => pid.to_string(),
+        n if n.bytes().all(|b| b.is_ascii_digit()) => n.to_string(),
+        _ => return None,
+    };
+    let link = match parts.next()?.to_str()? {
+        "cwd" => format!("/proc/{process}/cwd"),
+        "root" => format!("/proc/{process}/root"),
+        "fd" => format!("/proc/{process}/fd/{}", parts.next()?.to_str()?),
+        _ => return None,
+    };
+    let target = std::fs::read_link(link).ok()?;
+    target.is_absolute().then(|| target.join(parts.as_path()))
 }
 
 /// The `address:port` of a `connect` to a non-loopback IPv4 or IPv6 address; `None` for a

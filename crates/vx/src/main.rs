@@ -44,6 +44,7 @@ fn main() {
     };
     // Every task has been stopped or released by now: the guard may exit without killing.
     vx_exec::guard::shutdown();
+    run::sandbox::remove_scratch();
     std::process::exit(code);
 }
 

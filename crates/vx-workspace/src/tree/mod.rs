@@ -130,6 +130,9 @@ pub struct GitDirs {
     pub worktree: PathBuf,
     /// The shared git directory (`config`, `shallow`, refs).
     pub common_dir: PathBuf,
+    /// The work tree's own git directory (`index`, `HEAD`): `common_dir` in a main checkout,
+    /// `<common>/worktrees/<name>` in a linked worktree.
+    pub git_dir: PathBuf,
 }
 
 impl GitDirs {
@@ -184,6 +187,7 @@ pub fn find_repository(root: &Path) -> Result<Option<GitDirs>, TreeError> {
     Ok(repo::find_outer(root)?.map(|layout| GitDirs {
         worktree: layout.worktree,
         common_dir: layout.common_dir,
+        git_dir: layout.git_dir,
     }))
 }
 

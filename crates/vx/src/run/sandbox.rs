@@ -20,6 +20,25 @@ use vx_exec::sandbox::{resolve_grant, View, Violation, CREDENTIALS};
 use vx_exec::trace::AccessKind;
 use vx_exec::{ExecEvent, SandboxEnd, SandboxLaunch, SpawnSpec, StdinMode, Supervisor};
 
+/// Every scratch directory this process made, so that [`remove_scratch`] can remove the ones
+/// still alive when vx exits: a run leaves its tables (the host among them) to the process
+/// exit, and a signal exits without unwinding.
+static SCRATCH: std::sync::Mutex<Vec<std::sync::Weak<tempfile::TempDir>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Removes the scratch directories that are still alive; called just before vx exits, on
+/// every way out (the end of `main`, a second signal, the end of `vx watch`). A task that still
+/// uses one is gone by then.
+pub fn remove_scratch() {
+    let alive: Vec<_> = match SCRATCH.lock() {
+        Ok(mut list) => list.drain(..).filter_map(|weak| weak.upgrade()).collect(),
+        Err(_) => return,
+    };
+    for scratch in alive {
+        let _ = std::fs::remove_dir_all(scratch.path());
+    }
+}
+
 /// What every sandboxed task of a run shares.
 pub struct Host {
     bwrap: PathBuf,
@@ -68,10 +87,15 @@ impl Host {
                 std::fs::set_permissions(&empty_file, std::fs::Permissions::from_mode(0o444))
             })
             .map_err(|e| format!("cannot create {}: {e}", empty_file.display()))?;
+        let scratch = std::sync::Arc::new(scratch);
+        if let Ok(mut list) = SCRATCH.lock() {
+            list.retain(|weak| weak.strong_count() > 0);
+            list.push(std::sync::Arc::downgrade(&scratch));
+        }
         let mut host = Host {
             bwrap,
             init,
-            scratch: std::sync::Arc::new(scratch),
+            scratch,
             empty_file,
             attempts: 0,
         };
@@ -198,7 +222,10 @@ pub fn violations_section(violations: &[Violation], refused: &[String], project:
             AccessKind::Write => "write",
             AccessKind::Net => "net  ",
         };
-        text.push_str(&format!("│ {word} {}\n", violation.path));
+        match &violation.via {
+            Some(via) => text.push_str(&format!("│ {word} {} (via {via})\n", violation.path)),
+            None => text.push_str(&format!("│ {word} {}\n", violation.path)),
+        }
         let grant = grant_text(&violation.path, project);
         match violation.kind {
             AccessKind::Read => reads.push(grant),
@@ -406,6 +433,27 @@ pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
         root.join(".vx"),
         inputs.cache_dir.to_path_buf(),
     ]);
+    // The repository's git directories: a linked worktree's own and its common directory (in
+    // the main checkout), or the `.git` of a repository the workspace is a subdirectory of.
+    // Inside the root they are walls; outside it they are hidden outright.
+    let mut git_dirs = Vec::new();
+    if let Ok(Some(dirs)) = vx_workspace::tree::find_repository(&root) {
+        for dir in [dirs.git_dir, dirs.common_dir] {
+            let Ok(dir) = dir.canonicalize() else {
+                continue;
+            };
+            let real_root = root.canonicalize().unwrap_or_else(|_| root.clone());
+            match dir.strip_prefix(&real_root) {
+                Ok(rel) => walls.push(root.join(rel)),
+                Err(_) => git_dirs.push(dir),
+            }
+        }
+    }
+    git_dirs.sort();
+    git_dirs.dedup();
+    // A directory inside another is hidden with it.
+    let outer = git_dirs.clone();
+    git_dirs.retain(|dir| !outer.iter().any(|o| dir.starts_with(o) && dir != o));
     // Only directories that exist can be emptied (a `.git` file of a worktree holds a path).
     walls.retain(|wall| wall.is_dir());
     walls.sort();
@@ -431,6 +479,7 @@ pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
         writes,
         walls,
         hidden,
+        git_dirs,
         tmpdir: inputs.tmpdir.clone(),
         empty_file: inputs.empty_file.clone(),
         init: inputs.init.clone(),
@@ -544,6 +593,7 @@ mod tests {
         let v = |kind, path: &str| Violation {
             kind,
             path: path.to_string(),
+            via: None,
         };
         let text = violations_section(
             &[

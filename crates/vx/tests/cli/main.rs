@@ -27,6 +27,7 @@ mod reports;
 mod restore_exact;
 mod sandbox;
 mod sandbox_init;
+mod sandbox_walls;
 mod scheduling;
 mod snapshots;
 mod templates;

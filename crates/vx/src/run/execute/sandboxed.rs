@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use vx_core::config::SandboxConfig;
 use vx_core::TaskId;
-use vx_exec::sandbox::{violations, View, Violation};
+use vx_exec::sandbox::{violations, RealFiles, View, Violation};
 use vx_exec::trace::{Access, AccessKind};
 use vx_exec::{Completion, SandboxEnd, SandboxLaunch};
 
@@ -39,13 +39,18 @@ pub(super) struct LiveSandbox {
 impl LiveSandbox {
     /// A persistent task's access that breaks its sandbox is a warning now, once (SBX-8).
     pub(super) fn warn_access(&mut self, id: &TaskId, access: Access) {
-        let found = violations(&self.view, &[access], |p| p.symlink_metadata().is_ok());
+        let found = violations(&self.view, &[access], &RealFiles);
         for violation in found {
             if self.warned.insert(violation.clone()) {
                 crate::render::warning(&format!(
-                    "{id}: sandbox violation: {} {} (a persistent task is not stopped for it)",
+                    "{id}: sandbox violation: {} {}{} (a persistent task is not stopped for it)",
                     word(violation.kind),
-                    violation.path
+                    violation.path,
+                    violation
+                        .via
+                        .as_ref()
+                        .map(|via| format!(" (via {via})"))
+                        .unwrap_or_default()
                 ));
             }
         }
@@ -245,7 +250,7 @@ impl Run<'_> {
         if kind != Kind::OneShot {
             return Verdict::Clean;
         }
-        let mut found = violations(&sandbox.view, &accesses, |p| p.symlink_metadata().is_ok());
+        let mut found = violations(&sandbox.view, &accesses, &RealFiles);
         // Reads through the link of a package the key does not fold: covered lexically by
         // `node_modules`, but the package itself is not there.
         let root = &self.plan.workspace.root;
@@ -257,6 +262,7 @@ impl Run<'_> {
                     found.push(Violation {
                         kind: AccessKind::Read,
                         path: rel.to_string_lossy().into_owned(),
+                        via: None,
                     });
                 }
             }

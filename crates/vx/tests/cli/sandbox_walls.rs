@@ -1,0 +1,212 @@
+//! The sandbox's walls in every checkout shape, on the real binary with the real bubblewrap
+//! (SBX-4, SBX-7, issue 19): a cached output cannot carry an ungranted file past the sandbox, a
+//! linked worktree's git directories are walled, a read through a symlink or `/proc/self/cwd`
+//! is reported where it lands, and no scratch directory outlives vx. Each test asks
+//! `sandbox_or_skip` first (skipped with the reason here, failing under `CI`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use vx_test_support::process::{test_child_path, unique_marker};
+
+use crate::guard::{spawn_vx, wait_for_markers};
+use crate::sandbox::sandbox_or_skip;
+use crate::{assert_contains, assert_no_survivor, one_project, vx_bin};
+
+/// The issue's reproduction: `plant` leaves a link to an ungranted project file among its
+/// outputs, `reader` may read only those outputs.
+const PLANT_AND_READER: &str = r#"
+[tasks.plant]
+command = "mkdir -p out && ln -sf ../private.txt out/leak"
+cache = { inputs = ["src/**"], outputs = ["out/**"] }
+sandbox = { read = ["src"], write = ["out"] }
+
+[tasks.reader]
+command = "cat out/leak"
+depends-on = ["plant"]
+sandbox = { read = ["out"] }
+"#;
+
+#[test]
+fn a_cached_link_never_carries_an_ungranted_file_into_a_sandboxed_dependant() {
+    if !sandbox_or_skip() {
+        return;
+    }
+    let f = one_project(PLANT_AND_READER);
+    f.write(".gitignore", ".vx/\nout/\n");
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.write("packages/lib/private.txt", "the private text\n");
+    f.commit();
+    let first = f.vx(&["run", "lib#reader"]);
+    assert_eq!(first.code, 1, "{}{}", first.stdout, first.stderr);
+    assert_contains(
+        &first.stdout,
+        "│ read  packages/lib/private.txt (via packages/lib/out/leak)\n",
+    );
+    // Restored from the cache, the output is the same link, and the read is refused the same.
+    std::fs::remove_dir_all(f.path("packages/lib/out")).unwrap();
+    let again = f.vx(&["run", "lib#reader"]);
+    assert_eq!(again.code, 1, "{}{}", again.stdout, again.stderr);
+    let leak = f.path("packages/lib/out/leak");
+    assert_eq!(
+        std::fs::read_link(&leak).unwrap(),
+        Path::new("../private.txt"),
+        "plant's output was restored as the link it made"
+    );
+    assert!(
+        !again.stdout.contains("the private text"),
+        "{}",
+        again.stdout
+    );
+    assert_contains(
+        &again.stdout,
+        "│ read  packages/lib/private.txt (via packages/lib/out/leak)\n",
+    );
+}
+
+#[test]
+fn reads_through_a_link_in_a_grant_or_through_proc_are_violations_naming_both_paths() {
+    if !sandbox_or_skip() {
+        return;
+    }
+    let f = one_project(concat!(
+        "[tasks.link]\ncommand = 'cat src/link'\nsandbox = { read = ['src'] }\n\n",
+        "[tasks.proc]\ncommand = 'cat /proc/self/cwd/../q/secret.txt'\nsandbox = {}\n",
+    ));
+    f.write("packages/q/secret.txt", "sibling secret\n");
+    f.write("packages/lib/src/a.txt", "a\n");
+    std::os::unix::fs::symlink("../../q/secret.txt", f.path("packages/lib/src/link")).unwrap();
+    f.commit();
+    let out = f.vx(&["run", "lib#link"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert_contains(
+        &out.stdout,
+        "│ read  packages/q/secret.txt (via packages/lib/src/link)\n",
+    );
+    let out = f.vx(&["run", "lib#proc"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert_contains(
+        &out.stdout,
+        "│ read  packages/q/secret.txt (via /proc/self/cwd/../q/secret.txt)\n",
+    );
+    assert!(!out.stdout.contains("sibling secret"), "{}", out.stdout);
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+#[test]
+fn a_linked_worktree_cannot_read_the_repository_through_its_common_git_dir() {
+    if !sandbox_or_skip() {
+        return;
+    }
+    // The main checkout lives outside /tmp (the sandbox replaces /tmp), the worktree in /tmp.
+    let main = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let main_dir = main.path().join("main");
+    std::fs::create_dir(&main_dir).unwrap();
+    git(&main_dir, &["init", "-q", "-b", "main"]);
+    git(&main_dir, &["config", "user.email", "test@example.com"]);
+    git(&main_dir, &["config", "user.name", "vx test"]);
+    let write = |rel: &str, text: &str| {
+        let path = main_dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
+    write("packages/p/package.json", r#"{ "name": "p" }"#);
+    write("packages/q/package.json", r#"{ "name": "q" }"#);
+    write("packages/q/secret.txt", "sibling secret\n");
+    let common = main_dir.join(".git").canonicalize().unwrap();
+    write(
+        "packages/p/vx.toml",
+        &format!(
+            "[tasks.peek]\ncommand = \"cat {0}/HEAD; git --git-dir={0} show HEAD:packages/q/secret.txt\"\nsandbox = {{}}\n",
+            common.display()
+        ),
+    );
+    write(".gitignore", ".vx/\n");
+    git(&main_dir, &["add", "-A"]);
+    git(&main_dir, &["commit", "-q", "-m", "init"]);
+    let wt_parent = tempfile::tempdir().unwrap();
+    let wt = wt_parent.path().join("wt");
+    git(&main_dir, &["worktree", "add", "-q", wt.to_str().unwrap()]);
+    let out = Command::new(vx_bin())
+        .current_dir(&wt)
+        .args(["run", "p#peek"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{out:?}");
+    assert!(!stdout.contains("sibling secret"), "{stdout}");
+    assert_contains(&stdout, &format!("│ read  {}/HEAD\n", common.display()));
+}
+
+/// The scratch directory a sandboxed task's `TMPDIR` lies in.
+fn scratch_of(tmpdir: &str) -> PathBuf {
+    let tmpdir = Path::new(tmpdir.trim());
+    let scratch = tmpdir
+        .parent()
+        .unwrap_or_else(|| panic!("TMPDIR was {tmpdir:?}"))
+        .to_path_buf();
+    assert!(
+        scratch
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("vx-sandbox-"),
+        "{}",
+        tmpdir.display()
+    );
+    scratch
+}
+
+#[test]
+fn no_scratch_directory_outlives_a_run_its_end_or_its_signal() {
+    if !sandbox_or_skip() {
+        return;
+    }
+    let child = test_child_path().display().to_string();
+    let marker = unique_marker("sbx-scratch");
+    let f = one_project(&format!(
+        concat!(
+            "[tasks.once]\ncommand = 'mkdir -p out && echo $TMPDIR > out/tmpdir'\n",
+            "sandbox = {{ write = ['out'] }}\n\n",
+            "[tasks.long]\ncommand = 'mkdir -p out && echo $TMPDIR > out/long && {c} --marker {m} sleep 300'\n",
+            "sandbox = {{ write = ['out'], read = ['{c}'] }}\n",
+        ),
+        c = child,
+        m = marker,
+    ));
+    let out = f.vx(&["run", "lib#once"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let scratch = scratch_of(&f.read("packages/lib/out/tmpdir"));
+    assert!(!scratch.exists(), "{} is left behind", scratch.display());
+
+    let vx = spawn_vx(&f, &["run", "lib#long"], true);
+    wait_for_markers(&marker, 1);
+    // The shell's own argv carries the marker too: wait for the line it writes first.
+    let long = f.path("packages/lib/out/long");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&long).map_or(true, |t| !t.ends_with('\n')) {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the task never wrote its TMPDIR"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let scratch = scratch_of(&f.read("packages/lib/out/long"));
+    assert!(scratch.exists());
+    let mut vx = vx.take();
+    kill(Pid::from_raw(vx.id() as i32), Signal::SIGTERM).unwrap();
+    assert_eq!(vx.wait().unwrap().code(), Some(143));
+    assert_no_survivor(&marker);
+    assert!(!scratch.exists(), "{} is left behind", scratch.display());
+}
