@@ -79,9 +79,17 @@ pub enum OpenError {
         #[source]
         source: io::Error,
     },
-    /// Rendered as `error: <path> is not a valid cache index (<reason>)` with a hint to delete it.
+    /// SQLite found the file not a database, or corrupt: rendered as `error: <path> is not a
+    /// valid cache index (<reason>)` with a hint to delete it. No other failure says so.
     #[error("{} is not a valid cache index ({reason})", path.display())]
     Corrupt { path: PathBuf, reason: String },
+    /// The cache directory cannot be written (a read-only or full file system, no permission);
+    /// a read-write open falls back to reading (see [`Store::read_only_reason`]).
+    #[error("{reason}")]
+    ReadOnly { reason: String },
+    /// Any other failure to open the index.
+    #[error("cannot open the cache index {} ({reason})", path.display())]
+    Failed { path: PathBuf, reason: String },
     /// Another process held the index longer than the busy timeout.
     #[error("{} is locked by another process ({reason})", path.display())]
     Busy { path: PathBuf, reason: String },
@@ -93,13 +101,13 @@ pub enum OpenError {
 /// A failure of the index or the artifact files after a successful open.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{}: {source}", path.display())]
+    #[error("{}", index_failure(path, source))]
     Index {
         path: PathBuf,
         #[source]
         source: rusqlite::Error,
     },
-    #[error("`{}`: {source}", path.display())]
+    #[error("{}", crate::fault::io_text(path, source))]
     Io {
         path: PathBuf,
         #[source]
@@ -109,6 +117,14 @@ pub enum StoreError {
     ReadOnly { path: PathBuf },
     #[error("`{key}` is not a cache key")]
     BadKey { key: String },
+}
+
+/// An index failure in words: a full file system is named as such.
+fn index_failure(path: &Path, source: &rusqlite::Error) -> String {
+    match crate::fault::of_sqlite_at(source, path) {
+        crate::fault::Fault::Full => crate::fault::full_text(path.parent().unwrap_or(path)),
+        _ => format!("{}: {source}", path.display()),
+    }
 }
 
 /// Why [`Store::restore`] did not restore.
@@ -183,6 +199,8 @@ pub struct Store {
     /// `None` when the store is disabled or read-only without a `cache.db`.
     pub(crate) conn: Option<Connection>,
     disabled: Option<u32>,
+    /// Why a read-write open fell back to reading: the directory cannot be written.
+    read_only_reason: Option<String>,
     salt: [u8; 32],
     pub(crate) meta: Meta,
     touches: BTreeMap<String, i64>,
@@ -263,6 +281,12 @@ impl Store {
     /// The newer schema version found at open, when the local cache and history are off.
     pub fn disabled(&self) -> Option<u32> {
         self.disabled
+    }
+
+    /// Why a store opened for writing only reads (STORE-14: a read-only file system or a
+    /// directory vx may not write): hits are served, nothing is written.
+    pub fn read_only_reason(&self) -> Option<&str> {
+        self.read_only_reason.as_deref()
     }
 
     /// The store's random salt for value-bearing key fingerprints (HIST-2); zeros when there is

@@ -10,6 +10,7 @@
 //! paths in.
 
 pub mod artifact;
+pub mod fault;
 pub mod index;
 pub mod lock;
 pub mod log;

@@ -42,7 +42,7 @@ pub enum PackError {
     /// The re-read of the packed file failed (STORE-7 step 2).
     #[error("the packed artifact does not read back ({0})")]
     Damaged(Damage),
-    #[error("`{}`: {source}", path.display())]
+    #[error("{}", crate::fault::io_text(path, source))]
     Io { path: PathBuf, source: io::Error },
 }
 

@@ -63,7 +63,7 @@ pub enum RestoreError {
     /// checkout, or a hostile entry): the entry cannot be restored here.
     #[error("symlink `{}` would lead outside the workspace (to `{text}`)", path.display())]
     LinkLeaves { path: PathBuf, text: String },
-    #[error("`{}`: {source}", path.display())]
+    #[error("{}", crate::fault::io_text(path, source))]
     Io { path: PathBuf, source: io::Error },
 }
 

@@ -17,6 +17,7 @@ use rusqlite::trace::{TraceEvent, TraceEventCodes};
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use super::{Access, Meta, OpenError, Store, ARTIFACTS_DIR, DB_FILE, TMP_DIR};
+use crate::fault::{self, Fault};
 use crate::schema;
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -119,17 +120,56 @@ pub(crate) fn set_meta(conn: &Connection, name: &str, value: &str) -> rusqlite::
     Ok(())
 }
 
+/// An SQLite failure at open, by what it is (STORE-12): only SQLite's verdict that the file
+/// is not a database, or corrupt, makes the index "not valid".
 fn open_failure(db: &Path) -> impl Fn(rusqlite::Error) -> OpenError + '_ {
     move |e| {
-        let busy = is_busy(&e);
-        let reason = e.to_string();
         let path = db.to_path_buf();
-        if busy {
-            OpenError::Busy { path, reason }
-        } else {
-            OpenError::Corrupt { path, reason }
+        let reason = e.to_string();
+        if is_busy(&e) {
+            return OpenError::Busy { path, reason };
+        }
+        match fault::of_sqlite_at(&e, &path) {
+            Fault::Damaged => OpenError::Corrupt { path, reason },
+            // A full disk leaves the index readable: it is read, and nothing is written.
+            Fault::Full => OpenError::ReadOnly {
+                reason: fault::full_text(path.parent().unwrap_or(&path)),
+            },
+            Fault::ReadOnly => OpenError::ReadOnly {
+                reason: format!("`{}` is read-only", path.display()),
+            },
+            Fault::Other => OpenError::Failed { path, reason },
         }
     }
+}
+
+/// Why nothing can be written in `dir`, if so: a read-only file system, or no permission.
+fn unwritable(dir: &Path) -> Option<String> {
+    let existing = dir.ancestors().find(|d| d.exists())?;
+    match nix::unistd::access(existing, nix::unistd::AccessFlags::W_OK) {
+        Ok(()) => None,
+        Err(errno) => {
+            let error = io::Error::from_raw_os_error(errno as i32);
+            (fault::of_io(&error) == Fault::ReadOnly)
+                .then(|| fault::read_only_text(existing, Some(&error)))
+        }
+    }
+}
+
+/// `path` as an SQLite URI that opens it immutable: read without locks or the WAL's
+/// shared memory, which a read-only directory cannot hold.
+fn immutable_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &byte in path.as_os_str().as_bytes() {
+        match byte {
+            b'%' | b'?' | b'#' => uri.push_str(&format!("%{byte:02X}")),
+            _ if byte.is_ascii() => uri.push(byte as char),
+            _ => uri.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
 }
 
 impl Store {
@@ -142,6 +182,7 @@ impl Store {
             access,
             conn: None,
             disabled: None,
+            read_only_reason: None,
             salt: [0; 32],
             meta: Meta::default(),
             touches: BTreeMap::new(),
@@ -150,7 +191,17 @@ impl Store {
             aside_seq: 0,
         };
         match access {
-            Access::ReadWrite => store.open_read_write()?,
+            Access::ReadWrite => match store.open_read_write() {
+                Ok(()) => {}
+                // STORE-14: a cache vx cannot write is still read: hits are served.
+                Err(OpenError::ReadOnly { reason }) => {
+                    store.conn = None;
+                    store.access = Access::ReadOnly;
+                    store.open_read_only()?;
+                    store.read_only_reason = Some(reason);
+                }
+                Err(other) => return Err(other),
+            },
             Access::ReadOnly => store.open_read_only()?,
         }
         Ok(store)
@@ -159,8 +210,19 @@ impl Store {
     fn open_read_write(&mut self) -> Result<(), OpenError> {
         let dir_err = |path: &Path| {
             let path = path.to_path_buf();
-            move |source| OpenError::Io { path, source }
+            move |source: io::Error| match fault::of_io(&source) {
+                Fault::ReadOnly => OpenError::ReadOnly {
+                    reason: fault::read_only_text(&path, Some(&source)),
+                },
+                Fault::Full => OpenError::ReadOnly {
+                    reason: fault::full_text(&path),
+                },
+                _ => OpenError::Io { path, source },
+            }
         };
+        if let Some(reason) = unwritable(&self.dir) {
+            return Err(OpenError::ReadOnly { reason });
+        }
         create_vx_dir(&self.dir).map_err(dir_err(&self.dir))?;
         for sub in [ARTIFACTS_DIR, TMP_DIR] {
             let path = self.dir.join(sub);
@@ -222,11 +284,37 @@ impl Store {
         let db = self.db.clone();
         let failed = open_failure(&db);
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = Connection::open_with_flags(&db, flags).map_err(&failed)?;
+        let opened = Connection::open_with_flags(&db, flags)
+            .and_then(|conn| user_version(&conn).map(|found| (conn, found)));
+        let (mut conn, found) = match opened {
+            Ok(opened) => opened,
+            // A WAL index in a directory vx cannot write: SQLite cannot create the shared
+            // memory file next to it, so it is read as an immutable file instead.
+            Err(e)
+                if (unwritable(&self.dir).is_some() || fault::is_full(&self.dir))
+                    && matches!(
+                        e.sqlite_error_code(),
+                        Some(
+                            ErrorCode::CannotOpen
+                                | ErrorCode::ReadOnly
+                                | ErrorCode::SystemIoFailure
+                                | ErrorCode::DiskFull
+                        )
+                    ) =>
+            {
+                let conn = Connection::open_with_flags(
+                    immutable_uri(&db),
+                    flags | OpenFlags::SQLITE_OPEN_URI,
+                )
+                .map_err(&failed)?;
+                let found = user_version(&conn).map_err(&failed)?;
+                (conn, found)
+            }
+            Err(e) => return Err(failed(e)),
+        };
         self.statements = count_statements(&mut conn).map_err(&failed)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(&failed)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        let found = user_version(&conn).map_err(&failed)?;
         if found != schema::VERSION {
             return Err(OpenError::Schema {
                 found,

@@ -128,6 +128,14 @@ impl<'p> RunCache<'p> {
     ) -> RunCache<'p> {
         let ReadWithIndex { stamps, recent } = read;
         let workspace_id = workspace_identity(&workspace.root);
+        // STORE-14: a cache vx cannot write serves hits and saves nothing (setup warned).
+        let mut policy = policy;
+        if store
+            .as_ref()
+            .is_some_and(|s| s.read_only_reason().is_some())
+        {
+            policy.local_write = false;
+        }
         let cache_wall = store.as_ref().and_then(|s| {
             s.dir()
                 .strip_prefix(&workspace.root)
@@ -1312,6 +1320,11 @@ fn restore_reason(error: &artifact::RestoreError) -> String {
             "refusing to write through `{}`: it leads outside the project",
             path.display()
         ),
+        artifact::RestoreError::Io { path, source }
+            if vx_store::fault::of_io(source) == vx_store::fault::Fault::Full =>
+        {
+            vx_store::fault::io_text(path, source)
+        }
         artifact::RestoreError::Io { path, source } => {
             format!("`{}`: {}", path.display(), plain(source))
         }

@@ -118,6 +118,11 @@ pub fn open_with(
                     "the cache index was written by a newer vx (schema {version}); the local cache and history are off for this run"
                 ));
             }
+            if let Some(reason) = store.read_only_reason() {
+                render::warning(&format!(
+                    "the cache cannot be written: {reason}; hits are served, nothing is saved or recorded this run"
+                ));
+            }
             Some(store)
         }
         Err(OpenError::Corrupt { path, reason }) => {

@@ -30,6 +30,7 @@ mod sandbox_init;
 mod sandbox_walls;
 mod scheduling;
 mod snapshots;
+mod storage_faults;
 mod templates;
 mod watch;
 
