@@ -194,6 +194,19 @@ fn read_text(
     errors: &mut Vec<Diagnostic>,
 ) -> Result<Option<String>, LoadError> {
     let Some(bytes) = disk::read(path)? else {
+        // A directory where a configuration file belongs is named, never taken for nothing
+        // (the project would vanish, and `vx run` would say `unknown project`).
+        if path.is_dir() {
+            errors.push(
+                Diagnostic::at(
+                    Location::new(rel, 1, 1),
+                    format!("`{rel}` is a directory, not a file"),
+                )
+                .hint(
+                    "vx reads its configuration from a file here; rename or remove the directory",
+                ),
+            );
+        }
         return Ok(None);
     };
     match String::from_utf8(bytes) {

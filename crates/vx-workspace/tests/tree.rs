@@ -503,9 +503,26 @@ fn non_utf8_names_are_set_apart() {
     let name = std::ffi::OsStr::from_bytes(b"bad\xff.txt");
     fs::create_dir_all(root.join("src")).unwrap();
     fs::write(root.join("src").join(name), "x").unwrap();
-    let tree = scan(&root);
+    let mut tree = scan(&root);
     assert_eq!(paths(&tree), vec!["a.txt"]);
-    assert_eq!(tree.non_utf8(), ["src/bad\u{fffd}.txt"]);
+    assert_eq!(tree.non_utf8(), ["src/bad\u{fffd}FF.txt"]);
+    assert_eq!(
+        vx_workspace::tree::unescape_name("src/bad\u{fffd}FF.txt").as_bytes(),
+        b"src/bad\xff.txt"
+    );
+    assert_eq!(
+        vx_workspace::tree::shown_name("src/bad\u{fffd}FF.txt"),
+        "src/bad\\xFF.txt"
+    );
+    // The escaped name finds the file: its identity is its bytes.
+    let id = tree
+        .identity("src/bad\u{fffd}FF.txt", &mut vx_workspace::tree::NoMemo)
+        .unwrap();
+    assert!(
+        matches!(id.identity, vx_workspace::tree::Identity::Present { .. }),
+        "{:?}",
+        id.identity
+    );
 }
 
 #[test]

@@ -328,8 +328,9 @@ impl Tree {
         &self.files[start..end]
     }
 
-    /// Files whose names are not valid UTF-8 (root-relative, lossily decoded, sorted); they are
-    /// not in [`Tree::files`].
+    /// Files whose names are not valid UTF-8 (root-relative, sorted), each written with every
+    /// byte that is not UTF-8 as `U+FFFD` and two hex digits ([`escape_name`]): unique, so
+    /// [`Tree::identity`] finds the file by it. They are not in [`Tree::files`].
     pub fn non_utf8(&self) -> &[String] {
         &self.non_utf8
     }
@@ -365,7 +366,11 @@ impl Tree {
     /// The identity of the root-relative `path` (KEY-11); see the `identity` module. A path
     /// that does not exist (or is a directory, or a special file) is [`Identity::Absent`].
     pub fn identity(&mut self, path: &str, memo: &mut dyn StampMemo) -> Result<FileId, TreeError> {
-        let abs = self.root.join(path);
+        let abs = if path.contains(REPLACEMENT) && self.non_utf8.iter().any(|p| p == path) {
+            self.root.join(unescape_name(path))
+        } else {
+            self.root.join(path)
+        };
         // An error taken ahead is given again as the same OS error; any other is looked again.
         let stat = match self.prefetched.get(path) {
             Some(Ok(meta)) => Ok(meta.clone()),
@@ -634,7 +639,7 @@ impl Tree {
         for (path, tracked) in paths {
             match String::from_utf8(path) {
                 Ok(path) => files.push(TreeFile { path, tracked }),
-                Err(e) => non_utf8.push(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+                Err(e) => non_utf8.push(escape_name(e.as_bytes())),
             }
         }
         if scope.is_empty() {
@@ -674,6 +679,70 @@ impl Tree {
         self.non_utf8.sort_unstable();
         self.non_utf8.dedup();
     }
+}
+
+const REPLACEMENT: char = '\u{FFFD}';
+
+/// A file name that is not UTF-8, as a string: each byte of it that is not UTF-8 becomes
+/// `U+FFFD` followed by the byte in two uppercase hex digits (`\xfe.other` → `�FE.other`).
+/// [`unescape_name`] gives the bytes back.
+pub fn escape_name(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            out.push(REPLACEMENT);
+            out.push_str(&format!("{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The name [`escape_name`] wrote, as the file system has it.
+pub fn unescape_name(name: &str) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStringExt;
+    let mut out = Vec::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(at) = rest.find(REPLACEMENT) {
+        out.extend_from_slice(&rest.as_bytes()[..at]);
+        let after = &rest[at + REPLACEMENT.len_utf8()..];
+        match after.get(..2).and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(byte) => {
+                out.push(byte);
+                rest = &after[2..];
+            }
+            None => {
+                out.extend_from_slice(REPLACEMENT.to_string().as_bytes());
+                rest = after;
+            }
+        }
+    }
+    out.extend_from_slice(rest.as_bytes());
+    std::ffi::OsString::from_vec(out)
+}
+
+/// How a name [`escape_name`] wrote is shown to a user: each byte that is not UTF-8 as
+/// `\xNN` (`packages/p/\xFE.other`).
+pub fn shown_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(at) = rest.find(REPLACEMENT) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + REPLACEMENT.len_utf8()..];
+        match after.get(..2).filter(|h| u8::from_str_radix(h, 16).is_ok()) {
+            Some(hex) => {
+                out.push_str("\\x");
+                out.push_str(hex);
+                rest = &after[2..];
+            }
+            None => {
+                out.push(REPLACEMENT);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The chain of `.gitignore` rules of the outer repository's directories from its work tree

@@ -584,21 +584,42 @@ impl<'p> Keys<'p> {
         config: &TaskConfig,
     ) -> Result<Vec<String>, KeyError> {
         let dir = self.workspace.projects[project].dir.clone();
-        let non_utf8 =
-            self.tree.non_utf8().iter().find(|p| {
-                is_under(p, &dir) && !self.nested[project].iter().any(|n| is_under(p, n))
-            });
-        if let Some(path) = non_utf8 {
-            return Err(KeyError(format!(
-                "{id}: input `{path}` has a name that is not UTF-8"
-            )));
-        }
+        // Names that are not UTF-8 (escaped, see `vx_workspace::tree::escape_name`) of the
+        // project, nested projects left out.
+        let odd: Vec<String> = self
+            .tree
+            .non_utf8()
+            .iter()
+            .filter(|p| is_under(p, &dir) && !self.nested[project].iter().any(|n| is_under(p, n)))
+            .cloned()
+            .collect();
         let Some(cache) = &config.cache else {
-            return Ok(self.project_files(project));
+            // KEY-12: every file of the project, these included (found by their bytes).
+            let mut paths = self.project_files(project);
+            paths.extend(odd);
+            paths.sort();
+            return Ok(paths);
         };
-        let outputs = OwnOutputs::new(&dir, cache, &mut self.globs);
+        // A cached task folds only what its globs match: a name that is not UTF-8 matters
+        // only when a glob would match it, and then the task fails, naming it.
         let inputs = self.globs.get(cache.inputs.as_deref().unwrap_or_default());
         let workspace_inputs = self.globs.get(&cache.workspace_inputs);
+        let matched = odd
+            .iter()
+            .find(|p| inputs.is_match(relative(p, &dir)))
+            .or_else(|| {
+                self.tree
+                    .non_utf8()
+                    .iter()
+                    .find(|p| workspace_inputs.is_match(p))
+            });
+        if let Some(path) = matched {
+            return Err(KeyError(format!(
+                "{id}: input `{}` has a name that is not UTF-8",
+                vx_workspace::tree::shown_name(path)
+            )));
+        }
+        let outputs = OwnOutputs::new(&dir, cache, &mut self.globs);
         let mut paths: Vec<String> = self
             .project_files(project)
             .into_iter()

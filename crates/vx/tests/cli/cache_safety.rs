@@ -176,8 +176,41 @@ fn non_utf8_input_names_fail_the_task_with_its_path() {
     std::fs::write(f.root().join(name), "x").unwrap();
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert_contains(&out.stdout, "has a name that is not UTF-8");
+    assert_contains(
+        &out.stdout,
+        "vx: lib#build: input `packages/lib/src/\\xFF.txt` has a name that is not UTF-8",
+    );
     assert!(!f.path("packages/lib/dist").exists(), "the task never ran");
+}
+
+#[test]
+fn a_non_utf8_name_no_glob_matches_changes_nothing_for_cached_tasks() {
+    use std::os::unix::ffi::OsStrExt;
+    let f = wc();
+    run_lib(&f);
+    let name = std::ffi::OsStr::from_bytes(b"packages/lib/\xfe.other");
+    std::fs::write(f.root().join(name), "x").unwrap();
+    assert_contains(&run_lib(&f).stdout, UP_TO_DATE);
+}
+
+#[test]
+fn an_uncached_task_folds_a_non_utf8_name_by_its_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let f = wc();
+    let name = f
+        .root()
+        .join(std::ffi::OsStr::from_bytes(b"packages/docs/\xfe.other"));
+    std::fs::write(&name, "one").unwrap();
+    let out = f.vx(&["run", "docs#build"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let before = key_of(&f, "docs#build");
+    assert_eq!(key_of(&f, "docs#build"), before, "the key is stable");
+    std::fs::write(&name, "two").unwrap();
+    assert_ne!(
+        key_of(&f, "docs#build"),
+        before,
+        "an edit of the file moves the key"
+    );
 }
 
 #[test]

@@ -65,3 +65,19 @@ fn malformed_toml_names_the_position() {
         out.stderr
     );
 }
+
+#[test]
+fn a_directory_named_vx_toml_is_an_error_naming_it_not_an_unknown_project() {
+    let f = one_project("[tasks.build]\ncommand = \"x\"\n");
+    std::fs::create_dir_all(f.path("packages/z/vx.toml")).unwrap();
+    let out = f.vx(&["run", "z#build"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.starts_with(
+            "error: packages/z/vx.toml:1:1: `packages/z/vx.toml` is a directory, not a file"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("unknown project"), "{}", out.stderr);
+}
