@@ -63,6 +63,8 @@ pub(crate) struct Prepared {
     /// Where the child registers its pid before `exec` (EXEC-7), and how; `None` for the
     /// guard itself and when no guard runs.
     register: Option<(RawFd, Tag)>,
+    /// The task cgroup's `cgroup.procs`, which the child joins before `exec` (`cgroup.rs`).
+    join: Option<RawFd>,
     /// An interactive task (EXEC-1): a new process group in vx's session that takes the
     /// terminal's foreground, instead of a new session.
     terminal: bool,
@@ -74,7 +76,7 @@ pub(crate) struct Prepared {
 unsafe impl Send for Prepared {}
 
 impl Prepared {
-    pub(crate) fn new(spec: &SpawnSpec) -> io::Result<Prepared> {
+    pub(crate) fn new(spec: &SpawnSpec, join: Option<RawFd>) -> io::Result<Prepared> {
         let cwd = c_string(spec.cwd.as_os_str())?;
         let (program, argv) = match &spec.sandbox {
             None => {
@@ -175,6 +177,7 @@ impl Prepared {
                 report,
             },
             register,
+            join,
             terminal,
         })
     }
@@ -218,6 +221,7 @@ impl Prepared {
                 report: None,
             },
             register: None,
+            join: None,
             terminal: false,
         })
     }
@@ -354,6 +358,11 @@ impl Prepared {
         // space is the parent's until exec: nothing here writes to memory but this stack and
         // errno).
         unsafe {
+            // Into the task's cgroup first, so everything the command starts is born inside
+            // (a failed write leaves the task contained by its session alone).
+            if let Some(fd) = self.join {
+                libc::write(fd, b"0".as_ptr().cast(), 1);
+            }
             // EXEC-7: register before exec, so the task is never unguarded. If the guard is
             // gone the write fails with EPIPE and the task runs unguarded; the SIGPIPE it
             // raises is pending (every signal is blocked here), and setting SIGPIPE to ignored

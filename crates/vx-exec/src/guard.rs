@@ -61,13 +61,22 @@ pub(crate) enum Tag {
     Done = b'D',
     /// vx is exiting normally; kill nothing.
     Clean = b'C',
+    /// vx (this pid) contains its tasks in cgroups under `vx-<pid>` (`cgroup.rs`): kill them
+    /// all if it dies.
+    Cgroups = b'K',
 }
 
 impl Tag {
     fn from_byte(byte: u8) -> Option<Tag> {
-        [Tag::Session, Tag::Group, Tag::Done, Tag::Clean]
-            .into_iter()
-            .find(|tag| *tag as u8 == byte)
+        [
+            Tag::Session,
+            Tag::Group,
+            Tag::Done,
+            Tag::Clean,
+            Tag::Cgroups,
+        ]
+        .into_iter()
+        .find(|tag| *tag as u8 == byte)
     }
 }
 
@@ -139,6 +148,17 @@ pub(crate) fn done(pid: i32) {
     send(record(Tag::Done, pid));
 }
 
+/// Tells the guard, once, that vx (pid `vx_pid`) contains its tasks in cgroups.
+pub(crate) fn contain(vx_pid: i32) {
+    static SENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SENT.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        // The guard must run before the first task's child registers; starting it here is
+        // what the first spawn would do anyway.
+        let _ = write_fd();
+        send(record(Tag::Cgroups, vx_pid));
+    }
+}
+
 /// Tells the guard that vx is exiting normally, so end-of-file on its pipe kills nothing. Call
 /// it last, once every task has been stopped or released.
 pub fn shutdown() {
@@ -160,6 +180,8 @@ fn send(bytes: [u8; RECORD]) {
 pub(crate) struct Registry {
     entries: HashMap<i32, (Tag, u32)>,
     clean: bool,
+    /// The pid of the vx whose task cgroups to kill, when it uses them.
+    cgroups_of: Option<i32>,
 }
 
 impl Registry {
@@ -181,6 +203,7 @@ impl Registry {
                 }
             }
             Some(Tag::Clean) => self.clean = true,
+            Some(Tag::Cgroups) => self.cgroups_of = Some(pid),
             None => tracing::debug!(tag = bytes[0], "unknown guard record"),
         }
     }
@@ -256,6 +279,10 @@ fn watch(mut input: impl Read) -> Registry {
 
 /// SIGKILLs whatever is registered until nothing is left or [`KILL_FOR`] has passed.
 fn kill_all(registry: &Registry) {
+    // Everything in vx's task cgroups first, setsid daemons included (`cgroup.rs`).
+    if let Some(vx_pid) = registry.cgroups_of {
+        crate::cgroup::kill_orphaned(vx_pid, KILL_FOR / 2);
+    }
     if registry.entries.is_empty() {
         return;
     }

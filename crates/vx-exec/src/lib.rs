@@ -20,6 +20,8 @@
 //!
 //! - `guard.rs` is EXEC-7's guard: a helper process, started before the first spawn, that
 //!   every child registers with before `exec` and that kills them all if vx dies.
+//! - `cgroup.rs` contains each task in a cgroup of its own where vx may create cgroups, so a
+//!   process that left the task's session is found and stopped all the same.
 //!
 //! - `sandbox.rs` plans a sandboxed task's view of the file system as bubblewrap mounts
 //!   (SBX-2 to SBX-5); it is data only. `sandbox_init.rs` is the sandbox's pid 1 (SBX-9): vx
@@ -34,6 +36,7 @@
 //!
 //! Start reading at `supervisor.rs`, then `task.rs`.
 
+pub mod cgroup;
 mod child;
 mod event;
 mod executor;

@@ -123,12 +123,14 @@ impl Supervisor {
             handle
         };
         let started = Instant::now();
-        let prepared = match Prepared::new(&spec) {
+        let cgroup = crate::cgroup::TaskCgroup::create(task_id);
+        let join = cgroup.as_ref().map(crate::cgroup::TaskCgroup::procs_fd);
+        let prepared = match Prepared::new(&spec, join) {
             Ok(prepared) => prepared,
             Err(err) => return failed(sink, err),
         };
-        let (task, wake) = match TaskShared::new(task_id, Arc::clone(&self.shared), spec.kill_grace)
-        {
+        let created = TaskShared::new(task_id, Arc::clone(&self.shared), spec.kill_grace, cgroup);
+        let (task, wake) = match created {
             Ok(created) => created,
             Err(err) => return failed(sink, err),
         };

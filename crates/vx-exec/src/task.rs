@@ -84,6 +84,9 @@ pub(crate) struct TaskShared {
     guard_released: AtomicBool,
     /// No process of the task is alive, proven (see `tree::Liveness::ProvenEmpty`).
     proven_empty: AtomicBool,
+    /// The task's own cgroup, where vx contains tasks in cgroups (`cgroup.rs`): its members
+    /// count as the task's processes beside its session and group.
+    cgroup: Option<crate::cgroup::TaskCgroup>,
 }
 
 #[derive(Default)]
@@ -138,6 +141,7 @@ impl TaskHandle {
             control: Mutex::new(None),
             guard_released: AtomicBool::new(false),
             proven_empty: AtomicBool::new(false),
+            cgroup: None,
         };
         TaskHandle {
             shared: Arc::new(shared),
@@ -191,6 +195,7 @@ impl TaskShared {
         id: u64,
         supervisor: Arc<SupervisorShared>,
         kill_grace: Duration,
+        cgroup: Option<crate::cgroup::TaskCgroup>,
     ) -> std::io::Result<(Arc<TaskShared>, OwnedFd)> {
         let (wake_read, wake_write) = crate::child::pipe()?;
         for end in [&wake_read, &wake_write] {
@@ -208,6 +213,7 @@ impl TaskShared {
             control: Mutex::new(None),
             guard_released: AtomicBool::new(false),
             proven_empty: AtomicBool::new(false),
+            cgroup,
         };
         Ok((Arc::new(shared), wake_read))
     }
@@ -259,6 +265,10 @@ impl TaskShared {
         if let Some(pid) = self.signal_target() {
             tree::signal_tree(pid, signal);
         }
+        // Whatever left the session (a `setsid` daemon) is still in the task's cgroup.
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.signal(signal);
+        }
     }
 
     /// Asks a sandboxed task's init to send `signal` to the command's group; false when the
@@ -285,15 +295,18 @@ impl TaskShared {
         if self.proven_empty.load(Ordering::Relaxed) {
             return 0;
         }
+        let in_cgroup = self.cgroup.as_ref().map_or(0, |c| c.members().len());
         let Some(pid) = self.signal_target() else {
-            return 0;
+            return in_cgroup;
         };
-        match tree::count_or_proof(pid) {
-            tree::Liveness::ProvenEmpty => {
+        // Empty for good only when the cgroup is empty too: nothing can join either again.
+        match (tree::count_or_proof(pid), in_cgroup) {
+            (tree::Liveness::ProvenEmpty, 0) => {
                 self.proven_empty.store(true, Ordering::Relaxed);
                 0
             }
-            tree::Liveness::Counted(n) => n,
+            (tree::Liveness::ProvenEmpty, n) => n,
+            (tree::Liveness::Counted(n), m) => n.max(m),
         }
     }
 
@@ -440,6 +453,9 @@ impl TaskShared {
             if !self.guard_released.swap(true, Ordering::AcqRel) {
                 crate::guard::done(pid);
             }
+        }
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.remove();
         }
     }
 }

@@ -535,7 +535,7 @@ fn a_sandboxed_tasks_end_and_accesses_come_from_inits_report() {
     assert_eq!(usage.max_rss_bytes, 64 * 1024);
     assert_eq!(
         done.notes,
-        [r#"Access(Access { kind: Read, path: "/ws/a%b" })"#]
+        [r#"Access(Access { kind: Read, path: "/ws/a%b", asked: None })"#]
     );
 }
 

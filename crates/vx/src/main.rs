@@ -42,7 +42,9 @@ fn main() {
             failure.exit_code()
         }
     };
-    // Every task has been stopped or released by now: the guard may exit without killing.
+    // Nothing survives vx: whatever is left in its task cgroups goes with their cgroups. Then
+    // every task has been stopped or released, and the guard may exit without killing.
+    vx_exec::cgroup::cleanup();
     vx_exec::guard::shutdown();
     run::sandbox::remove_scratch();
     std::process::exit(code);

@@ -49,6 +49,9 @@ struct Info {
     cache: CacheInfo,
     history: HistoryInfo,
     sandbox: SandboxInfo,
+    /// How a task's processes are found and stopped (EXEC-7): `cgroup v2 … at <mount>`, or
+    /// `sessions and process groups (<why no cgroup>)`.
+    containment: String,
     remote_cache: Option<RemoteCacheInfo>,
     remote_execution: Option<RemoteExecutionInfo>,
     lock: LockInfo,
@@ -179,6 +182,7 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
                 sandboxed_tasks,
             }
         },
+        containment: vx_exec::cgroup::describe(),
         remote_cache: settings.remote_cache.as_ref().and_then(|r| {
             let url = r.url.as_deref()?;
             let protocol = if url.starts_with("grpc") {
@@ -404,6 +408,7 @@ fn pretty(info: &Info, errors: &[Diagnostic]) -> String {
         },
     ));
     rows.push(("sandboxed tasks", info.sandbox.sandboxed_tasks.to_string()));
+    rows.push(("containment", info.containment.clone()));
     rows.push((
         "remote cache",
         match &info.remote_cache {

@@ -8,13 +8,14 @@ use crate::{assert_contains, empty, vx_bin, w};
 /// Rows whose values depend on the machine or the build.
 /// Rows whose values depend on the machine; the sandbox row on whether bubblewrap is installed
 /// (tests/cli/sandbox.rs checks it both ways).
-const MACHINE_ROWS: [&str; 6] = [
+const MACHINE_ROWS: [&str; 7] = [
     "vx",
     "git",
     "concurrency",
     "memory budget",
     "cache size",
     "sandbox",
+    "containment",
 ];
 
 /// stdout with the temporary root redacted and machine-dependent values replaced by `[…]`.
@@ -75,6 +76,12 @@ fn json_gives_the_same_facts_as_typed_fields() {
     assert!(cache["size_bytes"].as_u64().unwrap() > 0);
     assert_eq!(cache["index_schema"], vx_store::SCHEMA_VERSION);
     assert_eq!(cache["key_format"], "vx-key-2");
+    let containment = info["containment"].as_str().unwrap();
+    assert!(
+        containment.starts_with("cgroup ")
+            || containment.starts_with("sessions and process groups ("),
+        "{containment}"
+    );
     assert_eq!(cache["orphaned_files"], 0);
     let history = &info["history"];
     assert_eq!(history["runs_24h"], 2);

@@ -10,6 +10,7 @@ mod cache_keys;
 mod cache_safety;
 mod cli_errors;
 mod config_errors;
+mod containment;
 mod execution;
 mod fuzz;
 mod guard;

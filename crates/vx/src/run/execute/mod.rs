@@ -986,6 +986,7 @@ impl<'p> Run<'p> {
             render::stderr("\n");
             let first = self.stopping.unwrap_or(n);
             crate::run::sandbox::remove_scratch();
+            vx_exec::cgroup::cleanup();
             if self.watch.is_some() && first == nix::libc::SIGINT {
                 render::stderr("vx watch: no longer watching\n");
                 std::process::exit(exit::SUCCESS);

@@ -1,0 +1,427 @@
+//! Containment by cgroup (EXEC-7, beyond sessions): where vx can create cgroups, each task runs
+//! in a cgroup of its own, so every process it starts is found — a daemon that called `setsid`
+//! and left the task's session included — and can be stopped through it.
+//!
+//! How this works: the first task of a vx process asks for the [`Hierarchy`]. Detection reads
+//! `/proc/self/cgroup` and `/proc/self/mountinfo` and takes the first that works of: the cgroup
+//! v2 hierarchy (pure, or the `unified` mount of a hybrid system), then the v1 `pids` and
+//! `freezer` hierarchies. It works when vx may create a directory under its own cgroup and move
+//! processes there (root in a container, a delegated systemd scope): vx creates
+//! `<own cgroup>/vx-<pid>`, and under it one `t<n>` per task ([`TaskCgroup`]). The task's child
+//! writes `0` to the cgroup's `cgroup.procs` just before `exec` (`child.rs`), so everything the
+//! command starts is born inside. A task's processes are then its session and process group, as
+//! without cgroups, *plus* the cgroup's members; signals go to the process groups of those
+//! members, and the final kill is `cgroup.kill` where the kernel has it (else the members'
+//! groups are killed, with the cgroup frozen or its forks forbidden first). The guard kills the
+//! whole `vx-<pid>` cgroup when vx dies (`guard.rs`), and [`cleanup`] stops what is left and
+//! removes the cgroups when vx exits. Where nothing works, sessions and process groups alone
+//! are used, and [`describe`] says why (`vx info`).
+
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+/// Which cgroup hierarchy vx uses, and what it offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// cgroup v2; `kill_file`: the kernel has `cgroup.kill` (Linux 5.14).
+    V2 { kill_file: bool },
+    /// cgroup v1's `pids` controller: `pids.max = 0` forbids forks while the members go.
+    V1Pids,
+    /// cgroup v1's `freezer` controller: the members are frozen while they go.
+    V1Freezer,
+}
+
+/// The hierarchy vx's tasks are contained in.
+#[derive(Debug)]
+pub struct Hierarchy {
+    pub kind: Kind,
+    /// Where the hierarchy is mounted.
+    pub mount: PathBuf,
+    /// `<own cgroup>/vx-<pid>`: the parent of this vx process's task cgroups.
+    pub parent: PathBuf,
+}
+
+static HIERARCHY: OnceLock<Result<Hierarchy, String>> = OnceLock::new();
+
+/// The hierarchy this vx process contains its tasks in, found (and its `vx-<pid>` cgroup
+/// created) on first use; the error says why there is none.
+pub fn hierarchy() -> Result<&'static Hierarchy, &'static str> {
+    HIERARCHY
+        .get_or_init(|| detect(std::process::id()))
+        .as_ref()
+        .map_err(String::as_str)
+}
+
+/// One line for `vx info`: which containment is in use.
+pub fn describe() -> String {
+    match hierarchy() {
+        Ok(h) => {
+            let kind = match h.kind {
+                Kind::V2 { kill_file: true } => "cgroup v2 with cgroup.kill",
+                Kind::V2 { kill_file: false } => "cgroup v2",
+                Kind::V1Pids => "cgroup v1 (pids)",
+                Kind::V1Freezer => "cgroup v1 (freezer)",
+            };
+            format!("{kind} at {}", h.mount.display())
+        }
+        Err(why) => format!("sessions and process groups ({why})"),
+    }
+}
+
+/// Finds a hierarchy where vx may create `vx-<pid>` under its own cgroup.
+#[cfg(target_os = "linux")]
+fn detect(pid: u32) -> Result<Hierarchy, String> {
+    let own = fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+    let mounts = fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+    let mut reasons = Vec::new();
+    let candidates = [
+        ("", Some("cgroup2"), None),
+        ("pids", None, Some(Kind::V1Pids)),
+        ("freezer", None, Some(Kind::V1Freezer)),
+    ];
+    for (controller, v2, v1_kind) in candidates {
+        let Some(path) = own_path(&own, controller) else {
+            continue;
+        };
+        let Some(mount) = mount_point(&mounts, v2.is_some(), controller) else {
+            continue;
+        };
+        let own_dir = mount.join(path.trim_start_matches('/'));
+        match create_parent(&own_dir, pid) {
+            Ok(parent) => {
+                // The root cgroup has no `cgroup.kill`; a cgroup below it has, on a kernel
+                // that knows it.
+                let kind = v1_kind.unwrap_or(Kind::V2 {
+                    kill_file: parent.join("cgroup.kill").exists(),
+                });
+                return Ok(Hierarchy {
+                    kind,
+                    mount,
+                    parent,
+                });
+            }
+            Err(e) => reasons.push(format!("{}: {e}", own_dir.display())),
+        }
+    }
+    if reasons.is_empty() {
+        Err("no cgroup hierarchy is mounted".to_string())
+    } else {
+        Err(format!("no writable cgroup: {}", reasons.join("; ")))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn detect(_pid: u32) -> Result<Hierarchy, String> {
+    Err("cgroups exist only on Linux".to_string())
+}
+
+/// vx's cgroup in the hierarchy of `controller` (`""`: the v2 line `0::<path>`).
+fn own_path<'a>(proc_cgroup: &'a str, controller: &str) -> Option<&'a str> {
+    proc_cgroup.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let id = fields.next()?;
+        let controllers = fields.next()?;
+        let path = fields.next()?;
+        let matches = if controller.is_empty() {
+            id == "0" && controllers.is_empty()
+        } else {
+            controllers.split(',').any(|c| c == controller)
+        };
+        matches.then_some(path)
+    })
+}
+
+/// Where the hierarchy is mounted with its root at the cgroup root (a mount of a sub-tree, as in
+/// some containers, cannot be joined with the path `/proc/self/cgroup` gives).
+fn mount_point(mountinfo: &str, v2: bool, controller: &str) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
+        let fields: Vec<&str> = before.split(' ').collect();
+        let (root, point) = (fields.get(3)?, fields.get(4)?);
+        let mut rest = after.split(' ');
+        let fstype = rest.next()?;
+        let _source = rest.next()?;
+        let options = rest.next().unwrap_or("");
+        let wanted = if v2 {
+            fstype == "cgroup2"
+        } else {
+            fstype == "cgroup" && options.split(',').any(|o| o == controller)
+        };
+        (wanted && *root == "/").then(|| PathBuf::from(point.replace("\\040", " ")))
+    })
+}
+
+/// Creates `<own>/vx-<pid>` and checks that processes may be moved into it.
+fn create_parent(own: &Path, pid: u32) -> io::Result<PathBuf> {
+    writable(&own.join("cgroup.procs"))?;
+    let parent = own.join(format!("vx-{pid}"));
+    match fs::create_dir(&parent) {
+        Ok(()) => {}
+        // Left by an earlier process with the same pid that was killed with its guard.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    if let Err(e) = writable(&parent.join("cgroup.procs")) {
+        let _ = fs::remove_dir(&parent);
+        return Err(e);
+    }
+    Ok(parent)
+}
+
+fn writable(path: &Path) -> io::Result<()> {
+    nix::unistd::access(path, nix::unistd::AccessFlags::W_OK).map_err(io::Error::from)
+}
+
+/// The cgroup of one task.
+#[derive(Debug)]
+pub(crate) struct TaskCgroup {
+    dir: PathBuf,
+    kind: Kind,
+    /// `cgroup.procs`, open for writing: the child writes `0` to it before `exec`.
+    procs: OwnedFd,
+}
+
+impl TaskCgroup {
+    /// A new cgroup `t<id>` for a task, when vx contains tasks in cgroups; `None` otherwise
+    /// (and when creating it fails: the task is then contained by its session alone).
+    pub(crate) fn create(id: u64) -> Option<TaskCgroup> {
+        let hierarchy = hierarchy().ok()?;
+        let dir = hierarchy.parent.join(format!("t{id}"));
+        if let Err(e) = fs::create_dir(&dir) {
+            if e.kind() != io::ErrorKind::AlreadyExists {
+                tracing::debug!(%e, dir = %dir.display(), "no cgroup for the task");
+                return None;
+            }
+        }
+        let procs = fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("cgroup.procs"))
+            .map(OwnedFd::from);
+        match procs {
+            Ok(procs) => {
+                crate::guard::contain(std::process::id() as i32);
+                Some(TaskCgroup {
+                    dir,
+                    kind: hierarchy.kind,
+                    procs,
+                })
+            }
+            Err(e) => {
+                tracing::debug!(%e, dir = %dir.display(), "no cgroup for the task");
+                let _ = fs::remove_dir(&dir);
+                None
+            }
+        }
+    }
+
+    /// The descriptor the child writes `0` to, joining the cgroup.
+    pub(crate) fn procs_fd(&self) -> RawFd {
+        self.procs.as_raw_fd()
+    }
+
+    /// The pids in the cgroup now (a process that exited is no member, zombie or not).
+    pub(crate) fn members(&self) -> Vec<i32> {
+        members(&self.dir)
+    }
+
+    /// Sends `signal` to the process group of every member (SIGKILL: [`TaskCgroup::kill`]).
+    pub(crate) fn signal(&self, signal: i32) {
+        if signal == libc::SIGKILL {
+            self.kill();
+            return;
+        }
+        if let Ok(signal) = Signal::try_from(signal) {
+            signal_groups(&self.members(), signal);
+        }
+    }
+
+    /// Kills every member at once: `cgroup.kill`, or the members' groups with forks stopped.
+    pub(crate) fn kill(&self) {
+        kill_dir(&self.dir, self.kind);
+    }
+
+    /// Removes the cgroup; it stays when a member is still alive (then [`cleanup`] kills it).
+    pub(crate) fn remove(&self) {
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+fn members(dir: &Path) -> Vec<i32> {
+    fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Signals the process groups of `pids`, never a group at or below 1 or vx's own.
+fn signal_groups(pids: &[i32], signal: Signal) {
+    let own = nix::unistd::getpgrp().as_raw();
+    let mut groups: Vec<i32> = pids
+        .iter()
+        .filter_map(|&pid| nix::unistd::getpgid(Some(Pid::from_raw(pid))).ok())
+        .map(Pid::as_raw)
+        .filter(|&group| group > 1 && group != own)
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    for group in groups {
+        let _ = killpg(Pid::from_raw(group), signal);
+    }
+}
+
+/// Kills everything in the cgroup `dir` (and the cgroups below it, for v2's `cgroup.kill`).
+fn kill_dir(dir: &Path, kind: Kind) {
+    match kind {
+        Kind::V2 { kill_file: true } => {
+            let _ = fs::write(dir.join("cgroup.kill"), "1");
+        }
+        Kind::V2 { kill_file: false } => {
+            let _ = fs::write(dir.join("cgroup.freeze"), "1");
+            signal_groups(&members(dir), Signal::SIGKILL);
+            let _ = fs::write(dir.join("cgroup.freeze"), "0");
+        }
+        Kind::V1Pids => {
+            let _ = fs::write(dir.join("pids.max"), "0");
+            signal_groups(&members(dir), Signal::SIGKILL);
+        }
+        Kind::V1Freezer => {
+            let _ = fs::write(dir.join("freezer.state"), "FROZEN");
+            signal_groups(&members(dir), Signal::SIGKILL);
+            let _ = fs::write(dir.join("freezer.state"), "THAWED");
+        }
+    }
+}
+
+/// The task cgroups under `parent`.
+fn children(parent: &Path) -> Vec<PathBuf> {
+    fs::read_dir(parent)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Kills everything left in `parent`'s task cgroups, waiting up to `within` for them to
+/// empty, then removes them and `parent`.
+fn kill_and_remove(parent: &Path, kind: Kind, within: Duration) {
+    let until = Instant::now() + within;
+    loop {
+        let tasks = children(parent);
+        let alive: Vec<&PathBuf> = tasks.iter().filter(|t| !members(t).is_empty()).collect();
+        if alive.is_empty() || Instant::now() >= until {
+            break;
+        }
+        match kind {
+            Kind::V2 { kill_file: true } => kill_dir(parent, kind),
+            _ => alive.iter().for_each(|t| kill_dir(t, kind)),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for task in children(parent) {
+        let _ = fs::remove_dir(task);
+    }
+    let _ = fs::remove_dir(parent);
+}
+
+/// At vx's exit: stops whatever is left in this process's task cgroups (nothing survives vx:
+/// a daemon a persistent task left, say) and removes them. Does nothing without cgroups.
+pub fn cleanup() {
+    if let Some(Ok(hierarchy)) = HIERARCHY.get() {
+        kill_and_remove(
+            &hierarchy.parent,
+            hierarchy.kind,
+            Duration::from_millis(900),
+        );
+    }
+}
+
+/// The guard's part (EXEC-7): vx with pid `vx_pid` died; kill everything in its cgroups and
+/// remove them. The guard was started by vx outside any task cgroup, so its own cgroup is
+/// vx's, and the same detection finds vx's `vx-<pid>`.
+pub(crate) fn kill_orphaned(vx_pid: i32, within: Duration) {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(own) = fs::read_to_string("/proc/self/cgroup") else {
+            return;
+        };
+        let Ok(mounts) = fs::read_to_string("/proc/self/mountinfo") else {
+            return;
+        };
+        let candidates = [
+            ("", true, None),
+            ("pids", false, Some(Kind::V1Pids)),
+            ("freezer", false, Some(Kind::V1Freezer)),
+        ];
+        for (controller, v2, v1_kind) in candidates {
+            let (Some(path), Some(mount)) = (
+                own_path(&own, controller),
+                mount_point(&mounts, v2, controller),
+            ) else {
+                continue;
+            };
+            let parent = mount
+                .join(path.trim_start_matches('/'))
+                .join(format!("vx-{vx_pid}"));
+            if !parent.is_dir() {
+                continue;
+            }
+            let kind = v1_kind.unwrap_or(Kind::V2 {
+                kill_file: parent.join("cgroup.kill").exists(),
+            });
+            kill_and_remove(&parent, kind, within);
+            return;
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (vx_pid, within);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_cgroups_are_read_per_hierarchy() {
+        let text = "12:pids:/user.slice/a\n4:memory:/m\n1:name=systemd:/s\n0::/user.slice/u\n";
+        assert_eq!(own_path(text, ""), Some("/user.slice/u"));
+        assert_eq!(own_path(text, "pids"), Some("/user.slice/a"));
+        assert_eq!(own_path(text, "freezer"), None);
+        let v1_only = "5:freezer,devices:/f\n";
+        assert_eq!(own_path(v1_only, ""), None);
+        assert_eq!(own_path(v1_only, "freezer"), Some("/f"));
+    }
+
+    #[test]
+    fn mount_points_are_taken_only_at_the_cgroup_root() {
+        let info = concat!(
+            "30 25 0:26 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw\n",
+            "31 25 0:27 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n",
+            "32 25 0:28 /docker/x /sys/fs/cgroup/freezer rw - cgroup cgroup rw,freezer\n",
+        );
+        assert_eq!(
+            mount_point(info, true, ""),
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
+        );
+        assert_eq!(
+            mount_point(info, false, "pids"),
+            Some(PathBuf::from("/sys/fs/cgroup/pids"))
+        );
+        assert_eq!(
+            mount_point(info, false, "freezer"),
+            None,
+            "a sub-tree mount"
+        );
+    }
+}
