@@ -50,6 +50,9 @@ struct Registry {
     sessions: HashMap<i32, u64>,
     /// Counts forks, for the reaper's ECHILD wait.
     spawns: u64,
+    /// Leaders of interactive tasks holding the terminal (EXEC-14): a stop of one (Ctrl-Z) is
+    /// passed on to vx's own job.
+    terminal: std::collections::HashSet<i32>,
 }
 
 /// What [`Supervisor::output`] collected.
@@ -142,6 +145,9 @@ impl Supervisor {
                 task.set_pid(pid);
                 replaced = registry.leaders.insert(pid, Arc::clone(&task));
                 registry.sessions.insert(pid, task_id);
+                if spec.stdin == crate::event::StdinMode::Terminal {
+                    registry.terminal.insert(pid);
+                }
                 registry.spawns += 1;
                 self.shared.spawned.notify_all();
             }
@@ -251,10 +257,23 @@ impl SupervisorShared {
             // SAFETY: an all-zero rusage is a valid value of this plain C struct.
             let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
             // SAFETY: wait4 writes only to the two out-pointers, which point to locals.
-            let pid = unsafe { libc::wait4(-1, &mut status, 0, &mut usage) };
+            let pid = unsafe { libc::wait4(-1, &mut status, libc::WUNTRACED, &mut usage) };
+            if pid > 0 && libc::WIFSTOPPED(status) {
+                // EXEC-14: Ctrl-Z stopped the interactive task in the terminal's foreground;
+                // vx's job stops too, so the shell that started vx takes the terminal, and
+                // `fg` resumes both. Any other child's stop is its own business.
+                if self.lock().terminal.contains(&pid) {
+                    crate::tree::pass_on_stop(pid);
+                }
+                continue;
+            }
             if pid > 0 {
                 let at = Instant::now();
-                let task = self.lock().leaders.remove(&pid);
+                let task = {
+                    let mut registry = self.lock();
+                    registry.terminal.remove(&pid);
+                    registry.leaders.remove(&pid)
+                };
                 match task {
                     Some(task) => task.leader_exited(LeaderExit {
                         reason: decode_status(status),

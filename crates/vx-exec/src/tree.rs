@@ -294,14 +294,41 @@ pub fn terminal_size() -> Option<(u16, u16)> {
 /// leader has exited (EXEC-1). vx is a background group at that moment, so SIGTTOU is ignored
 /// around the call; nothing happens when stdin is not a terminal.
 pub(crate) fn take_foreground() {
-    let own = nix::unistd::getpgrp();
+    give_foreground(nix::unistd::getpgrp().as_raw());
+}
+
+/// EXEC-14: the interactive task whose process group is `task` was stopped in the terminal's
+/// foreground (Ctrl-Z). vx takes the terminal back and stops itself with SIGTSTP, as the task
+/// was stopped, so the shell that started vx sees a stopped job and shows its prompt.
+/// When the shell continues vx (`fg`), this returns: the terminal goes back to the task, and
+/// the task is continued. In a job nobody can continue (an orphaned process group) the kernel
+/// discards the SIGTSTP, and the task is continued at once.
+pub(crate) fn pass_on_stop(task: i32) {
+    take_foreground();
+    // Directed at this thread, the stop takes effect before `raise` returns, and the process
+    // stays stopped until it is continued: a stop sent to the whole process group could be
+    // taken by another thread while this one went on to continue the task. (An interactive
+    // task needs vx's stdin and stdout on the terminal, so vx is its job's only process.)
+    if let Err(err) = nix::sys::signal::raise(Signal::SIGTSTP) {
+        tracing::debug!(%err, "could not stop vx's own job");
+    }
+    // Continued: the task gets the terminal back, then its SIGCONT.
+    give_foreground(task);
+    if task > 1 {
+        let _ = killpg(Pid::from_raw(task), Signal::SIGCONT);
+    }
+}
+
+/// Makes the process group `group` the terminal's foreground (vx is a background group at that
+/// moment, so SIGTTOU is ignored around the call).
+fn give_foreground(group: i32) {
     // SAFETY: installing SIG_IGN and then restoring the previous disposition runs no code of
     // ours in a signal handler.
     let previous =
         unsafe { nix::sys::signal::signal(Signal::SIGTTOU, nix::sys::signal::SigHandler::SigIgn) };
     let stdin = std::io::stdin();
-    if let Err(err) = nix::unistd::tcsetpgrp(&stdin, own) {
-        tracing::debug!(%err, "could not take the terminal's foreground back");
+    if let Err(err) = nix::unistd::tcsetpgrp(&stdin, Pid::from_raw(group)) {
+        tracing::debug!(%err, "could not give the terminal's foreground back to the task");
     }
     if let Ok(previous) = previous {
         // SAFETY: as above; `previous` is the disposition this call replaced.

@@ -188,3 +188,26 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+/// EXEC-14: Ctrl-Z in an interactive task stops it, and vx passes the stop on to its own job,
+/// so the shell that started vx sees a stopped job (instead of vx waiting forever); `fg` gives
+/// the terminal back to the task, which goes on where it was.
+#[test]
+fn ctrl_z_stops_the_interactive_task_and_vx_and_fg_resumes_both() {
+    let f = one_project(concat!(
+        "[tasks.login]\n",
+        "command = \"echo asking; read line; echo \\\"got:$line\\\"\"\n",
+        "interactive = true\n",
+    ));
+    let script = "set -m; \"$0\" \"$@\"; echo \"vx stopped: $?\"; fg; echo \"vx ended: $?\"";
+    let mut vx = OnPty::start_in_shell(&f, &["run", "lib#login"], script);
+    vx.wait_for("asking");
+    vx.type_keys(b"\x1a");
+    // 128 + SIGTSTP: the shell saw vx's job stop, and resumed it with `fg`.
+    vx.wait_for("vx stopped: 148");
+    vx.type_keys(b"resumed\n");
+    let (code, screen) = vx.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    assert_contains(&screen, "got:resumed");
+    assert_contains(&screen, "vx ended: 0");
+}

@@ -28,7 +28,7 @@ impl OnPty {
 
     /// [`OnPty::start`] with extra environment variables.
     pub fn start_env(f: &Fixture, args: &[&str], env: &[(&str, &str)]) -> OnPty {
-        OnPty::launch(f, args, env, false, false)
+        OnPty::launch(f, args, env, false, None)
     }
 
     /// [`OnPty::finish`] for a value that cannot be moved out of.
@@ -44,7 +44,14 @@ impl OnPty {
     /// With `background`, vx runs as a background job of a job-control shell on that terminal
     /// (`vx … &`), so its process group is not the terminal's foreground.
     pub fn start_with(f: &Fixture, args: &[&str], tostop: bool, background: bool) -> OnPty {
-        OnPty::launch(f, args, &[], tostop, background)
+        let shell = background.then_some("set -m; \"$0\" \"$@\" & wait $!");
+        OnPty::launch(f, args, &[], tostop, shell)
+    }
+
+    /// vx run by `sh -c script` on the terminal, as `"$0" "$@"` (the script may use job
+    /// control with `set -m`).
+    pub fn start_in_shell(f: &Fixture, args: &[&str], script: &str) -> OnPty {
+        OnPty::launch(f, args, &[], false, Some(script))
     }
 
     fn launch(
@@ -52,7 +59,7 @@ impl OnPty {
         args: &[&str],
         env: &[(&str, &str)],
         tostop: bool,
-        background: bool,
+        shell: Option<&str>,
     ) -> OnPty {
         let size = nix::pty::Winsize {
             ws_row: ROWS,
@@ -73,11 +80,9 @@ impl OnPty {
         let vx = f.command("", args);
         let mut command = std::process::Command::new("setsid");
         command.arg("--ctty");
-        if background {
-            // `set -m`: job control, so `&` puts vx in a process group of its own.
-            command
-                .args(["sh", "-c", "set -m; \"$0\" \"$@\" & wait $!"])
-                .arg(vx.get_program());
+        if let Some(script) = shell {
+            // With `set -m` (job control) a job gets a process group of its own.
+            command.args(["sh", "-c", script]).arg(vx.get_program());
         } else {
             command.arg(vx.get_program());
         }
