@@ -752,6 +752,37 @@ fn a_server_restarts_when_an_upstream_ran_again() {
     crate::assert_no_survivor(&marker);
 }
 
+/// Ctrl-C while a restart waits for an old server that ignores SIGTERM is heard at once: the
+/// new server is never started, and a second Ctrl-C ends the watch without waiting out the
+/// old server's grace (before, both went unheard until the old server was gone).
+#[test]
+fn ctrl_c_is_heard_while_a_restart_waits_for_the_old_server() {
+    let marker = unique_marker("watch-restart-int");
+    let (f, watch) = watching_a_server(
+        &marker,
+        "ignore-term print listening forever",
+        "\"^build\"",
+        &["app#dev"],
+        &[("VX_KILL_GRACE", "60s")],
+    );
+    f.write("packages/lib/src/a.txt", "a2\n");
+    watch.wait_for(
+        "vx watch: restarting app#dev: its upstream lib#build ran again\n",
+        1,
+    );
+    kill(Pid::from_raw(watch.pid()), Signal::SIGINT).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        watch.stdout().matches("app#dev │ listening").count(),
+        1,
+        "the new server never started:\n{}",
+        watch.stdout()
+    );
+    let stderr = watch.ctrl_c();
+    assert_eq!(stderr.matches("restarting app#dev").count(), 1, "{stderr}");
+    crate::assert_no_survivor(&marker);
+}
+
 /// WATCH-7: a server that ends between cycles is reported, and starts again on the next
 /// change; killing vx leaves no server behind (EXEC-7).
 #[test]

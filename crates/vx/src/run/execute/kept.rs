@@ -197,21 +197,29 @@ impl Servers {
 
     /// Stops the kept task of `id` and waits until none of its processes is left; its last
     /// output is printed with the others'.
-    pub(super) fn stop_and_wait(&self, id: &TaskId) {
+    /// Stops the kept task `id` and waits until it is gone. False when a signal to vx came
+    /// meanwhile: the wait ends at once (Ctrl-C is heard while a restart waits for the old
+    /// server, which goes on being stopped with the rest).
+    pub(super) fn stop_and_wait(&self, id: &TaskId) -> bool {
         let mut state = self.lock();
         let Some(slot) = state.slot_of(id) else {
-            return;
+            return true;
         };
         let kept = state.kept.remove(&slot).expect("found above");
         kept.live.handle.stop(nix::libc::SIGTERM);
         state.stopping.insert(slot, kept);
         while state.stopping.contains_key(&slot) {
+            if crate::run::signals::pending().is_some() {
+                return false;
+            }
             state = self
                 .shared
                 .handled
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
+                .wait_timeout(state, SIGNAL_CHECK)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
+        true
     }
 
     /// Kept tasks whose task is no longer a persistent task of the graph stop.
@@ -227,7 +235,10 @@ impl Servers {
             stderr(&format!(
                 "vx watch: {id} is no longer a persistent task of the graph; stopping it\n"
             ));
-            self.stop_and_wait(&id);
+            // A signal meanwhile ends the watch, which stops what is left.
+            if !self.stop_and_wait(&id) {
+                return;
+            }
         }
     }
 
@@ -405,7 +416,8 @@ impl Run<'_> {
     /// A persistent task the graph reached in a cycle of `vx watch`, `identity` what it would
     /// be started as. The one kept from an earlier cycle goes on when nothing it depends on
     /// changed: it is ready at once (true). Otherwise it is stopped, and waited for, before
-    /// the new one starts (false).
+    /// the new one starts (false). A signal to vx while it waits: the new one is not started
+    /// (`not run`), and the loop hears the signal next (true).
     pub(super) fn keep_server(&mut self, i: usize, identity: &Identity) -> bool {
         let id = self.plan.graph.nodes[i].id.clone();
         let Some(servers) = self.watch.as_deref() else {
@@ -429,7 +441,10 @@ impl Run<'_> {
         };
         if let Some(why) = why {
             stderr(&format!("vx watch: restarting {id}: {why}\n"));
-            servers.stop_and_wait(&id);
+            if !servers.stop_and_wait(&id) {
+                self.not_run(i);
+                return true;
+            }
             return false;
         }
         let report = crate::run::outcome::TaskReport {

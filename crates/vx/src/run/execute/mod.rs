@@ -973,6 +973,15 @@ impl<'p> Run<'p> {
         self.report_skipped(&skipped);
     }
 
+    /// A task that was about to start when a signal to vx came (EXEC-9: it ends `not run`).
+    fn not_run(&mut self, i: usize) {
+        let report =
+            TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), Status::NotRun, None);
+        self.reports.insert(i, report);
+        let skipped = self.scheduler.finish(i, Finish::Failed);
+        self.report_skipped(&skipped);
+    }
+
     /// EXEC-9: the first signal stops dispatch and forwards the signal once; a second one
     /// kills everything and exits at once.
     fn signal(&mut self, n: i32) {
