@@ -245,7 +245,15 @@ pub fn serve() -> i32 {
             let _ = nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigIgn);
         }
     }
-    watch(io::stdin().lock());
+    // vx started the guard: until vx dies, the guard's parent is vx.
+    let vx = std::os::unix::process::parent_id() as i32;
+    let registry = watch(io::stdin().lock());
+    if !registry.clean {
+        // A dead vx's sandbox scratch directories (its tasks' TMPDIRs) go too.
+        for dir in crate::sandbox::scratch_dirs_of(vx) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
     0
 }
 

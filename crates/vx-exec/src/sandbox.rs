@@ -17,6 +17,26 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+/// The name of a run's sandbox scratch directory in `/tmp` starts with this, then vx's pid and
+/// a dash (`/tmp/vx-sandbox-4242-Xa9b2c`): vx removes its own at exit, and the guard removes a
+/// dead vx's (EXEC-7).
+pub const SCRATCH_PREFIX: &str = "vx-sandbox-";
+
+/// The scratch directories in `/tmp` of the vx process `pid`.
+pub fn scratch_dirs_of(pid: i32) -> Vec<PathBuf> {
+    let own = format!("{SCRATCH_PREFIX}{pid}-");
+    std::fs::read_dir("/tmp")
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&own))
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// What a sandboxed task may see, every path absolute.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct View {

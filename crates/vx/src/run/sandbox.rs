@@ -77,7 +77,11 @@ impl Host {
         // Under /tmp whatever vx's TMPDIR says: every sandbox gets a /tmp of its own, so no
         // task sees another's TMPDIR or proxy socket (only its own are mounted in).
         let scratch = tempfile::Builder::new()
-            .prefix("vx-sandbox-")
+            .prefix(&format!(
+                "{}{}-",
+                vx_exec::sandbox::SCRATCH_PREFIX,
+                std::process::id()
+            ))
             .tempdir_in("/tmp")
             .map_err(|e| format!("cannot create a scratch directory: {e}"))?;
         let empty_file = scratch.path().join("empty");

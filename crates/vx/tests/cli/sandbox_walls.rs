@@ -209,4 +209,29 @@ fn no_scratch_directory_outlives_a_run_its_end_or_its_signal() {
     assert_eq!(vx.wait().unwrap().code(), Some(143));
     assert_no_survivor(&marker);
     assert!(!scratch.exists(), "{} is left behind", scratch.display());
+
+    // `kill -9` of vx: its guard removes the scratch directory with the tasks.
+    std::fs::remove_file(f.path("packages/lib/out/long")).unwrap();
+    let vx = spawn_vx(&f, &["run", "lib#long"], false);
+    let long = f.path("packages/lib/out/long");
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&long).map_or(true, |t| !t.ends_with('\n')) {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the task never wrote its TMPDIR"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let scratch = scratch_of(&f.read("packages/lib/out/long"));
+    assert!(scratch.exists());
+    crate::guard::kill_vx_and_expect_no_survivor(vx, &marker);
+    let gone_by = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while scratch.exists() && std::time::Instant::now() < gone_by {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !scratch.exists(),
+        "{} outlived kill -9 of vx",
+        scratch.display()
+    );
 }
