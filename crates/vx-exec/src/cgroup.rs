@@ -13,15 +13,17 @@
 //! without cgroups, *plus* the cgroup's members; signals go to the process groups of those
 //! members, and the final kill is `cgroup.kill` where the kernel has it (else the members'
 //! groups are killed, with the cgroup frozen or its forks forbidden first). The guard kills the
-//! whole `vx-<pid>` cgroup when vx dies (`guard.rs`), and [`cleanup`] stops what is left and
-//! removes the cgroups when vx exits. Where nothing works, sessions and process groups alone
+//! whole `vx-<pid>` cgroup when vx dies (`guard.rs`); a finished task's empty cgroup is kept
+//! for the next spawn (creating and removing one per task costs more than reusing it), and
+//! [`cleanup`] stops what is left and removes the cgroups when vx exits. Where nothing works, sessions and process groups alone
 //! are used, and [`describe`] says why (`vx info`).
 
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{killpg, Signal};
@@ -188,13 +190,29 @@ pub(crate) struct TaskCgroup {
     kind: Kind,
     /// `cgroup.procs`, open for writing: the child writes `0` to it before `exec`.
     procs: OwnedFd,
+    /// Given back to [`FREE`] (empty) for a later task: this task no longer looks at it.
+    released: AtomicBool,
 }
 
+/// Empty task cgroups of finished tasks, each with its `cgroup.procs` open, taken again by the
+/// next spawns: creating and removing a cgroup per task costs more than reusing one.
+static FREE: Mutex<Vec<(PathBuf, OwnedFd)>> = Mutex::new(Vec::new());
+
 impl TaskCgroup {
-    /// A new cgroup `t<id>` for a task, when vx contains tasks in cgroups; `None` otherwise
-    /// (and when creating it fails: the task is then contained by its session alone).
+    /// A cgroup for a task, when vx contains tasks in cgroups: an empty one a finished task
+    /// gave back, or a new `t<id>`. `None` otherwise (and when creating it fails: the task is
+    /// then contained by its session alone).
     pub(crate) fn create(id: u64) -> Option<TaskCgroup> {
         let hierarchy = hierarchy().ok()?;
+        let reused = FREE.lock().ok().and_then(|mut free| free.pop());
+        if let Some((dir, procs)) = reused {
+            return Some(TaskCgroup {
+                dir,
+                kind: hierarchy.kind,
+                procs,
+                released: AtomicBool::new(false),
+            });
+        }
         let dir = hierarchy.parent.join(format!("t{id}"));
         if let Err(e) = fs::create_dir(&dir) {
             if e.kind() != io::ErrorKind::AlreadyExists {
@@ -213,6 +231,7 @@ impl TaskCgroup {
                     dir,
                     kind: hierarchy.kind,
                     procs,
+                    released: AtomicBool::new(false),
                 })
             }
             Err(e) => {
@@ -228,13 +247,20 @@ impl TaskCgroup {
         self.procs.as_raw_fd()
     }
 
-    /// The pids in the cgroup now (a process that exited is no member, zombie or not).
+    /// The pids in the cgroup now (a process that exited is no member, zombie or not); none
+    /// once the cgroup was given back.
     pub(crate) fn members(&self) -> Vec<i32> {
+        if self.released.load(Ordering::Acquire) {
+            return Vec::new();
+        }
         members(&self.dir)
     }
 
     /// Sends `signal` to the process group of every member (SIGKILL: [`TaskCgroup::kill`]).
     pub(crate) fn signal(&self, signal: i32) {
+        if self.released.load(Ordering::Acquire) {
+            return;
+        }
         if signal == libc::SIGKILL {
             self.kill();
             return;
@@ -246,12 +272,25 @@ impl TaskCgroup {
 
     /// Kills every member at once: `cgroup.kill`, or the members' groups with forks stopped.
     pub(crate) fn kill(&self) {
-        kill_dir(&self.dir, self.kind);
+        if !self.released.load(Ordering::Acquire) {
+            kill_dir(&self.dir, self.kind);
+        }
     }
 
-    /// Removes the cgroup; it stays when a member is still alive (then [`cleanup`] kills it).
-    pub(crate) fn remove(&self) {
-        let _ = fs::remove_dir(&self.dir);
+    /// The task is finished with its cgroup: an empty one is given back for a later task; one
+    /// with a member left (a task whose handles were all dropped) stays for [`cleanup`].
+    pub(crate) fn release(&self) {
+        if self.released.load(Ordering::Acquire) || !members(&self.dir).is_empty() {
+            return;
+        }
+        let Ok(procs) = self.procs.try_clone() else {
+            return;
+        };
+        if !self.released.swap(true, Ordering::AcqRel) {
+            if let Ok(mut free) = FREE.lock() {
+                free.push((self.dir.clone(), procs));
+            }
+        }
     }
 }
 
@@ -338,6 +377,9 @@ fn kill_and_remove(parent: &Path, kind: Kind, within: Duration) {
 /// At vx's exit: stops whatever is left in this process's task cgroups (nothing survives vx:
 /// a daemon a persistent task left, say) and removes them. Does nothing without cgroups.
 pub fn cleanup() {
+    if let Ok(mut free) = FREE.lock() {
+        free.clear();
+    }
     if let Some(Ok(hierarchy)) = HIERARCHY.get() {
         kill_and_remove(
             &hierarchy.parent,

@@ -455,7 +455,7 @@ impl TaskShared {
             }
         }
         if let Some(cgroup) = &self.cgroup {
-            cgroup.remove();
+            cgroup.release();
         }
     }
 }

@@ -128,7 +128,51 @@ fn kill_9_of_vx_leaves_no_setsid_daemon() {
     ));
     let vx = spawn_vx(&f, &["run", "lib#build"], false);
     wait_for_markers(&marker, 1);
+    let daemon = vx_test_support::process::pids_with_marker(&marker)
+        .into_iter()
+        .find_map(|pid| task_cgroup_dir(pid))
+        .expect("the daemon is in a task cgroup");
     kill_vx_and_expect_no_survivor(vx, &marker);
+    // The guard removes the dead vx's cgroups too.
+    let gone_by = std::time::Instant::now() + Duration::from_secs(2);
+    while daemon.parent().unwrap().exists() && std::time::Instant::now() < gone_by {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !daemon.parent().unwrap().exists(),
+        "{} outlived kill -9 of vx",
+        daemon.display()
+    );
+}
+
+/// The directory of the task cgroup `…/vx-<pid>/t<n>` that process `pid` is in.
+fn task_cgroup_dir(pid: i32) -> Option<std::path::PathBuf> {
+    cgroup_dir(&std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?)
+}
+
+/// The directory of the vx task cgroup named in `/proc/<pid>/cgroup`'s text `seen`:
+/// `0::/…/vx-<pid>/t<n>` (v2) or `<n>:pids:/…/vx-<pid>/t<n>` (v1), under its mount.
+fn cgroup_dir(seen: &str) -> Option<std::path::PathBuf> {
+    let (controllers, path) = seen.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        path.contains("/vx-")
+            .then_some((controllers.to_string(), path.to_string()))
+    })?;
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mounts.lines().find_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
+        let point = before.split(' ').nth(4)?;
+        let mut rest = after.split(' ');
+        let (fstype, _, options) = (rest.next()?, rest.next()?, rest.next()?);
+        let wanted = if controllers.is_empty() {
+            fstype == "cgroup2"
+        } else {
+            fstype == "cgroup" && controllers.split(',').all(|c| options.contains(c))
+        };
+        wanted.then(|| point.to_string())
+    })?;
+    Some(std::path::Path::new(&mount).join(path.trim_start_matches('/')))
 }
 
 /// EXEC-13's documented limit, closed: a persistent task that daemonises with `setsid` and
@@ -162,32 +206,8 @@ fn the_cgroups_go_with_vx() {
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 0, "{out:?}");
     let seen = f.read("packages/lib/cgroup");
-    // `0::/…/vx-<pid>/t<n>` (v2) or `<n>:pids:/…/vx-<pid>/t<n>` (v1).
-    let (controllers, path) = seen
-        .lines()
-        .find_map(|line| {
-            let mut fields = line.splitn(3, ':');
-            let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
-            path.contains("/vx-").then_some((controllers, path))
-        })
-        .unwrap_or_else(|| panic!("the task ran in no vx cgroup: {seen}"));
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let mount = mounts
-        .lines()
-        .find_map(|line| {
-            let (before, after) = line.split_once(" - ")?;
-            let point = before.split(' ').nth(4)?;
-            let mut rest = after.split(' ');
-            let (fstype, _, options) = (rest.next()?, rest.next()?, rest.next()?);
-            let wanted = if controllers.is_empty() {
-                fstype == "cgroup2"
-            } else {
-                fstype == "cgroup" && controllers.split(',').all(|c| options.contains(c))
-            };
-            wanted.then(|| point.to_string())
-        })
-        .expect("the hierarchy's mount");
-    let task_dir = std::path::Path::new(&mount).join(path.trim_start_matches('/'));
+    let task_dir =
+        cgroup_dir(&seen).unwrap_or_else(|| panic!("the task ran in no vx cgroup: {seen}"));
     let parent = task_dir.parent().unwrap();
     assert!(!task_dir.exists(), "{} is left", task_dir.display());
     assert!(!parent.exists(), "{} is left", parent.display());

@@ -149,6 +149,23 @@ fn a_linked_worktree_cannot_read_the_repository_through_its_common_git_dir() {
     assert_contains(&stdout, &format!("│ read  {}/HEAD\n", common.display()));
 }
 
+/// The line a task writes to `path`, once it is whole (waiting for it, bounded).
+fn line_of(path: &Path) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        match std::fs::read_to_string(path) {
+            Ok(text) if text.ends_with('\n') => return text,
+            _ => {}
+        }
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the task never wrote {}",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The scratch directory a sandboxed task's `TMPDIR` lies in.
 fn scratch_of(tmpdir: &str) -> PathBuf {
     let tmpdir = Path::new(tmpdir.trim());
@@ -194,15 +211,7 @@ fn no_scratch_directory_outlives_a_run_its_end_or_its_signal() {
     wait_for_markers(&marker, 1);
     // The shell's own argv carries the marker too: wait for the line it writes first.
     let long = f.path("packages/lib/out/long");
-    let started = std::time::Instant::now();
-    while std::fs::read_to_string(&long).map_or(true, |t| !t.ends_with('\n')) {
-        assert!(
-            started.elapsed().as_secs() < 30,
-            "the task never wrote its TMPDIR"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let scratch = scratch_of(&f.read("packages/lib/out/long"));
+    let scratch = scratch_of(&line_of(&long));
     assert!(scratch.exists());
     let mut vx = vx.take();
     kill(Pid::from_raw(vx.id() as i32), Signal::SIGTERM).unwrap();
@@ -214,15 +223,7 @@ fn no_scratch_directory_outlives_a_run_its_end_or_its_signal() {
     std::fs::remove_file(f.path("packages/lib/out/long")).unwrap();
     let vx = spawn_vx(&f, &["run", "lib#long"], false);
     let long = f.path("packages/lib/out/long");
-    let started = std::time::Instant::now();
-    while std::fs::read_to_string(&long).map_or(true, |t| !t.ends_with('\n')) {
-        assert!(
-            started.elapsed().as_secs() < 30,
-            "the task never wrote its TMPDIR"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let scratch = scratch_of(&f.read("packages/lib/out/long"));
+    let scratch = scratch_of(&line_of(&long));
     assert!(scratch.exists());
     crate::guard::kill_vx_and_expect_no_survivor(vx, &marker);
     let gone_by = std::time::Instant::now() + std::time::Duration::from_secs(2);
@@ -233,5 +234,24 @@ fn no_scratch_directory_outlives_a_run_its_end_or_its_signal() {
         !scratch.exists(),
         "{} outlived kill -9 of vx",
         scratch.display()
+    );
+}
+
+/// `vx info` probes the sandbox with a trial command: its scratch directory goes with it.
+#[test]
+fn vx_info_leaves_no_scratch_directory() {
+    if !sandbox_or_skip() {
+        return;
+    }
+    let f = one_project("[tasks.build]\ncommand = 'true'\nsandbox = {}\n");
+    let mut info = f.command("", &["info"]);
+    info.stdout(std::process::Stdio::null());
+    let mut child = info.spawn().unwrap();
+    let pid = child.id() as i32;
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        vx_exec::sandbox::scratch_dirs_of(pid),
+        Vec::<PathBuf>::new(),
+        "vx info left its scratch directory"
     );
 }
