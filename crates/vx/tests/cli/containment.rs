@@ -130,7 +130,7 @@ fn kill_9_of_vx_leaves_no_setsid_daemon() {
     wait_for_markers(&marker, 1);
     let daemon = vx_test_support::process::pids_with_marker(&marker)
         .into_iter()
-        .find_map(|pid| task_cgroup_dir(pid))
+        .find_map(task_cgroup_dir)
         .expect("the daemon is in a task cgroup");
     kill_vx_and_expect_no_survivor(vx, &marker);
     // The guard removes the dead vx's cgroups too.
