@@ -22,7 +22,6 @@ use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -190,8 +189,19 @@ pub(crate) struct TaskCgroup {
     kind: Kind,
     /// `cgroup.procs`, open for writing: the child writes `0` to it before `exec`.
     procs: OwnedFd,
+    /// Held across every look at the cgroup and its release, so a look never acts on a
+    /// cgroup already given to a later task.
+    use_state: Mutex<Use>,
+}
+
+/// Where a task is with its cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Open,
+    /// Something was killed in it (v1 `pids.max` may be 0 now): never given to another task.
+    Killed,
     /// Given back to [`FREE`] (empty) for a later task: this task no longer looks at it.
-    released: AtomicBool,
+    Released,
 }
 
 /// Empty task cgroups of finished tasks, each with its `cgroup.procs` open, taken again by the
@@ -210,7 +220,7 @@ impl TaskCgroup {
                 dir,
                 kind: hierarchy.kind,
                 procs,
-                released: AtomicBool::new(false),
+                use_state: Mutex::new(Use::Open),
             });
         }
         let dir = hierarchy.parent.join(format!("t{id}"));
@@ -231,7 +241,7 @@ impl TaskCgroup {
                     dir,
                     kind: hierarchy.kind,
                     procs,
-                    released: AtomicBool::new(false),
+                    use_state: Mutex::new(Use::Open),
                 })
             }
             Err(e) => {
@@ -247,49 +257,65 @@ impl TaskCgroup {
         self.procs.as_raw_fd()
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Use> {
+        self.use_state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The pids in the cgroup now (a process that exited is no member, zombie or not); none
     /// once the cgroup was given back.
     pub(crate) fn members(&self) -> Vec<i32> {
-        if self.released.load(Ordering::Acquire) {
+        let state = self.lock();
+        if *state == Use::Released {
             return Vec::new();
         }
         members(&self.dir)
     }
 
-    /// Sends `signal` to the process group of every member (SIGKILL: [`TaskCgroup::kill`]).
-    pub(crate) fn signal(&self, signal: i32) {
-        if self.released.load(Ordering::Acquire) {
-            return;
-        }
+    /// Sends `signal` to the process group of every member but the groups in `sent` (the
+    /// task's own group and session, signalled already: a process must get one signal, not
+    /// two), or, for SIGKILL, kills them all ([`TaskCgroup::kill`]).
+    pub(crate) fn signal(&self, signal: i32, sent: &[i32]) {
         if signal == libc::SIGKILL {
             self.kill();
             return;
         }
+        let state = self.lock();
+        if *state == Use::Released {
+            return;
+        }
         if let Ok(signal) = Signal::try_from(signal) {
-            signal_groups(&self.members(), signal);
+            signal_groups(&members(&self.dir), signal, sent);
         }
     }
 
     /// Kills every member at once: `cgroup.kill`, or the members' groups with forks stopped.
     pub(crate) fn kill(&self) {
-        if !self.released.load(Ordering::Acquire) {
+        let mut state = self.lock();
+        if *state != Use::Released {
+            *state = Use::Killed;
             kill_dir(&self.dir, self.kind);
         }
     }
 
-    /// The task is finished with its cgroup: an empty one is given back for a later task; one
-    /// with a member left (a task whose handles were all dropped) stays for [`cleanup`].
+    /// The task is finished with its cgroup: an empty one that was never killed in is given
+    /// back for a later task, an empty killed one is removed, and one with a member left (a
+    /// task whose handles were all dropped) stays for [`cleanup`].
     pub(crate) fn release(&self) {
-        if self.released.load(Ordering::Acquire) || !members(&self.dir).is_empty() {
+        let mut state = self.lock();
+        if *state == Use::Released || !members(&self.dir).is_empty() {
+            return;
+        }
+        if *state == Use::Killed {
+            *state = Use::Released;
+            let _ = fs::remove_dir(&self.dir);
             return;
         }
         let Ok(procs) = self.procs.try_clone() else {
             return;
         };
-        if !self.released.swap(true, Ordering::AcqRel) {
-            if let Ok(mut free) = FREE.lock() {
-                free.push((self.dir.clone(), procs));
-            }
+        *state = Use::Released;
+        if let Ok(mut free) = FREE.lock() {
+            free.push((self.dir.clone(), procs));
         }
     }
 }
@@ -300,20 +326,36 @@ fn members(dir: &Path) -> Vec<i32> {
         .unwrap_or_default()
 }
 
-/// Signals the process groups of `pids`, never a group at or below 1 or vx's own.
-fn signal_groups(pids: &[i32], signal: Signal) {
+/// Signals the process groups of `pids` but those in `sent`, never a group at or below 1 or
+/// vx's own.
+fn signal_groups(pids: &[i32], signal: Signal, sent: &[i32]) {
+    let group_of = |pid: i32| {
+        nix::unistd::getpgid(Some(Pid::from_raw(pid)))
+            .ok()
+            .map(Pid::as_raw)
+    };
     let own = nix::unistd::getpgrp().as_raw();
+    for group in groups_to_signal(pids, group_of, own, sent) {
+        let _ = killpg(Pid::from_raw(group), signal);
+    }
+}
+
+/// The process groups of `pids` (`group_of` each), once each, without groups at or below 1,
+/// vx's own group `own`, and the groups in `sent`.
+fn groups_to_signal(
+    pids: &[i32],
+    group_of: impl Fn(i32) -> Option<i32>,
+    own: i32,
+    sent: &[i32],
+) -> Vec<i32> {
     let mut groups: Vec<i32> = pids
         .iter()
-        .filter_map(|&pid| nix::unistd::getpgid(Some(Pid::from_raw(pid))).ok())
-        .map(Pid::as_raw)
-        .filter(|&group| group > 1 && group != own)
+        .filter_map(|&pid| group_of(pid))
+        .filter(|&group| group > 1 && group != own && !sent.contains(&group))
         .collect();
     groups.sort_unstable();
     groups.dedup();
-    for group in groups {
-        let _ = killpg(Pid::from_raw(group), signal);
-    }
+    groups
 }
 
 /// Kills everything in the cgroup `dir` (and the cgroups below it, for v2's `cgroup.kill`).
@@ -324,16 +366,16 @@ fn kill_dir(dir: &Path, kind: Kind) {
         }
         Kind::V2 { kill_file: false } => {
             let _ = fs::write(dir.join("cgroup.freeze"), "1");
-            signal_groups(&members(dir), Signal::SIGKILL);
+            signal_groups(&members(dir), Signal::SIGKILL, &[]);
             let _ = fs::write(dir.join("cgroup.freeze"), "0");
         }
         Kind::V1Pids => {
             let _ = fs::write(dir.join("pids.max"), "0");
-            signal_groups(&members(dir), Signal::SIGKILL);
+            signal_groups(&members(dir), Signal::SIGKILL, &[]);
         }
         Kind::V1Freezer => {
             let _ = fs::write(dir.join("freezer.state"), "FROZEN");
-            signal_groups(&members(dir), Signal::SIGKILL);
+            signal_groups(&members(dir), Signal::SIGKILL, &[]);
             let _ = fs::write(dir.join("freezer.state"), "THAWED");
         }
     }
@@ -443,6 +485,22 @@ mod tests {
         let v1_only = "5:freezer,devices:/f\n";
         assert_eq!(own_path(v1_only, ""), None);
         assert_eq!(own_path(v1_only, "freezer"), Some("/f"));
+    }
+
+    #[test]
+    fn each_group_is_signalled_once_and_never_vx_or_init() {
+        // Members 10, 11 (group 10, the task's, signalled already with its session), 20 and
+        // 21 (a daemon's group 20), 30 (in vx's group 7), 40 (in group 1), 50 (gone).
+        let group_of = |pid: i32| match pid {
+            10 | 11 => Some(10),
+            20 | 21 => Some(20),
+            30 => Some(7),
+            40 => Some(1),
+            _ => None,
+        };
+        let pids = [10, 11, 20, 21, 30, 40, 50];
+        assert_eq!(groups_to_signal(&pids, group_of, 7, &[10]), vec![20]);
+        assert_eq!(groups_to_signal(&pids, group_of, 7, &[]), vec![10, 20]);
     }
 
     #[test]

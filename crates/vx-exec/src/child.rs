@@ -182,14 +182,17 @@ impl Prepared {
         })
     }
 
-    /// The guard helper of EXEC-7: `program GUARD_ARG` in a session of its own, stdin the read
+    /// The guard helper of EXEC-7: `program GUARD_ARG <vx's pid>` in a session of its own, stdin the read
     /// end of the guard pipe, stdout and stderr `/dev/null` (it must not hold vx's own output
     /// open after vx exits), an empty environment, and no registration.
     pub(crate) fn guard(program: &std::path::Path, pipe_read: OwnedFd) -> io::Result<Prepared> {
         let program = c_string(program.as_os_str())?;
+        // vx's pid, for what the guard cleans up after it (its sandbox scratch directories):
+        // once vx is gone the guard's parent is someone else.
         let argv = vec![
             c_string(OsStr::new("vx"))?,
             c_string(OsStr::new(guard::GUARD_ARG))?,
+            c_string(OsStr::new(&std::process::id().to_string()))?,
         ];
         let argv_ptrs = null_terminated(&argv);
         let envp: Vec<CString> = Vec::new();

@@ -245,10 +245,10 @@ pub fn serve() -> i32 {
             let _ = nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigIgn);
         }
     }
-    // vx started the guard: until vx dies, the guard's parent is vx.
-    let vx = std::os::unix::process::parent_id() as i32;
+    // vx passes its own pid (`child.rs`); the guard's parent may be someone else already.
+    let vx: Option<i32> = std::env::args().nth(2).and_then(|pid| pid.parse().ok());
     let registry = watch(io::stdin().lock());
-    if !registry.clean {
+    if let Some(vx) = vx.filter(|_| !registry.clean) {
         // A dead vx's sandbox scratch directories (its tasks' TMPDIRs) go too.
         for dir in crate::sandbox::scratch_dirs_of(vx) {
             let _ = std::fs::remove_dir_all(dir);

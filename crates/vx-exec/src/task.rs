@@ -262,12 +262,13 @@ impl TaskShared {
         }
         // SIGKILL of a sandboxed task goes to bwrap's group, which holds init: init's end
         // ends the pid namespace and every process in it (SBX-9).
-        if let Some(pid) = self.signal_target() {
-            tree::signal_tree(pid, signal);
-        }
+        let sent = match self.signal_target() {
+            Some(pid) => tree::signal_tree(pid, signal),
+            None => Vec::new(),
+        };
         // Whatever left the session (a `setsid` daemon) is still in the task's cgroup.
         if let Some(cgroup) = &self.cgroup {
-            cgroup.signal(signal);
+            cgroup.signal(signal, &sent);
         }
     }
 

@@ -210,11 +210,11 @@ fn own_children() -> Option<Vec<i32>> {
 ///
 /// Signals always go to whole groups: a process that a member forks between the scan and the
 /// signal joins its parent's group and is signalled too. Groups at or below pid 1, and vx's own
-/// group, are never signalled.
-pub(crate) fn signal_tree(leader: i32, signal: i32) {
+/// group, are never signalled. Returns the groups signalled.
+pub(crate) fn signal_tree(leader: i32, signal: i32) -> Vec<i32> {
     let Ok(signal) = Signal::try_from(signal) else {
         tracing::warn!(signal, "not a signal number; nothing sent");
-        return;
+        return Vec::new();
     };
     let mut groups = vec![leader];
     if proc_is_usable() {
@@ -225,15 +225,14 @@ pub(crate) fn signal_tree(leader: i32, signal: i32) {
         }
     }
     let own_group = nix::unistd::getpgrp().as_raw();
-    for group in groups {
-        if group <= 1 || group == own_group {
-            continue;
-        }
+    groups.retain(|&group| group > 1 && group != own_group);
+    for &group in &groups {
         match killpg(Pid::from_raw(group), signal) {
             Ok(()) | Err(Errno::ESRCH) => {}
             Err(err) => tracing::debug!(group, ?signal, %err, "could not signal process group"),
         }
     }
+    groups
 }
 
 /// Sets SIGTTOU to ignored for the rest of vx's life: while an interactive task holds the

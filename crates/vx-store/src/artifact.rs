@@ -190,6 +190,16 @@ impl Damage {
     }
 }
 
+/// Whether `place` (where a symlink leads, see [`link_target`]) lies inside a `.git` or `.vx`
+/// directory below `root`: such a link is never saved, and an artifact holding one is damaged
+/// (a restore could otherwise write into the repository or the cache through it).
+pub fn link_into_wall(place: &Path, root: &Path) -> bool {
+    place.strip_prefix(root).is_ok_and(|rel| {
+        rel.components()
+            .any(|c| matches!(c.as_os_str().to_str(), Some(".git" | ".vx")))
+    })
+}
+
 /// The name check of STORE-10 step 2: relative; no `..`, `.` or empty segments; no backslash or
 /// NUL; under `outputs/` or `workspace-outputs/` (with something after it).
 pub fn safe_name(name: &str) -> bool {

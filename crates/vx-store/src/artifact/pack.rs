@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use tar::EntryType;
 
 use super::{
-    create_temp, hash_prefix, link_target, safe_name, validate, ArtifactMeta, Damage, FileMeta,
-    HashingReader, OutputFile, ReadError, BLOCK, FORMAT, PACK_TEMP_PREFIX,
+    create_temp, hash_prefix, link_into_wall, link_target, safe_name, validate, ArtifactMeta,
+    Damage, FileMeta, HashingReader, OutputFile, ReadError, BLOCK, FORMAT, PACK_TEMP_PREFIX,
 };
 
 /// A packed artifact waiting in the staging directory.
@@ -30,6 +30,8 @@ pub enum PackError {
     TooLarge { size: u64 },
     #[error("output `{name}` is a symlink leaving the workspace")]
     SymlinkLeaves { name: String },
+    #[error("output `{name}` is a symlink into a `.git` or `.vx` directory")]
+    SymlinkIntoWall { name: String },
     /// A symlink whose text vx cannot check without following other links (`a/../b`), or
     /// that is not UTF-8.
     #[error("output `{name}` is a symlink whose target `{text}` vx cannot check")]
@@ -205,6 +207,9 @@ fn inspect(file: &OutputFile, contain: &mut Contain) -> Result<(FileMeta, Source
     let parent = contain.real(parent).map_err(io(parent))?;
     let inside = contain.real(&file.contain).map_err(io(&file.contain))?;
     match link_target(&text, &parent) {
+        Some(place) if link_into_wall(&place, &inside) => {
+            return Err(PackError::SymlinkIntoWall { name: name() })
+        }
         Some(place) if place.starts_with(&inside) => {}
         Some(_) => return Err(PackError::SymlinkLeaves { name: name() }),
         None => return Err(PackError::SymlinkUnchecked { name: name(), text }),

@@ -17,7 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::read::{read_archive, Fail};
 use super::{
-    create_temp, link_target, ArtifactMeta, Damage, EntryKind, FileMeta, RESTORE_TEMP_PREFIX,
+    create_temp, link_into_wall, link_target, ArtifactMeta, Damage, EntryKind, FileMeta,
+    RESTORE_TEMP_PREFIX,
 };
 
 /// Where one entry goes.
@@ -170,7 +171,14 @@ impl Staging {
         let parent = self.prepare(&target)?;
         let real_parent = self.canonical(&parent)?;
         let root = self.canonical(&target.root)?;
-        if !link_target(text, &real_parent).is_some_and(|place| place.starts_with(&root)) {
+        let place = link_target(text, &real_parent);
+        if place.as_ref().is_some_and(|p| link_into_wall(p, &root)) {
+            return Err(Fail::Damaged(Damage::new(format!(
+                "a symlink into .git or .vx: {}",
+                target.path.display()
+            ))));
+        }
+        if !place.is_some_and(|place| place.starts_with(&root)) {
             return Err(Fail::LinkLeaves {
                 path: target.path,
                 text: text.to_string(),

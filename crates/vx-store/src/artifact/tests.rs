@@ -478,6 +478,11 @@ fn symlinks_leaving_the_directory_or_unclear_refuse_the_save() {
     assert_eq!(name(err), "leaves outputs/climbs");
     let err = fx.pack(&[fx.output("unclear")]).unwrap_err();
     assert_eq!(name(err), "unchecked outputs/unclear dir/../x");
+    // Inside, but into the repository's or vx's own directory: never saved.
+    fs::create_dir_all(fx.project().join(".git/hooks")).unwrap();
+    symlink(".git/hooks", fx.project().join("hooks")).unwrap();
+    let err = fx.pack(&[fx.output("hooks")]).unwrap_err();
+    assert!(matches!(err, PackError::SymlinkIntoWall { .. }), "{err:?}");
     assert_eq!(fs::read_dir(fx.path("tmp")).unwrap().count(), 0);
 }
 
@@ -543,6 +548,24 @@ fn forged_listings_of_links_and_directories_are_damage() {
             assert_eq!(reason(result), expected);
         }
     }
+}
+
+#[test]
+fn a_stored_link_into_git_is_damage_and_writes_nothing() {
+    let fx = Fixture::new();
+    let artifact = with_listing(
+        &fx,
+        &[("outputs/l", 0o120777, 10)],
+        &[("outputs/l", ".git/hooks")],
+    );
+    let before = fx.listing();
+    match fx.restore(&artifact) {
+        Err(RestoreError::Damaged(d)) => {
+            assert!(d.reason.starts_with("a symlink into .git"), "{d}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fx.listing(), before);
 }
 
 #[test]

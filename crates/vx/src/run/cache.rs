@@ -1026,6 +1026,10 @@ impl<'p> RunCache<'p> {
                 "output `{}` is a symlink leaving the workspace",
                 shown(&name)
             )),
+            artifact::PackError::SymlinkIntoWall { name } => SaveError::Refused(format!(
+                "output `{}` is a symlink into a `.git` or `.vx` directory",
+                shown(&name)
+            )),
             artifact::PackError::SymlinkUnchecked { name, text } => SaveError::Refused(format!(
                 "output `{}` is a symlink whose target `{text}` vx cannot check (it climbs with `..` after descending, or is not UTF-8)",
                 shown(&name)

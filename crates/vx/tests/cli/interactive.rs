@@ -205,6 +205,9 @@ fn ctrl_z_stops_the_interactive_task_and_vx_and_fg_resumes_both() {
     vx.type_keys(b"\x1a");
     // 128 + SIGTSTP: the shell saw vx's job stop, and resumed it with `fg`.
     vx.wait_for("vx stopped: 148");
+    // `fg` prints the job's command (`"${0}" "${@}"` in dash, `"$0" "$@"` in bash) as it
+    // continues it; type once that is done.
+    vx.wait_for("\"$");
     vx.type_keys(b"resumed\n");
     let (code, screen) = vx.finish();
     assert_eq!(code, Some(0), "{screen}");
