@@ -86,11 +86,8 @@ pub fn resolve_requests(
     let mut out: BTreeSet<TaskId> = BTreeSet::new();
     for word in positionals {
         if let Some(id) = TaskId::parse(word) {
-            let Some(project) = workspace.project(&id.project) else {
-                let names = workspace.projects.iter().map(|p| p.name.as_str());
-                return Err(Diagnostic::new(format!("unknown project `{}`", id.project))
-                    .suggest(did_you_mean(&id.project, names)));
-            };
+            let project = &workspace.projects[project_named(workspace, &id.project)?];
+            let id = TaskId::new(&project.name, &id.task);
             if !project.config.tasks.contains_key(&id.task) {
                 let names = project.config.tasks.keys().map(String::as_str);
                 return Err(Diagnostic::new(format!(
@@ -157,6 +154,57 @@ pub fn resolve_requests(
     Ok(out)
 }
 
+/// The project a command line names: its name (`@acme/web`), or, when exactly one project's
+/// scoped name has it as its last part, the unscoped name (`web`, as Turborepo users type it).
+/// Otherwise an error that lists the scoped candidates, or says the name is unknown with the
+/// closest name.
+pub fn project_named(workspace: &Workspace, name: &str) -> Result<usize, Diagnostic> {
+    if let Some(&i) = workspace.by_name.get(name) {
+        return Ok(i);
+    }
+    let unscoped_is = |project_name: &str, wanted: &str| {
+        project_name
+            .split_once('/')
+            .is_some_and(|(scope, rest)| scope.starts_with('@') && rest == wanted)
+    };
+    let scoped: Vec<usize> = (0..workspace.projects.len())
+        .filter(|&i| unscoped_is(&workspace.projects[i].name, name))
+        .collect();
+    match scoped.as_slice() {
+        [one] => Ok(*one),
+        [] => {
+            let names = workspace.projects.iter().map(|p| p.name.as_str());
+            let mut d = Diagnostic::new(format!("unknown project `{name}`"));
+            if let Some(close) = did_you_mean(name, names) {
+                d = d.hint(format!("did you mean `{close}`?"));
+            } else {
+                // A typo of an unscoped name points to the scoped project.
+                let unscoped = workspace
+                    .projects
+                    .iter()
+                    .filter_map(|p| Some((p.name.split_once('/')?.1, p.name.as_str())));
+                let (short, full): (Vec<&str>, Vec<&str>) = unscoped.unzip();
+                if let Some(close) = did_you_mean(name, short.iter().copied()) {
+                    let at = short.iter().position(|s| *s == close).unwrap_or(0);
+                    d = d.hint(format!("did you mean `{}`?", full[at]));
+                }
+            }
+            Err(d)
+        }
+        many => {
+            let names: Vec<String> = many
+                .iter()
+                .map(|&i| format!("`{}`", workspace.projects[i].name))
+                .collect();
+            Err(Diagnostic::new(format!(
+                "project `{name}` is ambiguous: {} have that name after their scope",
+                names.join(", ")
+            ))
+            .hint("name the project with its scope"))
+        }
+    }
+}
+
 /// CLI-5: `web:build` when no project declares a task of that name and `web` is a project.
 fn colon_spelling(workspace: &Workspace, word: &str) -> Option<Diagnostic> {
     let declared_anywhere = workspace
@@ -209,6 +257,12 @@ fn unknown_name(workspace: &Workspace, in_scope: &BTreeSet<usize>, word: &str) -
         .collect();
     if let Some(s) = did_you_mean(word, all.iter().copied()) {
         return d.hint(format!("did you mean `{s}`?"));
+    }
+    let no_tasks_anywhere = workspace.projects.iter().all(|p| p.config.tasks.is_empty());
+    if no_tasks_anywhere && workspace.projects.iter().any(|p| p.has_package_json) {
+        return d.hint(
+            "no project declares any task yet; `vx init` writes them from the package.json scripts",
+        );
     }
     if here.is_empty() {
         return d;

@@ -329,7 +329,16 @@ fn pretty(info: &Info, errors: &[Diagnostic]) -> String {
     ));
     rows.push(("workspace root", info.workspace_root.clone()));
     rows.push(("projects", count(info.projects)));
-    rows.push(("tasks", count(info.tasks)));
+    rows.push((
+        "tasks",
+        match info.tasks {
+            // Projects but no task: the package.json scripts are not tasks until `vx init`.
+            Some(0) if info.projects.is_some_and(|n| n > 0) => {
+                "0 (`vx init` writes tasks from the package.json scripts)".to_string()
+            }
+            _ => count(info.tasks),
+        },
+    ));
     rows.push((
         "configuration",
         match errors.len() {

@@ -221,3 +221,69 @@ fn unknown_project_in_a_task_id() {
         "error: project `app` has no task `biuld`\n  hint: did you mean `build`?\n"
     );
 }
+
+/// A workspace of scoped packages: `@acme/web`, `@acme/api`, `@other/api` (issue 20 item 9).
+fn scoped() -> vx_test_support::fixture::Fixture {
+    let f = empty();
+    f.write("vx.toml", "[workspace]\nmembers = [\"apps/*\"]\n");
+    for (dir, name) in [
+        ("web", "@acme/web"),
+        ("api", "@acme/api"),
+        ("api2", "@other/api"),
+    ] {
+        f.write(
+            &format!("apps/{dir}/package.json"),
+            &format!(r#"{{ "name": "{name}" }}"#),
+        );
+        f.write(
+            &format!("apps/{dir}/vx.toml"),
+            &format!("[tasks.build]\ncommand = \"echo built {name}\"\n"),
+        );
+    }
+    f.commit();
+    f
+}
+
+#[test]
+fn an_unscoped_project_name_resolves_when_exactly_one_scope_has_it() {
+    let f = scoped();
+    let out = f.vx(&["run", "web#build"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stdout, "built @acme/web");
+    let out = f.vx(&["run", "api#build"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: project `api` is ambiguous: `@acme/api`, `@other/api` have that name after their scope\n  hint: name the project with its scope\n"
+    );
+    let out = f.vx(&["run", "wbe#build"]);
+    assert_eq!(
+        out.stderr,
+        "error: unknown project `wbe`\n  hint: did you mean `@acme/web`?\n"
+    );
+}
+
+#[test]
+fn scripts_without_tasks_point_to_vx_init() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{ "name": "root", "private": true, "workspaces": ["packages/*"] }"#,
+    );
+    f.write(
+        "packages/a/package.json",
+        r#"{ "name": "a", "scripts": { "build": "echo a" } }"#,
+    );
+    f.commit();
+    let out = f.vx(&["run", "build", "--all"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: no selected project declares task `build`\n  hint: no project declares any task yet; `vx init` writes them from the package.json scripts\n"
+    );
+    let info = f.vx(&["info"]);
+    assert_contains(
+        &info.stdout,
+        "tasks               0 (`vx init` writes tasks from the package.json scripts)\n",
+    );
+}
