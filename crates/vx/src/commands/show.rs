@@ -25,9 +25,8 @@ pub fn show(cwd: &std::path::Path, args: ShowArgs) -> Result<i32, Failure> {
             if let Some(project) = ws.project(target) {
                 project_view(&ws, project, json, &host)
             } else if let Some(id) = TaskId::parse(target) {
-                let project = ws
-                    .project(&id.project)
-                    .ok_or_else(|| unknown(&ws, target))?;
+                // `web#build` names `@acme/web` when only that scope has a `web`.
+                let project = &ws.projects[vx_core::request::project_named(&ws, &id.project)?];
                 let task = project
                     .config
                     .tasks

@@ -287,3 +287,11 @@ fn scripts_without_tasks_point_to_vx_init() {
         "tasks               0 (`vx init` writes tasks from the package.json scripts)\n",
     );
 }
+
+#[test]
+fn vx_show_takes_an_unscoped_task_id_too() {
+    let f = scoped();
+    let out = f.vx(&["show", "web#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "echo built @acme/web");
+}
