@@ -16,7 +16,7 @@ const ACC_39: &str = r#"{
 }"#;
 
 #[test]
-fn acceptance_39_init_maps_scripts_keeps_the_file_and_plans_the_group() {
+fn acceptance_39_init_maps_scripts_keeps_the_file_and_keeps_the_chain() {
     let f = empty();
     f.write("package.json", ACC_39);
     let out = f.vx(&["init"]);
@@ -36,7 +36,7 @@ depends-on = ["^build"]
 # cache = { inputs = ["src/**"], outputs = ["dist/**"] }
 
 [tasks.ci]
-depends-on = ["build", "test"]
+command = "npm run build && npm run test"
 
 [tasks.dev]
 command = "vite"
@@ -63,11 +63,68 @@ depends-on = ["build"]
     assert_eq!(again.code, 0, "{again:?}");
     assert_contains(&again.stdout, "kept vx.toml");
 
+    // Issue 20 (over ACC-39's group): the chain keeps its order and its stop at the first
+    // failure, so `ci` is its own command and plans alone.
     let plan = f.vx(&["run", "ci", "--dry"]);
     assert_eq!(plan.code, 0, "{plan:?}");
-    assert_contains(&plan.stdout, "//#build");
-    assert_contains(&plan.stdout, "//#test");
+    assert_contains(&plan.stdout, "//#ci");
     assert!(!plan.stdout.contains("//#dev"), "{}", plan.stdout);
+}
+
+/// Issue 20, item 1: a script that runs other scripts in a chain means the same under vx as
+/// under the package manager: the same output, the same exit, in order, stopping at the first
+/// failure. Run with npm (the machine's Node.js) on one package, then with vx after `vx init`.
+#[test]
+fn a_chain_of_scripts_means_the_same_under_vx_as_under_the_package_manager() {
+    if std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        assert!(std::env::var_os("CI").is_none(), "npm is missing");
+        eprintln!("skipped: npm is missing (install Node.js and npm)");
+        return;
+    }
+    let package = r#"{
+  "name": "p",
+  "version": "1.0.0",
+  "scripts": {
+    "build": "npm run gen && npm run use",
+    "gen": "sleep 1 && echo generated > out.txt",
+    "use": "cat out.txt",
+    "failing": "npm run nope-exit && npm run use2",
+    "nope-exit": "exit 3",
+    "use2": "echo ran > second.txt"
+  }
+}"#;
+    let by_npm = empty();
+    by_npm.write("package.json", package);
+    let npm = |script: &str| {
+        std::process::Command::new("npm")
+            .args(["run", "--silent", script])
+            .current_dir(by_npm.root())
+            .output()
+            .unwrap()
+    };
+    let built = npm("build");
+    assert!(built.status.success(), "{built:?}");
+    let failed = npm("failing");
+    assert!(!failed.status.success());
+
+    let by_vx = empty();
+    by_vx.write("package.json", package);
+    assert_eq!(by_vx.vx(&["init"]).code, 0);
+    let out = by_vx.vx(&["run", "//#build"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(by_vx.read("out.txt"), by_npm.read("out.txt"));
+    assert_contains(&out.stdout, "generated");
+    let out = by_vx.vx(&["run", "//#failing"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        !by_vx.path("second.txt").exists(),
+        "the chain stopped at the failure"
+    );
+    assert!(!by_npm.path("second.txt").exists());
 }
 
 /// A pnpm monorepo with Turborepo: members from `pnpm-workspace.yaml`, an existing file kept,

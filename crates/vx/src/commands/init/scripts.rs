@@ -11,8 +11,12 @@
 //!    `nx`, `lerna`, `pnpm -r`, `npm run --workspaces`, `yarn workspaces foreach`, or another
 //!    root script that does) are left out: `vx run <task> --all` is their replacement;
 //! 4. names that are not valid task names are left out with a TODO;
-//! 5. each remaining script becomes a task: a group when it only runs other scripts, else a
-//!    command, persistent when it is a server or a watcher, with `env.define` for the npm
+//! 5. each remaining script becomes a task: a group when it only runs other scripts *in
+//!    parallel* (`run-p a b`, `npm-run-all --parallel a b`) and gets no edge of its own, else a
+//!    command — a chain such as `pnpm gen && pnpm use` keeps its text, so its order, its
+//!    stop at the first failure and what waits for upstreams survive (a group would run `gen`
+//!    and `use` at once, and only the group would wait for `^build`) —, persistent when it is
+//!    a server or a watcher, with `env.define` for the npm
 //!    variables it reads and a commented cache suggestion when its output directory can be
 //!    guessed; `build` depends on `^build`, `test` and `typecheck` on `build`.
 
@@ -250,7 +254,9 @@ pub fn map_scripts(scripts: &BTreeMap<String, String>, context: &Context) -> Map
             name: name.clone(),
             ..Task::default()
         };
-        match group_members(&script, name, &texts) {
+        // A group's members would not wait for the edges `build`, `test` and `typecheck` get.
+        let edged = matches!(name.as_str(), "build" | "test" | "typecheck");
+        match group_members(&script, name, &texts).filter(|_| !edged) {
             Some(members) => task.depends_on = members,
             None => {
                 task.persistent = PERSISTENT_NAMES.contains(&name.as_str())
@@ -415,28 +421,43 @@ fn orchestrates(text: &str) -> bool {
     })
 }
 
-/// The scripts a script only runs, when that is all it does (`npm run a && npm run b`,
-/// `pnpm a`, `yarn a`, `run-s a b`): each must be another task of this package.
+/// The scripts a script runs in parallel, when that is all it does (`run-p a b`,
+/// `npm-run-all --parallel a b`): each must be another task of this package. A chain (`npm
+/// run a && npm run b`, `run-s a b`, `npm-run-all a b`) runs in order and stops at the first
+/// failure, which a group would not: it is no group.
 fn group_members(
     script: &shell::Script,
     own: &str,
     texts: &BTreeMap<String, String>,
 ) -> Option<Vec<String>> {
-    if script.ops.iter().any(|op| *op != "&&") {
+    let [segment] = script.segments.as_slice() else {
+        return None;
+    };
+    if !runs_in_parallel(segment) {
         return None;
     }
     let mut members = Vec::new();
-    for segment in &script.segments {
-        for name in script_references(segment)? {
-            if name == own || !texts.contains_key(&name) {
-                return None;
-            }
-            if !members.contains(&name) {
-                members.push(name);
-            }
+    for name in script_references(segment)? {
+        if name == own || !texts.contains_key(&name) {
+            return None;
+        }
+        if !members.contains(&name) {
+            members.push(name);
         }
     }
     (!members.is_empty()).then_some(members)
+}
+
+/// Whether one simple command runs scripts in parallel: `run-p …`, or `npm-run-all` with
+/// `-p`/`--parallel`.
+fn runs_in_parallel(segment: &Segment) -> bool {
+    match segment.words.split_first() {
+        Some((runner, _)) if runner == "run-p" => true,
+        Some((runner, rest)) if runner == "npm-run-all" => rest
+            .iter()
+            .any(|w| matches!(w.as_str(), "-p" | "--parallel")),
+        _ => false,
+    }
 }
 
 /// The scripts one simple command runs, if running scripts is all it does.

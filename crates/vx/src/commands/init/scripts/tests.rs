@@ -53,7 +53,7 @@ fn acceptance_39_scripts() {
         dump(&mapping),
         [
             r#"build: rm -rf dist && tsc ["^build"] outputs=["dist/**"]"#,
-            r#"ci: (group) ["build", "test"]"#,
+            r#"ci: npm run build && npm run test"#,
             "dev: vite persistent",
             r#"test: vitest run ["build"]"#,
         ]
@@ -118,7 +118,7 @@ fn lifecycle_scripts_are_not_tasks() {
 }
 
 #[test]
-fn groups_are_scripts_that_only_run_other_scripts() {
+fn groups_are_scripts_that_only_run_other_scripts_in_parallel() {
     assert_eq!(
         map(&[
             ("a", "echo a"),
@@ -143,15 +143,15 @@ fn groups_are_scripts_that_only_run_other_scripts() {
             "b: echo b",
             "c: echo c",
             "glob: run-s 'a*'",
-            r#"npm: (group) ["a", "b", "test"]"#,
-            r#"pnpm: (group) ["a", "b"]"#,
+            "npm: npm run a && npm run-script b && npm test",
+            "pnpm: pnpm a && pnpm run -s b",
             r#"runp: (group) ["a", "b"]"#,
-            r#"runs: (group) ["a", "b", "c"]"#,
+            "runs: run-s a b c",
             "self: npm run self",
             "semi: npm run a; npm run b",
             "test: echo t",
             "unknown: npm run nope",
-            r#"yarn: (group) ["c"]"#,
+            "yarn: yarn c",
         ]
     );
 }
@@ -169,12 +169,18 @@ fn build_test_and_typecheck_get_their_edges() {
         [
             r#"build: tsc -b ["^build"]"#,
             "e2e: playwright test",
-            r#"test: (group) ["build", "unit", "e2e"]"#,
+            r#"test: npm run unit && npm run e2e ["build"]"#,
             r#"typecheck: tsc --noEmit ["build"]"#,
             "unit: vitest run",
         ]
     );
     assert_eq!(map(&[("test", "jest")]), ["test: jest"]);
+    // A parallel runner is a command too where the task has an edge of its own: its members
+    // would not wait for `^build`.
+    assert_eq!(
+        map(&[("build", "run-p a b"), ("a", "x"), ("b", "y")]),
+        ["a: x", "b: y", r#"build: run-p a b ["^build"]"#]
+    );
 }
 
 #[test]
