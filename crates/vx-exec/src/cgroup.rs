@@ -76,41 +76,65 @@ pub fn describe() -> String {
     }
 }
 
-/// Finds a hierarchy where vx may create `vx-<pid>` under its own cgroup.
+/// A hierarchy vx could use: where it is mounted, vx's own cgroup in it, and, for v1, which.
+struct Candidate {
+    mount: PathBuf,
+    own: PathBuf,
+    v1: Option<Kind>,
+}
+
+impl Candidate {
+    /// The kind of the hierarchy, seen from a cgroup `dir` below vx's own (the root cgroup has
+    /// no `cgroup.kill`; one below it has, on a kernel that knows it).
+    fn kind_at(&self, dir: &Path) -> Kind {
+        self.v1.unwrap_or(Kind::V2 {
+            kill_file: dir.join("cgroup.kill").exists(),
+        })
+    }
+}
+
+/// The hierarchies this process is in, in order of preference: cgroup v2, then v1 `pids`,
+/// then v1 `freezer`.
 #[cfg(target_os = "linux")]
-fn detect(pid: u32) -> Result<Hierarchy, String> {
+fn candidates() -> Result<Vec<Candidate>, String> {
     let own = fs::read_to_string("/proc/self/cgroup")
         .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
     let mounts = fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
-    let mut reasons = Vec::new();
-    let candidates = [
-        ("", Some("cgroup2"), None),
-        ("pids", None, Some(Kind::V1Pids)),
-        ("freezer", None, Some(Kind::V1Freezer)),
+    let wanted = [
+        ("", None),
+        ("pids", Some(Kind::V1Pids)),
+        ("freezer", Some(Kind::V1Freezer)),
     ];
-    for (controller, v2, v1_kind) in candidates {
-        let Some(path) = own_path(&own, controller) else {
-            continue;
-        };
-        let Some(mount) = mount_point(&mounts, v2.is_some(), controller) else {
-            continue;
-        };
-        let own_dir = mount.join(path.trim_start_matches('/'));
-        match create_parent(&own_dir, pid) {
+    Ok(wanted
+        .into_iter()
+        .filter_map(|(controller, v1)| {
+            let path = own_path(&own, controller)?;
+            let mount = mount_point(&mounts, v1.is_none(), controller)?;
+            let own = mount.join(path.trim_start_matches('/'));
+            Some(Candidate { mount, own, v1 })
+        })
+        .collect())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn candidates() -> Result<Vec<Candidate>, String> {
+    Err("cgroups exist only on Linux".to_string())
+}
+
+/// Finds a hierarchy where vx may create `vx-<pid>` under its own cgroup.
+fn detect(pid: u32) -> Result<Hierarchy, String> {
+    let mut reasons = Vec::new();
+    for candidate in candidates()? {
+        match create_parent(&candidate.own, pid) {
             Ok(parent) => {
-                // The root cgroup has no `cgroup.kill`; a cgroup below it has, on a kernel
-                // that knows it.
-                let kind = v1_kind.unwrap_or(Kind::V2 {
-                    kill_file: parent.join("cgroup.kill").exists(),
-                });
                 return Ok(Hierarchy {
-                    kind,
-                    mount,
+                    kind: candidate.kind_at(&parent),
+                    mount: candidate.mount,
                     parent,
-                });
+                })
             }
-            Err(e) => reasons.push(format!("{}: {e}", own_dir.display())),
+            Err(e) => reasons.push(format!("{}: {e}", candidate.own.display())),
         }
     }
     if reasons.is_empty() {
@@ -118,11 +142,6 @@ fn detect(pid: u32) -> Result<Hierarchy, String> {
     } else {
         Err(format!("no writable cgroup: {}", reasons.join("; ")))
     }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn detect(_pid: u32) -> Result<Hierarchy, String> {
-    Err("cgroups exist only on Linux".to_string())
 }
 
 /// vx's cgroup in the hierarchy of `controller` (`""`: the v2 line `0::<path>`).
@@ -235,15 +254,12 @@ impl TaskCgroup {
             .open(dir.join("cgroup.procs"))
             .map(OwnedFd::from);
         match procs {
-            Ok(procs) => {
-                crate::guard::contain(std::process::id() as i32);
-                Some(TaskCgroup {
-                    dir,
-                    kind: hierarchy.kind,
-                    procs,
-                    use_state: Mutex::new(Use::Open),
-                })
-            }
+            Ok(procs) => Some(TaskCgroup {
+                dir,
+                kind: hierarchy.kind,
+                procs,
+                use_state: Mutex::new(Use::Open),
+            }),
             Err(e) => {
                 tracing::debug!(%e, dir = %dir.display(), "no cgroup for the task");
                 let _ = fs::remove_dir(&dir);
@@ -433,43 +449,15 @@ pub fn cleanup() {
 
 /// The guard's part (EXEC-7): vx with pid `vx_pid` died; kill everything in its cgroups and
 /// remove them. The guard was started by vx outside any task cgroup, so its own cgroup is
-/// vx's, and the same detection finds vx's `vx-<pid>`.
+/// vx's, and the same candidates find vx's `vx-<pid>` (none: vx used no cgroup).
 pub(crate) fn kill_orphaned(vx_pid: i32, within: Duration) {
-    #[cfg(target_os = "linux")]
-    {
-        let Ok(own) = fs::read_to_string("/proc/self/cgroup") else {
-            return;
-        };
-        let Ok(mounts) = fs::read_to_string("/proc/self/mountinfo") else {
-            return;
-        };
-        let candidates = [
-            ("", true, None),
-            ("pids", false, Some(Kind::V1Pids)),
-            ("freezer", false, Some(Kind::V1Freezer)),
-        ];
-        for (controller, v2, v1_kind) in candidates {
-            let (Some(path), Some(mount)) = (
-                own_path(&own, controller),
-                mount_point(&mounts, v2, controller),
-            ) else {
-                continue;
-            };
-            let parent = mount
-                .join(path.trim_start_matches('/'))
-                .join(format!("vx-{vx_pid}"));
-            if !parent.is_dir() {
-                continue;
-            }
-            let kind = v1_kind.unwrap_or(Kind::V2 {
-                kill_file: parent.join("cgroup.kill").exists(),
-            });
-            kill_and_remove(&parent, kind, within);
+    for candidate in candidates().unwrap_or_default() {
+        let parent = candidate.own.join(format!("vx-{vx_pid}"));
+        if parent.is_dir() {
+            kill_and_remove(&parent, candidate.kind_at(&parent), within);
             return;
         }
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (vx_pid, within);
 }
 
 #[cfg(test)]

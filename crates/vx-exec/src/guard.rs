@@ -13,10 +13,11 @@
 //! ([`shutdown`]).
 //!
 //! The helper ([`serve`]) only reads. When the pipe reaches end-of-file without a clean record
-//! — vx died, and the kernel closed its descriptors — it SIGKILLs every registered process
+//! — vx died, and the kernel closed its descriptors — it kills everything in vx's task cgroups
+//! (`cgroup.rs`; vx's pid comes on the guard's command line), SIGKILLs every registered process
 //! group and, where `/proc` is usable, every process in the registered sessions (for an
-//! interactive task, only its group), repeats until none is left or a second has passed, and
-//! exits.
+//! interactive task, only its group), repeats until none is left or a second has passed,
+//! removes vx's sandbox scratch directories, and exits.
 //!
 //! Records are 8 bytes (a tag and a pid), written with one `write(2)` each: pipe writes of at
 //! most `PIPE_BUF` bytes are atomic, so the records of concurrent writers never interleave.
@@ -61,22 +62,13 @@ pub(crate) enum Tag {
     Done = b'D',
     /// vx is exiting normally; kill nothing.
     Clean = b'C',
-    /// vx (this pid) contains its tasks in cgroups under `vx-<pid>` (`cgroup.rs`): kill them
-    /// all if it dies.
-    Cgroups = b'K',
 }
 
 impl Tag {
     fn from_byte(byte: u8) -> Option<Tag> {
-        [
-            Tag::Session,
-            Tag::Group,
-            Tag::Done,
-            Tag::Clean,
-            Tag::Cgroups,
-        ]
-        .into_iter()
-        .find(|tag| *tag as u8 == byte)
+        [Tag::Session, Tag::Group, Tag::Done, Tag::Clean]
+            .into_iter()
+            .find(|tag| *tag as u8 == byte)
     }
 }
 
@@ -148,17 +140,6 @@ pub(crate) fn done(pid: i32) {
     send(record(Tag::Done, pid));
 }
 
-/// Tells the guard, once, that vx (pid `vx_pid`) contains its tasks in cgroups.
-pub(crate) fn contain(vx_pid: i32) {
-    static SENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !SENT.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        // The guard must run before the first task's child registers; starting it here is
-        // what the first spawn would do anyway.
-        let _ = write_fd();
-        send(record(Tag::Cgroups, vx_pid));
-    }
-}
-
 /// Tells the guard that vx is exiting normally, so end-of-file on its pipe kills nothing. Call
 /// it last, once every task has been stopped or released.
 pub fn shutdown() {
@@ -180,8 +161,6 @@ fn send(bytes: [u8; RECORD]) {
 pub(crate) struct Registry {
     entries: HashMap<i32, (Tag, u32)>,
     clean: bool,
-    /// The pid of the vx whose task cgroups to kill, when it uses them.
-    cgroups_of: Option<i32>,
 }
 
 impl Registry {
@@ -203,7 +182,6 @@ impl Registry {
                 }
             }
             Some(Tag::Clean) => self.clean = true,
-            Some(Tag::Cgroups) => self.cgroups_of = Some(pid),
             None => tracing::debug!(tag = bytes[0], "unknown guard record"),
         }
     }
@@ -247,19 +225,15 @@ pub fn serve() -> i32 {
     }
     // vx passes its own pid (`child.rs`); the guard's parent may be someone else already.
     let vx: Option<i32> = std::env::args().nth(2).and_then(|pid| pid.parse().ok());
-    let registry = watch(io::stdin().lock());
-    if let Some(vx) = vx.filter(|_| !registry.clean) {
-        // A dead vx's sandbox scratch directories (its tasks' TMPDIRs) go too.
-        for dir in crate::sandbox::scratch_dirs_of(vx) {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
+    watch(io::stdin().lock(), vx);
     0
 }
 
-/// Reads records until a clean record (returns at once, killing nothing) or end-of-file (kills
-/// everything registered). Returns what was registered at the end.
-fn watch(mut input: impl Read) -> Registry {
+/// Reads records until a clean record (returns at once, killing nothing) or end-of-file: then
+/// kills everything registered and, when vx's pid `vx` is known, everything in its task
+/// cgroups, and removes its sandbox scratch directories. Returns what was registered at the
+/// end.
+fn watch(mut input: impl Read, vx: Option<i32>) -> Registry {
     let mut registry = Registry::default();
     let mut pending = Vec::with_capacity(RECORD * 64);
     let mut buffer = [0u8; RECORD * 512];
@@ -281,16 +255,22 @@ fn watch(mut input: impl Read) -> Registry {
             Err(_) => break,
         }
     }
+    if let Some(vx) = vx {
+        // Everything in vx's task cgroups first, setsid daemons included (`cgroup.rs`).
+        crate::cgroup::kill_orphaned(vx, KILL_FOR / 2);
+    }
     kill_all(&registry);
+    if let Some(vx) = vx {
+        // A dead vx's sandbox scratch directories (its tasks' TMPDIRs) go too.
+        for dir in crate::sandbox::scratch_dirs_of(vx) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
     registry
 }
 
 /// SIGKILLs whatever is registered until nothing is left or [`KILL_FOR`] has passed.
 fn kill_all(registry: &Registry) {
-    // Everything in vx's task cgroups first, setsid daemons included (`cgroup.rs`).
-    if let Some(vx_pid) = registry.cgroups_of {
-        crate::cgroup::kill_orphaned(vx_pid, KILL_FOR / 2);
-    }
     if registry.entries.is_empty() {
         return;
     }
@@ -394,13 +374,13 @@ mod tests {
         let pid = clean.id() as i32;
         let mut input = record(Tag::Group, pid).to_vec();
         input.extend_from_slice(&record(Tag::Clean, 0));
-        watch(input.as_slice());
+        watch(input.as_slice(), None);
         assert!(alive(pid), "a clean exit kills nothing");
         let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
 
         let died = sleeper();
         let pid = died.id() as i32;
-        watch(record(Tag::Group, pid).as_slice());
+        watch(record(Tag::Group, pid).as_slice(), None);
         // `kill_all` returns once nothing registered is alive (a zombie is not).
         assert!(
             !alive(pid),

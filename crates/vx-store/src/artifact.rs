@@ -247,17 +247,34 @@ pub(crate) fn create_temp(
     suffix: &str,
     mode: u32,
 ) -> io::Result<(PathBuf, File)> {
+    let mut opened = None;
+    let path = create_unique(dir, prefix, suffix, |path| {
+        opened = Some(
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .open(path)?,
+        );
+        Ok(())
+    })?;
+    Ok((path, opened.expect("created above")))
+}
+
+/// Runs `create` on `<dir>/<prefix><pid>-<n><suffix>` for n = 0, 1, … until it does not fail
+/// with `AlreadyExists` (a file, or a symlink, that must be new); returns the name it took.
+pub(crate) fn create_unique(
+    dir: &Path,
+    prefix: &str,
+    suffix: &str,
+    mut create: impl FnMut(&Path) -> io::Result<()>,
+) -> io::Result<PathBuf> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     loop {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = dir.join(format!("{prefix}{}-{n}{suffix}", std::process::id()));
-        let opened = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&path);
-        match opened {
-            Ok(file) => return Ok((path, file)),
+        match create(&path) {
+            Ok(()) => return Ok(path),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }

@@ -17,8 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::read::{read_archive, Fail};
 use super::{
-    create_temp, link_into_wall, link_target, ArtifactMeta, Damage, EntryKind, FileMeta,
-    RESTORE_TEMP_PREFIX,
+    create_temp, create_unique, link_into_wall, link_target, ArtifactMeta, Damage, EntryKind,
+    FileMeta, RESTORE_TEMP_PREFIX,
 };
 
 /// Where one entry goes.
@@ -184,22 +184,13 @@ impl Staging {
                 text: text.to_string(),
             });
         }
-        let temp = loop {
-            let (temp, placeholder) = create_temp(&parent, RESTORE_TEMP_PREFIX, ".tmp", 0o600)
-                .map_err(|source| Fail::Io {
-                    path: parent.clone(),
-                    source,
-                })?;
-            drop(placeholder);
-            // The name was free a moment ago; a symlink cannot be created over the placeholder,
-            // so it is removed first and the name tried again should anything take it.
-            let _ = fs::remove_file(&temp);
-            match std::os::unix::fs::symlink(text, &temp) {
-                Ok(()) => break temp,
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(source) => return Err(Fail::Io { path: temp, source }),
-            }
-        };
+        let temp = create_unique(&parent, RESTORE_TEMP_PREFIX, ".tmp", |temp| {
+            std::os::unix::fs::symlink(text, temp)
+        })
+        .map_err(|source| Fail::Io {
+            path: parent.clone(),
+            source,
+        })?;
         self.staged.push(Staged {
             temp,
             target: target.path,

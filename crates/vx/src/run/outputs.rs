@@ -157,7 +157,11 @@ impl Outputs {
                 // Inside a directory the glob names, its `node_modules` are the task's output.
                 let inside = named && rel != start;
                 if self.is_wall(&rel, names_node_modules || inside) {
-                    if inside && (self.covers(&rel) || self.covers(&join(&rel, "x"))) {
+                    // Said only when a glob would match the wall or a file directly in it (a
+                    // name standing for any file there): `dist/**` meets `dist/vendor/.git`,
+                    // `dist/*.js` does not.
+                    let any_file = join(&rel, "any-file");
+                    if inside && (self.covers(&rel) || self.covers(&any_file)) {
                         skipped.push(rel);
                     }
                     continue;

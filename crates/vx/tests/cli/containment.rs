@@ -39,8 +39,15 @@ fn daemon(marker: &str, actions: &str) -> String {
     )
 }
 
-fn project(tasks: &str) -> Fixture {
-    one_project(tasks)
+/// A marker from `prefix`, and `lib` whose `build` starts a `setsid` daemon running the test
+/// child with `actions`, then runs `then`; `extra` goes into the task table.
+fn daemon_build(prefix: &str, actions: &str, then: &str, extra: &str) -> (String, Fixture) {
+    let marker = unique_marker(prefix);
+    let f = one_project(&format!(
+        "[tasks.build]\ncommand = \"{}; {then}\"\n{extra}",
+        daemon(&marker, actions)
+    ));
+    (marker, f)
 }
 
 #[test]
@@ -48,11 +55,7 @@ fn a_setsid_daemon_is_stopped_with_the_tasks_leftovers() {
     if !cgroups_or_skip() {
         return;
     }
-    let marker = unique_marker("cg-end");
-    let f = project(&format!(
-        "[tasks.build]\ncommand = \"{}; echo started\"\n",
-        daemon(&marker, "forever")
-    ));
+    let (marker, f) = daemon_build("cg-end", "forever", "echo started", "");
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_contains(&out.stdout, "vx: stopped 1 process the task left running");
@@ -64,11 +67,7 @@ fn a_setsid_daemon_that_ignores_sigterm_is_killed_after_the_grace() {
     if !cgroups_or_skip() {
         return;
     }
-    let marker = unique_marker("cg-term");
-    let f = project(&format!(
-        "[tasks.build]\ncommand = \"{}; echo started\"\n",
-        daemon(&marker, "ignore-term forever")
-    ));
+    let (marker, f) = daemon_build("cg-term", "ignore-term forever", "echo started", "");
     let out = f.vx_in("", &["run", "lib#build"], &[("VX_KILL_GRACE", "300ms")]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_no_survivor(&marker);
@@ -79,11 +78,7 @@ fn a_timeout_stops_a_setsid_daemon() {
     if !cgroups_or_skip() {
         return;
     }
-    let marker = unique_marker("cg-timeout");
-    let f = project(&format!(
-        "[tasks.build]\ncommand = \"{}; sleep 100\"\ntimeout = \"1s\"\n",
-        daemon(&marker, "forever")
-    ));
+    let (marker, f) = daemon_build("cg-timeout", "forever", "sleep 100", "timeout = \"1s\"\n");
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 1, "{out:?}");
     assert_contains(&out.stdout, "timed out");
@@ -97,11 +92,7 @@ fn ctrl_c_once_or_twice_stops_a_setsid_daemon() {
         return;
     }
     for signals in [1, 2] {
-        let marker = unique_marker("cg-int");
-        let f = project(&format!(
-            "[tasks.build]\ncommand = \"{}; sleep 100\"\n",
-            daemon(&marker, "forever")
-        ));
+        let (marker, f) = daemon_build("cg-int", "forever", "sleep 100", "");
         let vx = spawn_vx(&f, &["run", "lib#build"], false);
         wait_for_markers(&marker, 1);
         let mut vx = vx.take();
@@ -121,11 +112,7 @@ fn kill_9_of_vx_leaves_no_setsid_daemon() {
     if !cgroups_or_skip() {
         return;
     }
-    let marker = unique_marker("cg-kill9");
-    let f = project(&format!(
-        "[tasks.build]\ncommand = \"{}; sleep 100\"\n",
-        daemon(&marker, "forever")
-    ));
+    let (marker, f) = daemon_build("cg-kill9", "forever", "sleep 100", "");
     let vx = spawn_vx(&f, &["run", "lib#build"], false);
     wait_for_markers(&marker, 1);
     let daemon = vx_test_support::process::pids_with_marker(&marker)
@@ -183,7 +170,7 @@ fn a_persistent_task_that_daemonises_with_setsid_leaves_nothing_at_the_end_of_th
         return;
     }
     let marker = unique_marker("cg-server");
-    let f = project(&format!(
+    let f = one_project(&format!(
         concat!(
             "[tasks.server]\ncommand = \"{}\"\npersistent = true\n\n",
             "[tasks.after]\ncommand = \"sleep 0.3; echo after\"\ndepends-on = [\"server\"]\n"
@@ -202,7 +189,7 @@ fn the_cgroups_go_with_vx() {
     if !cgroups_or_skip() {
         return;
     }
-    let f = project("[tasks.build]\ncommand = 'cat /proc/self/cgroup > cgroup'\n");
+    let f = one_project("[tasks.build]\ncommand = 'cat /proc/self/cgroup > cgroup'\n");
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 0, "{out:?}");
     let seen = f.read("packages/lib/cgroup");
