@@ -8,8 +8,11 @@
 //! `freezer` hierarchies. It works when vx may create a directory under its own cgroup and move
 //! processes there (root in a container, a delegated systemd scope): vx creates
 //! `<own cgroup>/vx-<pid>`, and under it one `t<n>` per task ([`TaskCgroup`]). The task's child
-//! writes `0` to the cgroup's `cgroup.procs` just before `exec` (`child.rs`), so everything the
-//! command starts is born inside. A task's processes are then its session and process group, as
+//! is started inside with `clone3(CLONE_INTO_CGROUP)` on v2 (moving a process waits for a grace
+//! period of RCU, about 10 ms when moves are sparse), or writes `0` to the cgroup's
+//! `cgroup.procs` just before `exec` (`child.rs`), so everything the command starts is born
+//! inside. Sandboxed tasks get none: their pid namespace holds them (SBX-9). A task's
+//! processes are then its session and process group, as
 //! without cgroups, *plus* the cgroup's members; signals go to the process groups of those
 //! members, and the final kill is `cgroup.kill` where the kernel has it (else the members'
 //! groups are killed, with the cgroup frozen or its forks forbidden first). The guard kills the
@@ -206,8 +209,12 @@ fn writable(path: &Path) -> io::Result<()> {
 pub(crate) struct TaskCgroup {
     dir: PathBuf,
     kind: Kind,
-    /// `cgroup.procs`, open for writing: the child writes `0` to it before `exec`.
+    /// `cgroup.procs`, open for writing: the child writes `0` to it before `exec` where it was
+    /// not born inside.
     procs: OwnedFd,
+    /// The cgroup's directory (v2): `clone3` with `CLONE_INTO_CGROUP` starts the child inside,
+    /// which moving it costs a grace period of RCU each time (about 10 ms here).
+    dir_fd: Option<OwnedFd>,
     /// Held across every look at the cgroup and its release, so a look never acts on a
     /// cgroup already given to a later task.
     use_state: Mutex<Use>,
@@ -223,6 +230,29 @@ enum Use {
     Released,
 }
 
+/// How a child joins its task's cgroup (`child.rs`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Join {
+    /// The cgroup's directory, for `clone3`'s `CLONE_INTO_CGROUP` (cgroup v2 only).
+    pub dir: Option<RawFd>,
+    /// `cgroup.procs`, to write `0` to where `clone3` cannot place the child.
+    pub procs: RawFd,
+}
+
+/// The directory of a v2 cgroup, open for `CLONE_INTO_CGROUP`.
+fn open_dir(dir: &Path, kind: Kind) -> Option<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if !matches!(kind, Kind::V2 { .. }) {
+        return None;
+    }
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(dir)
+        .ok()
+        .map(OwnedFd::from)
+}
+
 /// Empty task cgroups of finished tasks, each with its `cgroup.procs` open, taken again by the
 /// next spawns: creating and removing a cgroup per task costs more than reusing one.
 static FREE: Mutex<Vec<(PathBuf, OwnedFd)>> = Mutex::new(Vec::new());
@@ -236,6 +266,7 @@ impl TaskCgroup {
         let reused = FREE.lock().ok().and_then(|mut free| free.pop());
         if let Some((dir, procs)) = reused {
             return Some(TaskCgroup {
+                dir_fd: open_dir(&dir, hierarchy.kind),
                 dir,
                 kind: hierarchy.kind,
                 procs,
@@ -255,6 +286,7 @@ impl TaskCgroup {
             .map(OwnedFd::from);
         match procs {
             Ok(procs) => Some(TaskCgroup {
+                dir_fd: open_dir(&dir, hierarchy.kind),
                 dir,
                 kind: hierarchy.kind,
                 procs,
@@ -268,9 +300,13 @@ impl TaskCgroup {
         }
     }
 
-    /// The descriptor the child writes `0` to, joining the cgroup.
-    pub(crate) fn procs_fd(&self) -> RawFd {
-        self.procs.as_raw_fd()
+    /// How a child joins the cgroup: born inside (v2's directory), or by writing `0` to
+    /// `cgroup.procs`.
+    pub(crate) fn join(&self) -> Join {
+        Join {
+            dir: self.dir_fd.as_ref().map(AsRawFd::as_raw_fd),
+            procs: self.procs.as_raw_fd(),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Use> {

@@ -10,7 +10,8 @@
 //! and opens the pipes, all in the parent, because between `fork` and `exec` in a threaded
 //! process only async-signal-safe calls are allowed (no allocation, no locks).
 //! [`Prepared::fork`] forks with every signal blocked, so no handler of vx runs in the child (on
-//! Linux with `clone(CLONE_VM | CLONE_VFORK)`, which copies no memory: see its comment);
+//! Linux with `clone(CLONE_VM | CLONE_VFORK)`, which copies no memory: see its comment; a task
+//! with a cgroup is started inside it the same way with `clone3` and `CLONE_INTO_CGROUP`);
 //! the child resets every disposition to the default and unblocks everything before `exec`.
 //! [`Prepared::exec_result`] then reads the error pipe: end-of-file means `exec` succeeded.
 
@@ -38,6 +39,98 @@ pub(crate) struct ParentEnds {
 pub(crate) const CONTROL_FD: RawFd = 3;
 pub(crate) const REPORT_FD: RawFd = 4;
 
+/// `struct clone_args` of `clone3(2)`.
+#[cfg(target_os = "linux")]
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// `clone3` with `CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP`: like `libc::clone` in
+/// `start_child`, the child runs `child(arg)` on `stack`, but it is born inside the cgroup whose
+/// directory is `cgroup`. Returns the child's pid, or -1 with `errno` set. x86-64 only: the
+/// child's side must switch stacks before any Rust code runs, so the call is written out here
+/// (glibc exports no `clone3` wrapper).
+///
+/// # Safety
+/// As for `libc::clone`: `child` must never return and only make async-signal-safe calls on
+/// memory prepared before; `stack` must outlive the child's use of it (CLONE_VFORK suspends
+/// the caller until the child executes or exits).
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+unsafe fn clone3_into(
+    cgroup: RawFd,
+    stack: &mut [u8],
+    child: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    arg: *mut libc::c_void,
+) -> libc::pid_t {
+    const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+    const SYS_CLONE3: i64 = 435;
+    // The kernel starts the child with its stack pointer at `stack + stack_size`; keep it
+    // 16-byte aligned so the `call` below leaves the ABI's alignment for `child`.
+    let base = stack.as_mut_ptr() as u64;
+    let shift = (16 - base % 16) % 16;
+    let args = CloneArgs {
+        flags: (libc::CLONE_VM | libc::CLONE_VFORK) as u64 | CLONE_INTO_CGROUP,
+        exit_signal: libc::SIGCHLD as u64,
+        stack: base + shift,
+        stack_size: (stack.len() as u64 - shift) & !15,
+        cgroup: cgroup as u64,
+        ..CloneArgs::default()
+    };
+    let ret: i64;
+    // SAFETY: the system call reads `args` (alive for the call); in the parent it returns the
+    // pid or -errno in rax and clobbers rcx and r11 only. In the child (rax = 0) the stack is
+    // the fresh one, and only `child(arg)` runs, which never returns (`ud2` otherwise).
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "mov rdi, r12",
+            "call r13",
+            "ud2",
+            "2:",
+            inlateout("rax") SYS_CLONE3 => ret,
+            in("rdi") &args as *const CloneArgs,
+            in("rsi") std::mem::size_of::<CloneArgs>(),
+            in("r12") arg,
+            in("r13") child,
+            lateout("rcx") _,
+            lateout("r11") _,
+        );
+    }
+    if ret < 0 {
+        // SAFETY: errno is this thread's; setting it reports the failure like libc would.
+        unsafe { *libc::__errno_location() = (-ret) as i32 };
+        return -1;
+    }
+    ret as libc::pid_t
+}
+
+/// Off x86-64 the child moves itself into its cgroup (`ENOSYS` leads there).
+#[cfg(all(target_os = "linux", not(target_arch = "x86_64")))]
+unsafe fn clone3_into(
+    _cgroup: RawFd,
+    _stack: &mut [u8],
+    _child: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    _arg: *mut libc::c_void,
+) -> libc::pid_t {
+    // SAFETY: errno is this thread's.
+    unsafe { *libc::__errno_location() = libc::ENOSYS };
+    -1
+}
+
 /// The stack of a child between `clone` and `execve`.
 #[cfg(target_os = "linux")]
 const CHILD_STACK: usize = 64 * 1024;
@@ -63,8 +156,12 @@ pub(crate) struct Prepared {
     /// Where the child registers its pid before `exec` (EXEC-7), and how; `None` for the
     /// guard itself and when no guard runs.
     register: Option<(RawFd, Tag)>,
-    /// The task cgroup's `cgroup.procs`, which the child joins before `exec` (`cgroup.rs`).
-    join: Option<RawFd>,
+    /// The task's cgroup (`cgroup.rs`): the child is started inside it, or joins it before
+    /// `exec`.
+    join: Option<crate::cgroup::Join>,
+    /// `clone3` started the child inside its cgroup: it need not (and must not, for the cost)
+    /// move itself there. Shared with the child, which runs in vx's memory until `exec`.
+    born_inside: std::sync::atomic::AtomicBool,
     /// An interactive task (EXEC-1): a new process group in vx's session that takes the
     /// terminal's foreground, instead of a new session.
     terminal: bool,
@@ -76,7 +173,7 @@ pub(crate) struct Prepared {
 unsafe impl Send for Prepared {}
 
 impl Prepared {
-    pub(crate) fn new(spec: &SpawnSpec, join: Option<RawFd>) -> io::Result<Prepared> {
+    pub(crate) fn new(spec: &SpawnSpec, join: Option<crate::cgroup::Join>) -> io::Result<Prepared> {
         let cwd = c_string(spec.cwd.as_os_str())?;
         let (program, argv) = match &spec.sandbox {
             None => {
@@ -178,6 +275,7 @@ impl Prepared {
             },
             register,
             join,
+            born_inside: std::sync::atomic::AtomicBool::new(false),
             terminal,
         })
     }
@@ -225,6 +323,7 @@ impl Prepared {
             },
             register: None,
             join: None,
+            born_inside: std::sync::atomic::AtomicBool::new(false),
             terminal: false,
         })
     }
@@ -275,6 +374,25 @@ impl Prepared {
         let mut stack = vec![0u8; CHILD_STACK];
         // Stacks grow down on every Linux architecture vx builds for; keep 16-byte alignment.
         let top = (stack.as_mut_ptr() as usize + CHILD_STACK) & !15;
+        let arg = self as *const Prepared as *mut libc::c_void;
+        if let Some(dir) = self.join.and_then(|join| join.dir) {
+            use std::sync::atomic::Ordering;
+            self.born_inside.store(true, Ordering::SeqCst);
+            // SAFETY: as for `clone` below; `clone3_into` switches to the stack itself.
+            let pid = unsafe { clone3_into(dir, &mut stack, child, arg) };
+            // ENOSYS, EINVAL, E2BIG: a kernel without `clone3` or `CLONE_INTO_CGROUP`; the
+            // child then moves itself.
+            if pid >= 0
+                || !matches!(
+                    io::Error::last_os_error().raw_os_error(),
+                    Some(libc::ENOSYS | libc::EINVAL | libc::E2BIG)
+                )
+            {
+                drop(stack);
+                return pid;
+            }
+            self.born_inside.store(false, Ordering::SeqCst);
+        }
         // SAFETY: `child` only calls async-signal-safe functions on values built before (see
         // `exec_child`); `top` is the aligned end of a live buffer no one else uses; with
         // CLONE_VFORK this thread is suspended until the child executes or exits, so `self`
@@ -285,7 +403,7 @@ impl Prepared {
                 child,
                 top as *mut libc::c_void,
                 libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                self as *const Prepared as *mut libc::c_void,
+                arg,
             )
         };
         drop(stack);
@@ -294,6 +412,7 @@ impl Prepared {
 
     #[cfg(not(target_os = "linux"))]
     fn start_child(&self) -> libc::pid_t {
+        // No cgroups off Linux: `join` is always `None` there.
         // SAFETY: fork has no memory-safety preconditions of its own; the child branch only
         // calls async-signal-safe functions on data prepared before the fork (see `exec_child`).
         let pid = unsafe { libc::fork() };
@@ -363,8 +482,9 @@ impl Prepared {
         unsafe {
             // Into the task's cgroup first, so everything the command starts is born inside
             // (a failed write leaves the task contained by its session alone).
-            if let Some(fd) = self.join {
-                libc::write(fd, b"0".as_ptr().cast(), 1);
+            let born_inside = self.born_inside.load(std::sync::atomic::Ordering::SeqCst);
+            if let Some(join) = self.join.filter(|_| !born_inside) {
+                libc::write(join.procs, b"0".as_ptr().cast(), 1);
             }
             // EXEC-7: register before exec, so the task is never unguarded. If the guard is
             // gone the write fails with EPIPE and the task runs unguarded; the SIGPIPE it

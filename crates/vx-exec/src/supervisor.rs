@@ -126,8 +126,15 @@ impl Supervisor {
             handle
         };
         let started = Instant::now();
-        let cgroup = crate::cgroup::TaskCgroup::create(task_id);
-        let join = cgroup.as_ref().map(crate::cgroup::TaskCgroup::procs_fd);
+        // A sandboxed task needs no cgroup: its pid namespace ends with its init, taking every
+        // process in it along (SBX-9), and a cgroup around bubblewrap's namespaces cost 4–5 ms
+        // per task (docs/benchmarks.md).
+        let cgroup = spec
+            .sandbox
+            .is_none()
+            .then(|| crate::cgroup::TaskCgroup::create(task_id))
+            .flatten();
+        let join = cgroup.as_ref().map(crate::cgroup::TaskCgroup::join);
         let prepared = match Prepared::new(&spec, join) {
             Ok(prepared) => prepared,
             Err(err) => return failed(sink, err),
