@@ -464,7 +464,9 @@ fn an_unrequested_server_whose_dependants_all_hit_is_not_started() {
     f.write(
         "packages/app/vx.toml",
         concat!(
-            "[tasks.e2e]\ncommand = \"echo e2e\"\ndepends-on = [\"lib#serve\"]\n",
+            // The server is ready at spawn; e2e waits for its first command, so the end of the
+            // graph cannot stop it before it ran (a race once spawns got faster).
+            "[tasks.e2e]\ncommand = \"i=0; while [ ! -e ../../server-started ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; echo e2e\"\ndepends-on = [\"lib#serve\"]\n",
             "cache = { inputs = [\"src/**\"], outputs = [] }\n",
         ),
     );
@@ -496,7 +498,9 @@ fn dry_marks_a_server_that_would_not_start() {
     f.write(
         "packages/app/vx.toml",
         concat!(
-            "[tasks.e2e]\ncommand = \"echo e2e\"\ndepends-on = [\"lib#serve\"]\n",
+            // The server is ready at spawn; e2e waits for its first command, so the end of the
+            // graph cannot stop it before it ran (a race once spawns got faster).
+            "[tasks.e2e]\ncommand = \"i=0; while [ ! -e ../../server-started ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; echo e2e\"\ndepends-on = [\"lib#serve\"]\n",
             "cache = { inputs = [\"src/**\"], outputs = [] }\n",
         ),
     );
