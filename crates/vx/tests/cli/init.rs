@@ -33,7 +33,7 @@ members = []
 command = "rm -rf dist && tsc"
 depends-on = ["^build"]
 # TODO: check inputs and outputs, then uncomment to cache this task
-# cache = { inputs = ["src/**"], outputs = ["dist/**"] }
+# cache = { inputs = ["**", "!dist/**"], outputs = ["dist/**"] }
 
 [tasks.ci]
 command = "npm run build && npm run test"
@@ -181,16 +181,22 @@ next: vx run build --all
     let root = f.read("vx.toml");
     assert_contains(&root, "[workspace]\n");
     assert!(!root.contains("members ="), "{root}");
+    // Both packages have `build`: the template holds what they share, the scripts are the
+    // commands, and each package's file holds only what differs (here, web's suggestion).
+    assert_contains(
+        &root,
+        "[workspace.tasks.build]\ndepends-on = [\"^build\"]\n\n",
+    );
     assert_contains(&root, "[tasks.format]\ncommand = \"prettier -w .\"\n");
     assert_contains(&root, "#   build: turbo run build\n");
     let web = f.read("packages/web/vx.toml");
     assert_contains(
         &web,
-        "[tasks.build]\ncommand = \"next build\"\ndepends-on = [\"^build\"]\n",
+        "[tasks.build]\n# TODO: check inputs and outputs, then uncomment to cache this task\n",
     );
     assert_contains(
         &web,
-        r#"# cache = { inputs = ["src/**"], outputs = [".next/**", "!.next/cache/**"] }"#,
+        r#"# cache = { inputs = ["**", "!.next/**"], outputs = [".next/**", "!.next/cache/**"] }"#,
     );
     assert_contains(
         &web,
@@ -245,8 +251,15 @@ fn force_replaces_existing_files() {
     assert_contains(&out.stdout, "wrote packages/ui/vx.toml\n");
     assert_contains(
         &f.read("packages/ui/vx.toml"),
-        "[tasks.build]\ncommand = \"tsup src --outDir lib\"\ndepends-on = [\"^build\"]\n# TODO: check inputs and outputs, then uncomment to cache this task\n# cache = { inputs = [\"src/**\"], outputs = [\"lib/**\"] }\n",
+        "[tasks.build]\n# TODO: check inputs and outputs, then uncomment to cache this task\n# cache = { inputs = [\"**\", \"!lib/**\"], outputs = [\"lib/**\"] }\n",
     );
+    let shown = f.vx(&["show", "@m/ui#build"]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    assert_contains(
+        &shown.stdout,
+        "command     tsup src --outDir lib  (packages/ui/package.json:1)",
+    );
+    assert_contains(&shown.stdout, "depends-on  [\"^build\"]  (vx.toml:");
 }
 
 #[test]
@@ -343,4 +356,165 @@ fn init_takes_only_its_flags() {
     assert_eq!(out.code, 0, "{out:?}");
     assert_contains(&f.read("vx.toml"), "[workspace]\nmembers = []\n");
     assert_eq!(f.vx(&["show"]).code, 0);
+}
+
+/// Issue 20, item 3: scripts that repeat across packages become `[workspace.tasks]`
+/// templates in the root file; a package gets a file only for what differs (a folded hook,
+/// an npm variable, a group), and the workspace then runs as the scripts say.
+#[test]
+fn repeated_scripts_become_templates_and_packages_hold_only_what_differs() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "workspaces": ["packages/*"], "scripts": {"build": "turbo run build"}}"#,
+    );
+    let plain = |name: &str, deps: &str| {
+        format!(
+            r#"{{"name": "{name}", "version": "1.0.0", "dependencies": {{{deps}}},
+                "scripts": {{"build": "mkdir -p dist && echo {name} > dist/out.txt",
+                            "test": "test -f dist/out.txt", "lint": "echo lint"}}}}"#
+        )
+    };
+    f.write("packages/a/package.json", &plain("a", ""));
+    f.write("packages/b/package.json", &plain("b", r#""a": "*""#));
+    f.write("packages/c/package.json", &plain("c", r#""a": "*""#));
+    f.write(
+        "packages/d/package.json",
+        r#"{"name": "d", "version": "3.1.0",
+            "scripts": {"prebuild": "echo pre > pre.txt", "build": "mkdir -p dist && cp pre.txt dist/out.txt",
+                        "test": "test -f dist/out.txt", "lint": "echo $npm_package_version > lint.txt",
+                        "check": "run-p lint test"}}"#,
+    );
+    f.commit();
+
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "wrote vx.toml\nwrote packages/d/vx.toml\n");
+    assert_contains(
+        &out.stdout,
+        "no file needed: the templates describe the scripts of 3 packages\n",
+    );
+    for plain in ["a", "b", "c"] {
+        assert!(!f.path(&format!("packages/{plain}/vx.toml")).exists());
+    }
+    let root = f.read("vx.toml");
+    assert_contains(
+        &root,
+        "\n[workspace.tasks.build]\ndepends-on = [\"^build\"]\n# TODO: check inputs and outputs, then uncomment to cache this task\n# cache = { outputs = [\"dist/**\"] }\n",
+    );
+    assert_contains(&root, "\n[workspace.tasks.lint]\n");
+    assert_contains(
+        &root,
+        "\n[workspace.tasks.test]\ndepends-on = [\"build\"]\n",
+    );
+    assert!(!root.contains("command ="), "{root}");
+    let d = f.read("packages/d/vx.toml");
+    assert_eq!(
+        d,
+        "# Written by `vx init` from the scripts of packages/d/package.json: what differs from the
+# templates in the root vx.toml.
+
+[tasks.build]
+command = \"echo pre > pre.txt && mkdir -p dist && cp pre.txt dist/out.txt\"
+
+[tasks.check]
+depends-on = [\"lint\", \"test\"]
+
+[tasks.lint]
+env = { define = { npm_package_version = \"3.1.0\" } }
+"
+    );
+
+    // The template's edges hold: `b` and `c` build after `a`; every build ran its script.
+    let run = f.vx(&["run", "test", "--all"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    for (dir, text) in [("a", "a\n"), ("b", "b\n"), ("c", "c\n"), ("d", "pre\n")] {
+        assert_eq!(f.read(&format!("packages/{dir}/dist/out.txt")), text);
+    }
+    let plan = f.vx(&["run", "build", "-F", "b", "--dry"]);
+    assert_contains(&plan.stdout, "a#build");
+    let check = f.vx(&["run", "d#check"]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    assert_eq!(f.read("packages/d/lint.txt"), "3.1.0\n");
+}
+
+/// Issue 20, item 4: no suggestion for a script that cleans, publishes, packs, serves or
+/// reads a sibling package; the suggested inputs are the package less its outputs (so a
+/// config edit is a miss); two suggestions never share a directory; and every suggestion
+/// uncommented at once loads, runs, and hits on the second run.
+#[test]
+fn every_cache_suggestion_can_be_uncommented_safely() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "workspaces": ["packages/*"]}"#,
+    );
+    let scripts = r#""build": "mkdir -p dist && cat src/in.txt tsconfig.json > dist/out.txt",
+        "test:build": "mkdir -p dist && echo t > dist/test.txt",
+        "docs": "mkdir -p build && echo docs > build/index.html",
+        "clean": "rm -rf dist && mkdir -p dist",
+        "publish:npm": "npm publish dist",
+        "pack:tgz": "npm pack",
+        "start": "serve dist""#;
+    f.write(
+        "packages/a/package.json",
+        &format!(r#"{{"name": "a", "scripts": {{{scripts}}}}}"#),
+    );
+    f.write(
+        "packages/b/package.json",
+        &format!(
+            r#"{{"name": "b", "scripts": {{{scripts}, "vendor": "mkdir -p dist && cp ../a/dist/out.txt dist/a.txt"}}}}"#
+        ),
+    );
+    for dir in ["a", "b"] {
+        f.write(&format!("packages/{dir}/src/in.txt"), "source\n");
+        f.write(&format!("packages/{dir}/tsconfig.json"), "{}\n");
+    }
+    f.write(".gitignore", "dist/\nbuild/\n");
+    f.commit();
+
+    assert_eq!(f.vx(&["init"]).code, 0);
+    let root = f.read("vx.toml");
+    let b = f.read("packages/b/vx.toml");
+    let all = format!("{root}{b}");
+    let suggested: Vec<&str> = all
+        .lines()
+        .filter(|l| l.starts_with("# cache = "))
+        .collect();
+    assert_eq!(
+        suggested,
+        [
+            r#"# cache = { outputs = ["dist/**"] }"#,
+            r#"# cache = { outputs = ["build/**"] }"#,
+        ],
+        "only build and docs get one:\n{root}\n{b}"
+    );
+    assert_contains(
+        &root,
+        "[workspace.tasks.build]\ndepends-on = [\"^build\"]\n# TODO",
+    );
+    assert_contains(&root, "[workspace.tasks.docs]\n# TODO");
+    assert_contains(
+        &b,
+        "[tasks.vendor]\ncommand = \"mkdir -p dist && cp ../a/dist/out.txt dist/a.txt\"\n",
+    );
+
+    // Uncomment every suggestion as the TODO asks.
+    for rel in ["vx.toml", "packages/b/vx.toml"] {
+        let text = f.read(rel).replace("\n# cache = ", "\ncache = ");
+        f.write(rel, &text);
+    }
+    f.commit();
+    let first = f.vx(&["run", "build", "docs", "--all"]);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    let second = f.vx(&["run", "build", "docs", "--all"]);
+    assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
+    assert_contains(&second.stdout, "4 tasks · 4 cached (100%)");
+    // A tool config is an input: editing it re-runs that package's build, and only it.
+    f.write("packages/a/tsconfig.json", "{\"strict\": true}\n");
+    let third = f.vx(&["run", "build", "--all"]);
+    assert_eq!(third.code, 0, "{}{}", third.stdout, third.stderr);
+    assert_contains(&third.stdout, "2 tasks · 1 cached (50%)");
+    let why = f.vx(&["why", "a#build"]);
+    assert_contains(&why.stdout, "tsconfig.json");
 }

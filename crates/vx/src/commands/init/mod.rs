@@ -9,6 +9,7 @@
 //! of writing them. The report lists what was written or kept, the TODO comments grouped by
 //! reason, and the next command to run.
 
+mod layout;
 mod scripts;
 mod shell;
 mod toml;
@@ -21,26 +22,20 @@ use vx_core::Diagnostic;
 use vx_workspace::{LoadError, PackageJson};
 
 use self::scripts::{map_scripts, Context, LeftOutWhy, Mapping, Todo, TodoReason};
-use self::toml::Head;
+use self::toml::{File, WorkspaceTable};
 use crate::cli::InitArgs;
 use crate::error::Failure;
 use crate::exit;
 use crate::render;
 use crate::workspace::io_diagnostic;
 
-/// One `vx.toml` to write.
-struct Planned {
-    /// Root-relative path.
-    rel: String,
-    text: String,
-    todos: Vec<Todo>,
-}
-
 /// Everything `vx init` would do, before it does it.
 struct Plan {
-    files: Vec<Planned>,
+    files: Vec<File>,
     /// `package.json` files with no script to map (no file is written for them).
     without_scripts: Vec<String>,
+    /// `package.json` files whose scripts the templates describe exactly (no file needed).
+    by_templates: Vec<String>,
     /// Root scripts left out because they drive the whole workspace.
     orchestrating: Vec<String>,
 }
@@ -74,12 +69,26 @@ pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
             continue;
         }
         if !args.dry {
-            std::fs::write(&path, &file.text)
+            std::fs::write(&path, file.render())
                 .map_err(|e| Failure::from(io_diagnostic(Path::new(&file.rel), "write", &e)))?;
         }
         fates.push(Fate::Written);
     }
 
+    let all_written = fates.iter().all(|f| matches!(f, Fate::Written));
+    if !args.dry && all_written {
+        // The files as the loader reads them, templates and scripts applied.
+        if let Err(error) = vx_workspace::discover(&root) {
+            let first = match &error {
+                LoadError::Config(problems) => problems.first().map(ToString::to_string),
+                _ => None,
+            };
+            return Err(Failure::Internal(format!(
+                "vx init wrote files that vx refuses: {}",
+                first.unwrap_or_else(|| error.to_string())
+            )));
+        }
+    }
     if args.dry {
         let mut printed = String::new();
         for (file, fate) in plan.files.iter().zip(&fates) {
@@ -87,7 +96,7 @@ pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
                 if !printed.is_empty() {
                     printed.push('\n');
                 }
-                printed.push_str(&format!("==> {} <==\n{}", file.rel, file.text));
+                printed.push_str(&format!("==> {} <==\n{}", file.rel, file.render()));
             }
         }
         render::out_str(&printed);
@@ -124,7 +133,7 @@ fn load_failure(error: LoadError) -> Failure {
     }
 }
 
-/// Reads every `package.json`, maps its scripts and renders the files. All manifest problems
+/// Reads every `package.json`, maps its scripts and lays out the files. All manifest problems
 /// are reported together (ERR-2, CFG-10).
 fn plan(root: &Path) -> Result<Plan, Failure> {
     let workspace = vx_workspace::package_workspace(root).map_err(load_failure)?;
@@ -141,11 +150,6 @@ fn plan(root: &Path) -> Result<Plan, Failure> {
     }
 
     let root_package = root_manifest.clone().unwrap_or_default();
-    let mut plan = Plan {
-        files: Vec::new(),
-        without_scripts: Vec::new(),
-        orchestrating: Vec::new(),
-    };
     let context = |dir: &str, package: &PackageJson, monorepo_root: bool| Context {
         name: package.name.clone(),
         version: package.version.clone(),
@@ -156,62 +160,175 @@ fn plan(root: &Path) -> Result<Plan, Failure> {
         &root_package.scripts,
         &context("", &root_package, workspace.is_some()),
     );
-    plan.orchestrating = root_mapping
+    let mappings: Vec<Mapping> = members
+        .iter()
+        .map(|(dir, package)| map_scripts(&package.scripts, &context(dir, package, false)))
+        .collect();
+    let layout = layout::monorepo(
+        &members
+            .iter()
+            .zip(&mappings)
+            .map(|((_, package), mapping)| layout::Member {
+                scripts: &package.scripts,
+                mapping,
+            })
+            .collect::<Vec<_>>(),
+    );
+    let template_names = layout.templates.iter().map(|t| t.name.clone()).collect();
+
+    let mut root_file = File {
+        rel: CONFIG_FILE.to_string(),
+        workspace: Some(WorkspaceTable::default()),
+        tasks: layout::alone(&root_mapping, &template_names),
+        ..File::default()
+    };
+    match &workspace {
+        Some(w) => {
+            root_file.header.push(format!(
+                "Written by `vx init`. The members are the packages {} lists.",
+                w.source
+            ));
+            if !layout.templates.is_empty() {
+                root_file.header.extend([
+                    "The templates under [workspace.tasks] apply to every package that has a"
+                        .to_string(),
+                    "script of their name, which is the command; a package's own vx.toml holds"
+                        .to_string(),
+                    "only what differs.".to_string(),
+                ]);
+            }
+            if !root_mapping.tasks.is_empty() {
+                root_file
+                    .header
+                    .push("The [tasks] tables come from the scripts of package.json.".to_string());
+            }
+            root_file.templates = layout.templates;
+        }
+        None => {
+            root_file.header.extend([
+                "Written by `vx init` from the scripts of package.json: one package, whose tasks"
+                    .to_string(),
+                "are the workspace root's (`//`).".to_string(),
+            ]);
+            root_file.workspace = Some(WorkspaceTable {
+                members: Some(Vec::new()),
+            });
+        }
+    }
+    left_out(&mut root_file, &root_mapping);
+    let orchestrating = root_mapping
         .left_out
         .iter()
         .filter(|l| l.why == LeftOutWhy::Orchestrates)
         .map(|l| l.name.clone())
         .collect();
-    let head = match &workspace {
-        Some(w) => Head::MonorepoRoot { source: w.source },
-        None => Head::SinglePackage,
+    let mut plan = Plan {
+        files: vec![root_file],
+        without_scripts: Vec::new(),
+        by_templates: Vec::new(),
+        orchestrating,
     };
-    plan.files.push(planned(
-        CONFIG_FILE.to_string(),
-        head,
-        "package.json",
-        &root_mapping,
-        true,
-    )?);
 
-    for (dir, package) in &members {
-        let mapping = map_scripts(&package.scripts, &context(dir, package, false));
+    for (((dir, _), mapping), tables) in members.iter().zip(&mappings).zip(layout.members) {
         let manifest = format!("{dir}/package.json");
         if mapping.tasks.is_empty() && mapping.left_out.is_empty() {
             plan.without_scripts.push(manifest);
             continue;
         }
-        let rel = format!("{dir}/{CONFIG_FILE}");
-        plan.files
-            .push(planned(rel, Head::Project, &manifest, &mapping, false)?);
+        let mut file = File {
+            rel: format!("{dir}/{CONFIG_FILE}"),
+            header: vec![format!(
+                "Written by `vx init` from the scripts of {manifest}: what differs from the"
+            )],
+            tasks: tables,
+            ..File::default()
+        };
+        file.header
+            .push("templates in the root vx.toml.".to_string());
+        left_out(&mut file, mapping);
+        if file.tasks.is_empty() && file.trailer.is_empty() {
+            // A file is needed only to replace one that exists (with `--force`), or to
+            // report it kept: the templates apply to its tasks too.
+            if !root.join(&file.rel).exists() {
+                plan.by_templates.push(manifest);
+                continue;
+            }
+            file.header = vec![
+                "Written by `vx init`: the templates in the root vx.toml describe the".to_string(),
+                format!("scripts of {manifest}; nothing differs."),
+            ];
+        }
+        plan.files.push(file);
+    }
+    for file in &plan.files {
+        check(file)?;
     }
     Ok(plan)
 }
 
-/// Renders one file and checks that vx loads it: a file `vx init` writes that vx then refuses
-/// would be a bug in vx.
-fn planned(
-    rel: String,
-    head: Head<'_>,
-    manifest: &str,
-    mapping: &Mapping,
-    is_root: bool,
-) -> Result<Planned, Failure> {
-    let text = toml::render(head, manifest, mapping);
-    if let Err(problems) = vx_workspace::parse_config(&text, &rel, is_root) {
-        let first = problems
-            .first()
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        return Err(Failure::Internal(format!(
-            "vx init generated a {rel} that vx refuses: {first}"
-        )));
+/// The comments for scripts that are not tasks: hooks kept apart, scripts that drive the
+/// workspace, and scripts that cannot be tasks (each with a TODO).
+fn left_out(file: &mut File, mapping: &Mapping) {
+    if let Some((hooks, why)) = &mapping.unfolded_hooks {
+        let names: Vec<String> = hooks.iter().map(|h| format!("`{h}`")).collect();
+        file.trailer.push(vec![
+            "Kept as tasks of their own, not folded into the scripts they precede or follow"
+                .to_string(),
+            format!(
+                "({why}, so the package manager does not run them): {}.",
+                names.join(", ")
+            ),
+        ]);
     }
-    Ok(Planned {
-        rel,
-        text,
-        todos: mapping.todos(),
-    })
+    let orchestrating: Vec<String> = mapping
+        .left_out
+        .iter()
+        .filter(|l| l.why == LeftOutWhy::Orchestrates)
+        .map(|l| format!("  {}: {}", l.name, l.text))
+        .collect();
+    if !orchestrating.is_empty() {
+        let mut block = vec![
+            "Not mapped: these scripts drive the whole workspace; `vx run <task> --all` does that."
+                .to_string(),
+        ];
+        block.extend(orchestrating);
+        file.trailer.push(block);
+    }
+    for left in &mapping.left_out {
+        if let LeftOutWhy::Unmappable(problem) = &left.why {
+            let text = format!("script {:?} is not mapped: {problem}", left.name);
+            file.trailer
+                .push(vec![format!("TODO: {text}"), format!("  {}", left.text)]);
+            file.loose_todos.push(Todo {
+                reason: TodoReason::Unmappable,
+                subject: left.name.clone(),
+                text,
+            });
+        }
+    }
+}
+
+/// Checks that vx loads a file `vx init` writes: one vx refuses would be a bug in vx. A
+/// package's file may hold only what differs from a template, so it is checked as the
+/// templates and its scripts resolve it, by the loader, once the files are written; here
+/// its syntax and keys are checked.
+fn check(file: &File) -> Result<(), Failure> {
+    let is_root = file.rel == CONFIG_FILE;
+    let text = file.render();
+    let problems = match vx_workspace::parse_config(&text, &file.rel, is_root) {
+        Ok(_) => return Ok(()),
+        Err(problems) => problems,
+    };
+    let real = problems
+        .iter()
+        .find(|d| is_root || !d.message.contains("needs either `command` or `depends-on`"));
+    match real {
+        None => Ok(()),
+        Some(first) => Err(Failure::Internal(format!(
+            "vx init generated a {} that vx refuses: {first}",
+            file.rel
+        ))),
+    }
 }
 
 /// The `package.json` in `dir` (root-relative), if there is one; problems go to `errors`.
@@ -310,6 +427,17 @@ fn report(root: &Path, plan: &Plan, fates: &[Fate], dry: bool) -> String {
     for manifest in &plan.without_scripts {
         out.push_str(&format!("no scripts to map in {manifest}\n"));
     }
+    if !plan.by_templates.is_empty() {
+        out.push_str(&format!(
+            "no file needed: the templates describe the scripts of {} package{}\n",
+            plan.by_templates.len(),
+            if plan.by_templates.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ));
+    }
     if !plan.orchestrating.is_empty() {
         let names: Vec<String> = plan
             .orchestrating
@@ -323,20 +451,20 @@ fn report(root: &Path, plan: &Plan, fates: &[Fate], dry: bool) -> String {
     }
 
     // Reason → file → subjects, for the files written.
-    let mut by_reason: BTreeMap<TodoReason, BTreeMap<&str, Vec<&str>>> = BTreeMap::new();
+    let mut by_reason: BTreeMap<TodoReason, BTreeMap<&str, Vec<String>>> = BTreeMap::new();
     let mut count = 0;
     for (file, fate) in plan.files.iter().zip(fates) {
         if matches!(fate, Fate::Kept) {
             continue;
         }
-        for todo in &file.todos {
+        for todo in &file.todos() {
             count += 1;
             by_reason
                 .entry(todo.reason)
                 .or_default()
                 .entry(file.rel.as_str())
                 .or_default()
-                .push(todo.subject.as_str());
+                .push(todo.subject.clone());
         }
     }
     if count == 0 {

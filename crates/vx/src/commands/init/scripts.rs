@@ -110,46 +110,6 @@ pub struct Mapping {
     pub unfolded_hooks: Option<(Vec<String>, String)>,
 }
 
-impl Mapping {
-    /// Every TODO comment, in file order.
-    pub fn todos(&self) -> Vec<Todo> {
-        let mut todos = Vec::new();
-        for task in &self.tasks {
-            if task.persistent {
-                todos.push(Todo {
-                    reason: TodoReason::ReadyWhen,
-                    subject: task.name.clone(),
-                    text: "add ready-when".into(),
-                });
-            }
-            for note in &task.notes {
-                todos.push(Todo {
-                    reason: TodoReason::NpmVariable,
-                    subject: task.name.clone(),
-                    text: note.clone(),
-                });
-            }
-            if !task.suggested_outputs.is_empty() {
-                todos.push(Todo {
-                    reason: TodoReason::CacheSuggestion,
-                    subject: task.name.clone(),
-                    text: "check inputs and outputs, then uncomment to cache this task".into(),
-                });
-            }
-        }
-        for left in &self.left_out {
-            if let LeftOutWhy::Unmappable(problem) = &left.why {
-                todos.push(Todo {
-                    reason: TodoReason::Unmappable,
-                    subject: left.name.clone(),
-                    text: format!("script {:?} is not mapped: {problem}", left.name),
-                });
-            }
-        }
-        todos
-    }
-}
-
 /// npm's lifecycle scripts (INIT-2): run by the package manager around install, pack,
 /// publish and version, never tasks.
 const LIFECYCLE: [&str; 13] = [
@@ -264,7 +224,7 @@ pub fn map_scripts(scripts: &BTreeMap<String, String>, context: &Context) -> Map
                 let (define, notes) = npm_variables(text, context);
                 task.define = define;
                 task.notes = notes;
-                if !task.persistent {
+                if !task.persistent && cacheable(name, &script) {
                     task.suggested_outputs = guess_outputs(&script);
                 }
                 task.command = Some(text.clone());
@@ -286,7 +246,75 @@ pub fn map_scripts(scripts: &BTreeMap<String, String>, context: &Context) -> Map
         task.depends_on = depends_on;
         mapping.tasks.push(task);
     }
+    exclusive_suggestions(&mut mapping.tasks);
     mapping
+}
+
+/// Whether a cache table may be suggested for a script at all: never for one that cleans,
+/// publishes, packs or deploys (a hit would restore what a clean deletes, or skip a publish),
+/// and never for one that reads or writes outside its project (`cp -r ../lib/dist .`): the
+/// default inputs, the project less its outputs, would miss what it reads.
+fn cacheable(name: &str, script: &shell::Script) -> bool {
+    let side_effect_name = name.split([':', '-', '_']).any(|part| {
+        matches!(
+            part,
+            "clean" | "publish" | "release" | "deploy" | "pack" | "upload" | "serve"
+        )
+    });
+    if side_effect_name || name.starts_with("clean") {
+        return false;
+    }
+    script.segments.iter().all(|segment| {
+        let words = segment.program();
+        let program = segment.program_name().unwrap_or_default();
+        let sub = segment.subcommand();
+        let publishes = match program {
+            "npm" | "pnpm" | "yarn" | "bun" => words
+                .iter()
+                .skip(1)
+                .any(|w| matches!(w.as_str(), "publish" | "pack" | "deploy")),
+            "changeset" | "lerna" => matches!(sub, Some("publish" | "version")),
+            "semantic-release" | "np" | "release-it" => true,
+            "vsce" | "ovsx" => matches!(sub, Some("publish" | "package")),
+            "git" => true,
+            _ => false,
+        };
+        let cleans_everything = words.iter().any(|w| w == "--clean");
+        let outside = words.iter().skip(1).any(|w| {
+            w.starts_with("../")
+                || w.contains("=../")
+                || (w.starts_with('/') && !w.starts_with("/dev/"))
+        });
+        !publishes && !cleans_everything && !outside
+    })
+}
+
+/// Two suggestions in one package must not write the same directory (GRAPH-9 would refuse
+/// them both uncommented): `build` keeps its directories, and any other task that would
+/// write one of them, or that shares one with another task, gets no suggestion.
+fn exclusive_suggestions(tasks: &mut [Task]) {
+    let dirs = |task: &Task| -> BTreeSet<String> {
+        task.suggested_outputs
+            .iter()
+            .filter(|g| !g.starts_with('!'))
+            .map(|g| g.split('/').next().unwrap_or_default().to_string())
+            .collect()
+    };
+    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for task in tasks.iter() {
+        for dir in dirs(task) {
+            owners.entry(dir).or_default().push(task.name.clone());
+        }
+    }
+    for task in tasks.iter_mut() {
+        let shared = dirs(task).iter().any(|dir| {
+            let names = &owners[dir];
+            names.len() > 1 && (task.name != "build" || !names.iter().any(|n| n == "build"))
+        });
+        if shared {
+            task.suggested_outputs.clear();
+        }
+    }
 }
 
 /// The script `name` is a `pre`/`post` hook of, if it is one: `pre<x>` or `post<x>` where `x`

@@ -1,129 +1,223 @@
-//! Writing the `vx.toml` text of `vx init`: the header, the `[workspace]` table when asked,
-//! one `[tasks.<name>]` table per mapped task, and the comments for what was not mapped.
+//! Writing the `vx.toml` text of `vx init` and `vx migrate`: the header, the `[workspace]`
+//! table in the root file, the `[workspace.tasks.<name>]` templates, one `[tasks.<name>]`
+//! table per task, and the comments for what was not carried over.
 //!
 //! The text is written by hand rather than serialised, because most of what makes it useful
 //! is comments: TODOs, the commented cache suggestion, the scripts left out.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::scripts::{LeftOutWhy, Mapping};
+use super::scripts::{Todo, TodoReason};
 
-/// What goes before the tasks.
-pub enum Head<'a> {
-    /// A project's `vx.toml`.
-    Project,
-    /// The root `vx.toml` of a monorepo whose members come from `source`.
-    MonorepoRoot { source: &'a str },
-    /// The root `vx.toml` of a single package: `members = []`, tasks at the root.
-    SinglePackage,
+/// One `vx.toml` as `vx init` writes it.
+#[derive(Debug, Clone, Default)]
+pub struct File {
+    /// Root-relative path.
+    pub rel: String,
+    /// Comment lines at the top, without `# `.
+    pub header: Vec<String>,
+    /// `Some` in the root file: the `[workspace]` table.
+    pub workspace: Option<WorkspaceTable>,
+    /// `[workspace.tasks.<name>]` tables (root file only).
+    pub templates: Vec<Table>,
+    /// `[tasks.<name>]` tables.
+    pub tasks: Vec<Table>,
+    /// Comment blocks after the tasks (scripts left out), each a list of lines without `# `.
+    pub trailer: Vec<Vec<String>>,
+    /// TODOs that belong to no table (a script left out).
+    pub loose_todos: Vec<Todo>,
 }
 
-/// The text of one `vx.toml`. `manifest` is the root-relative path of the `package.json` the
-/// tasks come from.
-pub fn render(head: Head<'_>, manifest: &str, mapping: &Mapping) -> String {
-    let mut out = String::new();
-    match head {
-        Head::Project => {
-            let _ = writeln!(
-                out,
-                "# Written by `vx init` from the scripts of {}.",
-                one_line(manifest)
-            );
-        }
-        Head::MonorepoRoot { source } => {
-            let _ = writeln!(
-                out,
-                "# Written by `vx init`. The members are the packages {source} lists."
-            );
-            if !mapping.tasks.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "# The tasks below come from the scripts of {manifest}."
-                );
-            }
-            out.push_str("\n[workspace]\n");
-        }
-        Head::SinglePackage => {
-            let _ = writeln!(
-                out,
-                "# Written by `vx init` from the scripts of {manifest}: one package, whose tasks\n\
-                 # are the workspace root's (`//`)."
-            );
-            out.push_str("\n[workspace]\nmembers = []\n");
-        }
+/// The `[workspace]` table.
+#[derive(Debug, Clone, Default)]
+pub struct WorkspaceTable {
+    /// `members = [...]`, when written.
+    pub members: Option<Vec<String>>,
+}
+
+/// A task table; a key left `None` (or empty) is not written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Table {
+    pub name: String,
+    /// `extends = false`: the template of the same name does not apply.
+    pub no_template: bool,
+    /// Comment lines written above the keys, without `# `.
+    pub comments: Vec<String>,
+    pub command: Option<String>,
+    pub depends_on: Option<Vec<String>>,
+    pub define: BTreeMap<String, String>,
+    pub pass_through: Vec<String>,
+    /// `Some(true)` is written with a ready-when TODO.
+    pub persistent: Option<bool>,
+    pub interactive: bool,
+    /// An active `cache` table.
+    pub cache: Option<Cache>,
+    /// A commented `cache` table the user checks and uncomments.
+    pub suggestion: Option<Cache>,
+    /// TODO comments, written after the keys.
+    pub todos: Vec<(TodoReason, String)>,
+}
+
+/// A `cache` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cache {
+    /// `None`: left out (a template's default inputs apply).
+    pub inputs: Option<Vec<String>>,
+    pub workspace_inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    pub env: Vec<String>,
+}
+
+impl Table {
+    /// Whether the table sets nothing (it need not be written).
+    pub fn is_empty(&self) -> bool {
+        let named_only = Table {
+            name: self.name.clone(),
+            ..Table::default()
+        };
+        *self == named_only
     }
-    if let Some((hooks, why)) = &mapping.unfolded_hooks {
-        let names: Vec<String> = hooks.iter().map(|h| format!("`{h}`")).collect();
-        let _ = writeln!(
-            out,
-            "\n# Kept as tasks of their own, not folded into the scripts they precede or follow\n\
-             # ({why}, so the package manager does not run them): {}.",
-            one_line(&names.join(", "))
-        );
+}
+
+impl File {
+    /// Every TODO comment of the file, in file order; a template's subject is
+    /// `<name> (template)`.
+    pub fn todos(&self) -> Vec<Todo> {
+        let mut todos = Vec::new();
+        let tables = self
+            .templates
+            .iter()
+            .map(|t| (t, format!("{} (template)", t.name)))
+            .chain(self.tasks.iter().map(|t| (t, t.name.clone())));
+        for (table, subject) in tables {
+            if table.persistent == Some(true) {
+                todos.push(Todo {
+                    reason: TodoReason::ReadyWhen,
+                    subject: subject.clone(),
+                    text: "add ready-when".into(),
+                });
+            }
+            for (reason, text) in &table.todos {
+                todos.push(Todo {
+                    reason: *reason,
+                    subject: subject.clone(),
+                    text: text.clone(),
+                });
+            }
+            if table.suggestion.is_some() {
+                todos.push(Todo {
+                    reason: TodoReason::CacheSuggestion,
+                    subject: subject.clone(),
+                    text: SUGGESTION_TODO.into(),
+                });
+            }
+        }
+        todos.extend(self.loose_todos.iter().cloned());
+        todos
     }
 
-    for task in &mapping.tasks {
-        let _ = writeln!(out, "\n[tasks.{}]", key(&task.name));
-        if let Some(command) = &task.command {
+    /// The file's text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for line in &self.header {
+            let _ = writeln!(out, "# {}", one_line(line));
+        }
+        if let Some(workspace) = &self.workspace {
+            out.push_str("\n[workspace]\n");
+            if let Some(members) = &workspace.members {
+                let _ = writeln!(out, "members = {}", array(members));
+            }
+        }
+        for table in &self.templates {
+            let _ = writeln!(out, "\n[workspace.tasks.{}]", key(&table.name));
+            table.render_keys(&mut out);
+        }
+        for table in &self.tasks {
+            let _ = writeln!(out, "\n[tasks.{}]", key(&table.name));
+            table.render_keys(&mut out);
+        }
+        for block in &self.trailer {
+            out.push('\n');
+            for line in block {
+                let _ = writeln!(out, "# {}", one_line(line));
+            }
+        }
+        out
+    }
+}
+
+const SUGGESTION_TODO: &str = "check inputs and outputs, then uncomment to cache this task";
+
+impl Table {
+    fn render_keys(&self, out: &mut String) {
+        for line in &self.comments {
+            let _ = writeln!(out, "# {}", one_line(line));
+        }
+        if self.no_template {
+            out.push_str("extends = false\n");
+        }
+        if let Some(command) = &self.command {
             let _ = writeln!(out, "command = {}", string(command));
         }
-        if !task.depends_on.is_empty() {
-            let _ = writeln!(out, "depends-on = {}", array(&task.depends_on));
+        if let Some(depends_on) = &self.depends_on {
+            let _ = writeln!(out, "depends-on = {}", array(depends_on));
         }
-        if !task.define.is_empty() {
-            let entries: Vec<String> = task
+        let mut env = Vec::new();
+        if !self.pass_through.is_empty() {
+            env.push(format!("pass-through = {}", array(&self.pass_through)));
+        }
+        if !self.define.is_empty() {
+            let entries: Vec<String> = self
                 .define
                 .iter()
                 .map(|(name, value)| format!("{} = {}", key(name), string(value)))
                 .collect();
-            let _ = writeln!(out, "env = {{ define = {{ {} }} }}", entries.join(", "));
+            env.push(format!("define = {{ {} }}", entries.join(", ")));
         }
-        for note in &task.notes {
-            let _ = writeln!(out, "# TODO: {note}");
+        if !env.is_empty() {
+            let _ = writeln!(out, "env = {{ {} }}", env.join(", "));
         }
-        if task.persistent {
-            out.push_str("persistent = true  # TODO: add ready-when\n");
+        for (_, text) in &self.todos {
+            let _ = writeln!(out, "# TODO: {}", one_line(text));
         }
-        if !task.suggested_outputs.is_empty() {
-            out.push_str("# TODO: check inputs and outputs, then uncomment to cache this task\n");
-            let _ = writeln!(
-                out,
-                "# cache = {{ inputs = [\"src/**\"], outputs = {} }}",
-                array(&task.suggested_outputs)
-            );
+        match self.persistent {
+            Some(true) => out.push_str("persistent = true  # TODO: add ready-when\n"),
+            Some(false) => out.push_str("persistent = false\n"),
+            None => {}
+        }
+        if self.interactive {
+            out.push_str("interactive = true\n");
+        }
+        if let Some(cache) = &self.cache {
+            let _ = writeln!(out, "cache = {}", cache.inline());
+        }
+        if let Some(cache) = &self.suggestion {
+            let _ = writeln!(out, "# TODO: {SUGGESTION_TODO}");
+            let _ = writeln!(out, "# cache = {}", cache.inline());
         }
     }
+}
 
-    let orchestrating: Vec<_> = mapping
-        .left_out
-        .iter()
-        .filter(|l| l.why == LeftOutWhy::Orchestrates)
-        .collect();
-    if !orchestrating.is_empty() {
-        out.push_str(
-            "\n# Not mapped: these scripts drive the whole workspace; `vx run <task> --all` does that.\n",
-        );
-        for left in orchestrating {
-            let _ = writeln!(
-                out,
-                "#   {}: {}",
-                one_line(&left.name),
-                one_line(&left.text)
-            );
+impl Cache {
+    /// The inline table.
+    fn inline(&self) -> String {
+        let mut keys = Vec::new();
+        if let Some(inputs) = &self.inputs {
+            keys.push(format!("inputs = {}", array(inputs)));
         }
-    }
-    for left in &mapping.left_out {
-        if let LeftOutWhy::Unmappable(problem) = &left.why {
-            let _ = writeln!(
-                out,
-                "\n# TODO: script {:?} is not mapped: {}\n#   {}",
-                left.name,
-                one_line(problem),
-                one_line(&left.text)
-            );
+        if !self.workspace_inputs.is_empty() {
+            keys.push(format!(
+                "workspace-inputs = {}",
+                array(&self.workspace_inputs)
+            ));
         }
+        keys.push(format!("outputs = {}", array(&self.outputs)));
+        if !self.env.is_empty() {
+            keys.push(format!("env = {}", array(&self.env)));
+        }
+        format!("{{ {} }}", keys.join(", "))
     }
-    out
 }
 
 /// Text for a comment: TOML comments cannot hold control characters other than tab.

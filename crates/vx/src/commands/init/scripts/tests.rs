@@ -58,18 +58,6 @@ fn acceptance_39_scripts() {
             r#"test: vitest run ["build"]"#,
         ]
     );
-    let reasons: Vec<(TodoReason, String)> = mapping
-        .todos()
-        .into_iter()
-        .map(|t| (t.reason, t.subject))
-        .collect();
-    assert_eq!(
-        reasons,
-        [
-            (TodoReason::CacheSuggestion, "build".to_string()),
-            (TodoReason::ReadyWhen, "dev".to_string()),
-        ]
-    );
 }
 
 #[test]
@@ -237,10 +225,9 @@ fn npm_package_variables_become_defines() {
             "tag: docker build -t $npm_package_name:${npm_package_version} . npm_package_name=@acme/web npm_package_version=1.2.3",
         ]
     );
-    let todos = mapping.todos();
-    assert_eq!(todos.len(), 1);
-    assert_eq!(todos[0].reason, TodoReason::NpmVariable);
-    assert!(todos[0].text.contains("$npm_config_port"), "{todos:?}");
+    let notes: Vec<&String> = mapping.tasks.iter().flat_map(|t| &t.notes).collect();
+    assert_eq!(notes.len(), 1);
+    assert!(notes[0].contains("$npm_config_port"), "{notes:?}");
 }
 
 #[test]
@@ -250,10 +237,16 @@ fn invalid_names_are_left_out_with_a_todo() {
         &Context::default(),
     );
     assert_eq!(dump(&mapping), ["ok:name: echo"]);
-    let todos = mapping.todos();
-    assert_eq!(todos.len(), 2);
-    assert!(todos.iter().all(|t| t.reason == TodoReason::Unmappable));
-    assert!(todos[1].text.contains("must not contain `*`"), "{todos:?}");
+    let problems: Vec<&String> = mapping
+        .left_out
+        .iter()
+        .filter_map(|l| match &l.why {
+            LeftOutWhy::Unmappable(problem) => Some(problem),
+            LeftOutWhy::Orchestrates => None,
+        })
+        .collect();
+    assert_eq!(problems.len(), 2);
+    assert!(problems[1].contains("must not contain `*`"), "{problems:?}");
 }
 
 #[test]
@@ -316,8 +309,11 @@ fn empty_scripts_are_not_tasks_and_empty_hooks_are_not_joined() {
 fn a_nul_in_a_script_leaves_it_out_with_a_todo() {
     let mapping = map_scripts(&scripts(&[("x", "echo \0")]), &Context::default());
     assert!(mapping.tasks.is_empty());
-    assert_eq!(mapping.todos()[0].reason, TodoReason::Unmappable);
-    assert!(mapping.todos()[0].text.contains("NUL"));
+    assert!(
+        matches!(&mapping.left_out[0].why, LeftOutWhy::Unmappable(p) if p.contains("NUL")),
+        "{:?}",
+        mapping.left_out
+    );
 }
 
 #[test]
@@ -338,4 +334,35 @@ fn root_scripts_that_run_an_orchestrating_script_are_left_out_too() {
     assert_eq!(dump(&mapping), ["lint: eslint ."]);
     let left: Vec<&str> = mapping.left_out.iter().map(|l| l.name.as_str()).collect();
     assert_eq!(left, ["build", "ci", "release"]);
+}
+
+#[test]
+fn no_suggestion_for_scripts_with_side_effects_or_shared_directories() {
+    assert_eq!(
+        map(&[
+            ("build", "tsc --outDir dist"),
+            ("test:build", "vite build"),
+            ("clean", "rimraf dist && tsc -b --clean"),
+            ("prep", "tsc -b --clean && tsc --outDir dist"),
+            ("publish:ci", "pnpm publish --access public"),
+            ("bundle", "npm pack && mkdir -p out && mv *.tgz out/"),
+            ("copy", "mkdir -p build && cp -r ../lib/dist build/"),
+            ("docs", "typedoc --out build/docs && echo done > /dev/null"),
+        ]),
+        [
+            r#"build: tsc --outDir dist ["^build"] outputs=["dist/**"]"#,
+            "bundle: npm pack && mkdir -p out && mv *.tgz out/",
+            "clean: rimraf dist && tsc -b --clean",
+            "copy: mkdir -p build && cp -r ../lib/dist build/",
+            r#"docs: typedoc --out build/docs && echo done > /dev/null outputs=["build/**"]"#,
+            "prep: tsc -b --clean && tsc --outDir dist",
+            "publish:ci: pnpm publish --access public",
+            "test:build: vite build",
+        ]
+    );
+    // Neither is `build`: two tasks that write `dist` get no suggestion.
+    assert_eq!(
+        map(&[("bundle", "rollup -c"), ("compile", "tsc --outDir dist")]),
+        ["bundle: rollup -c", "compile: tsc --outDir dist"]
+    );
 }
