@@ -26,6 +26,7 @@ impl TaskGlobs {
         let mut positives = Vec::new();
         let mut negatives = Vec::new();
         for entry in entries {
+            let negated = entry.starts_with('!');
             let (set, list, body) = match entry.strip_prefix('!') {
                 Some(body) => (&mut exclude, &mut negatives, body),
                 None => (&mut include, &mut positives, entry),
@@ -36,6 +37,13 @@ impl TaskGlobs {
             }
             if is_literal(body) {
                 if let Ok(glob) = parse(&format!("{body}/**")) {
+                    set.add(glob);
+                }
+            }
+            // `!.next/cache/**` takes back the directory itself too (`**` matches zero
+            // segments), so a restore does not bring it back empty.
+            if let Some(dir) = body.strip_suffix("/**").filter(|_| negated) {
+                if let Ok(glob) = parse(dir) {
                     set.add(glob);
                 }
             }
@@ -149,6 +157,15 @@ mod tests {
             !globs.is_match("src/a/b.ts"),
             "`*` stays within one segment"
         );
+    }
+
+    #[test]
+    fn a_negated_directory_glob_takes_back_the_directory_itself() {
+        let globs = TaskGlobs::new([".next/**", "!.next/cache/**"]);
+        assert!(globs.is_match(".next/page.html"));
+        assert!(!globs.is_match(".next/cache/x"));
+        assert!(!globs.is_match(".next/cache"));
+        assert!(globs.is_match(".next/cached"));
     }
 
     #[test]

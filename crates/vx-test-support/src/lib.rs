@@ -4,7 +4,11 @@
 //! - [`fakes`]: scripted fakes of the `Executor` and `SchedulerPolicy` seams (ARCH-2).
 //! - [`process`]: locating the `vx-test-child` program (the helper that process-control tests
 //!   spawn, TEST-2) and finding surviving processes by a unique marker in their argv.
+//! - [`tree`]: a directory tree as a comparable listing (entries, types, modes, bytes).
+//! - [`tools`]: `turbo` and `nx` from the npm registry, installed by `scripts/test`.
 
 pub mod fakes;
 pub mod fixture;
 pub mod process;
+pub mod tools;
+pub mod tree;

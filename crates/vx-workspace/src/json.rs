@@ -68,13 +68,23 @@ impl Json {
 /// Parses strict JSON (no comments, no trailing commas: what npm accepts) with `jsonc-parser`,
 /// which keeps the range of every node, and converts its tree into [`Json`].
 pub(crate) fn parse(text: &str) -> Result<Json, JsonError> {
+    parse_with(text, false)
+}
+
+/// Parses JSON with comments and trailing commas, as `turbo.json`, `nx.json` and
+/// `project.json` allow.
+pub(crate) fn parse_jsonc(text: &str) -> Result<Json, JsonError> {
+    parse_with(text, true)
+}
+
+fn parse_with(text: &str, jsonc: bool) -> Result<Json, JsonError> {
     use jsonc_parser::{CollectOptions, ParseOptions};
     // npm tolerates a byte-order mark; so does vx. Offsets stay relative to `text`.
     let skip = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let options = ParseOptions {
-        allow_comments: false,
+        allow_comments: jsonc,
         allow_loose_object_property_names: false,
-        allow_trailing_commas: false,
+        allow_trailing_commas: jsonc,
         allow_missing_commas: false,
         allow_single_quoted_strings: false,
         allow_hexadecimal_numbers: false,

@@ -25,6 +25,7 @@ mod disk;
 mod edges;
 mod glob_rules;
 mod json;
+mod jsonc;
 mod load;
 mod manifest;
 mod members;
@@ -44,6 +45,7 @@ pub mod tree;
 
 use std::path::{Path, PathBuf};
 
+pub use jsonc::{read_jsonc, JsonValue, JsonValueKind};
 pub use packages::{package_workspace, read_package_json, PackageJson, PackageWorkspace};
 pub use task_config::task_name_problem;
 pub use tree::{Tree, TreeError, TreeOptions};

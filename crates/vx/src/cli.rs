@@ -50,8 +50,10 @@ pub enum Verb {
     /// Manage the local cache.
     #[command(subcommand)]
     Cache(CacheVerb),
-    /// Write vx.toml files from package.json scripts.
+    /// Write vx.toml files from package.json scripts, turbo.json and nx.json.
     Init(InitArgs),
+    /// Write vx.toml files from a turbo.json or an nx.json (with the package.json scripts).
+    Migrate(MigrateArgs),
     /// Print a health report of the workspace: vx, git, projects, cache, history.
     Info(InfoArgs),
     /// Print the JSON Schema of vx.toml.
@@ -211,6 +213,25 @@ pub struct InitArgs {
     pub force: bool,
 }
 
+#[derive(Debug, Args)]
+#[command(after_help = MIGRATE_EXAMPLES)]
+pub struct MigrateArgs {
+    /// The tool whose configuration to carry over: turbo or nx.
+    #[arg(value_name = "TOOL")]
+    pub tool: String,
+    /// Print the files that would be written and write nothing.
+    #[arg(long)]
+    pub dry: bool,
+    /// Replace existing vx.toml files.
+    #[arg(long)]
+    pub force: bool,
+}
+
+const MIGRATE_EXAMPLES: &str = "Examples:
+  vx migrate turbo --dry    print the vx.toml files turbo.json becomes
+  vx migrate turbo          write them (existing vx.toml files are kept)
+  vx migrate nx --force     carry nx.json over, replacing existing vx.toml files";
+
 const INIT_EXAMPLES: &str = "Examples:
   vx init            write vx.toml files next to every package.json
   vx init --dry      print them instead
@@ -252,11 +273,12 @@ pub struct PruneArgs {
 }
 
 /// Verbs of later milestones, refused as `not available yet`.
-pub const LATER_VERBS: &[&str] = &["completions", "migrate", "lock"];
+pub const LATER_VERBS: &[&str] = &["completions", "lock"];
 
 /// The verbs a user can type today, for suggestions.
 pub const VERBS: &[&str] = &[
-    "run", "watch", "show", "why", "last", "cache", "init", "info", "schema", "help", "version",
+    "run", "watch", "show", "why", "last", "cache", "init", "migrate", "info", "schema", "help",
+    "version",
 ];
 
 /// What parsing produced: the arguments, or something to print and an exit code.

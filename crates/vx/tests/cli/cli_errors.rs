@@ -118,9 +118,9 @@ fn later_milestone_flags_and_verbs_are_not_available_yet() {
     let out = f.vx(&["run", "build", "--remote-exec=off"]);
     assert_eq!(out.code, 2);
     assert_eq!(out.stderr, "error: --remote-exec is not available yet\n");
-    let out = f.vx(&["migrate", "turbo"]);
+    let out = f.vx(&["lock"]);
     assert_eq!(out.code, 2);
-    assert_eq!(out.stderr, "error: vx migrate is not available yet\n");
+    assert_eq!(out.stderr, "error: vx lock is not available yet\n");
 }
 
 #[test]

@@ -175,7 +175,6 @@ TODO comments, by reason (3):
   scripts that cannot become tasks (1)
     packages/web/vx.toml: lint *
 next: vx run build --all
-  hint: this repository uses Turborepo; `vx migrate turbo` carries over its task settings
 "
     );
     let root = f.read("vx.toml");
@@ -313,6 +312,29 @@ fn hooks_stay_tasks_when_the_package_manager_would_not_run_them() {
     assert_eq!(f.vx(&["init"]).code, 0);
     assert_contains(&f.read("vx.toml"), "[tasks.pretest]\n");
     assert_contains(&f.read("vx.toml"), ".npmrc sets `ignore-scripts`");
+
+    // pnpm 6 to 8 run hooks only when `.npmrc` turns them on; pnpm 9 runs them.
+    for (manager, npmrc, folded) in [
+        ("pnpm@8.15.0", "", false),
+        ("pnpm@8.15.0", "enable-pre-post-scripts=true\n", true),
+        ("pnpm@9.1.0", "", true),
+    ] {
+        let f = empty();
+        f.write(
+            "package.json",
+            &format!(
+                r#"{{"name": "p", "packageManager": "{manager}", "scripts": {{"prebuild": "echo pre", "build": "echo b"}}}}"#
+            ),
+        );
+        f.write(".npmrc", npmrc);
+        assert_eq!(f.vx(&["init"]).code, 0);
+        let text = f.read("vx.toml");
+        assert_eq!(
+            text.contains("command = \"echo pre && echo b\""),
+            folded,
+            "{manager} {npmrc}: {text}"
+        );
+    }
 }
 
 #[test]

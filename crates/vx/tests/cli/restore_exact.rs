@@ -3,40 +3,12 @@
 //! output globs match, `node_modules` inside an output directory included. What vx leaves out
 //! on purpose is said.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use vx_test_support::fixture::Fixture;
+use vx_test_support::tree::tree;
 
 use crate::{assert_contains, one_project};
-
-/// One entry of a tree: its path, type, permission bits and link text or bytes.
-type Entry = (String, char, u32, Vec<u8>);
-
-/// Every entry under `dir`, sorted, links never followed.
-fn tree(dir: &Path) -> Vec<Entry> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            let md = std::fs::symlink_metadata(&path).unwrap();
-            let rel = path.strip_prefix(dir).unwrap().display().to_string();
-            let (kind, body) = if md.file_type().is_symlink() {
-                let text = std::fs::read_link(&path).unwrap();
-                ('l', text.into_os_string().into_encoded_bytes())
-            } else if md.is_dir() {
-                stack.push(path.clone());
-                ('d', Vec::new())
-            } else {
-                ('f', std::fs::read(&path).unwrap())
-            };
-            out.push((rel, kind, md.mode() & 0o7777, body));
-        }
-    }
-    out.sort();
-    out
-}
 
 fn run(f: &Fixture, id: &str) -> vx_test_support::fixture::Output {
     let out = f.vx(&["run", id]);

@@ -13,17 +13,19 @@ mod layout;
 mod scripts;
 mod shell;
 mod toml;
+mod turbo;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use vx_core::config::CONFIG_FILE;
 use vx_core::Diagnostic;
 use vx_workspace::{LoadError, PackageJson};
 
-use self::scripts::{map_scripts, Context, LeftOutWhy, Mapping, Todo, TodoReason};
-use self::toml::{File, WorkspaceTable};
-use crate::cli::InitArgs;
+use self::scripts::{map_scripts, script_text, Context, LeftOutWhy, Mapping, Todo, TodoReason};
+use self::toml::{File, Table, WorkspaceTable};
+use self::turbo::{NotCarried, Turbo};
+use crate::cli::{InitArgs, MigrateArgs};
 use crate::error::Failure;
 use crate::exit;
 use crate::render;
@@ -38,6 +40,10 @@ struct Plan {
     by_templates: Vec<String>,
     /// Root scripts left out because they drive the whole workspace.
     orchestrating: Vec<String>,
+    /// How many task definitions were carried over from turbo.json.
+    carried: usize,
+    /// What was not carried over, and why.
+    not_carried: Vec<NotCarried>,
 }
 
 /// What happened to a planned file.
@@ -47,6 +53,32 @@ enum Fate {
 }
 
 pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
+    write(cwd, args, From::Scripts)
+}
+
+/// `vx migrate turbo|nx`: `vx init` with that tool's configuration required.
+pub fn migrate(cwd: &Path, args: MigrateArgs) -> Result<i32, Failure> {
+    let from = match args.tool.as_str() {
+        "turbo" => From::Turbo,
+        "nx" => return Err(Failure::usage("vx migrate nx is not available yet")),
+        other => {
+            let mut problem = Diagnostic::new(format!(
+                "unknown tool `{other}` for vx migrate; it takes `turbo` or `nx`"
+            ));
+            if let Some(best) = vx_core::suggest::did_you_mean(other, ["turbo", "nx"]) {
+                problem = problem.hint(format!("did you mean `{best}`?"));
+            }
+            return Err(Failure::from(problem));
+        }
+    };
+    let args = InitArgs {
+        dry: args.dry,
+        force: args.force,
+    };
+    write(cwd, args, from)
+}
+
+fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failure> {
     let real = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let Some(nearest) = real
         .ancestors()
@@ -58,7 +90,7 @@ pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
         )));
     };
     let root = choose_root(&real, nearest)?;
-    let plan = plan(&root)?;
+    let plan = plan(&root, from)?;
 
     let mut fates = Vec::new();
     for file in &plan.files {
@@ -101,7 +133,7 @@ pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
         }
         render::out_str(&printed);
     }
-    let report = report(&root, &plan, &fates, args.dry);
+    let report = report(&plan, &fates, args.dry);
     if args.dry {
         render::stderr(&report);
     } else {
@@ -133,9 +165,9 @@ fn load_failure(error: LoadError) -> Failure {
     }
 }
 
-/// Reads every `package.json`, maps its scripts and lays out the files. All manifest problems
-/// are reported together (ERR-2, CFG-10).
-fn plan(root: &Path) -> Result<Plan, Failure> {
+/// Reads every `package.json` (and `turbo.json`), maps the scripts and lays out the files.
+/// All problems of the files read are reported together (ERR-2, CFG-10).
+fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
     let workspace = vx_workspace::package_workspace(root).map_err(load_failure)?;
     let mut errors = Vec::new();
     let root_manifest = read_manifest(root, "", &mut errors);
@@ -145,8 +177,16 @@ fn plan(root: &Path) -> Result<Plan, Failure> {
             members.push((dir.clone(), manifest));
         }
     }
+    let dirs: Vec<String> = members.iter().map(|(dir, _)| dir.clone()).collect();
+    let turbo = turbo::read(root, &dirs, &mut errors);
     if !errors.is_empty() {
         return Err(Failure::User(vx_core::Diagnostics(errors).into_sorted()));
+    }
+    if from == From::Turbo && turbo.is_none() {
+        return Err(Failure::usage(format!(
+            "vx migrate turbo needs a turbo.json at the workspace root ({})",
+            root.display()
+        )));
     }
 
     let root_package = root_manifest.clone().unwrap_or_default();
@@ -156,30 +196,90 @@ fn plan(root: &Path) -> Result<Plan, Failure> {
         hooks_off: hooks_off(root, dir, package, &root_package),
         monorepo_root,
     };
-    let root_mapping = map_scripts(
-        &root_package.scripts,
-        &context("", &root_package, workspace.is_some()),
-    );
+    let root_context = context("", &root_package, workspace.is_some());
+    let mut root_mapping = map_scripts(&root_package.scripts, &root_context);
+    let contexts: Vec<Context> = members
+        .iter()
+        .map(|(dir, package)| context(dir, package, false))
+        .collect();
     let mappings: Vec<Mapping> = members
         .iter()
-        .map(|(dir, package)| map_scripts(&package.scripts, &context(dir, package, false)))
+        .zip(&contexts)
+        .map(|((_, package), context)| map_scripts(&package.scripts, context))
+        .collect();
+
+    // The names turbo.json defines for packages come from it, not from the scripts' shapes.
+    let carried = Carried::new(turbo.as_ref());
+    let by_scripts: Vec<Mapping> = mappings
+        .iter()
+        .map(|m| Mapping {
+            tasks: m
+                .tasks
+                .iter()
+                .filter(|t| !carried.names.contains(&t.name))
+                .cloned()
+                .collect(),
+            ..m.clone()
+        })
         .collect();
     let layout = layout::monorepo(
         &members
             .iter()
-            .zip(&mappings)
+            .zip(&by_scripts)
             .map(|((_, package), mapping)| layout::Member {
                 scripts: &package.scripts,
                 mapping,
             })
             .collect::<Vec<_>>(),
     );
-    let template_names = layout.templates.iter().map(|t| t.name.clone()).collect();
+    let mut templates = carried.templates.clone();
+    templates.extend(layout.templates);
+    templates.sort_by(|a, b| a.name.cmp(&b.name));
+    let template_names: BTreeSet<String> = templates.iter().map(|t| t.name.clone()).collect();
+
+    // The root's tasks: turbo.json's `//#name`, then the other scripts.
+    let mut not_carried: Vec<NotCarried> = turbo
+        .iter()
+        .flat_map(|t| t.not_carried.iter().cloned())
+        .chain(carried.not_carried.iter().cloned())
+        .collect();
+    let mut root_tables = Vec::new();
+    if let Some(turbo) = &turbo {
+        for (name, def) in &turbo.root {
+            let text = script_text(name, &root_package.scripts, &root_context);
+            let place = format!("tasks.//#{name}");
+            if text.is_empty() {
+                not_carried.push(no_script(&place, def, "the root package.json"));
+                continue;
+            }
+            let outputs = turbo.outputs_for("", None);
+            let target = turbo::Target {
+                template: false,
+                outputs: &outputs,
+            };
+            let (mut table, left) = turbo.table(name, def, target, &place);
+            not_carried.extend(left);
+            table.command = Some(text);
+            table.no_template = template_names.contains(name);
+            root_tables.push(table);
+        }
+        root_mapping
+            .tasks
+            .retain(|t| !turbo.root.contains_key(&t.name));
+        root_mapping
+            .left_out
+            .retain(|l| !turbo.root.contains_key(&l.name));
+    }
+    root_tables.extend(layout::alone(&root_mapping, &template_names));
+    root_tables.sort_by(|a, b| a.name.cmp(&b.name));
 
     let mut root_file = File {
         rel: CONFIG_FILE.to_string(),
-        workspace: Some(WorkspaceTable::default()),
-        tasks: layout::alone(&root_mapping, &template_names),
+        workspace: Some(WorkspaceTable {
+            concurrency: turbo.as_ref().and_then(|t| t.concurrency),
+            ..WorkspaceTable::default()
+        }),
+        tasks: root_tables,
         ..File::default()
     };
     match &workspace {
@@ -188,7 +288,16 @@ fn plan(root: &Path) -> Result<Plan, Failure> {
                 "Written by `vx init`. The members are the packages {} lists.",
                 w.source
             ));
-            if !layout.templates.is_empty() {
+            if turbo.is_some() {
+                root_file.header.push(
+                    "The tasks turbo.json defines are carried over from it; the other scripts"
+                        .to_string(),
+                );
+                root_file
+                    .header
+                    .push("are mapped from their text.".to_string());
+            }
+            if !templates.is_empty() {
                 root_file.header.extend([
                     "The templates under [workspace.tasks] apply to every package that has a"
                         .to_string(),
@@ -197,12 +306,12 @@ fn plan(root: &Path) -> Result<Plan, Failure> {
                     "only what differs.".to_string(),
                 ]);
             }
-            if !root_mapping.tasks.is_empty() {
+            if !root_file.tasks.is_empty() {
                 root_file
                     .header
                     .push("The [tasks] tables come from the scripts of package.json.".to_string());
             }
-            root_file.templates = layout.templates;
+            root_file.templates = templates;
         }
         None => {
             root_file.header.extend([
@@ -212,6 +321,7 @@ fn plan(root: &Path) -> Result<Plan, Failure> {
             ]);
             root_file.workspace = Some(WorkspaceTable {
                 members: Some(Vec::new()),
+                ..WorkspaceTable::default()
             });
         }
     }
@@ -223,15 +333,56 @@ fn plan(root: &Path) -> Result<Plan, Failure> {
         .map(|l| l.name.clone())
         .collect();
     let mut plan = Plan {
-        files: vec![root_file],
+        files: Vec::new(),
         without_scripts: Vec::new(),
         by_templates: Vec::new(),
         orchestrating,
+        carried: carried.count,
+        not_carried: Vec::new(),
     };
 
-    for (((dir, _), mapping), tables) in members.iter().zip(&mappings).zip(layout.members) {
+    let names: BTreeSet<&str> = members
+        .iter()
+        .filter_map(|(_, p)| p.name.as_deref())
+        .collect();
+    if let Some(turbo) = &turbo {
+        for (package, tasks) in &turbo.by_package {
+            if !names.contains(package.as_str()) {
+                for (name, def) in tasks {
+                    let at = def.at.clone().unwrap_or_default();
+                    not_carried.push(NotCarried {
+                        what: format!("tasks.{package}#{name}"),
+                        at,
+                        why: format!("no package is named `{package}`"),
+                    });
+                }
+            }
+        }
+    }
+    let mut member_files = Vec::new();
+    for ((((dir, package), mapping), tables), context) in members
+        .iter()
+        .zip(&mappings)
+        .zip(layout.members)
+        .zip(&contexts)
+    {
         let manifest = format!("{dir}/package.json");
-        if mapping.tasks.is_empty() && mapping.left_out.is_empty() {
+        let mut tables = tables;
+        if let Some(turbo) = &turbo {
+            let (own, left) = carried_tables(
+                turbo,
+                &carried,
+                dir,
+                package,
+                mapping,
+                context,
+                &template_names,
+            );
+            tables.extend(own);
+            not_carried.extend(left);
+            tables.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        if mapping.tasks.is_empty() && mapping.left_out.is_empty() && tables.is_empty() {
             plan.without_scripts.push(manifest);
             continue;
         }
@@ -258,12 +409,198 @@ fn plan(root: &Path) -> Result<Plan, Failure> {
                 format!("scripts of {manifest}; nothing differs."),
             ];
         }
-        plan.files.push(file);
+        member_files.push(file);
     }
+    // One line per setting: a global or inherited one is met by many tables.
+    let mut seen = BTreeSet::new();
+    not_carried.retain(|n| {
+        let item = n.what.rsplit('.').next().unwrap_or(&n.what).to_string();
+        seen.insert((n.at.clone(), item, n.why.clone()))
+    });
+    not_carried.sort_by(|a, b| {
+        (&a.at.file, a.at.line, a.at.column).cmp(&(&b.at.file, b.at.line, b.at.column))
+    });
+    if !not_carried.is_empty() {
+        let mut block = vec!["Not carried over:".to_string()];
+        block.extend(
+            not_carried
+                .iter()
+                .map(|n| format!("  {} ({}): {}", n.what, n.at, n.why)),
+        );
+        root_file.trailer.push(block);
+    }
+    plan.not_carried = not_carried;
+    plan.files.push(root_file);
+    plan.files.extend(member_files);
     for file in &plan.files {
         check(file)?;
     }
     Ok(plan)
+}
+
+/// Where the tasks come from, besides the scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum From {
+    /// `vx init`: the scripts, and `turbo.json` when there is one.
+    Scripts,
+    /// `vx migrate turbo`: `turbo.json` must exist.
+    Turbo,
+}
+
+/// What `turbo.json` gives every package: its templates and the names it defines.
+struct Carried {
+    templates: Vec<Table>,
+    /// Every task name turbo.json defines for packages (generic, `pkg#name`, package files).
+    names: BTreeSet<String>,
+    /// How many task definitions were carried over.
+    count: usize,
+    not_carried: Vec<NotCarried>,
+}
+
+impl Carried {
+    fn new(turbo: Option<&Turbo>) -> Carried {
+        let mut carried = Carried {
+            templates: Vec::new(),
+            names: BTreeSet::new(),
+            count: 0,
+            not_carried: Vec::new(),
+        };
+        let Some(turbo) = turbo else {
+            return carried;
+        };
+        let outputs = turbo.outputs_for("", None);
+        for (name, def) in &turbo.generic {
+            let place = format!("tasks.{name}");
+            if let Some(problem) = vx_workspace::task_name_problem(name) {
+                carried.not_carried.push(NotCarried {
+                    what: place,
+                    at: def.at.clone().unwrap_or_default(),
+                    why: problem,
+                });
+                continue;
+            }
+            let target = turbo::Target {
+                template: true,
+                outputs: &outputs,
+            };
+            let (table, left) = turbo.table(name, def, target, &place);
+            carried.not_carried.extend(left);
+            carried.templates.push(table);
+            carried.names.insert(name.clone());
+        }
+        let package_names = turbo
+            .by_package
+            .values()
+            .chain(turbo.package_files.values())
+            .flat_map(|tasks| tasks.keys())
+            .filter(|name| vx_workspace::task_name_problem(name).is_none());
+        carried.names.extend(package_names.cloned());
+        carried.count = turbo.generic.len()
+            + turbo.root.len()
+            + turbo.by_package.values().map(BTreeMap::len).sum::<usize>()
+            + turbo
+                .package_files
+                .values()
+                .map(BTreeMap::len)
+                .sum::<usize>();
+        carried
+    }
+}
+
+/// A package's tables for the names turbo.json defines: its whole table where `pkg#name` or
+/// its own `turbo.json` defines the task, else only what differs from the template (a folded
+/// hook, an npm variable).
+fn carried_tables(
+    turbo: &Turbo,
+    carried: &Carried,
+    dir: &str,
+    package: &PackageJson,
+    mapping: &Mapping,
+    context: &Context,
+    templates: &BTreeSet<String>,
+) -> (Vec<Table>, Vec<NotCarried>) {
+    let mut tables = Vec::new();
+    let mut left = Vec::new();
+    let by_name = package
+        .name
+        .as_deref()
+        .and_then(|n| turbo.by_package.get(n));
+    let file = turbo.package_files.get(dir);
+    let outputs = turbo.outputs_for(dir, package.name.as_deref());
+    for name in &carried.names {
+        let own = by_name
+            .and_then(|tasks| {
+                tasks.get(name).map(|d| {
+                    (
+                        d,
+                        format!("tasks.{}#{name}", package.name.as_deref().unwrap_or(dir)),
+                    )
+                })
+            })
+            .or_else(|| {
+                file.and_then(|tasks| {
+                    tasks
+                        .get(name)
+                        .map(|d| (d, format!("{dir}/turbo.json: tasks.{name}")))
+                })
+            });
+        let text = script_text(name, &package.scripts, context);
+        if text.is_empty() {
+            if let Some((def, place)) = own {
+                left.push(no_script(&place, def, &format!("{dir}/package.json")));
+            }
+            continue;
+        }
+        let mapped = mapping.tasks.iter().find(|t| &t.name == name);
+        let define = mapped.map(|t| t.define.clone()).unwrap_or_default();
+        let todos = mapped
+            .map(|t| {
+                t.notes
+                    .iter()
+                    .map(|n| (TodoReason::NpmVariable, n.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        match own {
+            Some((def, place)) => {
+                let target = turbo::Target {
+                    template: false,
+                    outputs: &outputs,
+                };
+                let (mut table, not) = turbo.table(name, def, target, &place);
+                left.extend(not);
+                table.command = Some(text);
+                table.no_template = templates.contains(name);
+                table.define = define;
+                table.todos.extend(todos);
+                tables.push(table);
+            }
+            None if turbo.generic.contains_key(name) => {
+                let raw = package.scripts.get(name).map(|s| s.trim());
+                let table = Table {
+                    name: name.clone(),
+                    command: (Some(text.as_str()) != raw).then_some(text),
+                    define,
+                    todos,
+                    ..Table::default()
+                };
+                if !table.is_empty() {
+                    tables.push(table);
+                }
+            }
+            None => {}
+        }
+    }
+    (tables, left)
+}
+
+fn no_script(place: &str, def: &turbo::TurboTask, manifest: &str) -> NotCarried {
+    let name = place.rsplit(['.', '#']).next().unwrap_or(place);
+    NotCarried {
+        what: place.to_string(),
+        at: def.at.clone().unwrap_or_default(),
+        why: format!("{manifest} has no `{name}` script, so Turborepo runs nothing"),
+    }
 }
 
 /// The comments for scripts that are not tasks: hooks kept apart, scripts that drive the
@@ -368,6 +705,7 @@ fn hooks_off(
     if !dir.is_empty() {
         dirs.push("");
     }
+    let mut pre_post_on = false;
     for dir in dirs {
         let rel = if dir.is_empty() {
             ".npmrc".to_string()
@@ -381,20 +719,28 @@ fn hooks_off(
         if settings.get("ignore-scripts").is_some_and(|v| v == "true") {
             return Some(format!("{rel} sets `ignore-scripts`"));
         }
-        if settings
-            .get("enable-pre-post-scripts")
-            .is_some_and(|v| v == "false")
-        {
-            return Some(format!("{rel} turns off `enable-pre-post-scripts`"));
+        match settings.get("enable-pre-post-scripts").map(String::as_str) {
+            Some("false") => {
+                return Some(format!("{rel} turns off `enable-pre-post-scripts`"));
+            }
+            Some("true") => pre_post_on = true,
+            _ => {}
         }
     }
     let manager = package
         .package_manager
         .as_deref()
         .or(root_package.package_manager.as_deref())?;
-    let version = manager.strip_prefix("yarn@")?;
+    let (tool, version) = manager.split_once('@')?;
     let major: u32 = version.split('.').next()?.parse().ok()?;
-    (major >= 2).then(|| format!("`packageManager` is {manager}"))
+    // Yarn 2 dropped them; pnpm 6 to 8 run them only with `enable-pre-post-scripts=true`
+    // (pnpm 9 turned them back on by default).
+    let off = match tool {
+        "yarn" => major >= 2,
+        "pnpm" => (6..=8).contains(&major) && !pre_post_on,
+        _ => false,
+    };
+    off.then(|| format!("`packageManager` is {manager}"))
 }
 
 /// The `key=value` settings of an `.npmrc` (comments start with `#` or `;`).
@@ -412,7 +758,7 @@ fn npmrc(text: &str) -> BTreeMap<String, String> {
 
 /// The report: each file written or kept, manifests without scripts, root scripts left out,
 /// the TODO comments by reason, and what to run next.
-fn report(root: &Path, plan: &Plan, fates: &[Fate], dry: bool) -> String {
+fn report(plan: &Plan, fates: &[Fate], dry: bool) -> String {
     let mut out = String::new();
     let wrote = if dry { "would write" } else { "wrote" };
     for (file, fate) in plan.files.iter().zip(fates) {
@@ -450,6 +796,20 @@ fn report(root: &Path, plan: &Plan, fates: &[Fate], dry: bool) -> String {
         ));
     }
 
+    if plan.carried > 0 {
+        out.push_str(&format!(
+            "carried over from turbo.json: {} task definition{}\n",
+            plan.carried,
+            if plan.carried == 1 { "" } else { "s" }
+        ));
+    }
+    if !plan.not_carried.is_empty() {
+        out.push_str(&format!("not carried over ({}):\n", plan.not_carried.len()));
+        for left in &plan.not_carried {
+            out.push_str(&format!("  {} ({}): {}\n", left.what, left.at, left.why));
+        }
+    }
+
     // Reason → file → subjects, for the files written.
     let mut by_reason: BTreeMap<TodoReason, BTreeMap<&str, Vec<String>>> = BTreeMap::new();
     let mut count = 0;
@@ -480,10 +840,5 @@ fn report(root: &Path, plan: &Plan, fates: &[Fate], dry: bool) -> String {
         }
     }
     out.push_str("next: vx run build --all\n");
-    if root.join("turbo.json").is_file() {
-        out.push_str(
-            "  hint: this repository uses Turborepo; `vx migrate turbo` carries over its task settings\n",
-        );
-    }
     out
 }

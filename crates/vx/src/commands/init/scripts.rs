@@ -39,6 +39,7 @@ pub struct Context {
 /// Why a TODO comment was left; the report groups by this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum TodoReason {
+    Carried,
     ReadyWhen,
     CacheSuggestion,
     NpmVariable,
@@ -49,6 +50,7 @@ impl TodoReason {
     /// The heading of the group in the report.
     pub fn heading(self) -> &'static str {
         match self {
+            TodoReason::Carried => "check what was carried over",
             TodoReason::ReadyWhen => "add ready-when to persistent tasks",
             TodoReason::CacheSuggestion => "check the suggested cache table, then uncomment it",
             TodoReason::NpmVariable => "set npm variables vx does not define",
@@ -139,7 +141,7 @@ pub fn map_scripts(scripts: &BTreeMap<String, String>, context: &Context) -> Map
     // Every script that could be a task, with its (folded) text.
     let mut candidates: BTreeMap<String, String> = BTreeMap::new();
     let mut unfolded = Vec::new();
-    for (name, text) in scripts {
+    for name in scripts.keys() {
         if LIFECYCLE.contains(&name.as_str()) {
             continue;
         }
@@ -151,20 +153,7 @@ pub fn map_scripts(scripts: &BTreeMap<String, String>, context: &Context) -> Map
                 unfolded.push(name.clone());
             }
         }
-        let text = if fold {
-            // A lifecycle script is never folded into an ordinary one (`prepack` into `pack`).
-            let hook = |prefix: &str| {
-                let hook = format!("{prefix}{name}");
-                let lifecycle = LIFECYCLE.contains(&hook.as_str());
-                scripts
-                    .get(&hook)
-                    .filter(|_| !lifecycle)
-                    .map(String::as_str)
-            };
-            join_hooks(hook("pre"), text, hook("post"))
-        } else {
-            text.trim().to_string()
-        };
+        let text = script_text(name, scripts, context);
         // An empty script runs nothing: there is nothing to map.
         if !text.is_empty() {
             candidates.insert(name.clone(), text);
@@ -315,6 +304,25 @@ fn exclusive_suggestions(tasks: &mut [Task]) {
             task.suggested_outputs.clear();
         }
     }
+}
+
+/// What running script `name` with the package manager runs: its text, with its `pre` and
+/// `post` hooks folded in when the package manager would run them (INIT-2).
+pub fn script_text(name: &str, scripts: &BTreeMap<String, String>, context: &Context) -> String {
+    let text = scripts.get(name).map(String::as_str).unwrap_or_default();
+    if context.hooks_off.is_some() {
+        return text.trim().to_string();
+    }
+    // A lifecycle script is never folded into an ordinary one (`prepack` into `pack`).
+    let hook = |prefix: &str| {
+        let hook = format!("{prefix}{name}");
+        let lifecycle = LIFECYCLE.contains(&hook.as_str());
+        scripts
+            .get(&hook)
+            .filter(|_| !lifecycle)
+            .map(String::as_str)
+    };
+    join_hooks(hook("pre"), text, hook("post"))
 }
 
 /// The script `name` is a `pre`/`post` hook of, if it is one: `pre<x>` or `post<x>` where `x`

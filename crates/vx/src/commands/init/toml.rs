@@ -34,6 +34,8 @@ pub struct File {
 pub struct WorkspaceTable {
     /// `members = [...]`, when written.
     pub members: Option<Vec<String>>,
+    /// `concurrency = N`, when carried over.
+    pub concurrency: Option<u32>,
 }
 
 /// A task table; a key left `None` (or empty) is not written.
@@ -44,6 +46,7 @@ pub struct Table {
     pub no_template: bool,
     /// Comment lines written above the keys, without `# `.
     pub comments: Vec<String>,
+    pub description: Option<String>,
     pub command: Option<String>,
     pub depends_on: Option<Vec<String>>,
     pub define: BTreeMap<String, String>,
@@ -66,6 +69,7 @@ pub struct Cache {
     pub inputs: Option<Vec<String>>,
     pub workspace_inputs: Vec<String>,
     pub outputs: Vec<String>,
+    pub workspace_outputs: Vec<String>,
     pub env: Vec<String>,
 }
 
@@ -128,6 +132,9 @@ impl File {
             if let Some(members) = &workspace.members {
                 let _ = writeln!(out, "members = {}", array(members));
             }
+            if let Some(concurrency) = workspace.concurrency {
+                let _ = writeln!(out, "concurrency = {concurrency}");
+            }
         }
         for table in &self.templates {
             let _ = writeln!(out, "\n[workspace.tasks.{}]", key(&table.name));
@@ -156,6 +163,9 @@ impl Table {
         }
         if self.no_template {
             out.push_str("extends = false\n");
+        }
+        if let Some(description) = &self.description {
+            let _ = writeln!(out, "description = {}", string(description));
         }
         if let Some(command) = &self.command {
             let _ = writeln!(out, "command = {}", string(command));
@@ -213,6 +223,12 @@ impl Cache {
             ));
         }
         keys.push(format!("outputs = {}", array(&self.outputs)));
+        if !self.workspace_outputs.is_empty() {
+            keys.push(format!(
+                "workspace-outputs = {}",
+                array(&self.workspace_outputs)
+            ));
+        }
         if !self.env.is_empty() {
             keys.push(format!("env = {}", array(&self.env)));
         }

@@ -1,0 +1,597 @@
+//! Reading `turbo.json` (INIT-3, issue 20): the root file and the package files that extend
+//! it, as task definitions `vx init` turns into templates and tables.
+//!
+//! Start at [`read`]. Turborepo's rules, as carried over:
+//!
+//! - a task `build` applies to every package with a `build` script: a `[workspace.tasks]`
+//!   template, whose command is each package's script;
+//! - `web#build` replaces `build` for the package named `web`, and a package's own
+//!   `turbo.json` (`"extends": ["//"]`) overrides the root's definition key by key, an array
+//!   starting with `$TURBO_EXTENDS$` appending to the root's: either way the package gets
+//!   its whole table, with `extends = false`;
+//! - `//#format` is the root package's `format` script: a root `[tasks]` table;
+//! - a task is cached unless `cache: false` (or persistent or interactive, which vx never
+//!   caches); its inputs default to the package's files, as vx's template default does;
+//! - `env` and `globalEnv` are folded into the key and passed to the task;
+//!   `passThroughEnv` and `globalPassThroughEnv` are only passed; `globalDependencies` are
+//!   workspace inputs of every cached task.
+//!
+//! Every key vx does not carry over is kept with its location and the reason
+//! ([`NotCarried`]), for the report and the root file's comments.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use vx_core::{Diagnostic, Location};
+use vx_workspace::JsonValue;
+
+use super::scripts::TodoReason;
+use super::toml::{Cache, Table};
+
+/// A `turbo.json` setting that is not carried over, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotCarried {
+    /// The key's path, such as `tasks.build.outputLogs`.
+    pub what: String,
+    pub at: Location,
+    pub why: String,
+}
+
+/// One task definition: each key `None` when the file does not set it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurboTask {
+    pub at: Option<Location>,
+    pub description: Option<String>,
+    pub depends_on: Option<Vec<String>>,
+    pub inputs: Option<Vec<String>>,
+    pub outputs: Option<Vec<String>>,
+    pub cache: Option<bool>,
+    pub persistent: Option<bool>,
+    pub interactive: Option<bool>,
+    pub env: Option<Vec<String>>,
+    pub pass_through_env: Option<Vec<String>>,
+    /// Where each list item was written: (key, item) → location.
+    pub items: BTreeMap<(String, String), Location>,
+}
+
+/// Everything read from the root `turbo.json` and the package files.
+#[derive(Debug, Clone, Default)]
+pub struct Turbo {
+    /// `build`: for every package with the script.
+    pub generic: BTreeMap<String, TurboTask>,
+    /// `web#build`: package name → task → definition (replacing the generic one).
+    pub by_package: BTreeMap<String, BTreeMap<String, TurboTask>>,
+    /// A package's own `turbo.json`: package directory → task → the merged definition.
+    pub package_files: BTreeMap<String, BTreeMap<String, TurboTask>>,
+    /// `//#format`.
+    pub root: BTreeMap<String, TurboTask>,
+    pub global_dependencies: Vec<String>,
+    pub global_env: Vec<String>,
+    pub global_pass_through: Vec<String>,
+    /// `concurrency` when it is a count.
+    pub concurrency: Option<u32>,
+    pub not_carried: Vec<NotCarried>,
+    /// Where each item of a global list was written: (key, item) → location.
+    pub items: BTreeMap<(String, String), Location>,
+}
+
+/// Reads `turbo.json` at `root` and the `turbo.json` of each member directory. `None` when
+/// the root has none. Problems (syntax, a key of the wrong type) go to `errors`.
+pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Option<Turbo> {
+    let json = read_file(root, "turbo.json", errors)?;
+    let mut turbo = Turbo::default();
+    let mut reader = Reader {
+        errors,
+        not_carried: &mut turbo.not_carried,
+    };
+    for (key, value) in json.entries() {
+        match key.value.as_str() {
+            "$schema" => {}
+            "tasks" | "pipeline" => {
+                for (name, def) in value.entries() {
+                    let path = format!("{}.{}", key.value, name.value);
+                    let task = reader.task(def, &path);
+                    if let Some(task_name) = name.value.strip_prefix("//#") {
+                        turbo.root.insert(task_name.to_string(), task);
+                    } else if let Some((package, task_name)) = name.value.rsplit_once('#') {
+                        turbo
+                            .by_package
+                            .entry(package.to_string())
+                            .or_default()
+                            .insert(task_name.to_string(), task);
+                    } else {
+                        turbo.generic.insert(name.value.clone(), task);
+                    }
+                }
+            }
+            "globalDependencies" => {
+                turbo.global_dependencies = reader.strings(value, &key.value).unwrap_or_default();
+            }
+            "globalEnv" => {
+                turbo.global_env = reader.strings(value, &key.value).unwrap_or_default();
+                reader.locate(value, "globalEnv", &mut turbo.items);
+            }
+            "globalPassThroughEnv" => {
+                turbo.global_pass_through = reader.strings(value, &key.value).unwrap_or_default();
+                reader.locate(value, "globalPassThroughEnv", &mut turbo.items);
+            }
+            "concurrency" => {
+                let count = match &value.kind {
+                    vx_workspace::JsonValueKind::Number(n) => n.parse::<u32>().ok(),
+                    vx_workspace::JsonValueKind::String(s) => s.parse::<u32>().ok(),
+                    _ => None,
+                };
+                match count.filter(|n| *n >= 1) {
+                    Some(n) => turbo.concurrency = Some(n),
+                    None => reader.leave(
+                        &key.value,
+                        &key.at,
+                        "vx takes a count of tasks (`[workspace] concurrency`), not a percentage",
+                    ),
+                }
+            }
+            other => {
+                let why = root_key_reason(other);
+                reader.leave(&key.value, &key.at, why);
+            }
+        }
+    }
+
+    for dir in members {
+        let rel = format!("{dir}/turbo.json");
+        let Some(json) = read_file(root, &rel, reader.errors) else {
+            continue;
+        };
+        let mut tasks = BTreeMap::new();
+        for (key, value) in json.entries() {
+            match key.value.as_str() {
+                "$schema" | "extends" => {}
+                "tasks" | "pipeline" => {
+                    for (name, def) in value.entries() {
+                        let path = format!("{rel}: {}.{}", key.value, name.value);
+                        let own = reader.task(def, &path);
+                        let base = turbo.generic.get(&name.value).cloned().unwrap_or_default();
+                        tasks.insert(name.value.clone(), merged(base, own));
+                    }
+                }
+                other => {
+                    let why = root_key_reason(other);
+                    reader.leave(&format!("{rel}: {other}"), &key.at, why);
+                }
+            }
+        }
+        turbo.package_files.insert(dir.clone(), tasks);
+    }
+    Some(turbo)
+}
+
+/// Why a top-level key is not carried over.
+fn root_key_reason(key: &str) -> &'static str {
+    match key {
+        "ui" | "experimentalUI" => "vx chooses its display itself (docs/running.md)",
+        "daemon" => "vx has no daemon; `vx watch` watches files",
+        "envMode" => {
+            "vx always runs a task with only the variables it passes (Turborepo's `strict`)"
+        }
+        "remoteCache" => "a remote cache is set in `[workspace.remote-cache]`",
+        "cacheDir" => "vx keeps its own store (`[workspace] cache-dir`, default `.vx`)",
+        "boundaries" | "tags" => "vx has no boundary rules",
+        "dangerouslyDisablePackageManagerCheck" | "noUpdateNotifier" | "futureFlags" => {
+            "no vx equivalent"
+        }
+        _ => "not a turbo.json key vx knows",
+    }
+}
+
+fn read_file(root: &Path, rel: &str, errors: &mut Vec<Diagnostic>) -> Option<JsonValue> {
+    let bytes = match std::fs::read(root.join(rel)) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            errors.push(crate::workspace::io_diagnostic(Path::new(rel), "read", &e));
+            return None;
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    match vx_workspace::read_jsonc(&text, rel) {
+        Ok(json) if json.entries().is_empty() && json.as_array().is_some() => {
+            errors.push(Diagnostic::at(json.at, "turbo.json must hold an object"));
+            None
+        }
+        Ok(json) => Some(json),
+        Err(error) => {
+            errors.push(error);
+            None
+        }
+    }
+}
+
+/// A package's definition laid over the root's: each key it sets replaces the root's, an
+/// array starting with `$TURBO_EXTENDS$` appends to it.
+fn merged(base: TurboTask, own: TurboTask) -> TurboTask {
+    let list = |base: Option<Vec<String>>, own: Option<Vec<String>>| match own {
+        None => base,
+        Some(own) if own.first().is_some_and(|f| f == "$TURBO_EXTENDS$") => {
+            let mut all = base.unwrap_or_default();
+            all.extend(own.into_iter().skip(1));
+            Some(all)
+        }
+        Some(own) => Some(own),
+    };
+    TurboTask {
+        at: own.at.or(base.at),
+        description: own.description.or(base.description),
+        depends_on: list(base.depends_on, own.depends_on),
+        inputs: list(base.inputs, own.inputs),
+        outputs: list(base.outputs, own.outputs),
+        cache: own.cache.or(base.cache),
+        persistent: own.persistent.or(base.persistent),
+        interactive: own.interactive.or(base.interactive),
+        env: list(base.env, own.env),
+        pass_through_env: list(base.pass_through_env, own.pass_through_env),
+        items: base.items.into_iter().chain(own.items).collect(),
+    }
+}
+
+struct Reader<'a> {
+    errors: &'a mut Vec<Diagnostic>,
+    not_carried: &'a mut Vec<NotCarried>,
+}
+
+impl Reader<'_> {
+    fn leave(&mut self, what: &str, at: &Location, why: &str) {
+        self.not_carried.push(NotCarried {
+            what: what.to_string(),
+            at: at.clone(),
+            why: why.to_string(),
+        });
+    }
+
+    fn task(&mut self, def: &JsonValue, path: &str) -> TurboTask {
+        let mut task = TurboTask {
+            at: Some(def.at.clone()),
+            ..TurboTask::default()
+        };
+        if def.entries().is_empty() && !matches!(def.kind, vx_workspace::JsonValueKind::Object(_)) {
+            self.wrong_type(def, path, "an object");
+            return task;
+        }
+        for (key, value) in def.entries() {
+            let what = format!("{path}.{}", key.value);
+            match key.value.as_str() {
+                "dependsOn" => {
+                    task.depends_on = self.strings(value, &what);
+                    self.locate(value, "dependsOn", &mut task.items);
+                }
+                "inputs" => task.inputs = self.strings(value, &what),
+                "outputs" => task.outputs = self.strings(value, &what),
+                "env" => {
+                    task.env = self.strings(value, &what);
+                    self.locate(value, "env", &mut task.items);
+                }
+                "passThroughEnv" => {
+                    task.pass_through_env = self.strings(value, &what);
+                    self.locate(value, "passThroughEnv", &mut task.items);
+                }
+                "cache" => task.cache = self.boolean(value, &what),
+                "persistent" => task.persistent = self.boolean(value, &what),
+                "interactive" => task.interactive = self.boolean(value, &what),
+                "description" => match value.as_str() {
+                    Some(text) => task.description = Some(text.to_string()),
+                    None => self.wrong_type(value, &what, "a string"),
+                },
+                "outputLogs" | "outputMode" => self.leave(
+                    &what,
+                    &key.at,
+                    "vx shows each task's output by its own rules (docs/running.md)",
+                ),
+                "interruptible" => self.leave(
+                    &what,
+                    &key.at,
+                    "`vx watch` restarts persistent tasks by its own rules",
+                ),
+                "with" => self.leave(
+                    &what,
+                    &key.at,
+                    "vx has no sidecar tasks; a group task with both in `depends-on` runs them together",
+                ),
+                _ => self.leave(&what, &key.at, "not a turbo.json task key vx knows"),
+            }
+        }
+        task
+    }
+
+    /// Records where each string item of `value` was written, under `key`.
+    fn locate(
+        &self,
+        value: &JsonValue,
+        key: &str,
+        items: &mut BTreeMap<(String, String), Location>,
+    ) {
+        for item in value.as_array().unwrap_or_default() {
+            if let Some(text) = item.as_str() {
+                items.insert((key.to_string(), text.to_string()), item.at.clone());
+            }
+        }
+    }
+
+    fn strings(&mut self, value: &JsonValue, what: &str) -> Option<Vec<String>> {
+        let Some(items) = value.as_array() else {
+            self.wrong_type(value, what, "an array of strings");
+            return None;
+        };
+        let mut out = Vec::new();
+        for item in items {
+            match item.as_str() {
+                Some(text) => out.push(text.to_string()),
+                None => self.wrong_type(item, what, "a string"),
+            }
+        }
+        Some(out)
+    }
+
+    fn boolean(&mut self, value: &JsonValue, what: &str) -> Option<bool> {
+        let b = value.as_bool();
+        if b.is_none() {
+            self.wrong_type(value, what, "true or false");
+        }
+        b
+    }
+
+    fn wrong_type(&mut self, value: &JsonValue, what: &str, expected: &str) {
+        self.errors.push(Diagnostic::at(
+            value.at.clone(),
+            format!("{what}: expected {expected}, found {}", value.type_name()),
+        ));
+    }
+}
+
+/// What the conversion of one definition needs to know of the package it lands in.
+pub struct Target<'a> {
+    /// A template (its inputs may be left to the default) or a package's own table.
+    pub template: bool,
+    /// Every output glob of the package's cached tasks: a package's own table spells its
+    /// default inputs out as `**` less these.
+    pub outputs: &'a BTreeSet<String>,
+}
+
+impl Turbo {
+    /// The outputs of every cached definition that can apply to the package at `dir` named
+    /// `name` (project-relative globs, negations left out).
+    pub fn outputs_for(&self, dir: &str, name: Option<&str>) -> BTreeSet<String> {
+        let own = name.and_then(|n| self.by_package.get(n));
+        let file = self.package_files.get(dir);
+        // Per task, the definition that applies: `pkg#task`, else the package's own file,
+        // else the generic one.
+        let mut defs: BTreeMap<&str, &TurboTask> = BTreeMap::new();
+        let layers = [Some(&self.generic), file, own];
+        for layer in layers.into_iter().flatten() {
+            for (task, def) in layer {
+                defs.insert(task, def);
+            }
+        }
+        defs.into_values()
+            .filter(|d| cached(d))
+            .flat_map(|d| d.outputs.iter().flatten())
+            .filter(|g| !g.starts_with('!') && !g.starts_with("$TURBO_ROOT$"))
+            .cloned()
+            .collect()
+    }
+
+    /// The table of definition `def` of task `name`, and what of it is not carried over.
+    pub fn table(
+        &self,
+        name: &str,
+        def: &TurboTask,
+        target: Target<'_>,
+        place: &str,
+    ) -> (Table, Vec<NotCarried>) {
+        let mut left = Vec::new();
+        let at = def.at.clone().unwrap_or_default();
+        // An item is reported where it was written: a global one once, at the root.
+        let mut leave = |key: &str, item: &str, why: &str| {
+            let global = key.starts_with("global");
+            let spot = (key.to_string(), item.to_string());
+            let located = if global {
+                self.items.get(&spot)
+            } else {
+                def.items.get(&spot)
+            };
+            left.push(NotCarried {
+                what: if global {
+                    format!("{key} {item}")
+                } else {
+                    format!("{place}.{key} {item}")
+                },
+                at: located.cloned().unwrap_or_else(|| at.clone()),
+                why: why.to_string(),
+            });
+        };
+        let mut table = Table {
+            name: name.to_string(),
+            description: def.description.clone(),
+            persistent: def.persistent.filter(|p| *p),
+            interactive: def.interactive == Some(true),
+            ..Table::default()
+        };
+        let depends_on: Vec<String> = def
+            .depends_on
+            .iter()
+            .flatten()
+            .filter(|d| {
+                let env = d.starts_with('$');
+                if env {
+                    leave(
+                        "dependsOn",
+                        d,
+                        "an environment variable in `dependsOn` (Turborepo 1.5 and older): vx folds variables listed in `cache.env`",
+                    );
+                }
+                !env
+            })
+            .cloned()
+            .collect();
+        if !depends_on.is_empty() {
+            table.depends_on = Some(depends_on);
+        }
+
+        let mut env = Vec::new();
+        let mut pass_through = Vec::new();
+        let global_env = self.global_env.iter().map(|v| ("globalEnv", v));
+        let task_env = def.env.iter().flatten().map(|v| ("env", v));
+        for (key, var) in global_env.chain(task_env) {
+            match env_entry(var) {
+                Ok(entry) => {
+                    env.push(entry.clone());
+                    pass_through.push(entry);
+                }
+                Err(why) => leave(key, var, why),
+            }
+        }
+        let global = self
+            .global_pass_through
+            .iter()
+            .map(|v| ("globalPassThroughEnv", v));
+        let task = def
+            .pass_through_env
+            .iter()
+            .flatten()
+            .map(|v| ("passThroughEnv", v));
+        for (key, var) in global.chain(task) {
+            match env_entry(var) {
+                Ok(entry) => pass_through.push(entry),
+                Err(why) => leave(key, var, why),
+            }
+        }
+        dedup(&mut env);
+        dedup(&mut pass_through);
+        table.pass_through = pass_through;
+
+        if cached(def) {
+            let mut cache = Cache {
+                env,
+                ..Cache::default()
+            };
+            for output in def.outputs.iter().flatten() {
+                match root_relative(output) {
+                    Some(rest) => cache.workspace_outputs.push(rest),
+                    None => cache
+                        .outputs
+                        .push(output.trim_start_matches("./").to_string()),
+                }
+            }
+            if cache.outputs.is_empty() && cache.workspace_outputs.is_empty() {
+                table.todos.push((
+                    TodoReason::Carried,
+                    "turbo.json gives this task no outputs: Turborepo caches only its logs; \
+                     check that it writes no files"
+                        .to_string(),
+                ));
+            }
+            let default = || {
+                std::iter::once("**".to_string())
+                    .chain(target.outputs.iter().map(|g| format!("!{g}")))
+                    .collect::<Vec<_>>()
+            };
+            let mut inputs = Vec::new();
+            match &def.inputs {
+                None if target.template => {}
+                None => inputs = default(),
+                Some(list) => {
+                    for input in list {
+                        if input == "$TURBO_DEFAULT$" {
+                            inputs.extend(default());
+                        } else if let Some(rest) = root_relative(input) {
+                            cache.workspace_inputs.push(rest);
+                        } else {
+                            inputs.push(input.trim_start_matches("./").to_string());
+                        }
+                    }
+                }
+            }
+            if def.inputs.is_some() || !target.template {
+                dedup(&mut inputs);
+                cache.inputs = Some(inputs);
+            }
+            cache
+                .workspace_inputs
+                .extend(self.global_dependencies.iter().cloned());
+            dedup(&mut cache.workspace_inputs);
+            table.cache = Some(cache);
+        }
+        (table, left)
+    }
+}
+
+/// Whether Turborepo caches a definition and vx can: not `cache: false`, and neither
+/// persistent nor interactive (vx caches neither).
+fn cached(def: &TurboTask) -> bool {
+    def.cache != Some(false) && def.persistent != Some(true) && def.interactive != Some(true)
+}
+
+/// `$TURBO_ROOT$/x` → `x`, root-relative.
+fn root_relative(glob: &str) -> Option<String> {
+    let (negated, glob) = match glob.strip_prefix('!') {
+        Some(rest) => ("!", rest),
+        None => ("", glob),
+    };
+    let rest = glob.strip_prefix("$TURBO_ROOT$/")?;
+    Some(format!("{negated}{rest}"))
+}
+
+/// A variable name, or a prefix ending in `*`, as vx takes them; Turborepo's negations and
+/// inner wildcards have no vx form.
+fn env_entry(var: &str) -> Result<String, &'static str> {
+    let name = var.strip_suffix('*').unwrap_or(var);
+    let valid = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if var.starts_with('!') {
+        Err("vx has no negated variable patterns")
+    } else if valid {
+        Ok(var.to_string())
+    } else {
+        Err("vx takes variable names, or a prefix ending in `*`")
+    }
+}
+
+fn dedup(items: &mut Vec<String>) {
+    let mut seen = BTreeSet::new();
+    items.retain(|i| seen.insert(i.clone()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_package_definition_overrides_by_key_and_extends_arrays() {
+        let base = TurboTask {
+            outputs: Some(vec!["dist/**".into()]),
+            depends_on: Some(vec!["^build".into()]),
+            env: Some(vec!["A".into()]),
+            ..TurboTask::default()
+        };
+        let own = TurboTask {
+            outputs: Some(vec!["$TURBO_EXTENDS$".into(), "types/**".into()]),
+            env: Some(vec!["B".into()]),
+            ..TurboTask::default()
+        };
+        let m = merged(base, own);
+        assert_eq!(m.outputs.unwrap(), ["dist/**", "types/**"]);
+        assert_eq!(m.env.unwrap(), ["B"]);
+        assert_eq!(m.depends_on.unwrap(), ["^build"]);
+    }
+
+    #[test]
+    fn variables_vx_cannot_express_are_refused() {
+        assert_eq!(env_entry("NEXT_PUBLIC_*"), Ok("NEXT_PUBLIC_*".to_string()));
+        assert!(env_entry("!SECRET").is_err());
+        assert!(env_entry("*_KEY").is_err());
+        assert_eq!(
+            root_relative("$TURBO_ROOT$/tsconfig.json").unwrap(),
+            "tsconfig.json"
+        );
+        assert_eq!(root_relative("src/**"), None);
+    }
+}

@@ -1,0 +1,374 @@
+//! Carrying a Turborepo or Nx repository over (INIT-3, issue 20 item 2): `vx init` reads
+//! `turbo.json`, `vx migrate turbo` requires it, and the result runs as the original runner
+//! does. The comparison tests run the real `turbo` from the npm registry on the same
+//! repository: the same task graph, the same output trees when built and when restored, and
+//! the same misses after an edit.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use vx_test_support::fixture::Fixture;
+use vx_test_support::tools::npm_tool;
+use vx_test_support::tree::{tree, Entry};
+
+use crate::{assert_contains, empty};
+
+const TURBO_JSON: &str = r#"{
+  "$schema": "https://turborepo.com/schema.json",
+  // Settings shared by every task.
+  "globalDependencies": ["tsconfig.base.json"],
+  "globalEnv": ["NODE_ENV"],
+  "ui": "stream",
+  "tasks": {
+    "build": {
+      "dependsOn": ["^build"],
+      "outputs": ["dist/**"],
+      "env": ["API_URL", "NEXT_PUBLIC_*", "!SECRET_*"],
+    },
+    "test": { "dependsOn": ["build"], "outputLogs": "errors-only" },
+    "lint": {},
+    "dev": { "cache": false, "persistent": true },
+    "web#build": { "dependsOn": ["^build"], "outputs": [".next/**", "!.next/cache/**"] },
+    "//#format": { "cache": false }
+  }
+}
+"#;
+
+/// A small Turborepo on npm workspaces: `util` ← `ui` ← `web`, one package with its own
+/// `turbo.json`, a `prebuild` hook, a package without scripts.
+fn turborepo() -> Fixture {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "packageManager": "npm@10.8.2",
+            "workspaces": ["apps/*", "packages/*"],
+            "scripts": {"build": "turbo run build", "format": "echo formatted > formatted.txt"}}"#,
+    );
+    f.write("turbo.json", TURBO_JSON);
+    f.write("tsconfig.base.json", "{}\n");
+    f.write(
+        ".gitignore",
+        "node_modules\ndist\ntypes\n.next\n.turbo\n.vx\n",
+    );
+    f.write(
+        "packages/util/package.json",
+        r#"{"name": "util", "version": "1.0.0", "scripts": {
+            "build": "mkdir -p dist types && cat src/a.txt > dist/util.js && chmod 755 dist/util.js && ln -sf util.js dist/main.js && echo t > types/util.d.ts",
+            "test": "test -f dist/util.js"}}"#,
+    );
+    f.write(
+        "packages/util/turbo.json",
+        r#"{"extends": ["//"], "tasks": {"build": {"outputs": ["$TURBO_EXTENDS$", "types/**"]}}}"#,
+    );
+    f.write("packages/util/src/a.txt", "util source\n");
+    f.write(
+        "packages/ui/package.json",
+        r#"{"name": "ui", "version": "1.0.0", "dependencies": {"util": "*"}, "scripts": {
+            "prebuild": "mkdir -p dist && echo pre > dist/pre.txt",
+            "build": "cat src/b.txt ../util/dist/util.js > dist/ui.js",
+            "test": "test -f dist/ui.js", "lint": "echo lint"}}"#,
+    );
+    f.write("packages/ui/src/b.txt", "ui source\n");
+    f.write(
+        "apps/web/package.json",
+        r#"{"name": "web", "version": "1.0.0", "dependencies": {"ui": "*"}, "scripts": {
+            "build": "mkdir -p .next/cache && cat src/c.txt ../../packages/ui/dist/ui.js > .next/page.html && echo tmp > .next/cache/x",
+            "dev": "node server.js", "lint": "echo lint"}}"#,
+    );
+    f.write("apps/web/src/c.txt", "web source\n");
+    f.write(
+        "packages/config/package.json",
+        r#"{"name": "config", "version": "0.0.0"}"#,
+    );
+    f
+}
+
+/// `npm install` with no registry package to fetch: it links the workspaces and writes the
+/// lockfile Turborepo reads.
+fn npm_install(f: &Fixture) {
+    let out = Command::new("npm")
+        .args(["install", "--offline", "--no-audit", "--no-fund"])
+        .current_dir(f.root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+fn turbo(f: &Fixture, turbo: &Path, args: &[&str]) -> String {
+    let out = Command::new(turbo)
+        .args(args)
+        .current_dir(f.root())
+        .env("TURBO_TELEMETRY_DISABLED", "1")
+        .env("DO_NOT_TRACK", "1")
+        .env("TURBO_NO_UPDATE_NOTIFIER", "1")
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "turbo {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The JSON document in a command's output (turbo may print a warning line before it).
+fn json_of(text: &str) -> serde_json::Value {
+    let start = text.find('{').expect("a JSON document");
+    serde_json::from_str(&text[start..]).unwrap()
+}
+
+/// Task id → its dependencies, from `turbo run --dry=json` (tasks with no script left out).
+fn turbo_graph(dry: &serde_json::Value) -> BTreeMap<String, Vec<String>> {
+    dry["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["command"] != "<NONEXISTENT>")
+        .map(|t| {
+            let mut deps: Vec<String> = t["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_str().unwrap().to_string())
+                .collect();
+            deps.sort();
+            (t["taskId"].as_str().unwrap().to_string(), deps)
+        })
+        .collect()
+}
+
+/// Task id → its dependencies, from `vx run --dry=json`.
+fn vx_graph(dry: &serde_json::Value) -> BTreeMap<String, Vec<String>> {
+    dry["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let mut deps: Vec<String> = t["deps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_str().unwrap().to_string())
+                .collect();
+            deps.sort();
+            (t["id"].as_str().unwrap().to_string(), deps)
+        })
+        .collect()
+}
+
+const OUTPUT_DIRS: [&str; 4] = [
+    "packages/util/dist",
+    "packages/util/types",
+    "packages/ui/dist",
+    "apps/web/.next",
+];
+
+fn outputs(f: &Fixture) -> Vec<(String, Vec<Entry>)> {
+    OUTPUT_DIRS
+        .iter()
+        .map(|dir| (dir.to_string(), tree(&f.path(dir))))
+        .collect()
+}
+
+fn remove_outputs(f: &Fixture) {
+    for dir in OUTPUT_DIRS {
+        let _ = std::fs::remove_dir_all(f.path(dir));
+    }
+}
+
+#[test]
+fn a_converted_turborepo_runs_as_turbo_does() {
+    let Some(turbo_bin) = npm_tool("turbo@2.11.13", "turbo") else {
+        return;
+    };
+    let f = turborepo();
+    let init = f.vx(&["init"]);
+    assert_eq!(init.code, 0, "{init:?}");
+    assert_contains(
+        &init.stdout,
+        "carried over from turbo.json: 7 task definitions\n",
+    );
+    npm_install(&f);
+    f.commit();
+
+    // The same graph.
+    let turbo_dry = json_of(&turbo(
+        &f,
+        &turbo_bin,
+        &["run", "build", "test", "--dry=json"],
+    ));
+    let vx_dry = f.vx(&["run", "build", "test", "--all", "--dry=json"]);
+    assert_eq!(vx_dry.code, 0, "{vx_dry:?}");
+    let expected = turbo_graph(&turbo_dry);
+    assert_eq!(vx_graph(&json_of(&vx_dry.stdout)), expected);
+    assert_eq!(expected.len(), 5, "{expected:?}");
+
+    // The same output trees, built.
+    turbo(&f, &turbo_bin, &["run", "build"]);
+    let by_turbo = outputs(&f);
+    remove_outputs(&f);
+    let built = f.vx(&["run", "build", "--all"]);
+    assert_eq!(built.code, 0, "{}{}", built.stdout, built.stderr);
+    assert_eq!(outputs(&f), by_turbo);
+
+    // And restored: both leave `.next/cache` out.
+    remove_outputs(&f);
+    turbo(&f, &turbo_bin, &["run", "build"]);
+    let restored_by_turbo = outputs(&f);
+    remove_outputs(&f);
+    let restored = f.vx(&["run", "build", "--all"]);
+    assert_eq!(restored.code, 0, "{}{}", restored.stdout, restored.stderr);
+    assert_contains(&restored.stdout, "3 tasks · 3 cached (100%)");
+    assert_eq!(outputs(&f), restored_by_turbo);
+
+    // One edit: the same tasks miss.
+    f.write("packages/ui/src/b.txt", "ui source, edited\n");
+    let turbo_dry = json_of(&turbo(&f, &turbo_bin, &["run", "build", "--dry=json"]));
+    let turbo_misses: Vec<String> = turbo_dry["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["cache"]["status"] == "MISS" && t["command"] != "<NONEXISTENT>")
+        .map(|t| t["taskId"].as_str().unwrap().to_string())
+        .collect();
+    let vx_dry = json_of(&f.vx(&["run", "build", "--all", "--dry=json"]).stdout);
+    let vx_misses: Vec<String> = vx_dry["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["cache"] == "miss")
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(vx_misses, turbo_misses);
+    assert_eq!(vx_misses, ["ui#build", "web#build"]);
+}
+
+#[test]
+fn turbo_json_becomes_templates_and_tables_and_what_is_left_is_listed() {
+    let f = turborepo();
+    let out = f.vx(&["migrate", "turbo", "--dry"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!f.path("vx.toml").exists(), "--dry writes nothing");
+    let files = out.stdout;
+    assert_contains(
+        &files,
+        "[workspace.tasks.build]
+depends-on = [\"^build\"]
+env = { pass-through = [\"NODE_ENV\", \"API_URL\", \"NEXT_PUBLIC_*\"] }
+cache = { workspace-inputs = [\"tsconfig.base.json\"], outputs = [\"dist/**\"], env = [\"NODE_ENV\", \"API_URL\", \"NEXT_PUBLIC_*\"] }
+",
+    );
+    assert_contains(
+        &files,
+        "[workspace.tasks.dev]\nenv = { pass-through = [\"NODE_ENV\"] }\npersistent = true  # TODO: add ready-when\n",
+    );
+    // `web#build` replaces the generic definition; `util`'s own turbo.json extends it.
+    assert_contains(
+        &files,
+        "==> apps/web/vx.toml <==
+# Written by `vx init` from the scripts of apps/web/package.json: what differs from the
+# templates in the root vx.toml.
+
+[tasks.build]
+extends = false
+command = ",
+    );
+    assert_contains(
+        &files,
+        r#"cache = { inputs = ["**", "!.next/**"], workspace-inputs = ["tsconfig.base.json"], outputs = [".next/**", "!.next/cache/**"], env = ["NODE_ENV"] }"#,
+    );
+    assert_contains(
+        &files,
+        r#"outputs = ["dist/**", "types/**"], env = ["NODE_ENV", "API_URL", "NEXT_PUBLIC_*"] }"#,
+    );
+    // The `prebuild` hook npm runs is folded into `ui`'s command.
+    assert_contains(
+        &files,
+        "[tasks.build]\ncommand = \"mkdir -p dist && echo pre > dist/pre.txt && cat src/b.txt ../util/dist/util.js > dist/ui.js\"\n",
+    );
+    assert_contains(
+        &files,
+        "[tasks.format]\ncommand = \"echo formatted > formatted.txt\"\nenv = { pass-through = [\"NODE_ENV\"] }\n\n",
+    );
+    let report = out.stderr;
+    assert_contains(&report, "not carried over (3):\n");
+    assert_contains(
+        &report,
+        "  ui (turbo.json:6:3): vx chooses its display itself (docs/running.md)\n",
+    );
+    assert_contains(
+        &report,
+        "  tasks.build.env !SECRET_* (turbo.json:11:43): vx has no negated variable patterns\n",
+    );
+    assert_contains(&report, "  tasks.test.outputLogs (turbo.json:13:39): ");
+    assert_contains(&files, "# TODO: turbo.json gives this task no outputs: Turborepo caches only its logs; check that it writes no files\n");
+    assert_contains(
+        &report,
+        "  check what was carried over (2)\n    vx.toml: lint (template), test (template)\n",
+    );
+
+    // Written, it loads and plans as turbo.json says.
+    let written = f.vx(&["migrate", "turbo"]);
+    assert_eq!(written.code, 0, "{written:?}");
+    let shown = f.vx(&["show", "util#build"]);
+    assert_contains(
+        &shown.stdout,
+        "depends-on  [\"^build\"]  (packages/util/vx.toml:",
+    );
+    let again = f.vx(&["migrate", "turbo"]);
+    assert_contains(
+        &again.stdout,
+        "kept vx.toml (it exists; `--force` replaces it)\n",
+    );
+    let forced = f.vx(&["migrate", "turbo", "--force"]);
+    assert_contains(&forced.stdout, "wrote vx.toml\n");
+}
+
+#[test]
+fn a_broken_turbo_json_is_reported_at_its_location_and_nothing_is_written() {
+    let f = turborepo();
+    f.write(
+        "turbo.json",
+        "{\n  \"tasks\": {\n    \"build\" {}\n  }\n}\n",
+    );
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.starts_with("error: turbo.json:3:13: "),
+        "{}",
+        out.stderr
+    );
+    assert!(!f.path("vx.toml").exists());
+
+    f.write(
+        "turbo.json",
+        "{\"tasks\": {\"build\": {\"outputs\": \"dist/**\", \"cache\": \"no\"}}}",
+    );
+    let out = f.vx(&["migrate", "turbo"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: turbo.json:1:33: tasks.build.outputs: expected an array of strings, found a string\n\
+         error: turbo.json:1:53: tasks.build.cache: expected true or false, found a string\n"
+    );
+}
+
+#[test]
+fn migrate_needs_the_tools_file_and_a_known_tool() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "p", "scripts": {"build": "tsc"}}"#,
+    );
+    let out = f.vx(&["migrate", "turbo"]);
+    assert_eq!(out.code, 2);
+    assert_contains(
+        &out.stderr,
+        "error: vx migrate turbo needs a turbo.json at the workspace root",
+    );
+    let out = f.vx(&["migrate", "turob"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: unknown tool `turob` for vx migrate; it takes `turbo` or `nx`\n  hint: did you mean `turbo`?\n"
+    );
+    assert!(!f.path("vx.toml").exists());
+}
