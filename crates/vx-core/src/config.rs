@@ -53,12 +53,40 @@ pub struct WorkspaceConfig {
     /// Task templates shared by many projects (CFG-13).
     #[schemars(extend("default" = {}))]
     pub tasks: BTreeMap<String, TaskConfig>,
+    /// Named input sets, used by `cache.input-sets` of templates and tasks.
+    #[schemars(extend("default" = {}))]
+    pub input_sets: BTreeMap<String, InputSet>,
     /// The remote cache layer.
     pub remote_cache: Option<RemoteCacheConfig>,
     /// The remote executor.
     pub remote_execution: Option<RemoteExecutionConfig>,
     /// Graph checks.
     pub rules: Option<RulesConfig>,
+}
+
+/// `[workspace.input-sets.<name>]`: inputs many cache tables share, added to a cache table
+/// that names the set in its `input-sets`.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub struct InputSet {
+    /// Project-relative input globs.
+    #[schemars(extend("default" = []))]
+    pub inputs: Vec<String>,
+    /// Root-relative input globs.
+    #[schemars(extend("default" = []))]
+    pub workspace_inputs: Vec<String>,
+    /// Environment variables (or prefixes ending in `*`) folded into the key.
+    #[schemars(extend("default" = []))]
+    pub env: Vec<String>,
+    /// Probes run in the project directory.
+    #[schemars(extend("default" = []))]
+    pub runtime: Vec<String>,
+    /// Probes run at the root.
+    #[schemars(extend("default" = []))]
+    pub workspace_runtime: Vec<String>,
+    /// Other sets this one includes.
+    #[schemars(extend("default" = []))]
+    pub input_sets: Vec<String>,
 }
 
 /// `cache-retention = { older-than?, max-size? }`.
@@ -245,7 +273,11 @@ pub struct SandboxConfig {
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct CacheConfig {
-    /// Project-relative input globs. Required (a workspace template may omit it).
+    /// Named input sets (`[workspace.input-sets]`) whose entries are added to this table's.
+    #[schemars(extend("default" = []))]
+    pub input_sets: Vec<String>,
+    /// Project-relative input globs. Required unless an input set or a workspace template
+    /// gives them.
     pub inputs: Option<Vec<String>>,
     /// Root-relative input globs.
     #[schemars(extend("default" = []))]

@@ -184,7 +184,9 @@ pub fn project_named(workspace: &Workspace, name: &str) -> Result<usize, Diagnos
                     .iter()
                     .filter_map(|p| Some((p.name.split_once('/')?.1, p.name.as_str())));
                 let (short, full): (Vec<&str>, Vec<&str>) = unscoped.unzip();
-                if let Some(close) = did_you_mean(name, short.iter().copied()) {
+                // `web` for a project named by its directory, `packages/web`.
+                let same = short.iter().copied().find(|s| *s == name);
+                if let Some(close) = same.or_else(|| did_you_mean(name, short.iter().copied())) {
                     let at = short.iter().position(|s| *s == close).unwrap_or(0);
                     d = d.hint(format!("did you mean `{}`?", full[at]));
                 }

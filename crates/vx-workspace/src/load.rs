@@ -89,6 +89,7 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
     let templates = Templates {
         tasks: &settings.tasks,
         facts: &template_facts,
+        input_sets: &settings.input_sets,
     };
     let tasks: Vec<BTreeMap<String, TaskConfig>> = named
         .iter_mut()

@@ -63,6 +63,10 @@ pub(crate) struct TaskFacts {
     pub(crate) ready_when: Option<Location>,
     /// `cache.upstream` entries with their locations.
     pub(crate) upstream: Vec<Spanned<String>>,
+    /// `cache.input-sets` entries with their locations.
+    pub(crate) input_sets: Vec<Spanned<String>>,
+    /// The keys the `cache` table sets.
+    pub(crate) cache_keys: std::collections::BTreeSet<String>,
     /// The table has a key vx does not know (already reported); a missing `command` is then
     /// most likely that key misspelt, so the "needs either" error would only add noise.
     pub(crate) unknown_key: bool,
@@ -190,6 +194,8 @@ fn walk_task(
                 if let Some(walked) = walked {
                     task.cache = Some(Box::new(walked.config));
                     facts.upstream = walked.upstream;
+                    facts.input_sets = walked.input_sets;
+                    facts.cache_keys = walked.keys;
                 }
             }
             "remote" => {
@@ -324,6 +330,25 @@ pub(crate) fn check_task(
         ));
     }
     if let (Some(at), Some(cache)) = (&cache_at, &task.cache) {
+        let lists = [
+            cache.inputs.as_deref().unwrap_or_default(),
+            cache.outputs.as_deref().unwrap_or_default(),
+            &cache.workspace_inputs,
+            &cache.workspace_outputs,
+            &cache.env,
+            &cache.input_sets,
+        ];
+        if lists
+            .iter()
+            .any(|l| l.iter().any(|e| e == crate::task_tables::SPLICE))
+        {
+            let message = if template {
+                "`...` stands for a template's entries: it belongs in a project's `cache`, laid over this template"
+            } else {
+                "`...` stands for the template's entries, but no template's `cache` applies to this task"
+            };
+            errors.push(Diagnostic::at(at.clone(), message));
+        }
         if cache.inputs.is_none() && !template {
             errors.push(Diagnostic::at(at.clone(), "`cache` needs `inputs`"));
         }

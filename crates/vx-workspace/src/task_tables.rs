@@ -2,6 +2,8 @@
 //! `persistent` and `remote` (CFG-4). Each walker checks its own keys and values; constraints
 //! between a task's keys live in `task_config`.
 
+use std::collections::BTreeSet;
+
 use toml_span::value::ValueInner;
 use toml_span::Value;
 use vx_core::config::{
@@ -14,8 +16,9 @@ use crate::task_config::command;
 use crate::toml_walk::{env_entry_problem, join, Walker};
 
 const ENV_KEYS: [&str; 3] = ["define", "pass-through", "secret"];
-const CACHE_KEYS: [&str; 9] = [
+const CACHE_KEYS: [&str; 10] = [
     "env",
+    "input-sets",
     "inputs",
     "outputs",
     "portable",
@@ -79,10 +82,16 @@ pub(crate) fn env(w: &mut Walker, value: &Value, task_path: &str) -> Option<EnvC
     Some(env)
 }
 
+/// In a project's cache list laid over a template's, `...` stands for the template's entries.
+pub(crate) const SPLICE: &str = "...";
+
 /// A list of variable names (or, with `wildcards`, prefixes ending in `*`).
-fn env_names(w: &mut Walker, value: &Value, name: &str, wildcards: bool) -> Vec<String> {
+pub(crate) fn env_names(w: &mut Walker, value: &Value, name: &str, wildcards: bool) -> Vec<String> {
     let entries = w.strings(value, name).unwrap_or_default();
     for entry in &entries {
+        if name == "cache.env" && entry.value == SPLICE {
+            continue;
+        }
         if let Some(problem) = env_entry_problem(&entry.value, wildcards) {
             w.error(
                 entry.at.clone(),
@@ -104,6 +113,10 @@ pub(crate) fn globs(
     let entries = w.strings(value, name)?;
     let mut out = Vec::with_capacity(entries.len());
     for entry in entries {
+        if entry.value == SPLICE && name.starts_with("cache.") {
+            out.push(entry);
+            continue;
+        }
         match check_task_glob(&entry.value, base) {
             Ok(normal) => out.push(Spanned::new(normal, entry.at)),
             Err(problem) => {
@@ -111,7 +124,8 @@ pub(crate) fn globs(
             }
         }
     }
-    if !out.is_empty() && out.iter().all(|g| g.value.starts_with('!')) {
+    let spliced = out.iter().any(|g| g.value == SPLICE);
+    if !out.is_empty() && !spliced && out.iter().all(|g| g.value.starts_with('!')) {
         let at = w.value_at(value);
         w.error(
             at,
@@ -129,6 +143,10 @@ fn values(globs: Option<Vec<Spanned<String>>>) -> Option<Vec<String>> {
 pub(crate) struct CacheWalk {
     pub(crate) config: CacheConfig,
     pub(crate) upstream: Vec<Spanned<String>>,
+    /// `input-sets` entries with their locations.
+    pub(crate) input_sets: Vec<Spanned<String>>,
+    /// The keys the table sets, for laying a project's table over a template's.
+    pub(crate) keys: BTreeSet<String>,
 }
 
 pub(crate) fn cache(w: &mut Walker, value: &Value, task_path: &str) -> Option<CacheWalk> {
@@ -147,8 +165,15 @@ pub(crate) fn cache(w: &mut Walker, value: &Value, task_path: &str) -> Option<Ca
     let mut inputs = None;
     let mut outputs = None;
     let mut upstream = Vec::new();
+    let mut input_sets = Vec::new();
+    let mut keys = BTreeSet::new();
     for (key, value) in table {
+        keys.insert(key.name.to_string());
         match key.name.as_ref() {
+            "input-sets" => {
+                input_sets = set_names(w, value, "cache.input-sets");
+                config.input_sets = input_sets.iter().map(|s| s.value.clone()).collect();
+            }
             "inputs" => inputs = globs(w, value, "cache.inputs", GlobBase::Project),
             "outputs" => outputs = globs(w, value, "cache.outputs", GlobBase::Project),
             "workspace-inputs" => {
@@ -179,7 +204,38 @@ pub(crate) fn cache(w: &mut Walker, value: &Value, task_path: &str) -> Option<Ca
     }
     config.inputs = values(inputs);
     config.outputs = values(outputs);
-    Some(CacheWalk { config, upstream })
+    Some(CacheWalk {
+        config,
+        upstream,
+        input_sets,
+        keys,
+    })
+}
+
+/// A list of input set names (`cache.input-sets`, a set's own `input-sets`): each a name
+/// `[workspace.input-sets]` can hold (checked against the sets once all are read).
+pub(crate) fn set_names(w: &mut Walker, value: &Value, name: &str) -> Vec<Spanned<String>> {
+    let entries = w.strings(value, name).unwrap_or_default();
+    for entry in &entries {
+        if entry.value != SPLICE && !is_set_name(&entry.value) {
+            w.error(
+                entry.at.clone(),
+                format!(
+                    "{name}: `{}` is not an input set name (letters, digits, `-` and `_`)",
+                    entry.value
+                ),
+            );
+        }
+    }
+    entries
+}
+
+/// An input set's name: letters, digits, `-` and `_`.
+pub(crate) fn is_set_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// CFG-9: outputs must not cover the project's own manifests, and a literal input must not be
@@ -211,7 +267,7 @@ fn check_overlap(w: &mut Walker, inputs: &[Spanned<String>], outputs: &[Spanned<
     }
 }
 
-fn commands(w: &mut Walker, value: &Value, name: &str) -> Vec<String> {
+pub(crate) fn commands(w: &mut Walker, value: &Value, name: &str) -> Vec<String> {
     let Some(items) = value.as_array() else {
         w.strings(value, name);
         return Vec::new();

@@ -21,10 +21,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use vx_core::config::TaskConfig;
+use vx_core::config::{CacheConfig, InputSet, TaskConfig};
 use vx_core::{Diagnostic, Location, Spanned, ROOT_PROJECT};
 
 use crate::task_config::{check_task, TaskFacts};
+use crate::task_tables::SPLICE;
 use crate::toml_config::LoadedConfig;
 
 /// The templates of `[workspace.tasks]`.
@@ -32,6 +33,8 @@ use crate::toml_config::LoadedConfig;
 pub(crate) struct Templates<'a> {
     pub(crate) tasks: &'a BTreeMap<String, TaskConfig>,
     pub(crate) facts: &'a BTreeMap<String, TaskFacts>,
+    /// `[workspace.input-sets]`.
+    pub(crate) input_sets: &'a BTreeMap<String, InputSet>,
 }
 
 /// One project's declared tasks and what resolving them needs.
@@ -55,7 +58,8 @@ struct Resolving<'a> {
     facts: TaskFacts,
     /// The template laid under it, with its facts.
     template: Option<(&'a TaskConfig, &'a TaskFacts)>,
-    /// Its `cache` table came from the template, which may omit `inputs`.
+    /// A template's `cache` table applies to it (alone or under the project's), so its
+    /// `inputs` may be left out.
     cache_from_template: bool,
 }
 
@@ -94,10 +98,9 @@ pub(crate) fn resolve_tasks(
                 cache_from_template: false,
             },
             (Some((template, template_facts)), own) => {
-                let mut task = overlay(template, own);
+                let mut task = overlay(template, own, own_facts);
                 let facts = overlay_facts(template, template_facts, own, own_facts);
-                let cache_from_template =
-                    own.is_none_or(|own| !own.key_locations.contains_key("cache"));
+                let cache_from_template = template.cache.is_some();
                 if !task.key_locations.contains_key("command") {
                     if let Some(script) = scripts.and_then(|s| s.get(name)) {
                         script_as_command(&mut task, script, name, &project, template, errors);
@@ -115,6 +118,23 @@ pub(crate) fn resolve_tasks(
         resolving.insert(name.to_string(), entry);
     }
 
+    // Input sets first: the default inputs apply only where neither the task, its template
+    // nor a set gives any.
+    for r in resolving.values_mut() {
+        if let Some(cache) = r.task.cache.as_mut() {
+            let own: Vec<&Spanned<String>> = r
+                .facts
+                .input_sets
+                .iter()
+                .filter(|s| !is_template_entry(s, r.template))
+                .collect();
+            for unknown in expand_input_sets(cache, templates.input_sets) {
+                if let Some(entry) = own.iter().find(|s| s.value == unknown) {
+                    errors.push(unknown_set(entry, templates.input_sets));
+                }
+            }
+        }
+    }
     let default_inputs = default_inputs(resolving.values().map(|r| &r.task), project.dir);
     for r in resolving.values_mut() {
         if let Some(cache) = r.task.cache.as_mut() {
@@ -159,20 +179,115 @@ pub(crate) fn resolve_alone(loaded: &mut LoadedConfig, rel_path: &str, is_root: 
         facts: &loaded.task_facts,
         scripts: None,
     };
+    let input_sets = loaded
+        .config
+        .workspace
+        .as_ref()
+        .map(|ws| ws.input_sets.clone())
+        .unwrap_or_default();
     let templates = Templates {
         tasks: &templates,
         facts: &loaded.template_facts,
+        input_sets: &input_sets,
     };
     loaded.config.project.tasks = resolve_tasks(project, templates, &mut loaded.errors);
 }
 
+/// Whether an `input-sets` entry was written in the template (reported there, once).
+fn is_template_entry(entry: &Spanned<String>, template: Option<(&TaskConfig, &TaskFacts)>) -> bool {
+    template.is_some_and(|(_, facts)| facts.input_sets.iter().any(|t| t.at == entry.at))
+}
+
+/// Adds the entries of the input sets a cache table names (and of the sets they include) to
+/// its lists; returns the names no set has.
+pub(crate) fn expand_input_sets(
+    cache: &mut CacheConfig,
+    sets: &BTreeMap<String, InputSet>,
+) -> Vec<String> {
+    let mut unknown = Vec::new();
+    let mut order: Vec<&InputSet> = Vec::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut stack: Vec<&str> = cache.input_sets.iter().rev().map(String::as_str).collect();
+    while let Some(name) = stack.pop() {
+        if !seen.insert(name) {
+            continue;
+        }
+        match sets.get_key_value(name) {
+            Some((_, set)) => {
+                order.push(set);
+                stack.extend(set.input_sets.iter().rev().map(String::as_str));
+            }
+            None => unknown.push(name.to_string()),
+        }
+    }
+    for set in order {
+        if !set.inputs.is_empty() {
+            cache
+                .inputs
+                .get_or_insert_with(Vec::new)
+                .extend(set.inputs.iter().cloned());
+        }
+        cache
+            .workspace_inputs
+            .extend(set.workspace_inputs.iter().cloned());
+        cache.env.extend(set.env.iter().cloned());
+        cache.runtime.extend(set.runtime.iter().cloned());
+        cache
+            .workspace_runtime
+            .extend(set.workspace_runtime.iter().cloned());
+    }
+    for list in [
+        cache.inputs.as_mut(),
+        Some(&mut cache.workspace_inputs),
+        Some(&mut cache.env),
+        Some(&mut cache.runtime),
+        Some(&mut cache.workspace_runtime),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let mut kept = BTreeSet::new();
+        list.retain(|entry| kept.insert(entry.clone()));
+    }
+    unknown
+}
+
+/// `cache.input-sets` names a set `[workspace.input-sets]` does not have.
+pub(crate) fn unknown_set(
+    entry: &Spanned<String>,
+    sets: &BTreeMap<String, InputSet>,
+) -> Diagnostic {
+    let mut d = Diagnostic::at(
+        entry.at.clone(),
+        format!(
+            "cache.input-sets: no input set is named `{}` in [workspace.input-sets]",
+            entry.value
+        ),
+    );
+    if let Some(best) =
+        vx_core::suggest::did_you_mean(&entry.value, sets.keys().map(String::as_str))
+    {
+        d = d.hint(format!("did you mean `{best}`?"));
+    }
+    d
+}
+
 /// The project's table laid over the template: each key the project sets replaces the
-/// template's whole; the rest come from the template, with their locations.
-fn overlay(template: &TaskConfig, own: Option<&TaskConfig>) -> TaskConfig {
+/// template's whole, except `cache`, whose keys are laid over the template's one by one (a
+/// list holding `...` takes the template's entries there); the rest come from the template,
+/// with their locations.
+fn overlay(template: &TaskConfig, own: Option<&TaskConfig>, own_facts: &TaskFacts) -> TaskConfig {
     let Some(own) = own else {
         return template.clone();
     };
     let mut task = own.clone();
+    if let (Some(template_cache), Some(own_cache)) = (&template.cache, &own.cache) {
+        task.cache = Some(Box::new(merge_cache(
+            template_cache,
+            own_cache,
+            &own_facts.cache_keys,
+        )));
+    }
     for (key, at) in &template.key_locations {
         if own.key_locations.contains_key(key) {
             continue;
@@ -196,6 +311,67 @@ fn overlay(template: &TaskConfig, own: Option<&TaskConfig>) -> TaskConfig {
     task
 }
 
+/// A project's `cache` keys over the template's: a key the project sets replaces the
+/// template's, with `...` in a list standing for the template's entries.
+fn merge_cache(template: &CacheConfig, own: &CacheConfig, keys: &BTreeSet<String>) -> CacheConfig {
+    let list = |key: &str, template: &[String], own: &[String]| -> Vec<String> {
+        if keys.contains(key) {
+            splice(own, template)
+        } else {
+            template.to_vec()
+        }
+    };
+    let optional = |key: &str, template: &Option<Vec<String>>, own: &Option<Vec<String>>| {
+        if keys.contains(key) {
+            own.as_ref()
+                .map(|own| splice(own, template.as_deref().unwrap_or_default()))
+        } else {
+            template.clone()
+        }
+    };
+    CacheConfig {
+        input_sets: list("input-sets", &template.input_sets, &own.input_sets),
+        inputs: optional("inputs", &template.inputs, &own.inputs),
+        workspace_inputs: list(
+            "workspace-inputs",
+            &template.workspace_inputs,
+            &own.workspace_inputs,
+        ),
+        env: list("env", &template.env, &own.env),
+        runtime: list("runtime", &template.runtime, &own.runtime),
+        workspace_runtime: list(
+            "workspace-runtime",
+            &template.workspace_runtime,
+            &own.workspace_runtime,
+        ),
+        upstream: optional("upstream", &template.upstream, &own.upstream),
+        outputs: optional("outputs", &template.outputs, &own.outputs),
+        workspace_outputs: list(
+            "workspace-outputs",
+            &template.workspace_outputs,
+            &own.workspace_outputs,
+        ),
+        portable: if keys.contains("portable") {
+            own.portable
+        } else {
+            template.portable
+        },
+    }
+}
+
+/// `own` with each `...` replaced by `template`'s entries.
+fn splice(own: &[String], template: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in own {
+        if entry == SPLICE {
+            out.extend(template.iter().cloned());
+        } else {
+            out.push(entry.clone());
+        }
+    }
+    out
+}
+
 /// The facts that go with the keys [`overlay`] took from each side.
 fn overlay_facts(
     template: &TaskConfig,
@@ -209,17 +385,39 @@ fn overlay_facts(
     let from_own = |key: &str| {
         own.key_locations.contains_key(key) || !template.key_locations.contains_key(key)
     };
+    // Within `cache`, a list comes from the project when it sets that key.
+    let from_own_cache = |key: &str| {
+        from_own("cache") && (template.cache.is_none() || own_facts.cache_keys.contains(key))
+    };
+    let input_sets = if from_own_cache("input-sets") {
+        let spliced = own_facts.input_sets.iter().any(|s| s.value == SPLICE);
+        own_facts
+            .input_sets
+            .iter()
+            .filter(|s| s.value != SPLICE)
+            .chain(template_facts.input_sets.iter().filter(|_| spliced))
+            .cloned()
+            .collect()
+    } else {
+        template_facts.input_sets.clone()
+    };
     TaskFacts {
         ready_when: if from_own("persistent") {
             own_facts.ready_when.clone()
         } else {
             template_facts.ready_when.clone()
         },
-        upstream: if from_own("cache") {
+        upstream: if from_own_cache("upstream") {
             own_facts.upstream.clone()
         } else {
             template_facts.upstream.clone()
         },
+        input_sets,
+        cache_keys: own_facts
+            .cache_keys
+            .union(&template_facts.cache_keys)
+            .cloned()
+            .collect(),
         unknown_key: own_facts.unknown_key || template_facts.unknown_key,
     }
 }

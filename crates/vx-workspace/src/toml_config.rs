@@ -5,15 +5,15 @@
 //! a best-effort model along with the errors, so discovery can go on and report the problems
 //! of every file together (CFG-10).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use toml_span::value::{Key, Table};
 use toml_span::Value;
 use vx_core::config::{
-    CacheRetention, ConfigFile, RemoteCacheConfig, RemoteExecutionConfig, RulesConfig,
+    CacheRetention, ConfigFile, InputSet, RemoteCacheConfig, RemoteExecutionConfig, RulesConfig,
     WorkspaceConfig,
 };
-use vx_core::{Diagnostic, Spanned};
+use vx_core::{Diagnostic, Location, Spanned};
 
 use crate::members::check_member_glob;
 use crate::source::SourceText;
@@ -22,11 +22,12 @@ use crate::toml_walk::{env_entry_problem, Walker};
 
 const ROOT_KEYS: [&str; 5] = ["deps", "name", "tags", "tasks", "workspace"];
 const PROJECT_KEYS: [&str; 4] = ["deps", "name", "tags", "tasks"];
-const WORKSPACE_KEYS: [&str; 10] = [
+const WORKSPACE_KEYS: [&str; 11] = [
     "affected-base",
     "cache-dir",
     "cache-retention",
     "concurrency",
+    "input-sets",
     "members",
     "remote-cache",
     "remote-execution",
@@ -241,6 +242,7 @@ fn workspace(
                 *template_facts = walked.facts;
             }
             "rules" => ws.rules = w.gated("workspace.rules", at, |w| rules(w, value)),
+            "input-sets" => ws.input_sets = input_sets(w, value),
             "remote-cache" => {
                 ws.remote_cache = w.gated("workspace.remote-cache", at, |w| remote_cache(w, value));
             }
@@ -259,7 +261,134 @@ fn workspace(
             }
         }
     }
+    // Templates may name sets written after them: checked once all are read.
+    for facts in template_facts.values() {
+        for entry in &facts.input_sets {
+            let splice = entry.value == crate::task_tables::SPLICE;
+            if !splice && !ws.input_sets.contains_key(&entry.value) {
+                let d = crate::templates::unknown_set(entry, &ws.input_sets);
+                let hints = d.hints.clone();
+                w.error(d.at.clone().unwrap_or_default(), d.message.clone())
+                    .hints
+                    .extend(hints);
+            }
+        }
+    }
     Some(ws)
+}
+
+const INPUT_SET_KEYS: [&str; 6] = [
+    "env",
+    "input-sets",
+    "inputs",
+    "runtime",
+    "workspace-inputs",
+    "workspace-runtime",
+];
+
+/// `[workspace.input-sets.<name>]` tables; every set a set includes must exist, and no set
+/// may include itself, directly or not.
+fn input_sets(w: &mut Walker, value: &Value) -> BTreeMap<String, InputSet> {
+    use crate::glob_rules::GlobBase;
+    use crate::task_tables::{commands, env_names, globs, is_set_name, set_names};
+    let Some(table) = w.table(value, "input-sets") else {
+        return BTreeMap::new();
+    };
+    let mut sets = BTreeMap::new();
+    let mut includes: BTreeMap<String, (Location, Vec<Spanned<String>>)> = BTreeMap::new();
+    for (key, value) in table {
+        let name = key.name.to_string();
+        let at = w.key_at(key);
+        if !is_set_name(&name) {
+            w.error(
+                at.clone(),
+                format!("input set name `{name}` may hold only letters, digits, `-` and `_`"),
+            );
+        }
+        let path = format!("input-sets.{name}");
+        let Some(entries) = w.table(value, &path) else {
+            continue;
+        };
+        let mut set = InputSet::default();
+        let mut nested = Vec::new();
+        let values = |g: Option<Vec<Spanned<String>>>| {
+            g.unwrap_or_default().into_iter().map(|s| s.value).collect()
+        };
+        for (key, value) in entries {
+            let what = format!("{path}.{}", key.name);
+            match key.name.as_ref() {
+                "inputs" => set.inputs = values(globs(w, value, &what, GlobBase::Project)),
+                "workspace-inputs" => {
+                    set.workspace_inputs = values(globs(w, value, &what, GlobBase::Root));
+                }
+                "env" => set.env = env_names(w, value, &what, true),
+                "runtime" => set.runtime = commands(w, value, &what),
+                "workspace-runtime" => set.workspace_runtime = commands(w, value, &what),
+                "input-sets" => {
+                    nested = set_names(w, value, &what);
+                    set.input_sets = nested.iter().map(|s| s.value.clone()).collect();
+                }
+                _ => w.unknown_key(key, &path, &INPUT_SET_KEYS, None),
+            }
+        }
+        includes.insert(name.clone(), (at, nested));
+        sets.insert(name, set);
+    }
+    for (name, (at, nested)) in &includes {
+        for entry in nested {
+            if !sets.contains_key(&entry.value) {
+                let d = w.error(
+                    entry.at.clone(),
+                    format!(
+                        "input-sets.{name}.input-sets: no input set is named `{}`",
+                        entry.value
+                    ),
+                );
+                if let Some(best) =
+                    vx_core::suggest::did_you_mean(&entry.value, sets.keys().map(String::as_str))
+                {
+                    d.hints.push(format!("did you mean `{best}`?"));
+                }
+            }
+        }
+        if let Some(path) = cycle_through(name, &sets) {
+            w.error(
+                at.clone(),
+                format!("input set `{name}` includes itself: {}", path.join(" → ")),
+            );
+        }
+    }
+    sets
+}
+
+/// The chain of sets by which `start` includes itself, if it does.
+fn cycle_through(start: &str, sets: &BTreeMap<String, InputSet>) -> Option<Vec<String>> {
+    fn walk(
+        at: &str,
+        start: &str,
+        sets: &BTreeMap<String, InputSet>,
+        path: &mut Vec<String>,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
+        for next in sets
+            .get(at)
+            .map(|s| s.input_sets.as_slice())
+            .unwrap_or_default()
+        {
+            path.push(next.clone());
+            if next == start {
+                return true;
+            }
+            if seen.insert(next.clone()) && walk(next, start, sets, path, seen) {
+                return true;
+            }
+            path.pop();
+        }
+        false
+    }
+    let mut path = vec![start.to_string()];
+    let mut seen = BTreeSet::new();
+    walk(start, start, sets, &mut path, &mut seen).then_some(path)
 }
 
 fn retention(w: &mut Walker, value: &Value) -> Option<CacheRetention> {

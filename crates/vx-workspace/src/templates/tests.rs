@@ -246,17 +246,113 @@ fn a_template_cache_without_inputs_takes_everything_but_the_projects_outputs() {
 }
 
 #[test]
-fn a_projects_cache_replaces_the_templates_whole() {
-    let found = with_every_key_available(|| {
-        errors(&[
-            ("vx.toml", CACHED_ROOT),
+fn a_projects_cache_extends_the_templates_key_by_key() {
+    let ws = with_every_key_available(|| {
+        loaded(&[
+            (
+                "vx.toml",
+                "[workspace]\nmembers = [\"packages/*\"]\n\n\
+                 [workspace.tasks.build]\ncommand = \"tsc -b\"\n\
+                 cache = { outputs = [\"dist/**\"], env = [\"NODE_ENV\"] }\n",
+            ),
             (
                 "packages/web/vx.toml",
-                "[tasks.build]\ncache = { outputs = [\"out/**\"] }\n",
+                "[tasks.build]\ncache = { outputs = [\"...\", \"types/**\"] }\n",
+            ),
+            (
+                "packages/api/vx.toml",
+                "[tasks.build]\ncache = { inputs = [\"src/**\"], env = [] }\n",
             ),
         ])
     });
-    assert_eq!(found, "packages/web/vx.toml:2:1: `cache` needs `inputs` (from the template at vx.toml:4:18, applied to `packages/web`)\n");
+    let web = task(&ws, "packages/web", "build").cache.as_ref().unwrap();
+    assert_eq!(web.outputs.as_deref().unwrap(), ["dist/**", "types/**"]);
+    assert_eq!(web.env, ["NODE_ENV"], "a key the project leaves out stays");
+    // The default inputs see the outputs as extended.
+    assert_eq!(
+        web.inputs.as_deref().unwrap(),
+        ["**", "!dist/**", "!types/**"]
+    );
+    let api = task(&ws, "packages/api", "build").cache.as_ref().unwrap();
+    assert_eq!(api.inputs.as_deref().unwrap(), ["src/**"]);
+    assert_eq!(api.outputs.as_deref().unwrap(), ["dist/**"]);
+    assert!(
+        api.env.is_empty(),
+        "a key the project sets replaces the template's"
+    );
+}
+
+#[test]
+fn a_splice_without_a_template_is_refused() {
+    let found = with_every_key_available(|| {
+        errors(&[
+            ("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n"),
+            (
+                "packages/web/vx.toml",
+                "[tasks.build]\ncommand = \"x\"\ncache = { inputs = [\"**\"], outputs = [\"...\"] }\n",
+            ),
+        ])
+    });
+    assert_eq!(
+        found,
+        "packages/web/vx.toml:3:1: `...` stands for the template's entries, but no template's `cache` applies to this task\n"
+    );
+}
+
+const SETS_ROOT: &str = "[workspace]\nmembers = [\"packages/*\"]\n\n\
+    [workspace.tasks.build]\ncommand = \"tsc -b\"\n\
+    cache = { input-sets = [\"production\"], outputs = [\"dist/**\"] }\n\n\
+    [workspace.input-sets.shared]\nworkspace-inputs = [\"tsconfig.base.json\"]\nenv = [\"NODE_ENV\"]\n\n\
+    [workspace.input-sets.production]\ninput-sets = [\"shared\"]\ninputs = [\"**\", \"!**/*.spec.ts\"]\n";
+
+#[test]
+fn input_sets_add_their_entries_to_templates_and_tasks() {
+    let ws = with_every_key_available(|| {
+        loaded(&[
+            ("vx.toml", SETS_ROOT),
+            ("packages/web/vx.toml", "[tasks.build]\n"),
+            (
+                "packages/api/vx.toml",
+                "[tasks.test]\ncommand = \"jest\"\n\
+                 cache = { input-sets = [\"shared\"], inputs = [\"src/**\"], outputs = [] }\n",
+            ),
+        ])
+    });
+    let web = task(&ws, "packages/web", "build").cache.as_ref().unwrap();
+    assert_eq!(web.inputs.as_deref().unwrap(), ["**", "!**/*.spec.ts"]);
+    assert_eq!(web.workspace_inputs, ["tsconfig.base.json"]);
+    assert_eq!(web.env, ["NODE_ENV"]);
+    let api = task(&ws, "packages/api", "test").cache.as_ref().unwrap();
+    assert_eq!(api.inputs.as_deref().unwrap(), ["src/**"]);
+    assert_eq!(api.workspace_inputs, ["tsconfig.base.json"]);
+}
+
+#[test]
+fn unknown_and_circular_input_sets_are_refused_where_written() {
+    let found = with_every_key_available(|| {
+        errors(&[
+            (
+                "vx.toml",
+                "[workspace]\nmembers = [\"packages/*\"]\n\n\
+                 [workspace.input-sets.a]\ninput-sets = [\"b\"]\n\n\
+                 [workspace.input-sets.b]\ninput-sets = [\"a\", \"prod\"]\n\n\
+                 [workspace.input-sets.production]\ninputs = [\"**\"]\n",
+            ),
+            (
+                "packages/web/vx.toml",
+                "[tasks.build]\ncommand = \"x\"\ncache = { input-sets = [\"productoin\"], outputs = [] }\n",
+            ),
+        ])
+    });
+    assert_eq!(
+        found,
+        "packages/web/vx.toml:3:1: `cache` needs `inputs`\n\
+         packages/web/vx.toml:3:25: cache.input-sets: no input set is named `productoin` in [workspace.input-sets]\n\
+         \x20 hint: did you mean `production`?\n\
+         vx.toml:4:23: input set `a` includes itself: a → b → a\n\
+         vx.toml:7:23: input set `b` includes itself: b → a → b\n\
+         vx.toml:8:20: input-sets.b.input-sets: no input set is named `prod`\n"
+    );
 }
 
 #[test]

@@ -30,7 +30,7 @@ fn unknown_keys_are_refused_at_every_level() {
         ("[tasks.b]\ncommand = \"x\"\npersistent = { ready_when = \"x\" }", "unknown key `ready_when` in `tasks.b.persistent` (allowed: ready-when)", Some("did you mean `ready-when`?")),
         ("[tasks.b]\ncommand = \"x\"\nsandbox = { reed = [] }", "unknown key `reed` in `tasks.b.sandbox` (allowed: network, read, write)", Some("did you mean `read`?")),
         ("[tasks.b]\ncommand = \"x\"\nremote = { platfrom = {} }", "unknown key `platfrom` in `tasks.b.remote` (allowed: extra-inputs, platform)", Some("did you mean `platform`?")),
-        ("[tasks.\"build:css\".cache]\noutptus = []", "unknown key `outptus` in `tasks.\"build:css\".cache` (allowed: env, inputs, outputs, portable, runtime, upstream, workspace-inputs, workspace-outputs, workspace-runtime)", Some("did you mean `outputs`?")),
+        ("[tasks.\"build:css\".cache]\noutptus = []", "unknown key `outptus` in `tasks.\"build:css\".cache` (allowed: env, input-sets, inputs, outputs, portable, runtime, upstream, workspace-inputs, workspace-outputs, workspace-runtime)", Some("did you mean `outputs`?")),
     ];
     for (text, message, hint) in cases {
         let errors = parse_config(text, "vx.toml", false).unwrap_err();
@@ -44,8 +44,8 @@ fn unknown_keys_are_refused_at_every_level() {
 #[test]
 fn unknown_workspace_keys_are_refused_at_every_level() {
     let cases = [
-        ("[workspace]\nconcurency = 2", "unknown key `concurency` in `workspace` (allowed: affected-base, cache-dir, cache-retention, concurrency, members, remote-cache, remote-execution, rules, tasks, timeout)", "did you mean `concurrency`?"),
-        ("[workspace]\npackages = []", "unknown key `packages` in `workspace` (allowed: affected-base, cache-dir, cache-retention, concurrency, members, remote-cache, remote-execution, rules, tasks, timeout)", "did you mean `members`?"),
+        ("[workspace]\nconcurency = 2", "unknown key `concurency` in `workspace` (allowed: affected-base, cache-dir, cache-retention, concurrency, input-sets, members, remote-cache, remote-execution, rules, tasks, timeout)", "did you mean `concurrency`?"),
+        ("[workspace]\npackages = []", "unknown key `packages` in `workspace` (allowed: affected-base, cache-dir, cache-retention, concurrency, input-sets, members, remote-cache, remote-execution, rules, tasks, timeout)", "did you mean `members`?"),
         ("[workspace.cache-retention]\nolder-then = \"1d\"", "unknown key `older-then` in `workspace.cache-retention` (allowed: max-size, older-than)", "did you mean `older-than`?"),
         ("[workspace.rules]\nupfront = true", "unknown key `upfront` in `workspace.rules` (allowed: exclusive-outputs, upfront-keys)", ""),
         ("[workspace.remote-cache]\nurl = \"https://c\"\ntoken = \"s3cret\"", "unknown key `token` in `workspace.remote-cache` (allowed: connect-timeout, idle-timeout, instance-name, max-download-size, signature-key-env, team, team-id, token-env, upload-concurrency, url, write)", "tokens are never written in config; set `token-env`"),

@@ -261,6 +261,20 @@ fn an_unscoped_project_name_resolves_when_exactly_one_scope_has_it() {
         out.stderr,
         "error: unknown project `wbe`\n  hint: did you mean `@acme/web`?\n"
     );
+    // A project named by its directory is pointed to by its last segment.
+    f.write(
+        "tools/gen/vx.toml",
+        "[tasks.build]\ncommand = \"echo gen\"\n",
+    );
+    let root = f
+        .read("vx.toml")
+        .replace("members = [", "members = [\"tools/*\", ");
+    f.write("vx.toml", &root);
+    let out = f.vx(&["run", "gen#build"]);
+    assert_eq!(
+        out.stderr,
+        "error: unknown project `gen`\n  hint: did you mean `tools/gen`?\n"
+    );
 }
 
 #[test]

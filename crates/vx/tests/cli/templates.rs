@@ -159,3 +159,68 @@ fn a_template_dependency_error_names_the_project() {
         "error: vx.toml:6:15: task `web#build` depends on `codgen`, which project `web` does not declare\n"
     );
 }
+
+/// Issue 20, item 6: a list of inputs written once as a set and used by several templates;
+/// a project that adds one output to its template's without restating the rest.
+#[test]
+fn input_sets_are_written_once_and_a_projects_cache_extends_its_templates() {
+    let sets = "[workspace.input-sets.shared-globals]\n\
+                workspace-inputs = [\"tsconfig.base.json\", \"babel.config.json\"]\n\n\
+                [workspace.input-sets.production]\n\
+                input-sets = [\"shared-globals\"]\n\
+                inputs = [\"**\", \"!**/*.spec.txt\"]\n\n\
+                [workspace.tasks.build]\n\
+                command = \"mkdir -p dist && cp src.txt dist/\"\n\
+                cache = { input-sets = [\"production\"], outputs = [\"dist/**\"] }\n\n\
+                [workspace.tasks.lint]\n\
+                command = \"echo lint\"\n\
+                cache = { input-sets = [\"shared-globals\"], inputs = [\"src.txt\"], outputs = [] }\n";
+    let f = workspace(
+        sets,
+        &[
+            ("lib", None, Some("[tasks.build]\n[tasks.lint]\n")),
+            (
+                "web",
+                None,
+                Some(
+                    "[tasks.build]\ncommand = \"mkdir -p dist types && cp src.txt dist/ && echo t > types/t.txt\"\n\
+                     cache = { outputs = [\"...\", \"types/**\"] }\n\n[tasks.lint]\n",
+                ),
+            ),
+        ],
+    );
+    for dir in ["lib", "web"] {
+        f.write(&format!("packages/{dir}/src.txt"), "source\n");
+        f.write(&format!("packages/{dir}/a.spec.txt"), "spec\n");
+    }
+    f.write("tsconfig.base.json", "{}\n");
+    f.write("babel.config.json", "{}\n");
+    f.commit();
+
+    let shown = f.vx(&["show", "packages/web#build", "--format", "json"]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    let json: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    let cache = &json["config"]["cache"];
+    assert_eq!(cache["outputs"], serde_json::json!(["dist/**", "types/**"]));
+    assert_eq!(cache["inputs"], serde_json::json!(["**", "!**/*.spec.txt"]));
+    assert_eq!(
+        cache["workspace-inputs"],
+        serde_json::json!(["tsconfig.base.json", "babel.config.json"])
+    );
+
+    let first = f.vx(&["run", "build", "lint", "--all"]);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    // The extra output is restored with the template's.
+    std::fs::remove_dir_all(f.path("packages/web/types")).unwrap();
+    std::fs::remove_dir_all(f.path("packages/web/dist")).unwrap();
+    let restored = f.vx(&["run", "packages/web#build"]);
+    assert_contains(&restored.stdout, "1 cached (100%)");
+    assert_eq!(f.read("packages/web/types/t.txt"), "t\n");
+    // A spec file is not a production input; a shared global is an input of every task.
+    f.write("packages/web/a.spec.txt", "spec, edited\n");
+    let after_spec = f.vx(&["run", "build", "lint", "--all"]);
+    assert_contains(&after_spec.stdout, "4 tasks · 4 cached (100%)");
+    f.write("babel.config.json", "{\"presets\": []}\n");
+    let after_global = f.vx(&["run", "build", "lint", "--all"]);
+    assert_contains(&after_global.stdout, "4 tasks · 0 cached (0%)");
+}
