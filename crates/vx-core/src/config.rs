@@ -87,6 +87,10 @@ pub struct InputSet {
     /// Other sets this one includes.
     #[schemars(extend("default" = []))]
     pub input_sets: Vec<String>,
+    /// Where each glob was written, as in [`CacheConfig::locations`].
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub locations: BTreeMap<(String, String), Location>,
 }
 
 /// `cache-retention = { older-than?, max-size? }`.
@@ -300,6 +304,12 @@ pub struct CacheConfig {
     pub workspace_outputs: Vec<String>,
     /// The outputs do not depend on the OS or the CPU. Default `false`.
     pub portable: Option<bool>,
+    /// Where each glob was written: (`inputs`, `workspace-inputs`, …; the entry) → location,
+    /// for errors about one glob (GRAPH-9). An entry a template's default gave is located at
+    /// that template's `cache`.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub locations: BTreeMap<(String, String), Location>,
 }
 
 /// `remote = true` or `remote = { platform?, extra-inputs? }`.

@@ -14,11 +14,14 @@ use std::collections::BTreeMap;
 use crate::diagnostic::Diagnostic;
 use crate::globs::literal_prefix;
 use crate::id::TaskId;
+use crate::location::Location;
 use crate::project::Workspace;
 
 /// Every GRAPH-8 and GRAPH-9 problem of the workspace, sorted by task id. Glob entries are
 /// expected in their normal form (CFG-7), as the loader stores them.
-pub fn check_outputs(workspace: &Workspace) -> Vec<Diagnostic> {
+/// `is_ignored` says whether git ignores a root-relative directory: an input glob never
+/// selects ignored files, so it cannot reach outputs there.
+pub fn check_outputs(workspace: &Workspace, is_ignored: &dyn Fn(&str) -> bool) -> Vec<Diagnostic> {
     let tasks = cached_tasks(workspace);
     let mut problems = overlapping_outputs(&tasks);
     let upfront_keys = workspace
@@ -28,7 +31,7 @@ pub fn check_outputs(workspace: &Workspace) -> Vec<Diagnostic> {
         .and_then(|r| r.upfront_keys)
         != Some(false);
     if upfront_keys {
-        problems.extend(inputs_reaching_outputs(&tasks));
+        problems.extend(inputs_reaching_outputs(&tasks, is_ignored));
     }
     problems
 }
@@ -109,6 +112,8 @@ struct Cached<'w> {
     outputs: Globs,
     inputs: Globs,
     workspace_inputs: Globs,
+    /// Where each glob was written.
+    locations: &'w BTreeMap<(String, String), Location>,
 }
 
 /// Every cached task, sorted by task id.
@@ -123,6 +128,7 @@ fn cached_tasks(workspace: &Workspace) -> Vec<Cached<'_>> {
                 outputs: Globs::default(),
                 inputs: Globs::default(),
                 workspace_inputs: Globs::default(),
+                locations: &cache.locations,
             };
             cached
                 .outputs
@@ -231,9 +237,14 @@ fn shown_under(
 
 /// GRAPH-9: an input glob whose literal prefix nests with the literal prefix of another
 /// task's output glob could match those outputs, unless a negation of the same list takes the
-/// output glob back. `inputs` are compared with the tasks of the same project,
-/// `workspace-inputs` with every task. One problem per (task, other task, output glob).
-fn inputs_reaching_outputs(tasks: &[Cached<'_>]) -> Vec<Diagnostic> {
+/// output glob back, or git ignores the outputs' directory (a glob never selects an ignored
+/// file; a literal input naming one does). `inputs` are compared with the tasks of the same
+/// project, `workspace-inputs` with every task. One problem per input glob where it was
+/// written: a template's glob applied to many projects is one problem, naming what it meets.
+fn inputs_reaching_outputs(
+    tasks: &[Cached<'_>],
+    is_ignored: &dyn Fn(&str) -> bool,
+) -> Vec<Diagnostic> {
     // `inputs` only meet the outputs of their own project's tasks, so only those are compared:
     // the check stays linear in the number of projects (PERF-1), not quadratic in tasks.
     let mut by_project: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -243,7 +254,8 @@ fn inputs_reaching_outputs(tasks: &[Cached<'_>]) -> Vec<Diagnostic> {
             .or_default()
             .push(t);
     }
-    let mut problems = Vec::new();
+    let mut ignored: BTreeMap<String, bool> = BTreeMap::new();
+    let mut meetings = Vec::new();
     for (t, task) in tasks.iter().enumerate() {
         let wide = !task.workspace_inputs.positive.is_empty();
         let others: Vec<usize> = if wide {
@@ -253,40 +265,73 @@ fn inputs_reaching_outputs(tasks: &[Cached<'_>]) -> Vec<Diagnostic> {
         };
         for o in others.into_iter().filter(|&o| o != t) {
             let other = &tasks[o];
+            let mut ignored_prefix = |prefix: &str| {
+                *ignored
+                    .entry(prefix.to_string())
+                    .or_insert_with(|| !prefix.is_empty() && is_ignored(prefix))
+            };
             if other.id.project == task.id.project {
-                problems.extend(reaching(
-                    task,
-                    other,
-                    &task.inputs,
-                    task.dir,
-                    "input",
-                    "inputs",
-                ));
+                meetings.extend(reaching(task, other, List::Inputs, &mut ignored_prefix));
             }
             if wide {
-                problems.extend(reaching(
+                meetings.extend(reaching(
                     task,
                     other,
-                    &task.workspace_inputs,
-                    "",
-                    "workspace input",
-                    "workspace-inputs",
+                    List::WorkspaceInputs,
+                    &mut ignored_prefix,
                 ));
             }
         }
     }
-    problems
+    group(meetings)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum List {
+    Inputs,
+    WorkspaceInputs,
+}
+
+impl List {
+    fn key(self) -> &'static str {
+        match self {
+            List::Inputs => "inputs",
+            List::WorkspaceInputs => "workspace-inputs",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            List::Inputs => "input",
+            List::WorkspaceInputs => "workspace input",
+        }
+    }
+}
+
+/// One input glob of a task that can match one output glob of another task.
+struct Meeting {
+    at: Option<Location>,
+    task: TaskId,
+    list: List,
+    /// The input glob as written.
+    input: String,
+    other: TaskId,
+    /// The output glob, relative to the input list's base when it lies there.
+    shown: String,
+    hint: String,
 }
 
 fn reaching(
     task: &Cached<'_>,
     other: &Cached<'_>,
-    inputs: &Globs,
-    base: &str,
-    what: &str,
-    list: &str,
-) -> Vec<Diagnostic> {
-    let mut problems = Vec::new();
+    list: List,
+    ignored: &mut dyn FnMut(&str) -> bool,
+) -> Vec<Meeting> {
+    let (inputs, base) = match list {
+        List::Inputs => (&task.inputs, task.dir),
+        List::WorkspaceInputs => (&task.workspace_inputs, ""),
+    };
+    let mut found = Vec::new();
     for (output, _) in &other.outputs.positive {
         if inputs.take_back(output) {
             continue;
@@ -294,29 +339,88 @@ fn reaching(
         let output_prefix = literal_prefix(output);
         let reached = inputs.positive.iter().find(|(input, _)| {
             let input_prefix = literal_prefix(input);
-            at_or_below(input_prefix, output_prefix) || at_or_below(output_prefix, input_prefix)
+            let nests = at_or_below(input_prefix, output_prefix)
+                || at_or_below(output_prefix, input_prefix);
+            // A literal input selects an ignored file it names; a wildcard never does.
+            let literal = input_prefix == input.as_str();
+            nests && (literal || !ignored(output_prefix))
         });
         let Some((_, input)) = reached else { continue };
-        let shown = relative_to(output, base).unwrap_or(output);
-        let message = format!(
-            "`{}` {what} `{input}` can match outputs of `{}` ({shown})",
-            task.id, other.id
-        );
-        let negation = match relative_to(output_prefix, base) {
-            Some(_) if covers_its_prefix(output) => format!("!{shown}"),
-            Some("") => "!**".to_string(),
-            Some(prefix) => format!("!{prefix}/**"),
-            None => {
-                problems.push(
-                    Diagnostic::new(message)
-                        .hint("narrow its inputs, or set [workspace.rules] upfront-keys = false"),
-                );
-                continue;
-            }
+        let shown = relative_to(output, base).unwrap_or(output).to_string();
+        let hint = match relative_to(output_prefix, base) {
+            Some(_) if covers_its_prefix(output) => Some(format!("!{shown}")),
+            Some("") => Some("!**".to_string()),
+            Some(prefix) => Some(format!("!{prefix}/**")),
+            None => None,
         };
-        problems.push(Diagnostic::new(message).hint(format!(
-            "add \"{negation}\" to its {list}, or set [workspace.rules] upfront-keys = false"
-        )));
+        let hint = match hint {
+            Some(negation) => format!(
+                "add \"{negation}\" to its {}, or set [workspace.rules] upfront-keys = false",
+                list.key()
+            ),
+            None => "narrow its inputs, or set [workspace.rules] upfront-keys = false".to_string(),
+        };
+        found.push(Meeting {
+            at: task
+                .locations
+                .get(&(list.key().to_string(), input.clone()))
+                .cloned(),
+            task: task.id.clone(),
+            list,
+            input: input.clone(),
+            other: other.id.clone(),
+            shown,
+            hint,
+        });
+    }
+    found
+}
+
+/// One problem per input glob where it was written (or per task and glob when vx does not
+/// know where), naming the outputs it meets: the first three, and how many more.
+fn group(meetings: Vec<Meeting>) -> Vec<Diagnostic> {
+    type Key = (Option<Location>, Option<(TaskId, List)>, String);
+    let mut groups: BTreeMap<Key, Vec<Meeting>> = BTreeMap::new();
+    for m in meetings {
+        let owner = m.at.is_none().then(|| (m.task.clone(), m.list));
+        groups
+            .entry((m.at.clone(), owner, m.input.clone()))
+            .or_default()
+            .push(m);
+    }
+    let mut problems = Vec::new();
+    for ((at, _, input), meetings) in groups {
+        let first = &meetings[0];
+        let mut tasks: Vec<&TaskId> = meetings.iter().map(|m| &m.task).collect();
+        tasks.dedup();
+        let met: Vec<String> = meetings
+            .iter()
+            .map(|m| format!("`{}` ({})", m.other, m.shown))
+            .collect();
+        let shown_met = if met.len() > 3 {
+            format!("{} and {} more", met[..3].join(", "), met.len() - 3)
+        } else {
+            met.join(", ")
+        };
+        let message = if tasks.len() == 1 {
+            format!(
+                "`{}` {} `{input}` can match outputs of {shown_met}",
+                tasks[0],
+                first.list.what()
+            )
+        } else {
+            format!(
+                "{} `{input}` of {} tasks can match outputs of {shown_met}",
+                first.list.what(),
+                tasks.len()
+            )
+        };
+        let mut d = match at {
+            Some(at) => Diagnostic::at(at, message),
+            None => Diagnostic::new(message),
+        };
+        d = d.hint(first.hint.clone());
+        problems.push(d);
     }
     problems
 }
@@ -404,7 +508,11 @@ mod tests {
         cache(&mut ws, "a#build", &["src/**"], &["dist/*.js"]);
         cache(&mut ws, "a#bundle", &["src/**"], &["dist/*.css"]);
         cache(&mut ws, "b#build", &["src/**"], &["dist/**"]);
-        assert!(check_outputs(&ws).is_empty(), "{:?}", check_outputs(&ws));
+        assert!(
+            check_outputs(&ws, &|_| false).is_empty(),
+            "{:?}",
+            check_outputs(&ws, &|_| false)
+        );
     }
 
     #[test]
@@ -414,7 +522,7 @@ mod tests {
         cache(&mut ws, "a#bundle", &["src/**"], &["out/*.js"]);
         cache(&mut ws, "a#test", &["src/**"], &["out"]);
         assert_eq!(
-            check_outputs(&ws)
+            check_outputs(&ws, &|_| false)
                 .iter()
                 .map(|d| d.message.as_str())
                 .collect::<Vec<_>>(),
@@ -436,14 +544,14 @@ mod tests {
             &["dist/**", "!dist/types/**"],
         );
         cache(&mut ws, "a#bundle", &["src/**"], &["dist/types/**"]);
-        assert!(check_outputs(&ws).is_empty());
+        assert!(check_outputs(&ws, &|_| false).is_empty());
         cache(
             &mut ws,
             "a#build",
             &["src/**"],
             &["dist/**", "!dist/types/*.d.ts"],
         );
-        assert_eq!(check_outputs(&ws).len(), 1);
+        assert_eq!(check_outputs(&ws, &|_| false).len(), 1);
     }
 
     #[test]
@@ -455,7 +563,7 @@ mod tests {
         let task = ws.projects[index].config.tasks.get_mut("build").unwrap();
         task.cache.as_mut().unwrap().workspace_outputs = strings(&["packages/b/**"]);
         assert_eq!(
-            check_outputs(&ws)[0].message,
+            check_outputs(&ws, &|_| false)[0].message,
             "`a#build` and `b#build` both declare outputs under `packages/b/`"
         );
     }
@@ -464,7 +572,7 @@ mod tests {
     fn uncached_tasks_are_not_checked() {
         let mut ws = two_projects();
         cache(&mut ws, "a#build", &["**"], &["dist/**"]);
-        assert!(check_outputs(&ws).is_empty());
+        assert!(check_outputs(&ws, &|_| false).is_empty());
     }
 
     #[test]
@@ -478,7 +586,7 @@ mod tests {
         );
         cache(&mut ws, "a#test", &["src/**"], &[]);
         assert_eq!(
-            shown(&check_outputs(&ws)),
+            shown(&check_outputs(&ws, &|_| false)),
             [
                 "`a#test` input `src/**` can match outputs of `a#build` (src/__generated__/**) | \
               add \"!src/__generated__/**\" to its inputs, or set [workspace.rules] \
@@ -486,7 +594,7 @@ mod tests {
             ]
         );
         cache(&mut ws, "a#test", &["src/**", "!src/__generated__/**"], &[]);
-        assert!(check_outputs(&ws).is_empty());
+        assert!(check_outputs(&ws, &|_| false).is_empty());
     }
 
     #[test]
@@ -494,12 +602,12 @@ mod tests {
         let mut ws = two_projects();
         cache(&mut ws, "b#build", &["src/**"], &["dist/**"]);
         cache(&mut ws, "a#build", &["**"], &["out/**"]);
-        assert!(check_outputs(&ws).is_empty());
+        assert!(check_outputs(&ws, &|_| false).is_empty());
         let index = ws.by_name["a"];
         let task = ws.projects[index].config.tasks.get_mut("build").unwrap();
         task.cache.as_mut().unwrap().workspace_inputs = strings(&["packages/**"]);
         assert_eq!(
-            shown(&check_outputs(&ws)),
+            shown(&check_outputs(&ws, &|_| false)),
             [
                 "`a#build` workspace input `packages/**` can match outputs of `b#build` \
               (packages/b/dist/**) | add \"!packages/b/dist/**\" to its workspace-inputs, or \
@@ -523,14 +631,23 @@ mod tests {
             &["**", "!dist/*.js", "!gen/**"],
             &["gen/**"],
         );
-        assert!(check_outputs(&ws).is_empty(), "{:?}", check_outputs(&ws));
+        assert!(
+            check_outputs(&ws, &|_| false).is_empty(),
+            "{:?}",
+            check_outputs(&ws, &|_| false)
+        );
         cache(&mut ws, "a#test", &["src/*.ts"], &[]);
         cache(&mut ws, "a#bundle", &["**"], &["src/gen.ts"]);
-        assert_eq!(check_outputs(&ws).len(), 3, "{:?}", check_outputs(&ws));
+        assert_eq!(
+            check_outputs(&ws, &|_| false).len(),
+            3,
+            "{:?}",
+            check_outputs(&ws, &|_| false)
+        );
         ws.settings.rules = Some(RulesConfig {
             upfront_keys: Some(false),
             ..RulesConfig::default()
         });
-        assert!(check_outputs(&ws).is_empty());
+        assert!(check_outputs(&ws, &|_| false).is_empty());
     }
 }

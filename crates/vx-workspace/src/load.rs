@@ -150,7 +150,14 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
         projects,
         by_name,
     };
-    let problems = vx_core::outputs::check_outputs(&workspace);
+    // Git's ignore rules are read only when a check needs them.
+    let rules = std::cell::OnceCell::new();
+    let is_ignored = |dir: &str| {
+        rules
+            .get_or_init(|| crate::tree::IgnoreRules::new(root))
+            .is_ignored(dir, true)
+    };
+    let problems = vx_core::outputs::check_outputs(&workspace, &is_ignored);
     if !problems.is_empty() {
         return Err(LoadError::Config(problems));
     }

@@ -135,7 +135,28 @@ pub(crate) fn globs(
     Some(out)
 }
 
-fn values(globs: Option<Vec<Spanned<String>>>) -> Option<Vec<String>> {
+/// Records where each glob of list `key` was written.
+fn locate(config: &mut CacheConfig, key: &str, globs: Option<&[Spanned<String>]>) {
+    for glob in globs.unwrap_or_default() {
+        config
+            .locations
+            .insert((key.to_string(), glob.value.clone()), glob.at.clone());
+    }
+}
+
+/// The same for an input set.
+pub(crate) fn locate_set(
+    set: &mut vx_core::config::InputSet,
+    key: &str,
+    globs: Option<&[Spanned<String>]>,
+) {
+    for glob in globs.unwrap_or_default() {
+        set.locations
+            .insert((key.to_string(), glob.value.clone()), glob.at.clone());
+    }
+}
+
+pub(crate) fn values(globs: Option<Vec<Spanned<String>>>) -> Option<Vec<String>> {
     globs.map(|g| g.into_iter().map(|s| s.value).collect())
 }
 
@@ -174,17 +195,23 @@ pub(crate) fn cache(w: &mut Walker, value: &Value, task_path: &str) -> Option<Ca
                 input_sets = set_names(w, value, "cache.input-sets");
                 config.input_sets = input_sets.iter().map(|s| s.value.clone()).collect();
             }
-            "inputs" => inputs = globs(w, value, "cache.inputs", GlobBase::Project),
-            "outputs" => outputs = globs(w, value, "cache.outputs", GlobBase::Project),
+            "inputs" => {
+                inputs = globs(w, value, "cache.inputs", GlobBase::Project);
+                locate(&mut config, "inputs", inputs.as_deref());
+            }
+            "outputs" => {
+                outputs = globs(w, value, "cache.outputs", GlobBase::Project);
+                locate(&mut config, "outputs", outputs.as_deref());
+            }
             "workspace-inputs" => {
-                config.workspace_inputs =
-                    values(globs(w, value, "cache.workspace-inputs", GlobBase::Root))
-                        .unwrap_or_default();
+                let found = globs(w, value, "cache.workspace-inputs", GlobBase::Root);
+                locate(&mut config, "workspace-inputs", found.as_deref());
+                config.workspace_inputs = values(found).unwrap_or_default();
             }
             "workspace-outputs" => {
-                config.workspace_outputs =
-                    values(globs(w, value, "cache.workspace-outputs", GlobBase::Root))
-                        .unwrap_or_default();
+                let found = globs(w, value, "cache.workspace-outputs", GlobBase::Root);
+                locate(&mut config, "workspace-outputs", found.as_deref());
+                config.workspace_outputs = values(found).unwrap_or_default();
             }
             "env" => config.env = env_names(w, value, "cache.env", true),
             "runtime" => config.runtime = commands(w, value, "cache.runtime"),

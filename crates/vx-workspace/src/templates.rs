@@ -140,6 +140,13 @@ pub(crate) fn resolve_tasks(
         if let Some(cache) = r.task.cache.as_mut() {
             if r.cache_from_template && cache.inputs.is_none() {
                 cache.inputs = Some(default_inputs.clone());
+                if let Some(at) = r.task.key_locations.get("cache") {
+                    for glob in &default_inputs {
+                        cache
+                            .locations
+                            .insert(("inputs".to_string(), glob.clone()), at.clone());
+                    }
+                }
             }
         }
     }
@@ -221,6 +228,12 @@ pub(crate) fn expand_input_sets(
         }
     }
     for set in order {
+        for (key, at) in &set.locations {
+            cache
+                .locations
+                .entry(key.clone())
+                .or_insert_with(|| at.clone());
+        }
         if !set.inputs.is_empty() {
             cache
                 .inputs
@@ -356,6 +369,12 @@ fn merge_cache(template: &CacheConfig, own: &CacheConfig, keys: &BTreeSet<String
         } else {
             template.portable
         },
+        locations: template
+            .locations
+            .iter()
+            .chain(&own.locations)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
     }
 }
 

@@ -290,7 +290,7 @@ const INPUT_SET_KEYS: [&str; 6] = [
 /// may include itself, directly or not.
 fn input_sets(w: &mut Walker, value: &Value) -> BTreeMap<String, InputSet> {
     use crate::glob_rules::GlobBase;
-    use crate::task_tables::{commands, env_names, globs, is_set_name, set_names};
+    use crate::task_tables::{commands, env_names, globs, is_set_name, locate_set, set_names};
     let Some(table) = w.table(value, "input-sets") else {
         return BTreeMap::new();
     };
@@ -317,9 +317,15 @@ fn input_sets(w: &mut Walker, value: &Value) -> BTreeMap<String, InputSet> {
         for (key, value) in entries {
             let what = format!("{path}.{}", key.name);
             match key.name.as_ref() {
-                "inputs" => set.inputs = values(globs(w, value, &what, GlobBase::Project)),
+                "inputs" => {
+                    let found = globs(w, value, &what, GlobBase::Project);
+                    locate_set(&mut set, "inputs", found.as_deref());
+                    set.inputs = values(found);
+                }
                 "workspace-inputs" => {
-                    set.workspace_inputs = values(globs(w, value, &what, GlobBase::Root));
+                    let found = globs(w, value, &what, GlobBase::Root);
+                    locate_set(&mut set, "workspace-inputs", found.as_deref());
+                    set.workspace_inputs = values(found);
                 }
                 "env" => set.env = env_names(w, value, &what, true),
                 "runtime" => set.runtime = commands(w, value, &what),

@@ -444,7 +444,7 @@ fn inputs_reaching_outputs_are_refused_unless_the_rule_is_off() {
     });
     assert_eq!(
         found,
-        "`packages/web#test` input `src/**` can match outputs of `packages/web#codegen` \
+        "packages/web/vx.toml:6:21: `packages/web#test` input `src/**` can match outputs of `packages/web#codegen` \
          (src/__generated__/**)\n  hint: add \"!src/__generated__/**\" to its inputs, or set \
          [workspace.rules] upfront-keys = false\n"
     );

@@ -30,6 +30,7 @@ mod attributes;
 mod config;
 mod excludes;
 mod identity;
+mod ignore_rules;
 mod repo;
 mod walk;
 
@@ -46,6 +47,8 @@ use excludes::Chain;
 use identity::{Hashed, IndexStat, ShortcutRules};
 use repo::Repo;
 use walk::{Exclusions, Job, Walker};
+
+pub use ignore_rules::IgnoreRules;
 
 /// What to enumerate.
 #[derive(Debug, Clone)]

@@ -224,3 +224,40 @@ fn input_sets_are_written_once_and_a_projects_cache_extends_its_templates() {
     let after_global = f.vx(&["run", "build", "lint", "--all"]);
     assert_contains(&after_global.stdout, "4 tasks · 0 cached (0%)");
 }
+
+/// Issue 20, item 5: a template's input glob that meets outputs in many projects is one error
+/// at its `file:line:column`, naming the outputs it meets; outputs git ignores are never
+/// inputs, so they are not flagged at all.
+#[test]
+fn an_overlapping_template_glob_is_one_located_error_and_ignored_outputs_are_not_flagged() {
+    let root = "[workspace.tasks.test]\n\
+                command = \"echo test\"\n\
+                cache = { inputs = [\"**\"], outputs = [] }\n\n\
+                [workspace.tasks.gen]\n\
+                command = \"mkdir -p gen && echo g > gen/g.txt\"\n\
+                cache = { inputs = [\"schema.txt\"], outputs = [\"gen/**\"] }\n";
+    let project = |name: &str| package(name, "\"test\": \"t\", \"gen\": \"g\"");
+    let names = ["a", "b", "c", "d", "e"];
+    let packages: Vec<String> = names.iter().map(|n| project(n)).collect();
+    let projects: Vec<(&str, Option<&str>, Option<&str>)> = names
+        .iter()
+        .zip(&packages)
+        .map(|(n, p)| (*n, Some(p.as_str()), None))
+        .collect();
+    let f = workspace(root, &projects);
+    let out = f.vx(&["run", "test", "--all", "--dry"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: vx.toml:6:21: input `**` of 5 tasks can match outputs of `a#gen` (gen/**), `b#gen` (gen/**), `c#gen` (gen/**) and 2 more\n  \
+         hint: add \"!gen/**\" to its inputs, or set [workspace.rules] upfront-keys = false\n"
+    );
+
+    f.write(".gitignore", "gen/\n");
+    f.commit();
+    let out = f.vx(&["run", "gen", "test", "--all"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // The generated files are ignored, so they are not inputs: a second run is all hits.
+    let again = f.vx(&["run", "gen", "test", "--all"]);
+    assert_contains(&again.stdout, "10 tasks · 10 cached (100%)");
+}
