@@ -37,6 +37,9 @@ pub struct WorkspaceConfig {
     /// Member directory globs, root-relative; `!` entries exclude. Default: `pnpm-workspace.yaml`
     /// `packages`, else `package.json` `workspaces`.
     pub members: Option<Vec<Spanned<String>>>,
+    /// Member directories `--all` leaves out (examples, integrations): globs as in `members`.
+    #[schemars(extend("default" = []))]
+    pub exclude_from_all: Vec<Spanned<String>>,
     /// Default `--concurrency`: a positive integer. Default: the available CPUs.
     #[schemars(range(min = 1))]
     pub concurrency: Option<u32>,

@@ -52,6 +52,9 @@ pub struct Project {
     pub config: ProjectConfig,
     /// Direct project dependencies, sorted by target name (DISC-5).
     pub deps: Vec<ProjectEdge>,
+    /// `[workspace] exclude-from-all` names its directory: `--all` (and `--affected`) leave
+    /// it out unless a `--filter` names it.
+    pub outside_all: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

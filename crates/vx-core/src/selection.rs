@@ -258,9 +258,14 @@ pub fn select(
     let mut excludes: BTreeSet<usize> = BTreeSet::new();
     let mut empty: Vec<Diagnostic> = Vec::new();
     let mut matched_any = false;
+    // `[workspace] exclude-from-all`: left out of "every project" unless a filter names them.
+    let outside: BTreeSet<usize> = (0..workspace.projects.len())
+        .filter(|&i| workspace.projects[i].outside_all)
+        .collect();
     if all || (!affected && filters.iter().all(|f| f.exclude)) {
-        includes.extend(0..workspace.projects.len());
+        includes.extend((0..workspace.projects.len()).filter(|i| !outside.contains(i)));
     }
+    let mut named = BTreeSet::new();
     for filter in filters {
         match evaluate(workspace, walks, filter, changed) {
             Ok(set) => {
@@ -268,11 +273,15 @@ pub fn select(
                 if filter.exclude {
                     excludes.extend(set);
                 } else {
+                    named.extend(set.iter().copied());
                     includes.extend(set);
                 }
             }
             Err(d) => empty.push(d),
         }
+    }
+    if affected {
+        excludes.extend(outside.difference(&named).copied());
     }
     if !matched_any && !empty.is_empty() {
         return Err(empty.swap_remove(0));

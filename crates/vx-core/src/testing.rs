@@ -50,6 +50,7 @@ pub fn workspace(projects: &[P<'_>]) -> Workspace {
                 version: Some("1.0.0".into()),
                 has_vx_toml: true,
                 has_package_json: true,
+                outside_all: false,
                 config: ProjectConfig {
                     tags: p.tags.iter().map(|t| t.to_string()).collect(),
                     tasks,

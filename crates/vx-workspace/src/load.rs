@@ -121,11 +121,15 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
     if !errors.is_empty() {
         return Err(LoadError::Config(Diagnostics(errors).into_sorted()));
     }
+    let outside_all = (!settings.exclude_from_all.is_empty())
+        .then(|| MemberGlobs::new(&settings.exclude_from_all, &mut Vec::new()));
     let mut projects: Vec<Project> = named
         .into_iter()
         .zip(edges)
         .zip(tasks)
         .map(|((p, deps), tasks)| Project {
+            outside_all: !p.files.dir.is_empty()
+                && outside_all.as_ref().is_some_and(|g| g.claims(&p.files.dir)),
             name: p.name,
             dir: p.files.dir,
             version: p.files.manifest.as_ref().and_then(|m| m.version.clone()),

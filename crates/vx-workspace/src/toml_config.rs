@@ -22,11 +22,12 @@ use crate::toml_walk::{env_entry_problem, Walker};
 
 const ROOT_KEYS: [&str; 5] = ["deps", "name", "tags", "tasks", "workspace"];
 const PROJECT_KEYS: [&str; 4] = ["deps", "name", "tags", "tasks"];
-const WORKSPACE_KEYS: [&str; 11] = [
+const WORKSPACE_KEYS: [&str; 12] = [
     "affected-base",
     "cache-dir",
     "cache-retention",
     "concurrency",
+    "exclude-from-all",
     "input-sets",
     "members",
     "remote-cache",
@@ -221,6 +222,23 @@ fn workspace(
                     }
                 }
                 ws.members = Some(members);
+            }
+            "exclude-from-all" => {
+                let globs = w.strings(value, "exclude-from-all").unwrap_or_default();
+                for glob in &globs {
+                    let problem = if glob.value.starts_with('!') {
+                        Err("is a negation; list the directories `--all` leaves out".to_string())
+                    } else {
+                        check_member_glob(&glob.value)
+                    };
+                    if let Err(problem) = problem {
+                        w.error(
+                            glob.at.clone(),
+                            format!("exclude-from-all: `{}` {problem}", glob.value),
+                        );
+                    }
+                }
+                ws.exclude_from_all = globs;
             }
             "concurrency" => ws.concurrency = w.positive_integer(value, "concurrency"),
             "timeout" => ws.timeout = w.duration(value, "timeout"),

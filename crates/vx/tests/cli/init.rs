@@ -540,3 +540,74 @@ fn every_cache_suggestion_can_be_uncommented_safely() {
     let why = f.vx(&["why", "a#build"]);
     assert_contains(&why.stdout, "tsconfig.json");
 }
+
+/// Issue 20, item 8: members the repository's own build leaves out (examples) are left out
+/// of `--all` and `--affected` by `[workspace] exclude-from-all`, which `vx init` reads from
+/// the root build script; a `--filter` naming them still selects them.
+#[test]
+fn members_the_repositorys_build_leaves_out_stay_out_of_all() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "workspaces": ["packages/*", "examples/*"],
+            "scripts": {"build": "npm run build:all", "build:all": "turbo run build --filter=!./examples/*"}}"#,
+    );
+    let build = r#""scripts": {"build": "echo built > out.txt"}"#;
+    f.write(
+        "packages/lib/package.json",
+        &format!(r#"{{"name": "lib", {build}}}"#),
+    );
+    f.write(
+        "packages/app/package.json",
+        &format!(r#"{{"name": "app", "dependencies": {{"lib": "*"}}, {build}}}"#),
+    );
+    f.write(
+        "examples/demo/package.json",
+        &format!(r#"{{"name": "demo", "dependencies": {{"lib": "*"}}, {build}}}"#),
+    );
+    f.write("packages/lib/src.txt", "v1\n");
+    f.commit();
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(
+        &f.read("vx.toml"),
+        "[workspace]\n# `--all` leaves out what the root `build:all` script leaves out:\nexclude-from-all = [\"examples/*\"]\n",
+    );
+    f.commit();
+
+    let ids = |args: &[&str]| -> Vec<String> {
+        let out = f.vx(args);
+        assert_eq!(out.code, 0, "{out:?}");
+        let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        json["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        ids(&["run", "build", "--all", "--dry=json"]),
+        ["app#build", "lib#build"]
+    );
+    assert_eq!(
+        ids(&["run", "build", "-F", "./examples/*", "--dry=json"]),
+        ["demo#build", "lib#build"]
+    );
+    f.write("packages/lib/src.txt", "v2\n");
+    assert_eq!(
+        ids(&["run", "build", "--affected=HEAD", "--dry=json"]),
+        ["app#build", "lib#build"]
+    );
+
+    f.write(
+        "vx.toml",
+        "[workspace]\nexclude-from-all = [\"!examples/*\"]\n",
+    );
+    let out = f.vx(&["run", "build", "--all"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: vx.toml:2:21: exclude-from-all: `!examples/*` is a negation; list the directories `--all` leaves out\n"
+    );
+}

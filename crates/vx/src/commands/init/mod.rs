@@ -277,6 +277,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         rel: CONFIG_FILE.to_string(),
         workspace: Some(WorkspaceTable {
             concurrency: turbo.as_ref().and_then(|t| t.concurrency),
+            exclude_from_all: excluded_by_root_build(&root_package.scripts),
             ..WorkspaceTable::default()
         }),
         tasks: root_tables,
@@ -436,6 +437,27 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         check(file)?;
     }
     Ok(plan)
+}
+
+/// What the repository's own build leaves out: the directories the root `build` script
+/// (or a root script it runs) filters out, with the script's name.
+fn excluded_by_root_build(scripts: &BTreeMap<String, String>) -> Option<(Vec<String>, String)> {
+    let mut queue = vec!["build".to_string()];
+    let mut seen = BTreeSet::new();
+    while let Some(name) = queue.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let Some(text) = scripts.get(&name) else {
+            continue;
+        };
+        let dirs = scripts::excluded_directories(text);
+        if !dirs.is_empty() {
+            return Some((dirs, name));
+        }
+        queue.extend(scripts::root_references(text));
+    }
+    None
 }
 
 /// Where the tasks come from, besides the scripts.

@@ -403,6 +403,15 @@ fn orchestrating_scripts(texts: &BTreeMap<String, String>) -> BTreeSet<String> {
     }
 }
 
+/// The scripts a root script runs (`npm run build:all && size-limit` runs `build:all`).
+pub fn root_references(text: &str) -> Vec<String> {
+    shell::parse(text)
+        .segments
+        .iter()
+        .flat_map(loose_references)
+        .collect()
+}
+
 /// The scripts a simple command runs, arguments allowed (`npm run build -- --force`).
 fn loose_references(segment: &Segment) -> Vec<String> {
     let words: Vec<&String> = segment
@@ -455,6 +464,61 @@ fn orchestrates(text: &str) -> bool {
             _ => false,
         }
     })
+}
+
+/// The member directories a root script that drives the workspace leaves out: Turborepo's
+/// and pnpm's `--filter=!./examples/*` (`-F`), Nx's `--exclude=examples/**` and Lerna's
+/// `--ignore` when they name directories (with a `/`, not a package scope). Root-relative,
+/// as `exclude-from-all` takes them.
+pub fn excluded_directories(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for segment in shell::parse(text).segments {
+        let words = segment.program();
+        let mut i = 0;
+        while i < words.len() {
+            let word = words[i].as_str();
+            let (flag, inline) = match word.split_once('=') {
+                Some((flag, value)) => (flag, Some(value.to_string())),
+                None => (word, None),
+            };
+            let negative_filter = matches!(flag, "--filter" | "-F");
+            let exclude = matches!(flag, "--exclude" | "--ignore");
+            if negative_filter || exclude {
+                let value = inline.or_else(|| words.get(i + 1).cloned());
+                if inline_missing(word) {
+                    i += 1;
+                }
+                for part in value.iter().flat_map(|v| v.split(',')) {
+                    let part = part.trim().trim_matches(['\'', '"']);
+                    let pattern = if negative_filter {
+                        match part.strip_prefix('!') {
+                            Some(rest) => rest,
+                            None => continue,
+                        }
+                    } else {
+                        part
+                    };
+                    let pattern = pattern.trim_start_matches('{').trim_end_matches('}');
+                    let dir = pattern.trim_start_matches("./").trim_end_matches('/');
+                    let directory =
+                        pattern.starts_with("./") || (dir.contains('/') && !dir.starts_with('@'));
+                    if directory
+                        && !dir.is_empty()
+                        && !dir.contains("..")
+                        && !out.contains(&dir.to_string())
+                    {
+                        out.push(dir.to_string());
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+fn inline_missing(word: &str) -> bool {
+    !word.contains('=')
 }
 
 /// The scripts a script runs in parallel, when that is all it does (`run-p a b`,

@@ -36,6 +36,8 @@ pub struct WorkspaceTable {
     pub members: Option<Vec<String>>,
     /// `concurrency = N`, when carried over.
     pub concurrency: Option<u32>,
+    /// `exclude-from-all`, with the root script it was read from.
+    pub exclude_from_all: Option<(Vec<String>, String)>,
 }
 
 /// A task table; a key left `None` (or empty) is not written.
@@ -134,6 +136,14 @@ impl File {
             }
             if let Some(concurrency) = workspace.concurrency {
                 let _ = writeln!(out, "concurrency = {concurrency}");
+            }
+            if let Some((dirs, script)) = &workspace.exclude_from_all {
+                let _ = writeln!(
+                    out,
+                    "# `--all` leaves out what the root `{}` script leaves out:",
+                    one_line(script)
+                );
+                let _ = writeln!(out, "exclude-from-all = {}", array(dirs));
             }
         }
         for table in &self.templates {

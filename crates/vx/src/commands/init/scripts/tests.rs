@@ -366,3 +366,29 @@ fn no_suggestion_for_scripts_with_side_effects_or_shared_directories() {
         ["bundle: rollup -c", "compile: tsc --outDir dist"]
     );
 }
+
+#[test]
+fn directories_a_root_build_leaves_out_are_read_from_its_filters() {
+    assert_eq!(
+        excluded_directories(
+            "turbo run build --filter=!./examples/* --filter='!./integrations/**'"
+        ),
+        ["examples/*", "integrations/**"]
+    );
+    assert_eq!(
+        excluded_directories("pnpm -r -F '!./examples/**' -F '!@acme/docs' build"),
+        ["examples/**"]
+    );
+    assert_eq!(
+        excluded_directories("nx run-many -t build --exclude=examples/**,e2e/* && size-limit"),
+        ["examples/**", "e2e/*"]
+    );
+    assert_eq!(
+        excluded_directories("lerna run build --ignore '@acme/*'"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        excluded_directories("turbo run build --filter=web"),
+        Vec::<String>::new()
+    );
+}
