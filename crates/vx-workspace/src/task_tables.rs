@@ -124,7 +124,8 @@ pub(crate) fn globs(
             }
         }
     }
-    let spliced = out.iter().any(|g| g.value == SPLICE);
+    // A set's list is added to a table's: negations alone take from what the table selects.
+    let spliced = out.iter().any(|g| g.value == SPLICE) || name.starts_with("input-sets.");
     if !out.is_empty() && !spliced && out.iter().all(|g| g.value.starts_with('!')) {
         let at = w.value_at(value);
         w.error(

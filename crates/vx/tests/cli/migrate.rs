@@ -372,3 +372,285 @@ fn migrate_needs_the_tools_file_and_a_known_tool() {
     );
     assert!(!f.path("vx.toml").exists());
 }
+
+const NX_JSON: &str = r#"{
+  "$schema": "./node_modules/nx/schemas/nx-schema.json",
+  "defaultBase": "main",
+  "namedInputs": {
+    "sharedGlobals": ["{workspaceRoot}/tsconfig.base.json"],
+    "default": ["{projectRoot}/**/*", "sharedGlobals"],
+    "production": ["default", "!{projectRoot}/**/?(*.)+(spec|test).[jt]s?(x)?(.snap)"]
+  },
+  "targetDefaults": {
+    "build": {
+      "dependsOn": ["^build"],
+      "inputs": ["production", "^production"],
+      "outputs": ["{projectRoot}/dist"],
+      "cache": true
+    },
+    "test": { "dependsOn": ["build"], "inputs": ["default", "^production", {"env": "CI"}], "cache": true }
+  },
+  "plugins": []
+}
+"#;
+
+/// A package-based Nx repository on npm workspaces: `util` ← `ui`, a project whose target
+/// is a `project.json` command run from the workspace root, a `package.json` `nx` field that
+/// adds an output, and examples the root build leaves out.
+fn nx_repo() -> Fixture {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "workspaces": ["packages/*", "examples/*"],
+            "scripts": {"build": "nx run-many -t build --exclude=examples/*"}}"#,
+    );
+    f.write("nx.json", NX_JSON);
+    f.write("tsconfig.base.json", "{}\n");
+    f.write(".gitignore", "node_modules\ndist\n.nx\n.vx\n");
+    f.write(
+        "packages/util/package.json",
+        r#"{"name": "util", "version": "1.0.0", "scripts": {
+            "build": "mkdir -p dist && cp src/a.txt dist/ && chmod 755 dist/a.txt",
+            "test": "test -f dist/a.txt"}}"#,
+    );
+    f.write("packages/util/src/a.txt", "util\n");
+    f.write("packages/util/src/a.spec.ts", "spec\n");
+    f.write(
+        "packages/ui/package.json",
+        r#"{"name": "ui", "version": "1.0.0", "dependencies": {"util": "*"}, "scripts": {
+            "build": "mkdir -p dist types && cat src/b.txt ../util/dist/a.txt > dist/b.txt && echo t > types/b.d.ts",
+            "test": "test -f dist/b.txt"},
+            "nx": {"targets": {"build": {"outputs": ["{projectRoot}/dist", "{projectRoot}/types"]}}}}"#,
+    );
+    f.write("packages/ui/src/b.txt", "ui\n");
+    f.write(
+        "packages/gen/package.json",
+        r#"{"name": "gen", "version": "1.0.0"}"#,
+    );
+    f.write(
+        "packages/gen/project.json",
+        r#"{"name": "gen", "targets": {
+            "build": {"command": "mkdir -p packages/gen/dist && echo gen > packages/gen/dist/g.txt",
+                      "outputs": ["{projectRoot}/dist"]},
+            "serve": {"executor": "@nx/vite:dev-server", "continuous": true}}}"#,
+    );
+    f.write(
+        "examples/demo/package.json",
+        r#"{"name": "demo", "version": "1.0.0", "dependencies": {"ui": "*"},
+            "scripts": {"build": "mkdir -p dist && cp ../../packages/ui/dist/b.txt dist/"}}"#,
+    );
+    f
+}
+
+/// Runs the real `nx` in the fixture (linked into its `node_modules`), without the daemon,
+/// the cloud or the terminal UI.
+fn nx(f: &Fixture, args: &[&str]) -> String {
+    let out = Command::new("node")
+        .arg(f.path("node_modules/nx/bin/nx.js"))
+        .args(args)
+        .current_dir(f.root())
+        .env("NX_DAEMON", "false")
+        .env("NX_NO_CLOUD", "true")
+        .env("NX_TUI", "false")
+        .env("NX_SKIP_NX_CACHE", "false")
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "nx {args:?}: {text}");
+    text
+}
+
+const NX_OUTPUTS: [&str; 4] = [
+    "packages/util/dist",
+    "packages/ui/dist",
+    "packages/ui/types",
+    "packages/gen/dist",
+];
+
+fn nx_outputs(f: &Fixture) -> Vec<(String, Vec<Entry>)> {
+    NX_OUTPUTS
+        .iter()
+        .map(|dir| (dir.to_string(), tree(&f.path(dir))))
+        .collect()
+}
+
+fn remove_nx_outputs(f: &Fixture) {
+    for dir in NX_OUTPUTS {
+        let _ = std::fs::remove_dir_all(f.path(dir));
+    }
+}
+
+/// The tasks `nx run-many` ran from its cache, and those it ran, from its output.
+fn nx_hits(output: &str) -> (Vec<String>, Vec<String>) {
+    let mut hits = Vec::new();
+    let mut runs = Vec::new();
+    for line in output.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("> nx run ") else {
+            continue;
+        };
+        let id = rest.split_whitespace().next().unwrap().replace(':', "#");
+        if rest.contains("cache") {
+            hits.push(id);
+        } else {
+            runs.push(id);
+        }
+    }
+    hits.sort();
+    runs.sort();
+    (hits, runs)
+}
+
+#[test]
+fn a_converted_nx_repository_runs_as_nx_does() {
+    let Some(_) = npm_tool("nx@21.6.11", "nx") else {
+        return;
+    };
+    let f = nx_repo();
+    let init = f.vx(&["migrate", "nx"]);
+    assert_eq!(init.code, 0, "{init:?}");
+    assert_contains(&init.stdout, "carried over from nx.json: ");
+    npm_install(&f);
+    let tools = vx_test_support::tools::npm_tools_dir().join("node_modules/nx");
+    std::os::unix::fs::symlink(tools.canonicalize().unwrap(), f.path("node_modules/nx")).unwrap();
+    f.commit();
+
+    // The same graph, examples left out as the root build leaves them out.
+    let graph_file = f.path("nx-graph.json");
+    nx(
+        &f,
+        &[
+            "run-many",
+            "-t",
+            "build",
+            "test",
+            "--exclude=examples/*",
+            &format!("--graph={}", graph_file.display()),
+        ],
+    );
+    let graph: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&graph_file).unwrap()).unwrap();
+    std::fs::remove_file(&graph_file).unwrap();
+    let mut expected: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (id, deps) in graph["tasks"]["dependencies"].as_object().unwrap() {
+        let mut deps: Vec<String> = deps
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap().replace(':', "#"))
+            .collect();
+        deps.sort();
+        expected.insert(id.replace(':', "#"), deps);
+    }
+    let vx_dry = f.vx(&["run", "build", "test", "--all", "--dry=json"]);
+    assert_eq!(vx_dry.code, 0, "{vx_dry:?}");
+    assert_eq!(vx_graph(&json_of(&vx_dry.stdout)), expected);
+    assert_eq!(expected.len(), 5, "{expected:?}");
+
+    // The same output trees, built and restored.
+    let first = nx(&f, &["run-many", "-t", "build", "--exclude=examples/*"]);
+    assert_eq!(nx_hits(&first).0, Vec::<String>::new());
+    let by_nx = nx_outputs(&f);
+    remove_nx_outputs(&f);
+    let built = f.vx(&["run", "build", "--all"]);
+    assert_eq!(built.code, 0, "{}{}", built.stdout, built.stderr);
+    assert_eq!(nx_outputs(&f), by_nx);
+    remove_nx_outputs(&f);
+    let restored_by_nx = nx(&f, &["run-many", "-t", "build", "--exclude=examples/*"]);
+    assert_eq!(nx_hits(&restored_by_nx).0.len(), 3, "{restored_by_nx}");
+    let by_nx = nx_outputs(&f);
+    remove_nx_outputs(&f);
+    let restored = f.vx(&["run", "build", "--all"]);
+    assert_contains(&restored.stdout, "3 tasks · 3 cached (100%)");
+    assert_eq!(nx_outputs(&f), by_nx);
+
+    // A source edit re-runs what Nx re-runs.
+    let misses = |f: &Fixture| -> Vec<String> {
+        let vx_dry = json_of(&f.vx(&["run", "build", "--all", "--dry=json"]).stdout);
+        vx_dry["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["cache"] == "miss")
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    f.write("packages/util/src/a.txt", "util, edited\n");
+    let by_nx = nx(&f, &["run-many", "-t", "build", "--exclude=examples/*"]);
+    assert_eq!(misses(&f), nx_hits(&by_nx).1);
+    assert_eq!(misses(&f), ["ui#build", "util#build"]);
+    assert_eq!(f.vx(&["run", "build", "--all"]).code, 0);
+    // A spec file is no production input, so no build of vx misses. (Nx re-runs `ui:build`
+    // here, the dependant of the edited project; docs/migrating.md says so.)
+    f.write("packages/util/src/a.spec.ts", "spec, edited\n");
+    assert_eq!(misses(&f), Vec::<String>::new());
+}
+
+#[test]
+fn nx_json_becomes_input_sets_templates_and_tables_and_what_is_left_is_listed() {
+    let f = nx_repo();
+    let out = f.vx(&["migrate", "nx", "--dry"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let files = out.stdout;
+    assert_contains(
+        &files,
+        "[workspace]\naffected-base = \"main\"\n# `--all` leaves out what the root `build` script leaves out:\nexclude-from-all = [\"examples/*\"]\n",
+    );
+    assert_contains(
+        &files,
+        "[workspace.input-sets.default]\ninput-sets = [\"sharedGlobals\"]\ninputs = [\"**/*\"]\n",
+    );
+    assert_contains(&files, "[workspace.input-sets.production]\ninput-sets = [\"default\"]\ninputs = [\"!**/{spec,test}.{j,t}s\", ");
+    assert_contains(
+        &files,
+        "[workspace.tasks.build]\ndepends-on = [\"^build\"]\ncache = { input-sets = [\"production\"], outputs = [\"dist\"] }\n",
+    );
+    assert_contains(
+        &files,
+        "[workspace.tasks.test]\ndepends-on = [\"build\"]\nenv = { pass-through = [\"CI\"] }\ncache = { input-sets = [\"default\"], outputs = [], env = [\"CI\"] }\n",
+    );
+    // Nx runs a `command` from the workspace root; the package.json `nx` field adds an
+    // output, and the test inputs take it back (Nx would hash it).
+    assert_contains(
+        &files,
+        "[tasks.build]\ncommand = \"cd ../.. && mkdir -p packages/gen/dist && echo gen > packages/gen/dist/g.txt\"\ncache = { outputs = [\"dist\"] }\n",
+    );
+    assert_contains(
+        &files,
+        "[tasks.build]\ncache = { outputs = [\"dist\", \"types\"] }\n\n[tasks.test]\ncache = { inputs = [\"...\", \"!types\"] }\n",
+    );
+    let report = out.stderr;
+    assert_contains(&report, "carried over from nx.json: ");
+    assert_contains(
+        &report,
+        "  targetDefaults.build: ^production (nx.json:12:32): dependency projects' inputs: ",
+    );
+    assert_contains(
+        &report,
+        "  packages/gen/project.json: targets.serve.executor (packages/gen/project.json:4:22): the Nx executor `@nx/vite:dev-server` cannot run under vx: give the task a `command`\n",
+    );
+
+    let broken = nx_repo();
+    broken.write(
+        "nx.json",
+        "{\n  \"targetDefaults\": {\n    \"build\" {}\n}\n",
+    );
+    let out = broken.vx(&["migrate", "nx"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.starts_with("error: nx.json:3:13: "),
+        "{}",
+        out.stderr
+    );
+    let none = empty();
+    none.write("package.json", r#"{"name": "p"}"#);
+    let out = none.vx(&["migrate", "nx"]);
+    assert_contains(
+        &out.stderr,
+        "error: vx migrate nx needs an nx.json at the workspace root",
+    );
+}

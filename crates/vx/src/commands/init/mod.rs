@@ -10,6 +10,7 @@
 //! reason, and the next command to run.
 
 mod layout;
+mod nx;
 mod scripts;
 mod shell;
 mod toml;
@@ -22,8 +23,9 @@ use vx_core::config::CONFIG_FILE;
 use vx_core::Diagnostic;
 use vx_workspace::{LoadError, PackageJson};
 
+use self::nx::Nx;
 use self::scripts::{map_scripts, script_text, Context, LeftOutWhy, Mapping, Todo, TodoReason};
-use self::toml::{File, Table, WorkspaceTable};
+use self::toml::{File, InputSetTable, Table, WorkspaceTable};
 use self::turbo::{NotCarried, Turbo};
 use crate::cli::{InitArgs, MigrateArgs};
 use crate::error::Failure;
@@ -40,8 +42,9 @@ struct Plan {
     by_templates: Vec<String>,
     /// Root scripts left out because they drive the whole workspace.
     orchestrating: Vec<String>,
-    /// How many task definitions were carried over from turbo.json.
+    /// How many task definitions were carried over, and from which file.
     carried: usize,
+    carried_from: &'static str,
     /// What was not carried over, and why.
     not_carried: Vec<NotCarried>,
 }
@@ -60,7 +63,7 @@ pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
 pub fn migrate(cwd: &Path, args: MigrateArgs) -> Result<i32, Failure> {
     let from = match args.tool.as_str() {
         "turbo" => From::Turbo,
-        "nx" => return Err(Failure::usage("vx migrate nx is not available yet")),
+        "nx" => From::Nx,
         other => {
             let mut problem = Diagnostic::new(format!(
                 "unknown tool `{other}` for vx migrate; it takes `turbo` or `nx`"
@@ -178,13 +181,27 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         }
     }
     let dirs: Vec<String> = members.iter().map(|(dir, _)| dir.clone()).collect();
-    let turbo = turbo::read(root, &dirs, &mut errors);
+    let turbo = match from {
+        From::Nx => None,
+        From::Scripts | From::Turbo => turbo::read(root, &dirs, &mut errors),
+    };
+    let nx = match from {
+        From::Turbo => None,
+        From::Nx => nx::read(root, &dirs, &mut errors),
+        From::Scripts if turbo.is_none() => nx::read(root, &dirs, &mut errors),
+        From::Scripts => None,
+    };
     if !errors.is_empty() {
         return Err(Failure::User(vx_core::Diagnostics(errors).into_sorted()));
     }
-    if from == From::Turbo && turbo.is_none() {
+    let missing = match from {
+        From::Turbo if turbo.is_none() => Some(("turbo", "a turbo.json")),
+        From::Nx if nx.is_none() => Some(("nx", "an nx.json")),
+        _ => None,
+    };
+    if let Some((tool, file)) = missing {
         return Err(Failure::usage(format!(
-            "vx migrate turbo needs a turbo.json at the workspace root ({})",
+            "vx migrate {tool} needs {file} at the workspace root ({})",
             root.display()
         )));
     }
@@ -195,6 +212,8 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         version: package.version.clone(),
         hooks_off: hooks_off(root, dir, package, &root_package),
         monorepo_root,
+        // Nx runs a script with no dependencies unless its configuration gives some.
+        no_edges: nx.is_some(),
     };
     let root_context = context("", &root_package, workspace.is_some());
     let mut root_mapping = map_scripts(&root_package.scripts, &root_context);
@@ -208,8 +227,12 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         .map(|((_, package), context)| map_scripts(&package.scripts, context))
         .collect();
 
-    // The names turbo.json defines for packages come from it, not from the scripts' shapes.
-    let carried = Carried::new(turbo.as_ref());
+    // The names turbo.json or Nx defines for packages come from them, not from the scripts'
+    // shapes.
+    let mut carried = Carried::new(turbo.as_ref());
+    if let Some(nx) = &nx {
+        carried.add_nx(nx);
+    }
     let by_scripts: Vec<Mapping> = mappings
         .iter()
         .map(|m| Mapping {
@@ -276,7 +299,11 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
     let mut root_file = File {
         rel: CONFIG_FILE.to_string(),
         workspace: Some(WorkspaceTable {
-            concurrency: turbo.as_ref().and_then(|t| t.concurrency),
+            concurrency: turbo
+                .as_ref()
+                .and_then(|t| t.concurrency)
+                .or(nx.as_ref().and_then(|n| n.parallel)),
+            affected_base: nx.as_ref().and_then(|n| n.affected_base.clone()),
             exclude_from_all: excluded_by_root_build(&root_package.scripts),
             ..WorkspaceTable::default()
         }),
@@ -289,11 +316,15 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
                 "Written by `vx init`. The members are the packages {} lists.",
                 w.source
             ));
-            if turbo.is_some() {
-                root_file.header.push(
-                    "The tasks turbo.json defines are carried over from it; the other scripts"
-                        .to_string(),
-                );
+            let tool = match (&turbo, &nx) {
+                (Some(_), _) => Some("turbo.json"),
+                (None, Some(_)) => Some("nx.json and the projects' Nx targets"),
+                _ => None,
+            };
+            if let Some(tool) = tool {
+                root_file.header.push(format!(
+                    "Tasks are carried over from {tool}; the other scripts"
+                ));
                 root_file
                     .header
                     .push("are mapped from their text.".to_string());
@@ -313,6 +344,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
                     .push("The [tasks] tables come from the scripts of package.json.".to_string());
             }
             root_file.templates = templates;
+            root_file.input_sets = carried.input_sets.clone();
         }
         None => {
             root_file.header.extend([
@@ -339,6 +371,11 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         by_templates: Vec::new(),
         orchestrating,
         carried: carried.count,
+        carried_from: if nx.is_some() {
+            "nx.json"
+        } else {
+            "turbo.json"
+        },
         not_carried: Vec::new(),
     };
 
@@ -360,6 +397,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
             }
         }
     }
+    let ignore = vx_workspace::tree::IgnoreRules::new(root);
     let mut member_files = Vec::new();
     for ((((dir, package), mapping), tables), context) in members
         .iter()
@@ -383,6 +421,27 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
             not_carried.extend(left);
             tables.sort_by(|a, b| a.name.cmp(&b.name));
         }
+        let mut project_name = None;
+        let mut tags = Vec::new();
+        if let Some(nx) = &nx {
+            let (own, left) = nx_tables(nx, &carried, dir, package, mapping, context, &ignore);
+            tables.extend(own);
+            not_carried.extend(left);
+            tables.sort_by(|a, b| a.name.cmp(&b.name));
+            let project = nx.projects.get(dir.as_str());
+            tags = project.map(|p| p.tags.clone()).unwrap_or_default();
+            if let Some((name, at)) = project.and_then(|p| p.name.clone()) {
+                match &package.name {
+                    None => project_name = Some(name),
+                    Some(own) if *own != name => not_carried.push(NotCarried {
+                        what: format!("{dir}/project.json: name"),
+                        at,
+                        why: format!("vx names the project `{own}` after its package.json"),
+                    }),
+                    Some(_) => {}
+                }
+            }
+        }
         if mapping.tasks.is_empty() && mapping.left_out.is_empty() && tables.is_empty() {
             plan.without_scripts.push(manifest);
             continue;
@@ -392,13 +451,19 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
             header: vec![format!(
                 "Written by `vx init` from the scripts of {manifest}: what differs from the"
             )],
+            name: project_name,
+            tags,
             tasks: tables,
             ..File::default()
         };
         file.header
             .push("templates in the root vx.toml.".to_string());
         left_out(&mut file, mapping);
-        if file.tasks.is_empty() && file.trailer.is_empty() {
+        if file.tasks.is_empty()
+            && file.trailer.is_empty()
+            && file.name.is_none()
+            && file.tags.is_empty()
+        {
             // A file is needed only to replace one that exists (with `--force`), or to
             // report it kept: the templates apply to its tasks too.
             if !root.join(&file.rel).exists() {
@@ -467,11 +532,15 @@ enum From {
     Scripts,
     /// `vx migrate turbo`: `turbo.json` must exist.
     Turbo,
+    /// `vx migrate nx`: `nx.json` must exist.
+    Nx,
 }
 
 /// What `turbo.json` gives every package: its templates and the names it defines.
 struct Carried {
     templates: Vec<Table>,
+    /// `[workspace.input-sets]` (from Nx's `namedInputs`).
+    input_sets: Vec<InputSetTable>,
     /// Every task name turbo.json defines for packages (generic, `pkg#name`, package files).
     names: BTreeSet<String>,
     /// How many task definitions were carried over.
@@ -483,6 +552,7 @@ impl Carried {
     fn new(turbo: Option<&Turbo>) -> Carried {
         let mut carried = Carried {
             templates: Vec::new(),
+            input_sets: Vec::new(),
             names: BTreeSet::new(),
             count: 0,
             not_carried: Vec::new(),
@@ -527,6 +597,128 @@ impl Carried {
                 .sum::<usize>();
         carried
     }
+}
+
+impl Carried {
+    /// Nx's `targetDefaults` as templates, `namedInputs` as input sets, and every target
+    /// name a project defines.
+    fn add_nx(&mut self, nx: &Nx) {
+        let (sets, left) = nx.input_sets();
+        self.input_sets = sets;
+        self.not_carried.extend(left);
+        for (name, def) in &nx.defaults {
+            if let Some(problem) = vx_workspace::task_name_problem(name) {
+                self.not_carried.push(NotCarried {
+                    what: format!("targetDefaults.{name}"),
+                    at: def.at.clone(),
+                    why: problem,
+                });
+                continue;
+            }
+            let (table, left) = nx.template(name, def);
+            self.not_carried.extend(left);
+            self.templates.push(table);
+            self.names.insert(name.clone());
+        }
+        let targets = nx.projects.values().flat_map(|p| p.targets.keys());
+        self.names.extend(
+            targets
+                .filter(|name| vx_workspace::task_name_problem(name).is_none())
+                .cloned(),
+        );
+        self.count +=
+            nx.defaults.len() + nx.projects.values().map(|p| p.targets.len()).sum::<usize>();
+    }
+}
+
+/// A project's tables for the names Nx defines (`targetDefaults` and its own targets): only
+/// what differs from the template (a folded hook, the project's own target keys), or a whole
+/// table where the project's target is all there is.
+/// `...`: the template's entries, in a package's list over its template's.
+fn vx_splice() -> String {
+    "...".to_string()
+}
+
+fn nx_tables(
+    nx: &Nx,
+    carried: &Carried,
+    dir: &str,
+    package: &PackageJson,
+    mapping: &Mapping,
+    context: &Context,
+    ignore: &vx_workspace::tree::IgnoreRules,
+) -> (Vec<Table>, Vec<NotCarried>) {
+    let mut tables = Vec::new();
+    let mut left = Vec::new();
+    let project = nx.projects.get(dir);
+    let names: BTreeSet<String> = carried
+        .names
+        .iter()
+        .filter(|n| {
+            package.scripts.contains_key(*n) || project.is_some_and(|p| p.targets.contains_key(*n))
+        })
+        .cloned()
+        .collect();
+    let outputs = nx.project_outputs(dir, &names);
+    let take_back = nx.outputs_to_take_back(dir, &names, &|path| ignore.is_ignored(path, true));
+    for name in &names {
+        let text = script_text(name, &package.scripts, context);
+        let script = (!text.is_empty()).then_some(text.as_str());
+        let own = project.and_then(|p| p.targets.get(name));
+        let file = if own.is_some() && project.is_some_and(|p| p.name.is_some()) {
+            format!("{dir}/project.json")
+        } else {
+            format!("{dir}/package.json")
+        };
+        let place = nx::Place {
+            dir,
+            what: format!("{file}: targets.{name}"),
+        };
+        let (table, not) = nx.project_table(name, own, script, &place, &outputs);
+        left.extend(not);
+        let mapped = mapping.tasks.iter().find(|t| &t.name == name);
+        let raw = package.scripts.get(name).map(|s| s.trim());
+        let mut table = match table {
+            Some(table) => table,
+            None if nx.defaults.contains_key(name) && script.is_some() && script != raw => Table {
+                name: name.clone(),
+                command: script.map(str::to_string),
+                ..Table::default()
+            },
+            None => Table {
+                name: name.clone(),
+                ..Table::default()
+            },
+        };
+        // Under a template, a command equal to the script needs no restating.
+        if nx.defaults.contains_key(name) && !table.no_template && table.command.as_deref() == raw {
+            table.command = None;
+        }
+        table.define = mapped.map(|t| t.define.clone()).unwrap_or_default();
+        table.todos.extend(
+            mapped
+                .iter()
+                .flat_map(|t| &t.notes)
+                .map(|n| (TodoReason::NpmVariable, n.clone())),
+        );
+        if let Some(negations) = take_back.get(name) {
+            let cache = table.cache.get_or_insert_with(|| toml::Cache {
+                partial: true,
+                ..toml::Cache::default()
+            });
+            let mut inputs = vec![vx_splice()];
+            inputs.extend(cache.inputs.take().unwrap_or_default());
+            inputs.extend(negations.iter().cloned());
+            cache.inputs = Some(inputs);
+        }
+        let runnable = table.command.is_some()
+            || table.depends_on.as_ref().is_some_and(|d| !d.is_empty())
+            || (nx.defaults.contains_key(name) && !table.no_template && raw.is_some());
+        if !table.is_empty() && runnable {
+            tables.push(table);
+        }
+    }
+    (tables, left)
 }
 
 /// A package's tables for the names turbo.json defines: its whole table where `pkg#name` or
@@ -678,9 +870,19 @@ fn check(file: &File) -> Result<(), Failure> {
         Ok(_) => return Ok(()),
         Err(problems) => problems,
     };
+    // A package's table may rely on its template (for a command, for cache inputs) and on
+    // the root's input sets: only the whole workspace can say whether those are right.
+    let needs_the_root = |message: &str| {
+        message.contains("needs either `command` or `depends-on`")
+            || message.contains("`cache` needs `inputs`")
+            || message.contains("`cache` needs `outputs`")
+            || message.contains("no input set is named")
+            || message.contains("`...` stands for the template's entries")
+            || message.contains("is not allowed on a group task")
+    };
     let real = problems
         .iter()
-        .find(|d| is_root || !d.message.contains("needs either `command` or `depends-on`"));
+        .find(|d| is_root || !needs_the_root(&d.message));
     match real {
         None => Ok(()),
         Some(first) => Err(Failure::Internal(format!(
@@ -820,7 +1022,8 @@ fn report(plan: &Plan, fates: &[Fate], dry: bool) -> String {
 
     if plan.carried > 0 {
         out.push_str(&format!(
-            "carried over from turbo.json: {} task definition{}\n",
+            "carried over from {}: {} task definition{}\n",
+            plan.carried_from,
             plan.carried,
             if plan.carried == 1 { "" } else { "s" }
         ));

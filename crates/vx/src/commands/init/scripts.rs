@@ -34,6 +34,9 @@ pub struct Context {
     pub hooks_off: Option<String>,
     /// The workspace root of a monorepo: scripts that drive the workspace are left out.
     pub monorepo_root: bool,
+    /// Give `build` its `^build` and `test`/`typecheck` their `build` (off where another
+    /// runner's configuration says what a script depends on: Nx runs a script with none).
+    pub no_edges: bool,
 }
 
 /// Why a TODO comment was left; the report groups by this.
@@ -220,10 +223,11 @@ pub fn map_scripts(scripts: &BTreeMap<String, String>, context: &Context) -> Map
             }
         }
         let mut first = Vec::new();
-        if name == "build" {
+        if name == "build" && !context.no_edges {
             first.push("^build".to_string());
         }
-        if matches!(name.as_str(), "test" | "typecheck") && texts.contains_key("build") {
+        let tests = matches!(name.as_str(), "test" | "typecheck");
+        if tests && texts.contains_key("build") && !context.no_edges {
             first.push("build".to_string());
         }
         let mut depends_on = first;

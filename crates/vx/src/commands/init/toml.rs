@@ -17,8 +17,14 @@ pub struct File {
     pub rel: String,
     /// Comment lines at the top, without `# `.
     pub header: Vec<String>,
+    /// `name = "..."` (a project without a `package.json` name).
+    pub name: Option<String>,
+    /// `tags = [...]`.
+    pub tags: Vec<String>,
     /// `Some` in the root file: the `[workspace]` table.
     pub workspace: Option<WorkspaceTable>,
+    /// `[workspace.input-sets.<name>]` tables (root file only).
+    pub input_sets: Vec<InputSetTable>,
     /// `[workspace.tasks.<name>]` tables (root file only).
     pub templates: Vec<Table>,
     /// `[tasks.<name>]` tables.
@@ -36,6 +42,8 @@ pub struct WorkspaceTable {
     pub members: Option<Vec<String>>,
     /// `concurrency = N`, when carried over.
     pub concurrency: Option<u32>,
+    /// `affected-base = "..."`, when carried over.
+    pub affected_base: Option<String>,
     /// `exclude-from-all`, with the root script it was read from.
     pub exclude_from_all: Option<(Vec<String>, String)>,
 }
@@ -67,12 +75,35 @@ pub struct Table {
 /// A `cache` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cache {
+    pub input_sets: Vec<String>,
     /// `None`: left out (a template's default inputs apply).
     pub inputs: Option<Vec<String>>,
     pub workspace_inputs: Vec<String>,
     pub outputs: Vec<String>,
     pub workspace_outputs: Vec<String>,
     pub env: Vec<String>,
+    pub runtime: Vec<String>,
+    /// A project's table over its template's (which it extends key by key): only the keys
+    /// marked below are written.
+    pub partial: bool,
+    /// Partial: write every input key (`input-sets`, `inputs`, `workspace-inputs`, `env`,
+    /// `runtime`), empty ones too, so none of the template's stays.
+    pub input_sets_set: bool,
+    /// Partial: write `outputs`.
+    pub outputs_set: bool,
+    /// Partial: write `workspace-outputs`.
+    pub workspace_outputs_set: bool,
+}
+
+/// A `[workspace.input-sets.<name>]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InputSetTable {
+    pub name: String,
+    pub input_sets: Vec<String>,
+    pub inputs: Vec<String>,
+    pub workspace_inputs: Vec<String>,
+    pub env: Vec<String>,
+    pub runtime: Vec<String>,
 }
 
 impl Table {
@@ -129,6 +160,15 @@ impl File {
         for line in &self.header {
             let _ = writeln!(out, "# {}", one_line(line));
         }
+        if self.name.is_some() || !self.tags.is_empty() {
+            out.push('\n');
+        }
+        if let Some(name) = &self.name {
+            let _ = writeln!(out, "name = {}", string(name));
+        }
+        if !self.tags.is_empty() {
+            let _ = writeln!(out, "tags = {}", array(&self.tags));
+        }
         if let Some(workspace) = &self.workspace {
             out.push_str("\n[workspace]\n");
             if let Some(members) = &workspace.members {
@@ -137,6 +177,9 @@ impl File {
             if let Some(concurrency) = workspace.concurrency {
                 let _ = writeln!(out, "concurrency = {concurrency}");
             }
+            if let Some(base) = &workspace.affected_base {
+                let _ = writeln!(out, "affected-base = {}", string(base));
+            }
             if let Some((dirs, script)) = &workspace.exclude_from_all {
                 let _ = writeln!(
                     out,
@@ -144,6 +187,21 @@ impl File {
                     one_line(script)
                 );
                 let _ = writeln!(out, "exclude-from-all = {}", array(dirs));
+            }
+        }
+        for set in &self.input_sets {
+            let _ = writeln!(out, "\n[workspace.input-sets.{}]", key(&set.name));
+            let lists = [
+                ("input-sets", &set.input_sets),
+                ("inputs", &set.inputs),
+                ("workspace-inputs", &set.workspace_inputs),
+                ("env", &set.env),
+                ("runtime", &set.runtime),
+            ];
+            for (name, list) in lists {
+                if !list.is_empty() {
+                    let _ = writeln!(out, "{name} = {}", array(list));
+                }
             }
         }
         for table in &self.templates {
@@ -223,25 +281,41 @@ impl Cache {
     /// The inline table.
     fn inline(&self) -> String {
         let mut keys = Vec::new();
-        if let Some(inputs) = &self.inputs {
-            keys.push(format!("inputs = {}", array(inputs)));
+        let all_inputs = self.partial && self.input_sets_set;
+        let list = |keys: &mut Vec<String>, name: &str, items: &[String], always: bool| {
+            if always || !items.is_empty() {
+                keys.push(format!("{name} = {}", array(items)));
+            }
+        };
+        list(
+            &mut keys,
+            "input-sets",
+            &self.input_sets,
+            all_inputs && !self.input_sets.is_empty(),
+        );
+        match &self.inputs {
+            Some(inputs) => keys.push(format!("inputs = {}", array(inputs))),
+            None if all_inputs => keys.push("inputs = []".to_string()),
+            None => {}
         }
-        if !self.workspace_inputs.is_empty() {
-            keys.push(format!(
-                "workspace-inputs = {}",
-                array(&self.workspace_inputs)
-            ));
+        list(
+            &mut keys,
+            "workspace-inputs",
+            &self.workspace_inputs,
+            all_inputs,
+        );
+        if !self.partial || self.outputs_set {
+            keys.push(format!("outputs = {}", array(&self.outputs)));
         }
-        keys.push(format!("outputs = {}", array(&self.outputs)));
-        if !self.workspace_outputs.is_empty() {
-            keys.push(format!(
-                "workspace-outputs = {}",
-                array(&self.workspace_outputs)
-            ));
-        }
-        if !self.env.is_empty() {
-            keys.push(format!("env = {}", array(&self.env)));
-        }
+        let workspace_outputs = self.partial && self.workspace_outputs_set;
+        list(
+            &mut keys,
+            "workspace-outputs",
+            &self.workspace_outputs,
+            workspace_outputs,
+        );
+        list(&mut keys, "env", &self.env, all_inputs);
+        list(&mut keys, "runtime", &self.runtime, all_inputs);
         format!("{{ {} }}", keys.join(", "))
     }
 }
