@@ -600,6 +600,29 @@ fn members_the_repositorys_build_leaves_out_stay_out_of_all() {
         ["app#build", "lib#build"]
     );
 
+    // A build that names what it builds (`--filter=./packages/*`) leaves the rest out.
+    let g = empty();
+    g.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "workspaces": ["packages/*", "examples/*", "www"],
+            "scripts": {"build": "turbo --filter=./packages/* build"}}"#,
+    );
+    for (dir, name) in [
+        ("packages/lib", "lib"),
+        ("examples/demo", "demo"),
+        ("www", "www"),
+    ] {
+        g.write(
+            &format!("{dir}/package.json"),
+            &format!(r#"{{"name": "{name}", {build}}}"#),
+        );
+    }
+    assert_eq!(g.vx(&["init"]).code, 0);
+    assert_contains(
+        &g.read("vx.toml"),
+        "exclude-from-all = [\"examples/*\", \"www\"]\n",
+    );
+
     f.write(
         "vx.toml",
         "[workspace]\nexclude-from-all = [\"!examples/*\"]\n",

@@ -264,6 +264,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
     let mut not_carried: Vec<NotCarried> = turbo
         .iter()
         .flat_map(|t| t.not_carried.iter().cloned())
+        .chain(nx.iter().flat_map(|n| n.not_carried.iter().cloned()))
         .chain(carried.not_carried.iter().cloned())
         .collect();
     let mut root_tables = Vec::new();
@@ -293,7 +294,19 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
             .left_out
             .retain(|l| !turbo.root.contains_key(&l.name));
     }
-    root_tables.extend(layout::alone(&root_mapping, &template_names));
+    let mut own_root = layout::alone(&root_mapping, &template_names);
+    if let Some(nx) = &nx {
+        // The root's Nx targets get their `targetDefaults`, as under Nx.
+        for table in &mut own_root {
+            if nx.is_root_target(&table.name) && nx.defaults.contains_key(&table.name) {
+                table.no_template = false;
+                table.depends_on = None;
+                table.persistent = None;
+                table.suggestion = None;
+            }
+        }
+    }
+    root_tables.extend(own_root);
     root_tables.sort_by(|a, b| a.name.cmp(&b.name));
 
     let mut root_file = File {
@@ -304,7 +317,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
                 .and_then(|t| t.concurrency)
                 .or(nx.as_ref().and_then(|n| n.parallel)),
             affected_base: nx.as_ref().and_then(|n| n.affected_base.clone()),
-            exclude_from_all: excluded_by_root_build(&root_package.scripts),
+            exclude_from_all: excluded_by_root_build(&root_package.scripts, &dirs),
             ..WorkspaceTable::default()
         }),
         tasks: root_tables,
@@ -506,7 +519,10 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
 
 /// What the repository's own build leaves out: the directories the root `build` script
 /// (or a root script it runs) filters out, with the script's name.
-fn excluded_by_root_build(scripts: &BTreeMap<String, String>) -> Option<(Vec<String>, String)> {
+fn excluded_by_root_build(
+    scripts: &BTreeMap<String, String>,
+    members: &[String],
+) -> Option<(Vec<String>, String)> {
     let mut queue = vec!["build".to_string()];
     let mut seen = BTreeSet::new();
     while let Some(name) = queue.pop() {
@@ -520,9 +536,50 @@ fn excluded_by_root_build(scripts: &BTreeMap<String, String>) -> Option<(Vec<Str
         if !dirs.is_empty() {
             return Some((dirs, name));
         }
+        let kept = scripts::included_directories(text);
+        if !kept.is_empty() {
+            let dirs = outside(&kept, members);
+            return (!dirs.is_empty()).then_some((dirs, name));
+        }
         queue.extend(scripts::root_references(text));
     }
     None
+}
+
+/// The member directories the directory globs `kept` do not match, as globs: `parent/*`
+/// when no kept member lies in that parent, else the directory itself.
+fn outside(kept: &[String], members: &[String]) -> Vec<String> {
+    let matchers: Vec<globset::GlobMatcher> = kept
+        .iter()
+        .filter_map(|k| {
+            globset::GlobBuilder::new(k)
+                .literal_separator(true)
+                .build()
+                .ok()
+        })
+        .map(|g| g.compile_matcher())
+        .collect();
+    let is_kept = |dir: &str| matchers.iter().any(|m| m.is_match(dir));
+    let mut out: Vec<String> = Vec::new();
+    for dir in members.iter().filter(|d| !is_kept(d)) {
+        let glob = match dir.rsplit_once('/') {
+            Some((parent, _)) => {
+                let kept_inside = members
+                    .iter()
+                    .any(|m| is_kept(m) && m.starts_with(&format!("{parent}/")));
+                if kept_inside {
+                    dir.clone()
+                } else {
+                    format!("{parent}/*")
+                }
+            }
+            None => dir.clone(),
+        };
+        if !out.contains(&glob) {
+            out.push(glob);
+        }
+    }
+    out
 }
 
 /// Where the tasks come from, besides the scripts.

@@ -51,6 +51,9 @@ pub struct Nx {
     pub parallel: Option<u32>,
     /// Member directory → its Nx configuration.
     pub projects: BTreeMap<String, NxProject>,
+    /// The root package's targets when the root is an Nx project (its `package.json` has an
+    /// `nx` field): `includedScripts`, else every script (`None` for all).
+    pub root_targets: Option<Option<BTreeSet<String>>>,
     pub not_carried: Vec<NotCarried>,
 }
 
@@ -147,6 +150,19 @@ pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Op
         }
     }
 
+    if let Some(root_nx) =
+        read_json(root, "package.json", &mut Vec::new()).and_then(|j| j.get("nx").cloned())
+    {
+        let included = root_nx
+            .get("includedScripts")
+            .and_then(JsonValue::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            });
+        nx.root_targets = Some(included);
+    }
     for dir in members {
         let mut project = NxProject::default();
         let rel = format!("{dir}/project.json");
@@ -265,6 +281,15 @@ pub struct Place<'a> {
 }
 
 impl Nx {
+    /// Whether the root package's script `name` is an Nx target (so `targetDefaults` apply).
+    pub fn is_root_target(&self, name: &str) -> bool {
+        match &self.root_targets {
+            Some(Some(included)) => included.contains(name),
+            Some(None) => true,
+            None => false,
+        }
+    }
+
     /// Whether Nx caches target `name` with configuration `def`.
     fn cached(&self, name: &str, def: &JsonValue) -> bool {
         if long_running(name) || def.get("continuous").and_then(JsonValue::as_bool) == Some(true) {
@@ -696,6 +721,16 @@ impl Nx {
                 }
             }
             if let Some(rest) = body.strip_prefix("{projectRoot}/") {
+                if matches!(rest, "package.json" | "vx.toml") {
+                    left.push(NotCarried {
+                        what: format!("{what}.outputs: {text}"),
+                        at: item.at.clone(),
+                        why: "the project's own manifest is never an output in vx: it is folded \
+                              into every key of the project"
+                            .to_string(),
+                    });
+                    continue;
+                }
                 if !rest.contains('{') {
                     project.push(format!("{negated}{rest}"));
                     continue;

@@ -475,7 +475,19 @@ fn orchestrates(text: &str) -> bool {
 /// `--ignore` when they name directories (with a `/`, not a package scope). Root-relative,
 /// as `exclude-from-all` takes them.
 pub fn excluded_directories(text: &str) -> Vec<String> {
+    filtered_directories(text).0
+}
+
+/// The member directories a root script names with positive filters
+/// (`turbo --filter=./packages/* build`): everything else is left out.
+pub fn included_directories(text: &str) -> Vec<String> {
+    filtered_directories(text).1
+}
+
+/// (directories filtered out, directories filtered in).
+fn filtered_directories(text: &str) -> (Vec<String>, Vec<String>) {
     let mut out = Vec::new();
+    let mut kept = Vec::new();
     for segment in shell::parse(text).segments {
         let words = segment.program();
         let mut i = 0;
@@ -494,31 +506,28 @@ pub fn excluded_directories(text: &str) -> Vec<String> {
                 }
                 for part in value.iter().flat_map(|v| v.split(',')) {
                     let part = part.trim().trim_matches(['\'', '"']);
-                    let pattern = if negative_filter {
+                    let (pattern, list) = if negative_filter {
                         match part.strip_prefix('!') {
-                            Some(rest) => rest,
-                            None => continue,
+                            Some(rest) => (rest, &mut out),
+                            None => (part, &mut kept),
                         }
                     } else {
-                        part
+                        (part, &mut out)
                     };
                     let pattern = pattern.trim_start_matches('{').trim_end_matches('}');
                     let dir = pattern.trim_start_matches("./").trim_end_matches('/');
                     let directory =
                         pattern.starts_with("./") || (dir.contains('/') && !dir.starts_with('@'));
-                    if directory
-                        && !dir.is_empty()
-                        && !dir.contains("..")
-                        && !out.contains(&dir.to_string())
-                    {
-                        out.push(dir.to_string());
+                    let plain = !dir.is_empty() && !dir.contains("..");
+                    if directory && plain && !list.contains(&dir.to_string()) {
+                        list.push(dir.to_string());
                     }
                 }
             }
             i += 1;
         }
     }
-    out
+    (out, kept)
 }
 
 fn inline_missing(word: &str) -> bool {

@@ -475,9 +475,20 @@ impl Turbo {
             for output in def.outputs.iter().flatten() {
                 match root_relative(output) {
                     Some(rest) => cache.workspace_outputs.push(rest),
-                    None => cache
-                        .outputs
-                        .push(output.trim_start_matches("./").to_string()),
+                    None => {
+                        let output = output.trim_start_matches("./");
+                        if matches!(output, "package.json" | "vx.toml") {
+                            leave(
+                                "outputs",
+                                output,
+                                "the project's own manifest is never an output in vx: it is \
+                                 folded into every key of the project, so a build that rewrites \
+                                 it must write the same bytes",
+                            );
+                            continue;
+                        }
+                        cache.outputs.push(output.to_string());
+                    }
                 }
             }
             if cache.outputs.is_empty() && cache.workspace_outputs.is_empty() {
