@@ -654,3 +654,152 @@ fn nx_json_becomes_input_sets_templates_and_tables_and_what_is_left_is_listed() 
         "error: vx migrate nx needs an nx.json at the workspace root",
     );
 }
+
+/// Real repositories' configuration, kept by `scripts/migrate-fixture` under
+/// `tests/fixtures/migrate/<name>/` (the files `vx init` reads, the tree listing, the source
+/// commit): `vx init` on them writes the recorded files (`expected/`; `VX_BLESS=1` records
+/// them again), and the task graph of `vx run build --all` is the one the repository's own
+/// runner printed (`graph.json`, recorded from `turbo --dry=json` or `nx --graph`).
+#[test]
+fn real_repositories_convert_as_recorded() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/migrate");
+    let mut names: Vec<_> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    assert!(!names.is_empty());
+    for fixture in names {
+        let f = empty();
+        copy_tree(&fixture.join("repo"), f.root());
+        f.commit();
+        let out = f.vx(&["init"]);
+        assert_eq!(out.code, 0, "{}: {out:?}", fixture.display());
+
+        let expected = fixture.join("expected");
+        let written = written_configs(f.root());
+        if std::env::var_os("VX_BLESS").is_some() {
+            let _ = std::fs::remove_dir_all(&expected);
+            for (rel, text) in &written {
+                let path = expected.join(rel);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+        }
+        let recorded = written_configs(&expected);
+        assert_eq!(
+            written.keys().collect::<Vec<_>>(),
+            recorded.keys().collect::<Vec<_>>(),
+            "{}: the files vx init writes",
+            fixture.display()
+        );
+        for (rel, text) in &written {
+            assert_eq!(text, &recorded[rel], "{}: {rel}", fixture.display());
+        }
+
+        let graph: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture.join("graph.json")).unwrap())
+                .unwrap();
+        let expected: BTreeMap<String, Vec<String>> =
+            serde_json::from_value(graph["tasks"].clone()).unwrap();
+        let dry = f.vx(&["run", "build", "--all", "--dry=json"]);
+        assert_eq!(dry.code, 0, "{}: {dry:?}", fixture.display());
+        assert_eq!(
+            vx_graph(&json_of(&dry.stdout)),
+            expected,
+            "{}: the graph of {}",
+            fixture.display(),
+            graph["command"]
+        );
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Every `vx.toml` under `root`, by root-relative path.
+fn written_configs(root: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() && !path.ends_with(".git") {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|n| n == "vx.toml") {
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                out.insert(rel, std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Found on trpc/trpc: a `dependsOn` entry naming a task some packages lack (`prebuild`) is
+/// nothing under Turborepo; and one package's outputs inside a nested package.
+#[test]
+fn edges_to_tasks_a_package_lacks_and_outputs_of_nested_packages() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "packageManager": "pnpm@8.15.0",
+            "workspaces": ["packages/*", "apps/outer", "apps/outer/inner"]}"#,
+    );
+    f.write(
+        "turbo.json",
+        r#"{"tasks": {"prebuild": {"cache": false},
+                     "build": {"dependsOn": ["^build", "prebuild"], "outputs": ["dist/**"]},
+                     "outer#build": {"outputs": ["inner/dist/**", "out/**"]}}}"#,
+    );
+    let build = "mkdir -p dist && echo x > dist/x";
+    f.write(
+        "packages/a/package.json",
+        &format!(r#"{{"name": "a", "scripts": {{"prebuild": "echo pre", "build": "{build}"}}}}"#),
+    );
+    f.write(
+        "packages/b/package.json",
+        &format!(r#"{{"name": "b", "scripts": {{"build": "{build}"}}}}"#),
+    );
+    f.write(
+        "apps/outer/package.json",
+        r#"{"name": "outer", "scripts": {"build": "mkdir -p out && echo o > out/o"}}"#,
+    );
+    f.write(
+        "apps/outer/inner/package.json",
+        &format!(r#"{{"name": "inner", "scripts": {{"build": "{build}"}}}}"#),
+    );
+    f.commit();
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(
+        &out.stdout,
+        "  apps/outer#build: outputs inner/dist/** (apps/outer/vx.toml:1:1): it lies in the project at apps/outer/inner, whose tasks own it in vx\n",
+    );
+    assert_contains(
+        &f.read("vx.toml"),
+        "[workspace.tasks.build]\ndepends-on = [\"^build\"]\n",
+    );
+    assert_contains(
+        &f.read("packages/a/vx.toml"),
+        "[tasks.build]\ndepends-on = [\"^build\", \"prebuild\"]\n",
+    );
+    let dry = f.vx(&["run", "build", "--all", "--dry=json"]);
+    assert_eq!(dry.code, 0, "{dry:?}");
+    let graph = vx_graph(&json_of(&dry.stdout));
+    assert_eq!(graph["a#build"], ["a#prebuild"]);
+    assert_eq!(graph["b#build"], Vec::<String>::new());
+    assert_eq!(f.vx(&["run", "build", "--all"]).code, 0);
+}

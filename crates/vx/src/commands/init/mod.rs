@@ -113,14 +113,20 @@ fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failure> {
     let all_written = fates.iter().all(|f| matches!(f, Fate::Written));
     if !args.dry && all_written {
         // The files as the loader reads them, templates and scripts applied.
-        if let Err(error) = vx_workspace::discover(&root) {
-            let first = match &error {
-                LoadError::Config(problems) => problems.first().map(ToString::to_string),
-                _ => None,
-            };
+        let loaded = vx_workspace::discover(&root).map_err(|error| match &error {
+            LoadError::Config(problems) => problems.first().map(ToString::to_string),
+            _ => Some(error.to_string()),
+        });
+        // Every `depends-on` entry must resolve too, as before any run.
+        let problem = match loaded {
+            Ok(workspace) => vx_core::graph::TaskTable::resolve(&workspace)
+                .err()
+                .and_then(|problems| problems.first().map(ToString::to_string)),
+            Err(first) => first,
+        };
+        if let Some(problem) = problem {
             return Err(Failure::Internal(format!(
-                "vx init wrote files that vx refuses: {}",
-                first.unwrap_or_else(|| error.to_string())
+                "vx init wrote files that vx refuses: {problem}"
             )));
         }
     }
@@ -490,6 +496,39 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         }
         member_files.push(file);
     }
+    // A same-project dependency on a task a project does not have is nothing under Turborepo
+    // and Nx; vx requires it, so each list keeps only what the project declares.
+    if turbo.is_some() || nx.is_some() {
+        let declared: Vec<(String, BTreeSet<String>)> = members
+            .iter()
+            .zip(&mappings)
+            .map(|((dir, _), mapping)| {
+                let mut names: BTreeSet<String> =
+                    mapping.tasks.iter().map(|t| t.name.clone()).collect();
+                if let Some(file) = member_files
+                    .iter()
+                    .find(|f| f.rel == format!("{dir}/{CONFIG_FILE}"))
+                {
+                    names.extend(file.tasks.iter().map(|t| t.name.clone()));
+                }
+                (dir.clone(), names)
+            })
+            .collect();
+        optional_edges(
+            &mut root_file.templates,
+            &mut member_files,
+            &declared,
+            &members,
+        );
+    }
+
+    // Outputs inside a nested project are that project's: vx never lets two projects'
+    // tasks claim one directory (GRAPH-8), where Turborepo and Nx do not check.
+    for file in &mut member_files {
+        let dir = file.rel.trim_end_matches(CONFIG_FILE).trim_end_matches('/');
+        nested_outputs(dir, &dirs, &mut file.tasks, &mut not_carried);
+    }
+
     // One line per setting: a global or inherited one is met by many tables.
     let mut seen = BTreeSet::new();
     not_carried.retain(|n| {
@@ -580,6 +619,128 @@ fn outside(kept: &[String], members: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// Same-project `depends-on` entries (`prebuild`, no `^`, `#` or `*`) name a task that must
+/// exist in vx, while Turborepo and Nx skip one the package does not have. A template keeps
+/// such an entry only when every package it applies to declares that task; the packages that
+/// do get the whole list in their own table. A package's own table keeps only what it declares.
+fn optional_edges(
+    templates: &mut [Table],
+    files: &mut Vec<File>,
+    declared: &[(String, BTreeSet<String>)],
+    members: &[(String, PackageJson)],
+) {
+    let plain = |d: &str| !d.starts_with('^') && !d.contains(['#', '*']);
+    for template in templates.iter_mut() {
+        let Some(list) = template.depends_on.clone() else {
+            continue;
+        };
+        // The packages the template applies to: a script of its name, or a table.
+        let applies: Vec<&(String, BTreeSet<String>)> = declared
+            .iter()
+            .filter(|(dir, names)| {
+                let script = members
+                    .iter()
+                    .any(|(d, p)| d == dir && p.scripts.contains_key(&template.name));
+                script || names.contains(&template.name)
+            })
+            .collect();
+        let missing: BTreeSet<&String> = list
+            .iter()
+            .filter(|d| plain(d))
+            .filter(|d| applies.iter().any(|(_, names)| !names.contains(*d)))
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        template.depends_on = Some(
+            list.iter()
+                .filter(|d| !missing.contains(d))
+                .cloned()
+                .collect(),
+        );
+        for (dir, names) in applies {
+            let kept: Vec<String> = list
+                .iter()
+                .filter(|d| !plain(d) || names.contains(*d))
+                .cloned()
+                .collect();
+            if Some(&kept) == template.depends_on.as_ref() {
+                continue;
+            }
+            let rel = format!("{dir}/{CONFIG_FILE}");
+            let at = match files.iter().position(|f| f.rel == rel) {
+                Some(at) => at,
+                None => {
+                    files.push(File {
+                        rel: rel.clone(),
+                        header: vec![
+                            format!("Written by `vx init`: what differs from the templates in the root vx.toml for {dir}."),
+                        ],
+                        ..File::default()
+                    });
+                    files.len() - 1
+                }
+            };
+            let tables = &mut files[at].tasks;
+            match tables.iter_mut().find(|t| t.name == template.name) {
+                Some(table) if table.depends_on.is_some() || table.no_template => {}
+                Some(table) => table.depends_on = Some(kept),
+                None => {
+                    tables.push(Table {
+                        name: template.name.clone(),
+                        depends_on: Some(kept),
+                        ..Table::default()
+                    });
+                    tables.sort_by(|a, b| a.name.cmp(&b.name));
+                }
+            }
+        }
+    }
+    for (file, names) in files.iter_mut().filter_map(|f| {
+        let dir = f.rel.strip_suffix(&format!("/{CONFIG_FILE}"))?.to_string();
+        let names = declared.iter().find(|(d, _)| *d == dir)?.1.clone();
+        Some((f, names))
+    }) {
+        for table in &mut file.tasks {
+            if let Some(list) = &mut table.depends_on {
+                list.retain(|d| !plain(d) || names.contains(d));
+            }
+        }
+    }
+}
+
+/// Leaves out of the tables of the project at `dir` the outputs that lie in a nested
+/// member's directory, each with a line saying so.
+fn nested_outputs(dir: &str, members: &[String], tables: &mut [Table], left: &mut Vec<NotCarried>) {
+    let nested: Vec<&String> = members
+        .iter()
+        .filter(|m| m.starts_with(&format!("{dir}/")))
+        .collect();
+    if nested.is_empty() {
+        return;
+    }
+    for table in tables.iter_mut() {
+        let Some(cache) = table.cache.as_mut() else {
+            continue;
+        };
+        cache.outputs.retain(|glob| {
+            let body = glob.trim_start_matches('!');
+            let path = format!("{dir}/{}", vx_core::globs::literal_prefix(body));
+            let inside = nested
+                .iter()
+                .find(|m| path == ***m || path.starts_with(&format!("{m}/")));
+            if let Some(member) = inside {
+                left.push(NotCarried {
+                    what: format!("{dir}#{}: outputs {glob}", table.name),
+                    at: vx_core::Location::new(format!("{dir}/{CONFIG_FILE}"), 1, 1),
+                    why: format!("it lies in the project at {member}, whose tasks own it in vx"),
+                });
+            }
+            inside.is_none()
+        });
+    }
 }
 
 /// Where the tasks come from, besides the scripts.
