@@ -912,7 +912,13 @@ impl<'p> RunCache<'p> {
                 (Some(_), None) | (None, Some(_)) => return Some(moved()),
                 (Some(_), Some(meta)) => {
                     let ctime = meta.ctime() * 1_000_000_000 + meta.ctime_nsec();
-                    if !self.ci && ctime >= started_ns {
+                    // Touched while the command ran: moved, unless it holds the same bytes as
+                    // when the key was taken (a build that regenerates its `package.json` or a
+                    // config file, as tsdown's `exports` does).
+                    if !self.ci
+                        && ctime >= started_ns
+                        && self.keys.fresh_identity(&folded.path).as_ref() != Some(&folded.identity)
+                    {
                         return Some(moved());
                     }
                     if ctime >= taken_ns

@@ -260,6 +260,26 @@ fn an_input_written_by_the_task_itself_is_not_cached() {
     assert!(artifacts(&f).is_empty());
 }
 
+/// Issue 20 (trpc/trpc, tsdown's `exports`): a build that rewrites an input with the bytes it
+/// already held changed nothing, and is cached; a rewrite with other bytes is not.
+#[test]
+fn an_input_the_task_rewrites_with_the_same_bytes_does_not_block_the_save() {
+    let f = wc();
+    lib_build(
+        &f,
+        "mkdir -p dist && cp src/a.txt dist/ && cat package.json > p.tmp && mv p.tmp package.json",
+    );
+    let out = run_lib(&f);
+    assert!(
+        !out.stderr.contains("changed while the task ran"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(artifacts(&f).len(), 1);
+    let again = run_lib(&f);
+    assert_contains(&again.stdout, "1 up-to-date");
+}
+
 #[test]
 fn an_uncached_upstream_that_writes_an_input_is_keyed_after_it_ran() {
     let f = wc();
