@@ -51,6 +51,27 @@ fn at_or_below(path: &str, prefix: &str) -> bool {
         || (path.starts_with(prefix) && path.as_bytes().get(prefix.len()) == Some(&b'/'))
 }
 
+/// Whether `glob` matches only entries directly in its literal prefix (`*.d.ts`,
+/// `dist/*.js`: no `/` and no `**` after the prefix) while `path` lies strictly below that
+/// prefix, so nothing `glob` matches can be at or below `path`.
+fn shallow_above(glob: &str, path: &str) -> bool {
+    let prefix = literal_prefix(glob);
+    let rest = glob[prefix.len()..].trim_start_matches('/');
+    let shallow = !rest.is_empty() && !rest.contains('/') && !rest.contains("**");
+    if !shallow || path == prefix || !at_or_below(path, prefix) {
+        return false;
+    }
+    let below = relative_to(path, prefix).unwrap_or(path);
+    match below.split_once('/') {
+        // Two levels or more below: the glob matches nothing there.
+        Some(_) => true,
+        // One level below: only that entry itself could match.
+        None => crate::globs::parse(rest)
+            .map(|g| !g.compile_matcher().is_match(below))
+            .unwrap_or(false),
+    }
+}
+
 /// Whether the negation body `negation` takes `glob` back whole: it is the same glob, or it
 /// covers the glob's whole literal prefix (`!src/__generated__/**` takes back
 /// `src/__generated__/*.ts`).
@@ -339,8 +360,10 @@ fn reaching(
         let output_prefix = literal_prefix(output);
         let reached = inputs.positive.iter().find(|(input, _)| {
             let input_prefix = literal_prefix(input);
-            let nests = at_or_below(input_prefix, output_prefix)
-                || at_or_below(output_prefix, input_prefix);
+            let nests = (at_or_below(input_prefix, output_prefix)
+                && !shallow_above(output, input_prefix))
+                || (at_or_below(output_prefix, input_prefix)
+                    && !shallow_above(input, output_prefix));
             // A literal input selects an ignored file it names; a wildcard never does.
             let literal = input_prefix == input.as_str();
             nests && (literal || !ignored(output_prefix))
@@ -573,6 +596,21 @@ mod tests {
         let mut ws = two_projects();
         cache(&mut ws, "a#build", &["**"], &["dist/**"]);
         assert!(check_outputs(&ws, &|_| false).is_empty());
+    }
+
+    #[test]
+    fn a_glob_of_one_directory_level_does_not_reach_deeper_globs() {
+        let mut ws = two_projects();
+        cache(&mut ws, "a#build", &["src/**/*.ts"], &["*.d.ts", "dist/**"]);
+        cache(&mut ws, "a#test", &["src/**/*.ts", "test/unit/**"], &[]);
+        assert!(
+            check_outputs(&ws, &|_| false).is_empty(),
+            "{:?}",
+            check_outputs(&ws, &|_| false)
+        );
+        // `src/*.ts` matches `src/gen.ts`; `*.d.ts` could be a file named `types.d.ts`.
+        cache(&mut ws, "a#test", &["**/*.ts", "types.d.ts/**"], &[]);
+        assert_eq!(check_outputs(&ws, &|_| false).len(), 1);
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub struct Nx {
 pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Option<Nx> {
     let json = read_json(root, "nx.json", errors)?;
     let mut nx = Nx::default();
+    // `targetDefaults` keys that are globs (`*build*`), applied once every target name is known.
+    let mut glob_defaults: Vec<(String, JsonValue)> = Vec::new();
     let leave = |what: &str, at: &Location, why: &str| NotCarried {
         what: what.to_string(),
         at: at.clone(),
@@ -78,6 +80,10 @@ pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Op
             }
             "targetDefaults" => {
                 for (name, def) in value.entries() {
+                    if name.value.contains(['*', '?', '{', '[']) {
+                        glob_defaults.push((name.value.clone(), def.clone()));
+                        continue;
+                    }
                     if name.value.contains(':') && name.value.contains('/')
                         || name.value.starts_with("nx:")
                     {
@@ -176,6 +182,40 @@ pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Op
             read_project(&nx_field, &rel, &mut project, &mut nx.not_carried);
         }
         nx.projects.insert(dir.clone(), project);
+    }
+
+    // A glob key applies to each target name it matches that has no key of its own; the
+    // longest matching key wins, as in Nx.
+    if !glob_defaults.is_empty() {
+        let mut names: BTreeSet<String> = nx
+            .projects
+            .values()
+            .flat_map(|p| p.targets.keys().cloned())
+            .collect();
+        for dir in members {
+            let rel = format!("{dir}/package.json");
+            if let Some(json) = read_json(root, &rel, &mut Vec::new()) {
+                let scripts = json
+                    .get("scripts")
+                    .map(JsonValue::entries)
+                    .unwrap_or_default();
+                names.extend(scripts.iter().map(|(k, _)| k.value.clone()));
+            }
+        }
+        for name in names {
+            if nx.defaults.contains_key(&name) {
+                continue;
+            }
+            let best = glob_defaults
+                .iter()
+                .filter(|(key, _)| {
+                    globset::Glob::new(key).is_ok_and(|g| g.compile_matcher().is_match(&name))
+                })
+                .max_by_key(|(key, _)| key.len());
+            if let Some((_, def)) = best {
+                nx.defaults.insert(name, def.clone());
+            }
+        }
     }
     Some(nx)
 }
@@ -944,6 +984,16 @@ fn extglob_to_braces(glob: &str) -> Option<Vec<String>> {
                 }
                 i = close + 1;
             }
+            // A bare group of alternatives, `(spec|test)`, as Nx's globs read it.
+            ('(', _) => {
+                let close = chars[i + 1..].iter().position(|&c| c == ')')? + i + 1;
+                let body: String = chars[i + 1..close].iter().collect();
+                if !body.contains('|') || body.contains(['(', '{', '[']) || depth > 0 {
+                    return None;
+                }
+                push(&mut globs, &format!("{{{}}}", body.replace('|', ",")));
+                i = close + 1;
+            }
             ('[', _) => {
                 let close = chars[i + 1..].iter().position(|&c| c == ']')? + i + 1;
                 let members: Vec<String> =
@@ -1005,6 +1055,10 @@ mod tests {
         assert_eq!(globs[0], "**/{spec,test}.{j,t}s");
         assert!(globs.contains(&"**/*.{spec,test}.{j,t}sx.snap".to_string()));
         assert_eq!(extglob_to_braces("src/**/*.ts").unwrap(), ["src/**/*.ts"]);
+        assert_eq!(
+            extglob_to_braces("src/**/*.(spec|test).(j|t)s").unwrap(),
+            ["src/**/*.{spec,test}.{j,t}s"]
+        );
         assert!(extglob_to_braces("{a,?(b)}").is_none());
         let compiled = vx_core::globs::TaskGlobs::new(globs.iter().map(String::as_str));
         assert!(compiled.is_match("src/a.spec.ts"));
