@@ -51,6 +51,9 @@ pub struct Nx {
     pub parallel: Option<u32>,
     /// Member directory → its Nx configuration.
     pub projects: BTreeMap<String, NxProject>,
+    /// Every project name, to read `project:target` in `dependsOn` as Nx does (a first
+    /// segment that is no project name is part of a target name with colons).
+    pub project_names: BTreeSet<String>,
     /// The root package's targets when the root is an Nx project (its `package.json` has an
     /// `nx` field): `includedScripts`, else every script (`None` for all).
     pub root_targets: Option<Option<BTreeSet<String>>>,
@@ -176,10 +179,16 @@ pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Op
             read_project(&json, &rel, &mut project, &mut nx.not_carried);
         }
         let rel = format!("{dir}/package.json");
-        if let Some(nx_field) =
-            read_json(root, &rel, &mut Vec::new()).and_then(|j| j.get("nx").cloned())
-        {
+        let manifest = read_json(root, &rel, &mut Vec::new());
+        let name = manifest.as_ref().and_then(|j| j.get("name"));
+        if let Some(name) = name.and_then(JsonValue::as_str) {
+            nx.project_names.insert(name.to_string());
+        }
+        if let Some(nx_field) = manifest.and_then(|j| j.get("nx").cloned()) {
             read_project(&nx_field, &rel, &mut project, &mut nx.not_carried);
+        }
+        if let Some((name, _)) = &project.name {
+            nx.project_names.insert(name.clone());
         }
         nx.projects.insert(dir.clone(), project);
     }
@@ -602,7 +611,7 @@ impl Nx {
         if let Some(list) = def.get("dependsOn").and_then(JsonValue::as_array) {
             let mut deps = Vec::new();
             for item in list {
-                match depends_on(item) {
+                match depends_on(item, &self.project_names) {
                     Ok(found) => deps.extend(found),
                     Err(why) => left.push(NotCarried {
                         what: format!("{what}.dependsOn: {}", shown(item)),
@@ -892,10 +901,10 @@ fn apply_inputs(cache: &mut Cache, inputs: Inputs) {
 }
 
 /// An Nx `dependsOn` entry as vx `depends-on` entries.
-fn depends_on(item: &JsonValue) -> Result<Vec<String>, String> {
+fn depends_on(item: &JsonValue, projects: &BTreeSet<String>) -> Result<Vec<String>, String> {
     if let Some(text) = item.as_str() {
         return Ok(vec![match text.split_once(':') {
-            Some((project, target)) if !project.starts_with('^') => format!("{project}#{target}"),
+            Some((project, target)) if projects.contains(project) => format!("{project}#{target}"),
             _ => text.to_string(),
         }]);
     }
@@ -1083,17 +1092,29 @@ mod tests {
             (true, "tsconfig.base.json".into())
         );
         let json = vx_workspace::read_jsonc(
-            r#"["^build", "lint", "lib:gen", {"target": "build", "dependencies": true},
+            r#"["^build", "lint", "lib:gen", "build:browser:dev", {"target": "build", "dependencies": true},
                 {"target": "x", "projects": ["a", "b"]}]"#,
             "nx.json",
         )
         .unwrap();
+        let projects: BTreeSet<String> = ["lib".to_string()].into();
         let all: Vec<String> = json
             .as_array()
             .unwrap()
             .iter()
-            .flat_map(|i| depends_on(i).unwrap())
+            .flat_map(|i| depends_on(i, &projects).unwrap())
             .collect();
-        assert_eq!(all, ["^build", "lint", "lib#gen", "^build", "a#x", "b#x"]);
+        assert_eq!(
+            all,
+            [
+                "^build",
+                "lint",
+                "lib#gen",
+                "build:browser:dev",
+                "^build",
+                "a#x",
+                "b#x"
+            ]
+        );
     }
 }
