@@ -161,17 +161,25 @@ const OUTPUT_DIRS: [&str; 4] = [
     "apps/web/.next",
 ];
 
-fn outputs(f: &Fixture) -> Vec<(String, Vec<Entry>)> {
-    OUTPUT_DIRS
-        .iter()
+/// The trees of `dirs`, each by its path.
+fn trees(f: &Fixture, dirs: &[&str]) -> Vec<(String, Vec<Entry>)> {
+    dirs.iter()
         .map(|dir| (dir.to_string(), tree(&f.path(dir))))
         .collect()
 }
 
-fn remove_outputs(f: &Fixture) {
-    for dir in OUTPUT_DIRS {
+fn remove_all(f: &Fixture, dirs: &[&str]) {
+    for dir in dirs {
         let _ = std::fs::remove_dir_all(f.path(dir));
     }
+}
+
+fn outputs(f: &Fixture) -> Vec<(String, Vec<Entry>)> {
+    trees(f, &OUTPUT_DIRS)
+}
+
+fn remove_outputs(f: &Fixture) {
+    remove_all(f, &OUTPUT_DIRS);
 }
 
 #[test]
@@ -473,16 +481,11 @@ const NX_OUTPUTS: [&str; 4] = [
 ];
 
 fn nx_outputs(f: &Fixture) -> Vec<(String, Vec<Entry>)> {
-    NX_OUTPUTS
-        .iter()
-        .map(|dir| (dir.to_string(), tree(&f.path(dir))))
-        .collect()
+    trees(f, &NX_OUTPUTS)
 }
 
 fn remove_nx_outputs(f: &Fixture) {
-    for dir in NX_OUTPUTS {
-        let _ = std::fs::remove_dir_all(f.path(dir));
-    }
+    remove_all(f, &NX_OUTPUTS);
 }
 
 /// The tasks `nx run-many` ran from its cache, and those it ran, from its output.

@@ -26,7 +26,7 @@ use vx_core::{Diagnostic, Location};
 use vx_workspace::{JsonValue, JsonValueKind};
 
 use super::toml::{Cache, InputSetTable, Table};
-use super::turbo::NotCarried;
+use super::turbo::{read_file, NotCarried};
 
 /// One project's Nx configuration.
 #[derive(Debug, Clone, Default)]
@@ -63,7 +63,7 @@ pub struct Nx {
 /// Reads `nx.json` at `root` and each member's `project.json` and `package.json` `nx` field.
 /// `None` when there is no `nx.json`.
 pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Option<Nx> {
-    let json = read_json(root, "nx.json", errors)?;
+    let json = read_file(root, "nx.json", errors)?;
     let mut nx = Nx::default();
     // `targetDefaults` keys that are globs (`*build*`), applied once every target name is known.
     let mut glob_defaults: Vec<(String, JsonValue)> = Vec::new();
@@ -160,7 +160,7 @@ pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Op
     }
 
     if let Some(root_nx) =
-        read_json(root, "package.json", &mut Vec::new()).and_then(|j| j.get("nx").cloned())
+        read_file(root, "package.json", &mut Vec::new()).and_then(|j| j.get("nx").cloned())
     {
         let included = root_nx
             .get("includedScripts")
@@ -175,11 +175,11 @@ pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Op
     for dir in members {
         let mut project = NxProject::default();
         let rel = format!("{dir}/project.json");
-        if let Some(json) = read_json(root, &rel, errors) {
+        if let Some(json) = read_file(root, &rel, errors) {
             read_project(&json, &rel, &mut project, &mut nx.not_carried);
         }
         let rel = format!("{dir}/package.json");
-        let manifest = read_json(root, &rel, &mut Vec::new());
+        let manifest = read_file(root, &rel, &mut Vec::new());
         let name = manifest.as_ref().and_then(|j| j.get("name"));
         if let Some(name) = name.and_then(JsonValue::as_str) {
             nx.project_names.insert(name.to_string());
@@ -203,7 +203,7 @@ pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Op
             .collect();
         for dir in members {
             let rel = format!("{dir}/package.json");
-            if let Some(json) = read_json(root, &rel, &mut Vec::new()) {
+            if let Some(json) = read_file(root, &rel, &mut Vec::new()) {
                 let scripts = json
                     .get("scripts")
                     .map(JsonValue::entries)
@@ -233,31 +233,6 @@ fn number(value: &JsonValue) -> Option<u32> {
     match &value.kind {
         JsonValueKind::Number(n) => n.parse().ok().filter(|n| *n >= 1),
         _ => None,
-    }
-}
-
-fn read_json(root: &Path, rel: &str, errors: &mut Vec<Diagnostic>) -> Option<JsonValue> {
-    let bytes = match std::fs::read(root.join(rel)) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => {
-            errors.push(crate::workspace::io_diagnostic(Path::new(rel), "read", &e));
-            return None;
-        }
-    };
-    match vx_workspace::read_jsonc(&String::from_utf8_lossy(&bytes), rel) {
-        Ok(json) if matches!(json.kind, JsonValueKind::Object(_)) => Some(json),
-        Ok(json) => {
-            errors.push(Diagnostic::at(
-                json.at,
-                format!("{rel} must hold an object"),
-            ));
-            None
-        }
-        Err(error) => {
-            errors.push(error);
-            None
-        }
     }
 }
 

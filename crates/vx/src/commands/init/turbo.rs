@@ -183,7 +183,9 @@ fn root_key_reason(key: &str) -> &'static str {
     }
 }
 
-fn read_file(root: &Path, rel: &str, errors: &mut Vec<Diagnostic>) -> Option<JsonValue> {
+/// The JSON object in the root-relative file `rel`, or `None` when there is none; a read
+/// error, a syntax error or a value that is no object goes to `errors` at its location.
+pub fn read_file(root: &Path, rel: &str, errors: &mut Vec<Diagnostic>) -> Option<JsonValue> {
     let bytes = match std::fs::read(root.join(rel)) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
@@ -192,13 +194,15 @@ fn read_file(root: &Path, rel: &str, errors: &mut Vec<Diagnostic>) -> Option<Jso
             return None;
         }
     };
-    let text = String::from_utf8_lossy(&bytes);
-    match vx_workspace::read_jsonc(&text, rel) {
-        Ok(json) if json.entries().is_empty() && json.as_array().is_some() => {
-            errors.push(Diagnostic::at(json.at, "turbo.json must hold an object"));
+    match vx_workspace::read_jsonc(&String::from_utf8_lossy(&bytes), rel) {
+        Ok(json) if matches!(json.kind, vx_workspace::JsonValueKind::Object(_)) => Some(json),
+        Ok(json) => {
+            errors.push(Diagnostic::at(
+                json.at,
+                format!("{rel} must hold an object"),
+            ));
             None
         }
-        Ok(json) => Some(json),
         Err(error) => {
             errors.push(error);
             None
