@@ -396,7 +396,8 @@ const NX_JSON: &str = r#"{
       "outputs": ["{projectRoot}/dist"],
       "cache": true
     },
-    "test": { "dependsOn": ["build"], "inputs": ["default", "^production", {"env": "CI"}], "cache": true }
+    "test": { "dependsOn": ["build"], "inputs": ["default", "^production", {"env": "CI"}], "cache": true },
+    "check": { "cache": true, "outputs": [] }
   },
   "plugins": []
 }
@@ -410,7 +411,8 @@ fn nx_repo() -> Fixture {
     f.write(
         "package.json",
         r#"{"name": "root", "private": true, "workspaces": ["packages/*", "examples/*"],
-            "scripts": {"build": "nx run-many -t build --exclude=examples/*"}}"#,
+            "scripts": {"build": "nx run-many -t build --exclude=examples/*", "check": "echo check"},
+            "nx": {"includedScripts": ["check"]}}"#,
     );
     f.write("nx.json", NX_JSON);
     f.write("tsconfig.base.json", "{}\n");
@@ -626,6 +628,13 @@ fn nx_json_becomes_input_sets_templates_and_tables_and_what_is_left_is_listed() 
         &files,
         "[tasks.build]\ncache = { outputs = [\"dist\", \"types\"] }\n\n[tasks.test]\ncache = { inputs = [\"...\", \"!types\"] }\n",
     );
+    // The root's `includedScripts` are Nx targets: `targetDefaults` apply to them, so the
+    // root task keeps the template (no `extends = false`).
+    assert_contains(
+        &files,
+        "[workspace.tasks.check]\ncache = { outputs = [] }\n",
+    );
+    assert_contains(&files, "\n[tasks.check]\ncommand = \"echo check\"\n");
     let report = out.stderr;
     assert_contains(&report, "carried over from nx.json: ");
     assert_contains(
