@@ -9,7 +9,8 @@
 //!
 //! [`seed`] goes through the changed paths in order. A root file that fingerprints the whole
 //! workspace (KEY-3, the root `vx.toml`, `pnpm-workspace.yaml`, the root `package.json`)
-//! seeds every task. Otherwise the path's owner — the deepest project containing it (DISC-6) —
+//! seeds every task, but a lockfile read per project seeds the tasks of the projects whose
+//! dependency set moved, which the binary works out and writes in [`ChangedPath::only`]. Otherwise the path's owner — the deepest project containing it (DISC-6) —
 //! is looked at: its `vx.toml` or `package.json` seeds all its tasks; a path matching a cached
 //! task's `inputs` (and not its own outputs) seeds that task; any path seeds the owner's
 //! uncached tasks. `workspace-inputs` are matched root-relative for every cached task, across
@@ -161,6 +162,10 @@ pub struct ChangedPath {
     pub path: String,
     /// A submodule or nested repository: everything under `path` counts as changed (SEL-3).
     pub subtree: bool,
+    /// A root lockfile read per project (KEY-3): the root-relative directories of the
+    /// projects whose dependency set moved. Only their tasks are seeded; `None` seeds every
+    /// task, as any other workspace-fingerprint file does.
+    pub only: Option<Vec<String>>,
 }
 
 impl ChangedPath {
@@ -168,6 +173,7 @@ impl ChangedPath {
         ChangedPath {
             path: path.into(),
             subtree: false,
+            only: None,
         }
     }
 
@@ -175,6 +181,7 @@ impl ChangedPath {
         ChangedPath {
             path: path.into(),
             subtree: true,
+            only: None,
         }
     }
 }
@@ -280,6 +287,10 @@ pub fn seed(workspace: &Workspace, changed: &[ChangedPath]) -> Seeds {
         let path = change.path.as_str();
         if !change.subtree && is_workspace_file(path) {
             for p in 0..workspace.projects.len() {
+                let dir = &workspace.projects[p].dir;
+                if change.only.as_ref().is_some_and(|only| !only.contains(dir)) {
+                    continue;
+                }
                 seeds.projects.insert(p);
                 for (id, _) in tasks_of(p) {
                     add(&mut seeds, id, p, path);
@@ -476,6 +487,21 @@ mod tests {
         assert!(seeded(&ws, &files(&["packages/docs/sub/pnpm-lock.yaml"]))
             .iter()
             .all(|s| s.starts_with("docs#")));
+    }
+
+    #[test]
+    fn a_lockfile_read_per_project_seeds_only_the_projects_it_names() {
+        let ws = ws();
+        let mut lock = ChangedPath::file("pnpm-lock.yaml");
+        lock.only = Some(vec!["packages/lib".into()]);
+        let seeds = seed(&ws, &[lock.clone()]);
+        assert_eq!(
+            seeded(&ws, &[lock.clone()]),
+            ["lib#build <- pnpm-lock.yaml", "lib#lint <- pnpm-lock.yaml"]
+        );
+        assert_eq!(seeds.projects, BTreeSet::from([ws.by_name["lib"]]));
+        lock.only = Some(Vec::new());
+        assert_eq!(seed(&ws, &[lock]), Seeds::default());
     }
 
     #[test]

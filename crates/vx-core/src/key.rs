@@ -9,10 +9,10 @@
 //!
 //! | # | Label | What it folds | Why |
 //! |---|---|---|---|
-//! | 1 | `format` | `vx-key-2` | bumping it invalidates every key (ARCH-5) |
+//! | 1 | `format` | `vx-key-3` | bumping it invalidates every key (ARCH-5) |
 //! | 2 | `task` | `project#task` | two tasks never share an entry |
 //! | 3 | `platform` | `linux-x86_64`, or `any` for `cache.portable` | native outputs differ per platform |
-//! | 4 | `workspace` | (file, blob id) of each root lockfile/package-manager file present (KEY-3) | installed dependencies change outputs |
+//! | 4 | `workspace` | (file, blob id) of each root lockfile/package-manager file present; a lockfile vx reads folds the digest of the project's own dependency set instead, `deps <hex>` (KEY-3) | installed dependencies change outputs |
 //! | 5 | `manifest` | blob id of the project's `package.json`, or `absent` | scripts, dependencies |
 //! | 6 | `config` | canonical JSON of the resolved task (KEY-5) | the command and its settings |
 //! | 7 | `args` | forwarded arguments, requested tasks only (KEY-6) | they change what runs |
@@ -35,7 +35,8 @@ use crate::config::{Persistent, TaskConfig};
 /// The key format version folded as field 1 (ARCH-5).
 /// 2 since artifacts keep symlinks and directories (artifact format 2): a key of format 1
 /// names an artifact that stored a link as its target's bytes, so none is looked up again.
-pub const KEY_FORMAT: &str = "vx-key-2";
+/// 3 since field 4 folds a lockfile's per-project dependency set instead of its blob id.
+pub const KEY_FORMAT: &str = "vx-key-3";
 
 /// A derived key: 32 bytes, written as 64 lowercase hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -76,6 +77,36 @@ pub const WORKSPACE_FILES: [&str; 10] = [
     ".npmrc",
     "bunfig.toml",
 ];
+
+/// The packages one project installs, as a lockfile resolves them (KEY-3): what field 4
+/// folds for that lockfile instead of the whole file.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DependencySet {
+    /// The lockfile's name (`pnpm-lock.yaml`).
+    pub file: String,
+    /// `deps ` and the BLAKE3 of the list of items `name@version`, sorted bytewise (KEY-1's
+    /// encoding of a list).
+    pub digest: String,
+    /// (name, version), sorted, without duplicates.
+    pub packages: Vec<(String, String)>,
+}
+
+impl DependencySet {
+    pub fn new(
+        file: &str,
+        packages: std::collections::BTreeSet<(String, String)>,
+    ) -> DependencySet {
+        let packages: Vec<(String, String)> = packages.into_iter().collect();
+        let mut idents: Vec<String> = packages.iter().map(|(n, v)| format!("{n}@{v}")).collect();
+        idents.sort_unstable();
+        let digest = blake3::hash(&items(idents.iter().map(String::as_bytes)));
+        DependencySet {
+            file: file.to_string(),
+            digest: format!("deps {}", hex(digest.as_bytes())),
+            packages,
+        }
+    }
+}
 
 /// One input file of field 11.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -494,7 +525,7 @@ mod tests {
             expected.extend(payload);
         };
         let empty_list = 0u64.to_le_bytes();
-        push("format", b"vx-key-2");
+        push("format", b"vx-key-3");
         push("task", b"web#build");
         push("platform", b"linux-x86_64");
         push("workspace", &empty_list);
@@ -651,5 +682,27 @@ mod tests {
         let a = group_key(&[("a#x".into(), "1".into()), ("b#x".into(), "2".into())]);
         let b = group_key(&[("b#x".into(), "2".into()), ("a#x".into(), "1".into())]);
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_digest_is_the_list_encoding_of_sorted_idents() {
+        let set = DependencySet::new(
+            "x",
+            [
+                ("a-b".to_string(), "1".to_string()),
+                ("a".into(), "1".into()),
+            ]
+            .into(),
+        );
+        // `a-b@1` sorts before `a@1` bytewise ('-' < '@').
+        let mut payload = 2u64.to_le_bytes().to_vec();
+        for ident in ["a-b@1", "a@1"] {
+            payload.extend((ident.len() as u64).to_le_bytes());
+            payload.extend(ident.as_bytes());
+        }
+        assert_eq!(
+            set.digest,
+            format!("deps {}", blake3::hash(&payload).to_hex())
+        );
     }
 }

@@ -27,6 +27,7 @@ mod glob_rules;
 mod json;
 mod jsonc;
 mod load;
+pub mod lockfile;
 mod manifest;
 mod members;
 mod milestones;

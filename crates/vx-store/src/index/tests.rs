@@ -119,7 +119,7 @@ fn opening_creates_the_layout_and_schema() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(format, "vx-key-2");
+    assert_eq!(format, "vx-key-3");
     assert_ne!(store.salt(), [0; 32]);
 }
 

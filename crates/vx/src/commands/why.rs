@@ -247,6 +247,7 @@ fn order(kind: &str) -> usize {
         "format",
         "platform",
         "workspace",
+        "dependency",
         "manifest",
         "config",
         "args",
@@ -309,10 +310,18 @@ fn pretty(id: &TaskId, this: &RunRow, previous: Option<&RunRow>, e: &Explanation
     text.push_str(&format!("verdict    {}\n", e.verdict));
     let width = e.changes.iter().map(|c| c.name.len()).max().unwrap_or(0);
     for c in &e.changes {
+        // A dependency's digest is its versions, shown whole.
+        let show = |d: &str| {
+            if c.kind == "dependency" {
+                d.to_string()
+            } else {
+                short(d)
+            }
+        };
         let digests = match (&c.before, &c.after) {
-            (Some(b), Some(a)) => format!("{} → {}", short(b), short(a)),
-            (None, Some(a)) => short(a),
-            (Some(b), None) => short(b),
+            (Some(b), Some(a)) => format!("{} → {}", show(b), show(a)),
+            (None, Some(a)) => show(a),
+            (Some(b), None) => show(b),
             (None, None) => String::new(),
         };
         text.push_str(&format!(

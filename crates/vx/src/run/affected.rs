@@ -31,6 +31,8 @@ use std::time::Duration;
 
 use vx_core::affected::{check_ref, ChangedPath, RefSite};
 use vx_core::Diagnostic;
+use vx_core::Workspace;
+use vx_workspace::lockfile::{self, PER_PROJECT};
 use vx_workspace::tree::{find_repository, GitDirs};
 
 use crate::error::Failure;
@@ -54,6 +56,8 @@ pub struct Changes {
     pub base: String,
     /// The base's commit, full hex.
     pub commit: String,
+    /// The commit the paths were compared with: the merge base of the base and `HEAD`.
+    pub merge_base: String,
     /// The base is HEAD's commit (SEL-6's hint).
     pub at_head: bool,
     /// Changed paths, root-relative, sorted.
@@ -190,6 +194,7 @@ impl Git {
             base: reference.to_string(),
             at_head: commit == head,
             commit,
+            merge_base,
             paths,
         };
         self.since.insert(reference.to_string(), changes.clone());
@@ -296,6 +301,47 @@ impl Git {
             return Err(git_failed("diff", &out.stderr));
         }
         Ok(parse_raw_diff(&out.bytes))
+    }
+
+    /// SEL-5 with KEY-3: a changed root lockfile that vx reads per project, at the merge
+    /// base and now, names the projects whose dependency set moved; only their tasks are
+    /// seeded. A lockfile that is new, deleted or unreadable on either side seeds every task.
+    pub fn narrow_lockfiles(&mut self, workspace: &Workspace, changes: &mut Changes) {
+        let mut members: Vec<&str> = workspace.projects.iter().map(|p| p.dir.as_str()).collect();
+        members.push("");
+        let root = &workspace.root;
+        let manifest =
+            |dir: &str| std::fs::read_to_string(root.join(dir).join("package.json")).ok();
+        for change in &mut changes.paths {
+            let file = change.path.as_str();
+            if change.subtree || !PER_PROJECT.contains(&file) {
+                continue;
+            }
+            let Ok(out) = self.git(
+                Need::Affected,
+                &["show", &format!("{}:./{file}", changes.merge_base)],
+            ) else {
+                continue;
+            };
+            let Ok(now) = std::fs::read(root.join(file)) else {
+                continue;
+            };
+            if !out.ok {
+                continue;
+            }
+            let read = |bytes: &[u8]| lockfile::read(file, bytes, &members, &manifest).ok();
+            let (Some(before), Some(after)) = (read(&out.bytes), read(&now)) else {
+                continue;
+            };
+            let moved = |dir: &str| before.project(dir).digest != after.project(dir).digest;
+            change.only = Some(
+                members
+                    .iter()
+                    .filter(|dir| moved(dir))
+                    .map(|dir| dir.to_string())
+                    .collect(),
+            );
+        }
     }
 
     /// Untracked files that are not ignored, once per run.
@@ -484,6 +530,7 @@ mod tests {
         let changes = Changes {
             base: "HEAD".into(),
             commit: "0123456789abcdef".into(),
+            merge_base: "0123456789abcdef".into(),
             at_head: true,
             paths: Vec::new(),
         };

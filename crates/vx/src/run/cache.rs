@@ -833,8 +833,14 @@ impl<'p> RunCache<'p> {
         let Some(derived) = self.keys.known(id).cloned() else {
             return Err("failed");
         };
-        self.recorded
-            .push((derived.key.hex(), derived.inputs.components(&self.salt())));
+        let mut components = derived.inputs.components(&self.salt());
+        let project_dir = self.workspace.project(&id.project).map(|p| p.dir.as_str());
+        components.extend(
+            self.keys
+                .lockfiles
+                .components(&derived.inputs.workspace, project_dir.unwrap_or("")),
+        );
+        self.recorded.push((derived.key.hex(), components));
         if self.recorded.len() >= RECORDED_IN_MEMORY {
             self.flush_recorded();
         }

@@ -25,6 +25,8 @@ use vx_core::key::{
 use vx_core::{TaskId, Workspace};
 use vx_workspace::tree::{FileId, Identity, StampMemo, Stat, Tree};
 
+use super::lockfiles::Lockfiles;
+
 /// A key and what it was derived from.
 #[derive(Debug, Clone)]
 pub struct Derived {
@@ -106,6 +108,8 @@ pub struct Keys<'p> {
     /// Canonical configuration JSON (field 5) written ahead by [`Keys::prefetch`], on several
     /// threads: configuration does not change during a run.
     config_json: HashMap<TaskId, String>,
+    /// The root lockfiles read per project (KEY-3).
+    pub lockfiles: Lockfiles,
 }
 
 impl<'p> Keys<'p> {
@@ -119,6 +123,7 @@ impl<'p> Keys<'p> {
         tree: Tree,
         memo: StampCache,
         prober: Prober<'p>,
+        lockfiles: Lockfiles,
     ) -> Keys<'p> {
         let nested = nested_projects(workspace);
         Keys {
@@ -142,6 +147,7 @@ impl<'p> Keys<'p> {
             workspace_files: None,
             listed: HashMap::new(),
             config_json: HashMap::new(),
+            lockfiles,
         }
     }
 
@@ -287,6 +293,15 @@ impl<'p> Keys<'p> {
         let mut stats = Vec::new();
         let (workspace_stats, workspace_fields) = self.workspace_files()?;
         fields.workspace = workspace_fields;
+        // A lockfile folds the packages this project installs, not the whole file (KEY-3).
+        for (file, folded) in fields.workspace.iter_mut() {
+            if let Some(digest) =
+                self.lockfiles
+                    .digest(file, folded, &project.dir, &mut self.notices)
+            {
+                *folded = digest;
+            }
+        }
         let manifest = join(&project.dir, "package.json");
         let found = self.shared_identity(&manifest)?;
         stats.push(folded(&manifest, &found, false));

@@ -18,6 +18,7 @@ pub mod execute;
 pub mod explain;
 pub mod keys;
 pub mod lane;
+pub mod lockfiles;
 pub mod memory;
 pub mod outcome;
 pub mod outputs;

@@ -62,7 +62,8 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
         for filter in &options.filters {
             if let Some(reference) = filter.changed_since() {
                 if !changed.contains_key(reference) {
-                    let changes = git.filter(&filter.text, reference)?;
+                    let mut changes = git.filter(&filter.text, reference)?;
+                    git.narrow_lockfiles(&workspace, &mut changes);
                     changed.insert(
                         reference.to_string(),
                         seed(&workspace, &changes.paths).projects,
@@ -85,7 +86,8 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
             None => Scope::Selection(selection.projects),
             Some(base) => {
                 let setting = workspace.settings.affected_base.as_deref();
-                let changes = git.affected(base, setting)?;
+                let mut changes = git.affected(base, setting)?;
+                git.narrow_lockfiles(&workspace, &mut changes);
                 let (scope, found) = affected_scope(&workspace, &table, selection, changes);
                 affected = Some(found);
                 scope

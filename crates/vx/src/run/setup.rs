@@ -184,6 +184,13 @@ pub fn run_cache<'p>(
     ci: bool,
 ) -> (RunCache<'p>, Option<RunLock>) {
     let prober = prober(host_env, sh.clone());
+    // Memos of the lockfiles' per-project digests live beside the index, when it is written.
+    let memo_dir = opened
+        .store
+        .as_ref()
+        .filter(|s| s.access() == Access::ReadWrite && s.read_only_reason().is_none())
+        .map(|_| opened.dir.join("lockfiles"));
+    let lockfiles = super::lockfiles::Lockfiles::new(&plan.workspace, memo_dir);
     let keys = Keys::new(
         &plan.workspace,
         &plan.table,
@@ -193,6 +200,7 @@ pub fn run_cache<'p>(
         opened.tree,
         opened.memo,
         prober,
+        lockfiles,
     );
     let root = plan.workspace.root.clone();
     let env = subprocess::git_env(host_env);

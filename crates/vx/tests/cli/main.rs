@@ -19,6 +19,7 @@ mod init;
 mod interactive;
 mod last;
 mod live;
+mod lockfiles;
 mod migrate;
 mod perf3;
 mod plan_output;

@@ -1,0 +1,213 @@
+//! Lockfiles read per project (KEY-3): which external packages, at which resolved versions,
+//! each project of the workspace installs. Start at [`read`].
+//!
+//! # How this works
+//!
+//! Each reader (`pnpm`, `npm`, `yarn` for both yarn 1 and yarn berry, `bun`) turns its file
+//! into one [`Graph`]: the *importers* (the workspace members the lockfile installs, by
+//! root-relative directory) with their direct dependencies, and the resolved *packages* with
+//! theirs. An edge leads to a package, to another workspace member (a `workspace:` or
+//! `link:` dependency), or is unresolved (named in the manifest, missing from the lockfile).
+//!
+//! A project's dependency set is then the closure of its importer: its own dependencies of
+//! every kind, the packages those depend on, transitively, and through each workspace member
+//! it links to, that member's non-development dependencies — what the project's code can
+//! import. The root importer's closure is added to every set: tools installed at the root
+//! (`typescript`, a bundler) run in every package's scripts. A project the lockfile does not
+//! list gets the root's set alone. Each set is sorted, deduplicated and digested, so a task
+//! folds one digest for its project instead of the whole file, and a dependency bump moves
+//! only the keys of the projects that install it.
+//!
+//! A file vx cannot read (binary `bun.lockb`, an old format, a syntax error) is an error
+//! here; the caller folds the whole file instead and says so once.
+
+mod bun;
+mod npm;
+mod pnpm;
+mod yarn;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use vx_core::key::DependencySet;
+
+/// The lockfiles read per project, in KEY-3's order. The other workspace-fingerprint files
+/// are folded whole.
+pub const PER_PROJECT: [&str; 5] = [
+    "pnpm-lock.yaml",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "bun.lock",
+];
+
+/// A lockfile read per project.
+#[derive(Debug, Clone)]
+pub struct Lockfile {
+    /// Each listed member's set, by root-relative directory ("" for the root).
+    sets: HashMap<String, Arc<DependencySet>>,
+    /// The root importer's set: what a project the lockfile does not list folds.
+    root: Arc<DependencySet>,
+}
+
+impl Lockfile {
+    /// The set a project in the root-relative `dir` folds.
+    pub fn project(&self, dir: &str) -> Arc<DependencySet> {
+        self.sets.get(dir).unwrap_or(&self.root).clone()
+    }
+
+    /// The set a project the lockfile does not list folds: the root's.
+    pub fn unlisted(&self) -> Arc<DependencySet> {
+        self.root.clone()
+    }
+
+    /// The directories the lockfile lists, sorted.
+    pub fn importers(&self) -> Vec<&str> {
+        let mut dirs: Vec<&str> = self.sets.keys().map(String::as_str).collect();
+        dirs.sort_unstable();
+        dirs
+    }
+}
+
+/// Reads `file` (a name of [`PER_PROJECT`]) from its bytes. `manifest` returns the
+/// `package.json` text of a root-relative directory, for the formats that keep importers'
+/// dependencies there (yarn 1) or do not say which are development ones (yarn berry);
+/// `members` are the root-relative directories of the workspace's projects.
+pub fn read(
+    file: &str,
+    bytes: &[u8],
+    members: &[&str],
+    manifest: &dyn Fn(&str) -> Option<String>,
+) -> Result<Lockfile, String> {
+    if !PER_PROJECT.contains(&file) {
+        return Err("a binary lockfile, which vx does not read".into());
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+    let graph = match file {
+        "pnpm-lock.yaml" => pnpm::read(text)?,
+        "package-lock.json" | "npm-shrinkwrap.json" => npm::read(text)?,
+        "yarn.lock" => yarn::read(text, members, manifest)?,
+        "bun.lock" => bun::read(text)?,
+        _ => unreachable!("checked above"),
+    };
+    Ok(graph.sets(file))
+}
+
+/// What one edge of the graph leads to.
+#[derive(Debug, Clone)]
+pub(crate) enum Edge {
+    /// An index into [`Graph::packages`].
+    Package(usize),
+    /// Another workspace member, by root-relative directory.
+    Workspace(String),
+    /// A dependency the lockfile does not resolve: (name, what the manifest asks for).
+    Unresolved(String, String),
+}
+
+/// One resolved package.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Package {
+    pub(crate) name: String,
+    /// The resolved version as the lockfile writes it (with pnpm's peer suffix, a git
+    /// commit, a tarball address).
+    pub(crate) version: String,
+    pub(crate) deps: Vec<Edge>,
+}
+
+/// A workspace member the lockfile installs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Importer {
+    /// `dependencies`, `optionalDependencies` and `peerDependencies`.
+    pub(crate) deps: Vec<Edge>,
+    /// `devDependencies`: part of the member's own set, not of the members linking to it.
+    pub(crate) dev: Vec<Edge>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Graph {
+    pub(crate) packages: Vec<Package>,
+    pub(crate) importers: HashMap<String, Importer>,
+}
+
+impl Graph {
+    /// Every importer's dependency set, each with the root's added.
+    fn sets(&self, file: &str) -> Lockfile {
+        let root_closure = self.closure("");
+        let root = Arc::new(DependencySet::new(file, root_closure.clone()));
+        let sets = self
+            .importers
+            .keys()
+            .map(|dir| {
+                let set = if dir.is_empty() {
+                    root.clone()
+                } else {
+                    let mut closure = self.closure(dir);
+                    closure.extend(root_closure.iter().cloned());
+                    Arc::new(DependencySet::new(file, closure))
+                };
+                (dir.clone(), set)
+            })
+            .collect();
+        Lockfile { sets, root }
+    }
+
+    /// The (name, version) pairs the importer in `dir` reaches (see the module documentation).
+    fn closure(&self, dir: &str) -> BTreeSet<(String, String)> {
+        let mut out = BTreeSet::new();
+        let Some(importer) = self.importers.get(dir) else {
+            return out;
+        };
+        let mut seen_packages = vec![false; self.packages.len()];
+        let mut seen_members: BTreeSet<&str> = BTreeSet::from([dir]);
+        let mut stack: Vec<&Edge> = importer.deps.iter().chain(&importer.dev).collect();
+        while let Some(edge) = stack.pop() {
+            match edge {
+                Edge::Package(i) => {
+                    if std::mem::replace(&mut seen_packages[*i], true) {
+                        continue;
+                    }
+                    let package = &self.packages[*i];
+                    out.insert((package.name.clone(), package.version.clone()));
+                    stack.extend(&package.deps);
+                }
+                Edge::Workspace(member) => {
+                    if !seen_members.insert(member) {
+                        continue;
+                    }
+                    if let Some(linked) = self.importers.get(member.as_str()) {
+                        stack.extend(&linked.deps);
+                    }
+                }
+                Edge::Unresolved(name, wanted) => {
+                    out.insert((name.clone(), format!("{wanted} (not in the lockfile)")));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `name@version` split at the `@` that ends the name (a scope's leading `@` is part of it).
+pub(crate) fn split_ident(ident: &str) -> Option<(&str, &str)> {
+    let at = ident.get(1..)?.find('@')? + 1;
+    Some((&ident[..at], &ident[at + 1..]))
+}
+
+/// The root-relative directory `rel` names from the root-relative directory `from`
+/// (`../a` from `packages/b` is `packages/a`); `None` when it leaves the root.
+pub(crate) fn join_dir(from: &str, rel: &str) -> Option<String> {
+    let mut parts: Vec<&str> = from.split('/').filter(|p| !p.is_empty()).collect();
+    for part in rel.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests;
