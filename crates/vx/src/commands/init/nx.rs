@@ -406,7 +406,7 @@ impl Nx {
             } else if item.get("externalDependencies").is_some() {
                 leave(
                     item,
-                    "external dependencies: vx folds the lockfile into every key instead",
+                    "external dependencies: vx folds each project's resolved dependencies from the lockfile instead",
                 );
             } else if item.get("dependentTasksOutputFiles").is_some() {
                 leave(
