@@ -41,6 +41,14 @@ pub const PER_PROJECT: [&str; 5] = [
     "bun.lock",
 ];
 
+/// bun's binary lockfile: a fingerprint file vx folds whole, with a notice (it cannot read it).
+pub const BINARY: &str = "bun.lockb";
+
+/// Whether `file` is a lockfile, read per project or not ([`PER_PROJECT`], [`BINARY`]).
+pub fn is_lockfile(file: &str) -> bool {
+    PER_PROJECT.contains(&file) || file == BINARY
+}
+
 /// A lockfile read per project.
 #[derive(Debug, Clone)]
 pub struct Lockfile {
@@ -79,7 +87,7 @@ pub fn read(
     members: &[&str],
     manifest: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Lockfile, String> {
-    if !PER_PROJECT.contains(&file) {
+    if file == BINARY {
         return Err("a binary lockfile, which vx does not read".into());
     }
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
@@ -88,7 +96,7 @@ pub fn read(
         "package-lock.json" | "npm-shrinkwrap.json" => npm::read(text)?,
         "yarn.lock" => yarn::read(text, members, manifest)?,
         "bun.lock" => bun::read(text)?,
-        _ => unreachable!("checked above"),
+        _ => return Err("not a lockfile".into()),
     };
     Ok(graph.sets(file))
 }

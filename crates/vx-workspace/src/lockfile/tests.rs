@@ -92,6 +92,7 @@ fn unreadable_files_are_errors_that_say_why() {
     assert!(!err("bun.lock", "{").is_empty());
     assert!(!err("pnpm-lock.yaml", "importers: [").is_empty());
     assert!(err("yarn.lock", "what is this\n").contains("line 1"));
+    assert_eq!(err(".npmrc", ""), "not a lockfile");
     assert_eq!(
         read("bun.lockb", b"\0\x01", &[""], &none).unwrap_err(),
         "a binary lockfile, which vx does not read"

@@ -317,13 +317,12 @@ impl Git {
             if change.subtree || !PER_PROJECT.contains(&file) {
                 continue;
             }
-            let Ok(out) = self.git(
-                Need::Affected,
-                &["show", &format!("{}:./{file}", changes.merge_base)],
-            ) else {
+            // A deleted lockfile seeds every task; git is asked only for one still here.
+            let Ok(now) = std::fs::read(root.join(file)) else {
                 continue;
             };
-            let Ok(now) = std::fs::read(root.join(file)) else {
+            let show = format!("{}:./{file}", changes.merge_base);
+            let Ok(out) = self.git(Need::Affected, &["show", &show]) else {
                 continue;
             };
             if !out.ok {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use vx_core::key::{hex, Component, DependencySet};
 use vx_core::Workspace;
-use vx_workspace::lockfile::{self, Lockfile, PER_PROJECT};
+use vx_workspace::lockfile::{self, Lockfile};
 
 /// Bumped when what a memo file holds, or how its digests are computed, changes.
 const MEMO_FORMAT: &str = "vx-lockfile-memo-1";
@@ -33,7 +33,9 @@ pub struct Lockfiles {
     members: Vec<String>,
     /// Where memo files are kept; `None` keeps nothing between runs.
     memo_dir: Option<PathBuf>,
-    digests: HashMap<(String, String), Option<Arc<Digests>>>,
+    /// By lockfile name: the blob id last asked for and its digests (`None`: not readable).
+    /// Keyed by name so the per-key lookup allocates nothing.
+    digests: HashMap<String, (String, Option<Arc<Digests>>)>,
     parsed: HashMap<(String, String), Result<Arc<Lockfile>, String>>,
     /// Lockfiles whose fallback was announced this run.
     told: HashSet<String>,
@@ -65,15 +67,15 @@ impl Lockfiles {
         dir: &str,
         notices: &mut Vec<String>,
     ) -> Option<String> {
-        if !PER_PROJECT.contains(&file) && file != "bun.lockb" {
+        if !lockfile::is_lockfile(file) {
             return None;
         }
-        let id = (file.to_string(), blob.to_string());
-        if !self.digests.contains_key(&id) {
+        if self.digests.get(file).is_none_or(|(b, _)| b != blob) {
             let found = self.load_digests(file, blob, notices).map(Arc::new);
-            self.digests.insert(id.clone(), found);
+            self.digests
+                .insert(file.to_string(), (blob.to_string(), found));
         }
-        let digests = self.digests[&id].as_ref()?;
+        let digests = self.digests[file].1.as_ref()?;
         Some(digests.sets.get(dir).unwrap_or(&digests.root).clone())
     }
 
@@ -85,11 +87,15 @@ impl Lockfiles {
             if !folded.starts_with("deps ") {
                 continue;
             }
+            // The blob whose digests gave this value: the lockfile as the key saw it.
             let Some(blob) = self
                 .digests
-                .iter()
-                .find(|((f, _), d)| f == file && d.as_ref().is_some_and(|d| has(d, dir, folded)))
-                .map(|((_, b), _)| b.clone())
+                .get(file)
+                .filter(|(_, d)| {
+                    d.as_ref()
+                        .is_some_and(|d| d.sets.get(dir).unwrap_or(&d.root) == folded)
+                })
+                .map(|(b, _)| b.clone())
             else {
                 continue;
             };
@@ -191,10 +197,6 @@ impl Lockfiles {
         let name = format!("{file}-{}.json", &hex(hasher.finalize().as_bytes())[..32]);
         Some(dir.join(name))
     }
-}
-
-fn has(digests: &Digests, dir: &str, folded: &str) -> bool {
-    digests.sets.get(dir).unwrap_or(&digests.root) == folded
 }
 
 fn read_memo(path: &Path) -> Option<Digests> {

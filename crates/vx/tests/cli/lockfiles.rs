@@ -194,3 +194,20 @@ fn the_digests_are_remembered_beside_the_index_and_a_bad_memo_is_ignored() {
     assert_eq!(after.len(), 1, "{after:?}");
     assert_ne!(after, memos);
 }
+
+/// yarn 1 keeps members' dependencies in their manifests, so the memo of `yarn.lock`'s
+/// digests is named by those manifests too: dropping `ms` from `@demo/a` (the lockfile left
+/// as it is) moves `@demo/b`, which links `@demo/a`, although `@demo/b` changed nothing.
+#[test]
+fn a_yarn_1_memo_is_not_reused_after_a_member_manifest_changes() {
+    let f = workspace("yarn1", "yarn.lock");
+    run_all(&f);
+    let manifest = f.read("packages/a/package.json");
+    let dropped = manifest.replace("\"ms\": \"^2.1.1\"", "");
+    assert_ne!(dropped, manifest);
+    f.write("packages/a/package.json", &dropped);
+    let out = run_all(&f);
+    assert_contains(&out, "2 miss");
+    let why = f.vx(&["why", "@demo/b#build"]);
+    assert_contains(&why.stdout, "removed  dependency ms");
+}
