@@ -465,6 +465,73 @@ impl Store {
         }
     }
 
+    /// Adopts an artifact another layer delivered into `file` (REM-5): it is validated as a
+    /// restore would (STORE-5), moved into place and indexed with `origin`. A body that fails
+    /// validation is [`Lookup::Damaged`]; the file is consumed either way. Needs a writable
+    /// store (a read-only one answers [`Lookup::Miss`]).
+    pub fn adopt_download(
+        &mut self,
+        key: &str,
+        file: &Path,
+        accept: &dyn Fn(&str) -> bool,
+        origin: &str,
+    ) -> Result<Lookup, StoreError> {
+        let result = self.adopt_download_inner(key, file, accept, origin);
+        let _ = std::fs::remove_file(file);
+        result
+    }
+
+    fn adopt_download_inner(
+        &mut self,
+        key: &str,
+        file: &Path,
+        accept: &dyn Fn(&str) -> bool,
+        origin: &str,
+    ) -> Result<Lookup, StoreError> {
+        if !self.writable() || !is_key(key) {
+            return Ok(Lookup::Miss);
+        }
+        let size_bytes = std::fs::metadata(file).map_err(io_at(file))?.len();
+        let valid = match artifact::validate(file, key, accept, artifact::SIZE_CAP) {
+            Ok(valid) => valid,
+            Err(ReadError::Damaged(damage)) => return Ok(Lookup::Damaged(damage)),
+            Err(ReadError::Vanished) => return Ok(Lookup::Miss),
+            Err(ReadError::Io { path, source }) => return Err(StoreError::Io { path, source }),
+        };
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))
+            .map_err(io_at(file))?;
+        let now = now_ms();
+        let mut entry = entry_from_meta(&valid.meta, size_bytes, now, now);
+        entry.origin = origin.to_owned();
+        let target = self.artifact_path(key);
+        let conn = self.conn.as_mut().expect("writable");
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .at(&self.db)?;
+        std::fs::rename(file, &target).map_err(io_at(file))?;
+        if let Err(e) = write_entry(&tx, &entry).and_then(|()| tx.commit()) {
+            let _ = std::fs::remove_file(&target);
+            return Err(StoreError::Index {
+                path: self.db.clone(),
+                source: e,
+            });
+        }
+        Ok(Lookup::Hit(entry))
+    }
+
+    /// A new path in `tmp/` for a download or a pack; nothing is created.
+    pub fn tmp_path(&mut self, what: &str) -> PathBuf {
+        self.aside_seq += 1;
+        self.dir
+            .join(TMP_DIR)
+            .join(format!("{what}-{}-{}", std::process::id(), self.aside_seq))
+    }
+
+    /// Whether a lookup may adopt entries from other layers (read-write, enabled).
+    pub fn can_adopt(&self) -> bool {
+        self.writable()
+    }
+
     /// Moves a packed artifact into place and indexes it (STORE-7 step 3). The temp file is
     /// consumed: on any failure it is removed. A disabled store just removes it.
     pub fn save(&mut self, packed: Packed, project: &str, task: &str) -> Result<(), StoreError> {

@@ -1,18 +1,24 @@
 //! Fake implementations of vx's seams (ARCH-2), so the run loop and the scheduler can be
-//! tested without processes: a scripted [`Executor`] and a fixed [`SchedulerPolicy`].
+//! tested without processes: a scripted [`Executor`], a fixed [`SchedulerPolicy`] and an
+//! in-memory [`CacheLayer`] with fault injection.
 
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use vx_core::graph::TaskGraph;
 use vx_core::schedule::{Admission, SchedulerPolicy};
 use vx_exec::{Completion, ExecEvent, Executor, ExitReason, RunningTask, SpawnSpec, Stream};
+use vx_store::layer::{CacheLayer, ErrorKind, LayerError};
 
 /// What a scripted attempt prints and how it ends.
 #[derive(Debug, Clone, Default)]
 pub struct Script {
     pub output: Vec<(Stream, Vec<u8>)>,
     pub exit_code: i32,
+    /// Files written (relative to the attempt's working directory) before it ends.
+    pub writes: Vec<(String, Vec<u8>)>,
 }
 
 /// An executor that runs nothing: the attempt whose `sh -c` script contains a key plays that
@@ -34,8 +40,19 @@ impl ScriptedExecutor {
         let script = Script {
             output: vec![(Stream::Stdout, stdout.as_bytes().to_vec())],
             exit_code,
+            writes: Vec::new(),
         };
         self.scripts.push((needle.to_string(), script));
+        self
+    }
+
+    /// Attempts whose script contains `needle` also write `bytes` to `path` (relative to their
+    /// working directory), as a build writes its outputs. Needs an earlier [`ScriptedExecutor::on`]
+    /// for the same needle.
+    pub fn writes(mut self, needle: &str, path: &str, bytes: &[u8]) -> ScriptedExecutor {
+        if let Some((_, script)) = self.scripts.iter_mut().find(|(n, _)| n == needle) {
+            script.writes.push((path.to_string(), bytes.to_vec()));
+        }
         self
     }
 
@@ -66,7 +83,15 @@ impl Executor for ScriptedExecutor {
             .find(|(needle, _)| script_text.contains(needle.as_str()))
             .map(|(_, s)| s.clone())
             .unwrap_or_default();
+        let cwd = spec.cwd.clone();
         std::thread::spawn(move || {
+            for (path, bytes) in &script.writes {
+                let path = cwd.join(path);
+                if let Some(parent) = path.parent() {
+                    let _ = std::fs::create_dir_all(parent);
+                }
+                let _ = std::fs::write(&path, bytes);
+            }
             for (stream, bytes) in script.output {
                 sink(ExecEvent::Output { stream, bytes });
             }
@@ -120,6 +145,118 @@ impl SchedulerPolicy for FixedPolicy {
         } else {
             Admission::Wait
         }
+    }
+}
+
+/// A remote cache layer held in memory, shared between clones (one "server" for several runs),
+/// with faults to inject: a failure kind for every fetch, existence check or upload, and bodies
+/// corrupted after they were stored. Every call is counted.
+#[derive(Clone, Default)]
+pub struct MemoryLayer {
+    state: Arc<Mutex<MemoryState>>,
+}
+
+#[derive(Default)]
+struct MemoryState {
+    bodies: HashMap<String, Vec<u8>>,
+    fail_fetch: Option<ErrorKind>,
+    fail_contains: Option<ErrorKind>,
+    fail_put: Option<ErrorKind>,
+    fetches: usize,
+    puts: Vec<String>,
+}
+
+impl MemoryLayer {
+    pub fn new() -> MemoryLayer {
+        MemoryLayer::default()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, MemoryState> {
+        self.state.lock().expect("not poisoned")
+    }
+
+    /// Every fetch fails with `kind` (`None`: fetches work again).
+    pub fn fail_fetches(&self, kind: Option<ErrorKind>) {
+        self.state().fail_fetch = kind;
+    }
+
+    /// Every existence check fails with `kind`.
+    pub fn fail_contains(&self, kind: Option<ErrorKind>) {
+        self.state().fail_contains = kind;
+    }
+
+    /// Every upload fails with `kind`.
+    pub fn fail_puts(&self, kind: Option<ErrorKind>) {
+        self.state().fail_put = kind;
+    }
+
+    /// Flips a byte in the middle of every stored body, as a lying server would serve it.
+    pub fn corrupt_all(&self) {
+        for body in self.state().bodies.values_mut() {
+            let middle = body.len() / 2;
+            if let Some(byte) = body.get_mut(middle) {
+                *byte ^= 0xff;
+            }
+        }
+    }
+
+    /// The keys stored so far, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.state().bodies.keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    /// The keys uploaded (successfully or not), in order.
+    pub fn puts(&self) -> Vec<String> {
+        self.state().puts.clone()
+    }
+
+    /// How many fetches were asked for.
+    pub fn fetches(&self) -> usize {
+        self.state().fetches
+    }
+}
+
+impl CacheLayer for MemoryLayer {
+    fn name(&self) -> &str {
+        "memory://fake"
+    }
+
+    fn contains(&self, key: &str) -> Result<bool, LayerError> {
+        let state = self.state();
+        if let Some(kind) = state.fail_contains {
+            return Err(LayerError::new(kind, "injected"));
+        }
+        Ok(state.bodies.contains_key(key))
+    }
+
+    fn fetch(&self, key: &str, dest: &Path, cap: u64) -> Result<bool, LayerError> {
+        let mut state = self.state();
+        state.fetches += 1;
+        if let Some(kind) = state.fail_fetch {
+            return Err(LayerError::new(kind, "injected"));
+        }
+        let Some(body) = state.bodies.get(key) else {
+            return Ok(false);
+        };
+        if body.len() as u64 > cap {
+            return Err(LayerError::new(ErrorKind::TooLarge, "over the cap"));
+        }
+        std::fs::write(dest, body).map_err(|e| LayerError::new(ErrorKind::Io, e.to_string()))?;
+        Ok(true)
+    }
+
+    fn put(&self, key: &str, artifact: &Path, _duration_ms: u64) -> Result<(), LayerError> {
+        let mut state = self.state();
+        state.puts.push(key.to_string());
+        if let Some(kind) = state.fail_put {
+            return Err(LayerError::new(kind, "injected"));
+        }
+        let body =
+            std::fs::read(artifact).map_err(|e| LayerError::new(ErrorKind::Io, e.to_string()))?;
+        state.bodies.insert(key.to_string(), body);
+        Ok(())
     }
 }
 

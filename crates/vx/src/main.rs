@@ -2,10 +2,16 @@
 //! (`commands`, `run`), and print through `render`, the only module that writes to the terminal.
 //! Every path ends in one exit code from `exit`.
 
+// Only `render` prints (it allows these; `crates/vx/clippy.toml` bans `io::stdout`/`io::stderr`).
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
+mod cache_dir;
 mod cli;
+mod clock;
 mod commands;
 mod error;
 mod exit;
+mod ids;
 mod options;
 mod render;
 mod run;

@@ -34,7 +34,7 @@ pub fn store_location(
 ) -> Result<(std::path::PathBuf, std::path::PathBuf), Failure> {
     let (root, settings) = root_only(cwd)?;
     let env = crate::run::host_env();
-    let dir = crate::run::cache::cache_dir(&root, cwd, flag, &env, settings.cache_dir.as_deref());
+    let dir = crate::cache_dir::cache_dir(&root, cwd, flag, &env, settings.cache_dir.as_deref());
     Ok((root, dir))
 }
 

@@ -17,10 +17,10 @@ use vx_core::units::format_size;
 use vx_core::{Diagnostic, TaskId};
 use vx_store::{Access, OpenError, PrunePolicy, Store};
 
+use crate::cache_dir::cache_dir;
 use crate::cli::InfoArgs;
 use crate::error::Failure;
 use crate::render::out_str;
-use crate::run::cache::cache_dir;
 use crate::run::cpus::available_cpus_and_source;
 use crate::{exit, workspace};
 

@@ -16,9 +16,9 @@ use vx_store::Store;
 
 use super::why::open_read_only;
 use crate::cli::{LastArgs, BARE};
+use crate::clock::rfc3339;
 use crate::error::Failure;
 use crate::render::out_str;
-use crate::run::cache::rfc3339;
 use crate::{exit, render, workspace};
 
 /// How many runs `--list` shows by default.

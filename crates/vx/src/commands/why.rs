@@ -14,9 +14,9 @@ use vx_store::index::{KeyComponent, RunRow};
 use vx_store::{Access, OpenError, Store};
 
 use crate::cli::WhyArgs;
+use crate::clock::rfc3339;
 use crate::error::Failure;
 use crate::render::out_str;
-use crate::run::cache::rfc3339;
 use crate::{exit, render, workspace};
 
 pub fn why(cwd: &Path, args: WhyArgs) -> Result<i32, Failure> {

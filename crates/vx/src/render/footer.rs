@@ -160,6 +160,7 @@ pub fn footer(style: &Style, summary: &Summary<'_>) -> String {
         CacheKind::Miss,
         CacheKind::UpToDate,
         CacheKind::RestoredLocal,
+        CacheKind::RestoredRemote,
         CacheKind::NoCache,
     ];
     let cache_parts: Vec<String> = kinds

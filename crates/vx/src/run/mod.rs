@@ -6,8 +6,9 @@
 //! [`preview`] prints `--dry` and `--graph` instead of running; [`execute`] is the
 //! orchestration loop that spawns, supervises and reports every task, and [`ready`] tells when
 //! a persistent task with `ready-when` is ready. The cache side:
-//! [`keys`] derives keys, [`cache`] decides hit or execute and saves, [`outputs`] finds, cleans
-//! and checks declared outputs, and [`lane`] runs restores and saves on their own threads.
+//! [`keys`] derives keys, [`cache`] decides hit or execute, restores and saves (its `outputs`
+//! finds and checks declared outputs), and [`lane`] runs restores and saves on their own threads;
+//! [`record`] writes down what happened (history, fingerprints, retention).
 //! [`outcome`] is the vocabulary of what happened; [`explain`] words failure notes;
 //! [`stripper`] removes escapes; [`subprocess`] runs vx's own short commands (git, probes).
 
@@ -21,11 +22,11 @@ pub mod lane;
 pub mod lockfiles;
 pub mod memory;
 pub mod outcome;
-pub mod outputs;
 pub mod plan;
 pub mod preview;
 pub mod proxy;
 pub mod ready;
+pub mod record;
 pub mod sandbox;
 pub mod setup;
 pub mod stripper;
@@ -161,7 +162,8 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
             end: opened.span.1,
         },
     ];
-    let (cache, lock) = setup::run_cache(&plan, &options, &host_env, sh.clone(), opened, ci);
+    let (cache, recorder, lock) =
+        setup::run_cache(&plan, &options, &host_env, sh.clone(), opened, ci);
     let ctx = Context {
         cwd: cwd.to_path_buf(),
         cache_dir,
@@ -179,10 +181,12 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     };
     let mut reporter = Reporter::new(style, flow, options.output_logs);
     if host_env.get("GITHUB_ACTIONS").is_some_and(|v| truthy(v)) {
-        reporter.use_github_groups(cache::random_hex(16));
+        reporter.use_github_groups(crate::ids::random_hex(16));
     }
     let executor = Box::new(vx_exec::Supervisor::new());
-    let mut run = Run::new(&plan, &options, ctx, reporter, tx, rx, executor, cache);
+    let mut run = Run::new(
+        &plan, &options, ctx, reporter, tx, rx, executor, cache, recorder,
+    );
     let exit = matches!(ending, Ending::Exit);
     if let Ending::Cycle(servers) = ending {
         run = run.watching(servers);

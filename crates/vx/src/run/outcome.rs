@@ -6,8 +6,6 @@ use std::time::Duration;
 use vx_core::units::format_duration;
 use vx_core::TaskId;
 
-pub use super::cache::CacheKind;
-
 /// The final state of a task in a run (glossary: outcome), plus `Running` for a ready
 /// persistent task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,7 +133,7 @@ impl TaskReport {
     pub fn glyph(&self) -> &'static str {
         match (self.status, self.cache) {
             (Status::Success, Some(CacheKind::UpToDate)) => "►",
-            (Status::Success, Some(CacheKind::RestoredLocal)) => "⇢",
+            (Status::Success, Some(CacheKind::RestoredLocal | CacheKind::RestoredRemote)) => "⇢",
             (status, _) => status.glyph(),
         }
     }
@@ -193,6 +191,7 @@ impl TaskReport {
             _ => match (self.cache, &self.short_key) {
                 (Some(CacheKind::UpToDate), Some(key)) => format!("up-to-date · {key}"),
                 (Some(CacheKind::RestoredLocal), Some(key)) => format!("restored-local · {key}"),
+                (Some(CacheKind::RestoredRemote), Some(key)) => format!("restored-remote · {key}"),
                 _ => "executed".to_string(),
             },
         }
@@ -238,5 +237,35 @@ mod tests {
         // Tasks that did not end by passing or failing get no note.
         assert_eq!(note(Status::Aborted, 1, 2), None);
         assert_eq!(note(Status::Skipped, 0, 2), None);
+    }
+}
+
+/// How a task's result was obtained (UI-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheKind {
+    Miss,
+    UpToDate,
+    RestoredLocal,
+    /// Restored from an entry a further cache layer delivered during this run (REM-5).
+    RestoredRemote,
+    NoCache,
+}
+
+impl CacheKind {
+    pub fn word(self) -> &'static str {
+        match self {
+            CacheKind::Miss => "miss",
+            CacheKind::UpToDate => "up-to-date",
+            CacheKind::RestoredLocal => "local",
+            CacheKind::RestoredRemote => "remote",
+            CacheKind::NoCache => "no-cache",
+        }
+    }
+
+    pub fn is_hit(self) -> bool {
+        matches!(
+            self,
+            CacheKind::UpToDate | CacheKind::RestoredLocal | CacheKind::RestoredRemote
+        )
     }
 }

@@ -136,7 +136,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
 /// Git for this run; the cache directory's files never count as changed.
 fn git(workspace: &Workspace, cwd: &Path, options: &RunOptions) -> Git {
     let host_env = super::host_env();
-    let dir = super::cache::cache_dir(
+    let dir = crate::cache_dir::cache_dir(
         &workspace.root,
         cwd,
         options.cache_dir.as_deref(),

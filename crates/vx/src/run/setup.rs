@@ -3,7 +3,7 @@
 //! enumeration (KEY-10) with the identity memo, and the helper processes keys need (runtime
 //! probes, KEY-8; the uncommitted-changes check of STORE-10), all run through the supervisor.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -12,19 +12,28 @@ use vx_core::{Diagnostic, TaskId, Workspace};
 use vx_store::{Access, OpenError, RunLock, Store};
 use vx_workspace::tree::{Tree, TreeOptions};
 
-use super::cache::{
-    cache_dir, memo_row, refuses_cache_dir, workspace_identity, ReadWithIndex, RunCache,
-};
+use super::cache::{memo_row, RunCache, WorkspaceStamps};
 use super::keys::{unstable_nodes, Keys, Prober, StampCache};
 use super::plan::Plan;
 use super::preview::{DryCache, DryRow};
+use super::record::Recorder;
 use super::subprocess;
+use crate::cache_dir::{cache_dir, refuses_cache_dir, workspace_identity};
 use crate::error::Failure;
 use crate::options::RunOptions;
 use crate::render;
 
 /// KEY-8: probes time out after a minute.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a run reads from the index when it opens the store.
+#[derive(Default)]
+pub struct ReadWithIndex {
+    /// The workspace's `output_stamps` (STORE-9).
+    pub stamps: WorkspaceStamps,
+    /// Each task's recent executions, for the scheduler's estimates (SCHED-2, SCHED-4).
+    pub recent: HashMap<TaskId, vx_store::index::Recent>,
+}
 
 /// What opening the cache produced.
 pub struct Opened {
@@ -182,7 +191,7 @@ pub fn run_cache<'p>(
     sh: Option<PathBuf>,
     opened: Opened,
     ci: bool,
-) -> (RunCache<'p>, Option<RunLock>) {
+) -> (RunCache<'p>, Recorder, Option<RunLock>) {
     let prober = prober(host_env, sh.clone());
     // Memos of the lockfiles' per-project digests live beside the index, when it is written.
     let memo_dir = opened
@@ -205,16 +214,18 @@ pub fn run_cache<'p>(
     let root = plan.workspace.root.clone();
     let env = subprocess::git_env(host_env);
     let dirty_probe = Box::new(move |paths: &[String]| dirty_paths(&root, &env, paths));
+    let ReadWithIndex { stamps, recent } = opened.read;
     (
         RunCache::new(
             keys,
             &plan.workspace,
-            opened.store,
-            opened.read,
+            vx_store::Layers::local(opened.store),
+            stamps,
             options.cache,
             ci,
             dirty_probe,
         ),
+        Recorder::new(recent),
         opened.lock,
     )
 }
@@ -230,7 +241,7 @@ pub fn dry_rows(
 ) -> Result<Vec<DryRow>, Failure> {
     let dir = resolve_cache_dir(&plan.workspace, cwd, options, host_env)?;
     let opened = open(&plan.workspace.root, &dir, Access::ReadOnly, false)?;
-    let (mut cache, _) = run_cache(plan, options, host_env, sh, opened, false);
+    let (mut cache, recorder, _) = run_cache(plan, options, host_env, sh, opened, false);
     let unstable = unstable_nodes(plan);
     let mut rows = Vec::new();
     for (i, node) in plan.graph.nodes.iter().enumerate() {
@@ -249,7 +260,7 @@ pub fn dry_rows(
             },
             prediction: unstable[i],
             cache: status,
-            median_ms: cache
+            median_ms: recorder
                 .recent(&node.id)
                 .and_then(|r| vx_core::schedule::median(&r.durations_ms)),
         });
@@ -277,7 +288,10 @@ pub fn dry_rows(
             row.cache = DryCache::NotStarted;
         }
     }
-    cache.report_counters();
+    super::record::report_counters(
+        cache.keys.tree.counters().files_hashed,
+        cache.layers().store(),
+    );
     Ok(rows)
 }
 

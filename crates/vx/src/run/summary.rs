@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::cache::CacheKind;
+use super::outcome::CacheKind;
 use super::outcome::{NotReady, Status, TaskReport};
 use crate::options::Target;
 use crate::render::notice;
@@ -107,7 +107,6 @@ pub enum CacheWord {
     UpToDate,
     RestoredLocal,
     /// From the remote cache (M4): part of the format before vx writes it.
-    #[allow(dead_code)]
     RestoredRemote,
     NoCache,
 }
@@ -170,8 +169,8 @@ impl Summary {
             run_id: facts.run_id.clone(),
             ok: facts.exit_code == 0,
             exit_code: facts.exit_code,
-            started_at: super::cache::rfc3339(facts.started_at_ms.div_euclid(1000)),
-            ended_at: super::cache::rfc3339(facts.ended_at_ms.div_euclid(1000)),
+            started_at: crate::clock::rfc3339(facts.started_at_ms.div_euclid(1000)),
+            ended_at: crate::clock::rfc3339(facts.ended_at_ms.div_euclid(1000)),
             total_ms: (facts.ended_at_ms - facts.started_at_ms).max(0) as u64,
             tasks,
             counts,
@@ -198,6 +197,7 @@ fn task_of(r: &TaskReport, key: Option<String>) -> SummaryTask {
         CacheKind::Miss => CacheWord::Miss,
         CacheKind::UpToDate => CacheWord::UpToDate,
         CacheKind::RestoredLocal => CacheWord::RestoredLocal,
+        CacheKind::RestoredRemote => CacheWord::RestoredRemote,
         CacheKind::NoCache => CacheWord::NoCache,
     });
     SummaryTask {

@@ -107,7 +107,8 @@ pub fn chrome_trace(
 fn outcome(r: &TaskReport) -> &'static str {
     match (r.status, r.cache) {
         (Status::Success, Some(kind)) if kind.is_hit() => match kind {
-            super::cache::CacheKind::UpToDate => "up-to-date",
+            super::outcome::CacheKind::UpToDate => "up-to-date",
+            super::outcome::CacheKind::RestoredRemote => "restored-remote",
             _ => "restored-local",
         },
         (status, _) => status.word(),
@@ -117,8 +118,8 @@ fn outcome(r: &TaskReport) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::cache::CacheKind;
     use crate::run::outcome::AttemptSpan;
+    use crate::run::outcome::CacheKind;
     use vx_core::TaskId;
 
     #[test]

@@ -74,8 +74,15 @@ impl Run<'_> {
 
         let code = self.exit_code();
         let history = (!signalled).then(|| self.history(code));
-        self.cache.finish(history);
-        self.cache.report_counters();
+        self.cache.finish(signalled);
+        let retention = self.plan.workspace.settings.cache_retention.as_ref();
+        let (store, keys) = self.cache.store_and_keys();
+        let key_of = |id: &vx_core::TaskId| keys.known(id).map(|d| d.key.hex());
+        self.recorder.finish(store, history, &key_of, retention);
+        crate::run::record::report_counters(
+            self.cache.keys.tree.counters().files_hashed,
+            self.cache.layers().store(),
+        );
         self.write_summary(code);
         self.write_profile();
         self.finish_output();
@@ -92,7 +99,9 @@ impl Run<'_> {
         // The kept task's exit is the run's: history (HIST-1) and the summary (UI-14) say so.
         if self.stopping.is_none() {
             let history = self.history(code);
-            self.cache.record_again(history);
+            let (store, keys) = self.cache.store_and_keys();
+            let key_of = |id: &vx_core::TaskId| keys.known(id).map(|d| d.key.hex());
+            self.recorder.record_again(store, history, &key_of);
         }
         if let Some((path, summary)) = &mut self.summary {
             summary.set_exit_code(code);
@@ -125,8 +134,8 @@ impl Run<'_> {
         let facts = RunFacts {
             run_id: self.run_id.clone(),
             exit_code: code,
-            started_at_ms: crate::run::cache::epoch_ms(self.started_wall),
-            ended_at_ms: crate::run::cache::epoch_ms(SystemTime::now()),
+            started_at_ms: crate::clock::epoch_ms(self.started_wall),
+            ended_at_ms: crate::clock::epoch_ms(SystemTime::now()),
         };
         let reports: Vec<&TaskReport> = self.reports.values().collect();
         let summary = RunSummary::new(&facts, &reports, |r| self.cache.key_hex(&r.id));
@@ -172,7 +181,7 @@ impl Run<'_> {
         exit_code: i32,
     ) -> (vx_store::index::Invocation, Vec<vx_store::index::RunRow>) {
         let run_id = self.run_id.clone();
-        let started_at = crate::run::cache::epoch_ms(self.started_wall);
+        let started_at = crate::clock::epoch_ms(self.started_wall);
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
         let mut rows = Vec::new();
         for report in self.reports.values() {
@@ -221,7 +230,7 @@ impl Run<'_> {
             run_id,
             argv: std::env::args().collect(),
             started_at,
-            ended_at: crate::run::cache::epoch_ms(SystemTime::now()),
+            ended_at: crate::clock::epoch_ms(SystemTime::now()),
             exit_code,
             task_count: rows.len() as u64,
             counts,

@@ -28,7 +28,7 @@ use vx_store::log::{LogBuf, LogStream};
 
 use super::{kind_of, prefixed, shown, stream_index, task, Kind, Live, Msg, Run};
 use crate::render::{out, stderr};
-use crate::run::cache::CacheKind;
+use crate::run::outcome::CacheKind;
 use crate::run::outcome::Status;
 
 /// How long a task's thread holds its route while the loop's channel is full, before it lets
@@ -516,7 +516,12 @@ impl Run<'_> {
             let id = &graph.nodes[d].id;
             match self.reports.get(&d) {
                 Some(r) if r.executed => return Some(format!("its upstream {id} ran again")),
-                Some(r) if r.cache == Some(CacheKind::RestoredLocal) => {
+                Some(r)
+                    if matches!(
+                        r.cache,
+                        Some(CacheKind::RestoredLocal | CacheKind::RestoredRemote)
+                    ) =>
+                {
                     return Some(format!("its upstream {id} was restored from the cache"))
                 }
                 _ => {}

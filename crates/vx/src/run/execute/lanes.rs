@@ -9,7 +9,8 @@ use vx_store::log::LogRecord;
 
 use super::{kind_of, task, Kind, Msg, PackResult, RestoreResult, Run};
 use crate::render;
-use crate::run::cache::{Ahead, CacheKind, Decision, RestoreJob, SaveJob};
+use crate::run::cache::{Ahead, Decision, RestoreJob, SaveJob};
+use crate::run::outcome::CacheKind;
 use crate::run::outcome::{Status, TaskReport};
 use crate::run::stripper::Stripper;
 
@@ -138,7 +139,8 @@ impl Run<'_> {
 
     /// The save lane finished packing: publish the entry, then release the dependants.
     pub(super) fn saved(&mut self, i: usize, job: Box<SaveJob>, packed: Box<PackResult>) {
-        self.cache.complete_save(job, *packed);
+        let saved = self.cache.complete_save(job, *packed);
+        self.recorder.saved(&self.plan.graph.nodes[i].id, saved);
         if let Some((next, job)) = self.saves.done() {
             self.start_save(next, job);
         }

@@ -20,7 +20,6 @@
 //! cache hits and the restore and save lanes; `end.rs` the end of the graph (footer, history).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -38,12 +37,14 @@ use vx_exec::{
 
 use vx_store::log::{LogBuf, LogStream};
 
-use super::cache::{After, CacheKind, Decision, Done, RestoreJob, RunCache, SaveJob};
+use super::cache::{Decision, Done, RestoreJob, RunCache, SaveJob};
 use super::explain::explain;
 use super::lane::Lane;
+use super::outcome::CacheKind;
 use super::outcome::{AttemptSpan, NotReady, Status, TaskReport};
 use super::plan::Plan;
 use super::ready::Waiting;
+use super::record::Recorder;
 use super::stripper::Stripper;
 use super::trace::Phase;
 use crate::options::RunOptions;
@@ -52,6 +53,7 @@ use crate::render::reporter::Reporter;
 use crate::{exit, render};
 
 mod admission;
+mod attempt;
 mod end;
 mod kept;
 mod lanes;
@@ -60,6 +62,7 @@ mod sandboxed;
 mod servers;
 
 use admission::{estimate, HeldForMemory};
+use attempt::Attempt;
 pub(crate) use end::masked_argv;
 pub use kept::Servers;
 use kept::{Identity, Route};
@@ -197,6 +200,8 @@ pub struct Run<'p> {
     exited_servers: Vec<Box<dyn RunningTask>>,
     /// The cache side of the run: keys, lookups, restores and saves.
     cache: RunCache<'p>,
+    /// What the run writes down for later: history, fingerprints, retention.
+    recorder: Recorder,
     /// Tasks that ran although an upstream failed (`--continue=always`), and everything that
     /// folds them: never saved (EXEC-17).
     tainted: BTreeSet<usize>,
@@ -232,6 +237,7 @@ impl<'p> Run<'p> {
         rx: Receiver<Msg>,
         executor: Box<dyn Executor>,
         cache: RunCache<'p>,
+        recorder: Recorder,
     ) -> Run<'p> {
         // EXEC-14: on a terminal an interactive task owns it; off one it is an ordinary task.
         let on_terminal = !ctx.keeps_terminal && vx_exec::tree::owns_terminal();
@@ -256,7 +262,7 @@ impl<'p> Run<'p> {
             .nodes
             .iter()
             .enumerate()
-            .map(|(i, node)| estimate(cache.recent(&node.id), kind_of(task(plan, i))))
+            .map(|(i, node)| estimate(recorder.recent(&node.id), kind_of(task(plan, i))))
             .collect();
         // Nothing reserves memory without a recorded peak: no need to measure the budget.
         let budget = if estimates.iter().any(|e| e.peak_rss_bytes.is_some()) {
@@ -311,12 +317,13 @@ impl<'p> Run<'p> {
             ended_persistent: Vec::new(),
             exited_servers: Vec::new(),
             cache,
+            recorder,
             tainted: BTreeSet::new(),
             saves: Lane::new("save", lane_width),
             restores: Lane::new("restore", lane_width),
             servers_held: Vec::new(),
             held: HeldForMemory::default(),
-            run_id: crate::run::cache::run_id(),
+            run_id: crate::ids::run_id(),
             summary: None,
             phases,
             sandbox_host: None,
@@ -525,29 +532,29 @@ impl<'p> Run<'p> {
             },
         };
         let path_var = env.get("PATH").cloned().unwrap_or_default();
-        let spec = SpawnSpec {
-            program: self
-                .ctx
-                .sh
-                .clone()
-                .unwrap_or_else(|| PathBuf::from("/nonexistent/sh")),
-            arg0: OsString::from("sh"),
-            args: vec![OsString::from("-c"), OsString::from(script(&command, args))],
-            cwd: dir.clone(),
-            env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
-            stdin: if self.interactive.contains(&i) {
-                StdinMode::Terminal
-            } else if kind == Kind::Persistent {
-                StdinMode::HeldPipe
-            } else {
-                StdinMode::Null
+        let attempt = Attempt::new(
+            script(&command, args),
+            &project.dir,
+            env,
+            timeout.filter(|_| kind != Kind::Persistent),
+            config.cache.as_deref(),
+        );
+        let spec = attempt.local_spec(
+            &self.plan.workspace.root,
+            attempt::Local {
+                sh: self.ctx.sh.clone(),
+                stdin: if self.interactive.contains(&i) {
+                    StdinMode::Terminal
+                } else if kind == Kind::Persistent {
+                    StdinMode::HeldPipe
+                } else {
+                    StdinMode::Null
+                },
+                kill_grace: self.ctx.kill_grace,
+                stop_leftovers_on_exit: kind == Kind::OneShot,
+                sandbox: launch,
             },
-            timeout: timeout.filter(|_| kind != Kind::Persistent),
-            kill_grace: self.ctx.kill_grace,
-            drain: Duration::from_millis(250),
-            stop_leftovers_on_exit: kind == Kind::OneShot,
-            sandbox: launch,
-        };
+        );
         let attempts = match kind {
             Kind::OneShot => 1 + config.retries.or(self.options.retry).unwrap_or(0),
             _ => 1,
@@ -846,7 +853,11 @@ impl<'p> Run<'p> {
         let mut report = self.report_of(i, &live, status);
         report.attempts = live.attempt;
         report.sandbox_violations = violations;
-        report.key_failures_after_pass = self.cache.key_failures_after_pass(&report.id);
+        report.key_failures_after_pass = self.recorder.key_failures_after_pass(
+            self.cache.layers().store(),
+            &report.id,
+            self.cache.key_hex(&report.id),
+        );
         if kind == Kind::Persistent && status == Status::Failed {
             report.not_ready = Some(match completion.exit {
                 ExitReason::SpawnFailed(_) => NotReady::Spawn,
@@ -889,8 +900,11 @@ impl<'p> Run<'p> {
                 cpu_ms: report.cpu_ms,
                 peak_rss_bytes: report.peak_rss_bytes,
             });
-            if let After::Pack(job) = after {
-                save = Some(job);
+            self.recorder
+                .fingerprint(after.fingerprint, self.cache.layers_mut().store_mut());
+            match after.save {
+                Ok(job) => save = Some(job),
+                Err(reason) => self.recorder.saved(&report.id, Err(reason)),
             }
         }
         self.reporter.finished(i, &report, self.is_shown(i));
@@ -1113,4 +1127,4 @@ fn spawn_note(dir: &std::path::Path, error: &std::io::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -10,7 +10,7 @@ use vx_core::units::format_duration;
 use vx_exec::Completion;
 
 use super::{shown, Msg, Run};
-use crate::run::cache::CacheKind;
+use crate::run::outcome::CacheKind;
 use crate::run::outcome::{Status, TaskReport};
 use crate::run::ready::Waiting;
 use crate::{exit, render};

@@ -16,6 +16,17 @@ fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
         concurrency: Some("1".into()),
         ..RunArgs::default()
     };
+    run_layered(f, executor, args, |layers| layers).0
+}
+
+/// Runs `args` in fixture `f` through the fake executor, with the cache layers `layers` makes
+/// of the local store (`.vx` in the fixture); returns the exit code and each task's report.
+pub(crate) fn run_layered(
+    f: &Fixture,
+    executor: ScriptedExecutor,
+    args: RunArgs,
+    layers: impl FnOnce(&mut vx_store::Layers) -> &mut vx_store::Layers,
+) -> (i32, Vec<TaskReport>) {
     let options = resolve(args).unwrap();
     let plan = super::super::plan::discover(f.root())
         .and_then(|workspace| super::super::plan::build(workspace, f.root(), &options))
@@ -44,8 +55,9 @@ fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
         false,
     )
     .unwrap_or_else(|_| panic!("open the cache"));
-    let (cache, _) =
+    let (mut cache, recorder, _) =
         super::super::setup::run_cache(&plan, &options, &host_env, None, opened, false);
+    layers(cache.layers_mut());
     let reporter = Reporter::new(Style { colour: false }, Flow::Broad, Some(OutputLogs::None));
     let (tx, rx) = crossbeam_channel::unbounded();
     let mut run = Run::new(
@@ -57,8 +69,10 @@ fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
         rx,
         Box::new(executor),
         cache,
+        recorder,
     );
-    run.execute()
+    let code = run.execute();
+    (code, run.reports.values().cloned().collect())
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! A cached task's declared outputs on disk: finding what the output globs match, cleaning it
-//! safely (STORE-10 step 1, STORE-11), and the up-to-date check (STORE-9).
+//! A cached task's declared outputs on disk: finding what the output globs match, and the
+//! up-to-date check (STORE-9).
 //!
 //! How this works: each positive glob is walked from its literal prefix (`dist` for
 //! `dist/**`), never descending into walls — `.git`, `.vx`, the cache directory, nested
@@ -8,10 +8,8 @@
 //! installed dependencies are not an output of `**/*.js`) — and never following a symlinked
 //! directory. What the globs match is returned whatever it is: regular files, symlinks and
 //! directories, so an entry keeps the tree exactly (STORE-5). A wall met inside a directory a
-//! glob names is listed as skipped, so a save can say so. Cleaning first checks every match
-//! against the protections of
-//! STORE-10 (tracked files with uncommitted changes, untracked inputs of tasks of the run,
-//! exempting files vx itself last wrote), and only then removes anything.
+//! glob names is listed as skipped, so a save can say so. Cleaning what is found is
+//! `clean.rs`'s.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -25,7 +23,7 @@ use vx_core::config::CacheConfig;
 use vx_core::globs::{literal_prefix, GlobCache, TaskGlobs};
 use vx_store::index::OutputStamp;
 
-use super::keys::{is_under, join, relative};
+use crate::run::keys::{is_under, join, relative};
 
 /// The output globs of one cached task, resolved against the workspace.
 #[derive(Clone)]
@@ -209,57 +207,6 @@ impl Outputs {
             || (name == "node_modules" && !keep_node_modules)
             || self.walls.iter().any(|w| is_under(rel, w))
     }
-
-    /// STORE-10 step 1, after the protections were checked: removes every match (links are
-    /// unlinked, never followed), then directories left empty below the kept prefixes (a
-    /// matched directory that still holds something unmatched stays).
-    pub fn clean(&self, root: &Path, found: &[Found]) -> Result<(), CleanError> {
-        let mut dirs: Vec<String> = Vec::new();
-        for f in found {
-            if f.meta.is_dir() {
-                dirs.push(f.path.clone());
-                continue;
-            }
-            let path = root.join(&f.path);
-            if let Err(e) = fs::remove_file(&path) {
-                if !is_missing(&e) {
-                    return Err(CleanError::Remove {
-                        path: f.path.clone(),
-                        source: e,
-                    });
-                }
-            }
-            let mut parent = f.path.as_str();
-            while let Some((up, _)) = parent.rsplit_once('/') {
-                dirs.push(up.to_string());
-                parent = up;
-            }
-        }
-        let keep = self.prefixes();
-        dirs.sort();
-        dirs.dedup();
-        // Deepest first, so a parent is tried after its children.
-        for dir in dirs.iter().rev() {
-            let kept = keep.iter().any(|k| is_under(k, dir));
-            if kept || !self.covers_dir(dir) {
-                continue;
-            }
-            let _ = fs::remove_dir(root.join(dir));
-        }
-        Ok(())
-    }
-
-    /// Whether a directory lies below some glob's literal prefix (so cleaning may remove it
-    /// when it is left empty).
-    fn covers_dir(&self, dir: &str) -> bool {
-        self.prefixes().iter().any(|p| is_under(dir, p) && dir != p)
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum CleanError {
-    #[error("cannot remove `{path}`: {}", plain(source))]
-    Remove { path: String, source: io::Error },
 }
 
 /// An IO error's reason without Rust's `(os error N)` suffix.

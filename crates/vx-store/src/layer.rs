@@ -1,0 +1,553 @@
+//! Cache layers (ARCH-2, §13.1): the local store first, then further layers read through, and
+//! the background uploads to them.
+//!
+//! # How this works
+//!
+//! [`CacheLayer`] is the seam a remote protocol implements: existence ([`CacheLayer::contains`]),
+//! a download into a file under a size cap ([`CacheLayer::fetch`]) and an upload from an artifact
+//! file ([`CacheLayer::put`]). The body is always the local artifact format (STORE-5), so every
+//! layer's entries are validated by the one check the local store uses.
+//!
+//! [`Layers`] is what a run holds instead of a bare [`Store`]. [`Layers::lookup`] asks the local
+//! index first; on a miss it asks each further layer that reads, at most once per key and run
+//! (REM-5): the body lands in `tmp/`, is validated and adopted into the local store with origin
+//! `remote`, and is served from there like any local entry. A body that fails validation is a
+//! miss with the failure class `invalid artifact`. [`Layers::upload`] queues a saved artifact
+//! for every layer that writes; at most `upload_concurrency` uploads run at once, on threads that
+//! start on demand, and [`Layers::drain`] waits for them at the end of the run (REM-8).
+//!
+//! A further layer never fails a run (REM-7): every error is a miss for reads and a dropped
+//! upload for writes, reported once per class (operation and kind) through
+//! [`Layers::take_warnings`], and a layer whose connection failed three times in a row is
+//! switched off for the rest of the run. [`Layers::off`] is the run without a cache: every
+//! lookup misses and every write is dropped.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::index::{Lookup, Store, StoreError};
+
+/// A cache that lives somewhere else (a Turborepo HTTP server, a REAPI server). Bodies are
+/// artifacts in the local format; keys are vx keys (64 hex digits).
+pub trait CacheLayer: Send + Sync {
+    /// How messages name the layer: its URL without credentials or query.
+    fn name(&self) -> &str;
+
+    /// Whether the layer holds `key`, without reading the body (REM-9).
+    fn contains(&self, key: &str) -> Result<bool, LayerError>;
+
+    /// Writes the artifact of `key` into the new file `dest`, at most `cap` bytes (a longer
+    /// body is [`ErrorKind::TooLarge`]). `Ok(false)` is a miss. On an error, `dest` may be left
+    /// behind; the caller removes it.
+    fn fetch(&self, key: &str, dest: &Path, cap: u64) -> Result<bool, LayerError>;
+
+    /// Uploads the artifact file of `key`; `duration_ms` is how long the task ran.
+    fn put(&self, key: &str, artifact: &Path, duration_ms: u64) -> Result<(), LayerError>;
+}
+
+/// What a layer was asked to do, as the warnings name it (REM-7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    Download,
+    Exists,
+    Upload,
+}
+
+impl Op {
+    pub fn word(self) -> &'static str {
+        match self {
+            Op::Download => "download",
+            Op::Exists => "existence check",
+            Op::Upload => "upload",
+        }
+    }
+}
+
+/// REM-7's failure kinds. With the operation they make a failure class, reported once per run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// Refused, reset, DNS or TLS: the server could not be talked to. Counts toward switching the
+    /// layer off.
+    Connection,
+    /// No progress within a timeout. Counts toward switching the layer off.
+    Timeout,
+    /// 401/403, `UNAUTHENTICATED`, `PERMISSION_DENIED`: the warning adds a hint naming the token
+    /// variable.
+    Unauthorized,
+    /// Any other unexpected status.
+    Status,
+    /// A body that is not a valid artifact for its key (REM-5).
+    InvalidArtifact,
+    /// A body over the size cap.
+    TooLarge,
+    /// A body whose signature is missing or wrong (REM-16).
+    BadSignature,
+    /// A local file could not be read or written.
+    Io,
+}
+
+impl ErrorKind {
+    fn is_connection(self) -> bool {
+        matches!(self, ErrorKind::Connection | ErrorKind::Timeout)
+    }
+}
+
+/// A failure of one layer operation. `detail` is shown in the warning; it never holds
+/// credentials or a query string.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{detail}")]
+pub struct LayerError {
+    pub kind: ErrorKind,
+    pub detail: String,
+}
+
+impl LayerError {
+    pub fn new(kind: ErrorKind, detail: impl Into<String>) -> LayerError {
+        LayerError {
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Where a hit came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The local store held it.
+    Local,
+    /// A further layer delivered it during this run (now adopted locally).
+    Remote,
+}
+
+/// How a further layer is used in this run.
+#[derive(Debug, Clone)]
+pub struct RemoteUse {
+    /// Lookups on a local miss (REM-5).
+    pub read: bool,
+    /// Uploads of saved results (REM-8).
+    pub write: bool,
+    /// The variable the token is read from, for the hint on an authorisation failure.
+    pub token_env: String,
+    /// The compressed size cap of one download.
+    pub max_download: u64,
+}
+
+/// One warning for the renderer (REM-7), with its hint line when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub line: String,
+    pub hint: Option<String>,
+}
+
+/// Consecutive connection failures after which a layer is switched off for the run.
+const SWITCH_OFF_AFTER: u32 = 3;
+
+/// A further layer's state in this run, shared with the upload threads.
+struct Health {
+    in_a_row: u32,
+    off: bool,
+    warned: HashSet<(Op, ErrorKind)>,
+    /// Failures whose class was already warned about, summarised at the end.
+    repeats: u64,
+    warnings: Vec<Warning>,
+}
+
+struct Remote {
+    layer: Arc<dyn CacheLayer>,
+    usage: RemoteUse,
+    health: Arc<Mutex<Health>>,
+}
+
+impl Remote {
+    fn readable(&self) -> bool {
+        self.usage.read && !lock(&self.health).off
+    }
+
+    fn writable(&self) -> bool {
+        self.usage.write && !lock(&self.health).off
+    }
+
+    fn note(&self, op: Op, outcome: Result<(), &LayerError>) {
+        note(
+            &self.health,
+            self.layer.name(),
+            &self.usage.token_env,
+            op,
+            outcome,
+        );
+    }
+}
+
+fn lock(health: &Mutex<Health>) -> std::sync::MutexGuard<'_, Health> {
+    health
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Records the outcome of one operation on a layer: a success resets the connection count, a
+/// failure is warned about once per class and may switch the layer off.
+fn note(
+    health: &Mutex<Health>,
+    name: &str,
+    token_env: &str,
+    op: Op,
+    outcome: Result<(), &LayerError>,
+) {
+    let mut health = lock(health);
+    let error = match outcome {
+        Ok(()) => {
+            health.in_a_row = 0;
+            return;
+        }
+        Err(error) => error,
+    };
+    if error.kind.is_connection() {
+        health.in_a_row += 1;
+    }
+    if health.warned.insert((op, error.kind)) {
+        let consequence = match op {
+            Op::Upload => "not uploaded",
+            Op::Download | Op::Exists => "treating as a miss",
+        };
+        let hint = (error.kind == ErrorKind::Unauthorized)
+            .then(|| format!("check the token in ${token_env}"));
+        health.warnings.push(Warning {
+            line: format!(
+                "remote cache: {} failed ({}) at {name}; {consequence}",
+                op.word(),
+                error.detail
+            ),
+            hint,
+        });
+    } else {
+        health.repeats += 1;
+    }
+    if health.in_a_row >= SWITCH_OFF_AFTER && !health.off {
+        health.off = true;
+        health.warnings.push(Warning {
+            line: "remote cache unreachable; continuing with the local cache only".into(),
+            hint: None,
+        });
+    }
+}
+
+/// The cache of a run: the local store and the layers behind it. See the module documentation.
+pub struct Layers {
+    local: Option<Store>,
+    remotes: Vec<Remote>,
+    /// Keys already asked of the further layers in this run (REM-5: at most once).
+    asked: HashSet<String>,
+    uploads: Uploads,
+}
+
+impl Layers {
+    /// No cache at all: lookups miss, writes are dropped.
+    pub fn off() -> Layers {
+        Layers::local(None)
+    }
+
+    /// The local store alone (`None`: no cache).
+    pub fn local(store: Option<Store>) -> Layers {
+        Layers {
+            local: store,
+            remotes: Vec::new(),
+            asked: HashSet::new(),
+            uploads: Uploads::new(1),
+        }
+    }
+
+    /// Adds a further layer behind the local store. Uploads to all layers share
+    /// `upload_concurrency` threads (the largest asked for).
+    pub fn add_remote(
+        &mut self,
+        layer: Arc<dyn CacheLayer>,
+        usage: RemoteUse,
+        upload_concurrency: usize,
+    ) -> &mut Layers {
+        self.uploads.concurrency = self.uploads.concurrency.max(upload_concurrency.max(1));
+        self.remotes.push(Remote {
+            layer,
+            usage,
+            health: Arc::new(Mutex::new(Health {
+                in_a_row: 0,
+                off: false,
+                warned: HashSet::new(),
+                repeats: 0,
+                warnings: Vec::new(),
+            })),
+        });
+        self
+    }
+
+    /// The local store, when there is one.
+    pub fn store(&self) -> Option<&Store> {
+        self.local.as_ref()
+    }
+
+    pub fn store_mut(&mut self) -> Option<&mut Store> {
+        self.local.as_mut()
+    }
+
+    /// Closes the local store (the end of a run). Queued uploads keep their files' paths.
+    pub fn close(&mut self) {
+        self.local = None;
+    }
+
+    /// Whether the local store is open and enabled.
+    pub fn enabled(&self) -> bool {
+        self.local.as_ref().is_some_and(|s| s.disabled().is_none())
+    }
+
+    /// The local store's salt (zeros without one).
+    pub fn salt(&self) -> [u8; 32] {
+        self.local.as_ref().map_or([0; 32], Store::salt)
+    }
+
+    /// Whether any further layer reads or writes.
+    pub fn has_remote(&self) -> bool {
+        !self.remotes.is_empty()
+    }
+
+    /// Probes `key`: the local store, then (on a local miss) each further layer that reads,
+    /// adopting what it delivers. Errors are the local store's; a further layer's failure is a
+    /// miss and a warning.
+    pub fn lookup(
+        &mut self,
+        key: &str,
+        accept: &dyn Fn(&str) -> bool,
+    ) -> Result<(Lookup, Source), StoreError> {
+        let Some(store) = self.local.as_mut() else {
+            return Ok((Lookup::Miss, Source::Local));
+        };
+        match store.lookup(key, accept)? {
+            Lookup::Miss => {}
+            other => return Ok((other, Source::Local)),
+        }
+        if !store.can_adopt() || self.remotes.is_empty() || !self.asked.insert(key.to_string()) {
+            return Ok((Lookup::Miss, Source::Local));
+        }
+        for remote in &self.remotes {
+            if !remote.readable() {
+                continue;
+            }
+            let dest = store.tmp_path("download");
+            let fetched = remote.layer.fetch(key, &dest, remote.usage.max_download);
+            remote.note(Op::Download, fetched.as_ref().map(|_| ()));
+            if fetched != Ok(true) {
+                let _ = std::fs::remove_file(&dest);
+                continue;
+            }
+            match store.adopt_download(key, &dest, accept, "remote")? {
+                Lookup::Hit(entry) => return Ok((Lookup::Hit(entry), Source::Remote)),
+                Lookup::Damaged(damage) => {
+                    let error = LayerError::new(
+                        ErrorKind::InvalidArtifact,
+                        format!("invalid artifact: {}", damage.reason),
+                    );
+                    remote.note(Op::Download, Err(&error));
+                }
+                Lookup::Miss => {}
+            }
+        }
+        Ok((Lookup::Miss, Source::Local))
+    }
+
+    /// Whether `key` exists, for `--dry` (REM-9): the local store, then existence checks on the
+    /// further layers that read. Nothing is downloaded.
+    pub fn exists(&self, key: &str) -> Option<Source> {
+        let store = self.local.as_ref()?;
+        if store.disabled().is_some() {
+            return None;
+        }
+        if store.has_entry(key) {
+            return Some(Source::Local);
+        }
+        for remote in &self.remotes {
+            if !remote.readable() {
+                continue;
+            }
+            let answer = remote.layer.contains(key);
+            remote.note(Op::Exists, answer.as_ref().map(|_| ()));
+            if answer == Ok(true) {
+                return Some(Source::Remote);
+            }
+        }
+        None
+    }
+
+    /// Queues the saved artifact of `key` for every further layer that writes (REM-8). The
+    /// caller never queues a tainted, withheld or failed result.
+    pub fn upload(&mut self, key: &str, duration_ms: u64) {
+        let Some(store) = self.local.as_ref() else {
+            return;
+        };
+        let path = store.artifact_path(key);
+        for remote in &self.remotes {
+            if !remote.writable() {
+                continue;
+            }
+            self.uploads.push(Upload {
+                layer: Arc::clone(&remote.layer),
+                health: Arc::clone(&remote.health),
+                token_env: remote.usage.token_env.clone(),
+                key: key.to_string(),
+                path: path.clone(),
+                duration_ms,
+            });
+        }
+    }
+
+    /// Uploads still queued or in flight.
+    pub fn uploads_pending(&self) -> usize {
+        self.uploads.pending.load(Ordering::SeqCst)
+    }
+
+    /// Waits up to `wait` for the queued uploads, calling `slow` once with the number pending
+    /// when they take longer than `slow_after`; what is left after `wait` is abandoned. Returns
+    /// the number abandoned.
+    pub fn drain(
+        &mut self,
+        wait: Duration,
+        slow_after: Duration,
+        slow: &mut dyn FnMut(usize),
+    ) -> usize {
+        self.uploads.drain(wait, slow_after, slow)
+    }
+
+    /// A signal stopped the run: queued uploads are dropped, those in flight are left to the
+    /// process exit.
+    pub fn abandon_uploads(&mut self) {
+        self.uploads.abandon.store(true, Ordering::SeqCst);
+    }
+
+    /// The warnings not yet shown, each failure class once per run (REM-7).
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        self.remotes
+            .iter()
+            .flat_map(|r| std::mem::take(&mut lock(&r.health).warnings))
+            .collect()
+    }
+
+    /// Failures whose class had already been warned about (summarised above the footer).
+    pub fn repeated_failures(&self) -> u64 {
+        self.remotes.iter().map(|r| lock(&r.health).repeats).sum()
+    }
+}
+
+/// One queued upload; owns what its thread needs.
+struct Upload {
+    layer: Arc<dyn CacheLayer>,
+    health: Arc<Mutex<Health>>,
+    token_env: String,
+    key: String,
+    path: PathBuf,
+    duration_ms: u64,
+}
+
+/// The upload queue: a channel read by at most `concurrency` threads, started on demand.
+struct Uploads {
+    concurrency: usize,
+    sender: Option<Sender<Upload>>,
+    receiver: Arc<Mutex<Receiver<Upload>>>,
+    threads: Vec<JoinHandle<()>>,
+    pending: Arc<AtomicUsize>,
+    abandon: Arc<AtomicBool>,
+}
+
+impl Uploads {
+    fn new(concurrency: usize) -> Uploads {
+        let (sender, receiver) = mpsc::channel();
+        Uploads {
+            concurrency,
+            sender: Some(sender),
+            receiver: Arc::new(Mutex::new(receiver)),
+            threads: Vec::new(),
+            pending: Arc::new(AtomicUsize::new(0)),
+            abandon: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn push(&mut self, upload: Upload) {
+        let Some(sender) = &self.sender else {
+            return;
+        };
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        if sender.send(upload).is_err() {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        if self.threads.len() < self.concurrency {
+            let receiver = Arc::clone(&self.receiver);
+            let pending = Arc::clone(&self.pending);
+            let abandon = Arc::clone(&self.abandon);
+            let spawned = std::thread::Builder::new()
+                .name("vx-upload".into())
+                .spawn(move || upload_loop(&receiver, &pending, &abandon));
+            if let Ok(handle) = spawned {
+                self.threads.push(handle);
+            }
+        }
+    }
+
+    fn drain(
+        &mut self,
+        wait: Duration,
+        slow_after: Duration,
+        slow: &mut dyn FnMut(usize),
+    ) -> usize {
+        // Closing the channel ends each thread once the queue is empty.
+        self.sender = None;
+        let start = Instant::now();
+        let mut said = false;
+        loop {
+            let pending = self.pending.load(Ordering::SeqCst);
+            if pending == 0 {
+                for thread in self.threads.drain(..) {
+                    let _ = thread.join();
+                }
+                return 0;
+            }
+            let waited = start.elapsed();
+            if waited >= wait {
+                self.abandon.store(true, Ordering::SeqCst);
+                return pending;
+            }
+            if !said && waited >= slow_after {
+                said = true;
+                slow(pending);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+fn upload_loop(receiver: &Mutex<Receiver<Upload>>, pending: &AtomicUsize, abandon: &AtomicBool) {
+    loop {
+        let next = {
+            let receiver = receiver.lock().unwrap_or_else(|p| p.into_inner());
+            receiver.recv()
+        };
+        let Ok(upload) = next else {
+            return;
+        };
+        let skip = abandon.load(Ordering::SeqCst) || lock(&upload.health).off;
+        if !skip {
+            let result = upload
+                .layer
+                .put(&upload.key, &upload.path, upload.duration_ms);
+            note(
+                &upload.health,
+                upload.layer.name(),
+                &upload.token_env,
+                Op::Upload,
+                result.as_ref().map(|_| ()),
+            );
+        }
+        pending.fetch_sub(1, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,180 @@
+//! The one lookup path (STORE-8, STORE-9, REM-5): a ready task's key, then what the cache holds
+//! for it, then how a hit is served.
+//!
+//! [`RunCache::probe`] is shared by the run, the restore lane and `--dry`; they differ only in
+//! what they [`Want`]: the key alone (a task the lane already missed), an existence check
+//! (`--dry`, which reads no artifact), or the entry. [`RunCache::serve`] turns a hit into an
+//! up-to-date decision (the outputs on disk are exactly what this checkout last wrote, so only
+//! the log is read) or a [`RestoreJob`] once the cleaning protections allow it.
+
+use std::time::Duration;
+
+use vx_core::graph::task_config;
+use vx_core::TaskId;
+use vx_store::index::{Entry, Lookup};
+use vx_store::Source;
+
+use super::outputs::{up_to_date, Found, Outputs};
+use super::restore::{decode_log, say_damaged, RestoreJob};
+use super::{CacheKind, Decision, RunCache};
+
+/// What a caller needs from the cache.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Want {
+    /// The key and the outputs: the task is known to miss.
+    Key,
+    /// Whether an entry exists, without reading it (`--dry`, REM-9).
+    Existence,
+    /// The entry itself, looked up (and downloaded from a further layer on a local miss).
+    Entry,
+}
+
+/// What the cache holds for a ready task.
+pub(super) enum Probe {
+    /// A persistent task: no key, never cached (KEY-9).
+    Persistent,
+    /// The key could not be derived: the task fails with this text.
+    KeyFailed(String),
+    /// Not a cached task (no `cache` table).
+    Uncached { key: String },
+    /// No usable entry (or lookups are off).
+    Miss { key: String, outputs: Outputs },
+    /// `--dry`: an entry exists.
+    Exists { key: String },
+    /// A confirmed entry.
+    Hit(Box<Hit>),
+}
+
+pub(super) struct Hit {
+    pub key: String,
+    pub short: String,
+    pub entry: Entry,
+    pub source: Source,
+    pub outputs: Outputs,
+}
+
+/// How a hit is served.
+pub(super) enum Served {
+    /// Up to date: the decision is final.
+    Decision(Decision),
+    /// Its outputs must be written back (the protections allowed cleaning).
+    Restore(RestoreJob),
+    /// Cleaning is refused (STORE-10): the task fails with this line when it runs.
+    Refused(String),
+}
+
+impl RunCache<'_> {
+    /// The task's key and what the cache holds for it. See the module documentation.
+    pub(super) fn probe(&mut self, id: &TaskId, want: Want) -> Probe {
+        let config = task_config(self.workspace, id).expect("declared");
+        if config.is_persistent() {
+            return Probe::Persistent;
+        }
+        let (key, short) = match self.keys.key(id) {
+            None => return Probe::Persistent,
+            Some(Err(error)) => return Probe::KeyFailed(error.0),
+            Some(Ok(derived)) => (derived.key.hex(), derived.key.short()),
+        };
+        if want == Want::Existence {
+            // `--dry` prints nothing but its table.
+            self.keys.notices.clear();
+        } else {
+            self.flush_key_notices();
+        }
+        let Some(outputs) = self.outputs_of(id, config) else {
+            return Probe::Uncached { key };
+        };
+        if want == Want::Key || !self.reads() {
+            return Probe::Miss { key, outputs };
+        }
+        if want == Want::Existence {
+            return match self.layers.exists(&key) {
+                Some(_) => Probe::Exists { key },
+                None => Probe::Miss { key, outputs },
+            };
+        }
+        let accept = |name: &str| outputs.accepts(name);
+        let looked = self.layers.lookup(&key, &accept);
+        self.show_layer_warnings();
+        match looked {
+            Ok((Lookup::Hit(entry), source)) => Probe::Hit(Box::new(Hit {
+                key,
+                short,
+                entry,
+                source,
+                outputs,
+            })),
+            Ok((Lookup::Damaged(damage), _)) => {
+                say_damaged(id, &short, &damage.reason, true);
+                Probe::Miss { key, outputs }
+            }
+            Ok((Lookup::Miss, _)) => Probe::Miss { key, outputs },
+            Err(error) => {
+                self.turn_off(&error.to_string());
+                Probe::Miss { key, outputs }
+            }
+        }
+    }
+
+    /// A confirmed entry, with what its outputs' globs match on disk now: up-to-date, or a
+    /// restore once the protections of STORE-10 allow cleaning.
+    pub(super) fn serve(
+        &mut self,
+        id: &TaskId,
+        hit: Box<Hit>,
+        needs_log: bool,
+        found: Vec<Found>,
+    ) -> Served {
+        let Hit {
+            key,
+            short,
+            entry,
+            source,
+            outputs,
+        } = *hit;
+        let stored = Duration::from_millis(entry.duration_ms);
+        if up_to_date(&found, &entry.outputs, self.stamps.of(&key), &outputs) {
+            let records = if needs_log {
+                let Some(store) = self.layers.store() else {
+                    return Served::Refused(format!("vx: {id}: the cache is off"));
+                };
+                // An unreadable log falls through to a full restore, which validates the whole
+                // artifact.
+                vx_store::artifact::read_log(&store.artifact_path(&key))
+                    .ok()
+                    .map(|log| decode_log(&log))
+            } else {
+                Some(Vec::new())
+            };
+            if let Some(records) = records {
+                if let Some(store) = self.layers.store_mut() {
+                    store.touch(&key);
+                }
+                self.keys.keep_key_only(id);
+                return Served::Decision(Decision::Hit {
+                    kind: CacheKind::UpToDate,
+                    records,
+                    short_key: short,
+                    stored,
+                });
+            }
+        }
+        if let Err(line) = self.check_clean(id, &outputs, &found) {
+            return Served::Refused(line);
+        }
+        let Some(store) = self.layers.store() else {
+            return Served::Refused(format!("vx: {id}: the cache is off"));
+        };
+        Served::Restore(RestoreJob {
+            id: id.clone(),
+            path: store.artifact_path(&key),
+            key,
+            short,
+            stored,
+            source,
+            root: self.workspace.root.clone(),
+            outputs,
+            found,
+        })
+    }
+}
