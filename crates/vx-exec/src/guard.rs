@@ -39,7 +39,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 use crate::child::{pipe, Prepared};
-use crate::tree;
+use crate::process_tree;
 
 /// The hidden first argument that makes the vx binary run [`serve`] instead of the CLI.
 pub const GUARD_ARG: &str = "__vx_guard";
@@ -188,7 +188,7 @@ impl Registry {
 
     /// The process groups to SIGKILL, given the live process table: every registered group,
     /// plus every group with a live member in a registered session.
-    pub(crate) fn targets(&self, table: &[tree::ProcStat]) -> Vec<i32> {
+    pub(crate) fn targets(&self, table: &[process_tree::ProcStat]) -> Vec<i32> {
         let mut groups: Vec<i32> = self.entries.keys().copied().collect();
         for process in table.iter().filter(|p| !p.is_zombie()) {
             let in_session = matches!(self.entries.get(&process.session), Some((Tag::Session, _)));
@@ -202,7 +202,7 @@ impl Registry {
     }
 
     /// Whether any live process belongs to a registered group or session.
-    fn any_alive(&self, table: &[tree::ProcStat]) -> bool {
+    fn any_alive(&self, table: &[process_tree::ProcStat]) -> bool {
         table.iter().filter(|p| !p.is_zombie()).any(|p| {
             self.entries.contains_key(&p.pgrp)
                 || matches!(self.entries.get(&p.session), Some((Tag::Session, _)))
@@ -274,11 +274,11 @@ fn kill_all(registry: &Registry) {
     if registry.entries.is_empty() {
         return;
     }
-    let use_proc = tree::proc_is_usable();
+    let use_proc = process_tree::proc_is_usable();
     let until = Instant::now() + KILL_FOR;
     loop {
         let table = if use_proc {
-            tree::scan_proc()
+            process_tree::scan_proc()
         } else {
             Vec::new()
         };
@@ -298,7 +298,7 @@ fn kill_all(registry: &Registry) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::stat;
+    use crate::process_tree::stat;
 
     #[test]
     fn a_done_record_unregisters_only_one_registration() {
@@ -363,7 +363,7 @@ mod tests {
     fn alive(pid: i32) -> bool {
         std::fs::read(format!("/proc/{pid}/stat"))
             .ok()
-            .and_then(|stat| tree::parse_stat(&stat))
+            .and_then(|stat| process_tree::parse_stat(&stat))
             .is_some_and(|stat| !stat.is_zombie())
     }
 

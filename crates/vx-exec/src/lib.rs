@@ -15,7 +15,7 @@
 //! - Each task has one thread (`task.rs`) that reads both pipes with `poll`, enforces the
 //!   timeout and stops, drains output after the leader exits, stops leftovers, and reports
 //!   [`ExecEvent::Completed`] last. [`TaskHandle`] stops or kills it from outside.
-//! - `tree.rs` finds a task's live processes (its group and session, from `/proc` on Linux) and
+//! - `process_tree.rs` finds a task's live processes (its group and session, from `/proc` on Linux) and
 //!   signals them, always by process group.
 //!
 //! - `guard.rs` is EXEC-7's guard: a helper process, started before the first spawn, that
@@ -41,12 +41,12 @@ mod child;
 mod event;
 mod executor;
 pub mod guard;
+pub mod process_tree;
 pub mod sandbox;
 pub mod sandbox_init;
 mod supervisor;
 mod task;
 pub mod trace;
-pub mod tree;
 
 pub use event::{
     Completion, ExecEvent, ExitReason, ResourceUsage, SandboxEnd, SandboxLaunch, SpawnSpec,

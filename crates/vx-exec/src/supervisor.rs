@@ -72,7 +72,7 @@ impl Supervisor {
         let shared = SHARED.get_or_init(|| {
             #[cfg(target_os = "linux")]
             match nix::sys::prctl::set_child_subreaper(true) {
-                Ok(()) => crate::tree::IS_SUBREAPER.store(true, Ordering::Relaxed),
+                Ok(()) => crate::process_tree::IS_SUBREAPER.store(true, Ordering::Relaxed),
                 Err(err) => {
                     tracing::warn!(%err, "could not become a child subreaper; orphans go to init")
                 }
@@ -172,7 +172,7 @@ impl Supervisor {
             }
             if spec.stdin == crate::event::StdinMode::Terminal {
                 // The child may have taken the foreground before its exec failed.
-                crate::tree::take_foreground();
+                crate::process_tree::take_foreground();
             }
             return failed(sink, err);
         }
@@ -270,7 +270,7 @@ impl SupervisorShared {
                 // vx's job stops too, so the shell that started vx takes the terminal, and
                 // `fg` resumes both. Any other child's stop is its own business.
                 if self.lock().terminal.contains(&pid) {
-                    crate::tree::pass_on_stop(pid);
+                    crate::process_tree::pass_on_stop(pid);
                 }
                 continue;
             }

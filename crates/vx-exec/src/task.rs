@@ -34,9 +34,9 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use crate::event::{
     Completion, ExecEvent, ExitReason, ResourceUsage, SandboxEnd, SpawnSpec, Stream,
 };
+use crate::process_tree;
 use crate::sandbox_init::{self, InitExit, ReportLine};
 use crate::supervisor::{spawn_failure, SupervisorShared};
-use crate::tree;
 
 type Sink = Box<dyn FnMut(ExecEvent) + Send>;
 
@@ -82,7 +82,7 @@ pub(crate) struct TaskShared {
     control: Mutex<Option<OwnedFd>>,
     /// The guard has been told vx is finished with this task's pid (EXEC-7).
     guard_released: AtomicBool,
-    /// No process of the task is alive, proven (see `tree::Liveness::ProvenEmpty`).
+    /// No process of the task is alive, proven (see `process_tree::Liveness::ProvenEmpty`).
     proven_empty: AtomicBool,
     /// The task's own cgroup, where vx contains tasks in cgroups (`cgroup.rs`): its members
     /// count as the task's processes beside its session and group.
@@ -263,7 +263,7 @@ impl TaskShared {
         // SIGKILL of a sandboxed task goes to bwrap's group, which holds init: init's end
         // ends the pid namespace and every process in it (SBX-9).
         let sent = match self.signal_target() {
-            Some(pid) => tree::signal_tree(pid, signal),
+            Some(pid) => process_tree::signal_tree(pid, signal),
             None => Vec::new(),
         };
         // Whatever left the session (a `setsid` daemon) is still in the task's cgroup.
@@ -301,13 +301,13 @@ impl TaskShared {
             return in_cgroup;
         };
         // Empty for good only when the cgroup is empty too: nothing can join either again.
-        match (tree::count_or_proof(pid), in_cgroup) {
-            (tree::Liveness::ProvenEmpty, 0) => {
+        match (process_tree::count_or_proof(pid), in_cgroup) {
+            (process_tree::Liveness::ProvenEmpty, 0) => {
                 self.proven_empty.store(true, Ordering::Relaxed);
                 0
             }
-            (tree::Liveness::ProvenEmpty, n) => n,
-            (tree::Liveness::Counted(n), m) => n.max(m),
+            (process_tree::Liveness::ProvenEmpty, n) => n,
+            (process_tree::Liveness::Counted(n), m) => n.max(m),
         }
     }
 
@@ -582,7 +582,7 @@ impl Running {
     fn run(mut self) {
         self.read_until_leader_exit();
         if self.terminal {
-            tree::take_foreground();
+            process_tree::take_foreground();
         }
         // Counted from when this thread sees the exit rather than from the exit itself, so a
         // thread that fell behind (a slow sink) still reads what the leader wrote before exiting.

@@ -52,7 +52,7 @@ fn main() {
     // every task has been stopped or released, and the guard may exit without killing.
     vx_exec::cgroup::cleanup();
     vx_exec::guard::shutdown();
-    run::sandbox::remove_scratch();
+    run::host::sandbox::remove_scratch();
     std::process::exit(code);
 }
 

@@ -21,7 +21,7 @@ use crate::cache_dir::cache_dir;
 use crate::cli::InfoArgs;
 use crate::error::Failure;
 use crate::render::out_str;
-use crate::run::cpus::available_cpus_and_source;
+use crate::run::host::cpus::available_cpus_and_source;
 use crate::{exit, workspace};
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
@@ -145,7 +145,7 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
         }
     };
     let (memory_budget_bytes, memory_budget_source) =
-        crate::run::memory::Budget::from_env(&env).resolve();
+        crate::run::host::memory::Budget::from_env(&env).resolve();
     let dir = cache_dir(
         &root,
         cwd,
@@ -175,7 +175,8 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
         cache,
         history,
         sandbox: {
-            let probed = crate::run::sandbox::Host::probe(env.get("PATH").map(String::as_str));
+            let probed =
+                crate::run::host::sandbox::Host::probe(env.get("PATH").map(String::as_str));
             SandboxInfo {
                 available: probed.is_ok(),
                 reason: probed.err(),

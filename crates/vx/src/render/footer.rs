@@ -12,7 +12,7 @@ const RECAP_LINES: usize = 30;
 const RECAP_BYTES: usize = 8 * 1024;
 const RECAP_TASKS: usize = 5;
 
-pub struct Summary<'a> {
+pub struct Totals<'a> {
     pub reports: &'a [TaskReport],
     pub projects_in_run: usize,
     pub projects_in_workspace: usize,
@@ -118,7 +118,7 @@ fn rule(title: &str) -> String {
     format!("{head}{}", "─".repeat(fill))
 }
 
-pub fn footer(style: &Style, summary: &Summary<'_>) -> String {
+pub fn footer(style: &Style, summary: &Totals<'_>) -> String {
     let reports = summary.reports;
     let count = |s: Status| reports.iter().filter(|r| r.status == s).count();
     let (failed, success, skipped) = (

@@ -1,38 +1,29 @@
-//! `vx run`: the run pipeline (ARCH-3), in the order the steps happen.
+//! `vx run`: the run pipeline (ARCH-3). The folders follow its order:
 //!
-//! [`plan`] discovers the workspace, loads configuration and builds the task graph (asking git
-//! through [`affected`] for `--affected` and changed-since filters);
-//! [`setup`] opens the store, takes the run lock and lists the workspace's files once;
-//! [`preview`] prints `--dry` and `--graph` instead of running; [`execute`] is the
-//! orchestration loop that spawns, supervises and reports every task, and [`ready`] tells when
-//! a persistent task with `ready-when` is ready. The cache side:
-//! [`keys`] derives keys, [`cache`] decides hit or execute, restores and saves (its `outputs`
-//! finds and checks declared outputs), and [`lane`] runs restores and saves on their own threads;
-//! [`record`] writes down what happened (history, fingerprints, retention).
-//! [`outcome`] is the vocabulary of what happened; [`explain`] words failure notes;
-//! [`stripper`] removes escapes; [`subprocess`] runs vx's own short commands (git, probes).
+//! 1. [`plan`]: discover the workspace, load configuration, build the task graph (asking git
+//!    through `plan::affected` for `--affected` and changed-since filters); `plan::preview`
+//!    prints `--dry` and `--graph` instead of running.
+//! 2. [`setup`]: open the store, take the run lock, list the workspace's files once.
+//! 3. [`keys`]: derive each ready task's key (`keys::lockfiles`: the lockfile per project).
+//! 4. [`execute`]: the loop that schedules, spawns, supervises and reports every task, with its
+//!    restore and save lanes (`execute::lane`), readiness of persistent tasks (`execute::ready`)
+//!    and the placement-neutral [`execute`]`::attempt`.
+//! 5. [`cache`]: per task, hit or execute before, save after, behind the cache layers.
+//! 6. [`record`]: what the run writes down: history, fingerprints, retention, the summary
+//!    (`record::summary`) and the Chrome trace (`record::profile`).
+//!
+//! [`outcome`] is the vocabulary of what happened, shared with the renderer. [`host`] is what
+//! vx asks of the machine: CPUs and memory, signals, its own short commands (git, probes), and
+//! the sandbox with its network proxy.
 
-pub mod affected;
 pub mod cache;
-pub mod cpus;
 pub mod execute;
-pub mod explain;
+pub mod host;
 pub mod keys;
-pub mod lane;
-pub mod lockfiles;
-pub mod memory;
 pub mod outcome;
 pub mod plan;
-pub mod preview;
-pub mod proxy;
-pub mod ready;
 pub mod record;
-pub mod sandbox;
 pub mod setup;
-pub mod stripper;
-pub mod subprocess;
-pub mod summary;
-pub mod trace;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,9 +35,9 @@ use crate::error::Failure;
 use crate::options::{Plan as PlanFlag, RunOptions};
 use crate::render::reporter::{Flow, Reporter};
 use crate::render::style::{colour_enabled, Style};
-use cpus::available_cpus;
 use execute::{Context, Msg, Run};
-use trace::Phase;
+use host::cpus::available_cpus;
+use record::profile::Phase;
 
 /// How many messages (output chunks, events) may wait for the run loop.
 const MESSAGES_IN_FLIGHT: usize = 64;
@@ -71,7 +62,7 @@ pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
 
 pub fn run_as(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i32, Failure> {
     let result = run_routed(cwd, options, ending);
-    signals::route_to_run(None);
+    host::signals::route_to_run(None);
     result
 }
 
@@ -81,8 +72,8 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     // piling its output up in vx's memory (STORE-6); nothing on the loop's thread ever sends.
     let (tx, rx) = crossbeam_channel::bounded::<Msg>(MESSAGES_IN_FLIGHT);
     // Signals are taken over before any child exists, so Ctrl-C always reaches vx's handler.
-    signals::install()?;
-    signals::route_to_run(Some(tx.clone()));
+    host::signals::install()?;
+    host::signals::route_to_run(Some(tx.clone()));
     let options = options.clone();
     let host_env = host_env();
     let workspace = plan::discover(cwd)?;
@@ -113,13 +104,13 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     match &options.plan {
         Some(PlanFlag::DryText) => {
             let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
-            return Ok(preview::dry_text(&plan, &rows, slots as usize));
+            return Ok(plan::preview::dry_text(&plan, &rows, slots as usize));
         }
         Some(PlanFlag::DryJson) => {
             let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
-            return Ok(preview::dry_json(&plan, &rows, slots as usize));
+            return Ok(plan::preview::dry_json(&plan, &rows, slots as usize));
         }
-        Some(PlanFlag::Graph(path)) => return preview::graph(&plan, path.as_deref()),
+        Some(PlanFlag::Graph(path)) => return plan::preview::graph(&plan, path.as_deref()),
         None => {}
     }
     let lookup = |name: &str| host_env.get(name).cloned();
@@ -175,7 +166,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         sh,
         host_env: host_env.clone(),
         slots: slots.max(1),
-        memory_budget: memory::Budget::from_env(&host_env),
+        memory_budget: host::memory::Budget::from_env(&host_env),
         lock,
         keeps_terminal: matches!(ending, Ending::Cycle(_)),
     };
@@ -271,88 +262,5 @@ fn env_duration(env: &BTreeMap<String, String>, name: &str) -> Option<Duration> 
 
 /// EXEC-1: `sh` is resolved once against vx's own PATH.
 fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
-    subprocess::find_on_path(program, path)
-}
-
-/// SIGINT, SIGTERM and SIGHUP, taken over once per process and routed to whoever listens:
-/// the running graph's loop, and `vx watch` around it.
-pub mod signals {
-    use std::sync::atomic::{AtomicI32, Ordering};
-    use std::sync::{Mutex, OnceLock};
-
-    use crossbeam_channel::Sender;
-
-    use super::Msg;
-    use crate::error::Failure;
-
-    static RUN: Mutex<Option<Sender<Msg>>> = Mutex::new(None);
-    /// The last signal vx received (0: none). Every signal ends vx (EXEC-9, WATCH-1), so it is
-    /// never cleared.
-    static PENDING: AtomicI32 = AtomicI32::new(0);
-    static WATCH: Mutex<Option<Sender<i32>>> = Mutex::new(None);
-    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-
-    /// Installs the handlers and the thread that routes them, the first time.
-    pub fn install() -> Result<(), Failure> {
-        INSTALLED
-            .get_or_init(|| {
-                use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-                let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-                    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-                std::thread::Builder::new()
-                    .name("vx-signals".into())
-                    .spawn(move || {
-                        for signal in signals.forever() {
-                            if let Some(watch) = lock(&WATCH).as_ref() {
-                                let _ = watch.send(signal);
-                            }
-                            // Remembered and routed under one lock, so a graph that starts
-                            // listening meanwhile gets it exactly once; cloned out of the
-                            // lock, so a full channel does not block routing.
-                            let run = {
-                                let run = lock(&RUN);
-                                PENDING.store(signal, Ordering::SeqCst);
-                                run.clone()
-                            };
-                            if let Some(run) = run {
-                                let _ = run.send(Msg::Signal(signal));
-                            }
-                        }
-                    })
-                    .map(|_| ())
-                    .map_err(|e| format!("cannot start the signal thread: {e}"))
-            })
-            .clone()
-            .map_err(Failure::Internal)
-    }
-
-    /// The running graph's loop hears the signals from now on (`None`: no graph runs).
-    /// A signal that came before (between two cycles of `vx watch`) reaches it too.
-    pub fn route_to_run(tx: Option<Sender<Msg>>) {
-        let pending = {
-            let mut run = lock(&RUN);
-            *run = tx.clone();
-            pending()
-        };
-        if let (Some(tx), Some(signal)) = (tx, pending) {
-            let _ = tx.try_send(Msg::Signal(signal));
-        }
-    }
-
-    /// The last signal vx received, for a wait outside the graph's loop (the workspace lock).
-    pub fn pending() -> Option<i32> {
-        match PENDING.load(Ordering::SeqCst) {
-            0 => None,
-            n => Some(n),
-        }
-    }
-
-    /// `vx watch` hears every signal too.
-    pub fn route_to_watch(tx: Option<Sender<i32>>) {
-        *lock(&WATCH) = tx;
-    }
-
-    fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        mutex.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    host::subprocess::find_on_path(program, path)
 }

@@ -15,13 +15,13 @@ use vx_workspace::tree::{Tree, TreeOptions};
 use super::cache::{memo_row, RunCache, WorkspaceStamps};
 use super::keys::{unstable_nodes, Keys, Prober, StampCache};
 use super::plan::Plan;
-use super::preview::{DryCache, DryRow};
 use super::record::Recorder;
-use super::subprocess;
 use crate::cache_dir::{cache_dir, refuses_cache_dir, workspace_identity};
 use crate::error::Failure;
 use crate::options::RunOptions;
 use crate::render;
+use crate::run::host::subprocess;
+use crate::run::plan::preview::{DryCache, DryRow};
 
 /// KEY-8: probes time out after a minute.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -99,11 +99,11 @@ fn take_lock(root: &Path) -> Result<Option<RunLock>, Failure> {
         }
     };
     // A signal while waiting ends the run before any task starts (EXIT-1: 128 + n).
-    let stop = || crate::run::signals::pending().is_some();
+    let stop = || crate::run::host::signals::pending().is_some();
     match vx_store::lock::acquire_unless(root, &mut on_wait, &stop) {
         Ok(Some(lock)) => Ok(Some(lock)),
         Ok(None) => Err(Failure::Signalled(
-            crate::run::signals::pending().unwrap_or(nix::libc::SIGINT),
+            crate::run::host::signals::pending().unwrap_or(nix::libc::SIGINT),
         )),
         Err(error) => {
             render::warning(&format!("{error}; running without the workspace lock"));
@@ -199,7 +199,7 @@ pub fn run_cache<'p>(
         .as_ref()
         .filter(|s| s.access() == Access::ReadWrite && s.read_only_reason().is_none())
         .map(|_| opened.dir.join("lockfiles"));
-    let lockfiles = super::lockfiles::Lockfiles::new(&plan.workspace, memo_dir);
+    let lockfiles = crate::run::keys::lockfiles::Lockfiles::new(&plan.workspace, memo_dir);
     let keys = Keys::new(
         &plan.workspace,
         &plan.table,

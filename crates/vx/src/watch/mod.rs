@@ -31,7 +31,8 @@ use crate::cli::RunArgs;
 use crate::error::Failure;
 use crate::options::{self, RunOptions};
 use crate::run::execute::Servers;
-use crate::run::{self, plan, setup, signals, Ending};
+use crate::run::host::signals;
+use crate::run::{self, plan, setup, Ending};
 use scope::{Fingerprint, Scope, PROBE_FILE};
 
 /// WATCH-4: a cycle starts this long after the last event…
@@ -687,7 +688,7 @@ fn git_ignored(root: &Path, paths: &[PathBuf]) -> BTreeSet<PathBuf> {
     let host_env = run::host_env();
     let Some(git) = host_env
         .get("PATH")
-        .and_then(|path| run::subprocess::find_on_path("git", path))
+        .and_then(|path| run::host::subprocess::find_on_path("git", path))
     else {
         return BTreeSet::new();
     };
@@ -702,12 +703,12 @@ fn git_ignored(root: &Path, paths: &[PathBuf]) -> BTreeSet<PathBuf> {
             "--".into(),
         ];
         args.extend(batch.iter().map(|p| p.as_os_str().to_owned()));
-        let output = run::subprocess::run(
+        let output = run::host::subprocess::run(
             git.clone(),
             "git",
             args,
             root,
-            run::subprocess::git_env(&host_env),
+            run::host::subprocess::git_env(&host_env),
             Duration::from_secs(30),
         );
         for line in output

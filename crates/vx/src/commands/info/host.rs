@@ -1,11 +1,11 @@
 //! Facts about the machine for `vx info` (HIST-6): the git version (through the supervisor,
-//! like every process vx starts). The memory budget is `run/memory.rs`'s.
+//! like every process vx starts). The memory budget is `run/host/memory.rs`'s.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::run::subprocess;
+use crate::run::host::subprocess;
 
 /// `git --version` as `2.43.0`; `None` when git is not on PATH or does not answer.
 pub fn git_version(root: &Path, env: &BTreeMap<String, String>) -> Option<String> {

@@ -29,9 +29,9 @@ use vx_store::log::LogRecord;
 use vx_store::Layers;
 
 use super::keys::Keys;
-use super::preview::DryCache;
 use crate::options::CachePolicy;
 use crate::render;
+use crate::run::plan::preview::DryCache;
 
 mod clean;
 pub mod outputs;

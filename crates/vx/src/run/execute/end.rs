@@ -6,13 +6,11 @@ use std::time::SystemTime;
 
 use super::{kind_of, task, Kind, Run};
 use crate::exit;
-use crate::render::footer::{footer, recap, Summary};
+use crate::render::footer::{footer, recap, Totals};
 use crate::render::{notice, out_str};
 use crate::run::outcome::{NotReady, Status, TaskReport};
-use crate::run::summary::{
-    target_path, write_and_tell, write_json, RunFacts, Summary as RunSummary,
-};
-use crate::run::trace::chrome_trace;
+use crate::run::record::profile::chrome_trace;
+use crate::run::record::summary::{target_path, write_and_tell, write_json, RunFacts, Summary};
 
 impl Run<'_> {
     /// Waits for messages until `done` holds, handling each as usual.
@@ -138,7 +136,7 @@ impl Run<'_> {
             ended_at_ms: crate::clock::epoch_ms(SystemTime::now()),
         };
         let reports: Vec<&TaskReport> = self.reports.values().collect();
-        let summary = RunSummary::new(&facts, &reports, |r| self.cache.key_hex(&r.id));
+        let summary = Summary::new(&facts, &reports, |r| self.cache.key_hex(&r.id));
         write_and_tell(&path, &summary, &self.ctx.cwd);
         self.summary = Some((path, summary));
     }
@@ -263,14 +261,14 @@ impl Run<'_> {
         let reports: Vec<TaskReport> = self.reports.values().cloned().collect();
         let style = self.reporter.style;
         out_str(&recap(&style, &reports, self.reporter.github_token()));
-        let summary = Summary {
+        let totals = Totals {
             reports: &reports,
             projects_in_run: self.plan.projects_in_run,
             projects_in_workspace: self.plan.workspace.projects.len(),
             workers: self.ctx.slots,
             wall: self.started_at.elapsed(),
         };
-        out_str(&footer(&style, &summary));
+        out_str(&footer(&style, &totals));
     }
 }
 

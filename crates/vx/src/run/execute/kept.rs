@@ -209,7 +209,7 @@ impl Servers {
         kept.live.handle.stop(nix::libc::SIGTERM);
         state.stopping.insert(slot, kept);
         while state.stopping.contains_key(&slot) {
-            if crate::run::signals::pending().is_some() {
+            if crate::run::host::signals::pending().is_some() {
                 return false;
             }
             state = self

@@ -10,9 +10,9 @@ use vx_store::log::LogRecord;
 use super::{kind_of, task, Kind, Msg, PackResult, RestoreResult, Run};
 use crate::render;
 use crate::run::cache::{Ahead, Decision, RestoreJob, SaveJob};
+use crate::run::execute::stripper::Stripper;
 use crate::run::outcome::CacheKind;
 use crate::run::outcome::{Status, TaskReport};
-use crate::run::stripper::Stripper;
 
 impl Run<'_> {
     /// SCHED-3: confirmed hits of tasks with stable keys are served at once, without waiting

@@ -8,7 +8,7 @@
 //! is reported, and releases or skips dependants.
 //!
 //! Persistent tasks (EXEC-13) are ready at spawn, or, with `ready-when`, when a line of their
-//! output matches ([`super::ready`]); until then they hold their exec slot. Ready, they count as
+//! output matches ([`crate::run::execute::ready`]); until then they hold their exec slot. Ready, they count as
 //! a success with the time to ready as duration, free the slot and release their dependants
 //! ([`Run::ready`]). The loop has timers only for them: while one waits, `recv` is bounded by
 //! the earliest of the not-ready notes (`VX_READY_NOTICE`) and readiness timeouts, and a task
@@ -38,28 +38,32 @@ use vx_exec::{
 use vx_store::log::{LogBuf, LogStream};
 
 use super::cache::{Decision, Done, RestoreJob, RunCache, SaveJob};
-use super::explain::explain;
-use super::lane::Lane;
 use super::outcome::CacheKind;
 use super::outcome::{AttemptSpan, NotReady, Status, TaskReport};
 use super::plan::Plan;
-use super::ready::Waiting;
 use super::record::Recorder;
-use super::stripper::Stripper;
-use super::trace::Phase;
 use crate::options::RunOptions;
 use crate::render::out;
 use crate::render::reporter::Reporter;
+use crate::run::execute::explain::explain;
+use crate::run::execute::lane::Lane;
+use crate::run::execute::ready::Waiting;
+use crate::run::execute::stripper::Stripper;
+use crate::run::record::profile::Phase;
 use crate::{exit, render};
 
 mod admission;
 mod attempt;
 mod end;
+pub mod explain;
 mod kept;
+pub mod lane;
 mod lanes;
+pub mod ready;
 mod region;
 mod sandboxed;
 mod servers;
+pub mod stripper;
 
 use admission::{estimate, HeldForMemory};
 use attempt::Attempt;
@@ -88,7 +92,7 @@ pub struct Context {
     pub slots: u32,
     /// SCHED-4: `VX_MEMORY_BUDGET`, or measure the budget at run start (only when a task in
     /// the run has a recorded peak).
-    pub memory_budget: crate::run::memory::Budget,
+    pub memory_budget: crate::run::host::memory::Budget,
     /// The workspace run lock, released when the graph is finished (STORE-14).
     pub lock: Option<vx_store::RunLock>,
     /// No task may own the terminal: vx must hear its Ctrl-C (a cycle of `vx watch`).
@@ -217,7 +221,7 @@ pub struct Run<'p> {
     /// This run's id (UUIDv7): history, the summary and the trace share it.
     run_id: String,
     /// The summary written before the footer, rewritten when a kept task ends (UI-14).
-    summary: Option<(PathBuf, crate::run::summary::Summary)>,
+    summary: Option<(PathBuf, crate::run::record::summary::Summary)>,
     /// With `--profile`: vx's phases, and each task's key derivation and cache probe (UI-15).
     phases: Option<Vec<Phase>>,
     /// SBX-1: whether tasks can be sandboxed here, probed at the first sandboxed execution.
@@ -240,7 +244,7 @@ impl<'p> Run<'p> {
         recorder: Recorder,
     ) -> Run<'p> {
         // EXEC-14: on a terminal an interactive task owns it; off one it is an ordinary task.
-        let on_terminal = !ctx.keeps_terminal && vx_exec::tree::owns_terminal();
+        let on_terminal = !ctx.keeps_terminal && vx_exec::process_tree::owns_terminal();
         let owns_terminal = |i: usize| on_terminal && task(plan, i).interactive == Some(true);
         // An interactive task on a terminal is never framed: it writes to the terminal itself.
         let requested_commands: Vec<usize> = plan
@@ -293,7 +297,7 @@ impl<'p> Run<'p> {
             // While an interactive task holds the terminal's foreground vx is a background
             // group; with `stty tostop` a write of vx's (the footer, a kept server's line)
             // would stop it with SIGTTOU. Children get default dispositions back (EXEC-1).
-            vx_exec::tree::ignore_sigttou();
+            vx_exec::process_tree::ignore_sigttou();
         }
         let phases = options.profile.is_some().then(|| ctx.phases.clone());
         Run {
@@ -1008,7 +1012,7 @@ impl<'p> Run<'p> {
             }
             render::stderr("\n");
             let first = self.stopping.unwrap_or(n);
-            crate::run::sandbox::remove_scratch();
+            crate::run::host::sandbox::remove_scratch();
             vx_exec::cgroup::cleanup();
             if self.watch.is_some() && first == nix::libc::SIGINT {
                 render::stderr("vx watch: no longer watching\n");

@@ -24,7 +24,7 @@ impl Run<'_> {
         self.reporter.flow() != Flow::Ci
             && self.interactive.is_empty()
             && self.ctx.host_env.get("TERM").is_none_or(|t| t != "dumb")
-            && vx_exec::tree::stdout_is_foreground_terminal()
+            && vx_exec::process_tree::stdout_is_foreground_terminal()
     }
 
     /// In the focused flow the region exists only while dependencies run: it goes for good when
@@ -41,7 +41,7 @@ impl Run<'_> {
         if !live::due() {
             return;
         }
-        let (width, height) = vx_exec::tree::terminal_size().unwrap_or((80, 24));
+        let (width, height) = vx_exec::process_tree::terminal_size().unwrap_or((80, 24));
         live::draw(
             &self.region_lines(),
             (usize::from(width), usize::from(height)),

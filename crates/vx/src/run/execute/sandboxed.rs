@@ -13,9 +13,11 @@ use vx_exec::{Completion, SandboxEnd, SandboxLaunch};
 
 use super::kept::Route;
 use super::{task, Kind, Msg, Run};
+use crate::run::host::proxy::{environment as proxy_environment, HostPattern, TaskProxy};
+use crate::run::host::sandbox::{
+    linked_packages, view, violations_section, Host, Linked, ViewInputs,
+};
 use crate::run::plan::Plan;
-use crate::run::proxy::{environment as proxy_environment, HostPattern, TaskProxy};
-use crate::run::sandbox::{linked_packages, view, violations_section, Host, Linked, ViewInputs};
 
 /// A live task's sandbox.
 pub(super) struct LiveSandbox {

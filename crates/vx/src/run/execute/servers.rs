@@ -10,9 +10,9 @@ use vx_core::units::format_duration;
 use vx_exec::Completion;
 
 use super::{shown, Msg, Run};
+use crate::run::execute::ready::Waiting;
 use crate::run::outcome::CacheKind;
 use crate::run::outcome::{Status, TaskReport};
-use crate::run::ready::Waiting;
 use crate::{exit, render};
 
 impl Run<'_> {

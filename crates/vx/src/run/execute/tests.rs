@@ -42,7 +42,7 @@ pub(crate) fn run_layered(
         phases: Vec::new(),
         cache_dir: std::env::temp_dir().join("vx-run-loop-tests"),
         slots: 1,
-        memory_budget: crate::run::memory::Budget::Off,
+        memory_budget: crate::run::host::memory::Budget::Off,
         lock: None,
         keeps_terminal: false,
     };

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::outcome::CacheKind;
-use super::outcome::{NotReady, Status, TaskReport};
 use crate::options::Target;
 use crate::render::notice;
+use crate::run::outcome::CacheKind;
+use crate::run::outcome::{NotReady, Status, TaskReport};
 
 /// The run summary (UI-14).
 #[derive(Debug, Clone, Serialize, JsonSchema)]

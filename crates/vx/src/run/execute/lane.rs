@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 
 use crossbeam_channel::Sender;
 
-use super::execute::Msg;
+use crate::run::execute::Msg;
 
 /// A job for a lane thread: the node, the job, the work, and where its message goes.
 type Job<J> = (usize, J, fn(usize, J) -> Msg, Sender<Msg>);

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::outcome::{Status, TaskReport};
+use crate::run::outcome::{Status, TaskReport};
 
 /// One of vx's own phases, or a task's key derivation and cache probe.
 #[derive(Debug, Clone)]
@@ -107,8 +107,8 @@ pub fn chrome_trace(
 fn outcome(r: &TaskReport) -> &'static str {
     match (r.status, r.cache) {
         (Status::Success, Some(kind)) if kind.is_hit() => match kind {
-            super::outcome::CacheKind::UpToDate => "up-to-date",
-            super::outcome::CacheKind::RestoredRemote => "restored-remote",
+            crate::run::outcome::CacheKind::UpToDate => "up-to-date",
+            crate::run::outcome::CacheKind::RestoredRemote => "restored-remote",
             _ => "restored-local",
         },
         (status, _) => status.word(),

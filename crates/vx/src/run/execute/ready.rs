@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use regex::bytes::Regex;
 
-use super::stripper::Stripper;
+use crate::run::execute::stripper::Stripper;
 
 /// How much of an unterminated line is kept and tested.
 const LINE_WINDOW: usize = 64 * 1024;

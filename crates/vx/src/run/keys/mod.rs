@@ -9,6 +9,8 @@
 //! current tree, iteratively, so a key never depends on which tasks the run scheduled.
 //! Groups have a roll-up key; persistent tasks have none and are never folded (KEY-9).
 
+pub mod lockfiles;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -25,7 +27,7 @@ use vx_core::key::{
 use vx_core::{TaskId, Workspace};
 use vx_workspace::tree::{FileId, Identity, StampMemo, Stat, Tree};
 
-use super::lockfiles::Lockfiles;
+use crate::run::keys::lockfiles::Lockfiles;
 
 /// A key and what it was derived from.
 #[derive(Debug, Clone)]

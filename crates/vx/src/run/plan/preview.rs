@@ -9,9 +9,9 @@ use serde_json::json;
 use vx_core::affected::Reason;
 use vx_core::units::format_duration;
 
-use super::plan::{is_group, Plan};
 use crate::error::Failure;
 use crate::render::out_str;
+use crate::run::plan::{is_group, Plan};
 use crate::{exit, render};
 
 /// The non-group tasks a node stands for: itself, or a group's members, transitively.

@@ -6,6 +6,9 @@
 //! The [`Recorder`] is separate from the cache: the cache decides how a task gets its result,
 //! the recorder writes down what happened. It borrows the local store when it writes.
 
+pub mod profile;
+pub mod summary;
+
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap};
 

@@ -2,6 +2,9 @@
 //! select projects, resolve the requested tasks and build the task graph. Nothing executes here
 //! but git, for `--affected` and changed-since filters (`affected`).
 
+pub mod affected;
+pub mod preview;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -12,9 +15,9 @@ use vx_core::selection::{select, Includes, ProjectWalks, Selection};
 use vx_core::suggest::did_you_mean;
 use vx_core::{Diagnostic, TaskId, Workspace};
 
-use super::affected::{nothing_affected, Changes, Git};
 use crate::error::Failure;
 use crate::options::RunOptions;
+use crate::run::plan::affected::{nothing_affected, Changes, Git};
 use crate::workspace::load;
 
 pub struct Plan {
