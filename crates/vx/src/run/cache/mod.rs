@@ -155,12 +155,6 @@ impl<'p> RunCache<'p> {
         &mut self.layers
     }
 
-    /// The local store to write and the keys to read, at once (the recorder's history rows
-    /// name each task's key).
-    pub fn store_and_keys(&mut self) -> (Option<&mut vx_store::Store>, &Keys<'p>) {
-        (self.layers.store_mut(), &self.keys)
-    }
-
     /// The full key derived for `id` in this run, if any.
     pub fn key_hex(&self, id: &TaskId) -> Option<String> {
         self.keys.known(id).map(|d| d.key.hex())

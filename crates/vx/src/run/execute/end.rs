@@ -7,10 +7,11 @@ use std::time::SystemTime;
 use super::{kind_of, task, Kind, Run};
 use crate::exit;
 use crate::render::footer::{footer, recap, Totals};
-use crate::render::{notice, out_str};
-use crate::run::outcome::{NotReady, Status, TaskReport};
-use crate::run::record::profile::chrome_trace;
-use crate::run::record::summary::{target_path, write_and_tell, write_json, RunFacts, Summary};
+use crate::render::out_str;
+use crate::run::outcome::{Status, TaskReport};
+use crate::run::record::profile::TraceFile;
+use crate::run::record::summary::{target_path, SummaryFile};
+use crate::run::record::{RunRecord, TaskRecord, TelemetrySink};
 
 impl Run<'_> {
     /// Waits for messages until `done` holds, handling each as usual.
@@ -71,18 +72,8 @@ impl Run<'_> {
         }
 
         let code = self.exit_code();
-        let history = (!signalled).then(|| self.history(code));
         self.cache.finish(signalled);
-        let retention = self.plan.workspace.settings.cache_retention.as_ref();
-        let (store, keys) = self.cache.store_and_keys();
-        let key_of = |id: &vx_core::TaskId| keys.known(id).map(|d| d.key.hex());
-        self.recorder.finish(store, history, &key_of, retention);
-        crate::run::record::report_counters(
-            self.cache.keys.tree.counters().files_hashed,
-            self.cache.layers().store(),
-        );
-        self.write_summary(code);
-        self.write_profile();
+        self.record_run(code, signalled, true);
         self.finish_output();
         // STORE-14: released before the foreground wait for kept persistent tasks.
         self.ctx.lock.take();
@@ -95,18 +86,7 @@ impl Run<'_> {
         }
         let code = self.keep_alive_loop(&kept);
         // The kept task's exit is the run's: history (HIST-1) and the summary (UI-14) say so.
-        if self.stopping.is_none() {
-            let history = self.history(code);
-            let (store, keys) = self.cache.store_and_keys();
-            let key_of = |id: &vx_core::TaskId| keys.known(id).map(|d| d.key.hex());
-            self.recorder.record_again(store, history, &key_of);
-        }
-        if let Some((path, summary)) = &mut self.summary {
-            summary.set_exit_code(code);
-            if let Err(reason) = write_json(path, summary) {
-                notice(&format!("could not write {}: {reason}", path.display()));
-            }
-        }
+        self.record_run(code, self.stopping.is_some(), false);
         code
     }
 
@@ -122,36 +102,69 @@ impl Run<'_> {
         )
     }
 
-    /// UI-14: the summary, written before the footer; a failure is one line and changes
-    /// nothing else.
-    fn write_summary(&mut self, code: i32) {
-        let Some(target) = &self.options.summarize else {
-            return;
-        };
-        let path = self.file_path(target, ".json");
-        let facts = RunFacts {
-            run_id: self.run_id.clone(),
+    /// The run ended with `code` (`first`: at the end of the graph, else when a kept task
+    /// ended after the footer): one run record for every sink (ARCH-2). History is not recorded
+    /// for a signal-stopped run, and retention runs only the first time; the summary is written
+    /// both times, the trace the first time.
+    fn record_run(&mut self, code: i32, signalled: bool, first: bool) {
+        let now = crate::clock::epoch_ms(SystemTime::now());
+        let keys = &self.cache.keys;
+        let record = RunRecord {
+            run_id: &self.run_id,
             exit_code: code,
             started_at_ms: crate::clock::epoch_ms(self.started_wall),
-            ended_at_ms: crate::clock::epoch_ms(SystemTime::now()),
+            ended_at_ms: now,
+            tasks: self
+                .reports
+                .values()
+                .map(|report| TaskRecord {
+                    report,
+                    key: keys.known(&report.id).map(|d| d.key.hex()),
+                })
+                .collect(),
         };
-        let reports: Vec<&TaskReport> = self.reports.values().collect();
-        let summary = Summary::new(&facts, &reports, |r| self.cache.key_hex(&r.id));
-        write_and_tell(&path, &summary, &self.ctx.cwd);
-        self.summary = Some((path, summary));
-    }
-
-    /// UI-15: the Chrome trace, written before the footer; a failure is one line.
-    fn write_profile(&mut self) {
-        let (Some(target), Some(phases)) = (&self.options.profile, &self.phases) else {
-            return;
-        };
-        let path = self.file_path(target, ".trace.json");
-        let reports: Vec<&TaskReport> = self.reports.values().collect();
-        let trace = chrome_trace(self.ctx.origin, self.started_at, phases, &reports, |r| {
-            self.cache.key_hex(&r.id)
-        });
-        write_and_tell(&path, &trace, &self.ctx.cwd);
+        if signalled {
+            self.recorder.flush(self.cache.layers_mut().store_mut());
+        } else {
+            let facts = invocation_facts(self.plan, self.options, &self.ctx);
+            let retention = first
+                .then_some(self.plan.workspace.settings.cache_retention.as_ref())
+                .flatten();
+            let store = self.cache.layers_mut().store_mut();
+            self.recorder
+                .history(store, facts, retention)
+                .run_ended(&record);
+        }
+        if first {
+            crate::run::record::report_counters(
+                self.cache.keys.tree.counters().files_hashed,
+                self.cache.layers().store(),
+            );
+        }
+        if first {
+            if let Some(target) = &self.options.summarize {
+                self.summary = Some(SummaryFile {
+                    path: self.file_path(target, ".json"),
+                    cwd: self.ctx.cwd.clone(),
+                    written: false,
+                });
+            }
+        }
+        if let Some(summary) = &mut self.summary {
+            summary.run_ended(&record);
+        }
+        if first {
+            if let (Some(target), Some(phases)) = (&self.options.profile, &self.phases) {
+                TraceFile {
+                    path: self.file_path(target, ".trace.json"),
+                    cwd: self.ctx.cwd.clone(),
+                    origin: self.ctx.origin,
+                    loop_started: self.started_at,
+                    phases: phases.clone(),
+                }
+                .run_ended(&record);
+            }
+        }
     }
 
     /// The run's exit code: a signal's, else 1 when a task failed or was skipped.
@@ -170,88 +183,6 @@ impl Run<'_> {
         self.reports
             .values()
             .any(|r| matches!(r.status, Status::Failed | Status::Skipped))
-    }
-
-    /// The rows `vx why` reads (HIST-1's minimal M2 subset): one per non-group task with an
-    /// outcome other than aborted or not run.
-    pub(super) fn history(
-        &self,
-        exit_code: i32,
-    ) -> (vx_store::index::Invocation, Vec<vx_store::index::RunRow>) {
-        let run_id = self.run_id.clone();
-        let started_at = crate::clock::epoch_ms(self.started_wall);
-        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
-        let mut rows = Vec::new();
-        for report in self.reports.values() {
-            if matches!(report.status, Status::Aborted | Status::NotRun) {
-                continue;
-            }
-            *counts
-                .entry(report.status.word().replace(' ', "_"))
-                .or_default() += 1;
-            if let Some(cache) = report.cache {
-                *counts.entry(cache.word().replace('-', "_")).or_default() += 1;
-            }
-            rows.push(vx_store::index::RunRow {
-                run_id: run_id.clone(),
-                project: report.id.project.clone(),
-                task: report.id.task.clone(),
-                status: report.status.word().to_string(),
-                cache: report.cache.map_or("", |c| c.word()).to_string(),
-                placement: Some("local".into()),
-                exit_code: report.exit_code,
-                duration_ms: report.duration.as_millis() as u64,
-                cpu_ms: report.cpu_ms,
-                peak_rss_bytes: report.peak_rss_bytes,
-                attempts: report.attempts,
-                timed_out: report.timed_out,
-                not_ready: match report.not_ready {
-                    None => 0,
-                    Some(NotReady::Exited) => 1,
-                    Some(NotReady::TimedOut(_)) => 2,
-                    Some(NotReady::Spawn) => 3,
-                    Some(NotReady::Unneeded) => 4,
-                },
-                blocked_by: report.blocked_by.as_ref().map(|b| b.to_string()),
-                start_offset_ms: report.start_offset.as_millis() as u64,
-                end_offset_ms: report.end_offset.as_millis() as u64,
-                admission_held_ms: report.admission_held.as_millis() as u64,
-                sandbox_violations: report.sandbox_violations,
-                ..Default::default()
-            });
-        }
-        let head = vx_workspace::tree::head(&self.plan.workspace.root).unwrap_or_default();
-        let invocation = vx_store::index::Invocation {
-            commit: head.commit,
-            branch: head.branch,
-            ci_provider: ci_provider(&self.ctx.host_env),
-            run_id,
-            argv: std::env::args().collect(),
-            started_at,
-            ended_at: crate::clock::epoch_ms(SystemTime::now()),
-            exit_code,
-            task_count: rows.len() as u64,
-            counts,
-            os: std::env::consts::OS.into(),
-            arch: std::env::consts::ARCH.into(),
-            vx_version: env!("CARGO_PKG_VERSION").into(),
-            concurrency: self.ctx.slots,
-            cache_policy: format!(
-                "local:{}{}",
-                if self.options.cache.local_read {
-                    "r"
-                } else {
-                    ""
-                },
-                if self.options.cache.local_write {
-                    "w"
-                } else {
-                    ""
-                }
-            ),
-            ..Default::default()
-        };
-        (invocation, rows)
     }
 
     /// Held failure frames, the recap and the footer (the live region erased first, UI-6).
@@ -302,6 +233,31 @@ pub(crate) fn masked_argv(argv: &[String], salt: &[u8; 32]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// HIST-1: the invocation's facts other than its tasks (the history sink adds those).
+fn invocation_facts(
+    plan: &crate::run::plan::Plan,
+    options: &crate::options::RunOptions,
+    ctx: &super::Context,
+) -> vx_store::index::Invocation {
+    let head = vx_workspace::tree::head(&plan.workspace.root).unwrap_or_default();
+    vx_store::index::Invocation {
+        commit: head.commit,
+        branch: head.branch,
+        ci_provider: ci_provider(&ctx.host_env),
+        argv: std::env::args().collect(),
+        os: std::env::consts::OS.into(),
+        arch: std::env::consts::ARCH.into(),
+        vx_version: env!("CARGO_PKG_VERSION").into(),
+        concurrency: ctx.slots,
+        cache_policy: format!(
+            "local:{}{}",
+            if options.cache.local_read { "r" } else { "" },
+            if options.cache.local_write { "w" } else { "" }
+        ),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

@@ -221,7 +221,7 @@ pub struct Run<'p> {
     /// This run's id (UUIDv7): history, the summary and the trace share it.
     run_id: String,
     /// The summary written before the footer, rewritten when a kept task ends (UI-14).
-    summary: Option<(PathBuf, crate::run::record::summary::Summary)>,
+    summary: Option<crate::run::record::summary::SummaryFile>,
     /// With `--profile`: vx's phases, and each task's key derivation and cache probe (UI-15).
     phases: Option<Vec<Phase>>,
     /// SBX-1: whether tasks can be sandboxed here, probed at the first sandboxed execution.

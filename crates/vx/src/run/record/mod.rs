@@ -5,6 +5,12 @@
 //!
 //! The [`Recorder`] is separate from the cache: the cache decides how a task gets its result,
 //! the recorder writes down what happened. It borrows the local store when it writes.
+//!
+//! At the end of a run, one [`RunRecord`] (the run's facts and each task's report with its key)
+//! is built once and handed to every [`TelemetrySink`] (ARCH-2): the history rows
+//! ([`History`], made by the recorder), the `--summarize` JSON (`summary::SummaryFile`) and the
+//! `--profile` trace (`profile::TraceFile`). When a kept persistent task ends after the footer,
+//! the record is built again with the final exit code and handed to the sinks again.
 
 pub mod profile;
 pub mod summary;
@@ -12,6 +18,7 @@ pub mod summary;
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap};
 
+use crate::run::outcome::{NotReady, Status, TaskReport};
 use vx_core::config::CacheRetention;
 use vx_core::key::Component;
 use vx_core::TaskId;
@@ -115,76 +122,157 @@ impl Recorder {
         failures.get(&at).copied().unwrap_or(0)
     }
 
-    /// End of run: the last key fingerprints, the history rows (`history`: none for a run
-    /// stopped by a signal) with each task's key (`key_of`) and whether it was saved, then
-    /// retention (STORE-16), silently, never for a signal-stopped run.
-    pub fn finish(
-        &mut self,
-        store: Option<&mut Store>,
-        history: Option<(Invocation, Vec<RunRow>)>,
-        key_of: &dyn Fn(&TaskId) -> Option<String>,
-        retention: Option<&CacheRetention>,
-    ) {
-        let Some(store) = store.filter(|s| s.disabled().is_none()) else {
-            return;
-        };
-        self.flush_fingerprints(Some(store));
-        let Some(history) = history else {
-            return;
-        };
-        self.record_history(store, history, key_of);
-        if let Some(retention) = retention {
-            let policy = vx_store::PrunePolicy {
-                older_than: retention
-                    .older_than
-                    .as_deref()
-                    .and_then(vx_core::units::parse_duration),
-                max_size: retention
-                    .max_size
-                    .as_deref()
-                    .and_then(vx_core::units::parse_size),
-            };
-            if let Err(error) = store.retention(&policy) {
-                render::warning(&format!("cache retention failed: {error}"));
-            }
-        }
-    }
-
-    /// A kept persistent task ended after the footer: the run is recorded again with the final
-    /// exit code and the task's final row.
-    pub fn record_again(
-        &mut self,
-        store: Option<&mut Store>,
-        history: (Invocation, Vec<RunRow>),
-        key_of: &dyn Fn(&TaskId) -> Option<String>,
-    ) {
+    /// The key fingerprints not written yet (the end of a run, signalled or not).
+    pub fn flush(&mut self, store: Option<&mut Store>) {
         if let Some(store) = store.filter(|s| s.disabled().is_none()) {
-            self.record_history(store, history, key_of);
+            self.flush_fingerprints(Some(store));
         }
     }
 
-    /// HIST-1: the run and its task rows, with each task's key and whether it was saved; a
-    /// failure is one warning line. Recording the same run again replaces it.
-    fn record_history(
-        &mut self,
-        store: &mut Store,
-        (mut invocation, mut rows): (Invocation, Vec<RunRow>),
-        key_of: &dyn Fn(&TaskId) -> Option<String>,
-    ) {
-        invocation.argv = crate::run::execute::masked_argv(&invocation.argv, &store.salt());
-        for row in &mut rows {
-            let id = TaskId::new(&row.project, &row.task);
-            row.key = key_of(&id);
-            match self.saves.get(&id) {
-                Some(Ok(())) => row.saved = true,
-                Some(Err(reason)) => row.unsaved_reason = Some((*reason).to_string()),
-                None => {}
-            }
+    /// The history sink of this run: `invocation` holds the facts that are not the tasks';
+    /// `retention` is applied after the rows are written (STORE-16), `None` when the run is
+    /// recorded again.
+    pub fn history<'r>(
+        &'r mut self,
+        store: Option<&'r mut Store>,
+        invocation: Invocation,
+        retention: Option<&'r CacheRetention>,
+    ) -> History<'r> {
+        History {
+            recorder: self,
+            store,
+            invocation,
+            retention,
         }
+    }
+}
+
+/// Everything a run did, built once at its end: what the sinks are made of.
+pub struct RunRecord<'a> {
+    pub run_id: &'a str,
+    pub exit_code: i32,
+    pub started_at_ms: i64,
+    pub ended_at_ms: i64,
+    /// Every task the run reported, in graph order, with its key when one was derived.
+    pub tasks: Vec<TaskRecord<'a>>,
+}
+
+pub struct TaskRecord<'a> {
+    pub report: &'a TaskReport,
+    pub key: Option<String>,
+}
+
+/// Where what a run did goes when it ends (ARCH-2). A sink never fails the run: a failure is
+/// one line from the sink itself.
+pub trait TelemetrySink {
+    fn run_ended(&mut self, run: &RunRecord<'_>);
+}
+
+/// HIST-1's sink: the run and its task rows in the store, with each task's key and whether it
+/// was saved, then retention. Recording the same run again replaces it.
+pub struct History<'r> {
+    recorder: &'r mut Recorder,
+    store: Option<&'r mut Store>,
+    invocation: Invocation,
+    retention: Option<&'r CacheRetention>,
+}
+
+impl TelemetrySink for History<'_> {
+    fn run_ended(&mut self, run: &RunRecord<'_>) {
+        let Some(store) = self.store.as_deref_mut().filter(|s| s.disabled().is_none()) else {
+            return;
+        };
+        self.recorder.flush_fingerprints(Some(&mut *store));
+        let (mut invocation, rows) = history_rows(run, &self.invocation, &self.recorder.saves);
+        invocation.argv = crate::run::execute::masked_argv(&invocation.argv, &store.salt());
         if let Err(error) = store.record_run(&invocation, &rows) {
             render::warning(&format!("could not record this run in history: {error}"));
         }
+        let Some(retention) = self.retention.take() else {
+            return;
+        };
+        let policy = vx_store::PrunePolicy {
+            older_than: retention
+                .older_than
+                .as_deref()
+                .and_then(vx_core::units::parse_duration),
+            max_size: retention
+                .max_size
+                .as_deref()
+                .and_then(vx_core::units::parse_size),
+        };
+        if let Err(error) = store.retention(&policy) {
+            render::warning(&format!("cache retention failed: {error}"));
+        }
     }
+}
+
+/// The rows `vx why` and `vx last` read (HIST-1): one per task with an outcome other than
+/// aborted or not run, and the invocation with its counts.
+fn history_rows(
+    run: &RunRecord<'_>,
+    facts: &Invocation,
+    saves: &HashMap<TaskId, Result<(), &'static str>>,
+) -> (Invocation, Vec<RunRow>) {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut rows = Vec::new();
+    for task in &run.tasks {
+        let report = task.report;
+        if matches!(report.status, Status::Aborted | Status::NotRun) {
+            continue;
+        }
+        *counts
+            .entry(report.status.word().replace(' ', "_"))
+            .or_default() += 1;
+        if let Some(cache) = report.cache {
+            *counts.entry(cache.word().replace('-', "_")).or_default() += 1;
+        }
+        let (saved, unsaved_reason) = match saves.get(&report.id) {
+            Some(Ok(())) => (true, None),
+            Some(Err(reason)) => (false, Some((*reason).to_string())),
+            None => (false, None),
+        };
+        rows.push(RunRow {
+            run_id: run.run_id.to_string(),
+            project: report.id.project.clone(),
+            task: report.id.task.clone(),
+            key: task.key.clone(),
+            saved,
+            unsaved_reason,
+            status: report.status.word().to_string(),
+            cache: report.cache.map_or("", |c| c.word()).to_string(),
+            placement: Some("local".into()),
+            exit_code: report.exit_code,
+            duration_ms: report.duration.as_millis() as u64,
+            cpu_ms: report.cpu_ms,
+            peak_rss_bytes: report.peak_rss_bytes,
+            attempts: report.attempts,
+            timed_out: report.timed_out,
+            not_ready: match report.not_ready {
+                None => 0,
+                Some(NotReady::Exited) => 1,
+                Some(NotReady::TimedOut(_)) => 2,
+                Some(NotReady::Spawn) => 3,
+                Some(NotReady::Unneeded) => 4,
+            },
+            blocked_by: report.blocked_by.as_ref().map(|b| b.to_string()),
+            start_offset_ms: report.start_offset.as_millis() as u64,
+            end_offset_ms: report.end_offset.as_millis() as u64,
+            admission_held_ms: report.admission_held.as_millis() as u64,
+            sandbox_violations: report.sandbox_violations,
+            ..Default::default()
+        });
+    }
+    let invocation = Invocation {
+        run_id: run.run_id.to_string(),
+        started_at: run.started_at_ms,
+        ended_at: run.ended_at_ms,
+        exit_code: run.exit_code,
+        task_count: rows.len() as u64,
+        counts,
+        ..facts.clone()
+    };
+    (invocation, rows)
 }
 
 /// PERF-3's counters, as a `vx::counters` diagnostic (`VX_LOG=vx::counters=info`): process

@@ -3,16 +3,19 @@
 //! How this works: the run loop keeps what a trace needs anyway (each task's attempt spans, its
 //! start and end, in its report) and, only when profiling, the spans of vx's own phases (planning,
 //! opening the cache, reading ahead, deriving keys and probing the cache for a task). At the end
-//! [`chrome_trace`] turns them into one complete event (`ph: "X"`) per task attempt on one
+//! the [`TraceFile`] sink turns the run record and the phases into one complete event (`ph: "X"`) per task attempt on one
 //! thread per project, category = outcome, plus vx's phases on a thread named `vx`. Times are
 //! microseconds from the start of the run.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::run::outcome::{Status, TaskReport};
+use crate::run::record::summary::write_and_tell;
+use crate::run::record::{RunRecord, TelemetrySink};
 
 /// One of vx's own phases, or a task's key derivation and cache probe.
 #[derive(Debug, Clone)]
@@ -22,20 +25,36 @@ pub struct Phase {
     pub end: Instant,
 }
 
-/// The trace of a run. `origin` is the start of the run; `loop_started` when the run loop (the
-/// origin of the reports' offsets) started; `key` gives a task's key.
+/// UI-15's sink: the trace written to `path` (shown relative to `cwd`) once, when the run first
+/// ends. `origin` is the start of the run; `loop_started` when the run loop (the origin of the
+/// reports' offsets) started; `phases` are vx's own.
+pub struct TraceFile {
+    pub path: PathBuf,
+    pub cwd: PathBuf,
+    pub origin: Instant,
+    pub loop_started: Instant,
+    pub phases: Vec<Phase>,
+}
+
+impl TelemetrySink for TraceFile {
+    fn run_ended(&mut self, run: &RunRecord<'_>) {
+        let trace = chrome_trace(self.origin, self.loop_started, &self.phases, run);
+        write_and_tell(&self.path, &trace, &self.cwd);
+    }
+}
+
+/// The trace of a run (see [`TraceFile`]).
 pub fn chrome_trace(
     origin: Instant,
     loop_started: Instant,
     phases: &[Phase],
-    reports: &[&TaskReport],
-    key: impl Fn(&TaskReport) -> Option<String>,
+    run: &RunRecord<'_>,
 ) -> Value {
     let micros = |d: Duration| d.as_micros() as u64;
     let since = |at: Instant| at.saturating_duration_since(origin);
     let shift = since(loop_started);
     let mut threads: BTreeMap<&str, u64> = BTreeMap::new();
-    for r in reports {
+    for r in run.tasks.iter().map(|t| t.report) {
         let next = threads.len() as u64 + 1;
         threads.entry(r.id.project.as_str()).or_insert(next);
     }
@@ -58,9 +77,10 @@ pub fn chrome_trace(
             "tid": 0,
         }));
     }
-    for r in reports {
+    for task in &run.tasks {
+        let r = task.report;
         let tid = threads[r.id.project.as_str()];
-        let key = key(r);
+        let key = &task.key;
         let outcome = outcome(r);
         if r.attempt_spans.is_empty() {
             // A hit, or a persistent task (from its start to ready, or to its end).
@@ -150,13 +170,18 @@ mod tests {
             start: origin,
             end: origin + ms(5),
         }];
-        let trace = chrome_trace(
-            origin,
-            origin + ms(5),
-            &phases,
-            &[&flaky, &hit, &skipped],
-            |_| None,
-        );
+        let tasks = [&flaky, &hit, &skipped]
+            .into_iter()
+            .map(|report| crate::run::record::TaskRecord { report, key: None })
+            .collect();
+        let run = RunRecord {
+            run_id: "r",
+            exit_code: 0,
+            started_at_ms: 0,
+            ended_at_ms: 0,
+            tasks,
+        };
+        let trace = chrome_trace(origin, origin + ms(5), &phases, &run);
         let events = trace["traceEvents"].as_array().unwrap();
         let complete: Vec<&Value> = events
             .iter()

@@ -1,8 +1,8 @@
 //! `--summarize[=PATH]` (UI-14): the run as JSON, one object per non-group task.
 //!
-//! How this works: the run loop builds a [`Summary`] from its task reports just before the
-//! footer and writes it (default `<cache-dir>/runs/<run-id>.json`); a kept persistent task's
-//! later exit rewrites `exit_code` and `ok`. The types here are the format: `schemars` derives
+//! How this works: [`SummaryFile`] is a telemetry sink: it builds a [`Summary`] from the run
+//! record just before the footer and writes it (default `<cache-dir>/runs/<run-id>.json`); a
+//! kept persistent task's later exit writes it again with that exit code. The types here are the format: `schemars` derives
 //! the JSON Schema shipped as `docs/schemas/summary.schema.json` from them, and a test keeps
 //! that file equal to what they derive.
 
@@ -15,6 +15,7 @@ use crate::options::Target;
 use crate::render::notice;
 use crate::run::outcome::CacheKind;
 use crate::run::outcome::{NotReady, Status, TaskReport};
+use crate::run::record::{RunRecord, TelemetrySink};
 
 /// The run summary (UI-14).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -141,46 +142,53 @@ pub struct Counts {
     pub total: u64,
 }
 
-/// What the summary needs besides the reports.
-pub struct RunFacts {
-    pub run_id: String,
-    pub exit_code: i32,
-    pub started_at_ms: i64,
-    pub ended_at_ms: i64,
-}
-
 impl Summary {
-    /// `key` gives a task's full key, when one was derived.
-    pub fn new(
-        facts: &RunFacts,
-        reports: &[&TaskReport],
-        key: impl Fn(&TaskReport) -> Option<String>,
-    ) -> Summary {
+    pub fn new(run: &RunRecord<'_>) -> Summary {
         let mut counts = Counts::default();
-        let tasks: Vec<SummaryTask> = reports
+        let tasks: Vec<SummaryTask> = run
+            .tasks
             .iter()
-            .map(|r| {
-                let task = task_of(r, key(r));
+            .map(|t| {
+                let task = task_of(t.report, t.key.clone());
                 count(&mut counts, &task);
                 task
             })
             .collect();
         Summary {
-            run_id: facts.run_id.clone(),
-            ok: facts.exit_code == 0,
-            exit_code: facts.exit_code,
-            started_at: crate::clock::rfc3339(facts.started_at_ms.div_euclid(1000)),
-            ended_at: crate::clock::rfc3339(facts.ended_at_ms.div_euclid(1000)),
-            total_ms: (facts.ended_at_ms - facts.started_at_ms).max(0) as u64,
+            run_id: run.run_id.to_string(),
+            ok: run.exit_code == 0,
+            exit_code: run.exit_code,
+            started_at: crate::clock::rfc3339(run.started_at_ms.div_euclid(1000)),
+            ended_at: crate::clock::rfc3339(run.ended_at_ms.div_euclid(1000)),
+            total_ms: (run.ended_at_ms - run.started_at_ms).max(0) as u64,
             tasks,
             counts,
         }
     }
+}
 
-    /// A kept persistent task ended after the footer: the run's exit code is its.
-    pub fn set_exit_code(&mut self, code: i32) {
-        self.exit_code = code;
-        self.ok = code == 0;
+/// UI-14's sink: the summary written to `path` (shown relative to `cwd`). The first write says
+/// where; a later one (a kept task's final exit) rewrites it quietly. A failure is one line.
+pub struct SummaryFile {
+    pub path: PathBuf,
+    pub cwd: PathBuf,
+    pub written: bool,
+}
+
+impl TelemetrySink for SummaryFile {
+    fn run_ended(&mut self, run: &RunRecord<'_>) {
+        let summary = Summary::new(run);
+        if self.written {
+            if let Err(reason) = write_json(&self.path, &summary) {
+                notice(&format!(
+                    "could not write {}: {reason}",
+                    self.path.display()
+                ));
+            }
+        } else {
+            write_and_tell(&self.path, &summary, &self.cwd);
+            self.written = true;
+        }
     }
 }
 
@@ -342,15 +350,21 @@ mod tests {
             Some(TaskId::new("a", "build")),
         );
         let not_run = TaskReport::not_started(TaskId::new("d", "build"), Status::NotRun, None);
-        let facts = RunFacts {
-            run_id: "r".into(),
+        let tasks = [&executed, &hit, &skipped, &not_run]
+            .into_iter()
+            .map(|report| crate::run::record::TaskRecord {
+                report,
+                key: (report.id.project == "a").then(|| "k".repeat(64)),
+            })
+            .collect();
+        let run = RunRecord {
+            run_id: "r",
             exit_code: 1,
             started_at_ms: 1_000,
             ended_at_ms: 3_500,
+            tasks,
         };
-        let summary = Summary::new(&facts, &[&executed, &hit, &skipped, &not_run], |r| {
-            (r.id.project == "a").then(|| "k".repeat(64))
-        });
+        let summary = Summary::new(&run);
         assert_eq!(
             summary.counts,
             Counts {
