@@ -62,3 +62,16 @@ pub fn notice(text: &str) {
 pub fn warning(text: &str) {
     stderr(&format!("warning: {text}\n"));
 }
+
+/// A notice from the run: `vx: …`, or `warning: …` with its `hint:` line.
+pub fn say(notice: crate::run::outcome::Notice) {
+    use crate::run::outcome::Notice;
+    match notice {
+        Notice::Note(line) => self::notice(&line),
+        Notice::Warning { line, hint: None } => warning(&line),
+        Notice::Warning {
+            line,
+            hint: Some(hint),
+        } => warning(&format!("{line}\nhint: {hint}")),
+    }
+}

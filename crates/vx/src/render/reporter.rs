@@ -5,7 +5,7 @@ use super::style::Style;
 use super::task::{frame, frame_head, github_frame, one_liner};
 use super::{out, out_str};
 use crate::options::OutputLogs;
-use crate::run::outcome::{Status, TaskReport};
+use crate::run::outcome::{Notice, Status, TaskReport};
 
 /// How output is shaped (glossary: flow).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +97,11 @@ impl Reporter {
     }
 
     /// The header of the streamed frame, when its task starts.
+    /// A notice from the run (ERR-1), on stderr.
+    pub fn notice(&mut self, notice: Notice) {
+        super::say(notice);
+    }
+
     pub fn started(&mut self, node: usize, report: &TaskReport) {
         if self.is_streaming(node) {
             out_str(&frame_head(&self.style, report, None));

@@ -269,3 +269,24 @@ impl CacheKind {
         )
     }
 }
+
+/// A line for the user beside the tasks' output (ERR-1): `vx: …`, or `warning: …` with an
+/// optional `hint:` line. Code in `run/` returns these; the reporter prints them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    Note(String),
+    Warning { line: String, hint: Option<String> },
+}
+
+impl Notice {
+    pub fn note(text: impl Into<String>) -> Notice {
+        Notice::Note(text.into())
+    }
+
+    pub fn warning(text: impl Into<String>) -> Notice {
+        Notice::Warning {
+            line: text.into(),
+            hint: None,
+        }
+    }
+}

@@ -249,6 +249,9 @@ pub fn dry_rows(
             continue;
         }
         let (key, status) = cache.plan_row(&node.id);
+        for notice in cache.take_notices() {
+            render::say(notice);
+        }
         let persistent = vx_core::graph::task_config(&plan.workspace, &node.id)
             .is_some_and(vx_core::config::TaskConfig::is_persistent);
         rows.push(DryRow {

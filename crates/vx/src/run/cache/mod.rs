@@ -53,6 +53,7 @@ use stamps::Stamps;
 pub use stamps::WorkspaceStamps;
 
 pub use super::outcome::CacheKind;
+use super::outcome::Notice;
 
 /// What to do with a task that is ready.
 pub enum Decision {
@@ -101,6 +102,8 @@ pub struct RunCache<'p> {
     found_ahead: HashMap<TaskId, std::io::Result<Vec<Found>>>,
     /// Tasks the restore lane looked up and found no usable entry for: not looked up again.
     known_misses: HashSet<TaskId>,
+    /// What the cache has to say, until the run hands it to the reporter.
+    notices: Vec<Notice>,
 }
 
 impl<'p> RunCache<'p> {
@@ -143,7 +146,18 @@ impl<'p> RunCache<'p> {
             guard: Guard::new(ci),
             found_ahead: HashMap::new(),
             known_misses: HashSet::new(),
+            notices: Vec::new(),
         }
+    }
+
+    /// What the cache said since the last call (damage, refusals, the layers' warnings), for
+    /// the reporter.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
+    }
+
+    fn say(&mut self, notice: Notice) {
+        self.notices.push(notice);
     }
 
     /// The cache layers (the local store and any behind it).
@@ -345,9 +359,9 @@ impl<'p> RunCache<'p> {
     /// STORE-12: the index failed; caching is off for the rest of the run.
     fn turn_off(&mut self, reason: &str) {
         if !self.off {
-            render::warning(&format!(
+            self.say(Notice::warning(format!(
                 "the cache index failed ({reason}); caching is off for the rest of this run"
-            ));
+            )));
             self.off = true;
         }
     }
@@ -355,16 +369,16 @@ impl<'p> RunCache<'p> {
     /// The further layers' warnings not shown yet (REM-7), each class once per run.
     fn show_layer_warnings(&mut self) {
         for warning in self.layers.take_warnings() {
-            match &warning.hint {
-                Some(hint) => render::warning(&format!("{}\nhint: {hint}", warning.line)),
-                None => render::warning(&warning.line),
-            }
+            self.say(Notice::Warning {
+                line: warning.line,
+                hint: warning.hint,
+            });
         }
     }
 
     fn flush_key_notices(&mut self) {
         for line in std::mem::take(&mut self.keys.notices) {
-            render::notice(&line);
+            self.say(Notice::Note(line));
         }
     }
 
@@ -381,6 +395,7 @@ impl<'p> RunCache<'p> {
         if signalled {
             self.layers.abandon_uploads();
         } else if self.layers.uploads_pending() > 0 {
+            // Said while waiting, not after: the wait is what it explains.
             let abandoned = self.layers.drain(UPLOAD_WAIT, UPLOAD_SLOW, &mut |pending| {
                 render::notice(&format!(
                     "finishing {pending} upload{}…",
@@ -388,11 +403,11 @@ impl<'p> RunCache<'p> {
                 ));
             });
             if abandoned > 0 {
-                render::warning(&format!(
+                self.say(Notice::warning(format!(
                     "remote cache: {abandoned} upload{} abandoned after {} s",
                     if abandoned == 1 { "" } else { "s" },
                     UPLOAD_WAIT.as_secs()
-                ));
+                )));
             }
         }
         self.show_layer_warnings();

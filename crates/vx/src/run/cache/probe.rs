@@ -15,7 +15,7 @@ use vx_store::index::{Entry, Lookup};
 use vx_store::Source;
 
 use super::outputs::{up_to_date, Found, Outputs};
-use super::restore::{decode_log, say_damaged, RestoreJob};
+use super::restore::{damaged, decode_log, RestoreJob};
 use super::{CacheKind, Decision, RunCache};
 
 /// What a caller needs from the cache.
@@ -105,7 +105,7 @@ impl RunCache<'_> {
                 outputs,
             })),
             Ok((Lookup::Damaged(damage), _)) => {
-                say_damaged(id, &short, &damage.reason, true);
+                self.say(damaged(id, &short, &damage.reason, true));
                 Probe::Miss { key, outputs }
             }
             Ok((Lookup::Miss, _)) => Probe::Miss { key, outputs },

@@ -14,8 +14,8 @@ use super::clean::CleanError;
 use super::outputs::{plain, stamp, Found, Outputs};
 use super::stamps::with_marker;
 use super::{CacheKind, Decision, RunCache};
-use crate::render;
 use crate::run::keys::is_under;
+use crate::run::outcome::Notice;
 
 /// One restore: cleaning the outputs and writing the entry back, off the run loop. Owns
 /// everything it needs.
@@ -139,26 +139,26 @@ impl RunCache<'_> {
                         let _ = store.discard(&key);
                     }
                 }
-                say_damaged(&id, &short, &damage.reason, writes);
+                self.say(damaged(&id, &short, &damage.reason, writes));
                 Restore::Miss
             }
             Err(artifact::RestoreError::Vanished) => {
                 if let Some(store) = self.layers.store_mut() {
                     let _ = store.discard(&key);
                 }
-                render::notice(&format!(
+                self.say(Notice::note(format!(
                     "{id}: cache entry {short} was removed by another process; running the task"
-                ));
+                )));
                 Restore::Miss
             }
             Err(artifact::RestoreError::LinkLeaves { path, text }) => {
                 // Not damage: an absolute link made in another checkout sharing this cache
                 // directory. The entry stays for that checkout.
                 let shown = path.strip_prefix(&root).unwrap_or(&path);
-                render::notice(&format!(
+                self.say(Notice::note(format!(
                     "{id}: cache entry {short} cannot be restored here: its symlink `{}` would lead outside the workspace (to `{text}`); running the task",
                     shown.display()
-                ));
+                )));
                 Restore::Miss
             }
             Err(other) => Restore::Failed(format!("vx: {id}: {}", restore_reason(&other))),
@@ -168,11 +168,11 @@ impl RunCache<'_> {
 
 /// STORE-12's line for a damaged entry: `discarded` when it was deleted, `ignoring` when
 /// local writes are off and it was kept.
-pub(super) fn say_damaged(id: &TaskId, short: &str, reason: &str, discarded: bool) {
+pub(super) fn damaged(id: &TaskId, short: &str, reason: &str, discarded: bool) -> Notice {
     let verb = if discarded { "discarded" } else { "ignoring" };
-    render::notice(&format!(
+    Notice::note(format!(
         "{id}: {verb} damaged cache entry {short} ({reason}); running the task"
-    ));
+    ))
 }
 
 /// A restore failure in the words of STORE-10 (the paths root-relative where possible).

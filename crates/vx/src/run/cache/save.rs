@@ -22,8 +22,8 @@ use vx_store::index::Stamping;
 use super::outputs::{plain, stamp, Outputs};
 use super::stamps::with_marker;
 use super::RunCache;
-use crate::render;
 use crate::run::keys::Derived;
+use crate::run::outcome::Notice;
 
 /// What the save guard remembers across tasks (KEY-16).
 pub struct Guard {
@@ -156,15 +156,17 @@ impl RunCache<'_> {
                 Ok(())
             }
             Err(SaveError::TooLarge(reason)) => {
-                render::warning(&format!("{id}: not cached: {reason}"));
+                self.say(Notice::warning(format!("{id}: not cached: {reason}")));
                 Err("too-large")
             }
             Err(SaveError::Refused(reason)) => {
-                render::notice(&format!("{id}: not cached: {reason}"));
+                self.say(Notice::note(format!("{id}: not cached: {reason}")));
                 Err("save-failed")
             }
             Err(SaveError::Failed(reason)) => {
-                render::notice(&format!("{id}: could not save to the cache: {reason}"));
+                self.say(Notice::note(format!(
+                    "{id}: could not save to the cache: {reason}"
+                )));
                 Err("save-failed")
             }
         }
@@ -220,23 +222,25 @@ impl RunCache<'_> {
         }
         if let Some(moved) = self.moved_input(id, &derived, done.started) {
             if moved.fingerprint {
-                render::notice(&format!(
+                self.say(Notice::note(format!(
                     "{} changed during the run; caching is off for the rest of this run",
                     moved.path
-                ));
+                )));
                 self.off = true;
             } else {
-                render::notice(&format!(
+                self.say(Notice::note(format!(
                     "{id}: `{}` changed while the task ran; result kept but not cached",
                     moved.path
-                ));
+                )));
             }
             return Err("inputs-changed");
         }
         self.prepare_save(id, &outputs, &derived, done)
             .map_err(|error| {
                 if let SaveError::Failed(reason) = error {
-                    render::notice(&format!("{id}: could not save to the cache: {reason}"));
+                    self.say(Notice::note(format!(
+                        "{id}: could not save to the cache: {reason}"
+                    )));
                 }
                 "save-failed"
             })
@@ -319,14 +323,16 @@ impl RunCache<'_> {
             .list(&root)
             .map_err(|e| SaveError::Failed(plain(&e)))?;
         for path in &listing.skipped {
-            render::notice(&format!(
+            self.say(Notice::note(format!(
                 "{id}: `{path}` is not saved with the outputs: vx never saves or restores `.git`, `.vx`, the cache directory or a nested project"
-            ));
+            )));
         }
         let found = listing.found;
         if found.is_empty() {
             for glob in outputs.project.positives() {
-                render::notice(&format!("{id}: no file matches cache.outputs ({glob})"));
+                self.say(Notice::note(format!(
+                    "{id}: no file matches cache.outputs ({glob})"
+                )));
             }
         }
         let files: Vec<OutputFile> = found

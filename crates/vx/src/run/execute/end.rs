@@ -73,6 +73,7 @@ impl Run<'_> {
 
         let code = self.exit_code();
         self.cache.finish(signalled);
+        self.relay_notices();
         self.record_run(code, signalled, true);
         self.finish_output();
         // STORE-14: released before the foreground wait for kept persistent tasks.
@@ -131,9 +132,13 @@ impl Run<'_> {
                 .then_some(self.plan.workspace.settings.cache_retention.as_ref())
                 .flatten();
             let store = self.cache.layers_mut().store_mut();
-            self.recorder
+            let notices = self
+                .recorder
                 .history(store, facts, retention)
                 .run_ended(&record);
+            for notice in notices {
+                self.reporter.notice(notice);
+            }
         }
         if first {
             crate::run::record::report_counters(
@@ -151,11 +156,13 @@ impl Run<'_> {
             }
         }
         if let Some(summary) = &mut self.summary {
-            summary.run_ended(&record);
+            for notice in summary.run_ended(&record) {
+                self.reporter.notice(notice);
+            }
         }
         if first {
             if let (Some(target), Some(phases)) = (&self.options.profile, &self.phases) {
-                TraceFile {
+                let notices = TraceFile {
                     path: self.file_path(target, ".trace.json"),
                     cwd: self.ctx.cwd.clone(),
                     origin: self.ctx.origin,
@@ -163,6 +170,9 @@ impl Run<'_> {
                     phases: phases.clone(),
                 }
                 .run_ended(&record);
+                for notice in notices {
+                    self.reporter.notice(notice);
+                }
             }
         }
     }

@@ -8,10 +8,11 @@ use vx_core::TaskId;
 use vx_store::log::LogRecord;
 
 use super::{kind_of, task, Kind, Msg, PackResult, RestoreResult, Run};
-use crate::render;
+
 use crate::run::cache::{Ahead, Decision, RestoreJob, SaveJob};
 use crate::run::execute::stripper::Stripper;
 use crate::run::outcome::CacheKind;
+use crate::run::outcome::Notice;
 use crate::run::outcome::{Status, TaskReport};
 
 impl Run<'_> {
@@ -46,7 +47,9 @@ impl Run<'_> {
                 continue;
             }
             let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
-            match self.cache.prepare_ahead(&id, needs_log) {
+            let ahead = self.cache.prepare_ahead(&id, needs_log);
+            self.relay_notices();
+            match ahead {
                 Ahead::Served(Decision::Hit {
                     kind,
                     records,
@@ -104,7 +107,9 @@ impl Run<'_> {
         if let Some((next, job)) = self.restores.done() {
             self.start_restore(next, job);
         }
-        let skipped = match self.cache.complete_ahead(job, result) {
+        let decision = self.cache.complete_ahead(job, result);
+        self.relay_notices();
+        let skipped = match decision {
             Some(Decision::Hit {
                 kind,
                 records,
@@ -128,10 +133,10 @@ impl Run<'_> {
             Msg::Packed(i, job, packed)
         };
         if self.saves.submit(i, job, &self.tx, work).is_err() {
-            render::notice(&format!(
+            self.reporter.notice(Notice::note(format!(
                 "{}: could not save to the cache: cannot start a thread",
                 self.plan.graph.nodes[i].id
-            ));
+            )));
             let skipped = self.scheduler.finish(i, Finish::Success);
             self.report_skipped(&skipped);
         }
@@ -140,6 +145,7 @@ impl Run<'_> {
     /// The save lane finished packing: publish the entry, then release the dependants.
     pub(super) fn saved(&mut self, i: usize, job: Box<SaveJob>, packed: Box<PackResult>) {
         let saved = self.cache.complete_save(job, *packed);
+        self.relay_notices();
         self.recorder.saved(&self.plan.graph.nodes[i].id, saved);
         if let Some((next, job)) = self.saves.done() {
             self.start_save(next, job);

@@ -49,6 +49,7 @@ use crate::run::execute::explain::explain;
 use crate::run::execute::lane::Lane;
 use crate::run::execute::ready::Waiting;
 use crate::run::execute::stripper::Stripper;
+use crate::run::outcome::Notice;
 use crate::run::record::profile::Phase;
 use crate::{exit, render};
 
@@ -441,6 +442,7 @@ impl<'p> Run<'p> {
             let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
             let probing = Instant::now();
             let decision = self.cache.before(&id, saveable, needs_log);
+            self.relay_notices();
             if self.phases.is_some() {
                 self.phase(&format!("key and cache probe: {id}"), probing);
             }
@@ -492,9 +494,9 @@ impl<'p> Run<'p> {
         let (secrets, too_short) = secret_values(&self.ctx.host_env, config.env.as_deref());
         if !too_short.is_empty() && !self.warned_short_secrets {
             for name in &too_short {
-                render::warning(&format!(
+                self.reporter.notice(Notice::warning(format!(
                     "`{name}` is listed in `env.secret` but its value is shorter than 6 characters; it is not masked"
-                ));
+                )));
             }
             self.warned_short_secrets = true;
         }
@@ -624,6 +626,14 @@ impl<'p> Run<'p> {
         }
     }
 
+    /// What the cache said during the last call into it, through the reporter (ARCH-1: the
+    /// renderer consumes the run's events).
+    fn relay_notices(&mut self) {
+        for notice in self.cache.take_notices() {
+            self.reporter.notice(notice);
+        }
+    }
+
     /// With `--profile`, records one of vx's own phases, from `start` to now.
     fn phase(&mut self, name: &str, start: Instant) {
         if let Some(phases) = &mut self.phases {
@@ -662,7 +672,9 @@ impl<'p> Run<'p> {
         let writes = live.writes;
         self.note(i, &line);
         if writes {
-            if let Err(line) = self.cache.clean_for_retry(&id) {
+            let cleaned = self.cache.clean_for_retry(&id);
+            self.relay_notices();
+            if let Err(line) = cleaned {
                 self.note(i, &line);
             }
         }
@@ -904,6 +916,7 @@ impl<'p> Run<'p> {
                 cpu_ms: report.cpu_ms,
                 peak_rss_bytes: report.peak_rss_bytes,
             });
+            self.relay_notices();
             self.recorder
                 .fingerprint(after.fingerprint, self.cache.layers_mut().store_mut());
             match after.save {

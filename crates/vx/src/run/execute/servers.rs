@@ -10,10 +10,11 @@ use vx_core::units::format_duration;
 use vx_exec::Completion;
 
 use super::{shown, Msg, Run};
+use crate::exit;
 use crate::run::execute::ready::Waiting;
 use crate::run::outcome::CacheKind;
+use crate::run::outcome::Notice;
 use crate::run::outcome::{Status, TaskReport};
-use crate::{exit, render};
 
 impl Run<'_> {
     /// A task the restore lane served (its report is a hit).
@@ -203,7 +204,9 @@ impl Run<'_> {
             status = Status::Aborted;
         } else if by_itself && code != 0 {
             status = Status::Failed;
-            render::notice(&format!("{id} stopped by itself (exit {code})"));
+            self.reporter.notice(Notice::note(format!(
+                "{id} stopped by itself (exit {code})"
+            )));
         }
         if by_itself {
             self.exited_servers.push(live.handle.clone_box());
@@ -269,7 +272,8 @@ impl Run<'_> {
                 1 => "; shutting down 1 more persistent task".to_string(),
                 n => format!("; shutting down {n} more persistent tasks"),
             };
-            render::notice(&format!("{id} ended (exit {code}){more}"));
+            self.reporter
+                .notice(Notice::note(format!("{id} ended (exit {code}){more}")));
             if code == 0 {
                 exit::SUCCESS
             } else {

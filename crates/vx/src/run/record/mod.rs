@@ -18,14 +18,12 @@ pub mod summary;
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap};
 
-use crate::run::outcome::{NotReady, Status, TaskReport};
+use crate::run::outcome::{NotReady, Notice, Status, TaskReport};
 use vx_core::config::CacheRetention;
 use vx_core::key::Component;
 use vx_core::TaskId;
 use vx_store::index::{Invocation, KeyComponent, Recent, RunRow};
 use vx_store::Store;
-
-use crate::render;
 
 /// How many executed tasks' key fingerprints wait in memory before they are written.
 const FINGERPRINTS_IN_MEMORY: usize = 500;
@@ -165,7 +163,8 @@ pub struct TaskRecord<'a> {
 /// Where what a run did goes when it ends (ARCH-2). A sink never fails the run: a failure is
 /// one line from the sink itself.
 pub trait TelemetrySink {
-    fn run_ended(&mut self, run: &RunRecord<'_>);
+    /// Returns what the sink has to say (where it wrote, what failed), for the reporter.
+    fn run_ended(&mut self, run: &RunRecord<'_>) -> Vec<Notice>;
 }
 
 /// HIST-1's sink: the run and its task rows in the store, with each task's key and whether it
@@ -178,18 +177,21 @@ pub struct History<'r> {
 }
 
 impl TelemetrySink for History<'_> {
-    fn run_ended(&mut self, run: &RunRecord<'_>) {
+    fn run_ended(&mut self, run: &RunRecord<'_>) -> Vec<Notice> {
+        let mut notices = Vec::new();
         let Some(store) = self.store.as_deref_mut().filter(|s| s.disabled().is_none()) else {
-            return;
+            return notices;
         };
         self.recorder.flush_fingerprints(Some(&mut *store));
         let (mut invocation, rows) = history_rows(run, &self.invocation, &self.recorder.saves);
         invocation.argv = crate::run::execute::masked_argv(&invocation.argv, &store.salt());
         if let Err(error) = store.record_run(&invocation, &rows) {
-            render::warning(&format!("could not record this run in history: {error}"));
+            notices.push(Notice::warning(format!(
+                "could not record this run in history: {error}"
+            )));
         }
         let Some(retention) = self.retention.take() else {
-            return;
+            return notices;
         };
         let policy = vx_store::PrunePolicy {
             older_than: retention
@@ -202,8 +204,9 @@ impl TelemetrySink for History<'_> {
                 .and_then(vx_core::units::parse_size),
         };
         if let Err(error) = store.retention(&policy) {
-            render::warning(&format!("cache retention failed: {error}"));
+            notices.push(Notice::warning(format!("cache retention failed: {error}")));
         }
+        notices
     }
 }
 
@@ -298,4 +301,64 @@ pub fn report_counters(files_hashed: u64, store: Option<&Store>) {
         "spawns={spawns} files_hashed={files_hashed} sql_statements={statements} \
          cpu_user_ms={user_ms} cpu_sys_ms={sys_ms} max_rss_kib={rss_kib}"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_rows_come_from_the_run_record_with_keys_and_saves() {
+        let mut built = TaskReport::not_started(TaskId::new("lib", "build"), Status::Success, None);
+        built.cache = Some(crate::run::outcome::CacheKind::Miss);
+        let mut failed = TaskReport::not_started(TaskId::new("app", "build"), Status::Failed, None);
+        failed.exit_code = Some(2);
+        let not_run = TaskReport::not_started(TaskId::new("docs", "build"), Status::NotRun, None);
+        let run = RunRecord {
+            run_id: "0190",
+            exit_code: 1,
+            started_at_ms: 10,
+            ended_at_ms: 30,
+            tasks: vec![
+                TaskRecord {
+                    report: &built,
+                    key: Some("a".repeat(64)),
+                },
+                TaskRecord {
+                    report: &failed,
+                    key: Some("b".repeat(64)),
+                },
+                TaskRecord {
+                    report: &not_run,
+                    key: None,
+                },
+            ],
+        };
+        let mut saves = HashMap::new();
+        saves.insert(built.id.clone(), Ok(()));
+        saves.insert(failed.id.clone(), Err("failed"));
+        let facts = Invocation {
+            concurrency: 4,
+            ..Invocation::default()
+        };
+        let (invocation, rows) = history_rows(&run, &facts, &saves);
+        assert_eq!(rows.len(), 2, "a task that did not run has no row");
+        assert_eq!(rows[0].key.as_deref(), Some("a".repeat(64).as_str()));
+        assert!(rows[0].saved);
+        assert_eq!(rows[1].unsaved_reason.as_deref(), Some("failed"));
+        assert_eq!(rows[1].exit_code, Some(2));
+        assert_eq!(
+            (
+                invocation.run_id.as_str(),
+                invocation.exit_code,
+                invocation.task_count
+            ),
+            ("0190", 1, 2)
+        );
+        assert_eq!((invocation.started_at, invocation.ended_at), (10, 30));
+        assert_eq!(invocation.concurrency, 4, "the facts are kept");
+        assert_eq!(invocation.counts.get("success"), Some(&1));
+        assert_eq!(invocation.counts.get("failed"), Some(&1));
+        assert_eq!(invocation.counts.get("miss"), Some(&1));
+    }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::run::outcome::{Status, TaskReport};
+use crate::run::outcome::{Notice, Status, TaskReport};
 use crate::run::record::summary::write_and_tell;
 use crate::run::record::{RunRecord, TelemetrySink};
 
@@ -37,9 +37,9 @@ pub struct TraceFile {
 }
 
 impl TelemetrySink for TraceFile {
-    fn run_ended(&mut self, run: &RunRecord<'_>) {
+    fn run_ended(&mut self, run: &RunRecord<'_>) -> Vec<Notice> {
         let trace = chrome_trace(self.origin, self.loop_started, &self.phases, run);
-        write_and_tell(&self.path, &trace, &self.cwd);
+        vec![write_and_tell(&self.path, &trace, &self.cwd)]
     }
 }
 

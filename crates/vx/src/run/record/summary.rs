@@ -12,9 +12,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::options::Target;
-use crate::render::notice;
 use crate::run::outcome::CacheKind;
-use crate::run::outcome::{NotReady, Status, TaskReport};
+use crate::run::outcome::{NotReady, Notice, Status, TaskReport};
 use crate::run::record::{RunRecord, TelemetrySink};
 
 /// The run summary (UI-14).
@@ -176,18 +175,19 @@ pub struct SummaryFile {
 }
 
 impl TelemetrySink for SummaryFile {
-    fn run_ended(&mut self, run: &RunRecord<'_>) {
+    fn run_ended(&mut self, run: &RunRecord<'_>) -> Vec<Notice> {
         let summary = Summary::new(run);
         if self.written {
-            if let Err(reason) = write_json(&self.path, &summary) {
-                notice(&format!(
+            match write_json(&self.path, &summary) {
+                Ok(()) => Vec::new(),
+                Err(reason) => vec![Notice::note(format!(
                     "could not write {}: {reason}",
                     self.path.display()
-                ));
+                ))],
             }
         } else {
-            write_and_tell(&self.path, &summary, &self.cwd);
             self.written = true;
+            vec![write_and_tell(&self.path, &summary, &self.cwd)]
         }
     }
 }
@@ -294,10 +294,10 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), String> {
 
 /// Writes `value` to `path` and says so on stderr (UI-8): `vx: wrote <path>` (relative to
 /// `cwd` when inside it), or `vx: could not write <path>: <reason>`, which changes nothing else.
-pub fn write_and_tell(path: &Path, value: &impl Serialize, cwd: &Path) {
+pub fn write_and_tell(path: &Path, value: &impl Serialize, cwd: &Path) -> Notice {
     match write_json(path, value) {
-        Ok(()) => notice(&format!("wrote {}", shown(path, cwd))),
-        Err(reason) => notice(&format!("could not write {}: {reason}", path.display())),
+        Ok(()) => Notice::note(format!("wrote {}", shown(path, cwd))),
+        Err(reason) => Notice::note(format!("could not write {}: {reason}", path.display())),
     }
 }
 
