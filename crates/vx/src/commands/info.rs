@@ -144,8 +144,11 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
             (n, source.word())
         }
     };
-    let (memory_budget_bytes, memory_budget_source) =
-        crate::run::host::memory::Budget::from_env(&env).resolve();
+    let (budget, said) = crate::run::host::memory::Budget::from_env(&env);
+    if let Some(notice) = said {
+        crate::render::say(notice);
+    }
+    let (memory_budget_bytes, memory_budget_source) = budget.resolve();
     let dir = cache_dir(
         &root,
         cwd,

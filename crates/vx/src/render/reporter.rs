@@ -223,6 +223,24 @@ impl Reporter {
         }
     }
 
+    /// A kept persistent task's output after the footer, already prefixed with its id.
+    pub fn after_footer(&mut self, bytes: &[u8]) {
+        out(bytes);
+    }
+
+    /// The end of the run's output (UI-5, UI-6, UI-7): the live region erased, held failure
+    /// frames, the recap and the footer.
+    pub fn finish(&mut self, totals: &super::footer::Totals<'_>) {
+        super::live::stop();
+        self.flush_held();
+        out_str(&super::footer::recap(
+            &self.style,
+            totals.reports,
+            self.github_token(),
+        ));
+        out_str(&super::footer::footer(&self.style, totals));
+    }
+
     /// Failure frames held back for the end, printed just above the recap and footer.
     pub fn flush_held(&mut self) {
         self.stream_open = false;

@@ -82,6 +82,9 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     } else {
         (plan::build(workspace, cwd, &options)?, None)
     };
+    for notice in &plan.notices {
+        crate::render::say(notice.clone());
+    }
     // SEL-6: nothing affected is a success with one line (and maybe a hint) on stderr.
     if let Some(notice) = plan.affected.as_ref().and_then(|a| a.nothing.as_ref()) {
         crate::render::notice(&notice.message);
@@ -104,13 +107,21 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     match &options.plan {
         Some(PlanFlag::DryText) => {
             let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
-            return Ok(plan::preview::dry_text(&plan, &rows, slots as usize));
+            crate::render::out_str(&plan::preview::dry_text(&plan, &rows, slots as usize));
+            return Ok(crate::exit::SUCCESS);
         }
         Some(PlanFlag::DryJson) => {
             let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
-            return Ok(plan::preview::dry_json(&plan, &rows, slots as usize));
+            crate::render::out_str(&plan::preview::dry_json(&plan, &rows, slots as usize));
+            return Ok(crate::exit::SUCCESS);
         }
-        Some(PlanFlag::Graph(path)) => return plan::preview::graph(&plan, path.as_deref()),
+        Some(PlanFlag::Graph(path)) => {
+            match plan::preview::graph(&plan, path.as_deref())? {
+                plan::preview::GraphOutput::Text(dot) => crate::render::out_str(&dot),
+                plan::preview::GraphOutput::Written(notice) => crate::render::say(notice),
+            }
+            return Ok(crate::exit::SUCCESS);
+        }
         None => {}
     }
     let lookup = |name: &str| host_env.get(name).cloned();
@@ -128,7 +139,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     if options.cache.remote_named {
         crate::render::notice("no remote cache is configured; --cache remote:… has no effect");
     }
-    let opened = match opened {
+    let mut opened = match opened {
         Some(opened) => opened,
         None => {
             let dir = setup::resolve_cache_dir(&plan.workspace, cwd, &options, &host_env)?;
@@ -141,6 +152,9 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         }
     };
     let cache_dir = opened.dir.clone();
+    let mut opening_notices = std::mem::take(&mut opened.notices);
+    let (memory_budget, said) = host::memory::Budget::from_env(&host_env);
+    opening_notices.extend(said);
     let phases = vec![
         Phase {
             name: "plan".into(),
@@ -166,11 +180,14 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         sh,
         host_env: host_env.clone(),
         slots: slots.max(1),
-        memory_budget: host::memory::Budget::from_env(&host_env),
+        memory_budget,
         lock,
         keeps_terminal: matches!(ending, Ending::Cycle(_)),
     };
     let mut reporter = Reporter::new(style, flow, options.output_logs);
+    for notice in opening_notices {
+        reporter.notice(notice);
+    }
     if host_env.get("GITHUB_ACTIONS").is_some_and(|v| truthy(v)) {
         reporter.use_github_groups(crate::ids::random_hex(16));
     }

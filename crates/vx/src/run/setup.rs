@@ -21,6 +21,7 @@ use crate::error::Failure;
 use crate::options::RunOptions;
 use crate::render;
 use crate::run::host::subprocess;
+use crate::run::outcome::Notice;
 use crate::run::plan::preview::{DryCache, DryRow};
 
 /// KEY-8: probes time out after a minute.
@@ -47,6 +48,8 @@ pub struct Opened {
     pub memo: StampCache,
     /// What was read from the index with it.
     pub read: ReadWithIndex,
+    /// What opening found to say (a newer or unwritable index, no lock), for the reporter.
+    pub notices: Vec<Notice>,
 }
 
 /// Resolves and checks the cache directory (STORE-2).
@@ -81,18 +84,27 @@ pub fn resolve_cache_dir(
 /// It needs only the root and the cache directory, so a run does it while the task graph is
 /// built (see `run`).
 pub fn open(root: &Path, dir: &Path, access: Access, lock: bool) -> Result<Opened, Failure> {
-    let lock = if lock { take_lock(root)? } else { None };
-    open_with(root, dir, access, lock)
+    let mut notices = Vec::new();
+    let lock = if lock {
+        take_lock(root, &mut notices)?
+    } else {
+        None
+    };
+    let mut opened = open_with(root, dir, access, lock)?;
+    notices.append(&mut opened.notices);
+    opened.notices = notices;
+    Ok(opened)
 }
 
 /// The run lock, waiting for another run with one notice; `None` (with a warning) when the
 /// lock file cannot be created (STORE-14).
-fn take_lock(root: &Path) -> Result<Option<RunLock>, Failure> {
+fn take_lock(root: &Path, notices: &mut Vec<Notice>) -> Result<Option<RunLock>, Failure> {
     let mut waited = false;
     let mut on_wait = |pid: Option<u32>| {
         if !waited {
             waited = true;
             let pid = pid.map_or("?".to_string(), |p| p.to_string());
+            // Said while waiting, not after: the wait is what it explains.
             render::notice(&format!(
                 "another vx run (pid {pid}) holds this workspace; waiting…"
             ));
@@ -106,7 +118,9 @@ fn take_lock(root: &Path) -> Result<Option<RunLock>, Failure> {
             crate::run::host::signals::pending().unwrap_or(nix::libc::SIGINT),
         )),
         Err(error) => {
-            render::warning(&format!("{error}; running without the workspace lock"));
+            notices.push(Notice::warning(format!(
+                "{error}; running without the workspace lock"
+            )));
             Ok(None)
         }
     }
@@ -120,17 +134,18 @@ pub fn open_with(
     lock: Option<RunLock>,
 ) -> Result<Opened, Failure> {
     let started = Instant::now();
+    let mut notices = Vec::new();
     let mut store = match Store::open(dir, access) {
         Ok(store) => {
             if let Some(version) = store.disabled() {
-                render::warning(&format!(
+                notices.push(Notice::warning(format!(
                     "the cache index was written by a newer vx (schema {version}); the local cache and history are off for this run"
-                ));
+                )));
             }
             if let Some(reason) = store.read_only_reason() {
-                render::warning(&format!(
+                notices.push(Notice::warning(format!(
                     "the cache cannot be written: {reason}; hits are served, nothing is saved or recorded this run"
-                ));
+                )));
             }
             Some(store)
         }
@@ -180,6 +195,7 @@ pub fn open_with(
         tree,
         memo,
         read,
+        notices,
     })
 }
 
@@ -240,7 +256,10 @@ pub fn dry_rows(
     sh: Option<PathBuf>,
 ) -> Result<Vec<DryRow>, Failure> {
     let dir = resolve_cache_dir(&plan.workspace, cwd, options, host_env)?;
-    let opened = open(&plan.workspace.root, &dir, Access::ReadOnly, false)?;
+    let mut opened = open(&plan.workspace.root, &dir, Access::ReadOnly, false)?;
+    for notice in std::mem::take(&mut opened.notices) {
+        render::say(notice);
+    }
     let (mut cache, recorder, _) = run_cache(plan, options, host_env, sh, opened, false);
     let unstable = unstable_nodes(plan);
     let mut rows = Vec::new();

@@ -71,6 +71,9 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
 
     // The scope, from a plan made now: an unknown task exits 2 before anything runs.
     let plan = plan::build(plan::discover(cwd)?, cwd, &options)?;
+    for notice in &plan.notices {
+        crate::render::say(notice.clone());
+    }
     // WATCH-7: `--affected` is evaluated once, now: the watch goes on with the tasks it
     // found, named. With nothing affected there is nothing to watch (SEL-6's line, exit 0).
     if let Some(affected) = &plan.affected {
@@ -602,6 +605,9 @@ impl Watch {
         let Ok(plan) = plan::build(workspace, cwd, options) else {
             return;
         };
+        for notice in &plan.notices {
+            crate::render::say(notice.clone());
+        }
         let Ok(cache_dir) = setup::resolve_cache_dir(&plan.workspace, cwd, options, host_env)
         else {
             return;

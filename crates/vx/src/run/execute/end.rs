@@ -6,8 +6,7 @@ use std::time::SystemTime;
 
 use super::{kind_of, task, Kind, Run};
 use crate::exit;
-use crate::render::footer::{footer, recap, Totals};
-use crate::render::out_str;
+use crate::render::footer::Totals;
 use crate::run::outcome::{Status, TaskReport};
 use crate::run::record::profile::TraceFile;
 use crate::run::record::summary::{target_path, SummaryFile};
@@ -197,11 +196,7 @@ impl Run<'_> {
 
     /// Held failure frames, the recap and the footer (the live region erased first, UI-6).
     pub(super) fn finish_output(&mut self) {
-        crate::render::live::stop();
-        self.reporter.flush_held();
         let reports: Vec<TaskReport> = self.reports.values().cloned().collect();
-        let style = self.reporter.style;
-        out_str(&recap(&style, &reports, self.reporter.github_token()));
         let totals = Totals {
             reports: &reports,
             projects_in_run: self.plan.projects_in_run,
@@ -209,7 +204,7 @@ impl Run<'_> {
             workers: self.ctx.slots,
             wall: self.started_at.elapsed(),
         };
-        out_str(&footer(&style, &totals));
+        self.reporter.finish(&totals);
     }
 }
 

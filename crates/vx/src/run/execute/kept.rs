@@ -370,14 +370,18 @@ impl State {
             Msg::Exec(slot, ExecEvent::Access(access)) => {
                 if let Some(kept) = self.kept.get_mut(&slot) {
                     if let Some(sandbox) = kept.live.sandbox.as_mut() {
-                        sandbox.warn_access(&kept.id, access);
+                        for notice in sandbox.warn_access(&kept.id, access) {
+                            crate::render::say(notice);
+                        }
                     }
                 }
             }
             Msg::NetRefused(slot, target) => {
                 if let Some(kept) = self.kept.get_mut(&slot) {
                     if let Some(sandbox) = kept.live.sandbox.as_mut() {
-                        sandbox.warn_refused(&kept.id, target);
+                        if let Some(notice) = sandbox.warn_refused(&kept.id, target) {
+                            crate::render::say(notice);
+                        }
                     }
                 }
             }

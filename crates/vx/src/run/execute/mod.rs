@@ -43,7 +43,6 @@ use super::outcome::{AttemptSpan, NotReady, Status, TaskReport};
 use super::plan::Plan;
 use super::record::Recorder;
 use crate::options::RunOptions;
-use crate::render::out;
 use crate::render::reporter::Reporter;
 use crate::run::execute::explain::explain;
 use crate::run::execute::lane::Lane;
@@ -767,7 +766,8 @@ impl<'p> Run<'p> {
         live.display.push(LogStream::Stdout, bytes);
         live.last_byte = bytes.last().copied();
         if self.keep_alive {
-            out(&prefixed(&self.plan.graph.nodes[i].id, live, bytes));
+            let text = prefixed(&self.plan.graph.nodes[i].id, live, bytes);
+            self.reporter.after_footer(&text);
         } else {
             self.reporter.stream(i, bytes);
         }

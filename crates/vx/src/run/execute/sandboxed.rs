@@ -17,6 +17,7 @@ use crate::run::host::proxy::{environment as proxy_environment, HostPattern, Tas
 use crate::run::host::sandbox::{
     linked_packages, view, violations_section, Host, Linked, ViewInputs,
 };
+use crate::run::outcome::Notice;
 use crate::run::plan::Plan;
 
 /// A live task's sandbox.
@@ -40,11 +41,12 @@ pub(super) struct LiveSandbox {
 
 impl LiveSandbox {
     /// A persistent task's access that breaks its sandbox is a warning now, once (SBX-8).
-    pub(super) fn warn_access(&mut self, id: &TaskId, access: Access) {
+    pub(super) fn warn_access(&mut self, id: &TaskId, access: Access) -> Vec<Notice> {
         let found = violations(&self.view, &[access], &RealFiles);
+        let mut notices = Vec::new();
         for violation in found {
             if self.warned.insert(violation.clone()) {
-                crate::render::warning(&format!(
+                notices.push(Notice::warning(format!(
                     "{id}: sandbox violation: {} {}{} (a persistent task is not stopped for it)",
                     word(violation.kind),
                     violation.path,
@@ -53,18 +55,19 @@ impl LiveSandbox {
                         .as_ref()
                         .map(|via| format!(" (via {via})"))
                         .unwrap_or_default()
-                ));
+                )));
             }
         }
+        notices
     }
 
     /// A persistent task's refused request is a warning now, once per `host:port` (SBX-8).
-    pub(super) fn warn_refused(&mut self, id: &TaskId, target: String) {
-        if self.refused.insert(target.clone()) {
-            crate::render::warning(&format!(
+    pub(super) fn warn_refused(&mut self, id: &TaskId, target: String) -> Option<Notice> {
+        self.refused.insert(target.clone()).then(|| {
+            Notice::warning(format!(
                 "{id}: sandbox violation: net {target} (a persistent task is not stopped for it)"
-            ));
-        }
+            ))
+        })
     }
 
     /// The attempt ended: its `TMPDIR` goes.
@@ -199,7 +202,9 @@ impl Run<'_> {
             sandbox.accesses.push(access);
             return;
         }
-        sandbox.warn_access(&self.plan.graph.nodes[i].id, access);
+        for notice in sandbox.warn_access(&self.plan.graph.nodes[i].id, access) {
+            self.reporter.notice(notice);
+        }
     }
 
     /// The task's proxy refused a request: a violation (SBX-7), a warning now for a
@@ -213,7 +218,9 @@ impl Run<'_> {
             return;
         };
         if persistent {
-            sandbox.warn_refused(&self.plan.graph.nodes[i].id, target);
+            if let Some(notice) = sandbox.warn_refused(&self.plan.graph.nodes[i].id, target) {
+                self.reporter.notice(notice);
+            }
         } else {
             sandbox.refused.insert(target);
         }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use vx_core::units::parse_size;
 
-use crate::render::warning;
+use crate::run::outcome::Notice;
 
 /// What `VX_MEMORY_BUDGET` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,22 +18,23 @@ pub enum Budget {
 }
 
 impl Budget {
-    /// `VX_MEMORY_BUDGET`: a size, or `off`; an invalid value draws one warning (ENV-1).
-    pub fn from_env(env: &BTreeMap<String, String>) -> Budget {
+    /// `VX_MEMORY_BUDGET`: a size, or `off`; an invalid value is measured instead, with one
+    /// warning for the caller to show (ENV-1).
+    pub fn from_env(env: &BTreeMap<String, String>) -> (Budget, Option<Notice>) {
         let Some(value) = env.get("VX_MEMORY_BUDGET") else {
-            return Budget::Measure;
+            return (Budget::Measure, None);
         };
         if value == "off" {
-            return Budget::Off;
+            return (Budget::Off, None);
         }
         match parse_size(value).filter(|s| *s > 0) {
-            Some(size) => Budget::Given(size),
-            None => {
-                warning(&format!(
+            Some(size) => (Budget::Given(size), None),
+            None => (
+                Budget::Measure,
+                Some(Notice::warning(format!(
                     "ignoring VX_MEMORY_BUDGET=`{value}`: not a size (write e.g. `8G`, or `off`)"
-                ));
-                Budget::Measure
-            }
+                ))),
+            ),
         }
     }
 

@@ -17,6 +17,7 @@ use vx_core::{Diagnostic, TaskId, Workspace};
 
 use crate::error::Failure;
 use crate::options::RunOptions;
+use crate::run::outcome::Notice;
 use crate::run::plan::affected::{nothing_affected, Changes, Git};
 use crate::workspace::load;
 
@@ -33,6 +34,8 @@ pub struct Plan {
     pub projects_in_run: usize,
     /// `--affected`: what changed and why each task is affected.
     pub affected: Option<Affected>,
+    /// What selecting found to say (a filter that matched nothing, …), for the caller to show.
+    pub notices: Vec<Notice>,
 }
 
 /// What `--affected` found (SEL-5 to SEL-7).
@@ -59,6 +62,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
     check_excluded_names(&workspace, &options.exclude)?;
 
     let mut affected = None;
+    let mut notices = Vec::new();
     let scope = if options.has_selection() {
         let mut git = git(&workspace, cwd, options);
         let mut changed = BTreeMap::new();
@@ -82,9 +86,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
             changed: &changed,
         };
         let selection = select(&workspace, &walks, &includes)?;
-        for warning in &selection.warnings {
-            crate::render::warning(warning);
-        }
+        notices.extend(selection.warnings.iter().map(Notice::warning));
         match &options.affected {
             None => Scope::Selection(selection.projects),
             Some(base) => {
@@ -133,6 +135,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
         table,
         shown_as_requested,
         affected,
+        notices,
     })
 }
 

@@ -10,9 +10,8 @@ use vx_core::affected::Reason;
 use vx_core::units::format_duration;
 
 use crate::error::Failure;
-use crate::render::out_str;
+use crate::run::outcome::Notice;
 use crate::run::plan::{is_group, Plan};
-use crate::{exit, render};
 
 /// The non-group tasks a node stands for: itself, or a group's members, transitively.
 fn real_deps(plan: &Plan, i: usize) -> BTreeSet<usize> {
@@ -127,7 +126,8 @@ impl DryCache {
     }
 }
 
-pub fn dry_text(plan: &Plan, rows: &[DryRow], slots: usize) -> i32 {
+/// `--dry` as text (UI-12).
+pub fn dry_text(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
     let mut text = String::from("would run:\n");
     for row in rows {
         let i = row.node;
@@ -183,11 +183,11 @@ pub fn dry_text(plan: &Plan, rows: &[DryRow], slots: usize) -> i32 {
         approx(predicted.wall_ms),
         approx(predicted.work_ms)
     );
-    out_str(&text);
-    exit::SUCCESS
+    text
 }
 
-pub fn dry_json(plan: &Plan, rows: &[DryRow], slots: usize) -> i32 {
+/// `--dry=json` (UI-12).
+pub fn dry_json(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
     let tasks: Vec<serde_json::Value> = rows
         .iter()
         .map(|row| {
@@ -235,15 +235,22 @@ pub fn dry_json(plan: &Plan, rows: &[DryRow], slots: usize) -> i32 {
             "unknown": predicted.unknown,
         },
     });
-    out_str(&format!(
+    format!(
         "{}\n",
         serde_json::to_string_pretty(&doc).unwrap_or_default()
-    ));
-    exit::SUCCESS
+    )
 }
 
-/// Graphviz DOT, to stdout or a file whose parent directories are created.
-pub fn graph(plan: &Plan, path: Option<&str>) -> Result<i32, Failure> {
+/// What `--graph` produced.
+pub enum GraphOutput {
+    /// DOT for stdout.
+    Text(String),
+    /// Written to a file: the line that says so.
+    Written(Notice),
+}
+
+/// Graphviz DOT, for stdout or written to a file whose parent directories are created.
+pub fn graph(plan: &Plan, path: Option<&str>) -> Result<GraphOutput, Failure> {
     let mut dot = String::from("digraph vx {\n  rankdir=LR;\n  node [shape=box, style=filled];\n");
     for node in &plan.graph.nodes {
         let colour = if is_group(&plan.workspace, &node.id) {
@@ -269,7 +276,7 @@ pub fn graph(plan: &Plan, path: Option<&str>) -> Result<i32, Failure> {
     }
     dot.push_str("}\n");
     match path {
-        None => out_str(&dot),
+        None => Ok(GraphOutput::Text(dot)),
         Some(path) => {
             let path = std::path::Path::new(path);
             let write = || -> std::io::Result<()> {
@@ -281,10 +288,12 @@ pub fn graph(plan: &Plan, path: Option<&str>) -> Result<i32, Failure> {
             if let Err(e) = write() {
                 return Err(crate::workspace::io_diagnostic(path, "write", &e).into());
             }
-            render::notice(&format!("wrote {}", path.display()));
+            Ok(GraphOutput::Written(Notice::note(format!(
+                "wrote {}",
+                path.display()
+            ))))
         }
     }
-    Ok(exit::SUCCESS)
 }
 
 /// `1 task`, `3 tasks`.
