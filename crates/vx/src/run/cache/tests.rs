@@ -68,9 +68,13 @@ fn run(
     write: bool,
 ) -> (i32, Vec<TaskReport>) {
     let remote: Arc<dyn vx_store::CacheLayer> = Arc::new(layer.clone());
-    run_layered(f, executor.clone(), args(), |layers| {
-        layers.add_remote(remote, usage(read, write), 2)
-    })
+    run_layered(
+        f,
+        executor.clone(),
+        args(),
+        |layers| layers.add_remote(remote, usage(read, write), 2),
+        None,
+    )
 }
 
 fn kind_of(reports: &[TaskReport], id: &str) -> Option<CacheKind> {

@@ -159,6 +159,11 @@ impl Run<'_> {
                 self.reporter.notice(notice);
             }
         }
+        for sink in &mut self.sinks {
+            for notice in sink.run_ended(&record) {
+                self.reporter.notice(notice);
+            }
+        }
         if first {
             if let (Some(target), Some(phases)) = (&self.options.profile, &self.phases) {
                 let notices = TraceFile {

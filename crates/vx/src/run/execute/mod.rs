@@ -41,7 +41,7 @@ use super::cache::{Decision, Done, RestoreJob, RunCache, SaveJob};
 use super::outcome::CacheKind;
 use super::outcome::{AttemptSpan, NotReady, Status, TaskReport};
 use super::plan::Plan;
-use super::record::Recorder;
+use super::record::{Recorder, TelemetrySink};
 use crate::options::RunOptions;
 use crate::render::reporter::Reporter;
 use crate::run::execute::explain::explain;
@@ -228,6 +228,8 @@ pub struct Run<'p> {
     sandbox_host: sandboxed::SandboxHost,
     /// This run is a cycle of `vx watch`: the persistent tasks kept between cycles.
     watch: Option<&'p mut Servers>,
+    /// Telemetry sinks beside history, the summary and the trace (ARCH-2), given by the caller.
+    sinks: Vec<Box<dyn TelemetrySink + 'p>>,
 }
 
 impl<'p> Run<'p> {
@@ -332,11 +334,20 @@ impl<'p> Run<'p> {
             phases,
             sandbox_host: None,
             watch: None,
+            sinks: Vec::new(),
         }
     }
 
     /// This run is a cycle of `vx watch`: persistent tasks are kept in `servers` between
     /// cycles, and a second Ctrl-C ends the watch with 0 (WATCH-1).
+    /// Hands the run record to `sink` too when the run ends (ARCH-2): the seam an OTLP exporter
+    /// (ARCH-4) plugs into; today only the tests' collecting sink does.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn with_sink(mut self, sink: Box<dyn TelemetrySink + 'p>) -> Run<'p> {
+        self.sinks.push(sink);
+        self
+    }
+
     pub fn watching(mut self, servers: &'p mut Servers) -> Run<'p> {
         servers.hold();
         self.watch = Some(servers);

@@ -16,7 +16,7 @@ fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
         concurrency: Some("1".into()),
         ..RunArgs::default()
     };
-    run_layered(f, executor, args, |layers| layers).0
+    run_layered(f, executor, args, |layers| layers, None).0
 }
 
 /// Runs `args` in fixture `f` through the fake executor, with the cache layers `layers` makes
@@ -26,6 +26,7 @@ pub(crate) fn run_layered(
     executor: ScriptedExecutor,
     args: RunArgs,
     layers: impl FnOnce(&mut vx_store::Layers) -> &mut vx_store::Layers,
+    sink: Option<Box<dyn crate::run::record::TelemetrySink>>,
 ) -> (i32, Vec<TaskReport>) {
     let options = resolve(args).unwrap();
     let plan = super::super::plan::discover(f.root())
@@ -71,6 +72,9 @@ pub(crate) fn run_layered(
         cache,
         recorder,
     );
+    if let Some(sink) = sink {
+        run = run.with_sink(sink);
+    }
     let code = run.execute();
     (code, run.reports.values().cloned().collect())
 }
@@ -145,4 +149,29 @@ fn dependencies_are_spawned_before_dependants() {
     let position = |needle: &str| spawned.iter().position(|s| s.contains(needle)).unwrap();
     assert!(position("built lib") < position("built app"));
     assert!(position("built app") < position("test -s"));
+}
+
+#[test]
+fn every_sink_gets_one_record_of_the_run_with_its_keys() {
+    let f = Fixture::w("vx-not-used");
+    let sink = crate::run::record::CollectingSink::default();
+    let executor = ScriptedExecutor::new().on("built lib", "boom\n", 3);
+    let args = RunArgs {
+        tasks: vec!["build".into()],
+        all: true,
+        concurrency: Some("1".into()),
+        ..RunArgs::default()
+    };
+    let (code, reports) = run_layered(&f, executor, args, |l| l, Some(Box::new(sink.clone())));
+    let runs = sink.runs.borrow();
+    assert_eq!(runs.len(), 1, "one record per run end");
+    assert_eq!(runs[0].exit_code, code);
+    let ids: Vec<&str> = runs[0].tasks.iter().map(|t| t.0.as_str()).collect();
+    let reported: Vec<String> = reports.iter().map(|r| r.id.to_string()).collect();
+    assert_eq!(ids, reported, "every reported task, in the same order");
+    let lib = runs[0].tasks.iter().find(|t| t.0 == "lib#build").unwrap();
+    assert_eq!(lib.1, Status::Failed);
+    assert_eq!(lib.2.as_ref().map(String::len), Some(64), "with its key");
+    let app = runs[0].tasks.iter().find(|t| t.0 == "app#build").unwrap();
+    assert_eq!(app.1, Status::Skipped);
 }

@@ -303,6 +303,37 @@ pub fn report_counters(files_hashed: u64, store: Option<&Store>) {
     );
 }
 
+/// The fake sink (ARCH-2): keeps what each run record said, for tests. It lives here rather
+/// than in vx-test-support because the record is the binary's own type.
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub struct CollectingSink {
+    /// Per record handed over: the exit code and each task's id, status and key.
+    pub runs: std::rc::Rc<std::cell::RefCell<Vec<CollectedRun>>>,
+}
+
+#[cfg(test)]
+#[derive(Debug, Clone)]
+pub struct CollectedRun {
+    pub exit_code: i32,
+    pub tasks: Vec<(String, Status, Option<String>)>,
+}
+
+#[cfg(test)]
+impl TelemetrySink for CollectingSink {
+    fn run_ended(&mut self, run: &RunRecord<'_>) -> Vec<Notice> {
+        self.runs.borrow_mut().push(CollectedRun {
+            exit_code: run.exit_code,
+            tasks: run
+                .tasks
+                .iter()
+                .map(|t| (t.report.id.to_string(), t.report.status, t.key.clone()))
+                .collect(),
+        });
+        Vec::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
