@@ -9,6 +9,7 @@
 
 pub mod fakes;
 pub mod fixture;
+pub mod http_cache;
 pub mod process;
 pub mod tools;
 pub mod tree;

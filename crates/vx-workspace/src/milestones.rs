@@ -72,6 +72,18 @@ pub(crate) const LATER_KEYS: &[LaterKey] = &[
         "workspace.remote-cache",
         Milestone::M4,
         "remote-cache",
+        true,
+    ),
+    row(
+        "workspace.remote-cache.grpc",
+        Milestone::M4,
+        "a `grpc://` remote cache",
+        false,
+    ),
+    row(
+        "workspace.remote-cache.signature-key-env",
+        Milestone::M4,
+        "signature-key-env",
         false,
     ),
     row(
@@ -135,7 +147,11 @@ mod tests {
     #[test]
     fn later_keys_are_refused_and_m1_keys_are_not() {
         assert_eq!(unavailable("task.remote"), Some("remote"));
-        assert_eq!(unavailable("workspace.remote-cache"), Some("remote-cache"));
+        assert_eq!(unavailable("workspace.remote-cache"), None);
+        assert_eq!(
+            unavailable("workspace.remote-cache.grpc"),
+            Some("a `grpc://` remote cache")
+        );
         assert_eq!(unavailable("task.command"), None);
     }
 
@@ -158,15 +174,16 @@ mod tests {
     }
 
     /// Of the later milestones, only the keys of process control — `retries` (EXEC-15),
-    /// `ready-when` (EXEC-13) and `interactive` (EXEC-14) — and the sandbox (SBX) are built;
-    /// everything else waits for its milestone.
+    /// `ready-when` (EXEC-13) and `interactive` (EXEC-14) — the sandbox (SBX) and the HTTP remote
+    /// cache (REM-3) are built; everything else waits for its milestone.
     #[test]
-    fn only_process_control_and_sandbox_keys_are_built_of_m3() {
+    fn only_process_control_sandbox_and_http_cache_keys_are_built_ahead() {
         let ahead = [
             "task.retries",
             "task.persistent.ready-when",
             "task.interactive",
             "task.sandbox",
+            "workspace.remote-cache",
         ];
         for key in LATER_KEYS.iter().filter(|k| k.milestone > Milestone::M2) {
             assert_eq!(key.built, ahead.contains(&key.feature), "{}", key.feature);

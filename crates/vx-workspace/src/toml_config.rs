@@ -505,7 +505,16 @@ fn remote_cache(w: &mut Walker, value: &Value) -> Option<RemoteCacheConfig> {
     for (key, value) in table {
         let name = format!("remote-cache.{}", key.name);
         match key.name.as_ref() {
-            "url" => {}
+            "url" => {
+                if remote
+                    .url
+                    .as_deref()
+                    .is_some_and(|u| u.starts_with("grpc://") || u.starts_with("grpcs://"))
+                {
+                    let at = w.value_at(value);
+                    w.milestone("workspace.remote-cache.grpc", at);
+                }
+            }
             "team" => {
                 remote.team = w.non_empty_string(value, &name);
                 team_keys.push(key);
@@ -516,7 +525,11 @@ fn remote_cache(w: &mut Walker, value: &Value) -> Option<RemoteCacheConfig> {
             }
             "instance-name" => remote.instance_name = w.string(value, &name),
             "token-env" => remote.token_env = env_name_key(w, value, &name),
-            "signature-key-env" => remote.signature_key_env = env_name_key(w, value, &name),
+            "signature-key-env" => {
+                let at = w.key_at(key);
+                w.milestone("workspace.remote-cache.signature-key-env", at);
+                remote.signature_key_env = env_name_key(w, value, &name);
+            }
             "write" => {
                 remote.write = w.string(value, &name);
                 if let Some(mode) = remote

@@ -95,12 +95,18 @@ pub enum AffectedBase {
     Ref(String),
 }
 
-/// The four cache switches of CLI-14 (the remote pair arrives with the remote layer).
+/// The four cache switches of CLI-14.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CachePolicy {
     pub local_read: bool,
     pub local_write: bool,
-    /// `--cache` named the remote layer, which is not configured: one notice.
+    /// The remote layer's read switch when the command line set it; `None`: REM-1's default
+    /// (reads on).
+    pub remote_read: Option<bool>,
+    /// The remote layer's write switch when the command line set it; `None`: the `write`
+    /// setting decides (REM-1).
+    pub remote_write: Option<bool>,
+    /// `--cache` named the remote layer (one notice when none is configured).
     pub remote_named: bool,
 }
 
@@ -109,6 +115,8 @@ impl Default for CachePolicy {
         CachePolicy {
             local_read: true,
             local_write: true,
+            remote_read: None,
+            remote_write: None,
             remote_named: false,
         }
     }
@@ -135,6 +143,8 @@ fn cache_policy(
         return Ok(CachePolicy {
             local_read: false,
             local_write: false,
+            remote_read: Some(false),
+            remote_write: Some(false),
             remote_named: false,
         });
     }
@@ -177,11 +187,14 @@ fn cache_policy(
                 policy.local_write = write;
             } else {
                 policy.remote_named = true;
+                policy.remote_read = Some(read);
+                policy.remote_write = Some(write);
             }
         }
     }
     if force {
         policy.local_read = false;
+        policy.remote_read = Some(false);
     }
     Ok(policy)
 }
@@ -411,6 +424,19 @@ mod tests {
         assert!(p.local_read && !p.local_write);
         let p = policy(Some("local:,remote:rw"), false).unwrap();
         assert!(!p.local_read && !p.local_write && p.remote_named);
+        assert_eq!((p.remote_read, p.remote_write), (Some(true), Some(true)));
+        let p = policy(Some("remote:w"), true).unwrap();
+        assert_eq!(
+            (p.remote_read, p.remote_write),
+            (Some(false), Some(true)),
+            "--force turns both reads off"
+        );
+        assert_eq!(policy(None, false).unwrap().remote_read, None);
+        let off = cache_policy(None, false, true).unwrap();
+        assert_eq!(
+            (off.remote_read, off.remote_write),
+            (Some(false), Some(false))
+        );
         let p = policy(None, true).unwrap();
         assert!(!p.local_read && p.local_write);
         assert!(policy(Some("remote:"), false).unwrap().local_read);

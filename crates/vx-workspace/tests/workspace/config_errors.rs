@@ -156,13 +156,14 @@ fn environment_tables_follow_cfg5() {
 }
 
 /// `[workspace.tasks]`, `extends`, `[workspace.rules]`, `cache`, `cache-dir`,
-/// `cache-retention`, `affected-base`, `retries`, `ready-when`, `interactive` and `sandbox`
+/// `cache-retention`, `affected-base`, `retries`, `ready-when`, `interactive`, `sandbox` and an
+/// HTTP `remote-cache`
 /// are built;
 /// the root's `build` gets the template's `cache`, so its `remote` has one.
 #[test]
 fn later_milestone_keys_are_not_available_yet() {
     let text = "[workspace]\ncache-dir = \".cache\"\naffected-base = \"main\"\ncache-retention = { older-than = \"1d\" }\n\
-                rules = { upfront-keys = true, exclusive-outputs = false }\n[workspace.remote-cache]\nurl = \"https://c\"\n\
+                rules = { upfront-keys = true, exclusive-outputs = false }\n[workspace.remote-cache]\nurl = \"grpc://c\"\n\
                 [workspace.remote-execution]\nurl = \"grpc://e\"\n[workspace.tasks.build]\ncache = { outputs = [] }\n\
                 [tasks.build]\ncommand = \"x\"\nretries = 1\ninteractive = false\nextends = true\nremote = true\n\
                 sandbox = { read = [\"src\"] }\n[tasks.dev]\ncommand = \"vite\"\npersistent = { ready-when = \"ready\" }\n\
@@ -170,7 +171,7 @@ fn later_milestone_keys_are_not_available_yet() {
     assert_eq!(
         root_errors(text),
         "vx.toml:5:32: exclusive-outputs = false is not available yet\n\
-         vx.toml:6:12: remote-cache is not available yet\n\
+         vx.toml:7:7: a `grpc://` remote cache is not available yet\n\
          vx.toml:8:12: remote-execution is not available yet\n\
          vx.toml:17:1: remote is not available yet\n"
     );

@@ -136,7 +136,14 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     } else {
         Flow::Focused
     };
-    if options.cache.remote_named {
+    if options.cache.remote_named
+        && cache::remote::resolve(
+            plan.workspace.settings.remote_cache.as_ref(),
+            &host_env,
+            &options.cache,
+        )
+        .is_none()
+    {
         crate::render::notice("no remote cache is configured; --cache remote:… has no effect");
     }
     let mut opened = match opened {

@@ -231,19 +231,31 @@ pub fn run_cache<'p>(
     let env = subprocess::git_env(host_env);
     let dirty_probe = Box::new(move |paths: &[String]| dirty_paths(&root, &env, paths));
     let ReadWithIndex { stamps, recent } = opened.read;
-    (
-        RunCache::new(
-            keys,
-            &plan.workspace,
-            vx_store::Layers::local(opened.store),
-            stamps,
-            options.cache,
-            ci,
-            dirty_probe,
-        ),
-        Recorder::new(recent),
-        opened.lock,
-    )
+    let mut layers = vx_store::Layers::local(opened.store);
+    let remote = super::cache::remote::layer(
+        plan.workspace.settings.remote_cache.as_ref(),
+        host_env,
+        &options.cache,
+    );
+    let unusable = match remote {
+        Ok(Some(remote)) => {
+            layers.add_remote(remote.layer, remote.usage, remote.upload_concurrency);
+            None
+        }
+        Ok(None) => None,
+        Err(notice) => Some(notice),
+    };
+    let mut cache = RunCache::new(
+        keys,
+        &plan.workspace,
+        layers,
+        stamps,
+        options.cache,
+        ci,
+        dirty_probe,
+    );
+    cache.tell(unusable);
+    (cache, Recorder::new(recent), opened.lock)
 }
 
 /// `--dry` (UI-12): every non-group task's key and predicted cache status, from a
@@ -290,8 +302,11 @@ pub fn dry_rows(
     // EXEC-13: an unrequested persistent task whose dependants all hit would not start.
     // Only a confirmed hit counts: an entry exists and the key is stable (SCHED-3).
     let hit = |i: usize| {
-        rows.iter()
-            .any(|r| r.node == i && r.cache == DryCache::HitLocal && !r.prediction)
+        rows.iter().any(|r| {
+            r.node == i
+                && matches!(r.cache, DryCache::HitLocal | DryCache::HitRemote)
+                && !r.prediction
+        })
     };
     let not_started: Vec<usize> = rows
         .iter()

@@ -36,6 +36,7 @@ use crate::run::plan::preview::DryCache;
 mod clean;
 pub mod outputs;
 mod probe;
+pub mod remote;
 mod restore;
 mod save;
 mod stamps;
@@ -160,6 +161,12 @@ impl<'p> RunCache<'p> {
         self.notices.push(notice);
     }
 
+    /// A notice about the cache from outside it (a remote layer that cannot be used), shown
+    /// with the cache's own.
+    pub fn tell(&mut self, notice: Option<Notice>) {
+        self.notices.extend(notice);
+    }
+
     /// The cache layers (the local store and any behind it).
     pub fn layers(&self) -> &Layers {
         &self.layers
@@ -186,11 +193,25 @@ impl<'p> RunCache<'p> {
     /// Before [`RunCache::prepare_ahead`] of these tasks: their input `lstat`s and output
     /// listings are taken at once, on several threads (the warm path is mostly these system
     /// calls); nothing has executed yet, so they are what each task would see one by one.
-    pub fn prefetch_ahead(&mut self, ids: &[TaskId]) {
+    ///
+    /// With a remote layer, the entries of these tasks that only it holds are downloaded now,
+    /// `width` at a time (REM-6), and adopted when each task is prepared.
+    pub fn prefetch_ahead(&mut self, ids: &[TaskId], width: usize) {
         if !self.reads() {
             return;
         }
         self.keys.prefetch(ids);
+        if self.layers.has_remote() {
+            let mut keys = Vec::new();
+            for id in ids {
+                let cached = task_config(self.workspace, id).is_some_and(|c| c.cache.is_some());
+                if let Some(Ok(derived)) = self.keys.key(id).filter(|_| cached) {
+                    keys.push(derived.key.hex());
+                }
+            }
+            self.layers.prefetch(&keys, width);
+            self.show_layer_warnings();
+        }
         let mut wanted: Vec<(TaskId, Outputs)> = Vec::new();
         for id in ids {
             let Some(config) = task_config(self.workspace, id) else {
@@ -280,7 +301,11 @@ impl<'p> RunCache<'p> {
             Probe::KeyFailed(error) => (Err(error), DryCache::Miss),
             Probe::Uncached { key } => (Ok(key), DryCache::NoCache),
             Probe::Miss { key, .. } => (Ok(key), DryCache::Miss),
-            Probe::Exists { key } => (Ok(key), DryCache::HitLocal),
+            Probe::Exists {
+                key,
+                source: vx_store::Source::Remote,
+            } => (Ok(key), DryCache::HitRemote),
+            Probe::Exists { key, .. } => (Ok(key), DryCache::HitLocal),
             Probe::Hit(hit) => (Ok(hit.key), DryCache::HitLocal),
         }
     }
@@ -410,6 +435,7 @@ impl<'p> RunCache<'p> {
                 )));
             }
         }
+        self.layers.discard_prefetched();
         self.show_layer_warnings();
         let workspace_id = self.stamps.workspace_id().to_string();
         let Some(store) = self.layers.store_mut() else {

@@ -39,8 +39,8 @@ pub(super) enum Probe {
     Uncached { key: String },
     /// No usable entry (or lookups are off).
     Miss { key: String, outputs: Outputs },
-    /// `--dry`: an entry exists.
-    Exists { key: String },
+    /// `--dry`: an entry exists, locally or in a further layer (REM-9).
+    Exists { key: String, source: Source },
     /// A confirmed entry.
     Hit(Box<Hit>),
 }
@@ -88,8 +88,10 @@ impl RunCache<'_> {
             return Probe::Miss { key, outputs };
         }
         if want == Want::Existence {
-            return match self.layers.exists(&key) {
-                Some(_) => Probe::Exists { key },
+            let exists = self.layers.exists(&key);
+            self.show_layer_warnings();
+            return match exists {
+                Some(source) => Probe::Exists { key, source },
                 None => Probe::Miss { key, outputs },
             };
         }

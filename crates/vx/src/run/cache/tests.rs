@@ -258,6 +258,32 @@ fn withheld_and_tainted_results_are_never_uploaded() {
 }
 
 #[test]
+fn prefetched_bodies_are_adopted_by_their_lookup_without_asking_again() {
+    let f = workspace();
+    let layer = MemoryLayer::new();
+    run(&f, &executor(), &layer, true, true);
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    let mut layers = layers_over(&f, &layer);
+    let mut keys = layer.keys();
+    keys.push("0".repeat(64));
+    let before = layer.fetches();
+    layers.prefetch(&keys, 2);
+    assert_eq!(
+        layer.fetches() - before,
+        3,
+        "every key asked once, in parallel"
+    );
+    for key in layer.keys() {
+        let (lookup, source) = layers.lookup(&key, &|_| true).expect("lookup");
+        assert!(matches!(lookup, Lookup::Hit(_)), "{lookup:?}");
+        assert_eq!(source, Source::Remote);
+    }
+    let (lookup, _) = layers.lookup(&"0".repeat(64), &|_| true).expect("lookup");
+    assert_eq!(lookup, Lookup::Miss);
+    assert_eq!(layer.fetches() - before, 3, "no lookup asked again");
+}
+
+#[test]
 fn layers_off_miss_and_drop_every_write() {
     let mut layers = Layers::off();
     let (lookup, _) = layers.lookup(&"f".repeat(64), &|_| true).expect("lookup");

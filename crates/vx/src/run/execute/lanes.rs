@@ -38,7 +38,8 @@ impl Run<'_> {
             .iter()
             .map(|&i| self.plan.graph.nodes[i].id.clone())
             .collect();
-        self.cache.prefetch_ahead(&ids);
+        self.cache.prefetch_ahead(&ids, self.ctx.slots as usize);
+        self.relay_notices();
         for (i, id) in candidates.into_iter().zip(ids) {
             if !matches!(
                 self.scheduler.state(i),

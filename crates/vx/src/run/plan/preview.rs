@@ -100,6 +100,8 @@ fn approx(ms: u64) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DryCache {
     HitLocal,
+    /// The remote cache holds it (an existence check, REM-9).
+    HitRemote,
     Miss,
     NoCache,
     /// An unrequested persistent task whose dependants all hit (EXEC-13).
@@ -110,6 +112,7 @@ impl DryCache {
     fn json(self) -> &'static str {
         match self {
             DryCache::HitLocal => "hit-local",
+            DryCache::HitRemote => "hit-remote",
             DryCache::Miss => "miss",
             DryCache::NoCache => "no-cache",
             DryCache::NotStarted => "not-started",
@@ -119,6 +122,7 @@ impl DryCache {
     fn symbol(self) -> &'static str {
         match self {
             DryCache::HitLocal => "◉",
+            DryCache::HitRemote => "◎",
             DryCache::Miss => "▶",
             DryCache::NoCache => "·",
             DryCache::NotStarted => "−",
@@ -152,20 +156,26 @@ pub fn dry_text(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
         }
     }
     let n = rows.len();
-    let hits = rows
+    let local_hits = rows
         .iter()
         .filter(|r| r.cache == DryCache::HitLocal)
         .count();
+    let remote_hits = rows
+        .iter()
+        .filter(|r| r.cache == DryCache::HitRemote)
+        .count();
+    let hits = local_hits + remote_hits;
     let tasks = plural(n, "task");
     let hit_text = if hits == 1 {
         "1 cache hit".to_string()
     } else {
         format!("{hits} cache hits")
     };
-    let local = if hits > 0 {
-        format!(" ({hits} local)")
-    } else {
-        String::new()
+    let local = match (local_hits, remote_hits) {
+        (0, 0) => String::new(),
+        (local, 0) => format!(" ({local} local)"),
+        (0, remote) => format!(" ({remote} remote)"),
+        (local, remote) => format!(" ({local} local, {remote} remote)"),
     };
     let _ = writeln!(
         text,

@@ -22,7 +22,9 @@
 //! switched off for the rest of the run. [`Layers::off`] is the run without a cache: every
 //! lookup misses and every write is dropped.
 
-use std::collections::HashSet;
+pub mod http;
+
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -242,6 +244,9 @@ pub struct Layers {
     remotes: Vec<Remote>,
     /// Keys already asked of the further layers in this run (REM-5: at most once).
     asked: HashSet<String>,
+    /// Bodies [`Layers::prefetch`] downloaded, by key, waiting for their lookup to adopt them,
+    /// with the layer that delivered each.
+    fetched: HashMap<String, (PathBuf, usize)>,
     uploads: Uploads,
 }
 
@@ -257,6 +262,7 @@ impl Layers {
             local: store,
             remotes: Vec::new(),
             asked: HashSet::new(),
+            fetched: HashMap::new(),
             uploads: Uploads::new(1),
         }
     }
@@ -328,6 +334,20 @@ impl Layers {
             Lookup::Miss => {}
             other => return Ok((other, Source::Local)),
         }
+        if let Some((dest, at)) = self.fetched.remove(key) {
+            return match store.adopt_download(key, &dest, accept, "remote")? {
+                Lookup::Hit(entry) => Ok((Lookup::Hit(entry), Source::Remote)),
+                Lookup::Damaged(damage) => {
+                    let error = LayerError::new(
+                        ErrorKind::InvalidArtifact,
+                        format!("invalid artifact: {}", damage.reason),
+                    );
+                    self.remotes[at].note(Op::Download, Err(&error));
+                    Ok((Lookup::Miss, Source::Local))
+                }
+                Lookup::Miss => Ok((Lookup::Miss, Source::Local)),
+            };
+        }
         if !store.can_adopt() || self.remotes.is_empty() || !self.asked.insert(key.to_string()) {
             return Ok((Lookup::Miss, Source::Local));
         }
@@ -355,6 +375,64 @@ impl Layers {
             }
         }
         Ok((Lookup::Miss, Source::Local))
+    }
+
+    /// REM-6: downloads, `concurrency` at a time, the bodies of every key in `keys` that the
+    /// local store does not hold, from the first layer that reads, before their lookups ask
+    /// (each key still at most once per run). A lookup then validates and adopts the body
+    /// (see [`Layers::lookup`]); a body no lookup takes is removed with the run's `tmp/`
+    /// files. Without a writable local store nothing is fetched.
+    pub fn prefetch(&mut self, keys: &[String], concurrency: usize) {
+        let Some(store) = self.local.as_mut() else {
+            return;
+        };
+        let Some(at) = self.remotes.iter().position(Remote::readable) else {
+            return;
+        };
+        if !store.can_adopt() {
+            return;
+        }
+        let mut jobs: Vec<(String, PathBuf)> = Vec::new();
+        for key in keys {
+            if store.has_entry(key) || !self.asked.insert(key.clone()) {
+                continue;
+            }
+            jobs.push((key.clone(), store.tmp_path("prefetch")));
+        }
+        if jobs.is_empty() {
+            return;
+        }
+        let remote = &self.remotes[at];
+        let next = AtomicUsize::new(0);
+        let results: Vec<Mutex<Option<Result<bool, LayerError>>>> =
+            jobs.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..concurrency.clamp(1, jobs.len()) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some((key, dest)) = jobs.get(i) else {
+                        return;
+                    };
+                    // A layer switched off meanwhile is not asked again.
+                    let outcome = if lock(&remote.health).off {
+                        Ok(false)
+                    } else {
+                        let fetched = remote.layer.fetch(key, dest, remote.usage.max_download);
+                        remote.note(Op::Download, fetched.as_ref().map(|_| ()));
+                        fetched
+                    };
+                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome);
+                });
+            }
+        });
+        for ((key, dest), result) in jobs.into_iter().zip(results) {
+            let delivered = result.into_inner().unwrap_or_else(|p| p.into_inner());
+            if delivered == Some(Ok(true)) {
+                self.fetched.insert(key, (dest, at));
+            } else {
+                let _ = std::fs::remove_file(&dest);
+            }
+        }
     }
 
     /// Whether `key` exists, for `--dry` (REM-9): the local store, then existence checks on the
@@ -399,6 +477,13 @@ impl Layers {
                 path: path.clone(),
                 duration_ms,
             });
+        }
+    }
+
+    /// Removes the bodies [`Layers::prefetch`] fetched that no lookup took (the end of a run).
+    pub fn discard_prefetched(&mut self) {
+        for (_, (dest, _)) in self.fetched.drain() {
+            let _ = std::fs::remove_file(dest);
         }
     }
 

@@ -1,0 +1,265 @@
+//! The HTTP cache layer (REM-3): a server speaking the Turborepo `/v8/artifacts` API, such as
+//! `turborepo-remote-cache`.
+//!
+//! How this works: every request goes to `<url>/v8/artifacts/<key>?slug=<team>` (or
+//! `teamId=<team>`) with `Authorization: Bearer <token>` when a token is set. `GET` downloads
+//! (200: the body, streamed into the caller's file under the size cap; 404: a miss), `HEAD`
+//! checks existence, `PUT` uploads the artifact file streamed from disk with
+//! `Content-Type: application/octet-stream` and `x-artifact-duration`. The body is the local
+//! artifact format, so the caller validates it like any other.
+//!
+//! The client is `ureq` 2: blocking (vx's layers run on threads, not an async runtime) and with
+//! a per-read socket timeout, which is exactly REM-2's `idle-timeout` (a transfer with no progress
+//! for that long fails; there is no absolute deadline). Errors are sorted into REM-7's kinds;
+//! their text never holds the token or the query string.
+
+use std::error::Error as _;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use super::{CacheLayer, ErrorKind, LayerError};
+
+/// How the team is sent (REM-2): `slug=<team>` or `teamId=<team-id>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Team {
+    Slug(String),
+    Id(String),
+}
+
+/// What an [`HttpLayer`] needs.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// `http://…` or `https://…`, a path prefix kept.
+    pub url: String,
+    pub team: Team,
+    /// The bearer token, read from `token-env` by the caller; `None`: no credentials.
+    pub token: Option<String>,
+    pub connect_timeout: Duration,
+    pub idle_timeout: Duration,
+}
+
+/// See the module documentation.
+pub struct HttpLayer {
+    /// The URL as messages show it: without credentials or query.
+    name: String,
+    /// The URL without a trailing `/`.
+    base: String,
+    /// `slug=<team>` or `teamId=<team-id>`, percent-encoded.
+    team_query: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl HttpLayer {
+    pub fn new(config: HttpConfig) -> HttpLayer {
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(config.connect_timeout)
+            .timeout_read(config.idle_timeout)
+            .timeout_write(config.idle_timeout)
+            .build();
+        let base = config.url.trim_end_matches('/').to_string();
+        let team_query = match &config.team {
+            Team::Slug(team) => format!("slug={}", encode(team)),
+            Team::Id(team) => format!("teamId={}", encode(team)),
+        };
+        HttpLayer {
+            name: shown_url(&base),
+            base,
+            team_query,
+            token: config.token,
+            agent,
+        }
+    }
+
+    fn request(&self, method: &str, key: &str) -> ureq::Request {
+        let url = format!("{}/v8/artifacts/{key}?{}", self.base, self.team_query);
+        let request = self.agent.request(method, &url);
+        match &self.token {
+            Some(token) => request.set("Authorization", &format!("Bearer {token}")),
+            None => request,
+        }
+    }
+}
+
+impl CacheLayer for HttpLayer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn contains(&self, key: &str) -> Result<bool, LayerError> {
+        match self.request("HEAD", key).call() {
+            Ok(_) => Ok(true),
+            Err(ureq::Error::Status(404, _)) => Ok(false),
+            Err(error) => Err(classify(error)),
+        }
+    }
+
+    fn fetch(&self, key: &str, dest: &Path, cap: u64) -> Result<bool, LayerError> {
+        let response = match self.request("GET", key).call() {
+            Ok(response) => response,
+            Err(ureq::Error::Status(404, _)) => return Ok(false),
+            Err(error) => return Err(classify(error)),
+        };
+        if response.status() != 200 {
+            return Err(LayerError::new(
+                ErrorKind::Status,
+                format!("HTTP {}", response.status()),
+            ));
+        }
+        let declared = response
+            .header("Content-Length")
+            .and_then(|n| n.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > cap) {
+            return Err(too_large(cap));
+        }
+        let mut file = File::create(dest).map_err(local_io)?;
+        // One byte over the cap proves the body too large without reading the rest.
+        let mut body = response.into_reader().take(cap + 1);
+        let copied = io::copy(&mut body, &mut file).map_err(transfer_io)?;
+        if copied > cap {
+            return Err(too_large(cap));
+        }
+        if declared.is_some_and(|n| n != copied) {
+            return Err(LayerError::new(
+                ErrorKind::InvalidArtifact,
+                format!(
+                    "the body ended after {copied} of {} bytes",
+                    declared.unwrap_or(0)
+                ),
+            ));
+        }
+        file.flush().map_err(local_io)?;
+        Ok(true)
+    }
+
+    fn put(&self, key: &str, artifact: &Path, duration_ms: u64) -> Result<(), LayerError> {
+        let file = File::open(artifact).map_err(local_io)?;
+        let size = file.metadata().map_err(local_io)?.len();
+        let result = self
+            .request("PUT", key)
+            .set("Content-Type", "application/octet-stream")
+            .set("Content-Length", &size.to_string())
+            .set("x-artifact-duration", &duration_ms.to_string())
+            .send(file);
+        match result {
+            Ok(response) if (200..300).contains(&response.status()) => Ok(()),
+            Ok(response) => Err(LayerError::new(
+                ErrorKind::Status,
+                format!("HTTP {}", response.status()),
+            )),
+            Err(error) => Err(classify(error)),
+        }
+    }
+}
+
+/// REM-7's kind of a request failure, in words without the URL (the warning names the layer).
+fn classify(error: ureq::Error) -> LayerError {
+    match error {
+        ureq::Error::Status(code @ (401 | 403), _) => {
+            LayerError::new(ErrorKind::Unauthorized, format!("HTTP {code}"))
+        }
+        ureq::Error::Status(code, _) => LayerError::new(ErrorKind::Status, format!("HTTP {code}")),
+        ureq::Error::Transport(transport) => {
+            let timed_out = transport
+                .source()
+                .and_then(|s| s.downcast_ref::<io::Error>())
+                .is_some_and(|e| {
+                    matches!(
+                        e.kind(),
+                        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+                    )
+                });
+            let kind = if timed_out {
+                ErrorKind::Timeout
+            } else {
+                ErrorKind::Connection
+            };
+            let detail = match transport.kind() {
+                ureq::ErrorKind::Dns => "the host name does not resolve".to_string(),
+                ureq::ErrorKind::ConnectionFailed if timed_out => "connection timed out".into(),
+                ureq::ErrorKind::ConnectionFailed => "connection refused".to_string(),
+                ureq::ErrorKind::Io if timed_out => "no progress within the idle timeout".into(),
+                ureq::ErrorKind::Io => "the connection broke".to_string(),
+                ureq::ErrorKind::TooManyRedirects => "too many redirects".to_string(),
+                ureq::ErrorKind::BadStatus | ureq::ErrorKind::BadHeader => {
+                    "the server's answer is not HTTP".to_string()
+                }
+                _ => "the request failed".to_string(),
+            };
+            LayerError::new(kind, detail)
+        }
+    }
+}
+
+/// A failure while the body was moving: a timeout, or a broken connection.
+fn transfer_io(error: io::Error) -> LayerError {
+    match error.kind() {
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
+            LayerError::new(ErrorKind::Timeout, "no progress within the idle timeout")
+        }
+        _ => LayerError::new(ErrorKind::Connection, "the connection broke"),
+    }
+}
+
+/// A local file could not be read or written.
+fn local_io(error: io::Error) -> LayerError {
+    LayerError::new(ErrorKind::Io, error.to_string())
+}
+
+fn too_large(cap: u64) -> LayerError {
+    LayerError::new(
+        ErrorKind::TooLarge,
+        format!("the artifact is over max-download-size ({cap} bytes)"),
+    )
+}
+
+/// The URL as messages show it: `user:password@` and any query or fragment removed.
+pub fn shown_url(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or(url);
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = match rest.find('/') {
+                Some(i) => rest.split_at(i),
+                None => (rest, ""),
+            };
+            let host = authority.rsplit('@').next().unwrap_or(authority);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_string(),
+    }
+}
+
+/// Percent-encodes a query value (RFC 3986 unreserved characters pass).
+fn encode(value: &str) -> String {
+    let mut out = String::new();
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_show_the_url_without_credentials_or_query() {
+        assert_eq!(
+            shown_url("https://user:secret@cache.example.com/base?token=x#f"),
+            "https://cache.example.com/base"
+        );
+        assert_eq!(shown_url("http://127.0.0.1:3033"), "http://127.0.0.1:3033");
+    }
+
+    #[test]
+    fn team_values_are_percent_encoded() {
+        assert_eq!(encode("team vx/1"), "team%20vx%2F1");
+        assert_eq!(encode("team_vx-1.~"), "team_vx-1.~");
+    }
+}

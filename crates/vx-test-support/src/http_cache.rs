@@ -1,0 +1,141 @@
+//! The real `turborepo-remote-cache` server (npm), started on a free loopback port with its
+//! own storage directory, for the HTTP remote-cache tests (REM-15).
+//!
+//! `scripts/test` installs it into `.test-tools/npm`. [`HttpCacheServer::start`] runs
+//! `node …/turborepo-remote-cache/dist/cli.js` with local storage in a temporary directory and
+//! static tokens, and waits for `GET /v8/artifacts/status` to answer; dropping the server kills
+//! it. A missing installation skips the test with the install command, and fails it under `CI`.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::tools::npm_tools_dir;
+
+/// The token the server accepts.
+pub const TOKEN: &str = "vx-test-token";
+
+/// A running server; killed when dropped.
+pub struct HttpCacheServer {
+    child: Child,
+    pub port: u16,
+    /// Where it stores artifacts: `<storage>/<team>/<key>`.
+    pub storage: tempfile::TempDir,
+}
+
+impl HttpCacheServer {
+    /// Starts a server, or `None` (after saying the test is skipped) when it is not installed
+    /// outside CI.
+    pub fn start() -> Option<HttpCacheServer> {
+        let cli = npm_tools_dir().join("node_modules/turborepo-remote-cache/dist/cli.js");
+        if !cli.exists() {
+            let install = format!(
+                "npm install --prefix {} turborepo-remote-cache@2.12.0 (or run scripts/test, which installs it)",
+                npm_tools_dir().display()
+            );
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "turborepo-remote-cache is missing: {install}"
+            );
+            eprintln!("skipped: turborepo-remote-cache is missing: {install}");
+            return None;
+        }
+        let storage = tempfile::Builder::new()
+            .prefix("vx-http-cache-")
+            .tempdir()
+            .expect("a temp dir");
+        let port = free_port();
+        let log = std::fs::File::create(storage.path().join("server.log")).expect("a log file");
+        let child = Command::new("node")
+            .arg(&cli)
+            .env("HOST", "127.0.0.1")
+            .env("PORT", port.to_string())
+            .env("TURBO_TOKEN", TOKEN)
+            .env("STORAGE_PROVIDER", "local")
+            .env("STORAGE_PATH", storage.path().join("store"))
+            .env("STORAGE_PATH_USE_TMP_FOLDER", "false")
+            .env("LOG_LEVEL", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone().expect("a log handle")))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start node");
+        let server = HttpCacheServer {
+            child,
+            port,
+            storage,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !server.answers() {
+            assert!(
+                Instant::now() < deadline,
+                "turborepo-remote-cache did not answer on port {port}: {}",
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(server)
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The artifacts it holds for `team`, by key.
+    pub fn artifacts(&self, team: &str) -> Vec<String> {
+        let dir: PathBuf = self.storage.path().join("store").join(team);
+        let mut keys: Vec<String> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        keys.sort();
+        keys
+    }
+
+    /// What the server logged.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.storage.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// Whether `GET /v8/artifacts/status` answers 200.
+    fn answers(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+        let request = "GET /v8/artifacts/status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+        if stream.write_all(request.as_bytes()).is_err() {
+            return false;
+        }
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
+    }
+
+    /// Stops the server now (a test of a server that goes away).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for HttpCacheServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}

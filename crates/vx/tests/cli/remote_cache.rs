@@ -1,0 +1,180 @@
+//! The HTTP remote cache (REM-3, REM-5, REM-8) against the real `turborepo-remote-cache`
+//! server on loopback (REM-15): one clone builds and uploads, another restores from it.
+
+use vx_test_support::fixture::Fixture;
+use vx_test_support::http_cache::{HttpCacheServer, TOKEN};
+use vx_test_support::tree::tree;
+
+use crate::empty;
+
+const TEAM: &str = "team_vx";
+
+/// Two cached builds writing files with distinct modes, `app` folding `lib`.
+fn workspace(url: &str) -> Fixture {
+    let f = empty();
+    f.write(".gitignore", ".vx/\ndist/\n");
+    f.write(
+        "vx.toml",
+        &format!("[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.remote-cache]\nurl = \"{url}\"\nteam = \"{TEAM}\"\n"),
+    );
+    for (name, deps) in [("lib", ""), ("app", "depends-on = [\"lib#build\"]\n")] {
+        f.write(
+            &format!("packages/{name}/package.json"),
+            &format!(r#"{{ "name": "{name}", "version": "1.0.0" }}"#),
+        );
+        f.write(
+            &format!("packages/{name}/src/main.txt"),
+            &format!("{name} source\n"),
+        );
+        f.write(
+            &format!("packages/{name}/vx.toml"),
+            &format!(
+                "[tasks.build]\ncommand = \"mkdir -p dist/bin && cp src/main.txt dist/ && printf '#!/bin/sh\\\\n' > dist/bin/run && chmod 755 dist/bin/run\"\n{deps}cache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n"
+            ),
+        );
+    }
+    f.commit();
+    f
+}
+
+fn run(f: &Fixture, server: &HttpCacheServer, ci: &str, extra: &[&str]) -> serde_json::Value {
+    let summary = f.path("summary.json");
+    let summary_arg = format!("--summarize={}", summary.display());
+    let mut args = vec!["run", "build", "--all", summary_arg.as_str()];
+    args.extend_from_slice(extra);
+    let _ = server;
+    let out = f.vx_in(".", &args, &[("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", ci)]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains(TOKEN) && !out.stderr.contains(TOKEN));
+    let text = std::fs::read_to_string(&summary).expect("a summary");
+    assert!(!text.contains(TOKEN));
+    serde_json::from_str(&text).expect("JSON")
+}
+
+fn cache_words(summary: &serde_json::Value) -> Vec<(String, String)> {
+    summary["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap_or("").to_string(),
+                t["cache"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_clone_restores_every_task_from_the_remote_exactly() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let first = workspace(&server.url());
+    let built = run(&first, &server, "true", &[]);
+    assert!(
+        cache_words(&built).iter().all(|(_, c)| c == "miss"),
+        "{built}"
+    );
+    assert_eq!(
+        server.artifacts(TEAM).len(),
+        2,
+        "CI uploads both results: {}",
+        server.log()
+    );
+
+    let second = workspace(&server.url());
+    let restored = run(&second, &server, "", &[]);
+    assert_eq!(
+        cache_words(&restored),
+        [
+            ("app#build".to_string(), "restored-remote".to_string()),
+            ("lib#build".to_string(), "restored-remote".to_string())
+        ]
+    );
+    for project in ["lib", "app"] {
+        let dist = format!("packages/{project}/dist");
+        assert_eq!(tree(&second.path(&dist)), tree(&first.path(&dist)));
+        assert!(!tree(&second.path(&dist)).is_empty());
+    }
+    // A third run finds them locally: nothing more is asked of the server.
+    let again = run(&second, &server, "", &[]);
+    assert!(
+        cache_words(&again).iter().all(|(_, c)| c == "up-to-date"),
+        "{again}"
+    );
+}
+
+#[test]
+fn without_ci_nothing_is_uploaded_and_cache_remote_w_forces_it() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let f = workspace(&server.url());
+    run(&f, &server, "", &[]);
+    assert!(
+        server.artifacts(TEAM).is_empty(),
+        "write = \"ci\" and CI is not set"
+    );
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    run(&f, &server, "", &["--cache=remote:w"]);
+    assert_eq!(server.artifacts(TEAM).len(), 2);
+}
+
+#[test]
+fn a_dead_server_slows_nothing_down_and_fails_nothing() {
+    let Some(mut server) = HttpCacheServer::start() else {
+        return;
+    };
+    server.kill();
+    let f = workspace(&server.url());
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all"],
+        &[("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", "true")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let warned: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: remote cache"))
+        .collect();
+    assert!(
+        warned
+            .iter()
+            .any(|l| l.contains("download failed (connection refused) at http://127.0.0.1:")),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        warned.len(),
+        warned
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        "each failure class once: {warned:?}"
+    );
+}
+
+#[test]
+fn dry_asks_the_remote_whether_entries_exist_and_downloads_nothing() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let first = workspace(&server.url());
+    run(&first, &server, "true", &[]);
+    let second = workspace(&server.url());
+    let out = second.vx_in(
+        ".",
+        &["run", "build", "--all", "--dry=json"],
+        &[("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", "")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    for task in doc["tasks"].as_array().expect("tasks") {
+        assert_eq!(task["cache"], "hit-remote", "{doc}");
+    }
+    let artifacts = second.path(".vx/artifacts");
+    let downloaded = std::fs::read_dir(&artifacts).map_or(0, |d| d.count());
+    assert_eq!(downloaded, 0, "an existence check downloads nothing");
+}
