@@ -100,10 +100,21 @@ struct SandboxInfo {
 struct RemoteCacheInfo {
     /// `http` or `reapi`.
     protocol: &'static str,
-    /// Without credentials.
+    /// Without credentials or query (after `VX_REMOTE_CACHE_URL`).
     url: String,
+    /// The team as sent: `slug=<team>` or `teamId=<team-id>`; `None` when missing.
+    team: Option<String>,
+    /// The `write` setting.
     write: String,
+    /// Whether a run here would read and upload (REM-1, with `CI` as it is now).
+    reads: bool,
+    writes: bool,
+    /// The variable the token is read from, and whether it is set (never its value).
+    token_env: String,
+    token_set: bool,
     signing: bool,
+    /// Whether the server answered an existence check (`None`: not asked, as for `grpc://`).
+    answered: Option<bool>,
 }
 
 #[derive(Debug, Serialize)]
@@ -187,20 +198,7 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
             }
         },
         containment: vx_exec::cgroup::describe(),
-        remote_cache: settings.remote_cache.as_ref().and_then(|r| {
-            let url = r.url.as_deref()?;
-            let protocol = if url.starts_with("grpc") {
-                "reapi"
-            } else {
-                "http"
-            };
-            Some(RemoteCacheInfo {
-                protocol,
-                url: without_credentials(url),
-                write: r.write.clone().unwrap_or_else(|| "ci".into()),
-                signing: r.signature_key_env.is_some(),
-            })
-        }),
+        remote_cache: remote_cache_info(settings.remote_cache.as_ref(), &env),
         remote_execution: settings.remote_execution.as_ref().and_then(|r| {
             Some(RemoteExecutionInfo {
                 url: without_credentials(r.url.as_deref()?),
@@ -426,11 +424,28 @@ fn pretty(info: &Info, errors: &[Diagnostic]) -> String {
         "remote cache",
         match &info.remote_cache {
             Some(r) => format!(
-                "{} {} (write: {}, signing: {})",
+                "{} {}{} ({}; write: {}; token: ${} {}; signing: {}){}",
                 r.protocol,
                 r.url,
+                r.team
+                    .as_deref()
+                    .map(|t| format!(" {t}"))
+                    .unwrap_or_default(),
+                match (r.reads, r.writes) {
+                    (true, true) => "reads and uploads",
+                    (true, false) => "reads",
+                    (false, true) => "uploads",
+                    (false, false) => "off",
+                },
                 r.write,
-                if r.signing { "on" } else { "off" }
+                r.token_env,
+                if r.token_set { "set" } else { "unset" },
+                if r.signing { "on" } else { "off" },
+                match r.answered {
+                    Some(true) => ", answered",
+                    Some(false) => ", did not answer",
+                    None => "",
+                }
             ),
             None => "not configured".to_string(),
         },
@@ -464,6 +479,50 @@ fn pretty(info: &Info, errors: &[Diagnostic]) -> String {
         }
     }
     out
+}
+
+/// The remote cache as a run here would use it (REM-1, REM-2), asking an HTTP server one
+/// existence check to tell whether it answers.
+fn remote_cache_info(
+    config: Option<&vx_core::config::RemoteCacheConfig>,
+    env: &std::collections::BTreeMap<String, String>,
+) -> Option<RemoteCacheInfo> {
+    use crate::run::cache::remote;
+    let policy = crate::options::CachePolicy::default();
+    let resolved = remote::resolve(config, env, &policy)?;
+    let protocol = if resolved.url.starts_with("grpc") {
+        "reapi"
+    } else {
+        "http"
+    };
+    let answered = match remote::layer(config, env, &policy) {
+        // Any HTTP answer counts, a refusal included; only a connection that failed does not.
+        Ok(Some(remote)) => Some(!matches!(
+            remote.layer.contains(&"0".repeat(64)),
+            Err(vx_store::LayerError {
+                kind: vx_store::ErrorKind::Connection | vx_store::ErrorKind::Timeout,
+                ..
+            })
+        )),
+        _ => None,
+    };
+    Some(RemoteCacheInfo {
+        protocol,
+        url: without_credentials(&resolved.url),
+        team: resolved.team.map(|team| match team {
+            vx_store::layer::http::Team::Slug(t) => format!("slug={t}"),
+            vx_store::layer::http::Team::Id(t) => format!("teamId={t}"),
+        }),
+        write: config
+            .and_then(|c| c.write.clone())
+            .unwrap_or_else(|| "ci".into()),
+        reads: resolved.read,
+        writes: resolved.write,
+        token_env: resolved.token_env,
+        token_set: resolved.has_token,
+        signing: config.is_some_and(|c| c.signature_key_env.is_some()),
+        answered,
+    })
 }
 
 #[cfg(test)]

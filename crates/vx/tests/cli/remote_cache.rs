@@ -178,3 +178,35 @@ fn dry_asks_the_remote_whether_entries_exist_and_downloads_nothing() {
     let downloaded = std::fs::read_dir(&artifacts).map_or(0, |d| d.count());
     assert_eq!(downloaded, 0, "an existence check downloads nothing");
 }
+
+#[test]
+fn info_shows_the_remote_as_a_run_here_would_use_it() {
+    let Some(mut server) = HttpCacheServer::start() else {
+        return;
+    };
+    let f = workspace(&server.url());
+    let info = |f: &Fixture| {
+        let out = f.vx_in(
+            ".",
+            &["info", "--format", "json"],
+            &[("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", "")],
+        );
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        assert!(!out.stdout.contains(TOKEN));
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+        doc["remote_cache"].clone()
+    };
+    let remote = info(&f);
+    assert_eq!(remote["protocol"], "http");
+    assert_eq!(remote["url"], server.url());
+    assert_eq!(remote["team"], format!("slug={TEAM}"));
+    assert_eq!(
+        (remote["reads"].as_bool(), remote["writes"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert_eq!(remote["token_env"], "VX_REMOTE_CACHE_TOKEN");
+    assert_eq!(remote["token_set"], true);
+    assert_eq!(remote["answered"], true);
+    server.kill();
+    assert_eq!(info(&f)["answered"], false);
+}
