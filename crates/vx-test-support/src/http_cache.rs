@@ -29,6 +29,12 @@ impl HttpCacheServer {
     /// Starts a server, or `None` (after saying the test is skipped) when it is not installed
     /// outside CI.
     pub fn start() -> Option<HttpCacheServer> {
+        HttpCacheServer::start_with(None)
+    }
+
+    /// [`HttpCacheServer::start`], signing artifacts with `signature_key` when given (the server
+    /// then keeps each upload's `x-artifact-tag` and answers 404 for an artifact without one).
+    pub fn start_with(signature_key: Option<&str>) -> Option<HttpCacheServer> {
         let cli = npm_tools_dir().join("node_modules/turborepo-remote-cache/dist/cli.js");
         if !cli.exists() {
             let install = format!(
@@ -48,7 +54,11 @@ impl HttpCacheServer {
             .expect("a temp dir");
         let port = free_port();
         let log = std::fs::File::create(storage.path().join("server.log")).expect("a log file");
-        let child = Command::new("node")
+        let mut command = Command::new("node");
+        if let Some(key) = signature_key {
+            command.env("TURBO_REMOTE_CACHE_SIGNATURE_KEY", key);
+        }
+        let child = command
             .arg(&cli)
             .env("HOST", "127.0.0.1")
             .env("PORT", port.to_string())

@@ -84,7 +84,7 @@ pub(crate) const LATER_KEYS: &[LaterKey] = &[
         "workspace.remote-cache.signature-key-env",
         Milestone::M4,
         "signature-key-env",
-        false,
+        true,
     ),
     row(
         "workspace.remote-execution",
@@ -184,6 +184,7 @@ mod tests {
             "task.interactive",
             "task.sandbox",
             "workspace.remote-cache",
+            "workspace.remote-cache.signature-key-env",
         ];
         for key in LATER_KEYS.iter().filter(|k| k.milestone > Milestone::M2) {
             assert_eq!(key.built, ahead.contains(&key.feature), "{}", key.feature);

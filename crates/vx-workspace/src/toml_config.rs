@@ -559,6 +559,21 @@ fn remote_cache(w: &mut Walker, value: &Value) -> Option<RemoteCacheConfig> {
         let at = w.key_at(second);
         w.error(at, "`remote-cache` takes `team` or `team-id`, not both");
     }
+    let grpc = remote
+        .url
+        .as_deref()
+        .is_some_and(|u| u.starts_with("grpc://") || u.starts_with("grpcs://"));
+    if let Some((key, _)) = table
+        .iter()
+        .find(|(k, _)| k.name == "signature-key-env")
+        .filter(|_| grpc)
+    {
+        let at = w.key_at(key);
+        w.error(
+            at,
+            "`signature-key-env` signs HTTP artifacts; a `grpc://` remote cache cannot use it",
+        );
+    }
     Some(remote)
 }
 

@@ -8,6 +8,12 @@
 //! `Content-Type: application/octet-stream` and `x-artifact-duration`. The body is the local
 //! artifact format, so the caller validates it like any other.
 //!
+//! With a signing key (REM-16) an upload carries `x-artifact-tag`: the base64 of HMAC-SHA256,
+//! keyed with the signing key, over the key's 64 hex digits, the team value as sent and the
+//! artifact bytes (Turborepo's scheme); a download is accepted only when its tag verifies,
+//! compared in constant time, else it is a miss of the class `bad signature`. The file is read
+//! twice (tag, then body), never held whole in memory.
+//!
 //! The client is `ureq` 2: blocking (vx's layers run on threads, not an async runtime) and with
 //! a per-read socket timeout, which is exactly REM-2's `idle-timeout` (a transfer with no progress
 //! for that long fails; there is no absolute deadline). Errors are sorted into REM-7's kinds;
@@ -18,6 +24,10 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
 use std::time::Duration;
+
+use base64::Engine as _;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
 
 use super::{CacheLayer, ErrorKind, LayerError};
 
@@ -38,6 +48,8 @@ pub struct HttpConfig {
     pub token: Option<String>,
     pub connect_timeout: Duration,
     pub idle_timeout: Duration,
+    /// The signing key's bytes (REM-16), when signing is on.
+    pub signing_key: Option<Vec<u8>>,
 }
 
 /// See the module documentation.
@@ -50,6 +62,9 @@ pub struct HttpLayer {
     team_query: String,
     token: Option<String>,
     agent: ureq::Agent,
+    /// The team value as sent, which the signature covers.
+    team: String,
+    signing_key: Option<Vec<u8>>,
 }
 
 impl HttpLayer {
@@ -60,9 +75,9 @@ impl HttpLayer {
             .timeout_write(config.idle_timeout)
             .build();
         let base = config.url.trim_end_matches('/').to_string();
-        let team_query = match &config.team {
-            Team::Slug(team) => format!("slug={}", encode(team)),
-            Team::Id(team) => format!("teamId={}", encode(team)),
+        let (team_query, team) = match &config.team {
+            Team::Slug(team) => (format!("slug={}", encode(team)), team.clone()),
+            Team::Id(team) => (format!("teamId={}", encode(team)), team.clone()),
         };
         HttpLayer {
             name: shown_url(&base),
@@ -70,6 +85,8 @@ impl HttpLayer {
             team_query,
             token: config.token,
             agent,
+            team,
+            signing_key: config.signing_key,
         }
     }
 
@@ -111,6 +128,10 @@ impl CacheLayer for HttpLayer {
         let declared = response
             .header("Content-Length")
             .and_then(|n| n.parse::<u64>().ok());
+        let tag = response.header("x-artifact-tag").map(str::to_string);
+        if self.signing_key.is_some() && tag.is_none() {
+            return Err(bad_signature());
+        }
         if declared.is_some_and(|n| n > cap) {
             return Err(too_large(cap));
         }
@@ -131,18 +152,30 @@ impl CacheLayer for HttpLayer {
             ));
         }
         file.flush().map_err(local_io)?;
+        if let (Some(signing_key), Some(tag)) = (&self.signing_key, tag) {
+            let mac = self.mac_of(signing_key, key, dest).map_err(local_io)?;
+            let tag = base64::engine::general_purpose::STANDARD
+                .decode(tag.trim())
+                .map_err(|_| bad_signature())?;
+            mac.verify_slice(&tag).map_err(|_| bad_signature())?;
+        }
         Ok(true)
     }
 
     fn put(&self, key: &str, artifact: &Path, duration_ms: u64) -> Result<(), LayerError> {
         let file = File::open(artifact).map_err(local_io)?;
         let size = file.metadata().map_err(local_io)?.len();
-        let result = self
+        let mut request = self
             .request("PUT", key)
             .set("Content-Type", "application/octet-stream")
             .set("Content-Length", &size.to_string())
-            .set("x-artifact-duration", &duration_ms.to_string())
-            .send(file);
+            .set("x-artifact-duration", &duration_ms.to_string());
+        if let Some(signing_key) = &self.signing_key {
+            let mac = self.mac_of(signing_key, key, artifact).map_err(local_io)?;
+            let tag = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+            request = request.set("x-artifact-tag", &tag);
+        }
+        let result = request.send(file);
         match result {
             Ok(response) if (200..300).contains(&response.status()) => Ok(()),
             Ok(response) => Err(LayerError::new(
@@ -152,6 +185,29 @@ impl CacheLayer for HttpLayer {
             Err(error) => Err(classify(error)),
         }
     }
+}
+
+impl HttpLayer {
+    /// REM-16's HMAC over the key's hex digits, the team as sent and the file's bytes.
+    fn mac_of(&self, signing_key: &[u8], key: &str, file: &Path) -> io::Result<Hmac<Sha256>> {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(signing_key)
+            .map_err(|_| io::Error::other("an unusable signing key"))?;
+        mac.update(key.as_bytes());
+        mac.update(self.team.as_bytes());
+        let mut file = File::open(file)?;
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let n = file.read(&mut buffer)?;
+            if n == 0 {
+                return Ok(mac);
+            }
+            mac.update(&buffer[..n]);
+        }
+    }
+}
+
+fn bad_signature() -> LayerError {
+    LayerError::new(ErrorKind::BadSignature, "bad signature")
 }
 
 /// REM-7's kind of a request failure, in words without the URL (the warning names the layer).
@@ -255,6 +311,28 @@ mod tests {
             "https://cache.example.com/base"
         );
         assert_eq!(shown_url("http://127.0.0.1:3033"), "http://127.0.0.1:3033");
+    }
+
+    #[test]
+    fn the_tag_is_turborepos_hmac_over_key_team_and_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("artifact");
+        std::fs::write(&file, b"artifact bytes").unwrap();
+        let layer = HttpLayer::new(HttpConfig {
+            url: "http://127.0.0.1:1".into(),
+            team: Team::Slug("team_vx".into()),
+            token: None,
+            connect_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(1),
+            signing_key: Some(b"signing-key".to_vec()),
+        });
+        let mac = layer
+            .mac_of(b"signing-key", &"a".repeat(64), &file)
+            .unwrap();
+        let tag = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+        // python3: base64.b64encode(hmac.new(b'signing-key', b'a'*64 + b'team_vx' +
+        //          b'artifact bytes', hashlib.sha256).digest())
+        assert_eq!(tag, "8m3m2c94Rzkx7xrvWuDrSKaUooY2mbtOlHDr5jdiM2U=");
     }
 
     #[test]

@@ -322,3 +322,16 @@ fn sandbox_network_entries_are_host_patterns() {
     }
     assert!(!shown.contains("registry.npmjs.org"), "{shown}");
 }
+
+/// REM-16: signing is for HTTP artifacts; with a `grpc://` URL it is a configuration error at
+/// its key (the URL itself is also not available yet).
+#[test]
+fn signature_key_env_with_a_grpc_url_is_refused_at_its_key() {
+    let text =
+        "[workspace]\n[workspace.remote-cache]\nurl = \"grpc://c:1\"\nsignature-key-env = \"K\"\n";
+    assert_eq!(
+        root_errors(text),
+        "vx.toml:3:7: a `grpc://` remote cache is not available yet\n\
+         vx.toml:4:1: `signature-key-env` signs HTTP artifacts; a `grpc://` remote cache cannot use it\n"
+    );
+}

@@ -210,3 +210,131 @@ fn info_shows_the_remote_as_a_run_here_would_use_it() {
     server.kill();
     assert_eq!(info(&f)["answered"], false);
 }
+
+/// The workspace of [`workspace`], signing with the key in `VX_SIGNING_KEY` (REM-16).
+fn signed_workspace(url: &str) -> Fixture {
+    let f = workspace(url);
+    f.write(
+        "vx.toml",
+        &format!("[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.remote-cache]\nurl = \"{url}\"\nteam = \"{TEAM}\"\nsignature-key-env = \"VX_SIGNING_KEY\"\n"),
+    );
+    f.commit();
+    f
+}
+
+fn run_signed(f: &Fixture, ci: &str, key: &str) -> vx_test_support::fixture::Output {
+    let summary = f.path("summary.json");
+    let summary_arg = format!("--summarize={}", summary.display());
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all", summary_arg.as_str()],
+        &[
+            ("VX_REMOTE_CACHE_TOKEN", TOKEN),
+            ("VX_SIGNING_KEY", key),
+            ("CI", ci),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains(key) && !out.stderr.contains(key));
+    out
+}
+
+#[test]
+fn signed_artifacts_are_restored_only_with_the_right_key() {
+    const KEY: &str = "team-signing-key";
+    let Some(server) = HttpCacheServer::start_with(Some(KEY)) else {
+        return;
+    };
+    let first = signed_workspace(&server.url());
+    run_signed(&first, "true", KEY);
+    assert_eq!(
+        server
+            .artifacts(TEAM)
+            .iter()
+            .filter(|a| a.ends_with(".tag"))
+            .count(),
+        2,
+        "tagged uploads"
+    );
+
+    let second = signed_workspace(&server.url());
+    run_signed(&second, "", KEY);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(second.path("summary.json")).unwrap())
+            .unwrap();
+    assert!(
+        cache_words(&summary)
+            .iter()
+            .all(|(_, c)| c == "restored-remote"),
+        "{summary}"
+    );
+
+    let third = signed_workspace(&server.url());
+    let out = run_signed(&third, "", "a-wrong-signing-key");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(third.path("summary.json")).unwrap())
+            .unwrap();
+    assert!(
+        cache_words(&summary).iter().all(|(_, c)| c == "miss"),
+        "{summary}"
+    );
+    assert!(
+        out.stderr.contains(
+            "warning: remote cache: download failed (bad signature) at http://127.0.0.1:"
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn without_the_signing_key_the_remote_is_off_with_one_warning() {
+    let Some(server) = HttpCacheServer::start_with(Some("k")) else {
+        return;
+    };
+    let f = signed_workspace(&server.url());
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all"],
+        &[("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", "true")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stderr
+            .matches("warning: remote cache: $VX_SIGNING_KEY is not set, and signing is configured; the remote cache is off")
+            .count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(server.artifacts(TEAM).is_empty());
+}
+
+/// A task sees the token only when its `env` passes it through, and even then never shows it,
+/// whatever the variable is called (one named like a secret is masked anyway, EXEC-5).
+#[test]
+fn the_token_is_masked_in_task_output() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let f = workspace(&server.url());
+    let url = server.url();
+    f.write(
+        "vx.toml",
+        &format!("[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.remote-cache]\nurl = \"{url}\"\nteam = \"{TEAM}\"\ntoken-env = \"CACHE_AUTH\"\n"),
+    );
+    let lib = f.read("packages/lib/vx.toml");
+    f.write(
+        "packages/lib/vx.toml",
+        &format!("{lib}\n[tasks.show]\ncommand = \"echo token=$CACHE_AUTH\"\nenv = {{ pass-through = [\"CACHE_AUTH\"] }}\n"),
+    );
+    f.commit();
+    let out = f.vx_in(
+        ".",
+        &["run", "lib#show"],
+        &[("CACHE_AUTH", TOKEN), ("CI", "")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("token=***"), "{}", out.stdout);
+    assert!(!out.stdout.contains(TOKEN));
+}

@@ -124,6 +124,17 @@ pub fn layer(
         config.and_then(|c| c.idle_timeout.as_ref()),
         DEFAULT_IDLE_TIMEOUT,
     );
+    let signing_key = match config.and_then(|c| c.signature_key_env.as_deref()) {
+        None => None,
+        Some(name) => match env.get(name).filter(|v| !v.is_empty()) {
+            Some(value) => Some(value.as_bytes().to_vec()),
+            None => {
+                return Err(Notice::warning(format!(
+                    "remote cache: ${name} is not set, and signing is configured; the remote cache is off"
+                )))
+            }
+        },
+    };
     let max_download = config
         .and_then(|c| c.max_download_size.as_deref())
         .and_then(parse_size)
@@ -140,6 +151,7 @@ pub fn layer(
             .cloned(),
         connect_timeout,
         idle_timeout,
+        signing_key,
     });
     Ok(Some(Remote {
         layer: Arc::new(layer),
@@ -151,6 +163,25 @@ pub fn layer(
         },
         upload_concurrency,
     }))
+}
+
+/// The values the remote cache's variables hold (the token, the signing key): masked in every
+/// task's output like `env.secret` values (EXEC-5, REM-16).
+pub fn secret_values(
+    config: Option<&RemoteCacheConfig>,
+    env: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let Some(config) = config else {
+        return Vec::new();
+    };
+    let token_env = config.token_env.as_deref().unwrap_or(DEFAULT_TOKEN_ENV);
+    [Some(token_env), config.signature_key_env.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|name| env.get(name))
+        .filter(|value| !value.is_empty())
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -231,6 +262,21 @@ mod tests {
             ..config(None)
         };
         assert!(said(&grpc).contains("not available yet"));
+        let signed = RemoteCacheConfig {
+            signature_key_env: Some("VX_SIGNING_KEY".into()),
+            ..config(None)
+        };
+        assert_eq!(
+            said(&signed),
+            "remote cache: $VX_SIGNING_KEY is not set, and signing is configured; the remote cache is off"
+        );
+        assert_eq!(
+            secret_values(
+                Some(&signed),
+                &env(&[("VX_SIGNING_KEY", "k3y"), ("VX_REMOTE_CACHE_TOKEN", "t0k")])
+            ),
+            ["t0k", "k3y"]
+        );
         assert!(layer(Some(&config(None)), &env(&[]), &policy)
             .unwrap()
             .is_some());

@@ -510,6 +510,12 @@ impl<'p> Run<'p> {
             }
             self.warned_short_secrets = true;
         }
+        // The remote cache's token and signing key are masked like `env.secret` values.
+        let mut secrets = secrets;
+        secrets.extend(crate::run::cache::remote::secret_values(
+            self.plan.workspace.settings.remote_cache.as_ref(),
+            &self.ctx.host_env,
+        ));
         let masker = Masker::new(&secrets);
         let command_line = masker.mask_str(&with_args(&command, args));
         let route = Route::new(self.tx.clone(), i);
