@@ -10,6 +10,7 @@
 pub mod fakes;
 pub mod fixture;
 pub mod http_cache;
+pub mod http_fake;
 pub mod process;
 pub mod tools;
 pub mod tree;

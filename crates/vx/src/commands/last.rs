@@ -207,10 +207,11 @@ const STATUS_COUNTS: [(&str, &str); 3] = [
     ("success", "success"),
     ("skipped", "skipped"),
 ];
-const CACHE_COUNTS: [(&str, &str); 4] = [
+const CACHE_COUNTS: [(&str, &str); 5] = [
     ("miss", "miss"),
     ("up_to_date", "up-to-date"),
     ("local", "local"),
+    ("remote", "remote"),
     ("no_cache", "no-cache"),
 ];
 

@@ -3,6 +3,7 @@
 
 use vx_test_support::fixture::Fixture;
 use vx_test_support::http_cache::{HttpCacheServer, TOKEN};
+use vx_test_support::http_fake::{Answer, FakeHttpCache};
 use vx_test_support::tree::tree;
 
 use crate::empty;
@@ -11,11 +12,16 @@ const TEAM: &str = "team_vx";
 
 /// Two cached builds writing files with distinct modes, `app` folding `lib`.
 fn workspace(url: &str) -> Fixture {
+    workspace_with(url, "")
+}
+
+/// [`workspace`] with more `[workspace.remote-cache]` keys.
+fn workspace_with(url: &str, remote_keys: &str) -> Fixture {
     let f = empty();
     f.write(".gitignore", ".vx/\ndist/\n");
     f.write(
         "vx.toml",
-        &format!("[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.remote-cache]\nurl = \"{url}\"\nteam = \"{TEAM}\"\n"),
+        &format!("[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.remote-cache]\nurl = \"{url}\"\nteam = \"{TEAM}\"\n{remote_keys}"),
     );
     for (name, deps) in [("lib", ""), ("app", "depends-on = [\"lib#build\"]\n")] {
         f.write(
@@ -97,6 +103,17 @@ fn a_second_clone_restores_every_task_from_the_remote_exactly() {
         assert_eq!(tree(&second.path(&dist)), tree(&first.path(&dist)));
         assert!(!tree(&second.path(&dist)).is_empty());
     }
+    // History says so too (HIST-1): `vx last` words each hit `restored-remote`.
+    let last = second.vx(&["last", "--format", "json"]);
+    assert_eq!(last.code, 0, "{}", last.stderr);
+    assert_eq!(
+        last.stdout.matches("\"restored-remote\"").count(),
+        2,
+        "{}",
+        last.stdout
+    );
+    let text = second.vx(&["last"]);
+    assert!(text.stdout.contains("2 remote"), "{}", text.stdout);
     // A third run finds them locally: nothing more is asked of the server.
     let again = run(&second, &server, "", &[]);
     assert!(
@@ -337,4 +354,155 @@ fn the_token_is_masked_in_task_output() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("token=***"), "{}", out.stdout);
     assert!(!out.stdout.contains(TOKEN));
+}
+
+/// A run against the fault-injecting fake; the exit code is always 0 and both tasks execute.
+fn run_against_fake(f: &Fixture, ci: &str) -> String {
+    let summary = f.path("summary.json");
+    let summary_arg = format!("--summarize={}", summary.display());
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all", summary_arg.as_str()],
+        &[("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", ci)],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).expect("a summary")).unwrap();
+    assert!(
+        cache_words(&summary).iter().all(|(_, c)| c == "miss"),
+        "{summary}{}",
+        out.stderr
+    );
+    out.stderr
+}
+
+#[test]
+fn a_server_that_never_answers_is_a_miss_after_its_idle_timeout() {
+    let fake = FakeHttpCache::start();
+    fake.answer_all(Answer::Silence);
+    let f = workspace_with(
+        &fake.url(),
+        "idle-timeout = \"1s\"\nconnect-timeout = \"1s\"\n",
+    );
+    let stderr = run_against_fake(&f, "");
+    assert!(
+        stderr.contains("warning: remote cache: download failed (no progress within the idle timeout) at http://127.0.0.1:"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn refusals_and_server_errors_are_misses_and_dropped_uploads_with_one_warning_each() {
+    let fake = FakeHttpCache::start();
+    fake.answer_all(Answer::Status(500));
+    let f = workspace(&fake.url());
+    let stderr = run_against_fake(&f, "true");
+    assert_eq!(
+        stderr.matches("download failed (HTTP 500)").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr
+            .matches("warning: remote cache: upload failed (HTTP 500) at http://127.0.0.1:")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("; not uploaded"), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("warning: remote cache: 2 more failures of the kinds above")
+            .count(),
+        1,
+        "the second download and the second upload, counted once: {stderr}"
+    );
+    assert!(fake
+        .seen()
+        .iter()
+        .any(|r| r.starts_with("PUT /v8/artifacts/")));
+    for code in [401, 403] {
+        fake.answer_all(Answer::Status(code));
+        std::fs::remove_dir_all(f.path(".vx")).unwrap();
+        let stderr = run_against_fake(&f, "true");
+        assert!(
+            stderr.contains(&format!("download failed (HTTP {code})"))
+                && stderr.contains(&format!("upload failed (HTTP {code})")),
+            "{stderr}"
+        );
+        assert_eq!(
+            stderr
+                .matches("hint: check the token in $VX_REMOTE_CACHE_TOKEN")
+                .count(),
+            2,
+            "one hint per failure class: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_flipped_byte_a_truncated_body_and_an_oversize_body_are_misses() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    // Real artifacts first, from the real server.
+    let first = workspace(&server.url());
+    run(&first, &server, "true", &[]);
+    let keys = server.artifacts(TEAM);
+    assert_eq!(keys.len(), 2);
+    let body = |key: &str| {
+        std::fs::read(server.storage.path().join("store").join(TEAM).join(key)).unwrap()
+    };
+
+    let fake = FakeHttpCache::start();
+    let mut flipped = body(&keys[0]);
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0xff;
+    fake.answer(&keys[0], Answer::Body(flipped));
+    let whole = body(&keys[1]);
+    fake.answer(
+        &keys[1],
+        Answer::Truncated {
+            bytes: whole[..whole.len() / 2].to_vec(),
+            declared: whole.len(),
+        },
+    );
+    let second = workspace(&fake.url());
+    let stderr = run_against_fake(&second, "");
+    assert!(
+        stderr.contains("download failed (invalid artifact: "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("download failed (the connection broke)"),
+        "{stderr}"
+    );
+
+    let oversize = FakeHttpCache::start();
+    oversize.answer_all(Answer::Body(vec![0u8; 5000]));
+    let third = workspace_with(&oversize.url(), "max-download-size = \"1K\"\n");
+    let stderr = run_against_fake(&third, "");
+    assert!(
+        stderr.contains("download failed (the artifact is over max-download-size (1024 bytes))"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn slow_uploads_are_waited_for_and_said_and_never_fail_the_run() {
+    let fake = FakeHttpCache::start();
+    fake.answer_all(Answer::Silence);
+    // Reads give up after the idle timeout; so do uploads, after the end-of-run line.
+    let f = workspace_with(&fake.url(), "idle-timeout = \"3s\"\n");
+    let stderr = run_against_fake(&f, "true");
+    assert_eq!(
+        stderr.matches("vx: finishing 2 uploads…").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .contains("warning: remote cache: upload failed (no progress within the idle timeout)"),
+        "{stderr}"
+    );
 }

@@ -437,6 +437,15 @@ impl<'p> RunCache<'p> {
         }
         self.layers.discard_prefetched();
         self.show_layer_warnings();
+        // REM-7: each failure class was warned about once; the repeats are counted once here,
+        // above the footer.
+        let repeats = self.layers.repeated_failures();
+        if repeats > 0 {
+            self.say(Notice::warning(format!(
+                "remote cache: {repeats} more failure{} of the kinds above",
+                if repeats == 1 { "" } else { "s" }
+            )));
+        }
         let workspace_id = self.stamps.workspace_id().to_string();
         let Some(store) = self.layers.store_mut() else {
             return;
