@@ -506,3 +506,86 @@ fn slow_uploads_are_waited_for_and_said_and_never_fail_the_run() {
         "{stderr}"
     );
 }
+
+/// A Turborepo on npm workspaces that vx also runs (`vx.toml` beside `turbo.json`), both pointed
+/// at one server and team.
+fn shared_with_turbo(url: &str) -> Fixture {
+    let f = workspace(url);
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "packageManager": "npm@10.8.2", "workspaces": ["packages/*"]}"#,
+    );
+    f.write(
+        "turbo.json",
+        r#"{"tasks": {"build": {"dependsOn": ["^build"], "outputs": ["dist/**"]}}}"#,
+    );
+    f.write(".gitignore", ".vx/\ndist/\nnode_modules\n.turbo\n");
+    for (name, deps) in [("lib", ""), ("app", r#", "dependencies": {"lib": "*"}"#)] {
+        f.write(
+            &format!("packages/{name}/package.json"),
+            &format!(
+                r#"{{"name": "{name}", "version": "1.0.0"{deps}, "scripts": {{"build": "mkdir -p dist && cp src/main.txt dist/"}}}}"#
+            ),
+        );
+    }
+    let out = std::process::Command::new("npm")
+        .args(["install", "--offline", "--no-audit", "--no-fund"])
+        .current_dir(f.root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    f.commit();
+    f
+}
+
+fn turbo_build(f: &Fixture, turbo: &std::path::Path, url: &str) -> String {
+    let out = std::process::Command::new(turbo)
+        .args(["run", "build"])
+        .current_dir(f.root())
+        .env("TURBO_API", url)
+        .env("TURBO_TOKEN", TOKEN)
+        .env("TURBO_TEAM", TEAM)
+        .env("TURBO_TELEMETRY_DISABLED", "1")
+        .env("DO_NOT_TRACK", "1")
+        .env("TURBO_NO_UPDATE_NOTIFIER", "1")
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "turbo: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn turbo_and_vx_share_one_server_without_colliding() {
+    let Some(turbo) = vx_test_support::tools::npm_tool("turbo", "turbo") else {
+        return;
+    };
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let url = server.url();
+    let first = shared_with_turbo(&url);
+    // Both tools build the same workspace at the same time through the same team.
+    std::thread::scope(|scope| {
+        scope.spawn(|| turbo_build(&first, &turbo, &url));
+        run(&first, &server, "true", &[]);
+    });
+    let stored = server.artifacts(TEAM);
+    let (ours, theirs): (Vec<&String>, Vec<&String>) = stored.iter().partition(|a| a.len() == 64);
+    assert_eq!(ours.len(), 2, "{stored:?}");
+    assert_eq!(theirs.len(), 2, "turbo's entries beside vx's: {stored:?}");
+
+    // Another clone: each tool hits its own entries.
+    let second = shared_with_turbo(&url);
+    let turbo_out = turbo_build(&second, &turbo, &url);
+    assert!(turbo_out.contains("FULL TURBO"), "{turbo_out}");
+    std::fs::remove_dir_all(second.path("packages/lib/dist")).unwrap();
+    std::fs::remove_dir_all(second.path("packages/app/dist")).unwrap();
+    let restored = run(&second, &server, "", &[]);
+    assert!(
+        cache_words(&restored)
+            .iter()
+            .all(|(_, c)| c == "restored-remote"),
+        "{restored}"
+    );
+}
