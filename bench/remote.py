@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""The shared remote cache, measured: vx against turbo on one turborepo-remote-cache server.
+
+    scripts/test (or npm install --prefix .test-tools/npm turbo@2.11.13 turborepo-remote-cache@2.12.0)
+    cargo build --release -p vx
+    python3 bench/remote.py --projects 1000 --rounds 5 [--vx target/release/vx] [--concurrency 2]
+
+One workspace from bench/generate.py (vx and turbo flavours in one commit) gets a
+`[workspace.remote-cache]` table pointing at a local turborepo-remote-cache (local storage in a
+temp dir, on a free loopback port). Both tools first fill the server from one clone (vx with
+`CI=true`, turbo with TURBO_API/TOKEN/TEAM). Then, per round and alternating which goes first:
+
+  remote   a fresh clone (no local cache, no outputs) runs `build` in every project: everything
+           comes from the server (vx: restored-remote; turbo: FULL TURBO)
+  uploads  vx cold from a fresh clone with uploads on (CI=true), and with the remote off
+           (`--cache=remote:`): what background uploads cost a cold run
+
+Clones are made before the clock starts. Each run's exit status and outputs are checked.
+Prints the median, minimum and maximum wall time of each, and the ratios. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+TOOLS = REPO / ".test-tools" / "npm" / "node_modules"
+TOKEN = "bench-token"
+TEAM = "team_bench"
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(storage: Path) -> tuple[subprocess.Popen, str]:
+    cli = TOOLS / "turborepo-remote-cache" / "dist" / "cli.js"
+    if not cli.exists():
+        sys.exit(f"turborepo-remote-cache is missing: npm install --prefix {TOOLS.parent} turborepo-remote-cache@2.12.0")
+    port = free_port()
+    env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "TURBO_TOKEN": TOKEN,
+           "STORAGE_PROVIDER": "local", "STORAGE_PATH": str(storage),
+           "STORAGE_PATH_USE_TMP_FOLDER": "false", "LOG_LEVEL": "warn"}
+    server = subprocess.Popen(["node", str(cli)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/v8/artifacts/status", timeout=1) as r:
+                if r.status == 200:
+                    return server, url
+        except OSError:
+            time.sleep(0.1)
+    server.kill()
+    sys.exit("turborepo-remote-cache did not start")
+
+
+def turbo_binary() -> Path:
+    for candidate in sorted(TOOLS.glob("@turbo/*/bin/turbo")):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    shim = TOOLS / ".bin" / "turbo"
+    if shim.exists():
+        return shim
+    sys.exit(f"turbo is missing: npm install --prefix {TOOLS.parent} turbo@2.11.13")
+
+
+def clone(origin: Path, into: Path) -> Path:
+    if into.exists():
+        shutil.rmtree(into)
+    subprocess.run(["git", "clone", "-q", str(origin), str(into)], check=True)
+    return into
+
+
+def timed(argv: list[str], cwd: Path, env: dict) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"{argv[0]} failed in {cwd}: {done.stderr.decode(errors='replace')[-2000:]}")
+    return wall
+
+
+def outputs(ws: Path) -> int:
+    return sum(1 for _ in ws.glob("packages/*/dist/index.txt"))
+
+
+def summary(name: str, walls: list[float]) -> str:
+    return (f"{name:<28} median {statistics.median(walls):8.3f} s "
+            f"(min {min(walls):.3f}, max {max(walls):.3f}, n={len(walls)})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--projects", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--concurrency", type=int, default=2)
+    ap.add_argument("--vx", default=str(REPO / "target" / "release" / "vx"))
+    args = ap.parse_args()
+    vx = str(Path(args.vx).resolve())
+    turbo = str(turbo_binary())
+    work = Path(tempfile.mkdtemp(prefix="vx-bench-remote-"))
+    try:
+        origin = work / "origin"
+        subprocess.run([sys.executable, str(BENCH / "generate.py"), "--projects", str(args.projects),
+                        "--out", str(origin), "--tools", "vx,turbo"], check=True,
+                       stdout=subprocess.DEVNULL)
+        server, url = start_server(work / "store")
+        try:
+            with open(origin / "vx.toml", "a") as f:
+                f.write(f'\n[workspace.remote-cache]\nurl = "{url}"\nteam = "{TEAM}"\n')
+            subprocess.run(["git", "commit", "-qam", "remote cache"], cwd=origin, check=True)
+            base = {k: v for k, v in os.environ.items() if not k.startswith(("TURBO_", "VX_"))}
+            base.pop("CI", None)
+            vx_env = {**base, "VX_REMOTE_CACHE_TOKEN": TOKEN}
+            turbo_env = {**base, "TURBO_API": url, "TURBO_TOKEN": TOKEN, "TURBO_TEAM": TEAM,
+                         "TURBO_TELEMETRY_DISABLED": "1", "DO_NOT_TRACK": "1",
+                         "TURBO_NO_UPDATE_NOTIFIER": "1",
+                         "PATH": f"{BENCH / 'npm-shim'}:{base.get('PATH', '')}"}
+            vx_run = [vx, "run", "build", "--all", f"--concurrency={args.concurrency}"]
+            turbo_run = [turbo, "run", "build", f"--concurrency={args.concurrency}"]
+            log("filling the server from one clone…")
+            warm = clone(origin, work / "warm")
+            timed(vx_run, warm, {**vx_env, "CI": "true"})
+            timed(turbo_run, warm, turbo_env)
+            results: dict[str, list[float]] = {"vx remote": [], "turbo remote": [],
+                                               "vx cold, uploads on": [], "vx cold, remote off": []}
+            for r in range(args.rounds):
+                log(f"round {r + 1} of {args.rounds}")
+                order = ["vx", "turbo"] if r % 2 == 0 else ["turbo", "vx"]
+                for tool in order:
+                    ws = clone(origin, work / f"{tool}-{r}")
+                    if tool == "vx":
+                        results["vx remote"].append(timed(vx_run, ws, vx_env))
+                    else:
+                        results["turbo remote"].append(timed(turbo_run, ws, turbo_env))
+                    if outputs(ws) != args.projects:
+                        sys.exit(f"{tool}: {outputs(ws)} of {args.projects} outputs restored")
+                    shutil.rmtree(ws)
+                # Remote reads off in both: the server holds every entry, and a cold run is
+                # measured cold; one uploads every result, the other does not.
+                cold = [("vx cold, uploads on", ["--cache=local:rw,remote:w"]),
+                        ("vx cold, remote off", ["--cache=remote:"])]
+                for name, extra in (cold if r % 2 == 0 else cold[::-1]):
+                    ws = clone(origin, work / f"cold-{r}")
+                    results[name].append(timed(vx_run + extra, ws, vx_env))
+                    shutil.rmtree(ws)
+        finally:
+            server.kill()
+            server.wait()
+        print(f"{args.projects} projects, build in every project, concurrency {args.concurrency}, "
+              f"{args.rounds} rounds, server on loopback")
+        for name, walls in results.items():
+            print(summary(name, walls))
+        m = {k: statistics.median(v) for k, v in results.items()}
+        print(f"vx / turbo, everything from the remote: {m['vx remote'] / m['turbo remote']:.2f}")
+        print(f"uploads on / remote off, vx cold:       "
+              f"{m['vx cold, uploads on'] / m['vx cold, remote off']:.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
