@@ -114,6 +114,15 @@ fn a_second_clone_restores_every_task_from_the_remote_exactly() {
     );
     let text = second.vx(&["last"]);
     assert!(text.stdout.contains("2 remote"), "{}", text.stdout);
+    // The token is nowhere in the cache directories (index, history, logs, artifacts).
+    for clone in [&first, &second] {
+        for (path, kind, _, bytes) in tree(&clone.path(".vx")) {
+            assert!(
+                kind != 'f' || !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+                ".vx/{path} holds the token"
+            );
+        }
+    }
     // A third run finds them locally: nothing more is asked of the server.
     let again = run(&second, &server, "", &[]);
     assert!(
