@@ -5,7 +5,8 @@
 //! skipped with the install command, and fails under `CI`: the README's test command
 //! installs everything.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// The folder the npm tools are installed into.
 pub fn npm_tools_dir() -> PathBuf {
@@ -33,4 +34,17 @@ pub fn npm_tool(package: &str, bin: &str) -> Option<PathBuf> {
     );
     eprintln!("skipped: {bin} is missing: {install}");
     None
+}
+
+/// `turbo` (the binary [`npm_tool`] found) in `dir`, quiet and the same on every machine: no
+/// telemetry, no update check, and `CI` unset so its output does not change with the runner.
+pub fn turbo_command(turbo: &Path, dir: &Path) -> Command {
+    let mut command = Command::new(turbo);
+    command
+        .current_dir(dir)
+        .env("TURBO_TELEMETRY_DISABLED", "1")
+        .env("DO_NOT_TRACK", "1")
+        .env("TURBO_NO_UPDATE_NOTIFIER", "1")
+        .env_remove("CI");
+    command
 }

@@ -563,6 +563,14 @@ fn remote_cache(w: &mut Walker, value: &Value) -> Option<RemoteCacheConfig> {
         .url
         .as_deref()
         .is_some_and(|u| u.starts_with("grpc://") || u.starts_with("grpcs://"));
+    // REM-2: the HTTP protocol sends a namespace; exactly one of the two keys names it.
+    if remote.url.is_some() && !grpc && team_keys.is_empty() {
+        let at = w.value_at(value);
+        w.error(
+            at,
+            "`remote-cache` with an HTTP `url` needs `team` or `team-id`",
+        );
+    }
     if let Some((key, _)) = table
         .iter()
         .find(|(k, _)| k.name == "signature-key-env")

@@ -48,7 +48,7 @@ fn unknown_workspace_keys_are_refused_at_every_level() {
         ("[workspace]\npackages = []", "unknown key `packages` in `workspace` (allowed: affected-base, cache-dir, cache-retention, concurrency, exclude-from-all, input-sets, members, remote-cache, remote-execution, rules, tasks, timeout)", "did you mean `members`?"),
         ("[workspace.cache-retention]\nolder-then = \"1d\"", "unknown key `older-then` in `workspace.cache-retention` (allowed: max-size, older-than)", "did you mean `older-than`?"),
         ("[workspace.rules]\nupfront = true", "unknown key `upfront` in `workspace.rules` (allowed: exclusive-outputs, upfront-keys)", ""),
-        ("[workspace.remote-cache]\nurl = \"https://c\"\ntoken = \"s3cret\"", "unknown key `token` in `workspace.remote-cache` (allowed: connect-timeout, idle-timeout, instance-name, max-download-size, signature-key-env, team, team-id, token-env, upload-concurrency, url, write)", "tokens are never written in config; set `token-env`"),
+        ("[workspace.remote-cache]\nurl = \"https://c\"\nteam = \"t\"\ntoken = \"s3cret\"", "unknown key `token` in `workspace.remote-cache` (allowed: connect-timeout, idle-timeout, instance-name, max-download-size, signature-key-env, team, team-id, token-env, upload-concurrency, url, write)", "tokens are never written in config; set `token-env`"),
         ("[workspace.remote-execution]\nurl = \"grpc://e\"\nmax-inflight = 2", "unknown key `max-inflight` in `workspace.remote-execution` (allowed: instance-name, max-in-flight, path, platform, token-env, url)", "did you mean `max-in-flight`?"),
         ("pipeline = {}", "unknown key `pipeline` in `vx.toml` (allowed: deps, name, tags, tasks, workspace)", "vx declares tasks in `[tasks]` of each project's `vx.toml`, or as templates in `[workspace.tasks]`"),
         ("members = []", "unknown key `members` in `vx.toml` (allowed: deps, name, tags, tasks, workspace)", "`members` belongs in the `[workspace]` table"),
@@ -333,5 +333,15 @@ fn signature_key_env_with_a_grpc_url_is_refused_at_its_key() {
         root_errors(text),
         "vx.toml:3:7: a `grpc://` remote cache is not available yet\n\
          vx.toml:4:1: `signature-key-env` signs HTTP artifacts; a `grpc://` remote cache cannot use it\n"
+    );
+}
+
+/// REM-2: an HTTP remote cache names its team; the error points at the table.
+#[test]
+fn an_http_remote_cache_without_a_team_is_refused_at_its_table() {
+    let text = "[workspace]\n[workspace.remote-cache]\nurl = \"https://cache.example.com\"\n";
+    assert_eq!(
+        root_errors(text),
+        "vx.toml:2:1: `remote-cache` with an HTTP `url` needs `team` or `team-id`\n"
     );
 }

@@ -96,13 +96,8 @@ fn npm_install(f: &Fixture) {
 }
 
 fn turbo(f: &Fixture, turbo: &Path, args: &[&str]) -> String {
-    let out = Command::new(turbo)
+    let out = vx_test_support::tools::turbo_command(turbo, f.root())
         .args(args)
-        .current_dir(f.root())
-        .env("TURBO_TELEMETRY_DISABLED", "1")
-        .env("DO_NOT_TRACK", "1")
-        .env("TURBO_NO_UPDATE_NOTIFIER", "1")
-        .env_remove("CI")
         .output()
         .unwrap();
     assert!(out.status.success(), "turbo {args:?}: {out:?}");

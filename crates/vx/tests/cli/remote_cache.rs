@@ -548,16 +548,11 @@ fn shared_with_turbo(url: &str) -> Fixture {
 }
 
 fn turbo_build(f: &Fixture, turbo: &std::path::Path, url: &str) -> String {
-    let out = std::process::Command::new(turbo)
+    let out = vx_test_support::tools::turbo_command(turbo, f.root())
         .args(["run", "build"])
-        .current_dir(f.root())
         .env("TURBO_API", url)
         .env("TURBO_TOKEN", TOKEN)
         .env("TURBO_TEAM", TEAM)
-        .env("TURBO_TELEMETRY_DISABLED", "1")
-        .env("DO_NOT_TRACK", "1")
-        .env("TURBO_NO_UPDATE_NOTIFIER", "1")
-        .env_remove("CI")
         .output()
         .unwrap();
     assert!(out.status.success(), "turbo: {out:?}");
