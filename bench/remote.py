@@ -15,7 +15,10 @@ temp dir, on a free loopback port). Both tools first fill the server from one cl
   uploads  vx cold from a fresh clone with uploads on (CI=true), and with the remote off
            (`--cache=remote:`): what background uploads cost a cold run
 
-Clones are made before the clock starts. Each run's exit status and outputs are checked.
+Clones are made before the clock starts, and none is deleted until the end: on ext4, creating
+files soon after deleting many (a previous round's clone) makes the kernel scan for recently
+freed inodes, which once tripled a run's system time and made the spread meaningless. Each run's
+exit status and outputs are checked.
 Prints the median, minimum and maximum wall time of each, and the ratios. Standard library only.
 """
 
@@ -84,9 +87,8 @@ def turbo_binary() -> Path:
 
 
 def clone(origin: Path, into: Path) -> Path:
-    if into.exists():
-        shutil.rmtree(into)
     subprocess.run(["git", "clone", "-q", str(origin), str(into)], check=True)
+    subprocess.run(["sync"], check=False)
     return into
 
 
@@ -154,15 +156,13 @@ def main() -> None:
                         results["turbo remote"].append(timed(turbo_run, ws, turbo_env))
                     if outputs(ws) != args.projects:
                         sys.exit(f"{tool}: {outputs(ws)} of {args.projects} outputs restored")
-                    shutil.rmtree(ws)
                 # Remote reads off in both: the server holds every entry, and a cold run is
                 # measured cold; one uploads every result, the other does not.
                 cold = [("vx cold, uploads on", ["--cache=local:rw,remote:w"]),
                         ("vx cold, remote off", ["--cache=remote:"])]
-                for name, extra in (cold if r % 2 == 0 else cold[::-1]):
-                    ws = clone(origin, work / f"cold-{r}")
+                for n, (name, extra) in enumerate(cold if r % 2 == 0 else cold[::-1]):
+                    ws = clone(origin, work / f"cold-{r}-{n}")
                     results[name].append(timed(vx_run + extra, ws, vx_env))
-                    shutil.rmtree(ws)
         finally:
             server.kill()
             server.wait()

@@ -519,6 +519,68 @@ impl Store {
         Ok(Lookup::Hit(entry))
     }
 
+    /// Adopts bodies another layer delivered and that were validated already (REM-6: on the
+    /// threads that downloaded them): each is moved into place and indexed with `origin`, all
+    /// in one transaction. Returns the entries adopted; a body that cannot be moved is dropped
+    /// (a miss). Every file is consumed. Needs a writable store.
+    pub fn adopt_validated(
+        &mut self,
+        bodies: Vec<crate::layer::Arrived>,
+        origin: &str,
+    ) -> Result<Vec<(String, Entry)>, StoreError> {
+        if !self.writable() {
+            for body in bodies {
+                let _ = std::fs::remove_file(body.path);
+            }
+            return Ok(Vec::new());
+        }
+        let now = now_ms();
+        let mut adopted = Vec::with_capacity(bodies.len());
+        let conn = self.conn.as_mut().expect("writable");
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .at(&self.db)?;
+        for body in bodies {
+            let target = self
+                .dir
+                .join(ARTIFACTS_DIR)
+                .join(format!("{}.tar.zst", body.key));
+            if !is_key(&body.key) {
+                let _ = std::fs::remove_file(&body.path);
+                continue;
+            }
+            let moved = std::fs::metadata(&body.path).and_then(|meta| {
+                std::fs::set_permissions(&body.path, std::fs::Permissions::from_mode(0o600))?;
+                std::fs::rename(&body.path, &target)?;
+                Ok(meta.len())
+            });
+            let Ok(size_bytes) = moved else {
+                let _ = std::fs::remove_file(&body.path);
+                continue;
+            };
+            let mut entry = entry_from_meta(&body.valid.meta, size_bytes, now, now);
+            entry.origin = origin.to_owned();
+            if let Err(e) = write_entry(&tx, &entry) {
+                let _ = std::fs::remove_file(&target);
+                return Err(StoreError::Index {
+                    path: self.db.clone(),
+                    source: e,
+                });
+            }
+            adopted.push((body.key, entry));
+        }
+        if let Err(e) = tx.commit() {
+            for (key, _) in &adopted {
+                let _ = std::fs::remove_file(self.artifact_path(key));
+            }
+            return Err(StoreError::Index {
+                path: self.db.clone(),
+                source: e,
+            });
+        }
+        Ok(adopted)
+    }
+
     /// A new path in `tmp/` for a download or a pack; nothing is created.
     pub fn tmp_path(&mut self, what: &str) -> PathBuf {
         self.aside_seq += 1;

@@ -19,6 +19,10 @@ pub enum Answer {
     Truncated { bytes: Vec<u8>, declared: usize },
     /// Read the request and never answer (the connection stays open).
     Silence,
+    /// 404 once this file exists (waiting up to 60 s); the request is then recorded in
+    /// [`FakeHttpCache::seen`] as `RELEASED <path>` when the file was there, `GAVE UP <path>`
+    /// when it never came.
+    When(std::path::PathBuf),
 }
 
 #[derive(Default)]
@@ -120,6 +124,22 @@ fn serve(stream: TcpStream, script: &Mutex<Script>) {
                 .or_else(|| script.default.clone())
                 .unwrap_or(Answer::Status(404))
         };
+        let answer = match answer {
+            Answer::When(file) => {
+                let start = std::time::Instant::now();
+                while !file.exists() && start.elapsed() < Duration::from_secs(60) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let word = if file.exists() { "RELEASED" } else { "GAVE UP" };
+                script
+                    .lock()
+                    .expect("not poisoned")
+                    .seen
+                    .push(format!("{word} {path}"));
+                Answer::Status(404)
+            }
+            other => other,
+        };
         let head_only = method == "HEAD";
         let written = match answer {
             Answer::Status(code) => write!(
@@ -150,6 +170,7 @@ fn serve(stream: TcpStream, script: &Mutex<Script>) {
                 std::thread::sleep(Duration::from_secs(120));
                 return;
             }
+            Answer::When(_) => unreachable!("answered 404 above"),
         };
         if written.is_err() || stream.flush().is_err() {
             return;

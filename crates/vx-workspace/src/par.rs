@@ -9,9 +9,14 @@ use std::num::NonZeroUsize;
 /// How many threads [`map`] uses: the CPUs this process may run on, at most 8 (more threads
 /// than that only contend on the kernel's directory locks).
 pub fn threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, NonZeroUsize::get)
-        .min(8)
+    cpus().min(8)
+}
+
+/// The CPUs this process may run on, asked once: the standard library reads the cgroup files
+/// on every call, and a warm run asks for every output it refreshes.
+pub fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
 }
 
 /// Below this many items a second thread costs more than it saves.

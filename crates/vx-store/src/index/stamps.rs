@@ -111,6 +111,26 @@ impl Store {
         write_tx(self, |tx, _| put_output_stamps(tx, key, &stamping))
     }
 
+    /// [`Store::set_output_stamps`] for many entries of one workspace, in one transaction:
+    /// (key, rows, superseded keys) each.
+    pub fn set_output_stamps_many(
+        &mut self,
+        workspace: &str,
+        entries: &[(String, Vec<OutputStamp>, Vec<String>)],
+    ) -> Result<(), StoreError> {
+        write_tx(self, |tx, _| {
+            for (key, rows, superseded) in entries {
+                let stamping = Stamping {
+                    workspace,
+                    rows,
+                    superseded,
+                };
+                put_output_stamps(tx, key, &stamping)?;
+            }
+            Ok(())
+        })
+    }
+
     /// Every `file_stamps` row of `workspace`, by workspace-relative path.
     pub fn file_stamps(&self, workspace: &str) -> Result<HashMap<String, FileStamp>, StoreError> {
         read(self, |conn| {

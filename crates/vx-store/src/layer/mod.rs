@@ -23,6 +23,9 @@
 //! lookup misses and every write is dropped.
 
 pub mod http;
+mod prefetch;
+
+pub use prefetch::{Accept, Arrived, Wanted};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -32,7 +35,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::index::{Lookup, Store, StoreError};
+use crate::index::{Entry, Lookup, Store, StoreError};
+use prefetch::Prefetch;
 
 /// A cache that lives somewhere else (a Turborepo HTTP server, a REAPI server). Bodies are
 /// artifacts in the local format; keys are vx keys (64 hex digits).
@@ -159,6 +163,7 @@ struct Health {
     warnings: Vec<Warning>,
 }
 
+#[derive(Clone)]
 struct Remote {
     layer: Arc<dyn CacheLayer>,
     usage: RemoteUse,
@@ -244,9 +249,10 @@ pub struct Layers {
     remotes: Vec<Remote>,
     /// Keys already asked of the further layers in this run (REM-5: at most once).
     asked: HashSet<String>,
-    /// Bodies [`Layers::prefetch`] downloaded, by key, waiting for their lookup to adopt them,
-    /// with the layer that delivered each.
-    fetched: HashMap<String, (PathBuf, usize)>,
+    /// The background downloads of [`Layers::prefetch`], when it started any.
+    prefetch: Option<Arc<Prefetch>>,
+    /// Entries adopted from a further layer in this run that no lookup has taken yet.
+    adopted: HashMap<String, Entry>,
     uploads: Uploads,
 }
 
@@ -262,7 +268,8 @@ impl Layers {
             local: store,
             remotes: Vec::new(),
             asked: HashSet::new(),
-            fetched: HashMap::new(),
+            prefetch: None,
+            adopted: HashMap::new(),
             uploads: Uploads::new(1),
         }
     }
@@ -320,33 +327,32 @@ impl Layers {
     }
 
     /// Probes `key`: the local store, then (on a local miss) each further layer that reads,
-    /// adopting what it delivers. Errors are the local store's; a further layer's failure is a
-    /// miss and a warning.
+    /// adopting what it delivers. A key of the prefetch waits for its download instead of
+    /// asking again (REM-5). Errors are the local store's; a further layer's failure is a miss
+    /// and a warning.
     pub fn lookup(
         &mut self,
         key: &str,
         accept: &dyn Fn(&str) -> bool,
     ) -> Result<(Lookup, Source), StoreError> {
+        if let Some(entry) = self.adopted.remove(key) {
+            return Ok((Lookup::Hit(entry), Source::Remote));
+        }
+        if let Some(prefetch) = self.prefetch.clone() {
+            if let Some(at) = prefetch.position(key) {
+                prefetch.wait(at);
+                self.adopt_arrived(&prefetch)?;
+                if let Some(entry) = self.adopted.remove(key) {
+                    return Ok((Lookup::Hit(entry), Source::Remote));
+                }
+            }
+        }
         let Some(store) = self.local.as_mut() else {
             return Ok((Lookup::Miss, Source::Local));
         };
         match store.lookup(key, accept)? {
             Lookup::Miss => {}
             other => return Ok((other, Source::Local)),
-        }
-        if let Some((dest, at)) = self.fetched.remove(key) {
-            return match store.adopt_download(key, &dest, accept, "remote")? {
-                Lookup::Hit(entry) => Ok((Lookup::Hit(entry), Source::Remote)),
-                Lookup::Damaged(damage) => {
-                    let error = LayerError::new(
-                        ErrorKind::InvalidArtifact,
-                        format!("invalid artifact: {}", damage.reason),
-                    );
-                    self.remotes[at].note(Op::Download, Err(&error));
-                    Ok((Lookup::Miss, Source::Local))
-                }
-                Lookup::Miss => Ok((Lookup::Miss, Source::Local)),
-            };
         }
         if !store.can_adopt() || self.remotes.is_empty() || !self.asked.insert(key.to_string()) {
             return Ok((Lookup::Miss, Source::Local));
@@ -377,61 +383,63 @@ impl Layers {
         Ok((Lookup::Miss, Source::Local))
     }
 
-    /// REM-6: downloads, `concurrency` at a time, the bodies of every key in `keys` that the
-    /// local store does not hold, from the first layer that reads, before their lookups ask
-    /// (each key still at most once per run). A lookup then validates and adopts the body
-    /// (see [`Layers::lookup`]); a body no lookup takes is removed with the run's `tmp/`
-    /// files. Without a writable local store nothing is fetched.
-    pub fn prefetch(&mut self, keys: &[String], concurrency: usize) {
+    /// Indexes every prefetched body that has arrived, in one transaction.
+    fn adopt_arrived(&mut self, prefetch: &Prefetch) -> Result<(), StoreError> {
+        let arrived = prefetch.take_arrived();
+        if arrived.is_empty() {
+            return Ok(());
+        }
         let Some(store) = self.local.as_mut() else {
-            return;
+            for body in arrived {
+                let _ = std::fs::remove_file(body.path);
+            }
+            return Ok(());
         };
-        let Some(at) = self.remotes.iter().position(Remote::readable) else {
-            return;
+        for (key, entry) in store.adopt_validated(arrived, "remote")? {
+            self.adopted.insert(key, entry);
+        }
+        Ok(())
+    }
+
+    /// REM-6: starts downloading, `concurrency` at a time and in the background, the bodies of
+    /// every key in `wanted` that the local store does not hold, from the first layer that
+    /// reads (each key still asked at most once per run). Each body is validated with its
+    /// `accept` on the thread that downloaded it; `ready` is then called with its tag, whether
+    /// it arrived or not, and the key's lookup adopts it (see [`Layers::lookup`]). Returns the
+    /// tags of the keys being fetched: every one of them gets its `ready` call. Without a
+    /// writable local store, or when no thread can be started, nothing is fetched ahead.
+    pub fn prefetch(
+        &mut self,
+        wanted: Vec<Wanted>,
+        concurrency: usize,
+        ready: Box<dyn Fn(usize) + Send + Sync>,
+    ) -> Vec<usize> {
+        let Some(store) = self.local.as_mut() else {
+            return Vec::new();
         };
-        if !store.can_adopt() {
-            return;
+        let Some(remote) = self.remotes.iter().find(|r| r.readable()) else {
+            return Vec::new();
+        };
+        if !store.can_adopt() || self.prefetch.is_some() {
+            return Vec::new();
         }
-        let mut jobs: Vec<(String, PathBuf)> = Vec::new();
-        for key in keys {
-            if store.has_entry(key) || !self.asked.insert(key.clone()) {
-                continue;
-            }
-            jobs.push((key.clone(), store.tmp_path("prefetch")));
+        let wanted: Vec<Wanted> = wanted
+            .into_iter()
+            .filter(|w| !store.has_entry(&w.key) && !self.asked.contains(&w.key))
+            .collect();
+        if wanted.is_empty() {
+            return Vec::new();
         }
-        if jobs.is_empty() {
-            return;
-        }
-        let remote = &self.remotes[at];
-        let next = AtomicUsize::new(0);
-        let results: Vec<Mutex<Option<Result<bool, LayerError>>>> =
-            jobs.iter().map(|_| Mutex::new(None)).collect();
-        std::thread::scope(|scope| {
-            for _ in 0..concurrency.clamp(1, jobs.len()) {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some((key, dest)) = jobs.get(i) else {
-                        return;
-                    };
-                    // A layer switched off meanwhile is not asked again.
-                    let outcome = if lock(&remote.health).off {
-                        Ok(false)
-                    } else {
-                        let fetched = remote.layer.fetch(key, dest, remote.usage.max_download);
-                        remote.note(Op::Download, fetched.as_ref().map(|_| ()));
-                        fetched
-                    };
-                    *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome);
-                });
+        let dests = wanted.iter().map(|_| store.tmp_path("prefetch")).collect();
+        let tags: Vec<usize> = wanted.iter().map(|w| w.tag).collect();
+        let keys: Vec<String> = wanted.iter().map(|w| w.key.clone()).collect();
+        match Prefetch::start(remote.clone(), wanted, dests, concurrency, ready) {
+            Some(prefetch) => {
+                self.asked.extend(keys);
+                self.prefetch = Some(prefetch);
+                tags
             }
-        });
-        for ((key, dest), result) in jobs.into_iter().zip(results) {
-            let delivered = result.into_inner().unwrap_or_else(|p| p.into_inner());
-            if delivered == Some(Ok(true)) {
-                self.fetched.insert(key, (dest, at));
-            } else {
-                let _ = std::fs::remove_file(&dest);
-            }
+            None => Vec::new(),
         }
     }
 
@@ -480,10 +488,11 @@ impl Layers {
         }
     }
 
-    /// Removes the bodies [`Layers::prefetch`] fetched that no lookup took (the end of a run).
+    /// Ends the prefetch with the run: nothing further is downloaded, and the bodies no
+    /// lookup took are removed.
     pub fn discard_prefetched(&mut self) {
-        for (_, (dest, _)) in self.fetched.drain() {
-            let _ = std::fs::remove_file(dest);
+        if let Some(prefetch) = self.prefetch.take() {
+            prefetch.cancel();
         }
     }
 

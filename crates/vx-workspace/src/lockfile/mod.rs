@@ -140,7 +140,8 @@ pub(crate) struct Graph {
 impl Graph {
     /// Every importer's dependency set, each with the root's added.
     fn sets(&self, file: &str) -> Lockfile {
-        let root_closure = self.closure("");
+        let resolved = Resolved::new(self);
+        let root_closure = resolved.closure(self, "");
         let root = Arc::new(DependencySet::new(file, root_closure.clone()));
         let sets = self
             .importers
@@ -149,7 +150,7 @@ impl Graph {
                 let set = if dir.is_empty() {
                     root.clone()
                 } else {
-                    let mut closure = self.closure(dir);
+                    let mut closure = resolved.closure(self, dir);
                     closure.extend(root_closure.iter().cloned());
                     Arc::new(DependencySet::new(file, closure))
                 };
@@ -158,36 +159,91 @@ impl Graph {
             .collect();
         Lockfile { sets, root }
     }
+}
+
+/// One step of a walk over the graph, with members resolved to their place once.
+#[derive(Clone, Copy)]
+enum Step<'g> {
+    Package(usize),
+    Member(usize),
+    /// A member the lockfile does not install: it leads nowhere.
+    Nowhere,
+    Unresolved(&'g str, &'g str),
+}
+
+/// The graph with every edge resolved to an index, so that walking it for each of a thousand
+/// members compares no strings.
+struct Resolved<'g> {
+    members: HashMap<&'g str, usize>,
+    member_deps: Vec<Vec<Step<'g>>>,
+    member_dev: Vec<Vec<Step<'g>>>,
+    package_deps: Vec<Vec<Step<'g>>>,
+}
+
+impl<'g> Resolved<'g> {
+    fn new(graph: &'g Graph) -> Resolved<'g> {
+        let members: HashMap<&str, usize> = graph
+            .importers
+            .keys()
+            .enumerate()
+            .map(|(i, dir)| (dir.as_str(), i))
+            .collect();
+        let step = |edge: &'g Edge| match edge {
+            Edge::Package(i) => Step::Package(*i),
+            Edge::Workspace(member) => members
+                .get(member.as_str())
+                .map_or(Step::Nowhere, |&i| Step::Member(i)),
+            Edge::Unresolved(name, wanted) => Step::Unresolved(name, wanted),
+        };
+        let steps = |edges: &'g [Edge]| edges.iter().map(step).collect::<Vec<_>>();
+        let mut member_deps = vec![Vec::new(); members.len()];
+        let mut member_dev = vec![Vec::new(); members.len()];
+        for (dir, importer) in &graph.importers {
+            let i = members[dir.as_str()];
+            member_deps[i] = steps(&importer.deps);
+            member_dev[i] = steps(&importer.dev);
+        }
+        let package_deps = graph.packages.iter().map(|p| steps(&p.deps)).collect();
+        Resolved {
+            members,
+            member_deps,
+            member_dev,
+            package_deps,
+        }
+    }
 
     /// The (name, version) pairs the importer in `dir` reaches (see the module documentation).
-    fn closure(&self, dir: &str) -> BTreeSet<(String, String)> {
+    fn closure(&self, graph: &Graph, dir: &str) -> BTreeSet<(String, String)> {
         let mut out = BTreeSet::new();
-        let Some(importer) = self.importers.get(dir) else {
+        let Some(&start) = self.members.get(dir) else {
             return out;
         };
-        let mut seen_packages = vec![false; self.packages.len()];
-        let mut seen_members: BTreeSet<&str> = BTreeSet::from([dir]);
-        let mut stack: Vec<&Edge> = importer.deps.iter().chain(&importer.dev).collect();
-        while let Some(edge) = stack.pop() {
-            match edge {
-                Edge::Package(i) => {
-                    if std::mem::replace(&mut seen_packages[*i], true) {
+        let mut seen_packages = vec![false; graph.packages.len()];
+        let mut seen_members = vec![false; self.member_deps.len()];
+        seen_members[start] = true;
+        let mut stack: Vec<Step> = self.member_deps[start]
+            .iter()
+            .chain(&self.member_dev[start])
+            .copied()
+            .collect();
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Package(i) => {
+                    if std::mem::replace(&mut seen_packages[i], true) {
                         continue;
                     }
-                    let package = &self.packages[*i];
+                    let package = &graph.packages[i];
                     out.insert((package.name.clone(), package.version.clone()));
-                    stack.extend(&package.deps);
+                    stack.extend(&self.package_deps[i]);
                 }
-                Edge::Workspace(member) => {
-                    if !seen_members.insert(member) {
-                        continue;
-                    }
-                    if let Some(linked) = self.importers.get(member.as_str()) {
-                        stack.extend(&linked.deps);
+                Step::Member(i) => {
+                    if !std::mem::replace(&mut seen_members[i], true) {
+                        stack.extend(&self.member_deps[i]);
                     }
                 }
-                Edge::Unresolved(name, wanted) => {
-                    out.insert((name.clone(), format!("{wanted} (not in the lockfile)")));
+                Step::Nowhere => {}
+                Step::Unresolved(name, wanted) => {
+                    out.insert((name.to_owned(), format!("{wanted} (not in the lockfile)")));
                 }
             }
         }

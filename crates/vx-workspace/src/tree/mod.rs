@@ -608,7 +608,9 @@ impl Tree {
         // Files under a nested repository belong to it, whatever the outer index says.
         let new_repos = found.repos;
         let inside_new = |p: &[u8]| new_repos.iter().any(|r| walk::is_at_or_under(p, &r.rel));
-        self.index.retain(|p, _| !inside_new(p.as_bytes()));
+        if !new_repos.is_empty() {
+            self.index.retain(|p, _| !inside_new(p.as_bytes()));
+        }
         let mut paths: Vec<(Vec<u8>, bool)> = new_repos
             .iter()
             .flat_map(|repo| repo.tracked.iter().map(|p| (p.clone(), true)))

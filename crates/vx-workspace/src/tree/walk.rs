@@ -135,9 +135,7 @@ struct Queue {
 impl Walker<'_> {
     /// Walks every job and everything below it.
     pub(crate) fn run(&self, mut jobs: Vec<Job>) -> Result<Found, TreeError> {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_THREADS);
+        let threads = crate::par::cpus().min(MAX_THREADS);
         let mut found = Found::default();
         let mut next = Vec::new();
         while let Some(job) = jobs.pop() {

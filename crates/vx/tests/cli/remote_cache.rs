@@ -401,6 +401,42 @@ fn a_server_that_never_answers_is_a_miss_after_its_idle_timeout() {
 }
 
 #[test]
+fn scheduling_never_waits_for_the_prefetch() {
+    // REM-6: `lib#build`'s download is answered only once `app#stamp`, which needs nothing,
+    // has run. A run that waited for its downloads before scheduling would time out on it.
+    let fake = FakeHttpCache::start();
+    let f = workspace_with(&fake.url(), "idle-timeout = \"30s\"\n");
+    let marker = f.path("stamped");
+    fake.answer_all(Answer::When(marker.clone()));
+    f.write(
+        "packages/app/vx.toml",
+        &format!(
+            "[tasks.build]\ncommand = \"mkdir -p dist\"\ndepends-on = [\"lib#build\"]\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n\n[tasks.stamp]\ncommand = \"touch {}\"\n",
+            marker.display()
+        ),
+    );
+    f.commit();
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "app#stamp", "--all", "--concurrency=2"],
+        &[("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", "")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        !out.stderr.contains("warning: remote cache"),
+        "{}",
+        out.stderr
+    );
+    let seen = fake.seen();
+    assert!(
+        seen.iter()
+            .any(|r| r.starts_with("RELEASED /v8/artifacts/")),
+        "{seen:?}"
+    );
+    assert!(!seen.iter().any(|r| r.starts_with("GAVE UP")), "{seen:?}");
+}
+
+#[test]
 fn refusals_and_server_errors_are_misses_and_dropped_uploads_with_one_warning_each() {
     let fake = FakeHttpCache::start();
     fake.answer_all(Answer::Status(500));

@@ -18,6 +18,7 @@
 //! [`Recorder`]: super::record::Recorder
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use vx_core::config::TaskConfig;
@@ -99,6 +100,10 @@ pub struct RunCache<'p> {
     stamps: Stamps,
     cleaner: Cleaner<'p>,
     guard: Guard,
+    /// Output stamps of restores not yet written: (key, rows, superseded keys). Written in one
+    /// transaction per [`STAMP_BATCH`] and at the end of the run (a thousand restores wrote a
+    /// thousand transactions); stamps lost to a crash only make the next run look again.
+    pending_stamps: Vec<(String, Vec<vx_store::index::OutputStamp>, Vec<String>)>,
     /// Output listings taken by [`RunCache::prefetch_ahead`], each used once.
     found_ahead: HashMap<TaskId, std::io::Result<Vec<Found>>>,
     /// Tasks the restore lane looked up and found no usable entry for: not looked up again.
@@ -145,6 +150,7 @@ impl<'p> RunCache<'p> {
             stamps: Stamps::new(stamps, workspace_id),
             cleaner: Cleaner::new(dirty_probe),
             guard: Guard::new(ci),
+            pending_stamps: Vec::new(),
             found_ahead: HashMap::new(),
             known_misses: HashSet::new(),
             notices: Vec::new(),
@@ -194,26 +200,49 @@ impl<'p> RunCache<'p> {
     /// listings are taken at once, on several threads (the warm path is mostly these system
     /// calls); nothing has executed yet, so they are what each task would see one by one.
     ///
-    /// With a remote layer, the entries of these tasks that only it holds are downloaded now,
-    /// `width` at a time (REM-6), and adopted when each task is prepared.
-    pub fn prefetch_ahead(&mut self, ids: &[TaskId], width: usize) {
+    /// With a remote layer, the entries of these tasks that only it holds are downloaded in the
+    /// background, `width` at a time (REM-6): returns the positions in `ids` of those tasks,
+    /// and `ready` is called with each position once its download has ended (arrived or not);
+    /// [`RunCache::prepare_ahead`] of that task then adopts it.
+    pub fn prefetch_ahead(
+        &mut self,
+        ids: &[TaskId],
+        width: usize,
+        ready: Box<dyn Fn(usize) + Send + Sync>,
+    ) -> Vec<usize> {
         if !self.reads() {
-            return;
+            return Vec::new();
         }
         self.keys.prefetch(ids);
+        let mut fetching = Vec::new();
         if self.layers.has_remote() {
-            let mut keys = Vec::new();
-            for id in ids {
-                let cached = task_config(self.workspace, id).is_some_and(|c| c.cache.is_some());
-                if let Some(Ok(derived)) = self.keys.key(id).filter(|_| cached) {
-                    keys.push(derived.key.hex());
+            let mut wanted = Vec::new();
+            for (at, id) in ids.iter().enumerate() {
+                let Some(config) = task_config(self.workspace, id) else {
+                    continue;
+                };
+                let Some(outputs) = self.outputs_of(id, config) else {
+                    continue;
+                };
+                if let Some(Ok(derived)) = self.keys.key(id) {
+                    let outputs = Arc::new(outputs);
+                    wanted.push(vx_store::layer::Wanted {
+                        key: derived.key.hex(),
+                        accept: Arc::new(move |name: &str| outputs.accepts(name)),
+                        tag: at,
+                    });
                 }
             }
-            self.layers.prefetch(&keys, width);
+            fetching = self.layers.prefetch(wanted, width, ready);
             self.show_layer_warnings();
         }
+        // Those being downloaded are listed when they are prepared, after their download.
         let mut wanted: Vec<(TaskId, Outputs)> = Vec::new();
-        for id in ids {
+        let later: HashSet<usize> = fetching.iter().copied().collect();
+        for (at, id) in ids.iter().enumerate() {
+            if later.contains(&at) {
+                continue;
+            }
             let Some(config) = task_config(self.workspace, id) else {
                 continue;
             };
@@ -224,6 +253,7 @@ impl<'p> RunCache<'p> {
         let root = self.workspace.root.clone();
         let found = vx_workspace::par::map(&wanted, |(_, outputs)| outputs.find(&root));
         self.found_ahead = wanted.into_iter().map(|(id, _)| id).zip(found).collect();
+        fetching
     }
 
     /// After the tasks of [`RunCache::prefetch_ahead`] were prepared: listings and `lstat`s
@@ -408,15 +438,41 @@ impl<'p> RunCache<'p> {
     }
 
     /// KEY-15: what a clean or restore touched is listed again.
+    /// Queues the output stamps of a restore (see `pending_stamps`).
+    fn stamp_later(
+        &mut self,
+        key: &str,
+        rows: Vec<vx_store::index::OutputStamp>,
+        superseded: Vec<String>,
+    ) {
+        self.pending_stamps
+            .push((key.to_string(), rows, superseded));
+        if self.pending_stamps.len() >= STAMP_BATCH {
+            self.flush_stamps();
+        }
+    }
+
+    /// Writes the queued output stamps, in one transaction.
+    fn flush_stamps(&mut self) {
+        if self.pending_stamps.is_empty() {
+            return;
+        }
+        let entries = std::mem::take(&mut self.pending_stamps);
+        let workspace = self.stamps.workspace_id().to_string();
+        if let Some(store) = self.layers.store_mut() {
+            let _ = store.set_output_stamps_many(&workspace, &entries);
+        }
+    }
+
     fn refresh_outputs(&mut self, outputs: &Outputs) {
-        let prefixes = outputs.prefixes();
-        let _ = self.keys.tree.refresh(&prefixes);
+        self.keys.changed(&outputs.prefixes());
     }
 
     /// End of the graph: access times and the identity memo rows are written, and the queued
     /// uploads are waited for (REM-8). `signalled`: a signal stopped the run, so its uploads are
     /// abandoned.
     pub fn finish(&mut self, signalled: bool) {
+        self.flush_stamps();
         if signalled {
             self.layers.abandon_uploads();
         } else if self.layers.uploads_pending() > 0 {
@@ -472,6 +528,9 @@ impl<'p> RunCache<'p> {
         self.layers.close();
     }
 }
+
+/// Restores whose output stamps are written together (see `pending_stamps`).
+const STAMP_BATCH: usize = 256;
 
 /// REM-8: how long the end of a run waits for queued uploads, and after how long it says so.
 const UPLOAD_WAIT: Duration = Duration::from_secs(60);

@@ -111,14 +111,9 @@ impl RunCache<'_> {
                 }
                 let superseded = self.stamps.superseded(&id, &key);
                 if let Some(store) = self.layers.store_mut() {
-                    let _ = store.set_output_stamps(
-                        self.stamps.workspace_id(),
-                        &key,
-                        &with_marker(&rows),
-                        &superseded,
-                    );
                     store.touch(&key);
                 }
+                self.stamp_later(&key, with_marker(&rows), superseded.clone());
                 self.stamps.record(&id, &key, rows, &superseded);
                 self.keys.keep_key_only(&id);
                 let kind = match source {

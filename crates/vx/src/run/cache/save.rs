@@ -188,7 +188,8 @@ impl RunCache<'_> {
         if let Some(outputs) = &outputs {
             self.refresh_outputs(outputs);
         }
-        let _ = self.keys.tree.refresh(&[dir.unwrap_or_default()]);
+        self.keys.changed(&[dir.unwrap_or_default()]);
+        self.keys.settle();
         let Some(derived) = self.keys.known(id).cloned() else {
             return Err("failed");
         };
@@ -432,6 +433,8 @@ impl RunCache<'_> {
             }
         }
         let marked = with_marker(&rows);
+        // Restores' stamps first: the rows below are newer than any of theirs.
+        self.flush_stamps();
         let superseded = self.stamps.superseded(&job.id, &job.key);
         let stamping = Stamping {
             workspace: self.stamps.workspace_id(),

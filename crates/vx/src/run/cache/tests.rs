@@ -257,6 +257,42 @@ fn withheld_and_tainted_results_are_never_uploaded() {
     assert!(layer.puts().is_empty(), "{:?}", layer.puts());
 }
 
+/// Starts the prefetch of `keys` (all accepted) and waits until every download it started
+/// has ended; returns the tags the prefetch took.
+fn prefetch_all(
+    layers: &mut Layers,
+    keys: &[String],
+    accept: vx_store::layer::Accept,
+) -> Vec<usize> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let wanted = keys
+        .iter()
+        .enumerate()
+        .map(|(tag, key)| vx_store::layer::Wanted {
+            key: key.clone(),
+            accept: Arc::clone(&accept),
+            tag,
+        })
+        .collect();
+    let tx = std::sync::Mutex::new(tx);
+    let tags = layers.prefetch(
+        wanted,
+        2,
+        Box::new(move |tag| {
+            let _ = tx.lock().unwrap().send(tag);
+        }),
+    );
+    let mut ended: Vec<usize> = (0..tags.len())
+        .map(|_| {
+            rx.recv_timeout(std::time::Duration::from_secs(30))
+                .expect("ready")
+        })
+        .collect();
+    ended.sort_unstable();
+    assert_eq!(ended, tags, "each download taken ends with one ready call");
+    tags
+}
+
 #[test]
 fn prefetched_bodies_are_adopted_by_their_lookup_without_asking_again() {
     let f = workspace();
@@ -267,20 +303,70 @@ fn prefetched_bodies_are_adopted_by_their_lookup_without_asking_again() {
     let mut keys = layer.keys();
     keys.push("0".repeat(64));
     let before = layer.fetches();
-    layers.prefetch(&keys, 2);
-    assert_eq!(
-        layer.fetches() - before,
-        3,
-        "every key asked once, in parallel"
-    );
+    let tags = prefetch_all(&mut layers, &keys, Arc::new(|_: &str| true));
+    assert_eq!(tags, vec![0, 1, 2]);
+    assert_eq!(layer.fetches() - before, 3, "every key asked once");
     for key in layer.keys() {
         let (lookup, source) = layers.lookup(&key, &|_| true).expect("lookup");
-        assert!(matches!(lookup, Lookup::Hit(_)), "{lookup:?}");
+        assert!(
+            matches!(lookup, Lookup::Hit(_)),
+            "{lookup:?} {:?}",
+            layers.take_warnings()
+        );
         assert_eq!(source, Source::Remote);
+        // Adopted into the local store: the next lookup is a local hit.
+        let (lookup, source) = layers.lookup(&key, &|_| true).expect("lookup");
+        assert!(matches!(lookup, Lookup::Hit(_)), "{lookup:?}");
+        assert_eq!(source, Source::Local);
     }
     let (lookup, _) = layers.lookup(&"0".repeat(64), &|_| true).expect("lookup");
     assert_eq!(lookup, Lookup::Miss);
     assert_eq!(layer.fetches() - before, 3, "no lookup asked again");
+}
+
+#[test]
+fn a_prefetched_body_is_validated_with_its_tasks_outputs_before_adoption() {
+    let f = workspace();
+    let layer = MemoryLayer::new();
+    run(&f, &executor(), &layer, true, true);
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    let mut layers = layers_over(&f, &layer);
+    let keys = layer.keys();
+    // The tasks' outputs no longer match what the bodies hold: a lying entry.
+    prefetch_all(&mut layers, &keys, Arc::new(|_: &str| false));
+    for key in &keys {
+        let (lookup, _) = layers.lookup(key, &|_| true).expect("lookup");
+        assert_eq!(lookup, Lookup::Miss, "not adopted");
+        assert!(!layers.store().unwrap().has_entry(key));
+    }
+    let warnings = layers.take_warnings();
+    assert_eq!(warnings.len(), 1, "one class, warned once: {warnings:?}");
+    assert!(
+        warnings[0].line.contains("invalid artifact"),
+        "{warnings:?}"
+    );
+    let tmp: Vec<_> = std::fs::read_dir(f.path(".vx/tmp"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(tmp.is_empty(), "no body left behind: {tmp:?}");
+}
+
+#[test]
+fn bodies_no_lookup_took_are_removed_with_the_run() {
+    let f = workspace();
+    let layer = MemoryLayer::new();
+    run(&f, &executor(), &layer, true, true);
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    let mut layers = layers_over(&f, &layer);
+    prefetch_all(&mut layers, &layer.keys(), Arc::new(|_: &str| true));
+    layers.discard_prefetched();
+    for key in layer.keys() {
+        assert!(!layers.store().unwrap().has_entry(&key));
+    }
+    let tmp: Vec<_> = std::fs::read_dir(f.path(".vx/tmp"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(tmp.is_empty(), "{tmp:?}");
 }
 
 #[test]

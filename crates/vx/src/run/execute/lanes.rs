@@ -38,13 +38,28 @@ impl Run<'_> {
             .iter()
             .map(|&i| self.plan.graph.nodes[i].id.clone())
             .collect();
-        self.cache.prefetch_ahead(&ids, self.ctx.slots as usize);
+        // REM-6: tasks whose entry only the remote holds wait out of the schedule for their
+        // download, and are served as each arrives (`Msg::Prefetched`).
+        let nodes = candidates.clone();
+        let tx = self.tx.clone();
+        let ready = Box::new(move |at: usize| {
+            let _ = tx.send(Msg::Prefetched(nodes[at]));
+        });
+        let fetching = self
+            .cache
+            .prefetch_ahead(&ids, self.ctx.slots as usize, ready);
         self.relay_notices();
+        for &at in &fetching {
+            self.scheduler.take_ahead(candidates[at]);
+            self.prefetching.insert(candidates[at]);
+        }
         for (i, id) in candidates.into_iter().zip(ids) {
-            if !matches!(
-                self.scheduler.state(i),
-                NodeState::Waiting | NodeState::Ready
-            ) {
+            if self.prefetching.contains(&i)
+                || !matches!(
+                    self.scheduler.state(i),
+                    NodeState::Waiting | NodeState::Ready
+                )
+            {
                 continue;
             }
             let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
@@ -85,6 +100,41 @@ impl Run<'_> {
             {
                 self.scheduler.take_ahead(i);
                 self.servers_held.push(i);
+            }
+        }
+        self.settle_servers();
+    }
+
+    /// REM-6: the download of a held task's remote entry ended. The task is served or restored
+    /// like a hit found ahead, or goes back to the schedule (no entry, or the run is stopping).
+    pub(super) fn prefetched(&mut self, i: usize) {
+        if !self.prefetching.remove(&i) {
+            return;
+        }
+        let ahead = if self.stopping.is_some() {
+            Ahead::Not
+        } else {
+            let id = self.plan.graph.nodes[i].id.clone();
+            let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
+            let ahead = self.cache.prepare_ahead(&id, needs_log);
+            self.relay_notices();
+            ahead
+        };
+        match ahead {
+            Ahead::Served(Decision::Hit {
+                kind,
+                records,
+                short_key,
+                stored,
+            }) => {
+                self.report_hit(i, kind, records, short_key, stored);
+                let skipped = self.scheduler.finish(i, Finish::Success);
+                self.report_skipped(&skipped);
+            }
+            Ahead::Restore(job) => self.start_restore(i, job),
+            Ahead::Served(_) | Ahead::Not => {
+                let skipped = self.scheduler.give_back(i);
+                self.report_skipped(&skipped);
             }
         }
         self.settle_servers();

@@ -111,6 +111,8 @@ pub enum Msg {
     Restored(usize, Box<RestoreJob>, Box<RestoreResult>),
     /// A sandboxed task's proxy refused a request to this `host:port` (SBX-6, SBX-7).
     NetRefused(usize, String),
+    /// The background download of a task's remote entry ended, arrived or not (REM-6).
+    Prefetched(usize),
 }
 
 /// What a restore on the restore lane gave.
@@ -216,6 +218,8 @@ pub struct Run<'p> {
     restores: Lane<Box<RestoreJob>>,
     /// Persistent tasks held back while the restore lane serves their dependants (EXEC-13).
     servers_held: Vec<usize>,
+    /// Tasks held out of the schedule while their remote entry downloads (REM-6).
+    prefetching: BTreeSet<usize>,
     /// SCHED-4: how long each task waited only for memory.
     held: HeldForMemory,
     /// This run's id (UUIDv7): history, the summary and the trace share it.
@@ -328,6 +332,7 @@ impl<'p> Run<'p> {
             saves: Lane::new("save", lane_width),
             restores: Lane::new("restore", lane_width),
             servers_held: Vec::new(),
+            prefetching: BTreeSet::new(),
             held: HeldForMemory::default(),
             run_id: crate::ids::run_id(),
             summary: None,
@@ -370,7 +375,8 @@ impl<'p> Run<'p> {
             }
             let one_shots_running = self.live.values().any(|l| l.kind == Kind::OneShot)
                 || self.saves.busy()
-                || self.restores.busy();
+                || self.restores.busy()
+                || !self.prefetching.is_empty();
             if !one_shots_running && (self.scheduler.is_done() || self.stopping.is_some()) {
                 break;
             }
@@ -731,6 +737,7 @@ impl<'p> Run<'p> {
             Msg::Packed(i, job, packed) => self.saved(i, job, packed),
             Msg::Restored(i, job, result) => self.restored(i, job, *result),
             Msg::NetRefused(i, target) => self.sandbox_refused(i, target),
+            Msg::Prefetched(i) => self.prefetched(i),
         }
     }
 

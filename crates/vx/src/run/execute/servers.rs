@@ -36,7 +36,7 @@ impl Run<'_> {
             } else if dependants
                 .iter()
                 .all(|&d| self.served_ahead(d) || self.scheduler.state(d) == NodeState::Running)
-                && self.restores.busy()
+                && (self.restores.busy() || !self.prefetching.is_empty())
             {
                 self.servers_held.push(i);
             } else {

@@ -86,6 +86,9 @@ pub struct Keys<'p> {
     forwarded: &'p [String],
     platform: String,
     pub tree: Tree,
+    /// Root-relative scopes written since the tree listed them (outputs restored, cleaned or
+    /// produced): listed again at once before anything next reads the tree.
+    stale: Vec<String>,
     pub memo: StampCache,
     /// Per project index: root-relative directories of the projects nested inside it.
     nested: Vec<Vec<String>>,
@@ -136,6 +139,7 @@ impl<'p> Keys<'p> {
             forwarded,
             platform: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
             tree,
+            stale: Vec::new(),
             memo,
             nested,
             derived: HashMap::new(),
@@ -158,6 +162,9 @@ impl<'p> Keys<'p> {
     pub fn key(&mut self, id: &TaskId) -> Option<Result<&Derived, KeyError>> {
         if is_persistent(self.workspace, id) {
             return None;
+        }
+        if !self.derived.contains_key(id) {
+            self.settle();
         }
         // Post-order over upstreams that still need a key, without recursion (GRAPH-6).
         let mut stack = vec![(id.clone(), false)];
@@ -228,6 +235,7 @@ impl<'p> Keys<'p> {
 
     /// The identity of a path as it is now, as (mode, blob) of field 11.
     pub fn fresh_identity(&mut self, path: &str) -> Option<(&'static str, String)> {
+        self.settle();
         match self.identity(path).ok()?.identity {
             Identity::Present { mode, blob } => Some((mode.as_str(), blob)),
             Identity::Absent => Some((vx_core::key::ABSENT_MODE, "absent".into())),
@@ -236,6 +244,7 @@ impl<'p> Keys<'p> {
 
     /// The input paths of a task as the tree lists them now.
     pub fn input_listing(&mut self, id: &TaskId) -> Result<Vec<String>, KeyError> {
+        self.settle();
         let config = task_config(self.workspace, id).expect("declared");
         let project = self.workspace.by_name[&id.project];
         let notices = self.notices.len();
@@ -244,7 +253,24 @@ impl<'p> Keys<'p> {
         listed
     }
 
+    /// These root-relative scopes were written: the tree lists them again before it is next
+    /// read. A run that restores a thousand outputs and derives no key after them lists each
+    /// scope at most once, and all of them in one walk.
+    pub fn changed(&mut self, scopes: &[String]) {
+        self.stale.extend_from_slice(scopes);
+    }
+
+    /// Lists the scopes [`Keys::changed`] named again, now.
+    pub fn settle(&mut self) {
+        if !self.stale.is_empty() {
+            let stale = std::mem::take(&mut self.stale);
+            let _ = self.tree.refresh(&stale);
+        }
+    }
+
     /// Whether git tracks this root-relative path.
+    /// (The scopes [`Keys::changed`] named hold no tracked file that a walk could add or
+    /// remove: git's index says what is tracked.)
     pub fn is_tracked(&self, path: &str) -> bool {
         let files = self.tree.files();
         files
@@ -467,6 +493,7 @@ impl<'p> Keys<'p> {
     /// Lists the inputs of these tasks and takes their `lstat`s ahead on several threads
     /// (see [`Tree::prefetch`]); their derivations, next, use both.
     pub fn prefetch(&mut self, ids: &[TaskId]) {
+        self.settle();
         let mut paths: Vec<String> = WORKSPACE_FILES.iter().map(|s| s.to_string()).collect();
         for id in ids {
             let Some(config) = task_config(self.workspace, id) else {

@@ -1,0 +1,220 @@
+//! REM-6: the background prefetch of a run's cached tasks from the first layer that reads.
+//!
+//! # How this works
+//!
+//! [`Prefetch::start`] takes the keys the local store lacks, in the order the run would like them,
+//! and starts `concurrency` threads. Each thread claims the next queued key, downloads its body
+//! into `tmp/`, validates it (STORE-5, with the task's own output globs) and marks it arrived, or
+//! missed (not there, an error, a body that fails validation: each noted on the layer's health
+//! like any download). Either way it then calls `ready` with the key's tag, so the run loop can
+//! serve or schedule that task. Nothing here touches the index: the lookup that needs a key
+//! waits for it ([`Prefetch::wait`]; a key no thread has started is fetched by the caller) and
+//! then adopts every body arrived so far in one transaction ([`Prefetch::take_arrived`]).
+//!
+//! A body is validated on the thread that downloaded it, before adoption, so the run loop only
+//! renames files and writes index rows. [`Prefetch::cancel`] ends the prefetch with the run:
+//! threads take no further key and every body not adopted is removed.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use super::{ErrorKind, LayerError, Op, Remote};
+use crate::artifact::{self, ReadError, Validated};
+
+/// Which entry names a task's artifact may hold (its declared outputs), for validation.
+pub type Accept = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// One key to prefetch: its `accept` and the tag `ready` is called with.
+pub struct Wanted {
+    pub key: String,
+    pub accept: Accept,
+    pub tag: usize,
+}
+
+/// A body downloaded and validated, waiting for adoption.
+pub struct Arrived {
+    pub key: String,
+    pub path: PathBuf,
+    pub valid: Validated,
+}
+
+enum State {
+    Queued,
+    Fetching,
+    Arrived(Box<Validated>),
+    /// Not delivered, or adopted already: either way not the prefetch's any more.
+    Done,
+}
+
+pub(super) struct Prefetch {
+    remote: Remote,
+    wanted: Vec<Wanted>,
+    dests: Vec<PathBuf>,
+    by_key: HashMap<String, usize>,
+    states: Mutex<Vec<State>>,
+    changed: Condvar,
+    next: AtomicUsize,
+    cancelled: AtomicBool,
+    ready: Box<dyn Fn(usize) + Send + Sync>,
+}
+
+impl Prefetch {
+    /// Starts the threads; `None` (nothing in the background) when none could be started.
+    pub(super) fn start(
+        remote: Remote,
+        wanted: Vec<Wanted>,
+        dests: Vec<PathBuf>,
+        concurrency: usize,
+        ready: Box<dyn Fn(usize) + Send + Sync>,
+    ) -> Option<Arc<Prefetch>> {
+        let by_key = wanted
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.key.clone(), i))
+            .collect();
+        let states = Mutex::new(wanted.iter().map(|_| State::Queued).collect());
+        let threads = concurrency.clamp(1, wanted.len().max(1));
+        let prefetch = Arc::new(Prefetch {
+            remote,
+            wanted,
+            dests,
+            by_key,
+            states,
+            changed: Condvar::new(),
+            next: AtomicUsize::new(0),
+            cancelled: AtomicBool::new(false),
+            ready,
+        });
+        let mut started = 0;
+        for _ in 0..threads {
+            let shared = Arc::clone(&prefetch);
+            let spawned = std::thread::Builder::new()
+                .name("vx-prefetch".into())
+                .spawn(move || shared.work());
+            started += usize::from(spawned.is_ok());
+        }
+        (started > 0).then_some(prefetch)
+    }
+
+    /// Whether `key` is one of the prefetch's, and its place.
+    pub(super) fn position(&self, key: &str) -> Option<usize> {
+        self.by_key.get(key).copied()
+    }
+
+    fn states(&self) -> MutexGuard<'_, Vec<State>> {
+        self.states.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn work(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::SeqCst);
+            if i >= self.wanted.len() || self.cancelled.load(Ordering::SeqCst) {
+                return;
+            }
+            if self.claim(i) {
+                self.fetch(i);
+                (self.ready)(self.wanted[i].tag);
+            }
+        }
+    }
+
+    fn claim(&self, i: usize) -> bool {
+        let mut states = self.states();
+        if matches!(states[i], State::Queued) {
+            states[i] = State::Fetching;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Downloads and validates body `i`, then records what came of it.
+    fn fetch(&self, i: usize) {
+        let wanted = &self.wanted[i];
+        let dest = &self.dests[i];
+        let skip = self.cancelled.load(Ordering::SeqCst) || !self.remote.readable();
+        let valid = if skip {
+            None
+        } else {
+            let fetched =
+                self.remote
+                    .layer
+                    .fetch(&wanted.key, dest, self.remote.usage.max_download);
+            self.remote.note(Op::Download, fetched.as_ref().map(|_| ()));
+            match fetched {
+                Ok(true) => {
+                    match artifact::validate(dest, &wanted.key, &*wanted.accept, artifact::SIZE_CAP)
+                    {
+                        Ok(valid) => Some(valid),
+                        Err(ReadError::Damaged(damage)) => {
+                            let error = LayerError::new(
+                                ErrorKind::InvalidArtifact,
+                                format!("invalid artifact: {}", damage.reason),
+                            );
+                            self.remote.note(Op::Download, Err(&error));
+                            None
+                        }
+                        Err(ReadError::Vanished | ReadError::Io { .. }) => None,
+                    }
+                }
+                Ok(false) | Err(_) => None,
+            }
+        };
+        let mut states = self.states();
+        states[i] = match valid {
+            Some(valid) if !self.cancelled.load(Ordering::SeqCst) => {
+                State::Arrived(Box::new(valid))
+            }
+            _ => {
+                let _ = std::fs::remove_file(dest);
+                State::Done
+            }
+        };
+        self.changed.notify_all();
+    }
+
+    /// Until body `i` is no longer downloading; a body no thread has started is fetched here.
+    pub(super) fn wait(&self, i: usize) {
+        if self.claim(i) {
+            self.fetch(i);
+            return;
+        }
+        let mut states = self.states();
+        while matches!(states[i], State::Fetching) {
+            states = self.changed.wait(states).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Every body arrived and not yet taken, for adoption.
+    pub(super) fn take_arrived(&self) -> Vec<Arrived> {
+        let mut states = self.states();
+        let mut arrived = Vec::new();
+        for (i, state) in states.iter_mut().enumerate() {
+            if matches!(state, State::Arrived(_)) {
+                if let State::Arrived(valid) = std::mem::replace(state, State::Done) {
+                    arrived.push(Arrived {
+                        key: self.wanted[i].key.clone(),
+                        path: self.dests[i].clone(),
+                        valid: *valid,
+                    });
+                }
+            }
+        }
+        arrived
+    }
+
+    /// The run is over: no further download starts, and bodies nobody adopted are removed
+    /// (one being downloaded now is removed by its thread).
+    pub(super) fn cancel(&self) {
+        let mut states = self.states();
+        self.cancelled.store(true, Ordering::SeqCst);
+        for (i, state) in states.iter_mut().enumerate() {
+            if matches!(state, State::Arrived(_)) {
+                *state = State::Done;
+                let _ = std::fs::remove_file(&self.dests[i]);
+            }
+        }
+    }
+}
