@@ -19,13 +19,17 @@ Clones are made before the clock starts, and none is deleted until the end: on e
 files soon after deleting many (a previous round's clone) makes the kernel scan for recently
 freed inodes, which once tripled a run's system time and made the spread meaningless. Each run's
 exit status and outputs are checked.
-Prints the median, minimum and maximum wall time of each, and the ratios. Standard library only.
+Prints the median, minimum and maximum wall time of each, the CPU the tool and the server used
+(on a 2-core machine the server on loopback competes with the tasks for the same cores: its
+work on 1,000 uploads is time a run with the remote off does not spend), and the ratios.
+Standard library only.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -92,12 +96,28 @@ def clone(origin: Path, into: Path) -> Path:
     return into
 
 
-def timed(argv: list[str], cwd: Path, env: dict) -> float:
+def server_cpu(server: subprocess.Popen) -> float:
+    """CPU seconds the server process has used so far (user + system)."""
+    fields = Path(f"/proc/{server.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(argv: list[str], cwd: Path, env: dict, server: subprocess.Popen | None = None,
+          cpu: dict | None = None) -> float:
+    """Runs `argv` once; returns its wall time. With `cpu`, appends the tool's own CPU seconds
+    (user + system of it and its children) and the server's to cpu["tool"] and cpu["server"]."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    served = server_cpu(server) if server else 0.0
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"{argv[0]} failed in {cwd}: {done.stderr.decode(errors='replace')[-2000:]}")
+    if cpu is not None:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.setdefault("tool", []).append(after.ru_utime - before.ru_utime
+                                          + after.ru_stime - before.ru_stime)
+        cpu.setdefault("server", []).append(server_cpu(server) - served if server else 0.0)
     return wall
 
 
@@ -145,15 +165,18 @@ def main() -> None:
             timed(turbo_run, warm, turbo_env)
             results: dict[str, list[float]] = {"vx remote": [], "turbo remote": [],
                                                "vx cold, uploads on": [], "vx cold, remote off": []}
+            cpu: dict[str, dict] = {name: {} for name in results}
             for r in range(args.rounds):
                 log(f"round {r + 1} of {args.rounds}")
                 order = ["vx", "turbo"] if r % 2 == 0 else ["turbo", "vx"]
                 for tool in order:
                     ws = clone(origin, work / f"{tool}-{r}")
                     if tool == "vx":
-                        results["vx remote"].append(timed(vx_run, ws, vx_env))
+                        results["vx remote"].append(
+                            timed(vx_run, ws, vx_env, server, cpu["vx remote"]))
                     else:
-                        results["turbo remote"].append(timed(turbo_run, ws, turbo_env))
+                        results["turbo remote"].append(
+                            timed(turbo_run, ws, turbo_env, server, cpu["turbo remote"]))
                     if outputs(ws) != args.projects:
                         sys.exit(f"{tool}: {outputs(ws)} of {args.projects} outputs restored")
                 # Remote reads off in both: the server holds every entry, and a cold run is
@@ -162,7 +185,7 @@ def main() -> None:
                         ("vx cold, remote off", ["--cache=remote:"])]
                 for n, (name, extra) in enumerate(cold if r % 2 == 0 else cold[::-1]):
                     ws = clone(origin, work / f"cold-{r}-{n}")
-                    results[name].append(timed(vx_run + extra, ws, vx_env))
+                    results[name].append(timed(vx_run + extra, ws, vx_env, server, cpu[name]))
         finally:
             server.kill()
             server.wait()
@@ -170,10 +193,15 @@ def main() -> None:
               f"{args.rounds} rounds, server on loopback")
         for name, walls in results.items():
             print(summary(name, walls))
+            print(f"{'':<28} CPU: the tool {statistics.median(cpu[name]['tool']):.3f} s, "
+                  f"the server {statistics.median(cpu[name]['server']):.3f} s (medians)")
         m = {k: statistics.median(v) for k, v in results.items()}
         print(f"vx / turbo, everything from the remote: {m['vx remote'] / m['turbo remote']:.2f}")
         print(f"uploads on / remote off, vx cold:       "
               f"{m['vx cold, uploads on'] / m['vx cold, remote off']:.2f}")
+        own = {k: statistics.median(v["tool"]) for k, v in cpu.items()}
+        print(f"  vx's own CPU, uploads on / remote off:  "
+              f"{own['vx cold, uploads on'] / own['vx cold, remote off']:.2f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -7,11 +7,15 @@
 //! its target (after checking that its text leads inside the workspace). The commit renames
 //! files and symlinks into place, then applies the directories' modes, deepest first, so a
 //! read-only directory is filled before it is closed.
+//!
+//! A file whose directory this attempt created is written under its own name at once (created
+//! exclusively, so nothing is ever replaced): nothing else can stand there, and an attempt that
+//! fails removes it with the directory. The way to each directory is checked once per attempt.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, BufWriter, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -120,6 +124,10 @@ struct Staging {
     /// The directories `meta.json` lists, with their modes, applied at the commit.
     dirs: Vec<(PathBuf, FileMeta)>,
     created_dirs: Vec<PathBuf>,
+    /// Parent directories whose way was checked (or made) in this attempt.
+    checked: HashSet<PathBuf>,
+    /// Directories this attempt created: what is written in them needs no temporary.
+    fresh: HashSet<PathBuf>,
     canonical: HashMap<PathBuf, PathBuf>,
 }
 
@@ -200,14 +208,19 @@ impl Staging {
     }
 
     fn stage(&mut self, target: Target, file: &FileMeta, body: &mut dyn Read) -> Result<(), Fail> {
-        let parent = self.prepare(&target)?;
-        let (temp, out) =
-            create_temp(&parent, RESTORE_TEMP_PREFIX, ".tmp", 0o600).map_err(|source| {
-                Fail::Io {
-                    path: parent.clone(),
-                    source,
-                }
-            })?;
+        let in_place = self.create_in_place(&target)?;
+        let (temp, out) = match in_place {
+            Some(out) => (target.path.clone(), out),
+            None => {
+                let parent = self.prepare(&target)?;
+                create_temp(&parent, RESTORE_TEMP_PREFIX, ".tmp", 0o600).map_err(|source| {
+                    Fail::Io {
+                        path: parent.clone(),
+                        source,
+                    }
+                })?
+            }
+        };
         self.staged.push(Staged {
             temp: temp.clone(),
             target: target.path,
@@ -234,6 +247,28 @@ impl Staging {
         out.set_modified(system_time(file.mtime_ns))
             .map_err(at_temp)?;
         Ok(())
+    }
+
+    /// The file at `target` itself, created exclusively, when its directory is one this
+    /// attempt created; `None` when it must be staged under a temporary name.
+    fn create_in_place(&mut self, target: &Target) -> Result<Option<fs::File>, Fail> {
+        let parent = self.prepare_parent(target)?;
+        if !self.fresh.contains(&parent) {
+            return Ok(None);
+        }
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&target.path)
+        {
+            Ok(out) => Ok(Some(out)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+            Err(source) => Err(Fail::Io {
+                path: target.path.clone(),
+                source,
+            }),
+        }
     }
 
     /// Checks the way to `target` and creates missing parent directories; returns the parent.
@@ -268,6 +303,10 @@ impl Staging {
         let Some(parent) = relative.parent().filter(|_| normal) else {
             return Err(unsafe_target());
         };
+        let whole = target.contain.join(parent);
+        if self.checked.contains(&whole) {
+            return Ok(whole);
+        }
         let contain = self.canonical(&target.contain)?;
         let mut dir = target.contain.clone();
         for component in parent.components() {
@@ -293,10 +332,12 @@ impl Staging {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     fs::create_dir(&dir).map_err(io_at)?;
                     self.created_dirs.push(dir.clone());
+                    self.fresh.insert(dir.clone());
                 }
                 Err(e) => return Err(io_at(e)),
             }
         }
+        self.checked.insert(dir.clone());
         Ok(dir)
     }
 
@@ -320,6 +361,13 @@ impl Staging {
         let staged = std::mem::take(&mut self.staged);
         let mut staged = staged.into_iter();
         while let Some(next) = staged.next() {
+            if next.temp == next.target {
+                files.push(RestoredFile {
+                    path: next.target,
+                    meta: next.meta,
+                });
+                continue;
+            }
             if let Err(source) = fs::rename(&next.temp, &next.target) {
                 let _ = fs::remove_file(&next.temp);
                 self.staged = staged.collect();

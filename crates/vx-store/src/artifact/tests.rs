@@ -975,3 +975,71 @@ fn a_failed_restore_removes_temporaries_and_created_directories() {
     };
     assert_rejected_leaving_nothing(hand, "bad digest");
 }
+
+#[test]
+fn files_written_in_place_in_new_directories_are_exact_and_removed_on_damage() {
+    // Directories the restore creates take their files under their own names at once; a
+    // damaged archive still leaves nothing behind.
+    let fx = Fixture::new();
+    // Incompressible, so that the archive spans several zstd blocks and the damage near its
+    // end comes after the first files were written.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let noise: Vec<u8> = (0..300_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect();
+    fx.write("gen/deep/run.sh", b"#!/bin/sh\n", 0o755);
+    fx.write("gen/deep/secret", b"kept private\n", 0o600);
+    fx.write("gen/z.txt", &noise, 0o644);
+    let files = [
+        fx.output("gen/deep/run.sh"),
+        fx.output("gen/deep/secret"),
+        fx.output("gen/z.txt"),
+    ];
+    let packed = fx.pack(&files).unwrap();
+    let restored = fx.restore(&packed.path).expect("restored");
+    assert_eq!(restored.files.len(), 3);
+    for (rel, mode, bytes) in [
+        ("gen/deep/run.sh", 0o755, b"#!/bin/sh\n".to_vec()),
+        ("gen/deep/secret", 0o600, b"kept private\n".to_vec()),
+        ("gen/z.txt", 0o644, noise.clone()),
+    ] {
+        let path = fx.path("dest").join(rel);
+        assert_eq!(fs::read(&path).unwrap(), bytes, "{rel}");
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o7777, mode, "{rel}");
+        assert_eq!(
+            meta.modified().unwrap(),
+            fs::metadata(fx.project().join(rel))
+                .unwrap()
+                .modified()
+                .unwrap(),
+            "{rel}"
+        );
+    }
+    let leftovers: Vec<String> = fx
+        .listing()
+        .into_iter()
+        .filter(|p| p.contains(RESTORE_TEMP_PREFIX))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // The same archive with its last entry damaged: the files already written in place go
+    // with the directories that were made for them.
+    fs::remove_dir_all(fx.path("dest")).unwrap();
+    fs::create_dir(fx.path("dest")).unwrap();
+    let mut bytes = fs::read(&packed.path).unwrap();
+    let near_end = bytes.len() - bytes.len() / 5;
+    bytes[near_end] ^= 0x40;
+    fs::write(&packed.path, bytes).unwrap();
+    let before = fx.listing();
+    assert!(matches!(
+        fx.restore(&packed.path),
+        Err(RestoreError::Damaged(_))
+    ));
+    assert_eq!(fx.listing(), before);
+}

@@ -484,8 +484,35 @@ impl Layers {
                 key: key.to_string(),
                 path: path.clone(),
                 duration_ms,
+                _scratch: None,
             });
         }
+    }
+
+    /// REM-8 with local writes off: queues the artifact packed at `path` (in `tmp/`, never
+    /// indexed) for every further layer that writes; the file is removed once the last of
+    /// those uploads is done, dropped or abandoned (at once when no layer writes).
+    pub fn upload_packed(&mut self, key: &str, path: PathBuf, duration_ms: u64) {
+        let scratch = Arc::new(Scratch(path.clone()));
+        for remote in &self.remotes {
+            if !remote.writable() {
+                continue;
+            }
+            self.uploads.push(Upload {
+                layer: Arc::clone(&remote.layer),
+                health: Arc::clone(&remote.health),
+                token_env: remote.usage.token_env.clone(),
+                key: key.to_string(),
+                path: path.clone(),
+                duration_ms,
+                _scratch: Some(Arc::clone(&scratch)),
+            });
+        }
+    }
+
+    /// Whether any further layer takes uploads in this run.
+    pub fn writes_remotely(&self) -> bool {
+        self.remotes.iter().any(Remote::writable)
     }
 
     /// Ends the prefetch with the run: nothing further is downloaded, and the bodies no
@@ -541,6 +568,17 @@ struct Upload {
     key: String,
     path: PathBuf,
     duration_ms: u64,
+    /// The packed file when only uploads hold it (local writes off).
+    _scratch: Option<Arc<Scratch>>,
+}
+
+/// A packed artifact nothing but uploads need: removed when the last of them lets go.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// The upload queue: a channel read by at most `concurrency` threads, started on demand.

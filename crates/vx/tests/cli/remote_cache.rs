@@ -148,6 +148,41 @@ fn without_ci_nothing_is_uploaded_and_cache_remote_w_forces_it() {
 }
 
 #[test]
+fn with_local_writes_off_results_are_uploaded_from_tmp_and_not_kept() {
+    // REM-8: `--cache=local:r,remote:rw` packs each result in `tmp/` for the upload and
+    // deletes it afterwards; nothing is indexed or kept locally.
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let first = workspace(&server.url());
+    let built = run(&first, &server, "true", &["--cache=local:r,remote:rw"]);
+    assert!(
+        cache_words(&built).iter().all(|(_, c)| c == "miss"),
+        "{built}"
+    );
+    assert_eq!(server.artifacts(TEAM).len(), 2, "{}", server.log());
+    let kept: Vec<String> = tree(&first.path(".vx"))
+        .into_iter()
+        .map(|(path, ..)| path)
+        .filter(|path| path.ends_with(".tar.zst") || path.starts_with("tmp/"))
+        .collect();
+    assert!(kept.is_empty(), "nothing kept locally: {kept:?}");
+    // What was uploaded is what the task produced.
+    let second = workspace(&server.url());
+    let restored = run(&second, &server, "", &[]);
+    assert!(
+        cache_words(&restored)
+            .iter()
+            .all(|(_, c)| c == "restored-remote"),
+        "{restored}"
+    );
+    for project in ["lib", "app"] {
+        let dist = format!("packages/{project}/dist");
+        assert_eq!(tree(&second.path(&dist)), tree(&first.path(&dist)));
+    }
+}
+
+#[test]
 fn a_dead_server_slows_nothing_down_and_fails_nothing() {
     let Some(mut server) = HttpCacheServer::start() else {
         return;

@@ -384,7 +384,14 @@ impl<'p> RunCache<'p> {
                 outputs
             }
         };
-        let writes = self.active() && self.policy.local_write;
+        // REM-8: with local writes off a result is still packed (in `tmp/`) for the further
+        // layers, unless vx cannot write in the cache directory at all (STORE-14).
+        let packs_for_remote = self.layers.writes_remotely()
+            && self
+                .layers
+                .store()
+                .is_some_and(|s| s.read_only_reason().is_none());
+        let writes = self.active() && (self.policy.local_write || packs_for_remote);
         if writes && saveable {
             if let Err(line) = self.clean(id, &outputs) {
                 return Decision::Fail(line);

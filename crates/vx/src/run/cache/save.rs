@@ -150,11 +150,17 @@ impl RunCache<'_> {
         let id = job.id.clone();
         let key = job.key.clone();
         let duration_ms = job.meta.exec.duration_ms;
-        match self.publish(*job, packed) {
-            Ok(()) => {
-                self.layers.upload(&key, duration_ms);
-                Ok(())
-            }
+        // REM-8: with local writes off the artifact only goes to the further layers, from
+        // `tmp/`, and is deleted after its uploads.
+        let published = if self.policy.local_write {
+            self.publish(*job, packed)
+                .map(|()| self.layers.upload(&key, duration_ms))
+        } else {
+            self.checked(&job, packed)
+                .map(|packed| self.layers.upload_packed(&key, packed.path, duration_ms))
+        };
+        match published {
+            Ok(()) => Ok(()),
             Err(SaveError::TooLarge(reason)) => {
                 self.say(Notice::warning(format!("{id}: not cached: {reason}")));
                 Err("too-large")
@@ -387,6 +393,43 @@ impl RunCache<'_> {
         job: SaveJob,
         packed: Result<artifact::Packed, artifact::PackError>,
     ) -> Result<(), SaveError> {
+        let packed = self.checked(&job, packed)?;
+        // The outputs as packed (the task has ended; nothing writes them now), recorded with
+        // the entry in one transaction.
+        let root = &self.workspace.root;
+        let mut rows = Vec::new();
+        for path in &job.found {
+            if let Ok(meta) = std::fs::symlink_metadata(root.join(path)) {
+                rows.push(stamp(path, &meta));
+            }
+        }
+        let marked = with_marker(&rows);
+        // Restores' stamps first: the rows below are newer than any of theirs.
+        self.flush_stamps();
+        let superseded = self.stamps.superseded(&job.id, &job.key);
+        let stamping = Stamping {
+            workspace: self.stamps.workspace_id(),
+            rows: &marked,
+            superseded: &superseded,
+        };
+        let Some(store) = self.layers.store_mut() else {
+            let _ = std::fs::remove_file(&packed.path);
+            return Err(SaveError::Failed("the cache is off".into()));
+        };
+        store
+            .save_with_stamps(packed, &job.id.project, &job.id.task, Some(stamping))
+            .map_err(|e| SaveError::Failed(e.to_string()))?;
+        self.stamps.record(&job.id, &job.key, rows, &superseded);
+        Ok(())
+    }
+
+    /// What the save lane packed, or why it is not saved; the packed file is removed when the
+    /// cache was turned off meanwhile.
+    fn checked(
+        &self,
+        job: &SaveJob,
+        packed: Result<artifact::Packed, artifact::PackError>,
+    ) -> Result<artifact::Packed, SaveError> {
         let shown = |name: &str| match name.strip_prefix("outputs/") {
             Some(rel) => crate::run::keys::join(&job.outputs_dir, rel),
             None => name
@@ -423,33 +466,7 @@ impl RunCache<'_> {
                 "caching was turned off during the run".into(),
             ));
         }
-        // The outputs as packed (the task has ended; nothing writes them now), recorded with
-        // the entry in one transaction.
-        let root = &self.workspace.root;
-        let mut rows = Vec::new();
-        for path in &job.found {
-            if let Ok(meta) = std::fs::symlink_metadata(root.join(path)) {
-                rows.push(stamp(path, &meta));
-            }
-        }
-        let marked = with_marker(&rows);
-        // Restores' stamps first: the rows below are newer than any of theirs.
-        self.flush_stamps();
-        let superseded = self.stamps.superseded(&job.id, &job.key);
-        let stamping = Stamping {
-            workspace: self.stamps.workspace_id(),
-            rows: &marked,
-            superseded: &superseded,
-        };
-        let Some(store) = self.layers.store_mut() else {
-            let _ = std::fs::remove_file(&packed.path);
-            return Err(SaveError::Failed("the cache is off".into()));
-        };
-        store
-            .save_with_stamps(packed, &job.id.project, &job.id.task, Some(stamping))
-            .map_err(|e| SaveError::Failed(e.to_string()))?;
-        self.stamps.record(&job.id, &job.key, rows, &superseded);
-        Ok(())
+        Ok(packed)
     }
 }
 
