@@ -59,6 +59,9 @@ pub const DB_FILE: &str = "cache.db";
 pub const ARTIFACTS_DIR: &str = "artifacts";
 /// Where staging files live inside a cache directory.
 pub const TMP_DIR: &str = "tmp";
+
+/// Adopted entries whose rows are written together (see `Store::pending_rows`).
+const ROW_BATCH: usize = 256;
 /// Prefix of the names an artifact being replaced is renamed to (inside `artifacts/`).
 pub(crate) const ASIDE_PREFIX: &str = ".aside-";
 
@@ -204,6 +207,11 @@ pub struct Store {
     salt: [u8; 32],
     pub(crate) meta: Meta,
     touches: BTreeMap<String, i64>,
+    /// Rows of entries adopted by [`Store::adopt_validated`] not written yet: a run that
+    /// adopts a thousand prefetched bodies one or two at a time writes their rows by the batch
+    /// ([`ROW_BATCH`]) and in [`Store::flush_touches`]. A process that dies first loses nothing:
+    /// an artifact without a row is validated and indexed when it is next looked up.
+    pending_rows: Vec<Entry>,
     statements: Arc<AtomicU64>,
     aside_seq: u64,
     /// Rows read ahead by [`Store::preload`]; a lookup of one of these keys issues no SQL.
@@ -520,9 +528,9 @@ impl Store {
     }
 
     /// Adopts bodies another layer delivered and that were validated already (REM-6: on the
-    /// threads that downloaded them): each is moved into place and indexed with `origin`, all
-    /// in one transaction. Returns the entries adopted; a body that cannot be moved is dropped
-    /// (a miss). Every file is consumed. Needs a writable store.
+    /// threads that downloaded them): each is moved into place and indexed with `origin`, its
+    /// row written with the next batch (see `pending_rows`). Returns the entries adopted; a body
+    /// that cannot be moved is dropped (a miss). Every file is consumed. Needs a writable store.
     pub fn adopt_validated(
         &mut self,
         bodies: Vec<crate::layer::Arrived>,
@@ -536,19 +544,12 @@ impl Store {
         }
         let now = now_ms();
         let mut adopted = Vec::with_capacity(bodies.len());
-        let conn = self.conn.as_mut().expect("writable");
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .at(&self.db)?;
         for body in bodies {
-            let target = self
-                .dir
-                .join(ARTIFACTS_DIR)
-                .join(format!("{}.tar.zst", body.key));
             if !is_key(&body.key) {
                 let _ = std::fs::remove_file(&body.path);
                 continue;
             }
+            let target = self.artifact_path(&body.key);
             let moved = std::fs::metadata(&body.path).and_then(|meta| {
                 std::fs::set_permissions(&body.path, std::fs::Permissions::from_mode(0o600))?;
                 std::fs::rename(&body.path, &target)?;
@@ -560,23 +561,11 @@ impl Store {
             };
             let mut entry = entry_from_meta(&body.valid.meta, size_bytes, now, now);
             entry.origin = origin.to_owned();
-            if let Err(e) = write_entry(&tx, &entry) {
-                let _ = std::fs::remove_file(&target);
-                return Err(StoreError::Index {
-                    path: self.db.clone(),
-                    source: e,
-                });
-            }
+            self.pending_rows.push(entry.clone());
             adopted.push((body.key, entry));
         }
-        if let Err(e) = tx.commit() {
-            for (key, _) in &adopted {
-                let _ = std::fs::remove_file(self.artifact_path(key));
-            }
-            return Err(StoreError::Index {
-                path: self.db.clone(),
-                source: e,
-            });
+        if self.pending_rows.len() >= ROW_BATCH {
+            self.flush_touches()?;
         }
         Ok(adopted)
     }
@@ -767,15 +756,19 @@ impl Store {
         }
     }
 
-    /// Writes the collected `accessed_at` updates in one transaction.
+    /// Writes the rows of adopted entries not written yet and the collected `accessed_at`
+    /// updates, in one transaction.
     pub fn flush_touches(&mut self) -> Result<(), StoreError> {
-        if self.touches.is_empty() || !self.writable() {
+        if (self.touches.is_empty() && self.pending_rows.is_empty()) || !self.writable() {
             return Ok(());
         }
         let conn = self.conn.as_mut().expect("writable");
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .at(&self.db)?;
+        for entry in &self.pending_rows {
+            write_entry(&tx, entry).at(&self.db)?;
+        }
         {
             let mut update = tx
                 .prepare_cached(
@@ -788,6 +781,7 @@ impl Store {
         }
         tx.commit().at(&self.db)?;
         self.touches.clear();
+        self.pending_rows.clear();
         Ok(())
     }
 

@@ -186,6 +186,7 @@ impl Store {
             salt: [0; 32],
             meta: Meta::default(),
             touches: BTreeMap::new(),
+            pending_rows: Vec::new(),
             preloaded: Default::default(),
             statements: Arc::new(AtomicU64::new(0)),
             aside_seq: 0,

@@ -218,6 +218,59 @@ fn a_dead_server_slows_nothing_down_and_fails_nothing() {
 }
 
 #[test]
+fn a_server_killed_in_the_middle_of_a_run_fails_nothing() {
+    // `lib#build` uploads to the live server; then the server dies while `app#build` runs, and
+    // `app#build`'s upload meets a closed port: one warning, the run completes, exit 0.
+    let Some(mut server) = HttpCacheServer::start() else {
+        return;
+    };
+    let f = workspace(&server.url());
+    let killed = f.path("killed");
+    f.write(
+        "packages/app/vx.toml",
+        &format!(
+            "[tasks.build]\ncommand = \"while [ ! -f {} ]; do sleep 0.05; done; mkdir -p dist && cp src/main.txt dist/\"\ndepends-on = [\"lib#build\"]\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n",
+            killed.display()
+        ),
+    );
+    f.commit();
+    let child = f
+        .command(".", &["run", "build", "--all"])
+        .envs([("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", "true")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("vx starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while server.artifacts(TEAM).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lib#build never uploaded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    server.kill();
+    std::fs::write(&killed, "").unwrap();
+    let out = child.wait_with_output().expect("vx ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let warned: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: remote cache"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    // Refused, or broken on the kept-alive connection: either way one upload warning.
+    assert!(
+        warned[0].starts_with("warning: remote cache: upload failed (")
+            && warned[0].contains(") at http://127.0.0.1:"),
+        "{stderr}"
+    );
+    assert!(f.path("packages/app/dist/main.txt").is_file());
+    assert!(f.path("packages/lib/dist/main.txt").is_file());
+}
+
+#[test]
 fn dry_asks_the_remote_whether_entries_exist_and_downloads_nothing() {
     let Some(server) = HttpCacheServer::start() else {
         return;
@@ -584,6 +637,87 @@ fn slow_uploads_are_waited_for_and_said_and_never_fail_the_run() {
         stderr
             .contains("warning: remote cache: upload failed (no progress within the idle timeout)"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn uploads_still_pending_after_60_s_are_abandoned_with_one_warning() {
+    // REM-8: the end of the run waits up to 60 s; an upload the server never answers (its idle
+    // timeout is longer) is then abandoned, and the run's exit code is the tasks'.
+    let fake = FakeHttpCache::start();
+    fake.answer_all(Answer::Silence);
+    let f = workspace_with(
+        &fake.url(),
+        "idle-timeout = \"10m\"\nconnect-timeout = \"1s\"\n",
+    );
+    // Reads are off, so only the uploads meet the silent server.
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all", "--cache=remote:w"],
+        &[("VX_REMOTE_CACHE_TOKEN", TOKEN)],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stderr
+            .matches("warning: remote cache: 2 uploads abandoned after 60 s")
+            .count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.elapsed >= std::time::Duration::from_secs(60),
+        "it waited: {:?}",
+        out.elapsed
+    );
+}
+
+#[test]
+fn a_run_stopped_by_a_signal_abandons_its_uploads() {
+    // REM-8: Ctrl-C ends the run without the end-of-run wait for uploads.
+    let fake = FakeHttpCache::start();
+    fake.answer_all(Answer::Silence);
+    let f = workspace_with(
+        &fake.url(),
+        "idle-timeout = \"10m\"\nconnect-timeout = \"1s\"\n",
+    );
+    // `lib#build` is saved and its upload hangs; `slow#wait` keeps the run going meanwhile.
+    f.write(
+        "packages/slow/package.json",
+        r#"{ "name": "slow", "version": "1.0.0" }"#,
+    );
+    f.write(
+        "packages/slow/vx.toml",
+        "[tasks.wait]\ncommand = \"sleep 120\"\n",
+    );
+    f.commit();
+    let child = f
+        .command(".", &["run", "lib#build", "slow#wait", "--cache=remote:w"])
+        .env("VX_REMOTE_CACHE_TOKEN", TOKEN)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("vx starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !fake.seen().iter().any(|r| r.starts_with("PUT ")) {
+        assert!(std::time::Instant::now() < deadline, "no upload started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let signalled = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("signalled");
+    let out = child.wait_with_output().expect("vx ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(!stderr.contains("finishing"), "{stderr}");
+    assert!(
+        signalled.elapsed() < std::time::Duration::from_secs(30),
+        "ended without waiting 60 s for the upload: {:?}",
+        signalled.elapsed()
     );
 }
 

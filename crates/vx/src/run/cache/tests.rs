@@ -322,6 +322,15 @@ fn prefetched_bodies_are_adopted_by_their_lookup_without_asking_again() {
     let (lookup, _) = layers.lookup(&"0".repeat(64), &|_| true).expect("lookup");
     assert_eq!(lookup, Lookup::Miss);
     assert_eq!(layer.fetches() - before, 3, "no lookup asked again");
+    // Their rows are written by the batch, at the latest with the run's last writes.
+    layers
+        .store_mut()
+        .unwrap()
+        .flush_touches()
+        .expect("written");
+    for key in layer.keys() {
+        assert_eq!(origin(&f, &key).as_deref(), Some("remote"));
+    }
 }
 
 #[test]
