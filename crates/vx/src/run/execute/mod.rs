@@ -376,7 +376,8 @@ impl<'p> Run<'p> {
             let one_shots_running = self.live.values().any(|l| l.kind == Kind::OneShot)
                 || self.saves.busy()
                 || self.restores.busy()
-                || !self.prefetching.is_empty();
+                // A stopping run does not wait for downloads (REM-6).
+                || (!self.prefetching.is_empty() && self.stopping.is_none());
             if !one_shots_running && (self.scheduler.is_done() || self.stopping.is_some()) {
                 break;
             }
