@@ -473,20 +473,7 @@ impl Layers {
             return;
         };
         let path = store.artifact_path(key);
-        for remote in &self.remotes {
-            if !remote.writable() {
-                continue;
-            }
-            self.uploads.push(Upload {
-                layer: Arc::clone(&remote.layer),
-                health: Arc::clone(&remote.health),
-                token_env: remote.usage.token_env.clone(),
-                key: key.to_string(),
-                path: path.clone(),
-                duration_ms,
-                _scratch: None,
-            });
-        }
+        self.queue_uploads(key, &path, duration_ms, None);
     }
 
     /// REM-8 with local writes off: queues the artifact packed at `path` (in `tmp/`, never
@@ -494,6 +481,16 @@ impl Layers {
     /// those uploads is done, dropped or abandoned (at once when no layer writes).
     pub fn upload_packed(&mut self, key: &str, path: PathBuf, duration_ms: u64) {
         let scratch = Arc::new(Scratch(path.clone()));
+        self.queue_uploads(key, &path, duration_ms, Some(&scratch));
+    }
+
+    fn queue_uploads(
+        &mut self,
+        key: &str,
+        path: &Path,
+        duration_ms: u64,
+        scratch: Option<&Arc<Scratch>>,
+    ) {
         for remote in &self.remotes {
             if !remote.writable() {
                 continue;
@@ -503,9 +500,9 @@ impl Layers {
                 health: Arc::clone(&remote.health),
                 token_env: remote.usage.token_env.clone(),
                 key: key.to_string(),
-                path: path.clone(),
+                path: path.to_path_buf(),
                 duration_ms,
-                _scratch: Some(Arc::clone(&scratch)),
+                _scratch: scratch.cloned(),
             });
         }
     }

@@ -57,6 +57,44 @@ fn run(f: &Fixture, server: &HttpCacheServer, ci: &str, extra: &[&str]) -> serde
     serde_json::from_str(&text).expect("JSON")
 }
 
+/// `vx args…` started in the background at the root, with the token, `CI` set to `ci`, and its
+/// output captured.
+fn spawn_vx(f: &Fixture, args: &[&str], ci: &str) -> std::process::Child {
+    f.command(".", args)
+        .envs([("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", ci)])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("vx starts")
+}
+
+/// Waits (up to a minute) until `ready` holds.
+fn wait_until(what: &str, ready: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ready() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Sends SIGINT to `child` and waits for it: its exit code and stderr, and how long it took
+/// after the signal.
+fn interrupt(child: std::process::Child) -> (Option<i32>, String, std::time::Duration) {
+    let signalled = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("signalled");
+    let out = child.wait_with_output().expect("vx ends");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        signalled.elapsed(),
+    )
+}
+
 fn cache_words(summary: &serde_json::Value) -> Vec<(String, String)> {
     summary["tasks"]
         .as_array()
@@ -234,22 +272,10 @@ fn a_server_killed_in_the_middle_of_a_run_fails_nothing() {
         ),
     );
     f.commit();
-    let child = f
-        .command(".", &["run", "build", "--all"])
-        .envs([("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", "true")])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("vx starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while server.artifacts(TEAM).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "lib#build never uploaded"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let child = spawn_vx(&f, &["run", "build", "--all"], "true");
+    wait_until("lib#build never uploaded", || {
+        !server.artifacts(TEAM).is_empty()
+    });
     server.kill();
     std::fs::write(&killed, "").unwrap();
     let out = child.wait_with_output().expect("vx ends");
@@ -693,33 +719,20 @@ fn a_run_stopped_by_a_signal_abandons_its_uploads() {
         "[tasks.wait]\ncommand = \"sleep 120\"\n",
     );
     f.commit();
-    let child = f
-        .command(".", &["run", "lib#build", "slow#wait", "--cache=remote:w"])
-        .env("VX_REMOTE_CACHE_TOKEN", TOKEN)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("vx starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !fake.seen().iter().any(|r| r.starts_with("PUT ")) {
-        assert!(std::time::Instant::now() < deadline, "no upload started");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let signalled = std::time::Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("signalled");
-    let out = child.wait_with_output().expect("vx ends");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let child = spawn_vx(
+        &f,
+        &["run", "lib#build", "slow#wait", "--cache=remote:w"],
+        "",
+    );
+    wait_until("no upload started", || {
+        fake.seen().iter().any(|r| r.starts_with("PUT "))
+    });
+    let (code, stderr, took) = interrupt(child);
+    assert_eq!(code, Some(130), "{stderr}");
     assert!(!stderr.contains("finishing"), "{stderr}");
     assert!(
-        signalled.elapsed() < std::time::Duration::from_secs(30),
-        "ended without waiting 60 s for the upload: {:?}",
-        signalled.elapsed()
+        took < std::time::Duration::from_secs(30),
+        "ended without waiting 60 s for the upload: {took:?}"
     );
 }
 
@@ -732,32 +745,15 @@ fn a_run_stopped_by_a_signal_does_not_wait_for_its_downloads() {
         &fake.url(),
         "idle-timeout = \"10m\"\nconnect-timeout = \"1s\"\n",
     );
-    let child = f
-        .command(".", &["run", "build", "--all"])
-        .env("VX_REMOTE_CACHE_TOKEN", TOKEN)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("vx starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !fake.seen().iter().any(|r| r.starts_with("GET ")) {
-        assert!(std::time::Instant::now() < deadline, "no download started");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let signalled = std::time::Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("signalled");
-    let out = child.wait_with_output().expect("vx ends");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let child = spawn_vx(&f, &["run", "build", "--all"], "");
+    wait_until("no download started", || {
+        fake.seen().iter().any(|r| r.starts_with("GET "))
+    });
+    let (code, stderr, took) = interrupt(child);
+    assert_eq!(code, Some(130), "{stderr}");
     assert!(
-        signalled.elapsed() < std::time::Duration::from_secs(30),
-        "ended without waiting for the download: {:?}",
-        signalled.elapsed()
+        took < std::time::Duration::from_secs(30),
+        "ended without waiting for the download: {took:?}"
     );
 }
 

@@ -293,6 +293,13 @@ fn prefetch_all(
     tags
 }
 
+/// The files in the store's `tmp/`.
+fn tmp_files(f: &Fixture) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(f.path(".vx/tmp"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default()
+}
+
 #[test]
 fn prefetched_bodies_are_adopted_by_their_lookup_without_asking_again() {
     let f = workspace();
@@ -354,9 +361,7 @@ fn a_prefetched_body_is_validated_with_its_tasks_outputs_before_adoption() {
         warnings[0].line.contains("invalid artifact"),
         "{warnings:?}"
     );
-    let tmp: Vec<_> = std::fs::read_dir(f.path(".vx/tmp"))
-        .map(|d| d.flatten().map(|e| e.file_name()).collect())
-        .unwrap_or_default();
+    let tmp = tmp_files(&f);
     assert!(tmp.is_empty(), "no body left behind: {tmp:?}");
 }
 
@@ -372,9 +377,7 @@ fn bodies_no_lookup_took_are_removed_with_the_run() {
     for key in layer.keys() {
         assert!(!layers.store().unwrap().has_entry(&key));
     }
-    let tmp: Vec<_> = std::fs::read_dir(f.path(".vx/tmp"))
-        .map(|d| d.flatten().map(|e| e.file_name()).collect())
-        .unwrap_or_default();
+    let tmp = tmp_files(&f);
     assert!(tmp.is_empty(), "{tmp:?}");
 }
 

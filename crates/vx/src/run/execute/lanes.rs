@@ -65,22 +65,7 @@ impl Run<'_> {
             let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
             let ahead = self.cache.prepare_ahead(&id, needs_log);
             self.relay_notices();
-            match ahead {
-                Ahead::Served(Decision::Hit {
-                    kind,
-                    records,
-                    short_key,
-                    stored,
-                }) => {
-                    self.report_hit(i, kind, records, short_key, stored);
-                    self.scheduler.finish_ahead(i);
-                }
-                Ahead::Restore(job) => {
-                    self.scheduler.take_ahead(i);
-                    self.start_restore(i, job);
-                }
-                Ahead::Served(_) | Ahead::Not => {}
-            }
+            self.serve_ahead(i, ahead, false);
         }
         self.cache.end_ahead();
         for i in 0..self.plan.graph.nodes.len() {
@@ -120,6 +105,16 @@ impl Run<'_> {
             self.relay_notices();
             ahead
         };
+        self.serve_ahead(i, ahead, true);
+        self.settle_servers();
+    }
+
+    /// What [`RunCache::prepare_ahead`] decided for node `i`: a hit is reported and finished, a
+    /// restore goes to the lane. `taken`: the node is out of the schedule already (held for its
+    /// download), and goes back to it when nothing is served.
+    ///
+    /// [`RunCache::prepare_ahead`]: crate::run::cache::RunCache::prepare_ahead
+    fn serve_ahead(&mut self, i: usize, ahead: Ahead, taken: bool) {
         match ahead {
             Ahead::Served(Decision::Hit {
                 kind,
@@ -128,16 +123,26 @@ impl Run<'_> {
                 stored,
             }) => {
                 self.report_hit(i, kind, records, short_key, stored);
-                let skipped = self.scheduler.finish(i, Finish::Success);
-                self.report_skipped(&skipped);
+                if taken {
+                    let skipped = self.scheduler.finish(i, Finish::Success);
+                    self.report_skipped(&skipped);
+                } else {
+                    self.scheduler.finish_ahead(i);
+                }
             }
-            Ahead::Restore(job) => self.start_restore(i, job),
+            Ahead::Restore(job) => {
+                if !taken {
+                    self.scheduler.take_ahead(i);
+                }
+                self.start_restore(i, job);
+            }
             Ahead::Served(_) | Ahead::Not => {
-                let skipped = self.scheduler.give_back(i);
-                self.report_skipped(&skipped);
+                if taken {
+                    let skipped = self.scheduler.give_back(i);
+                    self.report_skipped(&skipped);
+                }
             }
         }
-        self.settle_servers();
     }
 
     /// Hands a restore to the restore lane; without a thread the task goes back to the normal
