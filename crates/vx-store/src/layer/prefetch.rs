@@ -48,6 +48,18 @@ enum State {
     Done,
 }
 
+/// Ends a claimed download on every way out of its thread, a panic included.
+struct Ended<'p> {
+    prefetch: &'p Prefetch,
+    i: usize,
+}
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        self.prefetch.end(self.i);
+    }
+}
+
 pub(super) struct Prefetch {
     remote: Remote,
     wanted: Vec<Wanted>,
@@ -114,10 +126,24 @@ impl Prefetch {
                 return;
             }
             if self.claim(i) {
+                let _ended = Ended { prefetch: self, i };
                 self.fetch(i);
-                (self.ready)(self.wanted[i].tag);
             }
         }
+    }
+
+    /// Body `i` is no longer downloading: a body still marked so (its thread is unwinding) is
+    /// a miss; a waiting lookup is woken, and `ready` is called, so the run never waits on it.
+    fn end(&self, i: usize) {
+        {
+            let mut states = self.states();
+            if matches!(states[i], State::Fetching) {
+                let _ = std::fs::remove_file(&self.dests[i]);
+                states[i] = State::Done;
+                self.changed.notify_all();
+            }
+        }
+        (self.ready)(self.wanted[i].tag);
     }
 
     fn claim(&self, i: usize) -> bool {

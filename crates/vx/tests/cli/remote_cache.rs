@@ -95,6 +95,15 @@ fn interrupt(child: std::process::Child) -> (Option<i32>, String, std::time::Dur
     )
 }
 
+/// A fake that takes every request and never answers, and [`workspace`] pointed at it with
+/// these further `[workspace.remote-cache]` keys.
+fn silent_server(remote_keys: &str) -> (FakeHttpCache, Fixture) {
+    let fake = FakeHttpCache::start();
+    fake.answer_all(Answer::Silence);
+    let f = workspace_with(&fake.url(), remote_keys);
+    (fake, f)
+}
+
 fn cache_words(summary: &serde_json::Value) -> Vec<(String, String)> {
     summary["tasks"]
         .as_array()
@@ -503,12 +512,7 @@ fn run_against_fake(f: &Fixture, ci: &str) -> String {
 
 #[test]
 fn a_server_that_never_answers_is_a_miss_after_its_idle_timeout() {
-    let fake = FakeHttpCache::start();
-    fake.answer_all(Answer::Silence);
-    let f = workspace_with(
-        &fake.url(),
-        "idle-timeout = \"1s\"\nconnect-timeout = \"1s\"\n",
-    );
+    let (_fake, f) = silent_server("idle-timeout = \"1s\"\nconnect-timeout = \"1s\"\n");
     let stderr = run_against_fake(&f, "");
     assert!(
         stderr.contains("warning: remote cache: download failed (no progress within the idle timeout) at http://127.0.0.1:"),
@@ -651,10 +655,8 @@ fn a_flipped_byte_a_truncated_body_and_an_oversize_body_are_misses() {
 
 #[test]
 fn slow_uploads_are_waited_for_and_said_and_never_fail_the_run() {
-    let fake = FakeHttpCache::start();
-    fake.answer_all(Answer::Silence);
     // Reads give up after the idle timeout; so do uploads, after the end-of-run line.
-    let f = workspace_with(&fake.url(), "idle-timeout = \"3s\"\n");
+    let (_fake, f) = silent_server("idle-timeout = \"3s\"\n");
     let stderr = run_against_fake(&f, "true");
     assert_eq!(
         stderr.matches("vx: finishing 2 uploads…").count(),
@@ -672,12 +674,7 @@ fn slow_uploads_are_waited_for_and_said_and_never_fail_the_run() {
 fn uploads_still_pending_after_60_s_are_abandoned_with_one_warning() {
     // REM-8: the end of the run waits up to 60 s; an upload the server never answers (its idle
     // timeout is longer) is then abandoned, and the run's exit code is the tasks'.
-    let fake = FakeHttpCache::start();
-    fake.answer_all(Answer::Silence);
-    let f = workspace_with(
-        &fake.url(),
-        "idle-timeout = \"10m\"\nconnect-timeout = \"1s\"\n",
-    );
+    let (_fake, f) = silent_server("idle-timeout = \"10m\"\nconnect-timeout = \"1s\"\n");
     // Reads are off, so only the uploads meet the silent server.
     let out = f.vx_in(
         ".",
@@ -703,12 +700,7 @@ fn uploads_still_pending_after_60_s_are_abandoned_with_one_warning() {
 #[test]
 fn a_run_stopped_by_a_signal_abandons_its_uploads() {
     // REM-8: Ctrl-C ends the run without the end-of-run wait for uploads.
-    let fake = FakeHttpCache::start();
-    fake.answer_all(Answer::Silence);
-    let f = workspace_with(
-        &fake.url(),
-        "idle-timeout = \"10m\"\nconnect-timeout = \"1s\"\n",
-    );
+    let (fake, f) = silent_server("idle-timeout = \"10m\"\nconnect-timeout = \"1s\"\n");
     // `lib#build` is saved and its upload hangs; `slow#wait` keeps the run going meanwhile.
     f.write(
         "packages/slow/package.json",
@@ -739,12 +731,7 @@ fn a_run_stopped_by_a_signal_abandons_its_uploads() {
 #[test]
 fn a_run_stopped_by_a_signal_does_not_wait_for_its_downloads() {
     // REM-6: tasks held for their download are let go when the run stops.
-    let fake = FakeHttpCache::start();
-    fake.answer_all(Answer::Silence);
-    let f = workspace_with(
-        &fake.url(),
-        "idle-timeout = \"10m\"\nconnect-timeout = \"1s\"\n",
-    );
+    let (fake, f) = silent_server("idle-timeout = \"10m\"\nconnect-timeout = \"1s\"\n");
     let child = spawn_vx(&f, &["run", "build", "--all"], "");
     wait_until("no download started", || {
         fake.seen().iter().any(|r| r.starts_with("GET "))

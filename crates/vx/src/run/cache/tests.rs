@@ -293,6 +293,55 @@ fn prefetch_all(
     tags
 }
 
+/// The workspace built once with an in-memory layer behind it, then its local cache removed:
+/// every result is only in the layer. Returns the layers of a new run over it.
+fn only_the_layer_holds_the_results() -> (Fixture, MemoryLayer, Layers) {
+    let f = workspace();
+    let layer = MemoryLayer::new();
+    run(&f, &executor(), &layer, true, true);
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    let layers = layers_over(&f, &layer);
+    (f, layer, layers)
+}
+
+/// A layer whose downloads panic.
+struct PanickingLayer;
+
+impl vx_store::CacheLayer for PanickingLayer {
+    fn name(&self) -> &str {
+        "panicking"
+    }
+
+    fn contains(&self, _: &str) -> Result<bool, vx_store::LayerError> {
+        Ok(true)
+    }
+
+    fn fetch(&self, _: &str, _: &std::path::Path, _: u64) -> Result<bool, vx_store::LayerError> {
+        panic!("a layer bug");
+    }
+
+    fn put(&self, _: &str, _: &std::path::Path, _: u64) -> Result<(), vx_store::LayerError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_download_thread_that_panics_still_ends_its_download() {
+    // The run loop holds a task until its download ends; a bug in a layer must not hold it
+    // forever, nor a lookup waiting for that key.
+    let (f, layer, _) = only_the_layer_holds_the_results();
+    let store = Store::open(&f.path(".vx"), Access::ReadWrite).expect("open");
+    let mut layers = Layers::local(Some(store));
+    layers.add_remote(Arc::new(PanickingLayer), usage(true, false), 1);
+    let keys = layer.keys();
+    prefetch_all(&mut layers, &keys, Arc::new(|_: &str| true));
+    for key in &keys {
+        let (lookup, _) = layers.lookup(key, &|_| true).expect("lookup");
+        assert_eq!(lookup, Lookup::Miss);
+    }
+    assert!(tmp_files(&f).is_empty(), "{:?}", tmp_files(&f));
+}
+
 /// The files in the store's `tmp/`.
 fn tmp_files(f: &Fixture) -> Vec<std::ffi::OsString> {
     std::fs::read_dir(f.path(".vx/tmp"))
@@ -302,11 +351,7 @@ fn tmp_files(f: &Fixture) -> Vec<std::ffi::OsString> {
 
 #[test]
 fn prefetched_bodies_are_adopted_by_their_lookup_without_asking_again() {
-    let f = workspace();
-    let layer = MemoryLayer::new();
-    run(&f, &executor(), &layer, true, true);
-    std::fs::remove_dir_all(f.path(".vx")).unwrap();
-    let mut layers = layers_over(&f, &layer);
+    let (f, layer, mut layers) = only_the_layer_holds_the_results();
     let mut keys = layer.keys();
     keys.push("0".repeat(64));
     let before = layer.fetches();
@@ -342,11 +387,7 @@ fn prefetched_bodies_are_adopted_by_their_lookup_without_asking_again() {
 
 #[test]
 fn a_prefetched_body_is_validated_with_its_tasks_outputs_before_adoption() {
-    let f = workspace();
-    let layer = MemoryLayer::new();
-    run(&f, &executor(), &layer, true, true);
-    std::fs::remove_dir_all(f.path(".vx")).unwrap();
-    let mut layers = layers_over(&f, &layer);
+    let (f, layer, mut layers) = only_the_layer_holds_the_results();
     let keys = layer.keys();
     // The tasks' outputs no longer match what the bodies hold: a lying entry.
     prefetch_all(&mut layers, &keys, Arc::new(|_: &str| false));
@@ -367,11 +408,7 @@ fn a_prefetched_body_is_validated_with_its_tasks_outputs_before_adoption() {
 
 #[test]
 fn bodies_no_lookup_took_are_removed_with_the_run() {
-    let f = workspace();
-    let layer = MemoryLayer::new();
-    run(&f, &executor(), &layer, true, true);
-    std::fs::remove_dir_all(f.path(".vx")).unwrap();
-    let mut layers = layers_over(&f, &layer);
+    let (f, layer, mut layers) = only_the_layer_holds_the_results();
     prefetch_all(&mut layers, &layer.keys(), Arc::new(|_: &str| true));
     layers.discard_prefetched();
     for key in layer.keys() {

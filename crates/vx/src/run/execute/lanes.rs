@@ -115,34 +115,41 @@ impl Run<'_> {
     ///
     /// [`RunCache::prepare_ahead`]: crate::run::cache::RunCache::prepare_ahead
     fn serve_ahead(&mut self, i: usize, ahead: Ahead, taken: bool) {
-        match ahead {
-            Ahead::Served(Decision::Hit {
-                kind,
-                records,
-                short_key,
-                stored,
-            }) => {
-                self.report_hit(i, kind, records, short_key, stored);
-                if taken {
-                    let skipped = self.scheduler.finish(i, Finish::Success);
-                    self.report_skipped(&skipped);
-                } else {
-                    self.scheduler.finish_ahead(i);
-                }
-            }
+        let served = match ahead {
             Ahead::Restore(job) => {
                 if !taken {
                     self.scheduler.take_ahead(i);
                 }
                 self.start_restore(i, job);
+                return;
             }
-            Ahead::Served(_) | Ahead::Not => {
-                if taken {
-                    let skipped = self.scheduler.give_back(i);
-                    self.report_skipped(&skipped);
-                }
-            }
+            Ahead::Served(decision) => self.report_served(i, decision),
+            Ahead::Not => false,
+        };
+        if served && taken {
+            let skipped = self.scheduler.finish(i, Finish::Success);
+            self.report_skipped(&skipped);
+        } else if served {
+            self.scheduler.finish_ahead(i);
+        } else if taken {
+            let skipped = self.scheduler.give_back(i);
+            self.report_skipped(&skipped);
         }
+    }
+
+    /// Reports node `i` served from the cache when `decision` is a hit; false otherwise.
+    fn report_served(&mut self, i: usize, decision: Decision) -> bool {
+        let Decision::Hit {
+            kind,
+            records,
+            short_key,
+            stored,
+        } = decision
+        else {
+            return false;
+        };
+        self.report_hit(i, kind, records, short_key, stored);
+        true
     }
 
     /// Hands a restore to the restore lane; without a thread the task goes back to the normal
@@ -165,17 +172,11 @@ impl Run<'_> {
         }
         let decision = self.cache.complete_ahead(job, result);
         self.relay_notices();
-        let skipped = match decision {
-            Some(Decision::Hit {
-                kind,
-                records,
-                short_key,
-                stored,
-            }) => {
-                self.report_hit(i, kind, records, short_key, stored);
-                self.scheduler.finish(i, Finish::Success)
-            }
-            _ => self.scheduler.give_back(i),
+        let served = decision.is_some_and(|decision| self.report_served(i, decision));
+        let skipped = if served {
+            self.scheduler.finish(i, Finish::Success)
+        } else {
+            self.scheduler.give_back(i)
         };
         self.report_skipped(&skipped);
         self.settle_servers();
