@@ -5,12 +5,18 @@
 //! - [`process`]: locating the `vx-test-child` program (the helper that process-control tests
 //!   spawn, TEST-2) and finding surviving processes by a unique marker in their argv.
 //! - [`tree`]: a directory tree as a comparable listing (entries, types, modes, bytes).
+//! - [`http_cache`], [`reapi`]: the real remote-cache servers (`turborepo-remote-cache`,
+//!   `buildbox-casd`) on loopback; [`http_fake`], [`reapi_fake`]: in-process fakes beside them
+//!   for fault injection.
 //! - [`tools`]: `turbo` and `nx` from the npm registry, installed by `scripts/test`.
 
+pub mod buildgrid;
 pub mod fakes;
 pub mod fixture;
 pub mod http_cache;
 pub mod http_fake;
 pub mod process;
+pub mod reapi;
+pub mod reapi_fake;
 pub mod tools;
 pub mod tree;

@@ -78,7 +78,7 @@ pub(crate) const LATER_KEYS: &[LaterKey] = &[
         "workspace.remote-cache.grpc",
         Milestone::M4,
         "a `grpc://` remote cache",
-        false,
+        true,
     ),
     row(
         "workspace.remote-cache.signature-key-env",
@@ -148,10 +148,7 @@ mod tests {
     fn later_keys_are_refused_and_m1_keys_are_not() {
         assert_eq!(unavailable("task.remote"), Some("remote"));
         assert_eq!(unavailable("workspace.remote-cache"), None);
-        assert_eq!(
-            unavailable("workspace.remote-cache.grpc"),
-            Some("a `grpc://` remote cache")
-        );
+        assert_eq!(unavailable("workspace.remote-cache.grpc"), None);
         assert_eq!(unavailable("task.command"), None);
     }
 
@@ -174,16 +171,17 @@ mod tests {
     }
 
     /// Of the later milestones, only the keys of process control — `retries` (EXEC-15),
-    /// `ready-when` (EXEC-13) and `interactive` (EXEC-14) — the sandbox (SBX) and the HTTP remote
-    /// cache (REM-3) are built; everything else waits for its milestone.
+    /// `ready-when` (EXEC-13) and `interactive` (EXEC-14) — the sandbox (SBX) and the remote cache
+    /// over HTTP (REM-3) and REAPI (REM-4) are built; everything else waits for its milestone.
     #[test]
-    fn only_process_control_sandbox_and_http_cache_keys_are_built_ahead() {
+    fn only_process_control_sandbox_and_remote_cache_keys_are_built_ahead() {
         let ahead = [
             "task.retries",
             "task.persistent.ready-when",
             "task.interactive",
             "task.sandbox",
             "workspace.remote-cache",
+            "workspace.remote-cache.grpc",
             "workspace.remote-cache.signature-key-env",
         ];
         for key in LATER_KEYS.iter().filter(|k| k.milestone > Milestone::M2) {

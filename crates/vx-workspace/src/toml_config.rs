@@ -505,16 +505,7 @@ fn remote_cache(w: &mut Walker, value: &Value) -> Option<RemoteCacheConfig> {
     for (key, value) in table {
         let name = format!("remote-cache.{}", key.name);
         match key.name.as_ref() {
-            "url" => {
-                if remote
-                    .url
-                    .as_deref()
-                    .is_some_and(|u| u.starts_with("grpc://") || u.starts_with("grpcs://"))
-                {
-                    let at = w.value_at(value);
-                    w.milestone("workspace.remote-cache.grpc", at);
-                }
-            }
+            "url" => {}
             "team" => {
                 remote.team = w.non_empty_string(value, &name);
                 team_keys.push(key);

@@ -95,6 +95,9 @@ pub enum ErrorKind {
     BadSignature,
     /// A local file could not be read or written.
     Io,
+    /// The server cannot hold vx entries at all (a REAPI server without SHA-256): the layer is
+    /// switched off at once, with one warning.
+    Unsupported,
 }
 
 impl ErrorKind {
@@ -215,6 +218,19 @@ fn note(
     };
     if error.kind.is_connection() {
         health.in_a_row += 1;
+    }
+    if error.kind == ErrorKind::Unsupported {
+        if !health.off {
+            health.off = true;
+            health.warnings.push(Warning {
+                line: format!(
+                    "remote cache {name}: {}; continuing with the local cache only",
+                    error.detail
+                ),
+                hint: None,
+            });
+        }
+        return;
     }
     if health.warned.insert((op, error.kind)) {
         let consequence = match op {

@@ -156,9 +156,8 @@ fn environment_tables_follow_cfg5() {
 }
 
 /// `[workspace.tasks]`, `extends`, `[workspace.rules]`, `cache`, `cache-dir`,
-/// `cache-retention`, `affected-base`, `retries`, `ready-when`, `interactive`, `sandbox` and an
-/// HTTP `remote-cache`
-/// are built;
+/// `cache-retention`, `affected-base`, `retries`, `ready-when`, `interactive`, `sandbox` and a
+/// `remote-cache` (HTTP or `grpc://`) are built;
 /// the root's `build` gets the template's `cache`, so its `remote` has one.
 #[test]
 fn later_milestone_keys_are_not_available_yet() {
@@ -171,7 +170,6 @@ fn later_milestone_keys_are_not_available_yet() {
     assert_eq!(
         root_errors(text),
         "vx.toml:5:32: exclusive-outputs = false is not available yet\n\
-         vx.toml:7:7: a `grpc://` remote cache is not available yet\n\
          vx.toml:8:12: remote-execution is not available yet\n\
          vx.toml:17:1: remote is not available yet\n"
     );
@@ -324,15 +322,14 @@ fn sandbox_network_entries_are_host_patterns() {
 }
 
 /// REM-16: signing is for HTTP artifacts; with a `grpc://` URL it is a configuration error at
-/// its key (the URL itself is also not available yet).
+/// its key.
 #[test]
 fn signature_key_env_with_a_grpc_url_is_refused_at_its_key() {
     let text =
         "[workspace]\n[workspace.remote-cache]\nurl = \"grpc://c:1\"\nsignature-key-env = \"K\"\n";
     assert_eq!(
         root_errors(text),
-        "vx.toml:3:7: a `grpc://` remote cache is not available yet\n\
-         vx.toml:4:1: `signature-key-env` signs HTTP artifacts; a `grpc://` remote cache cannot use it\n"
+        "vx.toml:4:1: `signature-key-env` signs HTTP artifacts; a `grpc://` remote cache cannot use it\n"
     );
 }
 

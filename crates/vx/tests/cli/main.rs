@@ -26,6 +26,7 @@ mod plan_output;
 mod processes;
 mod pty;
 mod readiness;
+mod reapi_cache;
 mod remote_cache;
 mod reports;
 mod restore_exact;

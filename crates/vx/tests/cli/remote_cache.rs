@@ -15,13 +15,18 @@ fn workspace(url: &str) -> Fixture {
     workspace_with(url, "")
 }
 
-/// [`workspace`] with more `[workspace.remote-cache]` keys.
-fn workspace_with(url: &str, remote_keys: &str) -> Fixture {
+/// [`workspace`] with more `[workspace.remote-cache]` keys. An HTTP URL gets the team `TEAM`.
+pub(crate) fn workspace_with(url: &str, remote_keys: &str) -> Fixture {
     let f = empty();
     f.write(".gitignore", ".vx/\ndist/\n");
+    let team = if url.starts_with("http") {
+        format!("team = \"{TEAM}\"\n")
+    } else {
+        String::new()
+    };
     f.write(
         "vx.toml",
-        &format!("[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.remote-cache]\nurl = \"{url}\"\nteam = \"{TEAM}\"\n{remote_keys}"),
+        &format!("[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.remote-cache]\nurl = \"{url}\"\n{team}{remote_keys}"),
     );
     for (name, deps) in [("lib", ""), ("app", "depends-on = [\"lib#build\"]\n")] {
         f.write(
@@ -43,12 +48,13 @@ fn workspace_with(url: &str, remote_keys: &str) -> Fixture {
     f
 }
 
-fn run(f: &Fixture, server: &HttpCacheServer, ci: &str, extra: &[&str]) -> serde_json::Value {
+/// `vx run build --all` with the token and `CI` set to `ci`: it must exit 0, and the token
+/// appears nowhere. The run's summary.
+pub(crate) fn run(f: &Fixture, ci: &str, extra: &[&str]) -> serde_json::Value {
     let summary = f.path("summary.json");
     let summary_arg = format!("--summarize={}", summary.display());
     let mut args = vec!["run", "build", "--all", summary_arg.as_str()];
     args.extend_from_slice(extra);
-    let _ = server;
     let out = f.vx_in(".", &args, &[("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", ci)]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(!out.stdout.contains(TOKEN) && !out.stderr.contains(TOKEN));
@@ -59,7 +65,7 @@ fn run(f: &Fixture, server: &HttpCacheServer, ci: &str, extra: &[&str]) -> serde
 
 /// `vx args…` started in the background at the root, with the token, `CI` set to `ci`, and its
 /// output captured.
-fn spawn_vx(f: &Fixture, args: &[&str], ci: &str) -> std::process::Child {
+pub(crate) fn spawn_vx(f: &Fixture, args: &[&str], ci: &str) -> std::process::Child {
     f.command(".", args)
         .envs([("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", ci)])
         .stdin(std::process::Stdio::null())
@@ -70,7 +76,7 @@ fn spawn_vx(f: &Fixture, args: &[&str], ci: &str) -> std::process::Child {
 }
 
 /// Waits (up to a minute) until `ready` holds.
-fn wait_until(what: &str, ready: impl Fn() -> bool) {
+pub(crate) fn wait_until(what: &str, ready: impl Fn() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !ready() {
         assert!(std::time::Instant::now() < deadline, "{what}");
@@ -104,7 +110,7 @@ fn silent_server(remote_keys: &str) -> (FakeHttpCache, Fixture) {
     (fake, f)
 }
 
-fn cache_words(summary: &serde_json::Value) -> Vec<(String, String)> {
+pub(crate) fn cache_words(summary: &serde_json::Value) -> Vec<(String, String)> {
     summary["tasks"]
         .as_array()
         .expect("tasks")
@@ -124,7 +130,7 @@ fn a_second_clone_restores_every_task_from_the_remote_exactly() {
         return;
     };
     let first = workspace(&server.url());
-    let built = run(&first, &server, "true", &[]);
+    let built = run(&first, "true", &[]);
     assert!(
         cache_words(&built).iter().all(|(_, c)| c == "miss"),
         "{built}"
@@ -137,7 +143,7 @@ fn a_second_clone_restores_every_task_from_the_remote_exactly() {
     );
 
     let second = workspace(&server.url());
-    let restored = run(&second, &server, "", &[]);
+    let restored = run(&second, "", &[]);
     assert_eq!(
         cache_words(&restored),
         [
@@ -171,7 +177,7 @@ fn a_second_clone_restores_every_task_from_the_remote_exactly() {
         }
     }
     // A third run finds them locally: nothing more is asked of the server.
-    let again = run(&second, &server, "", &[]);
+    let again = run(&second, "", &[]);
     assert!(
         cache_words(&again).iter().all(|(_, c)| c == "up-to-date"),
         "{again}"
@@ -184,13 +190,13 @@ fn without_ci_nothing_is_uploaded_and_cache_remote_w_forces_it() {
         return;
     };
     let f = workspace(&server.url());
-    run(&f, &server, "", &[]);
+    run(&f, "", &[]);
     assert!(
         server.artifacts(TEAM).is_empty(),
         "write = \"ci\" and CI is not set"
     );
     std::fs::remove_dir_all(f.path(".vx")).unwrap();
-    run(&f, &server, "", &["--cache=remote:w"]);
+    run(&f, "", &["--cache=remote:w"]);
     assert_eq!(server.artifacts(TEAM).len(), 2);
 }
 
@@ -202,7 +208,7 @@ fn with_local_writes_off_results_are_uploaded_from_tmp_and_not_kept() {
         return;
     };
     let first = workspace(&server.url());
-    let built = run(&first, &server, "true", &["--cache=local:r,remote:rw"]);
+    let built = run(&first, "true", &["--cache=local:r,remote:rw"]);
     assert!(
         cache_words(&built).iter().all(|(_, c)| c == "miss"),
         "{built}"
@@ -216,7 +222,7 @@ fn with_local_writes_off_results_are_uploaded_from_tmp_and_not_kept() {
     assert!(kept.is_empty(), "nothing kept locally: {kept:?}");
     // What was uploaded is what the task produced.
     let second = workspace(&server.url());
-    let restored = run(&second, &server, "", &[]);
+    let restored = run(&second, "", &[]);
     assert!(
         cache_words(&restored)
             .iter()
@@ -313,7 +319,7 @@ fn dry_asks_the_remote_whether_entries_exist_and_downloads_nothing() {
         return;
     };
     let first = workspace(&server.url());
-    run(&first, &server, "true", &[]);
+    run(&first, "true", &[]);
     let second = workspace(&server.url());
     let out = second.vx_in(
         ".",
@@ -491,7 +497,7 @@ fn the_token_is_masked_in_task_output() {
 }
 
 /// A run against the fault-injecting fake; the exit code is always 0 and both tasks execute.
-fn run_against_fake(f: &Fixture, ci: &str) -> String {
+pub(crate) fn run_against_fake(f: &Fixture, ci: &str) -> String {
     let summary = f.path("summary.json");
     let summary_arg = format!("--summarize={}", summary.display());
     let out = f.vx_in(
@@ -612,7 +618,7 @@ fn a_flipped_byte_a_truncated_body_and_an_oversize_body_are_misses() {
     };
     // Real artifacts first, from the real server.
     let first = workspace(&server.url());
-    run(&first, &server, "true", &[]);
+    run(&first, "true", &[]);
     let keys = server.artifacts(TEAM);
     assert_eq!(keys.len(), 2);
     let body = |key: &str| {
@@ -800,7 +806,7 @@ fn turbo_and_vx_share_one_server_without_colliding() {
     // Both tools build the same workspace at the same time through the same team.
     std::thread::scope(|scope| {
         scope.spawn(|| turbo_build(&first, &turbo, &url));
-        run(&first, &server, "true", &[]);
+        run(&first, "true", &[]);
     });
     let stored = server.artifacts(TEAM);
     let (ours, theirs): (Vec<&String>, Vec<&String>) = stored.iter().partition(|a| a.len() == 64);
@@ -813,7 +819,7 @@ fn turbo_and_vx_share_one_server_without_colliding() {
     assert!(turbo_out.contains("FULL TURBO"), "{turbo_out}");
     std::fs::remove_dir_all(second.path("packages/lib/dist")).unwrap();
     std::fs::remove_dir_all(second.path("packages/app/dist")).unwrap();
-    let restored = run(&second, &server, "", &[]);
+    let restored = run(&second, "", &[]);
     assert!(
         cache_words(&restored)
             .iter()

@@ -4,7 +4,8 @@
 //! `VX_REMOTE_CACHE_URL` replaces `url` and `VX_REMOTE_CACHE_TEAM` replaces the team (sent as
 //! `slug`); the token is read from the variable `token-env` names, never from a file. Reads are
 //! on unless `--cache` turns them off; writes follow `write` (`ci`: when `CI` is truthy) unless
-//! `--cache` sets them. An HTTP URL makes an HTTP layer; a `grpc://` one is not available yet.
+//! `--cache` sets them. An `http(s)://` URL makes an HTTP layer (REM-3), a `grpc(s)://` one a REAPI
+//! layer (REM-4); everything else about them is the same.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use vx_core::config::RemoteCacheConfig;
 use vx_core::units::{parse_duration, parse_size};
+use vx_reapi::{ClientConfig, ReapiLayer};
 use vx_store::layer::http::{HttpConfig, HttpLayer, Team};
 use vx_store::{CacheLayer, RemoteUse};
 
@@ -99,21 +101,12 @@ pub fn layer(
         return Ok(None);
     }
     let shown = vx_store::layer::http::shown_url(&resolved.url);
-    if resolved.url.starts_with("grpc://") || resolved.url.starts_with("grpcs://") {
+    let grpc = resolved.url.starts_with("grpc://") || resolved.url.starts_with("grpcs://");
+    if !grpc && !resolved.url.starts_with("http://") && !resolved.url.starts_with("https://") {
         return Err(Notice::warning(format!(
-            "remote cache {shown}: a `grpc://` remote cache is not available yet; continuing with the local cache only"
+            "remote cache `{shown}`: the URL must start with `http://`, `https://`, `grpc://` or `grpcs://`; continuing with the local cache only"
         )));
     }
-    if !resolved.url.starts_with("http://") && !resolved.url.starts_with("https://") {
-        return Err(Notice::warning(format!(
-            "remote cache `{shown}`: the URL must start with `http://` or `https://`; continuing with the local cache only"
-        )));
-    }
-    let Some(team) = resolved.team.clone() else {
-        return Err(Notice::warning(format!(
-            "remote cache {shown}: set `team` or `team-id` in [workspace.remote-cache] (or VX_REMOTE_CACHE_TEAM); continuing with the local cache only"
-        )));
-    };
     let duration =
         |text: Option<&String>, default| text.and_then(|t| parse_duration(t)).unwrap_or(default);
     let connect_timeout = duration(
@@ -124,17 +117,6 @@ pub fn layer(
         config.and_then(|c| c.idle_timeout.as_ref()),
         DEFAULT_IDLE_TIMEOUT,
     );
-    let signing_key = match config.and_then(|c| c.signature_key_env.as_deref()) {
-        None => None,
-        Some(name) => match env.get(name).filter(|v| !v.is_empty()) {
-            Some(value) => Some(value.as_bytes().to_vec()),
-            None => {
-                return Err(Notice::warning(format!(
-                    "remote cache: ${name} is not set, and signing is configured; the remote cache is off"
-                )))
-            }
-        },
-    };
     let max_download = config
         .and_then(|c| c.max_download_size.as_deref())
         .and_then(parse_size)
@@ -142,19 +124,63 @@ pub fn layer(
     let upload_concurrency = config
         .and_then(|c| c.upload_concurrency)
         .map_or(DEFAULT_UPLOAD_CONCURRENCY, |n| n as usize);
-    let layer = HttpLayer::new(HttpConfig {
-        url: resolved.url.clone(),
-        team,
-        token: env
-            .get(&resolved.token_env)
-            .filter(|t| !t.is_empty())
-            .cloned(),
-        connect_timeout,
-        idle_timeout,
-        signing_key,
-    });
+    let token = env
+        .get(&resolved.token_env)
+        .filter(|t| !t.is_empty())
+        .cloned();
+    let layer: Arc<dyn CacheLayer> = if grpc {
+        // The file cannot say both (a configuration error); `VX_REMOTE_CACHE_URL` can. Signed
+        // entries are promised, and REAPI cannot sign: no remote rather than unsigned ones.
+        if config.is_some_and(|c| c.signature_key_env.is_some()) {
+            return Err(Notice::warning(format!(
+                "remote cache {shown}: `signature-key-env` signs HTTP artifacts, and a `grpc://` server cannot check them; the remote cache is off"
+            )));
+        }
+        let client = ClientConfig {
+            url: resolved.url.clone(),
+            instance_name: config
+                .and_then(|c| c.instance_name.clone())
+                .unwrap_or_default(),
+            token,
+            connect_timeout,
+            idle_timeout,
+        };
+        match ReapiLayer::new(&client) {
+            Ok(layer) => Arc::new(layer),
+            Err(problem) => {
+                return Err(Notice::warning(format!(
+                    "remote cache {shown}: {problem}; continuing with the local cache only"
+                )))
+            }
+        }
+    } else {
+        let Some(team) = resolved.team.clone() else {
+            return Err(Notice::warning(format!(
+                "remote cache {shown}: set `team` or `team-id` in [workspace.remote-cache] (or VX_REMOTE_CACHE_TEAM); continuing with the local cache only"
+            )));
+        };
+        let signing_key = match config.and_then(|c| c.signature_key_env.as_deref()) {
+            None => None,
+            Some(name) => match env.get(name).filter(|v| !v.is_empty()) {
+                Some(value) => Some(value.as_bytes().to_vec()),
+                None => {
+                    return Err(Notice::warning(format!(
+                        "remote cache: ${name} is not set, and signing is configured; the remote cache is off"
+                    )))
+                }
+            },
+        };
+        Arc::new(HttpLayer::new(HttpConfig {
+            url: resolved.url.clone(),
+            team,
+            token,
+            connect_timeout,
+            idle_timeout,
+            signing_key,
+        }))
+    };
     Ok(Some(Remote {
-        layer: Arc::new(layer),
+        layer,
         usage: RemoteUse {
             read: resolved.read,
             write: resolved.write,
@@ -246,7 +272,7 @@ mod tests {
     }
 
     #[test]
-    fn a_layer_needs_a_team_and_an_http_url() {
+    fn an_http_layer_needs_a_team_and_a_grpc_one_cannot_sign() {
         let policy = CachePolicy::default();
         let no_team = RemoteCacheConfig {
             team: None,
@@ -261,7 +287,18 @@ mod tests {
             url: Some("grpc://cache:8980".into()),
             ..config(None)
         };
-        assert!(said(&grpc).contains("not available yet"));
+        let made = layer(Some(&grpc), &env(&[]), &policy).unwrap().unwrap();
+        assert_eq!(made.layer.name(), "grpc://cache:8980");
+        let grpc_signed = RemoteCacheConfig {
+            signature_key_env: Some("VX_SIGNING_KEY".into()),
+            ..grpc.clone()
+        };
+        assert!(said(&grpc_signed).contains("the remote cache is off"));
+        let ftp = RemoteCacheConfig {
+            url: Some("ftp://cache".into()),
+            ..config(None)
+        };
+        assert!(said(&ftp).contains("must start with"));
         let signed = RemoteCacheConfig {
             signature_key_env: Some("VX_SIGNING_KEY".into()),
             ..config(None)

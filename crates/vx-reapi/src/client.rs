@@ -1,0 +1,681 @@
+//! A blocking REAPI v2 client over one gRPC channel: Capabilities, CAS (`FindMissingBlobs`,
+//! `BatchReadBlobs`, `BatchUpdateBlobs`), ByteStream (`Read`, `Write`) and the ActionCache.
+//!
+//! How this works: the client owns a two-thread tokio runtime and a lazily connected tonic
+//! channel. Each public function runs its future with `block_on` on the caller's thread, so
+//! several vx threads may call at once and share the channel's HTTP/2 connection. Blobs go in a
+//! batch call when they fit under the server's batch limit (its `max_batch_total_size_bytes`,
+//! 0 meaning 4 MiB, less a margin for the request's own fields) and through ByteStream in
+//! chunks of 1 MiB otherwise. Every call is bounded by the idle timeout: a unary call must
+//! answer within it, a stream must move within it. A transport failure arrives from tonic as
+//! `UNAVAILABLE`; the token travels as `authorization: Bearer …` metadata and never appears in
+//! an error.
+
+use std::error::Error as _;
+use std::fs::File;
+use std::future::Future;
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::{Code, Request, Status};
+
+use crate::bytestream::byte_stream_client::ByteStreamClient;
+use crate::bytestream::{ReadRequest, WriteRequest};
+use crate::digest::{BlobBytes, Check};
+use crate::proto::action_cache_client::ActionCacheClient;
+use crate::proto::capabilities_client::CapabilitiesClient;
+use crate::proto::content_addressable_storage_client::ContentAddressableStorageClient;
+use crate::proto::{
+    batch_update_blobs_request, digest_function, ActionResult, BatchReadBlobsRequest,
+    BatchUpdateBlobsRequest, Digest, FindMissingBlobsRequest, GetActionResultRequest,
+    GetCapabilitiesRequest, UpdateActionResultRequest,
+};
+use crate::Blob;
+
+/// ByteStream chunks are at most this long (REM-4).
+const CHUNK: usize = 1 << 20;
+/// The batch limit when the server sets none (REM-4).
+const DEFAULT_BATCH_LIMIT: u64 = 4 << 20;
+/// Room left in a batch for the request's own fields (digests, instance name, framing).
+const BATCH_MARGIN: u64 = 16 * 1024;
+/// The largest message the client decodes: above any batch a server may send.
+const MAX_MESSAGE: usize = 64 << 20;
+
+/// Where the server is and how to reach it.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// `grpc://host:port` (plaintext HTTP/2) or `grpcs://host:port` (TLS with the system roots).
+    pub url: String,
+    pub instance_name: String,
+    /// The bearer token, read by the caller from the variable `token-env` names.
+    pub token: Option<String>,
+    pub connect_timeout: Duration,
+    /// A call with no answer, or a transfer with no progress, for this long fails.
+    pub idle_timeout: Duration,
+}
+
+/// What a call could not do. The text names no credential.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The server answered with this status, or the transport failed (then `UNAVAILABLE`).
+    #[error("{}", describe(*code, message))]
+    Status { code: Code, message: String },
+    /// No answer, or no progress, within the idle timeout.
+    #[error("no progress within the idle timeout")]
+    Timeout,
+    /// A local file could not be read or written.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// The bytes the server sent do not hash to the digest asked for.
+    #[error("the blob's bytes do not match its digest")]
+    DigestMismatch,
+    /// A blob over the caller's size cap.
+    #[error("the blob is {size} bytes, over the cap of {cap}")]
+    TooLarge { size: u64, cap: u64 },
+}
+
+impl Error {
+    /// The gRPC code, when the failure was a status.
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            Error::Status { code, .. } => Some(*code),
+            Error::Timeout => Some(Code::DeadlineExceeded),
+            _ => None,
+        }
+    }
+}
+
+fn describe(code: Code, message: &str) -> String {
+    let name = code_name(code);
+    if message.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}: {message}")
+    }
+}
+
+/// The status code as REAPI servers and their logs spell it.
+pub fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// A status from tonic as an [`Error`]: a transport failure says what broke (connection
+/// refused, the host name, TLS) instead of tonic's wording; a server's message is kept short.
+fn from_status(status: Status) -> Error {
+    let code = status.code();
+    let mut message = status.message().to_string();
+    if code == Code::Unavailable || code == Code::Unknown {
+        let mut source = status.source();
+        while let Some(error) = source {
+            if let Some(io) = error.downcast_ref::<io::Error>() {
+                message = match io.kind() {
+                    io::ErrorKind::ConnectionRefused => "connection refused".into(),
+                    io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
+                        "the connection broke".into()
+                    }
+                    io::ErrorKind::TimedOut => "connection timed out".into(),
+                    _ => io.to_string(),
+                };
+                break;
+            }
+            source = error.source();
+        }
+    }
+    if message.chars().count() > 160 {
+        message = message.chars().take(160).collect::<String>() + "…";
+    }
+    Error::Status { code, message }
+}
+
+/// What the server offers, from `GetCapabilities`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Whether SHA-256 is among its digest functions (vx needs it).
+    pub sha256: bool,
+    /// The digest functions it names, for a message when SHA-256 is missing.
+    pub digest_functions: Vec<String>,
+    /// The batch limit in bytes (0 from the server is 4 MiB).
+    pub max_batch: u64,
+    /// Whether clients may write action results.
+    pub update_enabled: bool,
+    /// Whether it executes actions.
+    pub exec_enabled: bool,
+}
+
+/// See the module documentation.
+pub struct Client {
+    runtime: tokio::runtime::Runtime,
+    channel: Channel,
+    instance: String,
+    authorization: Option<MetadataValue<Ascii>>,
+    idle: Duration,
+}
+
+impl Client {
+    /// A client for `config.url`; nothing is sent until the first call. An unusable URL is an
+    /// error in words.
+    pub fn new(config: &ClientConfig) -> Result<Client, String> {
+        let (scheme, rest) = config
+            .url
+            .split_once("://")
+            .ok_or_else(|| format!("`{}` is not a URL", config.url))?;
+        let tls = match scheme {
+            "grpc" => false,
+            "grpcs" => true,
+            _ => return Err("the URL must start with `grpc://` or `grpcs://`".to_string()),
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        if authority.is_empty() {
+            return Err("the URL names no host".to_string());
+        }
+        let http = format!("{}://{authority}", if tls { "https" } else { "http" });
+        let mut endpoint = Endpoint::from_shared(http)
+            .map_err(|_| format!("`{authority}` is not a host and port"))?
+            .connect_timeout(config.connect_timeout)
+            .tcp_nodelay(true);
+        if tls {
+            endpoint = endpoint
+                .tls_config(ClientTlsConfig::new().with_native_roots())
+                .map_err(|e| format!("TLS: {e}"))?;
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("vx-reapi")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the gRPC runtime: {e}"))?;
+        let channel = {
+            let _inside = runtime.enter();
+            endpoint.connect_lazy()
+        };
+        let authorization = match &config.token {
+            Some(token) => Some(
+                format!("Bearer {token}")
+                    .parse::<MetadataValue<Ascii>>()
+                    .map_err(|_| "the token holds characters a gRPC header cannot carry")?,
+            ),
+            None => None,
+        };
+        Ok(Client {
+            runtime,
+            channel,
+            instance: config.instance_name.clone(),
+            authorization,
+            idle: config.idle_timeout,
+        })
+    }
+
+    fn request<T>(&self, message: T) -> Request<T> {
+        let mut request = Request::new(message);
+        if let Some(value) = &self.authorization {
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
+        }
+        request
+    }
+
+    /// A unary call, bounded by the idle timeout.
+    async fn unary<T>(
+        &self,
+        call: impl Future<Output = Result<tonic::Response<T>, Status>>,
+    ) -> Result<T, Error> {
+        match tokio::time::timeout(self.idle, call).await {
+            Err(_) => Err(Error::Timeout),
+            Ok(Err(status)) => Err(from_status(status)),
+            Ok(Ok(response)) => Ok(response.into_inner()),
+        }
+    }
+
+    fn cas(&self) -> ContentAddressableStorageClient<Channel> {
+        ContentAddressableStorageClient::new(self.channel.clone())
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE)
+    }
+
+    fn bytestream(&self) -> ByteStreamClient<Channel> {
+        ByteStreamClient::new(self.channel.clone()).max_decoding_message_size(MAX_MESSAGE)
+    }
+
+    fn action_cache(&self) -> ActionCacheClient<Channel> {
+        ActionCacheClient::new(self.channel.clone()).max_decoding_message_size(MAX_MESSAGE)
+    }
+
+    /// `{instance}/` or nothing, the prefix of ByteStream resource names.
+    fn resource_prefix(&self) -> String {
+        if self.instance.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", self.instance)
+        }
+    }
+
+    /// `GetCapabilities`.
+    pub fn capabilities(&self) -> Result<Capabilities, Error> {
+        self.runtime.block_on(async {
+            let mut client = CapabilitiesClient::new(self.channel.clone());
+            let request = self.request(GetCapabilitiesRequest {
+                instance_name: self.instance.clone(),
+            });
+            let answer = self.unary(client.get_capabilities(request)).await?;
+            let cache = answer.cache_capabilities.unwrap_or_default();
+            let sha256 = digest_function::Value::Sha256 as i32;
+            let functions = &cache.digest_functions;
+            Ok(Capabilities {
+                sha256: functions.contains(&sha256),
+                digest_functions: functions
+                    .iter()
+                    .map(|f| {
+                        digest_function::Value::try_from(*f)
+                            .map_or_else(|_| f.to_string(), |v| v.as_str_name().to_string())
+                    })
+                    .collect(),
+                max_batch: match cache.max_batch_total_size_bytes {
+                    n if n <= 0 => DEFAULT_BATCH_LIMIT,
+                    n => n as u64,
+                },
+                update_enabled: cache
+                    .action_cache_update_capabilities
+                    .is_some_and(|c| c.update_enabled),
+                exec_enabled: answer
+                    .execution_capabilities
+                    .is_some_and(|e| e.exec_enabled),
+            })
+        })
+    }
+
+    /// The result the action cache holds for `action`, or `None` (`NOT_FOUND`).
+    pub fn get_action_result(&self, action: &Digest) -> Result<Option<ActionResult>, Error> {
+        self.runtime.block_on(async {
+            let request = self.request(GetActionResultRequest {
+                instance_name: self.instance.clone(),
+                action_digest: Some(action.clone()),
+                ..Default::default()
+            });
+            match self
+                .unary(self.action_cache().get_action_result(request))
+                .await
+            {
+                Ok(result) => Ok(Some(result)),
+                Err(Error::Status {
+                    code: Code::NotFound,
+                    ..
+                }) => Ok(None),
+                Err(error) => Err(error),
+            }
+        })
+    }
+
+    /// `UpdateActionResult`. The blobs it names must be in the CAS already.
+    pub fn update_action_result(&self, action: &Digest, result: ActionResult) -> Result<(), Error> {
+        self.runtime.block_on(async {
+            let request = self.request(UpdateActionResultRequest {
+                instance_name: self.instance.clone(),
+                action_digest: Some(action.clone()),
+                action_result: Some(result),
+                ..Default::default()
+            });
+            self.unary(self.action_cache().update_action_result(request))
+                .await
+                .map(|_| ())
+        })
+    }
+
+    /// The digests among `digests` that the CAS does not hold.
+    pub fn find_missing(&self, digests: &[Digest]) -> Result<Vec<Digest>, Error> {
+        self.runtime.block_on(async {
+            let request = self.request(FindMissingBlobsRequest {
+                instance_name: self.instance.clone(),
+                blob_digests: digests.to_vec(),
+                ..Default::default()
+            });
+            self.unary(self.cas().find_missing_blobs(request))
+                .await
+                .map(|answer| answer.missing_blob_digests)
+        })
+    }
+
+    /// Uploads `blobs`: those that fit go together in `BatchUpdateBlobs` calls under
+    /// `max_batch`, the others through ByteStream `Write`.
+    pub fn upload(&self, blobs: &[Blob], max_batch: u64) -> Result<(), Error> {
+        let room = max_batch.saturating_sub(BATCH_MARGIN);
+        let mut batch: Vec<batch_update_blobs_request::Request> = Vec::new();
+        let mut batch_size = 0u64;
+        for blob in blobs {
+            if blob.size() > room {
+                self.runtime.block_on(self.write(blob))?;
+                continue;
+            }
+            if batch_size + blob.size() > room {
+                self.runtime
+                    .block_on(self.batch_update(std::mem::take(&mut batch)))?;
+                batch_size = 0;
+            }
+            let data = match &blob.bytes {
+                BlobBytes::Memory(bytes) => bytes.clone(),
+                BlobBytes::File(path) => std::fs::read(path)?,
+            };
+            batch_size += blob.size();
+            batch.push(batch_update_blobs_request::Request {
+                digest: Some(blob.digest.clone()),
+                data,
+                ..Default::default()
+            });
+        }
+        if !batch.is_empty() {
+            self.runtime.block_on(self.batch_update(batch))?;
+        }
+        Ok(())
+    }
+
+    async fn batch_update(
+        &self,
+        requests: Vec<batch_update_blobs_request::Request>,
+    ) -> Result<(), Error> {
+        let request = self.request(BatchUpdateBlobsRequest {
+            instance_name: self.instance.clone(),
+            requests,
+            ..Default::default()
+        });
+        let answer = self.unary(self.cas().batch_update_blobs(request)).await?;
+        match answer
+            .responses
+            .into_iter()
+            .filter_map(|r| r.status)
+            .find(|s| s.code != 0)
+        {
+            Some(status) => Err(Error::Status {
+                code: Code::from_i32(status.code),
+                message: status.message,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// ByteStream `Write` of one blob in chunks of at most 1 MiB. The call fails when the server
+    /// takes no chunk (or, after the last, gives no answer) within the idle timeout.
+    async fn write(&self, blob: &Blob) -> Result<(), Error> {
+        let resource = format!(
+            "{}uploads/{}/blobs/{}/{}",
+            self.resource_prefix(),
+            uuid::Uuid::new_v4(),
+            blob.digest.hash,
+            blob.digest.size_bytes
+        );
+        let source: Box<dyn Read + Send> = match &blob.bytes {
+            BlobBytes::Memory(bytes) => Box::new(io::Cursor::new(bytes.clone())),
+            BlobBytes::File(path) => Box::new(File::open(path)?),
+        };
+        let chunks = Chunks {
+            source,
+            resource: Some(resource),
+            offset: 0,
+            size: blob.size(),
+            done: false,
+            progress: Arc::new(Mutex::new((Instant::now(), None))),
+        };
+        let progress = chunks.progress.clone();
+        let mut client = self.bytestream();
+        let request = self.request(tokio_stream::iter(chunks));
+        let call = client.write(request);
+        tokio::pin!(call);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut call => break answer,
+                () = tokio::time::sleep(self.idle) => {
+                    let last = progress.lock().unwrap_or_else(|p| p.into_inner()).0;
+                    if last.elapsed() >= self.idle {
+                        return Err(Error::Timeout);
+                    }
+                }
+            }
+        };
+        if let Some(error) = progress.lock().unwrap_or_else(|p| p.into_inner()).1.take() {
+            return Err(Error::Io(error));
+        }
+        let committed = answer.map_err(from_status)?.into_inner().committed_size;
+        if committed != blob.digest.size_bytes {
+            return Err(Error::Status {
+                code: Code::DataLoss,
+                message: format!(
+                    "the server committed {committed} of {} bytes",
+                    blob.digest.size_bytes
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Downloads the blob `digest` into the new file `dest`, checking its SHA-256 and size as
+    /// it arrives: `BatchReadBlobs` under `max_batch`, ByteStream `Read` above. `Ok(false)`: the
+    /// CAS does not hold it. A blob over `cap` is [`Error::TooLarge`] before anything is read.
+    pub fn download(
+        &self,
+        digest: &Digest,
+        dest: &Path,
+        max_batch: u64,
+        cap: u64,
+    ) -> Result<bool, Error> {
+        let size = digest.size_bytes.max(0) as u64;
+        if size > cap {
+            return Err(Error::TooLarge { size, cap });
+        }
+        if size <= max_batch.saturating_sub(BATCH_MARGIN) {
+            let Some(bytes) = self.read_small(digest)? else {
+                return Ok(false);
+            };
+            let mut check = Check::new();
+            check.update(&bytes);
+            if !check.matches(digest) {
+                return Err(Error::DigestMismatch);
+            }
+            std::fs::write(dest, &bytes)?;
+            return Ok(true);
+        }
+        self.runtime.block_on(self.read_stream(digest, dest))
+    }
+
+    /// The bytes of a blob small enough for one `BatchReadBlobs`, unchecked; `None`: missing.
+    fn read_small(&self, digest: &Digest) -> Result<Option<Vec<u8>>, Error> {
+        self.runtime.block_on(async {
+            let request = self.request(BatchReadBlobsRequest {
+                instance_name: self.instance.clone(),
+                digests: vec![digest.clone()],
+                ..Default::default()
+            });
+            let answer = self.unary(self.cas().batch_read_blobs(request)).await?;
+            let Some(response) = answer.responses.into_iter().next() else {
+                return Err(Error::Status {
+                    code: Code::Internal,
+                    message: "BatchReadBlobs answered for no blob".into(),
+                });
+            };
+            match response.status.map_or(0, |s| s.code) {
+                0 => Ok(Some(response.data)),
+                5 => Ok(None),
+                code => Err(Error::Status {
+                    code: Code::from_i32(code),
+                    message: String::new(),
+                }),
+            }
+        })
+    }
+
+    async fn read_stream(&self, digest: &Digest, dest: &Path) -> Result<bool, Error> {
+        let resource = format!(
+            "{}blobs/{}/{}",
+            self.resource_prefix(),
+            digest.hash,
+            digest.size_bytes
+        );
+        let request = self.request(ReadRequest {
+            resource_name: resource,
+            read_offset: 0,
+            read_limit: 0,
+        });
+        let mut client = self.bytestream();
+        let mut stream = match self.unary(client.read(request)).await {
+            Ok(stream) => stream,
+            Err(Error::Status {
+                code: Code::NotFound,
+                ..
+            }) => return Ok(false),
+            Err(error) => return Err(error),
+        };
+        let size = digest.size_bytes.max(0) as u64;
+        let mut file = File::create(dest)?;
+        let mut check = Check::new();
+        let mut received = 0u64;
+        loop {
+            let message = match tokio::time::timeout(self.idle, stream.message()).await {
+                Err(_) => return Err(Error::Timeout),
+                Ok(Err(status)) if status.code() == Code::NotFound && received == 0 => {
+                    return Ok(false)
+                }
+                Ok(Err(status)) => return Err(from_status(status)),
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(message))) => message,
+            };
+            received += message.data.len() as u64;
+            if received > size {
+                return Err(Error::DigestMismatch);
+            }
+            check.update(&message.data);
+            file.write_all(&message.data)?;
+        }
+        file.flush()?;
+        if !check.matches(digest) {
+            return Err(Error::DigestMismatch);
+        }
+        Ok(true)
+    }
+}
+
+/// The request stream of a ByteStream `Write`: 1 MiB chunks read from the source as the
+/// transport asks for them, each with its offset, the resource name in the first only and
+/// `finish_write` on the last. Each chunk taken is progress; a read error ends the stream
+/// early (the server then sees an unfinished write) and is kept for the caller.
+struct Chunks {
+    source: Box<dyn Read + Send>,
+    resource: Option<String>,
+    offset: u64,
+    size: u64,
+    done: bool,
+    progress: Arc<Mutex<(Instant, Option<io::Error>)>>,
+}
+
+impl Iterator for Chunks {
+    type Item = WriteRequest;
+
+    fn next(&mut self) -> Option<WriteRequest> {
+        if self.done {
+            return None;
+        }
+        let want = (self.size - self.offset).min(CHUNK as u64) as usize;
+        let mut data = vec![0u8; want];
+        let read = self.source.read_exact(&mut data);
+        let mut progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+        progress.0 = Instant::now();
+        if let Err(error) = read {
+            progress.1 = Some(error);
+            self.done = true;
+            return None;
+        }
+        let request = WriteRequest {
+            resource_name: self.resource.take().unwrap_or_default(),
+            write_offset: self.offset as i64,
+            finish_write: self.offset + want as u64 >= self.size,
+            data,
+        };
+        self.offset += want as u64;
+        self.done = request.finish_write;
+        Some(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_carry_offsets_the_name_once_and_finish_on_the_last() {
+        let bytes: Vec<u8> = (0..(2 * CHUNK + 10)).map(|i| (i % 7) as u8).collect();
+        let chunks = Chunks {
+            source: Box::new(io::Cursor::new(bytes.clone())),
+            resource: Some("uploads/u/blobs/h/2097162".into()),
+            offset: 0,
+            size: bytes.len() as u64,
+            done: false,
+            progress: Arc::new(Mutex::new((Instant::now(), None))),
+        };
+        let requests: Vec<WriteRequest> = chunks.collect();
+        assert_eq!(requests.len(), 3);
+        assert_eq!(requests[0].resource_name, "uploads/u/blobs/h/2097162");
+        assert!(requests[1..].iter().all(|r| r.resource_name.is_empty()));
+        let offsets: Vec<i64> = requests.iter().map(|r| r.write_offset).collect();
+        assert_eq!(offsets, [0, CHUNK as i64, 2 * CHUNK as i64]);
+        let finished: Vec<bool> = requests.iter().map(|r| r.finish_write).collect();
+        assert_eq!(finished, [false, false, true]);
+        let joined: Vec<u8> = requests.into_iter().flat_map(|r| r.data).collect();
+        assert_eq!(joined, bytes);
+    }
+
+    #[test]
+    fn a_short_source_ends_the_stream_unfinished_and_keeps_the_error() {
+        let chunks = Chunks {
+            source: Box::new(io::Cursor::new(vec![1u8; 10])),
+            resource: Some("r".into()),
+            offset: 0,
+            size: 20,
+            done: false,
+            progress: Arc::new(Mutex::new((Instant::now(), None))),
+        };
+        let progress = chunks.progress.clone();
+        assert_eq!(chunks.count(), 0);
+        assert!(progress.lock().unwrap().1.is_some());
+    }
+
+    #[test]
+    fn urls_other_than_grpc_are_refused_in_words() {
+        let config = |url: &str| ClientConfig {
+            url: url.into(),
+            instance_name: String::new(),
+            token: None,
+            connect_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(1),
+        };
+        assert!(Client::new(&config("grpc://127.0.0.1:1")).is_ok());
+        assert!(Client::new(&config("grpcs://cache.example.com:443")).is_ok());
+        let refused = Client::new(&config("http://127.0.0.1:1")).err().unwrap();
+        assert!(refused.contains("grpc://"), "{refused}");
+        let bad_token = Client::new(&ClientConfig {
+            token: Some("line\nbreak".into()),
+            ..config("grpc://127.0.0.1:1")
+        })
+        .err()
+        .unwrap();
+        assert!(!bad_token.contains("line"), "{bad_token}");
+    }
+}

@@ -1,0 +1,268 @@
+//! The REAPI cache layer (REM-4): vx entries kept in any REAPI server's action cache and CAS.
+//!
+//! How this works: each vx key K is the result of a synthetic action, never executed: a
+//! `Command` `["vx-cache-entry", K]` with the one output path `vx-artifact.tar.zst` (in
+//! `output_paths` and the older `output_files`) and an `Action` with that command, the empty
+//! input root and caching allowed. Its digest is the SHA-256 of the serialised `Action`, so
+//! every vx client finds the same entry. A lookup is `GetActionResult` (`NOT_FOUND` is a miss);
+//! a download fetches the result's output file, checking its SHA-256 and size; an upload puts the
+//! artifact, command and action blobs the CAS is missing, then `UpdateActionResult` (blobs
+//! first: servers answer `NOT_FOUND` for a result whose blobs are missing, which is a miss).
+//! `GetCapabilities` is asked once per run, before the first operation: a server without SHA-256
+//! switches the layer off with one warning, and its batch limit decides between batch calls and
+//! ByteStream.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use prost::Message;
+use tonic::Code;
+use vx_store::{CacheLayer, ErrorKind, LayerError};
+
+use crate::client::{code_name, Capabilities, Client, ClientConfig, Error};
+use crate::digest::{digest_of, digest_of_file, Blob};
+use crate::proto::{Action, ActionResult, Command, Digest, Directory, OutputFile};
+
+/// The output path of the synthetic action: the artifact (STORE-5's format).
+pub const ENTRY_PATH: &str = "vx-artifact.tar.zst";
+
+/// The synthetic action of key `key`: the serialised `Command` and `Action`, and the action's
+/// digest, which the action cache is keyed by.
+pub fn entry_action(key: &str) -> (Vec<u8>, Vec<u8>, Digest) {
+    let command = Command {
+        arguments: vec!["vx-cache-entry".to_string(), key.to_string()],
+        output_paths: vec![ENTRY_PATH.to_string()],
+        #[allow(deprecated)]
+        output_files: vec![ENTRY_PATH.to_string()],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let action = Action {
+        command_digest: Some(digest_of(&command)),
+        input_root_digest: Some(digest_of(&Directory::default().encode_to_vec())),
+        do_not_cache: false,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let digest = digest_of(&action);
+    (command, action, digest)
+}
+
+/// See the module documentation.
+pub struct ReapiLayer {
+    client: Client,
+    name: String,
+    /// The server's capabilities, once asked successfully.
+    capabilities: Mutex<Option<Capabilities>>,
+}
+
+impl ReapiLayer {
+    /// A layer for the server `config.url`; nothing is sent until the first operation.
+    pub fn new(config: &ClientConfig) -> Result<ReapiLayer, String> {
+        let client = Client::new(config)?;
+        let authority = config
+            .url
+            .split_once("://")
+            .map(|(scheme, rest)| {
+                let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+                let host = host.rsplit('@').next().unwrap_or(host);
+                format!("{scheme}://{host}")
+            })
+            .unwrap_or_else(|| config.url.clone());
+        let name = if config.instance_name.is_empty() {
+            authority
+        } else {
+            format!("{authority} (instance `{}`)", config.instance_name)
+        };
+        Ok(ReapiLayer {
+            client,
+            name,
+            capabilities: Mutex::new(None),
+        })
+    }
+
+    /// The server's batch limit, asking `GetCapabilities` when no call has yet (REM-4). A
+    /// server without SHA-256 is [`ErrorKind::Unsupported`], which switches the layer off.
+    fn batch_limit(&self) -> Result<u64, LayerError> {
+        let mut known = self
+            .capabilities
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if known.is_none() {
+            *known = Some(self.client.capabilities().map_err(layer_error)?);
+        }
+        let capabilities = known.as_ref().expect("asked above");
+        if !capabilities.sha256 {
+            let offered = if capabilities.digest_functions.is_empty() {
+                "none".to_string()
+            } else {
+                capabilities.digest_functions.join(", ")
+            };
+            return Err(LayerError::new(
+                ErrorKind::Unsupported,
+                format!("the server does not offer SHA-256 digests (it offers {offered})"),
+            ));
+        }
+        Ok(capabilities.max_batch)
+    }
+
+    /// The action result of `key`, or `None` on a miss.
+    fn result_of(&self, key: &str) -> Result<Option<ActionResult>, LayerError> {
+        let (_, _, action) = entry_action(key);
+        self.client.get_action_result(&action).map_err(layer_error)
+    }
+}
+
+impl CacheLayer for ReapiLayer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn contains(&self, key: &str) -> Result<bool, LayerError> {
+        self.batch_limit()?;
+        Ok(self.result_of(key)?.is_some())
+    }
+
+    fn fetch(&self, key: &str, dest: &Path, cap: u64) -> Result<bool, LayerError> {
+        let batch = self.batch_limit()?;
+        let Some(result) = self.result_of(key)? else {
+            return Ok(false);
+        };
+        let Some(digest) = result
+            .output_files
+            .iter()
+            .find(|f| f.path == ENTRY_PATH)
+            .and_then(|f| f.digest.clone())
+        else {
+            return Err(LayerError::new(
+                ErrorKind::InvalidArtifact,
+                format!("invalid artifact: the action result holds no `{ENTRY_PATH}`"),
+            ));
+        };
+        self.client
+            .download(&digest, dest, batch, cap)
+            .map_err(layer_error)
+    }
+
+    fn put(&self, key: &str, artifact: &Path, _duration_ms: u64) -> Result<(), LayerError> {
+        let batch = self.batch_limit()?;
+        let (command, action, action_digest) = entry_action(key);
+        let artifact_digest = digest_of_file(artifact).map_err(|e| layer_error(e.into()))?;
+        let blobs = [
+            Blob::from_file(artifact_digest.clone(), artifact.to_path_buf()),
+            Blob::from_bytes(command),
+            Blob::from_bytes(action),
+        ];
+        let digests: Vec<Digest> = blobs.iter().map(|b| b.digest.clone()).collect();
+        let missing = self.client.find_missing(&digests).map_err(layer_error)?;
+        let to_send: Vec<Blob> = blobs
+            .into_iter()
+            .filter(|b| missing.contains(&b.digest))
+            .collect();
+        self.client.upload(&to_send, batch).map_err(layer_error)?;
+        let result = ActionResult {
+            output_files: vec![OutputFile {
+                path: ENTRY_PATH.to_string(),
+                digest: Some(artifact_digest),
+                is_executable: false,
+                ..Default::default()
+            }],
+            exit_code: 0,
+            ..Default::default()
+        };
+        self.client
+            .update_action_result(&action_digest, result)
+            .map_err(layer_error)
+    }
+}
+
+/// REM-7's kind of a client error, with words for the warning.
+fn layer_error(error: Error) -> LayerError {
+    let kind = match &error {
+        Error::Timeout => ErrorKind::Timeout,
+        Error::Io(_) => ErrorKind::Io,
+        Error::DigestMismatch => ErrorKind::InvalidArtifact,
+        Error::TooLarge { .. } => ErrorKind::TooLarge,
+        Error::Status { code, .. } => match code {
+            Code::Unavailable => ErrorKind::Connection,
+            Code::DeadlineExceeded => ErrorKind::Timeout,
+            Code::Unauthenticated | Code::PermissionDenied => ErrorKind::Unauthorized,
+            _ => ErrorKind::Status,
+        },
+    };
+    let detail = match &error {
+        Error::Status {
+            code: Code::Unavailable,
+            message,
+        } if !message.is_empty() => message.clone(),
+        Error::Status { code, .. } if kind == ErrorKind::Unauthorized => {
+            code_name(*code).to_string()
+        }
+        Error::Status { .. } => format!("gRPC {error}"),
+        Error::DigestMismatch => format!("invalid artifact: {error}"),
+        Error::TooLarge { cap, .. } => {
+            format!("the artifact is over max-download-size ({cap} bytes)")
+        }
+        _ => error.to_string(),
+    };
+    LayerError::new(kind, detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_synthetic_action_is_the_same_for_every_client_and_differs_per_key() {
+        let key = "a".repeat(64);
+        let (command, action, digest) = entry_action(&key);
+        let decoded = Command::decode(command.as_slice()).unwrap();
+        assert_eq!(decoded.arguments, ["vx-cache-entry", key.as_str()]);
+        assert_eq!(decoded.output_paths, [ENTRY_PATH]);
+        #[allow(deprecated)]
+        let files = decoded.output_files;
+        assert_eq!(files, [ENTRY_PATH]);
+        assert!(decoded.environment_variables.is_empty());
+        let decoded = Action::decode(action.as_slice()).unwrap();
+        assert_eq!(decoded.command_digest, Some(digest_of(&command)));
+        // The empty directory: the SHA-256 of no bytes.
+        let root = decoded.input_root_digest.unwrap();
+        assert_eq!(root.size_bytes, 0);
+        assert_eq!(
+            root.hash,
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert!(!decoded.do_not_cache);
+        assert_eq!(digest, digest_of(&action));
+        assert_eq!(entry_action(&key).2, digest);
+        assert_ne!(entry_action(&"b".repeat(64)).2, digest);
+    }
+
+    #[test]
+    fn statuses_become_rem_7_kinds_and_name_the_token_problem_by_its_code() {
+        let status = |code, message: &str| Error::Status {
+            code,
+            message: message.into(),
+        };
+        let refused = layer_error(status(Code::Unavailable, "connection refused"));
+        assert_eq!(
+            (refused.kind, refused.detail.as_str()),
+            (ErrorKind::Connection, "connection refused")
+        );
+        let denied = layer_error(status(Code::Unauthenticated, "no token: Bearer x"));
+        assert_eq!(
+            (denied.kind, denied.detail.as_str()),
+            (ErrorKind::Unauthorized, "UNAUTHENTICATED")
+        );
+        let internal = layer_error(status(Code::Internal, "disk full"));
+        assert_eq!(
+            (internal.kind, internal.detail.as_str()),
+            (ErrorKind::Status, "gRPC INTERNAL: disk full")
+        );
+        assert_eq!(layer_error(Error::Timeout).kind, ErrorKind::Timeout);
+        assert_eq!(
+            layer_error(Error::DigestMismatch).kind,
+            ErrorKind::InvalidArtifact
+        );
+    }
+}

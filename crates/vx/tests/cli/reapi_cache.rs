@@ -1,0 +1,587 @@
+//! The REAPI remote cache (REM-4) against the real `buildbox-casd` on loopback (REM-15): one
+//! clone builds and uploads, another restores from it; the faults a real server can be made to
+//! show (killed, missing blobs, damaged blobs, no SHA-256) on the real server, the others
+//! (a status on every call, a token refused, call counts) on the in-process fake.
+
+use std::path::PathBuf;
+
+use vx_reapi::proto::digest_function;
+use vx_reapi::Code;
+use vx_test_support::buildgrid::BuildGrid;
+use vx_test_support::fixture::Fixture;
+use vx_test_support::http_cache::TOKEN;
+use vx_test_support::reapi::Casd;
+use vx_test_support::reapi_fake::FakeReapi;
+use vx_test_support::tree::tree;
+
+use crate::remote_cache::{
+    cache_words, run, run_against_fake, spawn_vx, wait_until, workspace_with,
+};
+
+/// A real REAPI server under test.
+trait RealServer {
+    fn url(&self) -> String;
+    fn kill(&mut self);
+    /// The files that hold its CAS blobs.
+    fn blob_files(&self) -> Vec<PathBuf>;
+}
+
+impl RealServer for BuildGrid {
+    fn url(&self) -> String {
+        BuildGrid::url(self)
+    }
+
+    fn kill(&mut self) {
+        BuildGrid::kill(self);
+    }
+
+    fn blob_files(&self) -> Vec<PathBuf> {
+        BuildGrid::blob_files(self)
+    }
+}
+
+/// The shared server, which no test may kill.
+impl RealServer for &BuildGrid {
+    fn url(&self) -> String {
+        BuildGrid::url(self)
+    }
+
+    fn kill(&mut self) {
+        panic!("the shared BuildGrid is never killed");
+    }
+
+    fn blob_files(&self) -> Vec<PathBuf> {
+        BuildGrid::blob_files(self)
+    }
+}
+
+impl RealServer for Casd {
+    fn url(&self) -> String {
+        Casd::url(self)
+    }
+
+    fn kill(&mut self) {
+        Casd::kill(self);
+    }
+
+    fn blob_files(&self) -> Vec<PathBuf> {
+        Casd::blob_files(self)
+    }
+}
+
+/// The two-project workspace of the HTTP tests, pointed at `url`, with `nonce` in both
+/// projects' sources: tests that share one server do not share keys.
+fn workspace(url: &str, nonce: &str) -> Fixture {
+    let f = workspace_with(url, "");
+    for project in ["lib", "app"] {
+        f.write(&format!("packages/{project}/src/nonce.txt"), nonce);
+    }
+    f.commit();
+    f
+}
+
+/// The server's files holding the artifacts in `clone`'s local cache (their SHA-256 names the
+/// blob).
+fn artifact_blobs(server: &impl RealServer, clone: &Fixture) -> Vec<PathBuf> {
+    let blobs = server.blob_files();
+    let artifacts = tree(&clone.path(".vx/artifacts"));
+    let found: Vec<PathBuf> = artifacts
+        .iter()
+        .filter(|(path, ..)| path.ends_with(".tar.zst"))
+        .map(|(path, ..)| {
+            let digest = vx_reapi::digest_of_file(&clone.path(&format!(".vx/artifacts/{path}")))
+                .expect("an artifact");
+            let tail = format!("{}/{}", &digest.hash[..2], &digest.hash[2..]);
+            blobs
+                .iter()
+                .find(|b| b.ends_with(&tail))
+                .unwrap_or_else(|| panic!("the server holds no blob {}", digest.hash))
+                .clone()
+        })
+        .collect();
+    assert_eq!(found.len(), 2, "{artifacts:?}");
+    found
+}
+
+/// The stderr lines of REM-7's warnings, without the summary of repeats.
+fn warnings(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: remote cache") && !l.contains("more failure"))
+        .collect()
+}
+
+/// Builds in one clone with uploads on; a second clone with an empty cache must restore both
+/// tasks from the server, byte for byte.
+fn a_second_clone_restores_every_task(server: &impl RealServer) {
+    let first = workspace(&server.url(), "restores");
+    let built = run(&first, "true", &[]);
+    assert!(
+        cache_words(&built).iter().all(|(_, c)| c == "miss"),
+        "{built}"
+    );
+    let second = workspace(&server.url(), "restores");
+    let restored = run(&second, "", &[]);
+    assert_eq!(
+        cache_words(&restored),
+        [
+            ("app#build".to_string(), "restored-remote".to_string()),
+            ("lib#build".to_string(), "restored-remote".to_string())
+        ]
+    );
+    for project in ["lib", "app"] {
+        let dist = format!("packages/{project}/dist");
+        assert!(!tree(&second.path(&dist)).is_empty());
+        assert_eq!(tree(&second.path(&dist)), tree(&first.path(&dist)));
+    }
+    let again = run(&second, "", &[]);
+    assert!(
+        cache_words(&again).iter().all(|(_, c)| c == "up-to-date"),
+        "{again}"
+    );
+}
+
+/// A workspace whose `lib#build` writes `bytes` random (incompressible) bytes.
+fn big_workspace(url: &str, bytes: usize) -> Fixture {
+    let f = workspace(url, "big");
+    f.write(
+        "packages/lib/vx.toml",
+        &format!("[tasks.build]\ncommand = \"mkdir -p dist && head -c {bytes} /dev/urandom > dist/big.bin\"\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n"),
+    );
+    f.commit();
+    f
+}
+
+/// An artifact over the batch limit goes up and comes back whole.
+fn a_large_artifact_round_trips(url: &str, bytes: usize) {
+    let first = big_workspace(url, bytes);
+    run(&first, "true", &[]);
+    let second = big_workspace(url, bytes);
+    let restored = run(&second, "", &[]);
+    assert!(
+        cache_words(&restored)
+            .iter()
+            .all(|(_, c)| c == "restored-remote"),
+        "{restored}"
+    );
+    let big = "packages/lib/dist/big.bin";
+    assert_eq!(
+        std::fs::metadata(second.path(big)).unwrap().len(),
+        bytes as u64
+    );
+    let dist = "packages/lib/dist";
+    assert_eq!(tree(&second.path(dist)), tree(&first.path(dist)));
+}
+
+/// `lib#build` uploads to the live server; the server dies while `app#build` runs; the run
+/// completes with exit 0 and one warning.
+fn a_server_killed_in_the_middle_of_a_run_fails_nothing(server: &mut impl RealServer) {
+    let f = workspace(&server.url(), "killed");
+    let killed = f.path("killed");
+    f.write(
+        "packages/app/vx.toml",
+        &format!(
+            "[tasks.build]\ncommand = \"while [ ! -f {} ]; do sleep 0.05; done; mkdir -p dist && cp src/main.txt dist/\"\ndepends-on = [\"lib#build\"]\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n",
+            killed.display()
+        ),
+    );
+    f.commit();
+    let child = spawn_vx(&f, &["run", "build", "--all"], "true");
+    let blobs_before = server.blob_files().len();
+    wait_until("lib#build never uploaded", || {
+        server.blob_files().len() > blobs_before
+    });
+    // The blobs land before the action result: give the result a moment.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    server.kill();
+    std::fs::write(&killed, "").unwrap();
+    let out = child.wait_with_output().expect("vx ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let warned = warnings(&stderr);
+    assert_eq!(warned.len(), 1, "{stderr}");
+    assert!(
+        warned[0].starts_with("warning: remote cache: upload failed (")
+            && warned[0].contains(&format!(") at {}", server.url())),
+        "{stderr}"
+    );
+    assert!(f.path("packages/app/dist/main.txt").is_file());
+    assert!(f.path("packages/lib/dist/main.txt").is_file());
+}
+
+/// A result whose blob the server lost is a plain miss: no warning, the task runs.
+fn a_result_whose_blob_is_gone_is_a_plain_miss(server: &impl RealServer) {
+    let first = workspace(&server.url(), "gone");
+    run(&first, "true", &[]);
+    for blob in artifact_blobs(server, &first) {
+        std::fs::remove_file(blob).unwrap();
+    }
+    let second = workspace(&server.url(), "gone");
+    let summary = second.path("summary.json");
+    let out = second.vx_in(
+        ".",
+        &[
+            "run",
+            "build",
+            "--all",
+            &format!("--summarize={}", summary.display()),
+        ],
+        &[("CI", "")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(warnings(&out.stderr).is_empty(), "{}", out.stderr);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(summary).unwrap()).unwrap();
+    assert!(
+        cache_words(&summary).iter().all(|(_, c)| c == "miss"),
+        "{summary}"
+    );
+}
+
+/// A blob whose bytes no longer match its digest is a miss of the class `invalid artifact`.
+fn a_damaged_blob_is_an_invalid_artifact_miss(server: &impl RealServer) {
+    let first = workspace(&server.url(), "damaged");
+    run(&first, "true", &[]);
+    for blob in artifact_blobs(server, &first) {
+        let mut bytes = std::fs::read(&blob).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::write(&blob, bytes).unwrap();
+    }
+    let second = workspace(&server.url(), "damaged");
+    let stderr = run_against_fake(&second, "");
+    let warned = warnings(&stderr);
+    assert_eq!(warned.len(), 1, "{stderr}");
+    assert!(
+        warned[0].starts_with("warning: remote cache: download failed (invalid artifact: "),
+        "{stderr}"
+    );
+    for project in ["lib", "app"] {
+        let dist = format!("packages/{project}/dist");
+        assert_eq!(tree(&second.path(&dist)), tree(&first.path(&dist)));
+    }
+}
+
+#[test]
+fn casd_a_second_clone_restores_every_task_from_the_remote_exactly() {
+    let Some(casd) = Casd::start() else {
+        return;
+    };
+    a_second_clone_restores_every_task(&casd);
+}
+
+#[test]
+fn casd_an_artifact_over_the_batch_limit_goes_through_bytestream_both_ways() {
+    // casd announces no batch limit, which is 4 MiB (REM-4); its gRPC server also refuses a
+    // message over 4 MiB, so a 6 MB artifact only goes up and down through ByteStream.
+    let Some(casd) = Casd::start() else {
+        return;
+    };
+    a_large_artifact_round_trips(&casd.url(), 6_000_000);
+}
+
+#[test]
+fn casd_killed_in_the_middle_of_a_run_fails_nothing() {
+    let Some(mut casd) = Casd::start() else {
+        return;
+    };
+    a_server_killed_in_the_middle_of_a_run_fails_nothing(&mut casd);
+}
+
+#[test]
+fn casd_a_result_whose_blob_is_gone_is_a_plain_miss() {
+    let Some(casd) = Casd::start() else {
+        return;
+    };
+    a_result_whose_blob_is_gone_is_a_plain_miss(&casd);
+}
+
+#[test]
+fn casd_a_damaged_blob_is_an_invalid_artifact_miss() {
+    let Some(casd) = Casd::start() else {
+        return;
+    };
+    a_damaged_blob_is_an_invalid_artifact_miss(&casd);
+}
+
+#[test]
+fn a_server_without_sha256_switches_the_layer_off_with_one_warning() {
+    let Some(casd) = Casd::start_with(&["--digest-function=SHA512"]) else {
+        return;
+    };
+    let f = workspace(&casd.url(), "");
+    let stderr = run_against_fake(&f, "true");
+    let warned = warnings(&stderr);
+    assert_eq!(
+        warned,
+        [format!(
+            "warning: remote cache {}: the server does not offer SHA-256 digests (it offers SHA512); continuing with the local cache only",
+            casd.url()
+        )],
+        "{stderr}"
+    );
+    assert_eq!(casd.action_results(), 0, "nothing uploaded");
+}
+
+#[test]
+fn a_dead_server_is_a_miss_with_one_warning_and_then_switched_off() {
+    let url = format!(
+        "grpc://127.0.0.1:{}",
+        vx_test_support::http_cache::free_port()
+    );
+    let f = workspace(&url, "");
+    let stderr = run_against_fake(&f, "true");
+    let warned = warnings(&stderr);
+    assert!(
+        warned.contains(
+            &format!("warning: remote cache: download failed (connection refused) at {url}; treating as a miss").as_str()
+        ),
+        "{stderr}"
+    );
+    assert!(
+        warned.contains(&"warning: remote cache unreachable; continuing with the local cache only"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unavailable_and_internal_statuses_are_misses_and_dropped_uploads() {
+    for (code, word) in [
+        (Code::Unavailable, "shutting down"),
+        (Code::Internal, "gRPC INTERNAL: disk on fire"),
+    ] {
+        let fake = FakeReapi::start();
+        fake.fail_all(
+            code,
+            if code == Code::Internal {
+                "disk on fire"
+            } else {
+                "shutting down"
+            },
+        );
+        let f = workspace(&fake.url(), "");
+        let stderr = run_against_fake(&f, "true");
+        let warned = warnings(&stderr);
+        assert!(
+            warned
+                .first()
+                .is_some_and(|w| w.contains(&format!("failed ({word}) at {}", fake.url()))),
+            "{stderr}"
+        );
+        assert_eq!(fake.results(), 0);
+    }
+}
+
+#[test]
+fn unauthenticated_names_the_token_variable_and_the_right_token_works() {
+    let fake = FakeReapi::start();
+    fake.require_token(TOKEN);
+    let f = workspace_with(&fake.url(), "token-env = \"REAPI_TOKEN\"\n");
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all"],
+        &[("REAPI_TOKEN", "wrong-token"), ("CI", "true")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "warning: remote cache: download failed (UNAUTHENTICATED) at {}; treating as a miss\nhint: check the token in $REAPI_TOKEN",
+            fake.url()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("wrong-token"));
+    assert_eq!(fake.results(), 0);
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all"],
+        &[("REAPI_TOKEN", TOKEN), ("CI", "true")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(warnings(&out.stderr).is_empty(), "{}", out.stderr);
+    assert_eq!(fake.results(), 2, "both results uploaded with the token");
+}
+
+#[test]
+fn blobs_over_the_batch_limit_use_bytestream_and_small_ones_the_batch_calls() {
+    let fake = FakeReapi::start();
+    fake.set_max_batch(64 * 1024);
+    a_large_artifact_round_trips(&fake.url(), 300_000);
+    let calls = fake.calls();
+    let count = |method: &str| calls.iter().filter(|c| *c == method).count();
+    // lib's artifact is over the limit: written and read through ByteStream. app's artifact
+    // and every command and action blob are small: batch calls.
+    assert_eq!(count("ByteStream.Write"), 1, "{calls:?}");
+    assert_eq!(count("ByteStream.Read"), 1, "{calls:?}");
+    assert!(count("BatchUpdateBlobs") >= 2, "{calls:?}");
+    assert_eq!(count("BatchReadBlobs"), 1, "{calls:?}");
+    // Capabilities once per run (two runs), blobs before each action result.
+    assert_eq!(count("GetCapabilities"), 2, "{calls:?}");
+    let first_result = calls
+        .iter()
+        .position(|c| c == "UpdateActionResult")
+        .expect("a result uploaded");
+    let before = &calls[..first_result];
+    assert!(
+        before.iter().any(|c| c == "FindMissingBlobs")
+            && before
+                .iter()
+                .any(|c| c == "BatchUpdateBlobs" || c == "ByteStream.Write"),
+        "blobs go before the action result: {calls:?}"
+    );
+}
+
+#[test]
+fn bytes_that_do_not_match_their_digest_are_an_invalid_artifact_miss() {
+    let fake = FakeReapi::start();
+    let first = workspace(&fake.url(), "");
+    run(&first, "true", &[]);
+    fake.corrupt_reads();
+    let second = workspace(&fake.url(), "");
+    let stderr = run_against_fake(&second, "");
+    assert!(
+        stderr.contains(
+            "download failed (invalid artifact: the blob's bytes do not match its digest)"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_fake_without_sha256_is_never_asked_for_an_entry() {
+    let fake = FakeReapi::start();
+    fake.offer_digest_functions(&[digest_function::Value::Sha1, digest_function::Value::Md5]);
+    let f = workspace(&fake.url(), "");
+    let stderr = run_against_fake(&f, "true");
+    assert!(
+        stderr.contains("does not offer SHA-256 digests (it offers SHA1, MD5)"),
+        "{stderr}"
+    );
+    assert_eq!(fake.calls(), ["GetCapabilities"]);
+}
+
+#[test]
+fn dry_asks_the_action_cache_and_downloads_nothing() {
+    let Some(casd) = Casd::start() else {
+        return;
+    };
+    let first = workspace(&casd.url(), "");
+    run(&first, "true", &[]);
+    let second = workspace(&casd.url(), "");
+    let out = second.vx_in(".", &["run", "build", "--all", "--dry=json"], &[("CI", "")]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    for task in doc["tasks"].as_array().expect("tasks") {
+        assert_eq!(task["cache"], "hit-remote", "{doc}");
+    }
+    let artifacts = second.path(".vx/artifacts");
+    assert_eq!(std::fs::read_dir(&artifacts).map_or(0, |d| d.count()), 0);
+}
+
+#[test]
+fn info_shows_a_reapi_remote_and_whether_it_answers() {
+    let Some(mut casd) = Casd::start() else {
+        return;
+    };
+    let f = workspace_with(&casd.url(), "instance-name = \"\"\n");
+    let info = |f: &Fixture| {
+        let out = f.vx_in(".", &["info", "--format", "json"], &[("CI", "")]);
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+        doc["remote_cache"].clone()
+    };
+    let remote = info(&f);
+    assert_eq!(remote["protocol"], "reapi");
+    assert_eq!(remote["url"], casd.url());
+    assert_eq!(remote["answered"], true);
+    casd.kill();
+    assert_eq!(info(&f)["answered"], false);
+}
+
+#[test]
+fn buildgrid_a_second_clone_restores_every_task_from_the_remote_exactly() {
+    let Some(server) = BuildGrid::shared() else {
+        return;
+    };
+    a_second_clone_restores_every_task(&server);
+}
+
+#[test]
+fn buildgrid_an_artifact_over_the_batch_limit_goes_through_bytestream_both_ways() {
+    // BuildGrid's batch limit is 4,193,280 bytes.
+    let Some(server) = BuildGrid::shared() else {
+        return;
+    };
+    a_large_artifact_round_trips(&server.url(), 6_000_000);
+}
+
+#[test]
+fn buildgrid_a_result_whose_blob_is_gone_is_a_plain_miss() {
+    let Some(server) = BuildGrid::shared() else {
+        return;
+    };
+    a_result_whose_blob_is_gone_is_a_plain_miss(&server);
+}
+
+#[test]
+fn buildgrid_a_damaged_blob_is_an_invalid_artifact_miss() {
+    let Some(server) = BuildGrid::shared() else {
+        return;
+    };
+    a_damaged_blob_is_an_invalid_artifact_miss(&server);
+}
+
+#[test]
+fn buildgrid_killed_in_the_middle_of_a_run_fails_nothing() {
+    let Some(mut server) = BuildGrid::cache_only(None) else {
+        return;
+    };
+    a_server_killed_in_the_middle_of_a_run_fails_nothing(&mut server);
+}
+
+#[test]
+fn buildgrid_refuses_a_bad_token_with_a_hint_and_takes_a_valid_one() {
+    // BuildGrid with JWT authorization (HS256): a wrong token is UNAUTHENTICATED, and the
+    // warning's hint names the variable `token-env` designates; a signed token works.
+    let secret = "vx-test-jwt-secret";
+    let Some(server) = BuildGrid::cache_only(Some(secret)) else {
+        return;
+    };
+    let keys = "token-env = \"REAPI_TOKEN\"\n";
+    let f = workspace_with(&server.url(), keys);
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all"],
+        &[("REAPI_TOKEN", "not-a-jwt"), ("CI", "true")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let refused = format!(
+        "warning: remote cache: download failed (UNAUTHENTICATED) at {}; treating as a miss\nhint: check the token in $REAPI_TOKEN",
+        server.url()
+    );
+    assert!(out.stderr.contains(&refused), "{}", out.stderr);
+    assert!(server.blob_files().is_empty(), "nothing uploaded");
+    let token = BuildGrid::jwt(secret);
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all", "--force"],
+        &[("REAPI_TOKEN", token.as_str()), ("CI", "true")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(warnings(&out.stderr).is_empty(), "{}", out.stderr);
+    let second = workspace_with(&server.url(), keys);
+    let out = second.vx_in(
+        ".",
+        &["run", "build", "--all"],
+        &[("REAPI_TOKEN", token.as_str()), ("CI", "")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("cache      2 remote\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains(&token) && !out.stderr.contains(&token));
+}
