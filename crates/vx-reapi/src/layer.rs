@@ -106,10 +106,14 @@ impl ReapiLayer {
         Ok(capabilities.max_batch)
     }
 
-    /// The action result of `key`, or `None` on a miss.
-    fn result_of(&self, key: &str) -> Result<Option<ActionResult>, LayerError> {
+    /// The action result of `key`, or `None` on a miss; with `inline`, asking the server to
+    /// inline the artifact when it is small enough (saving the read that would follow).
+    fn result_of(&self, key: &str, inline: bool) -> Result<Option<ActionResult>, LayerError> {
         let (_, _, action) = entry_action(key);
-        self.client.get_action_result(&action).map_err(layer_error)
+        let paths: &[&str] = if inline { &[ENTRY_PATH] } else { &[] };
+        self.client
+            .get_action_result(&action, paths)
+            .map_err(layer_error)
     }
 }
 
@@ -120,25 +124,32 @@ impl CacheLayer for ReapiLayer {
 
     fn contains(&self, key: &str) -> Result<bool, LayerError> {
         self.batch_limit()?;
-        Ok(self.result_of(key)?.is_some())
+        Ok(self.result_of(key, false)?.is_some())
     }
 
     fn fetch(&self, key: &str, dest: &Path, cap: u64) -> Result<bool, LayerError> {
         let batch = self.batch_limit()?;
-        let Some(result) = self.result_of(key)? else {
+        let Some(result) = self.result_of(key, true)? else {
             return Ok(false);
         };
-        let Some(digest) = result
+        let Some((digest, contents)) = result
             .output_files
-            .iter()
+            .into_iter()
             .find(|f| f.path == ENTRY_PATH)
-            .and_then(|f| f.digest.clone())
+            .and_then(|f| Some((f.digest?, f.contents)))
         else {
             return Err(LayerError::new(
                 ErrorKind::InvalidArtifact,
                 format!("invalid artifact: the action result holds no `{ENTRY_PATH}`"),
             ));
         };
+        if !contents.is_empty() || digest.size_bytes == 0 {
+            return self
+                .client
+                .save_inlined(&digest, &contents, dest, cap)
+                .map(|()| true)
+                .map_err(layer_error);
+        }
         self.client
             .download(&digest, dest, batch, cap)
             .map_err(layer_error)

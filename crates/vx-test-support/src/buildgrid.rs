@@ -25,6 +25,13 @@ pub fn bgvenv_dir() -> PathBuf {
     }
 }
 
+/// The program `name` on `PATH`.
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+}
+
 /// PostgreSQL 15's server programs (Debian's `postgresql-15`).
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
@@ -41,6 +48,9 @@ fn installed(with_postgres: bool) -> Option<PathBuf> {
     }
     if with_postgres && !Path::new(PG_BIN).join("initdb").exists() {
         missing.push("PostgreSQL 15 (apt-get install postgresql-15)".to_string());
+    }
+    if which("openssl").is_none() {
+        missing.push("openssl (apt-get install openssl)".to_string());
     }
     if !Path::new("/usr/bin/setpriv").exists() {
         missing.push("setpriv (apt-get install util-linux)".to_string());
@@ -75,7 +85,9 @@ impl BuildGrid {
         SHARED
             .get_or_init(|| {
                 let bgd = installed(true)?;
-                Some(spawn_on_keeper(move || BuildGrid::start(bgd, true, None)))
+                Some(spawn_on_keeper(move || {
+                    BuildGrid::start(bgd, true, None, false)
+                }))
             })
             .as_ref()
     }
@@ -85,11 +97,27 @@ impl BuildGrid {
     /// with it (HS256), else `UNAUTHENTICATED`.
     pub fn cache_only(jwt_secret: Option<&str>) -> Option<BuildGrid> {
         let bgd = installed(false)?;
-        Some(BuildGrid::start(bgd, false, jwt_secret))
+        Some(BuildGrid::start(bgd, false, jwt_secret, false))
     }
 
-    fn start(bgd: PathBuf, with_postgres: bool, jwt_secret: Option<&str>) -> BuildGrid {
+    /// [`BuildGrid::cache_only`] speaking TLS, with a certificate for `127.0.0.1` signed by a
+    /// throwaway authority whose certificate is [`BuildGrid::tls_authority`] (made with the
+    /// `openssl` command).
+    pub fn cache_only_tls() -> Option<BuildGrid> {
+        let bgd = installed(false)?;
+        Some(BuildGrid::start(bgd, false, None, true))
+    }
+
+    /// The PEM certificate of the authority that signed a TLS server's certificate.
+    pub fn tls_authority(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    fn start(bgd: PathBuf, with_postgres: bool, jwt_secret: Option<&str>, tls: bool) -> BuildGrid {
         let dir = fresh_dir();
+        if tls {
+            make_certificates(&dir);
+        }
         let port = free_port();
         let (postgres, connection) = if with_postgres {
             let (child, url) = start_postgres(&dir, &bgd);
@@ -100,7 +128,7 @@ impl BuildGrid {
         let config = dir.join("bgd.yml");
         std::fs::write(
             &config,
-            config_text(&dir, port, connection.as_deref(), jwt_secret),
+            config_text(&dir, port, connection.as_deref(), jwt_secret, tls),
         )
         .expect("write the config");
         let log = std::fs::File::create(dir.join("bgd.log")).expect("a log file");
@@ -121,16 +149,36 @@ impl BuildGrid {
             dir,
         };
         let log_path = server.dir.join("bgd.log");
-        let url = server.url();
-        wait_for_capabilities(&url, "BuildGrid", &mut server.bgd, || {
-            std::fs::read_to_string(&log_path).unwrap_or_default()
-        });
+        let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+        if tls {
+            // The harness cannot trust the throwaway authority: an open port is readiness.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                if let Ok(Some(status)) = server.bgd.try_wait() {
+                    panic!("BuildGrid exited ({status}) before listening: {}", log());
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "BuildGrid never listened: {}",
+                    log()
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        } else {
+            let url = server.url();
+            wait_for_capabilities(&url, "BuildGrid", &mut server.bgd, log);
+        }
         server
     }
 
-    /// `grpc://127.0.0.1:<port>`.
+    /// `grpc://127.0.0.1:<port>`, or `grpcs://…` when it speaks TLS.
     pub fn url(&self) -> String {
-        format!("grpc://127.0.0.1:{}", self.port)
+        let scheme = if self.dir.join("ca.pem").exists() {
+            "grpcs"
+        } else {
+            "grpc"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// Every blob file of its disk storage.
@@ -305,9 +353,102 @@ fn start_postgres(dir: &Path, bgd: &Path) -> (Child, String) {
     (child, url)
 }
 
+/// A certificate authority (`ca.pem`) and a server certificate for `127.0.0.1` signed by it
+/// (`server.pem`, `server.key`) in `dir`, made with the `openssl` command.
+fn make_certificates(dir: &Path) {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509"],
+            &ec[..],
+            &[
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=vx test authority",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"],
+            &ec[..],
+            &[
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=127.0.0.1",
+            ],
+        ]
+        .concat(),
+    );
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("write the extensions");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
+}
+
 /// BuildGrid's configuration: disk CAS under `dir/cas`, an in-memory action cache, the four
 /// cache services on instance `""`, and with a database the SQL scheduler and Execution.
-fn config_text(dir: &Path, port: u16, database: Option<&str>, jwt_secret: Option<&str>) -> String {
+fn config_text(
+    dir: &Path,
+    port: u16,
+    database: Option<&str>,
+    jwt_secret: Option<&str>,
+    tls: bool,
+) -> String {
+    let channel = if tls {
+        format!(
+            "    insecure-mode: false\n    credentials:\n      tls-server-key: \"{}\"\n      tls-server-cert: \"{}\"\n",
+            dir.join("server.key").display(),
+            dir.join("server.pem").display()
+        )
+    } else {
+        "    insecure-mode: true\n".to_string()
+    };
     let authorization = match jwt_secret {
         Some(secret) => {
             let file = dir.join("jwt-secret");
@@ -320,7 +461,7 @@ fn config_text(dir: &Path, port: u16, database: Option<&str>, jwt_secret: Option
         None => "  method: none\n".to_string(),
     };
     let mut text = format!(
-        "server:\n  - !channel\n    address: \"127.0.0.1:{port}\"\n    insecure-mode: true\n\
+        "server:\n  - !channel\n    address: \"127.0.0.1:{port}\"\n{channel}\
          authorization:\n{authorization}\
          storages:\n  - !disk-storage &cas\n    path: \"{}\"\n\
          caches:\n  - !lru-action-cache &ac\n    storage: *cas\n    max-cached-refs: 10000\n    allow-updates: true\n    cache-failed-actions: true\n",

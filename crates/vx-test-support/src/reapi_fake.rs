@@ -33,6 +33,8 @@ struct State {
     token: Option<String>,
     /// Blobs are served with one byte flipped.
     corrupt: bool,
+    /// `GetActionResult` inlines the output files a client asks for.
+    inline: bool,
     digest_functions: Vec<i32>,
     max_batch: i64,
 }
@@ -55,6 +57,7 @@ impl FakeReapi {
             fail: None,
             token: None,
             corrupt: false,
+            inline: false,
             digest_functions: vec![digest_function::Value::Sha256 as i32],
             max_batch: 4 << 20,
         }));
@@ -111,6 +114,12 @@ impl FakeReapi {
     /// Blobs are served with one byte flipped (their digests then do not match).
     pub fn corrupt_reads(&self) {
         self.with(|s| s.corrupt = true);
+    }
+
+    /// `GetActionResult` inlines the contents of the output files a client names in
+    /// `inline_output_files` (off by default: a server may always decline).
+    pub fn inline_results(&self) {
+        self.with(|s| s.inline = true);
     }
 
     /// The digest functions `GetCapabilities` offers.
@@ -215,14 +224,22 @@ impl ActionCache for Service {
         request: Request<re::GetActionResultRequest>,
     ) -> Result<Response<re::ActionResult>, Status> {
         self.enter("GetActionResult", &request)?;
-        let action = key(request.get_ref().action_digest.as_ref())?;
-        let state = self.0.lock().expect("not poisoned");
-        state
-            .results
-            .get(&action)
-            .cloned()
-            .map(Response::new)
-            .ok_or_else(|| Status::not_found("no such action result"))
+        let request = request.into_inner();
+        let action = key(request.action_digest.as_ref())?;
+        let (result, inline) = {
+            let state = self.0.lock().expect("not poisoned");
+            let result = state.results.get(&action).cloned();
+            (result, state.inline)
+        };
+        let mut result = result.ok_or_else(|| Status::not_found("no such action result"))?;
+        if inline {
+            for file in &mut result.output_files {
+                if request.inline_output_files.contains(&file.path) {
+                    file.contents = self.blob(&key(file.digest.as_ref())?).unwrap_or_default();
+                }
+            }
+        }
+        Ok(Response::new(result))
     }
 
     async fn update_action_result(

@@ -434,6 +434,37 @@ fn blobs_over_the_batch_limit_use_bytestream_and_small_ones_the_batch_calls() {
 }
 
 #[test]
+fn a_small_artifact_inlined_in_the_result_is_checked_and_needs_no_read() {
+    let fake = FakeReapi::start();
+    fake.inline_results();
+    let first = workspace(&fake.url(), "");
+    run(&first, "true", &[]);
+    let second = workspace(&fake.url(), "");
+    let restored = run(&second, "", &[]);
+    assert!(
+        cache_words(&restored)
+            .iter()
+            .all(|(_, c)| c == "restored-remote"),
+        "{restored}"
+    );
+    let reads: Vec<String> = fake
+        .calls()
+        .into_iter()
+        .filter(|c| c == "BatchReadBlobs" || c == "ByteStream.Read")
+        .collect();
+    assert!(reads.is_empty(), "{reads:?}");
+    fake.corrupt_reads();
+    let third = workspace(&fake.url(), "");
+    let stderr = run_against_fake(&third, "");
+    assert!(
+        stderr.contains(
+            "download failed (invalid artifact: the blob's bytes do not match its digest)"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn bytes_that_do_not_match_their_digest_are_an_invalid_artifact_miss() {
     let fake = FakeReapi::start();
     let first = workspace(&fake.url(), "");
@@ -584,4 +615,42 @@ fn buildgrid_refuses_a_bad_token_with_a_hint_and_takes_a_valid_one() {
         out.stdout
     );
     assert!(!out.stdout.contains(&token) && !out.stderr.contains(&token));
+}
+
+#[test]
+fn grpcs_speaks_tls_and_trusts_the_system_roots_only() {
+    // REM-4: `grpcs://` is TLS with the system's roots. BuildGrid's certificate is signed by a
+    // throwaway authority: untrusted, every call fails (a warning, a miss); trusted through
+    // `SSL_CERT_FILE` (which the system-roots loader honours), entries go up and come back.
+    let Some(server) = BuildGrid::cache_only_tls() else {
+        return;
+    };
+    assert!(server.url().starts_with("grpcs://127.0.0.1:"));
+    let first = workspace(&server.url(), "tls");
+    let stderr = run_against_fake(&first, "true");
+    assert!(
+        stderr.contains(&format!(
+            "download failed (invalid peer certificate: UnknownIssuer) at {}",
+            server.url()
+        )),
+        "{stderr}"
+    );
+    assert!(server.blob_files().is_empty(), "nothing uploaded untrusted");
+    let authority = server.tls_authority();
+    let trusted = [
+        ("SSL_CERT_FILE", authority.to_str().unwrap()),
+        ("CI", "true"),
+    ];
+    std::fs::remove_dir_all(first.path(".vx")).unwrap();
+    let out = first.vx_in(".", &["run", "build", "--all"], &trusted);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(warnings(&out.stderr).is_empty(), "{}", out.stderr);
+    let second = workspace(&server.url(), "tls");
+    let out = second.vx_in(".", &["run", "build", "--all"], &[trusted[0], ("CI", "")]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("cache      2 remote\n"),
+        "{}",
+        out.stdout
+    );
 }
