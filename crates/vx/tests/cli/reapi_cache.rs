@@ -72,7 +72,12 @@ impl RealServer for Casd {
 /// The two-project workspace of the HTTP tests, pointed at `url`, with `nonce` in both
 /// projects' sources: tests that share one server do not share keys.
 fn workspace(url: &str, nonce: &str) -> Fixture {
-    let f = workspace_with(url, "");
+    workspace_keyed(url, nonce, "")
+}
+
+/// [`workspace`] with more `[workspace.remote-cache]` keys.
+fn workspace_keyed(url: &str, nonce: &str, remote_keys: &str) -> Fixture {
+    let f = workspace_with(url, remote_keys);
     for project in ["lib", "app"] {
         f.write(&format!("packages/{project}/src/nonce.txt"), nonce);
     }
@@ -142,8 +147,8 @@ fn a_second_clone_restores_every_task(server: &impl RealServer) {
 }
 
 /// A workspace whose `lib#build` writes `bytes` random (incompressible) bytes.
-fn big_workspace(url: &str, bytes: usize) -> Fixture {
-    let f = workspace(url, "big");
+fn big_workspace(url: &str, bytes: usize, remote_keys: &str) -> Fixture {
+    let f = workspace_keyed(url, "big", remote_keys);
     f.write(
         "packages/lib/vx.toml",
         &format!("[tasks.build]\ncommand = \"mkdir -p dist && head -c {bytes} /dev/urandom > dist/big.bin\"\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n"),
@@ -154,9 +159,13 @@ fn big_workspace(url: &str, bytes: usize) -> Fixture {
 
 /// An artifact over the batch limit goes up and comes back whole.
 fn a_large_artifact_round_trips(url: &str, bytes: usize) {
-    let first = big_workspace(url, bytes);
+    a_large_artifact_round_trips_with(url, bytes, "");
+}
+
+fn a_large_artifact_round_trips_with(url: &str, bytes: usize, remote_keys: &str) {
+    let first = big_workspace(url, bytes, remote_keys);
     run(&first, "true", &[]);
-    let second = big_workspace(url, bytes);
+    let second = big_workspace(url, bytes, remote_keys);
     let restored = run(&second, "", &[]);
     assert!(
         cache_words(&restored)
@@ -278,6 +287,25 @@ fn casd_an_artifact_over_the_batch_limit_goes_through_bytestream_both_ways() {
         return;
     };
     a_large_artifact_round_trips(&casd.url(), 6_000_000);
+}
+
+#[test]
+fn casd_serves_a_named_instance_through_bytestream_too() {
+    // `instance-name` goes with every call and prefixes ByteStream's resource names
+    // (`vx-ci/uploads/…`, `vx-ci/blobs/…`); casd serves only the instances it was given.
+    let Some(casd) = Casd::start_with(&["--local-server-instance=vx-ci"]) else {
+        return;
+    };
+    a_large_artifact_round_trips_with(&casd.url(), 6_000_000, "instance-name = \"vx-ci\"\n");
+    let elsewhere = workspace_keyed(&casd.url(), "", "instance-name = \"other\"\n");
+    let stderr = run_against_fake(&elsewhere, "true");
+    assert!(
+        stderr.contains(&format!(
+            "at {} (instance `other`); treating as a miss",
+            casd.url()
+        )),
+        "{stderr}"
+    );
 }
 
 #[test]
