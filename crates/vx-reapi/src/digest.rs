@@ -5,6 +5,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
+use vx_core::key::hex;
 
 use crate::proto::Digest;
 
@@ -92,16 +93,6 @@ impl Check {
     pub(crate) fn matches(self, digest: &Digest) -> bool {
         self.size == digest.size_bytes.max(0) as u64 && hex(&self.hasher.finalize()) == digest.hash
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(DIGITS[(byte >> 4) as usize] as char);
-        out.push(DIGITS[(byte & 15) as usize] as char);
-    }
-    out
 }
 
 #[cfg(test)]

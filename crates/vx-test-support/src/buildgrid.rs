@@ -15,7 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, OnceLock};
 
 use crate::http_cache::free_port;
-use crate::reapi::{files_under, wait_for_capabilities};
+use crate::reapi::wait_for_capabilities;
+use crate::tree::files as files_under;
 
 /// The virtualenv that holds `bgd`.
 pub fn bgvenv_dir() -> PathBuf {

@@ -7,11 +7,12 @@
 //! dropping it kills it. A missing installation skips the test with the install command, and
 //! fails it under `CI`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::http_cache::free_port;
+use crate::tree::files as files_under;
 
 /// The folder that holds `buildbox-casd` and `buildbox-run`.
 pub fn buildbox_dir() -> PathBuf {
@@ -146,25 +147,4 @@ pub fn wait_for_capabilities(url: &str, what: &str, child: &mut Child, log: impl
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Every file under `dir`, sorted.
-pub fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
 }

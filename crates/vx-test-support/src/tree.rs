@@ -35,3 +35,24 @@ pub fn tree(dir: &Path) -> Vec<Entry> {
     out.sort();
     out
 }
+
+/// Every file under `dir` (not directories), sorted; nothing when `dir` does not exist.
+pub fn files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}

@@ -36,7 +36,7 @@ fn an_interactive_task_owns_the_terminal() {
         "an interactive task is not framed:\n{screen}"
     );
     let log_dir = f.path(".vx");
-    let stored = walk(&log_dir)
+    let stored = vx_test_support::tree::files(&log_dir)
         .into_iter()
         .any(|file| std::fs::read(&file).is_ok_and(|b| contains(&b, b"got:hello")));
     assert!(
@@ -164,25 +164,6 @@ fn off_a_terminal_an_interactive_task_is_ordinary() {
     let out = f.vx(&["run", "lib#login"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_contains(&out.stdout, "got:\n");
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    files
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

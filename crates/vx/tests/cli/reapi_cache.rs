@@ -15,7 +15,8 @@ use vx_test_support::reapi_fake::FakeReapi;
 use vx_test_support::tree::tree;
 
 use crate::remote_cache::{
-    cache_words, run, run_against_fake, spawn_vx, wait_until, workspace_with,
+    assert_restored_exactly, cache_words, forget, outputs, run, run_against_fake, spawn_vx,
+    wait_until, warnings, workspace_with,
 };
 
 /// A real REAPI server under test.
@@ -108,14 +109,6 @@ fn artifact_blobs(server: &impl RealServer, clone: &Fixture) -> Vec<PathBuf> {
     found
 }
 
-/// The stderr lines of REM-7's warnings, without the summary of repeats.
-fn warnings(stderr: &str) -> Vec<&str> {
-    stderr
-        .lines()
-        .filter(|l| l.starts_with("warning: remote cache") && !l.contains("more failure"))
-        .collect()
-}
-
 /// Builds in one clone with uploads on; a second clone with an empty cache must restore both
 /// tasks from the server, byte for byte.
 fn a_second_clone_restores_every_task(server: &impl RealServer) {
@@ -127,18 +120,7 @@ fn a_second_clone_restores_every_task(server: &impl RealServer) {
     );
     let second = workspace(&server.url(), "restores");
     let restored = run(&second, "", &[]);
-    assert_eq!(
-        cache_words(&restored),
-        [
-            ("app#build".to_string(), "restored-remote".to_string()),
-            ("lib#build".to_string(), "restored-remote".to_string())
-        ]
-    );
-    for project in ["lib", "app"] {
-        let dist = format!("packages/{project}/dist");
-        assert!(!tree(&second.path(&dist)).is_empty());
-        assert_eq!(tree(&second.path(&dist)), tree(&first.path(&dist)));
-    }
+    assert_restored_exactly(&first, &second, &restored);
     let again = run(&second, "", &[]);
     assert!(
         cache_words(&again).iter().all(|(_, c)| c == "up-to-date"),
@@ -681,4 +663,56 @@ fn grpcs_speaks_tls_and_trusts_the_system_roots_only() {
         "{}",
         out.stdout
     );
+}
+
+/// ACC-36: ACC-35's round trip against `buildbox-casd`: CI uploads, another checkout restores
+/// from the remote, an unknown key is a silent miss, and a server that disappears degrades to
+/// misses with one warning.
+#[test]
+fn acc36_reapi_round_trip_on_buildbox_casd() {
+    let Some(mut casd) = Casd::start() else {
+        return;
+    };
+    let f = workspace(&casd.url(), "acc36");
+    let built = run(&f, "1", &[]);
+    assert!(
+        cache_words(&built).iter().all(|(_, c)| c == "miss"),
+        "{built}"
+    );
+    assert_eq!(casd.action_results(), 2, "CI uploads both results");
+    let produced = outputs(&f);
+    let blobs = casd.blob_files();
+    forget(&f);
+    let restored = run(&f, "", &[]);
+    assert!(
+        cache_words(&restored)
+            .iter()
+            .all(|(_, c)| c == "restored-remote"),
+        "{restored}"
+    );
+    assert_eq!(outputs(&f), produced);
+    assert_eq!(casd.blob_files(), blobs, "nothing uploaded without CI");
+    // An unknown key: a miss, and not a word about it.
+    f.write("packages/lib/src/main.txt", "lib source, edited\n");
+    f.commit();
+    let out = f.vx_in(".", &["run", "build", "--all"], &[("CI", "")]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(warnings(&out.stderr).is_empty(), "{}", out.stderr);
+    assert!(out.stdout.contains("cache      2 miss\n"), "{}", out.stdout);
+    // The server goes away: one warning, both tasks execute, exit 0.
+    casd.kill();
+    forget(&f);
+    let out = f.vx_in(".", &["run", "build", "--all"], &[("CI", "")]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        warnings(&out.stderr),
+        [format!(
+            "warning: remote cache: download failed (connection refused) at {}; treating as a miss",
+            casd.url()
+        )],
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("cache      2 miss\n"), "{}", out.stdout);
+    assert!(f.path("packages/app/dist/main.txt").is_file());
 }

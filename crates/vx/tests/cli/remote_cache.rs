@@ -110,6 +110,49 @@ fn silent_server(remote_keys: &str) -> (FakeHttpCache, Fixture) {
     (fake, f)
 }
 
+/// The stderr lines of REM-7's warnings, without the summary of repeats.
+pub(crate) fn warnings(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: remote cache") && !l.contains("more failure"))
+        .collect()
+}
+
+/// Both projects' outputs, as trees.
+pub(crate) fn outputs(f: &Fixture) -> [Vec<vx_test_support::tree::Entry>; 2] {
+    ["lib", "app"].map(|p| tree(&f.path(&format!("packages/{p}/dist"))))
+}
+
+/// Deletes the local cache and both projects' outputs: a fresh checkout's state.
+pub(crate) fn forget(f: &Fixture) {
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    for project in ["lib", "app"] {
+        std::fs::remove_dir_all(f.path(&format!("packages/{project}/dist"))).unwrap();
+    }
+}
+
+/// Both tasks of `second` were restored from the remote (its run's summary says so), and their
+/// outputs are exactly `first`'s.
+pub(crate) fn assert_restored_exactly(
+    first: &Fixture,
+    second: &Fixture,
+    summary: &serde_json::Value,
+) {
+    assert_eq!(
+        cache_words(summary),
+        [
+            ("app#build".to_string(), "restored-remote".to_string()),
+            ("lib#build".to_string(), "restored-remote".to_string())
+        ],
+        "{summary}"
+    );
+    for project in ["lib", "app"] {
+        let dist = format!("packages/{project}/dist");
+        assert!(!tree(&second.path(&dist)).is_empty());
+        assert_eq!(tree(&second.path(&dist)), tree(&first.path(&dist)));
+    }
+}
+
 pub(crate) fn cache_words(summary: &serde_json::Value) -> Vec<(String, String)> {
     summary["tasks"]
         .as_array()
@@ -144,18 +187,7 @@ fn a_second_clone_restores_every_task_from_the_remote_exactly() {
 
     let second = workspace(&server.url());
     let restored = run(&second, "", &[]);
-    assert_eq!(
-        cache_words(&restored),
-        [
-            ("app#build".to_string(), "restored-remote".to_string()),
-            ("lib#build".to_string(), "restored-remote".to_string())
-        ]
-    );
-    for project in ["lib", "app"] {
-        let dist = format!("packages/{project}/dist");
-        assert_eq!(tree(&second.path(&dist)), tree(&first.path(&dist)));
-        assert!(!tree(&second.path(&dist)).is_empty());
-    }
+    assert_restored_exactly(&first, &second, &restored);
     // History says so too (HIST-1): `vx last` words each hit `restored-remote`.
     let last = second.vx(&["last", "--format", "json"]);
     assert_eq!(last.code, 0, "{}", last.stderr);
@@ -223,16 +255,7 @@ fn with_local_writes_off_results_are_uploaded_from_tmp_and_not_kept() {
     // What was uploaded is what the task produced.
     let second = workspace(&server.url());
     let restored = run(&second, "", &[]);
-    assert!(
-        cache_words(&restored)
-            .iter()
-            .all(|(_, c)| c == "restored-remote"),
-        "{restored}"
-    );
-    for project in ["lib", "app"] {
-        let dist = format!("packages/{project}/dist");
-        assert_eq!(tree(&second.path(&dist)), tree(&first.path(&dist)));
-    }
+    assert_restored_exactly(&first, &second, &restored);
 }
 
 #[test]
@@ -826,4 +849,71 @@ fn turbo_and_vx_share_one_server_without_colliding() {
             .all(|(_, c)| c == "restored-remote"),
         "{restored}"
     );
+}
+
+/// ACC-35: `turborepo-remote-cache` with a token: CI uploads both entries; a checkout without
+/// `.vx` and outputs restores them from the remote and uploads nothing; a stopped server is one
+/// `connection refused` warning and both tasks execute; a wrong token is one warning with the
+/// token hint. Every run exits 0.
+#[test]
+fn acc35_http_round_trip_on_turborepo_remote_cache() {
+    let Some(mut server) = HttpCacheServer::start() else {
+        return;
+    };
+    let f = workspace(&server.url());
+    run(&f, "1", &[]);
+    let uploaded = server.artifacts(TEAM);
+    assert_eq!(uploaded.len(), 2, "{}", server.log());
+    let produced = outputs(&f);
+    let stored = tree(&server.storage.path().join("store"));
+    forget(&f);
+    let restored = run(&f, "", &[]);
+    assert!(
+        cache_words(&restored)
+            .iter()
+            .all(|(_, c)| c == "restored-remote"),
+        "{restored}"
+    );
+    assert_eq!(outputs(&f), produced);
+    assert_eq!(
+        tree(&server.storage.path().join("store")),
+        stored,
+        "no PUT without CI"
+    );
+    // A wrong token: one warning with the hint.
+    forget(&f);
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all"],
+        &[("VX_REMOTE_CACHE_TOKEN", "wrong-token"), ("CI", "")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let warned = warnings(&out.stderr);
+    assert_eq!(warned.len(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("\nhint: check the token in $VX_REMOTE_CACHE_TOKEN\n"),
+        "{}",
+        out.stderr
+    );
+    // The server stops: one `connection refused` warning, both tasks execute.
+    server.kill();
+    forget(&f);
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all"],
+        &[("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", "")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let warned = warnings(&out.stderr);
+    assert_eq!(
+        warned,
+        [format!(
+            "warning: remote cache: download failed (connection refused) at {}; treating as a miss",
+            server.url()
+        )],
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("cache      2 miss\n"), "{}", out.stdout);
 }
