@@ -43,7 +43,7 @@ const DEFAULT_BATCH_LIMIT: u64 = 4 << 20;
 /// Room left in a batch for the request's own fields (digests, instance name, framing).
 const BATCH_MARGIN: u64 = 16 * 1024;
 /// The largest message the client decodes: above any batch a server may send.
-const MAX_MESSAGE: usize = 64 << 20;
+pub(crate) const MAX_MESSAGE: usize = 64 << 20;
 
 /// Where the server is and how to reach it.
 #[derive(Debug, Clone)]
@@ -76,6 +76,9 @@ pub enum Error {
     /// A blob over the caller's size cap.
     #[error("the blob is {size} bytes, over the cap of {cap}")]
     TooLarge { size: u64, cap: u64 },
+    /// The caller stopped an execution (and the server was asked to cancel it).
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl Error {
@@ -123,7 +126,7 @@ pub fn code_name(code: Code) -> &'static str {
 
 /// A status from tonic as an [`Error`]: a transport failure says what broke (connection
 /// refused, the host name, TLS) instead of tonic's wording; a server's message is kept short.
-fn from_status(status: Status) -> Error {
+pub(crate) fn from_status(status: Status) -> Error {
     let code = status.code();
     let mut message = status.message().to_string();
     if code == Code::Unavailable || code == Code::Unknown {
@@ -227,7 +230,20 @@ impl Client {
         })
     }
 
-    fn request<T>(&self, message: T) -> Request<T> {
+    /// Runs `future` on the client's runtime, blocking the calling thread.
+    pub(crate) fn block_on<T>(&self, future: impl Future<Output = T>) -> T {
+        self.runtime.block_on(future)
+    }
+
+    pub(crate) fn channel(&self) -> Channel {
+        self.channel.clone()
+    }
+
+    pub(crate) fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    pub(crate) fn request<T>(&self, message: T) -> Request<T> {
         let mut request = Request::new(message);
         if let Some(value) = &self.authorization {
             request
@@ -238,7 +254,7 @@ impl Client {
     }
 
     /// A unary call, bounded by the idle timeout.
-    async fn unary<T>(
+    pub(crate) async fn unary<T>(
         &self,
         call: impl Future<Output = Result<tonic::Response<T>, Status>>,
     ) -> Result<T, Error> {
@@ -494,7 +510,32 @@ impl Client {
             };
             return self.save_inlined(digest, &bytes, dest, cap).map(|()| true);
         }
-        self.runtime.block_on(self.read_stream(digest, dest))
+        let mut file = File::create(dest)?;
+        let found = self.runtime.block_on(self.read_stream(digest, &mut file))?;
+        file.flush()?;
+        Ok(found)
+    }
+
+    /// The bytes of a blob, read whole and checked (stdout, stderr, a `Tree`); `None`: missing.
+    pub fn read_bytes(&self, digest: &Digest, max_batch: u64) -> Result<Option<Vec<u8>>, Error> {
+        let size = digest.size_bytes.max(0) as u64;
+        let bytes = if size <= max_batch.saturating_sub(BATCH_MARGIN) {
+            self.read_small(digest)?
+        } else {
+            let mut bytes = Vec::new();
+            self.runtime
+                .block_on(self.read_stream(digest, &mut bytes))?
+                .then_some(bytes)
+        };
+        let Some(bytes) = bytes else {
+            return Ok(None);
+        };
+        let mut check = Check::new();
+        check.update(&bytes);
+        if !check.matches(digest) {
+            return Err(Error::DigestMismatch);
+        }
+        Ok(Some(bytes))
     }
 
     /// Writes bytes the server inlined for `digest` into the new file `dest`, after checking
@@ -545,7 +586,7 @@ impl Client {
         })
     }
 
-    async fn read_stream(&self, digest: &Digest, dest: &Path) -> Result<bool, Error> {
+    async fn read_stream(&self, digest: &Digest, dest: &mut dyn Write) -> Result<bool, Error> {
         let resource = format!(
             "{}blobs/{}/{}",
             self.resource_prefix(),
@@ -567,7 +608,6 @@ impl Client {
             Err(error) => return Err(error),
         };
         let size = digest.size_bytes.max(0) as u64;
-        let mut file = File::create(dest)?;
         let mut check = Check::new();
         let mut received = 0u64;
         loop {
@@ -585,9 +625,8 @@ impl Client {
                 return Err(Error::DigestMismatch);
             }
             check.update(&message.data);
-            file.write_all(&message.data)?;
+            dest.write_all(&message.data)?;
         }
-        file.flush()?;
         if !check.matches(digest) {
             return Err(Error::DigestMismatch);
         }

@@ -194,6 +194,7 @@ fn layer_error(error: Error) -> LayerError {
         Error::Io(_) => ErrorKind::Io,
         Error::DigestMismatch => ErrorKind::InvalidArtifact,
         Error::TooLarge { .. } => ErrorKind::TooLarge,
+        Error::Cancelled => ErrorKind::Status,
         Error::Status { code, .. } => match code {
             Code::Unavailable => ErrorKind::Connection,
             Code::DeadlineExceeded => ErrorKind::Timeout,

@@ -9,20 +9,42 @@
 //! for that long fails), and every failure is an [`Error`] that says what went wrong without
 //! credentials.
 //!
+//! For remote execution (REM-12, REM-13): [`InputRoot`] builds an action's input tree (with
+//! [`FileDigests`], which hashes each local file once per identity), [`RemoteTask`] its
+//! `Command` and `Action`, and [`Client::execute`] runs it, following the operation to the end,
+//! resuming a broken stream and cancelling on request; [`Client::write_outputs`] writes a
+//! result's outputs.
+//!
 //! [`ReapiLayer`] is a [`vx_store::CacheLayer`]: it stores each vx key as the result of a
 //! synthetic action (REM-4) whose one output file is the artifact, so any REAPI server keeps vx
 //! entries beside its own. Everything around it (read-through, prefetch, background uploads,
 //! degradation) is the same code that serves the HTTP layer, in `vx_store::layer`.
 
+mod action;
 mod client;
 mod digest;
+mod execute;
+mod input;
 mod layer;
 
+pub use action::{BuiltAction, RemoteTask};
 pub use client::{Capabilities, Client, ClientConfig, Error};
 pub use digest::{digest_of, digest_of_file, Blob};
+pub use execute::Execution;
+pub use input::{BuiltRoot, FileDigests, Input, InputRoot};
 pub use layer::{entry_action, ReapiLayer, ENTRY_PATH};
 
 /// The protobuf messages and gRPC stubs of REAPI v2 and ByteStream.
 pub use bazel_remote_apis::build::bazel::remote::execution::v2 as proto;
-pub use bazel_remote_apis::google::{bytestream, rpc};
+pub use bazel_remote_apis::google::{bytestream, longrunning, rpc};
 pub use tonic::Code;
+
+/// A `google.protobuf.Duration` of `duration`.
+pub(crate) fn proto_duration(
+    duration: std::time::Duration,
+) -> bazel_remote_apis::google::protobuf::Duration {
+    bazel_remote_apis::google::protobuf::Duration {
+        seconds: duration.as_secs() as i64,
+        nanos: duration.subsec_nanos() as i32,
+    }
+}

@@ -86,6 +86,35 @@ impl Casd {
         Some(casd)
     }
 
+    /// A server that also executes actions, with its local runner (`buildbox-run`, which runs
+    /// each action in bubblewrap with the input root as `/` and the host's `/usr`, `/bin`, `/lib`
+    /// and `/lib64` bound read-only), or `None` when it is not installed.
+    pub fn start_executing() -> Option<Casd> {
+        let runner = buildbox_tool("buildbox-run")?;
+        if !std::path::Path::new("/usr/bin/bwrap").exists() {
+            let install = "apt-get install bubblewrap (or run scripts/test, which installs it)";
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "bwrap is missing: {install}"
+            );
+            eprintln!("skipped: bwrap is missing: {install}");
+            return None;
+        }
+        let runner_arg = format!("--buildbox-run={}", runner.display());
+        let mut args = vec![runner_arg.as_str(), "--jobs=2"];
+        for bind in ["/usr", "/bin", "/lib", "/lib64"] {
+            if std::path::Path::new(bind).exists() {
+                args.push(match bind {
+                    "/usr" => "--runner-arg=--bind-mount=/usr:/usr",
+                    "/bin" => "--runner-arg=--bind-mount=/bin:/bin",
+                    "/lib" => "--runner-arg=--bind-mount=/lib:/lib",
+                    _ => "--runner-arg=--bind-mount=/lib64:/lib64",
+                });
+            }
+        }
+        Casd::start_with(&args)
+    }
+
     /// `grpc://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("grpc://127.0.0.1:{}", self.port)

@@ -1,0 +1,191 @@
+//! Remote execution through the client against the real `buildbox-casd` with its local runner
+//! (REM-12, REM-13, REM-15): an input root goes up, the action runs in bubblewrap, the result's
+//! exit code, output streams and output tree come back; a repeat is served from the action
+//! cache; a cancelled execution ends at once.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use prost::Message;
+use vx_reapi::proto::{command, Action, Command, Digest};
+use vx_reapi::{digest_of, Blob, Client, ClientConfig, Error, FileDigests, Input, InputRoot};
+use vx_test_support::reapi::Casd;
+
+fn client(casd: &Casd) -> Client {
+    Client::new(&ClientConfig {
+        url: casd.url(),
+        instance_name: String::new(),
+        token: None,
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(30),
+    })
+    .expect("a client")
+}
+
+/// Uploads `root`, a `Command` running `script` in `sh -c` with outputs `outputs`, and its
+/// `Action`; returns the action's digest.
+fn prepare(client: &Client, root: &InputRoot, script: &str, outputs: &[&str]) -> Digest {
+    let built = root.build().expect("a tree");
+    let command = Command {
+        arguments: vec!["sh".into(), "-c".into(), script.into()],
+        environment_variables: vec![command::EnvironmentVariable {
+            name: "PATH".into(),
+            value: "/usr/bin:/bin".into(),
+        }],
+        output_paths: outputs.iter().map(|o| o.to_string()).collect(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let action = Action {
+        command_digest: Some(digest_of(&command)),
+        input_root_digest: Some(built.digest.clone()),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let action_digest = digest_of(&action);
+    let mut blobs = built.blobs;
+    blobs.push(Blob::from_bytes(command));
+    blobs.push(Blob::from_bytes(action));
+    let digests: Vec<Digest> = blobs.iter().map(|b| b.digest.clone()).collect();
+    let missing = client.find_missing(&digests).expect("FindMissingBlobs");
+    let to_send: Vec<Blob> = blobs
+        .into_iter()
+        .filter(|b| missing.contains(&b.digest))
+        .collect();
+    client.upload(&to_send, 4 << 20).expect("upload");
+    action_digest
+}
+
+#[test]
+fn an_action_runs_on_casd_and_its_outputs_streams_and_exit_code_come_back() {
+    let Some(casd) = Casd::start_executing() else {
+        return;
+    };
+    let client = client(&casd);
+    let local = tempfile::tempdir().unwrap();
+    let input = local.path().join("in.txt");
+    std::fs::write(&input, "input bytes\n").unwrap();
+    let digests = FileDigests::new();
+    let (digest, executable) = digests.digest(&input).unwrap();
+    let mut root = InputRoot::new();
+    root.add(
+        "pkg/src/in.txt",
+        Input::Local {
+            path: input,
+            digest,
+            executable,
+        },
+    )
+    .unwrap();
+    root.add("pkg/empty", Input::Directory).unwrap();
+    let script = "cd pkg && test -d empty && mkdir -p out/sub && cp src/in.txt out/copy.txt \
+                  && printf '#!/bin/sh\\n' > out/sub/run && chmod 755 out/sub/run \
+                  && ln -s copy.txt out/link && echo to-stdout && echo to-stderr >&2 && exit 3";
+    let action = prepare(&client, &root, script, &["pkg/out"]);
+    let never = AtomicBool::new(false);
+    let mut names = Vec::new();
+    let done = client
+        .execute(&action, false, &never, |n| names.push(n.to_string()))
+        .expect("executed");
+    assert_eq!(done.failure(), None);
+    let result = done.result();
+    assert_eq!(result.exit_code, 3);
+    assert!(!names.is_empty(), "the operation has a name");
+    let stdout = client
+        .read_bytes(result.stdout_digest.as_ref().unwrap(), 4 << 20)
+        .unwrap()
+        .unwrap();
+    assert_eq!(stdout, b"to-stdout\n");
+    let stderr = client
+        .read_bytes(result.stderr_digest.as_ref().unwrap(), 4 << 20)
+        .unwrap()
+        .unwrap();
+    assert_eq!(stderr, b"to-stderr\n");
+    let out = tempfile::tempdir().unwrap();
+    let mut written = client
+        .write_outputs(&result, out.path(), 4 << 20, &|_| true)
+        .expect("outputs");
+    written.sort();
+    assert_eq!(
+        written,
+        ["pkg/out/copy.txt", "pkg/out/link", "pkg/out/sub/run"]
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("pkg/out/copy.txt")).unwrap(),
+        "input bytes\n"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &str| {
+        std::fs::metadata(out.path().join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("pkg/out/sub/run"), 0o755);
+    assert_eq!(mode("pkg/out/copy.txt"), 0o644);
+    assert_eq!(
+        std::fs::read_link(out.path().join("pkg/out/link")).unwrap(),
+        std::path::Path::new("copy.txt")
+    );
+    // Only what the filter accepts is written.
+    let filtered = tempfile::tempdir().unwrap();
+    let kept = client
+        .write_outputs(&result, filtered.path(), 4 << 20, &|p| p.ends_with(".txt"))
+        .unwrap();
+    assert_eq!(kept, ["pkg/out/copy.txt"]);
+    assert!(!filtered.path().join("pkg/out/sub/run").exists());
+}
+
+#[test]
+fn a_repeat_is_served_from_the_action_cache() {
+    let Some(casd) = Casd::start_executing() else {
+        return;
+    };
+    let client = client(&casd);
+    let mut root = InputRoot::new();
+    root.add("pkg", Input::Directory).unwrap();
+    let action = prepare(
+        &client,
+        &root,
+        "mkdir -p pkg/out && date +%N > pkg/out/t",
+        &["pkg/out"],
+    );
+    let never = AtomicBool::new(false);
+    let first = client.execute(&action, false, &never, |_| {}).unwrap();
+    assert!(!first.cached());
+    let second = client.execute(&action, false, &never, |_| {}).unwrap();
+    assert!(second.cached(), "served from the action cache");
+    assert_eq!(
+        first.result().output_directories,
+        second.result().output_directories
+    );
+    let third = client.execute(&action, true, &never, |_| {}).unwrap();
+    assert!(!third.cached(), "skip_cache_lookup runs it again");
+}
+
+#[test]
+fn a_cancelled_execution_returns_at_once() {
+    let Some(casd) = Casd::start_executing() else {
+        return;
+    };
+    let client = client(&casd);
+    let mut root = InputRoot::new();
+    root.add("pkg", Input::Directory).unwrap();
+    let action = prepare(&client, &root, "sleep 30", &[]);
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let start = Instant::now();
+    let ended = client.execute(&action, false, &cancel, |_| {});
+    assert!(matches!(ended, Err(Error::Cancelled)), "{ended:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+}
