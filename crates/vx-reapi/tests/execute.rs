@@ -7,14 +7,16 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use prost::Message;
-use vx_reapi::proto::{command, Action, Command, Digest};
-use vx_reapi::{digest_of, Blob, Client, ClientConfig, Error, FileDigests, Input, InputRoot};
+use std::collections::BTreeMap;
+
+use vx_reapi::proto::Digest;
+use vx_reapi::{Blob, Client, ClientConfig, Error, FileDigests, Input, InputRoot, RemoteTask};
+use vx_test_support::buildgrid::BuildGrid;
 use vx_test_support::reapi::Casd;
 
-fn client(casd: &Casd) -> Client {
+fn client(url: &str) -> Client {
     Client::new(&ClientConfig {
-        url: casd.url(),
+        url: url.to_string(),
         instance_name: String::new(),
         token: None,
         connect_timeout: Duration::from_secs(2),
@@ -23,30 +25,31 @@ fn client(casd: &Casd) -> Client {
     .expect("a client")
 }
 
-/// Uploads `root`, a `Command` running `script` in `sh -c` with outputs `outputs`, and its
-/// `Action`; returns the action's digest.
-fn prepare(client: &Client, root: &InputRoot, script: &str, outputs: &[&str]) -> Digest {
+/// The task of these tests: `script` in `pkg`, its outputs under `pkg/out`, on `platform`.
+fn task(script: &str, platform: &[(&str, &str)]) -> RemoteTask {
+    RemoteTask {
+        script: script.to_string(),
+        dir: "pkg".into(),
+        env: BTreeMap::new(),
+        path_tail: "/usr/bin:/bin".into(),
+        outputs: vec!["out/**".into()],
+        workspace_outputs: Vec::new(),
+        platform: platform
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        timeout: None,
+    }
+}
+
+/// Uploads `root` and `task`'s `Command` and `Action` (only the blobs the server lacks);
+/// returns the action's digest.
+fn prepare(client: &Client, root: &InputRoot, task: &RemoteTask) -> Digest {
     let built = root.build().expect("a tree");
-    let command = Command {
-        arguments: vec!["sh".into(), "-c".into(), script.into()],
-        environment_variables: vec![command::EnvironmentVariable {
-            name: "PATH".into(),
-            value: "/usr/bin:/bin".into(),
-        }],
-        output_paths: outputs.iter().map(|o| o.to_string()).collect(),
-        ..Default::default()
-    }
-    .encode_to_vec();
-    let action = Action {
-        command_digest: Some(digest_of(&command)),
-        input_root_digest: Some(built.digest.clone()),
-        ..Default::default()
-    }
-    .encode_to_vec();
-    let action_digest = digest_of(&action);
+    let action = task.build(&built.digest);
     let mut blobs = built.blobs;
-    blobs.push(Blob::from_bytes(command));
-    blobs.push(Blob::from_bytes(action));
+    blobs.push(Blob::from_bytes(action.command));
+    blobs.push(Blob::from_bytes(action.action));
     let digests: Vec<Digest> = blobs.iter().map(|b| b.digest.clone()).collect();
     let missing = client.find_missing(&digests).expect("FindMissingBlobs");
     let to_send: Vec<Blob> = blobs
@@ -54,7 +57,14 @@ fn prepare(client: &Client, root: &InputRoot, script: &str, outputs: &[&str]) ->
         .filter(|b| missing.contains(&b.digest))
         .collect();
     client.upload(&to_send, 4 << 20).expect("upload");
-    action_digest
+    action.digest
+}
+
+/// An input root with `pkg/` only.
+fn empty_root() -> InputRoot {
+    let mut root = InputRoot::new();
+    root.add("pkg", Input::Directory).unwrap();
+    root
 }
 
 #[test]
@@ -62,7 +72,7 @@ fn an_action_runs_on_casd_and_its_outputs_streams_and_exit_code_come_back() {
     let Some(casd) = Casd::start_executing() else {
         return;
     };
-    let client = client(&casd);
+    let client = client(&casd.url());
     let local = tempfile::tempdir().unwrap();
     let input = local.path().join("in.txt");
     std::fs::write(&input, "input bytes\n").unwrap();
@@ -79,10 +89,10 @@ fn an_action_runs_on_casd_and_its_outputs_streams_and_exit_code_come_back() {
     )
     .unwrap();
     root.add("pkg/empty", Input::Directory).unwrap();
-    let script = "cd pkg && test -d empty && mkdir -p out/sub && cp src/in.txt out/copy.txt \
+    let script = "test -d empty && mkdir -p out/sub && cp src/in.txt out/copy.txt \
                   && printf '#!/bin/sh\\n' > out/sub/run && chmod 755 out/sub/run \
                   && ln -s copy.txt out/link && echo to-stdout && echo to-stderr >&2 && exit 3";
-    let action = prepare(&client, &root, script, &["pkg/out"]);
+    let action = prepare(&client, &root, &task(script, &[]));
     let never = AtomicBool::new(false);
     let mut names = Vec::new();
     let done = client
@@ -143,14 +153,11 @@ fn a_repeat_is_served_from_the_action_cache() {
     let Some(casd) = Casd::start_executing() else {
         return;
     };
-    let client = client(&casd);
-    let mut root = InputRoot::new();
-    root.add("pkg", Input::Directory).unwrap();
+    let client = client(&casd.url());
     let action = prepare(
         &client,
-        &root,
-        "mkdir -p pkg/out && date +%N > pkg/out/t",
-        &["pkg/out"],
+        &empty_root(),
+        &task("mkdir -p out && date +%N > out/t", &[]),
     );
     let never = AtomicBool::new(false);
     let first = client.execute(&action, false, &never, |_| {}).unwrap();
@@ -170,10 +177,8 @@ fn a_cancelled_execution_returns_at_once() {
     let Some(casd) = Casd::start_executing() else {
         return;
     };
-    let client = client(&casd);
-    let mut root = InputRoot::new();
-    root.add("pkg", Input::Directory).unwrap();
-    let action = prepare(&client, &root, "sleep 30", &[]);
+    let client = client(&casd.url());
+    let action = prepare(&client, &empty_root(), &task("sleep 30", &[]));
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&cancel);
     std::thread::spawn(move || {
@@ -188,4 +193,46 @@ fn a_cancelled_execution_returns_at_once() {
         "{:?}",
         start.elapsed()
     );
+}
+
+#[test]
+fn buildgrid_routes_actions_to_workers_by_platform_and_they_run_them() {
+    // BuildGrid schedules, two workers (REMOTE.md's bot with buildbox-run) execute; the
+    // `pool` platform property decides which.
+    let Some(server) = BuildGrid::shared() else {
+        return;
+    };
+    let Some(_a) = server.start_worker("a", &[("pool", "a")]) else {
+        return;
+    };
+    let Some(_b) = server.start_worker("b", &[("pool", "b")]) else {
+        return;
+    };
+    let client = client(&server.url());
+    let never = AtomicBool::new(false);
+    let nonce = format!("{:?}", Instant::now());
+    for pool in ["b", "a"] {
+        let script = format!("mkdir -p out && echo {pool} {nonce} > out/pool.txt && exit 4");
+        let platform = [("OSFamily", "linux"), ("pool", pool)];
+        let action = prepare(&client, &empty_root(), &task(&script, &platform));
+        let done = client
+            .execute(&action, false, &never, |_| {})
+            .expect("executed");
+        assert_eq!(done.failure(), None);
+        let result = done.result();
+        assert_eq!(result.exit_code, 4);
+        let worker = result.execution_metadata.unwrap_or_default().worker;
+        assert!(
+            worker.ends_with(&format!("-{pool}")),
+            "{pool} ran on {worker}"
+        );
+        let out = tempfile::tempdir().unwrap();
+        client
+            .write_outputs(&done.result(), out.path(), 4 << 20, &|_| true)
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(out.path().join("pkg/out/pool.txt")).unwrap(),
+            format!("{pool} {nonce}\n")
+        );
+    }
 }

@@ -207,6 +207,62 @@ impl BuildGrid {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
+    /// A worker (`buildgrid_bot.py` with `buildbox-run`) taking this server's actions, whose
+    /// device has `properties` (`OSFamily=linux` and `ISA=x86-64` unless given); `None` when
+    /// the runner or bubblewrap is missing. It leaves politely when dropped.
+    pub fn start_worker(&self, name: &str, properties: &[(&str, &str)]) -> Option<Worker> {
+        let runner = crate::reapi::buildbox_tool("buildbox-run")?;
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/buildgrid_bot.py");
+        let log_path = self.dir.join(format!("bot-{name}.log"));
+        let log = std::fs::File::create(&log_path).expect("a log file");
+        let mut command = Command::new("setpriv");
+        command
+            .args(["--pdeathsig", "KILL", "--"])
+            .arg(bgvenv_dir().join("bin/python3"))
+            .arg(script)
+            .arg(format!("--remote=127.0.0.1:{}", self.port))
+            .arg(format!("--runner={}", runner.display()))
+            .arg(format!("--name={name}"));
+        let mut given: Vec<(&str, &str)> = properties.to_vec();
+        for (key, value) in [("OSFamily", "linux"), ("ISA", "x86-64")] {
+            if !given.iter().any(|(k, _)| *k == key) {
+                given.push((key, value));
+            }
+        }
+        for (key, value) in given {
+            command.arg(format!("--property={key}={value}"));
+        }
+        for bind in ["/usr", "/bin", "/lib", "/lib64"] {
+            if Path::new(bind).exists() {
+                command.arg(format!("--bind={bind}:{bind}"));
+            }
+        }
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone().expect("a log handle")))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start the bot");
+        let mut worker = Worker {
+            child,
+            log: log_path,
+        };
+        // Registered once it has said its session's name.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !worker.log().contains(": session ") {
+            if let Ok(Some(status)) = worker.child.try_wait() {
+                panic!("the bot exited ({status}): {}", worker.log());
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the bot never registered: {}",
+                worker.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Some(worker)
+    }
+
     /// Stops the server now (a test of a server that goes away).
     pub fn kill(&mut self) {
         let _ = self.bgd.kill();
@@ -222,6 +278,43 @@ impl Drop for BuildGrid {
             let _ = postgres.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A BuildGrid worker; on drop it is sent SIGTERM (it says `BOT_TERMINATING` and leaves), and
+/// killed if it has not left within 10 s.
+pub struct Worker {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Worker {
+    /// What the bot logged.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Kills the bot at once, without its goodbye (a worker that dies mid-action).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        self.kill();
     }
 }
 
@@ -472,7 +565,7 @@ fn config_text(
         Some(url) => {
             text.push_str(&format!(
                 "connections:\n  - !sql-connection &sql\n    connection-string: \"{url}\"\n    pool-size: 5\n    pool-timeout: 30\n    max-overflow: 10\n\
-                 schedulers:\n  - !sql-scheduler &sched\n    sql: *sql\n    storage: *cas\n    action-cache: *ac\n    poll-interval: 0.2\n    bot-poll-interval: 0.2\n    bot-session-keepalive-timeout: 30\n    property-set: !dynamic-property-set\n      unique-property-keys: []\n      match-property-keys: [\"OSFamily\"]\n      wildcard-property-keys: []\n"
+                 schedulers:\n  - !sql-scheduler &sched\n    sql: *sql\n    storage: *cas\n    action-cache: *ac\n    poll-interval: 0.2\n    bot-poll-interval: 0.2\n    bot-session-keepalive-timeout: 30\n    property-set: !dynamic-property-set\n      unique-property-keys: []\n      match-property-keys: [\"OSFamily\", \"pool\"]\n      wildcard-property-keys: []\n"
             ));
             "      - !execution\n        scheduler: *sched\n"
         }
