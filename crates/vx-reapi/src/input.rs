@@ -74,6 +74,41 @@ impl InputRoot {
         Ok(())
     }
 
+    /// Adds the workspace entry at root-relative `path` as it is on disk under `root`: a
+    /// regular file with its digest (from `digests`) and executable bit, a symbolic link with
+    /// its target as written, a directory as a directory (its contents are added one by one).
+    pub fn add_from_disk(
+        &mut self,
+        root: &Path,
+        path: &str,
+        digests: &FileDigests,
+    ) -> io::Result<()> {
+        let local = root.join(path);
+        let meta = std::fs::symlink_metadata(&local)?;
+        let input = if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&local)?;
+            Input::Symlink {
+                target: target.to_string_lossy().into_owned(),
+            }
+        } else if meta.is_dir() {
+            Input::Directory
+        } else if meta.is_file() {
+            let (digest, executable) = digests.digest(&local)?;
+            Input::Local {
+                path: local,
+                digest,
+                executable,
+            }
+        } else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("`{path}` is neither a file, a directory nor a symbolic link"),
+            ));
+        };
+        self.add(path, input)
+            .map_err(|problem| io::Error::new(io::ErrorKind::InvalidInput, problem))
+    }
+
     /// The Merkle tree. A path that is both a file and a directory is an error.
     pub fn build(&self) -> Result<BuiltRoot, String> {
         // Every directory on the way to every entry, with its direct children.
@@ -321,6 +356,49 @@ mod tests {
         assert_eq!(subdirs, ["node_modules", "src"]);
         let modules = directory(&a, web.directories[0].digest.as_ref().unwrap());
         assert_eq!(modules.symlinks[0].target, "../../lib");
+    }
+
+    #[test]
+    fn entries_from_disk_keep_their_kind_bit_and_link_text() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("pkg/bin")).unwrap();
+        std::fs::write(root.join("pkg/a.txt"), "a").unwrap();
+        std::fs::write(root.join("pkg/bin/run"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            root.join("pkg/bin/run"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("../a.txt", root.join("pkg/bin/a")).unwrap();
+        std::fs::create_dir(root.join("pkg/empty")).unwrap();
+        let digests = FileDigests::new();
+        let mut input = InputRoot::new();
+        for path in ["pkg/a.txt", "pkg/bin/run", "pkg/bin/a", "pkg/empty"] {
+            input.add_from_disk(root, path, &digests).unwrap();
+        }
+        assert!(input.add_from_disk(root, "pkg/missing", &digests).is_err());
+        let built = input.build().unwrap();
+        let top = directory(&built, &built.digest);
+        let pkg = directory(&built, top.directories[0].digest.as_ref().unwrap());
+        assert_eq!(pkg.files[0].name, "a.txt");
+        assert_eq!(pkg.files[0].digest.as_ref().unwrap(), &digest_of(b"a"));
+        assert!(!pkg.files[0].is_executable);
+        let names: Vec<&str> = pkg.directories.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["bin", "empty"]);
+        let bin = directory(&built, pkg.directories[0].digest.as_ref().unwrap());
+        assert_eq!(
+            (bin.files[0].name.as_str(), bin.files[0].is_executable),
+            ("run", true)
+        );
+        assert_eq!(
+            (
+                bin.symlinks[0].name.as_str(),
+                bin.symlinks[0].target.as_str()
+            ),
+            ("a", "../a.txt")
+        );
     }
 
     #[test]
