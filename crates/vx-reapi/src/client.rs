@@ -40,13 +40,15 @@ use crate::Blob;
 const CHUNK: usize = 1 << 20;
 /// The batch limit when the server sets none (REM-4).
 const DEFAULT_BATCH_LIMIT: u64 = 4 << 20;
-/// Room left in a batch for the request's own fields (digests, instance name, framing).
+/// Room left in a batch for the request's own fields (instance name, framing).
 const BATCH_MARGIN: u64 = 16 * 1024;
+/// What each blob adds to a batch request beside its bytes (its digest and framing).
+const PER_BLOB: u64 = 160;
 /// The largest message the client decodes: above any batch a server may send.
 pub(crate) const MAX_MESSAGE: usize = 64 << 20;
 
-/// Where the server is and how to reach it.
-#[derive(Debug, Clone)]
+/// Where the server is and how to reach it. (No `Debug`: it holds the token.)
+#[derive(Clone)]
 pub struct ClientConfig {
     /// `grpc://host:port` (plaintext HTTP/2) or `grpcs://host:port` (TLS with the system roots).
     pub url: String,
@@ -79,6 +81,9 @@ pub enum Error {
     /// The caller stopped an execution (and the server was asked to cancel it).
     #[error("cancelled")]
     Cancelled,
+    /// A result named an output path outside the workspace, or through a symbolic link.
+    #[error("the server named an output path that leaves the workspace: `{0}`")]
+    UnsafePath(String),
 }
 
 impl Error {
@@ -127,12 +132,15 @@ pub fn code_name(code: Code) -> &'static str {
 /// A status from tonic as an [`Error`]: a transport failure says what broke (connection
 /// refused, the host name, TLS) instead of tonic's wording; a server's message is kept short.
 pub(crate) fn from_status(status: Status) -> Error {
-    let code = status.code();
+    let mut code = status.code();
     let mut message = status.message().to_string();
-    if code == Code::Unavailable || code == Code::Unknown {
+    if code != Code::Ok {
         let mut source = status.source();
         while let Some(error) = source {
             if let Some(io) = error.downcast_ref::<io::Error>() {
+                // A transport failure, whatever code tonic gave it (a stream cut mid-way comes
+                // as UNKNOWN or INTERNAL): the connection, as REM-7 counts it.
+                code = Code::Unavailable;
                 message = match io.kind() {
                     io::ErrorKind::ConnectionRefused => "connection refused".into(),
                     io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
@@ -173,6 +181,8 @@ pub struct Client {
     channel: Channel,
     instance: String,
     authorization: Option<MetadataValue<Ascii>>,
+    /// Kept to scrub it from what a server says back.
+    token: Option<String>,
     idle: Duration,
 }
 
@@ -190,6 +200,8 @@ impl Client {
             _ => return Err("the URL must start with `grpc://` or `grpcs://`".to_string()),
         };
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        // `user:password@` is never sent, nor shown.
+        let authority = authority.rsplit('@').next().unwrap_or(authority);
         if authority.is_empty() {
             return Err("the URL names no host".to_string());
         }
@@ -197,7 +209,12 @@ impl Client {
         let mut endpoint = Endpoint::from_shared(http)
             .map_err(|_| format!("`{authority}` is not a host and port"))?
             .connect_timeout(config.connect_timeout)
-            .tcp_nodelay(true);
+            .tcp_nodelay(true)
+            // A connection that died silently ends a waiting stream (an execution's) as
+            // UNAVAILABLE instead of leaving it waiting forever.
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .keep_alive_timeout(config.idle_timeout)
+            .keep_alive_while_idle(true);
         if tls {
             endpoint = endpoint
                 .tls_config(ClientTlsConfig::new().with_native_roots())
@@ -214,11 +231,13 @@ impl Client {
             endpoint.connect_lazy()
         };
         let authorization = match &config.token {
-            Some(token) => Some(
-                format!("Bearer {token}")
+            Some(token) => {
+                let mut value = format!("Bearer {token}")
                     .parse::<MetadataValue<Ascii>>()
-                    .map_err(|_| "the token holds characters a gRPC header cannot carry")?,
-            ),
+                    .map_err(|_| "the token holds characters a gRPC header cannot carry")?;
+                value.set_sensitive(true);
+                Some(value)
+            }
             None => None,
         };
         Ok(Client {
@@ -226,6 +245,7 @@ impl Client {
             channel,
             instance: config.instance_name.clone(),
             authorization,
+            token: config.token.clone().filter(|t| !t.is_empty()),
             idle: config.idle_timeout,
         })
     }
@@ -260,8 +280,19 @@ impl Client {
     ) -> Result<T, Error> {
         match tokio::time::timeout(self.idle, call).await {
             Err(_) => Err(Error::Timeout),
-            Ok(Err(status)) => Err(from_status(status)),
+            Ok(Err(status)) => Err(self.scrub(from_status(status))),
             Ok(Ok(response)) => Ok(response.into_inner()),
+        }
+    }
+
+    /// `error` without the token, should a server have echoed it.
+    pub(crate) fn scrub(&self, error: Error) -> Error {
+        match (error, &self.token) {
+            (Error::Status { code, message }, Some(token)) => Error::Status {
+                code,
+                message: message.replace(token.as_str(), "***"),
+            },
+            (error, _) => error,
         }
     }
 
@@ -382,7 +413,9 @@ impl Client {
     /// Uploads `blobs`: those that fit go together in `BatchUpdateBlobs` calls under
     /// `max_batch`, the others through ByteStream `Write`.
     pub fn upload(&self, blobs: &[Blob], max_batch: u64) -> Result<(), Error> {
-        let room = max_batch.saturating_sub(BATCH_MARGIN);
+        let room = max_batch
+            .min(MAX_MESSAGE as u64)
+            .saturating_sub(BATCH_MARGIN);
         let mut batch: Vec<batch_update_blobs_request::Request> = Vec::new();
         let mut batch_size = 0u64;
         for blob in blobs {
@@ -399,7 +432,7 @@ impl Client {
                 BlobBytes::Memory(bytes) => bytes.clone(),
                 BlobBytes::File(path) => std::fs::read(path)?,
             };
-            batch_size += blob.size();
+            batch_size += blob.size() + PER_BLOB;
             batch.push(batch_update_blobs_request::Request {
                 digest: Some(blob.digest.clone()),
                 data,
@@ -504,7 +537,11 @@ impl Client {
         if size > cap {
             return Err(Error::TooLarge { size, cap });
         }
-        if size <= max_batch.saturating_sub(BATCH_MARGIN) {
+        if size
+            <= max_batch
+                .min(MAX_MESSAGE as u64)
+                .saturating_sub(BATCH_MARGIN)
+        {
             let Some(bytes) = self.read_small(digest)? else {
                 return Ok(false);
             };
@@ -519,7 +556,11 @@ impl Client {
     /// The bytes of a blob, read whole and checked (stdout, stderr, a `Tree`); `None`: missing.
     pub fn read_bytes(&self, digest: &Digest, max_batch: u64) -> Result<Option<Vec<u8>>, Error> {
         let size = digest.size_bytes.max(0) as u64;
-        let bytes = if size <= max_batch.saturating_sub(BATCH_MARGIN) {
+        let bytes = if size
+            <= max_batch
+                .min(MAX_MESSAGE as u64)
+                .saturating_sub(BATCH_MARGIN)
+        {
             self.read_small(digest)?
         } else {
             let mut bytes = Vec::new();

@@ -145,7 +145,10 @@ impl Client {
 
     /// Writes the outputs of `result` under `root` (root-relative paths), keeping those
     /// `wanted` accepts; returns the paths written. Files keep their executable bit, symlinks
-    /// their target, directories their whole tree.
+    /// their target, directories their whole tree. Every path the server names is checked: one
+    /// that is absolute or climbs out (`..`), or a directory on the way that is a symbolic link
+    /// or a file, is [`Error::UnsafePath`] and nothing more is written; links are made last, so
+    /// no write ever goes through a link the result itself made.
     pub fn write_outputs(
         &self,
         result: &ActionResult,
@@ -154,16 +157,13 @@ impl Client {
         wanted: &dyn Fn(&str) -> bool,
     ) -> Result<Vec<String>, Error> {
         let mut written = Vec::new();
+        let mut links: Vec<(String, String)> = Vec::new();
         for file in &result.output_files {
             let Some(digest) = &file.digest else { continue };
+            check_path(&file.path)?;
             if wanted(&file.path) {
-                self.write_file(
-                    digest,
-                    &file.contents,
-                    file.is_executable,
-                    &root.join(&file.path),
-                    max_batch,
-                )?;
+                let at = prepare_target(root, &file.path)?;
+                self.write_file(digest, &file.contents, file.is_executable, &at, max_batch)?;
                 written.push(file.path.clone());
             }
         }
@@ -171,18 +171,16 @@ impl Client {
         #[allow(deprecated)]
         let older = &result.output_file_symlinks;
         for link in result.output_symlinks.iter().chain(older) {
+            check_path(&link.path)?;
             if wanted(&link.path) {
-                let at = root.join(&link.path);
-                make_parent(&at)?;
-                let _ = std::fs::remove_file(&at);
-                std::os::unix::fs::symlink(&link.target, &at)?;
-                written.push(link.path.clone());
+                links.push((link.path.clone(), link.target.clone()));
             }
         }
         for directory in &result.output_directories {
             let Some(tree_digest) = &directory.tree_digest else {
                 continue;
             };
+            check_path(&directory.path)?;
             let bytes = self
                 .read_bytes(tree_digest, max_batch)?
                 .ok_or_else(|| Error::Status {
@@ -199,70 +197,65 @@ impl Client {
                 .map(|d| (crate::digest_of(&d.encode_to_vec()).hash, d))
                 .collect();
             let top = tree.root.unwrap_or_default();
-            self.write_directory(
-                &top,
-                &children,
-                &directory.path,
+            let mut walk = Walk {
+                children: &children,
                 root,
                 max_batch,
                 wanted,
-                &mut written,
-            )?;
+                written: &mut written,
+                links: &mut links,
+            };
+            self.write_directory(&top, &directory.path, &mut walk)?;
+        }
+        for (path, target) in links {
+            let at = prepare_target(root, &path)?;
+            std::os::unix::fs::symlink(&target, &at)?;
+            written.push(path);
         }
         Ok(written)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn write_directory(
         &self,
         directory: &Directory,
-        children: &HashMap<String, Directory>,
         at: &str,
-        root: &Path,
-        max_batch: u64,
-        wanted: &dyn Fn(&str) -> bool,
-        written: &mut Vec<String>,
+        walk: &mut Walk,
     ) -> Result<(), Error> {
-        std::fs::create_dir_all(root.join(at))?;
+        let dir = prepare_target(walk.root, at)?;
+        if !dir.is_dir() {
+            std::fs::create_dir(&dir)?;
+        }
+        let name_of = |name: &str| -> Result<String, Error> {
+            if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+                return Err(Error::UnsafePath(format!("{at}/{name}")));
+            }
+            Ok(format!("{at}/{name}"))
+        };
         for file in &directory.files {
-            let path = format!("{at}/{}", file.name);
+            let path = name_of(&file.name)?;
             let Some(digest) = &file.digest else { continue };
-            if wanted(&path) {
-                self.write_file(
-                    digest,
-                    &[],
-                    file.is_executable,
-                    &root.join(&path),
-                    max_batch,
-                )?;
-                written.push(path);
+            if (walk.wanted)(&path) {
+                let target = prepare_target(walk.root, &path)?;
+                self.write_file(digest, &[], file.is_executable, &target, walk.max_batch)?;
+                walk.written.push(path);
             }
         }
         for link in &directory.symlinks {
-            let path = format!("{at}/{}", link.name);
-            if wanted(&path) {
-                let _ = std::fs::remove_file(root.join(&path));
-                std::os::unix::fs::symlink(&link.target, root.join(&path))?;
-                written.push(path);
+            let path = name_of(&link.name)?;
+            if (walk.wanted)(&path) {
+                walk.links.push((path, link.target.clone()));
             }
         }
         for sub in &directory.directories {
+            let path = name_of(&sub.name)?;
             let Some(digest) = &sub.digest else { continue };
-            let Some(child) = children.get(&digest.hash) else {
+            let Some(child) = walk.children.get(&digest.hash) else {
                 return Err(Error::Status {
                     code: Code::DataLoss,
                     message: format!("the Tree lacks directory {}", digest.hash),
                 });
             };
-            self.write_directory(
-                child,
-                children,
-                &format!("{at}/{}", sub.name),
-                root,
-                max_batch,
-                wanted,
-                written,
-            )?;
+            self.write_directory(child, &path, walk)?;
         }
         Ok(())
     }
@@ -275,8 +268,6 @@ impl Client {
         at: &Path,
         max_batch: u64,
     ) -> Result<(), Error> {
-        make_parent(at)?;
-        let _ = std::fs::remove_file(at);
         if !inlined.is_empty() || digest.size_bytes == 0 {
             self.save_inlined(digest, inlined, at, u64::MAX)?;
         } else if !self.download(digest, at, max_batch, u64::MAX)? {
@@ -295,11 +286,52 @@ impl Client {
     }
 }
 
-fn make_parent(at: &Path) -> Result<(), Error> {
-    if let Some(parent) = at.parent() {
-        std::fs::create_dir_all(parent)?;
+/// What a walk of an output directory's `Tree` carries along.
+struct Walk<'a> {
+    children: &'a HashMap<String, Directory>,
+    root: &'a Path,
+    max_batch: u64,
+    wanted: &'a dyn Fn(&str) -> bool,
+    written: &'a mut Vec<String>,
+    links: &'a mut Vec<(String, String)>,
+}
+
+/// A server-named output path must be relative and stay inside the root.
+fn check_path(path: &str) -> Result<(), Error> {
+    let bad = path.is_empty()
+        || path.starts_with('/')
+        || path
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == "..");
+    if bad {
+        return Err(Error::UnsafePath(path.to_string()));
     }
     Ok(())
+}
+
+/// `root/path`, ready to be written: every directory on the way exists as a real directory
+/// (created when missing; a symbolic link or a file there is [`Error::UnsafePath`]), and a file
+/// or link already at `path` is removed (a directory there is left for the caller to fail on).
+fn prepare_target(root: &Path, path: &str) -> Result<std::path::PathBuf, Error> {
+    check_path(path)?;
+    let parts: Vec<&str> = path.split('/').collect();
+    let mut at = root.to_path_buf();
+    for part in &parts[..parts.len() - 1] {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err(Error::UnsafePath(path.to_string())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&at)?,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    at.push(parts[parts.len() - 1]);
+    if let Ok(meta) = std::fs::symlink_metadata(&at) {
+        if !meta.is_dir() {
+            std::fs::remove_file(&at)?;
+        }
+    }
+    Ok(at)
 }
 
 /// Resolves once `flag` is set (polled every 50 ms).
@@ -331,5 +363,102 @@ fn finished(operation: Operation) -> Result<Execution, Error> {
             code: Code::Internal,
             message: "a done operation without a result".into(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{OutputFile, OutputSymlink};
+    use crate::ClientConfig;
+
+    fn offline_client() -> Client {
+        Client::new(&ClientConfig {
+            url: "grpc://127.0.0.1:1".into(),
+            instance_name: String::new(),
+            token: None,
+            connect_timeout: Duration::from_millis(100),
+            idle_timeout: Duration::from_millis(100),
+        })
+        .unwrap()
+    }
+
+    fn inlined(path: &str, bytes: &[u8]) -> OutputFile {
+        OutputFile {
+            path: path.into(),
+            digest: Some(crate::digest_of(bytes)),
+            contents: bytes.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn outputs_named_outside_the_root_are_refused_before_anything_is_written() {
+        let client = offline_client();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        for path in ["../escape", "/tmp/escape", "pkg/../../escape", "pkg//x", ""] {
+            let result = ActionResult {
+                output_files: vec![inlined(path, b"x")],
+                ..Default::default()
+            };
+            let refused = client.write_outputs(&result, &root, 4 << 20, &|_| true);
+            assert!(
+                matches!(refused, Err(Error::UnsafePath(_))),
+                "{path}: {refused:?}"
+            );
+        }
+        assert!(!dir.path().join("escape").exists());
+        let link = ActionResult {
+            output_symlinks: vec![OutputSymlink {
+                path: "../link".into(),
+                target: "/etc".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert!(matches!(
+            client.write_outputs(&link, &root, 4 << 20, &|_| true),
+            Err(Error::UnsafePath(_))
+        ));
+    }
+
+    #[test]
+    fn a_write_never_goes_through_a_symbolic_link_on_the_way() {
+        let client = offline_client();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join("pkg/out")).unwrap();
+        let result = ActionResult {
+            output_files: vec![inlined("pkg/out/x", b"x")],
+            ..Default::default()
+        };
+        let refused = client.write_outputs(&result, &root, 4 << 20, &|_| true);
+        assert!(matches!(refused, Err(Error::UnsafePath(_))), "{refused:?}");
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        // A link the result makes is made last: a file "under" it in the same result is written
+        // as a real directory first, and the link then fails on it rather than redirecting it.
+        std::fs::remove_file(root.join("pkg/out")).unwrap();
+        let result = ActionResult {
+            output_files: vec![inlined("pkg/dir/x", b"x")],
+            output_symlinks: vec![OutputSymlink {
+                path: "pkg/link".into(),
+                target: "dir/x".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let written = client
+            .write_outputs(&result, &root, 4 << 20, &|_| true)
+            .unwrap();
+        assert_eq!(written, ["pkg/dir/x", "pkg/link"]);
+        assert_eq!(std::fs::read(root.join("pkg/link")).unwrap(), b"x");
+        assert!(std::fs::symlink_metadata(root.join("pkg/dir"))
+            .unwrap()
+            .is_dir());
     }
 }

@@ -52,8 +52,8 @@ pub fn entry_action(key: &str) -> (Vec<u8>, Vec<u8>, Digest) {
 pub struct ReapiLayer {
     client: Client,
     name: String,
-    /// The server's capabilities, once asked successfully.
-    capabilities: Mutex<Option<Capabilities>>,
+    /// The answer to this run's one `GetCapabilities`.
+    capabilities: Mutex<Option<Result<Capabilities, LayerError>>>,
 }
 
 impl ReapiLayer {
@@ -81,17 +81,17 @@ impl ReapiLayer {
         })
     }
 
-    /// The server's batch limit, asking `GetCapabilities` when no call has yet (REM-4). A
-    /// server without SHA-256 is [`ErrorKind::Unsupported`], which switches the layer off.
-    fn batch_limit(&self) -> Result<u64, LayerError> {
+    /// The server's capabilities, asking `GetCapabilities` on the first call of the run (REM-4)
+    /// and giving every later caller the same answer, a failure included: a server that could
+    /// not answer once costs one timeout, not one per waiting thread. A server without SHA-256
+    /// is [`ErrorKind::Unsupported`], which switches the layer off.
+    fn capabilities(&self) -> Result<Capabilities, LayerError> {
         let mut known = self
             .capabilities
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if known.is_none() {
-            *known = Some(self.client.capabilities().map_err(layer_error)?);
-        }
-        let capabilities = known.as_ref().expect("asked above");
+        let answer = known.get_or_insert_with(|| self.client.capabilities().map_err(layer_error));
+        let capabilities = answer.as_ref().map_err(Clone::clone)?;
         if !capabilities.sha256 {
             let offered = if capabilities.digest_functions.is_empty() {
                 "none".to_string()
@@ -103,7 +103,12 @@ impl ReapiLayer {
                 format!("the server does not offer SHA-256 digests (it offers {offered})"),
             ));
         }
-        Ok(capabilities.max_batch)
+        Ok(capabilities.clone())
+    }
+
+    /// The server's batch limit (see [`ReapiLayer::capabilities`]).
+    fn batch_limit(&self) -> Result<u64, LayerError> {
+        self.capabilities().map(|c| c.max_batch)
     }
 
     /// The action result of `key`, or `None` on a miss; with `inline`, asking the server to
@@ -156,7 +161,14 @@ impl CacheLayer for ReapiLayer {
     }
 
     fn put(&self, key: &str, artifact: &Path, _duration_ms: u64) -> Result<(), LayerError> {
-        let batch = self.batch_limit()?;
+        let capabilities = self.capabilities()?;
+        if !capabilities.update_enabled {
+            return Err(LayerError::new(
+                ErrorKind::Status,
+                "the server does not accept action results from clients",
+            ));
+        }
+        let batch = capabilities.max_batch;
         let (command, action, action_digest) = entry_action(key);
         let artifact_digest = digest_of_file(artifact).map_err(|e| layer_error(e.into()))?;
         let blobs = [
@@ -194,7 +206,7 @@ fn layer_error(error: Error) -> LayerError {
         Error::Io(_) => ErrorKind::Io,
         Error::DigestMismatch => ErrorKind::InvalidArtifact,
         Error::TooLarge { .. } => ErrorKind::TooLarge,
-        Error::Cancelled => ErrorKind::Status,
+        Error::Cancelled | Error::UnsafePath(_) => ErrorKind::Status,
         Error::Status { code, .. } => match code {
             Code::Unavailable => ErrorKind::Connection,
             Code::DeadlineExceeded => ErrorKind::Timeout,

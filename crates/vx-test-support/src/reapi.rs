@@ -64,7 +64,13 @@ impl Casd {
             .expect("a temp dir");
         let port = free_port();
         let log = std::fs::File::create(storage.path().join("casd.log")).expect("a log file");
-        let child = Command::new(&binary)
+        // Its own process group, so that the runner's children go with it; and it dies with
+        // the test process even when no destructor runs.
+        use std::os::unix::process::CommandExt;
+        let child = Command::new("setpriv")
+            .args(["--pdeathsig", "KILL", "--"])
+            .arg(&binary)
+            .process_group(0)
             .arg(format!("--bind=127.0.0.1:{port}"))
             .arg("--log-level=info")
             .args(args)
@@ -135,8 +141,11 @@ impl Casd {
         std::fs::read_to_string(self.storage.path().join("casd.log")).unwrap_or_default()
     }
 
-    /// Stops the server now (a test of a server that goes away).
+    /// Stops the server now (a test of a server that goes away), and whatever its runner
+    /// started.
     pub fn kill(&mut self) {
+        let group = nix::unistd::Pid::from_raw(-(self.child.id() as i32));
+        let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

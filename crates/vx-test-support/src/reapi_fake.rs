@@ -37,6 +37,8 @@ struct State {
     inline: bool,
     digest_functions: Vec<i32>,
     max_batch: i64,
+    /// What `GetCapabilities` says of action-cache updates.
+    update_enabled: bool,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -60,6 +62,7 @@ impl FakeReapi {
             inline: false,
             digest_functions: vec![digest_function::Value::Sha256 as i32],
             max_batch: 4 << 20,
+            update_enabled: true,
         }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("an address").port();
@@ -125,6 +128,11 @@ impl FakeReapi {
     /// The digest functions `GetCapabilities` offers.
     pub fn offer_digest_functions(&self, functions: &[digest_function::Value]) {
         self.with(|s| s.digest_functions = functions.iter().map(|f| *f as i32).collect());
+    }
+
+    /// `GetCapabilities` says clients may not write action results.
+    pub fn refuse_updates(&self) {
+        self.with(|s| s.update_enabled = false);
     }
 
     /// The batch limit `GetCapabilities` announces.
@@ -208,7 +216,7 @@ impl Capabilities for Service {
                 digest_functions: state.digest_functions.clone(),
                 max_batch_total_size_bytes: state.max_batch,
                 action_cache_update_capabilities: Some(re::ActionCacheUpdateCapabilities {
-                    update_enabled: true,
+                    update_enabled: state.update_enabled,
                 }),
                 ..Default::default()
             }),

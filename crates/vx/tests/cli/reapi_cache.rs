@@ -491,6 +491,37 @@ fn bytes_that_do_not_match_their_digest_are_an_invalid_artifact_miss() {
 }
 
 #[test]
+fn a_server_that_refuses_updates_is_read_but_never_written() {
+    let fake = FakeReapi::start();
+    fake.refuse_updates();
+    let f = workspace(&fake.url(), "");
+    let stderr = run_against_fake(&f, "true");
+    assert!(
+        stderr.contains("upload failed (the server does not accept action results from clients)"),
+        "{stderr}"
+    );
+    let calls = fake.calls();
+    assert!(calls.iter().any(|c| c == "GetActionResult"), "{calls:?}");
+    assert!(
+        !calls
+            .iter()
+            .any(|c| c == "UpdateActionResult" || c == "BatchUpdateBlobs"),
+        "{calls:?}"
+    );
+}
+
+#[test]
+fn capabilities_are_asked_once_per_run_even_when_they_fail() {
+    // Every prefetch thread and upload waits on the one answer: a server that cannot answer
+    // costs one call (and one timeout), not one per thread.
+    let fake = FakeReapi::start();
+    fake.fail_all(Code::Internal, "not today");
+    let f = workspace(&fake.url(), "");
+    run_against_fake(&f, "true");
+    assert_eq!(fake.calls(), ["GetCapabilities"]);
+}
+
+#[test]
 fn a_fake_without_sha256_is_never_asked_for_an_entry() {
     let fake = FakeReapi::start();
     fake.offer_digest_functions(&[digest_function::Value::Sha1, digest_function::Value::Md5]);
