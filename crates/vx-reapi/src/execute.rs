@@ -62,7 +62,10 @@ impl Execution {
 
 impl Client {
     /// Executes `action` and follows it to the end. `cancelled` stops it (see the module
-    /// documentation); `started` hears the operation's name once the server gives it.
+    /// documentation); `started` hears the operation's name once the server gives it (it runs
+    /// on the client's runtime and must not call the client). A server that names the
+    /// operation only in its last message (casd) cannot be sent `CancelOperation` before that:
+    /// it sees the stream dropped instead.
     pub fn execute(
         &self,
         action: &Digest,
