@@ -64,8 +64,8 @@ impl Client {
     /// Executes `action` and follows it to the end. `cancelled` stops it (see the module
     /// documentation); `started` hears the operation's name once the server gives it (it runs
     /// on the client's runtime and must not call the client). A server that names the
-    /// operation only in its last message (casd) cannot be sent `CancelOperation` before that:
-    /// it sees the stream dropped instead.
+    /// operation only in its last message cannot be sent `CancelOperation` before that: it sees
+    /// the stream dropped instead. (casd names it in its first message, and stops the action.)
     pub fn execute(
         &self,
         action: &Digest,

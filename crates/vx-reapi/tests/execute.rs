@@ -172,27 +172,58 @@ fn a_repeat_is_served_from_the_action_cache() {
     assert!(!third.cached(), "skip_cache_lookup runs it again");
 }
 
+/// The processes whose command line holds `marker`.
+fn running(marker: &str) -> usize {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", marker])
+        .output()
+        .expect("pgrep runs");
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
 #[test]
-fn a_cancelled_execution_returns_at_once() {
+fn a_cancelled_execution_returns_at_once_and_stops_the_action_on_the_server() {
     let Some(casd) = Casd::start_executing() else {
         return;
     };
     let client = client(&casd.url());
-    let action = prepare(&client, &empty_root(), &task("sleep 30", &[]));
+    // A duration no other test uses, so that its process can be found.
+    let marker = format!("sleep 41.{}", std::process::id() % 1000);
+    let action = prepare(&client, &empty_root(), &task(&marker, &[]));
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&cancel);
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(500));
+    let seen = marker.clone();
+    let watcher = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while running(&seen) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let was_running = running(&seen) > 0;
         flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        was_running
     });
+    let mut named = false;
     let start = Instant::now();
-    let ended = client.execute(&action, false, &cancel, |_| {});
+    let ended = client.execute(&action, false, &cancel, |_| named = true);
     assert!(matches!(ended, Err(Error::Cancelled)), "{ended:?}");
     assert!(
-        start.elapsed() < Duration::from_secs(10),
+        watcher.join().unwrap(),
+        "the action was running on the server"
+    );
+    assert!(named, "casd names the operation before it ends");
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
         "{:?}",
         start.elapsed()
     );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running(&marker) > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the cancelled action still runs on the server"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]
