@@ -15,8 +15,8 @@ use vx_test_support::reapi_fake::FakeReapi;
 use vx_test_support::tree::tree;
 
 use crate::remote_cache::{
-    assert_restored_exactly, cache_words, forget, outputs, run, run_against_fake, spawn_vx,
-    wait_until, warnings, workspace_with,
+    app_waits_for_a_file, assert_restored_exactly, cache_words, forget, outputs, run,
+    run_against_fake, spawn_vx, wait_until, warnings, workspace_with,
 };
 
 /// A real REAPI server under test.
@@ -168,15 +168,7 @@ fn a_large_artifact_round_trips_with(url: &str, bytes: usize, remote_keys: &str)
 /// completes with exit 0 and one warning.
 fn a_server_killed_in_the_middle_of_a_run_fails_nothing(server: &mut impl RealServer) {
     let f = workspace(&server.url(), "killed");
-    let killed = f.path("killed");
-    f.write(
-        "packages/app/vx.toml",
-        &format!(
-            "[tasks.build]\ncommand = \"while [ ! -f {} ]; do sleep 0.05; done; mkdir -p dist && cp src/main.txt dist/\"\ndepends-on = [\"lib#build\"]\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n",
-            killed.display()
-        ),
-    );
-    f.commit();
+    let killed = app_waits_for_a_file(&f);
     let child = spawn_vx(&f, &["run", "build", "--all"], "true");
     let blobs_before = server.blob_files().len();
     wait_until("lib#build never uploaded", || {

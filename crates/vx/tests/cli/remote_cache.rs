@@ -118,6 +118,20 @@ pub(crate) fn warnings(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Makes `app#build` wait until a file exists before it builds; the file's path.
+pub(crate) fn app_waits_for_a_file(f: &Fixture) -> std::path::PathBuf {
+    let marker = f.path("killed");
+    f.write(
+        "packages/app/vx.toml",
+        &format!(
+            "[tasks.build]\ncommand = \"while [ ! -f {} ]; do sleep 0.05; done; mkdir -p dist && cp src/main.txt dist/\"\ndepends-on = [\"lib#build\"]\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n",
+            marker.display()
+        ),
+    );
+    f.commit();
+    marker
+}
+
 /// Both projects' outputs, as trees.
 pub(crate) fn outputs(f: &Fixture) -> [Vec<vx_test_support::tree::Entry>; 2] {
     ["lib", "app"].map(|p| tree(&f.path(&format!("packages/{p}/dist"))))
@@ -301,15 +315,7 @@ fn a_server_killed_in_the_middle_of_a_run_fails_nothing() {
         return;
     };
     let f = workspace(&server.url());
-    let killed = f.path("killed");
-    f.write(
-        "packages/app/vx.toml",
-        &format!(
-            "[tasks.build]\ncommand = \"while [ ! -f {} ]; do sleep 0.05; done; mkdir -p dist && cp src/main.txt dist/\"\ndepends-on = [\"lib#build\"]\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n",
-            killed.display()
-        ),
-    );
-    f.commit();
+    let killed = app_waits_for_a_file(&f);
     let child = spawn_vx(&f, &["run", "build", "--all"], "true");
     wait_until("lib#build never uploaded", || {
         !server.artifacts(TEAM).is_empty()
