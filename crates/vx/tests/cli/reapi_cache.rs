@@ -15,7 +15,7 @@ use vx_test_support::reapi_fake::FakeReapi;
 use vx_test_support::tree::tree;
 
 use crate::remote_cache::{
-    app_waits_for_a_file, assert_restored_exactly, cache_words, forget, outputs, run,
+    app_waits_for_a_file, assert_every_task, assert_restored_exactly, forget, outputs, run,
     run_against_fake, spawn_vx, wait_until, warnings, workspace_with,
 };
 
@@ -114,18 +114,12 @@ fn artifact_blobs(server: &impl RealServer, clone: &Fixture) -> Vec<PathBuf> {
 fn a_second_clone_restores_every_task(server: &impl RealServer) {
     let first = workspace(&server.url(), "restores");
     let built = run(&first, "true", &[]);
-    assert!(
-        cache_words(&built).iter().all(|(_, c)| c == "miss"),
-        "{built}"
-    );
+    assert_every_task(&built, "miss");
     let second = workspace(&server.url(), "restores");
     let restored = run(&second, "", &[]);
     assert_restored_exactly(&first, &second, &restored);
     let again = run(&second, "", &[]);
-    assert!(
-        cache_words(&again).iter().all(|(_, c)| c == "up-to-date"),
-        "{again}"
-    );
+    assert_every_task(&again, "up-to-date");
 }
 
 /// A workspace whose `lib#build` writes `bytes` random (incompressible) bytes.
@@ -149,12 +143,7 @@ fn a_large_artifact_round_trips_with(url: &str, bytes: usize, remote_keys: &str)
     run(&first, "true", &[]);
     let second = big_workspace(url, bytes, remote_keys);
     let restored = run(&second, "", &[]);
-    assert!(
-        cache_words(&restored)
-            .iter()
-            .all(|(_, c)| c == "restored-remote"),
-        "{restored}"
-    );
+    assert_every_task(&restored, "restored-remote");
     let big = "packages/lib/dist/big.bin";
     assert_eq!(
         std::fs::metadata(second.path(big)).unwrap().len(),
@@ -215,10 +204,7 @@ fn a_result_whose_blob_is_gone_is_a_plain_miss(server: &impl RealServer) {
     assert!(warnings(&out.stderr).is_empty(), "{}", out.stderr);
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(summary).unwrap()).unwrap();
-    assert!(
-        cache_words(&summary).iter().all(|(_, c)| c == "miss"),
-        "{summary}"
-    );
+    assert_every_task(&summary, "miss");
 }
 
 /// A blob whose bytes no longer match its digest is a miss of the class `invalid artifact`.
@@ -443,12 +429,7 @@ fn a_small_artifact_inlined_in_the_result_is_checked_and_needs_no_read() {
     run(&first, "true", &[]);
     let second = workspace(&fake.url(), "");
     let restored = run(&second, "", &[]);
-    assert!(
-        cache_words(&restored)
-            .iter()
-            .all(|(_, c)| c == "restored-remote"),
-        "{restored}"
-    );
+    assert_every_task(&restored, "restored-remote");
     let reads: Vec<String> = fake
         .calls()
         .into_iter()
@@ -698,21 +679,13 @@ fn acc36_reapi_round_trip_on_buildbox_casd() {
     };
     let f = workspace(&casd.url(), "acc36");
     let built = run(&f, "1", &[]);
-    assert!(
-        cache_words(&built).iter().all(|(_, c)| c == "miss"),
-        "{built}"
-    );
+    assert_every_task(&built, "miss");
     assert_eq!(casd.action_results(), 2, "CI uploads both results");
     let produced = outputs(&f);
     let blobs = casd.blob_files();
     forget(&f);
     let restored = run(&f, "", &[]);
-    assert!(
-        cache_words(&restored)
-            .iter()
-            .all(|(_, c)| c == "restored-remote"),
-        "{restored}"
-    );
+    assert_every_task(&restored, "restored-remote");
     assert_eq!(outputs(&f), produced);
     assert_eq!(casd.blob_files(), blobs, "nothing uploaded without CI");
     // An unknown key: a miss, and not a word about it.

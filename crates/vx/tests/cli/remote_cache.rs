@@ -167,6 +167,14 @@ pub(crate) fn assert_restored_exactly(
     }
 }
 
+/// Every task of the run `summary` describes has the cache word `word`.
+pub(crate) fn assert_every_task(summary: &serde_json::Value, word: &str) {
+    assert!(
+        cache_words(summary).iter().all(|(_, c)| c == word),
+        "every task {word}: {summary}"
+    );
+}
+
 pub(crate) fn cache_words(summary: &serde_json::Value) -> Vec<(String, String)> {
     summary["tasks"]
         .as_array()
@@ -188,10 +196,7 @@ fn a_second_clone_restores_every_task_from_the_remote_exactly() {
     };
     let first = workspace(&server.url());
     let built = run(&first, "true", &[]);
-    assert!(
-        cache_words(&built).iter().all(|(_, c)| c == "miss"),
-        "{built}"
-    );
+    assert_every_task(&built, "miss");
     assert_eq!(
         server.artifacts(TEAM).len(),
         2,
@@ -224,10 +229,7 @@ fn a_second_clone_restores_every_task_from_the_remote_exactly() {
     }
     // A third run finds them locally: nothing more is asked of the server.
     let again = run(&second, "", &[]);
-    assert!(
-        cache_words(&again).iter().all(|(_, c)| c == "up-to-date"),
-        "{again}"
-    );
+    assert_every_task(&again, "up-to-date");
 }
 
 #[test]
@@ -255,10 +257,7 @@ fn with_local_writes_off_results_are_uploaded_from_tmp_and_not_kept() {
     };
     let first = workspace(&server.url());
     let built = run(&first, "true", &["--cache=local:r,remote:rw"]);
-    assert!(
-        cache_words(&built).iter().all(|(_, c)| c == "miss"),
-        "{built}"
-    );
+    assert_every_task(&built, "miss");
     assert_eq!(server.artifacts(TEAM).len(), 2, "{}", server.log());
     let kept: Vec<String> = tree(&first.path(".vx"))
         .into_iter()
@@ -448,22 +447,14 @@ fn signed_artifacts_are_restored_only_with_the_right_key() {
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(second.path("summary.json")).unwrap())
             .unwrap();
-    assert!(
-        cache_words(&summary)
-            .iter()
-            .all(|(_, c)| c == "restored-remote"),
-        "{summary}"
-    );
+    assert_every_task(&summary, "restored-remote");
 
     let third = signed_workspace(&server.url());
     let out = run_signed(&third, "", "a-wrong-signing-key");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(third.path("summary.json")).unwrap())
             .unwrap();
-    assert!(
-        cache_words(&summary).iter().all(|(_, c)| c == "miss"),
-        "{summary}"
-    );
+    assert_every_task(&summary, "miss");
     assert!(
         out.stderr.contains(
             "warning: remote cache: download failed (bad signature) at http://127.0.0.1:"
@@ -849,12 +840,7 @@ fn turbo_and_vx_share_one_server_without_colliding() {
     std::fs::remove_dir_all(second.path("packages/lib/dist")).unwrap();
     std::fs::remove_dir_all(second.path("packages/app/dist")).unwrap();
     let restored = run(&second, "", &[]);
-    assert!(
-        cache_words(&restored)
-            .iter()
-            .all(|(_, c)| c == "restored-remote"),
-        "{restored}"
-    );
+    assert_every_task(&restored, "restored-remote");
 }
 
 /// ACC-35: `turborepo-remote-cache` with a token: CI uploads both entries; a checkout without
@@ -874,12 +860,7 @@ fn acc35_http_round_trip_on_turborepo_remote_cache() {
     let stored = tree(&server.storage.path().join("store"));
     forget(&f);
     let restored = run(&f, "", &[]);
-    assert!(
-        cache_words(&restored)
-            .iter()
-            .all(|(_, c)| c == "restored-remote"),
-        "{restored}"
-    );
+    assert_every_task(&restored, "restored-remote");
     assert_eq!(outputs(&f), produced);
     assert_eq!(
         tree(&server.storage.path().join("store")),
