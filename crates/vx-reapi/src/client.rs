@@ -11,6 +11,7 @@
 //! `UNAVAILABLE`; the token travels as `authorization: Bearer …` metadata and never appears in
 //! an error.
 
+use std::collections::{HashMap, HashSet};
 use std::error::Error as _;
 use std::fs::File;
 use std::future::Future;
@@ -408,6 +409,28 @@ impl Client {
                 .await
                 .map(|answer| answer.missing_blob_digests)
         })
+    }
+
+    /// Uploads those of `blobs` that the CAS lacks (asked in `FindMissingBlobs` calls of at
+    /// most 4,096 digests); returns how many were sent.
+    pub fn upload_missing(&self, blobs: &[Blob], max_batch: u64) -> Result<usize, Error> {
+        let mut unique: HashMap<&str, &Blob> = HashMap::new();
+        for blob in blobs {
+            unique.entry(blob.digest.hash.as_str()).or_insert(blob);
+        }
+        let unique: Vec<&Blob> = unique.into_values().collect();
+        let mut missing: HashSet<String> = HashSet::new();
+        for chunk in unique.chunks(4096) {
+            let digests: Vec<Digest> = chunk.iter().map(|b| b.digest.clone()).collect();
+            missing.extend(self.find_missing(&digests)?.into_iter().map(|d| d.hash));
+        }
+        let to_send: Vec<Blob> = unique
+            .into_iter()
+            .filter(|b| missing.contains(&b.digest.hash))
+            .cloned()
+            .collect();
+        self.upload(&to_send, max_batch)?;
+        Ok(to_send.len())
     }
 
     /// Uploads `blobs`: those that fit go together in `BatchUpdateBlobs` calls under

@@ -21,12 +21,16 @@ use prost::Message;
 use tonic::Code;
 
 use crate::client::{Client, Error};
+use crate::input::Input;
 use crate::longrunning::operations_client::OperationsClient;
 use crate::longrunning::{operation, CancelOperationRequest, Operation};
 use crate::proto::execution_client::ExecutionClient;
+use crate::proto::execution_stage::Value as Stage;
 use crate::proto::{
-    ActionResult, Digest, Directory, ExecuteRequest, ExecuteResponse, Tree, WaitExecutionRequest,
+    ActionResult, Digest, Directory, ExecuteOperationMetadata, ExecuteRequest, ExecuteResponse,
+    Tree, WaitExecutionRequest,
 };
+use bazel_remote_apis::google::protobuf::Timestamp;
 
 /// How many times in a row a broken stream is resumed without a new message.
 const RESUMES: u32 = 5;
@@ -37,6 +41,9 @@ pub struct Execution {
     /// The operation's name on the server.
     pub operation: String,
     pub response: ExecuteResponse,
+    /// How many times the operation went back to the queue after it had started executing:
+    /// the server lost its worker and ran the action again.
+    pub requeued: u32,
 }
 
 impl Execution {
@@ -48,6 +55,29 @@ impl Execution {
     /// Whether the server answered from its action cache.
     pub fn cached(&self) -> bool {
         self.response.cached_result
+    }
+
+    /// How long the command ran on the worker, from the result's execution metadata
+    /// (execution start to end, else the worker's start to end); `None` when the server says
+    /// neither.
+    pub fn worker_duration(&self) -> Option<Duration> {
+        let meta = self.response.result.as_ref()?.execution_metadata.as_ref()?;
+        let span = |start: &Option<Timestamp>, end: &Option<Timestamp>| {
+            let (start, end) = (start.as_ref()?, end.as_ref()?);
+            let nanos = |t: &Timestamp| i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanos);
+            let elapsed = nanos(end) - nanos(start);
+            (elapsed >= 0).then(|| Duration::from_nanos(elapsed as u64))
+        };
+        span(
+            &meta.execution_start_timestamp,
+            &meta.execution_completed_timestamp,
+        )
+        .or_else(|| {
+            span(
+                &meta.worker_start_timestamp,
+                &meta.worker_completed_timestamp,
+            )
+        })
     }
 
     /// A non-OK `ExecuteResponse.status`: the code and message.
@@ -85,6 +115,7 @@ impl Client {
             let mut stream = self.unary(client.execute(request)).await?;
             let mut name = String::new();
             let mut resumes = 0;
+            let (mut executing, mut requeued) = (false, 0);
             loop {
                 let next = tokio::select! {
                     next = stream.message() => next,
@@ -102,8 +133,19 @@ impl Client {
                             name = operation.name.clone();
                             started(&name);
                         }
+                        match stage(&operation) {
+                            Some(Stage::Executing) => executing = true,
+                            Some(Stage::Queued) if executing => {
+                                executing = false;
+                                requeued += 1;
+                            }
+                            _ => {}
+                        }
                         if operation.done {
-                            return finished(operation);
+                            return finished(operation).map(|mut done| {
+                                done.requeued = requeued;
+                                done
+                            });
                         }
                         continue;
                     }
@@ -146,6 +188,122 @@ impl Client {
         let _ = self.unary(client.cancel_operation(request)).await;
     }
 
+    /// The bytes of a result's stdout and stderr: inlined, or read by digest (empty when the
+    /// result names neither).
+    pub fn streams(&self, result: &ActionResult, max_batch: u64) -> Result<[Vec<u8>; 2], Error> {
+        let read = |raw: &[u8], digest: &Option<Digest>| -> Result<Vec<u8>, Error> {
+            match digest {
+                Some(d) if raw.is_empty() && d.size_bytes > 0 => {
+                    self.read_bytes(d, max_batch)?.ok_or_else(|| Error::Status {
+                        code: Code::NotFound,
+                        message: format!("output stream {} not found", d.hash),
+                    })
+                }
+                _ => Ok(raw.to_vec()),
+            }
+        };
+        Ok([
+            read(&result.stdout_raw, &result.stdout_digest)?,
+            read(&result.stderr_raw, &result.stderr_digest)?,
+        ])
+    }
+
+    /// Every output of `result` as input-root entries by root-relative path, without
+    /// downloading a file: files by digest, symbolic links with their targets, directories
+    /// (read from their `Tree`s). What a dependant's input root takes from an upstream whose
+    /// outputs stayed on the server (REM-12). Paths are checked as [`Client::write_outputs`]
+    /// checks them.
+    pub fn result_entries(
+        &self,
+        result: &ActionResult,
+        max_batch: u64,
+    ) -> Result<Vec<(String, Input)>, Error> {
+        let mut entries = Vec::new();
+        for file in &result.output_files {
+            let Some(digest) = &file.digest else { continue };
+            check_path(&file.path)?;
+            entries.push((
+                file.path.clone(),
+                Input::Remote {
+                    digest: digest.clone(),
+                    executable: file.is_executable,
+                },
+            ));
+        }
+        #[allow(deprecated)]
+        let older = &result.output_file_symlinks;
+        for link in result.output_symlinks.iter().chain(older) {
+            check_path(&link.path)?;
+            entries.push((
+                link.path.clone(),
+                Input::Symlink {
+                    target: link.target.clone(),
+                },
+            ));
+        }
+        for directory in &result.output_directories {
+            let Some(tree_digest) = &directory.tree_digest else {
+                continue;
+            };
+            check_path(&directory.path)?;
+            let tree = self.tree(tree_digest, max_batch)?;
+            let children: HashMap<String, Directory> = tree
+                .children
+                .into_iter()
+                .map(|d| (crate::digest_of(&d.encode_to_vec()).hash, d))
+                .collect();
+            let mut stack = vec![(directory.path.clone(), tree.root.unwrap_or_default())];
+            while let Some((at, dir)) = stack.pop() {
+                entries.push((at.clone(), Input::Directory));
+                for file in &dir.files {
+                    let Some(digest) = &file.digest else { continue };
+                    entries.push((
+                        child_path(&at, &file.name)?,
+                        Input::Remote {
+                            digest: digest.clone(),
+                            executable: file.is_executable,
+                        },
+                    ));
+                }
+                for link in &dir.symlinks {
+                    entries.push((
+                        child_path(&at, &link.name)?,
+                        Input::Symlink {
+                            target: link.target.clone(),
+                        },
+                    ));
+                }
+                for sub in &dir.directories {
+                    let path = child_path(&at, &sub.name)?;
+                    let Some(child) = sub.digest.as_ref().and_then(|d| children.get(&d.hash))
+                    else {
+                        return Err(Error::Status {
+                            code: Code::DataLoss,
+                            message: format!("the Tree lacks directory {path}"),
+                        });
+                    };
+                    stack.push((path, child.clone()));
+                }
+            }
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(entries)
+    }
+
+    /// An output directory's `Tree`, read and decoded.
+    fn tree(&self, digest: &Digest, max_batch: u64) -> Result<Tree, Error> {
+        let bytes = self
+            .read_bytes(digest, max_batch)?
+            .ok_or_else(|| Error::Status {
+                code: Code::NotFound,
+                message: format!("output tree {} not found", digest.hash),
+            })?;
+        Tree::decode(bytes.as_slice()).map_err(|e| Error::Status {
+            code: Code::DataLoss,
+            message: format!("a Tree that does not decode: {e}"),
+        })
+    }
+
     /// Writes the outputs of `result` under `root` (root-relative paths), keeping those
     /// `wanted` accepts; returns the paths written. Files keep their executable bit, symlinks
     /// their target, directories their whole tree. Every path the server names is checked: one
@@ -184,16 +342,7 @@ impl Client {
                 continue;
             };
             check_path(&directory.path)?;
-            let bytes = self
-                .read_bytes(tree_digest, max_batch)?
-                .ok_or_else(|| Error::Status {
-                    code: Code::NotFound,
-                    message: format!("output tree {} not found", tree_digest.hash),
-                })?;
-            let tree = Tree::decode(bytes.as_slice()).map_err(|e| Error::Status {
-                code: Code::DataLoss,
-                message: format!("a Tree that does not decode: {e}"),
-            })?;
+            let tree = self.tree(tree_digest, max_batch)?;
             let children: HashMap<String, Directory> = tree
                 .children
                 .into_iter()
@@ -228,12 +377,7 @@ impl Client {
         if !dir.is_dir() {
             std::fs::create_dir(&dir)?;
         }
-        let name_of = |name: &str| -> Result<String, Error> {
-            if name.is_empty() || name == "." || name == ".." || name.contains('/') {
-                return Err(Error::UnsafePath(format!("{at}/{name}")));
-            }
-            Ok(format!("{at}/{name}"))
-        };
+        let name_of = |name: &str| child_path(at, name);
         for file in &directory.files {
             let path = name_of(&file.name)?;
             let Some(digest) = &file.digest else { continue };
@@ -299,6 +443,14 @@ struct Walk<'a> {
     links: &'a mut Vec<(String, String)>,
 }
 
+/// `at/name` for an entry name of a `Directory`, which must be one plain path component.
+fn child_path(at: &str, name: &str) -> Result<String, Error> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return Err(Error::UnsafePath(format!("{at}/{name}")));
+    }
+    Ok(format!("{at}/{name}"))
+}
+
 /// A server-named output path must be relative and stay inside the root.
 fn check_path(path: &str) -> Result<(), Error> {
     let bad = path.is_empty()
@@ -344,6 +496,13 @@ async fn wait_for(flag: &AtomicBool) {
     }
 }
 
+/// The execution stage an operation's metadata reports, if it says.
+fn stage(operation: &Operation) -> Option<Stage> {
+    let any = operation.metadata.as_ref()?;
+    let metadata = ExecuteOperationMetadata::decode(any.value.as_slice()).ok()?;
+    Stage::try_from(metadata.stage).ok()
+}
+
 /// The `ExecuteResponse` of a done operation, or its error.
 fn finished(operation: Operation) -> Result<Execution, Error> {
     match operation.result {
@@ -356,6 +515,7 @@ fn finished(operation: Operation) -> Result<Execution, Error> {
             Ok(Execution {
                 operation: operation.name,
                 response,
+                requeued: 0,
             })
         }
         Some(operation::Result::Error(status)) => Err(Error::Status {

@@ -28,7 +28,7 @@ mod input;
 mod layer;
 
 pub use action::{BuiltAction, RemoteTask};
-pub use client::{Capabilities, Client, ClientConfig, Error};
+pub use client::{code_name, Capabilities, Client, ClientConfig, Error};
 pub use digest::{digest_of, digest_of_file, Blob};
 pub use execute::Execution;
 pub use input::{BuiltRoot, FileDigests, Input, InputRoot};

@@ -586,20 +586,22 @@ impl Store {
     /// Moves a packed artifact into place and indexes it (STORE-7 step 3). The temp file is
     /// consumed: on any failure it is removed. A disabled store just removes it.
     pub fn save(&mut self, packed: Packed, project: &str, task: &str) -> Result<(), StoreError> {
-        self.save_with_stamps(packed, project, task, None)
+        self.save_with_stamps(packed, project, task, None, "local")
     }
 
     /// [`Store::save`], and in the same transaction the workspace's `output_stamps` of the
     /// entry (STORE-7 steps 3 and 4), as [`Store::set_output_stamps`] writes them. One commit
-    /// per saved task instead of two.
+    /// per saved task instead of two. `origin` is the entry's (`local`, or `remote-exec` for
+    /// a result executed remotely, REM-14).
     pub fn save_with_stamps(
         &mut self,
         packed: Packed,
         project: &str,
         task: &str,
         stamps: Option<Stamping<'_>>,
+        origin: &str,
     ) -> Result<(), StoreError> {
-        let result = self.save_inner(&packed, project, task, stamps);
+        let result = self.save_inner(&packed, project, task, stamps, origin);
         if result.is_err() || self.conn.is_none() {
             let _ = std::fs::remove_file(&packed.path);
         }
@@ -612,6 +614,7 @@ impl Store {
         project: &str,
         task: &str,
         stamps: Option<Stamping<'_>>,
+        origin: &str,
     ) -> Result<(), StoreError> {
         if self.access == Access::ReadOnly {
             return Err(StoreError::ReadOnly {
@@ -631,6 +634,7 @@ impl Store {
         let mut entry = entry_from_meta(&packed.meta, packed.size_bytes, now, now);
         entry.project = project.to_owned();
         entry.task = task.to_owned();
+        entry.origin = origin.to_owned();
 
         let target = self.artifact_path(key);
         self.aside_seq += 1;

@@ -237,7 +237,9 @@ impl BuildGrid {
                 command.arg(format!("--bind={bind}:{bind}"));
             }
         }
+        use std::os::unix::process::CommandExt;
         let child = command
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log.try_clone().expect("a log handle")))
             .stderr(Stdio::from(log))
@@ -294,8 +296,11 @@ impl Worker {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Kills the bot at once, without its goodbye (a worker that dies mid-action).
+    /// Kills the bot at once, without its goodbye, with the runner and the action it started
+    /// (its whole process group: a worker machine that dies mid-action).
     pub fn kill(&mut self) {
+        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -565,7 +570,7 @@ fn config_text(
         Some(url) => {
             text.push_str(&format!(
                 "connections:\n  - !sql-connection &sql\n    connection-string: \"{url}\"\n    pool-size: 5\n    pool-timeout: 30\n    max-overflow: 10\n\
-                 schedulers:\n  - !sql-scheduler &sched\n    sql: *sql\n    storage: *cas\n    action-cache: *ac\n    poll-interval: 0.2\n    bot-poll-interval: 0.2\n    bot-session-keepalive-timeout: 30\n    property-set: !dynamic-property-set\n      unique-property-keys: []\n      match-property-keys: [\"OSFamily\", \"pool\"]\n      wildcard-property-keys: []\n"
+                 schedulers:\n  - !sql-scheduler &sched\n    sql: *sql\n    storage: *cas\n    action-cache: *ac\n    poll-interval: 0.2\n    bot-poll-interval: 0.2\n    bot-session-keepalive-timeout: 10\n    property-set: !dynamic-property-set\n      unique-property-keys: []\n      match-property-keys: [\"OSFamily\", \"pool\"]\n      wildcard-property-keys: []\n"
             ));
             "      - !execution\n        scheduler: *sched\n"
         }

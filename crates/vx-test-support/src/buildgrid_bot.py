@@ -6,7 +6,9 @@ its outputs. It follows ../shared/REMOTE.md section 4.4:
 
 1. CreateBotSession with a unique bot id and one device carrying the given properties;
 2. set every PENDING lease ACTIVE and acknowledge with UpdateBotSession before running;
-3. run each ACTIVE lease's action (the payload is an Action or its Digest) with buildbox-run;
+3. run each ACTIVE lease's action (the payload is an Action or its Digest) with buildbox-run,
+   saying so on stderr with the action's platform; while it runs, UpdateBotSession every 2 s keeps
+   the session alive, and a lease BuildGrid CANCELLED stops the runner;
 4. report: status OK and the ActionResult (its worker named), or INTERNAL with the runner's
    exit code and the tail of its stderr; the lease COMPLETED;
 5. UpdateBotSession long-polls for the next work;
@@ -65,6 +67,17 @@ def main() -> None:
         return bots.UpdateBotSession(
             bots_pb2.UpdateBotSessionRequest(name=session.name, bot_session=session), timeout=timeout)
 
+    def cancelled(current, lease_id: str) -> bool:
+        """Keeps the session alive while a lease runs; whether BuildGrid cancelled the lease."""
+        try:
+            answer = update(0.5)
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise
+            return False
+        return any(lease.id == lease_id and lease.state == bots_pb2.LeaseState.CANCELLED
+                   for lease in answer.leases)
+
     while not stopping:
         accepted = False
         for lease in session.leases:
@@ -75,7 +88,7 @@ def main() -> None:
             session = update(40)
         for lease in session.leases:
             if lease.state == bots_pb2.LeaseState.ACTIVE:
-                run(lease, args, cas, bot_id)
+                run(lease, args, cas, bot_id, lambda: cancelled(session, lease.id))
         try:
             session = update(POLL)
         except grpc.RpcError as error:
@@ -88,7 +101,7 @@ def main() -> None:
         pass
 
 
-def run(lease, args, cas, bot_id: str) -> None:
+def run(lease, args, cas, bot_id: str, cancelled) -> None:
     """Runs one lease's action and fills in the lease's result."""
     action = re_pb2.Action()
     if lease.payload.Is(re_pb2.Action.DESCRIPTOR):
@@ -108,8 +121,24 @@ def run(lease, args, cas, bot_id: str) -> None:
                 "--disable-localcas", f"--action={action_path}", f"--action-result={result_path}",
                 f"--workspace-path={work}", "--log-level=warning"]
         argv += [f"--bind-mount={b}" for b in args.bind]
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        if done.returncode == 0 and os.path.exists(result_path):
+        platform = ",".join(f"{p.name}={p.value}" for p in action.platform.properties)
+        print(f"bot {bot_id}: running an action on {platform}", file=sys.stderr, flush=True)
+        with tempfile.TemporaryFile() as err:
+            runner = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+            while True:
+                try:
+                    runner.wait(timeout=2)
+                    break
+                except subprocess.TimeoutExpired:
+                    if cancelled():
+                        print(f"bot {bot_id}: cancelled", file=sys.stderr, flush=True)
+                        runner.terminate()
+                        runner.wait()
+                        lease.state = bots_pb2.LeaseState.CANCELLED
+                        return
+            err.seek(0)
+            stderr = err.read()
+        if runner.returncode == 0 and os.path.exists(result_path):
             result = re_pb2.ActionResult()
             with open(result_path, "rb") as f:
                 result.ParseFromString(f.read())
@@ -118,8 +147,8 @@ def run(lease, args, cas, bot_id: str) -> None:
             lease.status.code = code_pb2.OK
         else:
             lease.status.code = code_pb2.INTERNAL
-            lease.status.message = (f"buildbox-run exited {done.returncode}: "
-                                    + done.stderr.decode(errors="replace")[-2000:])
+            lease.status.message = (f"buildbox-run exited {runner.returncode}: "
+                                    + stderr.decode(errors="replace")[-2000:])
     lease.state = bots_pb2.LeaseState.COMPLETED
 
 

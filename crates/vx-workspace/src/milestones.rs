@@ -90,7 +90,7 @@ pub(crate) const LATER_KEYS: &[LaterKey] = &[
         "workspace.remote-execution",
         Milestone::M4,
         "remote-execution",
-        false,
+        true,
     ),
     row("task.cache", Milestone::M2, "cache", true),
     row("task.extends", Milestone::M2, "extends", true),
@@ -103,7 +103,7 @@ pub(crate) const LATER_KEYS: &[LaterKey] = &[
         "ready-when",
         true,
     ),
-    row("task.remote", Milestone::M4, "remote", false),
+    row("task.remote", Milestone::M4, "remote", true),
 ];
 
 /// The message label of `feature` when it is not available yet; `None` when it is available (or
@@ -146,7 +146,10 @@ mod tests {
 
     #[test]
     fn later_keys_are_refused_and_m1_keys_are_not() {
-        assert_eq!(unavailable("task.remote"), Some("remote"));
+        assert_eq!(
+            unavailable("workspace.rules.exclusive-outputs=false"),
+            Some("exclusive-outputs = false")
+        );
         assert_eq!(unavailable("workspace.remote-cache"), None);
         assert_eq!(unavailable("workspace.remote-cache.grpc"), None);
         assert_eq!(unavailable("task.command"), None);
@@ -172,9 +175,10 @@ mod tests {
 
     /// Of the later milestones, only the keys of process control — `retries` (EXEC-15),
     /// `ready-when` (EXEC-13) and `interactive` (EXEC-14) — the sandbox (SBX) and the remote cache
-    /// over HTTP (REM-3) and REAPI (REM-4) are built; everything else waits for its milestone.
+    /// over HTTP (REM-3) and REAPI (REM-4), and remote execution (REM-10, REM-11) are built;
+    /// everything else waits for its milestone.
     #[test]
-    fn only_process_control_sandbox_and_remote_cache_keys_are_built_ahead() {
+    fn only_process_control_sandbox_and_remote_keys_are_built_ahead() {
         let ahead = [
             "task.retries",
             "task.persistent.ready-when",
@@ -183,6 +187,8 @@ mod tests {
             "workspace.remote-cache",
             "workspace.remote-cache.grpc",
             "workspace.remote-cache.signature-key-env",
+            "workspace.remote-execution",
+            "task.remote",
         ];
         for key in LATER_KEYS.iter().filter(|k| k.milestone > Milestone::M2) {
             assert_eq!(key.built, ahead.contains(&key.feature), "{}", key.feature);
@@ -191,5 +197,7 @@ mod tests {
         assert_eq!(unavailable("task.interactive"), None);
         assert_eq!(unavailable("task.persistent.ready-when"), None);
         assert_eq!(unavailable("task.sandbox"), None);
+        assert_eq!(unavailable("task.remote"), None);
+        assert_eq!(unavailable("workspace.remote-execution"), None);
     }
 }

@@ -133,11 +133,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub profile: Option<String>,
 
-    // Flags of later milestones: parsed so they can be refused by name.
-    #[arg(long, hide = true)]
+    /// Where remotely executed outputs land: all, toplevel or none (default all).
+    #[arg(long, value_name = "MODE")]
     pub download: Option<String>,
-    #[arg(long = "remote-exec", hide = true)]
+    /// `off` runs every task locally; `auto` (default) runs `remote` tasks remotely.
+    #[arg(long = "remote-exec", value_name = "MODE")]
     pub remote_exec: Option<String>,
+
+    // Flags of later milestones: parsed so they can be refused by name.
     #[arg(long, hide = true)]
     pub frozen: bool,
 }

@@ -68,6 +68,22 @@ pub struct RunOptions {
     pub summarize: Option<Target>,
     /// `--profile[=PATH]` (UI-15): where the Chrome trace goes.
     pub profile: Option<Target>,
+    /// `--remote-exec=off` (REM-11): every task runs locally.
+    pub remote_exec_off: bool,
+    /// `--download` (REM-14): where remotely executed outputs land.
+    pub download: Download,
+}
+
+/// `--download` (REM-14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Download {
+    /// Every remotely executed task's outputs are written into the workspace and saved.
+    #[default]
+    All,
+    /// Only the requested tasks' outputs; the others stay on the server as digests.
+    Toplevel,
+    /// No outputs at all, only logs.
+    None,
 }
 
 /// Where a file flag writes.
@@ -218,11 +234,7 @@ fn not_yet(flag: &str) -> Diagnostic {
 }
 
 pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
-    let later: [(&str, bool); 3] = [
-        ("--download", args.download.is_some()),
-        ("--remote-exec", args.remote_exec.is_some()),
-        ("--frozen", args.frozen),
-    ];
+    let later: [(&str, bool); 1] = [("--frozen", args.frozen)];
     if let Some((flag, _)) = later.iter().find(|(_, given)| *given) {
         return Err(not_yet(flag));
     }
@@ -246,6 +258,17 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         }
     }
 
+    let remote_exec_off = match args.remote_exec.as_deref() {
+        None | Some("auto") => false,
+        Some("off") => true,
+        Some(other) => return Err(invalid(other, "--remote-exec", "auto or off")),
+    };
+    let download = match args.download.as_deref() {
+        None | Some("all") => Download::All,
+        Some("toplevel") => Download::Toplevel,
+        Some("none") => Download::None,
+        Some(other) => return Err(invalid(other, "--download", "all, toplevel or none")),
+    };
     let concurrency = match args.concurrency.as_deref() {
         None => None,
         Some(text) => {
@@ -378,6 +401,8 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         output_logs,
         plan,
         forwarded: args.forwarded,
+        remote_exec_off,
+        download,
     })
 }
 
@@ -459,10 +484,38 @@ mod tests {
     #[test]
     fn later_flags_are_refused_by_name() {
         let mut a = args();
-        a.download = Some("all".into());
+        a.frozen = true;
         assert_eq!(
             resolve(a).unwrap_err().message,
-            "--download is not available yet"
+            "--frozen is not available yet"
+        );
+    }
+
+    #[test]
+    fn remote_exec_and_download_take_their_words() {
+        let o = resolve(args()).unwrap();
+        assert!(!o.remote_exec_off);
+        assert_eq!(o.download, Download::All);
+        let mut a = args();
+        a.remote_exec = Some("off".into());
+        a.download = Some("toplevel".into());
+        let o = resolve(a).unwrap();
+        assert!(o.remote_exec_off);
+        assert_eq!(o.download, Download::Toplevel);
+        let mut a = args();
+        a.download = Some("none".into());
+        assert_eq!(resolve(a).unwrap().download, Download::None);
+        let mut a = args();
+        a.download = Some("some".into());
+        assert_eq!(
+            resolve(a).unwrap_err().message,
+            "invalid value `some` for --download (expected all, toplevel or none)"
+        );
+        let mut a = args();
+        a.remote_exec = Some("on".into());
+        assert_eq!(
+            resolve(a).unwrap_err().message,
+            "invalid value `on` for --remote-exec (expected auto or off)"
         );
     }
 

@@ -83,6 +83,11 @@ pub struct Scheduler {
     /// An interactive persistent task has started: it holds the terminal to the end of the run,
     /// so no other one may start.
     terminal_held: bool,
+    /// REM-11: nodes that run remotely, and those of them that are ready. They start through
+    /// [`Scheduler::next_ready_remote`], beside the local slots, and never count as executing
+    /// here (they take no local memory).
+    remote: Vec<bool>,
+    ready_remote: BinaryHeap<(u64, Reverse<u64>, Reverse<usize>)>,
 }
 
 /// How an interactive task is scheduled (SCHED-5, EXEC-14).
@@ -130,6 +135,8 @@ impl Scheduler {
             interactive: vec![None; n],
             last: Vec::new(),
             terminal_held: false,
+            remote: vec![false; n],
+            ready_remote: BinaryHeap::new(),
         };
         for i in 0..n {
             if scheduler.pending[i] == 0 {
@@ -142,9 +149,66 @@ impl Scheduler {
     fn make_ready(&mut self, i: usize) {
         self.generation += 1;
         self.state[i] = NodeState::Ready;
-        self.ready
-            .push((self.priority[i], Reverse(self.ready_seq), Reverse(i)));
+        let entry = (self.priority[i], Reverse(self.ready_seq), Reverse(i));
+        if self.remote[i] {
+            self.ready_remote.push(entry);
+        } else {
+            self.ready.push(entry);
+        }
         self.ready_seq += 1;
+    }
+
+    /// REM-11: node `i` runs remotely (`true`) or locally again (`false`, when the remote
+    /// executor cannot be used). A ready node moves to the other queue and keeps its place.
+    pub fn set_remote(&mut self, i: usize, remote: bool) {
+        if self.remote[i] == remote {
+            return;
+        }
+        self.generation += 1;
+        self.remote[i] = remote;
+        let (from, to) = if remote {
+            (&mut self.ready, &mut self.ready_remote)
+        } else {
+            (&mut self.ready_remote, &mut self.ready)
+        };
+        let mut moved = None;
+        from.retain(|entry| {
+            let this = entry.2 .0 == i;
+            if this {
+                moved = Some(*entry);
+            }
+            !this
+        });
+        to.extend(moved);
+    }
+
+    pub fn is_remote(&self, i: usize) -> bool {
+        self.remote[i]
+    }
+
+    /// The ready remote node to start next, marked running; `None` when none is ready or
+    /// dispatch stopped. A remote node takes no local slot and no local memory (REM-11), so no
+    /// policy is asked; it waits only, like every node, while an interactive task runs.
+    pub fn next_ready_remote(&mut self) -> Option<usize> {
+        if self.halted || self.running.iter().any(|&r| self.interactive[r].is_some()) {
+            return None;
+        }
+        while let Some((_, _, Reverse(i))) = self.ready_remote.pop() {
+            if self.state[i] == NodeState::Ready {
+                self.state[i] = NodeState::Running;
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// A running remote node now executes locally (its server could not be used): it counts
+    /// as executing for admission until it stops.
+    pub fn executing_locally(&mut self, i: usize) {
+        self.generation += 1;
+        if !self.running.contains(&i) {
+            self.running.push(i);
+        }
     }
 
     /// Marks a node as an interactive task on a terminal (SCHED-5). Call before dispatching.
@@ -456,6 +520,51 @@ mod tests {
         assert_eq!(s.next_ready(), None);
         s.finish(first, Finish::Success);
         assert_eq!(name(&g, s.next_ready().unwrap()), "b");
+    }
+
+    #[test]
+    fn remote_nodes_start_from_their_own_queue_and_still_obey_the_graph() {
+        // a <- r1 <- b, and r2 alone; r1 and r2 run remotely.
+        let g = graph(&[("a", &[]), ("r1", &["a"]), ("b", &["r1"]), ("r2", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.set_remote(1, true);
+        s.set_remote(3, true);
+        assert!(s.is_remote(3) && !s.is_remote(0));
+        // r2 was ready already: it moved to the remote queue.
+        assert_eq!(s.next_ready_remote(), Some(3));
+        assert_eq!(s.next_ready_remote(), None, "r1 waits for a");
+        let a = s.next_ready().unwrap();
+        assert_eq!(name(&g, a), "a");
+        assert_eq!(
+            s.next_ready(),
+            None,
+            "remote nodes never come from the local queue"
+        );
+        s.finish(a, Finish::Success);
+        assert_eq!(s.next_ready_remote(), Some(1));
+        assert_eq!(s.state(1), NodeState::Running);
+        s.finish(1, Finish::Success);
+        assert_eq!(name(&g, s.next_ready().unwrap()), "b");
+        s.finish(3, Finish::Success);
+        s.finish(2, Finish::Success);
+        assert!(s.is_done());
+    }
+
+    #[test]
+    fn a_remote_node_set_local_again_keeps_its_place_in_the_local_queue() {
+        let g = graph(&[("r", &[]), ("d", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.set_remote(0, true);
+        s.set_remote(0, false);
+        assert_eq!(s.next_ready_remote(), None);
+        assert_eq!(name(&g, s.next_ready().unwrap()), "r");
+        assert_eq!(name(&g, s.next_ready().unwrap()), "d");
+        // Remote dispatch stops with the run, as local dispatch does.
+        let g = graph(&[("r", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.set_remote(0, true);
+        s.halt();
+        assert_eq!(s.next_ready_remote(), None);
     }
 
     #[test]

@@ -288,9 +288,11 @@ fn a_save_with_stamps_records_the_entry_and_its_stamps_together() {
                 rows: &rows,
                 superseded: &[],
             }),
+            "remote-exec",
         )
         .unwrap();
-    assert!(store.entry(&key(1)).unwrap().is_some());
+    let entry = store.entry(&key(1)).unwrap().expect("saved");
+    assert_eq!(entry.origin, "remote-exec", "the origin given is kept");
     assert_eq!(
         store.workspace_output_stamps("ws").unwrap()[&key(1)],
         rows.to_vec()

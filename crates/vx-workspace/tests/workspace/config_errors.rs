@@ -156,8 +156,8 @@ fn environment_tables_follow_cfg5() {
 }
 
 /// `[workspace.tasks]`, `extends`, `[workspace.rules]`, `cache`, `cache-dir`,
-/// `cache-retention`, `affected-base`, `retries`, `ready-when`, `interactive`, `sandbox` and a
-/// `remote-cache` (HTTP or `grpc://`) are built;
+/// `cache-retention`, `affected-base`, `retries`, `ready-when`, `interactive`, `sandbox`, a
+/// `remote-cache` (HTTP or `grpc://`), `remote-execution` and `remote` are built;
 /// the root's `build` gets the template's `cache`, so its `remote` has one.
 #[test]
 fn later_milestone_keys_are_not_available_yet() {
@@ -169,9 +169,7 @@ fn later_milestone_keys_are_not_available_yet() {
                 [tasks.ok]\ncommand = \"x\"\npersistent = true\n";
     assert_eq!(
         root_errors(text),
-        "vx.toml:5:32: exclusive-outputs = false is not available yet\n\
-         vx.toml:8:12: remote-execution is not available yet\n\
-         vx.toml:17:1: remote is not available yet\n"
+        "vx.toml:5:32: exclusive-outputs = false is not available yet\n"
     );
 }
 

@@ -17,6 +17,8 @@ pub struct Totals<'a> {
     pub projects_in_run: usize,
     pub projects_in_workspace: usize,
     pub workers: u32,
+    /// `max-in-flight` of the remote executor, when a task ran remotely (REM-11).
+    pub remote_in_flight: Option<u32>,
     pub wall: Duration,
 }
 
@@ -179,11 +181,15 @@ pub fn footer(style: &Style, summary: &Totals<'_>) -> String {
         .collect();
     let saved: Duration = hits.iter().filter_map(|r| r.stored).sum();
     let held: Duration = reports.iter().map(|r| r.admission_held).sum();
+    let placement = match summary.remote_in_flight {
+        Some(n) => format!("local + remote ({n} in flight)"),
+        None => "local".to_string(),
+    };
     if held.is_zero() {
-        text.push_str(&format!("workers    {} · local\n", summary.workers));
+        text.push_str(&format!("workers    {} · {placement}\n", summary.workers));
     } else {
         text.push_str(&format!(
-            "workers    {} · local · admission held {}\n",
+            "workers    {} · {placement} · admission held {}\n",
             summary.workers,
             format_duration(held)
         ));

@@ -5,7 +5,7 @@ use vx_core::units::format_duration;
 use super::style::Style;
 use crate::run::outcome::{Status, TaskReport};
 
-/// `<glyph> <duration> <status>[ <cache>] <task id>[ • blocked by <id>]`.
+/// `<glyph> <duration> <status>[ <cache>] <task id>[ @remote][ • blocked by <id>]`.
 pub fn one_liner(style: &Style, report: &TaskReport) -> String {
     let status = report.status;
     let mut line = format!(
@@ -22,6 +22,9 @@ pub fn one_liner(style: &Style, report: &TaskReport) -> String {
     }
     line.push(' ');
     line.push_str(&style.id(&report.id));
+    if report.remote {
+        line.push_str(" @remote");
+    }
     if let Some(cause) = &report.blocked_by {
         line.push_str(&format!(" • blocked by {}", style.id(cause)));
     }
@@ -48,6 +51,9 @@ fn paint_glyph(style: &Style, status: Status, glyph: &str) -> String {
 /// The opening of a frame: header and `$ command` line.
 pub fn frame_head(style: &Style, report: &TaskReport, status: Option<&str>) -> String {
     let mut text = format!("┌─ {}", style.id(&report.id));
+    if report.remote {
+        text.push_str(" @remote");
+    }
     if let Some(status) = status {
         let status = if report.status == Status::Failed {
             style.red(status)

@@ -101,6 +101,8 @@ pub struct TaskReport {
     pub attempt_spans: Vec<AttemptSpan>,
     /// A persistent task `vx watch` kept running from an earlier cycle, not started again.
     pub kept: bool,
+    /// It executed on a remote executor (REM-13: shown `@remote`).
+    pub remote: bool,
 }
 
 /// One attempt of an executed task (UI-15).
@@ -164,6 +166,16 @@ impl TaskReport {
             sandbox_violations: 0,
             attempt_spans: Vec::new(),
             kept: false,
+            remote: false,
+        }
+    }
+
+    /// Where it executed: `remote` or `local` (UI-14, HIST-1).
+    pub fn placement(&self) -> &'static str {
+        if self.remote {
+            "remote"
+        } else {
+            "local"
         }
     }
 

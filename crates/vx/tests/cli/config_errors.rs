@@ -28,12 +28,16 @@ fn several_errors_across_files_are_reported_together() {
 
 #[test]
 fn later_milestone_keys_are_refused_not_ignored() {
-    let f = one_project("[tasks.build]\ncommand = \"echo ran > ran.txt\"\nremote = true\n");
+    let f = one_project("[tasks.build]\ncommand = \"echo ran > ran.txt\"\n");
+    f.write(
+        "vx.toml",
+        "[workspace]\nmembers = [\"packages/*\"]\nrules = { exclusive-outputs = false }\n",
+    );
     let out = f.vx(&["run", "lib#build"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr
-            .starts_with("error: packages/lib/vx.toml:3:1: remote is not available yet"),
+            .starts_with("error: vx.toml:3:11: exclusive-outputs = false is not available yet"),
         "{}",
         out.stderr
     );

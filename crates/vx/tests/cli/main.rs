@@ -28,6 +28,7 @@ mod pty;
 mod readiness;
 mod reapi_cache;
 mod remote_cache;
+mod remote_exec;
 mod reports;
 mod restore_exact;
 mod sandbox;

@@ -196,6 +196,48 @@ impl<'p> RunCache<'p> {
         Some(Outputs::new(&project.dir, cache, walls, &mut self.globs))
     }
 
+    /// The declared outputs of a cached task (`None` for an uncached one).
+    pub fn outputs(&mut self, id: &TaskId) -> Option<Outputs> {
+        let config = task_config(self.workspace, id)?;
+        self.outputs_of(id, config)
+    }
+
+    /// The root-relative paths of a cached task's declared outputs on disk now: files, links
+    /// and directories (REM-12 sends an upstream's outputs with a remote dependant).
+    pub fn outputs_on_disk(&mut self, id: &TaskId) -> std::io::Result<Vec<String>> {
+        let Some(outputs) = self.outputs(id) else {
+            return Ok(Vec::new());
+        };
+        Ok(outputs
+            .find(&self.workspace.root)?
+            .into_iter()
+            .map(|f| f.path)
+            .collect())
+    }
+
+    /// The root-relative paths that root-relative `globs` match on disk, ignored files
+    /// included, walked as output globs are (REM-12's `extra-inputs`).
+    pub fn matching(&mut self, globs: &[String]) -> std::io::Result<Vec<String>> {
+        let declared = vx_core::config::CacheConfig {
+            outputs: Some(Vec::new()),
+            workspace_outputs: globs.to_vec(),
+            ..Default::default()
+        };
+        let walls: Vec<String> = self.cache_wall.clone().into_iter().collect();
+        let outputs = Outputs::new("", &declared, walls, &mut self.globs);
+        Ok(outputs
+            .find(&self.workspace.root)?
+            .into_iter()
+            .map(|f| f.path)
+            .collect())
+    }
+
+    /// Outputs were written into the workspace outside a restore (a remote result's forced
+    /// download, REM-14): the tree lists them again.
+    pub fn outputs_written(&mut self, outputs: &Outputs) {
+        self.refresh_outputs(outputs);
+    }
+
     /// Before [`RunCache::prepare_ahead`] of these tasks: their input `lstat`s and output
     /// listings are taken at once, on several threads (the warm path is mostly these system
     /// calls); nothing has executed yet, so they are what each task would see one by one.

@@ -62,6 +62,8 @@ pub struct Done<'a> {
     pub log: &'a [u8],
     pub cpu_ms: Option<u64>,
     pub peak_rss_bytes: Option<u64>,
+    /// The saved entry's origin: `local`, or `remote-exec` (REM-14).
+    pub origin: &'static str,
 }
 
 /// What `after` decided for a finished task.
@@ -84,6 +86,7 @@ pub struct SaveJob {
     /// The root-relative output paths packed, for the stamps recorded after.
     found: Vec<String>,
     outputs_dir: String,
+    origin: &'static str,
 }
 
 impl SaveJob {
@@ -384,6 +387,7 @@ impl RunCache<'_> {
             files,
             found: found.into_iter().map(|f| f.path).collect(),
             outputs_dir: outputs.dir.clone(),
+            origin: done.origin,
         })
     }
 
@@ -417,7 +421,13 @@ impl RunCache<'_> {
             return Err(SaveError::Failed("the cache is off".into()));
         };
         store
-            .save_with_stamps(packed, &job.id.project, &job.id.task, Some(stamping))
+            .save_with_stamps(
+                packed,
+                &job.id.project,
+                &job.id.task,
+                Some(stamping),
+                job.origin,
+            )
             .map_err(|e| SaveError::Failed(e.to_string()))?;
         self.stamps.record(&job.id, &job.key, rows, &superseded);
         Ok(())

@@ -207,6 +207,10 @@ impl Run<'_> {
             projects_in_run: self.plan.projects_in_run,
             projects_in_workspace: self.plan.workspace.projects.len(),
             workers: self.ctx.slots,
+            remote_in_flight: reports
+                .iter()
+                .any(|r| r.remote)
+                .then(|| self.remote.as_ref().map_or(0, |r| r.max_in_flight)),
             wall: self.started_at.elapsed(),
         };
         self.reporter.finish(&totals);

@@ -61,6 +61,7 @@ pub mod lane;
 mod lanes;
 pub mod ready;
 mod region;
+pub mod remote;
 mod sandboxed;
 mod servers;
 pub mod stripper;
@@ -113,6 +114,8 @@ pub enum Msg {
     NetRefused(usize, String),
     /// The background download of a task's remote entry ended, arrived or not (REM-6).
     Prefetched(usize),
+    /// A remote attempt ended (REM-13).
+    Remote(usize, Box<remote::End>),
 }
 
 /// What a restore on the restore lane gave.
@@ -177,6 +180,10 @@ struct Live {
     spans: Vec<AttemptSpan>,
     /// A sandboxed task's view, `TMPDIR` and reported accesses (SBX-7).
     sandbox: Option<sandboxed::LiveSandbox>,
+    /// A remote attempt's job, for another attempt (REM-11); `None` for a local process.
+    remote: Option<remote::Job>,
+    /// The remote result was served from the server's action cache (REM-13).
+    remote_cached: bool,
 }
 
 pub struct Run<'p> {
@@ -234,6 +241,17 @@ pub struct Run<'p> {
     watch: Option<&'p mut Servers>,
     /// Telemetry sinks beside history, the summary and the trace (ARCH-2), given by the caller.
     sinks: Vec<Box<dyn TelemetrySink + 'p>>,
+    /// Remote execution (REM-10): the executor while its server can be used.
+    remote: Option<std::sync::Arc<remote::RemoteExec>>,
+    /// Remote attempts in flight, bounded by `max-in-flight` (REM-11).
+    remote_in_flight: u32,
+    /// Remote results whose outputs were not downloaded, by node: dependants take them by
+    /// digest, or download them first when they run locally (REM-14).
+    produced: BTreeMap<usize, std::sync::Arc<remote::Produced>>,
+    /// Remote tasks whose server could not be used, waiting for a local slot.
+    local_again: Vec<usize>,
+    /// The remote executor's server can still be used for new attempts.
+    remote_usable: bool,
 }
 
 impl<'p> Run<'p> {
@@ -306,6 +324,7 @@ impl<'p> Run<'p> {
             vx_exec::process_tree::ignore_sigttou();
         }
         let phases = options.profile.is_some().then(|| ctx.phases.clone());
+        let remote = remote::place(plan, options, &ctx, &mut scheduler, &mut reporter);
         Run {
             scheduler,
             interactive,
@@ -340,6 +359,11 @@ impl<'p> Run<'p> {
             sandbox_host: None,
             watch: None,
             sinks: Vec::new(),
+            remote,
+            remote_in_flight: 0,
+            produced: BTreeMap::new(),
+            local_again: Vec::new(),
+            remote_usable: true,
         }
     }
 
@@ -405,7 +429,27 @@ impl<'p> Run<'p> {
 
     fn dispatch(&mut self) {
         while self.running_slots < self.ctx.slots {
+            if !self.local_again.is_empty() {
+                let i = self.local_again.remove(0);
+                self.run_locally_instead(i);
+                continue;
+            }
             let Some(i) = self.scheduler.next_ready() else {
+                break;
+            };
+            self.start(i);
+        }
+        // REM-11: remote tasks take no local slot; `max-in-flight` bounds them.
+        while let Some(max) = self
+            .remote
+            .as_ref()
+            .filter(|_| self.remote_usable)
+            .map(|r| r.max_in_flight)
+        {
+            if self.remote_in_flight >= max {
+                break;
+            }
+            let Some(i) = self.scheduler.next_ready_remote() else {
                 break;
             };
             self.start(i);
@@ -490,6 +534,14 @@ impl<'p> Run<'p> {
         } else {
             (CacheKind::NoCache, false)
         };
+        let remote = self.scheduler.is_remote(i);
+        if !remote {
+            if let Err(line) = self.download_upstreams(i) {
+                self.cache.withhold(&id);
+                self.fail_before_start(i, &line);
+                return;
+            }
+        }
         let node = &self.plan.graph.nodes[i];
         let project = &self.plan.workspace.projects[node.project];
         let dir = self.plan.workspace.root.join(&project.dir);
@@ -499,15 +551,7 @@ impl<'p> Run<'p> {
         } else {
             &[]
         };
-        let root = self.plan.workspace.root.to_string_lossy().into_owned();
-        let mut env = task_environment(&EnvInputs {
-            host: &self.ctx.host_env,
-            config: config.env.as_deref(),
-            project_dir: &dir.to_string_lossy(),
-            root_dir: &root,
-            workspace_root: &root,
-            task_id: &id.to_string(),
-        });
+        let mut env = environment(self.plan, &self.ctx.host_env, i);
         let (secrets, too_short) = secret_values(&self.ctx.host_env, config.env.as_deref());
         if !too_short.is_empty() && !self.warned_short_secrets {
             for name in &too_short {
@@ -521,6 +565,10 @@ impl<'p> Run<'p> {
         let mut secrets = secrets;
         secrets.extend(crate::run::cache::remote::secret_values(
             self.plan.workspace.settings.remote_cache.as_ref(),
+            &self.ctx.host_env,
+        ));
+        secrets.extend(remote::secret_values(
+            self.plan.workspace.settings.remote_execution.as_ref(),
             &self.ctx.host_env,
         ));
         let masker = Masker::new(&secrets);
@@ -549,7 +597,8 @@ impl<'p> Run<'p> {
                 .or(self.ctx.env_timeout)
                 .or(self.plan.workspace.settings.timeout)
         };
-        let (launch, sandbox) = match &config.sandbox {
+        // A local `sandbox` table does not apply remotely (REM-11).
+        let (launch, sandbox) = match config.sandbox.as_ref().filter(|_| !remote) {
             None => (None, None),
             Some(table) => match self.sandbox_task(i, table, &mut env, &route) {
                 Ok((launch, sandbox)) => (Some(launch), Some(sandbox)),
@@ -602,8 +651,20 @@ impl<'p> Run<'p> {
             Some(Ok(waiting)) => Some(waiting),
             None => None,
         };
-        let handle = self.spawn_attempt(i, spec.clone(), &route);
-        tracing::debug!(task = %id, pid = ?handle.pid(), "started");
+        let job = match remote.then(|| self.remote_job(i, &attempt)) {
+            None => None,
+            Some(Ok(job)) => Some(job),
+            Some(Err(line)) => {
+                self.cache.withhold(&id);
+                self.fail_before_start(i, &line);
+                return;
+            }
+        };
+        let handle = match &job {
+            Some(job) => self.start_remote_attempt(i, job.clone()),
+            None => self.spawn_attempt(i, spec.clone(), &route),
+        };
+        tracing::debug!(task = %id, pid = ?handle.pid(), remote, "started");
         let colour = self.reporter.style.colour;
         let spawned = handle.pid().is_some();
         let live = Live {
@@ -638,12 +699,19 @@ impl<'p> Run<'p> {
             attempt_started: started,
             spans: Vec::new(),
             sandbox,
+            remote: job,
+            remote_cached: false,
         };
         let report = self.report_of(i, &live, Status::Running);
         let wait_for_line = live.waiting.is_some();
         self.live.insert(i, live);
         self.reporter.started(i, &report);
-        self.running_slots += 1;
+        if remote {
+            self.remote_in_flight += 1;
+        } else {
+            self.running_slots += 1;
+        }
+
         if kind == Kind::Persistent && spawned && !wait_for_line {
             self.ready(i);
         }
@@ -709,7 +777,10 @@ impl<'p> Run<'p> {
         }
         let spec = self.live[&i].spec.clone();
         let route = self.live[&i].route.clone();
-        let handle = self.spawn_attempt(i, spec, &route);
+        let (handle, remote) = match self.live[&i].remote.clone() {
+            Some(job) => (self.start_remote_attempt(i, job), true),
+            None => (self.spawn_attempt(i, spec, &route), false),
+        };
         let run_started = self.started_at;
         let live = self.live.get_mut(&i).expect("a live task");
         live.spans.push(AttemptSpan {
@@ -724,7 +795,11 @@ impl<'p> Run<'p> {
         live.timed_out = false;
         live.records = LogBuf::new();
         live.started_wall = SystemTime::now();
-        self.running_slots += 1;
+        if remote {
+            self.remote_in_flight += 1;
+        } else {
+            self.running_slots += 1;
+        }
     }
 
     fn is_shown(&self, i: usize) -> bool {
@@ -739,6 +814,7 @@ impl<'p> Run<'p> {
             Msg::Restored(i, job, result) => self.restored(i, job, *result),
             Msg::NetRefused(i, target) => self.sandbox_refused(i, target),
             Msg::Prefetched(i) => self.prefetched(i),
+            Msg::Remote(i, end) => self.remote_ended(i, *end),
         }
     }
 
@@ -853,7 +929,11 @@ impl<'p> Run<'p> {
         };
         // SBX-7: a task that broke its sandbox fails, whatever it exited with.
         let code = if !clean && code == 0 { 1 } else { code };
-        self.running_slots -= 1;
+        if self.live[&i].remote.is_some() {
+            self.remote_in_flight -= 1;
+        } else {
+            self.running_slots -= 1;
+        }
         let status = if self.stopping.is_some() {
             Status::Aborted
         } else if kind == Kind::Persistent {
@@ -864,7 +944,14 @@ impl<'p> Run<'p> {
         } else {
             Status::Failed
         };
-        if status == Status::Failed && !completion.timed_out && !completion.stopped && clean {
+        // A remote failure is explained by its own output: the local PATH says nothing of it.
+        let local = self.live[&i].remote.is_none();
+        if status == Status::Failed
+            && !completion.timed_out
+            && !completion.stopped
+            && clean
+            && local
+        {
             let live = &self.live[&i];
             let note = match &completion.exit {
                 ExitReason::SpawnFailed(error) => Some(spawn_note(&live.dir, error)),
@@ -940,6 +1027,11 @@ impl<'p> Run<'p> {
                 log: &encoded,
                 cpu_ms: report.cpu_ms,
                 peak_rss_bytes: report.peak_rss_bytes,
+                origin: if live.remote.is_some() {
+                    "remote-exec"
+                } else {
+                    "local"
+                },
             });
             self.relay_notices();
             self.recorder
@@ -999,7 +1091,11 @@ impl<'p> Run<'p> {
             blocked_by: None,
             command_line: Some(live.command_line.clone()),
             log: shown(&live.display),
-            cache: (live.kind == Kind::OneShot).then_some(live.cache_kind),
+            cache: (live.kind == Kind::OneShot).then_some(if live.remote_cached {
+                CacheKind::RestoredRemote
+            } else {
+                live.cache_kind
+            }),
             short_key: None,
             stored: None,
             cpu_ms: None,
@@ -1012,6 +1108,7 @@ impl<'p> Run<'p> {
             sandbox_violations: 0,
             attempt_spans: Vec::new(),
             kept: false,
+            remote: live.remote.is_some(),
         }
     }
 
@@ -1081,6 +1178,22 @@ impl<'p> Run<'p> {
 fn task(plan: &Plan, i: usize) -> &TaskConfig {
     let id: &TaskId = &plan.graph.nodes[i].id;
     vx_core::graph::task_config(&plan.workspace, id).expect("every node is a declared task")
+}
+
+/// The child environment of node `i` (EXEC-4).
+fn environment(plan: &Plan, host: &BTreeMap<String, String>, i: usize) -> BTreeMap<String, String> {
+    let node = &plan.graph.nodes[i];
+    let project = &plan.workspace.projects[node.project];
+    let dir = plan.workspace.root.join(&project.dir);
+    let root = plan.workspace.root.to_string_lossy().into_owned();
+    task_environment(&EnvInputs {
+        host,
+        config: task(plan, i).env.as_deref(),
+        project_dir: &dir.to_string_lossy(),
+        root_dir: &root,
+        workspace_root: &root,
+        task_id: &node.id.to_string(),
+    })
 }
 
 fn kind_of(config: &TaskConfig) -> Kind {

@@ -63,6 +63,8 @@ pub struct DryRow {
     pub cache: DryCache,
     /// The median of the task's recent successful executions (SCHED-2), if history has any.
     pub median_ms: Option<u64>,
+    /// It would execute remotely (REM-11).
+    pub remote: bool,
 }
 
 /// UI-12's prediction: the wall time and the total work of the tasks that would run, from
@@ -144,9 +146,10 @@ pub fn dry_text(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
             .map_or(String::new(), |ms| format!("  {}", approx(ms)));
         let _ = writeln!(
             text,
-            "  {} {}{key}{median}",
+            "  {} {}{}{key}{median}",
             row.cache.symbol(),
-            plan.graph.nodes[i].id
+            plan.graph.nodes[i].id,
+            if row.remote { " @remote" } else { "" }
         );
         if let Some(d) = description(plan, i) {
             let _ = writeln!(text, "      {d}");
@@ -215,7 +218,7 @@ pub fn dry_json(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
                 "key_is_prediction": row.prediction,
                 "cache": row.cache.json(),
                 "deps": deps,
-                "placement": "local",
+                "placement": if row.remote { "remote" } else { "local" },
             });
             if let Some(d) = description(plan, i) {
                 task["description"] = json!(d);

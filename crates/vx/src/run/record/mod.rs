@@ -244,7 +244,7 @@ fn history_rows(
             unsaved_reason,
             status: report.status.word().to_string(),
             cache: report.cache.map_or("", |c| c.word()).to_string(),
-            placement: Some("local".into()),
+            placement: Some(report.placement().into()),
             exit_code: report.exit_code,
             duration_ms: report.duration.as_millis() as u64,
             cpu_ms: report.cpu_ms,

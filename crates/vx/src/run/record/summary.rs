@@ -214,7 +214,7 @@ fn task_of(r: &TaskReport, key: Option<String>) -> SummaryTask {
         task: r.id.task.clone(),
         status,
         cache,
-        placement: "local".into(),
+        placement: r.placement().into(),
         exit_code: r.exit_code,
         duration_ms: r.duration.as_millis() as u64,
         key,
