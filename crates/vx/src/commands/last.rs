@@ -511,7 +511,7 @@ pub struct RecordedTask {
     /// The result was saved to the cache.
     pub saved: bool,
     /// Why not: `failed`, `writes-off`, `inputs-changed`, `tainted`, `excluded-dependency`,
-    /// `save-failed`, `too-large`.
+    /// `save-failed`, `too-large`, `not-downloaded`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unsaved_reason: Option<String>,
 }
