@@ -570,7 +570,7 @@ fn config_text(
         Some(url) => {
             text.push_str(&format!(
                 "connections:\n  - !sql-connection &sql\n    connection-string: \"{url}\"\n    pool-size: 5\n    pool-timeout: 30\n    max-overflow: 10\n\
-                 schedulers:\n  - !sql-scheduler &sched\n    sql: *sql\n    storage: *cas\n    action-cache: *ac\n    poll-interval: 0.2\n    bot-poll-interval: 0.2\n    bot-session-keepalive-timeout: 10\n    property-set: !dynamic-property-set\n      unique-property-keys: []\n      match-property-keys: [\"OSFamily\", \"pool\"]\n      wildcard-property-keys: []\n"
+                 schedulers:\n  - !sql-scheduler &sched\n    sql: *sql\n    storage: *cas\n    action-cache: *ac\n    poll-interval: 0.2\n    bot-poll-interval: 0.2\n    job-assignment-interval: 0.1\n    bot-session-keepalive-timeout: 10\n    property-set: !dynamic-property-set\n      unique-property-keys: []\n      match-property-keys: [\"OSFamily\", \"pool\"]\n      wildcard-property-keys: []\n"
             ));
             "      - !execution\n        scheduler: *sched\n"
         }
@@ -578,7 +578,7 @@ fn config_text(
     };
     text.push_str(&format!(
         "instances:\n  - name: \"\"\n    services:\n      - !action-cache\n        cache: *ac\n      - !cas\n        storage: *cas\n      - !bytestream\n        storage: *cas\n{execution}\
-         thread-pool-size: 20\n"
+         thread-pool-size: 100\n"
     ));
     text
 }

@@ -32,8 +32,10 @@ from buildgrid._protos.build.bazel.remote.execution.v2 import remote_execution_p
 from buildgrid._protos.google.devtools.remoteworkers.v1test2 import bots_pb2, bots_pb2_grpc, worker_pb2
 from buildgrid._protos.google.rpc import code_pb2
 
-POLL = 3  # seconds a long poll may last (BuildGrid holds it while no work comes): short,
-# so that a new bot registers and SIGTERM is heard soon
+POLL = 5  # seconds a long poll may last (BuildGrid holds it while no work comes): short, so
+# that SIGTERM is heard soon, but BuildGrid only waits for work (and assigns it) when 80% of the
+# deadline is at least its NETWORK_TIMEOUT of 3 s; below that it answers at once and the bot
+# would spin
 
 
 def main() -> None:

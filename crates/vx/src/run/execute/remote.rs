@@ -307,21 +307,21 @@ impl RemoteExec {
         let mut blobs = built.blobs;
         blobs.push(Blob::from_bytes(action.command));
         blobs.push(Blob::from_bytes(action.action));
-        if let Err(error) = self.client.upload_missing(&blobs, max_batch) {
-            return unavailable("uploading the inputs", &error);
+        let uploaded = with_retries(cancel, || self.client.upload_missing(&blobs, max_batch));
+        match uploaded {
+            Ok(_) => {}
+            Err(Error::Cancelled) => return End::Cancelled,
+            Err(error) => return unavailable("uploading the inputs", &error),
         }
-        if cancel.load(Ordering::Relaxed) {
-            return End::Cancelled;
-        }
-        let execution =
-            match self
-                .client
+        let execution = with_retries(cancel, || {
+            self.client
                 .execute(&action.digest, job.skip_cache_lookup, cancel, |_| {})
-            {
-                Ok(execution) => execution,
-                Err(Error::Cancelled) => return End::Cancelled,
-                Err(error) => return unavailable("executing", &error),
-            };
+        });
+        let execution = match execution {
+            Ok(execution) => execution,
+            Err(Error::Cancelled) => return End::Cancelled,
+            Err(error) => return unavailable("executing", &error),
+        };
         let result = execution.result();
         let streams = match self.client.streams(&result, max_batch) {
             Ok(streams) => streams,
@@ -428,6 +428,56 @@ pub fn secret_names(config: &TaskConfig, env: &BTreeMap<String, String>) -> Vec<
         .collect();
     names.sort();
     names
+}
+
+/// How many times a call the server refused for load is tried, and the longest wait between two.
+const TRIES: u32 = 8;
+const LONGEST_WAIT: Duration = Duration::from_secs(2);
+
+/// Runs `call` again while the server answers `RESOURCE_EXHAUSTED` or `UNAVAILABLE` (an engine
+/// over its RPC limit, a connection dropped), waiting 100 ms, then twice as long each time up
+/// to 2 s, at most [`TRIES`] times in all (about 9 s); `cancel` ends the wait with
+/// [`Error::Cancelled`]. Bazel retries the same codes.
+fn with_retries<T>(
+    cancel: &AtomicBool,
+    call: impl FnMut() -> Result<T, Error>,
+) -> Result<T, Error> {
+    retrying(cancel, Duration::from_millis(100), call)
+}
+
+fn retrying<T>(
+    cancel: &AtomicBool,
+    first_wait: Duration,
+    mut call: impl FnMut() -> Result<T, Error>,
+) -> Result<T, Error> {
+    let mut wait = first_wait;
+    let mut tries = 1;
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::Cancelled);
+        }
+        match call() {
+            Err(error)
+                if tries < TRIES
+                    && matches!(
+                        error.code(),
+                        Some(Code::ResourceExhausted | Code::Unavailable)
+                    ) =>
+            {
+                tracing::debug!(%error, tries, "remote execution: trying again");
+                let until = Instant::now() + wait;
+                while Instant::now() < until {
+                    if cancel.load(Ordering::Relaxed) {
+                        return Err(Error::Cancelled);
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                wait = (wait * 2).min(LONGEST_WAIT);
+                tries += 1;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// The values of the remote executor's token variable: masked in every task's output like
@@ -878,6 +928,52 @@ mod tests {
             ["FORCE_COLOR", "MODE", "NODE_ENV", "VX_RUN_TASK"],
             "what no layer 2–5 declared is vx's own or not from the allowlist"
         );
+    }
+
+    #[test]
+    fn load_and_dropped_connections_are_tried_again_other_errors_are_not() {
+        let never = AtomicBool::new(false);
+        let status = |code| Error::Status {
+            code,
+            message: String::new(),
+        };
+        let mut calls = 0;
+        let done = retrying(&never, Duration::from_millis(1), || {
+            calls += 1;
+            match calls {
+                1 => Err(status(Code::ResourceExhausted)),
+                2 => Err(status(Code::Unavailable)),
+                _ => Ok(calls),
+            }
+        });
+        assert_eq!(done.unwrap(), 3);
+        let mut calls = 0;
+        let refused = retrying(&never, Duration::from_millis(1), || -> Result<(), Error> {
+            calls += 1;
+            Err(status(Code::InvalidArgument))
+        });
+        assert!(matches!(
+            refused,
+            Err(Error::Status {
+                code: Code::InvalidArgument,
+                ..
+            })
+        ));
+        assert_eq!(calls, 1, "a refusal is final");
+        let mut calls = 0;
+        let busy = retrying(&never, Duration::from_millis(1), || -> Result<(), Error> {
+            calls += 1;
+            Err(status(Code::ResourceExhausted))
+        });
+        assert!(busy.is_err());
+        assert_eq!(calls, TRIES, "tried a bounded number of times");
+        let cancelled = AtomicBool::new(true);
+        let stopped = retrying(
+            &cancelled,
+            Duration::from_millis(1),
+            || -> Result<(), Error> { panic!("not called once the run stops") },
+        );
+        assert!(matches!(stopped, Err(Error::Cancelled)));
     }
 
     #[test]
