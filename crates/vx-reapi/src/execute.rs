@@ -246,13 +246,8 @@ impl Client {
                 continue;
             };
             check_path(&directory.path)?;
-            let tree = self.tree(tree_digest, max_batch)?;
-            let children: HashMap<String, Directory> = tree
-                .children
-                .into_iter()
-                .map(|d| (crate::digest_of(&d.encode_to_vec()).hash, d))
-                .collect();
-            let mut stack = vec![(directory.path.clone(), tree.root.unwrap_or_default())];
+            let (top, children) = self.tree(tree_digest, max_batch)?;
+            let mut stack = vec![(directory.path.clone(), top)];
             while let Some((at, dir)) = stack.pop() {
                 entries.push((at.clone(), Input::Directory));
                 for file in &dir.files {
@@ -290,18 +285,29 @@ impl Client {
         Ok(entries)
     }
 
-    /// An output directory's `Tree`, read and decoded.
-    fn tree(&self, digest: &Digest, max_batch: u64) -> Result<Tree, Error> {
+    /// An output directory's `Tree`, read and decoded: its top directory, and every directory
+    /// below by its digest.
+    fn tree(
+        &self,
+        digest: &Digest,
+        max_batch: u64,
+    ) -> Result<(Directory, HashMap<String, Directory>), Error> {
         let bytes = self
             .read_bytes(digest, max_batch)?
             .ok_or_else(|| Error::Status {
                 code: Code::NotFound,
                 message: format!("output tree {} not found", digest.hash),
             })?;
-        Tree::decode(bytes.as_slice()).map_err(|e| Error::Status {
+        let tree = Tree::decode(bytes.as_slice()).map_err(|e| Error::Status {
             code: Code::DataLoss,
             message: format!("a Tree that does not decode: {e}"),
-        })
+        })?;
+        let children = tree
+            .children
+            .into_iter()
+            .map(|d| (crate::digest_of(&d.encode_to_vec()).hash, d))
+            .collect();
+        Ok((tree.root.unwrap_or_default(), children))
     }
 
     /// Writes the outputs of `result` under `root` (root-relative paths), keeping those
@@ -342,13 +348,7 @@ impl Client {
                 continue;
             };
             check_path(&directory.path)?;
-            let tree = self.tree(tree_digest, max_batch)?;
-            let children: HashMap<String, Directory> = tree
-                .children
-                .into_iter()
-                .map(|d| (crate::digest_of(&d.encode_to_vec()).hash, d))
-                .collect();
-            let top = tree.root.unwrap_or_default();
+            let (top, children) = self.tree(tree_digest, max_batch)?;
             let mut walk = Walk {
                 children: &children,
                 root,

@@ -172,13 +172,9 @@ fn a_repeat_is_served_from_the_action_cache() {
     assert!(!third.cached(), "skip_cache_lookup runs it again");
 }
 
-/// The processes whose command line holds `marker`.
+/// How many live processes carry `marker` in their argv (the action, on the server's side).
 fn running(marker: &str) -> usize {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", marker])
-        .output()
-        .expect("pgrep runs");
-    String::from_utf8_lossy(&out.stdout).lines().count()
+    vx_test_support::process::pids_with_marker(marker).len()
 }
 
 #[test]

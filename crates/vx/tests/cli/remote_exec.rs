@@ -290,13 +290,9 @@ fn a_remote_timeout_fails_the_task_with_the_servers_status() {
     assert!(out.elapsed < Duration::from_secs(15), "{:?}", out.elapsed);
 }
 
-/// The processes whose command line holds `marker`.
+/// How many live processes carry `marker` in their argv (the action, on the server's side).
 fn running(marker: &str) -> usize {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", marker])
-        .output()
-        .expect("pgrep runs");
-    String::from_utf8_lossy(&out.stdout).lines().count()
+    vx_test_support::process::pids_with_marker(marker).len()
 }
 
 #[test]
