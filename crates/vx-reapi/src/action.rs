@@ -127,11 +127,8 @@ impl RemoteTask {
             if fixed == parts.len() {
                 files.insert(path);
             } else {
-                directories.insert(if path.is_empty() {
-                    ".".to_string()
-                } else {
-                    path
-                });
+                // The root itself is the empty path, which REAPI allows for the whole tree.
+                directories.insert(path);
             }
         }
         (files, directories)
@@ -267,7 +264,10 @@ mod tests {
         assert!(command.environment_variables.iter().any(|v| v
             .value
             .starts_with("node_modules/.bin:./node_modules/.bin:")));
-        assert!(command.output_paths.contains(&".".to_string()));
+        assert!(command.output_paths.contains(&String::new()));
+        #[allow(deprecated)]
+        let older = &command.output_directories;
+        assert!(older.contains(&String::new()));
         let odd = RemoteTask {
             dir: "apps/my app".into(),
             ..task()

@@ -245,11 +245,13 @@ impl Client {
             let Some(tree_digest) = &directory.tree_digest else {
                 continue;
             };
-            check_path(&directory.path)?;
+            check_directory_path(&directory.path)?;
             let (top, children) = self.tree(tree_digest, max_batch)?;
             let mut stack = vec![(directory.path.clone(), top)];
             while let Some((at, dir)) = stack.pop() {
-                entries.push((at.clone(), Input::Directory));
+                if !at.is_empty() {
+                    entries.push((at.clone(), Input::Directory));
+                }
                 for file in &dir.files {
                     let Some(digest) = &file.digest else { continue };
                     entries.push((
@@ -347,7 +349,7 @@ impl Client {
             let Some(tree_digest) = &directory.tree_digest else {
                 continue;
             };
-            check_path(&directory.path)?;
+            check_directory_path(&directory.path)?;
             let (top, children) = self.tree(tree_digest, max_batch)?;
             let mut walk = Walk {
                 children: &children,
@@ -373,9 +375,11 @@ impl Client {
         at: &str,
         walk: &mut Walk,
     ) -> Result<(), Error> {
-        let dir = prepare_target(walk.root, at)?;
-        if !dir.is_dir() {
-            std::fs::create_dir(&dir)?;
+        if !at.is_empty() {
+            let dir = prepare_target(walk.root, at)?;
+            if !dir.is_dir() {
+                std::fs::create_dir(&dir)?;
+            }
         }
         let name_of = |name: &str| child_path(at, name);
         for file in &directory.files {
@@ -443,12 +447,26 @@ struct Walk<'a> {
     links: &'a mut Vec<(String, String)>,
 }
 
-/// `at/name` for an entry name of a `Directory`, which must be one plain path component.
+/// `at/name` for an entry name of a `Directory`, which must be one plain path component (`name`
+/// alone under the root, the empty path).
 fn child_path(at: &str, name: &str) -> Result<String, Error> {
     if name.is_empty() || name == "." || name == ".." || name.contains('/') {
         return Err(Error::UnsafePath(format!("{at}/{name}")));
     }
-    Ok(format!("{at}/{name}"))
+    Ok(if at.is_empty() {
+        name.to_string()
+    } else {
+        format!("{at}/{name}")
+    })
+}
+
+/// An output directory's path: as [`check_path`], or empty for the whole root (REAPI allows it;
+/// vx asks for it when a root task's output glob has no fixed part).
+fn check_directory_path(path: &str) -> Result<(), Error> {
+    if path.is_empty() {
+        return Ok(());
+    }
+    check_path(path)
 }
 
 /// A server-named output path must be relative and stay inside the root.

@@ -88,6 +88,8 @@ pub struct Scheduler {
     /// here (they take no local memory).
     remote: Vec<bool>,
     ready_remote: BinaryHeap<(u64, Reverse<u64>, Reverse<usize>)>,
+    /// Remote nodes started and not finished: an interactive task waits for them too.
+    remote_running: Vec<usize>,
 }
 
 /// How an interactive task is scheduled (SCHED-5, EXEC-14).
@@ -137,6 +139,7 @@ impl Scheduler {
             terminal_held: false,
             remote: vec![false; n],
             ready_remote: BinaryHeap::new(),
+            remote_running: Vec::new(),
         };
         for i in 0..n {
             if scheduler.pending[i] == 0 {
@@ -190,22 +193,43 @@ impl Scheduler {
     /// dispatch stopped. A remote node takes no local slot and no local memory (REM-11), so no
     /// policy is asked; it waits only, like every node, while an interactive task runs.
     pub fn next_ready_remote(&mut self) -> Option<usize> {
-        if self.halted || self.running.iter().any(|&r| self.interactive[r].is_some()) {
+        if self.halted || self.holds_terminal() {
             return None;
         }
         while let Some((_, _, Reverse(i))) = self.ready_remote.pop() {
             if self.state[i] == NodeState::Ready {
                 self.state[i] = NodeState::Running;
+                self.remote_running.push(i);
                 return Some(i);
             }
         }
         None
     }
 
+    /// An interactive task is running: nothing else may start beside it (SCHED-5).
+    pub fn holds_terminal(&self) -> bool {
+        self.running.iter().any(|&r| self.interactive[r].is_some())
+    }
+
+    /// The remote executor cannot be used any more: every node not started yet runs locally,
+    /// those taken ahead included (they come back through [`Scheduler::give_back`]), and the
+    /// ready remote ones join the local queue in their places.
+    pub fn disable_remote(&mut self) {
+        self.generation += 1;
+        for (i, remote) in self.remote.iter_mut().enumerate() {
+            if !self.remote_running.contains(&i) {
+                *remote = false;
+            }
+        }
+        let ready: Vec<_> = self.ready_remote.drain().collect();
+        self.ready.extend(ready);
+    }
+
     /// A running remote node now executes locally (its server could not be used): it counts
     /// as executing for admission until it stops.
     pub fn executing_locally(&mut self, i: usize) {
         self.generation += 1;
+        self.remote_running.retain(|&r| r != i);
         if !self.running.contains(&i) {
             self.running.push(i);
         }
@@ -253,7 +277,11 @@ impl Scheduler {
                     self.last.push(i);
                     continue;
                 }
-                Some(Interactive::OneShot) if !self.running.is_empty() => break None,
+                Some(Interactive::OneShot)
+                    if !self.running.is_empty() || !self.remote_running.is_empty() =>
+                {
+                    break None
+                }
                 _ => {}
             }
             let entry = self.ready.pop().expect("peeked");
@@ -294,6 +322,7 @@ impl Scheduler {
     pub fn stopped_executing(&mut self, i: usize) {
         self.generation += 1;
         self.running.retain(|&r| r != i);
+        self.remote_running.retain(|&r| r != i);
     }
 
     /// An interactive persistent task, once nothing else is running or left to run.
@@ -339,6 +368,7 @@ impl Scheduler {
     pub fn finish(&mut self, i: usize, finish: Finish) -> Vec<usize> {
         self.generation += 1;
         self.running.retain(|&r| r != i);
+        self.remote_running.retain(|&r| r != i);
         let mut skipped = Vec::new();
         match finish {
             Finish::Success => {
@@ -565,6 +595,44 @@ mod tests {
         s.set_remote(0, true);
         s.halt();
         assert_eq!(s.next_ready_remote(), None);
+    }
+
+    #[test]
+    fn disabling_remote_sends_every_unstarted_node_to_the_local_queue() {
+        // r1 runs remotely; r2 is ready remotely; r3 was taken ahead and comes back later.
+        let g = graph(&[("r1", &[]), ("r2", &[]), ("r3", &[]), ("x", &["r1"])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        for i in 0..4 {
+            s.set_remote(i, true);
+        }
+        s.take_ahead(2);
+        let r1 = s.next_ready_remote().unwrap();
+        assert_eq!(name(&g, r1), "r1");
+        s.disable_remote();
+        assert!(s.is_remote(r1), "the one in flight stays what it is");
+        assert_eq!(s.next_ready_remote(), None);
+        assert_eq!(name(&g, s.next_ready().unwrap()), "r2");
+        s.give_back(2);
+        assert_eq!(name(&g, s.next_ready().unwrap()), "r3");
+        s.finish(r1, Finish::Success);
+        assert_eq!(
+            name(&g, s.next_ready().unwrap()),
+            "x",
+            "its dependant runs locally"
+        );
+    }
+
+    #[test]
+    fn an_interactive_task_waits_for_remote_ones_too() {
+        let g = graph(&[("r", &[]), ("tty", &[])]);
+        let mut s = Scheduler::new(&g, ContinueMode::DepsOk, Box::new(DependantCount));
+        s.set_remote(0, true);
+        s.set_interactive(1, Interactive::OneShot);
+        assert_eq!(s.next_ready_remote(), Some(0));
+        assert_eq!(s.next_ready(), None, "a remote task is running");
+        s.finish(0, Finish::Success);
+        assert_eq!(s.next_ready(), Some(1));
+        assert!(s.holds_terminal());
     }
 
     #[test]

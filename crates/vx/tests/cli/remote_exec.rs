@@ -71,13 +71,18 @@ fn lib_command(f: &Fixture, command: &str, extra: &str) {
 
 /// `vx run <args> --summarize=summary.json`: the output and the summary.
 fn run(f: &Fixture, args: &[&str]) -> (Output, serde_json::Value) {
+    run_with(f, args, &[])
+}
+
+/// [`run`] with these variables in vx's environment.
+fn run_with(f: &Fixture, args: &[&str], env: &[(&str, &str)]) -> (Output, serde_json::Value) {
     let summary = f.path("summary.json");
     let _ = std::fs::remove_file(&summary);
     let summarize = format!("--summarize={}", summary.display());
     let mut all = vec!["run"];
     all.extend_from_slice(args);
     all.push(&summarize);
-    let out = f.vx(&all);
+    let out = f.vx_in("", &all, env);
     let text = std::fs::read_to_string(&summary)
         .unwrap_or_else(|_| panic!("a summary: {}{}", out.stdout, out.stderr));
     (out, serde_json::from_str(&text).expect("JSON"))
@@ -493,7 +498,165 @@ fn a_task_whose_environment_holds_a_secret_runs_locally_with_a_note() {
         said("success", "miss", "local")
     );
     assert!(!out.stdout.contains("@remote"));
-    assert!(!out.stderr.contains("abcdef123456"));
+    // The executor's token, passed through under a name that does not look like a secret, is a
+    // secret all the same: it would reach the worker.
+    let g = workspace(&casd.url(), "secret-token", "token-env = \"REAPI_JWT\"\n");
+    lib_command(
+        &g,
+        "mkdir -p dist && cp src/main.txt dist/",
+        "env = { pass-through = [\"REAPI_JWT\"] }\n",
+    );
+    g.commit();
+    let (out, summary) = run_with(&g, &["app#build"], &[("REAPI_JWT", "jwt-value-123456")]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(
+            "vx: lib#build: runs locally because its environment holds a secret (`REAPI_JWT`)\n"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(outcome(&summary, "lib#build").2, "local");
+    assert_eq!(
+        outcome(&summary, "app#build").2,
+        "remote",
+        "the others still go"
+    );
+    assert!(!out.stdout.contains("jwt-value-123456") && !out.stderr.contains("jwt-value-123456"));
+}
+
+#[test]
+fn a_signal_while_a_task_waits_to_run_locally_ends_the_run() {
+    // The server is dead: lib#build falls back to a local slot, which lib#hold keeps busy.
+    let f = workspace("grpc://127.0.0.1:1", "waiting", "");
+    let marker = vx_test_support::process::unique_marker("hold");
+    f.write(
+        "packages/lib/vx.toml",
+        &format!(
+            "[tasks.build]\ncommand = \"mkdir -p dist\"\nremote = true\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n\
+             [tasks.hold]\ncommand = \"sleep 30 && echo {marker}\"\n"
+        ),
+    );
+    f.commit();
+    let mut child = f
+        .command(".", &["run", "lib#hold", "lib#build", "--concurrency=1"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("vx starts");
+    wait_until("lib#hold runs", || running(&marker) > 0);
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("signalled");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("vx still runs 20 s after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().expect("vx ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("remote tasks run locally"), "{stderr}");
+}
+
+#[test]
+fn a_task_that_falls_back_to_local_downloads_its_remote_upstreams_first() {
+    let Some(mut casd) = Casd::start_executing() else {
+        return;
+    };
+    // lib#build runs remotely and stays there (not requested); app#build waits for lib#gate,
+    // which waits for the test to kill the server; then it cannot run remotely.
+    let f = workspace(&casd.url(), "fallback", "");
+    let gate = f.path("open");
+    f.write(
+        "packages/lib/vx.toml",
+        &format!(
+            "[tasks.build]\ncommand = \"mkdir -p dist && cp src/main.txt dist/\"\nremote = true\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n\
+             [tasks.gate]\ncommand = \"while [ ! -f {} ]; do sleep 0.05; done\"\n",
+            gate.display()
+        ),
+    );
+    f.write(
+        "packages/app/vx.toml",
+        "[tasks.build]\ncommand = \"mkdir -p dist && cat src/main.txt ../lib/dist/main.txt > dist/both.txt\"\n\
+         depends-on = [\"lib#build\", \"lib#gate\"]\nremote = true\ncache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+    );
+    f.commit();
+    let child = f
+        .command(".", &["run", "app#build", "--download=toplevel"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("vx starts");
+    wait_until("lib#build ran on the server", || casd.action_results() > 0);
+    // vx reads the result's streams and outputs right after; give it that moment.
+    std::thread::sleep(Duration::from_secs(1));
+    casd.kill();
+    std::fs::write(&gate, "").unwrap();
+    let out = child.wait_with_output().expect("vx ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The server is gone, so the download it needs fails, and says so; nothing is built
+    // without lib's outputs.
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("remote tasks run locally for the rest of this run"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("vx: downloading outputs of lib#build for app#build, which runs locally"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("vx: app#build: cannot download the outputs of lib#build: "),
+        "{stdout}"
+    );
+    assert!(!f.path("packages/app/dist/both.txt").exists());
+}
+
+#[test]
+fn a_root_task_whose_output_glob_has_no_fixed_directory_runs_locally_with_a_note() {
+    let f = workspace("grpc://127.0.0.1:1", "root", "");
+    let root = f.read("vx.toml");
+    f.write(
+        "vx.toml",
+        &format!(
+            "{root}\n[tasks.gen]\ncommand = \"mkdir -p gen && echo a > gen/a.d.ts && echo t > top.d.ts\"\n\
+             remote = true\ncache = {{ inputs = [], outputs = [\"**/*.d.ts\"] }}\n"
+        ),
+    );
+    f.write(".gitignore", ".vx/\ndist/\nsummary.json\n*.d.ts\n");
+    f.commit();
+    let (out, summary) = run(&f, &["//#gen"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(
+            "vx: //#gen: runs locally because its output glob `**/*.d.ts` names no directory below the workspace root\n"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        outcome(&summary, "//#gen"),
+        said("success", "miss", "local")
+    );
+    assert_eq!(f.read("gen/a.d.ts"), "a\n");
+    assert!(
+        !out.stderr.contains("warning"),
+        "the server was never asked: {}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -571,7 +734,10 @@ fn plans_and_reports_show_the_placement() {
     assert!(out.stdout.contains("app#build @remote"), "{}", out.stdout);
     assert!(!out.stdout.contains("app#check @remote"), "{}", out.stdout);
     let out = f.vx(&["run", "app#check", "--dry=json", "--remote-exec=off"]);
-    assert!(!out.stdout.contains("\"remote\""), "{}", out.stdout);
+    let plan: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    for t in plan["tasks"].as_array().unwrap() {
+        assert_eq!(t["placement"], "local", "{t}");
+    }
 }
 
 /// A workspace on the shared BuildGrid whose remote tasks ask for the pool `pool` (workers of

@@ -429,7 +429,7 @@ impl<'p> Run<'p> {
 
     fn dispatch(&mut self) {
         while self.running_slots < self.ctx.slots {
-            if !self.local_again.is_empty() {
+            if !self.local_again.is_empty() && !self.scheduler.holds_terminal() {
                 let i = self.local_again.remove(0);
                 self.run_locally_instead(i);
                 continue;
@@ -1157,6 +1157,7 @@ impl<'p> Run<'p> {
         }
         self.stopping = Some(n);
         self.scheduler.halt();
+        self.abandon_local_again();
         // A task being stopped does not become ready any more, and its timers are moot.
         for live in self.live.values_mut() {
             live.waiting = None;

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use vx_core::config::{RemoteExecutionConfig, TaskConfig};
 use vx_core::env::is_secret_name;
-use vx_core::schedule::{NodeState, Scheduler};
+use vx_core::schedule::Scheduler;
 use vx_core::TaskId;
 use vx_exec::{Completion, ExecEvent, ExitReason, RunningTask, Stream};
 use vx_reapi::proto::ActionResult;
@@ -40,6 +40,7 @@ use crate::render::reporter::Reporter;
 use crate::run::cache::outputs::Outputs;
 use crate::run::outcome::{CacheKind, Notice};
 use crate::run::plan::Plan;
+use vx_core::globs::literal_prefix;
 
 /// REM-10's defaults.
 pub const DEFAULT_TOKEN_ENV: &str = "VX_REMOTE_EXEC_TOKEN";
@@ -124,6 +125,26 @@ pub struct Produced {
     pub entries: Vec<(String, Input)>,
     pub result: ActionResult,
     pub outputs: Outputs,
+}
+
+/// The end of a remote attempt, said exactly once: by the attempt, or, when the thread could
+/// not start or panicked, when it is dropped.
+struct Once(Option<Box<dyn FnOnce(End) + Send>>);
+
+impl Once {
+    fn say(&mut self, end: End) {
+        if let Some(say) = self.0.take() {
+            say(end);
+        }
+    }
+}
+
+impl Drop for Once {
+    fn drop(&mut self) {
+        self.say(End::Unavailable(
+            "remote execution: the attempt's thread ended without an answer".to_string(),
+        ));
+    }
 }
 
 /// The loop's handle on a remote attempt: stopping it cancels the operation.
@@ -227,8 +248,12 @@ impl RemoteExec {
         };
         let exec = self.clone();
         let name = format!("vx-remote {}", job.id);
+        // The loop waits for this end: it is said on every way out, a thread that could not
+        // start or a panic included (as the server being unusable: the task runs locally).
+        let mut end = Once(Some(Box::new(end)));
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
-            end(exec.attempt(&job, &cancel));
+            let ended = exec.attempt(&job, &cancel);
+            end.say(ended);
         });
         if let Err(error) = spawned {
             tracing::warn!(%error, "could not start a remote attempt's thread");
@@ -416,18 +441,40 @@ pub fn sent_environment(
 }
 
 /// The names of a task's environment (EXEC-4 layers 2–5) that hold secrets (EXEC-5): named
-/// like one or listed in `env.secret`, with a value. Such a task never runs remotely (REM-11).
-pub fn secret_names(config: &TaskConfig, env: &BTreeMap<String, String>) -> Vec<String> {
+/// like one or listed in `env.secret`, with a value, or holding one of the `known` secret
+/// values (the remote credentials, whatever the variable passing them is called). Such a task
+/// never runs remotely (REM-11).
+pub fn secret_names(
+    config: &TaskConfig,
+    env: &BTreeMap<String, String>,
+    known: &[String],
+) -> Vec<String> {
     let listed: &[String] = config.env.as_ref().map_or(&[], |e| &e.secret);
     let mut names: Vec<String> = env
         .iter()
         .filter(|(name, value)| {
-            !value.is_empty() && (is_secret_name(name) || listed.contains(name))
+            !value.is_empty()
+                && (is_secret_name(name) || listed.contains(name) || known.contains(value))
         })
         .map(|(name, _)| name.clone())
         .collect();
     names.sort();
     names
+}
+
+/// A remote attempt's end as a process's would be: `exit_code` after `duration`, no resource
+/// usage (not known remotely).
+fn completion(exit_code: i32, duration: Duration) -> Completion {
+    Completion {
+        exit: ExitReason::Code(exit_code),
+        exit_code,
+        timed_out: false,
+        stopped: false,
+        killed: false,
+        duration,
+        usage: None,
+        sandbox: None,
+    }
 }
 
 /// How many times a call the server refused for load is tried, and the longest wait between two.
@@ -504,6 +551,10 @@ pub enum Placement {
     Local,
     /// It asks for remote execution but its environment holds these secrets.
     LocalForSecrets(Vec<String>),
+    /// It asks for remote execution but this output glob has no fixed directory below the
+    /// workspace root: the action would have to send the whole root back, which runners do not
+    /// capture.
+    LocalForOutputs(String),
 }
 
 /// Where node `i` runs, as far as the configuration and the flags say: a cached one-shot task
@@ -523,14 +574,28 @@ pub fn placement(
     if !asks || options.remote_exec_off || plan.workspace.settings.remote_execution.is_none() {
         return Placement::Local;
     }
-    let secrets = secret_names(
-        config,
-        &sent_environment(config, environment(plan, host, i)),
-    );
-    if secrets.is_empty() {
-        Placement::Remote
-    } else {
-        Placement::LocalForSecrets(secrets)
+    let settings = &plan.workspace.settings;
+    let mut known = secret_values(settings.remote_execution.as_ref(), host);
+    known.extend(crate::run::cache::remote::secret_values(
+        settings.remote_cache.as_ref(),
+        host,
+    ));
+    let sent = sent_environment(config, environment(plan, host, i));
+    let secrets = secret_names(config, &sent, &known);
+    if !secrets.is_empty() {
+        return Placement::LocalForSecrets(secrets);
+    }
+    let in_root = plan.workspace.projects[plan.graph.nodes[i].project]
+        .dir
+        .is_empty();
+    let cache = config.cache.as_deref().expect("checked above");
+    let project = cache.outputs.iter().flatten().filter(|_| in_root);
+    let unbounded = project
+        .chain(&cache.workspace_outputs)
+        .find(|glob| !glob.starts_with('!') && literal_prefix(glob).is_empty());
+    match unbounded {
+        Some(glob) => Placement::LocalForOutputs(glob.clone()),
+        None => Placement::Remote,
     }
 }
 
@@ -570,6 +635,12 @@ pub(super) fn place(
                     "{}: runs locally because its environment holds a secret ({})",
                     plan.graph.nodes[i].id,
                     names.join(", ")
+                )));
+            }
+            Placement::LocalForOutputs(glob) => {
+                reporter.notice(Notice::note(format!(
+                    "{}: runs locally because its output glob `{glob}` names no directory below the workspace root",
+                    plan.graph.nodes[i].id
                 )));
             }
         }
@@ -639,7 +710,7 @@ impl Run<'_> {
             .expect("a remote task is cached (CFG-9)");
         let download = match self.options.download {
             Download::All => true,
-            Download::Toplevel => node.requested,
+            Download::Toplevel => self.is_shown(i),
             Download::None => false,
         };
         Ok(Job {
@@ -675,16 +746,6 @@ impl Run<'_> {
         if !self.live.contains_key(&i) {
             return;
         }
-        let completion = |exit_code: i32, duration: Duration| Completion {
-            exit: ExitReason::Code(exit_code),
-            exit_code,
-            timed_out: false,
-            stopped: false,
-            killed: false,
-            duration,
-            usage: None,
-            sandbox: None,
-        };
         let started = self.live[&i].attempt_started;
         match end {
             End::Ran(ran) => {
@@ -765,15 +826,27 @@ impl Run<'_> {
         self.reporter.notice(Notice::warning(format!(
             "{line}; remote tasks run locally for the rest of this run"
         )));
-        for n in 0..self.plan.graph.nodes.len() {
-            if self.scheduler.is_remote(n)
-                && matches!(
-                    self.scheduler.state(n),
-                    NodeState::Waiting | NodeState::Ready
-                )
-            {
-                self.scheduler.set_remote(n, false);
-            }
+        self.scheduler.disable_remote();
+    }
+
+    /// The run is stopping: tasks waiting for a local slot after their server failed never
+    /// start; they end aborted like the other tasks the signal stopped.
+    pub(super) fn abandon_local_again(&mut self) {
+        for i in std::mem::take(&mut self.local_again) {
+            let Some(live) = self.live.get_mut(&i) else {
+                continue;
+            };
+            live.remote = None;
+            // `completed` gives the slot back; this task never took one.
+            self.running_slots += 1;
+            let started = live.attempt_started;
+            self.completed(
+                i,
+                Completion {
+                    stopped: true,
+                    ..completion(130, started.elapsed())
+                },
+            );
         }
     }
 
@@ -788,8 +861,15 @@ impl Run<'_> {
         let writes = live.writes;
         let route = live.route.clone();
         let mut spec = live.spec.clone();
+        let started = live.attempt_started;
         self.running_slots += 1;
         self.scheduler.executing_locally(i);
+        // REM-14: what its remote upstreams kept on the server is needed here now.
+        if let Err(line) = self.download_upstreams(i) {
+            self.note(i, &line);
+            self.completed(i, completion(1, started.elapsed()));
+            return;
+        }
         if writes {
             let cleaned = self.cache.clean_for_retry(&id);
             self.relay_notices();
@@ -818,20 +898,7 @@ impl Run<'_> {
                 }
                 Err(line) => {
                     self.note(i, &line);
-                    let started = self.live[&i].attempt_started;
-                    self.completed(
-                        i,
-                        Completion {
-                            exit: ExitReason::Code(1),
-                            exit_code: 1,
-                            timed_out: false,
-                            stopped: false,
-                            killed: false,
-                            duration: started.elapsed(),
-                            usage: None,
-                            sandbox: None,
-                        },
-                    );
+                    self.completed(i, completion(1, started.elapsed()));
                     return;
                 }
             }
@@ -989,7 +1056,16 @@ mod tests {
             ("CERT_FILE", "/etc/cert"),
             ("MODE", "prod"),
         ]);
-        assert_eq!(secret_names(&listed, &env), ["DEPLOY_HOOK", "NPM_TOKEN"]);
-        assert_eq!(secret_names(&config(None), &env), ["NPM_TOKEN"]);
+        assert_eq!(
+            secret_names(&listed, &env, &[]),
+            ["DEPLOY_HOOK", "NPM_TOKEN"]
+        );
+        assert_eq!(secret_names(&config(None), &env, &[]), ["NPM_TOKEN"]);
+        // A credential vx knows, under a name that does not look like one.
+        let known = ["prod".to_string()];
+        assert_eq!(
+            secret_names(&config(None), &env, &known),
+            ["MODE", "NPM_TOKEN"]
+        );
     }
 }
