@@ -88,6 +88,16 @@ fn run_with(f: &Fixture, args: &[&str], env: &[(&str, &str)]) -> (Output, serde_
     (out, serde_json::from_str(&text).expect("JSON"))
 }
 
+/// `vx args…` started in the background at the root, its output captured.
+fn spawn_vx(f: &Fixture, args: &[&str]) -> std::process::Child {
+    f.command(".", args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("vx starts")
+}
+
 /// The summary's entry for `id`.
 fn task<'a>(summary: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     summary["tasks"]
@@ -309,13 +319,7 @@ fn ctrl_c_cancels_the_operation_on_the_server() {
     let marker = format!("sleep 43.{}", std::process::id() % 1000);
     lib_command(&f, &marker, "");
     f.commit();
-    let child = f
-        .command(".", &["run", "app#build"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("vx starts");
+    let child = spawn_vx(&f, &["run", "app#build"]);
     wait_until("the action runs on the server", || running(&marker) > 0);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -538,13 +542,7 @@ fn a_signal_while_a_task_waits_to_run_locally_ends_the_run() {
         ),
     );
     f.commit();
-    let mut child = f
-        .command(".", &["run", "lib#hold", "lib#build", "--concurrency=1"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("vx starts");
+    let mut child = spawn_vx(&f, &["run", "lib#hold", "lib#build", "--concurrency=1"]);
     wait_until("lib#hold runs", || running(&marker) > 0);
     std::thread::sleep(Duration::from_millis(500));
     nix::sys::signal::kill(
@@ -592,13 +590,7 @@ fn a_task_that_falls_back_to_local_downloads_its_remote_upstreams_first() {
          depends-on = [\"lib#build\", \"lib#gate\"]\nremote = true\ncache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
     );
     f.commit();
-    let child = f
-        .command(".", &["run", "app#build", "--download=toplevel"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("vx starts");
+    let child = spawn_vx(&f, &["run", "app#build", "--download=toplevel"]);
     wait_until("lib#build ran on the server", || casd.action_results() > 0);
     // vx reads the result's streams and outputs right after; give it that moment.
     std::thread::sleep(Duration::from_secs(1));
@@ -868,13 +860,7 @@ fn a_worker_killed_mid_action_is_run_again_on_another_and_reported() {
         "",
     );
     f.commit();
-    let child = f
-        .command(".", &["run", "lib#build"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("vx starts");
+    let child = spawn_vx(&f, &["run", "lib#build"]);
     let running = |w: &Worker| w.log().contains("running an action");
     wait_until("a worker takes the action", || {
         running(&one) || running(&two)
