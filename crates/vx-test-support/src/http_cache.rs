@@ -42,7 +42,7 @@ impl HttpCacheServer {
                 npm_tools_dir().display()
             );
             assert!(
-                std::env::var_os("CI").is_none(),
+                !crate::tools::tools_required(),
                 "turborepo-remote-cache is missing: {install}"
             );
             eprintln!("skipped: turborepo-remote-cache is missing: {install}");

@@ -18,5 +18,6 @@ pub mod http_fake;
 pub mod process;
 pub mod reapi;
 pub mod reapi_fake;
+pub mod tmux;
 pub mod tools;
 pub mod tree;

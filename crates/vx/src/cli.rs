@@ -82,7 +82,7 @@ pub struct RunArgs {
     #[arg(long, short = 'F', value_name = "PATTERN")]
     pub filter: Vec<String>,
     /// Maximum executing tasks: N or N% of the available CPUs.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", alias = "parallel")]
     pub concurrency: Option<String>,
     /// After a failure: never, deps-ok (default), always (the bare flag).
     #[arg(long = "continue", value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
@@ -96,8 +96,12 @@ pub struct RunArgs {
     /// Per-task output: full, errors-only, hash-only, none.
     #[arg(long = "output-logs", value_name = "MODE")]
     pub output_logs: Option<String>,
+    /// Task output: grouped (each task's whole, when it ends; default) or stream (every line as
+    /// it comes, prefixed with its task id).
+    #[arg(long = "log-order", value_name = "ORDER")]
+    pub log_order: Option<String>,
     /// Print the plan and run nothing (text or json).
-    #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    #[arg(long, value_name = "FORMAT", alias = "dry-run", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub dry: Option<String>,
     /// Write the plan as Graphviz DOT to stdout or PATH.
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
@@ -110,7 +114,7 @@ pub struct RunArgs {
     #[arg(long = "no-cache")]
     pub no_cache: bool,
     /// No cache reads; results are still saved (outputs are cleaned first).
-    #[arg(long)]
+    #[arg(long, alias = "skip-nx-cache")]
     pub force: bool,
     /// Per-layer reads and writes, e.g. `local:r` or `local:rw,remote:r`.
     #[arg(long, value_name = "SPEC")]
@@ -293,6 +297,9 @@ pub enum Parsed {
 }
 
 pub fn parse(args: Vec<OsString>) -> Parsed {
+    if let Some(refused) = foreign_flag(&args) {
+        return Parsed::Error(vec![refused]);
+    }
     if let Some(flag) = flag_missing_its_value(&args) {
         return Parsed::Error(vec![Diagnostic::new(format!("{flag} needs a value"))]);
     }
@@ -302,6 +309,39 @@ pub fn parse(args: Vec<OsString>) -> Parsed {
     }
 }
 
+/// CLI-17: flags of other runners that vx refuses, with the vx spelling. (Those it accepts are
+/// clap aliases: `--dry-run`, `--parallel`, `--skip-nx-cache`; and the value
+/// `--continue=dependencies-successful`.)
+const FOREIGN_FLAGS: &[(&str, &str)] = &[
+    ("--scope", "use --filter <name>"),
+    ("--since", "use --affected=<ref>"),
+    (
+        "--env-mode",
+        "a task sees only the variables it declares (env.pass-through)",
+    ),
+    ("--color", "use FORCE_COLOR=1"),
+    ("--no-color", "use NO_COLOR=1"),
+    ("--token", "use [workspace.remote-cache] token-env"),
+    ("--team", "use [workspace.remote-cache] url"),
+    ("--api", "use [workspace.remote-cache] url"),
+    ("--daemon", "vx has no daemon"),
+    ("--no-daemon", "vx has no daemon"),
+    ("--log-prefix", "use --log-order=stream"),
+    ("--verbose", "use VX_LOG=debug"),
+];
+
+/// CLI-17: the first foreign flag (before a bare `--`), refused with its vx spelling.
+fn foreign_flag(args: &[OsString]) -> Option<Diagnostic> {
+    let words = args.iter().skip(1).filter_map(|a| a.to_str());
+    for word in words.take_while(|w| *w != "--") {
+        let name = word.split('=').next().unwrap_or(word);
+        if let Some((flag, pointer)) = FOREIGN_FLAGS.iter().find(|(f, _)| *f == name) {
+            return Some(Diagnostic::new(format!("vx has no {flag}; {pointer}")));
+        }
+    }
+    None
+}
+
 /// Flags that take a value in the space form (`--flag value`).
 const VALUE_FLAGS: &[&str] = &[
     "-C",
@@ -309,8 +349,10 @@ const VALUE_FLAGS: &[&str] = &[
     "--filter",
     "-F",
     "--concurrency",
+    "--parallel",
     "--timeout",
     "--output-logs",
+    "--log-order",
     "--format",
     "--retry",
     "--cache",

@@ -13,3 +13,22 @@ pub const INTERNAL: i32 = 3;
 pub fn signal(n: i32) -> i32 {
     128 + n
 }
+
+/// The usual name of signal `n`, for the signals a task or a run commonly ends by.
+pub fn signal_name(n: i32) -> Option<&'static str> {
+    Some(match n {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return None,
+    })
+}

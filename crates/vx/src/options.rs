@@ -37,6 +37,16 @@ pub enum OutputLogs {
     None,
 }
 
+/// `--log-order` (Turborepo's words): how executing tasks' output reaches the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogOrder {
+    /// Each task's output whole, in a frame, when it ends (UI-2, UI-4).
+    #[default]
+    Grouped,
+    /// Every line of every executing task as it comes, prefixed `<task id> │ `.
+    Stream,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
     DryText,
@@ -55,6 +65,8 @@ pub struct RunOptions {
     pub timeout: Option<Duration>,
     pub exclude: ExcludeDependencies,
     pub output_logs: Option<OutputLogs>,
+    /// `--log-order` (default `grouped`).
+    pub log_order: LogOrder,
     pub plan: Option<Plan>,
     pub forwarded: Vec<String>,
     pub cache: CachePolicy,
@@ -291,7 +303,8 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         None => ContinueMode::DepsOk,
         Some(BARE) | Some("always") => ContinueMode::Always,
         Some("never") => ContinueMode::Never,
-        Some("deps-ok") => ContinueMode::DepsOk,
+        // Turborepo's spelling (CLI-17).
+        Some("deps-ok" | "dependencies-successful") => ContinueMode::DepsOk,
         Some(other) => {
             return Err(invalid(other, "--continue", "never, deps-ok or always"));
         }
@@ -338,6 +351,11 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
                 "full, errors-only, hash-only or none",
             ));
         }
+    };
+    let log_order = match args.log_order.as_deref() {
+        None | Some("grouped") => LogOrder::Grouped,
+        Some("stream") => LogOrder::Stream,
+        Some(other) => return Err(invalid(other, "--log-order", "stream or grouped")),
     };
     let plan = match (args.dry.as_deref(), args.graph.as_deref()) {
         (Some(BARE) | Some("text"), _) => Some(Plan::DryText),
@@ -399,6 +417,7 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         timeout,
         exclude,
         output_logs,
+        log_order,
         plan,
         forwarded: args.forwarded,
         remote_exec_off,

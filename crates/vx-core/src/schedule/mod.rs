@@ -499,6 +499,20 @@ impl Scheduler {
             .collect()
     }
 
+    /// Nodes not started yet, among those `counted` says to count: ready (waiting only for a
+    /// slot, or for memory) and waiting for dependencies.
+    pub fn waiting(&self, counted: impl Fn(usize) -> bool) -> (usize, usize) {
+        let (mut ready, mut on_deps) = (0, 0);
+        for (i, state) in self.state.iter().enumerate() {
+            match state {
+                NodeState::Ready if counted(i) => ready += 1,
+                NodeState::Waiting if counted(i) => on_deps += 1,
+                _ => {}
+            }
+        }
+        (ready, on_deps)
+    }
+
     pub fn state(&self, i: usize) -> NodeState {
         self.state[i]
     }

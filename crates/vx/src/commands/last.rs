@@ -353,31 +353,13 @@ fn failure_reason(row: &RunRow) -> String {
         return "timed out".to_string();
     }
     match row.exit_code {
-        Some(code) if code > 128 && code < 128 + 65 => match signal_name(code - 128) {
+        Some(code) if code > 128 && code < 128 + 65 => match crate::exit::signal_name(code - 128) {
             Some(name) => format!("exit {code} ({name})"),
             None => format!("exit {code}"),
         },
         Some(code) => format!("exit {code}"),
         None => "did not start".to_string(),
     }
-}
-
-fn signal_name(n: i32) -> Option<&'static str> {
-    Some(match n {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        _ => return None,
-    })
 }
 
 fn not_ready_word(code: u8) -> Option<&'static str> {

@@ -6,6 +6,7 @@ use vx_core::units::format_duration;
 
 use super::style::Style;
 use crate::run::outcome::{CacheKind, Status, TaskReport};
+use vx_core::id::TaskId;
 
 /// Lines and bytes of each failed task's output in the recap.
 const RECAP_LINES: usize = 30;
@@ -20,27 +21,50 @@ pub struct Totals<'a> {
     /// `max-in-flight` of the remote executor, when a task ran remotely (REM-11).
     pub remote_in_flight: Option<u32>,
     pub wall: Duration,
+    /// The signal that stopped the run, if one did: the footer then says the run was
+    /// interrupted and counts what never started.
+    pub interrupted: Option<i32>,
+    /// What the command still owes: the tasks that failed, those they blocked, and those a
+    /// signal stopped or kept from starting (see `Run::still_owed`).
+    pub rerun: Vec<String>,
 }
 
-/// The recap of failures, or nothing when no task failed. Under GitHub Actions (UI-9) each
-/// task's lines are fenced with the run's stop-commands token, like its frame.
-pub fn recap(style: &Style, reports: &[TaskReport], github_token: Option<&str>) -> String {
-    let failed: Vec<&TaskReport> = reports
+/// The recap of failures and the `re-run:` line, or nothing when the run owes nothing.
+/// `above`: failed tasks whose frame is the last thing printed (only one-liners and other
+/// failure frames followed it), whose output the recap does not repeat. Under GitHub Actions
+/// (UI-9) each task's lines are fenced with the run's stop-commands token, like its frame.
+pub fn recap(
+    style: &Style,
+    totals: &Totals<'_>,
+    above: &[TaskId],
+    github_token: Option<&str>,
+) -> String {
+    let failed: Vec<&TaskReport> = totals
+        .reports
         .iter()
         .filter(|r| r.status == Status::Failed)
         .collect();
-    if failed.is_empty() {
-        return String::new();
+    let mut text = String::new();
+    if !failed.is_empty() {
+        text.push_str(&style.bold(&rule(&format!("failures ({})", failed.len()))));
+        text.push('\n');
     }
-    let mut text = style.bold(&rule(&format!("failures ({})", failed.len())));
-    text.push('\n');
     for report in failed.iter().take(RECAP_TASKS) {
+        let shown = above.contains(&report.id);
         text.push_str(&format!(
-            "{} {}  {}\n",
+            "{} {}  {}{}\n",
             style.red("◼"),
             style.id(&report.id),
-            report.header_status()
+            report.header_status(),
+            if shown {
+                style.dim("  · output above")
+            } else {
+                String::new()
+            }
         ));
+        if shown {
+            continue;
+        }
         let lines = tail(&report.log);
         match github_token {
             Some(token) if !lines.is_empty() => {
@@ -60,8 +84,9 @@ pub fn recap(style: &Style, reports: &[TaskReport], github_token: Option<&str>) 
             rest.join(" ")
         ));
     }
-    let ids: Vec<String> = failed.iter().map(|r| r.id.to_string()).collect();
-    text.push_str(&format!("re-run: vx run {}\n\n", ids.join(" ")));
+    if !totals.rerun.is_empty() {
+        text.push_str(&format!("re-run: vx run {}\n\n", totals.rerun.join(" ")));
+    }
     text
 }
 
@@ -129,7 +154,8 @@ pub fn footer(style: &Style, summary: &Totals<'_>) -> String {
         count(Status::Skipped),
     );
     let (aborted, not_run) = (count(Status::Aborted), count(Status::NotRun));
-    let total = failed + success + skipped;
+    // Every task counts, also those a signal stopped or kept from starting.
+    let total = failed + success + skipped + aborted + not_run;
     let mut text = style.dim(&rule(&format!("vx {}", env!("CARGO_PKG_VERSION"))));
     text.push('\n');
     text.push_str(&format!(
@@ -146,10 +172,22 @@ pub fn footer(style: &Style, summary: &Totals<'_>) -> String {
     if skipped > 0 {
         parts.push(style.yellow(&format!("{skipped} skipped")));
     }
+    if aborted > 0 {
+        parts.push(style.magenta(&format!("{aborted} aborted")));
+    }
+    if not_run > 0 {
+        parts.push(style.dim(&format!("{not_run} not run")));
+    }
     parts.push(format!("{total} total"));
+    // Tasks that never ended are the bar's dim remainder.
     let bar = meter(
         style,
-        &[(success, "32"), (failed, "31"), (skipped, "33")],
+        &[
+            (success, "32"),
+            (failed, "31"),
+            (skipped, "33"),
+            (aborted, "35"),
+        ],
         total,
     );
     text.push_str(&format!("tasks      {}{bar}\n", parts.join(" · ")));
@@ -214,25 +252,30 @@ pub fn footer(style: &Style, summary: &Totals<'_>) -> String {
         format!("{total} tasks")
     };
     let cached = hits.len();
-    let percent = (cached * 100 + total / 2).checked_div(total).unwrap_or(0);
-    let mut result = format!(
-        "{tasks} · {cached} cached ({percent}%) · {wall} · {} saved",
-        format_duration(saved)
-    );
+    let mut result = match summary.interrupted {
+        // No share of a run that did not finish: `2 cached` of 8 is not "100% cached".
+        Some(signal) => {
+            let by = crate::exit::signal_name(signal)
+                .map_or_else(|| format!("signal {signal}"), str::to_string);
+            let ended = failed + success + skipped;
+            format!(
+                "{} · {ended} of {tasks} ended · {cached} cached · {wall} · {} saved",
+                style.red(&format!("interrupted by {by}")),
+                format_duration(saved)
+            )
+        }
+        None => {
+            let percent = (cached * 100 + total / 2).checked_div(total).unwrap_or(0);
+            format!(
+                "{tasks} · {cached} cached ({percent}%) · {wall} · {} saved",
+                format_duration(saved)
+            )
+        }
+    };
     if failed > 0 {
         result.push_str(&format!(" · {}", style.red(&format!("{failed} failed"))));
     }
     text.push_str(&format!("result     {result}\n"));
-    if aborted + not_run > 0 {
-        let mut parts = Vec::new();
-        if aborted > 0 {
-            parts.push(format!("{aborted} aborted"));
-        }
-        if not_run > 0 {
-            parts.push(format!("{not_run} not run"));
-        }
-        text.push_str(&format!("not counted: {}\n", parts.join(", ")));
-    }
     text
 }
 

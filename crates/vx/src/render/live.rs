@@ -133,10 +133,10 @@ fn erase_sequence(lines: usize) -> Vec<u8> {
     format!("\r\x1b[{lines}A\x1b[J").into_bytes()
 }
 
-/// `line` cut to `width` terminal columns; escape sequences (colour) do not count and are kept
-/// whole, a character outside ASCII counts as two columns (a wide one may take two; cutting a
-/// little early never wraps), and a reset is added after a cut.
+/// `line` cut to `width` terminal columns as `unicode-width` measures them; escape sequences
+/// (colour) do not count and are kept whole, and a reset is added after a cut.
 fn cut(line: &str, width: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
     let mut out = String::new();
     let mut visible = 0;
     let mut chars = line.chars().peekable();
@@ -152,7 +152,7 @@ fn cut(line: &str, width: usize) -> String {
             }
             continue;
         }
-        let columns = if c.is_ascii() { 1 } else { 2 };
+        let columns = c.width().unwrap_or(0);
         if visible + columns > width {
             cut = true;
             break;
@@ -164,6 +164,76 @@ fn cut(line: &str, width: usize) -> String {
         out.push_str("\x1b[0m");
     }
     out
+}
+
+/// The latest line a task printed, for its row in the region: escape sequences and control
+/// characters removed; a line ended by a carriage return (a progress bar) counts as a line.
+#[derive(Debug, Default)]
+pub struct LastLine {
+    /// The latest whole line that was not blank.
+    whole: String,
+    /// The start of the line being printed (its first [`LastLine::KEEP`] bytes).
+    partial: Vec<u8>,
+}
+
+impl LastLine {
+    /// Bytes kept of a line: more never fits in a row.
+    const KEEP: usize = 1024;
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n' || *b == b'\r').collect();
+        let unfinished = lines.pop().unwrap_or_default();
+        if let Some((&first, rest)) = lines.split_first() {
+            // The latest line with text that this chunk finishes, if any; the first one
+            // continues what was being printed.
+            let latest = rest
+                .iter()
+                .rev()
+                .map(|line| clean(&line[..line.len().min(Self::KEEP)]))
+                .find(|line| !line.is_empty());
+            let latest = latest.or_else(|| {
+                self.keep(first);
+                Some(clean(&self.partial)).filter(|line| !line.is_empty())
+            });
+            if let Some(line) = latest {
+                self.whole = line;
+            }
+            self.partial.clear();
+        }
+        self.keep(unfinished);
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        let room = Self::KEEP.saturating_sub(self.partial.len());
+        self.partial
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// What the row shows: the line being printed if it has text yet, else the latest whole.
+    pub fn shown(&self) -> String {
+        let partial = clean(&self.partial);
+        if partial.is_empty() {
+            self.whole.clone()
+        } else {
+            partial
+        }
+    }
+}
+
+/// A line as a row shows it: no escape sequences, tabs as spaces, no other control characters,
+/// trimmed.
+fn clean(bytes: &[u8]) -> String {
+    let plain = strip_ansi_escapes::strip(bytes);
+    String::from_utf8_lossy(&plain)
+        .chars()
+        .filter_map(|c| match c {
+            '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect::<String>()
+        .trim()
+        .to_string()
 }
 
 /// Where a diagnostic line goes: the log file while the region is active, else stderr.
@@ -193,12 +263,38 @@ mod tests {
         assert_eq!(cut("abcdef", 4), "abcd");
         assert_eq!(cut("ab", 4), "ab");
         assert_eq!(cut("\x1b[2mabcdef\x1b[0m", 3), "\x1b[2mabc\x1b[0m");
-        assert_eq!(cut("▸ é", 3), "▸ ");
+        assert_eq!(cut("▸ é", 3), "▸ é", "one column each, by unicode-width");
         assert_eq!(
             cut("日本語のid", 5),
             "日本",
             "wide characters take two columns"
         );
+        assert_eq!(
+            cut("e\u{301}x", 2),
+            "e\u{301}x",
+            "a combining mark takes none"
+        );
+    }
+
+    #[test]
+    fn the_last_line_is_the_latest_one_with_text() {
+        let mut last = LastLine::default();
+        assert_eq!(last.shown(), "");
+        last.push(b"compiling a\ncompil");
+        assert_eq!(last.shown(), "compil", "the line being printed");
+        last.push(b"ing b\n\n");
+        assert_eq!(last.shown(), "compiling b", "a blank line keeps the latest");
+        last.push(b"\x1b[32m 50%\x1b[0m\r\t60%\r");
+        assert_eq!(
+            last.shown(),
+            "60%",
+            "progress redrawn with a carriage return"
+        );
+        last.push(b"done\x07\n");
+        assert_eq!(last.shown(), "done", "no control characters");
+        let long = vec![b'x'; 5000];
+        last.push(&long);
+        assert_eq!(last.shown().len(), LastLine::KEEP, "bounded");
     }
 
     #[test]

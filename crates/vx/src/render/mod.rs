@@ -68,6 +68,9 @@ pub fn say(notice: crate::run::outcome::Notice) {
     use crate::run::outcome::Notice;
     match notice {
         Notice::Note(line) => self::notice(&line),
+        Notice::Unmatched { task, what, glob } => {
+            self::notice(&format!("{task}: no file matches {what} ({glob})"));
+        }
         Notice::Warning { line, hint: None } => warning(&line),
         Notice::Warning {
             line,

@@ -4,8 +4,9 @@
 use super::style::Style;
 use super::task::{frame, frame_head, github_frame, one_liner};
 use super::{out, out_str};
-use crate::options::OutputLogs;
+use crate::options::{LogOrder, OutputLogs};
 use crate::run::outcome::{Notice, Status, TaskReport};
+use vx_core::id::TaskId;
 
 /// How output is shaped (glossary: flow).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,12 +36,37 @@ pub struct Reporter {
     /// The streamed frame's header is out and its closing line is not: anything else printed
     /// now waits in `pending`, so frames and lines are never interleaved (UI-4).
     stream_open: bool,
+    /// Bytes of output the streamed frame printed so far.
+    streamed: usize,
     pending: Vec<u8>,
     held: Vec<TaskReport>,
     /// UI-9: under GitHub Actions, frames are folded into groups and task output is fenced
     /// with this run's stop-commands token.
     github_token: Option<String>,
+    /// Failed tasks whose frame was printed with nothing but one-liners and other failure
+    /// frames after it: the recap does not repeat their output (it is right above).
+    failures_above: Vec<vx_core::id::TaskId>,
+    /// KEY-10's `no file matches` per (what, glob), with the tasks, said once above the footer.
+    unmatched: std::collections::BTreeMap<(&'static str, String), Vec<vx_core::id::TaskId>>,
+    /// `--log-order=stream`: every executing task's lines as they come, prefixed.
+    stream_lines: Option<StreamLines>,
 }
+
+/// The state of `--log-order=stream`.
+struct StreamLines {
+    /// Task ids by node, for the prefixes.
+    ids: Vec<TaskId>,
+    /// Ids are padded to this many columns, so the `│` line up.
+    width: usize,
+    /// Each task's unfinished last line: only whole lines are printed, so two tasks' lines
+    /// never share one.
+    partial: std::collections::HashMap<usize, Vec<u8>>,
+    /// Tasks that printed a line.
+    printed: std::collections::HashSet<usize>,
+}
+
+/// Ids longer than this are not padded further.
+const PREFIX_WIDTH: usize = 24;
 
 impl Reporter {
     pub fn new(style: Style, flow: Flow, output_logs: Option<OutputLogs>) -> Reporter {
@@ -50,9 +76,13 @@ impl Reporter {
             output_logs,
             streaming: None,
             stream_open: false,
+            streamed: 0,
             pending: Vec::new(),
             held: Vec::new(),
             github_token: None,
+            failures_above: Vec::new(),
+            unmatched: std::collections::BTreeMap::new(),
+            stream_lines: None,
         }
     }
 
@@ -61,6 +91,80 @@ impl Reporter {
     pub fn use_github_groups(&mut self, token: String) {
         self.github_token = Some(token);
         self.streaming = None;
+    }
+
+    /// `--log-order=stream`: from now on every executing task's lines print as they come,
+    /// prefixed with its id (one of `ids`, by node, padded to `widest` columns), unless
+    /// `--output-logs` hides output. No frame streams (UI-4) and no GitHub group folds a task:
+    /// its lines are already out.
+    pub fn use_log_order(&mut self, order: LogOrder, ids: Vec<TaskId>, widest: usize) {
+        let shows_output = matches!(self.output_logs, None | Some(OutputLogs::Full));
+        if order != LogOrder::Stream || !shows_output {
+            return;
+        }
+        let width = widest.min(PREFIX_WIDTH);
+        self.streaming = None;
+        self.github_token = None;
+        self.stream_lines = Some(StreamLines {
+            ids,
+            width,
+            partial: std::collections::HashMap::new(),
+            printed: std::collections::HashSet::new(),
+        });
+    }
+
+    /// `<id> │ ` for node `node`, the id coloured and padded.
+    fn prefix(&self, node: usize) -> String {
+        let Some(lines) = &self.stream_lines else {
+            return String::new();
+        };
+        let id = &lines.ids[node];
+        let pad = lines.width.saturating_sub(id.to_string().chars().count());
+        format!(
+            "{}{} {} ",
+            self.style.id(id),
+            " ".repeat(pad),
+            self.style.dim("│")
+        )
+    }
+
+    /// Prints `bytes` of node `node` line by line with its prefix; an unfinished last line
+    /// waits for the rest (or for [`Reporter::end_lines`]).
+    fn print_lines(&mut self, node: usize, bytes: &[u8]) {
+        let prefix = self.prefix(node);
+        let Some(lines) = &mut self.stream_lines else {
+            return;
+        };
+        let partial = lines.partial.entry(node).or_default();
+        partial.extend_from_slice(bytes);
+        let Some(end) = partial.iter().rposition(|&b| b == b'\n') else {
+            return;
+        };
+        let rest = partial.split_off(end + 1);
+        let whole = std::mem::replace(partial, rest);
+        let mut text = Vec::with_capacity(whole.len() + prefix.len() * 4);
+        for line in whole.split_inclusive(|&b| b == b'\n') {
+            text.extend_from_slice(prefix.as_bytes());
+            text.extend_from_slice(line);
+        }
+        lines.printed.insert(node);
+        self.failures_above.clear();
+        self.emit(&text);
+    }
+
+    /// The end of a task's streamed lines: its unfinished last line, if any, ends. Whether it
+    /// printed any line.
+    fn end_lines(&mut self, node: usize) -> bool {
+        let Some(lines) = &mut self.stream_lines else {
+            return false;
+        };
+        if let Some(mut partial) = lines.partial.remove(&node).filter(|p| !p.is_empty()) {
+            partial.push(b'\n');
+            self.print_lines(node, &partial);
+        }
+        self.stream_lines
+            .as_ref()
+            .is_some_and(|lines| lines.printed.contains(&node))
     }
 
     pub fn flow(&self) -> Flow {
@@ -87,7 +191,11 @@ impl Reporter {
             Some(_) => false,
             None => matches!(self.flow, Flow::Focused | Flow::Ci),
         };
-        if frames_for_requested && requested_commands.len() == 1 && self.github_token.is_none() {
+        if frames_for_requested
+            && requested_commands.len() == 1
+            && self.github_token.is_none()
+            && self.stream_lines.is_none()
+        {
             self.streaming = Some(requested_commands[0]);
         }
     }
@@ -99,7 +207,36 @@ impl Reporter {
     /// The header of the streamed frame, when its task starts.
     /// A notice from the run (ERR-1), on stderr.
     pub fn notice(&mut self, notice: Notice) {
-        super::say(notice);
+        match notice {
+            Notice::Unmatched { task, what, glob } => {
+                let tasks = self.unmatched.entry((what, glob)).or_default();
+                if !tasks.contains(&task) {
+                    tasks.push(task);
+                }
+            }
+            notice => super::say(notice),
+        }
+    }
+
+    /// The `no file matches` lines, one per glob, naming its tasks (at most [`NAMED`]).
+    fn say_unmatched(&mut self) {
+        const NAMED: usize = 5;
+        for ((what, glob), tasks) in std::mem::take(&mut self.unmatched) {
+            if let [task] = tasks.as_slice() {
+                super::notice(&format!("{task}: no file matches {what} ({glob})"));
+                continue;
+            }
+            let mut names: Vec<String> =
+                tasks.iter().take(NAMED).map(ToString::to_string).collect();
+            if tasks.len() > NAMED {
+                names.push(format!("{} more", tasks.len() - NAMED));
+            }
+            super::notice(&format!(
+                "no file matches {what} ({glob}) in {} tasks: {}",
+                tasks.len(),
+                names.join(", ")
+            ));
+        }
     }
 
     pub fn started(&mut self, node: usize, report: &TaskReport) {
@@ -120,7 +257,12 @@ impl Reporter {
 
     /// Live output of the streamed task.
     pub fn stream(&mut self, node: usize, bytes: &[u8]) {
+        if self.stream_lines.is_some() {
+            self.print_lines(node, bytes);
+            return;
+        }
         if self.is_streaming(node) {
+            self.streamed += bytes.len();
             out(bytes);
         }
     }
@@ -183,6 +325,11 @@ impl Reporter {
     pub fn finished(&mut self, node: usize, report: &TaskReport, requested: bool) {
         if self.is_streaming(node) && self.stream_open && report.status != Status::Running {
             let mut tail = Vec::new();
+            // A task that failed before it could run (its key, its outputs' cleaning) streamed
+            // nothing: its log holds why.
+            if self.streamed == 0 {
+                tail.extend_from_slice(&report.log);
+            }
             if !report.log.is_empty() && !report.log.ends_with(b"\n") {
                 tail.push(b'\n');
             }
@@ -196,6 +343,7 @@ impl Reporter {
             tail.extend_from_slice(closing.as_bytes());
             tail.push(b'\n');
             out(&tail);
+            self.frame_printed(report);
             self.stream_open = false;
             let pending = std::mem::take(&mut self.pending);
             out(&pending);
@@ -204,10 +352,17 @@ impl Reporter {
         if self.is_streaming(node) && self.stream_open {
             return;
         }
+        if self.stream_lines.is_some() {
+            self.finished_streamed(node, report, requested);
+            return;
+        }
         // A streamed task that never started (skipped, not run) is reported like any other.
         match self.decide(report, requested) {
             Show::Nothing => {}
-            Show::Frame => self.emit(&self.frame(report)),
+            Show::Frame => {
+                self.emit(&self.frame(report));
+                self.frame_printed(report);
+            }
             Show::OneLiner => self.emit(one_liner(&self.style, report).as_bytes()),
             Show::HashLine => {
                 let mut line = one_liner(&self.style, report);
@@ -223,19 +378,55 @@ impl Reporter {
         }
     }
 
+    /// `--log-order=stream`: a task's end. Its lines are out, so where the flow would print its
+    /// frame it gets its one-liner; a hit's log is replayed with the prefix first; a task that
+    /// printed lines the flow would not show is closed with its one-liner too.
+    fn finished_streamed(&mut self, node: usize, report: &TaskReport, requested: bool) {
+        let printed = self.end_lines(node);
+        let show = self.decide(report, requested);
+        if !printed && matches!(show, Show::Frame | Show::OneLinerThenFrame) {
+            // Nothing of its log went out (a hit, or a task that failed before it ran).
+            self.print_lines(node, &report.log);
+            self.end_lines(node);
+        }
+        match show {
+            Show::HashLine => {
+                let mut line = one_liner(&self.style, report);
+                if let Some(key) = &report.short_key {
+                    line.insert_str(line.len() - 1, &format!("  {}", self.style.dim(key)));
+                }
+                self.emit(line.as_bytes());
+            }
+            Show::Nothing if !printed => {}
+            _ => self.emit(one_liner(&self.style, report).as_bytes()),
+        }
+    }
+
     /// A kept persistent task's output after the footer, already prefixed with its id.
     pub fn after_footer(&mut self, bytes: &[u8]) {
         out(bytes);
+    }
+
+    /// A whole frame went out: a failure's joins those the recap need not repeat; any other
+    /// frame puts output between them and the recap.
+    fn frame_printed(&mut self, report: &TaskReport) {
+        if report.status == Status::Failed {
+            self.failures_above.push(report.id.clone());
+        } else {
+            self.failures_above.clear();
+        }
     }
 
     /// The end of the run's output (UI-5, UI-6, UI-7): the live region erased, held failure
     /// frames, the recap and the footer.
     pub fn finish(&mut self, totals: &super::footer::Totals<'_>) {
         super::live::stop();
+        self.say_unmatched();
         self.flush_held();
         out_str(&super::footer::recap(
             &self.style,
-            totals.reports,
+            totals,
+            &self.failures_above,
             self.github_token(),
         ));
         out_str(&super::footer::footer(&self.style, totals));
@@ -248,6 +439,7 @@ impl Reporter {
         out(&pending);
         for report in std::mem::take(&mut self.held) {
             out(&self.frame(&report));
+            self.frame_printed(&report);
         }
     }
 }

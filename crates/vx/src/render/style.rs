@@ -53,6 +53,10 @@ impl Style {
         self.paint("33", text)
     }
 
+    pub fn magenta(&self, text: &str) -> String {
+        self.paint("35", text)
+    }
+
     /// A task id with a stable per-project colour and a fixed colour for the task part.
     pub fn id(&self, id: &TaskId) -> String {
         if !self.colour {

@@ -198,6 +198,19 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     if host_env.get("GITHUB_ACTIONS").is_some_and(|v| truthy(v)) {
         reporter.use_github_groups(crate::ids::random_hex(16));
     }
+    let widest = plan
+        .graph
+        .nodes
+        .iter()
+        .filter(|n| !plan::is_group(&plan.workspace, &n.id))
+        .map(|n| n.id.to_string().chars().count())
+        .max()
+        .unwrap_or(0);
+    reporter.use_log_order(
+        options.log_order,
+        plan.graph.nodes.iter().map(|n| n.id.clone()).collect(),
+        widest,
+    );
     let executor = Box::new(vx_exec::Supervisor::new());
     let mut run = Run::new(
         &plan, &options, ctx, reporter, tx, rx, executor, cache, recorder,

@@ -287,7 +287,17 @@ impl CacheKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Notice {
     Note(String),
-    Warning { line: String, hint: Option<String> },
+    Warning {
+        line: String,
+        hint: Option<String>,
+    },
+    /// KEY-10: a glob of `what` (`cache.inputs`, `cache.outputs`) matched no file. A run says
+    /// it once per glob above its footer, naming the tasks.
+    Unmatched {
+        task: TaskId,
+        what: &'static str,
+        glob: String,
+    },
 }
 
 impl Notice {

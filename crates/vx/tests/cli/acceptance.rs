@@ -129,9 +129,18 @@ fn acc6_failure_skips_dependants_and_recaps() {
         "{stdout}"
     );
     assert!(stdout.contains("success no-cache docs#build"), "{stdout}");
+    // Printed once: the frame right above the recap is not repeated in it (issue 25).
+    assert_eq!(stdout.matches("\nboom\n").count(), 1, "{stdout}");
     let recap = &stdout[stdout.find("── failures").expect("a recap")..];
-    assert!(recap.contains("boom"), "{recap}");
-    assert!(recap.contains("re-run: vx run lib#build\n"), "{recap}");
+    assert!(
+        recap.contains("◼ lib#build  failed (exit 3)  · output above"),
+        "{recap}"
+    );
+    // What the command still owes: the failure and the task it blocked.
+    assert!(
+        recap.contains("re-run: vx run lib#build app#build\n"),
+        "{recap}"
+    );
 }
 
 /// ACC-6, second half: `--continue=never` skips what has not started, without blocked-by.

@@ -315,3 +315,84 @@ fn vx_show_takes_an_unscoped_task_id_too() {
     assert_eq!(out.code, 0, "{out:?}");
     assert_contains(&out.stdout, "echo built @acme/web");
 }
+
+/// CLI-17: other runners' flags that vx has no equivalent for are refused with the vx
+/// spelling, never silently ignored.
+#[test]
+fn foreign_flags_are_refused_with_the_vx_spelling() {
+    let f = w();
+    let out = f.vx(&["run", "build", "--scope", "app"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: vx has no --scope; use --filter <name>\n"
+    );
+    for (args, pointer) in [
+        (
+            &["run", "build", "--since=main"][..],
+            "use --affected=<ref>",
+        ),
+        (&["run", "build", "--env-mode=loose"], "env.pass-through"),
+        (&["run", "build", "--color"], "use FORCE_COLOR=1"),
+        (&["run", "build", "--no-color"], "use NO_COLOR=1"),
+        (
+            &["run", "build", "--token", "t"],
+            "[workspace.remote-cache] token-env",
+        ),
+        (
+            &["run", "build", "--team=x"],
+            "[workspace.remote-cache] url",
+        ),
+        (
+            &["run", "build", "--api=http://x"],
+            "[workspace.remote-cache] url",
+        ),
+        (&["run", "build", "--daemon"], "vx has no daemon"),
+        (&["run", "build", "--no-daemon"], "vx has no daemon"),
+        (
+            &["run", "build", "--log-prefix=none"],
+            "use --log-order=stream",
+        ),
+        (&["watch", "build", "--verbose"], "use VX_LOG=debug"),
+    ] {
+        let out = f.vx(args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(
+            out.stderr.starts_with("error: vx has no --") && out.stderr.contains(pointer),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    // After a bare `--` they are the tasks' arguments.
+    let out = f.vx(&["run", "docs#build", "--", "--verbose"]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+/// CLI-17: the aliases do what the vx flags do.
+#[test]
+fn foreign_aliases_work_like_the_vx_flags() {
+    let f = w();
+    let dry = f.vx(&["run", "build", "--all", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{dry:?}");
+    assert_eq!(dry.stdout, f.vx(&["run", "build", "--all", "--dry"]).stdout);
+    let json = f.vx(&["run", "build", "--all", "--dry-run=json"]);
+    assert!(json.stdout.starts_with('{'), "{json:?}");
+    let parallel = f.vx(&["run", "build", "--all", "--parallel", "1"]);
+    assert_contains(&parallel.stdout, "workers    1 · local");
+    let parallel = f.vx(&["run", "build", "--all", "--parallel=3"]);
+    assert_contains(&parallel.stdout, "workers    3 · local");
+    // A cached task hits; with --skip-nx-cache it executes again, like --force.
+    let f = crate::w_cached();
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    let hit = f.vx(&["run", "lib#build"]);
+    assert_contains(&hit.stdout, "cache      1 up-to-date");
+    let skip = f.vx(&["run", "lib#build", "--skip-nx-cache"]);
+    assert_contains(&skip.stdout, "cache      1 miss");
+    let cont = f.vx(&[
+        "run",
+        "build",
+        "--all",
+        "--continue=dependencies-successful",
+    ]);
+    assert_eq!(cont.code, 0, "{cont:?}");
+}

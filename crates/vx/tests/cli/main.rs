@@ -27,6 +27,7 @@ mod processes;
 mod pty;
 mod readiness;
 mod reapi_cache;
+mod recap;
 mod remote_cache;
 mod remote_exec;
 mod reports;
@@ -38,6 +39,7 @@ mod scheduling;
 mod snapshots;
 mod storage_faults;
 mod templates;
+mod terminal;
 mod watch;
 
 use vx_test_support::fixture::Fixture;

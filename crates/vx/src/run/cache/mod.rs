@@ -481,8 +481,8 @@ impl<'p> RunCache<'p> {
     }
 
     fn flush_key_notices(&mut self) {
-        for line in std::mem::take(&mut self.keys.notices) {
-            self.say(Notice::Note(line));
+        for notice in std::mem::take(&mut self.keys.notices) {
+            self.say(notice);
         }
     }
 

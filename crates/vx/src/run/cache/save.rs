@@ -340,9 +340,11 @@ impl RunCache<'_> {
         let found = listing.found;
         if found.is_empty() {
             for glob in outputs.project.positives() {
-                self.say(Notice::note(format!(
-                    "{id}: no file matches cache.outputs ({glob})"
-                )));
+                self.say(Notice::Unmatched {
+                    task: id.clone(),
+                    what: "cache.outputs",
+                    glob: glob.clone(),
+                });
             }
         }
         let files: Vec<OutputFile> = found

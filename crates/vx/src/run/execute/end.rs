@@ -212,10 +212,53 @@ impl Run<'_> {
                 .any(|r| r.remote)
                 .then(|| self.remote.as_ref().map_or(0, |r| r.max_in_flight)),
             wall: self.started_at.elapsed(),
+            interrupted: self.stopping,
+            rerun: self.still_owed(),
         };
         self.reporter.finish(&totals);
     }
+
+    /// The `re-run:` line's ids: every task that did not succeed (failed, blocked by a failure,
+    /// aborted or never started), failures first, so running them re-runs everything the command
+    /// still owes. Past [`RERUN_IDS`], only those no other owed task depends on are named (each
+    /// runs the rest as its dependencies).
+    fn still_owed(&self) -> Vec<String> {
+        let owed: Vec<usize> = {
+            let status = |s: Status| {
+                let plan = self.plan;
+                self.reports
+                    .iter()
+                    .filter(move |(&i, r)| r.status == s && kind_of(task(plan, i)) != Kind::Group)
+                    .map(|(&i, _)| i)
+            };
+            let mut owed: Vec<usize> = status(Status::Failed).collect();
+            for s in [Status::Skipped, Status::Aborted, Status::NotRun] {
+                owed.extend(status(s));
+            }
+            owed
+        };
+        let nodes = &self.plan.graph.nodes;
+        let kept: Vec<usize> = if owed.len() <= RERUN_IDS {
+            owed
+        } else {
+            let mut reached = std::collections::HashSet::new();
+            for &i in &owed {
+                let mut stack: Vec<usize> = nodes[i].deps.clone();
+                while let Some(d) = stack.pop() {
+                    if reached.insert(d) {
+                        stack.extend(nodes[d].deps.iter().copied());
+                    }
+                }
+            }
+            owed.into_iter().filter(|i| !reached.contains(i)).collect()
+        };
+        kept.into_iter().map(|i| nodes[i].id.to_string()).collect()
+    }
 }
+
+/// How many ids the `re-run:` line names before it names only the owed tasks nothing else
+/// owed depends on.
+const RERUN_IDS: usize = 20;
 
 /// HIST-1: the CI provider, from the first truthy of its variables, then `CI`.
 fn ci_provider(env: &BTreeMap<String, String>) -> Option<String> {

@@ -161,6 +161,8 @@ struct Live {
     timeout: Option<Duration>,
     /// Output printed with an `<id> │ ` prefix after the footer (keep-alive).
     prefix_at_line_start: bool,
+    /// Its latest line, for its row in the live region (UI-6).
+    last_line: crate::render::live::LastLine,
     /// The log as stored in an artifact: both streams and notes as records (STORE-6).
     records: LogBuf,
     /// How a successful result is reported and whether it may be saved.
@@ -687,6 +689,7 @@ impl<'p> Run<'p> {
             unneeded: false,
             timeout,
             prefix_at_line_start: true,
+            last_line: Default::default(),
             records: LogBuf::new(),
             cache_kind,
             writes,
@@ -866,6 +869,9 @@ impl<'p> Run<'p> {
         };
         live.display.push(LogStream::Stdout, bytes);
         live.last_byte = bytes.last().copied();
+        if crate::render::live::is_active() {
+            live.last_line.push(bytes);
+        }
         if self.keep_alive {
             let text = prefixed(&self.plan.graph.nodes[i].id, live, bytes);
             self.reporter.after_footer(&text);

@@ -1,6 +1,6 @@
 //! What the live status region shows (UI-6), from the run loop's state: ready persistent tasks
-//! pinned on top, a row per busy slot with its elapsed time, idle slots dimmed, and the
-//! footer's counters.
+//! pinned on top, a row per busy slot with its elapsed time and the task's latest output line,
+//! one row for the idle slots, one for what waits, and the footer's counters.
 
 use std::time::Instant;
 
@@ -72,20 +72,49 @@ impl Run<'_> {
             .collect();
         busy.sort();
         for &(started, i) in busy.iter().take(SLOT_ROWS) {
-            lines.push(format!(
+            let mut row = format!(
                 "  {:>7}  {}",
                 format_duration(now.saturating_duration_since(started)),
                 self.plan.graph.nodes[i].id
-            ));
+            );
+            if self.live.get(&i).is_some_and(|l| l.remote.is_some()) {
+                row.push_str(" @remote");
+            }
+            let last = self.live.get(&i).map(|l| l.last_line.shown());
+            if let Some(last) = last.filter(|l| !l.is_empty()) {
+                row.push_str("  ");
+                row.push_str(&style.dim(&last));
+            }
+            lines.push(row);
         }
         if busy.len() > SLOT_ROWS {
             lines.push(format!("  +{} more", busy.len() - SLOT_ROWS));
         }
-        let idle = (self.ctx.slots as usize)
-            .saturating_sub(busy.len())
-            .min(SLOT_ROWS.saturating_sub(busy.len()));
-        for _ in 0..idle {
-            lines.push(style.dim("        ·  idle"));
+        // Remote tasks take no local slot (REM-11).
+        let local = busy
+            .iter()
+            .filter(|(_, i)| self.live.get(i).is_some_and(|l| l.remote.is_none()))
+            .count();
+        let idle = (self.ctx.slots as usize).saturating_sub(local);
+        let mut rest = Vec::new();
+        if idle > 0 {
+            rest.push(format!("{idle} idle"));
+        }
+        let counted = |i: usize| super::kind_of(super::task(self.plan, i)) != Kind::Group;
+        let (ready, on_deps) = self.scheduler.waiting(counted);
+        let held = self.scheduler.held().len();
+        if ready > 0 {
+            rest.push(if held > 0 {
+                format!("{ready} ready ({held} held for memory)")
+            } else {
+                format!("{ready} ready")
+            });
+        }
+        if on_deps > 0 {
+            rest.push(format!("{on_deps} waiting for dependencies"));
+        }
+        if !rest.is_empty() {
+            lines.push(style.dim(&format!("        ·  {}", rest.join(" · "))));
         }
         let total = (0..self.plan.graph.nodes.len())
             .filter(|&i| super::kind_of(super::task(self.plan, i)) != Kind::Group)

@@ -65,7 +65,7 @@ impl Lockfiles {
         file: &str,
         blob: &str,
         dir: &str,
-        notices: &mut Vec<String>,
+        notices: &mut Vec<crate::run::outcome::Notice>,
     ) -> Option<String> {
         if !lockfile::is_lockfile(file) {
             return None;
@@ -124,7 +124,7 @@ impl Lockfiles {
         &mut self,
         file: &str,
         blob: &str,
-        notices: &mut Vec<String>,
+        notices: &mut Vec<crate::run::outcome::Notice>,
     ) -> Option<Digests> {
         let memo = self.memo_path(file, blob);
         if let Some(found) = memo.as_deref().and_then(read_memo) {
@@ -134,9 +134,9 @@ impl Lockfiles {
             Ok(lock) => lock,
             Err(reason) => {
                 if self.told.insert(file.to_string()) {
-                    notices.push(format!(
+                    notices.push(crate::run::outcome::Notice::Note(format!(
                         "vx: {file}: {reason}; every task folds the whole file (KEY-3)"
-                    ));
+                    )));
                 }
                 return None;
             }

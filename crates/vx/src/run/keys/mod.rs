@@ -99,7 +99,7 @@ pub struct Keys<'p> {
     /// `no file matches` lines already printed (once per run, KEY-10).
     warned: HashSet<(TaskId, String)>,
     /// Lines for the caller to print (`vx: web#test: no file matches cache.inputs (…)`).
-    pub notices: Vec<String>,
+    pub notices: Vec<crate::run::outcome::Notice>,
     /// Compiled glob lists, shared by every task that spells the same list.
     globs: GlobCache,
     /// Identities of the files many keys fold (the root's lockfiles and package-manager files,
@@ -699,8 +699,11 @@ impl<'p> Keys<'p> {
                     .iter()
                     .any(|p| is_under(p, base) && single.is_match(relative(p, base)));
                 if !matched && self.warned.insert((id.clone(), glob.clone())) {
-                    self.notices
-                        .push(format!("{id}: no file matches {label} ({glob})"));
+                    self.notices.push(crate::run::outcome::Notice::Unmatched {
+                        task: id.clone(),
+                        what: label,
+                        glob: glob.clone(),
+                    });
                 }
             }
         }

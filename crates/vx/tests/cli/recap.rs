@@ -1,0 +1,148 @@
+//! What a run says at its end (issue 25): a failure printed once, a `re-run:` line naming
+//! everything the command still owes, an interrupted run's footer, and `no file matches` once
+//! per glob.
+
+use std::time::{Duration, Instant};
+
+use crate::guard::spawn_vx;
+use crate::{assert_contains, one_project, w};
+
+/// A failure frame with another task's frame after it (the CI flow prints every frame as it
+/// comes): the recap repeats the failure's last lines, since they are no longer right above.
+#[test]
+fn the_recap_repeats_output_only_when_other_output_came_between() {
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"echo boom >&2; exit 3\"\n",
+    );
+    let out = f.vx_in(
+        "",
+        &["run", "build", "--all", "--concurrency", "1"],
+        &[("CI", "true")],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    let stdout = out.stdout_redacted(&f);
+    // lib#build starts first (most dependants); docs#build's frame follows it.
+    let failure = stdout.find("┌─ lib#build").expect("lib's frame");
+    let docs = stdout.find("┌─ docs#build").expect("docs' frame");
+    assert!(failure < docs, "{stdout}");
+    let recap = &stdout[stdout.find("── failures").expect("a recap")..];
+    assert!(
+        recap.contains("◼ lib#build  failed (exit 3)\nboom\n"),
+        "{recap}"
+    );
+    assert!(!recap.contains("output above"), "{recap}");
+    assert_eq!(
+        stdout.matches("\nboom\n").count(),
+        2,
+        "frame and recap: {stdout}"
+    );
+}
+
+/// Past 20 owed tasks the `re-run:` line names only those nothing else owed depends on:
+/// running them runs the rest as their dependencies.
+#[test]
+fn a_long_re_run_line_names_only_the_top_tasks() {
+    let mut tasks = String::from("[tasks.base]\ncommand = \"exit 1\"\n");
+    let mut all = Vec::new();
+    for n in 0..22 {
+        tasks.push_str(&format!(
+            "[tasks.t{n}]\ncommand = \"true\"\ndepends-on = [\"base\"]\n"
+        ));
+        all.push(format!("\"t{n}\""));
+    }
+    tasks.push_str(&format!(
+        "[tasks.all]\ncommand = \"true\"\ndepends-on = [{}]\n",
+        all.join(", ")
+    ));
+    let f = one_project(&tasks);
+    let out = f.vx(&["run", "lib#all"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(&out.stdout, "re-run: vx run lib#all\n");
+    // A short one names every task: the failure first, then what it blocked.
+    let f = one_project(
+        "[tasks.base]\ncommand = \"exit 1\"\n\
+         [tasks.mid]\ncommand = \"true\"\ndepends-on = [\"base\"]\n\
+         [tasks.top]\ncommand = \"true\"\ndepends-on = [\"mid\"]\n",
+    );
+    let out = f.vx(&["run", "lib#top"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(&out.stdout, "re-run: vx run lib#base lib#mid lib#top\n");
+}
+
+/// After Ctrl-C the footer says the run was interrupted and counts what never started; it
+/// gives no cached share of a run that did not finish, and the `re-run:` line names what the
+/// command still owes.
+#[test]
+fn an_interrupted_run_says_so_and_counts_what_never_started() {
+    let f = one_project(
+        "[tasks.quick]\ncommand = \"true\"\n\
+         [tasks.slow]\ncommand = \"touch started; sleep 30\"\ndepends-on = [\"quick\"]\n\
+         [tasks.after1]\ncommand = \"true\"\ndepends-on = [\"slow\"]\n\
+         [tasks.after2]\ncommand = \"true\"\ndepends-on = [\"slow\"]\n\
+         [tasks.all]\ncommand = \"true\"\ndepends-on = [\"after1\", \"after2\"]\n",
+    );
+    let vx = spawn_vx(&f, &["run", "lib#all"], true);
+    let started = f.path("packages/lib/started");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "slow never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let child = vx.take();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_contains(
+        &stdout,
+        "tasks      1 success · 1 aborted · 3 not run · 5 total\n",
+    );
+    assert_contains(
+        &stdout,
+        "result     interrupted by SIGINT · 1 of 5 tasks ended · 0 cached ·",
+    );
+    assert!(!stdout.contains("(100%)"), "{stdout}");
+    assert!(!stdout.contains("not counted"), "{stdout}");
+    assert_contains(
+        &stdout,
+        "re-run: vx run lib#slow lib#after1 lib#after2 lib#all\n",
+    );
+}
+
+/// KEY-10: a glob that matches nothing is said once per run, naming its tasks.
+#[test]
+fn an_unmatched_output_glob_is_said_once_naming_the_tasks() {
+    let f = crate::empty();
+    f.write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
+    for name in ["a", "b", "c"] {
+        f.write(
+            &format!("packages/{name}/package.json"),
+            &format!(r#"{{ "name": "{name}" }}"#),
+        );
+        f.write(
+            &format!("packages/{name}/vx.toml"),
+            "[tasks.test]\ncommand = \"true\"\n\
+             cache = { inputs = [\"package.json\"], outputs = [\"coverage/**\"] }\n",
+        );
+    }
+    f.commit();
+    let out = f.vx(&["run", "test", "--all"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("no file matches"))
+        .collect();
+    assert_eq!(
+        lines,
+        ["vx: no file matches cache.outputs (coverage/**) in 3 tasks: a#test, b#test, c#test"],
+        "{}",
+        out.stderr
+    );
+}

@@ -1,0 +1,142 @@
+//! vx in a real terminal (tmux), read from the screen as a user sees it (issue 25): the live
+//! region's rows with each running task's latest line, `--log-order=stream`, and Ctrl-C.
+
+use vx_test_support::fixture::Fixture;
+use vx_test_support::tmux::Tmux;
+
+use crate::{one_project, vx_bin};
+
+/// `vx args…` in `f`'s root on a `width`×24 terminal.
+fn on_terminal(f: &Fixture, args: &[&str], width: u16) -> Option<Tmux> {
+    Tmux::start(
+        f.root(),
+        std::path::Path::new(vx_bin()),
+        args,
+        &[("VX_LOG", "off")],
+        (width, 24),
+    )
+}
+
+/// Two tasks that print a line every 0.4 s, and one that waits for the first.
+fn printing_tasks() -> Fixture {
+    one_project(
+        "[tasks.a]\ncommand = \"for i in 1 2 3 4 5 6 7 8; do echo compiling a step $i; sleep 0.4; done\"\n\
+         [tasks.b]\ncommand = \"for i in 1 2 3 4 5 6 7 8; do printf 'testing b step %s\\\\n' $i; sleep 0.4; done\"\n\
+         [tasks.c]\ncommand = \"echo c done\"\ndepends-on = [\"a\"]\n\
+         [tasks.all]\ndepends-on = [\"a\", \"b\", \"c\"]\n",
+    )
+}
+
+/// UI-6 as issue 25 asks: each running task's row shows its latest output line, the idle slots
+/// are one row, and a row says what waits.
+#[test]
+fn live_rows_show_each_tasks_latest_line_and_what_waits() {
+    let f = printing_tasks();
+    let Some(term) = on_terminal(&f, &["run", "all", "--all", "--concurrency", "4"], 100) else {
+        return;
+    };
+    let screen = term.wait_until("both tasks' latest lines", |s| {
+        s.contains("lib#a  compiling a step 3") && s.contains("lib#b  testing b step 3")
+    });
+    assert!(
+        screen.contains("·  2 idle · 1 waiting for dependencies"),
+        "{screen}"
+    );
+    assert_eq!(screen.matches("idle").count(), 1, "one row:\n{screen}");
+    let (code, screen) = term.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(!screen.contains("idle"), "region erased:\n{screen}");
+    assert!(screen.contains("result     3 tasks"), "{screen}");
+}
+
+/// A row is cut to the terminal's width as it displays: wide characters take two columns, so
+/// no row wraps onto the next line.
+#[test]
+fn a_row_with_wide_characters_is_cut_to_the_width() {
+    let f = one_project(
+        "[tasks.w]\ncommand = \"echo 日本語のテキスト日本語のテキスト日本語のテキスト日本語のテキスト; sleep 3\"\n\
+         [tasks.x]\ncommand = \"sleep 3\"\n\
+         [tasks.all]\ndepends-on = [\"w\", \"x\"]\n",
+    );
+    let Some(term) = on_terminal(&f, &["run", "all", "--all", "--concurrency", "3"], 40) else {
+        return;
+    };
+    let screen = term.wait_for("lib#w  日本");
+    let rows: Vec<&str> = screen.lines().collect();
+    let at = rows.iter().position(|r| r.contains("lib#w")).unwrap();
+    assert!(
+        rows[at + 1].contains("lib#x"),
+        "the next row is the next task, not the rest of this one:\n{screen}"
+    );
+    for row in &rows {
+        let columns: usize = row
+            .chars()
+            .map(|c| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0))
+            .sum();
+        assert!(columns < 40, "`{row}` is {columns} columns:\n{screen}");
+    }
+    term.keys(&["C-c"]);
+    term.finish();
+}
+
+/// `--log-order=stream`: every task's lines appear as they are printed, prefixed with its id,
+/// while it still runs; its one-liner follows when it ends.
+#[test]
+fn log_order_stream_prints_every_line_live_with_its_task() {
+    let f = printing_tasks();
+    let Some(term) = on_terminal(
+        &f,
+        &[
+            "run",
+            "all",
+            "--all",
+            "--concurrency",
+            "4",
+            "--log-order=stream",
+        ],
+        100,
+    ) else {
+        return;
+    };
+    let screen = term.wait_until("lines of both tasks", |s| {
+        s.contains("lib#a │ compiling a step 2") && s.contains("lib#b │ testing b step 2")
+    });
+    assert!(!screen.contains("success"), "both still run:\n{screen}");
+    let (code, screen) = term.finish();
+    assert_eq!(code, 0, "{screen}");
+    for line in [
+        "lib#a │ compiling a step 8",
+        "lib#b │ testing b step 8",
+        "lib#c │ c done",
+    ] {
+        assert!(screen.contains(line), "`{line}`:\n{screen}");
+    }
+    let last_a = screen.find("lib#a │ compiling a step 8").unwrap();
+    let a_done = screen
+        .find("success no-cache lib#a")
+        .expect("a's one-liner");
+    assert!(last_a < a_done, "{screen}");
+}
+
+/// Ctrl-C typed in the terminal: the footer says the run was interrupted and counts what never
+/// started, with no cached share.
+#[test]
+fn ctrl_c_in_the_terminal_gives_an_interrupted_footer() {
+    let f = printing_tasks();
+    let Some(term) = on_terminal(&f, &["run", "all", "--all", "--concurrency", "4"], 100) else {
+        return;
+    };
+    term.wait_for("lib#a  compiling a step 2");
+    term.keys(&["C-c"]);
+    let (code, screen) = term.finish();
+    assert_eq!(code, 130, "{screen}");
+    assert!(
+        screen.contains("tasks      2 aborted · 1 not run · 3 total"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("result     interrupted by SIGINT · 0 of 3 tasks ended"),
+        "{screen}"
+    );
+    assert!(!screen.contains("%)"), "{screen}");
+}
