@@ -10,8 +10,11 @@ use std::path::PathBuf;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap_complete::engine::ArgValueCompleter;
 use vx_core::suggest::did_you_mean;
 use vx_core::Diagnostic;
+
+use crate::commands::completions;
 
 /// Marks a flag given without `=value`, so `--graph` and `--graph=` can be told apart.
 pub const BARE: &str = "\u{0}bare";
@@ -58,8 +61,16 @@ pub enum Verb {
     Info(InfoArgs),
     /// Print the JSON Schema of vx.toml.
     Schema,
+    /// Print a shell completion script: bash, zsh or fish.
+    Completions {
+        #[arg(value_name = "SHELL")]
+        shell: Option<String>,
+    },
     /// Print help for vx or for a verb.
-    Help { verb: Option<String> },
+    Help {
+        #[arg(add = ArgValueCompleter::new(completions::verb_candidates))]
+        verb: Option<String>,
+    },
     /// Print the version.
     Version {
         #[arg(hide = true, num_args = 0.., allow_hyphen_values = true)]
@@ -73,13 +84,13 @@ pub enum Verb {
 #[command(after_help = RUN_EXAMPLES)]
 pub struct RunArgs {
     /// Task names (`build`), task ids (`web#build`) or root task ids (`//#lint`).
-    #[arg(value_name = "TASK")]
+    #[arg(value_name = "TASK", add = ArgValueCompleter::new(completions::task_candidates))]
     pub tasks: Vec<String>,
     /// Select every project.
     #[arg(long)]
     pub all: bool,
     /// Select projects: NAME, ./DIR, tag:T, //, with `...`/`^...` walks and `!` excludes.
-    #[arg(long, short = 'F', value_name = "PATTERN")]
+    #[arg(long, short = 'F', value_name = "PATTERN", add = ArgValueCompleter::new(completions::project_candidates))]
     pub filter: Vec<String>,
     /// Maximum executing tasks: N or N% of the available CPUs.
     #[arg(long, value_name = "N", alias = "parallel")]
@@ -161,6 +172,7 @@ const RUN_EXAMPLES: &str = "Examples:
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// A project, a `project#task`, or a task name.
+    #[arg(add = ArgValueCompleter::new(completions::show_candidates))]
     pub target: Option<String>,
     /// Output format: pretty or json.
     #[arg(long, value_name = "FORMAT")]
@@ -170,7 +182,7 @@ pub struct ShowArgs {
 #[derive(Debug, Args)]
 pub struct WhyArgs {
     /// A task id (`web#build`) or a task name.
-    #[arg(value_name = "TASK")]
+    #[arg(value_name = "TASK", add = ArgValueCompleter::new(completions::task_candidates))]
     pub task: String,
     /// Explain the run whose id starts with RUNID instead of the latest.
     #[arg(long, value_name = "RUNID")]
@@ -280,11 +292,22 @@ pub struct PruneArgs {
 }
 
 /// Verbs of later milestones, refused as `not available yet`.
-pub const LATER_VERBS: &[&str] = &["completions", "lock"];
+pub const LATER_VERBS: &[&str] = &["lock"];
 
 /// The verbs a user can type today, for suggestions.
 pub const VERBS: &[&str] = &[
-    "run", "watch", "show", "why", "last", "cache", "init", "migrate", "info", "schema", "help",
+    "run",
+    "watch",
+    "show",
+    "why",
+    "last",
+    "cache",
+    "init",
+    "migrate",
+    "info",
+    "schema",
+    "completions",
+    "help",
     "version",
 ];
 
@@ -458,4 +481,13 @@ fn flags_of(verb: &str) -> Vec<String> {
         .filter(|a| !a.is_hide_set())
         .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
 }

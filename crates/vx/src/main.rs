@@ -39,6 +39,8 @@ fn main() {
     {
         std::process::exit(vx_exec::guard::serve());
     }
+    // A Tab in a shell that sourced `vx completions <shell>`: answer and exit.
+    commands::completions::serve();
     vx_exec::guard::enable(guard_program());
     init_tracing();
     let code = match real_main() {
@@ -110,6 +112,7 @@ fn real_main() -> Result<i32, Failure> {
         Some(Verb::Migrate(args)) => commands::init::migrate(&cwd, args),
         Some(Verb::Info(args)) => commands::info::info(&cwd, args),
         Some(Verb::Schema) => Ok(commands::schema()),
+        Some(Verb::Completions { shell }) => commands::completions::completions(shell.as_deref()),
         Some(Verb::Version { extra }) => {
             if let Some(first) = extra.first() {
                 return Err(Failure::usage(format!(

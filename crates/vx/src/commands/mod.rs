@@ -2,6 +2,7 @@
 //! [`Failure`](crate::error::Failure).
 
 pub mod cache;
+pub mod completions;
 pub mod info;
 pub mod init;
 pub mod last;

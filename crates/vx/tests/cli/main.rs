@@ -9,6 +9,7 @@ mod cache;
 mod cache_keys;
 mod cache_safety;
 mod cli_errors;
+mod completions;
 mod config_errors;
 mod containment;
 mod execution;
