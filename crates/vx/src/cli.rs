@@ -190,7 +190,7 @@ pub struct WhyArgs {
     /// Output format: pretty or json.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
-    /// The cache directory (default: STORE-2 precedence).
+    /// The cache directory (default: VX_CACHE_DIR, [workspace] cache-dir, .vx at the root).
     #[arg(long = "cache-dir", value_name = "PATH")]
     pub cache_dir: Option<String>,
 }
@@ -210,7 +210,7 @@ pub struct LastArgs {
     /// Output format: pretty or json.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
-    /// The cache directory (default: STORE-2 precedence).
+    /// The cache directory (default: VX_CACHE_DIR, [workspace] cache-dir, .vx at the root).
     #[arg(long = "cache-dir", value_name = "PATH")]
     pub cache_dir: Option<String>,
 }
@@ -261,7 +261,7 @@ pub struct InfoArgs {
     /// Output format: pretty or json.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
-    /// The cache directory (default: STORE-2 precedence).
+    /// The cache directory (default: VX_CACHE_DIR, [workspace] cache-dir, .vx at the root).
     #[arg(long = "cache-dir", value_name = "PATH")]
     pub cache_dir: Option<String>,
 }
@@ -270,6 +270,21 @@ pub struct InfoArgs {
 pub enum CacheVerb {
     /// Evict entries by age and total size, and remove stray files.
     Prune(PruneArgs),
+    /// Remove every entry of the local cache (the run history stays).
+    Clean(CleanArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Print what would be removed and change nothing.
+    #[arg(long, visible_alias = "dry-run")]
+    pub dry: bool,
+    /// Output format: pretty or json.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// The cache directory (default: VX_CACHE_DIR, [workspace] cache-dir, .vx at the root).
+    #[arg(long = "cache-dir", value_name = "PATH")]
+    pub cache_dir: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -286,7 +301,7 @@ pub struct PruneArgs {
     /// Output format: pretty or json.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
-    /// The cache directory (default: STORE-2 precedence).
+    /// The cache directory (default: VX_CACHE_DIR, [workspace] cache-dir, .vx at the root).
     #[arg(long = "cache-dir", value_name = "PATH")]
     pub cache_dir: Option<String>,
 }
@@ -326,11 +341,34 @@ pub fn parse(args: Vec<OsString>) -> Parsed {
     if let Some(flag) = flag_missing_its_value(&args) {
         return Parsed::Error(vec![Diagnostic::new(format!("{flag} needs a value"))]);
     }
-    match Cli::try_parse_from(args) {
+    let parsed = command()
+        .try_get_matches_from(args)
+        .and_then(|matches| <Cli as clap::FromArgMatches>::from_arg_matches(&matches));
+    match parsed {
         Ok(cli) => Parsed::Cli(Box::new(cli)),
         Err(e) => translate(e),
     }
 }
+
+/// Flags `vx watch` shares with `vx run` but refuses (WATCH-8): still parsed, so the refusal
+/// names them, but not in its help.
+pub const NOT_FOR_WATCH: &[&str] = &["dry", "graph", "summarize", "profile"];
+
+/// vx's command line as parsed, shown in help and completed.
+pub fn command() -> clap::Command {
+    Cli::command().mut_subcommand("watch", |mut watch| {
+        for id in NOT_FOR_WATCH {
+            watch = watch.mut_arg(*id, |a| a.hide(true));
+        }
+        watch.after_help(WATCH_EXAMPLES)
+    })
+}
+
+const WATCH_EXAMPLES: &str = "Examples:
+  vx watch test                test the project in the current directory on every change
+  vx watch build --all         keep every project built
+  vx watch web#dev             run web's dev server, rebuilding what it depends on
+  vx watch test -F ...lib      test lib and everything that depends on it";
 
 /// CLI-17: flags of other runners that vx refuses, with the vx spelling. (Those it accepts are
 /// clap aliases: `--dry-run`, `--parallel`, `--skip-nx-cache`; and the value
@@ -400,7 +438,7 @@ fn flag_missing_its_value(args: &[OsString]) -> Option<String> {
 
 /// The help text of vx or of one verb.
 pub fn help(verb: Option<&str>) -> Option<String> {
-    let mut command = Cli::command();
+    let mut command = command();
     let mut command = match verb {
         None => command,
         Some(v) => command
@@ -473,7 +511,7 @@ fn verb_of(e: &clap::Error) -> String {
 
 /// Every visible long flag of a verb, for suggestions.
 fn flags_of(verb: &str) -> Vec<String> {
-    let command = Cli::command();
+    let command = command();
     let Some(sub) = command.find_subcommand(verb) else {
         return Vec::new();
     };
@@ -487,7 +525,6 @@ fn flags_of(verb: &str) -> Vec<String> {
 mod tests {
     #[test]
     fn the_command_line_is_consistent() {
-        use clap::CommandFactory;
-        super::Cli::command().debug_assert();
+        super::command().debug_assert();
     }
 }

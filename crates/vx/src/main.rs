@@ -108,6 +108,7 @@ fn real_main() -> Result<i32, Failure> {
         Some(Verb::Why(args)) => commands::why::why(&cwd, args),
         Some(Verb::Last(args)) => commands::last::last(&cwd, args),
         Some(Verb::Cache(cli::CacheVerb::Prune(args))) => commands::cache::prune(&cwd, args),
+        Some(Verb::Cache(cli::CacheVerb::Clean(args))) => commands::cache::clean(&cwd, args),
         Some(Verb::Init(args)) => commands::init::init(&cwd, args),
         Some(Verb::Migrate(args)) => commands::init::migrate(&cwd, args),
         Some(Verb::Info(args)) => commands::info::info(&cwd, args),

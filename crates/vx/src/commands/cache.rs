@@ -1,4 +1,5 @@
-//! `vx cache prune` (STORE-15): evict entries by age and total size, and sweep stray files.
+//! `vx cache prune` (STORE-15): evict entries by age and total size, and sweep stray files;
+//! `vx cache clean`: evict every entry.
 
 use std::path::Path;
 
@@ -7,17 +8,49 @@ use vx_core::units::{format_size, parse_duration, parse_size};
 use vx_core::Diagnostic;
 use vx_store::prune::{prune_dir, PrunePolicy, PruneReport};
 
-use crate::cli::PruneArgs;
+use crate::cli::{CleanArgs, PruneArgs};
 use crate::error::Failure;
 use crate::render::out_str;
 use crate::{exit, render, workspace};
 
 pub fn prune(cwd: &Path, args: PruneArgs) -> Result<i32, Failure> {
-    let json = super::json_format(args.format.as_deref())?;
     let policy = policy(args.older_than.as_deref(), args.max_size.as_deref())?;
-    let (root, dir) = workspace::store_location(cwd, args.cache_dir.as_deref())?;
-    // A pruning run takes the workspace lock (STORE-14); a dry one changes nothing.
-    let _lock = if args.dry {
+    evict(
+        cwd,
+        &policy,
+        args.dry,
+        args.format.as_deref(),
+        args.cache_dir.as_deref(),
+    )
+}
+
+/// `vx cache clean`: a prune down to nothing (every entry, and stray files an hour old). The
+/// run history (`vx last`, `vx why`) is not cache and stays; a remote cache is never touched.
+pub fn clean(cwd: &Path, args: CleanArgs) -> Result<i32, Failure> {
+    let policy = PrunePolicy {
+        older_than: None,
+        max_size: Some(0),
+    };
+    evict(
+        cwd,
+        &policy,
+        args.dry,
+        args.format.as_deref(),
+        args.cache_dir.as_deref(),
+    )
+}
+
+fn evict(
+    cwd: &Path,
+    policy: &PrunePolicy,
+    dry: bool,
+    format: Option<&str>,
+    cache_dir: Option<&str>,
+) -> Result<i32, Failure> {
+    let json = super::json_format(format)?;
+    let (root, dir) = workspace::store_location(cwd, cache_dir)?;
+    // Evicting takes the workspace lock (STORE-14); a dry run changes nothing.
+    let _lock = if dry {
         None
     } else {
         let mut waited = false;
@@ -32,13 +65,13 @@ pub fn prune(cwd: &Path, args: PruneArgs) -> Result<i32, Failure> {
         })
         .ok()
     };
-    let report = prune_dir(&dir, &policy, args.dry)
-        .map_err(|e| Failure::from(Diagnostic::new(e.to_string())))?;
+    let report =
+        prune_dir(&dir, policy, dry).map_err(|e| Failure::from(Diagnostic::new(e.to_string())))?;
     if json {
         out_str(&format!(
             "{}\n",
             json!({
-                "dry": args.dry,
+                "dry": dry,
                 "evicted": report.evicted,
                 "bytes_freed": report.bytes_freed,
                 "orphans": report.orphans,
@@ -46,7 +79,7 @@ pub fn prune(cwd: &Path, args: PruneArgs) -> Result<i32, Failure> {
             })
         ));
     } else {
-        out_str(&format!("{}\n", sentence(&report, args.dry)));
+        out_str(&format!("{}\n", sentence(&report, dry)));
     }
     Ok(exit::SUCCESS)
 }

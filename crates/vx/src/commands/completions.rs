@@ -8,13 +8,11 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use clap::builder::StyledStr;
-use clap::CommandFactory;
 use clap_complete::engine::CompletionCandidate;
 use clap_complete::env::{Bash, CompleteEnv, Fish, Shells, Zsh};
 use vx_core::suggest::did_you_mean;
 use vx_core::{Diagnostic, Workspace};
 
-use crate::cli::Cli;
 use crate::error::Failure;
 use crate::exit;
 use crate::render::out;
@@ -29,7 +27,7 @@ const SHELLS: Shells<'static> = Shells(&[&Bash, &Zsh, &Fish]);
 pub fn serve() {
     // The arguments that take a task, a project or a verb name their candidate functions
     // below (`add = ArgValueCompleter::new(…)` in `cli.rs`).
-    CompleteEnv::with_factory(Cli::command)
+    CompleteEnv::with_factory(crate::cli::command)
         .var(VAR)
         .shells(SHELLS)
         .complete();

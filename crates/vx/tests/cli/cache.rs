@@ -625,3 +625,35 @@ fn why_run_explains_an_earlier_run_by_the_id_it_printed() {
     );
     assert_contains(&ambiguous.stderr, "--run `0` names 3 runs");
 }
+
+/// `vx cache clean` empties the local cache (issue 25): `--dry` says what would go and keeps it;
+/// after it every cached task executes again, and the run history stays.
+#[test]
+fn cache_clean_empties_the_cache_and_keeps_history() {
+    let f = crate::w_cached();
+    let first = f.vx(&["run", "build", "--all"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let dry = f.vx(&["cache", "clean", "--dry"]);
+    assert_eq!(dry.code, 0, "{dry:?}");
+    assert!(
+        dry.stdout.starts_with("would remove 2 entries, "),
+        "{dry:?}"
+    );
+    let hit = f.vx(&["run", "build", "--all"]);
+    assert_contains(&hit.stdout, "cache      2 up-to-date");
+    let clean = f.vx(&["cache", "clean", "--format", "json"]);
+    assert_eq!(clean.code, 0, "{clean:?}");
+    let report: serde_json::Value = serde_json::from_str(&clean.stdout).unwrap();
+    assert_eq!(report["evicted"], 2, "{report}");
+    assert_eq!(report["dry"], false);
+    let empty = f.vx(&["cache", "clean"]);
+    assert_eq!(empty.stdout, "removed 0 entries, 0 B\n", "{empty:?}");
+    let again = f.vx(&["run", "build", "--all"]);
+    assert_contains(&again.stdout, "cache      2 miss");
+    let list = f.vx(&["last", "--list"]);
+    assert_eq!(
+        list.stdout.lines().count(),
+        3,
+        "three runs listed: {list:?}"
+    );
+}

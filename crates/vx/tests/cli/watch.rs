@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 use vx_test_support::fixture::Fixture;
 use vx_test_support::process::{test_child_path, unique_marker};
 
-use crate::{assert_no_survivor, w};
+use crate::{assert_contains, assert_no_survivor, w};
 
 /// How long a line may take to appear before the test fails (generous: CI machines are slow).
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -490,6 +490,12 @@ fn refused_flags_and_unknown_tasks_exit_2() {
         );
         assert!(!out.stderr.contains("first run"), "{}", out.stderr);
     }
+    // ... and its help does not offer them (issue 25).
+    let help = f.vx(&["watch", "--help"]);
+    for flag in ["--dry", "--graph", "--summarize", "--profile", "--frozen"] {
+        assert!(!help.stdout.contains(flag), "{flag} in:\n{}", help.stdout);
+    }
+    assert_contains(&help.stdout, "vx watch test ");
     let out = f.vx(&["watch", "lib#nope"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(!out.stderr.contains("first run"), "{}", out.stderr);
