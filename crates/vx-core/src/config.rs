@@ -18,7 +18,7 @@ pub const CONFIG_FILE: &str = "vx.toml";
 
 /// A whole `vx.toml`: the root file may carry `[workspace]`; any file may declare a project.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 #[schemars(
     title = "vx.toml",
     description = "Configuration of a vx workspace root or project"
@@ -30,9 +30,9 @@ pub struct ConfigFile {
     pub project: ProjectConfig,
 }
 
-/// `[workspace]` (CFG-2).
+/// `[workspace]`: settings of the whole workspace, only in the root `vx.toml`.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct WorkspaceConfig {
     /// Member directory globs, root-relative; `!` entries exclude. Default: `pnpm-workspace.yaml`
     /// `packages`, else `package.json` `workspaces`.
@@ -53,7 +53,8 @@ pub struct WorkspaceConfig {
     pub cache_retention: Option<CacheRetention>,
     /// Default base ref for bare `--affected`.
     pub affected_base: Option<String>,
-    /// Task templates shared by many projects (CFG-13).
+    /// Task templates: a `[workspace.tasks.<name>]` table gives defaults to every project's task
+    /// of that name.
     #[schemars(extend("default" = {}))]
     pub tasks: BTreeMap<String, TaskConfig>,
     /// Named input sets, used by `cache.input-sets` of templates and tasks.
@@ -70,7 +71,7 @@ pub struct WorkspaceConfig {
 /// `[workspace.input-sets.<name>]`: inputs many cache tables share, added to a cache table
 /// that names the set in its `input-sets`.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct InputSet {
     /// Project-relative input globs.
     #[schemars(extend("default" = []))]
@@ -98,7 +99,7 @@ pub struct InputSet {
 
 /// `cache-retention = { older-than?, max-size? }`.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct CacheRetention {
     /// Remove entries not used for this long (a duration).
     pub older_than: Option<String>,
@@ -108,17 +109,17 @@ pub struct CacheRetention {
 
 /// `[workspace.rules]`.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct RulesConfig {
-    /// Refuse cached tasks whose outputs overlap (GRAPH-8). Default `true`.
+    /// Refuse cached tasks whose outputs overlap. Default `true`.
     pub exclusive_outputs: Option<bool>,
-    /// Refuse inputs that could match another task's outputs (GRAPH-9). Default `true`.
+    /// Refuse inputs that could match another task's outputs. Default `true`.
     pub upfront_keys: Option<bool>,
 }
 
-/// `[workspace.remote-cache]` (REM-2).
+/// `[workspace.remote-cache]`: a cache shared across machines (HTTP or a REAPI server).
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct RemoteCacheConfig {
     /// `http(s)://…` (HTTP protocol) or `grpc(s)://host:port` (REAPI). Required.
     pub url: Option<String>,
@@ -144,27 +145,27 @@ pub struct RemoteCacheConfig {
     pub upload_concurrency: Option<u32>,
 }
 
-/// `[workspace.remote-execution]` (REM-10).
+/// `[workspace.remote-execution]`: a Remote Execution API server that runs `remote` tasks.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct RemoteExecutionConfig {
-    /// `grpc://` or `grpcs://` URL. Required.
+    /// The server: a `grpc://` or `grpcs://` URL. Required.
     pub url: Option<String>,
-    /// Default `""`.
+    /// The REAPI instance name. Default `""`.
     pub instance_name: Option<String>,
     /// Variable holding the token. Default `VX_REMOTE_EXEC_TOKEN`.
     pub token_env: Option<String>,
-    /// String properties sent verbatim.
+    /// Platform properties every action asks for (`OSFamily = "linux"`), sent verbatim.
     pub platform: BTreeMap<String, String>,
     /// The `PATH` tail on the worker. Default `/usr/local/bin:/usr/bin:/bin`.
     pub path: Option<String>,
-    /// Default 4 × the run concurrency.
+    /// Actions sent at once. Default 4 × the run concurrency.
     pub max_in_flight: Option<u32>,
 }
 
-/// The project keys of a `vx.toml` (CFG-3).
+/// The project keys of a `vx.toml`.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct ProjectConfig {
     /// Project name when there is no `package.json` `name`.
     pub name: Option<Spanned<String>>,
@@ -179,9 +180,9 @@ pub struct ProjectConfig {
     pub tasks: BTreeMap<String, TaskConfig>,
 }
 
-/// One `[tasks.<name>]` table (CFG-4).
+/// One `[tasks.<name>]` table: a task of the project.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct TaskConfig {
     /// Shown by `--dry` and `vx show`; not in the key.
     pub description: Option<String>,
@@ -240,15 +241,16 @@ pub enum Persistent {
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct ReadyWhen {
     /// A regular expression matched against each output line.
     pub ready_when: String,
 }
 
-/// `env = { pass-through?, define?, secret? }` (CFG-5).
+/// `env = { pass-through?, define?, secret? }`: the task's environment (by default only a
+/// short allowlist of vx's own).
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct EnvConfig {
     /// Names (or prefixes ending in `*`) copied from vx's environment.
     #[schemars(extend("default" = []))]
@@ -261,9 +263,10 @@ pub struct EnvConfig {
     pub secret: Vec<String>,
 }
 
-/// `sandbox = { read?, write?, network? }` (§12).
+/// `sandbox = { read?, write?, network? }`: run the task in a sandbox that allows only these
+/// besides its inputs and outputs.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct SandboxConfig {
     /// Paths the task may read.
     #[schemars(extend("default" = []))]
@@ -276,9 +279,9 @@ pub struct SandboxConfig {
     pub network: Vec<String>,
 }
 
-/// `cache = { … }` (CFG-6).
+/// `cache = { … }`: cache the task's results, keyed by its inputs.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct CacheConfig {
     /// Named input sets (`[workspace.input-sets]`) whose entries are added to this table's.
     #[schemars(extend("default" = []))]
@@ -324,18 +327,60 @@ pub enum RemoteTask {
 }
 
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct RemoteTaskConfig {
+    /// Platform properties for this task's actions, over the workspace's.
     #[schemars(extend("default" = {}))]
     pub platform: BTreeMap<String, String>,
+    /// Root-relative globs of files the task reads besides its cache inputs.
     #[schemars(extend("default" = []))]
     pub extra_inputs: Vec<String>,
 }
 
-/// The JSON Schema (draft 2020-12) of `vx.toml` (CFG-11).
+/// The JSON Schema (draft 2020-12) of `vx.toml` (CFG-11): strict (an unknown key is an error)
+/// and with no key required that has a default, so an editor checks a file as vx would.
 pub fn json_schema() -> serde_json::Value {
+    // TOML has no null: an absent key is how a value is left out, so no `null` alternative (an
+    // `anyOf` of a table and null would also hide which key of the table is wrong).
     let schema = schemars::schema_for!(ConfigFile);
-    serde_json::to_value(schema).expect("a schema always serialises")
+    let mut value = serde_json::to_value(schema).expect("a schema always serialises");
+    drop_null(&mut value);
+    value
+}
+
+/// Takes `null` out of every schema: `"type": ["string", "null"]` becomes `"string"`,
+/// `"anyOf": [X, {"type": "null"}]` becomes X, and `"default": null` goes (the default of an
+/// optional key is its absence).
+fn drop_null(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            if map.get("default").is_some_and(Value::is_null) {
+                map.remove("default");
+            }
+            if let Some(Value::Array(types)) = map.get_mut("type") {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    let only = types.remove(0);
+                    map.insert("type".into(), only);
+                }
+            }
+            let null = serde_json::json!({ "type": "null" });
+            if let Some(Value::Array(alternatives)) = map.get_mut("anyOf") {
+                alternatives.retain(|a| *a != null);
+                if alternatives.len() == 1 {
+                    let Some(Value::Object(only)) = alternatives.pop() else {
+                        unreachable!("a schema is an object")
+                    };
+                    map.remove("anyOf");
+                    map.extend(only);
+                }
+            }
+            map.values_mut().for_each(drop_null);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_null),
+        _ => {}
+    }
 }
 
 mod opt_duration {
@@ -385,6 +430,32 @@ mod tests {
             "exclusive-outputs",
         ] {
             assert!(text.contains(&format!("\"{key}\"")), "schema lacks {key}");
+        }
+    }
+
+    /// Written for users and for editors: every table strict, nothing required but the one
+    /// key of `{ ready-when }`, no `null`, and no spec ids in the descriptions.
+    #[test]
+    fn schema_is_strict_and_requires_only_what_has_no_default() {
+        let schema = json_schema();
+        let text = schema.to_string();
+        assert!(!text.contains("null"), "{text}");
+        let ids = regex::Regex::new(r"\b(CFG|GRAPH|REM|STORE|KEY|EXEC|UI)-\d+").unwrap();
+        assert!(
+            !ids.is_match(&text),
+            "{}",
+            ids.find(&text).unwrap().as_str()
+        );
+        let defs = schema["$defs"].as_object().unwrap();
+        let mut tables = vec![&schema];
+        tables.extend(defs.values().filter(|d| d["type"] == "object"));
+        for table in tables {
+            assert_eq!(table["additionalProperties"], false, "{table}");
+            let required = table.get("required").map(|r| r.to_string());
+            assert!(
+                required.is_none() || required.as_deref() == Some(r#"["ready-when"]"#),
+                "{table}"
+            );
         }
     }
 }

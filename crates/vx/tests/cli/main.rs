@@ -37,6 +37,7 @@ mod sandbox;
 mod sandbox_init;
 mod sandbox_walls;
 mod scheduling;
+mod schema;
 mod snapshots;
 mod storage_faults;
 mod templates;
