@@ -53,6 +53,10 @@ pub struct WorkspaceConfig {
     pub cache_retention: Option<CacheRetention>,
     /// Default base ref for bare `--affected`.
     pub affected_base: Option<String>,
+    /// The interface of `vx run` and `vx watch` on a terminal: `plain` (default) or `tui` (the
+    /// full-screen task UI); `--ui` overrides it.
+    #[schemars(extend("enum" = ["plain", "tui"]))]
+    pub ui: Option<String>,
     /// Task templates: a `[workspace.tasks.<name>]` table gives defaults to every project's task
     /// of that name.
     #[schemars(extend("default" = {}))]

@@ -27,6 +27,11 @@ pub trait RunningTask: Send {
     /// Blocks until the attempt is complete and a stop begun after that has finished.
     fn wait_stopped(&self);
     fn clone_box(&self) -> Box<dyn RunningTask>;
+    /// Writes to the task's stdin when vx holds it (a pipe); false otherwise.
+    fn write_stdin(&self, bytes: &[u8]) -> bool {
+        let _ = bytes;
+        false
+    }
 }
 
 impl Executor for Supervisor {
@@ -58,5 +63,9 @@ impl RunningTask for TaskHandle {
 
     fn clone_box(&self) -> Box<dyn RunningTask> {
         Box::new(self.clone())
+    }
+
+    fn write_stdin(&self, bytes: &[u8]) -> bool {
+        TaskHandle::write_stdin(self, bytes)
     }
 }

@@ -154,6 +154,21 @@ impl TaskHandle {
 
     /// The leader's pid (also the task's process group and session id); `None` if the spawn
     /// failed.
+    /// Writes `bytes` to the task's held stdin pipe (EXEC-10): what a user types into an
+    /// interactive task in the task UI. False when it has none or the write failed (the task
+    /// closed its stdin or ended).
+    pub fn write_stdin(&self, bytes: &[u8]) -> bool {
+        let hold = self
+            .shared
+            .stdin_hold
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match hold.as_ref() {
+            Some(fd) => nix::unistd::write(fd, bytes).is_ok_and(|n| n == bytes.len()),
+            None => false,
+        }
+    }
+
     pub fn pid(&self) -> Option<i32> {
         self.shared.pid.get().copied()
     }

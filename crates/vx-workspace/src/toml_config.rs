@@ -22,7 +22,7 @@ use crate::toml_walk::{env_entry_problem, Walker};
 
 const ROOT_KEYS: [&str; 5] = ["deps", "name", "tags", "tasks", "workspace"];
 const PROJECT_KEYS: [&str; 4] = ["deps", "name", "tags", "tasks"];
-const WORKSPACE_KEYS: [&str; 12] = [
+const WORKSPACE_KEYS: [&str; 13] = [
     "affected-base",
     "cache-dir",
     "cache-retention",
@@ -35,6 +35,7 @@ const WORKSPACE_KEYS: [&str; 12] = [
     "rules",
     "tasks",
     "timeout",
+    "ui",
 ];
 const RETENTION_KEYS: [&str; 2] = ["max-size", "older-than"];
 const RULES_KEYS: [&str; 2] = ["exclusive-outputs", "upfront-keys"];
@@ -249,6 +250,13 @@ fn workspace(
             "affected-base" => {
                 ws.affected_base = w.non_empty_string(value, "affected-base");
                 w.milestone("workspace.affected-base", at);
+            }
+            "ui" => {
+                ws.ui = w.string(value, "ui");
+                if let Some(ui) = ws.ui.as_deref().filter(|u| !["plain", "tui"].contains(u)) {
+                    let at = w.value_at(value);
+                    w.error(at, format!("ui: `{ui}` must be `plain` or `tui`"));
+                }
             }
             "cache-retention" => {
                 ws.cache_retention =

@@ -107,6 +107,10 @@ pub struct RunArgs {
     /// Per-task output: full, errors-only, hash-only, none.
     #[arg(long = "output-logs", value_name = "MODE")]
     pub output_logs: Option<String>,
+    /// The interface: plain (lines; default) or tui (a full-screen task list and output; on a
+    /// terminal only).
+    #[arg(long, value_name = "UI")]
+    pub ui: Option<String>,
     /// Task output: grouped (each task's whole, when it ends; default) or stream (every line as
     /// it comes, prefixed with its task id).
     #[arg(long = "log-order", value_name = "ORDER")]
@@ -414,6 +418,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--timeout",
     "--output-logs",
     "--log-order",
+    "--ui",
     "--format",
     "--retry",
     "--cache",

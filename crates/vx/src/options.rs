@@ -37,6 +37,26 @@ pub enum OutputLogs {
     None,
 }
 
+/// `--ui`, or `[workspace] ui`: the interface of a run on a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ui {
+    /// Lines: frames, one-liners, the live region.
+    #[default]
+    Plain,
+    /// The full-screen task UI.
+    Tui,
+}
+
+impl Ui {
+    pub fn parse(text: &str) -> Option<Ui> {
+        match text {
+            "plain" | "stream" => Some(Ui::Plain),
+            "tui" => Some(Ui::Tui),
+            _ => None,
+        }
+    }
+}
+
 /// `--log-order` (Turborepo's words): how executing tasks' output reaches the terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LogOrder {
@@ -67,6 +87,8 @@ pub struct RunOptions {
     pub output_logs: Option<OutputLogs>,
     /// `--log-order` (default `grouped`).
     pub log_order: LogOrder,
+    /// `--ui`; `None`: `[workspace] ui`, else plain.
+    pub ui: Option<Ui>,
     pub plan: Option<Plan>,
     pub forwarded: Vec<String>,
     pub cache: CachePolicy,
@@ -357,6 +379,10 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         Some("stream") => LogOrder::Stream,
         Some(other) => return Err(invalid(other, "--log-order", "stream or grouped")),
     };
+    let ui = match args.ui.as_deref() {
+        None => None,
+        Some(text) => Some(Ui::parse(text).ok_or_else(|| invalid(text, "--ui", "plain or tui"))?),
+    };
     let plan = match (args.dry.as_deref(), args.graph.as_deref()) {
         (Some(BARE) | Some("text"), _) => Some(Plan::DryText),
         (Some("json"), _) => Some(Plan::DryJson),
@@ -418,6 +444,7 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         exclude,
         output_logs,
         log_order,
+        ui,
         plan,
         forwarded: args.forwarded,
         remote_exec_off,

@@ -44,8 +44,8 @@ fn unknown_keys_are_refused_at_every_level() {
 #[test]
 fn unknown_workspace_keys_are_refused_at_every_level() {
     let cases = [
-        ("[workspace]\nconcurency = 2", "unknown key `concurency` in `workspace` (allowed: affected-base, cache-dir, cache-retention, concurrency, exclude-from-all, input-sets, members, remote-cache, remote-execution, rules, tasks, timeout)", "did you mean `concurrency`?"),
-        ("[workspace]\npackages = []", "unknown key `packages` in `workspace` (allowed: affected-base, cache-dir, cache-retention, concurrency, exclude-from-all, input-sets, members, remote-cache, remote-execution, rules, tasks, timeout)", "did you mean `members`?"),
+        ("[workspace]\nconcurency = 2", "unknown key `concurency` in `workspace` (allowed: affected-base, cache-dir, cache-retention, concurrency, exclude-from-all, input-sets, members, remote-cache, remote-execution, rules, tasks, timeout, ui)", "did you mean `concurrency`?"),
+        ("[workspace]\npackages = []", "unknown key `packages` in `workspace` (allowed: affected-base, cache-dir, cache-retention, concurrency, exclude-from-all, input-sets, members, remote-cache, remote-execution, rules, tasks, timeout, ui)", "did you mean `members`?"),
         ("[workspace.cache-retention]\nolder-then = \"1d\"", "unknown key `older-then` in `workspace.cache-retention` (allowed: max-size, older-than)", "did you mean `older-than`?"),
         ("[workspace.rules]\nupfront = true", "unknown key `upfront` in `workspace.rules` (allowed: exclusive-outputs, upfront-keys)", ""),
         ("[workspace.remote-cache]\nurl = \"https://c\"\nteam = \"t\"\ntoken = \"s3cret\"", "unknown key `token` in `workspace.remote-cache` (allowed: connect-timeout, idle-timeout, instance-name, max-download-size, signature-key-env, team, team-id, token-env, upload-concurrency, url, write)", "tokens are never written in config; set `token-env`"),

@@ -52,6 +52,12 @@ pub fn start(log_file: PathBuf) {
     r.log_file = Some(log_file);
 }
 
+/// Diagnostics go to `log_file` until [`stop`], without a region (the task UI holds the
+/// terminal).
+pub fn log_to(log_file: PathBuf) {
+    region().log_file = Some(log_file);
+}
+
 pub fn is_active() -> bool {
     region().active
 }

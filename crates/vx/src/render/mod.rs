@@ -14,15 +14,53 @@ pub mod live;
 pub mod reporter;
 pub mod style;
 pub mod task;
+pub mod tui;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
+/// What vx would have printed, in order: `true` for stdout, the bytes.
+type Held = Vec<(bool, Vec<u8>)>;
+
+/// While the task UI holds the terminal, what vx would print.
+static CAPTURED: std::sync::Mutex<Option<Held>> = std::sync::Mutex::new(None);
+
+/// Holds what is printed from now on (`on`), or prints what was held and stops holding.
+fn capture(on: bool) {
+    let held = {
+        let mut captured = CAPTURED.lock().unwrap_or_else(|e| e.into_inner());
+        if on {
+            *captured = Some(Vec::new());
+            return;
+        }
+        captured.take().unwrap_or_default()
+    };
+    for (to_stdout, bytes) in held {
+        if to_stdout {
+            out(&bytes);
+        } else {
+            stderr(&String::from_utf8_lossy(&bytes));
+        }
+    }
+}
+
+/// Holds `bytes` when the task UI is on; whether it did.
+fn captured(to_stdout: bool, bytes: &[u8]) -> bool {
+    let mut captured = CAPTURED.lock().unwrap_or_else(|e| e.into_inner());
+    match captured.as_mut() {
+        Some(held) => {
+            held.push((to_stdout, bytes.to_vec()));
+            true
+        }
+        None => false,
+    }
+}
+
 /// Writes to stdout; after EPIPE (or any write error) further output is discarded.
 pub fn out(bytes: &[u8]) {
-    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) || captured(true, bytes) {
         return;
     }
     live::around_output(bytes, true, |bytes| {
@@ -43,6 +81,9 @@ pub fn out_str(text: &str) {
 
 /// Writes to stderr; errors are ignored (there is nowhere left to report them).
 pub fn stderr(text: &str) {
+    if captured(false, text.as_bytes()) {
+        return;
+    }
     static ON_TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let on_terminal =
         *ON_TERMINAL.get_or_init(|| std::io::IsTerminal::is_terminal(&std::io::stderr()));

@@ -50,6 +50,8 @@ pub struct Reporter {
     unmatched: std::collections::BTreeMap<(&'static str, String), Vec<vx_core::id::TaskId>>,
     /// `--log-order=stream`: every executing task's lines as they come, prefixed.
     stream_lines: Option<StreamLines>,
+    /// `--ui=tui`: the task UI holds the terminal; every task event goes to it.
+    tui: Option<super::tui::Tui>,
 }
 
 /// The state of `--log-order=stream`.
@@ -83,6 +85,7 @@ impl Reporter {
             failures_above: Vec::new(),
             unmatched: std::collections::BTreeMap::new(),
             stream_lines: None,
+            tui: None,
         }
     }
 
@@ -167,6 +170,51 @@ impl Reporter {
             .is_some_and(|lines| lines.printed.contains(&node))
     }
 
+    /// Takes the terminal for the task UI (`--ui=tui`); false (after a warning) when it cannot,
+    /// and the run goes on with plain output.
+    pub fn start_tui(
+        &mut self,
+        tasks: Vec<(usize, TaskId, bool)>,
+        send: Box<dyn Fn(super::tui::Event) -> bool + Send>,
+    ) -> bool {
+        match super::tui::Tui::start(tasks, send) {
+            Ok(tui) => {
+                self.tui = Some(tui);
+                self.streaming = None;
+                true
+            }
+            Err(e) => {
+                super::warning(&format!(
+                    "cannot start the task UI ({e}); plain output instead"
+                ));
+                false
+            }
+        }
+    }
+
+    pub fn has_tui(&self) -> bool {
+        self.tui.is_some()
+    }
+
+    /// Redraws the task UI if it is due.
+    pub fn tick(&mut self) {
+        if let Some(tui) = &mut self.tui {
+            tui.draw(false);
+        }
+    }
+
+    /// A key in the task UI: what the run should do.
+    pub fn key(&mut self, event: super::tui::Event) -> super::tui::Action {
+        match &mut self.tui {
+            Some(tui) => {
+                let action = tui.key(event);
+                tui.draw(true);
+                action
+            }
+            None => super::tui::Action::None,
+        }
+    }
+
     pub fn flow(&self) -> Flow {
         self.flow
     }
@@ -240,6 +288,10 @@ impl Reporter {
     }
 
     pub fn started(&mut self, node: usize, report: &TaskReport) {
+        if let Some(tui) = &mut self.tui {
+            tui.started(node);
+            return;
+        }
         if self.is_streaming(node) {
             out_str(&frame_head(&self.style, report, None));
             self.stream_open = true;
@@ -257,6 +309,10 @@ impl Reporter {
 
     /// Live output of the streamed task.
     pub fn stream(&mut self, node: usize, bytes: &[u8]) {
+        if let Some(tui) = &mut self.tui {
+            tui.output(node, bytes);
+            return;
+        }
         if self.stream_lines.is_some() {
             self.print_lines(node, bytes);
             return;
@@ -270,6 +326,9 @@ impl Reporter {
     /// Whether a hit of this task would print its log: if not, vx need not read it back from
     /// the artifact at all (the broad flow prints nothing for hits, UI-3).
     pub fn shows_hit_log(&self, requested: bool) -> bool {
+        if self.tui.is_some() {
+            return true;
+        }
         match self.output_logs {
             Some(OutputLogs::Full) => true,
             Some(_) => false,
@@ -323,6 +382,10 @@ impl Reporter {
 
     /// A task reached its outcome (or, for a persistent task, became ready).
     pub fn finished(&mut self, node: usize, report: &TaskReport, requested: bool) {
+        if let Some(tui) = &mut self.tui {
+            tui.finished(node, report);
+            return;
+        }
         if self.is_streaming(node) && self.stream_open && report.status != Status::Running {
             let mut tail = Vec::new();
             // A task that failed before it could run (its key, its outputs' cleaning) streamed
@@ -420,6 +483,11 @@ impl Reporter {
     /// The end of the run's output (UI-5, UI-6, UI-7): the live region erased, held failure
     /// frames, the recap and the footer.
     pub fn finish(&mut self, totals: &super::footer::Totals<'_>) {
+        // The task UI gives the terminal back; what vx said meanwhile prints now, and the
+        // recap repeats the failures' last lines (their output is no longer on the screen).
+        if let Some(tui) = self.tui.take() {
+            tui.stop();
+        }
         super::live::stop();
         self.say_unmatched();
         self.flush_held();

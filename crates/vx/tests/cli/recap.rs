@@ -146,3 +146,30 @@ fn an_unmatched_output_glob_is_said_once_naming_the_tasks() {
         out.stderr
     );
 }
+
+/// `--ui=tui` off a terminal (a pipe, CI logs) is plain output; `[workspace] ui` is checked
+/// like every key, and a wrong `--ui` value names what it expects.
+#[test]
+fn the_task_ui_is_plain_output_off_a_terminal() {
+    let f = w();
+    let out = f.vx(&["run", "build", "--all", "--ui=tui"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stdout.contains('\x1b'), "{:?}", out.stdout);
+    assert_contains(&out.stdout, "success no-cache docs#build\n");
+    let out = f.vx(&["run", "build", "--all", "--ui=fancy"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: invalid value `fancy` for --ui (expected plain or tui)\n"
+    );
+    f.write(
+        "vx.toml",
+        "[workspace]\nmembers = [\"packages/*\"]\nui = \"fancy\"\n",
+    );
+    let out = f.vx(&["run", "build", "--all"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_contains(
+        &out.stderr,
+        "error: vx.toml:3:6: ui: `fancy` must be `plain` or `tui`",
+    );
+}

@@ -140,3 +140,91 @@ fn ctrl_c_in_the_terminal_gives_an_interrupted_footer() {
     );
     assert!(!screen.contains("%)"), "{screen}");
 }
+
+/// `--ui=tui`: the task list with status and time, the selected task's output, keys to move
+/// and search; on exit the terminal is given back and the footer prints below.
+#[test]
+fn the_task_ui_lists_tasks_shows_the_selected_output_and_searches() {
+    let f = printing_tasks();
+    let Some(term) = on_terminal(
+        &f,
+        &["run", "all", "--all", "--concurrency", "4", "--ui=tui"],
+        100,
+    ) else {
+        return;
+    };
+    term.wait_until("the task list", |s| {
+        s.contains("┌ tasks") && s.contains("lib#a") && s.contains("lib#b") && s.contains("lib#c")
+    });
+    // The first task, then the next: the right pane follows the selection.
+    term.keys(&["g"]);
+    let screen = term.wait_for("lib#a · running");
+    assert!(screen.contains("compiling a step"), "{screen}");
+    term.keys(&["Down"]);
+    let screen = term.wait_for("lib#b · running");
+    assert!(screen.contains("testing b step"), "{screen}");
+    assert!(!screen.contains("compiling a step"), "{screen}");
+    // A search keeps the matching tasks only.
+    term.keys(&["/"]);
+    term.type_text("#c");
+    term.keys(&["Enter"]);
+    let screen = term.wait_until("only lib#c listed", |s| {
+        s.contains("lib#c") && !s.contains("lib#a  ") && !s.contains("lib#b  ")
+    });
+    assert!(screen.contains("lib#c · "), "{screen}");
+    let (code, screen) = term.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        !screen.contains("┌ tasks"),
+        "the terminal is given back:\n{screen}"
+    );
+    assert!(screen.contains("result     3 tasks"), "{screen}");
+}
+
+/// In the task UI an interactive task reads what is typed into it (`i`, then the keys; Ctrl-Z
+/// stops typing).
+#[test]
+fn the_task_ui_types_into_an_interactive_task() {
+    let f = one_project(
+        "[tasks.ask]\ncommand = \"printf 'name? '; read name; echo hello $name; sleep 2\"\ninteractive = true\n",
+    );
+    let Some(term) = on_terminal(&f, &["run", "lib#ask", "--ui=tui"], 100) else {
+        return;
+    };
+    term.wait_for("name?");
+    term.keys(&["i"]);
+    term.wait_for("typing into it");
+    term.type_text("vx");
+    term.keys(&["Enter"]);
+    let screen = term.wait_for("hello vx");
+    assert!(
+        screen.contains("name? vx"),
+        "what is typed is echoed:\n{screen}"
+    );
+    term.keys(&["C-z"]);
+    term.wait_for("i type into it");
+    let (code, screen) = term.finish();
+    assert_eq!(code, 0, "{screen}");
+}
+
+/// Ctrl-C in the task UI stops the run like a SIGINT, and the terminal comes back with the
+/// interrupted footer. `ui = "tui"` in `[workspace]` asks for the UI too.
+#[test]
+fn ctrl_c_in_the_task_ui_and_the_workspace_setting() {
+    let f = printing_tasks();
+    f.write(
+        "vx.toml",
+        "[workspace]\nmembers = [\"packages/*\"]\nui = \"tui\"\n",
+    );
+    f.commit();
+    let Some(term) = on_terminal(&f, &["run", "all", "--all", "--concurrency", "4"], 100) else {
+        return;
+    };
+    term.wait_for("┌ tasks");
+    term.wait_for("step 2");
+    term.keys(&["C-c"]);
+    let (code, screen) = term.finish();
+    assert_eq!(code, 130, "{screen}");
+    assert!(!screen.contains("┌ tasks"), "{screen}");
+    assert!(screen.contains("interrupted by SIGINT"), "{screen}");
+}

@@ -116,6 +116,8 @@ pub enum Msg {
     Prefetched(usize),
     /// A remote attempt ended (REM-13).
     Remote(usize, Box<remote::End>),
+    /// A key or a resize in the task UI (`--ui=tui`).
+    Ui(crate::render::tui::Event),
 }
 
 /// What a restore on the restore lane gave.
@@ -196,6 +198,10 @@ pub struct Run<'p> {
     scheduler: Scheduler,
     /// Interactive tasks that own the terminal in this run (EXEC-14): vx is on one.
     interactive: BTreeSet<usize>,
+    /// `--ui=tui` on a terminal: the task UI holds it, and interactive tasks read what is typed
+    /// into them there (`typed_into`: a stdin pipe vx writes to).
+    tui: bool,
+    typed_into: BTreeSet<usize>,
     tx: Sender<Msg>,
     rx: Receiver<Msg>,
     /// Where attempts run: the local process supervisor, or a fake in tests (ARCH-2).
@@ -269,8 +275,28 @@ impl<'p> Run<'p> {
         cache: RunCache<'p>,
         recorder: Recorder,
     ) -> Run<'p> {
+        // `--ui=tui` (or `[workspace] ui`) on a terminal, outside CI: the task UI holds it.
+        let ui = options
+            .ui
+            .or_else(|| {
+                plan.workspace
+                    .settings
+                    .ui
+                    .as_deref()
+                    .and_then(crate::options::Ui::parse)
+            })
+            .unwrap_or_default();
+        let tui = ui == crate::options::Ui::Tui
+            && reporter.flow() != crate::render::reporter::Flow::Ci
+            && ctx.host_env.get("TERM").is_none_or(|t| t != "dumb")
+            && vx_exec::process_tree::stdout_is_foreground_terminal();
+        let typed_into: BTreeSet<usize> = (0..plan.graph.nodes.len())
+            .filter(|&i| tui && task(plan, i).interactive == Some(true))
+            .filter(|&i| kind_of(task(plan, i)) != Kind::Group)
+            .collect();
         // EXEC-14: on a terminal an interactive task owns it; off one it is an ordinary task.
-        let on_terminal = !ctx.keeps_terminal && vx_exec::process_tree::owns_terminal();
+        // Under the task UI it is typed into there.
+        let on_terminal = !tui && !ctx.keeps_terminal && vx_exec::process_tree::owns_terminal();
         let owns_terminal = |i: usize| on_terminal && task(plan, i).interactive == Some(true);
         // An interactive task on a terminal is never framed: it writes to the terminal itself.
         let requested_commands: Vec<usize> = plan
@@ -330,6 +356,8 @@ impl<'p> Run<'p> {
         Run {
             scheduler,
             interactive,
+            tui,
+            typed_into,
             plan,
             options,
             ctx,
@@ -388,7 +416,10 @@ impl<'p> Run<'p> {
     /// Runs the graph to the end, prints the footer, keeps requested servers alive, and
     /// returns the exit code.
     pub fn execute(&mut self) -> i32 {
-        if self.wants_region() {
+        if self.tui {
+            self.start_tui();
+        }
+        if !self.reporter.has_tui() && self.wants_region() {
             crate::render::live::start(self.ctx.cache_dir.join("logs").join("vx.log"));
         }
         let ahead = Instant::now();
@@ -625,7 +656,7 @@ impl<'p> Run<'p> {
                 sh: self.ctx.sh.clone(),
                 stdin: if self.interactive.contains(&i) {
                     StdinMode::Terminal
-                } else if kind == Kind::Persistent {
+                } else if kind == Kind::Persistent || self.typed_into.contains(&i) {
                     StdinMode::HeldPipe
                 } else {
                     StdinMode::Null
@@ -818,6 +849,39 @@ impl<'p> Run<'p> {
             Msg::NetRefused(i, target) => self.sandbox_refused(i, target),
             Msg::Prefetched(i) => self.prefetched(i),
             Msg::Remote(i, end) => self.remote_ended(i, *end),
+            Msg::Ui(event) => self.ui_event(event),
+        }
+    }
+
+    /// Hands the terminal to the task UI: the run's tasks (groups are not shown), and a way for
+    /// its key reader to reach this loop.
+    fn start_tui(&mut self) {
+        let tasks = (0..self.plan.graph.nodes.len())
+            .filter(|&i| kind_of(task(self.plan, i)) != Kind::Group)
+            .map(|i| {
+                let id = self.plan.graph.nodes[i].id.clone();
+                (i, id, self.typed_into.contains(&i))
+            })
+            .collect();
+        let tx = self.tx.clone();
+        let send = Box::new(move |event| tx.send(Msg::Ui(event)).is_ok());
+        if self.reporter.start_tui(tasks, send) {
+            crate::render::live::log_to(self.ctx.cache_dir.join("logs").join("vx.log"));
+        } else {
+            self.tui = false;
+        }
+    }
+
+    /// A key in the task UI.
+    fn ui_event(&mut self, event: crate::render::tui::Event) {
+        match self.reporter.key(event) {
+            crate::render::tui::Action::None => {}
+            crate::render::tui::Action::Interrupt => self.signal(nix::libc::SIGINT),
+            crate::render::tui::Action::Stdin(i, bytes) => {
+                if let Some(live) = self.live.get(&i) {
+                    live.handle.write_stdin(&bytes);
+                }
+            }
         }
     }
 
@@ -1151,6 +1215,7 @@ impl<'p> Run<'p> {
             if let Some(servers) = &self.watch {
                 servers.kill_now();
             }
+            crate::render::tui::restore();
             render::stderr("\n");
             let first = self.stopping.unwrap_or(n);
             crate::run::host::sandbox::remove_scratch();

@@ -77,6 +77,7 @@ impl Run<'_> {
     pub(super) fn next_message(&mut self) -> Option<Msg> {
         loop {
             self.redraw_region();
+            self.reporter.tick();
             let readiness = if self.stopping.is_none() {
                 self.live
                     .values()
@@ -85,7 +86,7 @@ impl Run<'_> {
             } else {
                 None
             };
-            let tick = crate::render::live::is_active()
+            let tick = (crate::render::live::is_active() || self.reporter.has_tui())
                 .then(|| Instant::now() + crate::render::live::TICK);
             let Some(at) = readiness.into_iter().chain(tick).min() else {
                 return self.rx.recv().ok();
