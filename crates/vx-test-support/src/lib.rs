@@ -15,6 +15,7 @@ pub mod fakes;
 pub mod fixture;
 pub mod http_cache;
 pub mod http_fake;
+pub mod otlp;
 pub mod process;
 pub mod reapi;
 pub mod reapi_fake;

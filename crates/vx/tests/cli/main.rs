@@ -40,6 +40,7 @@ mod scheduling;
 mod schema;
 mod snapshots;
 mod storage_faults;
+mod telemetry;
 mod templates;
 mod terminal;
 mod watch;

@@ -164,6 +164,16 @@ impl Run<'_> {
                 self.reporter.notice(notice);
             }
         }
+        // ARCH-4: once, when the graph ends (a kept server's later exit is not exported).
+        if first {
+            if let Some(mut exporter) =
+                crate::run::record::otlp::OtlpExporter::from_env(&self.ctx.host_env)
+            {
+                for notice in exporter.run_ended(&record) {
+                    self.reporter.notice(notice);
+                }
+            }
+        }
         if first {
             if let (Some(target), Some(phases)) = (&self.options.profile, &self.phases) {
                 let notices = TraceFile {

@@ -12,6 +12,7 @@
 //! `--profile` trace (`profile::TraceFile`). When a kept persistent task ends after the footer,
 //! the record is built again with the final exit code and handed to the sinks again.
 
+pub mod otlp;
 pub mod profile;
 pub mod summary;
 
