@@ -388,19 +388,7 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         (Some("json"), _) => Some(Plan::DryJson),
         (Some(other), _) => return Err(invalid(other, "--dry", "text or json")),
         (None, Some(BARE) | Some("")) => Some(Plan::Graph(None)),
-        (None, Some(path)) => {
-            let lower = path.to_ascii_lowercase();
-            if [".svg", ".png", ".html", ".json"]
-                .iter()
-                .any(|e| lower.ends_with(e))
-            {
-                return Err(
-                    Diagnostic::new(format!("--graph writes Graphviz DOT, not `{path}`"))
-                        .hint("pipe the DOT output into `dot -Tsvg`"),
-                );
-            }
-            Some(Plan::Graph(Some(path.to_string())))
-        }
+        (None, Some(path)) => Some(Plan::Graph(Some(path.to_string()))),
         (None, None) => None,
     };
     let filters = args

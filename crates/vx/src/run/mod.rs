@@ -116,9 +116,10 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
             return Ok(crate::exit::SUCCESS);
         }
         Some(PlanFlag::Graph(path)) => {
-            match plan::preview::graph(&plan, path.as_deref())? {
-                plan::preview::GraphOutput::Text(dot) => crate::render::out_str(&dot),
-                plan::preview::GraphOutput::Written(notice) => crate::render::say(notice),
+            let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
+            match plan::graph::graph(&plan, &rows, path.as_deref())? {
+                plan::graph::GraphOutput::Text(dot) => crate::render::out_str(&dot),
+                plan::graph::GraphOutput::Written(notice) => crate::render::say(notice),
             }
             return Ok(crate::exit::SUCCESS);
         }

@@ -47,9 +47,118 @@ fn graph_prints_dot_with_nodes_and_edges() {
     let out = f.vx(&["run", "build", "--all", "--graph=out/plan.dot"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(f.read("out/plan.dot").starts_with("digraph vx {"));
-    let out = f.vx(&["run", "build", "--all", "--graph=plan.svg"]);
-    assert_eq!(out.code, 2);
-    assert_contains(&out.stderr, "hint: pipe the DOT output into `dot -Tsvg`");
+    // Without Graphviz, an image is refused naming the package; DOT needs nothing.
+    let out = f.vx_in(
+        "",
+        &["run", "build", "--all", "--graph=plan.svg"],
+        &[("PATH", "/nonexistent")],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: --graph=plan.svg needs Graphviz, and its `dot` is not on PATH\n  \
+         hint: install the `graphviz` package (apt-get install graphviz, brew install graphviz), \
+         or write .dot, .mermaid, .json or .html, which need nothing\n"
+    );
+    assert!(!f.path("plan.svg").exists());
+}
+
+/// UI-13 and issue 25: nodes filled by the predicted cache state, and every format the file
+/// name asks for.
+#[test]
+fn graph_colours_nodes_by_prediction_and_writes_every_format() {
+    let f = crate::w_cached();
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    let out = f.vx(&["run", "build", "--all", "--graph"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    for line in [
+        "\"lib#build\" [fillcolor=\"#8fd98f\", tooltip=\"local hit\"];",
+        "\"app#build\" [fillcolor=\"#ffb347\", tooltip=\"would execute\"];",
+        "\"docs#build\" [fillcolor=\"#d3d3d3\", tooltip=\"no cache\"];",
+    ] {
+        assert_contains(&out.stdout, line);
+    }
+    let check = f.vx(&["run", "check", "--all", "--graph"]);
+    assert_contains(
+        &check.stdout,
+        "\"app#check\" [fillcolor=\"#ee82ee\", tooltip=\"group\"];",
+    );
+
+    let mermaid = f.vx(&["run", "check", "--all", "--graph=out/plan.mermaid"]);
+    assert_eq!(mermaid.code, 0, "{mermaid:?}");
+    assert_contains(&mermaid.stderr, "vx: wrote out/plan.mermaid");
+    let text = f.read("out/plan.mermaid");
+    assert!(text.starts_with("flowchart LR\n"), "{text}");
+    assert_contains(&text, "classDef hitLocal fill:#8fd98f,stroke:#333");
+    assert_eq!(text.matches(" --> ").count(), 4, "{text}");
+    assert_contains(&text, "[\"app#check\"]:::group");
+
+    assert_eq!(
+        f.vx(&["run", "check", "--all", "--graph=plan.json"]).code,
+        0
+    );
+    let doc: serde_json::Value = serde_json::from_str(&f.read("plan.json")).unwrap();
+    let nodes = doc["nodes"].as_array().unwrap();
+    let lib = nodes.iter().find(|n| n["id"] == "lib#build").unwrap();
+    assert_eq!(lib["cache"], "hit-local");
+    let group = nodes.iter().find(|n| n["id"] == "app#check").unwrap();
+    assert_eq!(group["group"], true);
+    let edges = doc["edges"].as_array().unwrap();
+    assert!(
+        edges
+            .iter()
+            .any(|e| e["from"] == "app#build" && e["to"] == "lib#build"),
+        "{doc}"
+    );
+
+    assert_eq!(
+        f.vx(&["run", "check", "--all", "--graph=plan.html"]).code,
+        0
+    );
+    let html = f.read("plan.html");
+    assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    for id in ["lib#build", "app#build", "app#test", "app#check"] {
+        assert!(html.contains(&format!(">{id}</text>")), "{id} not drawn");
+    }
+    // Self-contained: nothing to fetch, nothing to run.
+    for outside in ["<script", "src=", "href=", "<link", "@import", "url(http"] {
+        assert!(!html.contains(outside), "`{outside}` in the page");
+    }
+    assert_eq!(html.matches("marker-end=").count(), 4, "one curve per edge");
+}
+
+/// `.svg`, `.png` and `.pdf` are drawn by the real Graphviz (installed by scripts/test).
+#[test]
+fn graph_images_are_drawn_by_graphviz() {
+    if std::process::Command::new("dot")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        let why =
+            "Graphviz is missing: install it with `apt-get install graphviz` (scripts/test does)";
+        assert!(!vx_test_support::tools::tools_required(), "{why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let f = w();
+    for (name, magic) in [
+        ("img/plan.svg", &b"<?xml"[..]),
+        ("img/plan.png", &b"\x89PNG"[..]),
+        ("img/plan.pdf", &b"%PDF"[..]),
+    ] {
+        let out = f.vx(&["run", "build", "--all", &format!("--graph={name}")]);
+        assert_eq!(out.code, 0, "{out:?}");
+        let bytes = std::fs::read(f.path(name)).unwrap();
+        assert!(
+            bytes.starts_with(magic),
+            "{name}: {:?}",
+            &bytes[..8.min(bytes.len())]
+        );
+    }
+    let svg = f.read("img/plan.svg");
+    assert_contains(&svg, "app#build");
+    assert_contains(&svg, "fill=\"#d3d3d3\"");
 }
 
 #[test]

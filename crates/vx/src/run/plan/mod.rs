@@ -3,6 +3,7 @@
 //! but git, for `--affected` and changed-since filters (`affected`).
 
 pub mod affected;
+pub mod graph;
 pub mod preview;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,4 +1,4 @@
-//! `--dry` and `--graph` (UI-12, UI-13): the plan, printed instead of run. Keys are derived
+//! `--dry` (UI-12): the plan, printed instead of run (`--graph` draws it: `graph.rs`). Keys are derived
 //! and the local store is probed for existence only (read-only: nothing is written). Under
 //! `--affected` each affected task also names what reached it (SEL-7).
 
@@ -9,8 +9,6 @@ use serde_json::json;
 use vx_core::affected::Reason;
 use vx_core::units::format_duration;
 
-use crate::error::Failure;
-use crate::run::outcome::Notice;
 use crate::run::plan::{is_group, Plan};
 
 /// The non-group tasks a node stands for: itself, or a group's members, transitively.
@@ -111,7 +109,7 @@ pub enum DryCache {
 }
 
 impl DryCache {
-    fn json(self) -> &'static str {
+    pub(super) fn json(self) -> &'static str {
         match self {
             DryCache::HitLocal => "hit-local",
             DryCache::HitRemote => "hit-remote",
@@ -254,61 +252,6 @@ pub fn dry_json(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
     )
 }
 
-/// What `--graph` produced.
-pub enum GraphOutput {
-    /// DOT for stdout.
-    Text(String),
-    /// Written to a file: the line that says so.
-    Written(Notice),
-}
-
-/// Graphviz DOT, for stdout or written to a file whose parent directories are created.
-pub fn graph(plan: &Plan, path: Option<&str>) -> Result<GraphOutput, Failure> {
-    let mut dot = String::from("digraph vx {\n  rankdir=LR;\n  node [shape=box, style=filled];\n");
-    for node in &plan.graph.nodes {
-        let colour = if is_group(&plan.workspace, &node.id) {
-            "violet"
-        } else {
-            "grey"
-        };
-        let _ = writeln!(
-            dot,
-            "  \"{}\" [fillcolor={colour}];",
-            escape(&node.id.to_string())
-        );
-    }
-    for node in &plan.graph.nodes {
-        for &d in &node.deps {
-            let _ = writeln!(
-                dot,
-                "  \"{}\" -> \"{}\";",
-                escape(&node.id.to_string()),
-                escape(&plan.graph.nodes[d].id.to_string())
-            );
-        }
-    }
-    dot.push_str("}\n");
-    match path {
-        None => Ok(GraphOutput::Text(dot)),
-        Some(path) => {
-            let path = std::path::Path::new(path);
-            let write = || -> std::io::Result<()> {
-                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    fs_err::create_dir_all(parent)?;
-                }
-                fs_err::write(path, &dot)
-            };
-            if let Err(e) = write() {
-                return Err(crate::workspace::io_diagnostic(path, "write", &e).into());
-            }
-            Ok(GraphOutput::Written(Notice::note(format!(
-                "wrote {}",
-                path.display()
-            ))))
-        }
-    }
-}
-
 /// `1 task`, `3 tasks`.
 pub fn plural(n: usize, word: &str) -> String {
     if n == 1 {
@@ -316,8 +259,4 @@ pub fn plural(n: usize, word: &str) -> String {
     } else {
         format!("{n} {word}s")
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('"', "\\\"")
 }
