@@ -4,7 +4,7 @@ use serde_json::Value;
 use vx_test_support::fixture::Fixture;
 use vx_test_support::process::test_child_path;
 
-use crate::{one_project, w_cached};
+use crate::{assert_contains, one_project, w, w_cached};
 
 /// The path from the `vx: wrote <path>` line, relative to the root.
 fn written(stderr: &str) -> String {
@@ -24,6 +24,7 @@ fn redacted(mut summary: Value) -> String {
     for field in ["run_id", "started_at", "ended_at", "total_ms"] {
         summary[field] = Value::String(format!("[{field}]"));
     }
+    summary["git"]["commit"] = Value::String("[commit]".into());
     for task in summary["tasks"].as_array_mut().unwrap() {
         let task = task.as_object_mut().unwrap();
         for field in [
@@ -80,6 +81,98 @@ fn summarize_writes_the_run_as_json_in_the_cache_directory() {
     assert_eq!(lib["id"], "lib#build");
     assert!(lib["stored_duration_ms"].is_u64(), "{lib}");
     assert_eq!(lib["key"].as_str().unwrap().len(), 64);
+}
+
+/// Issue 25: like Turborepo's summary, each task's command, input files with their hashes, and
+/// variable names (never values), and the run's commit and vx version.
+#[test]
+fn summarize_records_commands_inputs_env_names_and_the_commit() {
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"mkdir -p dist && cat src/*.txt > dist/out.txt && echo\"\n\
+         env = { pass-through = [\"LANG_EXTRA\"], define = { MODE = \"production\" }, secret = [\"API_TOKEN\"] }\n\
+         cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"], env = [\"MODE\"] }\n",
+    );
+    f.commit();
+    let first = f.vx(&["run", "lib#build"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    // A hit keeps what its key was derived from too.
+    let out = f.vx_in(
+        "",
+        &["run", "lib#build", "--summarize=s.json"],
+        &[("API_TOKEN", "s3cret-value"), ("LANG_EXTRA", "x-value")],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(&out.stdout, "cache      1 up-to-date");
+    let text = f.read("s.json");
+    let summary: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(summary["vx_version"], env!("CARGO_PKG_VERSION"));
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(f.root())
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    assert_eq!(summary["git"]["commit"], head.as_str());
+    let lib = &summary["tasks"][0];
+    assert_eq!(lib["id"], "lib#build");
+    assert_eq!(
+        lib["env"],
+        serde_json::json!({
+            "key": ["MODE"],
+            "pass_through": ["LANG_EXTRA"],
+            "define": ["MODE"],
+            "secret": ["API_TOKEN"],
+        })
+    );
+    let blob = std::process::Command::new("git")
+        .args(["hash-object", "packages/lib/src/a.txt"])
+        .current_dir(f.root())
+        .output()
+        .unwrap();
+    let blob = String::from_utf8_lossy(&blob.stdout).trim().to_string();
+    assert_eq!(
+        lib["inputs"],
+        serde_json::json!([{ "path": "packages/lib/src/a.txt", "hash": blob }])
+    );
+    // The executed command with the forwarded argument, the secret masked; no value anywhere.
+    let f2 = run_and_read(&f);
+    assert!(f2["tasks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .starts_with("mkdir -p dist && cat src/*.txt > dist/out.txt && echo"));
+    for value in ["s3cret-value", "x-value", "production"] {
+        assert!(!text.contains(value), "`{value}` in the summary:\n{text}");
+    }
+}
+
+/// Runs lib#build with a forwarded secret (executing: `--force`) and reads its summary.
+fn run_and_read(f: &Fixture) -> Value {
+    let out = f.vx_in(
+        "",
+        &[
+            "run",
+            "lib#build",
+            "--force",
+            "--summarize=t.json",
+            "--",
+            "s3cret-value",
+        ],
+        &[("API_TOKEN", "s3cret-value")],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let text = f.read("t.json");
+    assert!(!text.contains("s3cret-value"), "{text}");
+    let summary: Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        summary["tasks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with(" ***"),
+        "{summary}"
+    );
+    summary
 }
 
 #[test]

@@ -182,6 +182,12 @@ impl<'p> RunCache<'p> {
         &mut self.layers
     }
 
+    /// The keys (read) and the layers (written) at once: the run record borrows what keys
+    /// were derived from while history is written.
+    pub fn keys_and_layers(&mut self) -> (&Keys<'p>, &mut Layers) {
+        (&self.keys, &mut self.layers)
+    }
+
     /// The full key derived for `id` in this run, if any.
     pub fn key_hex(&self, id: &TaskId) -> Option<String> {
         self.keys.known(id).map(|d| d.key.hex())

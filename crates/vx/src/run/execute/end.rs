@@ -108,29 +108,57 @@ impl Run<'_> {
     /// both times, the trace the first time.
     fn record_run(&mut self, code: i32, signalled: bool, first: bool) {
         let now = crate::clock::epoch_ms(SystemTime::now());
-        let keys = &self.cache.keys;
+        let summary_path = self
+            .options
+            .summarize
+            .as_ref()
+            .map(|target| self.file_path(target, ".json"));
+        let trace_path = self
+            .options
+            .profile
+            .as_ref()
+            .map(|target| self.file_path(target, ".trace.json"));
+        let (keys, layers) = self.cache.keys_and_layers();
+        let head = vx_workspace::tree::head(&self.plan.workspace.root).unwrap_or_default();
+        let plan = self.plan;
         let record = RunRecord {
             run_id: &self.run_id,
+            git: Some(crate::run::record::GitFacts {
+                commit: head.commit,
+                branch: head.branch,
+            }),
             exit_code: code,
             started_at_ms: crate::clock::epoch_ms(self.started_wall),
             ended_at_ms: now,
             tasks: self
                 .reports
                 .values()
-                .map(|report| TaskRecord {
-                    report,
-                    key: keys.known(&report.id).map(|d| d.key.hex()),
+                .map(|report| {
+                    let known = keys.known(&report.id);
+                    let config = vx_core::graph::task_config(&plan.workspace, &report.id);
+                    TaskRecord {
+                        report,
+                        key: known.map(|d| d.key.hex()),
+                        detail: crate::run::record::TaskDetail {
+                            command: report
+                                .command_line
+                                .as_deref()
+                                .or_else(|| config.and_then(|c| c.command.as_deref())),
+                            inputs: known.map(|d| &d.inputs),
+                            config,
+                        },
+                    }
                 })
                 .collect(),
         };
         if signalled {
-            self.recorder.flush(self.cache.layers_mut().store_mut());
+            self.recorder.flush(layers.store_mut());
         } else {
             let facts = invocation_facts(self.plan, self.options, &self.ctx);
             let retention = first
                 .then_some(self.plan.workspace.settings.cache_retention.as_ref())
                 .flatten();
-            let store = self.cache.layers_mut().store_mut();
+            let store = layers.store_mut();
             let notices = self
                 .recorder
                 .history(store, facts, retention)
@@ -140,15 +168,12 @@ impl Run<'_> {
             }
         }
         if first {
-            crate::run::record::report_counters(
-                self.cache.keys.tree.counters().files_hashed,
-                self.cache.layers().store(),
-            );
+            crate::run::record::report_counters(keys.tree.counters().files_hashed, layers.store());
         }
         if first {
-            if let Some(target) = &self.options.summarize {
+            if let Some(path) = summary_path {
                 self.summary = Some(SummaryFile {
-                    path: self.file_path(target, ".json"),
+                    path,
                     cwd: self.ctx.cwd.clone(),
                     written: false,
                 });
@@ -175,9 +200,9 @@ impl Run<'_> {
             }
         }
         if first {
-            if let (Some(target), Some(phases)) = (&self.options.profile, &self.phases) {
+            if let (Some(path), Some(phases)) = (trace_path, &self.phases) {
                 let notices = TraceFile {
-                    path: self.file_path(target, ".trace.json"),
+                    path,
                     cwd: self.ctx.cwd.clone(),
                     origin: self.ctx.origin,
                     loop_started: self.started_at,

@@ -272,9 +272,11 @@ impl<'p> Run<'p> {
         tx: Sender<Msg>,
         rx: Receiver<Msg>,
         executor: Box<dyn Executor>,
-        cache: RunCache<'p>,
+        mut cache: RunCache<'p>,
         recorder: Recorder,
     ) -> Run<'p> {
+        // `--summarize` lists every task's inputs, hits' too.
+        cache.keys.keep_inputs = options.summarize.is_some();
         // `--ui=tui` (or `[workspace] ui`) on a terminal, outside CI: the task UI holds it.
         let ui = options
             .ui

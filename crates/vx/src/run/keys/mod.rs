@@ -96,6 +96,8 @@ pub struct Keys<'p> {
     fingerprints: HashMap<(String, String), Key>,
     probes: HashMap<(PathBuf, String), Result<String, String>>,
     prober: Prober<'p>,
+    /// `--summarize` lists every task's inputs: what a hit's key was derived from is kept.
+    pub keep_inputs: bool,
     /// `no file matches` lines already printed (once per run, KEY-10).
     warned: HashSet<(TaskId, String)>,
     /// Lines for the caller to print (`vx: web#test: no file matches cache.inputs (…)`).
@@ -148,6 +150,7 @@ impl<'p> Keys<'p> {
             prober,
             warned: HashSet::new(),
             notices: Vec::new(),
+            keep_inputs: false,
             globs: GlobCache::default(),
             shared: HashMap::new(),
             workspace_files: None,
@@ -436,6 +439,9 @@ impl<'p> Keys<'p> {
     /// written to history), so what it was derived from is dropped; a large run keeps
     /// thousands of these.
     pub fn keep_key_only(&mut self, id: &TaskId) {
+        if self.keep_inputs {
+            return;
+        }
         if let Some(Ok(derived)) = self.derived.get_mut(id) {
             derived.inputs = KeyInputs::default();
             derived.stats = Vec::new();

@@ -149,6 +149,8 @@ impl Recorder {
 /// Everything a run did, built once at its end: what the sinks are made of.
 pub struct RunRecord<'a> {
     pub run_id: &'a str,
+    /// The checkout the run saw (HIST-1's facts), when git could tell.
+    pub git: Option<GitFacts>,
     pub exit_code: i32,
     pub started_at_ms: i64,
     pub ended_at_ms: i64,
@@ -159,6 +161,26 @@ pub struct RunRecord<'a> {
 pub struct TaskRecord<'a> {
     pub report: &'a TaskReport,
     pub key: Option<String>,
+    pub detail: TaskDetail<'a>,
+}
+
+/// What `--summarize` adds about a task: borrowed from the run, so building the record costs
+/// nothing for sinks that do not look.
+#[derive(Default)]
+pub struct TaskDetail<'a> {
+    /// The configured command (the report's `$` line, masked, when it executed).
+    pub command: Option<&'a str>,
+    /// What its key was derived from (its input files with their blob ids, the variables).
+    pub inputs: Option<&'a vx_core::key::KeyInputs>,
+    /// Its resolved configuration (the names of its variables).
+    pub config: Option<&'a vx_core::config::TaskConfig>,
+}
+
+/// The commit and branch of the checkout (`None`: detached, or no commit yet).
+#[derive(Debug, Clone, Default)]
+pub struct GitFacts {
+    pub commit: Option<String>,
+    pub branch: Option<String>,
 }
 
 /// Where what a run did goes when it ends (ARCH-2). A sink never fails the run: a failure is
@@ -348,6 +370,7 @@ mod tests {
         let not_run = TaskReport::not_started(TaskId::new("docs", "build"), Status::NotRun, None);
         let run = RunRecord {
             run_id: "0190",
+            git: None,
             exit_code: 1,
             started_at_ms: 10,
             ended_at_ms: 30,
@@ -355,14 +378,17 @@ mod tests {
                 TaskRecord {
                     report: &built,
                     key: Some("a".repeat(64)),
+                    detail: TaskDetail::default(),
                 },
                 TaskRecord {
                     report: &failed,
                     key: Some("b".repeat(64)),
+                    detail: TaskDetail::default(),
                 },
                 TaskRecord {
                     report: &not_run,
                     key: None,
+                    detail: TaskDetail::default(),
                 },
             ],
         };

@@ -172,10 +172,15 @@ mod tests {
         }];
         let tasks = [&flaky, &hit, &skipped]
             .into_iter()
-            .map(|report| crate::run::record::TaskRecord { report, key: None })
+            .map(|report| crate::run::record::TaskRecord {
+                report,
+                key: None,
+                detail: Default::default(),
+            })
             .collect();
         let run = RunRecord {
             run_id: "r",
+            git: None,
             exit_code: 0,
             started_at_ms: 0,
             ended_at_ms: 0,

@@ -25,6 +25,11 @@ use crate::run::record::{RunRecord, TelemetrySink};
 pub struct Summary {
     /// The run's id (a UUIDv7), as in history.
     pub run_id: String,
+    /// The version of vx that ran.
+    pub vx_version: String,
+    /// The checkout the run saw; absent outside git.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git: Option<SummaryGit>,
     /// Whether the run succeeded (`exit_code` is 0).
     pub ok: bool,
     /// vx's exit code.
@@ -40,6 +45,37 @@ pub struct Summary {
     pub counts: Counts,
 }
 
+/// The checkout: its commit (absent before the first) and branch (absent when detached).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SummaryGit {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+}
+
+/// An input file as the key folded it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SummaryInput {
+    /// Root-relative path.
+    pub path: String,
+    /// Its git blob id (40 hex digits), or `absent` for a literal input that names nothing.
+    pub hash: String,
+}
+
+/// The names of the variables a task is given or whose values its key folds. Never a value.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct SummaryEnv {
+    /// `cache.env`: folded into the key.
+    pub key: Vec<String>,
+    /// `env.pass-through`: copied from vx's environment.
+    pub pass_through: Vec<String>,
+    /// `env.define`: set by the configuration.
+    pub define: Vec<String>,
+    /// `env.secret`: masked in all output.
+    pub secret: Vec<String>,
+}
+
 /// One task of the run.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SummaryTask {
@@ -47,6 +83,14 @@ pub struct SummaryTask {
     pub id: String,
     pub project: String,
     pub task: String,
+    /// The command (with forwarded arguments, secret values masked, when it executed); absent
+    /// for a group-like task without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The input files its key folded, sorted by path; empty for an uncached task.
+    pub inputs: Vec<SummaryInput>,
+    /// The names of its variables.
+    pub env: SummaryEnv,
     pub status: TaskStatus,
     /// How the result was obtained; absent for skipped, aborted and not-run tasks.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -148,13 +192,19 @@ impl Summary {
             .tasks
             .iter()
             .map(|t| {
-                let task = task_of(t.report, t.key.clone());
+                let mut task = task_of(t.report, t.key.clone());
+                detail(&mut task, &t.detail);
                 count(&mut counts, &task);
                 task
             })
             .collect();
         Summary {
             run_id: run.run_id.to_string(),
+            vx_version: env!("CARGO_PKG_VERSION").to_string(),
+            git: run.git.as_ref().map(|g| SummaryGit {
+                commit: g.commit.clone(),
+                branch: g.branch.clone(),
+            }),
             ok: run.exit_code == 0,
             exit_code: run.exit_code,
             started_at: crate::clock::rfc3339(run.started_at_ms.div_euclid(1000)),
@@ -212,6 +262,9 @@ fn task_of(r: &TaskReport, key: Option<String>) -> SummaryTask {
         id: r.id.to_string(),
         project: r.id.project.clone(),
         task: r.id.task.clone(),
+        command: None,
+        inputs: Vec::new(),
+        env: SummaryEnv::default(),
         status,
         cache,
         placement: r.placement().into(),
@@ -235,6 +288,27 @@ fn task_of(r: &TaskReport, key: Option<String>) -> SummaryTask {
         admission_held_ms: r.admission_held.as_millis() as u64,
         start_offset_ms: r.start_offset.as_millis() as u64,
         end_offset_ms: r.end_offset.as_millis() as u64,
+    }
+}
+
+/// The command, inputs and variable names of `--summarize`.
+fn detail(task: &mut SummaryTask, detail: &crate::run::record::TaskDetail<'_>) {
+    task.command = detail.command.map(str::to_string);
+    if let Some(inputs) = detail.inputs {
+        task.inputs = inputs
+            .inputs
+            .iter()
+            .map(|f| SummaryInput {
+                path: f.path.clone(),
+                hash: f.blob.clone(),
+            })
+            .collect();
+        task.env.key = inputs.env.iter().map(|(name, _)| name.clone()).collect();
+    }
+    if let Some(env) = detail.config.and_then(|c| c.env.as_deref()) {
+        task.env.pass_through = env.pass_through.clone();
+        task.env.define = env.define.keys().cloned().collect();
+        task.env.secret = env.secret.clone();
     }
 }
 
@@ -355,10 +429,12 @@ mod tests {
             .map(|report| crate::run::record::TaskRecord {
                 report,
                 key: (report.id.project == "a").then(|| "k".repeat(64)),
+                detail: Default::default(),
             })
             .collect();
         let run = RunRecord {
             run_id: "r",
+            git: None,
             exit_code: 1,
             started_at_ms: 1_000,
             ended_at_ms: 3_500,
