@@ -32,7 +32,7 @@ pub fn show(cwd: &std::path::Path, args: ShowArgs) -> Result<i32, Failure> {
                     .tasks
                     .get(&id.task)
                     .ok_or_else(|| unknown(&ws, target))?;
-                task_view(project, &id.task, task, json, &host)
+                task_view(&ws, project, &id.task, task, json, &host)
             } else {
                 let holders: Vec<&Project> = ws
                     .projects
@@ -55,7 +55,7 @@ pub fn show(cwd: &std::path::Path, args: ShowArgs) -> Result<i32, Failure> {
                 } else {
                     holders
                         .iter()
-                        .map(|p| task_view(p, target, &p.config.tasks[target], false, &host))
+                        .map(|p| task_view(&ws, p, target, &p.config.tasks[target], false, &host))
                         .collect::<Vec<_>>()
                         .join("\n")
                 }
@@ -162,17 +162,39 @@ fn project_view(
         );
     }
     let mut text = format!("{}  ({})\n", p.name, display_dir(p));
+    let depends: Vec<&str> = p.deps.iter().map(|e| e.to.as_str()).collect();
+    let dependents: Vec<&str> = ws
+        .projects
+        .iter()
+        .filter(|q| q.deps.iter().any(|e| e.to == p.name))
+        .map(|q| q.name.as_str())
+        .collect();
+    text.push_str(&format!("  depends on  {}\n", list_or_none(&depends)));
+    text.push_str(&format!("  dependents  {}\n", list_or_none(&dependents)));
+    if !p.config.tags.is_empty() {
+        text.push_str(&format!("  tags        {}\n", p.config.tags.join(", ")));
+    }
     if p.config.tasks.is_empty() {
         text.push_str("  no tasks\n");
     }
+    let table = vx_core::graph::TaskTable::resolve(ws).ok();
     for (name, task) in &p.config.tasks {
         text.push('\n');
-        text.push_str(&task_text(&p.name, name, task, host));
+        text.push_str(&task_text(&p.name, name, task, host, table.as_ref()));
     }
     text
 }
 
+fn list_or_none(names: &[&str]) -> String {
+    if names.is_empty() {
+        "(none)".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
 fn task_view(
+    ws: &Workspace,
     p: &Project,
     name: &str,
     task: &TaskConfig,
@@ -187,7 +209,8 @@ fn task_view(
             serde_json::to_string_pretty(&doc).unwrap_or_default()
         );
     }
-    task_text(&p.name, name, task, host)
+    let table = vx_core::graph::TaskTable::resolve(ws).ok();
+    task_text(&p.name, name, task, host, table.as_ref())
 }
 
 fn task_doc(p: &Project, name: &str, task: &TaskConfig, host: &BTreeMap<String, String>) -> Value {
@@ -208,30 +231,111 @@ fn task_json(task: &TaskConfig, host: &BTreeMap<String, String>) -> Value {
     value
 }
 
+/// A task as TOML-like rows (`key = value`, inline tables flattened to dotted keys, a
+/// multi-line command kept whole), each key with the file and line it came from, then the tasks
+/// it runs after and those that need it.
 fn task_text(
     project: &str,
     name: &str,
     task: &TaskConfig,
     host: &BTreeMap<String, String>,
+    table: Option<&vx_core::graph::TaskTable>,
 ) -> String {
-    let mut text = format!("{project}#{name}  ({})\n", task.at);
+    let mut text = format!("{project}#{name}  ({}:{})\n", task.at.file, task.at.line);
     let value = task_json(task, host);
     if task.is_group() {
-        text.push_str("  command     (group)\n");
+        text.push_str("  (a group: no command)\n");
     }
     if let Value::Object(map) = value {
         for (key, v) in map {
-            let shown = match &v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
             let at = task
                 .key_locations
                 .get(&key)
-                .map(|l| format!("  ({}:{})", l.file, l.line))
+                .map(|l| format!("  # {}:{}", l.file, l.line))
                 .unwrap_or_default();
-            text.push_str(&format!("  {key:<11} {shown}{at}\n"));
+            let mut rows = Vec::new();
+            rows_of(&key, &v, &mut rows);
+            for (n, row) in rows.iter().enumerate() {
+                let comment = if n == 0 { at.as_str() } else { "" };
+                text.push_str(&format!("  {row}{comment}\n"));
+            }
         }
     }
+    if let Some(table) = table {
+        let id = TaskId::new(project, name);
+        let after: Vec<String> = table
+            .edges
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .map(|e| e.to.to_string())
+            .collect();
+        let needed: Vec<String> = table
+            .edges
+            .iter()
+            .filter(|(_, edges)| edges.iter().any(|e| e.to == id))
+            .map(|(from, _)| from.to_string())
+            .collect();
+        let after: Vec<&str> = after.iter().map(String::as_str).collect();
+        let needed: Vec<&str> = needed.iter().map(String::as_str).collect();
+        text.push_str(&format!("  runs after  {}\n", list_or_none(&after)));
+        text.push_str(&format!("  needed by   {}\n", list_or_none(&needed)));
+    }
     text
+}
+
+/// `key = value` rows of one configured value: tables become dotted keys, empty lists and
+/// tables are left out, and a string with line breaks is a `"""` block, its lines indented.
+fn rows_of(key: &str, value: &Value, rows: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                if v.is_null() || v == &json!([]) || v == &json!({}) {
+                    continue;
+                }
+                let dotted = if k
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                {
+                    format!("{key}.{k}")
+                } else {
+                    format!("{key}.{}", toml_string(k))
+                };
+                rows_of(&dotted, v, rows);
+            }
+        }
+        Value::String(s) if s.contains('\n') => {
+            let mut block = format!("{key} = \"\"\"");
+            for line in s.trim_end_matches('\n').split('\n') {
+                block.push_str("\n    ");
+                block.push_str(line);
+            }
+            block.push_str("\n    \"\"\"");
+            rows.push(block);
+        }
+        other => rows.push(format!("{key} = {}", toml_value(other))),
+    }
+}
+
+/// A JSON value written as TOML would write it.
+fn toml_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => toml_string(s),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(toml_value).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(map) => format!(
+            "{{ {} }}",
+            map.iter()
+                .map(|(k, v)| format!("{k} = {}", toml_value(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
 }

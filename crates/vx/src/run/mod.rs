@@ -117,7 +117,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         }
         Some(PlanFlag::Graph(path)) => {
             let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
-            match plan::graph::graph(&plan, &rows, path.as_deref())? {
+            match plan::graph::graph(&plan, &rows, path.as_deref(), &host_env)? {
                 plan::graph::GraphOutput::Text(dot) => crate::render::out_str(&dot),
                 plan::graph::GraphOutput::Written(notice) => crate::render::say(notice),
             }

@@ -109,11 +109,11 @@ fn dry_names_the_changed_path_or_the_chain_that_reached_each_task() {
     );
     assert_contains(
         &text,
-        "app#build  [key]\n      affected: via lib#build (packages/lib/src/a.txt)\n",
+        "app#build  [key]  ← lib#build\n      affected: via lib#build (packages/lib/src/a.txt)\n",
     );
     assert_contains(
         &text,
-        "app#test  [key]\n      affected: via app#build → lib#build (packages/lib/src/a.txt)\n",
+        "app#test  [key]  ← app#build\n      affected: via app#build → lib#build (packages/lib/src/a.txt)\n",
     );
 
     let found = affected(&f, &["test", "--affected=HEAD"]);

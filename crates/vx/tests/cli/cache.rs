@@ -300,8 +300,8 @@ fn dry_marks_local_hits() {
     assert_eq!(f.vx(&["run", "build", "--all"]).code, 0);
     let dry = f.vx(&["run", "build", "--all", "--dry"]);
     assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
-    assert_contains(&dry.stdout, "◉ lib#build");
-    assert_contains(&dry.stdout, "· docs#build");
+    assert_contains(&dry.stdout, "⇢ local       lib#build");
+    assert_contains(&dry.stdout, "⏺ no-cache    docs#build");
     assert_contains(
         &dry.stdout,
         "3 tasks planned: 2 cache hits (2 local), 1 would run",
@@ -506,7 +506,7 @@ fn dry_marks_a_server_that_would_not_start() {
     );
     f.commit();
     let cold = f.vx(&["run", "app#e2e", "--dry"]);
-    assert_contains(&cold.stdout, "· lib#serve");
+    assert_contains(&cold.stdout, "⏺ no-cache    lib#serve");
     assert_eq!(f.vx(&["run", "app#e2e"]).code, 0);
     let doc = crate::dry_json(&f, &["run", "app#e2e"]);
     assert_eq!(crate::dry_task(&doc, "lib#serve")["cache"], "not-started");

@@ -78,7 +78,11 @@ fn optional_values_need_an_equals_sign() {
     // `--dry build`: `build` is a positional, not the value of --dry.
     let out = f.vx(&["run", "--dry", "build", "--all"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out.stdout.starts_with("would run:\n"), "{}", out.stdout);
+    assert!(
+        out.stdout.starts_with("would run, in dependency order"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

@@ -10,7 +10,14 @@ fn dry_text_lists_the_plan_and_runs_nothing() {
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(
         out.stdout_redacted(&f),
-        "would run:\n  · app#build  [key]\n  · docs#build  [key]\n  · lib#build  [key]\n3 tasks planned: 0 cache hits, 3 would run\npredicted: ~[t] wall · ~[t] total (3 tasks without history)\n"
+        "would run, in dependency order (⏺ executes · ⇢ local hit · ⇣ remote hit · − does not start · ◇ group):\n\
+         level 1\n  \
+         ⏺ no-cache    docs#build  [key]\n  \
+         ⏺ no-cache    lib#build  [key]\n\
+         level 2\n  \
+         ⏺ no-cache    app#build  [key]  ← lib#build\n\
+         3 tasks planned: 0 cache hits, 3 would run\n\
+         predicted: ~[t] wall · ~[t] total (3 tasks without history)\n"
     );
     assert!(!f.path("packages/lib/dist").exists());
 }
@@ -174,7 +181,7 @@ fn show_lists_projects_and_task_configuration() {
     assert_eq!(out.code, 0, "{out:?}");
     assert_contains(
         &out.stdout,
-        "command     test -s dist/app.txt && echo ok  (packages/app/vx.toml:6)",
+        "command = \"test -s dist/app.txt && echo ok\"  # packages/app/vx.toml:6",
     );
     let out = f.vx(&["show", "app", "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
@@ -207,4 +214,65 @@ fn dry_text_uses_the_singular_for_one_task() {
     let out = f.vx(&["run", "lib#build", "--dry"]);
     assert_contains(&out.stdout, "1 task planned: 0 cache hits, 1 would run\n");
     assert_contains(&out.stdout, "(1 task without history)");
+}
+
+/// Issue 25: `--dry` in dependency order, groups shown with what they wait for, and the
+/// one-liners' glyphs with a legend.
+#[test]
+fn dry_text_is_in_dependency_order_with_groups_and_a_legend() {
+    let f = crate::w_cached();
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    let out = f.vx(&["run", "check", "--all", "--dry"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let text = out.stdout_redacted(&f);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("⏺ executes · ⇢ local hit"), "{text}");
+    let at = |needle: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("`{needle}` not in:\n{text}"))
+    };
+    assert!(at("level 1") < at("⇢ local       lib#build"));
+    assert!(at("level 2") < at("⏺ miss        app#build  [key]  ← lib#build"));
+    assert!(at("level 3") < at("app#test  [key]  ← app#build"));
+    assert!(at("level 4") < at("◇ group       app#check  ← app#build, app#test"));
+    let doc = crate::dry_json(&f, &["run", "check", "--all"]);
+    assert_eq!(crate::dry_task(&doc, "app#test")["level"], 3);
+}
+
+/// Issue 25: `vx show` writes a task as TOML-like rows (inline tables as dotted keys), keeps a
+/// multi-line command whole, and names what the task runs after and what needs it.
+#[test]
+fn show_writes_toml_rows_and_keeps_a_multi_line_command() {
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"\"\"\nmkdir -p dist\ncat src/*.txt > dist/out.txt\n\"\"\"\n\
+         env = { define = { MODE = \"prod\" }, pass-through = [\"HOME\"] }\n\
+         cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+    );
+    let out = f.vx(&["show", "lib#build"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_contains(
+        &out.stdout,
+        "  command = \"\"\"\n    mkdir -p dist\n    cat src/*.txt > dist/out.txt\n    \"\"\"  # packages/lib/vx.toml:2\n",
+    );
+    assert_contains(
+        &out.stdout,
+        "  env.pass-through = [\"HOME\"]  # packages/lib/vx.toml:6\n  env.define.MODE = \"prod\"\n",
+    );
+    assert_contains(
+        &out.stdout,
+        "  cache.inputs = [\"src/**\"]  # packages/lib/vx.toml:7\n  cache.outputs = [\"dist/**\"]\n",
+    );
+    assert_contains(
+        &out.stdout,
+        "  runs after  (none)\n  needed by   app#build\n",
+    );
+    let out = f.vx(&["show", "lib"]);
+    assert_contains(
+        &out.stdout,
+        "lib  (packages/lib)\n  depends on  (none)\n  dependents  app\n",
+    );
 }

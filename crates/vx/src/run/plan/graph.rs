@@ -8,7 +8,6 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use serde_json::json;
 
@@ -102,7 +101,12 @@ fn format_of(path: &Path) -> Format {
 
 /// The plan's graph for stdout (DOT) or written to `path` in the format its name asks for
 /// (parent directories created). `rows`: `--dry`'s prediction of every non-group task.
-pub fn graph(plan: &Plan, rows: &[DryRow], path: Option<&str>) -> Result<GraphOutput, Failure> {
+pub fn graph(
+    plan: &Plan,
+    rows: &[DryRow],
+    path: Option<&str>,
+    host_env: &std::collections::BTreeMap<String, String>,
+) -> Result<GraphOutput, Failure> {
     let mut states = vec![State::Task(DryCache::NoCache); plan.graph.nodes.len()];
     for (i, node) in plan.graph.nodes.iter().enumerate() {
         if is_group(&plan.workspace, &node.id) {
@@ -121,7 +125,13 @@ pub fn graph(plan: &Plan, rows: &[DryRow], path: Option<&str>) -> Result<GraphOu
         Format::Mermaid => mermaid(plan, &states).into_bytes(),
         Format::Json => json_graph(plan, &states).into_bytes(),
         Format::Html => html(plan, &states).into_bytes(),
-        Format::Graphviz(format) => graphviz(&dot(plan, &states), format, path)?,
+        Format::Graphviz(format) => {
+            graphviz(&dot(plan, &states), format, path, host_env)?;
+            return Ok(GraphOutput::Written(Notice::note(format!(
+                "wrote {}",
+                path.display()
+            ))));
+        }
     };
     let write = || -> std::io::Result<()> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -178,42 +188,61 @@ fn escape_dot(text: &str) -> String {
     text.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
-/// Runs `dot -T<format> -o <path>` on the DOT text; the file's bytes are Graphviz's.
-fn graphviz(dot_text: &str, format: &str, path: &Path) -> Result<Vec<u8>, Failure> {
-    use std::io::Write as _;
-    let needs = || {
-        vx_core::Diagnostic::new(format!(
+/// Has Graphviz's `dot` draw `dot_text` into `path` as `format`, through vx's supervisor (only
+/// it may wait for children): the DOT goes in a temporary file beside the output.
+fn graphviz(
+    dot_text: &str,
+    format: &str,
+    path: &Path,
+    host_env: &std::collections::BTreeMap<String, String>,
+) -> Result<(), Failure> {
+    let search = host_env.get("PATH").map(String::as_str).unwrap_or("");
+    let Some(dot) = crate::run::host::subprocess::find_on_path("dot", search) else {
+        return Err(vx_core::Diagnostic::new(format!(
             "--graph={} needs Graphviz, and its `dot` is not on PATH",
             path.display()
         ))
         .hint("install the `graphviz` package (apt-get install graphviz, brew install graphviz), or write .dot, .mermaid, .json or .html, which need nothing")
+        .into());
     };
-    let mut child = match Command::new("dot")
-        .arg(format!("-T{format}"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(needs().into()),
-        Err(e) => return Err(Failure::usage(format!("cannot run Graphviz's `dot`: {e}"))),
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let failed = |e: std::io::Error| -> Failure {
+        crate::workspace::io_diagnostic(path, "write", &e).into()
     };
-    let mut stdin = child.stdin.take().expect("piped");
-    let text = dot_text.to_string();
-    let feeder = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
-    let out = child
-        .wait_with_output()
-        .map_err(|e| Failure::usage(format!("cannot run Graphviz's `dot`: {e}")))?;
-    let _ = feeder.join();
-    if !out.status.success() {
-        let reason = String::from_utf8_lossy(&out.stderr);
+    fs_err::create_dir_all(dir).map_err(failed)?;
+    let source = tempfile::Builder::new()
+        .prefix(".vx-graph-")
+        .suffix(".dot")
+        .tempfile_in(dir)
+        .map_err(failed)?;
+    fs_err::write(source.path(), dot_text).map_err(failed)?;
+    let env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+        host_env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    let output = crate::run::host::subprocess::run(
+        dot,
+        "dot",
+        vec![
+            format!("-T{format}").into(),
+            "-o".into(),
+            path.as_os_str().to_owned(),
+            source.path().as_os_str().to_owned(),
+        ],
+        &std::env::current_dir().unwrap_or_else(|_| dir.to_path_buf()),
+        env,
+        std::time::Duration::from_secs(120),
+    );
+    if output.completion.exit_code != 0 {
+        let reason = String::from_utf8_lossy(&output.stderr);
         return Err(Failure::usage(format!(
-            "Graphviz's `dot -T{format}` failed: {}",
+            "Graphviz's `dot -T{format}` failed (exit {}): {}",
+            output.completion.exit_code,
             reason.trim()
         )));
     }
-    Ok(out.stdout)
+    Ok(())
 }
 
 fn mermaid(plan: &Plan, states: &[State]) -> String {
@@ -276,43 +305,12 @@ fn json_graph(plan: &Plan, states: &[State]) -> String {
     )
 }
 
-/// Each node's column: 0 for a node without dependencies, else one more than its deepest
-/// dependency's, so dependencies stand left of what needs them.
-fn levels(plan: &Plan) -> Vec<usize> {
-    let nodes = &plan.graph.nodes;
-    let mut level: Vec<Option<usize>> = vec![None; nodes.len()];
-    // Depth-first with an explicit stack: a long chain must not exhaust the thread's stack.
-    for start in 0..nodes.len() {
-        let mut stack = vec![start];
-        while let Some(&i) = stack.last() {
-            if level[i].is_some() {
-                stack.pop();
-                continue;
-            }
-            let pending: Vec<usize> = nodes[i]
-                .deps
-                .iter()
-                .copied()
-                .filter(|&d| level[d].is_none())
-                .collect();
-            if pending.is_empty() {
-                let deepest = nodes[i].deps.iter().filter_map(|&d| level[d]).max();
-                level[i] = Some(deepest.map_or(0, |l| l + 1));
-                stack.pop();
-            } else {
-                stack.extend(pending);
-            }
-        }
-    }
-    level.into_iter().map(Option::unwrap_or_default).collect()
-}
-
 fn html(plan: &Plan, states: &[State]) -> String {
     const ROW: usize = 36;
     const BOX_H: usize = 24;
     const GAP: usize = 60;
     const CHAR_W: usize = 7;
-    let level = levels(plan);
+    let level = super::levels(plan);
     let columns = level.iter().copied().max().map_or(0, |m| m + 1);
     let mut by_column: Vec<Vec<usize>> = vec![Vec::new(); columns];
     for (i, &l) in level.iter().enumerate() {

@@ -259,3 +259,34 @@ fn surface(workspace: &Workspace, graph: &TaskGraph) -> BTreeSet<usize> {
 pub fn is_group(workspace: &Workspace, id: &TaskId) -> bool {
     vx_core::graph::task_config(workspace, id).is_some_and(|t| t.is_group())
 }
+
+/// Each node's level (`--dry`'s blocks, `--graph=…html`'s columns): 0 for a node without dependencies, else one more than its deepest
+/// dependency's, so dependencies stand left of what needs them.
+pub fn levels(plan: &Plan) -> Vec<usize> {
+    let nodes = &plan.graph.nodes;
+    let mut level: Vec<Option<usize>> = vec![None; nodes.len()];
+    // Depth-first with an explicit stack: a long chain must not exhaust the thread's stack.
+    for start in 0..nodes.len() {
+        let mut stack = vec![start];
+        while let Some(&i) = stack.last() {
+            if level[i].is_some() {
+                stack.pop();
+                continue;
+            }
+            let pending: Vec<usize> = nodes[i]
+                .deps
+                .iter()
+                .copied()
+                .filter(|&d| level[d].is_none())
+                .collect();
+            if pending.is_empty() {
+                let deepest = nodes[i].deps.iter().filter_map(|&d| level[d]).max();
+                level[i] = Some(deepest.map_or(0, |l| l + 1));
+                stack.pop();
+            } else {
+                stack.extend(pending);
+            }
+        }
+    }
+    level.into_iter().map(Option::unwrap_or_default).collect()
+}

@@ -119,41 +119,84 @@ impl DryCache {
         }
     }
 
-    fn symbol(self) -> &'static str {
+    /// The glyph and cache word a run's one-liner would show (UI-1), so a symbol means one
+    /// thing everywhere vx prints it.
+    fn symbol(self) -> (&'static str, &'static str) {
         match self {
-            DryCache::HitLocal => "◉",
-            DryCache::HitRemote => "◎",
-            DryCache::Miss => "▶",
-            DryCache::NoCache => "·",
-            DryCache::NotStarted => "−",
+            DryCache::HitLocal => ("⇢", "local"),
+            DryCache::HitRemote => ("⇣", "remote"),
+            DryCache::Miss => ("⏺", "miss"),
+            DryCache::NoCache => ("⏺", "no-cache"),
+            DryCache::NotStarted => ("−", "not started"),
         }
     }
 }
 
-/// `--dry` as text (UI-12).
+/// What the symbols of `--dry` mean, on its first line.
+const LEGEND: &str = "⏺ executes · ⇢ local hit · ⇣ remote hit · − does not start · ◇ group";
+
+/// Direct dependencies named on a row at most; more are counted.
+const NAMED_DEPS: usize = 3;
+
+/// `--dry` as text (UI-12): the plan in dependency order, one block per level (level 1 needs
+/// nothing; a task's level is one more than its deepest dependency's), each row with what it
+/// waits for, groups included.
 pub fn dry_text(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
-    let mut text = String::from("would run:\n");
-    for row in rows {
-        let i = row.node;
-        let key = match &row.key {
-            Ok(key) => format!("  {}{}", if row.prediction { "~" } else { "" }, &key[..12]),
-            Err(why) => format!("  unknown ({why})"),
-        };
-        let median = row
-            .median_ms
-            .map_or(String::new(), |ms| format!("  {}", approx(ms)));
-        let _ = writeln!(
-            text,
-            "  {} {}{}{key}{median}",
-            row.cache.symbol(),
-            plan.graph.nodes[i].id,
-            if row.remote { " @remote" } else { "" }
-        );
-        if let Some(d) = description(plan, i) {
-            let _ = writeln!(text, "      {d}");
+    let by_node: std::collections::HashMap<usize, &DryRow> =
+        rows.iter().map(|r| (r.node, r)).collect();
+    let level = super::levels(plan);
+    let mut text = format!("would run, in dependency order ({LEGEND}):\n");
+    let deepest = level.iter().copied().max().unwrap_or(0);
+    for l in 0..=deepest {
+        let nodes: Vec<usize> = (0..plan.graph.nodes.len())
+            .filter(|&i| level[i] == l)
+            .collect();
+        if nodes.is_empty() {
+            continue;
         }
-        if let Some(reason) = affected_reason(plan, i) {
-            let _ = writeln!(text, "      affected: {}", reason_text(reason));
+        let _ = writeln!(text, "level {}", l + 1);
+        for i in nodes {
+            let deps = &plan.graph.nodes[i].deps;
+            let mut waits = String::new();
+            if !deps.is_empty() {
+                let named: Vec<String> = deps
+                    .iter()
+                    .take(NAMED_DEPS)
+                    .map(|&d| plan.graph.nodes[d].id.to_string())
+                    .collect();
+                waits = format!("  ← {}", named.join(", "));
+                if deps.len() > NAMED_DEPS {
+                    let _ = write!(waits, " +{} more", deps.len() - NAMED_DEPS);
+                }
+            }
+            let Some(row) = by_node.get(&i) else {
+                let _ = writeln!(
+                    text,
+                    "  ◇ {:<11} {}{waits}",
+                    "group", plan.graph.nodes[i].id
+                );
+                continue;
+            };
+            let key = match &row.key {
+                Ok(key) => format!("  {}{}", if row.prediction { "~" } else { "" }, &key[..12]),
+                Err(why) => format!("  unknown ({why})"),
+            };
+            let median = row
+                .median_ms
+                .map_or(String::new(), |ms| format!("  {}", approx(ms)));
+            let (symbol, word) = row.cache.symbol();
+            let _ = writeln!(
+                text,
+                "  {symbol} {word:<11} {}{}{key}{median}{waits}",
+                plan.graph.nodes[i].id,
+                if row.remote { " @remote" } else { "" }
+            );
+            if let Some(d) = description(plan, i) {
+                let _ = writeln!(text, "      {d}");
+            }
+            if let Some(reason) = affected_reason(plan, i) {
+                let _ = writeln!(text, "      affected: {}", reason_text(reason));
+            }
         }
     }
     let n = rows.len();
@@ -199,6 +242,7 @@ pub fn dry_text(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
 
 /// `--dry=json` (UI-12).
 pub fn dry_json(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
+    let level = super::levels(plan);
     let tasks: Vec<serde_json::Value> = rows
         .iter()
         .map(|row| {
@@ -216,6 +260,7 @@ pub fn dry_json(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
                 "key_is_prediction": row.prediction,
                 "cache": row.cache.json(),
                 "deps": deps,
+                "level": level[i] + 1,
                 "placement": if row.remote { "remote" } else { "local" },
             });
             if let Some(d) = description(plan, i) {
