@@ -22,7 +22,14 @@ pub fn show(cwd: &std::path::Path, args: ShowArgs) -> Result<i32, Failure> {
     let text = match args.target.as_deref() {
         None => projects(&ws, json),
         Some(target) => {
-            if let Some(project) = ws.project(target) {
+            // `web` names `@acme/web` when only that scope has a `web`, as in `vx run`.
+            let named = ws.project(target).or_else(|| {
+                (!target.contains('#'))
+                    .then(|| vx_core::request::project_named(&ws, target).ok())
+                    .flatten()
+                    .map(|i| &ws.projects[i])
+            });
+            if let Some(project) = named {
                 project_view(&ws, project, json, &host)
             } else if let Some(id) = TaskId::parse(target) {
                 // `web#build` names `@acme/web` when only that scope has a `web`.

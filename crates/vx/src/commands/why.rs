@@ -94,6 +94,23 @@ pub fn open_read_only(dir: &Path) -> Result<Store, Failure> {
 /// cwd project's (HIST-3).
 fn resolve(store: &Store, cwd: &Path, root: &Path, text: &str) -> Result<Option<TaskId>, Failure> {
     if let Some(id) = TaskId::parse(text).filter(|_| text.contains('#')) {
+        // `web#build` names `@acme/web#build` when history has only that scope's `web`, as
+        // `vx run` resolves it.
+        let projects = store
+            .tasks_with_runs(&id.task)
+            .map_err(|e| Failure::usage(e.to_string()))?;
+        if !projects.contains(&id.project) {
+            let scoped: Vec<&String> = projects
+                .iter()
+                .filter(|p| {
+                    p.split_once('/')
+                        .is_some_and(|(scope, rest)| scope.starts_with('@') && rest == id.project)
+                })
+                .collect();
+            if let [one] = scoped.as_slice() {
+                return Ok(Some(TaskId::new(one.as_str(), &id.task)));
+            }
+        }
         return Ok(Some(id));
     }
     let projects = store
