@@ -152,8 +152,6 @@ impl TaskHandle {
         Arc::clone(&self.shared)
     }
 
-    /// The leader's pid (also the task's process group and session id); `None` if the spawn
-    /// failed.
     /// Writes `bytes` to the task's held stdin pipe (EXEC-10): what a user types into an
     /// interactive task in the task UI. False when it has none or the write failed (the task
     /// closed its stdin or ended).
@@ -169,6 +167,8 @@ impl TaskHandle {
         }
     }
 
+    /// The leader's pid (also the task's process group and session id); `None` if the spawn
+    /// failed.
     pub fn pid(&self) -> Option<i32> {
         self.shared.pid.get().copied()
     }

@@ -36,7 +36,12 @@ impl Tmux {
         }
         let tmp = tempfile::tempdir().expect("a temporary directory");
         let socket = tmp.path().join("tmux.sock");
-        let mut line = format!("cd {} && exec env", quote(&dir.display().to_string()));
+        // A terminal session outside CI: the test's own `CI` (set in CI) would select the CI
+        // flow, which draws nothing live.
+        let mut line = format!(
+            "cd {} && exec env -u CI -u GITHUB_ACTIONS",
+            quote(&dir.display().to_string())
+        );
         for (name, value) in env {
             line.push_str(&format!(" {name}={}", quote(value)));
         }

@@ -50,7 +50,7 @@ pub enum Ui {
 impl Ui {
     pub fn parse(text: &str) -> Option<Ui> {
         match text {
-            "plain" | "stream" => Some(Ui::Plain),
+            "plain" => Some(Ui::Plain),
             "tui" => Some(Ui::Tui),
             _ => None,
         }

@@ -112,22 +112,22 @@ fn tail(log: &[u8]) -> String {
 }
 
 /// A meter bar (UI-7) of `WIDTH` cells split by the counts, drawn only when colouring (a TTY or
-/// `FORCE_COLOR`): plain output stays free of decoration.
+/// `FORCE_COLOR`): plain output stays free of decoration. Each part ends where its cumulative
+/// share rounds to, so the parts always add up; what the parts do not cover (tasks that never
+/// ended) is the dim remainder.
 fn meter(style: &Style, parts: &[(usize, &str)], total: usize) -> String {
     const WIDTH: usize = 20;
     if !style.colour || total == 0 {
         return String::new();
     }
     let mut bar = String::from("  ");
+    let mut counted = 0;
     let mut drawn = 0;
-    for (i, &(count, colour)) in parts.iter().enumerate() {
-        let cells = if i + 1 == parts.len() {
-            WIDTH - drawn
-        } else {
-            (count * WIDTH + total / 2) / total
-        };
-        let cells = cells.min(WIDTH - drawn);
-        if cells > 0 && count > 0 {
+    for &(count, colour) in parts {
+        counted += count;
+        let end = (counted * WIDTH + total / 2) / total;
+        let cells = end.saturating_sub(drawn);
+        if cells > 0 {
             bar.push_str(&format!("\x1b[{colour}m{}\x1b[0m", "█".repeat(cells)));
             drawn += cells;
         }
@@ -282,6 +282,29 @@ pub fn footer(style: &Style, summary: &Totals<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_meter_adds_up_and_leaves_what_never_ended_dim() {
+        let style = Style { colour: true };
+        let cells = |bar: &str, colour: &str| {
+            bar.split(&format!("\x1b[{colour}m"))
+                .nth(1)
+                .map_or(0, |rest| rest.split('\x1b').next().unwrap().chars().count())
+        };
+        // A finished run fills the bar whatever the rounding: 1 + 1 + 4 of 6.
+        let bar = meter(&style, &[(1, "32"), (1, "31"), (4, "33")], 6);
+        assert_eq!(
+            cells(&bar, "32") + cells(&bar, "31") + cells(&bar, "33"),
+            20,
+            "{bar:?}"
+        );
+        assert!(!bar.contains('░'), "{bar:?}");
+        // An interrupted one: 2 success, 1 aborted of 8, the rest dim.
+        let bar = meter(&style, &[(2, "32"), (0, "31"), (0, "33"), (1, "35")], 8);
+        assert_eq!(cells(&bar, "32"), 5, "{bar:?}");
+        assert_eq!(cells(&bar, "35"), 3, "{bar:?}");
+        assert_eq!(bar.matches('░').count(), 12, "{bar:?}");
+    }
 
     #[test]
     fn tail_keeps_the_last_thirty_lines() {

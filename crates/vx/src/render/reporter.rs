@@ -70,6 +70,9 @@ struct StreamLines {
 /// Ids longer than this are not padded further.
 const PREFIX_WIDTH: usize = 24;
 
+/// Bytes of one unfinished line `--log-order=stream` holds before printing it anyway.
+const STREAM_LINE_MAX: usize = 64 * 1024;
+
 impl Reporter {
     pub fn new(style: Style, flow: Flow, output_logs: Option<OutputLogs>) -> Reporter {
         Reporter {
@@ -106,8 +109,9 @@ impl Reporter {
             return;
         }
         let width = widest.min(PREFIX_WIDTH);
+        // The token stays: the recap's lines are still fenced (a prefixed line cannot be read
+        // as a workflow command, a recap line could).
         self.streaming = None;
-        self.github_token = None;
         self.stream_lines = Some(StreamLines {
             ids,
             width,
@@ -140,6 +144,11 @@ impl Reporter {
         };
         let partial = lines.partial.entry(node).or_default();
         partial.extend_from_slice(bytes);
+        // A line that never ends (a progress bar redrawn with carriage returns) is printed once
+        // it is this long, rather than held to the task's end.
+        if partial.len() > STREAM_LINE_MAX && !partial.contains(&b'\n') {
+            partial.push(b'\n');
+        }
         let Some(end) = partial.iter().rposition(|&b| b == b'\n') else {
             return;
         };
@@ -269,7 +278,8 @@ impl Reporter {
     /// The `no file matches` lines, one per glob, naming its tasks (at most [`NAMED`]).
     fn say_unmatched(&mut self) {
         const NAMED: usize = 5;
-        for ((what, glob), tasks) in std::mem::take(&mut self.unmatched) {
+        for ((what, glob), mut tasks) in std::mem::take(&mut self.unmatched) {
+            tasks.sort();
             if let [task] = tasks.as_slice() {
                 super::notice(&format!("{task}: no file matches {what} ({glob})"));
                 continue;

@@ -43,29 +43,42 @@ struct Row {
     started: Option<Instant>,
     report: Option<TaskReport>,
     lines: VecDeque<String>,
-    /// The line being printed, not yet ended.
-    partial: String,
+    /// The line being printed, not yet ended, as bytes: escape sequences are taken out only
+    /// once a line is whole, so one split across two reads is still recognised.
+    partial: Vec<u8>,
+    /// The last byte was a carriage return: a line feed next ends the line (CRLF); anything
+    /// else starts the line over (a progress bar redrawn in place).
+    after_cr: bool,
 }
 
 impl Row {
+    /// Bytes of an unfinished line kept: more never fits on the screen.
+    const PARTIAL: usize = 4096;
+
     fn push(&mut self, bytes: &[u8]) {
-        let plain = strip_ansi_escapes::strip(bytes);
-        for c in String::from_utf8_lossy(&plain).chars() {
-            match c {
-                '\n' => {
-                    let line = std::mem::take(&mut self.partial);
+        for &b in bytes {
+            if self.after_cr && b != b'\n' {
+                self.partial.clear();
+            }
+            self.after_cr = false;
+            match b {
+                b'\n' => {
+                    let line = plain(&std::mem::take(&mut self.partial));
                     self.lines.push_back(line);
                     if self.lines.len() > KEPT_LINES {
                         self.lines.pop_front();
                     }
                 }
-                // A progress bar redrawn in place: keep only its latest state.
-                '\r' => self.partial.clear(),
-                '\t' => self.partial.push_str("    "),
-                c if c.is_control() => {}
-                c => self.partial.push(c),
+                b'\r' => self.after_cr = true,
+                b if self.partial.len() < Self::PARTIAL => self.partial.push(b),
+                _ => {}
             }
         }
+    }
+
+    /// The unfinished line as shown.
+    fn partial_line(&self) -> String {
+        plain(&self.partial)
     }
 
     /// `▸ 1.20s` while running, the one-liner glyph and the duration once ended.
@@ -94,6 +107,20 @@ impl Row {
     }
 }
 
+/// A line as shown: no escape sequences, tabs as four spaces, no other control characters.
+fn plain(bytes: &[u8]) -> String {
+    let stripped = strip_ansi_escapes::strip(bytes);
+    let mut line = String::new();
+    for c in String::from_utf8_lossy(&stripped).chars() {
+        match c {
+            '\t' => line.push_str("    "),
+            c if c.is_control() => {}
+            c => line.push(c),
+        }
+    }
+    line
+}
+
 /// What the run loop does after a key.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Action {
@@ -109,8 +136,8 @@ enum Mode {
     Browse,
     /// Typing a search; the list shows the tasks whose id contains it.
     Search,
-    /// Keys go to the selected task's stdin until Ctrl-Z.
-    Typing,
+    /// Keys go to this node's stdin until Ctrl-Z, or until it ends.
+    Typing(usize),
 }
 
 pub struct Tui {
@@ -171,7 +198,8 @@ impl Tui {
                 started: None,
                 report: None,
                 lines: VecDeque::new(),
-                partial: String::new(),
+                partial: Vec::new(),
+                after_cr: false,
             })
             .collect();
         let by_node = rows.iter().enumerate().map(|(i, r)| (r.node, i)).collect();
@@ -236,6 +264,9 @@ impl Tui {
     /// A task's outcome; a task that did not execute (a hit, a failure before it ran) shows its
     /// log.
     pub fn finished(&mut self, node: usize, report: &TaskReport) {
+        if self.mode == Mode::Typing(node) {
+            self.mode = Mode::Browse;
+        }
         if let Some(row) = self.row_mut(node) {
             if row.started.is_none() && row.lines.is_empty() {
                 row.push(&report.log);
@@ -286,22 +317,27 @@ impl Tui {
             return Action::Interrupt;
         }
         match self.mode {
-            Mode::Typing => {
+            Mode::Typing(node) => {
                 if ctrl && code == KeyCode::Char('z') {
                     self.mode = Mode::Browse;
                     return Action::None;
                 }
-                let node = self.rows[self.selected].node;
                 let bytes = match code {
-                    KeyCode::Char(c) if ctrl && c == 'd' => return Action::None,
+                    // A pipe has no end-of-file key: Ctrl-D is not sent.
+                    KeyCode::Char('d') if ctrl => return Action::None,
+                    KeyCode::Char(c) if ctrl && c.is_ascii_alphabetic() => {
+                        vec![(c.to_ascii_lowercase() as u8) & 0x1f]
+                    }
                     KeyCode::Char(c) => c.to_string().into_bytes(),
                     KeyCode::Enter => b"\n".to_vec(),
                     KeyCode::Tab => b"\t".to_vec(),
                     KeyCode::Backspace => vec![0x7f],
                     _ => return Action::None,
                 };
-                // What is typed is shown, as a terminal would echo it.
-                self.rows[self.selected].push(&bytes);
+                // What is typed is shown, as a terminal would echo it (control bytes are not).
+                if let Some(row) = self.row_mut(node) {
+                    row.push(&bytes);
+                }
                 Action::Stdin(node, bytes)
             }
             Mode::Search => {
@@ -344,7 +380,9 @@ impl Tui {
                             r.typed_into && r.started.is_some() && r.report.is_none()
                         }) =>
                     {
-                        self.mode = Mode::Typing;
+                        // The keys go to this task, whatever starts meanwhile.
+                        self.follow = false;
+                        self.mode = Mode::Typing(self.rows[self.selected].node);
                     }
                     _ => {}
                 }
@@ -400,7 +438,9 @@ impl Tui {
             .count();
         let selected = self.rows.get(self.selected);
         let title = match (selected, &self.mode) {
-            (Some(row), Mode::Typing) => format!(" {} · typing into it (Ctrl-Z stops) ", row.id),
+            (Some(row), Mode::Typing(_)) => {
+                format!(" {} · typing into it (Ctrl-Z stops) ", row.id)
+            }
             (Some(row), _) => match &row.report {
                 Some(report) => format!(" {} · {} ", row.id, report.header_status()),
                 None if row.started.is_some() => format!(" {} · running ", row.id),
@@ -412,13 +452,13 @@ impl Tui {
         let lines: Vec<String> = selected.map_or_else(Vec::new, |row| {
             let mut lines: Vec<String> = row.lines.iter().cloned().collect();
             if !row.partial.is_empty() {
-                lines.push(row.partial.clone());
+                lines.push(row.partial_line());
             }
             lines
         });
         let help = match self.mode {
             Mode::Search => format!("search: {}▏  Enter keeps it · Esc clears", self.query),
-            Mode::Typing => "typing into the task · Ctrl-Z stops · Ctrl-C stops the run".into(),
+            Mode::Typing(_) => "typing into the task · Ctrl-Z stops · Ctrl-C stops the run".into(),
             Mode::Browse => {
                 let mut help =
                     "↑↓ move · / search · u/d scroll · f follow · Ctrl-C stop".to_string();
@@ -451,7 +491,8 @@ impl Tui {
             let panes = Layout::default()
                 .direction(Direction::Horizontal)
                 .constraints([
-                    Constraint::Length((widest + 14).clamp(20, outer[0].width / 2)),
+                    // At least 20 columns, at most half the terminal (which may be narrower).
+                    Constraint::Length((widest + 14).max(20).min((outer[0].width / 2).max(1))),
                     Constraint::Min(10),
                 ])
                 .split(outer[0]);
@@ -488,6 +529,13 @@ impl Tui {
         restore();
         super::capture(false);
     }
+}
+
+/// Gives the terminal back and prints what was held, when vx is about to exit without the end
+/// of the run (a second Ctrl-C).
+pub fn abandon() {
+    restore();
+    super::capture(false);
 }
 
 /// Gives the terminal back (main screen, cooked mode), once; safe to call from anywhere and

@@ -28,7 +28,15 @@ fn command_lines(markdown: &str) -> Vec<(usize, String)> {
             continue;
         }
         let text = line.trim();
-        if !inside || !shell || !(text.starts_with("vx ") || text.starts_with("source <(vx ")) {
+        // `vx …`, `source <(vx …)`, or `NAME=value … vx …`.
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let after_vars = words
+            .iter()
+            .position(|w| !w.contains('=') || w.starts_with('-'))
+            .map(|at| &words[at..])
+            .unwrap_or_default();
+        let is_vx = after_vars.first() == Some(&"vx") || text.starts_with("source <(vx ");
+        if !inside || !shell || !is_vx {
             continue;
         }
         let command = match text.find(" # ") {
@@ -40,7 +48,10 @@ fn command_lines(markdown: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// A copy of `examples/demo` in a fresh git repository.
+/// A copy of `examples/demo` in a fresh git repository that looks like a clone with work on it:
+/// `origin/main` (also `origin/HEAD`) is the first commit, and `HEAD` one more that edits
+/// `packages/ui` and `apps/web`, so the pages' `--affected` and `[origin/main]` examples select
+/// something.
 fn demo() -> tempfile::TempDir {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
@@ -51,26 +62,31 @@ fn demo() -> tempfile::TempDir {
         .status()
         .unwrap();
     assert!(status.success());
-    for args in [
-        &["init", "-q"][..],
-        &["add", "-A"],
-        &[
-            "-c",
-            "user.email=docs@vx",
-            "-c",
-            "user.name=docs",
-            "commit",
-            "-qm",
-            "demo",
-        ],
-    ] {
+    let git = |args: &[&str]| {
         let status = Command::new("git")
+            .args(["-c", "user.email=docs@vx", "-c", "user.name=docs"])
             .args(args)
             .current_dir(dir.path())
             .status()
             .unwrap();
-        assert!(status.success());
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "demo"]);
+    git(&["update-ref", "refs/remotes/origin/main", "HEAD"]);
+    git(&[
+        "symbolic-ref",
+        "refs/remotes/origin/HEAD",
+        "refs/remotes/origin/main",
+    ]);
+    for file in ["packages/ui/src/button.js", "apps/web/src/app.js"] {
+        let path = dir.path().join(file);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("// a later change\n");
+        std::fs::write(&path, text).unwrap();
     }
+    git(&["commit", "-qam", "later"]);
     dir
 }
 
@@ -119,7 +135,9 @@ fn failures_of(page: &str) -> Vec<String> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let text = std::fs::read_to_string(repo.join(page)).unwrap();
     let commands = command_lines(&text);
-    assert!(!commands.is_empty(), "{page} shows no command");
+    if commands.is_empty() {
+        return Vec::new();
+    }
     let dir = demo();
     let mut failures = Vec::new();
     for (line, command) in commands {
@@ -147,6 +165,22 @@ fn failures_of(page: &str) -> Vec<String> {
 #[test]
 fn the_readme_command_lines_run_on_the_demo() {
     let failures = failures_of("README.md");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every page of docs/, each in its own copy of the demo.
+#[test]
+fn the_docs_command_lines_run_on_the_demo() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut pages: Vec<String> = std::fs::read_dir(repo.join("docs"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    pages.sort();
+    let failures: Vec<String> = pages.iter().flat_map(|page| failures_of(page)).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

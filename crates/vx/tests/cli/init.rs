@@ -256,9 +256,9 @@ fn force_replaces_existing_files() {
     assert_eq!(shown.code, 0, "{shown:?}");
     assert_contains(
         &shown.stdout,
-        "command     tsup src --outDir lib  (packages/ui/package.json:1)",
+        "command = \"tsup src --outDir lib\"  # packages/ui/package.json:1",
     );
-    assert_contains(&shown.stdout, "depends-on  [\"^build\"]  (vx.toml:");
+    assert_contains(&shown.stdout, "depends-on = [\"^build\"]  # vx.toml:");
 }
 
 #[test]

@@ -314,7 +314,7 @@ command = ",
     let shown = f.vx(&["show", "util#build"]);
     assert_contains(
         &shown.stdout,
-        "depends-on  [\"^build\"]  (packages/util/vx.toml:",
+        "depends-on = [\"^build\"]  # packages/util/vx.toml:",
     );
     let again = f.vx(&["migrate", "turbo"]);
     assert_contains(

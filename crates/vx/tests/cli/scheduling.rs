@@ -160,7 +160,7 @@ fn dry_predicts_the_run_from_history() {
     );
     assert_eq!(f.vx(&args).code, 0);
     let text = f.vx(&[&args[..], &["--dry"]].concat());
-    let row = regex::Regex::new(r"(?m)^  · lib#a  [0-9a-f]{12}  ~\d+ms$").unwrap();
+    let row = regex::Regex::new(r"(?m)^  ⏺ no-cache    lib#a  [0-9a-f]{12}  ~\d+ms$").unwrap();
     assert!(row.is_match(&text.stdout), "{}", text.stdout);
     assert!(!text.stdout.contains("without history"), "{}", text.stdout);
     let json = f.vx(&[&args[..], &["--dry=json"]].concat());

@@ -70,9 +70,9 @@ fn a_projects_keys_replace_the_templates() {
     assert_eq!(shown.code, 0, "{shown:?}");
     assert_contains(
         &shown.stdout,
-        "  command     echo own-build  (packages/lib/vx.toml:3)\n",
+        "  command = \"echo own-build\"  # packages/lib/vx.toml:3\n",
     );
-    assert_contains(&shown.stdout, "  description Compile  (vx.toml:6)\n");
+    assert_contains(&shown.stdout, "  description = \"Compile\"  # vx.toml:6\n");
 }
 
 #[test]
@@ -106,9 +106,12 @@ fn without_a_command_the_script_is_the_command() {
     assert_eq!(shown.code, 0, "{shown:?}");
     assert_contains(
         &shown.stdout,
-        "  command     echo script-test  (packages/web/package.json:3)\n",
+        "  command = \"echo script-test\"  # packages/web/package.json:3\n",
     );
-    assert_contains(&shown.stdout, "  description Unit tests  (vx.toml:5)\n");
+    assert_contains(
+        &shown.stdout,
+        "  description = \"Unit tests\"  # vx.toml:5\n",
+    );
     let listing = f.vx(&["show"]);
     assert_contains(&listing.stdout, "1 task  (no vx.toml)");
 }

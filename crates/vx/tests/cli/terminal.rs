@@ -228,3 +228,17 @@ fn ctrl_c_in_the_task_ui_and_the_workspace_setting() {
     assert!(!screen.contains("┌ tasks"), "{screen}");
     assert!(screen.contains("interrupted by SIGINT"), "{screen}");
 }
+
+/// The task UI on a terminal narrower than 40 columns: the list takes what there is, and the run
+/// ends normally.
+#[test]
+fn the_task_ui_fits_a_narrow_terminal() {
+    let f = one_project("[tasks.a]\ncommand = \"echo first line; sleep 1\"\n");
+    let Some(term) = on_terminal(&f, &["run", "lib#a", "--ui=tui"], 30) else {
+        return;
+    };
+    term.wait_for("lib#a");
+    let (code, screen) = term.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("result"), "{screen}");
+}

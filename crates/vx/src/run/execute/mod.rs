@@ -870,7 +870,10 @@ impl<'p> Run<'p> {
         if self.reporter.start_tui(tasks, send) {
             crate::render::live::log_to(self.ctx.cache_dir.join("logs").join("vx.log"));
         } else {
+            // Plain output: nothing will type into an interactive task, so it reads nothing
+            // (as off a terminal) rather than waiting on a pipe.
             self.tui = false;
+            self.typed_into.clear();
         }
     }
 
@@ -1217,7 +1220,7 @@ impl<'p> Run<'p> {
             if let Some(servers) = &self.watch {
                 servers.kill_now();
             }
-            crate::render::tui::restore();
+            crate::render::tui::abandon();
             render::stderr("\n");
             let first = self.stopping.unwrap_or(n);
             crate::run::host::sandbox::remove_scratch();

@@ -87,8 +87,22 @@ impl TelemetrySink for OtlpExporter {
         };
         vec![Notice::warning(format!(
             "could not export the run's trace to {}: {failure}",
-            self.url
+            shown_url(&self.url)
         ))]
+    }
+}
+
+/// The endpoint as a warning may print it: without a `user:password@` or a query, which may
+/// carry credentials.
+fn shown_url(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or(url);
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_string(),
     }
 }
 
@@ -259,6 +273,10 @@ mod tests {
         );
         assert!(OtlpExporter::from_env(&BTreeMap::new()).is_none());
         assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(
+            shown_url("https://user:s3cret@collector:4318/v1/traces?api_key=k"),
+            "https://collector:4318/v1/traces"
+        );
         assert_eq!(percent_decode("%4"), "%4");
     }
 }
