@@ -14,7 +14,7 @@
 //! | `key_inputs` | (`key`, `kind`, `name`) | `digest`, `recorded_at` (HIST-2) | key derivation |
 //! | `file_stamps` | (`workspace`, `path`) | `device`, `inode`, `mtime_ns`, `ctime_ns`, `size`, `mode`, `blob_id`, `seen_at` (KEY-11) | end of run |
 //! | `invocations` | `run_id` | `argv` (JSON array), `started_at`, `ended_at`, `exit_code`, `task_count`, `counts` (JSON object: status and cache kind → count), `commit`, `branch`, `dirty`, `ci_provider`, `os`, `arch`, `vx_version`, `concurrency`, `cache_policy` (HIST-1) | end of run |
-//! | `runs` | `id` (autoincrement) | `run_id` → `invocations` ON DELETE CASCADE, `project`, `task`, `key`?, `status`, `cache`, `placement`, `exit_code`?, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `start_offset_ms`, `end_offset_ms`, `attempts`, `timed_out`, `not_ready` (0, or why a persistent task never became ready: 1 exited, 2 timed out, 3 no shell, 4 unneeded), `blocked_by`?, `sandbox_violations`, `admission_held_ms`, `saved`, `unsaved_reason`? (HIST-1), `prev_id`? (the task's previous row) | end of run |
+//! | `runs` | `id` (autoincrement) | `run_id` → `invocations` ON DELETE CASCADE, `project`, `task`, `key`?, `status`, `cache`, `placement`, `exit_code`?, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `start_offset_ms`, `end_offset_ms`, `attempts`, `timed_out`, `not_ready` (0, or why a persistent task never became ready: 1 exited, 2 timed out, 3 no shell, 4 unneeded), `blocked_by`?, `sandbox_violations`, `admission_held_ms`, `saved`, `unsaved_reason`? (HIST-1), `prev_id`? (the task's previous row), `restore_reason`? (a restored hit: the output that was missing or changed) | end of run |
 //! | `task_latest` | (`project`, `task`) | `last_id`: the task's newest `runs` row | end of run |
 //! | `passed_keys` | (`project`, `task`, `key`) | `first_id`: the first `success` row with that key (EXEC-16) | end of run |
 //! | `task_recent` | (`project`, `task`) | `durations`, `peaks`: JSON arrays of the milliseconds of the task's last 20 executed successes and the bytes of its last 20 recorded peaks (SCHED-2, SCHED-4; `index/recent.rs`) | end of run |
@@ -35,6 +35,10 @@
 //! Version 4 adds `task_recent`, each task's last executions, so that a run reads the
 //! scheduler's estimates for every task in one statement.
 //!
+//! Version 5 adds `runs.restore_reason`: why a hit was restored rather than up to date (the
+//! output that was missing or changed), for `vx why`. A version 4 index is upgraded in place
+//! ([`upgrade_from_4`]), keeping its entries and history.
+//!
 //! An index with an older `user_version` (or `0` with tables in it) is rebuilt by a writing
 //! open: every table is dropped and recreated in one `BEGIN IMMEDIATE` transaction (artifacts are
 //! re-adopted on demand, STORE-8). A newer version is never touched.
@@ -42,7 +46,7 @@
 use rusqlite::Transaction;
 
 /// The schema version this vx reads and writes.
-pub(crate) const VERSION: u32 = 4;
+pub(crate) const VERSION: u32 = 5;
 
 /// `meta.key_format`.
 pub(crate) const KEY_FORMAT: &str = "vx-key-3";
@@ -155,7 +159,8 @@ CREATE TABLE runs (
     admission_held_ms  INTEGER NOT NULL DEFAULT 0,
     saved              INTEGER NOT NULL DEFAULT 0,
     unsaved_reason     TEXT,
-    prev_id            INTEGER
+    prev_id            INTEGER,
+    restore_reason     TEXT
 );
 CREATE INDEX runs_by_run ON runs (run_id);
 CREATE INDEX runs_failed ON runs (project, task, key, id) WHERE status = 'failed';
@@ -183,6 +188,13 @@ CREATE TABLE task_recent (
     PRIMARY KEY (project, task)
 ) WITHOUT ROWID;
 ";
+
+/// Version 4 → 5 in place: one column more, nothing lost.
+pub(crate) fn upgrade_from_4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE runs ADD COLUMN restore_reason TEXT")?;
+    tx.pragma_update(None, "user_version", VERSION)?;
+    Ok(())
+}
 
 /// Drops every table and view (whatever schema wrote them) and creates version [`VERSION`].
 /// Runs inside the caller's `BEGIN IMMEDIATE` transaction, with foreign keys off so that the

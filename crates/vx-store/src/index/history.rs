@@ -84,6 +84,8 @@ pub struct RunRow {
     pub admission_held_ms: u64,
     pub saved: bool,
     pub unsaved_reason: Option<String>,
+    /// A restored hit: why its outputs were not up to date (the one missing or changed).
+    pub restore_reason: Option<String>,
 }
 
 /// What history holds about a recent period (`vx info`, HIST-6).
@@ -119,7 +121,7 @@ pub(super) const RUN_COLUMNS: &str =
     "r.id, r.run_id, i.started_at, r.project, r.task, r.key, r.status,
     r.cache, r.placement, r.exit_code, r.duration_ms, r.cpu_ms, r.peak_rss_bytes,
     r.start_offset_ms, r.end_offset_ms, r.attempts, r.timed_out, r.not_ready, r.blocked_by,
-    r.sandbox_violations, r.admission_held_ms, r.saved, r.unsaved_reason";
+    r.sandbox_violations, r.admission_held_ms, r.saved, r.unsaved_reason, r.restore_reason";
 
 pub(super) fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
     let u64_at = |i: usize| row.get::<_, i64>(i).map(from_sql_u64);
@@ -148,6 +150,7 @@ pub(super) fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
         admission_held_ms: u64_at(20)?,
         saved: row.get(21)?,
         unsaved_reason: row.get(22)?,
+        restore_reason: row.get(23)?,
     })
 }
 
@@ -454,7 +457,7 @@ impl Store {
     }
 }
 
-/// Rows per multi-row `INSERT` (21 parameters each, far below SQLite's limit of 32,766).
+/// Rows per multi-row `INSERT` (22 parameters each, far below SQLite's limit of 32,766).
 const ROWS_PER_INSERT: usize = 500;
 /// Keys per `DELETE … IN (…)` and key components per multi-row `INSERT` (5 parameters each).
 const KEYS_PER_DELETE: usize = 1000;
@@ -463,9 +466,10 @@ const COMPONENTS_PER_INSERT: usize = 2000;
 /// The `runs` columns a writer sets, in the order of [`row_values`].
 const INSERT_COLUMNS: &str = "run_id, project, task, key, status, cache, placement, exit_code,
     duration_ms, cpu_ms, peak_rss_bytes, start_offset_ms, end_offset_ms, attempts, timed_out,
-    not_ready, blocked_by, sandbox_violations, admission_held_ms, saved, unsaved_reason";
+    not_ready, blocked_by, sandbox_violations, admission_held_ms, saved, unsaved_reason,
+    restore_reason";
 
-fn row_values(run_id: &str, r: &RunRow) -> [Value; 21] {
+fn row_values(run_id: &str, r: &RunRow) -> [Value; 22] {
     let text = |s: &str| Value::Text(s.to_string());
     let opt_text = |s: &Option<String>| s.as_deref().map_or(Value::Null, text);
     let int = |v: i64| Value::Integer(v);
@@ -492,12 +496,13 @@ fn row_values(run_id: &str, r: &RunRow) -> [Value; 21] {
         int(to_sql_u64(r.admission_held_ms)),
         int(i64::from(r.saved)),
         opt_text(&r.unsaved_reason),
+        opt_text(&r.restore_reason),
     ]
 }
 
 /// Appends rows of one run in one statement.
 fn insert_rows(tx: &Connection, run_id: &str, rows: &[&RunRow]) -> rusqlite::Result<()> {
-    let one = format!("({})", vec!["?"; 21].join(", "));
+    let one = format!("({})", vec!["?"; 22].join(", "));
     let sql = format!(
         "INSERT INTO runs ({INSERT_COLUMNS}) VALUES {}",
         vec![one.as_str(); rows.len()].join(", ")
@@ -551,7 +556,11 @@ fn rerecord(
         .enumerate()
         .map(|(i, column)| format!("{column} = ?{}", i + 1))
         .collect();
-    let sql = format!("UPDATE runs SET {} WHERE id = ?22", set.join(", "));
+    let sql = format!(
+        "UPDATE runs SET {} WHERE id = ?{}",
+        set.join(", "),
+        set.len() + 1
+    );
     let mut update = tx.prepare_cached(&sql)?;
     let mut kept = std::collections::BTreeSet::new();
     for r in again {
@@ -731,6 +740,39 @@ mod tests {
         let mut k1499 = keys[1499].1.clone();
         k1499.sort();
         assert_eq!(store.key_inputs("k1499").unwrap(), Some(k1499));
+    }
+
+    /// Schema 4 → 5 is an `ALTER TABLE`: history (and everything else) survives the upgrade,
+    /// and the new `restore_reason` round-trips.
+    #[test]
+    fn a_version_4_index_is_upgraded_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = now_ms();
+        {
+            let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+            store
+                .record_run(&invocation("0193-a", now), &[run("web", "build", "k1")])
+                .unwrap();
+        }
+        // Make it what vx of schema 4 wrote: no column, user_version 4.
+        let db = rusqlite::Connection::open(dir.path().join(crate::index::DB_FILE)).unwrap();
+        db.execute_batch("ALTER TABLE runs DROP COLUMN restore_reason; PRAGMA user_version = 4;")
+            .unwrap();
+        drop(db);
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        let rows = store.task_runs("web", "build", 10).unwrap();
+        assert_eq!(rows.len(), 1, "history kept");
+        assert_eq!(rows[0].restore_reason, None);
+        let mut restored = run("web", "build", "k1");
+        restored.restore_reason = Some("`dist/a.js` was missing".into());
+        store
+            .record_run(&invocation("0193-b", now + 1), &[restored])
+            .unwrap();
+        let rows = store.task_runs("web", "build", 10).unwrap();
+        assert_eq!(
+            rows[0].restore_reason.as_deref(),
+            Some("`dist/a.js` was missing")
+        );
     }
 
     #[test]

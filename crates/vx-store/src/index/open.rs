@@ -269,6 +269,11 @@ impl Store {
             tx.commit()?;
             return Ok(found);
         }
+        if found == 4 {
+            schema::upgrade_from_4(&tx)?;
+            tx.commit()?;
+            return Ok(schema::VERSION);
+        }
         schema::rebuild(&tx)?;
         set_meta(&tx, "key_format", schema::KEY_FORMAT)?;
         let salt = random_salt().map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;

@@ -180,8 +180,10 @@ fn explain(store: &Store, this: &RunRow, previous: Option<&RunRow>) -> Explanati
     let hit = matches!(this.cache.as_str(), "up-to-date" | "local" | "remote");
     if previous.key.as_deref() == Some(key) {
         out.unchanged = out.total;
-        out.verdict = if hit {
-            "same key, served from cache".into()
+        out.verdict = if this.cache == "up-to-date" {
+            "same key, served from cache: up to date, its outputs were in place".into()
+        } else if hit {
+            "same key, served from cache: restored (why: below)".into()
         } else if previous.status == "failed" {
             "same key, executed anyway: the previous run failed — failures are never cached".into()
         } else if !previous.saved {
@@ -325,6 +327,9 @@ fn pretty(id: &TaskId, this: &RunRow, previous: Option<&RunRow>, e: &Explanation
         text.push_str(&row_line("previous", previous));
     }
     text.push_str(&format!("verdict    {}\n", e.verdict));
+    if let Some(reason) = &this.restore_reason {
+        text.push_str(&format!("restored   {reason}\n"));
+    }
     let width = e.changes.iter().map(|c| c.name.len()).max().unwrap_or(0);
     for c in &e.changes {
         // A dependency's digest is its versions, shown whole.
@@ -367,6 +372,7 @@ fn as_json(
             "started_at": rfc3339(r.started_at / 1000),
             "cache": cache_word(r),
             "key": r.key,
+            "restored_because": r.restore_reason,
         })
     };
     json!({

@@ -103,6 +103,8 @@ pub struct TaskReport {
     pub kept: bool,
     /// It executed on a remote executor (REM-13: shown `@remote`).
     pub remote: bool,
+    /// A restored hit: why its outputs were not up to date (history, for `vx why`).
+    pub restore_reason: Option<String>,
 }
 
 /// One attempt of an executed task (UI-15).
@@ -167,6 +169,7 @@ impl TaskReport {
             attempt_spans: Vec::new(),
             kept: false,
             remote: false,
+            restore_reason: None,
         }
     }
 

@@ -124,9 +124,47 @@ fn why_explains_a_hit_and_prints_json() {
         doc["task"], "lib#build",
         "a bare name resolves when one project ran it"
     );
-    assert_eq!(doc["verdict"], "same key, served from cache");
+    assert_eq!(
+        doc["verdict"],
+        "same key, served from cache: up to date, its outputs were in place"
+    );
     assert_eq!(doc["this"]["cache"], "up-to-date");
     assert_eq!(doc["previous"]["cache"], "executed");
+}
+
+/// Issue 25: after a restore, `vx why` says which output was missing or changed.
+#[test]
+fn why_after_a_restore_names_the_output_that_was_missing_or_changed() {
+    let f = wc();
+    assert_eq!(f.vx(&["run", "lib#build"]).code, 0);
+    std::fs::remove_file(f.path("packages/lib/dist/out.txt")).unwrap();
+    assert_contains(&f.vx(&["run", "lib#build"]).stdout, "restored-local");
+    let why = f.vx(&["why", "lib#build"]);
+    assert_eq!(why.code, 0, "{why:?}");
+    assert_contains(
+        &why.stdout,
+        "verdict    same key, served from cache: restored (why: below)
+\
+         restored   `packages/lib/dist/out.txt` was missing
+",
+    );
+    // Edited in place (same size, a new modification time): changed.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let text = f.read("packages/lib/dist/out.txt");
+    f.write("packages/lib/dist/out.txt", &text.to_uppercase());
+    assert_contains(&f.vx(&["run", "lib#build"]).stdout, "restored-local");
+    let why = f.vx(&["why", "lib#build", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&why.stdout).unwrap();
+    assert_eq!(
+        doc["this"]["restored_because"], "`packages/lib/dist/out.txt` changed",
+        "{doc}"
+    );
+    // Nothing touched: up to date, and no reason.
+    f.vx(&["run", "lib#build"]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&f.vx(&["why", "lib#build", "--format", "json"]).stdout).unwrap();
+    assert_eq!(doc["this"]["cache"], "up-to-date");
+    assert!(doc["this"]["restored_because"].is_null(), "{doc}");
 }
 
 #[test]

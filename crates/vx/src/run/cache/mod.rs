@@ -65,6 +65,8 @@ pub enum Decision {
         records: Vec<LogRecord>,
         short_key: String,
         stored: Duration,
+        /// A restored hit: why its outputs were not up to date (`vx why`).
+        restore_reason: Option<String>,
     },
     /// Run it; `writes` says whether a successful result may be saved.
     Execute { cached: bool, writes: bool },

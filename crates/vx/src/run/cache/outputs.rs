@@ -237,20 +237,20 @@ pub fn stamp(path: &str, meta: &fs::Metadata) -> OutputStamp {
     }
 }
 
-/// STORE-9: the entries on disk equal the entry's set, with equal size and mode (type bits
-/// included: a file where the entry has a symlink is not up to date), and each `lstat` equals
-/// the stamp recorded when this checkout last saved or restored it.
-pub fn up_to_date(
+/// STORE-9: why the outputs on disk are not the entry's, or `None` when they are up to date: the
+/// entries on disk equal the entry's set, with equal size and mode (type bits included: a file
+/// where the entry has a symlink is not up to date), and each `lstat` equals the stamp recorded
+/// when this checkout last saved or restored it. The reason names the first output that
+/// differs, for `vx why`.
+pub fn stale_output(
     found: &[Found],
     entry: &[(String, vx_store::artifact::FileMeta)],
     stamps: &[OutputStamp],
     outputs: &Outputs,
-) -> bool {
-    if found.len() != entry.len() || stamps.len() != entry.len() {
-        return false;
-    }
+) -> Option<String> {
     let stamps: BTreeMap<&str, &OutputStamp> =
         stamps.iter().map(|s| (s.path.as_str(), s)).collect();
+    let listed = entry.len();
     let entry: BTreeMap<String, &vx_store::artifact::FileMeta> = entry
         .iter()
         .filter_map(|(name, meta)| {
@@ -258,15 +258,33 @@ pub fn up_to_date(
             Some((outputs.path_of(&name)?, meta))
         })
         .collect();
-    found.iter().all(|f| {
+    if entry.len() != listed {
+        return Some("the entry holds outputs this task's globs do not place".into());
+    }
+    let on_disk: std::collections::BTreeSet<&str> = found.iter().map(|f| f.path.as_str()).collect();
+    if let Some(missing) = entry.keys().find(|path| !on_disk.contains(path.as_str())) {
+        return Some(format!("`{missing}` was missing"));
+    }
+    for f in found {
         let Some(meta) = entry.get(&f.path) else {
-            return false;
+            return Some(format!("`{}` was there but is not in the entry", f.path));
         };
         let now = stamp(&f.path, &f.meta);
-        (now.size == meta.size || f.meta.is_dir())
-            && now.mode == meta.mode
-            && stamps.get(f.path.as_str()).is_some_and(|s| **s == now)
-    })
+        if !((now.size == meta.size || f.meta.is_dir()) && now.mode == meta.mode) {
+            return Some(format!("`{}` differed from the entry", f.path));
+        }
+        match stamps.get(f.path.as_str()) {
+            None => {
+                return Some(format!(
+                    "`{}` was not written by vx in this checkout",
+                    f.path
+                ))
+            }
+            Some(s) if **s != now => return Some(format!("`{}` changed", f.path)),
+            Some(_) => {}
+        }
+    }
+    None
 }
 
 /// `entry_outputs` stores project outputs without their `outputs/` prefix (and workspace

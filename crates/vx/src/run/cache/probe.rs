@@ -14,7 +14,7 @@ use vx_core::TaskId;
 use vx_store::index::{Entry, Lookup};
 use vx_store::Source;
 
-use super::outputs::{up_to_date, Found, Outputs};
+use super::outputs::{stale_output, Found, Outputs};
 use super::restore::{damaged, decode_log, RestoreJob};
 use super::{CacheKind, Decision, RunCache};
 
@@ -135,7 +135,8 @@ impl RunCache<'_> {
             outputs,
         } = *hit;
         let stored = Duration::from_millis(entry.duration_ms);
-        if up_to_date(&found, &entry.outputs, self.stamps.of(&key), &outputs) {
+        let mut reason = stale_output(&found, &entry.outputs, self.stamps.of(&key), &outputs);
+        if reason.is_none() {
             let records = if needs_log {
                 let Some(store) = self.layers.store() else {
                     return Served::Refused(format!("vx: {id}: the cache is off"));
@@ -158,8 +159,10 @@ impl RunCache<'_> {
                     records,
                     short_key: short,
                     stored,
+                    restore_reason: None,
                 });
             }
+            reason = Some("its stored log could not be read".into());
         }
         if let Err(line) = self.check_clean(id, &outputs, &found) {
             return Served::Refused(line);
@@ -177,6 +180,7 @@ impl RunCache<'_> {
             root: self.workspace.root.clone(),
             outputs,
             found,
+            reason: reason.unwrap_or_default(),
         })
     }
 }

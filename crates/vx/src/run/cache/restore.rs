@@ -30,6 +30,8 @@ pub struct RestoreJob {
     pub(super) root: PathBuf,
     pub(super) outputs: Outputs,
     pub(super) found: Vec<Found>,
+    /// Why the outputs on disk were not the entry's (a remote entry: not in the local store).
+    pub(super) reason: String,
 }
 
 impl RestoreJob {
@@ -93,6 +95,7 @@ impl RunCache<'_> {
             source,
             root,
             outputs,
+            reason,
             ..
         } = job;
         self.refresh_outputs(&outputs);
@@ -120,11 +123,16 @@ impl RunCache<'_> {
                     Source::Local => CacheKind::RestoredLocal,
                     Source::Remote => CacheKind::RestoredRemote,
                 };
+                let restore_reason = match source {
+                    Source::Local => reason,
+                    Source::Remote => "the entry was not in the local store".to_string(),
+                };
                 Restore::Served(Decision::Hit {
                     kind,
                     records: decode_log(&restored.log),
                     short_key: short,
                     stored,
+                    restore_reason: Some(restore_reason),
                 })
             }
             Err(artifact::RestoreError::Damaged(damage)) => {

@@ -144,11 +144,12 @@ impl Run<'_> {
             records,
             short_key,
             stored,
+            restore_reason,
         } = decision
         else {
             return false;
         };
-        self.report_hit(i, kind, records, short_key, stored);
+        self.report_hit(i, kind, records, short_key, stored, restore_reason);
         true
     }
 
@@ -221,8 +222,9 @@ impl Run<'_> {
         records: Vec<LogRecord>,
         short_key: String,
         stored: Duration,
+        restore_reason: Option<String>,
     ) {
-        self.report_hit(i, kind, records, short_key, stored);
+        self.report_hit(i, kind, records, short_key, stored, restore_reason);
         let skipped = self.scheduler.finish(i, Finish::Success);
         self.report_skipped(&skipped);
     }
@@ -234,6 +236,7 @@ impl Run<'_> {
         records: Vec<LogRecord>,
         short_key: String,
         stored: Duration,
+        restore_reason: Option<String>,
     ) {
         let started = Instant::now();
         let mut strippers = (!self.reporter.style.colour)
@@ -251,6 +254,7 @@ impl Run<'_> {
         report.cache = Some(kind);
         report.short_key = Some(short_key);
         report.stored = Some(stored);
+        report.restore_reason = restore_reason;
         report.log = log;
         // A hit's frame is printed whole, header status included, even when it would stream.
         report.duration = started.elapsed();

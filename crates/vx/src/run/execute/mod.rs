@@ -548,8 +548,9 @@ impl<'p> Run<'p> {
                     records,
                     short_key,
                     stored,
+                    restore_reason,
                 } => {
-                    self.hit(i, kind, records, short_key, stored);
+                    self.hit(i, kind, records, short_key, stored, restore_reason);
                     return;
                 }
                 Decision::Fail(line) => {
@@ -1184,6 +1185,7 @@ impl<'p> Run<'p> {
             attempt_spans: Vec::new(),
             kept: false,
             remote: live.remote.is_some(),
+            restore_reason: None,
         }
     }
 

@@ -286,6 +286,7 @@ fn history_rows(
             end_offset_ms: report.end_offset.as_millis() as u64,
             admission_held_ms: report.admission_held.as_millis() as u64,
             sandbox_violations: report.sandbox_violations,
+            restore_reason: report.restore_reason.clone(),
             ..Default::default()
         });
     }
