@@ -280,6 +280,13 @@ pub enum CacheVerb {
 
 #[derive(Debug, Args)]
 pub struct CleanArgs {
+    #[command(flatten)]
+    pub evict: EvictArgs,
+}
+
+/// What `vx cache prune` and `vx cache clean` share.
+#[derive(Debug, Args)]
+pub struct EvictArgs {
     /// Print what would be removed and change nothing.
     #[arg(long, visible_alias = "dry-run")]
     pub dry: bool,
@@ -299,15 +306,8 @@ pub struct PruneArgs {
     /// Then evict least recently used entries until the cache is at most this big (e.g. 10G).
     #[arg(long = "max-size", value_name = "SIZE")]
     pub max_size: Option<String>,
-    /// Print what would be removed and change nothing.
-    #[arg(long, visible_alias = "dry-run")]
-    pub dry: bool,
-    /// Output format: pretty or json.
-    #[arg(long, value_name = "FORMAT")]
-    pub format: Option<String>,
-    /// The cache directory (default: VX_CACHE_DIR, [workspace] cache-dir, .vx at the root).
-    #[arg(long = "cache-dir", value_name = "PATH")]
-    pub cache_dir: Option<String>,
+    #[command(flatten)]
+    pub evict: EvictArgs,
 }
 
 /// Verbs of later milestones, refused as `not available yet`.

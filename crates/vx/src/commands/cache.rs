@@ -8,20 +8,14 @@ use vx_core::units::{format_size, parse_duration, parse_size};
 use vx_core::Diagnostic;
 use vx_store::prune::{prune_dir, PrunePolicy, PruneReport};
 
-use crate::cli::{CleanArgs, PruneArgs};
+use crate::cli::{CleanArgs, EvictArgs, PruneArgs};
 use crate::error::Failure;
 use crate::render::out_str;
 use crate::{exit, render, workspace};
 
 pub fn prune(cwd: &Path, args: PruneArgs) -> Result<i32, Failure> {
     let policy = policy(args.older_than.as_deref(), args.max_size.as_deref())?;
-    evict(
-        cwd,
-        &policy,
-        args.dry,
-        args.format.as_deref(),
-        args.cache_dir.as_deref(),
-    )
+    evict(cwd, &policy, &args.evict)
 }
 
 /// `vx cache clean`: a prune down to nothing (every entry, and stray files an hour old). The
@@ -31,22 +25,11 @@ pub fn clean(cwd: &Path, args: CleanArgs) -> Result<i32, Failure> {
         older_than: None,
         max_size: Some(0),
     };
-    evict(
-        cwd,
-        &policy,
-        args.dry,
-        args.format.as_deref(),
-        args.cache_dir.as_deref(),
-    )
+    evict(cwd, &policy, &args.evict)
 }
 
-fn evict(
-    cwd: &Path,
-    policy: &PrunePolicy,
-    dry: bool,
-    format: Option<&str>,
-    cache_dir: Option<&str>,
-) -> Result<i32, Failure> {
+fn evict(cwd: &Path, policy: &PrunePolicy, args: &EvictArgs) -> Result<i32, Failure> {
+    let (dry, format, cache_dir) = (args.dry, args.format.as_deref(), args.cache_dir.as_deref());
     let json = super::json_format(format)?;
     let (root, dir) = workspace::store_location(cwd, cache_dir)?;
     // Evicting takes the workspace lock (STORE-14); a dry run changes nothing.

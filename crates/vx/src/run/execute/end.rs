@@ -154,7 +154,7 @@ impl Run<'_> {
         if signalled {
             self.recorder.flush(layers.store_mut());
         } else {
-            let facts = invocation_facts(self.plan, self.options, &self.ctx);
+            let facts = invocation_facts(self.options, &self.ctx, record.git.clone());
             let retention = first
                 .then_some(self.plan.workspace.settings.cache_retention.as_ref())
                 .flatten();
@@ -329,11 +329,11 @@ pub(crate) fn masked_argv(argv: &[String], salt: &[u8; 32]) -> Vec<String> {
 
 /// HIST-1: the invocation's facts other than its tasks (the history sink adds those).
 fn invocation_facts(
-    plan: &crate::run::plan::Plan,
     options: &crate::options::RunOptions,
     ctx: &super::Context,
+    head: Option<crate::run::record::GitFacts>,
 ) -> vx_store::index::Invocation {
-    let head = vx_workspace::tree::head(&plan.workspace.root).unwrap_or_default();
+    let head = head.unwrap_or_default();
     vx_store::index::Invocation {
         commit: head.commit,
         branch: head.branch,
