@@ -143,9 +143,21 @@ impl Drop for HttpCacheServer {
 }
 
 /// A port nothing listens on now.
+///
+/// A port is handed out once per test process: two servers started at the same moment by two
+/// tests could otherwise be given the same one, and the loser's client would then talk to the
+/// winner (and find it gone when that test ends).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }

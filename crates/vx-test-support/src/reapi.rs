@@ -185,4 +185,9 @@ pub fn wait_for_capabilities(url: &str, what: &str, child: &mut Child, log: impl
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Whoever answered, it must be this server: one that lost its port to another has exited.
+    std::thread::sleep(Duration::from_millis(50));
+    if let Ok(Some(status)) = child.try_wait() {
+        panic!("{what} exited ({status}) after {url} answered: {}", log());
+    }
 }

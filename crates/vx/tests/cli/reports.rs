@@ -384,6 +384,12 @@ fn github_actions_groups_frames_and_fences_task_output() {
         "packages/lib/vx.toml",
         "[tasks.build]\ncommand = \"echo ::warning::from-lib; exit 3\"\n",
     );
+    // docs ends after lib, so lib's frame is not the last one above the recap, and the recap
+    // repeats its output (fenced too).
+    f.write(
+        "packages/docs/vx.toml",
+        "[tasks.build]\ncommand = \"sleep 1; echo docs\"\n",
+    );
     let out = f.vx_in(
         "",
         &["run", "build", "--all"],
