@@ -520,7 +520,19 @@ fn no_match(workspace: &Workspace, filter: &Filter) -> Diagnostic {
         }
         Base::Name(name) => {
             let names = workspace.projects.iter().map(|p| p.name.as_str());
-            match did_you_mean(name, names) {
+            // A typo of an unscoped name (`wbe` for `@acme/web`) is offered as the unscoped
+            // name a filter accepts, when only one project has it.
+            let unscoped = || {
+                let short: Vec<&str> = workspace
+                    .projects
+                    .iter()
+                    .filter(|p| p.name.starts_with('@'))
+                    .filter_map(|p| Some(p.name.split_once('/')?.1))
+                    .collect();
+                did_you_mean(name, short.iter().copied())
+                    .filter(|s| short.iter().filter(|t| *t == s).count() == 1)
+            };
+            match did_you_mean(name, names).or_else(unscoped) {
                 Some(s) => d.hint(format!("did you mean `{s}`?")),
                 None => d.hint(project_listing(workspace)),
             }
@@ -665,6 +677,11 @@ mod tests {
         assert_eq!(
             names(&ws, &["lbi"], false).unwrap_err(),
             "no project matches filter `lbi` / [\"did you mean `lib`?\"]"
+        );
+        // A typo of a scoped project's unscoped name suggests the unscoped name.
+        assert_eq!(
+            names(&ws, &["crat"], false).unwrap_err(),
+            "no project matches filter `crat` / [\"did you mean `cart`?\"]"
         );
         let err = names(&ws, &["tag:fronted"], false).unwrap_err();
         assert!(err.contains("did you mean `tag:frontend`?"), "{err}");

@@ -7,7 +7,7 @@ OTLP specification tells receivers to: trace and span ids are hex strings, not b
 
 Usage: otlp_receiver.py OUT_DIR [--silent]
 Prints `listening on <port>` once bound to 127.0.0.1. Each request N writes OUT_DIR/N.json:
-{"path", "headers", "ok", "error"?, "request"?}, where "request" is the decoded message printed
+{"path", "headers", "header_names", "ok", "error"?, "request"?}, where "request" is the decoded message printed
 back with protobuf's JSON mapping (ids as hex again). With --silent it accepts connections and
 never answers (a server that hangs).
 """
@@ -78,6 +78,8 @@ class Handler(BaseHTTPRequestHandler):
         record = {
             "path": self.path,
             "headers": {k.lower(): v for k, v in self.headers.items()},
+            # Every name as sent, repeats included (the dict above keeps the last value).
+            "header_names": [k.lower() for k in self.headers.keys()],
             "ok": False,
         }
         status = 400

@@ -61,10 +61,10 @@ pub fn unknown_verb(cwd: &Path, word: &str) -> Failure {
     }
     let d = Diagnostic::new(format!("unknown command `{word}`"));
     if let Ok(ws) = workspace::load(cwd) {
+        // `web#build` as `vx run` would resolve it (an unscoped name included).
         if let Some(id) = TaskId::parse(word) {
-            if ws
-                .project(&id.project)
-                .is_some_and(|p| p.config.tasks.contains_key(&id.task))
+            if vx_core::request::project_named(&ws, &id.project)
+                .is_ok_and(|i| ws.projects[i].config.tasks.contains_key(&id.task))
             {
                 return d.hint(format!("use `vx run {word}`")).into();
             }
@@ -79,11 +79,12 @@ pub fn unknown_verb(cwd: &Path, word: &str) -> Failure {
                     .ok()
                     .map(|r| r.to_string_lossy().into_owned())
             });
-            let inside = rel
+            // `vx run build` alone runs the current project's task: only when it has one.
+            let here = rel
                 .as_deref()
                 .and_then(|r| ws.project_containing(r))
-                .is_some();
-            let all = if inside { "" } else { " --all" };
+                .is_some_and(|p| p.config.tasks.contains_key(word));
+            let all = if here { "" } else { " --all" };
             return d
                 .hint(format!("to run a task, use `vx run {word}{all}`"))
                 .into();

@@ -65,7 +65,8 @@ pub fn frame_head(style: &Style, report: &TaskReport, status: Option<&str>) -> S
     text.push('\n');
     if report.executed {
         if let Some(command) = &report.command_line {
-            text.push_str(&style.dim(&format!("$ {command}")));
+            // A multi-line command's last newline (TOML's `"""` block) is not a blank line.
+            text.push_str(&style.dim(&format!("$ {}", command.trim_end())));
             text.push('\n');
         }
     }

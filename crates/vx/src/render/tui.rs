@@ -172,7 +172,13 @@ impl Tui {
         let mut stdout = std::io::stdout();
         terminal::enable_raw_mode()?;
         *TAKEN.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        if let Err(e) = execute!(stdout, terminal::EnterAlternateScreen) {
+        // A terminal that fails half-way cannot be made on demand; the tests set this variable
+        // to fail here, after raw mode, and see the terminal given back.
+        let entered = match std::env::var_os("VX_TEST_TUI_START_FAILS") {
+            Some(_) => Err(std::io::Error::other("VX_TEST_TUI_START_FAILS is set")),
+            None => execute!(stdout, terminal::EnterAlternateScreen),
+        };
+        if let Err(e) = entered {
             restore();
             return Err(e);
         }

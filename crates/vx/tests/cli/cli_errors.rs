@@ -29,6 +29,31 @@ fn a_task_name_as_verb_hints_the_run_command() {
     assert_contains(&out.stderr, "hint: use `vx run app#build`");
 }
 
+/// The hint resolves `web#build` as `vx run` does (an unscoped name), and at a root project
+/// that lacks the task it adds `--all`.
+#[test]
+fn the_run_hint_resolves_unscoped_names_and_the_root_project() {
+    let f = empty();
+    f.write(
+        "vx.toml",
+        "[workspace]\nmembers = [\"packages/*\"]\n[tasks.lint]\ncommand = \"true\"\n",
+    );
+    f.write("packages/web/package.json", r#"{ "name": "@acme/web" }"#);
+    f.write(
+        "packages/web/vx.toml",
+        "[tasks.build]\ncommand = \"true\"\n",
+    );
+    f.commit();
+    let out = f.vx(&["build"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_contains(
+        &out.stderr,
+        "hint: to run a task, use `vx run build --all`\n",
+    );
+    let out = f.vx(&["web#build"]);
+    assert_contains(&out.stderr, "hint: use `vx run web#build`\n");
+}
+
 #[test]
 fn unknown_flag_names_the_verb_and_the_nearest_flag() {
     let f = w();

@@ -1,8 +1,17 @@
-//! The command lines the documentation shows run as shown (issue 25): each `vx …` line of a
-//! shell block is run, in order, with bash in one copy of `examples/demo` (a fresh git
-//! repository), as a reader following the page would. A line fails the test when it exits
-//! non-zero; a long-running one (a dev server, `vx watch`) passes when it is still running
-//! after a few seconds with no `error:` line, and is then stopped.
+//! The command lines the documentation shows run as shown (issue 25), in order, with bash in one
+//! copy of `examples/demo` per page (a fresh git repository), as a reader following the page
+//! would:
+//!
+//! - each `vx …` line of a `sh`/`bash` block;
+//! - each `$ …` line of an example with output (any other block that has a `$ vx …` line), setup
+//!   lines such as `$ rm -rf packages/ui/dist` included; a `$` line right below a frame's
+//!   `┌─` header is the task's command, not the reader's. The `error:` and `vx:` lines the
+//!   example shows below a command must be lines of what it prints;
+//! - a `toml` block that opens with `# add to <path>` is appended to that file.
+//!
+//! A command must exit 0, or with the status its ` # exits N` comment names; a long-running one
+//! (a dev server, `vx watch`) passes when it is still running after a few seconds with no
+//! `error:` line, and is then stopped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -11,39 +20,123 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-/// The `vx …` lines of the shell blocks of a Markdown page, with their line numbers; a trailing
-/// ` # comment` is dropped (a task id's `#` has no space before it).
-fn command_lines(markdown: &str) -> Vec<(usize, String)> {
+/// One thing a reader of a page does, with the page's line number.
+#[derive(Debug, PartialEq)]
+enum Step {
+    /// Runs `command`, which should exit `expect` and print each of the `shown` lines.
+    Run {
+        line: usize,
+        command: String,
+        expect: i32,
+        shown: Vec<String>,
+    },
+    /// Appends `text` to the file at `path`.
+    Append {
+        line: usize,
+        path: String,
+        text: String,
+    },
+}
+
+/// Whether the shell command line `text` runs vx: `vx …`, `NAME=value … vx …`, `source <(vx …)`,
+/// or vx after `&&`, `;` or a wrapper such as `timeout`.
+fn runs_vx(text: &str) -> bool {
+    text.starts_with("source <(vx ")
+        || text
+            .split(['&', ';', '|'])
+            .flat_map(|part| part.split_whitespace().find(|w| !w.contains('=')))
+            .any(|w| w == "vx")
+        || text.split_whitespace().any(|w| w == "vx")
+            && text.split_whitespace().next() == Some("timeout")
+}
+
+/// `text` without a trailing ` # comment` (a task id's `#` has no space before it), and the
+/// status the comment says it exits with (`# exits 2`), or 0.
+fn command_and_status(text: &str) -> (String, i32) {
+    let Some(at) = text.find(" # ") else {
+        return (text.trim().to_string(), 0);
+    };
+    let comment = &text[at + 3..];
+    let status = regex::Regex::new(r"\bexits (\d+)")
+        .unwrap()
+        .captures(comment)
+        .map(|c| c[1].parse().unwrap())
+        .unwrap_or(0);
+    (text[..at].trim_end().to_string(), status)
+}
+
+/// What a reader of `markdown` does, in order.
+fn steps(markdown: &str) -> Vec<Step> {
+    let lines: Vec<&str> = markdown.lines().collect();
     let mut found = Vec::new();
-    let mut shell = false;
-    let mut inside = false;
-    for (n, line) in markdown.lines().enumerate() {
-        if let Some(fence) = line.trim_start().strip_prefix("```") {
-            if inside {
-                inside = false;
-            } else {
-                inside = true;
-                shell = matches!(fence.trim(), "sh" | "bash" | "shell");
-            }
+    let mut n = 0;
+    while n < lines.len() {
+        let Some(fence) = lines[n].trim_start().strip_prefix("```") else {
+            n += 1;
             continue;
-        }
-        let text = line.trim();
-        // `vx …`, `source <(vx …)`, or `NAME=value … vx …`.
-        let words: Vec<&str> = text.split_whitespace().collect();
-        let after_vars = words
-            .iter()
-            .position(|w| !w.contains('=') || w.starts_with('-'))
-            .map(|at| &words[at..])
-            .unwrap_or_default();
-        let is_vx = after_vars.first() == Some(&"vx") || text.starts_with("source <(vx ");
-        if !inside || !shell || !is_vx {
-            continue;
-        }
-        let command = match text.find(" # ") {
-            Some(at) => text[..at].trim_end(),
-            None => text,
         };
-        found.push((n + 1, command.to_string()));
+        let lang = fence.trim();
+        let first = n + 1;
+        let mut end = first;
+        while end < lines.len() && !lines[end].trim_start().starts_with("```") {
+            end += 1;
+        }
+        let block = &lines[first..end];
+        match lang {
+            "sh" | "bash" | "shell" => {
+                for (i, line) in block.iter().enumerate() {
+                    let text = line.trim();
+                    if runs_vx(text) {
+                        let (command, expect) = command_and_status(text);
+                        found.push(Step::Run {
+                            line: first + i + 1,
+                            command,
+                            expect,
+                            shown: Vec::new(),
+                        });
+                    }
+                }
+            }
+            "toml" => {
+                if let Some(path) = block
+                    .first()
+                    .and_then(|l| l.trim().strip_prefix("# add to "))
+                {
+                    found.push(Step::Append {
+                        line: first + 1,
+                        path: path.trim().to_string(),
+                        text: block[1..].join("\n") + "\n",
+                    });
+                }
+            }
+            _ => {
+                // The reader's `$` lines: not a frame's command right below its header.
+                let prompts: Vec<usize> = (0..block.len())
+                    .filter(|&i| {
+                        block[i].starts_with("$ ") && !(i > 0 && block[i - 1].starts_with("┌─"))
+                    })
+                    .collect();
+                if prompts.iter().any(|&i| runs_vx(&block[i][2..])) {
+                    for (k, &i) in prompts.iter().enumerate() {
+                        let next = prompts.get(k + 1).copied().unwrap_or(block.len());
+                        let (command, expect) = command_and_status(&block[i][2..]);
+                        let shown = block[i + 1..next]
+                            .iter()
+                            .map(|l| l.trim_end())
+                            .filter(|l| l.starts_with("error:") || l.starts_with("vx:"))
+                            .map(str::to_string)
+                            .collect();
+                        found.push(Step::Run {
+                            line: first + i + 1,
+                            command,
+                            expect,
+                            shown,
+                        });
+                    }
+                }
+            }
+        }
+        n = end + 1;
     }
     found
 }
@@ -63,15 +156,19 @@ fn demo() -> tempfile::TempDir {
         .unwrap();
     assert!(status.success());
     let git = |args: &[&str]| {
+        // Fixed dates: the commits are the same ones in every copy, so a page can show their
+        // hashes.
         let status = Command::new("git")
             .args(["-c", "user.email=docs@vx", "-c", "user.name=docs"])
             .args(args)
+            .env("GIT_AUTHOR_DATE", "2026-12-01T10:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-12-01T10:00:00Z")
             .current_dir(dir.path())
             .status()
             .unwrap();
         assert!(status.success(), "git {args:?}");
     };
-    git(&["init", "-q"]);
+    git(&["init", "-q", "-b", "main"]);
     git(&["add", "-A"]);
     git(&["commit", "-qm", "demo"]);
     git(&["update-ref", "refs/remotes/origin/main", "HEAD"]);
@@ -99,7 +196,9 @@ fn run(dir: &Path, command: &str, patience: Duration) -> (Option<i32>, String) {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let log = dir.join(".doc-command.log");
+    // Outside the workspace: a file in it would be a change `--affected` sees.
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("output.log");
     let file = std::fs::File::create(&log).unwrap();
     let mut child = Command::new("setsid")
         .args(["bash", "-c", command])
@@ -126,36 +225,63 @@ fn run(dir: &Path, command: &str, patience: Duration) -> (Option<i32>, String) {
         std::thread::sleep(Duration::from_millis(50));
     };
     let output = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
     (code, output)
 }
 
-/// Runs every command line of `page` in order in one demo copy; the failures, described.
+/// Does every step of `page` in order in one demo copy; the failures, described.
 fn failures_of(page: &str) -> Vec<String> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let text = std::fs::read_to_string(repo.join(page)).unwrap();
-    let commands = command_lines(&text);
-    if commands.is_empty() {
+    let steps = steps(&text);
+    if steps.is_empty() {
         return Vec::new();
     }
     let dir = demo();
     let mut failures = Vec::new();
-    for (line, command) in commands {
-        let long_running = command.contains("#dev") || command.starts_with("vx watch");
+    for step in steps {
+        let (line, command, expect, shown) = match step {
+            Step::Append { line, path, text } => {
+                let file = dir.path().join(&path);
+                let mut old = std::fs::read_to_string(&file).unwrap_or_default();
+                if !old.is_empty() && !old.ends_with('\n') {
+                    old.push('\n');
+                }
+                if let Err(e) = std::fs::write(&file, old + "\n" + &text) {
+                    failures.push(format!("{page}:{line}: cannot add to {path}: {e}"));
+                }
+                continue;
+            }
+            Step::Run {
+                line,
+                command,
+                expect,
+                shown,
+            } => (line, command, expect, shown),
+        };
+        let long_running = command.contains("#dev") || command.contains("vx watch");
         let patience = if long_running {
             Duration::from_secs(4)
         } else {
             Duration::from_secs(60)
         };
         let (code, output) = run(dir.path(), &command, patience);
-        let ok = match code {
-            Some(0) => true,
+        let status_ok = match code {
+            Some(code) => code == expect,
             None => long_running && !output.contains("error:"),
-            Some(_) => false,
         };
-        if !ok {
+        let printed: Vec<&str> = output.lines().map(str::trim_end).collect();
+        let missing: Vec<&String> = shown
+            .iter()
+            .filter(|l| !printed.contains(&l.as_str()))
+            .collect();
+        if !status_ok || !missing.is_empty() {
             failures.push(format!(
-                "{page}:{line}: `{command}` ended with {code:?}:\n{output}"
+                "{page}:{line}: `{command}` ended with {code:?} (expected {expect}){}:\n{output}",
+                if missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(", without the lines {missing:?}")
+                }
             ));
         }
     }
@@ -185,14 +311,35 @@ fn the_docs_command_lines_run_on_the_demo() {
 }
 
 #[test]
-fn command_lines_are_found_with_their_comments_dropped() {
-    let page =
-        "text\n```sh\nvx run web#dev   # a server\nvx show web\nls\n```\n```toml\nvx = 1\n```\n";
+fn the_steps_of_a_page_are_found_with_their_statuses_and_shown_lines() {
+    let page = "text\n```sh\nvx run web#dev   # a server\nls\nvx run nope  # exits 2\n```\n\
+```toml\nvx = 1\n```\n```toml\n# add to apps/api/vx.toml\n[tasks.x]\ncommand = \"true\"\n```\n\
+```\n$ rm -rf dist\n$ vx run x\n┌─ api#x\n$ true\nvx: a note\nerror: no\n$ vx why  # exits 2\n```\n\
+```\n$ taplo check\nerror: x\n```\n";
+    let run = |line, command: &str, expect, shown: &[&str]| Step::Run {
+        line,
+        command: command.to_string(),
+        expect,
+        shown: shown.iter().map(|s| s.to_string()).collect(),
+    };
     assert_eq!(
-        command_lines(page),
+        steps(page),
         [
-            (3, "vx run web#dev".to_string()),
-            (4, "vx show web".to_string())
+            run(3, "vx run web#dev", 0, &[]),
+            run(5, "vx run nope", 2, &[]),
+            Step::Append {
+                line: 11,
+                path: "apps/api/vx.toml".to_string(),
+                text: "[tasks.x]\ncommand = \"true\"\n".to_string()
+            },
+            run(16, "rm -rf dist", 0, &[]),
+            run(17, "vx run x", 0, &["vx: a note", "error: no"]),
+            run(22, "vx why", 2, &[]),
         ]
     );
+    assert!(runs_vx("NAME=v vx run build"));
+    assert!(runs_vx("cd apps/web && vx watch build"));
+    assert!(runs_vx("timeout -s INT 1 vx run x"));
+    assert!(!runs_vx("taplo check"));
+    assert!(!runs_vx("echo vx"));
 }

@@ -166,6 +166,25 @@ fn graph_images_are_drawn_by_graphviz() {
     let svg = f.read("img/plan.svg");
     assert_contains(&svg, "app#build");
     assert_contains(&svg, "fill=\"#d3d3d3\"");
+    // When dot fails (here it cannot write over a directory), its own words follow, exit 2,
+    // and the temporary DOT file is gone.
+    std::fs::create_dir_all(f.path("taken.svg")).unwrap();
+    let out = f.vx(&["run", "build", "--all", "--graph=taken.svg"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("error: Graphviz's `dot -Tsvg` failed (exit 1): "),
+        "{}",
+        out.stderr
+    );
+    assert_contains(&out.stderr, "taken.svg");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    let left: Vec<_> = std::fs::read_dir(f.path(""))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".vx-graph-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

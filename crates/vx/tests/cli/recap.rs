@@ -173,3 +173,13 @@ fn the_task_ui_is_plain_output_off_a_terminal() {
         "error: vx.toml:3:6: ui: `fancy` must be `plain` or `tui`",
     );
 }
+
+/// A multi-line command (TOML's `"""` block) shows in its frame line for line, without the
+/// blank line its last newline would make.
+#[test]
+fn a_multi_line_command_shows_without_a_trailing_blank_line() {
+    let f = crate::one_project("[tasks.two]\ncommand = \"\"\"\necho one\necho two\n\"\"\"\n");
+    let out = f.vx(&["run", "lib#two"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    crate::assert_contains(&out.stdout, "$ echo one\necho two\none\ntwo\n└─ lib#two");
+}

@@ -466,3 +466,49 @@ fn hash_only_lines_carry_the_short_key() {
     assert_eq!(hits, executed, "{}", again.stdout);
     crate::assert_contains(&again.stdout, "up-to-date lib#build");
 }
+
+/// `--log-order=stream` holds a task's unfinished line until it ends, except a line that grows
+/// past 64 KiB without ending (a progress bar redrawn with `\r`): that is printed while the task
+/// still runs. The task here prints 70 000 bytes with no newline, then waits until the test has
+/// seen them on vx's stdout (or 30 s).
+#[test]
+fn log_order_stream_prints_a_line_that_never_ends_once_it_is_long() {
+    use std::io::Read;
+    let f = one_project(
+        "[tasks.bar]\ncommand = \"head -c 70000 /dev/zero | tr '\\\\0' x; \
+         i=0; while [ ! -f seen ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; echo; echo end\"\n",
+    );
+    let mut child = f
+        .command("", &["run", "lib#bar", "--log-order=stream"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 8192];
+    let started = std::time::Instant::now();
+    // Until 64 KiB of x's have come out, which only the cap lets happen before the task ends.
+    while seen.iter().filter(|&&b| b == b'x').count() < 64 * 1024 {
+        let n = stdout.read(&mut buf).unwrap();
+        assert!(n > 0, "vx ended first: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let waited = started.elapsed();
+    f.write("packages/lib/seen", "");
+    stdout.read_to_end(&mut seen).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(
+        waited < std::time::Duration::from_secs(25),
+        "the long line came out only when the task ended ({waited:?})"
+    );
+    let text = String::from_utf8_lossy(&seen);
+    let xs: Vec<&str> = text.lines().filter(|l| l.contains("xxxx")).collect();
+    assert!(
+        xs.iter().all(|l| l.starts_with("lib#bar │ ")),
+        "every piece has the prefix"
+    );
+    let printed: usize = xs.iter().map(|l| l.matches('x').count()).sum();
+    assert_eq!(printed, 70_000, "every byte, once");
+    assert_contains(&text, "lib#bar │ end\n");
+}

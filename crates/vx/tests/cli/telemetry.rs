@@ -125,6 +125,45 @@ fn a_run_is_one_trace_with_a_span_per_task_attempt() {
     assert!(of("lib#all").is_empty());
 }
 
+/// The traces-only variables: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is used as given (no
+/// `/v1/traces` appended), and `OTEL_EXPORTER_OTLP_TRACES_HEADERS` adds headers and replaces
+/// those of the general list with the same name.
+#[test]
+fn the_traces_endpoint_and_headers_take_precedence() {
+    let Some(receiver) = Receiver::start(false) else {
+        return;
+    };
+    let f = one_project("[tasks.build]\ncommand = \"true\"\n");
+    let out = f.vx_in(
+        "",
+        &["run", "lib#build"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9/unused"),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                &format!("{}/v1/traces", receiver.endpoint()),
+            ),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-team=general,x-keep=1"),
+            ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "X-Team=traces,x-new=2"),
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    let requests = receiver.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let request: Value = serde_json::from_str(&requests[0]).unwrap();
+    assert_eq!(request["ok"], true, "rejected: {request}");
+    assert_eq!(request["headers"]["x-team"], "traces", "{request}");
+    let names = request["header_names"].as_array().unwrap();
+    assert_eq!(
+        names.iter().filter(|n| *n == "x-team").count(),
+        1,
+        "sent once: {request}"
+    );
+    assert_eq!(request["headers"]["x-keep"], "1", "{request}");
+    assert_eq!(request["headers"]["x-new"], "2", "{request}");
+}
+
 /// Telemetry is off unless configured: nothing is sent without the variable.
 #[test]
 fn nothing_is_sent_without_the_endpoint() {

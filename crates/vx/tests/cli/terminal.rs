@@ -242,3 +242,38 @@ fn the_task_ui_fits_a_narrow_terminal() {
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("result"), "{screen}");
 }
+
+/// A task UI that cannot start (here failing on purpose after raw mode, through the tests'
+/// variable) says so once, gives the terminal back as it was (the shell's `stty` after vx still
+/// reads `icanon`), and the run goes on with plain output.
+#[test]
+fn a_task_ui_that_cannot_start_gives_the_terminal_back_and_runs_plainly() {
+    let f = one_project("[tasks.a]\ncommand = \"echo from a\"\n");
+    let line = format!(
+        "{} run lib#a --ui=tui; echo \"vx exited $?\"; stty -a | tr ' ;' '\\n\\n' | grep -x -- '-*icanon'",
+        vx_bin()
+    );
+    let Some(term) = Tmux::start(
+        f.root(),
+        std::path::Path::new("/bin/sh"),
+        &["-c", &line],
+        &[("VX_LOG", "off"), ("VX_TEST_TUI_START_FAILS", "1")],
+        (100, 24),
+    ) else {
+        return;
+    };
+    let (code, screen) = term.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains(
+            "warning: cannot start the task UI (VX_TEST_TUI_START_FAILS is set); plain output instead"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("from a"), "{screen}");
+    assert!(screen.contains("vx exited 0"), "{screen}");
+    assert!(
+        screen.lines().any(|l| l.trim() == "icanon"),
+        "the terminal is back in canonical mode:\n{screen}"
+    );
+}

@@ -38,7 +38,8 @@ impl OtlpExporter {
                 set("OTEL_EXPORTER_OTLP_ENDPOINT")?.trim_end_matches('/')
             ),
         };
-        let mut headers = Vec::new();
+        // The traces list wins over the general one for a header both name (as the SDKs do).
+        let mut headers: Vec<(String, String)> = Vec::new();
         for list in [
             set("OTEL_EXPORTER_OTLP_HEADERS"),
             set("OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
@@ -48,7 +49,9 @@ impl OtlpExporter {
         {
             for pair in list.split(',') {
                 if let Some((name, value)) = pair.split_once('=') {
-                    headers.push((name.trim().to_string(), percent_decode(value.trim())));
+                    let name = name.trim().to_string();
+                    headers.retain(|(known, _)| !known.eq_ignore_ascii_case(&name));
+                    headers.push((name, percent_decode(value.trim())));
                 }
             }
         }
