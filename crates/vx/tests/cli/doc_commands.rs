@@ -36,18 +36,32 @@ enum Step {
         path: String,
         text: String,
     },
+    /// A line that names vx in a way the test cannot run: a failure, so that no command line
+    /// escapes.
+    Unrecognised { line: usize, text: String },
 }
 
-/// Whether the shell command line `text` runs vx: `vx …`, `NAME=value … vx …`, `source <(vx …)`,
-/// or vx after `&&`, `;` or a wrapper such as `timeout`.
+/// Whether the shell command line `text` runs vx: in any of its `&&`/`;`/`|`-separated parts,
+/// or in a `$(…)`/`<(…)`, the first word after `NAME=value` assignments and wrappers (`env`,
+/// `time`, `timeout` and their options and duration, `cd DIR &&` being its own part) is `vx`.
 fn runs_vx(text: &str) -> bool {
-    text.starts_with("source <(vx ")
-        || text
-            .split(['&', ';', '|'])
-            .flat_map(|part| part.split_whitespace().find(|w| !w.contains('=')))
-            .any(|w| w == "vx")
-        || text.split_whitespace().any(|w| w == "vx")
-            && text.split_whitespace().next() == Some("timeout")
+    const WRAPPERS: [&str; 5] = ["env", "time", "timeout", "exec", "command"];
+    text.split(['&', ';', '|', '(', ')']).any(|part| {
+        let mut words = part
+            .split_whitespace()
+            .skip_while(|w| w.contains('=') || matches!(*w, "$" | "<" | "source" | "eval"));
+        match words.next() {
+            Some(w) if WRAPPERS.contains(&w) => words.any(|w| w == "vx"),
+            Some(w) => w == "vx",
+            None => false,
+        }
+    })
+}
+
+/// Whether `text` mentions the command `vx` at all (the word, not `VX_…` or `vx.toml`).
+fn mentions_vx(text: &str) -> bool {
+    text.split(|c: char| c.is_whitespace() || "()<\"'`$;&|".contains(c))
+        .any(|w| w == "vx")
 }
 
 /// `text` without a trailing ` # comment` (a task id's `#` has no space before it), and the
@@ -71,21 +85,32 @@ fn steps(markdown: &str) -> Vec<Step> {
     let mut found = Vec::new();
     let mut n = 0;
     while n < lines.len() {
-        let Some(fence) = lines[n].trim_start().strip_prefix("```") else {
+        let line = lines[n];
+        let indent = line.len() - line.trim_start().len();
+        let Some(fence) = line.trim_start().strip_prefix("```") else {
             n += 1;
             continue;
         };
-        let lang = fence.trim();
+        // The language is the first word of the fence's info (```sh title=… is sh).
+        let lang = fence.split_whitespace().next().unwrap_or("");
         let first = n + 1;
         let mut end = first;
         while end < lines.len() && !lines[end].trim_start().starts_with("```") {
             end += 1;
         }
-        let block = &lines[first..end];
+        // A block inside a list item: its lines lose the fence's indent.
+        let block: Vec<&str> = lines[first..end]
+            .iter()
+            .map(|l| {
+                let spaces = l.len() - l.trim_start().len();
+                &l[spaces.min(indent)..]
+            })
+            .collect();
         match lang {
             "sh" | "bash" | "shell" => {
                 for (i, line) in block.iter().enumerate() {
                     let text = line.trim();
+                    let text = text.strip_prefix("$ ").unwrap_or(text);
                     if runs_vx(text) {
                         let (command, expect) = command_and_status(text);
                         found.push(Step::Run {
@@ -93,6 +118,11 @@ fn steps(markdown: &str) -> Vec<Step> {
                             command,
                             expect,
                             shown: Vec::new(),
+                        });
+                    } else if !text.starts_with('#') && mentions_vx(text) {
+                        found.push(Step::Unrecognised {
+                            line: first + i + 1,
+                            text: text.to_string(),
                         });
                     }
                 }
@@ -109,7 +139,7 @@ fn steps(markdown: &str) -> Vec<Step> {
                     });
                 }
             }
-            _ => {
+            "" | "console" | "text" => {
                 // The reader's `$` lines: not a frame's command right below its header.
                 let prompts: Vec<usize> = (0..block.len())
                     .filter(|&i| {
@@ -122,8 +152,12 @@ fn steps(markdown: &str) -> Vec<Step> {
                         let (command, expect) = command_and_status(&block[i][2..]);
                         let shown = block[i + 1..next]
                             .iter()
-                            .map(|l| l.trim_end())
-                            .filter(|l| l.starts_with("error:") || l.starts_with("vx:"))
+                            .map(|l| l.trim())
+                            .filter(|l| {
+                                l.starts_with("error:")
+                                    || l.starts_with("vx:")
+                                    || l.starts_with("hint:")
+                            })
                             .map(str::to_string)
                             .collect();
                         found.push(Step::Run {
@@ -133,8 +167,18 @@ fn steps(markdown: &str) -> Vec<Step> {
                             shown,
                         });
                     }
+                } else {
+                    for &i in &prompts {
+                        if mentions_vx(&block[i][2..]) {
+                            found.push(Step::Unrecognised {
+                                line: first + i + 1,
+                                text: block[i].to_string(),
+                            });
+                        }
+                    }
                 }
             }
+            _ => {}
         }
         n = end + 1;
     }
@@ -200,12 +244,19 @@ fn run(dir: &Path, command: &str, patience: Duration) -> (Option<i32>, String) {
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("output.log");
     let file = std::fs::File::create(&log).unwrap();
-    let mut child = Command::new("setsid")
+    let mut command_line = Command::new("setsid");
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("VX_") {
+            command_line.env_remove(name);
+        }
+    }
+    let mut child = command_line
         .args(["bash", "-c", command])
         .current_dir(dir)
         .env("PATH", path)
+        // As on a developer's terminal, whatever runs the tests.
         .env_remove("CI")
-        .env_remove("VX_CACHE_DIR")
+        .env_remove("GITHUB_ACTIONS")
         .stdin(Stdio::null())
         .stdout(file.try_clone().unwrap())
         .stderr(file)
@@ -240,6 +291,12 @@ fn failures_of(page: &str) -> Vec<String> {
     let mut failures = Vec::new();
     for step in steps {
         let (line, command, expect, shown) = match step {
+            Step::Unrecognised { line, text } => {
+                failures.push(format!(
+                    "{page}:{line}: `{text}` names vx, but is no command line the test can run"
+                ));
+                continue;
+            }
             Step::Append { line, path, text } => {
                 let file = dir.path().join(&path);
                 let mut old = std::fs::read_to_string(&file).unwrap_or_default();
@@ -269,7 +326,7 @@ fn failures_of(page: &str) -> Vec<String> {
             Some(code) => code == expect,
             None => long_running && !output.contains("error:"),
         };
-        let printed: Vec<&str> = output.lines().map(str::trim_end).collect();
+        let printed: Vec<&str> = output.lines().map(str::trim).collect();
         let missing: Vec<&String> = shown
             .iter()
             .filter(|l| !printed.contains(&l.as_str()))
@@ -314,13 +371,20 @@ fn the_docs_command_lines_run_on_the_demo() {
 fn the_steps_of_a_page_are_found_with_their_statuses_and_shown_lines() {
     let page = "text\n```sh\nvx run web#dev   # a server\nls\nvx run nope  # exits 2\n```\n\
 ```toml\nvx = 1\n```\n```toml\n# add to apps/api/vx.toml\n[tasks.x]\ncommand = \"true\"\n```\n\
-```\n$ rm -rf dist\n$ vx run x\n┌─ api#x\n$ true\nvx: a note\nerror: no\n$ vx why  # exits 2\n```\n\
-```\n$ taplo check\nerror: x\n```\n";
+```\n$ rm -rf dist\n$ vx run x\n┌─ api#x\n$ true\nvx: a note\nerror: no\n  hint: try\n$ vx why  # exits 2\n```\n\
+```\n$ taplo check\nerror: x\n```\n\
+- item\n\n  ```\n  $ vx show\n  ```\n\
+```sh title=x\n$ env A=1 vx info\ntime vx run x\necho \"$(vx schema)\"\n```\n\
+```\n$ xargs vx\n```\n```sh\nsudo vx run x\n```\n";
     let run = |line, command: &str, expect, shown: &[&str]| Step::Run {
         line,
         command: command.to_string(),
         expect,
         shown: shown.iter().map(|s| s.to_string()).collect(),
+    };
+    let odd = |line, text: &str| Step::Unrecognised {
+        line,
+        text: text.to_string(),
     };
     assert_eq!(
         steps(page),
@@ -333,13 +397,23 @@ fn the_steps_of_a_page_are_found_with_their_statuses_and_shown_lines() {
                 text: "[tasks.x]\ncommand = \"true\"\n".to_string()
             },
             run(16, "rm -rf dist", 0, &[]),
-            run(17, "vx run x", 0, &["vx: a note", "error: no"]),
-            run(22, "vx why", 2, &[]),
+            run(17, "vx run x", 0, &["vx: a note", "error: no", "hint: try"]),
+            run(23, "vx why", 2, &[]),
+            // Inside a list item.
+            run(32, "vx show", 0, &[]),
+            run(35, "env A=1 vx info", 0, &[]),
+            run(36, "time vx run x", 0, &[]),
+            run(37, "echo \"$(vx schema)\"", 0, &[]),
+            // Named, but not runnable as written: the test fails on them.
+            odd(40, "$ xargs vx"),
+            odd(43, "sudo vx run x"),
         ]
     );
     assert!(runs_vx("NAME=v vx run build"));
     assert!(runs_vx("cd apps/web && vx watch build"));
-    assert!(runs_vx("timeout -s INT 1 vx run x"));
+    assert!(runs_vx("timeout --foreground -s INT 0.5 vx run x"));
+    assert!(runs_vx("source <(vx completions bash)"));
     assert!(!runs_vx("taplo check"));
     assert!(!runs_vx("echo vx"));
+    assert!(!mentions_vx("export VX_CACHE_DIR=/x; cat vx.toml"));
 }
