@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark of vx, Turborepo and Nx on generated workspaces.
+"""Side-by-side benchmark of vx, Turborepo, Nx and moon on generated workspaces.
 
-    bench/install.sh                         # pinned turbo and nx under bench/node_modules
+    bench/install.sh                         # pinned turbo, nx and moon under bench/node_modules
     python3 bench/compare.py --sizes 100,1000 [--runs 5] [--runs-cold 3] [--concurrency 2]
 
 For each size N: generate one workspace with bench/generate.py (all three configuration
-flavours in one commit), clone it into one independent copy per runner (vx, turbo, nx) and one
-for the floors, check that turbo and Nx see the same project edges as vx and as the package.json
+flavours in one commit), clone it into one independent copy per runner (vx, turbo, nx, moon) and one
+for the floors, check that turbo, Nx and moon see the same project edges as vx and as the package.json
 files, measure the bare per-task commands (for the list-schedule floor), then time five
 scenarios of `check` over every project:
 
@@ -17,7 +17,7 @@ scenarios of `check` over every project:
   core      a source file of the layer-0 project with the most transitive dependants gets new
             content before each run (it and all its dependants re-run)
 
-Within each repetition the runners alternate (vx, turbo, nx, floor, vx, turbo, ...). Each figure
+Within each repetition the runners alternate (vx, turbo, nx, moon, floor, vx, ...). Each figure
 is the median of the repetitions. Each run records wall time, the CPU time (user + sys) and the
 peak RSS of the process tree (os.wait4), and for vx its own CPU and RSS from its counters line.
 Every run's exit status is checked, and so is its work (outputs present, cache-hit counts).
@@ -49,7 +49,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 NODE_MODULES = BENCH / "node_modules"
 
-RUNNERS = ("vx", "turbo", "nx")
+RUNNERS = ("vx", "turbo", "nx", "moon")
 SCENARIOS = ("cold", "nothing", "restore", "leaf", "core")
 TITLES = {
     "cold": "cold (no cache, no outputs)",
@@ -59,6 +59,10 @@ TITLES = {
     "core": "one core file edited",
 }
 EDITED_FILE = "src/a.txt"  # every generated project has it
+# The cached tasks of every project (PERF-1: three); `check` groups them. Only build and test
+# depend on upstream work (build on ^build, test on build); lint reads its own sources alone.
+TASKS = ("build", "test", "lint")
+UPSTREAM_TASKS = ("build", "test")
 
 # Environment for every timed run: telemetry, update checks, daemons, cloud and TUIs off.
 RUN_ENV = {
@@ -68,6 +72,9 @@ RUN_ENV = {
     "NX_DAEMON": "false",
     "NX_NO_CLOUD": "true",
     "NX_TUI": "false",
+    "MOON_TELEMETRY": "false",
+    # moon uses the tools on PATH (sh) rather than installing a toolchain.
+    "MOON_TOOLCHAIN_FORCE_GLOBALS": "true",
     "NO_COLOR": "1",
     "VX_LOG": "vx::counters=info",
     # No user or system git configuration (fsmonitor, untracked cache, hooks, ...) for anyone.
@@ -304,7 +311,7 @@ class Workspace:
             self.dir[name] = f"packages/{pdir.name}"
             self.deps[name] = sorted(manifest.get("dependencies", {}))
             self.scripts[name] = manifest.get("scripts", {})
-            for task in ("build", "test"):
+            for task in TASKS:
                 if task not in self.scripts[name]:
                     raise BenchError(f"{pdir}/package.json has no `{task}` script: generate the "
                                      f"workspace with the turbo flavour (the default --tools)")
@@ -330,8 +337,25 @@ class Workspace:
                     stack.append(d)
         return seen
 
+    def executed(self, scenario: str) -> int:
+        """How many tasks execute in a scenario: every task cold; the edited project's three,
+        and build and test of each of its dependants."""
+        affected = self.affected(scenario)
+        if scenario == "cold":
+            return len(TASKS) * len(affected)
+        if not affected:
+            return 0
+        return len(UPSTREAM_TASKS) * len(affected) + len(TASKS) - len(UPSTREAM_TASKS)
+
+    def executed_tasks(self, scenario: str) -> list[str]:
+        """The ids of the tasks that execute in a scenario (see `executed`)."""
+        affected = self.affected(scenario)
+        edited = self.leaf if scenario == "leaf" else self.core
+        return [f"{p}#{t}" for p in self.projects if p in affected for t in TASKS
+                if scenario == "cold" or t in UPSTREAM_TASKS or p == edited]
+
     def affected(self, scenario: str) -> set[str]:
-        """Projects whose build and test re-run in a scenario."""
+        """Projects whose build and test re-run in a scenario (and the edited project's lint)."""
         if scenario == "cold":
             return set(self.projects)
         if scenario == "leaf":
@@ -341,21 +365,19 @@ class Workspace:
         return set()
 
 
-def list_schedule(ws: Workspace, projects: set[str], durations: dict[str, float], slots: int) -> dict:
-    """Makespan of the build/test tasks of `projects` on `slots` workers: a list schedule that
+def list_schedule(ws: Workspace, tasks: list[str], durations: dict[str, float], slots: int) -> dict:
+    """Makespan of `tasks` (ids, in workspace order) on `slots` workers: a list schedule that
     always starts the ready task with the longest remaining path (critical-path priority).
-    Tasks outside `projects` count as done (cached). durations: task id -> seconds."""
-    tasks = [f"{p}#{t}" for p in ws.projects if p in projects for t in ("build", "test")]
+    Other tasks count as done (cached). durations: task id -> seconds."""
     succ: dict[str, list[str]] = {t: [] for t in tasks}
     indegree = {t: 0 for t in tasks}
     for p in ws.projects:
-        if p not in projects:
-            continue
-        edges = [(f"{d}#build", f"{p}#build") for d in ws.deps[p] if d in projects]
+        edges = [(f"{d}#build", f"{p}#build") for d in ws.deps[p]]
         edges.append((f"{p}#build", f"{p}#test"))
         for a, b in edges:
-            succ[a].append(b)
-            indegree[b] += 1
+            if a in succ and b in succ:
+                succ[a].append(b)
+                indegree[b] += 1
     # Topological order (Kahn), then the longest path from each task to the end.
     order = [t for t in tasks if indegree[t] == 0]
     pending = dict(indegree)
@@ -405,6 +427,15 @@ def turbo_binary() -> Path:
     raise BenchError("turbo is not installed: run bench/install.sh")
 
 
+def moon_binary() -> Path:
+    """moon's native binary (the npm package's `moon` is a Node shim that starts it, at about
+    175 ms a call)."""
+    for candidate in sorted(NODE_MODULES.glob("@moonrepo/core-*/moon")):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise BenchError("moon is not installed: run bench/install.sh")
+
+
 def nx_entry() -> Path:
     entry = NODE_MODULES / "nx" / "dist" / "bin" / "nx.js"
     if not entry.exists():
@@ -425,6 +456,7 @@ class Tools:
         self.turbo = turbo_binary()
         self.node = node
         self.nx = nx_entry()
+        self.moon = moon_binary()
 
     def argv(self, runner: str, copy: Path, concurrency: int) -> list[str]:
         if runner == "vx":
@@ -436,6 +468,8 @@ class Tools:
         if runner == "nx":
             return [self.node, str(self.nx), "run-many", "-t", "check",
                     f"--parallel={concurrency}", "--outputStyle=static"]
+        if runner == "moon":
+            return [str(self.moon), f"--concurrency={concurrency}", "run", ":check"]
         raise AssertionError(runner)
 
 
@@ -471,6 +505,9 @@ def cached_count(runner: str, text: str) -> tuple[int, int] | None:
     if runner == "nx":
         m = re.search(r"Cache:\s+(\d+)/(\d+) hit", text)
         return (int(m.group(1)), int(m.group(2))) if m else None
+    if runner == "moon":
+        m = re.search(r"Tasks:\s+(\d+) completed(?: \((\d+) cached\))?", text)
+        return (int(m.group(2) or 0), int(m.group(1))) if m else None
     return None
 
 
@@ -540,12 +577,22 @@ class SizeBench:
         graph = json.loads(graph_file.read_text())["graph"]
         views["nx"] = {(e["source"], e["target"]) for deps in graph["dependencies"].values()
                        for e in deps if e["target"] in self.ws.dir}
+        # moon names projects by folder; its task graph's edges go from a task to its dependency.
+        by_folder = {Path(d).name: name for name, d in self.ws.dir.items()}
+        out = quiet([str(self.tools.moon), "task-graph", "--json"], self.copies["moon"], self.env)
+        tasks = json.loads(out)
+        target = {int(i): t["target"] for i, t in tasks["data"].items()}
+        views["moon"] = set()
+        for a, b, *_ in tasks["graph"]["edges"]:
+            (pa, ta), (pb, tb) = target[a].split(":"), target[b].split(":")
+            if ta == tb == "build" and pa != pb:
+                views["moon"].add((by_folder[pa], by_folder[pb]))
         for tool, edges in views.items():
             if edges != expected:
                 missing, extra = sorted(expected - edges)[:5], sorted(edges - expected)[:5]
                 raise BenchError(f"{tool}'s build graph differs from the package.json edges: "
                                  f"missing {missing}, extra {extra}")
-        log(f"N={self.n}: vx, turbo and nx all see the {len(expected)} edges")
+        log(f"N={self.n}: vx, turbo, nx and moon all see the {len(expected)} edges")
 
     def measure_tasks(self) -> None:
         """Per-task durations of the bare commands (`sh -c SCRIPT` in the project directory),
@@ -555,13 +602,13 @@ class SizeBench:
         samples = self.args.floor_samples
         walls: dict[str, list[float]] = {}
         cpus: dict[str, list[float]] = {}
-        log(f"N={self.n}: timing the bare build/test commands ({samples} rounds of {2 * self.n})")
+        log(f"N={self.n}: timing the bare task commands ({samples} rounds of {len(TASKS) * self.n})")
         env = {k: v for k, v in self.env.items() if k != "VX_LOG"}
         for _ in range(samples):
             for p in self.ws.projects:
                 pdir = copy / self.ws.dir[p]
                 shutil.rmtree(pdir / "dist", ignore_errors=True)
-                for task in ("build", "test"):
+                for task in TASKS:
                     started = time.perf_counter()
                     proc = subprocess.Popen(["sh", "-c", self.ws.scripts[p][task]], cwd=pdir, env=env,
                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
@@ -580,9 +627,9 @@ class SizeBench:
             shutil.copytree(copy / self.ws.dir[p] / "dist", self.stash / self.ws.dir[p] / "dist",
                             symlinks=True)
         for scenario in ("cold", "leaf", "core"):
-            projects = self.ws.affected(scenario)
-            schedule = list_schedule(self.ws, projects, self.durations, self.args.concurrency)
-            schedule["cpu"] = sum(self.task_cpu[f"{p}#{t}"] for p in projects for t in ("build", "test"))
+            tasks = self.ws.executed_tasks(scenario)
+            schedule = list_schedule(self.ws, tasks, self.durations, self.args.concurrency)
+            schedule["cpu"] = sum(self.task_cpu[t] for t in tasks)
             self.task_floor[scenario] = schedule
         cold = self.task_floor["cold"]
         log(f"N={self.n}: median task {fmt_time(statistics.median(self.durations.values()))}; "
@@ -600,7 +647,7 @@ class SizeBench:
             if caches:
                 shutil.rmtree(pdir / ".turbo", ignore_errors=True)
         if caches:
-            for cache in (".vx", ".turbo", ".nx", "node_modules/.cache"):
+            for cache in (".vx", ".turbo", ".nx", ".moon/cache", "node_modules/.cache"):
                 shutil.rmtree(copy / cache, ignore_errors=True)
 
     def edit(self, runner: str, project: str) -> bytes:
@@ -678,14 +725,18 @@ class SizeBench:
                 raise BenchError(f"{runner} ({label}): {built} does not hold the edited content")
         if result["cached"] is None:
             raise BenchError(f"{runner} ({label}): no cache summary found in its output; see {self.logs}")
-        counted = (3 if runner == "nx" else 2) * self.n  # Nx counts its nx:noop `check` tasks
+        # Nx and moon count their no-op `check` tasks too.
+        counted = (len(TASKS) + 1 if runner in ("nx", "moon") else len(TASKS)) * self.n
         if result["counted"] != counted:
             raise BenchError(f"{runner} ({label}): ran {result['counted']} tasks, expected {counted}; "
                              f"see {self.logs}")
-        expected = 2 * (self.n - len(self.ws.affected(scenario)))
+        expected = len(TASKS) * self.n - self.ws.executed(scenario)
+        if runner == "moon":
+            # moon caches a no-op `check` too, except where one of its three tasks re-ran.
+            expected += self.n - len(self.ws.affected(scenario))
         if result["cached"] != expected:
             raise BenchError(f"{runner} ({label}): {result['cached']} tasks from the cache, expected "
-                             f"{expected} (of {2 * self.n}); see {self.logs}")
+                             f"{expected} (of {len(TASKS) * self.n}); see {self.logs}")
 
     def run_floor(self, scenario: str) -> dict:
         """The measured part of a floor, on the floor copy (prepared like the others)."""
@@ -809,7 +860,7 @@ class SizeBench:
 
     def markdown(self) -> str:
         summary = self.summary()
-        tasks = 2 * self.n
+        tasks = len(TASKS) * self.n
 
         def get(scenario: str, runner: str, key: str) -> float | None:
             return summary[scenario].get(runner, {}).get(key)
@@ -822,15 +873,15 @@ class SizeBench:
         lines = [
             f"### {self.n:,} projects",
             "",
-            f"{tasks:,} tasks (`build` + `test` per project, `check` groups them), "
+            f"{tasks:,} tasks (`build` + `test` + `lint` per project, `check` groups them), "
             f"{len(self.ws.edges):,} project edges; concurrency {self.args.concurrency}; "
-            f"leaf `{self.ws.leaf}` (2 tasks re-run), core `{self.ws.core}` "
-            f"({2 * len(self.ws.affected('core')):,} tasks re-run). Workspace commit `{self.commit[:12]}`.",
+            f"leaf `{self.ws.leaf}` ({self.ws.executed('leaf')} tasks re-run), core `{self.ws.core}` "
+            f"({self.ws.executed('core'):,} tasks re-run). Workspace commit `{self.commit[:12]}`.",
             "",
             "Wall time (median; timed runs per runner in brackets):",
             "",
-            "| scenario | vx | turbo | nx | floor | vx/turbo | vx/nx | vx/floor |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            "| scenario | vx | turbo | nx | moon | floor | vx/turbo | vx/nx | vx/moon | vx/floor |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         floor_note = {"cold": "schedule", "nothing": "git status", "restore": "status + cp",
                       "leaf": "status + schedule", "core": "status + schedule"}
@@ -841,36 +892,39 @@ class SizeBench:
             lines.append(
                 f"| {TITLES[scenario]} [{runs}] | {cell(scenario, 'vx', 'wall', fmt_time)} | "
                 f"{cell(scenario, 'turbo', 'wall', fmt_time)} | {cell(scenario, 'nx', 'wall', fmt_time)} | "
+                f"{cell(scenario, 'moon', 'wall', fmt_time)} | "
                 f"{fmt_time(floor)}{' (' + floor_note[scenario] + ')' if floor is not None else ''} | "
                 f"{fmt_ratio(vx, get(scenario, 'turbo', 'wall'))} | {fmt_ratio(vx, get(scenario, 'nx', 'wall'))} | "
-                f"{fmt_ratio(vx, floor)} |")
+                f"{fmt_ratio(vx, get(scenario, 'moon', 'wall'))} | {fmt_ratio(vx, floor)} |")
         lines += [
             "",
             "CPU time, user + sys (median). Tool columns: the whole process tree (os.wait4 and "
             "adopted orphans), task commands included; `vx self`: vx's own process (its counters "
             "line). Floor: the floor's commands (for the schedules, the sum of the bare tasks' CPU).",
             "",
-            "| scenario | vx | vx self | turbo | nx | floor |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| scenario | vx | vx self | turbo | nx | moon | floor |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for scenario in summary:
             lines.append(
                 f"| {TITLES[scenario]} | {cell(scenario, 'vx', 'cpu', fmt_time)} | "
                 f"{cell(scenario, 'vx', 'self_cpu', fmt_time)} | {cell(scenario, 'turbo', 'cpu', fmt_time)} | "
-                f"{cell(scenario, 'nx', 'cpu', fmt_time)} | {fmt_time(get(scenario, 'floor', 'cpu'))} |")
+                f"{cell(scenario, 'nx', 'cpu', fmt_time)} | {cell(scenario, 'moon', 'cpu', fmt_time)} | "
+                f"{fmt_time(get(scenario, 'floor', 'cpu'))} |")
         lines += [
             "",
             "Peak RSS (median of the runs' peaks). Tool columns: the largest single process of the "
             "tree (ru_maxrss of wait4); `vx self`: vx's own process.",
             "",
-            "| scenario | vx | vx self | turbo | nx |",
-            "|---|---:|---:|---:|---:|",
+            "| scenario | vx | vx self | turbo | nx | moon |",
+            "|---|---:|---:|---:|---:|---:|",
         ]
         for scenario in summary:
             lines.append(
                 f"| {TITLES[scenario]} | {cell(scenario, 'vx', 'maxrss_kib', fmt_mib)} | "
                 f"{cell(scenario, 'vx', 'self_maxrss_kib', fmt_mib)} | "
-                f"{cell(scenario, 'turbo', 'maxrss_kib', fmt_mib)} | {cell(scenario, 'nx', 'maxrss_kib', fmt_mib)} |")
+                f"{cell(scenario, 'turbo', 'maxrss_kib', fmt_mib)} | {cell(scenario, 'nx', 'maxrss_kib', fmt_mib)} | "
+                f"{cell(scenario, 'moon', 'maxrss_kib', fmt_mib)} |")
         lines.append("")
         return "\n".join(lines)
 
@@ -911,6 +965,7 @@ def machine(tools: Tools, env: dict) -> dict:
         "vx": version([str(tools.vx), "--version"]),
         "turbo": package_version("turbo"),
         "nx": package_version("nx"),
+        "moon": version([str(tools.moon), "--version"]).removeprefix("moon "),
         "node": version([tools.node, "--version"]),
         "npm": version(["npm", "--version"]),
         "git": version(["git", "--version"]),
@@ -986,14 +1041,15 @@ def main() -> int:
     stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M%S")
     md_path = args.out / f"results-{stamp}.md"
     json_path = args.out / f"results-{stamp}.json"
-    log(f"vx {info['vx']} ({vx_source}), turbo {info['turbo']}, nx {info['nx']}, node {info['node']}; "
+    log(f"vx {info['vx']} ({vx_source}), turbo {info['turbo']}, nx {info['nx']}, moon {info['moon']}, "
+        f"node {info['node']}; "
         f"results in {md_path}")
     header = [
         f"## Results {stamp}",
         "",
         f"Machine: {info['nproc']} CPUs ({info['cpu']}), {info['memory']} memory, kernel "
         f"{info['kernel']}, load average at start {', '.join(f'{x:.2f}' for x in info['loadavg_start'])}. "
-        f"Tools: {info['vx']}, turbo {info['turbo']}, nx {info['nx']}, node {info['node']}, "
+        f"Tools: {info['vx']}, turbo {info['turbo']}, nx {info['nx']}, moon {info['moon']}, node {info['node']}, "
         f"npm {info['npm']}, {info['git']}, Python {info['python']}.",
         "",
         f"Command: `{' '.join(['python3', 'bench/compare.py', *sys.argv[1:]])}`",

@@ -20,32 +20,43 @@ Every project has `src/index.txt` plus 1 to 3 more source files (`src/a.txt`, `s
 Per project, `vx.toml` declares:
   build  mkdir -p dist && cp src/* dist/        depends-on ^build   cached: inputs src/**, outputs dist/**
   test   test -f dist/index.txt                 depends-on build    cached: inputs src/**, outputs []
-  check  group: build + test
+  lint   grep -q . src/index.txt                no dependencies     cached: inputs src/**, outputs []
+  check  group: build + test + lint
+(three cached tasks per project, as PERF-1 asks).
 
 Run time and memory are linear in N (each project draws a bounded number of edges; files are
 written once; one `git add` and one `git commit` for the whole tree).
 
-Other tools: `--tools` names the configuration flavours to write (default all three:
-vx,turbo,nx). They all go into the SAME tree and the same commit, so that each tool does the
+Other tools: `--tools` names the configuration flavours to write (default all four:
+vx,turbo,nx,moon). They all go into the SAME tree and the same commit, so that each tool does the
 same work on the same files:
   vx     root vx.toml ([workspace]) and one vx.toml per project (above).
   turbo  root turbo.json (build: dependsOn ^build, inputs src/**, outputs dist/**; test: dependsOn
-         build, inputs src/**, outputs []; check: dependsOn build + test, no script), package.json
-         "scripts" {build, test} with the same shell commands, the root "packageManager" field
+         build, inputs src/**, outputs []; lint: inputs src/**, outputs []; check: dependsOn build
+         + test + lint, no script), package.json "scripts" {build, test, lint} with the same shell
+         commands, the root "packageManager" field
          (npm) and a hand-written package-lock.json (v3) listing the workspace packages, so that
          turbo resolves the `workspace:*` edges without any package manager install. With
          `--package-manager pnpm`: pnpm-workspace.yaml and a hand-written pnpm-lock.yaml (v9)
          instead, and Nx's lockfile analysis off (Nx refuses a pnpm lockfile without an install).
-  nx     root nx.json: targetDefaults give build and test the `nx:run-commands` executor with
-         the same shell commands (cwd = the project), cache, outputs and dependsOn; inputs are
-         the named input `src` ({projectRoot}/src/**/*) plus `^src` (the same files of every
-         dependency, recursively), which mirrors vx folding upstream keys and turbo folding
-         dependency hashes; check is `nx:noop` depending on build + test; cacheDirectory
+  nx     root nx.json: targetDefaults give build, test and lint the `nx:run-commands` executor
+         with the same shell commands (cwd = the project), cache, outputs and dependsOn; inputs
+         of build and test are the named input `src` ({projectRoot}/src/**/*) plus `^src` (the
+         same files of every dependency, recursively), which mirrors vx folding upstream keys and
+         turbo folding dependency hashes; lint's are `src` alone (it depends on nothing); check
+         is `nx:noop` depending on build + test + lint; cacheDirectory
          `.nx/cache` keeps the cache in the checkout (Nx 24 otherwise shares one per-user
          cache between all checkouts of a repository). Each package.json
-         gets `"nx": {"includedScripts": [], "targets": {"build": {}, "test": {}, "check": {}}}`
+         gets `"nx": {"includedScripts": [], "targets": {"build": {}, "test": {}, "lint": {},
+         "check": {}}}`
          so that Nx does not also infer targets from the turbo scripts (which would run them
          through `npm run`). Analytics, Nx Cloud, the daemon and the TUI are off in nx.json.
+  moon   .moon/workspace.yml (projects packages/*, git, telemetry off), .moon/tasks/all.yml
+         (inherited by every project: build, test and lint as `script`s with the same shell
+         commands, inputs src/**/*, build's output the folder `dist`, deps ^:build / ~:build;
+         check depends on the three) and a moon.yml per project whose `dependsOn` lists its
+         dependencies (moon reads no package.json edges without its JavaScript toolchain, and
+         `^:build` would then depend on nothing). `.moon/cache/` is git-ignored.
 Nx finds its own package through the workspace's `node_modules` (git-ignored), which the
 benchmark harness (bench/compare.py) links to bench/node_modules.
 """
@@ -161,7 +172,7 @@ def write_root_files(out: Path, n: int, args: argparse.Namespace, edges: int, la
     write(out / "package.json", json.dumps(package, indent=2) + "\n")
     # `node_modules` without a slash: the harness makes it a symlink in some copies, and a
     # pattern ending in `/` only matches directories.
-    write(out / ".gitignore", "dist/\n.vx/\n.turbo/\n.nx/\nnode_modules\n")
+    write(out / ".gitignore", "dist/\n.vx/\n.turbo/\n.nx/\n.moon/cache/\nnode_modules\n")
     write(out / "README.md", (
         f"# Generated benchmark workspace ({n} projects)\n\n"
         f"Written by `bench/generate.py --projects {n} --seed {args.seed} "
@@ -175,6 +186,7 @@ def write_root_files(out: Path, n: int, args: argparse.Namespace, edges: int, la
 # The shell commands, shared by every flavour so that the tools run exactly the same work.
 BUILD_COMMAND = "mkdir -p dist && cp src/* dist/"
 TEST_COMMAND = "test -f dist/index.txt"
+LINT_COMMAND = "grep -q . src/index.txt"
 # turbo reads the package manager from the root package.json and runs each script through it
 # (`npm run <script>`, or `pnpm run <script>`). No install is needed: the lockfile is written by
 # hand. npm is the default (it comes with Node). Note that `npm run` maps every workspace
@@ -206,8 +218,12 @@ def write_vx_project(pdir: Path, project: Project, pad: int) -> None:
         'depends-on = ["build"]\n'
         'cache = { inputs = ["src/**"], outputs = [] }\n'
         "\n"
+        "[tasks.lint]\n"
+        f'command = "{LINT_COMMAND}"\n'
+        'cache = { inputs = ["src/**"], outputs = [] }\n'
+        "\n"
         "[tasks.check]\n"
-        'depends-on = ["build", "test"]\n'
+        'depends-on = ["build", "test", "lint"]\n'
     ))
 
 
@@ -223,7 +239,8 @@ def write_turbo_root(out: Path, projects: list[Project], pad: int, n: int) -> No
         "tasks": {
             "build": {"dependsOn": ["^build"], "inputs": ["src/**"], "outputs": ["dist/**"]},
             "test": {"dependsOn": ["build"], "inputs": ["src/**"], "outputs": []},
-            "check": {"dependsOn": ["build", "test"]},
+            "lint": {"inputs": ["src/**"], "outputs": []},
+            "check": {"dependsOn": ["build", "test", "lint"]},
         },
     }, indent=2) + "\n")
     if OPTIONS["package_manager"] == "pnpm":
@@ -287,7 +304,7 @@ def write_npm_lockfile(out: Path, projects: list[Project], pad: int, n: int) -> 
 
 
 def turbo_project_package(package: dict, project: Project) -> None:
-    package["scripts"] = {"build": BUILD_COMMAND, "test": TEST_COMMAND}
+    package["scripts"] = {"build": BUILD_COMMAND, "test": TEST_COMMAND, "lint": LINT_COMMAND}
 
 
 # --- Nx ----------------------------------------------------------------------------------------
@@ -311,7 +328,8 @@ def write_nx_root(out: Path, projects: list[Project], pad: int, n: int) -> None:
                       "inputs": ["src", "^src"], "outputs": ["{projectRoot}/dist"]},
             "test": {**shell(TEST_COMMAND), "cache": True, "dependsOn": ["build"],
                      "inputs": ["src", "^src"], "outputs": []},
-            "check": {"executor": "nx:noop", "dependsOn": ["build", "test"]},
+            "lint": {**shell(LINT_COMMAND), "cache": True, "inputs": ["src"], "outputs": []},
+            "check": {"executor": "nx:noop", "dependsOn": ["build", "test", "lint"]},
         },
     }
     if OPTIONS["package_manager"] == "pnpm":
@@ -326,7 +344,48 @@ def write_nx_root(out: Path, projects: list[Project], pad: int, n: int) -> None:
 def nx_project_package(package: dict, project: Project) -> None:
     # The targets take everything from nx.json's targetDefaults; `includedScripts: []` keeps Nx
     # from inferring `nx:run-script` targets from the turbo flavour's scripts.
-    package["nx"] = {"includedScripts": [], "targets": {"build": {}, "test": {}, "check": {}}}
+    package["nx"] = {"includedScripts": [], "targets": {"build": {}, "test": {}, "lint": {},
+                                                        "check": {}}}
+
+
+# --- moon ---------------------------------------------------------------------------------------
+
+def write_moon_root(out: Path, projects: list[Project], pad: int, n: int) -> None:
+    (out / ".moon" / "tasks").mkdir(parents=True)
+    write(out / ".moon" / "workspace.yml", (
+        "projects:\n"
+        "  - 'packages/*'\n"
+        "vcs:\n"
+        "  client: 'git'\n"
+        "  defaultBranch: 'main'\n"
+        "telemetry: false\n"
+    ))
+    # `script` (not `command`): the commands use `&&` and globs, which only a script runs
+    # through a shell. `outputs: ['dist']` (a folder): `dist/**/*` would re-extract the
+    # archive on every hit. `^:build` needs the project edges, which moon.yml's dependsOn gives
+    # (without its JavaScript toolchain moon reads no package.json dependencies).
+    write(out / ".moon" / "tasks" / "all.yml", (
+        "tasks:\n"
+        "  build:\n"
+        f"    script: '{BUILD_COMMAND}'\n"
+        "    deps: ['^:build']\n"
+        "    inputs: ['src/**/*']\n"
+        "    outputs: ['dist']\n"
+        "  test:\n"
+        f"    script: '{TEST_COMMAND}'\n"
+        "    deps: ['~:build']\n"
+        "    inputs: ['src/**/*']\n"
+        "  lint:\n"
+        f"    script: '{LINT_COMMAND}'\n"
+        "    inputs: ['src/**/*']\n"
+        "  check:\n"
+        "    deps: ['~:build', '~:test', '~:lint']\n"
+    ))
+
+
+def write_moon_project(pdir: Path, project: Project, pad: int) -> None:
+    deps = ", ".join(f"'{name_of(d, pad)}'" for d in project.deps)
+    write(pdir / "moon.yml", f"dependsOn: [{deps}]\n")
 
 
 class Flavour:
@@ -347,6 +406,7 @@ FLAVOURS = {
     "turbo": Flavour(root_files=write_turbo_root, root_package=turbo_root_package,
                      project_package=turbo_project_package),
     "nx": Flavour(root_files=write_nx_root, project_package=nx_project_package),
+    "moon": Flavour(root_files=write_moon_root, project_files=write_moon_project),
 }
 
 
@@ -389,8 +449,8 @@ def main() -> int:
                     help="most dependencies on the layer below (default 4)")
     ap.add_argument("--skip-chance", type=float, default=0.2, metavar="P",
                     help="chance of one extra edge to a deeper layer (default 0.2)")
-    ap.add_argument("--tools", default="vx,turbo,nx", metavar="LIST",
-                    help="comma-separated configuration flavours to write (default vx,turbo,nx)")
+    ap.add_argument("--tools", default="vx,turbo,nx,moon", metavar="LIST",
+                    help="comma-separated configuration flavours to write (default vx,turbo,nx,moon)")
     ap.add_argument("--package-manager", choices=sorted(PACKAGE_MANAGERS), default="npm",
                     help="the package manager turbo runs scripts with (default npm): decides "
                          "packageManager and the lockfile (pnpm: pnpm-workspace.yaml and "
