@@ -373,8 +373,13 @@ impl TaskCgroup {
 }
 
 fn members(dir: &Path) -> Vec<i32> {
-    fs::read_to_string(dir.join("cgroup.procs"))
-        .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+    crate::process_tree::read_small(&dir.join("cgroup.procs"))
+        .map(|text| {
+            String::from_utf8_lossy(&text)
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect()
+        })
         .unwrap_or_default()
 }
 

@@ -94,6 +94,25 @@ pub fn live_members<'a>(
         .collect()
 }
 
+/// The whole of a small kernel file (`/proc/<pid>/stat`, a `children` list, `cgroup.procs`):
+/// open, read to the end, close. `std::fs::read` would first `fstat` the file to size its
+/// buffer, which for these files says 0 and costs a system call; the supervisor reads a few of
+/// them for every task.
+pub(crate) fn read_small(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut contents = Vec::with_capacity(512);
+    let mut buf = [0u8; 4096];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return Ok(contents),
+            Ok(n) => contents.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Reads every process's stat line. Processes that exit during the scan are skipped.
 pub fn scan_proc() -> Vec<ProcStat> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -102,7 +121,7 @@ pub fn scan_proc() -> Vec<ProcStat> {
     entries
         .filter_map(Result::ok)
         .filter(|entry| entry.file_name().as_encoded_bytes()[0].is_ascii_digit())
-        .filter_map(|entry| std::fs::read(entry.path().join("stat")).ok())
+        .filter_map(|entry| read_small(&entry.path().join("stat")).ok())
         .filter_map(|contents| parse_stat(&contents))
         .collect()
 }
@@ -176,7 +195,7 @@ fn no_session_member_among_children(sid: i32) -> bool {
         return false;
     };
     for child in &before {
-        let stat = std::fs::read(format!("/proc/{child}/stat"));
+        let stat = read_small(std::path::Path::new(&format!("/proc/{child}/stat")));
         if let Some(stat) = stat.ok().and_then(|contents| parse_stat(&contents)) {
             if stat.session == sid {
                 return false;
@@ -191,10 +210,11 @@ fn no_session_member_among_children(sid: i32) -> bool {
 fn own_children() -> Option<Vec<i32>> {
     let mut children: Vec<i32> = Vec::new();
     for thread in std::fs::read_dir("/proc/self/task").ok()? {
-        let list = std::fs::read_to_string(thread.ok()?.path().join("children"));
+        let list = read_small(&thread.ok()?.path().join("children"));
         match list {
             Ok(list) => children.extend(
-                list.split_whitespace()
+                String::from_utf8_lossy(&list)
+                    .split_whitespace()
                     .filter_map(|pid| pid.parse::<i32>().ok()),
             ),
             // A thread that exited since the directory was read has no children left.
@@ -425,5 +445,24 @@ mod tests {
         let me = table.iter().find(|p| p.pid == own).expect("own stat line");
         assert_eq!(me.pgrp, nix::unistd::getpgrp().as_raw());
         assert!(proc_is_usable());
+    }
+
+    #[test]
+    fn small_files_are_read_whole() {
+        // Longer than one read's buffer, and a kernel file whose size `stat` gives as 0.
+        let dir = tempfile::tempdir().unwrap();
+        let long = dir.path().join("long");
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&long, &bytes).unwrap();
+        assert_eq!(read_small(&long).unwrap(), bytes);
+        #[cfg(target_os = "linux")]
+        {
+            let stat = read_small(std::path::Path::new("/proc/self/stat")).unwrap();
+            assert_eq!(
+                parse_stat(&stat).map(|s| s.pid),
+                Some(std::process::id() as i32)
+            );
+        }
+        assert!(read_small(&dir.path().join("missing")).is_err());
     }
 }
