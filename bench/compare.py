@@ -1026,7 +1026,7 @@ def main() -> int:
     shutil.copy2(vx_source, vx)
 
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TURBO_", "NX_", "VX_", "GIT_")) and k not in ("FORCE_COLOR",)}
+           if not k.startswith(("TURBO_", "NX_", "MOON_", "VX_", "GIT_")) and k not in ("FORCE_COLOR",)}
     env.update(RUN_ENV)
     try:
         tools = Tools(vx, node)
