@@ -11,7 +11,10 @@ files, measure the bare per-task commands (for the list-schedule floor), then ti
 scenarios of `check` over every project:
 
   cold      dist/ and every cache deleted before each run
-  nothing   nothing changed: every task cached, every output present
+  nothing   nothing changed: every task cached, every output present (vx replays its snapshot:
+            the untimed warm-up run before found everything up to date and wrote it)
+  whole     the same, vx alone, with VX_SNAPSHOT=0: vx goes the whole way (config, listing,
+            keys, lookups), as on the first nothing-changed run after any change
   restore   every dist/ deleted before each run, caches kept: every output restored
   leaf      a source file of a project nothing depends on gets new content before each run
   core      a source file of the layer-0 project with the most transitive dependants gets new
@@ -50,10 +53,11 @@ REPO = BENCH.parent
 NODE_MODULES = BENCH / "node_modules"
 
 RUNNERS = ("vx", "turbo", "nx", "moon")
-SCENARIOS = ("cold", "nothing", "restore", "leaf", "core")
+SCENARIOS = ("cold", "nothing", "whole", "restore", "leaf", "core")
 TITLES = {
     "cold": "cold (no cache, no outputs)",
     "nothing": "nothing changed",
+    "whole": "nothing changed, no snapshot (vx with VX_SNAPSHOT=0)",
     "restore": "all outputs restored",
     "leaf": "one leaf file edited",
     "core": "one core file edited",
@@ -694,8 +698,11 @@ class SizeBench:
         copy = self.copies[runner]
         out = self.logs / f"{runner}.out"
         err = self.logs / f"{runner}.err"
+        env = self.env_for(runner)
+        if scenario == "whole":
+            env = {**env, "VX_SNAPSHOT": "0"}
         result = run_measured(self.tools.argv(runner, copy, self.args.concurrency), copy,
-                              self.env_for(runner), out, err, self.args.timeout)
+                              env, out, err, self.args.timeout)
         stdout = out.read_text(errors="replace")
         stderr = err.read_text(errors="replace")
         if result["exit"] != 0:
@@ -782,8 +789,10 @@ class SizeBench:
                                      "rep": rep, **result})
 
     def active(self, scenario: str) -> list[str]:
-        """The runners not skipped (--skip) in this scenario at this size."""
-        return [r for r in RUNNERS if not skipped(self.args.skip, r, scenario, self.n)]
+        """The runners not skipped (--skip) in this scenario at this size; `whole` is vx's alone
+        (the peers' runs would be those of `nothing` again)."""
+        runners = ("vx",) if scenario == "whole" else RUNNERS
+        return [r for r in runners if not skipped(self.args.skip, r, scenario, self.n)]
 
     def run(self) -> None:
         self.setup()
@@ -883,7 +892,7 @@ class SizeBench:
             "| scenario | vx | turbo | nx | moon | floor | vx/turbo | vx/nx | vx/moon | vx/floor |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        floor_note = {"cold": "schedule", "nothing": "git status", "restore": "status + cp",
+        floor_note = {"cold": "schedule", "nothing": "git status", "whole": "git status", "restore": "status + cp",
                       "leaf": "status + schedule", "core": "status + schedule"}
         for scenario in summary:
             runs = max((e.get("runs", 0) for r, e in summary[scenario].items() if r in RUNNERS), default=0)

@@ -7,13 +7,13 @@
 //!
 //! | Table | Key | Columns | Written by |
 //! |---|---|---|---|
-//! | `meta` | `name` | `value`: `key_format` (`vx-key-3` when created), `salt` (32 random bytes, hex), `orphans_swept_at`, `housekept_at` (ms) | open, retention |
+//! | `meta` | `name` | `value`: `key_format` (`vx-key-3` when created), `salt` (32 random bytes, hex), `orphans_swept_at`, `housekept_at` (ms), `generation` (raised by triggers on `entries`) | open, retention, triggers |
 //! | `entries` | `key` | `project`, `task`, `size_bytes` (compressed), `created_at`, `accessed_at`, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `origin` (`local`, `remote`, `remote-exec`) | save, adoption, touches |
 //! | `entry_outputs` | (`key`, `path`) | `size`, `mode`, `mtime_ns`; `key` → `entries` ON DELETE CASCADE; `path` is project-relative, or `workspace-outputs/<root-rel>` | save, adoption |
 //! | `output_stamps` | (`workspace`, `key`, `path`) | `size`, `mode`, `mtime_ns`, `inode`, `ctime_ns`: `lstat` right after this checkout saved or restored the file (STORE-9) | after save/restore |
 //! | `key_inputs` | (`key`, `kind`, `name`) | `digest`, `recorded_at` (HIST-2) | key derivation |
 //! | `file_stamps` | (`workspace`, `path`) | `device`, `inode`, `mtime_ns`, `ctime_ns`, `size`, `mode`, `blob_id`, `seen_at` (KEY-11) | end of run |
-//! | `invocations` | `run_id` | `argv` (JSON array), `started_at`, `ended_at`, `exit_code`, `task_count`, `counts` (JSON object: status and cache kind → count), `commit`, `branch`, `dirty`, `ci_provider`, `os`, `arch`, `vx_version`, `concurrency`, `cache_policy` (HIST-1) | end of run |
+//! | `invocations` | `run_id` | `argv` (JSON array), `started_at`, `ended_at`, `exit_code`, `task_count`, `counts` (JSON object: status and cache kind → count), `commit`, `branch`, `dirty`, `ci_provider`, `os`, `arch`, `vx_version`, `concurrency`, `cache_policy` (HIST-1), `replay_of`? (a replayed run: the run whose task rows it repeats) | end of run |
 //! | `runs` | `id` (autoincrement) | `run_id` → `invocations` ON DELETE CASCADE, `project`, `task`, `key`?, `status`, `cache`, `placement`, `exit_code`?, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `start_offset_ms`, `end_offset_ms`, `attempts`, `timed_out`, `not_ready` (0, or why a persistent task never became ready: 1 exited, 2 timed out, 3 no shell, 4 unneeded), `blocked_by`?, `sandbox_violations`, `admission_held_ms`, `saved`, `unsaved_reason`? (HIST-1), `prev_id`? (the task's previous row), `restore_reason`? (a restored hit: the output that was missing or changed) | end of run |
 //! | `task_latest` | (`project`, `task`) | `last_id`: the task's newest `runs` row | end of run |
 //! | `passed_keys` | (`project`, `task`, `key`) | `first_id`: the first `success` row with that key (EXEC-16) | end of run |
@@ -36,8 +36,14 @@
 //! scheduler's estimates for every task in one statement.
 //!
 //! Version 5 adds `runs.restore_reason`: why a hit was restored rather than up to date (the
-//! output that was missing or changed), for `vx why`. A version 4 index is upgraded in place
-//! ([`upgrade_from_4`]), keeping its entries and history.
+//! output that was missing or changed), for `vx why`.
+//!
+//! Version 6 adds what a run snapshot (`vx/src/run/snapshot.rs`) checks: `meta.generation`, a
+//! number two triggers raise whenever an entry is deleted (pruned, found damaged) or saved
+//! again over an older body (`size_bytes` or `created_at` updated), so that a snapshot taken
+//! before knows an entry it relied on may have changed; and `invocations.replay_of`, the run a
+//! replayed run repeats (its task rows are that run's). A version 4 or 5 index is upgraded in
+//! place ([`upgrade`]), keeping its entries and history.
 //!
 //! An index with an older `user_version` (or `0` with tables in it) is rebuilt by a writing
 //! open: every table is dropped and recreated in one `BEGIN IMMEDIATE` transaction (artifacts are
@@ -46,7 +52,7 @@
 use rusqlite::Transaction;
 
 /// The schema version this vx reads and writes.
-pub(crate) const VERSION: u32 = 5;
+pub(crate) const VERSION: u32 = 6;
 
 /// `meta.key_format`.
 pub(crate) const KEY_FORMAT: &str = "vx-key-3";
@@ -132,7 +138,8 @@ CREATE TABLE invocations (
     arch         TEXT NOT NULL DEFAULT '',
     vx_version   TEXT NOT NULL DEFAULT '',
     concurrency  INTEGER NOT NULL DEFAULT 0,
-    cache_policy TEXT NOT NULL DEFAULT ''
+    cache_policy TEXT NOT NULL DEFAULT '',
+    replay_of    TEXT
 ) WITHOUT ROWID;
 CREATE INDEX invocations_by_start ON invocations (started_at);
 
@@ -189,9 +196,25 @@ CREATE TABLE task_recent (
 ) WITHOUT ROWID;
 ";
 
-/// Version 4 → 5 in place: one column more, nothing lost.
-pub(crate) fn upgrade_from_4(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    tx.execute_batch("ALTER TABLE runs ADD COLUMN restore_reason TEXT")?;
+/// Version 6's additions, also applied in place to a version 5 index: the entries'
+/// generation (see the module documentation).
+const GENERATION: &str = "
+INSERT OR IGNORE INTO meta (name, value) VALUES ('generation', '0');
+CREATE TRIGGER entries_deleted AFTER DELETE ON entries BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'generation';
+END;
+CREATE TRIGGER entries_resaved AFTER UPDATE OF size_bytes, created_at ON entries BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = 'generation';
+END;
+";
+
+/// Version 4 or 5 → 6 in place: columns and triggers more, nothing lost.
+pub(crate) fn upgrade(tx: &Transaction<'_>, found: u32) -> rusqlite::Result<()> {
+    if found == 4 {
+        tx.execute_batch("ALTER TABLE runs ADD COLUMN restore_reason TEXT")?;
+    }
+    tx.execute_batch("ALTER TABLE invocations ADD COLUMN replay_of TEXT")?;
+    tx.execute_batch(GENERATION)?;
     tx.pragma_update(None, "user_version", VERSION)?;
     Ok(())
 }
@@ -214,6 +237,7 @@ pub(crate) fn rebuild(tx: &Transaction<'_>) -> rusqlite::Result<()> {
         tx.execute_batch(&format!("DROP {kind} IF EXISTS \"{quoted}\""))?;
     }
     tx.execute_batch(CREATE)?;
+    tx.execute_batch(GENERATION)?;
     tx.pragma_update(None, "user_version", VERSION)?;
     Ok(())
 }
@@ -222,6 +246,49 @@ pub(crate) fn rebuild(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 mod tests {
     use super::*;
     use rusqlite::Connection;
+
+    #[test]
+    fn a_version_5_index_is_upgraded_in_place_with_its_entries_and_a_working_generation() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        rebuild(&tx).unwrap();
+        tx.commit().unwrap();
+        // Version 5 as it was: no generation, no triggers, no `replay_of`.
+        conn.execute_batch(
+            "DROP TRIGGER entries_deleted; DROP TRIGGER entries_resaved;
+             DELETE FROM meta WHERE name = 'generation';
+             ALTER TABLE invocations DROP COLUMN replay_of;
+             PRAGMA user_version = 5;
+             INSERT INTO entries (key, project, task, size_bytes, created_at, accessed_at)
+                 VALUES ('k', 'p', 't', 1, 2, 3);",
+        )
+        .unwrap();
+        let tx = conn.transaction().unwrap();
+        upgrade(&tx, 5).unwrap();
+        tx.commit().unwrap();
+        let count: i64 = conn
+            .query_row("SELECT COUNT(*) FROM entries", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 1, "entries kept");
+        let generation = |conn: &Connection| -> String {
+            conn.query_row(
+                "SELECT value FROM meta WHERE name = 'generation'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        assert_eq!(generation(&conn), "0");
+        conn.execute("DELETE FROM entries WHERE key = 'k'", [])
+            .unwrap();
+        assert_eq!(generation(&conn), "1");
+        conn.execute(
+            "INSERT INTO invocations (run_id, started_at, ended_at, exit_code, replay_of)
+             VALUES ('r', 1, 2, 0, 'q')",
+            [],
+        )
+        .unwrap();
+    }
 
     #[test]
     fn rebuild_replaces_an_unknown_older_schema() {

@@ -686,3 +686,58 @@ fn head_names_the_branch_and_its_commit_loose_packed_or_detached() {
     let (_outside, plain) = temp();
     assert_eq!(head(&plain), None);
 }
+
+/// A run snapshot records what the listing depends on: every directory listed (ignored ones
+/// are not listed), the `.gitignore` files read, the index, the exclude and configuration
+/// files; a refresh adds what it lists.
+#[test]
+fn consulted_names_the_directories_ignore_files_and_git_files_of_the_listing() {
+    let (_d, root) = repo();
+    commit(
+        &root,
+        &[
+            (".gitignore", "out/\n"),
+            ("a/b/c.txt", "c"),
+            ("a/.gitignore", "*.log\n"),
+            ("d/e.txt", "e"),
+        ],
+    );
+    write(&root, "out/x/y.txt", "ignored");
+    let mut tree = scan(&root);
+    let consulted = tree.consulted().expect("no nested repositories");
+    for path in [
+        root.clone(),
+        root.join("a"),
+        root.join("a/b"),
+        root.join("d"),
+        root.join(".gitignore"),
+        root.join("a/.gitignore"),
+        root.join(".git/index"),
+        root.join(".git/info/exclude"),
+        root.join(".git/config"),
+    ] {
+        assert!(
+            consulted.contains(&path),
+            "{} in {consulted:?}",
+            path.display()
+        );
+    }
+    assert!(
+        !consulted.contains(&root.join("out")),
+        "ignored: not listed"
+    );
+    assert!(!consulted.contains(&root.join(".git")));
+    let mut sorted = consulted.clone();
+    sorted.sort();
+    assert_eq!(consulted, sorted);
+    // A directory created later and refreshed is consulted from then on.
+    write(&root, "d/new/f.txt", "f");
+    tree.refresh(&["d".to_string()]).unwrap();
+    assert!(tree.consulted().unwrap().contains(&root.join("d/new")));
+
+    // With a nested repository there is no full list.
+    let nested = root.join("vendor/n");
+    fs::create_dir_all(&nested).unwrap();
+    git(&nested, &["init", "-q"]);
+    assert_eq!(scan(&root).consulted(), None);
+}

@@ -53,6 +53,9 @@ pub struct Invocation {
     pub vx_version: String,
     pub concurrency: u32,
     pub cache_policy: String,
+    /// A replayed run (a run snapshot found nothing moved): the run whose task rows it repeats.
+    /// Such a run has no rows of its own; [`Store::run_rows`] reads the repeated run's.
+    pub replay_of: Option<String>,
 }
 
 /// One `runs` row (HIST-1). On write, `id` and `started_at` are ignored (the row id is
@@ -256,8 +259,9 @@ impl Store {
                 // DELETE CASCADE) and break the chains of later runs through them.
                 "INSERT INTO invocations (run_id, argv, started_at, ended_at, exit_code,
                      task_count, counts, \"commit\", branch, dirty, ci_provider, os, arch,
-                     vx_version, concurrency, cache_policy)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+                     vx_version, concurrency, cache_policy, replay_of)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                     ?17)
                  ON CONFLICT (run_id) DO UPDATE SET argv = excluded.argv,
                      started_at = excluded.started_at, ended_at = excluded.ended_at,
                      exit_code = excluded.exit_code, task_count = excluded.task_count,
@@ -265,7 +269,7 @@ impl Store {
                      branch = excluded.branch, dirty = excluded.dirty,
                      ci_provider = excluded.ci_provider, os = excluded.os, arch = excluded.arch,
                      vx_version = excluded.vx_version, concurrency = excluded.concurrency,
-                     cache_policy = excluded.cache_policy",
+                     cache_policy = excluded.cache_policy, replay_of = excluded.replay_of",
             )?
             .execute(params![
                 inv.run_id,
@@ -283,7 +287,8 @@ impl Store {
                 inv.arch,
                 inv.vx_version,
                 inv.concurrency,
-                inv.cache_policy
+                inv.cache_policy,
+                inv.replay_of
             ])?;
             let (again, new): (Vec<&RunRow>, Vec<&RunRow>) = rows
                 .iter()
@@ -631,7 +636,14 @@ pub(crate) fn housekeep_if_due(
     // (Invocations are deleted by start time and rows are chained in the order runs were
     // recorded, so a long run recorded late can leave a gap: a task's chain then ends there,
     // and its latest row is found again from what is left.)
-    if conn.execute("DELETE FROM invocations WHERE started_at < ?1", [bound])? > 0 {
+    // A run that a kept replayed run repeats stays: the replay's rows are its rows.
+    let deleted = conn.execute(
+        "DELETE FROM invocations WHERE started_at < ?1 AND run_id NOT IN
+             (SELECT replay_of FROM invocations WHERE replay_of IS NOT NULL
+                 AND started_at >= ?1)",
+        [bound],
+    )?;
+    if deleted > 0 {
         rebuild_task_latest(conn)?;
         rebuild_passed_keys(conn)?;
     }
@@ -756,8 +768,14 @@ mod tests {
         }
         // Make it what vx of schema 4 wrote: no column, user_version 4.
         let db = rusqlite::Connection::open(dir.path().join(crate::index::DB_FILE)).unwrap();
-        db.execute_batch("ALTER TABLE runs DROP COLUMN restore_reason; PRAGMA user_version = 4;")
-            .unwrap();
+        db.execute_batch(
+            "ALTER TABLE runs DROP COLUMN restore_reason;
+             ALTER TABLE invocations DROP COLUMN replay_of;
+             DROP TRIGGER entries_deleted; DROP TRIGGER entries_resaved;
+             DELETE FROM meta WHERE name = 'generation';
+             PRAGMA user_version = 4;",
+        )
+        .unwrap();
         drop(db);
         let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
         let rows = store.task_runs("web", "build", 10).unwrap();

@@ -7,7 +7,8 @@ use super::history::{run_row, RUN_COLUMNS};
 use super::{from_sql_u64, read, Invocation, RunRow, Store, StoreError};
 
 const INVOCATION_COLUMNS: &str = "run_id, argv, started_at, ended_at, exit_code, task_count,
-    counts, \"commit\", branch, dirty, ci_provider, os, arch, vx_version, concurrency, cache_policy";
+    counts, \"commit\", branch, dirty, ci_provider, os, arch, vx_version, concurrency, cache_policy,
+    replay_of";
 
 fn invocation(row: &Row<'_>) -> rusqlite::Result<Invocation> {
     let argv: String = row.get(1)?;
@@ -29,6 +30,7 @@ fn invocation(row: &Row<'_>) -> rusqlite::Result<Invocation> {
         vx_version: row.get(13)?,
         concurrency: row.get(14)?,
         cache_policy: row.get(15)?,
+        replay_of: row.get(16)?,
     })
 }
 
@@ -72,15 +74,62 @@ impl Store {
         })
     }
 
-    /// The task rows of run `run_id`, in the order they were written.
+    /// The task rows of run `run_id`, in the order they were written; a replayed run's are
+    /// those of the run it repeats.
     pub fn run_rows(&self, run_id: &str) -> Result<Vec<RunRow>, StoreError> {
         read(self, |conn| {
+            let repeated: Option<String> = conn
+                .prepare_cached("SELECT replay_of FROM invocations WHERE run_id = ?1")?
+                .query_row([run_id], |row| row.get(0))
+                .optional()?
+                .flatten();
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {RUN_COLUMNS} FROM runs r JOIN invocations i ON i.run_id = r.run_id
                  WHERE r.run_id = ?1 ORDER BY r.id"
             ))?;
-            let rows = stmt.query_map([run_id], run_row)?;
+            let rows = stmt.query_map([repeated.as_deref().unwrap_or(run_id)], run_row)?;
             rows.collect()
+        })
+    }
+
+    /// Records a replayed run (`invocation.replay_of` set): its invocation row alone, and the
+    /// entries the repeated run's tasks used marked as used now — at most once an hour each,
+    /// so that a replay writes nothing else most of the time.
+    pub fn record_replay(&mut self, invocation: &Invocation) -> Result<(), StoreError> {
+        self.record_run(invocation, &[])?;
+        let Some(repeated) = invocation.replay_of.as_deref() else {
+            return Ok(());
+        };
+        let now = super::now_ms();
+        super::write_tx(self, |tx, _| {
+            tx.prepare_cached(
+                "UPDATE entries SET accessed_at = ?1
+                 WHERE key IN (SELECT key FROM runs WHERE run_id = ?2 AND key IS NOT NULL)
+                     AND accessed_at < ?1 - 3600000",
+            )?
+            .execute(params![now, repeated])?;
+            Ok(())
+        })
+    }
+
+    /// What a run snapshot checks of the store: the salt (a new one when the index was
+    /// rebuilt), the entries' generation, and whether run `run_id` is still recorded.
+    pub fn snapshot_state(&self, run_id: &str) -> Result<Option<(String, i64)>, StoreError> {
+        let salt = super::open::hex(&self.salt);
+        read(self, |conn| {
+            let generation: Option<String> = conn
+                .prepare_cached("SELECT value FROM meta WHERE name = 'generation'")?
+                .query_row([], |row| row.get(0))
+                .optional()?;
+            let known = conn
+                .prepare_cached("SELECT 1 FROM invocations WHERE run_id = ?1")?
+                .query_row([run_id], |_| Ok(()))
+                .optional()?
+                .is_some();
+            Ok(generation
+                .and_then(|g| g.parse().ok())
+                .filter(|_| known)
+                .map(|g| (salt, g)))
         })
     }
 }
@@ -140,5 +189,110 @@ mod tests {
         let mut all = store.all_run_ids().unwrap();
         all.sort();
         assert_eq!(all, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_replayed_run_reads_the_rows_of_the_run_it_repeats_and_touches_their_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        let key = crate::index::tests::key(1);
+        crate::index::tests::save(&mut store, &key, "body");
+        crate::index::tests::set_accessed(&store, &key, 1_000);
+        let now = crate::index::now_ms();
+        let row = RunRow {
+            project: "web".into(),
+            task: "build".into(),
+            key: Some(key.clone()),
+            status: "success".into(),
+            cache: "up-to-date".into(),
+            ..RunRow::default()
+        };
+        store
+            .record_run(&invocation("first", now - 20, 0), &[row])
+            .unwrap();
+        let replay = Invocation {
+            replay_of: Some("first".into()),
+            ..invocation("again", now - 10, 0)
+        };
+        store.record_replay(&replay).unwrap();
+        assert_eq!(store.invocation("again").unwrap().unwrap(), replay);
+        let rows = store.run_rows("again").unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].key.as_deref(), Some(key.as_str()));
+        assert_eq!(rows[0].started_at, now - 20, "the repeated run's rows");
+        let accessed: i64 = store
+            .conn
+            .as_ref()
+            .unwrap()
+            .query_row(
+                "SELECT accessed_at FROM entries WHERE key = ?1",
+                [&key],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(accessed >= now, "touched: {accessed}");
+        let (salt, generation) = store.snapshot_state("first").unwrap().unwrap();
+        assert_eq!(salt.len(), 64);
+        assert_eq!(store.snapshot_state("missing").unwrap(), None);
+        // A touch is not a change of the entry; a deletion is.
+        store.forget(&[key.as_str()], true).unwrap();
+        assert_eq!(
+            store.snapshot_state("first").unwrap().unwrap().1,
+            generation + 1
+        );
+    }
+
+    #[test]
+    fn saving_an_entry_again_raises_the_generation_and_a_new_entry_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        store
+            .record_run(&invocation("r", crate::index::now_ms(), 0), &[])
+            .unwrap();
+        let start = store_generation(&store);
+        crate::index::tests::save(&mut store, &crate::index::tests::key(1), "one");
+        crate::index::tests::save(&mut store, &crate::index::tests::key(2), "two");
+        assert_eq!(
+            store_generation(&store),
+            start,
+            "new entries change nothing a snapshot relied on"
+        );
+        crate::index::tests::set_accessed(&store, &crate::index::tests::key(1), 5);
+        assert_eq!(
+            store_generation(&store),
+            start,
+            "an access time is not the entry"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        crate::index::tests::save(&mut store, &crate::index::tests::key(1), "one again");
+        assert_eq!(store_generation(&store), start + 1);
+    }
+
+    fn store_generation(store: &Store) -> i64 {
+        store.snapshot_state("r").unwrap().unwrap().1
+    }
+
+    #[test]
+    fn history_keeps_an_old_run_that_a_kept_replay_repeats() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        let now = crate::index::now_ms();
+        let day = 24 * 60 * 60 * 1000;
+        let replay = Invocation {
+            replay_of: Some("old".into()),
+            ..invocation("replay", now - 1, 0)
+        };
+        store.record_replay(&replay).unwrap();
+        // Housekeeping just ran: these two stay until it is due again.
+        for (id, age) in [("old", 40), ("older", 41)] {
+            store
+                .record_run(&invocation(id, now - age * day, 0), &[])
+                .unwrap();
+        }
+        store.meta.housekept_at = None;
+        store.record_run(&invocation("new", now, 0), &[]).unwrap();
+        let mut ids = store.all_run_ids().unwrap();
+        ids.sort();
+        assert_eq!(ids, ["new", "old", "replay"]);
     }
 }

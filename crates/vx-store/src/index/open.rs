@@ -55,7 +55,7 @@ fn random_salt() -> io::Result<[u8; 32]> {
     Ok(salt)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -269,8 +269,8 @@ impl Store {
             tx.commit()?;
             return Ok(found);
         }
-        if found == 4 {
-            schema::upgrade_from_4(&tx)?;
+        if found == 4 || found == 5 {
+            schema::upgrade(&tx, found)?;
             tx.commit()?;
             return Ok(schema::VERSION);
         }

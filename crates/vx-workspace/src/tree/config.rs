@@ -35,6 +35,8 @@ pub(crate) struct ConfigEntry {
 pub(crate) struct ConfigSet {
     pub(crate) entries: Vec<ConfigEntry>,
     pub(crate) broken: bool,
+    /// Every file read or looked for, includes too (for a run snapshot).
+    pub(crate) files: Vec<PathBuf>,
 }
 
 /// The settings of one repository that the tree acts on.
@@ -87,6 +89,7 @@ fn read_file_into(path: &Path, conditional: bool, depth: usize, set: &mut Config
         set.broken = true;
         return;
     }
+    set.files.push(path.to_path_buf());
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
@@ -443,6 +446,7 @@ mod tests {
         let set = ConfigSet {
             entries: parse(text.as_bytes()).unwrap(),
             broken: false,
+            files: Vec::new(),
         };
         set.settings(Path::new("/repo"))
     }
@@ -464,6 +468,7 @@ mod tests {
         let mut set = ConfigSet {
             entries: parse(b"[core]\nfilemode = false\n").unwrap(),
             broken: false,
+            files: Vec::new(),
         };
         let mut conditional = parse(b"[core]\nautocrlf = true\nignorecase = true\n").unwrap();
         for e in &mut conditional {

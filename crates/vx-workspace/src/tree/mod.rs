@@ -124,6 +124,8 @@ pub struct Tree {
     /// `lstat` results taken ahead by [`Tree::prefetch`] for [`Tree::identity`], kept until
     /// [`Tree::forget_prefetched`].
     prefetched: HashMap<String, std::io::Result<std::fs::Metadata>>,
+    /// Every path the listing depends on besides its files; see [`Tree::consulted`].
+    consulted: Vec<PathBuf>,
 }
 
 /// Where the git repository whose work tree holds a root keeps its files.
@@ -204,8 +206,8 @@ impl Tree {
         let Some(layout) = repo::find_outer(&root)? else {
             return Tree::scan_plain(root, exclusions, global);
         };
-        let settings = config::repo_config(&global, &layout.common_dir, &layout.git_dir)
-            .settings(&layout.worktree);
+        let repo_config = config::repo_config(&global, &layout.common_dir, &layout.git_dir);
+        let settings = repo_config.settings(&layout.worktree);
         let index = repo::read_index(&layout, settings.object_format)?;
         counters.index_reads += 1;
         // The root's path inside the repository, as a prefix of index paths ("" or "a/b/").
@@ -262,8 +264,14 @@ impl Tree {
             format: settings.object_format,
             counters,
             prefetched: HashMap::new(),
+            consulted: Vec::new(),
         };
-        let found = tree.walk(b"")?;
+        let mut found = tree.walk(b"")?;
+        let mut consulted = std::mem::take(&mut found.consulted);
+        consulted.extend(repo_config.files.iter().cloned());
+        consulted.push(layout.git_dir.join("index"));
+        consulted.push(layout.common_dir.join("info/exclude"));
+        consulted.extend(settings.excludes_file.iter().cloned());
         let mut attribute_files = settings.attribute_files.clone();
         attribute_files.push(layout.common_dir.join("info/attributes"));
         attribute_files.extend(found.attributes.iter().cloned());
@@ -275,6 +283,8 @@ impl Tree {
         if attributes::any_conversion(&attribute_files) {
             tree.rules.allowed = false;
         }
+        consulted.extend(attribute_files);
+        tree.consulted = consulted;
         tree.install(b"", found);
         Ok(tree)
     }
@@ -305,10 +315,28 @@ impl Tree {
             format: ObjectFormat::Sha1,
             counters: Counters::default(),
             prefetched: HashMap::new(),
+            consulted: Vec::new(),
         };
-        let found = tree.walk(b"")?;
+        let mut found = tree.walk(b"")?;
+        tree.consulted = std::mem::take(&mut found.consulted);
+        tree.consulted.extend(tree.global.files.iter().cloned());
         tree.install(b"", found);
         Ok(tree)
+    }
+
+    /// What the listing depends on besides the files it lists, as absolute paths, sorted:
+    /// every directory listed, the `.gitignore` and attributes files, the git configuration
+    /// files (those looked for and absent too), the index and the exclude files. With the
+    /// listed files, stat data of these proves the listing unchanged (a run snapshot); `None`
+    /// when the tree holds nested repositories or submodules, whose indexes it does not name.
+    pub fn consulted(&self) -> Option<Vec<PathBuf>> {
+        if !self.nested.is_empty() || !self.outer.gitlinks.is_empty() {
+            return None;
+        }
+        let mut paths = self.consulted.clone();
+        paths.sort_unstable();
+        paths.dedup();
+        Some(paths)
     }
 
     /// Whether the root is inside a git work tree.
@@ -477,7 +505,8 @@ impl Tree {
             }
         }
         for scope in kept {
-            let found = self.walk(scope.as_bytes())?;
+            let mut found = self.walk(scope.as_bytes())?;
+            self.consulted.append(&mut found.consulted);
             if attributes::any_conversion(&found.attributes) {
                 self.rules.allowed = false;
             }
@@ -555,10 +584,7 @@ impl Tree {
             known: &self.nested,
             outer: self.in_git.then_some(&self.outer),
         };
-        let more = walker.run(jobs)?;
-        found.untracked.extend(more.untracked);
-        found.repos.extend(more.repos);
-        found.attributes.extend(more.attributes);
+        found.merge(walker.run(jobs)?);
         self.counters.walks += 1;
         Ok(found)
     }

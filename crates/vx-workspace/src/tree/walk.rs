@@ -99,13 +99,17 @@ pub(crate) struct Found {
     pub(crate) repos: Vec<Arc<Repo>>,
     /// `.gitattributes` files of the outer repository (ignored ones included: git reads them).
     pub(crate) attributes: Vec<PathBuf>,
+    /// Every directory listed, and every `.gitignore` file read: what the listing depends on
+    /// besides the indexes and the configuration (for a run snapshot).
+    pub(crate) consulted: Vec<PathBuf>,
 }
 
 impl Found {
-    fn merge(&mut self, other: Found) {
+    pub(crate) fn merge(&mut self, other: Found) {
         self.untracked.extend(other.untracked);
         self.repos.extend(other.repos);
         self.attributes.extend(other.attributes);
+        self.consulted.extend(other.consulted);
     }
 }
 
@@ -216,6 +220,7 @@ impl Walker<'_> {
 
     /// Lists one directory.
     fn visit(&self, job: Job, found: &mut Found, next: &mut Vec<Job>) -> Result<(), TreeError> {
+        found.consulted.push(job.abs.clone());
         let Some(entries) = list(&job.abs)? else {
             return Ok(());
         };
@@ -236,6 +241,7 @@ impl Walker<'_> {
             .iter()
             .any(|(name, kind)| name.as_bytes() == b".gitignore" && kind.is_file());
         let chain = if has_gitignore {
+            found.consulted.push(job.abs.join(".gitignore"));
             excludes::push(&chain, &job.abs, ignore_case)
         } else {
             chain

@@ -223,6 +223,12 @@ fn run_text(inv: &Invocation, rows: &[RunRow]) -> String {
         when(inv.started_at),
         took(inv)
     ));
+    if let Some(repeated) = &inv.replay_of {
+        text.push_str(&format!(
+            "replay     of run {} · nothing it read had changed\n",
+            hex12(repeated)
+        ));
+    }
     if inv.branch.is_some() || inv.commit.is_some() {
         let branch = inv.branch.as_deref().unwrap_or("(detached)");
         let commit = inv
@@ -456,6 +462,10 @@ pub struct RecordedRun {
     pub concurrency: u32,
     /// The cache policy, e.g. `local:rw`.
     pub cache_policy: String,
+    /// A replayed run (nothing it read had changed since run `replay_of`, whose tasks it
+    /// lists): the id of that run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
 }
 
 /// One task of a recorded run.
@@ -532,6 +542,7 @@ fn recorded(inv: &Invocation) -> RecordedRun {
         vx_version: inv.vx_version.clone(),
         concurrency: inv.concurrency,
         cache_policy: inv.cache_policy.clone(),
+        replay_of: inv.replay_of.clone(),
     }
 }
 

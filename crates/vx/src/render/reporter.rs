@@ -52,6 +52,8 @@ pub struct Reporter {
     stream_lines: Option<StreamLines>,
     /// `--ui=tui`: the task UI holds the terminal; every task event goes to it.
     tui: Option<super::tui::Tui>,
+    /// Notices handed over so far (a run that said something is not replayed from a snapshot).
+    notices: usize,
 }
 
 /// The state of `--log-order=stream`.
@@ -89,7 +91,19 @@ impl Reporter {
             unmatched: std::collections::BTreeMap::new(),
             stream_lines: None,
             tui: None,
+            notices: 0,
         }
+    }
+
+    /// Whether nothing but the footer was printed for these reports, and no notice: what a
+    /// replayed run prints is then the footer alone (`run/snapshot.rs`). `requested` says
+    /// which reports are of requested tasks.
+    pub fn printed_only_footer(&self, reports: &[(&TaskReport, bool)]) -> bool {
+        self.notices == 0
+            && self.github_token.is_none()
+            && reports
+                .iter()
+                .all(|(report, requested)| matches!(self.decide(report, *requested), Show::Nothing))
     }
 
     /// UI-9: GitHub Actions log groups. A group's title needs the task's outcome, so no frame
@@ -264,6 +278,7 @@ impl Reporter {
     /// The header of the streamed frame, when its task starts.
     /// A notice from the run (ERR-1), on stderr.
     pub fn notice(&mut self, notice: Notice) {
+        self.notices += 1;
         match notice {
             Notice::Unmatched { task, what, glob } => {
                 let tasks = self.unmatched.entry((what, glob)).or_default();

@@ -24,10 +24,11 @@ pub mod outcome;
 pub mod plan;
 pub mod record;
 pub mod setup;
+pub mod snapshot;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use vx_core::units::parse_duration;
 
@@ -68,6 +69,7 @@ pub fn run_as(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
 
 fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i32, Failure> {
     let origin = Instant::now();
+    let started = SystemTime::now();
     // Bounded: a task that writes faster than the loop can handle blocks on its pipe instead of
     // piling its output up in vx's memory (STORE-6); nothing on the loop's thread ever sends.
     let (tx, rx) = crossbeam_channel::bounded::<Msg>(MESSAGES_IN_FLIGHT);
@@ -76,6 +78,35 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     host::signals::route_to_run(Some(tx.clone()));
     let options = options.clone();
     let host_env = host_env();
+    // A command whose last run found everything up to date, with nothing moved since, is
+    // replayed from its snapshot without loading the workspace (`snapshot.rs`).
+    let request = match &ending {
+        Ending::Exit => crate::workspace::root_only(cwd)
+            .ok()
+            .and_then(|(root, settings)| {
+                let dir = crate::cache_dir::cache_dir(
+                    &root,
+                    cwd,
+                    options.cache_dir.as_deref(),
+                    &host_env,
+                    settings.cache_dir.as_deref(),
+                );
+                snapshot::Request::new(&dir, cwd, &options, &host_env, started)
+                    .map(|request| (root, request))
+            }),
+        Ending::Cycle(_) => None,
+    };
+    if let Some((root, request)) = &request {
+        let how = snapshot::Replay {
+            root,
+            options: &options,
+            host_env: &host_env,
+            origin,
+        };
+        if let Some(code) = snapshot::replay(request, &how) {
+            return Ok(code);
+        }
+    }
     let workspace = plan::discover(cwd)?;
     let (plan, opened) = if options.plan.is_none() {
         plan_and_open(workspace, cwd, &options, &host_env)?
@@ -130,13 +161,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         colour: colour_enabled(&lookup),
     };
     let ci = host_env.get("CI").is_some_and(|v| truthy(v));
-    let flow = if ci {
-        Flow::Ci
-    } else if options.has_selection() {
-        Flow::Broad
-    } else {
-        Flow::Focused
-    };
+    let flow = flow(&host_env, &options);
     if options.cache.remote_named
         && cache::remote::resolve(
             plan.workspace.settings.remote_cache.as_ref(),
@@ -191,6 +216,9 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         memory_budget,
         lock,
         keeps_terminal: matches!(ending, Ending::Cycle(_)),
+        snapshot: request
+            .filter(|_| plan.notices.is_empty())
+            .map(|(_, request)| request),
     };
     let mut reporter = Reporter::new(style, flow, options.output_logs);
     for notice in opening_notices {
@@ -271,6 +299,17 @@ fn plan_and_open(
     });
     let plan = plan?;
     Ok((plan, Some(opened?)))
+}
+
+/// How the run's output flows (UI-3): CI, a selection of tasks, or focused on the requested.
+pub fn flow(host_env: &BTreeMap<String, String>, options: &RunOptions) -> Flow {
+    if host_env.get("CI").is_some_and(|v| truthy(v)) {
+        Flow::Ci
+    } else if options.has_selection() {
+        Flow::Broad
+    } else {
+        Flow::Focused
+    }
 }
 
 /// vx's own environment, the variables whose names and values are UTF-8 (the others are

@@ -32,6 +32,7 @@ mod reapi_cache;
 mod recap;
 mod remote_cache;
 mod remote_exec;
+mod replay;
 mod reports;
 mod restore_exact;
 mod sandbox;

@@ -41,6 +41,9 @@ pub struct Outputs {
 pub struct Listing {
     pub found: Vec<Found>,
     pub skipped: Vec<String>,
+    /// Every path the walk looked at (`lstat`ed, there or not): with their stat data, what
+    /// proves the listing unchanged (a run snapshot).
+    pub visited: Vec<String>,
 }
 
 /// One matched path: root-relative, with its `lstat`.
@@ -129,6 +132,7 @@ impl Outputs {
     pub fn list(&self, root: &Path) -> io::Result<Listing> {
         let mut found: BTreeMap<String, fs::Metadata> = BTreeMap::new();
         let mut skipped: Vec<String> = Vec::new();
+        let mut visited: Vec<String> = Vec::new();
         let starts: Vec<(String, bool, bool)> = self
             .project
             .positives()
@@ -164,6 +168,7 @@ impl Outputs {
                     }
                     continue;
                 }
+                visited.push(rel.clone());
                 let meta = match fs::symlink_metadata(root.join(&rel)) {
                     Ok(meta) => meta,
                     Err(e) if is_missing(&e) => continue,
@@ -196,6 +201,7 @@ impl Outputs {
                 .map(|(path, meta)| Found { path, meta })
                 .collect(),
             skipped,
+            visited,
         })
     }
 

@@ -75,6 +75,9 @@ impl Run<'_> {
         self.relay_notices();
         self.record_run(code, signalled, true);
         self.finish_output();
+        if kept.is_empty() && self.watch.is_none() && !signalled {
+            self.write_snapshot(code);
+        }
         // STORE-14: released before the foreground wait for kept persistent tasks.
         self.ctx.lock.take();
         if self.watch.is_some() {
@@ -216,6 +219,138 @@ impl Run<'_> {
         }
     }
 
+    /// A run that found every task up to date and printed only its footer writes its snapshot
+    /// (`run/snapshot.rs`); why one is not written goes to `VX_LOG=debug`.
+    fn write_snapshot(&mut self, code: i32) {
+        let Some(request) = self.ctx.snapshot.clone() else {
+            return;
+        };
+        let written = self.snapshot_facts(code).and_then(|(facts, paths)| {
+            crate::run::snapshot::write(&request, &self.plan.workspace.root, &facts, paths)
+                .map_err(|e| e.0)
+        });
+        if let Err(why) = written {
+            tracing::trace!(target: "vx::snapshot", "no snapshot: {why}");
+        }
+    }
+
+    /// What the snapshot of this run records, or why there is none.
+    fn snapshot_facts(
+        &mut self,
+        code: i32,
+    ) -> Result<(crate::run::snapshot::Facts, Vec<std::path::PathBuf>), String> {
+        use std::path::PathBuf;
+        if code != exit::SUCCESS || self.tui || !self.sinks.is_empty() || self.remote.is_some() {
+            return Err("not a plain successful run".into());
+        }
+        let plan = self.plan;
+        let shown: Vec<(&TaskReport, bool)> = self
+            .reports
+            .iter()
+            .map(|(&i, report)| (report, self.is_shown(i)))
+            .collect();
+        if shown.is_empty() || !self.reporter.printed_only_footer(&shown) {
+            return Err("the run printed more than its footer".into());
+        }
+        let mut tasks = Vec::new();
+        let mut paths: Vec<PathBuf> = Vec::new();
+        let (keys, layers) = self.cache.keys_and_layers();
+        if layers.has_remote() {
+            return Err("a remote cache is configured".into());
+        }
+        for report in self.reports.values() {
+            let up_to_date = report.status == Status::Success
+                && report.cache == Some(crate::run::outcome::CacheKind::UpToDate)
+                && !report.kept
+                && !report.remote;
+            let derived = keys.known(&report.id);
+            let (Some(derived), Some(short_key), true) =
+                (derived, report.short_key.clone(), up_to_date)
+            else {
+                return Err(format!("{} was not up to date", report.id));
+            };
+            if !derived.inputs.runtime.is_empty() || !derived.inputs.workspace_runtime.is_empty() {
+                return Err(format!("{} has runtime probes", report.id));
+            }
+            paths.extend(derived.stats.iter().map(|f| PathBuf::from(&f.path)));
+            paths.extend(
+                derived
+                    .workspace_stats
+                    .iter()
+                    .map(|f| PathBuf::from(&f.path)),
+            );
+            tasks.push(crate::run::snapshot::Task {
+                id: report.id.clone(),
+                short_key,
+                stored_ms: report.stored.unwrap_or_default().as_millis() as u64,
+            });
+        }
+        let tree = &keys.tree;
+        let consulted = tree
+            .consulted()
+            .ok_or("the workspace holds nested repositories")?;
+        paths.extend(consulted);
+        paths.extend(tree.files().iter().map(|f| PathBuf::from(&f.path)));
+        let store = layers.store().ok_or("no cache")?;
+        let (salt, generation) = store
+            .snapshot_state(&self.run_id)
+            .ok()
+            .flatten()
+            .ok_or("the run is not in history")?;
+        let cache_dir = store.dir().to_path_buf();
+        let root = plan.workspace.root.clone();
+        for report in self.reports.values() {
+            let outputs = self
+                .cache
+                .outputs(&report.id)
+                .ok_or_else(|| format!("{} has no outputs", report.id))?;
+            let listing = outputs.list(&root).map_err(|e| e.to_string())?;
+            paths.extend(listing.visited.into_iter().map(PathBuf::from));
+        }
+        for project in &plan.workspace.projects {
+            for name in ["vx.toml", "package.json"] {
+                paths.push(root.join(&project.dir).join(name));
+            }
+        }
+        for name in [
+            "pnpm-workspace.yaml",
+            "package-lock.json",
+            "npm-shrinkwrap.json",
+            "pnpm-lock.yaml",
+            "yarn.lock",
+            "bun.lock",
+            "bun.lockb",
+        ] {
+            paths.push(root.join(name));
+        }
+        // Finding the root reads these from the working directory up; the directories above
+        // the root are not recorded themselves (`/tmp` or a home directory changes all the time).
+        for dir in self.ctx.cwd.ancestors() {
+            for name in [
+                vx_core::config::CONFIG_FILE,
+                "package.json",
+                "pnpm-workspace.yaml",
+                ".gitignore",
+            ] {
+                paths.push(dir.join(name));
+            }
+        }
+        if let Ok(exe) = std::env::current_exe() {
+            paths.push(exe);
+        }
+        let facts = crate::run::snapshot::Facts {
+            run_id: self.run_id.clone(),
+            cache_dir,
+            salt,
+            generation,
+            workers: self.ctx.slots,
+            projects_in_run: plan.projects_in_run,
+            projects_in_workspace: plan.workspace.projects.len(),
+            tasks,
+        };
+        Ok((facts, paths))
+    }
+
     /// The run's exit code: a signal's, else 1 when a task failed or was skipped.
     fn exit_code(&self) -> i32 {
         if let Some(n) = self.stopping {
@@ -296,7 +431,7 @@ impl Run<'_> {
 const RERUN_IDS: usize = 20;
 
 /// HIST-1: the CI provider, from the first truthy of its variables, then `CI`.
-fn ci_provider(env: &BTreeMap<String, String>) -> Option<String> {
+pub(crate) fn ci_provider(env: &BTreeMap<String, String>) -> Option<String> {
     let truthy = |name: &str| env.get(name).is_some_and(|v| crate::run::truthy(v));
     [
         ("GITHUB_ACTIONS", "github-actions"),

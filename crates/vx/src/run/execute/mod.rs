@@ -68,7 +68,7 @@ pub mod stripper;
 
 use admission::{estimate, HeldForMemory};
 use attempt::Attempt;
-pub(crate) use end::masked_argv;
+pub(crate) use end::{ci_provider, masked_argv};
 pub use kept::Servers;
 use kept::{Identity, Route};
 
@@ -98,6 +98,8 @@ pub struct Context {
     pub lock: Option<vx_store::RunLock>,
     /// No task may own the terminal: vx must hear its Ctrl-C (a cycle of `vx watch`).
     pub keeps_terminal: bool,
+    /// Where this command's snapshot goes, when it may be replayed (`run/snapshot.rs`).
+    pub snapshot: Option<crate::run::snapshot::Request>,
 }
 
 /// What the save lane's packing gave.

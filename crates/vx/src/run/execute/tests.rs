@@ -46,6 +46,7 @@ pub(crate) fn run_layered(
         memory_budget: crate::run::host::memory::Budget::Off,
         lock: None,
         keeps_terminal: false,
+        snapshot: None,
     };
     let host_env = BTreeMap::new();
     let dir = f.path(".vx");

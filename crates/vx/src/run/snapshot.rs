@@ -1,0 +1,684 @@
+//! The run snapshot: a command whose last run found every task up to date, and of whose
+//! inputs nothing has moved since, is *replayed* — its footer printed again and one history
+//! row recorded — without loading configuration, listing files, deriving a key or looking up
+//! an entry (PERF-1: nothing changed costs about what `git status` costs).
+//!
+//! # How this works
+//!
+//! A run that ends with every task up to date, having printed nothing but its footer, writes
+//! `<cache-dir>/snapshots/<request>`: `request` is a digest of vx's version, the working
+//! directory, the arguments, the whole environment but `VX_LOG`, and which of stdin, stdout and
+//! stderr are terminals (so any difference there is another request). The file holds what the footer and
+//! the history row need (the tasks, their short keys and saved times, the counts of projects
+//! and workers, the run it repeats, the cache directory with its salt and entries'
+//! generation) and the `lstat` data (device, inode, mode, size, mtime, ctime; or "absent") of
+//! every path the run's result depended on:
+//!
+//! - every file the tree listed and every directory it listed, the `.gitignore`, attributes
+//!   and git configuration files it read or looked for, the index (`Tree::consulted`);
+//! - every path each task's output walk looked at (`Listing::visited`): a new, removed or
+//!   rewritten output shows in a file's or a directory's stat data;
+//! - each project's `vx.toml` and `package.json`, the root's workspace and lock files, the
+//!   files that finding the root reads (`vx.toml`, `package.json`, `pnpm-workspace.yaml`, and
+//!   `.gitignore` in each directory from the working directory up), the paths each key folds,
+//!   and the vx binary itself.
+//!
+//! The next run with the same request takes the workspace lock without waiting, `lstat`s
+//! every recorded path (on the machine's threads) and compares; then opens the index and
+//! checks its salt (a rebuilt index has a new one), its generation (raised by a trigger when
+//! any entry is deleted or saved again, `vx-store` schema 6) and that the repeated run is
+//! still in history. Any difference, an unreadable snapshot or a busy lock: the run goes the
+//! whole way, as if there were no snapshot, and may write a new one.
+//!
+//! # Why a replay is the same run
+//!
+//! A snapshot is written only when no recorded path changed after the run started: each
+//! path's mtime and ctime are more than [`RACY`] older than the run's start (git's racy-file
+//! rule, with a margin for filesystems that keep whole seconds). So what the run read is what
+//! the stat data describe. A later change of content changes the ctime (which no program can
+//! set back), an added or removed file changes its directory's, and anything vx reads that is
+//! not a file — the environment, the arguments, the cache's entries — is in the request or
+//! checked against the index. Not replayed at all: `--dry`, `--graph`, `--affected` and
+//! changed-since filters (git history is not a file vx stats), `--summarize`, `--profile`,
+//! OpenTelemetry export, `vx watch`, a remote cache or remote execution, tasks with runtime
+//! probes, nested repositories and submodules, and `VX_SNAPSHOT=0`.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use vx_core::TaskId;
+
+use crate::options::RunOptions;
+use crate::run::outcome::{CacheKind, Status, TaskReport};
+
+/// The first line of a snapshot file.
+const FORMAT: &str = "vx-snapshot 1";
+
+/// A path whose mtime or ctime is this close to the run's start (or later) may have changed
+/// while the run read it: no snapshot is written.
+const RACY: Duration = Duration::from_secs(2);
+
+/// Snapshot files kept per workspace; the oldest go first.
+const KEPT: usize = 32;
+
+/// Where a snapshot of this command lives, and when the run started.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub digest: String,
+    pub path: PathBuf,
+    /// The wall clock when the run started, before anything was read.
+    pub started: SystemTime,
+}
+
+impl Request {
+    /// The request of this process's command, or `None` when it is never replayed.
+    /// `cache_dir`: the cache directory as the options, the environment and the root's
+    /// `[workspace]` table name it (snapshots live in its `snapshots` folder).
+    pub fn new(
+        cache_dir: &Path,
+        cwd: &Path,
+        options: &RunOptions,
+        env: &BTreeMap<String, String>,
+        started: SystemTime,
+    ) -> Option<Request> {
+        if !replayable(options, env) {
+            return None;
+        }
+        let mut hasher = blake3::Hasher::new();
+        let mut field = |bytes: &[u8]| {
+            hasher.update(&(bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        };
+        field(FORMAT.as_bytes());
+        field(env!("CARGO_PKG_VERSION").as_bytes());
+        field(cwd.as_os_str().as_bytes());
+        let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+        field(&(args.len() as u64).to_le_bytes());
+        for arg in &args {
+            field(arg.as_bytes());
+        }
+        // `VX_LOG` only says more on stderr: with it, a user can see why a run was not replayed.
+        let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(name, _)| name != "VX_LOG")
+            .collect();
+        vars.sort();
+        field(&(vars.len() as u64).to_le_bytes());
+        for (name, value) in &vars {
+            field(name.as_bytes());
+            field(value.as_bytes());
+        }
+        field(&crate::render::terminals().map(u8::from));
+        let digest = hasher.finalize().to_hex()[..32].to_string();
+        Some(Request {
+            path: cache_dir.join("snapshots").join(&digest),
+            digest,
+            started,
+        })
+    }
+}
+
+/// Whether these options and this environment allow a replay at all.
+fn replayable(options: &RunOptions, env: &BTreeMap<String, String>) -> bool {
+    let off = env
+        .get("VX_SNAPSHOT")
+        .is_some_and(|v| !crate::run::truthy(v));
+    let exporting = [
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    ]
+    .iter()
+    .any(|name| env.get(*name).is_some_and(|v| !v.is_empty()));
+    !off && !exporting
+        && options.plan.is_none()
+        && options.affected.is_none()
+        && options.filters.iter().all(|f| f.changed_since().is_none())
+        && options.summarize.is_none()
+        && options.profile.is_none()
+        && options.cache.local_read
+        && options.cache.local_write
+        && options.cache.remote_read != Some(true)
+        && options.cache.remote_write != Some(true)
+}
+
+/// One task of the repeated run, as the footer shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    pub id: TaskId,
+    pub short_key: String,
+    pub stored_ms: u64,
+}
+
+/// What a snapshot records besides the stat data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    /// The run it repeats.
+    pub run_id: String,
+    pub cache_dir: PathBuf,
+    /// The index's salt (hex) and the entries' generation when the run ended.
+    pub salt: String,
+    pub generation: i64,
+    pub workers: u32,
+    pub projects_in_run: usize,
+    pub projects_in_workspace: usize,
+    pub tasks: Vec<Task>,
+}
+
+/// The stat data that must not have changed: `None` for a path that did not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stat {
+    dev: u64,
+    ino: u64,
+    mode: u32,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Stat {
+    fn of(meta: &fs::Metadata) -> Stat {
+        Stat {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mode: meta.mode(),
+            size: meta.len(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+        }
+    }
+}
+
+/// `lstat` of `path`: `Ok(None)` when it is not there.
+fn lstat(path: &Path) -> io::Result<Option<Stat>> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => Ok(Some(Stat::of(&meta))),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Why no snapshot was written, for `VX_LOG=debug`.
+#[derive(Debug)]
+pub struct NotWritten(pub String);
+
+/// Writes the snapshot of a run that found everything up to date: `paths` are absolute or
+/// root-relative. Nothing is written when a path changed after the run started (or cannot be
+/// read, or cannot be written down).
+pub fn write(
+    request: &Request,
+    root: &Path,
+    facts: &Facts,
+    paths: Vec<PathBuf>,
+) -> Result<(), NotWritten> {
+    let mut paths: Vec<PathBuf> = paths
+        .into_iter()
+        .map(|p| if p.is_absolute() { p } else { root.join(p) })
+        .collect();
+    paths.sort_unstable();
+    paths.dedup();
+    let stats = vx_workspace::par::map(&paths, |p| lstat(p));
+    let started = request
+        .started
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let racy_from = started.saturating_sub(RACY).as_nanos() as i128;
+    let mut text = String::with_capacity(paths.len() * 96);
+    text.push_str(FORMAT);
+    text.push('\n');
+    let line = |text: &mut String, words: &[&str]| {
+        text.push_str(&words.join("\t"));
+        text.push('\n');
+    };
+    line(&mut text, &["vx", env!("CARGO_PKG_VERSION")]);
+    line(&mut text, &["request", &request.digest]);
+    line(&mut text, &["run", &facts.run_id]);
+    line(&mut text, &["cache", &shown(&facts.cache_dir)?]);
+    line(
+        &mut text,
+        &["store", &facts.salt, &facts.generation.to_string()],
+    );
+    line(&mut text, &["workers", &facts.workers.to_string()]);
+    line(
+        &mut text,
+        &[
+            "projects",
+            &facts.projects_in_run.to_string(),
+            &facts.projects_in_workspace.to_string(),
+        ],
+    );
+    for task in &facts.tasks {
+        let words = [&task.id.project, &task.id.task, &task.short_key];
+        if words
+            .iter()
+            .any(|w| w.contains(['\t', '\n']) || w.is_empty())
+        {
+            return Err(NotWritten(format!("task {} has an odd name", task.id)));
+        }
+        line(
+            &mut text,
+            &[
+                "task",
+                &task.stored_ms.to_string(),
+                &task.short_key,
+                &task.id.project,
+                &task.id.task,
+            ],
+        );
+    }
+    let root_prefix = root.as_os_str().as_bytes();
+    for (path, stat) in paths.iter().zip(stats) {
+        let stat = stat.map_err(|e| NotWritten(format!("{}: {e}", path.display())))?;
+        // Root-relative when inside the root: the file is about a fifth smaller.
+        let bytes = path.as_os_str().as_bytes();
+        let name = match bytes.strip_prefix(root_prefix) {
+            Some(rest) if rest.starts_with(b"/") => {
+                shown(Path::new(OsStr::from_bytes(&rest[1..])))?
+            }
+            _ => shown(path)?,
+        };
+        match stat {
+            None => line(&mut text, &["absent", &name]),
+            Some(s) => {
+                if s.mtime_ns >= racy_from || s.ctime_ns >= racy_from {
+                    return Err(NotWritten(format!(
+                        "{} changed less than {}s before the run started",
+                        path.display(),
+                        RACY.as_secs()
+                    )));
+                }
+                line(
+                    &mut text,
+                    &[
+                        "stat",
+                        &s.dev.to_string(),
+                        &s.ino.to_string(),
+                        &s.mode.to_string(),
+                        &s.size.to_string(),
+                        &s.mtime_ns.to_string(),
+                        &s.ctime_ns.to_string(),
+                        &name,
+                    ],
+                )
+            }
+        }
+    }
+    line(&mut text, &["end"]);
+    let dir = request
+        .path
+        .parent()
+        .ok_or_else(|| NotWritten("no snapshot directory".into()))?;
+    let failed = |e: io::Error| NotWritten(format!("{}: {e}", dir.display()));
+    fs::create_dir_all(dir).map_err(failed)?;
+    let temp = dir.join(format!(".{}.{}", request.digest, std::process::id()));
+    let written = fs::File::create(&temp)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .and_then(|()| fs::rename(&temp, &request.path));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(failed(e));
+    }
+    forget_oldest(dir);
+    Ok(())
+}
+
+/// A path as one field of a line: UTF-8 without tabs or newlines, else not written down.
+fn shown(path: &Path) -> Result<String, NotWritten> {
+    match path.to_str() {
+        Some(text) if !text.contains(['\t', '\n']) => Ok(text.to_string()),
+        _ => Err(NotWritten(format!(
+            "{} cannot be written down",
+            path.display()
+        ))),
+    }
+}
+
+/// Keeps the [`KEPT`] newest snapshots in the cache directory.
+fn forget_oldest(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if files.len() <= KEPT {
+        return;
+    }
+    files.sort();
+    for (_, path) in &files[..files.len() - KEPT] {
+        let _ = fs::remove_file(path);
+    }
+}
+
+/// Removes the snapshot of this request (it no longer holds).
+pub fn forget(request: &Request) {
+    let _ = fs::remove_file(&request.path);
+}
+
+/// A snapshot read back.
+struct Snapshot {
+    facts: Facts,
+    paths: Vec<(PathBuf, Option<Stat>)>,
+}
+
+fn parse(text: &str, root: &Path, request: &Request) -> Option<Snapshot> {
+    let mut lines = text.lines();
+    if lines.next()? != FORMAT {
+        return None;
+    }
+    let mut facts = Facts {
+        run_id: String::new(),
+        cache_dir: PathBuf::new(),
+        salt: String::new(),
+        generation: 0,
+        workers: 0,
+        projects_in_run: 0,
+        projects_in_workspace: 0,
+        tasks: Vec::new(),
+    };
+    let mut paths = Vec::new();
+    let mut ended = false;
+    let path_of = |name: &str| {
+        if name.starts_with('/') {
+            PathBuf::from(name)
+        } else {
+            root.join(name)
+        }
+    };
+    for line in lines {
+        let words: Vec<&str> = line.split('\t').collect();
+        match words.as_slice() {
+            ["vx", version] if *version == env!("CARGO_PKG_VERSION") => {}
+            ["vx", _] => return None,
+            ["request", digest] if *digest == request.digest => {}
+            ["request", _] => return None,
+            ["run", id] => facts.run_id = id.to_string(),
+            ["cache", dir] => facts.cache_dir = PathBuf::from(dir),
+            ["store", salt, generation] => {
+                facts.salt = salt.to_string();
+                facts.generation = generation.parse().ok()?;
+            }
+            ["workers", n] => facts.workers = n.parse().ok()?,
+            ["projects", run, all] => {
+                facts.projects_in_run = run.parse().ok()?;
+                facts.projects_in_workspace = all.parse().ok()?;
+            }
+            ["task", stored, key, project, task] => facts.tasks.push(Task {
+                id: TaskId::new(*project, *task),
+                short_key: key.to_string(),
+                stored_ms: stored.parse().ok()?,
+            }),
+            ["absent", name] => paths.push((path_of(name), None)),
+            ["stat", dev, ino, mode, size, mtime, ctime, name] => paths.push((
+                path_of(name),
+                Some(Stat {
+                    dev: dev.parse().ok()?,
+                    ino: ino.parse().ok()?,
+                    mode: mode.parse().ok()?,
+                    size: size.parse().ok()?,
+                    mtime_ns: mtime.parse().ok()?,
+                    ctime_ns: ctime.parse().ok()?,
+                }),
+            )),
+            ["end"] => ended = true,
+            _ => return None,
+        }
+    }
+    // A file cut short (a full disk, a crash mid-write of an older vx) is no snapshot.
+    (ended && !facts.run_id.is_empty() && !paths.is_empty()).then_some(Snapshot { facts, paths })
+}
+
+/// Whether every recorded path has the stat data recorded; stops at the first difference.
+fn unchanged(paths: &[(PathBuf, Option<Stat>)]) -> bool {
+    let moved = AtomicBool::new(false);
+    let threads = vx_workspace::par::threads().max(1);
+    let chunks: Vec<&[(PathBuf, Option<Stat>)]> = paths
+        .chunks(paths.len().div_ceil(threads * 4).max(1))
+        .collect();
+    vx_workspace::par::map(&chunks, |chunk| {
+        for (path, recorded) in *chunk {
+            if moved.load(Ordering::Relaxed) {
+                return;
+            }
+            match lstat(path) {
+                Ok(now) if now == *recorded => {}
+                _ => {
+                    tracing::debug!(target: "vx::snapshot", "moved: {}", path.display());
+                    moved.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+    });
+    !moved.load(Ordering::Relaxed)
+}
+
+/// What a replayed run needs from its caller.
+pub struct Replay<'a> {
+    pub root: &'a Path,
+    pub options: &'a RunOptions,
+    pub host_env: &'a BTreeMap<String, String>,
+    pub origin: Instant,
+}
+
+/// Replays the command when its snapshot still holds: prints the footer, records the run,
+/// and returns the exit code; `None` when the run must go the whole way.
+pub fn replay(request: &Request, how: &Replay<'_>) -> Option<i32> {
+    let text = fs::read_to_string(&request.path).ok()?;
+    let Some(snapshot) = parse(&text, how.root, request) else {
+        forget(request);
+        return None;
+    };
+    // Another run holds the workspace: the whole way waits for it.
+    let lock = vx_store::lock::try_acquire(how.root).ok()??;
+    if !unchanged(&snapshot.paths) {
+        forget(request);
+        return None;
+    }
+    let facts = snapshot.facts;
+    let mut store = vx_store::Store::open(&facts.cache_dir, vx_store::Access::ReadWrite).ok()?;
+    if store.disabled().is_some() || store.read_only_reason().is_some() {
+        return None;
+    }
+    match store.snapshot_state(&facts.run_id) {
+        Ok(Some((salt, generation))) if salt == facts.salt && generation == facts.generation => {}
+        _ => {
+            forget(request);
+            return None;
+        }
+    }
+    let repeated = store.invocation(&facts.run_id).ok()??;
+    let reports: Vec<TaskReport> = facts
+        .tasks
+        .iter()
+        .map(|task| {
+            let mut report = TaskReport::not_started(task.id.clone(), Status::Success, None);
+            report.cache = Some(CacheKind::UpToDate);
+            report.short_key = Some(task.short_key.clone());
+            report.stored = Some(Duration::from_millis(task.stored_ms));
+            report
+        })
+        .collect();
+    let ended = SystemTime::now();
+    let head = vx_workspace::tree::head(how.root).unwrap_or_default();
+    let invocation = vx_store::index::Invocation {
+        run_id: crate::ids::run_id(),
+        argv: crate::run::execute::masked_argv(
+            &std::env::args().collect::<Vec<_>>(),
+            &store.salt(),
+        ),
+        started_at: crate::clock::epoch_ms(request.started),
+        ended_at: crate::clock::epoch_ms(ended),
+        exit_code: crate::exit::SUCCESS,
+        commit: head.commit,
+        branch: head.branch,
+        ci_provider: crate::run::execute::ci_provider(how.host_env),
+        replay_of: Some(facts.run_id.clone()),
+        ..repeated
+    };
+    if let Err(error) = store.record_replay(&invocation) {
+        tracing::debug!(target: "vx::snapshot", "not recorded: {error}");
+        return None;
+    }
+    let lookup = |name: &str| how.host_env.get(name).cloned();
+    let style = crate::render::style::Style {
+        colour: crate::render::style::colour_enabled(&lookup),
+    };
+    let flow = crate::run::flow(how.host_env, how.options);
+    let mut reporter = crate::render::reporter::Reporter::new(style, flow, how.options.output_logs);
+    reporter.finish(&crate::render::footer::Totals {
+        reports: &reports,
+        projects_in_run: facts.projects_in_run,
+        projects_in_workspace: facts.projects_in_workspace,
+        workers: facts.workers,
+        remote_in_flight: None,
+        wall: how.origin.elapsed(),
+        interrupted: None,
+        rerun: Vec::new(),
+    });
+    crate::run::record::report_counters(0, Some(&store));
+    drop(lock);
+    Some(crate::exit::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(dir: &Path) -> Request {
+        Request {
+            digest: "d".repeat(32),
+            path: dir.join(".vx/snapshots").join("d".repeat(32)),
+            started: SystemTime::now() + Duration::from_secs(10),
+        }
+    }
+
+    fn facts(dir: &Path) -> Facts {
+        Facts {
+            run_id: "0193-run".into(),
+            cache_dir: dir.join(".vx/cache"),
+            salt: "ab".repeat(32),
+            generation: 3,
+            workers: 4,
+            projects_in_run: 2,
+            projects_in_workspace: 3,
+            tasks: vec![Task {
+                id: TaskId::new("@demo/web", "build"),
+                short_key: "8c14b8aa7015".into(),
+                stored_ms: 47,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_snapshot_reads_back_and_notices_each_kind_of_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        fs::write(root.join("a.txt"), "a").unwrap();
+        fs::create_dir(root.join("src")).unwrap();
+        fs::write(root.join("src/b.txt"), "b").unwrap();
+        // Old enough not to be racy: the run "started" ten seconds from now.
+        let request = request(&root);
+        let paths = vec![
+            PathBuf::from("a.txt"),
+            PathBuf::from("src"),
+            PathBuf::from("src/b.txt"),
+            PathBuf::from("gone.txt"),
+        ];
+        write(&request, &root, &facts(&root), paths).unwrap();
+        let text = fs::read_to_string(&request.path).unwrap();
+        let snapshot = parse(&text, &root, &request).unwrap();
+        assert_eq!(snapshot.facts, facts(&root));
+        assert_eq!(snapshot.paths.len(), 4);
+        assert!(snapshot.paths.contains(&(root.join("gone.txt"), None)));
+        assert!(unchanged(&snapshot.paths));
+        // Content rewritten with the same size: the ctime moves.
+        std::thread::sleep(Duration::from_millis(20));
+        fs::write(root.join("a.txt"), "A").unwrap();
+        assert!(!unchanged(&snapshot.paths));
+        fs::write(root.join("a.txt"), "a").unwrap();
+        write(&request, &root, &facts(&root), snapshot_paths(&snapshot)).unwrap();
+        let again = parse(&fs::read_to_string(&request.path).unwrap(), &root, &request).unwrap();
+        assert!(unchanged(&again.paths));
+        // A file added to a listed directory.
+        fs::write(root.join("src/c.txt"), "c").unwrap();
+        assert!(!unchanged(&again.paths));
+        fs::remove_file(root.join("src/c.txt")).unwrap();
+        let again = fresh(&request, &root, &again);
+        // An absent path that appears.
+        fs::write(root.join("gone.txt"), "").unwrap();
+        assert!(!unchanged(&again.paths));
+        fs::remove_file(root.join("gone.txt")).unwrap();
+        let again = fresh(&request, &root, &again);
+        // A mode change alone.
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(root.join("src/b.txt"), fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(!unchanged(&again.paths));
+    }
+
+    fn snapshot_paths(snapshot: &Snapshot) -> Vec<PathBuf> {
+        snapshot.paths.iter().map(|(p, _)| p.clone()).collect()
+    }
+
+    fn fresh(request: &Request, root: &Path, old: &Snapshot) -> Snapshot {
+        write(request, root, &facts(root), snapshot_paths(old)).unwrap();
+        parse(&fs::read_to_string(&request.path).unwrap(), root, request).unwrap()
+    }
+
+    #[test]
+    fn a_path_changed_near_the_start_of_the_run_writes_no_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        fs::write(root.join("a.txt"), "a").unwrap();
+        let request = Request {
+            started: SystemTime::now(),
+            ..request(&root)
+        };
+        let error =
+            write(&request, &root, &facts(&root), vec![PathBuf::from("a.txt")]).unwrap_err();
+        assert!(
+            error.0.contains("a.txt changed less than 2s"),
+            "{}",
+            error.0
+        );
+        assert!(!request.path.exists());
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_snapshot_is_no_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        fs::write(root.join("a.txt"), "a").unwrap();
+        let request = request(&root);
+        write(&request, &root, &facts(&root), vec![PathBuf::from("a.txt")]).unwrap();
+        let text = fs::read_to_string(&request.path).unwrap();
+        assert!(parse(&text, &root, &request).is_some());
+        let cut = &text[..text.len() - "end\n".len()];
+        assert!(parse(cut, &root, &request).is_none(), "cut short");
+        let other = Request {
+            digest: "e".repeat(32),
+            ..request.clone()
+        };
+        assert!(parse(&text, &root, &other).is_none(), "another request");
+        let older = text.replace(env!("CARGO_PKG_VERSION"), "0.0.0-old");
+        assert!(parse(&older, &root, &request).is_none(), "another vx");
+        let junk = text.replace("\nstat\t", "\nstat\tx");
+        assert!(
+            parse(&junk, &root, &request).is_none(),
+            "a field that is no number"
+        );
+    }
+}

@@ -1,0 +1,330 @@
+//! Run snapshots (`run/snapshot.rs`, PERF-1): a command whose last run found everything up to
+//! date is replayed while nothing it read has moved, and goes the whole way as soon as
+//! anything did — each kind of file a run reads is edited here once.
+//!
+//! A snapshot is written only when everything it records is older than two seconds at the
+//! start of the run (the racy-file rule), so these tests wait that long before the run that
+//! writes it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use vx_test_support::fixture::{Fixture, Output};
+
+use crate::assert_contains;
+use crate::cache::wc;
+
+/// Longer than the racy margin: what was written before is old enough to be recorded.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(2_200));
+}
+
+/// The run id the last recorded run replays, if it was a replay.
+fn replay_of(f: &Fixture) -> Option<String> {
+    let last = f.vx(&["last", "--format", "json"]);
+    assert_eq!(last.code, 0, "{}{}", last.stdout, last.stderr);
+    let json: serde_json::Value = serde_json::from_str(&last.stdout).unwrap();
+    json["invocation"]["replay_of"].as_str().map(str::to_string)
+}
+
+fn ok(run: &Output) {
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+}
+
+/// Fixture W with caches, without its one uncached task (`docs#build`): a run that executes
+/// anything is not replayed.
+fn cached() -> Fixture {
+    let f = wc();
+    f.write("packages/docs/vx.toml", "");
+    f.commit();
+    f
+}
+
+/// `vx run build --all` on [`cached`], run until its snapshot holds: executed, settled, up to
+/// date (the snapshot is written), replayed.
+fn replaying() -> Fixture {
+    let f = cached();
+    ok(&f.vx(&["run", "build", "--all"]));
+    settle();
+    let writes = f.vx(&["run", "build", "--all"]);
+    ok(&writes);
+    assert_contains(&writes.stdout, "cache      2 up-to-date\n");
+    assert_eq!(
+        replay_of(&f),
+        None,
+        "the run that writes the snapshot goes the whole way"
+    );
+    let replayed = f.vx(&["run", "build", "--all"]);
+    ok(&replayed);
+    assert!(replay_of(&f).is_some(), "replayed:\n{}", replayed.stdout);
+    f
+}
+
+/// After a change: settled, the snapshot written again, and replayed.
+fn replaying_again(f: &Fixture) {
+    settle();
+    ok(&f.vx(&["run", "build", "--all"]));
+    ok(&f.vx(&["run", "build", "--all"]));
+    assert!(replay_of(f).is_some());
+}
+
+/// The footer without its times.
+fn timeless(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.starts_with("time ") && !l.starts_with("result "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_run_with_nothing_changed_is_replayed_with_the_same_footer_and_history() {
+    let f = cached();
+    ok(&f.vx(&["run", "build", "--all"]));
+    settle();
+    let whole = f.vx(&["run", "build", "--all"]);
+    ok(&whole);
+    let repeated = f.vx(&["last", "--format", "json"]);
+    let repeated: serde_json::Value = serde_json::from_str(&repeated.stdout).unwrap();
+    let repeated_id = repeated["invocation"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let replayed = f.vx(&["run", "build", "--all"]);
+    ok(&replayed);
+    assert_eq!(timeless(&replayed.stdout), timeless(&whole.stdout));
+    assert_eq!(replayed.stderr, whole.stderr);
+    assert_contains(&replayed.stdout, "result     2 tasks · 2 cached (100%)");
+    assert_eq!(replay_of(&f).as_deref(), Some(repeated_id.as_str()));
+    // `vx last` says so and lists the repeated run's tasks.
+    let last = f.vx(&["last"]);
+    ok(&last);
+    let short: String = repeated_id.replace('-', "").chars().take(12).collect();
+    assert_contains(
+        &last.stdout,
+        &format!("replay     of run {short} · nothing it read had changed\n"),
+    );
+    assert_contains(&last.stdout, "app#build");
+    assert_contains(&last.stdout, "lib#build");
+    // Every replay is a run of its own in the list.
+    let list = f.vx(&["last", "--list", "--format", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&list.stdout).unwrap();
+    assert_eq!(list["runs"].as_array().unwrap().len(), 3);
+    // The outputs were not touched.
+    assert_eq!(f.read("packages/app/dist/app.txt"), "a\nb\n");
+
+    // Another command, another working directory or another environment is another request.
+    let other = f.vx(&["run", "build", "--all", "--concurrency", "1"]);
+    ok(&other);
+    assert_eq!(replay_of(&f), None, "other arguments");
+    let elsewhere = f.vx_in("packages", &["run", "build", "--all"], &[]);
+    ok(&elsewhere);
+    assert_eq!(replay_of(&f), None, "another directory");
+    let env = f.vx_in("", &["run", "build", "--all"], &[("SOMETHING", "else")]);
+    ok(&env);
+    assert_eq!(replay_of(&f), None, "another environment");
+    // `VX_SNAPSHOT=0` never replays.
+    for _ in 0..2 {
+        ok(&f.vx_in("", &["run", "build", "--all"], &[("VX_SNAPSHOT", "0")]));
+        assert_eq!(replay_of(&f), None, "VX_SNAPSHOT=0");
+    }
+}
+
+#[test]
+fn an_input_rewritten_with_its_size_and_mtime_kept_is_noticed() {
+    let f = replaying();
+    let src = f.path("packages/lib/src/a.txt");
+    let before = std::fs::metadata(&src).unwrap();
+    std::fs::write(&src, "A\n").unwrap();
+    // Same size, and the mtime set back: only the ctime tells.
+    let mtime = filetime(&before);
+    set_mtime(&src, mtime);
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "cache      2 miss\n");
+    assert_eq!(f.read("packages/app/dist/app.txt"), "A\nb\n");
+    assert_eq!(replay_of(&f), None);
+}
+
+#[test]
+fn a_new_input_file_is_noticed() {
+    let f = replaying();
+    f.write("packages/lib/src/more.txt", "more\n");
+    // `VX_LOG` is not part of the request, and its debug level names what moved.
+    let run = f.vx_in(
+        "",
+        &["run", "build", "--all"],
+        &[("VX_LOG", "vx::snapshot=debug")],
+    );
+    ok(&run);
+    assert_contains(&run.stderr, "vx::snapshot: moved: ");
+    assert_contains(&run.stderr, "packages/lib/src\n");
+    assert_contains(&run.stdout, "cache      2 miss\n");
+    assert_eq!(f.read("packages/lib/dist/out.txt"), "a\nmore\n");
+}
+
+#[test]
+fn a_changed_configuration_file_is_noticed() {
+    let f = replaying();
+    crate::cache::lib_build(
+        &f,
+        "mkdir -p dist && cat src/*.txt > dist/out.txt && echo changed >> dist/out.txt",
+    );
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "cache      2 miss\n");
+    assert_eq!(f.read("packages/lib/dist/out.txt"), "a\nchanged\n");
+}
+
+#[test]
+fn a_deleted_rewritten_or_added_output_is_noticed() {
+    let f = replaying();
+    std::fs::remove_file(f.path("packages/app/dist/app.txt")).unwrap();
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "1 local");
+    assert_eq!(f.read("packages/app/dist/app.txt"), "a\nb\n");
+
+    // The same bytes' length, the mtime set back.
+    replaying_again(&f);
+    let out = f.path("packages/lib/dist/out.txt");
+    let before = std::fs::metadata(&out).unwrap();
+    std::fs::write(&out, "X\n").unwrap();
+    set_mtime(&out, filetime(&before));
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "1 local");
+    assert_eq!(f.read("packages/lib/dist/out.txt"), "a\n");
+
+    // A stray file in an output directory: the entry is restored without it.
+    replaying_again(&f);
+    f.write("packages/lib/dist/stray.txt", "stray\n");
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "1 local");
+    assert!(!f.path("packages/lib/dist/stray.txt").exists());
+
+    // A mode change alone.
+    replaying_again(&f);
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "1 local");
+    assert_eq!(replay_of(&f), None);
+}
+
+#[test]
+fn a_changed_gitignore_or_index_is_noticed() {
+    let f = replaying();
+    // A new `.gitignore` (it ignores nothing that matters: the run is still up to date, but it
+    // is not a replay).
+    f.write("packages/lib/.gitignore", "*.log\n");
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "cache      2 up-to-date\n");
+    assert_eq!(replay_of(&f), None, "a new .gitignore");
+
+    // An edited one that un-ignores an output directory: its files are listed now.
+    replaying_again(&f);
+    f.write(".gitignore", ".vx/\n");
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_eq!(replay_of(&f), None, "an edited .gitignore");
+
+    // Only the index written (`git add` of a file removed again).
+    f.write(".gitignore", "dist/\n.vx/\n");
+    replaying_again(&f);
+    f.write("packages/lib/notes.md", "notes\n");
+    f.git(&["add", "packages/lib/notes.md"]);
+    std::fs::remove_file(f.path("packages/lib/notes.md")).unwrap();
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_eq!(replay_of(&f), None, "the index moved");
+}
+
+#[test]
+fn a_pruned_or_deleted_cache_is_noticed() {
+    let f = replaying();
+    let prune = f.vx(&["cache", "prune", "--max-size", "1B"]);
+    ok(&prune);
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "cache      2 miss\n");
+    assert_eq!(replay_of(&f), None);
+
+    replaying_again(&f);
+    // The index deleted (the artifacts stay): a new index has a new salt.
+    for file in ["cache.db", "cache.db-wal", "cache.db-shm"] {
+        let _ = std::fs::remove_file(f.path(".vx").join(file));
+    }
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_eq!(replay_of(&f), None, "a new index");
+    assert_contains(&run.stdout, "cache      2 local\n");
+}
+
+#[test]
+fn a_key_environment_variable_is_part_of_the_request() {
+    let f = cached();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"mkdir -p dist && echo $MODE > dist/out.txt\"\ncache = { inputs = [\"src/**\"], outputs = [\"dist/**\"], env = [\"MODE\"] }\nenv = { pass-through = [\"MODE\"] }\n",
+    );
+    f.commit();
+    let run = |mode: &str| f.vx_in("", &["run", "build", "--all"], &[("MODE", mode)]);
+    ok(&run("a"));
+    settle();
+    ok(&run("a"));
+    ok(&run("a"));
+    assert!(replay_of(&f).is_some());
+    let other = run("b");
+    ok(&other);
+    assert_contains(&other.stdout, "2 miss");
+    assert_eq!(f.read("packages/lib/dist/out.txt"), "b\n");
+}
+
+#[test]
+fn a_run_right_after_outputs_were_written_writes_no_snapshot() {
+    let f = cached();
+    ok(&f.vx(&["run", "build", "--all"]));
+    // Everything is up to date, but the outputs are younger than the racy margin.
+    ok(&f.vx(&["run", "build", "--all"]));
+    let third = f.vx(&["run", "build", "--all"]);
+    ok(&third);
+    assert_eq!(replay_of(&f), None);
+    assert!(
+        !f.path(".vx/snapshots").exists()
+            || std::fs::read_dir(f.path(".vx/snapshots")).unwrap().count() == 0
+    );
+}
+
+#[test]
+fn a_run_that_shows_a_tasks_output_is_never_replayed() {
+    let f = cached();
+    // The focused flow shows a requested hit's frame with its log: a replay could not.
+    ok(&f.vx_in("packages/lib", &["run", "build"], &[]));
+    settle();
+    for _ in 0..2 {
+        let run = f.vx_in("packages/lib", &["run", "build"], &[]);
+        ok(&run);
+        assert_contains(&run.stdout, "built lib");
+        assert_eq!(replay_of(&f), None);
+    }
+}
+
+fn filetime(meta: &std::fs::Metadata) -> (i64, i64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.mtime(), meta.mtime_nsec())
+}
+
+/// Sets a file's mtime with `touch -d` (what a tool that preserves times does).
+fn set_mtime(path: &std::path::Path, (secs, nanos): (i64, i64)) {
+    let status = std::process::Command::new("touch")
+        .arg("-m")
+        .arg("-d")
+        .arg(format!("@{secs}.{nanos:09}"))
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
