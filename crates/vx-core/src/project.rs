@@ -18,6 +18,9 @@ pub struct Workspace {
     pub projects: Vec<Project>,
     /// Index into `projects` by name.
     pub by_name: BTreeMap<String, usize>,
+    /// Root-relative paths finding the members looked at: every directory listed or probed
+    /// and every directory a member glob matched (a run snapshot records their stat data).
+    pub discovered_from: Vec<String>,
 }
 
 impl Workspace {

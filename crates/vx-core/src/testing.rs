@@ -79,6 +79,7 @@ pub fn workspace(projects: &[P<'_>]) -> Workspace {
         settings: Default::default(),
         projects: list,
         by_name,
+        discovered_from: Vec::new(),
     }
 }
 

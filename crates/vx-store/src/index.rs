@@ -192,6 +192,8 @@ pub enum Lookup {
 pub(crate) struct Meta {
     pub(crate) orphans_swept_at: Option<i64>,
     pub(crate) housekept_at: Option<i64>,
+    /// The entries' generation when the store was opened (schema 6).
+    pub(crate) generation: Option<i64>,
 }
 
 /// One open cache directory. See the module documentation.
@@ -309,6 +311,12 @@ impl Store {
     }
 
     /// `artifacts/<key>.tar.zst`.
+    /// The entries' generation as it was when the store was opened: a run snapshot is written
+    /// only when no entry was deleted or saved again since (`snapshot_state` reads it now).
+    pub fn generation_at_open(&self) -> Option<i64> {
+        self.meta.generation
+    }
+
     pub fn artifact_path(&self, key: &str) -> PathBuf {
         self.dir.join(ARTIFACTS_DIR).join(format!("{key}.tar.zst"))
     }

@@ -61,7 +61,7 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
     };
     // Read and parsed on several threads (most of a warm run's loading); the results, their
     // problems and the first hard error are taken in member order, as one thread would.
-    let dirs = globs.expand(root, &mut errors)?;
+    let (dirs, discovered_from) = globs.expand_seeing(root, &mut errors)?;
     let mut named = Vec::with_capacity(dirs.len() + 1);
     let read = crate::par::map(&dirs, |dir| {
         let mut problems = Vec::new();
@@ -153,6 +153,7 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
         settings,
         projects,
         by_name,
+        discovered_from,
     };
     // Git's ignore rules are read only when a check needs them.
     let rules = std::cell::OnceCell::new();

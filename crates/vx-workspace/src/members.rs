@@ -162,15 +162,28 @@ impl MemberGlobs {
         root: &Path,
         errors: &mut Vec<Diagnostic>,
     ) -> Result<Vec<String>, LoadError> {
+        self.expand_seeing(root, errors).map(|(members, _)| members)
+    }
+
+    /// [`MemberGlobs::expand`], and every root-relative path the expansion looked at: each
+    /// directory it listed or probed, and each directory a glob matched (excluded ones too).
+    pub(crate) fn expand_seeing(
+        &self,
+        root: &Path,
+        errors: &mut Vec<Diagnostic>,
+    ) -> Result<(Vec<String>, Vec<String>), LoadError> {
         let mut walk = Walk {
             root,
             listings: HashMap::new(),
+            probed: Vec::new(),
         };
         let mut members = Vec::new();
         let mut seen = HashSet::new();
+        let mut seen_paths = Vec::new();
         for include in &self.includes {
             let mut found = walk.matches(&include.segments)?;
             found.sort();
+            seen_paths.extend(found.iter().map(|(rel, _)| rel.clone()));
             for (rel, via_link) in found {
                 if rel.is_empty() || self.excluded(&rel) || !seen.insert(rel.clone()) {
                     continue;
@@ -188,7 +201,11 @@ impl MemberGlobs {
                 members.push(rel);
             }
         }
-        Ok(members)
+        seen_paths.extend(walk.listings.into_keys());
+        seen_paths.extend(walk.probed);
+        seen_paths.sort_unstable();
+        seen_paths.dedup();
+        Ok((members, seen_paths))
     }
 }
 
@@ -202,6 +219,8 @@ struct Walk<'a> {
     root: &'a Path,
     /// Directory listings by root-relative path, shared by every glob.
     listings: HashMap<String, Rc<[Child]>>,
+    /// Paths a literal segment asked about (there or not).
+    probed: Vec<String>,
 }
 
 fn child_rel(dir: &str, name: &str) -> String {
@@ -269,6 +288,7 @@ impl Walk<'_> {
                     if NEVER_MEMBERS.contains(&name.as_str()) {
                         continue;
                     }
+                    self.probed.push(rel.clone());
                     if let Some(link) = disk::dir_kind(&self.abs(&rel)) {
                         stack.push((rel, index + 1, via_link || link));
                     }

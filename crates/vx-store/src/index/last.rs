@@ -234,12 +234,18 @@ mod tests {
         let (salt, generation) = store.snapshot_state("first").unwrap().unwrap();
         assert_eq!(salt.len(), 64);
         assert_eq!(store.snapshot_state("missing").unwrap(), None);
-        // A touch is not a change of the entry; a deletion is.
+        // A touch is not a change of the entry; a deletion is. What the store read at open
+        // stays, so a run can tell that entries changed while it went on.
+        assert_eq!(store.generation_at_open(), Some(generation));
         store.forget(&[key.as_str()], true).unwrap();
         assert_eq!(
             store.snapshot_state("first").unwrap().unwrap().1,
             generation + 1
         );
+        assert_eq!(store.generation_at_open(), Some(generation));
+        drop(store);
+        let reopened = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        assert_eq!(reopened.generation_at_open(), Some(generation + 1));
     }
 
     #[test]

@@ -344,6 +344,7 @@ impl Store {
                     "salt" => salt = unhex32(&value),
                     "orphans_swept_at" => self.meta.orphans_swept_at = value.parse().ok(),
                     "housekept_at" => self.meta.housekept_at = value.parse().ok(),
+                    "generation" => self.meta.generation = value.parse().ok(),
                     _ => {}
                 }
             }

@@ -58,7 +58,6 @@ fn captured(to_stdout: bool, bytes: &[u8]) -> bool {
     }
 }
 
-/// Writes to stdout; after EPIPE (or any write error) further output is discarded.
 /// Which of stdin, stdout and stderr are terminals (part of a run snapshot's request).
 pub fn terminals() -> [bool; 3] {
     use std::io::IsTerminal;
@@ -69,6 +68,7 @@ pub fn terminals() -> [bool; 3] {
     ]
 }
 
+/// Writes to stdout; after EPIPE (or any write error) further output is discarded.
 pub fn out(bytes: &[u8]) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) || captured(true, bytes) {
         return;

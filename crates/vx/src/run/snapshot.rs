@@ -7,8 +7,8 @@
 //!
 //! A run that ends with every task up to date, having printed nothing but its footer, writes
 //! `<cache-dir>/snapshots/<request>`: `request` is a digest of vx's version, the working
-//! directory, the arguments, the whole environment but `VX_LOG`, and which of stdin, stdout and
-//! stderr are terminals (so any difference there is another request). The file holds what the footer and
+//! directory, the arguments, the whole environment but `VX_LOG`, which of stdin, stdout and
+//! stderr are terminals, and the CPUs available (so any difference there is another request). The file holds what the footer and
 //! the history row need (the tasks, their short keys and saved times, the counts of projects
 //! and workers, the run it repeats, the cache directory with its salt and entries'
 //! generation) and the `lstat` data (device, inode, mode, size, mtime, ctime; or "absent") of
@@ -18,10 +18,17 @@
 //!   and git configuration files it read or looked for, the index (`Tree::consulted`);
 //! - every path each task's output walk looked at (`Listing::visited`): a new, removed or
 //!   rewritten output shows in a file's or a directory's stat data;
-//! - each project's `vx.toml` and `package.json`, the root's workspace and lock files, the
-//!   files that finding the root reads (`vx.toml`, `package.json`, `pnpm-workspace.yaml`, and
-//!   `.gitignore` in each directory from the working directory up), the paths each key folds,
+//! - each path a task's key folded (inputs, manifest, the root's lock and package manager
+//!   files; kept by `Keys::folded` when a hit's inputs are dropped) and each entry's artifact;
+//! - what finding the members looked at (`Workspace::discovered_from`) with the `vx.toml` and
+//!   `package.json` of each such directory, each project's two files, the files that finding
+//!   the root reads from the working directory up, `.git` from the root up to the work tree,
 //!   and the vx binary itself.
+//!
+//! A symbolic link is recorded twice: its `lstat`, and the `stat` of what it leads to. A path
+//! inside the root is recorded as absent only when its directory did not change during the run
+//! either (it may have been removed while the run read it). And nothing is written when the index's
+//! generation moved while the run went on (its own retention, another checkout's prune).
 //!
 //! The next run with the same request takes the workspace lock without waiting, `lstat`s
 //! every recorded path (on the machine's threads) and compares; then opens the index and
@@ -115,6 +122,8 @@ impl Request {
             field(value.as_bytes());
         }
         field(&crate::render::terminals().map(u8::from));
+        // The footer's worker count when neither `--concurrency` nor the root sets it.
+        field(&crate::run::host::cpus::available_cpus().to_le_bytes());
         let digest = hasher.finalize().to_hex()[..32].to_string();
         Some(Request {
             path: cache_dir.join("snapshots").join(&digest),
@@ -194,9 +203,14 @@ impl Stat {
     }
 }
 
-/// `lstat` of `path`: `Ok(None)` when it is not there.
-fn lstat(path: &Path) -> io::Result<Option<Stat>> {
-    match fs::symlink_metadata(path) {
+/// `lstat` of `path` (`stat` when `follow`): `Ok(None)` when it is not there.
+fn stat_of(path: &Path, follow: bool) -> io::Result<Option<Stat>> {
+    let meta = if follow {
+        fs::metadata(path)
+    } else {
+        fs::symlink_metadata(path)
+    };
+    match meta {
         Ok(meta) => Ok(Some(Stat::of(&meta))),
         Err(e)
             if matches!(
@@ -208,6 +222,39 @@ fn lstat(path: &Path) -> io::Result<Option<Stat>> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// What is recorded of one path: its `lstat`, or with `true` what it leads to (a symbolic
+/// link's target: vx reads configuration and ignore files through links).
+type Recorded = (PathBuf, bool, Option<Stat>);
+
+/// The recorded entries of these paths, in order: each path's `lstat`, followed by its target's
+/// `stat` when it is a symbolic link.
+fn record(paths: &[PathBuf]) -> io::Result<Vec<Recorded>> {
+    let chunks: Vec<&[PathBuf]> = paths.chunks(chunk_len(paths.len())).collect();
+    let parts = vx_workspace::par::map(&chunks, |chunk| {
+        let mut out = Vec::with_capacity(chunk.len());
+        for path in *chunk {
+            let own = stat_of(path, false)?;
+            let link = own.is_some_and(|s| s.mode & 0o170000 == 0o120000);
+            out.push((path.clone(), false, own));
+            if link {
+                out.push((path.clone(), true, stat_of(path, true)?));
+            }
+        }
+        Ok::<_, io::Error>(out)
+    });
+    let mut all = Vec::with_capacity(paths.len());
+    for part in parts {
+        all.extend(part?);
+    }
+    Ok(all)
+}
+
+/// Paths per chunk for the parallel `lstat`s: enough chunks that `par::map` spreads them over
+/// its threads (it keeps short lists on one).
+fn chunk_len(paths: usize) -> usize {
+    paths.div_ceil(256).max(1)
 }
 
 /// Why no snapshot was written, for `VX_LOG=debug`.
@@ -229,7 +276,7 @@ pub fn write(
         .collect();
     paths.sort_unstable();
     paths.dedup();
-    let stats = vx_workspace::par::map(&paths, |p| lstat(p));
+    let recorded = record(&paths).map_err(|e| NotWritten(e.to_string()))?;
     let started = request
         .started
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -279,8 +326,14 @@ pub fn write(
         );
     }
     let root_prefix = root.as_os_str().as_bytes();
-    for (path, stat) in paths.iter().zip(stats) {
-        let stat = stat.map_err(|e| NotWritten(format!("{}: {e}", path.display())))?;
+    let racy = |path: &Path| {
+        NotWritten(format!(
+            "{} changed less than {}s before the run started",
+            path.display(),
+            RACY.as_secs()
+        ))
+    };
+    for (path, follow, stat) in &recorded {
         // Root-relative when inside the root: the file is about a fifth smaller.
         let bytes = path.as_os_str().as_bytes();
         let name = match bytes.strip_prefix(root_prefix) {
@@ -289,20 +342,33 @@ pub fn write(
             }
             _ => shown(path)?,
         };
+        let (present, absent) = if *follow {
+            ("target", "gone")
+        } else {
+            ("stat", "absent")
+        };
         match stat {
-            None => line(&mut text, &["absent", &name]),
+            None => {
+                // Removed during the run? Inside the root its directory would say so. (Above
+                // the root, `/tmp` or a home directory changes all the time: a file there
+                // removed while this very run read it is not caught.)
+                let parent = path.parent().unwrap_or(Path::new("/"));
+                if parent.starts_with(root) {
+                    let dir = stat_of(parent, true).map_err(|e| NotWritten(e.to_string()))?;
+                    if dir.is_some_and(|d| d.mtime_ns >= racy_from || d.ctime_ns >= racy_from) {
+                        return Err(racy(path));
+                    }
+                }
+                line(&mut text, &[absent, &name])
+            }
             Some(s) => {
                 if s.mtime_ns >= racy_from || s.ctime_ns >= racy_from {
-                    return Err(NotWritten(format!(
-                        "{} changed less than {}s before the run started",
-                        path.display(),
-                        RACY.as_secs()
-                    )));
+                    return Err(racy(path));
                 }
                 line(
                     &mut text,
                     &[
-                        "stat",
+                        present,
                         &s.dev.to_string(),
                         &s.ino.to_string(),
                         &s.mode.to_string(),
@@ -337,7 +403,7 @@ pub fn write(
 /// A path as one field of a line: UTF-8 without tabs or newlines, else not written down.
 fn shown(path: &Path) -> Result<String, NotWritten> {
     match path.to_str() {
-        Some(text) if !text.contains(['\t', '\n']) => Ok(text.to_string()),
+        Some(text) if !text.contains(['\t', '\n', '\r']) => Ok(text.to_string()),
         _ => Err(NotWritten(format!(
             "{} cannot be written down",
             path.display()
@@ -371,7 +437,7 @@ pub fn forget(request: &Request) {
 /// A snapshot read back.
 struct Snapshot {
     facts: Facts,
-    paths: Vec<(PathBuf, Option<Stat>)>,
+    paths: Vec<Recorded>,
 }
 
 fn parse(text: &str, root: &Path, request: &Request) -> Option<Snapshot> {
@@ -421,9 +487,11 @@ fn parse(text: &str, root: &Path, request: &Request) -> Option<Snapshot> {
                 short_key: key.to_string(),
                 stored_ms: stored.parse().ok()?,
             }),
-            ["absent", name] => paths.push((path_of(name), None)),
-            ["stat", dev, ino, mode, size, mtime, ctime, name] => paths.push((
+            ["absent", name] => paths.push((path_of(name), false, None)),
+            ["gone", name] => paths.push((path_of(name), true, None)),
+            [kind @ ("stat" | "target"), dev, ino, mode, size, mtime, ctime, name] => paths.push((
                 path_of(name),
+                *kind == "target",
                 Some(Stat {
                     dev: dev.parse().ok()?,
                     ino: ino.parse().ok()?,
@@ -437,23 +505,28 @@ fn parse(text: &str, root: &Path, request: &Request) -> Option<Snapshot> {
             _ => return None,
         }
     }
-    // A file cut short (a full disk, a crash mid-write of an older vx) is no snapshot.
-    (ended && !facts.run_id.is_empty() && !paths.is_empty()).then_some(Snapshot { facts, paths })
+    // A file cut short (a full disk, a crash mid-write of an older vx) is no snapshot, nor
+    // one without every fact.
+    let whole = ended
+        && !facts.run_id.is_empty()
+        && facts.cache_dir.is_absolute()
+        && !facts.salt.is_empty()
+        && facts.workers > 0
+        && !facts.tasks.is_empty()
+        && !paths.is_empty();
+    whole.then_some(Snapshot { facts, paths })
 }
 
 /// Whether every recorded path has the stat data recorded; stops at the first difference.
-fn unchanged(paths: &[(PathBuf, Option<Stat>)]) -> bool {
+fn unchanged(paths: &[Recorded]) -> bool {
     let moved = AtomicBool::new(false);
-    let threads = vx_workspace::par::threads().max(1);
-    let chunks: Vec<&[(PathBuf, Option<Stat>)]> = paths
-        .chunks(paths.len().div_ceil(threads * 4).max(1))
-        .collect();
+    let chunks: Vec<&[Recorded]> = paths.chunks(chunk_len(paths.len())).collect();
     vx_workspace::par::map(&chunks, |chunk| {
-        for (path, recorded) in *chunk {
+        for (path, follow, recorded) in *chunk {
             if moved.load(Ordering::Relaxed) {
                 return;
             }
-            match lstat(path) {
+            match stat_of(path, *follow) {
                 Ok(now) if now == *recorded => {}
                 _ => {
                     tracing::debug!(target: "vx::snapshot", "moved: {}", path.display());
@@ -603,7 +676,9 @@ mod tests {
         let snapshot = parse(&text, &root, &request).unwrap();
         assert_eq!(snapshot.facts, facts(&root));
         assert_eq!(snapshot.paths.len(), 4);
-        assert!(snapshot.paths.contains(&(root.join("gone.txt"), None)));
+        assert!(snapshot
+            .paths
+            .contains(&(root.join("gone.txt"), false, None)));
         assert!(unchanged(&snapshot.paths));
         // Content rewritten with the same size: the ctime moves.
         std::thread::sleep(Duration::from_millis(20));
@@ -630,7 +705,9 @@ mod tests {
     }
 
     fn snapshot_paths(snapshot: &Snapshot) -> Vec<PathBuf> {
-        snapshot.paths.iter().map(|(p, _)| p.clone()).collect()
+        let mut paths: Vec<PathBuf> = snapshot.paths.iter().map(|(p, _, _)| p.clone()).collect();
+        paths.dedup();
+        paths
     }
 
     fn fresh(request: &Request, root: &Path, old: &Snapshot) -> Snapshot {

@@ -43,7 +43,11 @@ fn cached() -> Fixture {
 /// `vx run build --all` on [`cached`], run until its snapshot holds: executed, settled, up to
 /// date (the snapshot is written), replayed.
 fn replaying() -> Fixture {
-    let f = cached();
+    replaying_from(cached())
+}
+
+/// [`replaying`] from a fixture of the caller's.
+fn replaying_from(f: Fixture) -> Fixture {
     ok(&f.vx(&["run", "build", "--all"]));
     settle();
     let writes = f.vx(&["run", "build", "--all"]);
@@ -327,4 +331,89 @@ fn set_mtime(path: &std::path::Path, (secs, nanos): (i64, i64)) {
         .status()
         .unwrap();
     assert!(status.success());
+}
+
+#[test]
+fn an_ignored_file_a_key_folds_is_recorded() {
+    // `.npmrc` is git-ignored (it may hold a token) and folded into every key.
+    let f = cached();
+    f.write(".gitignore", "dist/\n.vx/\n.npmrc\n");
+    f.write(".npmrc", "registry=https://a.example\n");
+    f.commit();
+    let f = replaying_from(f);
+    std::fs::write(f.path(".npmrc"), "registry=https://b.example\n").unwrap();
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "cache      2 miss\n");
+    assert_eq!(replay_of(&f), None);
+}
+
+#[test]
+fn a_deleted_artifact_is_noticed() {
+    let f = replaying();
+    for artifact in crate::cache::artifacts(&f) {
+        std::fs::remove_file(artifact).unwrap();
+    }
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "cache      2 miss\n");
+    assert_eq!(replay_of(&f), None);
+}
+
+#[test]
+fn an_ignore_file_read_through_a_link_is_followed() {
+    // `.git/info/exclude` kept elsewhere (a dotfiles manager's link), edited in place there.
+    let outside = tempfile::tempdir().unwrap();
+    let rules = outside.path().join("exclude");
+    std::fs::write(&rules, "*.tmp\n").unwrap();
+    let f = cached();
+    let exclude = f.path(".git/info/exclude");
+    let _ = std::fs::remove_file(&exclude);
+    std::fs::create_dir_all(exclude.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&rules, &exclude).unwrap();
+    // Excluded through the link: not an input.
+    f.write("packages/lib/src/x.tmp", "x\n");
+    let f = replaying_from(f);
+    // The rules change behind the link: `x.tmp` is an input now.
+    std::fs::write(&rules, "*.log\n").unwrap();
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "cache      2 miss\n");
+    assert_eq!(replay_of(&f), None);
+}
+
+#[test]
+fn a_new_project_in_an_ignored_directory_is_noticed() {
+    let f = cached();
+    f.write(".gitignore", "dist/\n.vx/\npackages/scratch/\n");
+    f.write("packages/scratch/notes.txt", "scratch\n");
+    f.commit();
+    let f = replaying_from(f);
+    f.write("packages/scratch/package.json", r#"{ "name": "scratch" }"#);
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    assert_contains(&run.stdout, "projects   2 in run · 4 in workspace\n");
+    assert_eq!(replay_of(&f), None);
+}
+
+#[test]
+fn tasks_with_runtime_probes_are_never_replayed() {
+    let f = cached();
+    f.write(
+        "packages/lib/vx.toml",
+        concat!(
+            "[tasks.build]\n",
+            "command = \"mkdir -p dist && cat src/*.txt > dist/out.txt\"\n",
+            "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"], runtime = [\"echo v1\"] }\n",
+        ),
+    );
+    f.commit();
+    ok(&f.vx(&["run", "build", "--all"]));
+    settle();
+    for _ in 0..2 {
+        let run = f.vx(&["run", "build", "--all"]);
+        ok(&run);
+        assert_contains(&run.stdout, "cache      2 up-to-date\n");
+        assert_eq!(replay_of(&f), None);
+    }
 }

@@ -252,12 +252,14 @@ impl Run<'_> {
         if shown.is_empty() || !self.reporter.printed_only_footer(&shown) {
             return Err("the run printed more than its footer".into());
         }
+        let root = plan.workspace.root.clone();
         let mut tasks = Vec::new();
         let mut paths: Vec<PathBuf> = Vec::new();
         let (keys, layers) = self.cache.keys_and_layers();
         if layers.has_remote() {
             return Err("a remote cache is configured".into());
         }
+        let store = layers.store().ok_or("no cache")?;
         for report in self.reports.values() {
             let up_to_date = report.status == Status::Success
                 && report.cache == Some(crate::run::outcome::CacheKind::UpToDate)
@@ -269,9 +271,17 @@ impl Run<'_> {
             else {
                 return Err(format!("{} was not up to date", report.id));
             };
-            if !derived.inputs.runtime.is_empty() || !derived.inputs.workspace_runtime.is_empty() {
+            // A probe's output is no file: such a key is never proven unchanged by stat data.
+            let probes = vx_core::graph::task_config(&plan.workspace, &report.id)
+                .and_then(|config| config.cache.as_ref())
+                .is_some_and(|cache| {
+                    !cache.runtime.is_empty() || !cache.workspace_runtime.is_empty()
+                });
+            if probes {
                 return Err(format!("{} has runtime probes", report.id));
             }
+            // What the key folded, when it was not dropped yet (the rest is in `keys.folded`),
+            // and the entry's artifact: a full run's lookup checks that it is there.
             paths.extend(derived.stats.iter().map(|f| PathBuf::from(&f.path)));
             paths.extend(
                 derived
@@ -279,26 +289,31 @@ impl Run<'_> {
                     .iter()
                     .map(|f| PathBuf::from(&f.path)),
             );
+            paths.push(store.artifact_path(&derived.key.hex()));
             tasks.push(crate::run::snapshot::Task {
                 id: report.id.clone(),
                 short_key,
                 stored_ms: report.stored.unwrap_or_default().as_millis() as u64,
             });
         }
+        paths.extend(keys.folded.iter().flatten().map(PathBuf::from));
         let tree = &keys.tree;
         let consulted = tree
             .consulted()
             .ok_or("the workspace holds nested repositories")?;
         paths.extend(consulted);
         paths.extend(tree.files().iter().map(|f| PathBuf::from(&f.path)));
-        let store = layers.store().ok_or("no cache")?;
+        // The index as it is now, unchanged since it was opened: no entry was deleted or saved
+        // again meanwhile (this run's retention, another checkout sharing the cache).
         let (salt, generation) = store
             .snapshot_state(&self.run_id)
             .ok()
             .flatten()
             .ok_or("the run is not in history")?;
+        if store.generation_at_open() != Some(generation) {
+            return Err("entries were deleted or saved again during the run".into());
+        }
         let cache_dir = store.dir().to_path_buf();
-        let root = plan.workspace.root.clone();
         for report in self.reports.values() {
             let outputs = self
                 .cache
@@ -307,25 +322,39 @@ impl Run<'_> {
             let listing = outputs.list(&root).map_err(|e| e.to_string())?;
             paths.extend(listing.visited.into_iter().map(PathBuf::from));
         }
+        // Finding the members: every directory listed or matched, and the files that make a
+        // matched directory a project (there or not).
+        for dir in &plan.workspace.discovered_from {
+            paths.push(root.join(dir));
+            for name in [vx_core::config::CONFIG_FILE, "package.json"] {
+                paths.push(root.join(dir).join(name));
+            }
+        }
         for project in &plan.workspace.projects {
-            for name in ["vx.toml", "package.json"] {
+            for name in [vx_core::config::CONFIG_FILE, "package.json"] {
                 paths.push(root.join(&project.dir).join(name));
             }
         }
-        for name in [
-            "pnpm-workspace.yaml",
-            "package-lock.json",
-            "npm-shrinkwrap.json",
-            "pnpm-lock.yaml",
-            "yarn.lock",
-            "bun.lock",
-            "bun.lockb",
-        ] {
-            paths.push(root.join(name));
-        }
-        // Finding the root reads these from the working directory up; the directories above
-        // the root are not recorded themselves (`/tmp` or a home directory changes all the time).
+        paths.extend(
+            vx_core::key::WORKSPACE_FILES
+                .iter()
+                .map(|name| root.join(name)),
+        );
+        // Finding the root reads these from the working directory up, and stops at the first
+        // `vx.toml` with `[workspace]`: the root's, unless the root came from a package
+        // manager's files. The directories above the root are not recorded themselves (`/tmp`
+        // or a home directory changes all the time).
+        let by_vx_toml = std::fs::read_to_string(root.join(vx_core::config::CONFIG_FILE))
+            .is_ok_and(|text| text.contains("[workspace]"));
+        let up_to = if by_vx_toml {
+            Some(root.as_path())
+        } else {
+            None
+        };
         for dir in self.ctx.cwd.ancestors() {
+            if up_to.is_some_and(|root| !dir.starts_with(root)) {
+                break;
+            }
             for name in [
                 vx_core::config::CONFIG_FILE,
                 "package.json",
@@ -334,6 +363,18 @@ impl Run<'_> {
             ] {
                 paths.push(dir.join(name));
             }
+        }
+        // Finding the repository looks for `.git` from the root up to the work tree (or to `/`
+        // outside git): one appearing there would change what is listed.
+        let worktree = vx_workspace::tree::find_repository(&root)
+            .ok()
+            .flatten()
+            .map(|dirs| dirs.worktree);
+        for dir in root.ancestors() {
+            if Some(dir) == worktree.as_deref() {
+                break;
+            }
+            paths.push(dir.join(".git"));
         }
         if let Ok(exe) = std::env::current_exe() {
             paths.push(exe);

@@ -279,6 +279,10 @@ impl<'p> Run<'p> {
     ) -> Run<'p> {
         // `--summarize` lists every task's inputs, hits' too.
         cache.keys.keep_inputs = options.summarize.is_some();
+        // A run that may write a snapshot records the paths its hits' keys folded.
+        if ctx.snapshot.is_some() {
+            cache.keys.folded = Some(Vec::new());
+        }
         // `--ui=tui` (or `[workspace] ui`) on a terminal, outside CI: the task UI holds it.
         let ui = options
             .ui

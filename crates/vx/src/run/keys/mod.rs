@@ -98,6 +98,9 @@ pub struct Keys<'p> {
     prober: Prober<'p>,
     /// `--summarize` lists every task's inputs: what a hit's key was derived from is kept.
     pub keep_inputs: bool,
+    /// When the run may write a snapshot: the paths the keys of served hits folded, kept when
+    /// the rest of what they were derived from is dropped ([`Keys::keep_key_only`]).
+    pub folded: Option<Vec<String>>,
     /// `no file matches` lines already printed (once per run, KEY-10).
     warned: HashSet<(TaskId, String)>,
     /// Lines for the caller to print (`vx: web#test: no file matches cache.inputs (…)`).
@@ -151,6 +154,7 @@ impl<'p> Keys<'p> {
             warned: HashSet::new(),
             notices: Vec::new(),
             keep_inputs: false,
+            folded: None,
             globs: GlobCache::default(),
             shared: HashMap::new(),
             workspace_files: None,
@@ -443,6 +447,10 @@ impl<'p> Keys<'p> {
             return;
         }
         if let Some(Ok(derived)) = self.derived.get_mut(id) {
+            if let Some(folded) = &mut self.folded {
+                folded.extend(derived.stats.iter().map(|f| f.path.clone()));
+                folded.extend(derived.workspace_stats.iter().map(|f| f.path.clone()));
+            }
             derived.inputs = KeyInputs::default();
             derived.stats = Vec::new();
             derived.workspace_stats = Arc::from([]);
