@@ -6,7 +6,7 @@
 //! # How this works
 //!
 //! A run that ends with every task up to date, having printed nothing but its footer, writes
-//! `<cache-dir>/snapshots/<request>`: `request` is a digest of vx's version, the working
+//! `<cache-dir>/snapshots/<request>`: `request` is a digest of vx's version and path, the working
 //! directory, the arguments, the whole environment but `VX_LOG`, which of stdin, stdout and
 //! stderr are terminals, and the CPUs available (so any difference there is another request). The file holds what the footer and
 //! the history row need (the tasks, their short keys and saved times, the counts of projects
@@ -31,7 +31,8 @@
 //! generation moved while the run went on (its own retention, another checkout's prune).
 //!
 //! The next run with the same request takes the workspace lock without waiting, `lstat`s
-//! every recorded path (on the machine's threads) and compares; then opens the index and
+//! every recorded path (on the machine's threads, the most recently changed first, so that a
+//! run after an edit gives up early) and compares; then opens the index and
 //! checks its salt (a rebuilt index has a new one), its generation (raised by a trigger when
 //! any entry is deleted or saved again, `vx-store` schema 6) and that the repeated run is
 //! still in history. Any difference, an unreadable snapshot or a busy lock: the run goes the
@@ -105,6 +106,9 @@ impl Request {
         };
         field(FORMAT.as_bytes());
         field(env!("CARGO_PKG_VERSION").as_bytes());
+        // Another build of the same version elsewhere is another vx (this one's file is recorded).
+        let exe = std::env::current_exe().unwrap_or_default();
+        field(exe.as_os_str().as_bytes());
         field(cwd.as_os_str().as_bytes());
         let args: Vec<OsString> = std::env::args_os().skip(1).collect();
         field(&(args.len() as u64).to_le_bytes());
@@ -276,7 +280,11 @@ pub fn write(
         .collect();
     paths.sort_unstable();
     paths.dedup();
-    let recorded = record(&paths).map_err(|e| NotWritten(e.to_string()))?;
+    let mut recorded = record(&paths).map_err(|e| NotWritten(e.to_string()))?;
+    // Most recently changed first (see `unchanged`); absent paths last.
+    recorded.sort_by_key(|(_, _, stat)| {
+        std::cmp::Reverse(stat.map_or(i128::MIN, |s| s.mtime_ns.max(s.ctime_ns)))
+    });
     let started = request
         .started
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -520,9 +528,10 @@ fn parse(text: &str, root: &Path, request: &Request) -> Option<Snapshot> {
 /// Whether every recorded path has the stat data recorded; stops at the first difference.
 fn unchanged(paths: &[Recorded]) -> bool {
     let moved = AtomicBool::new(false);
-    let chunks: Vec<&[Recorded]> = paths.chunks(chunk_len(paths.len())).collect();
-    vx_workspace::par::map(&chunks, |chunk| {
-        for (path, follow, recorded) in *chunk {
+    // The file lists the most recently changed paths first, the likeliest to have changed
+    // again: each thread takes every n-th entry, so each starts with those.
+    let check = |first: usize, step: usize| {
+        for (path, follow, recorded) in paths.iter().skip(first).step_by(step) {
             if moved.load(Ordering::Relaxed) {
                 return;
             }
@@ -535,7 +544,18 @@ fn unchanged(paths: &[Recorded]) -> bool {
                 }
             }
         }
-    });
+    };
+    let threads = vx_workspace::par::threads();
+    if threads < 2 || paths.len() < 256 {
+        check(0, 1);
+    } else {
+        std::thread::scope(|scope| {
+            for first in 0..threads {
+                let check = &check;
+                scope.spawn(move || check(first, threads));
+            }
+        });
+    }
     !moved.load(Ordering::Relaxed)
 }
 
@@ -713,6 +733,49 @@ mod tests {
     fn fresh(request: &Request, root: &Path, old: &Snapshot) -> Snapshot {
         write(request, root, &facts(root), snapshot_paths(old)).unwrap();
         parse(&fs::read_to_string(&request.path).unwrap(), root, request).unwrap()
+    }
+
+    #[test]
+    fn the_most_recently_changed_paths_come_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for (name, age) in [("old.txt", 300), ("new.txt", 30), ("mid.txt", 100)] {
+            let path = root.join(name);
+            fs::write(&path, name).unwrap();
+            let file = fs::File::options().write(true).open(&path).unwrap();
+            let times =
+                fs::FileTimes::new().set_modified(SystemTime::now() - Duration::from_secs(age));
+            file.set_times(times).unwrap();
+        }
+        // Setting the mtime moved each ctime to now, one after the other: the order is by the
+        // later of the two (the run "started" ten seconds from now, so none is racy).
+        let request = request(&root);
+        let names = ["a-absent.txt", "old.txt", "new.txt", "mid.txt"];
+        write(
+            &request,
+            &root,
+            &facts(&root),
+            names.iter().map(PathBuf::from).collect(),
+        )
+        .unwrap();
+        let text = fs::read_to_string(&request.path).unwrap();
+        let snapshot = parse(&text, &root, &request).unwrap();
+        let order: Vec<&std::ffi::OsStr> = snapshot
+            .paths
+            .iter()
+            .map(|(p, _, _)| p.file_name().unwrap())
+            .collect();
+        assert_eq!(
+            order.last().unwrap().to_str(),
+            Some("a-absent.txt"),
+            "absent last"
+        );
+        let stats: Vec<i128> = snapshot
+            .paths
+            .iter()
+            .filter_map(|(_, _, s)| s.map(|s| s.mtime_ns.max(s.ctime_ns)))
+            .collect();
+        assert!(stats.windows(2).all(|w| w[0] >= w[1]), "{stats:?}");
     }
 
     #[test]
