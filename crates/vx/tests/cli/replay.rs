@@ -72,6 +72,18 @@ fn replaying_again(f: &Fixture) {
     assert!(replay_of(f).is_some());
 }
 
+/// Runs `vx run build --all` after a change: it must go the whole way (no replay) and, when
+/// given, print this cache line.
+fn whole_way(f: &Fixture, cache_line: Option<&str>) -> Output {
+    let run = f.vx(&["run", "build", "--all"]);
+    ok(&run);
+    if let Some(line) = cache_line {
+        assert_contains(&run.stdout, line);
+    }
+    assert_eq!(replay_of(f), None, "{}", run.stdout);
+    run
+}
+
 /// The footer without its times.
 fn timeless(text: &str) -> String {
     text.lines()
@@ -143,9 +155,7 @@ fn an_input_rewritten_with_its_size_and_mtime_kept_is_noticed() {
     // Same size, and the mtime set back: only the ctime tells.
     let mtime = filetime(&before);
     set_mtime(&src, mtime);
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "cache      2 miss\n");
+    whole_way(&f, Some("cache      2 miss\n"));
     assert_eq!(f.read("packages/app/dist/app.txt"), "A\nb\n");
     assert_eq!(replay_of(&f), None);
 }
@@ -174,9 +184,7 @@ fn a_changed_configuration_file_is_noticed() {
         &f,
         "mkdir -p dist && cat src/*.txt > dist/out.txt && echo changed >> dist/out.txt",
     );
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "cache      2 miss\n");
+    whole_way(&f, Some("cache      2 miss\n"));
     assert_eq!(f.read("packages/lib/dist/out.txt"), "a\nchanged\n");
 }
 
@@ -184,9 +192,7 @@ fn a_changed_configuration_file_is_noticed() {
 fn a_deleted_rewritten_or_added_output_is_noticed() {
     let f = replaying();
     std::fs::remove_file(f.path("packages/app/dist/app.txt")).unwrap();
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "1 local");
+    whole_way(&f, Some("1 local"));
     assert_eq!(f.read("packages/app/dist/app.txt"), "a\nb\n");
 
     // The same bytes' length, the mtime set back.
@@ -195,26 +201,19 @@ fn a_deleted_rewritten_or_added_output_is_noticed() {
     let before = std::fs::metadata(&out).unwrap();
     std::fs::write(&out, "X\n").unwrap();
     set_mtime(&out, filetime(&before));
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "1 local");
+    whole_way(&f, Some("1 local"));
     assert_eq!(f.read("packages/lib/dist/out.txt"), "a\n");
 
     // A stray file in an output directory: the entry is restored without it.
     replaying_again(&f);
     f.write("packages/lib/dist/stray.txt", "stray\n");
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "1 local");
+    whole_way(&f, Some("1 local"));
     assert!(!f.path("packages/lib/dist/stray.txt").exists());
 
     // A mode change alone.
     replaying_again(&f);
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "1 local");
-    assert_eq!(replay_of(&f), None);
+    whole_way(&f, Some("1 local"));
 }
 
 #[test]
@@ -223,17 +222,12 @@ fn a_changed_gitignore_or_index_is_noticed() {
     // A new `.gitignore` (it ignores nothing that matters: the run is still up to date, but it
     // is not a replay).
     f.write("packages/lib/.gitignore", "*.log\n");
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "cache      2 up-to-date\n");
-    assert_eq!(replay_of(&f), None, "a new .gitignore");
+    whole_way(&f, Some("cache      2 up-to-date\n"));
 
     // An edited one that un-ignores an output directory: its files are listed now.
     replaying_again(&f);
     f.write(".gitignore", ".vx/\n");
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_eq!(replay_of(&f), None, "an edited .gitignore");
+    whole_way(&f, None);
 
     // Only the index written (`git add` of a file removed again).
     f.write(".gitignore", "dist/\n.vx/\n");
@@ -241,9 +235,7 @@ fn a_changed_gitignore_or_index_is_noticed() {
     f.write("packages/lib/notes.md", "notes\n");
     f.git(&["add", "packages/lib/notes.md"]);
     std::fs::remove_file(f.path("packages/lib/notes.md")).unwrap();
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_eq!(replay_of(&f), None, "the index moved");
+    whole_way(&f, None);
 }
 
 #[test]
@@ -251,20 +243,14 @@ fn a_pruned_or_deleted_cache_is_noticed() {
     let f = replaying();
     let prune = f.vx(&["cache", "prune", "--max-size", "1B"]);
     ok(&prune);
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "cache      2 miss\n");
-    assert_eq!(replay_of(&f), None);
+    whole_way(&f, Some("cache      2 miss\n"));
 
     replaying_again(&f);
     // The index deleted (the artifacts stay): a new index has a new salt.
     for file in ["cache.db", "cache.db-wal", "cache.db-shm"] {
         let _ = std::fs::remove_file(f.path(".vx").join(file));
     }
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_eq!(replay_of(&f), None, "a new index");
-    assert_contains(&run.stdout, "cache      2 local\n");
+    whole_way(&f, Some("cache      2 local\n"));
 }
 
 #[test]
@@ -342,10 +328,7 @@ fn an_ignored_file_a_key_folds_is_recorded() {
     f.commit();
     let f = replaying_from(f);
     std::fs::write(f.path(".npmrc"), "registry=https://b.example\n").unwrap();
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "cache      2 miss\n");
-    assert_eq!(replay_of(&f), None);
+    whole_way(&f, Some("cache      2 miss\n"));
 }
 
 #[test]
@@ -354,10 +337,7 @@ fn a_deleted_artifact_is_noticed() {
     for artifact in crate::cache::artifacts(&f) {
         std::fs::remove_file(artifact).unwrap();
     }
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "cache      2 miss\n");
-    assert_eq!(replay_of(&f), None);
+    whole_way(&f, Some("cache      2 miss\n"));
 }
 
 #[test]
@@ -376,10 +356,7 @@ fn an_ignore_file_read_through_a_link_is_followed() {
     let f = replaying_from(f);
     // The rules change behind the link: `x.tmp` is an input now.
     std::fs::write(&rules, "*.log\n").unwrap();
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "cache      2 miss\n");
-    assert_eq!(replay_of(&f), None);
+    whole_way(&f, Some("cache      2 miss\n"));
 }
 
 #[test]
@@ -390,10 +367,7 @@ fn a_new_project_in_an_ignored_directory_is_noticed() {
     f.commit();
     let f = replaying_from(f);
     f.write("packages/scratch/package.json", r#"{ "name": "scratch" }"#);
-    let run = f.vx(&["run", "build", "--all"]);
-    ok(&run);
-    assert_contains(&run.stdout, "projects   2 in run · 4 in workspace\n");
-    assert_eq!(replay_of(&f), None);
+    whole_way(&f, Some("projects   2 in run · 4 in workspace\n"));
 }
 
 #[test]
