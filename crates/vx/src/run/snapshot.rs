@@ -318,7 +318,7 @@ pub fn write(
         let words = [&task.id.project, &task.id.task, &task.short_key];
         if words
             .iter()
-            .any(|w| w.contains(['\t', '\n']) || w.is_empty())
+            .any(|w| w.contains(['\t', '\n', '\r']) || w.is_empty())
         {
             return Err(NotWritten(format!("task {} has an odd name", task.id)));
         }

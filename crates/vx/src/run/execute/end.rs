@@ -314,12 +314,17 @@ impl Run<'_> {
             return Err("entries were deleted or saved again during the run".into());
         }
         let cache_dir = store.dir().to_path_buf();
+        let mut all_outputs = Vec::with_capacity(self.reports.len());
         for report in self.reports.values() {
             let outputs = self
                 .cache
                 .outputs(&report.id)
                 .ok_or_else(|| format!("{} has no outputs", report.id))?;
-            let listing = outputs.list(&root).map_err(|e| e.to_string())?;
+            all_outputs.push(outputs);
+        }
+        // On several threads, as the up-to-date checks listed them.
+        for listing in vx_workspace::par::map(&all_outputs, |outputs| outputs.list(&root)) {
+            let listing = listing.map_err(|e| e.to_string())?;
             paths.extend(listing.visited.into_iter().map(PathBuf::from));
         }
         // Finding the members: every directory listed or matched, and the files that make a
