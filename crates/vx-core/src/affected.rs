@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use crate::config::CacheConfig;
+use crate::config::{CacheConfig, LOCK_FILE};
 use crate::diagnostic::Diagnostic;
 use crate::globs::{literal_prefix, TaskGlobs};
 use crate::graph::TaskTable;
@@ -285,6 +285,10 @@ pub fn seed(workspace: &Workspace, changed: &[ChangedPath]) -> Seeds {
     };
     for change in changed {
         let path = change.path.as_str();
+        // KEY-13: `vx.lock` is in no key, so it affects nothing.
+        if !change.subtree && path == LOCK_FILE {
+            continue;
+        }
         if !change.subtree && is_workspace_file(path) {
             for p in 0..workspace.projects.len() {
                 let dir = &workspace.projects[p].dir;
@@ -471,6 +475,29 @@ mod tests {
         assert!(!seeded(&ws2, &files(&["packages/lib/dist/out.txt"]))
             .iter()
             .any(|s| s.starts_with("lib#build")));
+    }
+
+    #[test]
+    fn the_vx_lock_seeds_nothing_even_for_a_root_task_folding_every_root_file() {
+        let mut ws = ws();
+        let mut root = ws.projects[0].clone();
+        root.name = "//".into();
+        root.dir = String::new();
+        root.config.tasks = [(
+            "check".to_string(),
+            crate::config::TaskConfig {
+                command: Some("true".into()),
+                ..Default::default()
+            },
+        )]
+        .into();
+        ws.projects.push(root);
+        ws.by_name.insert("//".into(), ws.projects.len() - 1);
+        assert!(seeded(&ws, &files(&["vx.lock"])).is_empty());
+        assert_eq!(
+            seeded(&ws, &files(&["notes.txt"])),
+            ["//#check <- notes.txt"]
+        );
     }
 
     #[test]

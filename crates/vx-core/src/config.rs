@@ -9,12 +9,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::location::{Location, Spanned};
 
 /// The file name vx reads in every project and at the root.
 pub const CONFIG_FILE: &str = "vx.toml";
+
+/// The lock `vx lock` writes at the root (INIT-4): in no key (KEY-13).
+pub const LOCK_FILE: &str = "vx.lock";
 
 /// A whole `vx.toml`: the root file may carry `[workspace]`; any file may declare a project.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
@@ -185,7 +188,7 @@ pub struct ProjectConfig {
 }
 
 /// One `[tasks.<name>]` table: a task of the project.
-#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct TaskConfig {
     /// Shown by `--dry` and `vx show`; not in the key.
@@ -237,14 +240,14 @@ impl TaskConfig {
 }
 
 /// `persistent = true` or `persistent = { ready-when = "<regex>" }`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Persistent {
     Plain(bool),
     Ready(ReadyWhen),
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct ReadyWhen {
     /// A regular expression matched against each output line.
@@ -253,7 +256,7 @@ pub struct ReadyWhen {
 
 /// `env = { pass-through?, define?, secret? }`: the task's environment (by default only a
 /// short allowlist of vx's own).
-#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct EnvConfig {
     /// Names (or prefixes ending in `*`) copied from vx's environment.
@@ -269,7 +272,7 @@ pub struct EnvConfig {
 
 /// `sandbox = { read?, write?, network? }`: run the task in a sandbox that allows only these
 /// besides its inputs and outputs.
-#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct SandboxConfig {
     /// Paths the task may read.
@@ -284,7 +287,7 @@ pub struct SandboxConfig {
 }
 
 /// `cache = { … }`: cache the task's results, keyed by its inputs.
-#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct CacheConfig {
     /// Named input sets (`[workspace.input-sets]`) whose entries are added to this table's.
@@ -323,14 +326,14 @@ pub struct CacheConfig {
 }
 
 /// `remote = true` or `remote = { platform?, extra-inputs? }`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum RemoteTask {
     Plain(bool),
     Detailed(RemoteTaskConfig),
 }
 
-#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct RemoteTaskConfig {
     /// Platform properties for this task's actions, over the workspace's.
@@ -390,6 +393,17 @@ fn drop_null(value: &mut serde_json::Value) {
 mod opt_duration {
     use std::time::Duration;
 
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let text: Option<String> = serde::Deserialize::deserialize(deserializer)?;
+        text.map(|t| {
+            crate::units::parse_duration(&t)
+                .ok_or_else(|| serde::de::Error::custom(format!("`{t}` is not a duration")))
+        })
+        .transpose()
+    }
+
     pub fn serialize<S: serde::Serializer>(
         value: &Option<Duration>,
         serializer: S,
@@ -404,6 +418,14 @@ mod opt_duration {
 impl serde::Serialize for Location {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
+    }
+}
+
+/// Read back without its location (a frozen run's configuration comes from `vx.lock`, which
+/// keeps none); the caller places it.
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Spanned<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(|value| Spanned::new(value, Location::default()))
     }
 }
 

@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// A position in a configuration file. `file` is relative to the workspace root; `line` and
-/// `column` count from 1, columns in characters.
+/// `column` count from 1, columns in characters; line 0 names the file alone.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Location {
     pub file: String,
@@ -22,8 +22,13 @@ impl Location {
     }
 }
 
+/// `file:line:column`; a location with no line (line 0, the file alone: configuration a frozen
+/// run took from `vx.lock`, which keeps no lines) is the file alone.
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            return f.write_str(&self.file);
+        }
         write!(f, "{}:{}:{}", self.file, self.line, self.column)
     }
 }

@@ -17,12 +17,16 @@
 //!
 //! Keys of later milestones are refused in one place, `milestones` (CFG-12).
 //!
+//! `frozen` writes and checks `vx.lock` ([`lock`], [`drift`], [`lock_state`]) and loads a
+//! workspace from it ([`discover_frozen`]) without reading any project's files.
+//!
 //! For `vx init`, which runs before any `vx.toml` exists, `packages` offers
 //! [`read_package_json`] and [`package_workspace`] (the member list of a package-manager
 //! workspace, expanded), and [`task_name_problem`] says which script names cannot be tasks.
 
 mod disk;
 mod edges;
+mod frozen;
 mod glob_rules;
 mod json;
 mod jsonc;
@@ -46,6 +50,7 @@ pub mod tree;
 
 use std::path::{Path, PathBuf};
 
+pub use frozen::{drift, lock, lock_state, Drift, Lock, LockState, LOCK_FILE, LOCK_VERSION};
 pub use jsonc::{read_jsonc, JsonValue, JsonValueKind};
 pub use packages::{package_workspace, read_package_json, PackageJson, PackageWorkspace};
 pub use task_config::task_name_problem;
@@ -100,6 +105,14 @@ pub fn discover(cwd: &Path) -> Result<Workspace, LoadError> {
     let cwd = disk::canonical(cwd)?;
     let found = root::find_root(&cwd)?;
     load::load_workspace(&found.dir)
+}
+
+/// [`discover`] for `vx run --frozen` (INIT-5): projects, edges and tasks from `vx.lock` once
+/// every file it names is found unchanged; a missing or stale lock is a configuration error.
+pub fn discover_frozen(cwd: &Path) -> Result<Workspace, LoadError> {
+    let cwd = disk::canonical(cwd)?;
+    let found = root::find_root(&cwd)?;
+    frozen::load_frozen(&found.dir)
 }
 
 /// Finds the root of the workspace containing `cwd` (DISC-1) without loading any project:

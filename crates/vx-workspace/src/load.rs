@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use vx_core::config::{ProjectConfig, TaskConfig, CONFIG_FILE};
+use vx_core::config::{ProjectConfig, TaskConfig, WorkspaceConfig, CONFIG_FILE};
 use vx_core::{Diagnostic, Diagnostics, Location, Project, Spanned, Workspace, ROOT_PROJECT};
 
 use crate::disk;
@@ -37,9 +37,19 @@ struct Named {
     files: Files,
 }
 
-pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
-    let mut errors = Vec::new();
-    let root_files = read_files(root, "", true, &mut errors)?;
+/// What a full load and a frozen one both read: the root's files and settings, and the member
+/// directories the globs expand to (with what the expansion looked at).
+pub(crate) struct Rooted {
+    root_files: Files,
+    pub(crate) settings: WorkspaceConfig,
+    template_facts: BTreeMap<String, crate::task_config::TaskFacts>,
+    /// In expansion order.
+    pub(crate) dirs: Vec<String>,
+    pub(crate) discovered_from: Vec<String>,
+}
+
+pub(crate) fn read_root(root: &Path, errors: &mut Vec<Diagnostic>) -> Result<Rooted, LoadError> {
+    let root_files = read_files(root, "", true, errors)?;
     let settings = root_files
         .config
         .as_ref()
@@ -54,14 +64,29 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
     let globs = match &settings.members {
         // Problems with these were reported while walking the root `vx.toml`.
         Some(members) => MemberGlobs::new(members, &mut Vec::new()),
-        None => MemberGlobs::new(
-            &package_manager_globs(root, &root_files, &mut errors)?,
-            &mut errors,
-        ),
+        None => MemberGlobs::new(&package_manager_globs(root, &root_files, errors)?, errors),
     };
+    let (dirs, discovered_from) = globs.expand_seeing(root, errors)?;
+    Ok(Rooted {
+        root_files,
+        settings,
+        template_facts,
+        dirs,
+        discovered_from,
+    })
+}
+
+pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
+    let mut errors = Vec::new();
+    let Rooted {
+        root_files,
+        settings,
+        template_facts,
+        dirs,
+        discovered_from,
+    } = read_root(root, &mut errors)?;
     // Read and parsed on several threads (most of a warm run's loading); the results, their
     // problems and the first hard error are taken in member order, as one thread would.
-    let (dirs, discovered_from) = globs.expand_seeing(root, &mut errors)?;
     let mut named = Vec::with_capacity(dirs.len() + 1);
     let read = crate::par::map(&dirs, |dir| {
         let mut problems = Vec::new();
@@ -121,15 +146,13 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
     if !errors.is_empty() {
         return Err(LoadError::Config(Diagnostics(errors).into_sorted()));
     }
-    let outside_all = (!settings.exclude_from_all.is_empty())
-        .then(|| MemberGlobs::new(&settings.exclude_from_all, &mut Vec::new()));
-    let mut projects: Vec<Project> = named
+    let outside_all = OutsideAll::new(&settings);
+    let projects: Vec<Project> = named
         .into_iter()
         .zip(edges)
         .zip(tasks)
         .map(|((p, deps), tasks)| Project {
-            outside_all: !p.files.dir.is_empty()
-                && outside_all.as_ref().is_some_and(|g| g.claims(&p.files.dir)),
+            outside_all: outside_all.claims(&p.files.dir),
             name: p.name,
             dir: p.files.dir,
             version: p.files.manifest.as_ref().and_then(|m| m.version.clone()),
@@ -142,6 +165,33 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
             deps,
         })
         .collect();
+    finish(root, settings, projects, discovered_from)
+}
+
+/// `[workspace] exclude-from-all`: which project directories `--all` leaves out.
+pub(crate) struct OutsideAll(Option<MemberGlobs>);
+
+impl OutsideAll {
+    pub(crate) fn new(settings: &WorkspaceConfig) -> OutsideAll {
+        OutsideAll(
+            (!settings.exclude_from_all.is_empty())
+                .then(|| MemberGlobs::new(&settings.exclude_from_all, &mut Vec::new())),
+        )
+    }
+
+    pub(crate) fn claims(&self, dir: &str) -> bool {
+        !dir.is_empty() && self.0.as_ref().is_some_and(|g| g.claims(dir))
+    }
+}
+
+/// The workspace from its projects, sorted by name, once the declared outputs of every cached
+/// task pass their checks (GRAPH-8, GRAPH-9), which read git's ignore rules.
+pub(crate) fn finish(
+    root: &Path,
+    settings: WorkspaceConfig,
+    mut projects: Vec<Project>,
+    discovered_from: Vec<String>,
+) -> Result<Workspace, LoadError> {
     projects.sort_by(|a, b| a.name.cmp(&b.name));
     let by_name = projects
         .iter()

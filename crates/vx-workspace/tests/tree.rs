@@ -741,3 +741,56 @@ fn consulted_names_the_directories_ignore_files_and_git_files_of_the_listing() {
     git(&nested, &["init", "-q"]);
     assert_eq!(scan(&root).consulted(), None);
 }
+
+/// `vx.lock`'s blob ids (INIT-4, INIT-5): from the index when its entry vouches for the file,
+/// else hashed, and always what `git hash-object` says.
+#[test]
+fn blob_ids_come_from_the_index_when_clean_and_are_hashed_otherwise() {
+    let (_d, root) = repo();
+    commit(
+        &root,
+        &[("vx.toml", "[workspace]\n"), ("a/package.json", "{}\n")],
+    );
+    write(&root, "b/vx.toml", "[tasks.t]\n");
+    let paths: Vec<String> = ["vx.toml", "a/package.json", "b/vx.toml", "c/vx.toml"]
+        .map(String::from)
+        .to_vec();
+    let found = vx_workspace::tree::blob_ids(&root, &paths).unwrap();
+    let expected = |rel: &str| Some(git(&root, &["hash-object", rel]));
+    assert_eq!(
+        found.ids,
+        vec![
+            expected("vx.toml"),
+            expected("a/package.json"),
+            expected("b/vx.toml"),
+            None
+        ]
+    );
+    assert_eq!(found.hashed, 1, "only the untracked file is read");
+    // A tracked file rewritten is hashed, and its new id given.
+    write(&root, "vx.toml", "[workspace]\nmembers = []\n");
+    let found = vx_workspace::tree::blob_ids(&root, &paths[..1]).unwrap();
+    assert_eq!(found.ids, vec![expected("vx.toml")]);
+    assert_eq!(found.hashed, 1);
+    // An attributes file that could convert the bytes turns the shortcut off.
+    git(&root, &["checkout", "--", "vx.toml"]);
+    write(&root, "a/.gitattributes", "*.json text\n");
+    let found = vx_workspace::tree::blob_ids(&root, &paths[..2]).unwrap();
+    assert_eq!(
+        found.ids,
+        vec![expected("vx.toml"), expected("a/package.json")]
+    );
+    assert_eq!(found.hashed, 2);
+}
+
+#[test]
+fn blob_ids_outside_git_are_hashed() {
+    let (_d, root) = temp();
+    write(&root, "vx.toml", "[workspace]\n");
+    let found = vx_workspace::tree::blob_ids(&root, &["vx.toml".to_string()]).unwrap();
+    assert_eq!(
+        found.ids,
+        vec![Some(blob_id(ObjectFormat::Sha1, b"[workspace]\n"))]
+    );
+    assert_eq!(found.hashed, 1);
+}

@@ -2,8 +2,8 @@
 //! translation of clap's errors into vx's one-line messages.
 //!
 //! Values are taken as strings here and checked in `options.rs`, so every invalid value gets
-//! the exact message of CLI-3. Flags of later milestones are parsed (hidden) so that they are
-//! refused as `not available yet` rather than as unknown (§0).
+//! the exact message of CLI-3. Verbs of later milestones (`LATER_VERBS`, none today) are refused
+//! as `not available yet` rather than as unknown (§0).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -57,6 +57,8 @@ pub enum Verb {
     Init(InitArgs),
     /// Write vx.toml files from a turbo.json or an nx.json (with the package.json scripts).
     Migrate(MigrateArgs),
+    /// Write vx.lock: the resolved projects, edges and tasks, for `vx run --frozen`.
+    Lock(LockArgs),
     /// Print a health report of the workspace: vx, git, projects, cache, history.
     Info(InfoArgs),
     /// Print the JSON Schema of vx.toml.
@@ -159,8 +161,9 @@ pub struct RunArgs {
     #[arg(long = "remote-exec", value_name = "MODE")]
     pub remote_exec: Option<String>,
 
-    // Flags of later milestones: parsed so they can be refused by name.
-    #[arg(long, hide = true)]
+    /// Take projects, edges and tasks from vx.lock instead of parsing configuration; a stale
+    /// lock fails before anything runs.
+    #[arg(long)]
     pub frozen: bool,
 }
 
@@ -279,6 +282,17 @@ pub enum CacheVerb {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  vx lock            write vx.lock at the workspace root
+  vx lock --check    exit 1 and list each project that moved since vx.lock was written")]
+pub struct LockArgs {
+    /// Write nothing; list each project whose configuration moved since vx.lock was written
+    /// (exit 1 when any did, or when there is no vx.lock).
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct CleanArgs {
     #[command(flatten)]
     pub evict: EvictArgs,
@@ -310,8 +324,8 @@ pub struct PruneArgs {
     pub evict: EvictArgs,
 }
 
-/// Verbs of later milestones, refused as `not available yet`.
-pub const LATER_VERBS: &[&str] = &["lock"];
+/// Verbs of later milestones, refused as `not available yet` (none left).
+pub const LATER_VERBS: &[&str] = &[];
 
 /// The verbs a user can type today, for suggestions.
 pub const VERBS: &[&str] = &[
@@ -323,6 +337,7 @@ pub const VERBS: &[&str] = &[
     "cache",
     "init",
     "migrate",
+    "lock",
     "info",
     "schema",
     "completions",
@@ -356,7 +371,7 @@ pub fn parse(args: Vec<OsString>) -> Parsed {
 
 /// Flags `vx watch` shares with `vx run` but refuses (WATCH-8): still parsed, so the refusal
 /// names them, but not in its help.
-pub const NOT_FOR_WATCH: &[&str] = &["dry", "graph", "summarize", "profile"];
+pub const NOT_FOR_WATCH: &[&str] = &["dry", "graph", "summarize", "profile", "frozen"];
 
 /// vx's command line as parsed, shown in help and completed.
 pub fn command() -> clap::Command {

@@ -111,6 +111,7 @@ fn real_main() -> Result<i32, Failure> {
         Some(Verb::Cache(cli::CacheVerb::Clean(args))) => commands::cache::clean(&cwd, args),
         Some(Verb::Init(args)) => commands::init::init(&cwd, args),
         Some(Verb::Migrate(args)) => commands::init::migrate(&cwd, args),
+        Some(Verb::Lock(args)) => commands::lock::lock(&cwd, args),
         Some(Verb::Info(args)) => commands::info::info(&cwd, args),
         Some(Verb::Schema) => Ok(commands::schema()),
         Some(Verb::Completions { shell }) => commands::completions::completions(shell.as_deref()),

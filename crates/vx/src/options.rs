@@ -106,6 +106,8 @@ pub struct RunOptions {
     pub remote_exec_off: bool,
     /// `--download` (REM-14): where remotely executed outputs land.
     pub download: Download,
+    /// `--frozen` (INIT-5): projects, edges and tasks come from `vx.lock`.
+    pub frozen: bool,
 }
 
 /// `--download` (REM-14).
@@ -263,15 +265,7 @@ fn invalid(value: &str, flag: &str, expected: &str) -> Diagnostic {
     ))
 }
 
-fn not_yet(flag: &str) -> Diagnostic {
-    Diagnostic::new(format!("{flag} is not available yet"))
-}
-
 pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
-    let later: [(&str, bool); 1] = [("--frozen", args.frozen)];
-    if let Some((flag, _)) = later.iter().find(|(_, given)| *given) {
-        return Err(not_yet(flag));
-    }
     if args.dry.is_some() && args.graph.is_some() {
         return Err(Diagnostic::new("`--dry` cannot be combined with `--graph`"));
     }
@@ -437,6 +431,7 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         forwarded: args.forwarded,
         remote_exec_off,
         download,
+        frozen: args.frozen,
     })
 }
 
@@ -513,16 +508,6 @@ mod tests {
         assert!(cache_policy(None, true, true).is_err());
         let off = cache_policy(None, false, true).unwrap();
         assert!(!off.local_read && !off.local_write);
-    }
-
-    #[test]
-    fn later_flags_are_refused_by_name() {
-        let mut a = args();
-        a.frozen = true;
-        assert_eq!(
-            resolve(a).unwrap_err().message,
-            "--frozen is not available yet"
-        );
     }
 
     #[test]

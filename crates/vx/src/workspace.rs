@@ -12,6 +12,11 @@ pub fn load(cwd: &Path) -> Result<Workspace, Failure> {
     vx_workspace::discover(cwd).map_err(load_error)
 }
 
+/// The workspace from `vx.lock` (INIT-5): a missing or stale lock is a usage error (exit 2).
+pub fn load_frozen(cwd: &Path) -> Result<Workspace, Failure> {
+    vx_workspace::discover_frozen(cwd).map_err(load_error)
+}
+
 /// The root and its `[workspace]` table only, for verbs that must work while a project's
 /// configuration is broken (HIST-3). A root `vx.toml` that does not parse gives defaults.
 pub fn root_only(
@@ -38,7 +43,7 @@ pub fn store_location(
     Ok((root, dir))
 }
 
-fn load_error(e: LoadError) -> Failure {
+pub fn load_error(e: LoadError) -> Failure {
     match e {
         LoadError::NotInWorkspace {
             cwd,

@@ -125,8 +125,11 @@ struct RemoteExecutionInfo {
 #[derive(Debug, Serialize)]
 struct LockInfo {
     present: bool,
-    /// Checking `vx.lock` arrives in M4: always `None` in this release.
+    /// Whether `vx run --frozen` would take it (INIT-5); `None` when absent or when it or the
+    /// configuration cannot be read.
     fresh: Option<bool>,
+    /// Why not fresh: the first difference, or why it cannot be read.
+    stale: Option<String>,
 }
 
 pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
@@ -136,8 +139,31 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
 
     let mut configuration_errors = Vec::new();
     let (mut projects, mut tasks, mut sandboxed_tasks) = (None, None, 0);
+    let mut lock = LockInfo {
+        present: root.join(vx_core::config::LOCK_FILE).is_file(),
+        fresh: None,
+        stale: None,
+    };
     match workspace::load(cwd) {
         Ok(ws) => {
+            match vx_workspace::lock_state(&ws) {
+                Ok(vx_workspace::LockState::Absent) => {}
+                Ok(vx_workspace::LockState::Fresh) => lock.fresh = Some(true),
+                Ok(vx_workspace::LockState::Stale(why)) => {
+                    lock.fresh = Some(false);
+                    lock.stale = Some(why);
+                }
+                Err(e) => {
+                    lock.stale = Some(match workspace::load_error(e) {
+                        Failure::User(d) => d
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                        other => format!("{other:?}"),
+                    })
+                }
+            }
             projects = Some(ws.projects.len());
             let all = || ws.projects.iter().flat_map(|p| p.config.tasks.values());
             tasks = Some(all().count());
@@ -204,10 +230,7 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
                 url: without_credentials(r.url.as_deref()?),
             })
         }),
-        lock: LockInfo {
-            present: root.join("vx.lock").is_file(),
-            fresh: None,
-        },
+        lock,
     };
     if json {
         out_str(&format!(
@@ -458,10 +481,31 @@ fn pretty(info: &Info, errors: &[Diagnostic]) -> String {
     ));
     rows.push((
         "vx.lock",
-        if info.lock.present {
-            "present (not checked in this release)".to_string()
-        } else {
-            "absent".to_string()
+        match (&info.lock, info.lock.present) {
+            (_, false) => "absent".to_string(),
+            (
+                LockInfo {
+                    fresh: Some(true), ..
+                },
+                _,
+            ) => "fresh".to_string(),
+            (
+                LockInfo {
+                    fresh: Some(false),
+                    stale: Some(why),
+                    ..
+                },
+                _,
+            ) => {
+                format!("stale: {why}")
+            }
+            (
+                LockInfo {
+                    stale: Some(why), ..
+                },
+                _,
+            ) => format!("cannot be read: {why}"),
+            _ => "present (not checked: the configuration has errors)".to_string(),
         },
     ));
 

@@ -6,6 +6,7 @@ pub mod completions;
 pub mod info;
 pub mod init;
 pub mod last;
+pub mod lock;
 pub mod show;
 pub mod why;
 

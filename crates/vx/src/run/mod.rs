@@ -107,7 +107,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
             return Ok(code);
         }
     }
-    let workspace = plan::discover(cwd)?;
+    let workspace = plan::discover(cwd, options.frozen)?;
     let (plan, opened) = if options.plan.is_none() {
         plan_and_open(workspace, cwd, &options, &host_env)?
     } else {

@@ -70,7 +70,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     let host_env = run::host_env();
 
     // The scope, from a plan made now: an unknown task exits 2 before anything runs.
-    let plan = plan::build(plan::discover(cwd)?, cwd, &options)?;
+    let plan = plan::build(plan::discover(cwd, false)?, cwd, &options)?;
     for notice in &plan.notices {
         crate::render::say(notice.clone());
     }
@@ -599,7 +599,7 @@ impl Watch {
         options: &RunOptions,
         host_env: &std::collections::BTreeMap<String, String>,
     ) {
-        let Ok(workspace) = plan::discover(cwd) else {
+        let Ok(workspace) = plan::discover(cwd, false) else {
             return;
         };
         let Ok(plan) = plan::build(workspace, cwd, options) else {

@@ -142,20 +142,14 @@ fn a_plan_cannot_be_summarized_or_profiled() {
 }
 
 #[test]
-fn later_milestone_flags_and_verbs_are_not_available_yet() {
+fn download_takes_its_words() {
     let f = w();
-    let out = f.vx(&["run", "build", "--frozen"]);
-    assert_eq!(out.code, 2);
-    assert_eq!(out.stderr, "error: --frozen is not available yet\n");
     let out = f.vx(&["run", "build", "--download=some"]);
     assert_eq!(out.code, 2);
     assert_eq!(
         out.stderr,
         "error: invalid value `some` for --download (expected all, toplevel or none)\n"
     );
-    let out = f.vx(&["lock"]);
-    assert_eq!(out.code, 2);
-    assert_eq!(out.stderr, "error: vx lock is not available yet\n");
 }
 
 #[test]

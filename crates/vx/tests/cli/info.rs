@@ -198,7 +198,7 @@ fn settings_and_environment_change_their_rows() {
     );
     assert_contains(
         &out.stdout,
-        "vx.lock             present (not checked in this release)\n",
+        "vx.lock             cannot be read: vx.lock:1:2: not a lock this vx can read: missing field `lock-version`\n",
     );
     let out = f.vx_in("", &["info"], &[("VX_MEMORY_BUDGET", "off")]);
     assert_contains(&out.stdout, "memory budget       off (VX_MEMORY_BUDGET)\n");

@@ -21,6 +21,7 @@ mod init;
 mod interactive;
 mod last;
 mod live;
+mod lock;
 mod lockfiles;
 mod migrate;
 mod perf3;

@@ -345,6 +345,10 @@ impl Run<'_> {
                 .iter()
                 .map(|name| root.join(name)),
         );
+        // A frozen run took its projects from the lock (a plain run never reads it).
+        if self.options.frozen {
+            paths.push(root.join(vx_core::config::LOCK_FILE));
+        }
         // Finding the root reads these from the working directory up, and stops at the first
         // `vx.toml` with `[workspace]`: the root's, unless the root came from a package
         // manager's files. The directories above the root are not recorded themselves (`/tmp`

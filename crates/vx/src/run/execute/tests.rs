@@ -29,7 +29,7 @@ pub(crate) fn run_layered(
     sink: Option<Box<dyn crate::run::record::TelemetrySink>>,
 ) -> (i32, Vec<TaskReport>) {
     let options = resolve(args).unwrap();
-    let plan = super::super::plan::discover(f.root())
+    let plan = super::super::plan::discover(f.root(), false)
         .and_then(|workspace| super::super::plan::build(workspace, f.root(), &options))
         .unwrap_or_else(|_| panic!("plan"));
     let ctx = Context {

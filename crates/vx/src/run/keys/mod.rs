@@ -634,7 +634,8 @@ impl<'p> Keys<'p> {
 
     /// Field 11's paths (KEY-10): for a cached task, the project's files matched by
     /// `cache.inputs` plus the workspace's files matched by `cache.workspace-inputs`, never its
-    /// own outputs; for an uncached task, every file of the project (KEY-12).
+    /// own outputs; for an uncached task, every file of the project (KEY-12); never the root's
+    /// `vx.lock` (KEY-13).
     fn input_paths(
         &mut self,
         id: &TaskId,
@@ -655,6 +656,7 @@ impl<'p> Keys<'p> {
             // KEY-12: every file of the project, these included (found by their bytes).
             let mut paths = self.project_files(project);
             paths.extend(odd);
+            paths.retain(|p| p != vx_workspace::LOCK_FILE);
             paths.sort();
             return Ok(paths);
         };
@@ -701,6 +703,8 @@ impl<'p> Keys<'p> {
                 paths.push(literal);
             }
         }
+        // KEY-13: `vx.lock` is in no key (writing it moves nothing).
+        paths.retain(|p| p != vx_workspace::LOCK_FILE);
         paths.sort();
         paths.dedup();
         for (list, base, label) in [

@@ -51,8 +51,14 @@ pub struct Affected {
 }
 
 /// The workspace around `cwd`, loaded: the first step of a plan, then [`build`].
-pub fn discover(cwd: &Path) -> Result<Workspace, Failure> {
-    let workspace = load(cwd)?;
+/// The workspace a run plans over: loaded from its configuration, or under `--frozen` from
+/// `vx.lock` (INIT-5).
+pub fn discover(cwd: &Path, frozen: bool) -> Result<Workspace, Failure> {
+    let workspace = if frozen {
+        crate::workspace::load_frozen(cwd)?
+    } else {
+        load(cwd)?
+    };
     refuse_nested_run(&workspace)?;
     Ok(workspace)
 }
