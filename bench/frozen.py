@@ -48,7 +48,7 @@ def main() -> None:
     shutil.copy2(args.vx, vx)  # the source may be rebuilt meanwhile
     env = {**compare.os.environ, **RUN_ENV}
     quiet([sys.executable, str(BENCH / "generate.py"), "--projects", str(args.projects),
-           "--out", str(ws), "--tools", "vx"], REPO)
+           "--out", str(ws), "--tools", "vx,turbo"], REPO)
     commit = quiet(["git", "rev-parse", "HEAD"], ws).strip()
     graph = compare.Workspace(ws)
     leaf_file = ws / graph.dir[graph.leaf] / EDITED

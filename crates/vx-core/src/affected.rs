@@ -261,7 +261,11 @@ pub fn is_workspace_file(path: &str) -> bool {
 }
 
 /// SEL-5: the tasks the changed paths seed; see the module documentation.
-pub fn seed(workspace: &Workspace, changed: &[ChangedPath]) -> Seeds {
+///
+/// `frozen`: the run takes its configuration from `vx.lock` (INIT-5), so a changed lock seeds
+/// every task as the root `vx.toml` does; otherwise the lock is in no key (KEY-13) and seeds
+/// nothing.
+pub fn seed(workspace: &Workspace, changed: &[ChangedPath], frozen: bool) -> Seeds {
     let mut changed: Vec<&ChangedPath> = changed.iter().collect();
     changed.sort();
     changed.dedup();
@@ -285,11 +289,12 @@ pub fn seed(workspace: &Workspace, changed: &[ChangedPath]) -> Seeds {
     };
     for change in changed {
         let path = change.path.as_str();
-        // KEY-13: `vx.lock` is in no key, so it affects nothing.
-        if !change.subtree && path == LOCK_FILE {
+        // KEY-13: `vx.lock` is in no key, so it affects nothing unless the run reads it.
+        let lock = !change.subtree && path == LOCK_FILE;
+        if lock && !frozen {
             continue;
         }
-        if !change.subtree && is_workspace_file(path) {
+        if lock || (!change.subtree && is_workspace_file(path)) {
             for p in 0..workspace.projects.len() {
                 let dir = &workspace.projects[p].dir;
                 if change.only.as_ref().is_some_and(|only| !only.contains(dir)) {
@@ -437,7 +442,7 @@ mod tests {
     }
 
     fn seeded(ws: &Workspace, paths: &[ChangedPath]) -> Vec<String> {
-        seed(ws, paths)
+        seed(ws, paths, false)
             .tasks
             .iter()
             .map(|(id, path)| format!("{id} <- {path}"))
@@ -494,6 +499,8 @@ mod tests {
         ws.projects.push(root);
         ws.by_name.insert("//".into(), ws.projects.len() - 1);
         assert!(seeded(&ws, &files(&["vx.lock"])).is_empty());
+        // A frozen run takes its configuration from the lock: every task.
+        assert_eq!(seed(&ws, &files(&["vx.lock"]), true).tasks.len(), 6);
         assert_eq!(
             seeded(&ws, &files(&["notes.txt"])),
             ["//#check <- notes.txt"]
@@ -504,12 +511,12 @@ mod tests {
     fn root_files_seed_every_task_and_other_root_paths_seed_nothing() {
         let ws = ws();
         for file in ["pnpm-lock.yaml", "vx.toml", "package.json", ".npmrc"] {
-            let seeds = seed(&ws, &files(&[file]));
+            let seeds = seed(&ws, &files(&[file]), false);
             assert_eq!(seeds.tasks.len(), 5, "{file}");
             assert!(!seeds.tasks.contains_key(&TaskId::new("app", "check")));
             assert_eq!(seeds.projects.len(), 3);
         }
-        assert_eq!(seed(&ws, &files(&["README.md"])), Seeds::default());
+        assert_eq!(seed(&ws, &files(&["README.md"]), false), Seeds::default());
         // Only at the root.
         assert!(seeded(&ws, &files(&["packages/docs/sub/pnpm-lock.yaml"]))
             .iter()
@@ -521,14 +528,14 @@ mod tests {
         let ws = ws();
         let mut lock = ChangedPath::file("pnpm-lock.yaml");
         lock.only = Some(vec!["packages/lib".into()]);
-        let seeds = seed(&ws, &[lock.clone()]);
+        let seeds = seed(&ws, &[lock.clone()], false);
         assert_eq!(
             seeded(&ws, &[lock.clone()]),
             ["lib#build <- pnpm-lock.yaml", "lib#lint <- pnpm-lock.yaml"]
         );
         assert_eq!(seeds.projects, BTreeSet::from([ws.by_name["lib"]]));
         lock.only = Some(Vec::new());
-        assert_eq!(seed(&ws, &[lock]), Seeds::default());
+        assert_eq!(seed(&ws, &[lock], false), Seeds::default());
     }
 
     #[test]
@@ -570,7 +577,7 @@ mod tests {
             .iter()
             .any(|s| s.starts_with("lib#")));
         assert_eq!(
-            seed(&ws, &files(&["packages/lib/docs/x.md"])).projects,
+            seed(&ws, &files(&["packages/lib/docs/x.md"]), false).projects,
             BTreeSet::from([docs])
         );
     }
@@ -629,6 +636,7 @@ mod tests {
         let seeds = seed(
             &ws,
             &files(&["packages/lib/src/b.txt", "packages/lib/src/a.txt"]),
+            false,
         );
         assert_eq!(
             seeds.tasks[&TaskId::new("lib", "build")],
@@ -640,7 +648,7 @@ mod tests {
     fn reach_follows_dependants_with_the_shortest_chain() {
         let ws = ws();
         let table = TaskTable::resolve(&ws).unwrap();
-        let seeds = seed(&ws, &files(&["packages/lib/src/a.txt"]));
+        let seeds = seed(&ws, &files(&["packages/lib/src/a.txt"]), false);
         let reached = reach(&table, &seeds);
         let id = |s: &str| TaskId::parse(s).unwrap();
         assert_eq!(

@@ -21,7 +21,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 pub use vx_core::config::LOCK_FILE;
 use vx_core::config::{EnvConfig, ProjectConfig, TaskConfig, CONFIG_FILE};
-use vx_core::env::{is_secret_name, MIN_SECRET_LEN};
+use vx_core::env::is_secret_name;
 use vx_core::{Diagnostic, EdgeKind, Location, Project, ProjectEdge, Workspace, ROOT_PROJECT};
 
 use crate::load::{finish, read_root, OutsideAll};
@@ -149,7 +149,7 @@ fn file_path(dir: &str, file: &str) -> String {
 }
 
 /// A resolved lock, ready to write or compare.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub struct Lock {
     file: LockFile<serde_json::Value>,
 }
@@ -280,8 +280,8 @@ fn prune_against(value: &mut serde_json::Value, default: &serde_json::Value) {
     }
 }
 
-/// EXEC-5: `env.define` values of secret-named or `env.secret`-listed variables, at least as
-/// long as a masked value, one problem per place written.
+/// `env.define` values of secret-named or `env.secret`-listed variables (EXEC-5's names), whatever
+/// their length (a short one is still a credential), one problem per place written.
 fn secret_defines(workspace: &Workspace) -> Vec<Diagnostic> {
     let mut found: BTreeMap<(Location, String), Vec<String>> = BTreeMap::new();
     for project in &workspace.projects {
@@ -291,7 +291,7 @@ fn secret_defines(workspace: &Workspace) -> Vec<Diagnostic> {
             };
             for (variable, value) in &env.define {
                 let secret = is_secret_name(variable) || env.secret.contains(variable);
-                if secret && value.chars().count() >= MIN_SECRET_LEN {
+                if secret && !value.is_empty() {
                     let at = task
                         .key_locations
                         .get("env")
@@ -368,7 +368,14 @@ fn read_text(root: &Path) -> Result<Option<String>, LoadError> {
 
 /// Parses the lock's text; a lock this vx cannot read is a problem at its line and column.
 fn parse<T: for<'de> Deserialize<'de>>(text: &str) -> Result<LockFile<T>, LoadError> {
-    serde_json::from_str(text).map_err(|e| {
+    let other_format = |version: &dyn std::fmt::Display| {
+        LoadError::Config(vec![Diagnostic::at(
+            Location::new(LOCK_FILE, 1, 1),
+            format!("vx.lock has lock format {version}; this vx reads format {LOCK_VERSION}"),
+        )
+        .hint("run `vx lock` to write it again")])
+    };
+    let lock: LockFile<T> = serde_json::from_str(text).map_err(|e| {
         #[derive(Deserialize)]
         #[serde(rename_all = "kebab-case")]
         struct Version {
@@ -377,21 +384,22 @@ fn parse<T: for<'de> Deserialize<'de>>(text: &str) -> Result<LockFile<T>, LoadEr
         let version = serde_json::from_str::<Version>(text)
             .ok()
             .and_then(|v| v.lock_version);
-        let problem = match version {
-            Some(v) if v != serde_json::json!(LOCK_VERSION) => Diagnostic::at(
-                Location::new(LOCK_FILE, 1, 1),
-                format!("vx.lock has lock format {v}; this vx reads format {LOCK_VERSION}"),
-            ),
-            _ => Diagnostic::at(
+        match version {
+            Some(v) if v != serde_json::json!(LOCK_VERSION) => other_format(&v),
+            _ => LoadError::Config(vec![Diagnostic::at(
                 Location::new(LOCK_FILE, e.line() as u32, e.column().max(1) as u32),
                 format!(
                     "not a lock this vx can read: {}",
                     strip_position(&e.to_string())
                 ),
-            ),
-        };
-        LoadError::Config(vec![problem.hint("run `vx lock` to write it again")])
-    })
+            )
+            .hint("run `vx lock` to write it again")]),
+        }
+    })?;
+    if lock.lock_version != LOCK_VERSION {
+        return Err(other_format(&lock.lock_version));
+    }
+    Ok(lock)
 }
 
 /// serde_json's message without its ` at line L column C` tail (the location says it).
@@ -583,6 +591,23 @@ pub(crate) fn load_frozen(root: &Path) -> Result<Workspace, LoadError> {
             "vx.lock is stale: {why}"
         ))
         .hint("run `vx lock`")]));
+    }
+    // A hand-edited lock is held to what a full load guarantees: every edge names a project.
+    for (name, project) in &lock.projects {
+        if let Some(edge) = project
+            .deps
+            .iter()
+            .find(|e| !lock.projects.contains_key(&e.to))
+        {
+            return Err(LoadError::Config(vec![Diagnostic::at(
+                Location::new(LOCK_FILE, 0, 0),
+                format!(
+                    "project `{name}` depends on `{}`, which is no project of the lock",
+                    edge.to
+                ),
+            )
+            .hint("run `vx lock` to write it again")]));
+        }
     }
     let outside_all = OutsideAll::new(&rooted.settings);
     let projects = lock

@@ -198,7 +198,8 @@ pub fn find_repository(root: &Path) -> Result<Option<GitDirs>, TreeError> {
 
 /// The blob ids of root-relative files as a run takes them (KEY-11) — from the outer index
 /// when its entry vouches for the file, else hashed — without listing the tree; `None` for a
-/// path with no file there. `vx.lock` names the configuration it was resolved from by these
+/// path with no file there. A symlink is followed: the id is of the file it leads to (the
+/// bytes a reader of the path gets), never of the link's text. `vx.lock` names the configuration it was resolved from by these
 /// (INIT-4, INIT-5). The shortcut is off when an attributes file that could apply to one of the
 /// paths (its directories' `.gitattributes` up to the work tree, `info/attributes`, the
 /// configured ones) sets a conversion, as for the whole tree in [`Tree::scan`].
@@ -255,7 +256,14 @@ pub fn blob_ids(root: &Path, paths: &[String]) -> Result<BlobIds, TreeError> {
     let hashed = std::sync::atomic::AtomicU64::new(0);
     let ids = crate::par::map(paths, |path| {
         let abs = root.join(path);
-        let meta = match std::fs::symlink_metadata(&abs) {
+        // Through a symlink: what the configuration loader reads is the file it leads to.
+        let meta = match std::fs::symlink_metadata(&abs).and_then(|meta| {
+            if meta.is_symlink() {
+                std::fs::metadata(&abs)
+            } else {
+                Ok(meta)
+            }
+        }) {
             Ok(meta) => meta,
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
                 return Ok(None)

@@ -14,12 +14,11 @@ use crate::exit;
 use crate::render::{out_str, stderr};
 use crate::workspace::{io_diagnostic, load, load_error};
 
+/// How often the configuration is resolved again when it keeps changing under `vx lock`.
+const ATTEMPTS: usize = 3;
+
 pub fn lock(cwd: &Path, args: LockArgs) -> Result<i32, Failure> {
-    let workspace = load(cwd)?;
-    // A lock is only written for a configuration a run would accept: every `depends-on`
-    // entry resolves.
-    TaskTable::resolve(&workspace)?;
-    let lock = vx_workspace::lock(&workspace).map_err(load_error)?;
+    let (workspace, lock) = steady_lock(cwd)?;
     let root = &workspace.root;
     if args.check {
         return check(root, &lock);
@@ -34,6 +33,31 @@ pub fn lock(cwd: &Path, args: LockArgs) -> Result<i32, Failure> {
     write_atomically(&path, &text)?;
     out_str(&format!("wrote {LOCK_FILE}: {counts}\n"));
     Ok(exit::SUCCESS)
+}
+
+/// The configuration resolved and its lock, twice over with the same result: the blob ids are
+/// taken after the files were read, so a file changed in between would pair a new id with what
+/// the old bytes said; a second resolution that agrees proves no such change.
+fn steady_lock(cwd: &Path) -> Result<(vx_core::Workspace, vx_workspace::Lock), Failure> {
+    let resolve = || -> Result<(vx_core::Workspace, vx_workspace::Lock), Failure> {
+        let workspace = load(cwd)?;
+        // A lock is only written for a configuration a run would accept: every `depends-on`
+        // entry resolves.
+        TaskTable::resolve(&workspace)?;
+        let lock = vx_workspace::lock(&workspace).map_err(load_error)?;
+        Ok((workspace, lock))
+    };
+    let mut last = resolve()?;
+    for _ in 1..ATTEMPTS {
+        let next = resolve()?;
+        if next.1 == last.1 {
+            return Ok(next);
+        }
+        last = next;
+    }
+    Err(Failure::usage(
+        "the configuration kept changing while vx lock read it; run it again when it is still",
+    ))
 }
 
 /// `--check`: each project that drifted, exit 1; no lock, exit 1.

@@ -269,6 +269,18 @@ fn a_secret_define_is_never_written_to_the_lock() {
         )
     );
     assert!(!f.path("vx.lock").exists());
+    // However short: a credential all the same.
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"true\"\nenv = { define = { API_KEY = \"k1\" } }\n",
+    );
+    let out = f.vx(&["lock"]);
+    assert_eq!(out.code, 2);
+    assert_contains(
+        &out.stderr,
+        "env.define `API_KEY` of task `lib#build` holds a secret value",
+    );
+    assert!(!f.path("vx.lock").exists());
     // Other defines are configuration like any other.
     f.write(
         "packages/lib/vx.toml",
@@ -322,15 +334,38 @@ fn a_lock_this_vx_cannot_read_is_named_at_its_line_and_column() {
     );
     assert_contains(&out.stderr, "not a lock this vx can read: invalid type");
     assert_contains(&out.stderr, "  hint: run `vx lock` to write it again\n");
+    let check = f.vx(&["lock", "--check"]);
+    assert_eq!(check.code, 2, "a corrupt lock is bad input, not drift");
+    let refused = "error: vx.lock:1:1: vx.lock has lock format 2; this vx reads format 1\n  hint: run `vx lock` to write it again\n";
     f.write("vx.lock", "{ \"lock-version\": 2, \"future\": true }\n");
+    let out = frozen(&f);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr, refused);
+    // Of the same shape but another format: refused all the same.
+    ok(&f.vx(&["lock"]));
+    let text = f.read("vx.lock");
+    f.write(
+        "vx.lock",
+        &text.replace("\"lock-version\": 1", "\"lock-version\": 2"),
+    );
+    let out = frozen(&f);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr, refused);
+    // An edge to a project the lock does not hold is refused, not dropped.
+    f.write(
+        "vx.lock",
+        &text.replace("\"to\": \"lib\"", "\"to\": \"nope\""),
+    );
     let out = frozen(&f);
     assert_eq!(out.code, 2);
     assert_eq!(
         out.stderr,
-        "error: vx.lock:1:1: vx.lock has lock format 2; this vx reads format 1\n  hint: run `vx lock` to write it again\n"
+        "error: vx.lock: project `app` depends on `nope`, which is no project of the lock\n  hint: run `vx lock` to write it again\n"
     );
+    // Its projects are checked against the configuration like any other lock's.
     let check = f.vx(&["lock", "--check"]);
-    assert_eq!(check.code, 2, "a corrupt lock is bad input, not drift");
+    assert_eq!(check.code, 1);
+    assert_eq!(check.stdout, "drift: packages/app (dependencies changed)\n");
     // `vx lock` replaces it.
     ok(&f.vx(&["lock"]));
     ok(&frozen(&f));
@@ -424,4 +459,22 @@ fn a_frozen_runs_snapshot_records_the_lock() {
     ok(&out);
     assert!(last(&f)["invocation"]["replay_of"].is_null());
     assert_contains(&out.stdout, "miss lib#build\n");
+}
+
+/// A configuration file that is a symlink is checked by the file it leads to, as the loader
+/// reads it.
+#[test]
+fn a_symlinked_configuration_file_is_checked_through_its_link() {
+    let f = wc();
+    f.write("shared/lib.toml", &f.read("packages/lib/vx.toml"));
+    std::fs::remove_file(f.path("packages/lib/vx.toml")).unwrap();
+    std::os::unix::fs::symlink("../../shared/lib.toml", f.path("packages/lib/vx.toml")).unwrap();
+    f.commit();
+    ok(&f.vx(&["lock"]));
+    ok(&frozen(&f));
+    f.write(
+        "shared/lib.toml",
+        "[tasks.build]\ncommand = \"echo other\"\n",
+    );
+    stale(&f, "packages/lib/vx.toml changed since it was locked");
 }

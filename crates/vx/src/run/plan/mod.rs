@@ -80,7 +80,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
                     git.narrow_lockfiles(&workspace, &mut changes);
                     changed.insert(
                         reference.to_string(),
-                        seed(&workspace, &changes.paths).projects,
+                        seed(&workspace, &changes.paths, options.frozen).projects,
                     );
                 }
             }
@@ -100,7 +100,8 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
                 let setting = workspace.settings.affected_base.as_deref();
                 let mut changes = git.affected(base, setting)?;
                 git.narrow_lockfiles(&workspace, &mut changes);
-                let (scope, found) = affected_scope(&workspace, &table, selection, changes);
+                let (scope, found) =
+                    affected_scope(&workspace, &table, selection, changes, options.frozen);
                 affected = Some(found);
                 scope
             }
@@ -167,8 +168,9 @@ fn affected_scope(
     table: &TaskTable,
     selection: Selection,
     changes: Changes,
+    frozen: bool,
 ) -> (Scope, Affected) {
-    let seeds = seed(workspace, &changes.paths);
+    let seeds = seed(workspace, &changes.paths, frozen);
     let reasons = reach(table, &seeds);
     let scope = Scope::Affected {
         projects: (0..workspace.projects.len()).collect(),
