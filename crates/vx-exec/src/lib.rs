@@ -46,6 +46,7 @@ pub mod sandbox;
 pub mod sandbox_init;
 mod supervisor;
 mod task;
+mod threads;
 pub mod trace;
 
 pub use event::{

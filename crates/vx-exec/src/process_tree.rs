@@ -184,25 +184,52 @@ fn group_is_empty(pgid: i32) -> bool {
 /// processes of the session (a fork keeps the session). Walking up from a live member, the
 /// first ancestor that is not alive-and-in-the-session is gone, so the member's branch was
 /// orphaned and, vx being a subreaper, reparented to vx. So with the group empty, some live
-/// member is a child of vx. Children are listed before and after their stat lines are read,
-/// so a member whose parent exits meanwhile shows up as a new child and defeats the proof; a
-/// zombie child in the session defeats it too, as its children may be on their way to vx.
+/// member is a child of vx. See [`proven_by_children`] for how the children are read.
 fn no_session_member_among_children(sid: i32) -> bool {
     if !IS_SUBREAPER.load(Ordering::Relaxed) {
         return false;
     }
-    let Some(before) = own_children() else {
-        return false;
-    };
-    for child in &before {
+    proven_by_children(sid, own_children, |child| {
         let stat = read_small(std::path::Path::new(&format!("/proc/{child}/stat")));
-        if let Some(stat) = stat.ok().and_then(|contents| parse_stat(&contents)) {
-            if stat.session == sid {
+        stat.ok()
+            .and_then(|contents| parse_stat(&contents))
+            .map(|stat| stat.session)
+    })
+}
+
+/// How many times the children are listed before the proof gives up (other tasks keep starting
+/// children meanwhile; each listing that shows new ones costs one more).
+const CHILD_LISTINGS: usize = 4;
+
+/// The proof of [`no_session_member_among_children`] over `list` (vx's children, `None` when
+/// unknown) and `session_of` (a child's session, `None` once it is gone): every child listed is
+/// read, and the children are listed again until a listing holds none that was not read — so
+/// a member whose parent exits meanwhile, reparented to vx, is read too. A child of another
+/// session (another task's leader, started meanwhile) only costs another listing; one of the
+/// session (a zombie included: its children may be on their way to vx) defeats the proof, as
+/// does a listing that keeps changing.
+fn proven_by_children(
+    sid: i32,
+    mut list: impl FnMut() -> Option<Vec<i32>>,
+    mut session_of: impl FnMut(i32) -> Option<i32>,
+) -> bool {
+    let mut read: std::collections::HashSet<i32> = std::collections::HashSet::new();
+    for listing in 0..CHILD_LISTINGS {
+        let Some(children) = list() else {
+            return false;
+        };
+        let new: Vec<i32> = children.into_iter().filter(|c| !read.contains(c)).collect();
+        if new.is_empty() && listing > 0 {
+            return true;
+        }
+        for child in new {
+            if session_of(child) == Some(sid) {
                 return false;
             }
+            read.insert(child);
         }
     }
-    own_children().is_some_and(|after| after.iter().all(|pid| before.contains(pid)))
+    false
 }
 
 /// vx's direct children, from every thread's `children` list (a child belongs to the thread
@@ -373,6 +400,52 @@ pub(crate) fn stat(pid: i32, state: u8, pgrp: i32, session: i32) -> ProcStat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `proven_by_children` over scripted listings: each call of `list` takes the next one.
+    fn proof(sid: i32, listings: &[&[i32]], sessions: &[(i32, i32)]) -> (bool, usize) {
+        let mut calls = 0;
+        let proven = proven_by_children(
+            sid,
+            || {
+                calls += 1;
+                listings.get(calls - 1).map(|l| l.to_vec())
+            },
+            |child| sessions.iter().find(|(c, _)| *c == child).map(|(_, s)| *s),
+        );
+        (proven, calls)
+    }
+
+    #[test]
+    fn children_of_other_sessions_prove_the_session_empty_after_a_steady_listing() {
+        // Two listings that agree: proven.
+        assert_eq!(
+            proof(7, &[&[10, 11], &[11, 10]], &[(10, 10), (11, 11)]),
+            (true, 2)
+        );
+        // No children at all, twice.
+        assert_eq!(proof(7, &[&[], &[]], &[]), (true, 2));
+        // Another task's leader started meanwhile: read, listed once more, proven.
+        assert_eq!(
+            proof(7, &[&[10], &[10, 12], &[10, 12]], &[(10, 10), (12, 12)]),
+            (true, 3)
+        );
+        // A child that is gone by the time it is read counts as nothing.
+        assert_eq!(proof(7, &[&[13], &[13]], &[]), (true, 2));
+    }
+
+    #[test]
+    fn a_member_of_the_session_among_the_children_defeats_the_proof() {
+        // Already there.
+        assert!(!proof(7, &[&[10, 20]], &[(10, 10), (20, 7)]).0);
+        // Reparented to vx between two listings (its parent exited meanwhile).
+        assert!(!proof(7, &[&[10], &[10, 20]], &[(10, 10), (20, 7)]).0);
+        // Children unknown.
+        assert!(!proof(7, &[], &[]).0);
+        // A listing that never settles gives up.
+        let busy: [&[i32]; 5] = [&[1], &[1, 2], &[1, 2, 3], &[1, 2, 3, 4], &[1, 2, 3, 4, 5]];
+        let sessions = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5)];
+        assert_eq!(proof(7, &busy, &sessions), (false, CHILD_LISTINGS));
+    }
 
     #[test]
     fn parses_a_plain_stat_line() {

@@ -102,19 +102,18 @@ impl Supervisor {
 
     /// Spawns a task. Never fails: a spawn failure is reported as a `Completed` event with
     /// [`ExitReason::SpawnFailed`] and exit code 127. Events are delivered on the task's own
-    /// thread, never inside this call (except if even that thread cannot be created).
+    /// thread (one of `threads::tasks`, reused across tasks), never inside this call (except
+    /// if even that thread cannot be had).
     pub fn spawn(&self, spec: SpawnSpec, mut sink: Box<dyn FnMut(ExecEvent) + Send>) -> TaskHandle {
         let task_id = self.shared.next_task_id.fetch_add(1, Ordering::Relaxed);
         let (start_tx, start_rx) = std::sync::mpsc::channel::<Worker>();
-        // The thread comes first: if it cannot be created nothing has been forked yet, and the
-        // failure can still be reported to the sink.
-        let thread = std::thread::Builder::new()
-            .name("vx-task".into())
-            .spawn(move || {
-                if let Ok(worker) = start_rx.recv() {
-                    worker.run();
-                }
-            });
+        // The thread comes first (an idle task thread, or a new one): if it cannot be had
+        // nothing has been forked yet, and the failure can still be reported to the sink.
+        let thread = crate::threads::tasks().run(Box::new(move || {
+            if let Ok(worker) = start_rx.recv() {
+                worker.run();
+            }
+        }));
         if let Err(err) = thread {
             sink(ExecEvent::Completed(spawn_failure(err)));
             return TaskHandle::failed(task_id, Arc::clone(&self.shared), spec.kill_grace);

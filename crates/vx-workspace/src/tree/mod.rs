@@ -576,11 +576,26 @@ impl Tree {
 
     /// Whether a parent directory of the root-relative `path` (below the root) is a symlink.
     pub fn below_symlink(&self, path: &str) -> bool {
+        self.below_symlink_seen(path, &mut HashMap::new())
+    }
+
+    /// [`Tree::below_symlink`], remembering each directory's answer in `seen`: one check of
+    /// many paths at one moment (a task's inputs share their directories) asks each once.
+    pub fn below_symlink_seen(&self, path: &str, seen: &mut HashMap<String, bool>) -> bool {
         let mut end = 0;
         while let Some(slash) = path[end..].find('/') {
             end += slash;
-            let parent = self.root.join(&path[..end]);
-            if std::fs::symlink_metadata(&parent).is_ok_and(|m| m.file_type().is_symlink()) {
+            let dir = &path[..end];
+            let is_link = match seen.get(dir) {
+                Some(&known) => known,
+                None => {
+                    let found = std::fs::symlink_metadata(self.root.join(dir))
+                        .is_ok_and(|m| m.file_type().is_symlink());
+                    seen.insert(dir.to_string(), found);
+                    found
+                }
+            };
+            if is_link {
                 return true;
             }
             end += 1;

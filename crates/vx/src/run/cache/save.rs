@@ -270,6 +270,7 @@ impl RunCache<'_> {
             .unwrap_or(UNIX_EPOCH);
         let taken_ns = ns(taken);
         let started_ns = ns(started);
+        let mut seen = std::collections::HashMap::new();
         for folded in derived.workspace_stats.iter().chain(&derived.stats) {
             let moved = || Moved {
                 path: folded.path.clone(),
@@ -280,7 +281,7 @@ impl RunCache<'_> {
             let now = std::fs::symlink_metadata(self.workspace.root.join(&folded.path))
                 .ok()
                 .filter(|meta| meta.is_file() || meta.file_type().is_symlink())
-                .filter(|_| !self.keys.tree.below_symlink(&folded.path));
+                .filter(|_| !self.keys.tree.below_symlink_seen(&folded.path, &mut seen));
             match (&folded.stat, &now) {
                 (None, None) => continue,
                 (Some(_), None) | (None, Some(_)) => return Some(moved()),
