@@ -36,6 +36,7 @@
 //!
 //! Start reading at `supervisor.rs`, then `task.rs`.
 
+pub mod allocator;
 pub mod cgroup;
 mod child;
 mod event;

@@ -232,18 +232,24 @@ fn stat_of(path: &Path, follow: bool) -> io::Result<Option<Stat>> {
 /// link's target: vx reads configuration and ignore files through links).
 type Recorded = (PathBuf, bool, Option<Stat>);
 
-/// The recorded entries of these paths, in order: each path's `lstat`, followed by its target's
-/// `stat` when it is a symbolic link.
-fn record(paths: &[PathBuf]) -> io::Result<Vec<Recorded>> {
-    let chunks: Vec<&[PathBuf]> = paths.chunks(chunk_len(paths.len())).collect();
-    let parts = vx_workspace::par::map(&chunks, |chunk| {
+/// The recorded entries of these paths, in order, by index into `paths`: each path's `lstat`,
+/// followed by its target's `stat` when it is a symbolic link. (Indices, not copies: at
+/// thousands of projects the paths are tens of thousands.)
+fn record(paths: &[PathBuf]) -> io::Result<Vec<(usize, bool, Option<Stat>)>> {
+    let len = chunk_len(paths.len());
+    let chunks: Vec<(usize, &[PathBuf])> = paths
+        .chunks(len)
+        .enumerate()
+        .map(|(n, chunk)| (n * len, chunk))
+        .collect();
+    let parts = vx_workspace::par::map(&chunks, |(first, chunk)| {
         let mut out = Vec::with_capacity(chunk.len());
-        for path in *chunk {
+        for (i, path) in chunk.iter().enumerate() {
             let own = stat_of(path, false)?;
             let link = own.is_some_and(|s| s.mode & 0o170000 == 0o120000);
-            out.push((path.clone(), false, own));
+            out.push((first + i, false, own));
             if link {
-                out.push((path.clone(), true, stat_of(path, true)?));
+                out.push((first + i, true, stat_of(path, true)?));
             }
         }
         Ok::<_, io::Error>(out)
@@ -290,92 +296,145 @@ pub fn write(
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();
     let racy_from = started.saturating_sub(RACY).as_nanos() as i128;
-    let mut text = String::with_capacity(paths.len() * 96);
-    text.push_str(FORMAT);
-    text.push('\n');
-    let line = |text: &mut String, words: &[&str]| {
-        text.push_str(&words.join("\t"));
-        text.push('\n');
-    };
-    line(&mut text, &["vx", env!("CARGO_PKG_VERSION")]);
-    line(&mut text, &["request", &request.digest]);
-    line(&mut text, &["run", &facts.run_id]);
-    line(&mut text, &["cache", &shown(&facts.cache_dir)?]);
-    line(
-        &mut text,
-        &["store", &facts.salt, &facts.generation.to_string()],
-    );
-    line(&mut text, &["workers", &facts.workers.to_string()]);
-    line(
-        &mut text,
-        &[
+    // The racy rule, before any file is made: the paths are sorted most recently changed
+    // first, so a path that changed during the run is the first one.
+    if let Some((index, _, _)) = recorded.iter().take(1).find(|(_, _, stat)| {
+        stat.is_some_and(|s| s.mtime_ns >= racy_from || s.ctime_ns >= racy_from)
+    }) {
+        return Err(NotWritten(format!(
+            "{} changed less than {}s before the run started",
+            paths[*index].display(),
+            RACY.as_secs()
+        )));
+    }
+    let dir = request
+        .path
+        .parent()
+        .ok_or_else(|| NotWritten("no snapshot directory".into()))?;
+    let failed = |e: io::Error| NotWritten(format!("{}: {e}", dir.display()));
+    fs::create_dir_all(dir).map_err(failed)?;
+    let temp = dir.join(format!(".{}.{}", request.digest, std::process::id()));
+    // Written as it is made (the text of tens of thousands of paths is never held whole), to a
+    // temporary file renamed over the snapshot once complete.
+    let written = fs::File::create(&temp).map_err(failed).and_then(|file| {
+        let mut out = io::BufWriter::with_capacity(1 << 16, file);
+        let lines = Lines {
+            out: &mut out,
+            request,
+            root,
+            facts,
+            paths: &paths,
+            recorded: &recorded,
+            racy_from,
+        };
+        lines.write()?;
+        // No `fsync`: a file cut short by a crash lacks its `end` line and is never read.
+        out.into_inner().map_err(|e| failed(e.into_error()))?;
+        fs::rename(&temp, &request.path).map_err(failed)
+    });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(e);
+    }
+    forget_oldest(dir);
+    Ok(())
+}
+
+/// The lines of one snapshot, written as they are made.
+struct Lines<'a, W: Write> {
+    out: &'a mut W,
+    request: &'a Request,
+    root: &'a Path,
+    facts: &'a Facts,
+    paths: &'a [PathBuf],
+    recorded: &'a [(usize, bool, Option<Stat>)],
+    /// A recorded time at or after this (ns) is too recent to prove anything (the racy rule).
+    racy_from: i128,
+}
+
+impl<W: Write> Lines<'_, W> {
+    fn line(&mut self, words: &[&str]) -> Result<(), NotWritten> {
+        let written = self
+            .out
+            .write_all(words.join("\t").as_bytes())
+            .and_then(|()| self.out.write_all(b"\n"));
+        written.map_err(|e| NotWritten(format!("cannot write the snapshot: {e}")))
+    }
+
+    fn write(mut self) -> Result<(), NotWritten> {
+        let facts = self.facts;
+        self.line(&[FORMAT])?;
+        self.line(&["vx", env!("CARGO_PKG_VERSION")])?;
+        self.line(&["request", &self.request.digest])?;
+        self.line(&["run", &facts.run_id])?;
+        self.line(&["cache", &shown(&facts.cache_dir)?])?;
+        self.line(&["store", &facts.salt, &facts.generation.to_string()])?;
+        self.line(&["workers", &facts.workers.to_string()])?;
+        self.line(&[
             "projects",
             &facts.projects_in_run.to_string(),
             &facts.projects_in_workspace.to_string(),
-        ],
-    );
-    for task in &facts.tasks {
-        let words = [&task.id.project, &task.id.task, &task.short_key];
-        if words
-            .iter()
-            .any(|w| w.contains(['\t', '\n', '\r']) || w.is_empty())
-        {
-            return Err(NotWritten(format!("task {} has an odd name", task.id)));
-        }
-        line(
-            &mut text,
-            &[
+        ])?;
+        for task in &facts.tasks {
+            let words = [&task.id.project, &task.id.task, &task.short_key];
+            if words
+                .iter()
+                .any(|w| w.contains(['\t', '\n', '\r']) || w.is_empty())
+            {
+                return Err(NotWritten(format!("task {} has an odd name", task.id)));
+            }
+            self.line(&[
                 "task",
                 &task.stored_ms.to_string(),
                 &task.short_key,
                 &task.id.project,
                 &task.id.task,
-            ],
-        );
-    }
-    let root_prefix = root.as_os_str().as_bytes();
-    let racy = |path: &Path| {
-        NotWritten(format!(
-            "{} changed less than {}s before the run started",
-            path.display(),
-            RACY.as_secs()
-        ))
-    };
-    for (path, follow, stat) in &recorded {
-        // Root-relative when inside the root: the file is about a fifth smaller.
-        let bytes = path.as_os_str().as_bytes();
-        let name = match bytes.strip_prefix(root_prefix) {
-            Some(rest) if rest.starts_with(b"/") => {
-                shown(Path::new(OsStr::from_bytes(&rest[1..])))?
-            }
-            _ => shown(path)?,
+            ])?;
+        }
+        let root = self.root;
+        let root_prefix = root.as_os_str().as_bytes();
+        let racy_from = self.racy_from;
+        let racy = |path: &Path| {
+            NotWritten(format!(
+                "{} changed less than {}s before the run started",
+                path.display(),
+                RACY.as_secs()
+            ))
         };
-        let (present, absent) = if *follow {
-            ("target", "gone")
-        } else {
-            ("stat", "absent")
-        };
-        match stat {
-            None => {
-                // Removed during the run? Inside the root its directory would say so. (Above
-                // the root, `/tmp` or a home directory changes all the time: a file there
-                // removed while this very run read it is not caught.)
-                let parent = path.parent().unwrap_or(Path::new("/"));
-                if parent.starts_with(root) {
-                    let dir = stat_of(parent, true).map_err(|e| NotWritten(e.to_string()))?;
-                    if dir.is_some_and(|d| d.mtime_ns >= racy_from || d.ctime_ns >= racy_from) {
+        for &(index, follow, stat) in self.recorded {
+            let path = &self.paths[index];
+            // Root-relative when inside the root: the file is about a fifth smaller.
+            let bytes = path.as_os_str().as_bytes();
+            let name = match bytes.strip_prefix(root_prefix) {
+                Some(rest) if rest.starts_with(b"/") => {
+                    shown(Path::new(OsStr::from_bytes(&rest[1..])))?
+                }
+                _ => shown(path)?,
+            };
+            let (present, absent) = if follow {
+                ("target", "gone")
+            } else {
+                ("stat", "absent")
+            };
+            match stat {
+                None => {
+                    // Removed during the run? Inside the root its directory would say so.
+                    // (Above the root, `/tmp` or a home directory changes all the time: a file
+                    // there removed while this very run read it is not caught.)
+                    let parent = path.parent().unwrap_or(Path::new("/"));
+                    if parent.starts_with(root) {
+                        let dir = stat_of(parent, true).map_err(|e| NotWritten(e.to_string()))?;
+                        if dir.is_some_and(|d| d.mtime_ns >= racy_from || d.ctime_ns >= racy_from) {
+                            return Err(racy(path));
+                        }
+                    }
+                    self.line(&[absent, &name])?;
+                }
+                Some(s) => {
+                    if s.mtime_ns >= racy_from || s.ctime_ns >= racy_from {
                         return Err(racy(path));
                     }
-                }
-                line(&mut text, &[absent, &name])
-            }
-            Some(s) => {
-                if s.mtime_ns >= racy_from || s.ctime_ns >= racy_from {
-                    return Err(racy(path));
-                }
-                line(
-                    &mut text,
-                    &[
+                    self.line(&[
                         present,
                         &s.dev.to_string(),
                         &s.ino.to_string(),
@@ -384,28 +443,12 @@ pub fn write(
                         &s.mtime_ns.to_string(),
                         &s.ctime_ns.to_string(),
                         &name,
-                    ],
-                )
+                    ])?;
+                }
             }
         }
+        self.line(&["end"])
     }
-    line(&mut text, &["end"]);
-    let dir = request
-        .path
-        .parent()
-        .ok_or_else(|| NotWritten("no snapshot directory".into()))?;
-    let failed = |e: io::Error| NotWritten(format!("{}: {e}", dir.display()));
-    fs::create_dir_all(dir).map_err(failed)?;
-    let temp = dir.join(format!(".{}.{}", request.digest, std::process::id()));
-    let written = fs::File::create(&temp)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .and_then(|()| fs::rename(&temp, &request.path));
-    if let Err(e) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(failed(e));
-    }
-    forget_oldest(dir);
-    Ok(())
 }
 
 /// A path as one field of a line: UTF-8 without tabs or newlines, else not written down.

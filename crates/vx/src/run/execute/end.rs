@@ -254,7 +254,8 @@ impl Run<'_> {
         }
         let root = plan.workspace.root.clone();
         let mut tasks = Vec::new();
-        let mut paths: Vec<PathBuf> = Vec::new();
+        // A set: every task of a project folds the same sources, so most paths come several times.
+        let mut paths: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
         let (keys, layers) = self.cache.keys_and_layers();
         if layers.has_remote() {
             return Err("a remote cache is configured".into());
@@ -289,7 +290,7 @@ impl Run<'_> {
                     .iter()
                     .map(|f| PathBuf::from(&f.path)),
             );
-            paths.push(store.artifact_path(&derived.key.hex()));
+            paths.insert(store.artifact_path(&derived.key.hex()));
             tasks.push(crate::run::snapshot::Task {
                 id: report.id.clone(),
                 short_key,
@@ -330,14 +331,14 @@ impl Run<'_> {
         // Finding the members: every directory listed or matched, and the files that make a
         // matched directory a project (there or not).
         for dir in &plan.workspace.discovered_from {
-            paths.push(root.join(dir));
+            paths.insert(root.join(dir));
             for name in [vx_core::config::CONFIG_FILE, "package.json"] {
-                paths.push(root.join(dir).join(name));
+                paths.insert(root.join(dir).join(name));
             }
         }
         for project in &plan.workspace.projects {
             for name in [vx_core::config::CONFIG_FILE, "package.json"] {
-                paths.push(root.join(&project.dir).join(name));
+                paths.insert(root.join(&project.dir).join(name));
             }
         }
         paths.extend(
@@ -347,7 +348,7 @@ impl Run<'_> {
         );
         // A frozen run took its projects from the lock (a plain run never reads it).
         if self.options.frozen {
-            paths.push(root.join(vx_core::config::LOCK_FILE));
+            paths.insert(root.join(vx_core::config::LOCK_FILE));
         }
         // Finding the root reads these from the working directory up, and stops at the first
         // `vx.toml` with `[workspace]`: the root's, unless the root came from a package
@@ -370,7 +371,7 @@ impl Run<'_> {
                 "pnpm-workspace.yaml",
                 ".gitignore",
             ] {
-                paths.push(dir.join(name));
+                paths.insert(dir.join(name));
             }
         }
         // Finding the repository looks for `.git` from the root up to the work tree (or to `/`
@@ -383,10 +384,10 @@ impl Run<'_> {
             if Some(dir) == worktree.as_deref() {
                 break;
             }
-            paths.push(dir.join(".git"));
+            paths.insert(dir.join(".git"));
         }
         if let Ok(exe) = std::env::current_exe() {
-            paths.push(exe);
+            paths.insert(exe);
         }
         let facts = crate::run::snapshot::Facts {
             run_id: self.run_id.clone(),
@@ -398,7 +399,7 @@ impl Run<'_> {
             projects_in_workspace: plan.workspace.projects.len(),
             tasks,
         };
-        Ok((facts, paths))
+        Ok((facts, paths.into_iter().collect()))
     }
 
     /// The run's exit code: a signal's, else 1 when a task failed or was skipped.
