@@ -28,8 +28,8 @@ use error::{report, Failure};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    // Memory freed during a run goes back to the system within a millisecond, not a second:
-    // most runs are shorter than mimalloc's default delay (`vx_exec::allocator`).
+    // Memory freed during a run goes back to the system within 5 ms, not a second: most runs
+    // are shorter than mimalloc's default delay (`vx_exec::allocator`).
     vx_exec::allocator::return_freed_memory_promptly();
     if std::env::args_os().nth(1).as_deref()
         == Some(std::ffi::OsStr::new(vx_exec::sandbox_init::INIT_ARG))
