@@ -4,9 +4,11 @@
     python3 bench/memory.py --projects 3334 [--rounds 2] [--vx target/release/vx]
 
 Generates a workspace with bench/generate.py (three cached tasks per project: 3,334 projects are
-10,002 tasks) and runs `vx run check --all` in each scenario, each run under `/usr/bin/time -f %M`:
-Linux starts a forked process's peak RSS at its parent's, and this harness's Python holds more
-than a small vx run does, so the peak is taken from a small parent. Scenarios, in this order:
+10,002 tasks) and runs `vx run check --all` in each scenario, each run under
+`/usr/bin/time -f %M`: Linux starts a forked process's peak RSS at its parent's, and this
+harness's Python holds more than a small vx run does, so the peak is taken from a small parent.
+The figure is the largest of vx's own peak and any process it reaped (tasks of `cp` and `sh`
+stay far below it). Scenarios, in this order (the replay is checked to be one):
 
   cold      no cache, no outputs
   whole     nothing changed, VX_SNAPSHOT=0 (the whole way)
@@ -24,6 +26,7 @@ Python 3 standard library only; the workspace helpers are bench/compare.py's.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -93,9 +96,13 @@ def main() -> None:
         shutil.rmtree(ws / ".vx" / "snapshots", ignore_errors=True)
         time.sleep(2.2)  # the racy margin: the run below may write its snapshot
         measured("writes")
-        if not any((ws / ".vx" / "snapshots").glob("*")):
+        if not any(not p.name.startswith(".") for p in (ws / ".vx" / "snapshots").glob("*")):
             raise SystemExit("the `writes` run wrote no snapshot")
         measured("replay")
+        last = subprocess.run([str(vx), "last", "--format", "json"], cwd=ws, env=env,
+                              capture_output=True, text=True, check=True)
+        if json.loads(last.stdout)["invocation"].get("replay_of") is None:
+            raise SystemExit("the `replay` run went the whole way: it measured no replay")
         wipe_outputs()
         measured("restore")
         for which in ("leaf", "core"):
