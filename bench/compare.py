@@ -298,6 +298,21 @@ def quiet(argv: list[str], cwd: Path, env: dict | None = None) -> str:
     return proc.stdout
 
 
+def fresh_workspace(out: Path, projects: int, vx_source: Path) -> tuple[Path, Path, str]:
+    """For the small vx-only benches (frozen.py, memory.py): an emptied `out` holding a copy of
+    the vx binary (the source may be rebuilt meanwhile) and a generated workspace in the turbo
+    flavour (package.json scripts, which `Workspace` reads). Returns (vx, workspace, commit)."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    vx = out / "vx"
+    shutil.copy2(vx_source, vx)
+    ws = out / "ws"
+    quiet([sys.executable, str(BENCH / "generate.py"), "--projects", str(projects),
+           "--out", str(ws), "--tools", "vx,turbo"], REPO)
+    return vx, ws, quiet(["git", "rev-parse", "HEAD"], ws).strip()
+
+
 # --- The workspace -----------------------------------------------------------------------------
 
 class Workspace:

@@ -20,7 +20,6 @@ Python 3 standard library only; the helpers are bench/compare.py's.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -40,16 +39,8 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--out", type=Path, default=BENCH / "out" / "frozen")
     args = ap.parse_args()
-    vx = args.out / "vx"
-    ws = args.out / "ws"
-    if args.out.exists():
-        shutil.rmtree(args.out)
-    args.out.mkdir(parents=True)
-    shutil.copy2(args.vx, vx)  # the source may be rebuilt meanwhile
+    vx, ws, commit = compare.fresh_workspace(args.out, args.projects, args.vx)
     env = {**compare.os.environ, **RUN_ENV}
-    quiet([sys.executable, str(BENCH / "generate.py"), "--projects", str(args.projects),
-           "--out", str(ws), "--tools", "vx,turbo"], REPO)
-    commit = quiet(["git", "rev-parse", "HEAD"], ws).strip()
     graph = compare.Workspace(ws)
     leaf_file = ws / graph.dir[graph.leaf] / EDITED
     original = leaf_file.read_bytes()

@@ -51,15 +51,7 @@ def main() -> None:
     args = ap.parse_args()
     if not Path("/usr/bin/time").is_file():
         raise SystemExit("needs /usr/bin/time (apt-get install time)")
-    if args.out.exists():
-        shutil.rmtree(args.out)
-    args.out.mkdir(parents=True)
-    vx = args.out / "vx"
-    shutil.copy2(args.vx, vx)
-    ws = args.out / "ws"
-    quiet([sys.executable, str(BENCH / "generate.py"), "--projects", str(args.projects),
-           "--out", str(ws), "--tools", "vx,turbo"], REPO)
-    commit = quiet(["git", "rev-parse", "HEAD"], ws).strip()
+    vx, ws, commit = compare.fresh_workspace(args.out, args.projects, args.vx)
     graph = compare.Workspace(ws)
     edited = {"leaf": ws / graph.dir[graph.leaf] / EDITED, "core": ws / graph.dir[graph.core] / EDITED}
     originals = {k: p.read_bytes() for k, p in edited.items()}
