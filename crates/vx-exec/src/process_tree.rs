@@ -160,13 +160,14 @@ pub(crate) enum Liveness {
 ///
 /// Without a usable `/proc` the count is 1 when the process group still has a member and 0
 /// otherwise: `kill(-pgid, 0)` tells only whether the group is empty.
-pub(crate) fn count_or_proof(leader: i32) -> Liveness {
+/// `spawner` is the vx thread that forked the leader, when known.
+pub(crate) fn count_or_proof(leader: i32, spawner: Option<i32>) -> Liveness {
     if !proc_is_usable() {
         return Liveness::Counted(usize::from(!group_is_empty(leader)));
     }
     // Scanning all of /proc costs a few microseconds per process on the machine; most tasks
     // leave nothing, and proving that is much cheaper.
-    if group_is_empty(leader) && no_session_member_among_children(leader) {
+    if group_is_empty(leader) && no_session_member_among_children(leader, spawner) {
         return Liveness::ProvenEmpty;
     }
     Liveness::Counted(live_members(&scan_proc(), leader, leader).len())
@@ -183,18 +184,26 @@ fn group_is_empty(pgid: i32) -> bool {
 /// Why this suffices: a process of the session descends from the task's leader through
 /// processes of the session (a fork keeps the session). Walking up from a live member, the
 /// first ancestor that is not alive-and-in-the-session is gone, so the member's branch was
-/// orphaned and, vx being a subreaper, reparented to vx. So with the group empty, some live
-/// member is a child of vx. See [`proven_by_children`] for how the children are read.
-fn no_session_member_among_children(sid: i32) -> bool {
+/// orphaned and, vx being a subreaper, reparented to vx, whose main thread adopts it (see
+/// [`own_children`]). So with the group empty, some live member is a child of vx's main
+/// thread. See [`proven_by_children`] for how the children are read.
+fn no_session_member_among_children(sid: i32, spawner: Option<i32>) -> bool {
     if !IS_SUBREAPER.load(Ordering::Relaxed) {
         return false;
     }
-    proven_by_children(sid, own_children, |child| {
-        let stat = read_small(std::path::Path::new(&format!("/proc/{child}/stat")));
-        stat.ok()
-            .and_then(|contents| parse_stat(&contents))
-            .map(|stat| stat.session)
-    })
+    let Some(spawner) = spawner else {
+        return false;
+    };
+    proven_by_children(
+        sid,
+        || own_children(spawner),
+        |child| {
+            let stat = read_small(std::path::Path::new(&format!("/proc/{child}/stat")));
+            stat.ok()
+                .and_then(|contents| parse_stat(&contents))
+                .map(|stat| stat.session)
+        },
+    )
 }
 
 /// How many times the children are listed before the proof gives up (other tasks keep starting
@@ -232,20 +241,36 @@ fn proven_by_children(
     false
 }
 
-/// vx's direct children, from every thread's `children` list (a child belongs to the thread
-/// that forked it or adopted it). `None` when the kernel does not provide the lists.
-fn own_children() -> Option<Vec<i32>> {
-    let mut children: Vec<i32> = Vec::new();
-    for thread in std::fs::read_dir("/proc/self/task").ok()? {
-        let list = read_small(&thread.ok()?.path().join("children"));
+/// The children of vx that can belong to a task's session: those of the thread that forked its
+/// leader (`spawner`) and those of vx's main thread. A process is on the `children` list of
+/// the thread that forked it; one the leader forked with `CLONE_PARENT` is the spawner's child;
+/// an orphan is adopted by a subreaper's first thread that is not exiting, the main thread
+/// (`find_new_reaper` and `find_alive_thread` in the kernel's `exit.c`), and so are the children
+/// of a vx thread that exits. The spawner's list is read first: a child that moves meanwhile
+/// moves to the main thread, read second. The other threads' lists hold only other tasks'
+/// leaders and vx's own helpers, each in a session of its own: listing every thread cost a
+/// `/proc` read per thread of vx for every task. `None` when the kernel does not provide the
+/// lists.
+fn own_children(spawner: i32) -> Option<Vec<i32>> {
+    let main = std::process::id() as i32;
+    let threads: &[i32] = if spawner == main {
+        &[main]
+    } else {
+        &[spawner, main]
+    };
+    let mut children = Vec::new();
+    for &thread in threads {
+        let list = read_small(std::path::Path::new(&format!(
+            "/proc/self/task/{thread}/children"
+        )));
         match list {
             Ok(list) => children.extend(
                 String::from_utf8_lossy(&list)
                     .split_whitespace()
                     .filter_map(|pid| pid.parse::<i32>().ok()),
             ),
-            // A thread that exited since the directory was read has no children left.
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            // A thread that exited has no children left: they moved to the main thread.
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound && thread != main => {}
             Err(_) => return None,
         }
     }
@@ -537,5 +562,142 @@ mod tests {
             );
         }
         assert!(read_small(&dir.path().join("missing")).is_err());
+    }
+
+    /// Kills and reaps a leftover of a test, also when an assertion failed first.
+    #[cfg(target_os = "linux")]
+    struct Leftover(i32);
+
+    #[cfg(target_os = "linux")]
+    impl Drop for Leftover {
+        fn drop(&mut self) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(self.0), Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(Pid::from_raw(self.0), None);
+        }
+    }
+
+    /// The pids on one thread's `children` list.
+    #[cfg(target_os = "linux")]
+    fn children_of_thread(tid: i32) -> Vec<i32> {
+        let list = read_small(std::path::Path::new(&format!(
+            "/proc/self/task/{tid}/children"
+        )))
+        .expect("the kernel lists children (CONFIG_PROC_CHILDREN)");
+        String::from_utf8_lossy(&list)
+            .split_whitespace()
+            .map(|pid| pid.parse().unwrap())
+            .collect()
+    }
+
+    /// This test thread as a task's spawner, in a subreaper: tests run on threads other than the
+    /// main one, as a task may be spawned from any thread of vx.
+    #[cfg(target_os = "linux")]
+    fn become_spawner() -> i32 {
+        nix::sys::prctl::set_child_subreaper(true).expect("become a subreaper");
+        IS_SUBREAPER.store(true, Ordering::Relaxed);
+        let tid = nix::unistd::gettid().as_raw();
+        assert_ne!(
+            tid as u32,
+            std::process::id(),
+            "the test must run on a thread other than the main one"
+        );
+        tid
+    }
+
+    /// A task's orphan goes to vx's main thread even when its leader was forked by another
+    /// thread: an orphan of the session in a process group of its own, the leader reaped, is
+    /// counted, not proven gone.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_orphan_of_the_session_is_adopted_by_the_main_thread_and_defeats_the_proof() {
+        use std::io::Read;
+        let spawner = become_spawner();
+        // `setsid` in a process that leads no group calls setsid(2) and execs: the pid stays.
+        // bash's job control (`set -m`, no terminal needed) gives `sleep` a group of its own.
+        let mut leader = std::process::Command::new("setsid")
+            .args([
+                "bash",
+                "-c",
+                "set -m; sleep 30 </dev/null >/dev/null 2>&1 & echo $!",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("setsid and bash are installed");
+        let mut said = String::new();
+        leader
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut said)
+            .unwrap();
+        let orphan: i32 = said.trim().parse().expect("bash printed the pid of sleep");
+        let _cleanup = Leftover(orphan);
+        assert!(leader.wait().unwrap().success());
+        let sid = leader.id() as i32;
+        let stat = read_small(std::path::Path::new(&format!("/proc/{orphan}/stat")));
+        let stat = parse_stat(&stat.unwrap()).unwrap();
+        assert_eq!(stat.session, sid);
+        assert_ne!(stat.pgrp, sid);
+        assert!(children_of_thread(std::process::id() as i32).contains(&orphan));
+        assert!(!children_of_thread(spawner).contains(&orphan));
+        assert!(group_is_empty(sid));
+        assert!(matches!(
+            count_or_proof(sid, Some(spawner)),
+            Liveness::Counted(1)
+        ));
+    }
+
+    /// A child the leader makes with `CLONE_PARENT` is the spawner's child, not the main
+    /// thread's: the proof reads the spawner's list too, and counts it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_clone_parent_child_of_the_leader_is_the_spawners_and_defeats_the_proof() {
+        use std::os::unix::process::CommandExt;
+        let spawner = become_spawner();
+        let sleep = std::ffi::CString::new("/bin/sleep").unwrap();
+        let arg = std::ffi::CString::new("30").unwrap();
+        let mut command = std::process::Command::new("true");
+        // SAFETY: between fork and exec the closure calls only async-signal-safe functions
+        // (setsid, clone without CLONE_VM, setpgid, execv, _exit) on values prepared before.
+        unsafe {
+            command.pre_exec(move || {
+                libc::setsid();
+                let flags = (libc::CLONE_PARENT | libc::SIGCHLD) as libc::c_ulong;
+                let child = libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize);
+                if child == 0 {
+                    libc::setpgid(0, 0);
+                    let argv = [sleep.as_ptr(), arg.as_ptr(), std::ptr::null()];
+                    libc::execv(sleep.as_ptr(), argv.as_ptr());
+                    libc::_exit(127);
+                }
+                Ok(())
+            });
+        }
+        let mut leader = command.spawn().expect("`true` and `sleep` are installed");
+        let sid = leader.id() as i32;
+        assert!(leader.wait().unwrap().success());
+        // The clone moves to a group of its own right after it is made; wait until it has.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let members = loop {
+            let members: Vec<ProcStat> = scan_proc()
+                .into_iter()
+                .filter(|p| p.session == sid)
+                .collect();
+            if members.iter().all(|m| m.pgrp != sid) || std::time::Instant::now() > deadline {
+                break members;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        assert_eq!(members.len(), 1, "the clone is the session's one member");
+        let _cleanup = Leftover(members[0].pid);
+        assert_ne!(members[0].pgrp, sid);
+        assert!(children_of_thread(spawner).contains(&members[0].pid));
+        assert!(group_is_empty(sid));
+        assert!(matches!(
+            count_or_proof(sid, Some(spawner)),
+            Liveness::Counted(1)
+        ));
     }
 }

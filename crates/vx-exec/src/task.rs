@@ -68,6 +68,9 @@ pub(crate) struct TaskShared {
     /// The leader's pid, which is also the task's process group and session id. Unset when the
     /// spawn failed.
     pid: OnceLock<i32>,
+    /// The thread that forked the leader: its `children` list is where a child the leader
+    /// makes with `CLONE_PARENT` appears (`process_tree::count_or_proof`).
+    spawner: OnceLock<i32>,
     supervisor: Arc<SupervisorShared>,
     kill_grace: Duration,
     state: Mutex<TaskState>,
@@ -129,6 +132,7 @@ impl TaskHandle {
         let shared = TaskShared {
             id,
             pid: OnceLock::new(),
+            spawner: OnceLock::new(),
             supervisor,
             kill_grace,
             state: Mutex::new(TaskState {
@@ -219,6 +223,7 @@ impl TaskShared {
         let shared = TaskShared {
             id,
             pid: OnceLock::new(),
+            spawner: OnceLock::new(),
             supervisor,
             kill_grace,
             state: Mutex::new(TaskState::default()),
@@ -233,8 +238,10 @@ impl TaskShared {
         Ok((Arc::new(shared), wake_read))
     }
 
+    /// Called on the thread that forked the leader, right after the fork.
     pub(crate) fn set_pid(&self, pid: i32) {
         let _ = self.pid.set(pid);
+        let _ = self.spawner.set(nix::unistd::gettid().as_raw());
     }
 
     pub(crate) fn hold_stdin(&self, write_end: Option<OwnedFd>) {
@@ -306,7 +313,7 @@ impl TaskShared {
 
     /// How many processes of the task are alive. Once the task is proven empty that is
     /// remembered: every task is asked at least twice after its leader exits (leftovers, the
-    /// guard's release), and the proof reads `/proc` for each of vx's threads and children.
+    /// guard's release), and the proof reads `/proc` for vx's children.
     fn live_count(&self) -> usize {
         if self.proven_empty.load(Ordering::Relaxed) {
             return 0;
@@ -316,7 +323,10 @@ impl TaskShared {
             return in_cgroup;
         };
         // Empty for good only when the cgroup is empty too: nothing can join either again.
-        match (process_tree::count_or_proof(pid), in_cgroup) {
+        match (
+            process_tree::count_or_proof(pid, self.spawner.get().copied()),
+            in_cgroup,
+        ) {
             (process_tree::Liveness::ProvenEmpty, 0) => {
                 self.proven_empty.store(true, Ordering::Relaxed);
                 0

@@ -23,7 +23,9 @@ use error::{report, Failure};
 
 /// mimalloc rather than the system allocator: a warm run allocates and frees a few hundred
 /// thousand small strings (paths, ids, configuration), and glibc's malloc was a quarter of its
-/// instructions.
+/// instructions. The `system-allocator` feature leaves it out, for heap profilers that see only
+/// `malloc` (`valgrind --tool=massif`; docs/benchmarks.md, § What the profiles show).
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
