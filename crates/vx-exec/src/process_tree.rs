@@ -183,10 +183,13 @@ fn group_is_empty(pgid: i32) -> bool {
 ///
 /// Why this suffices: a process of the session descends from the task's leader through
 /// processes of the session (a fork keeps the session). Walking up from a live member, the
-/// first ancestor that is not alive-and-in-the-session is gone, so the member's branch was
-/// orphaned and, vx being a subreaper, reparented to vx, whose main thread adopts it (see
-/// [`own_children`]). So with the group empty, some live member is a child of vx's main
-/// thread. See [`proven_by_children`] for how the children are read.
+/// first ancestor that is not alive-and-in-the-session is either gone, so the member's branch
+/// was orphaned and, vx being a subreaper, reparented to vx, whose main thread adopts it, or the
+/// thread that forked the leader, for a child the leader made with `CLONE_PARENT` (see
+/// [`own_children`]). So with the group empty, some live member is a child of the spawner or
+/// of vx's main thread. (A member whose parent is alive but left the session with `setsid` is
+/// not found this way; the task's cgroup still holds it.) See [`proven_by_children`] for how
+/// the children are read.
 fn no_session_member_among_children(sid: i32, spawner: Option<i32>) -> bool {
     if !IS_SUBREAPER.load(Ordering::Relaxed) {
         return false;

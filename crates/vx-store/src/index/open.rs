@@ -21,7 +21,9 @@ use crate::fault::{self, Fault};
 use crate::schema;
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-/// Enough for every distinct statement the store prepares, so none is prepared twice.
+/// Enough for every distinct statement the store prepares, so none is prepared twice within a
+/// write; the bulk writes of history empty it after themselves (`history.rs`,
+/// `forget_bulk_statements`), so their large multi-row statements do not stay.
 const STATEMENT_CACHE: usize = 64;
 
 /// Creates `dir` with mode 0700 (and its parents). Returns whether this call created it.
