@@ -477,8 +477,8 @@ impl Store {
 }
 
 /// Rows per multi-row `INSERT` (22 parameters each, far below SQLite's limit of 32,766). A
-/// prepared statement's memory grows with its parameters (about 1 MB at 500 rows); a hundred
-/// rows per statement is already few statements per run.
+/// prepared statement's memory grows with its parameters, and one is alive while the history is
+/// written at the end of a run, its peak; a hundred rows per statement is still few statements.
 const ROWS_PER_INSERT: usize = 100;
 /// Keys per `DELETE … IN (…)` and key components per multi-row `INSERT` (5 parameters each):
 /// these statements are written every 500 keys and dropped after each write.
