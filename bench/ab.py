@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """A/B of two vx binaries on one generated workspace: did a change make vx slower?
 
-    python3 bench/generate.py --projects 1000 --out bench/out/ab --tools vx
+    python3 bench/generate.py --projects 1000 --out bench/out/ab --tools vx,turbo
     python3 bench/ab.py --old OLD_VX --new NEW_VX --ws bench/out/ab --rounds 7
 
 For each round, in alternating order (old first in even rounds, new first in odd ones), each
-binary runs `vx run build --all` three ways on the same tree: cold (no `.vx`, no `dist/`),
-warm (nothing changed, after one warm-up run) and restore (every `dist/` deleted, the cache
-kept). Prints the median, minimum and maximum wall time and CPU time (vx and its tasks) of
+binary runs `vx run build --all` four ways on the same tree: cold (no `.vx`, no `dist/`),
+warm (nothing changed, after one warm-up run), restore (every `dist/` deleted, the cache
+kept) and leaf (the last project's `src/a.txt`, which nothing depends on, given content no
+cache has seen: its build re-runs). The turbo flavour adds the root `package-lock.json`, which
+keys fold per project (KEY-3), as in a user's workspace. `--scenarios` picks some of them
+(without `cold` the tree is built once, untimed, before the first round); the runs inherit the
+environment, so `VX_SNAPSHOT=0 python3 bench/ab.py …` times the whole way rather than a replay
+when the warm-up wrote a snapshot. Prints the median, minimum and maximum wall time and CPU time (vx and its tasks) of
 each, and the new/old ratio of the medians. Wall times on a shared 2-core machine spread
 widely; for vx's own work, count instructions with `valgrind --tool=callgrind` instead (see
 docs/benchmarks.md).
@@ -28,6 +33,7 @@ def main():
     parser.add_argument("--new", required=True)
     parser.add_argument("--ws", required=True)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--scenarios", default="cold,warm,restore,leaf")
     args = parser.parse_args()
     bins = {"old": args.old, "new": args.new}
     ws = args.ws
@@ -52,20 +58,44 @@ def main():
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         return wall, cpu
 
-    scenarios = ("cold", "warm", "restore")
+    leaf = sorted(glob.glob(os.path.join(ws, "packages/*/src/a.txt")))[-1]
+    original = open(leaf, "rb").read()
+    edits = 0
+
+    def edit_leaf():
+        nonlocal edits
+        edits += 1
+        with open(leaf, "wb") as f:
+            f.write(original + f"edit {edits}\n".encode())
+
+    known = ("cold", "warm", "restore", "leaf")
+    unknown = set(args.scenarios.split(",")) - set(known)
+    if unknown:
+        raise SystemExit(f"--scenarios: unknown {', '.join(sorted(unknown))} (known: {', '.join(known)})")
+    scenarios = tuple(x for x in known if x in args.scenarios.split(","))
     results = {(k, s): [] for k in bins for s in scenarios}
     for round_ in range(args.rounds):
         order = list(bins.items())
         if round_ % 2:
             order.reverse()
         for name, binary in order:
-            shutil.rmtree(os.path.join(ws, ".vx"), ignore_errors=True)
-            remove_outputs()
-            results[(name, "cold")].append(run(binary))
-            run(binary)
-            results[(name, "warm")].append(run(binary))
-            remove_outputs()
-            results[(name, "restore")].append(run(binary))
+            if "cold" in scenarios or round_ == 0:
+                shutil.rmtree(os.path.join(ws, ".vx"), ignore_errors=True)
+                remove_outputs()
+                built = run(binary)
+                if "cold" in scenarios:
+                    results[(name, "cold")].append(built)
+            if "warm" in scenarios:
+                run(binary)
+                results[(name, "warm")].append(run(binary))
+            if "restore" in scenarios:
+                remove_outputs()
+                results[(name, "restore")].append(run(binary))
+            if "leaf" in scenarios:
+                edit_leaf()
+                results[(name, "leaf")].append(run(binary))
+    with open(leaf, "wb") as f:
+        f.write(original)
 
     for scenario in scenarios:
         for name in bins:

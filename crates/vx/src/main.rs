@@ -31,7 +31,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     // Memory freed during a run goes back to the system within 5 ms, not a second: most runs
-    // are shorter than mimalloc's default delay (`vx_exec::allocator`).
+    // are shorter than mimalloc's default delay (`vx_exec::allocator`). Without mimalloc as
+    // the allocator the option would set nothing that is used.
+    #[cfg(not(feature = "system-allocator"))]
     vx_exec::allocator::return_freed_memory_promptly();
     if std::env::args_os().nth(1).as_deref()
         == Some(std::ffi::OsStr::new(vx_exec::sandbox_init::INIT_ARG))

@@ -27,7 +27,7 @@ mod pnpm;
 mod yarn;
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use vx_core::key::DependencySet;
 
@@ -49,19 +49,49 @@ pub fn is_lockfile(file: &str) -> bool {
     PER_PROJECT.contains(&file) || file == BINARY
 }
 
-/// A lockfile read per project.
-#[derive(Debug, Clone)]
+/// A lockfile read per project: its graph, and each member's set computed when first asked
+/// for (a key needs its own project's; a workspace of thousands of members need not walk them
+/// all for one executed task).
+#[derive(Debug)]
 pub struct Lockfile {
-    /// Each listed member's set, by root-relative directory ("" for the root).
-    sets: HashMap<String, Arc<DependencySet>>,
-    /// The root importer's set: what a project the lockfile does not list folds.
+    file: String,
+    graph: Graph,
+    resolved: Resolved,
+    /// The root importer's set: what a project the lockfile does not list folds, and part of
+    /// every listed member's set.
     root: Arc<DependencySet>,
+    /// The members' sets computed so far, by root-relative directory.
+    sets: Mutex<HashMap<String, Arc<DependencySet>>>,
 }
 
 impl Lockfile {
-    /// The set a project in the root-relative `dir` folds.
+    fn new(file: &str, graph: Graph) -> Lockfile {
+        let resolved = Resolved::new(&graph);
+        let root = Arc::new(DependencySet::new(file, resolved.closure(&graph, "")));
+        Lockfile {
+            file: file.to_string(),
+            graph,
+            resolved,
+            root,
+            sets: Mutex::default(),
+        }
+    }
+
+    /// The set a project in the root-relative `dir` folds: its closure with the root's added,
+    /// or the root's alone when the lockfile does not list it.
     pub fn project(&self, dir: &str) -> Arc<DependencySet> {
-        self.sets.get(dir).unwrap_or(&self.root).clone()
+        if dir.is_empty() || !self.resolved.members.contains_key(dir) {
+            return self.root.clone();
+        }
+        let mut sets = self.sets.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(set) = sets.get(dir) {
+            return set.clone();
+        }
+        let mut closure = self.resolved.closure(&self.graph, dir);
+        closure.extend(self.root.packages.iter().cloned());
+        let set = Arc::new(DependencySet::new(&self.file, closure));
+        sets.insert(dir.to_string(), set.clone());
+        set
     }
 
     /// The set a project the lockfile does not list folds: the root's.
@@ -71,7 +101,7 @@ impl Lockfile {
 
     /// The directories the lockfile lists, sorted.
     pub fn importers(&self) -> Vec<&str> {
-        let mut dirs: Vec<&str> = self.sets.keys().map(String::as_str).collect();
+        let mut dirs: Vec<&str> = self.graph.importers.keys().map(String::as_str).collect();
         dirs.sort_unstable();
         dirs
     }
@@ -98,7 +128,7 @@ pub fn read(
         "bun.lock" => bun::read(text)?,
         _ => return Err("not a lockfile".into()),
     };
-    Ok(graph.sets(file))
+    Ok(Lockfile::new(file, graph))
 }
 
 /// What one edge of the graph leads to.
@@ -137,65 +167,53 @@ pub(crate) struct Graph {
     pub(crate) importers: HashMap<String, Importer>,
 }
 
-impl Graph {
-    /// Every importer's dependency set, each with the root's added.
-    fn sets(&self, file: &str) -> Lockfile {
-        let resolved = Resolved::new(self);
-        let root_closure = resolved.closure(self, "");
-        let root = Arc::new(DependencySet::new(file, root_closure.clone()));
-        let sets = self
-            .importers
-            .keys()
-            .map(|dir| {
-                let set = if dir.is_empty() {
-                    root.clone()
-                } else {
-                    let mut closure = resolved.closure(self, dir);
-                    closure.extend(root_closure.iter().cloned());
-                    Arc::new(DependencySet::new(file, closure))
-                };
-                (dir.clone(), set)
-            })
-            .collect();
-        Lockfile { sets, root }
-    }
-}
-
 /// One step of a walk over the graph, with members resolved to their place once.
-#[derive(Clone, Copy)]
-enum Step<'g> {
+#[derive(Debug, Clone, Copy)]
+enum Step {
     Package(usize),
     Member(usize),
     /// A member the lockfile does not install: it leads nowhere.
     Nowhere,
-    Unresolved(&'g str, &'g str),
+    /// An index into [`Resolved::unresolved`].
+    Unresolved(usize),
 }
 
 /// The graph with every edge resolved to an index, so that walking it for each of a thousand
 /// members compares no strings.
-struct Resolved<'g> {
-    members: HashMap<&'g str, usize>,
-    member_deps: Vec<Vec<Step<'g>>>,
-    member_dev: Vec<Vec<Step<'g>>>,
-    package_deps: Vec<Vec<Step<'g>>>,
+#[derive(Debug)]
+struct Resolved {
+    members: HashMap<String, usize>,
+    member_deps: Vec<Vec<Step>>,
+    member_dev: Vec<Vec<Step>>,
+    package_deps: Vec<Vec<Step>>,
+    /// (name, what the manifest asks for) of each edge the lockfile does not resolve.
+    unresolved: Vec<(String, String)>,
 }
 
-impl<'g> Resolved<'g> {
-    fn new(graph: &'g Graph) -> Resolved<'g> {
-        let members: HashMap<&str, usize> = graph
+impl Resolved {
+    fn new(graph: &Graph) -> Resolved {
+        let members: HashMap<String, usize> = graph
             .importers
             .keys()
             .enumerate()
-            .map(|(i, dir)| (dir.as_str(), i))
+            .map(|(i, dir)| (dir.clone(), i))
             .collect();
-        let step = |edge: &'g Edge| match edge {
-            Edge::Package(i) => Step::Package(*i),
-            Edge::Workspace(member) => members
-                .get(member.as_str())
-                .map_or(Step::Nowhere, |&i| Step::Member(i)),
-            Edge::Unresolved(name, wanted) => Step::Unresolved(name, wanted),
+        let mut unresolved = Vec::new();
+        let mut steps = |edges: &[Edge]| -> Vec<Step> {
+            edges
+                .iter()
+                .map(|edge| match edge {
+                    Edge::Package(i) => Step::Package(*i),
+                    Edge::Workspace(member) => members
+                        .get(member.as_str())
+                        .map_or(Step::Nowhere, |&i| Step::Member(i)),
+                    Edge::Unresolved(name, wanted) => {
+                        unresolved.push((name.clone(), wanted.clone()));
+                        Step::Unresolved(unresolved.len() - 1)
+                    }
+                })
+                .collect()
         };
-        let steps = |edges: &'g [Edge]| edges.iter().map(step).collect::<Vec<_>>();
         let mut member_deps = vec![Vec::new(); members.len()];
         let mut member_dev = vec![Vec::new(); members.len()];
         for (dir, importer) in &graph.importers {
@@ -209,6 +227,7 @@ impl<'g> Resolved<'g> {
             member_deps,
             member_dev,
             package_deps,
+            unresolved,
         }
     }
 
@@ -242,8 +261,9 @@ impl<'g> Resolved<'g> {
                     }
                 }
                 Step::Nowhere => {}
-                Step::Unresolved(name, wanted) => {
-                    out.insert((name.to_owned(), format!("{wanted} (not in the lockfile)")));
+                Step::Unresolved(i) => {
+                    let (name, wanted) = &self.unresolved[i];
+                    out.insert((name.clone(), format!("{wanted} (not in the lockfile)")));
                 }
             }
         }

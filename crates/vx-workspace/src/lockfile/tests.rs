@@ -149,3 +149,29 @@ fn join_dir_stays_inside_the_root() {
     assert_eq!(join_dir("packages/b", "../../.."), None);
     assert_eq!(split_ident("@s/n@1.0.0"), Some(("@s/n", "1.0.0")));
 }
+
+/// A member's set is computed when a key first asks for it, once: an executed task in a
+/// workspace of thousands of members walks its own project's closure, not every member's.
+#[test]
+fn a_members_set_is_computed_when_first_asked_for_and_kept() {
+    for (pm, file) in ALL {
+        let lock = load(pm, file, "before");
+        let computed = || lock.sets.lock().unwrap().len();
+        assert_eq!(computed(), 0, "{pm}: nothing walked on reading");
+        assert_eq!(
+            lock.importers(),
+            ["", "packages/a", "packages/b", "packages/c"],
+            "{pm}"
+        );
+        let first = lock.project("packages/b");
+        assert_eq!(computed(), 1, "{pm}");
+        assert!(Arc::ptr_eq(&first, &lock.project("packages/b")), "{pm}");
+        // The root's set and an unlisted project's are the one computed on reading.
+        assert!(Arc::ptr_eq(&lock.project(""), &lock.unlisted()), "{pm}");
+        assert!(
+            Arc::ptr_eq(&lock.project("packages/z"), &lock.unlisted()),
+            "{pm}"
+        );
+        assert_eq!(computed(), 1, "{pm}");
+    }
+}

@@ -478,3 +478,70 @@ fn a_symlinked_configuration_file_is_checked_through_its_link() {
     );
     stale(&f, "packages/lib/vx.toml changed since it was locked");
 }
+
+/// A configuration file rewritten again and again while `vx lock` reads it: the resolutions
+/// disagree, and after three `vx lock` gives up with exit 2 and writes nothing. A writer thread
+/// replaces `packages/lib/vx.toml` whole (a temporary file renamed over it, so each read sees a
+/// complete file) with a new command each time; since a resolution could still see one version
+/// twice when the writer is not scheduled, `vx lock` is run until it gives up, and every run
+/// either gives up so or writes a lock.
+#[test]
+fn a_configuration_that_keeps_changing_is_not_locked() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let f = wc();
+    let file = f.path("packages/lib/vx.toml");
+    let temp = f.path("packages/lib/.vx.toml.next");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let text = format!(
+                    "[tasks.build]\ncommand = \"echo built lib {n}\"\ncache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n"
+                );
+                std::fs::write(&temp, text).unwrap();
+                std::fs::rename(&temp, &file).unwrap();
+            }
+        })
+    };
+    let mut gave_up = 0;
+    for _ in 0..20 {
+        let before = std::fs::read(f.path("vx.lock")).ok();
+        let out = f.vx(&["lock"]);
+        if out.code == 0 {
+            assert!(out.stdout.starts_with("wrote vx.lock"), "{}", out.stdout);
+            continue;
+        }
+        assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+        assert_eq!(
+            out.stderr,
+            "error: the configuration kept changing while vx lock read it; run it again when it is still\n"
+        );
+        assert_eq!(out.stdout, "");
+        assert_eq!(
+            std::fs::read(f.path("vx.lock")).ok(),
+            before,
+            "nothing written"
+        );
+        gave_up += 1;
+        if gave_up == 2 {
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    assert!(
+        gave_up > 0,
+        "vx lock never saw the configuration change between its reads"
+    );
+    // Still again, the configuration is locked.
+    ok(&f.vx(&["lock"]));
+    assert!(
+        lock_json(&f)["projects"]["lib"]["tasks"]["build"]["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("echo built lib "))
+    );
+}

@@ -6,7 +6,9 @@
 //! in the store directory (`lockfiles/`), else by parsing the lockfile, which a large
 //! `pnpm-lock.yaml` makes the slowest step of a warm run, and then written there. The
 //! package lists themselves, which `vx why` shows, are parsed only when an executed task's
-//! key is recorded. A lockfile vx cannot read is folded whole, with one notice per run.
+//! key is recorded, and then only that task's project's closure is walked (at 5,000 members,
+//! walking every member's took 370 ms of the run loop for the first executed task). A
+//! lockfile vx cannot read is folded whole, with one notice per run.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Where a leaf edit's time goes: the phases of `vx run`, from its `--profile` trace.
+
+    python3 bench/phases.py --projects 1000 [--rounds 7] [--vx target/release/vx] [--frozen]
+
+Generates a workspace with bench/generate.py (three cached tasks per project, `check` groups
+them), builds it once, then in each round:
+
+  1. gives a source file of a project nothing depends on new content and runs
+     `vx run check --all --profile=<out>/trace.json` (its three tasks re-run, the others hit);
+  2. gives it new content again and runs the same command without `--profile` (the wall time a
+     user sees; writing the trace costs time at the end of the first);
+  3. runs `git status --porcelain -uall`, the floor of issue 26's leaf target.
+
+From each trace (`ts`/`dur` in microseconds from the start of the run, before planning; see
+docs/cli.md § --profile) it takes vx's own events on its `vx` thread and the tasks' events:
+
+  load        from the start to `open the cache`'s start: discovery and reading every
+              configuration file (with `--frozen`: vx.lock and the blob ids of those files)
+  graph+open  the rest of `plan` (edges, selection, graph), overlapped with `open the cache`
+              (the index, the lock, listing the file tree)
+  ahead       `read ahead, keys and hits of stable tasks`: every task not downstream of a change
+              keyed, looked up, its outputs compared (2,997 of 3,000 here)
+  tasks       the end of `ahead` to the end of the last task's event (the edited project's tasks)
+  end         the last task's end to the process's exit (history rows, entries marked used,
+              the footer, the trace itself), plus what came before the trace's zero (the
+              process's start, the arguments, the failed snapshot check): the process's wall
+              time less the trace's last event
+
+and prints a Markdown table of medians with the range (min–max), and each phase divided by the
+`git status` median of the same rounds. `--frozen` writes `vx.lock` after the first build and
+runs every timed command with `--frozen`. Python 3 standard library only; the helpers are
+bench/compare.py's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compare  # noqa: E402  (bench/compare.py)
+from compare import BENCH, REPO, RUN_ENV, fmt_time, median, parse_counters, quiet, run_measured  # noqa: E402
+
+EDITED = "src/a.txt"
+PHASES = ("load", "graph+open", "ahead", "tasks", "end")
+
+
+def phases(trace: Path, wall: float) -> dict[str, float]:
+    """The five phases, in seconds, of one profiled run whose process took `wall` seconds."""
+    data = json.loads(trace.read_text(encoding="utf-8"))
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    spans = [e for e in events if e.get("ph") == "X"]
+    own = {e["name"]: e for e in spans if e.get("cat") == "vx"}
+    plan, opening = own["plan"], own["open the cache"]
+    ahead = own["read ahead, keys and hits of stable tasks"]
+    last = max(e["ts"] + e["dur"] for e in spans) / 1e6
+    ahead_end = (ahead["ts"] + ahead["dur"]) / 1e6
+    return {
+        "load": opening["ts"] / 1e6,
+        "graph+open": (plan["ts"] + plan["dur"] - opening["ts"]) / 1e6,
+        "ahead": ahead["dur"] / 1e6,
+        "tasks": last - ahead_end,
+        "end": wall - last,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--projects", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--vx", type=Path, default=REPO / "target" / "release" / "vx")
+    ap.add_argument("--concurrency", type=int, default=2)
+    ap.add_argument("--frozen", action="store_true", help="write vx.lock and run with --frozen")
+    ap.add_argument("--out", type=Path, default=BENCH / "out" / "phases")
+    args = ap.parse_args()
+    vx, ws, commit = compare.fresh_workspace(args.out, args.projects, args.vx)
+    env = {**compare.os.environ, **RUN_ENV, "VX_SNAPSHOT": "0"}
+    graph = compare.Workspace(ws)
+    leaf_file = ws / graph.dir[graph.leaf] / EDITED
+    original = leaf_file.read_bytes()
+    base = [str(vx), "run", "check", "--all", f"--concurrency={args.concurrency}",
+            "--output-logs=none"]
+    quiet(base, ws, env)
+    if args.frozen:
+        quiet([str(vx), "lock"], ws, env)
+        base.append("--frozen")
+    time.sleep(1.1)
+    quiet(["git", "update-index", "-q", "--refresh"], ws, env)
+    trace = args.out / "trace.json"
+
+    rows: list[dict[str, float]] = []
+    edits = 0
+
+    def run(argv: list[str], name: str) -> dict:
+        out, err = args.out / f"{name}.out", args.out / f"{name}.err"
+        result = run_measured(argv, ws, env, out, err, 600)
+        if result["exit"] != 0:
+            raise SystemExit(f"{name} failed:\n{err.read_text()[-2000:]}")
+        result["counters"] = parse_counters(err.read_text())
+        return result
+
+    def edit() -> None:
+        nonlocal edits
+        edits += 1
+        leaf_file.write_bytes(original + f"edit {edits}\n".encode())
+
+    for round_ in range(args.rounds + 1):
+        edit()
+        profiled = run(base + [f"--profile={trace}"], "profiled")
+        edit()
+        plain = run(base, "plain")
+        floor = run(["git", "status", "--porcelain", "-uall"], "floor")
+        counters = plain["counters"]
+        row = phases(trace, profiled["wall"])
+        row.update({
+            "profiled": profiled["wall"],
+            "wall": plain["wall"],
+            "own CPU": (counters.get("cpu_user_ms", 0) + counters.get("cpu_sys_ms", 0)) / 1000,
+            "git status": floor["wall"],
+        })
+        print(f"round {round_}: " + ", ".join(f"{k} {fmt_time(v)}" for k, v in row.items()),
+              file=sys.stderr)
+        if round_ > 0:  # the first round warms the page cache and the index: untimed
+            rows.append(row)
+    leaf_file.write_bytes(original)
+
+    floor = median([r["git status"] for r in rows])
+    lines = [
+        f"{args.projects:,} projects, {3 * args.projects:,} tasks, {args.rounds} rounds"
+        f"{', --frozen' if args.frozen else ''}, workspace commit `{commit[:12]}`, leaf "
+        f"`{graph.leaf}`, concurrency {args.concurrency}.",
+        "",
+        "| | median (min–max) | ÷ git status |",
+        "|---|---:|---:|",
+    ]
+    for name in PHASES + ("profiled", "wall", "own CPU", "git status"):
+        values = [r[name] for r in rows]
+        mid = median(values)
+        lines.append(f"| {name} | {fmt_time(mid)} ({fmt_time(min(values))}–"
+                     f"{fmt_time(max(values))}) | {mid / floor:.2f}× |")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
