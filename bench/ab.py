@@ -10,7 +10,9 @@ warm (nothing changed, after one warm-up run), restore (every `dist/` deleted, t
 kept) and leaf (the last project's `src/a.txt`, which nothing depends on, given content no
 cache has seen: its build re-runs). The turbo flavour adds the root `package-lock.json`, which
 keys fold per project (KEY-3), as in a user's workspace. `--scenarios` picks some of them
-(without `cold` the tree is built once, untimed, before the first round); the runs inherit the
+(without `cold`, each binary builds the tree, untimed, in the first round, and later rounds start
+from the tree and cache the other binary's last run left, so both binaries must key alike);
+the runs inherit the
 environment, so `VX_SNAPSHOT=0 python3 bench/ab.py …` times the whole way rather than a replay
 when the warm-up wrote a snapshot. Prints the median, minimum and maximum wall time and CPU time (vx and its tasks) of
 each, and the new/old ratio of the medians. Wall times on a shared 2-core machine spread
@@ -58,8 +60,15 @@ def main():
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         return wall, cpu
 
-    leaf = sorted(glob.glob(os.path.join(ws, "packages/*/src/a.txt")))[-1]
-    original = open(leaf, "rb").read()
+    known = ("cold", "warm", "restore", "leaf")
+    unknown = set(args.scenarios.split(",")) - set(known)
+    if unknown:
+        raise SystemExit(f"--scenarios: unknown {', '.join(sorted(unknown))} (known: {', '.join(known)})")
+    scenarios = tuple(x for x in known if x in args.scenarios.split(","))
+    leaf = original = None
+    if "leaf" in scenarios:
+        leaf = sorted(glob.glob(os.path.join(ws, "packages/*/src/a.txt")))[-1]
+        original = open(leaf, "rb").read()
     edits = 0
 
     def edit_leaf():
@@ -68,34 +77,32 @@ def main():
         with open(leaf, "wb") as f:
             f.write(original + f"edit {edits}\n".encode())
 
-    known = ("cold", "warm", "restore", "leaf")
-    unknown = set(args.scenarios.split(",")) - set(known)
-    if unknown:
-        raise SystemExit(f"--scenarios: unknown {', '.join(sorted(unknown))} (known: {', '.join(known)})")
-    scenarios = tuple(x for x in known if x in args.scenarios.split(","))
     results = {(k, s): [] for k in bins for s in scenarios}
-    for round_ in range(args.rounds):
-        order = list(bins.items())
-        if round_ % 2:
-            order.reverse()
-        for name, binary in order:
-            if "cold" in scenarios or round_ == 0:
-                shutil.rmtree(os.path.join(ws, ".vx"), ignore_errors=True)
-                remove_outputs()
-                built = run(binary)
-                if "cold" in scenarios:
-                    results[(name, "cold")].append(built)
-            if "warm" in scenarios:
-                run(binary)
-                results[(name, "warm")].append(run(binary))
-            if "restore" in scenarios:
-                remove_outputs()
-                results[(name, "restore")].append(run(binary))
-            if "leaf" in scenarios:
-                edit_leaf()
-                results[(name, "leaf")].append(run(binary))
-    with open(leaf, "wb") as f:
-        f.write(original)
+    try:
+        for round_ in range(args.rounds):
+            order = list(bins.items())
+            if round_ % 2:
+                order.reverse()
+            for name, binary in order:
+                if "cold" in scenarios or round_ == 0:
+                    shutil.rmtree(os.path.join(ws, ".vx"), ignore_errors=True)
+                    remove_outputs()
+                    built = run(binary)
+                    if "cold" in scenarios:
+                        results[(name, "cold")].append(built)
+                if "warm" in scenarios:
+                    run(binary)
+                    results[(name, "warm")].append(run(binary))
+                if "restore" in scenarios:
+                    remove_outputs()
+                    results[(name, "restore")].append(run(binary))
+                if "leaf" in scenarios:
+                    edit_leaf()
+                    results[(name, "leaf")].append(run(binary))
+    finally:
+        if edits:
+            with open(leaf, "wb") as f:
+                f.write(original)
 
     for scenario in scenarios:
         for name in bins:

@@ -10,7 +10,9 @@ them), builds it once, then in each round:
      `vx run check --all --profile=<out>/trace.json` (its three tasks re-run, the others hit);
   2. gives it new content again and runs the same command without `--profile` (the wall time a
      user sees; writing the trace costs time at the end of the first);
-  3. runs `git status --porcelain -uall`, the floor of issue 26's leaf target.
+  3. runs `git status --porcelain -uall`: the `git status` part of issue 26's leaf floor
+     (docs/benchmarks.md § Floors adds the ideal schedule of the re-run tasks; the ratios here
+     divide by `git status` alone).
 
 From each trace (`ts`/`dur` in microseconds from the start of the run, before planning; see
 docs/cli.md § --profile) it takes vx's own events on its `vx` thread and the tasks' events:
@@ -19,16 +21,18 @@ docs/cli.md § --profile) it takes vx's own events on its `vx` thread and the ta
               configuration file (with `--frozen`: vx.lock and the blob ids of those files)
   graph+open  the rest of `plan` (edges, selection, graph), overlapped with `open the cache`
               (the index, the lock, listing the file tree)
+  setup       the end of `plan` to the start of `ahead`: the run's cache, keys and reporter
   ahead       `read ahead, keys and hits of stable tasks`: every task not downstream of a change
               keyed, looked up, its outputs compared (2,997 of 3,000 here)
-  tasks       the end of `ahead` to the end of the last task's event (the edited project's tasks)
-  end         the last task's end to the process's exit (history rows, entries marked used,
-              the footer, the trace itself), plus what came before the trace's zero (the
-              process's start, the arguments, the failed snapshot check): the process's wall
-              time less the trace's last event
+  tasks       the end of `ahead` to the end of the trace's last event (the edited project's
+              tasks)
+  end         the process's wall time less the trace's last event: history rows, entries
+              marked used, the footer, the trace itself, plus the process's start and its
+              arguments before the trace's zero
 
 and prints a Markdown table of medians with the range (min–max), and each phase divided by the
-`git status` median of the same rounds. `--frozen` writes `vx.lock` after the first build and
+`git status` median of the same rounds. Every run has `VX_SNAPSHOT=0`: a leaf edit is never
+replayed, and no snapshot is written or checked. `--frozen` writes `vx.lock` after the first build and
 runs every timed command with `--frozen`. Python 3 standard library only; the helpers are
 bench/compare.py's.
 """
@@ -46,7 +50,7 @@ import compare  # noqa: E402  (bench/compare.py)
 from compare import BENCH, REPO, RUN_ENV, fmt_time, median, parse_counters, quiet, run_measured  # noqa: E402
 
 EDITED = "src/a.txt"
-PHASES = ("load", "graph+open", "ahead", "tasks", "end")
+PHASES = ("load", "graph+open", "setup", "ahead", "tasks", "end")
 
 
 def phases(trace: Path, wall: float) -> dict[str, float]:
@@ -58,10 +62,15 @@ def phases(trace: Path, wall: float) -> dict[str, float]:
     plan, opening = own["plan"], own["open the cache"]
     ahead = own["read ahead, keys and hits of stable tasks"]
     last = max(e["ts"] + e["dur"] for e in spans) / 1e6
+    plan_end = (plan["ts"] + plan["dur"]) / 1e6
     ahead_end = (ahead["ts"] + ahead["dur"]) / 1e6
+    if opening["ts"] / 1e6 > plan_end:
+        raise SystemExit(f"{trace}: the cache was opened after planning (no index yet, or its "
+                         "lock was busy): the phases would not add up")
     return {
         "load": opening["ts"] / 1e6,
-        "graph+open": (plan["ts"] + plan["dur"] - opening["ts"]) / 1e6,
+        "graph+open": plan_end - opening["ts"] / 1e6,
+        "setup": ahead["ts"] / 1e6 - plan_end,
         "ahead": ahead["dur"] / 1e6,
         "tasks": last - ahead_end,
         "end": wall - last,
@@ -108,25 +117,27 @@ def main() -> None:
         edits += 1
         leaf_file.write_bytes(original + f"edit {edits}\n".encode())
 
-    for round_ in range(args.rounds + 1):
-        edit()
-        profiled = run(base + [f"--profile={trace}"], "profiled")
-        edit()
-        plain = run(base, "plain")
-        floor = run(["git", "status", "--porcelain", "-uall"], "floor")
-        counters = plain["counters"]
-        row = phases(trace, profiled["wall"])
-        row.update({
-            "profiled": profiled["wall"],
-            "wall": plain["wall"],
-            "own CPU": (counters.get("cpu_user_ms", 0) + counters.get("cpu_sys_ms", 0)) / 1000,
-            "git status": floor["wall"],
-        })
-        print(f"round {round_}: " + ", ".join(f"{k} {fmt_time(v)}" for k, v in row.items()),
-              file=sys.stderr)
-        if round_ > 0:  # the first round warms the page cache and the index: untimed
-            rows.append(row)
-    leaf_file.write_bytes(original)
+    try:
+        for round_ in range(args.rounds + 1):
+            edit()
+            profiled = run(base + [f"--profile={trace}"], "profiled")
+            edit()
+            plain = run(base, "plain")
+            floor = run(["git", "status", "--porcelain", "-uall"], "floor")
+            counters = plain["counters"]
+            row = phases(trace, profiled["wall"])
+            row.update({
+                "profiled": profiled["wall"],
+                "wall": plain["wall"],
+                "own CPU": (counters.get("cpu_user_ms", 0) + counters.get("cpu_sys_ms", 0)) / 1000,
+                "git status": floor["wall"],
+            })
+            print(f"round {round_}: " + ", ".join(f"{k} {fmt_time(v)}" for k, v in row.items()),
+                  file=sys.stderr)
+            if round_ > 0:  # the first round warms the page cache and the index: untimed
+                rows.append(row)
+    finally:
+        leaf_file.write_bytes(original)
 
     floor = median([r["git status"] for r in rows])
     lines = [

@@ -157,7 +157,7 @@ fn a_members_set_is_computed_when_first_asked_for_and_kept() {
     for (pm, file) in ALL {
         let lock = load(pm, file, "before");
         let computed = || lock.sets.lock().unwrap().len();
-        assert_eq!(computed(), 0, "{pm}: nothing walked on reading");
+        assert_eq!(computed(), 0, "{pm}: no member's set computed on reading");
         assert_eq!(
             lock.importers(),
             ["", "packages/a", "packages/b", "packages/c"],

@@ -149,6 +149,8 @@ impl Lockfiles {
             sets: lock
                 .importers()
                 .into_iter()
+                // `project` keeps each set: a cold run records its executed tasks' package
+                // lists (`components`) from the same sets.
                 .map(|dir| (dir.to_string(), lock.project(dir).digest.clone()))
                 .collect(),
         };
