@@ -300,6 +300,19 @@ def quiet(argv: list[str], cwd: Path, env: dict | None = None) -> str:
     return proc.stdout
 
 
+def small_bench_parser(doc: str, projects: int, rounds: int, concurrency: int,
+                       out: str) -> argparse.ArgumentParser:
+    """The options the small vx-only benches (frozen.py, memory.py, phases.py) share, with
+    their defaults; each adds its own before parsing."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--projects", type=int, default=projects)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--vx", type=Path, default=REPO / "target" / "release" / "vx")
+    ap.add_argument("--concurrency", type=int, default=concurrency)
+    ap.add_argument("--out", type=Path, default=BENCH / "out" / out)
+    return ap
+
+
 def fresh_workspace(out: Path, projects: int, vx_source: Path) -> tuple[Path, Path, str]:
     """For the small vx-only benches (frozen.py, memory.py): an emptied `out` holding a copy of
     the vx binary (the source may be rebuilt meanwhile) and a generated workspace in the turbo

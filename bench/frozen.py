@@ -19,7 +19,6 @@ Python 3 standard library only; the helpers are bench/compare.py's.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -32,12 +31,8 @@ EDITED = "src/a.txt"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--projects", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--vx", type=Path, default=REPO / "target" / "release" / "vx")
-    ap.add_argument("--concurrency", type=int, default=4)
-    ap.add_argument("--out", type=Path, default=BENCH / "out" / "frozen")
+    ap = compare.small_bench_parser(__doc__, projects=1000, rounds=7, concurrency=4,
+                                    out="frozen")
     args = ap.parse_args()
     vx, ws, commit = compare.fresh_workspace(args.out, args.projects, args.vx)
     env = {**compare.os.environ, **RUN_ENV}

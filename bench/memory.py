@@ -25,7 +25,6 @@ Python 3 standard library only; the workspace helpers are bench/compare.py's.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -42,12 +41,8 @@ SCENARIOS = ("cold", "whole", "writes", "replay", "restore", "leaf", "core")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--projects", type=int, default=3334)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--vx", type=Path, default=REPO / "target" / "release" / "vx")
-    ap.add_argument("--concurrency", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=BENCH / "out" / "memory")
+    ap = compare.small_bench_parser(__doc__, projects=3334, rounds=2, concurrency=2,
+                                    out="memory")
     args = ap.parse_args()
     if not Path("/usr/bin/time").is_file():
         raise SystemExit("needs /usr/bin/time (apt-get install time)")

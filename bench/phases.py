@@ -39,7 +39,6 @@ bench/compare.py's.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -78,13 +77,9 @@ def phases(trace: Path, wall: float) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--projects", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--vx", type=Path, default=REPO / "target" / "release" / "vx")
-    ap.add_argument("--concurrency", type=int, default=2)
+    ap = compare.small_bench_parser(__doc__, projects=1000, rounds=7, concurrency=2,
+                                    out="phases")
     ap.add_argument("--frozen", action="store_true", help="write vx.lock and run with --frozen")
-    ap.add_argument("--out", type=Path, default=BENCH / "out" / "phases")
     args = ap.parse_args()
     vx, ws, commit = compare.fresh_workspace(args.out, args.projects, args.vx)
     env = {**compare.os.environ, **RUN_ENV, "VX_SNAPSHOT": "0"}
