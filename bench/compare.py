@@ -328,6 +328,24 @@ def fresh_workspace(out: Path, projects: int, vx_source: Path) -> tuple[Path, Pa
     return vx, ws, quiet(["git", "rev-parse", "HEAD"], ws).strip()
 
 
+def built_leaf_workspace(args: argparse.Namespace, env: dict, lock: bool = False) -> tuple:
+    """For the leaf-edit benches (frozen.py, phases.py): a fresh workspace (`fresh_workspace`)
+    built once with `vx run check --all`, `vx.lock` written when `lock`, left 1.1 s so that
+    nothing it wrote is racy for git, and the index refreshed. Returns (vx, ws, commit, graph,
+    the leaf's edited file, its original bytes, the run's argv)."""
+    vx, ws, commit = fresh_workspace(args.out, args.projects, args.vx)
+    graph = Workspace(ws)
+    leaf_file = ws / graph.dir[graph.leaf] / "src" / "a.txt"
+    base = [str(vx), "run", "check", "--all", f"--concurrency={args.concurrency}",
+            "--output-logs=none"]
+    quiet(base, ws, env)
+    if lock:
+        quiet([str(vx), "lock"], ws, env)
+    time.sleep(1.1)
+    quiet(["git", "update-index", "-q", "--refresh"], ws, env)
+    return vx, ws, commit, graph, leaf_file, leaf_file.read_bytes(), base
+
+
 # --- The workspace -----------------------------------------------------------------------------
 
 class Workspace:

@@ -20,31 +20,21 @@ Python 3 standard library only; the helpers are bench/compare.py's.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare  # noqa: E402  (bench/compare.py)
-from compare import BENCH, REPO, RUN_ENV, fmt_time, median, parse_counters, quiet, run_measured  # noqa: E402
+from compare import RUN_ENV, fmt_time, median, parse_counters, run_measured  # noqa: E402
 
-EDITED = "src/a.txt"
 
 
 def main() -> None:
     ap = compare.small_bench_parser(__doc__, projects=1000, rounds=7, concurrency=4,
                                     out="frozen")
     args = ap.parse_args()
-    vx, ws, commit = compare.fresh_workspace(args.out, args.projects, args.vx)
     env = {**compare.os.environ, **RUN_ENV}
-    graph = compare.Workspace(ws)
-    leaf_file = ws / graph.dir[graph.leaf] / EDITED
-    original = leaf_file.read_bytes()
-    base = [str(vx), "run", "check", "--all", f"--concurrency={args.concurrency}",
-            "--output-logs=none"]
-    quiet(base, ws, env)
-    quiet([str(vx), "lock"], ws, env)
-    time.sleep(1.1)
-    quiet(["git", "update-index", "-q", "--refresh"], ws, env)
+    vx, ws, commit, graph, leaf_file, original, base = compare.built_leaf_workspace(
+        args, env, lock=True)
 
     records: list[dict] = []
     edits = 0

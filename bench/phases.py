@@ -41,14 +41,12 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare  # noqa: E402  (bench/compare.py)
-from compare import BENCH, REPO, RUN_ENV, fmt_time, median, parse_counters, quiet, run_measured  # noqa: E402
+from compare import RUN_ENV, fmt_time, median, parse_counters, run_measured  # noqa: E402
 
-EDITED = "src/a.txt"
 PHASES = ("load", "graph+open", "setup", "ahead", "tasks", "end")
 
 
@@ -81,19 +79,11 @@ def main() -> None:
                                     out="phases")
     ap.add_argument("--frozen", action="store_true", help="write vx.lock and run with --frozen")
     args = ap.parse_args()
-    vx, ws, commit = compare.fresh_workspace(args.out, args.projects, args.vx)
     env = {**compare.os.environ, **RUN_ENV, "VX_SNAPSHOT": "0"}
-    graph = compare.Workspace(ws)
-    leaf_file = ws / graph.dir[graph.leaf] / EDITED
-    original = leaf_file.read_bytes()
-    base = [str(vx), "run", "check", "--all", f"--concurrency={args.concurrency}",
-            "--output-logs=none"]
-    quiet(base, ws, env)
+    vx, ws, commit, graph, leaf_file, original, base = compare.built_leaf_workspace(
+        args, env, lock=args.frozen)
     if args.frozen:
-        quiet([str(vx), "lock"], ws, env)
         base.append("--frozen")
-    time.sleep(1.1)
-    quiet(["git", "update-index", "-q", "--refresh"], ws, env)
     trace = args.out / "trace.json"
 
     rows: list[dict[str, float]] = []
