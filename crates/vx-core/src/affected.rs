@@ -200,19 +200,31 @@ pub struct Seeds {
 struct CachedGlobs {
     inputs: TaskGlobs,
     workspace_inputs: TaskGlobs,
+    /// `dependency-inputs` (a `^name` input set), with the projects they are matched in.
+    dependency_inputs: Option<(TaskGlobs, BTreeSet<usize>)>,
     outputs: TaskGlobs,
     workspace_outputs: TaskGlobs,
 }
 
 impl CachedGlobs {
-    fn new(cache: &CacheConfig) -> CachedGlobs {
+    fn new(workspace: &Workspace, project: usize, cache: &CacheConfig) -> CachedGlobs {
         let list = |v: &[String]| TaskGlobs::new(v.iter().map(String::as_str));
+        let dependency_inputs = (!cache.dependency_inputs.is_empty()).then(|| {
+            let projects = workspace.dependency_closure(project).into_iter().collect();
+            (list(&cache.dependency_inputs), projects)
+        });
         CachedGlobs {
             inputs: list(cache.inputs.as_deref().unwrap_or_default()),
             workspace_inputs: list(&cache.workspace_inputs),
+            dependency_inputs,
             outputs: list(cache.outputs.as_deref().unwrap_or_default()),
             workspace_outputs: list(&cache.workspace_outputs),
         }
+    }
+
+    /// Whether the change is one of the task's outputs (`rel`: relative to its project).
+    fn is_output(&self, change: &ChangedPath, rel: &str) -> bool {
+        self.outputs.is_match(rel) || self.workspace_outputs.is_match(&change.path)
     }
 
     /// Whether the change is an input of the task. `rel` is the path relative to the task's
@@ -279,9 +291,20 @@ pub fn seed(workspace: &Workspace, changed: &[ChangedPath], frozen: bool) -> See
             .map(move |(name, task)| (TaskId::new(&project.name, name), task))
     };
     let cached: BTreeMap<TaskId, CachedGlobs> = (0..workspace.projects.len())
-        .flat_map(tasks_of)
-        .filter_map(|(id, task)| Some((id, CachedGlobs::new(task.cache.as_ref()?))))
+        .flat_map(|p| tasks_of(p).map(move |(id, task)| (p, id, task)))
+        .filter_map(|(p, id, task)| {
+            Some((id, CachedGlobs::new(workspace, p, task.cache.as_ref()?)))
+        })
         .collect();
+    // The globs of the owner's cached outputs, for `dependency-inputs`, which leave them out.
+    let outputs_of = |p: usize| -> Vec<CachedGlobs> {
+        workspace.projects[p]
+            .config
+            .tasks
+            .values()
+            .filter_map(|task| Some(CachedGlobs::new(workspace, p, task.cache.as_ref()?)))
+            .collect()
+    };
     let mut seeds = Seeds::default();
     let add = |seeds: &mut Seeds, id: TaskId, project: usize, path: &str| {
         seeds.projects.insert(project);
@@ -342,6 +365,31 @@ pub fn seed(workspace: &Workspace, changed: &[ChangedPath], frozen: bool) -> See
             if Some(p) != owner && !globs.workspace_inputs.is_empty() && globs.matches(change, None)
             {
                 add(&mut seeds, id.clone(), p, path);
+            }
+        }
+        // A path of a project others fold through `^name` input sets seeds those tasks.
+        if let Some(o) = owner {
+            let rel = relative(path, &workspace.projects[o].dir);
+            let mut owner_outputs: Option<Vec<CachedGlobs>> = None;
+            for (id, globs) in &cached {
+                let Some((dependency_inputs, projects)) = &globs.dependency_inputs else {
+                    continue;
+                };
+                if !projects.contains(&o) {
+                    continue;
+                }
+                let matched = if change.subtree {
+                    could_match_under(dependency_inputs, rel)
+                } else {
+                    dependency_inputs.is_match(rel)
+                        && !owner_outputs
+                            .get_or_insert_with(|| outputs_of(o))
+                            .iter()
+                            .any(|out| out.is_output(change, rel))
+                };
+                if matched {
+                    add(&mut seeds, id.clone(), workspace.by_name[&id.project], path);
+                }
             }
         }
     }
@@ -451,6 +499,33 @@ mod tests {
 
     fn files(paths: &[&str]) -> Vec<ChangedPath> {
         paths.iter().map(|p| ChangedPath::file(*p)).collect()
+    }
+
+    #[test]
+    fn a_dependency_input_seeds_the_dependants_that_fold_it_but_not_its_outputs() {
+        // app#test folds `src/**` of every project app depends on (lib), as `^production`.
+        let mut ws = ws();
+        let app = ws.by_name["app"];
+        let test = ws.projects[app].config.tasks.get_mut("test").unwrap();
+        test.cache.as_mut().unwrap().dependency_inputs = vec!["src/**".into(), "dist/**".into()];
+        assert_eq!(
+            seeded(&ws, &files(&["packages/lib/src/a.txt"])),
+            [
+                "app#test <- packages/lib/src/a.txt",
+                "lib#build <- packages/lib/src/a.txt",
+                "lib#lint <- packages/lib/src/a.txt"
+            ]
+        );
+        // lib#build's outputs are left out, as the key leaves them out.
+        assert_eq!(
+            seeded(&ws, &files(&["packages/lib/dist/a.js"])),
+            ["lib#lint <- packages/lib/dist/a.js"]
+        );
+        // docs is no dependency of app.
+        assert_eq!(
+            seeded(&ws, &files(&["packages/docs/src/a.txt"])),
+            ["docs#build <- packages/docs/src/a.txt"]
+        );
     }
 
     #[test]

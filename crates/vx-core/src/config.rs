@@ -299,6 +299,13 @@ pub struct CacheConfig {
     /// Root-relative input globs.
     #[schemars(extend("default" = []))]
     pub workspace_inputs: Vec<String>,
+    /// Project-relative globs matched in every project this one depends on, transitively,
+    /// less the outputs of those projects' cached tasks: what a `^name` entry of
+    /// `input-sets` adds (Nx's `^production`). Not a key a user writes; `vx.lock` and
+    /// `vx show` carry it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
+    pub dependency_inputs: Vec<String>,
     /// Environment variables (or prefixes ending in `*`) folded into the key.
     #[schemars(extend("default" = []))]
     pub env: Vec<String>,

@@ -435,6 +435,10 @@ pub fn task_config_json(task: &TaskConfig) -> String {
                 let mut m = Map::new();
                 m.insert("inputs".into(), strings(c.inputs.as_deref().unwrap_or(&[])));
                 m.insert("workspace-inputs".into(), strings(&c.workspace_inputs));
+                // Only when there are some: keys of tasks without them stay as they were.
+                if !c.dependency_inputs.is_empty() {
+                    m.insert("dependency-inputs".into(), strings(&c.dependency_inputs));
+                }
                 m.insert("env".into(), strings(&c.env));
                 m.insert("runtime".into(), strings(&c.runtime));
                 m.insert("workspace-runtime".into(), strings(&c.workspace_runtime));

@@ -40,6 +40,29 @@ impl Workspace {
             })
             .max_by_key(|p| p.dir.len())
     }
+
+    /// Every project `project` depends on, directly or not, by any kind of edge (what a
+    /// `^name` input set reaches, as Nx's `^production` does), sorted by index; never
+    /// `project` itself, even through a cycle.
+    pub fn dependency_closure(&self, project: usize) -> Vec<usize> {
+        let mut seen = vec![false; self.projects.len()];
+        seen[project] = true;
+        let mut stack = vec![project];
+        let mut found = Vec::new();
+        while let Some(at) = stack.pop() {
+            for edge in &self.projects[at].deps {
+                if let Some(&to) = self.by_name.get(&edge.to) {
+                    if !seen[to] {
+                        seen[to] = true;
+                        found.push(to);
+                        stack.push(to);
+                    }
+                }
+            }
+        }
+        found.sort_unstable();
+        found
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -77,4 +100,40 @@ pub enum EdgeKind {
     Peer,
     /// A peer edge inside a cycle: selection walks it, ordering does not.
     SelectionOnly,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{workspace, P};
+
+    fn p<'a>(name: &'a str, deps: &'a [&'a str]) -> P<'a> {
+        P {
+            name,
+            deps,
+            tags: &[],
+            tasks: &[],
+        }
+    }
+
+    #[test]
+    fn the_dependency_closure_is_transitive_and_survives_a_cycle() {
+        // app → ui → core → ui (a cycle), util alone; a dependency on an unknown name is
+        // ignored.
+        let ws = workspace(&[
+            p("app", &["ui", "missing"]),
+            p("ui", &["core"]),
+            p("core", &["ui"]),
+            p("util", &[]),
+        ]);
+        let names = |i: usize| -> Vec<&str> {
+            ws.dependency_closure(i)
+                .into_iter()
+                .map(|d| ws.projects[d].name.as_str())
+                .collect()
+        };
+        assert_eq!(names(ws.by_name["app"]), ["core", "ui"]);
+        assert_eq!(names(ws.by_name["ui"]), ["core"]);
+        assert_eq!(names(ws.by_name["core"]), ["ui"]);
+        assert!(names(ws.by_name["util"]).is_empty());
+    }
 }

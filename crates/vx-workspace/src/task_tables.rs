@@ -193,7 +193,7 @@ pub(crate) fn cache(w: &mut Walker, value: &Value, task_path: &str) -> Option<Ca
         keys.insert(key.name.to_string());
         match key.name.as_ref() {
             "input-sets" => {
-                input_sets = set_names(w, value, "cache.input-sets");
+                input_sets = set_names(w, value, "cache.input-sets", true);
                 config.input_sets = input_sets.iter().map(|s| s.value.clone()).collect();
             }
             "inputs" => {
@@ -241,21 +241,49 @@ pub(crate) fn cache(w: &mut Walker, value: &Value, task_path: &str) -> Option<Ca
 }
 
 /// A list of input set names (`cache.input-sets`, a set's own `input-sets`): each a name
-/// `[workspace.input-sets]` can hold (checked against the sets once all are read).
-pub(crate) fn set_names(w: &mut Walker, value: &Value, name: &str) -> Vec<Spanned<String>> {
+/// `[workspace.input-sets]` can hold (checked against the sets once all are read). A cache
+/// table's list (`dependencies`) may also name a set `^name`: that set in every project the
+/// task's project depends on.
+pub(crate) fn set_names(
+    w: &mut Walker,
+    value: &Value,
+    name: &str,
+    dependencies: bool,
+) -> Vec<Spanned<String>> {
     let entries = w.strings(value, name).unwrap_or_default();
     for entry in &entries {
-        if entry.value != SPLICE && !is_set_name(&entry.value) {
+        let (set, upstream) = set_reference(&entry.value);
+        if upstream && !dependencies {
+            let d = w.error(
+                entry.at.clone(),
+                format!(
+                    "{name}: `{}` names a set in the dependency projects, which only a task's \
+                     `cache.input-sets` can do",
+                    entry.value
+                ),
+            );
+            d.hints
+                .push("write `^name` in the `cache.input-sets` of the tasks instead".into());
+        } else if entry.value != SPLICE && !is_set_name(set) {
             w.error(
                 entry.at.clone(),
                 format!(
-                    "{name}: `{}` is not an input set name (letters, digits, `-` and `_`)",
+                    "{name}: `{}` is not an input set name (letters, digits, `-` and `_`, \
+                     after a `^` for the dependency projects' set)",
                     entry.value
                 ),
             );
         }
     }
     entries
+}
+
+/// An `input-sets` entry as (set name, whether it names the set in the dependency projects).
+pub(crate) fn set_reference(entry: &str) -> (&str, bool) {
+    match entry.strip_prefix('^') {
+        Some(name) => (name, true),
+        None => (entry, false),
+    }
 }
 
 /// An input set's name: letters, digits, `-` and `_`.

@@ -25,7 +25,7 @@ use vx_core::config::{CacheConfig, InputSet, TaskConfig};
 use vx_core::{Diagnostic, Location, Spanned, ROOT_PROJECT};
 
 use crate::task_config::{check_task, TaskFacts};
-use crate::task_tables::SPLICE;
+use crate::task_tables::{set_reference, SPLICE};
 use crate::toml_config::LoadedConfig;
 
 /// The templates of `[workspace.tasks]`.
@@ -206,35 +206,56 @@ fn is_template_entry(entry: &Spanned<String>, template: Option<(&TaskConfig, &Ta
 }
 
 /// Adds the entries of the input sets a cache table names (and of the sets they include) to
-/// its lists; returns the names no set has.
+/// its lists; returns the entries that name no set. A `^name` entry adds the set's `inputs`
+/// to `dependency-inputs` (matched in every dependency project) and the rest of it, which
+/// does not depend on a project's directory, to the table's own lists.
 pub(crate) fn expand_input_sets(
     cache: &mut CacheConfig,
     sets: &BTreeMap<String, InputSet>,
 ) -> Vec<String> {
     let mut unknown = Vec::new();
-    let mut order: Vec<&InputSet> = Vec::new();
-    let mut seen: BTreeSet<&str> = BTreeSet::new();
-    let mut stack: Vec<&str> = cache.input_sets.iter().rev().map(String::as_str).collect();
-    while let Some(name) = stack.pop() {
-        if !seen.insert(name) {
+    let mut order: Vec<(&InputSet, bool)> = Vec::new();
+    let mut seen: BTreeSet<(&str, bool)> = BTreeSet::new();
+    let mut stack: Vec<(&str, bool, &str)> = cache
+        .input_sets
+        .iter()
+        .rev()
+        .map(|entry| {
+            let (name, upstream) = set_reference(entry);
+            (name, upstream, entry.as_str())
+        })
+        .collect();
+    while let Some((name, upstream, entry)) = stack.pop() {
+        if !seen.insert((name, upstream)) {
             continue;
         }
         match sets.get_key_value(name) {
             Some((_, set)) => {
-                order.push(set);
-                stack.extend(set.input_sets.iter().rev().map(String::as_str));
+                order.push((set, upstream));
+                stack.extend(
+                    set.input_sets
+                        .iter()
+                        .rev()
+                        .map(|nested| (nested.as_str(), upstream, entry)),
+                );
             }
-            None => unknown.push(name.to_string()),
+            None => unknown.push(entry.to_string()),
         }
     }
-    for set in order {
-        for (key, at) in &set.locations {
+    for (set, upstream) in order {
+        for ((key, glob), at) in &set.locations {
+            let key = match key.as_str() {
+                "inputs" if upstream => "dependency-inputs".to_string(),
+                _ => key.clone(),
+            };
             cache
                 .locations
-                .entry(key.clone())
+                .entry((key, glob.clone()))
                 .or_insert_with(|| at.clone());
         }
-        if !set.inputs.is_empty() {
+        if upstream {
+            cache.dependency_inputs.extend(set.inputs.iter().cloned());
+        } else if !set.inputs.is_empty() {
             cache
                 .inputs
                 .get_or_insert_with(Vec::new)
@@ -252,6 +273,7 @@ pub(crate) fn expand_input_sets(
     for list in [
         cache.inputs.as_mut(),
         Some(&mut cache.workspace_inputs),
+        Some(&mut cache.dependency_inputs),
         Some(&mut cache.env),
         Some(&mut cache.runtime),
         Some(&mut cache.workspace_runtime),
@@ -270,17 +292,14 @@ pub(crate) fn unknown_set(
     entry: &Spanned<String>,
     sets: &BTreeMap<String, InputSet>,
 ) -> Diagnostic {
+    let (name, upstream) = set_reference(&entry.value);
     let mut d = Diagnostic::at(
         entry.at.clone(),
-        format!(
-            "cache.input-sets: no input set is named `{}` in [workspace.input-sets]",
-            entry.value
-        ),
+        format!("cache.input-sets: no input set is named `{name}` in [workspace.input-sets]"),
     );
-    if let Some(best) =
-        vx_core::suggest::did_you_mean(&entry.value, sets.keys().map(String::as_str))
-    {
-        d = d.hint(format!("did you mean `{best}`?"));
+    if let Some(best) = vx_core::suggest::did_you_mean(name, sets.keys().map(String::as_str)) {
+        let caret = if upstream { "^" } else { "" };
+        d = d.hint(format!("did you mean `{caret}{best}`?"));
     }
     d
 }
@@ -350,6 +369,8 @@ fn merge_cache(template: &CacheConfig, own: &CacheConfig, keys: &BTreeSet<String
             &template.workspace_inputs,
             &own.workspace_inputs,
         ),
+        // Filled when the input sets are expanded, after this.
+        dependency_inputs: Vec::new(),
         env: list("env", &template.env, &own.env),
         runtime: list("runtime", &template.runtime, &own.runtime),
         workspace_runtime: list(

@@ -291,7 +291,8 @@ fn workspace(
     for facts in template_facts.values() {
         for entry in &facts.input_sets {
             let splice = entry.value == crate::task_tables::SPLICE;
-            if !splice && !ws.input_sets.contains_key(&entry.value) {
+            let (set, _) = crate::task_tables::set_reference(&entry.value);
+            if !splice && !ws.input_sets.contains_key(set) {
                 let d = crate::templates::unknown_set(entry, &ws.input_sets);
                 let hints = d.hints.clone();
                 w.error(d.at.clone().unwrap_or_default(), d.message.clone())
@@ -357,7 +358,7 @@ fn input_sets(w: &mut Walker, value: &Value) -> BTreeMap<String, InputSet> {
                 "runtime" => set.runtime = commands(w, value, &what),
                 "workspace-runtime" => set.workspace_runtime = commands(w, value, &what),
                 "input-sets" => {
-                    nested = set_names(w, value, &what);
+                    nested = set_names(w, value, &what, false);
                     set.input_sets = nested.iter().map(|s| s.value.clone()).collect();
                 }
                 _ => w.unknown_key(key, &path, &INPUT_SET_KEYS, None),

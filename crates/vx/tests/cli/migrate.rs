@@ -392,7 +392,8 @@ const NX_JSON: &str = r#"{
       "cache": true
     },
     "test": { "dependsOn": ["build"], "inputs": ["default", "^production", {"env": "CI"}], "cache": true },
-    "check": { "cache": true, "outputs": [] }
+    "check": { "cache": true, "outputs": [] },
+    "compile": { "inputs": ["default", "^production"], "cache": true, "outputs": [] }
   },
   "plugins": []
 }
@@ -416,7 +417,7 @@ fn nx_repo() -> Fixture {
         "packages/util/package.json",
         r#"{"name": "util", "version": "1.0.0", "scripts": {
             "build": "mkdir -p dist && cp src/a.txt dist/ && chmod 755 dist/a.txt",
-            "test": "test -f dist/a.txt"}}"#,
+            "test": "test -f dist/a.txt", "compile": "test -f src/a.txt"}}"#,
     );
     f.write("packages/util/src/a.txt", "util\n");
     f.write("packages/util/src/a.spec.ts", "spec\n");
@@ -424,7 +425,7 @@ fn nx_repo() -> Fixture {
         "packages/ui/package.json",
         r#"{"name": "ui", "version": "1.0.0", "dependencies": {"util": "*"}, "scripts": {
             "build": "mkdir -p dist types && cat src/b.txt ../util/dist/a.txt > dist/b.txt && echo t > types/b.d.ts",
-            "test": "test -f dist/b.txt"},
+            "test": "test -f dist/b.txt", "compile": "grep -q util ../util/src/a.txt"},
             "nx": {"targets": {"build": {"outputs": ["{projectRoot}/dist", "{projectRoot}/types"]}}}}"#,
     );
     f.write("packages/ui/src/b.txt", "ui\n");
@@ -448,8 +449,15 @@ fn nx_repo() -> Fixture {
 }
 
 /// Runs the real `nx` in the fixture (linked into its `node_modules`), without the daemon,
-/// the cloud or the terminal UI.
+/// the cloud or the terminal UI; it must succeed.
 fn nx(f: &Fixture, args: &[&str]) -> String {
+    let (success, text) = nx_status(f, args);
+    assert!(success, "nx {args:?}: {text}");
+    text
+}
+
+/// [`nx`], returning whether it succeeded and what it printed.
+fn nx_status(f: &Fixture, args: &[&str]) -> (bool, String) {
     let out = Command::new("node")
         .arg(f.path("node_modules/nx/bin/nx.js"))
         .args(args)
@@ -466,8 +474,7 @@ fn nx(f: &Fixture, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "nx {args:?}: {text}");
-    text
+    (out.status.success(), text)
 }
 
 const NX_OUTPUTS: [&str; 4] = [
@@ -588,6 +595,23 @@ fn a_converted_nx_repository_runs_as_nx_does() {
     // here, the dependant of the edited project; docs/migrating.md says so.)
     f.write("packages/util/src/a.spec.ts", "spec, edited\n");
     assert_eq!(misses(&f), Vec::<String>::new());
+
+    // Issue 40: `compile` has `^production` and no `dependsOn`, and reads util's source. An
+    // edit there that breaks ui makes Nx run ui's compile again and fail; vx too, never a
+    // hit from before the edit.
+    nx(&f, &["run-many", "-t", "compile"]);
+    let compiled = f.vx(&["run", "compile", "--all"]);
+    assert_eq!(compiled.code, 0, "{}{}", compiled.stdout, compiled.stderr);
+    assert_contains(
+        &f.vx(&["run", "compile", "--all"]).stdout,
+        "2 cached (100%)",
+    );
+    f.write("packages/util/src/a.txt", "renamed\n");
+    let by_nx = nx_status(&f, &["run-many", "-t", "compile"]);
+    assert!(!by_nx.0, "Nx fails: {}", by_nx.1);
+    let by_vx = f.vx(&["run", "compile", "--all"]);
+    assert_eq!(by_vx.code, 1, "{}{}", by_vx.stdout, by_vx.stderr);
+    assert_contains(&by_vx.stdout, "failed miss ui#compile");
 }
 
 #[test]
@@ -607,11 +631,11 @@ fn nx_json_becomes_input_sets_templates_and_tables_and_what_is_left_is_listed() 
     assert_contains(&files, "[workspace.input-sets.production]\ninput-sets = [\"default\"]\ninputs = [\"!**/{spec,test}.{j,t}s\", ");
     assert_contains(
         &files,
-        "[workspace.tasks.build]\ndepends-on = [\"^build\"]\ncache = { input-sets = [\"production\"], outputs = [\"dist\"] }\n",
+        "[workspace.tasks.build]\ndepends-on = [\"^build\"]\ncache = { input-sets = [\"production\", \"^production\"], outputs = [\"dist\"] }\n",
     );
     assert_contains(
         &files,
-        "[workspace.tasks.test]\ndepends-on = [\"build\"]\nenv = { pass-through = [\"CI\"] }\ncache = { input-sets = [\"default\"], outputs = [], env = [\"CI\"] }\n",
+        "[workspace.tasks.test]\ndepends-on = [\"build\"]\nenv = { pass-through = [\"CI\"] }\ncache = { input-sets = [\"default\", \"^production\"], outputs = [], env = [\"CI\"] }\n",
     );
     // Nx runs a `command` from the workspace root; the package.json `nx` field adds an
     // output, and the test inputs take it back (Nx would hash it).
@@ -621,21 +645,19 @@ fn nx_json_becomes_input_sets_templates_and_tables_and_what_is_left_is_listed() 
     );
     assert_contains(
         &files,
-        "[tasks.build]\ncache = { outputs = [\"dist\", \"types\"] }\n\n[tasks.test]\ncache = { inputs = [\"...\", \"!types\"] }\n",
+        "[tasks.build]\ncache = { outputs = [\"dist\", \"types\"] }\n\n[tasks.compile]\ncache = { inputs = [\"...\", \"!types\"] }\n\n[tasks.test]\ncache = { inputs = [\"...\", \"!types\"] }\n",
     );
     // The root's `includedScripts` are Nx targets: `targetDefaults` apply to them, so the
     // root task keeps the template (no `extends = false`).
     assert_contains(
         &files,
-        "[workspace.tasks.check]\ncache = { outputs = [] }\n",
+        "[workspace.tasks.check]\ncache = { input-sets = [\"^default\"], outputs = [] }\n",
     );
     assert_contains(&files, "\n[tasks.check]\ncommand = \"echo check\"\n");
     let report = out.stderr;
     assert_contains(&report, "carried over from nx.json: ");
-    assert_contains(
-        &report,
-        "  targetDefaults.build: ^production (nx.json:12:32): dependency projects' inputs: ",
-    );
+    // `^production` is carried over as the same input set in the dependency projects.
+    assert!(!report.contains("^production"), "{report}");
     assert_contains(
         &report,
         "  packages/gen/project.json: targets.serve.executor (packages/gen/project.json:4:22): the Nx executor `@nx/vite:dev-server` cannot run under vx: give the task a `command`\n",

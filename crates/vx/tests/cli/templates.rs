@@ -264,3 +264,108 @@ fn an_overlapping_template_glob_is_one_located_error_and_ignored_outputs_are_not
     let again = f.vx(&["run", "gen", "test", "--all"]);
     assert_contains(&again.stdout, "10 tasks · 10 cached (100%)");
 }
+
+/// Issue 40, item 1: `^production` (a set named with `^`) folds that set's files in every
+/// project the task's project depends on, transitively, without a `depends-on` edge; an
+/// upstream edit that breaks a dependant makes the dependant run (and fail) instead of
+/// being served, and `vx why` names the upstream file. The upstream's outputs are left out.
+#[test]
+fn a_caret_input_set_folds_the_dependency_projects_files_transitively() {
+    let root = "[workspace.input-sets.default]\n\
+                inputs = [\"**\"]\n\n\
+                [workspace.input-sets.production]\n\
+                inputs = [\"src/**\"]\n\n\
+                [workspace.tasks.compile]\n\
+                command = \"mkdir -p dist && date +%N > dist/stamp && (test ! -f check.sh || sh check.sh)\"\n\
+                cache = { input-sets = [\"default\", \"^production\"], outputs = [\"dist/**\"] }\n";
+    let manifest = |name: &str, dep: Option<&str>| {
+        let deps = dep.map_or(String::new(), |d| {
+            format!(", \"dependencies\": {{ \"{d}\": \"workspace:*\" }}")
+        });
+        format!("{{ \"name\": \"{name}\", \"scripts\": {{ \"compile\": \"x\" }}{deps} }}\n")
+    };
+    let (core, ui, app) = (
+        manifest("core", None),
+        manifest("ui", Some("core")),
+        manifest("app", Some("ui")),
+    );
+    let f = workspace(
+        root,
+        &[
+            ("core", Some(&core), None),
+            ("ui", Some(&ui), None),
+            ("app", Some(&app), None),
+        ],
+    );
+    f.write("packages/core/src/api.txt", "export foo\n");
+    f.write("packages/core/README.md", "core\n");
+    for dir in ["ui", "app"] {
+        f.write(
+            &format!("packages/{dir}/check.sh"),
+            "grep -q 'export foo' ../core/src/api.txt\n",
+        );
+    }
+    f.commit();
+
+    let shown = f.vx(&["show", "app#compile", "--format", "json"]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    let json: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(
+        json["config"]["cache"]["dependency-inputs"],
+        serde_json::json!(["src/**"])
+    );
+
+    let first = f.vx(&["run", "compile", "--all"]);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    // core's outputs (not ignored by git) are no input of its dependants.
+    let second = f.vx(&["run", "compile", "--all"]);
+    assert_contains(&second.stdout, "3 tasks · 3 cached (100%)");
+    // A file outside the set moves core only.
+    f.write("packages/core/README.md", "core, edited\n");
+    let readme = f.vx(&["run", "compile", "--all"]);
+    assert_eq!(readme.code, 0, "{}{}", readme.stdout, readme.stderr);
+    assert_contains(&readme.stdout, "3 tasks · 2 cached");
+
+    // The export the dependants use is removed: both run again and fail, as Nx would.
+    f.write("packages/core/src/api.txt", "export bar\n");
+    let broken = f.vx(&["run", "compile", "--all", "--continue"]);
+    assert_eq!(broken.code, 1, "{}{}", broken.stdout, broken.stderr);
+    assert_contains(&broken.stdout, "3 tasks · 0 cached");
+    let why = f.vx(&["why", "app#compile"]);
+    assert_eq!(why.code, 0, "{}{}", why.stdout, why.stderr);
+    assert_contains(&why.stdout, "changed  input     packages/core/src/api.txt");
+
+    // --affected sees the same: a change in core seeds its transitive dependants.
+    let affected = f.vx(&["run", "compile", "--affected=HEAD", "--dry"]);
+    assert_eq!(affected.code, 0, "{}{}", affected.stdout, affected.stderr);
+    for id in ["core#compile", "ui#compile", "app#compile"] {
+        assert_contains(&affected.stdout, id);
+    }
+}
+
+/// `^name` belongs in a task's `cache.input-sets`; in a set's own list it is refused, and an
+/// unknown `^name` gets a did-you-mean that keeps the caret.
+#[test]
+fn a_caret_set_is_refused_inside_a_set_and_an_unknown_one_is_named() {
+    let f = workspace(
+        "[workspace.input-sets.production]\ninputs = [\"src/**\"]\n\n\
+         [workspace.input-sets.all]\ninput-sets = [\"^production\"]\n\n\
+         [workspace.tasks.compile]\ncommand = \"true\"\n\
+         cache = { input-sets = [\"^prodution\"], outputs = [] }\n",
+        &[(
+            "core",
+            Some("{ \"name\": \"core\", \"scripts\": { \"compile\": \"x\" } }"),
+            None,
+        )],
+    );
+    let out = f.vx(&["run", "compile", "--all", "--dry"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_contains(
+        &out.stderr,
+        "vx.toml:8:15: input-sets.all.input-sets: `^production` names a set in the dependency projects, which only a task's `cache.input-sets` can do",
+    );
+    assert_contains(
+        &out.stderr,
+        "cache.input-sets: no input set is named `prodution` in [workspace.input-sets]\n  hint: did you mean `^production`?",
+    );
+}

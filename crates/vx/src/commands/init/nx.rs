@@ -25,6 +25,7 @@ use std::path::Path;
 use vx_core::{Diagnostic, Location};
 use vx_workspace::{JsonValue, JsonValueKind};
 
+use super::scripts::TodoReason;
 use super::toml::{Cache, InputSetTable, Table};
 use super::turbo::{read_file, NotCarried};
 
@@ -294,6 +295,9 @@ struct Inputs {
     workspace_inputs: Vec<String>,
     env: Vec<String>,
     runtime: Vec<String>,
+    /// Inputs Nx hashes that vx cannot fold (each in words): a task with any is left
+    /// uncached, never cached over fewer inputs than Nx sees.
+    narrower: Vec<String>,
 }
 
 /// What a project's task needs to know to become vx keys.
@@ -335,23 +339,46 @@ impl Nx {
             let inputs = self.inputs(list, &what, &mut left);
             sets.push(InputSetTable {
                 name: set_name(name),
-                input_sets: inputs.input_sets,
+                // `^name` is carried onto each target that uses the set (`target_inputs`).
+                input_sets: inputs
+                    .input_sets
+                    .into_iter()
+                    .filter(|s| !s.starts_with('^'))
+                    .collect(),
                 inputs: inputs.inputs,
                 workspace_inputs: inputs.workspace_inputs,
                 env: inputs.env,
                 runtime: inputs.runtime,
             });
         }
+        // `default`, `^default`, or a cached target with no `inputs` (Nx folds `^default`).
+        let names_default = |i: &JsonValue| {
+            matches!(i.as_str(), Some("default" | "^default"))
+                || i.get("input").and_then(JsonValue::as_str) == Some("default")
+        };
+        let targets = self
+            .defaults
+            .iter()
+            .chain(self.projects.values().flat_map(|p| p.targets.iter()));
         let used_default = sets
             .iter()
             .any(|s| s.input_sets.iter().any(|n| n == "default"))
             || self
-                .defaults
+                .named
                 .values()
-                .chain(self.projects.values().flat_map(|p| p.targets.values()))
-                .filter_map(|d| d.get("inputs"))
                 .flat_map(|i| i.as_array().unwrap_or_default())
-                .any(|i| i.as_str() == Some("default"));
+                .any(names_default)
+            || targets.into_iter().any(|(name, own)| {
+                let merged = merge(self.defaults.get(name), Some(own));
+                match merged.get("inputs") {
+                    Some(list) => list
+                        .as_array()
+                        .unwrap_or_default()
+                        .iter()
+                        .any(names_default),
+                    None => self.cached(name, &merged),
+                }
+            });
         if used_default && !self.named.contains_key("default") {
             sets.push(InputSetTable {
                 name: "default".to_string(),
@@ -363,32 +390,39 @@ impl Nx {
         (sets, left)
     }
 
-    /// An Nx `inputs` list as vx cache keys.
+    /// An Nx `inputs` list as vx cache keys. `^name` (and `{ "input": name, "dependencies":
+    /// true }`) becomes the `^name` input set: the set in every dependency project.
     fn inputs(&self, list: &JsonValue, what: &str, left: &mut Vec<NotCarried>) -> Inputs {
         let mut out = Inputs::default();
-        let mut leave = |item: &JsonValue, why: &str| {
-            left.push(NotCarried {
-                what: format!("{what}: {}", shown(item)),
-                at: item.at.clone(),
-                why: why.to_string(),
-            });
-        };
+        let is_set = |name: &str| self.named.contains_key(name) || name == "default";
         for item in list.as_array().unwrap_or_default() {
+            let mut leave = |why: &str| {
+                left.push(NotCarried {
+                    what: format!("{what}: {}", shown(item)),
+                    at: item.at.clone(),
+                    why: why.to_string(),
+                });
+            };
             if let Some(text) = item.as_str() {
                 if let Some(dep) = text.strip_prefix('^') {
-                    let _ = dep;
-                    leave(
-                        item,
-                        "dependency projects' inputs: vx folds the keys of the tasks this one \
-                         depends on (`^build`), not the files of dependency projects",
-                    );
-                } else if self.named.contains_key(text) || text == "default" {
+                    if is_set(dep) {
+                        out.input_sets.push(format!("^{}", set_name(dep)));
+                    } else {
+                        let why = "files of the dependency projects by a glob: vx folds them \
+                                   as a named set (`^name`); name them in namedInputs";
+                        leave(why);
+                        out.narrower.push(format!("`{text}`"));
+                    }
+                } else if is_set(text) {
                     out.input_sets.push(set_name(text));
                 } else {
                     match fileset(text) {
                         Ok((true, globs)) => out.workspace_inputs.extend(globs),
                         Ok((false, globs)) => out.inputs.extend(globs),
-                        Err(why) => leave(item, &why),
+                        Err(why) => {
+                            leave(&why);
+                            out.narrower.push(format!("`{text}`"));
+                        }
                     }
                 }
                 continue;
@@ -397,7 +431,10 @@ impl Nx {
                 match fileset(text) {
                     Ok((true, globs)) => out.workspace_inputs.extend(globs),
                     Ok((false, globs)) => out.inputs.extend(globs),
-                    Err(why) => leave(item, &why),
+                    Err(why) => {
+                        leave(&why);
+                        out.narrower.push(format!("the fileset `{text}`"));
+                    }
                 }
             } else if let Some(var) = item.get("env").and_then(JsonValue::as_str) {
                 out.env.push(var.to_string());
@@ -405,28 +442,67 @@ impl Nx {
                 out.runtime.push(command.to_string());
             } else if item.get("externalDependencies").is_some() {
                 leave(
-                    item,
                     "external dependencies: vx folds each project's resolved dependencies from the lockfile instead",
                 );
             } else if item.get("dependentTasksOutputFiles").is_some() {
                 leave(
-                    item,
                     "upstream outputs: vx folds the keys of the tasks this one depends on, \
                      which cover what they write",
                 );
             } else if let Some(input) = item.get("input").and_then(JsonValue::as_str) {
-                let other = item.get("projects").is_some() || item.get("dependencies").is_some();
-                if other {
-                    leave(
-                        item,
-                        "another project's inputs: vx folds upstream task keys",
-                    );
-                } else if self.named.contains_key(input) || input == "default" {
+                let dependencies =
+                    item.get("dependencies").and_then(JsonValue::as_bool) == Some(true);
+                if item.get("projects").is_some() || !is_set(input) {
+                    leave("another project's inputs: vx folds a set of its own project's or of every dependency project's");
+                    out.narrower.push(format!("the input {}", shown(item)));
+                } else if dependencies {
+                    out.input_sets.push(format!("^{}", set_name(input)));
+                } else {
                     out.input_sets.push(set_name(input));
                 }
             } else {
-                leave(item, "an input vx does not know");
+                leave("an input vx does not know");
+                out.narrower.push(format!("the input {}", shown(item)));
             }
+        }
+        out
+    }
+
+    /// A target's `inputs` as vx cache keys: [`Nx::inputs`], with what the named sets it uses
+    /// hold that a vx set cannot (`^name` entries, which vx takes only in a task's list, and
+    /// inputs vx cannot fold) moved onto the target.
+    fn target_inputs(&self, list: &JsonValue, what: &str, left: &mut Vec<NotCarried>) -> Inputs {
+        let mut out = self.inputs(list, what, left);
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<String> = out
+            .input_sets
+            .iter()
+            .filter(|s| !s.starts_with('^'))
+            .cloned()
+            .collect();
+        while let Some(name) = stack.pop() {
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            let Some((nx_name, list)) = self.named.iter().find(|(n, _)| set_name(n) == name) else {
+                continue;
+            };
+            let nested = self.inputs(list, &format!("namedInputs.{nx_name}"), &mut Vec::new());
+            for set in nested.input_sets {
+                if set.starts_with('^') {
+                    if !out.input_sets.contains(&set) {
+                        out.input_sets.push(set);
+                    }
+                } else {
+                    stack.push(set);
+                }
+            }
+            out.narrower.extend(
+                nested
+                    .narrower
+                    .into_iter()
+                    .map(|n| format!("{n} (namedInputs.{nx_name})")),
+            );
         }
         out
     }
@@ -438,17 +514,43 @@ impl Nx {
         let mut table = self.common(name, def, &what, &mut left);
         if self.cached(name, def) {
             let mut cache = Cache::default();
-            if let Some(list) = def.get("inputs") {
-                let inputs = self.inputs(list, &what, &mut left);
-                apply_inputs(&mut cache, inputs);
-            }
+            let narrower = match def.get("inputs") {
+                Some(list) => {
+                    let inputs = self.target_inputs(list, &what, &mut left);
+                    let narrower = inputs.narrower.clone();
+                    apply_inputs(&mut cache, inputs);
+                    narrower
+                }
+                // Nx's inputs when none are given: the project's files (the template's
+                // default inputs) and `^default`.
+                None => {
+                    cache.input_sets = vec![DEPENDENCY_DEFAULT.to_string()];
+                    Vec::new()
+                }
+            };
             let (outputs, workspace) = self.outputs(name, def, None, &what, &mut left);
             cache.outputs = outputs;
             cache.workspace_outputs = workspace;
             table.pass_through = self.env_of(&cache);
-            table.cache = Some(cache);
+            match uncached_todo(&narrower) {
+                Some(todo) => table.todos.push(todo),
+                None => table.cache = Some(cache),
+            }
         }
         (table, left)
+    }
+
+    /// Whether Nx caches target `name` with configuration `def` and vx can fold every input
+    /// Nx hashes for it.
+    fn caches(&self, name: &str, def: &JsonValue) -> bool {
+        self.cached(name, def) && self.narrower(def).is_empty()
+    }
+
+    /// The inputs of `def` vx cannot fold, in words.
+    fn narrower(&self, def: &JsonValue) -> Vec<String> {
+        def.get("inputs")
+            .map(|list| self.target_inputs(list, "", &mut Vec::new()).narrower)
+            .unwrap_or_default()
     }
 
     /// The variables a cache table folds, its sets' included: Nx gives a task the whole
@@ -464,7 +566,7 @@ impl Nx {
             let Some(list) = self
                 .named
                 .iter()
-                .find(|(n, _)| set_name(n) == name)
+                .find(|(n, _)| set_name(n) == name.trim_start_matches('^'))
                 .map(|(_, l)| l)
             else {
                 continue;
@@ -504,8 +606,17 @@ impl Nx {
             command,
             ..Table::default()
         };
-        let template_cached = default.is_some_and(|d| self.cached(name, d));
-        let cached = self.cached(name, &merged);
+        let template_cached = default.is_some_and(|d| self.caches(name, d));
+        // A target Nx caches over inputs vx cannot fold is left uncached, with a TODO (once,
+        // at the template, when the template is where they come from).
+        let narrower = self.narrower(&merged);
+        let nx_cached = self.cached(name, &merged);
+        let cached = nx_cached && narrower.is_empty();
+        let template_says = own.get("inputs").is_none()
+            && default.is_some_and(|d| self.cached(name, d) && !template_cached);
+        if nx_cached && !template_says {
+            table.todos.extend(uncached_todo(&narrower));
+        }
         let full = default.is_some() && template_cached && !cached;
         // Keys the project sets replace the default's; a full table restates them all.
         let from = |key: &str| own.get(key).is_some() || full || default.is_none();
@@ -529,17 +640,19 @@ impl Nx {
             let inputs_from_own = own.get("inputs").is_some() || !partial;
             match merged.get("inputs") {
                 Some(list) if inputs_from_own => {
-                    let inputs = self.inputs(list, what, &mut left);
+                    let inputs = self.target_inputs(list, what, &mut left);
                     apply_inputs(&mut cache, inputs);
                     // Every input key is written, so none of the template's stays.
                     cache.inputs.get_or_insert_with(Vec::new);
                     cache.input_sets_set = true;
                 }
                 None if !partial => {
-                    // Nx's default: the project's files; its outputs left out, as vx needs.
+                    // Nx's default: the project's files (its outputs left out, as vx needs)
+                    // and `^default`.
                     let mut inputs = vec!["**".to_string()];
                     inputs.extend(outputs_elsewhere.iter().map(|o| format!("!{o}")));
                     cache.inputs = Some(inputs);
+                    cache.input_sets = vec![DEPENDENCY_DEFAULT.to_string()];
                 }
                 _ => {}
             }
@@ -865,6 +978,23 @@ fn merge(default: Option<&JsonValue>, own: Option<&JsonValue>) -> JsonValue {
         at: own.or(default).map(|v| v.at.clone()).unwrap_or_default(),
         kind: JsonValueKind::Object(entries),
     }
+}
+
+/// `^default`: Nx folds it when a target gives no `inputs`.
+const DEPENDENCY_DEFAULT: &str = "^default";
+
+/// The TODO of a task Nx caches over inputs vx cannot fold, which is left uncached.
+fn uncached_todo(narrower: &[String]) -> Option<(TodoReason, String)> {
+    (!narrower.is_empty()).then(|| {
+        (
+            TodoReason::Uncached,
+            format!(
+                "left uncached: Nx hashes {} for this target, which vx cannot fold, and a \
+                 cache over fewer inputs could serve a stale result",
+                narrower.join(", ")
+            ),
+        )
+    })
 }
 
 fn apply_inputs(cache: &mut Cache, inputs: Inputs) {

@@ -47,6 +47,8 @@ pub enum TodoReason {
     CacheSuggestion,
     NpmVariable,
     Unmappable,
+    /// A task the other tool caches over inputs vx cannot fold: written uncached.
+    Uncached,
 }
 
 impl TodoReason {
@@ -58,6 +60,7 @@ impl TodoReason {
             TodoReason::CacheSuggestion => "check the suggested cache table, then uncomment it",
             TodoReason::NpmVariable => "set npm variables vx does not define",
             TodoReason::Unmappable => "scripts that cannot become tasks",
+            TodoReason::Uncached => "tasks left uncached: vx cannot fold all their inputs",
         }
     }
 }

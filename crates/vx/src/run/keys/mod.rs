@@ -694,6 +694,12 @@ impl<'p> Keys<'p> {
                     .map(|f| f.path.clone()),
             );
         }
+        if !cache.dependency_inputs.is_empty() {
+            for dependency in self.workspace.dependency_closure(project) {
+                let files = self.dependency_files(dependency, &cache.dependency_inputs);
+                paths.extend(files);
+            }
+        }
         // Literal entries name a file even when git ignores it, and fold as absent when
         // nothing is there (KEY-10).
         for literal in literal_inputs(&dir, &inputs, &workspace_inputs) {
@@ -726,6 +732,28 @@ impl<'p> Keys<'p> {
             }
         }
         Ok(paths)
+    }
+
+    /// The files of project `dependency` that `dependency-inputs` globs match (a `^name`
+    /// input set), less the outputs of that project's cached tasks, which its own tasks
+    /// produce while the dependant's key is being taken.
+    fn dependency_files(&mut self, dependency: usize, globs: &[String]) -> Vec<String> {
+        let project = &self.workspace.projects[dependency];
+        let matcher = self.globs.get(globs);
+        let outputs: Vec<OwnOutputs> = project
+            .config
+            .tasks
+            .values()
+            .filter_map(|task| task.cache.as_deref())
+            .map(|cache| OwnOutputs::new(&project.dir, cache, &mut self.globs))
+            .collect();
+        self.project_files(dependency)
+            .into_iter()
+            .filter(|path| {
+                matcher.is_match(relative(path, &project.dir))
+                    && !outputs.iter().any(|o| o.covers(path))
+            })
+            .collect()
     }
 
     /// KEY-8: a probe runs once per (directory, command) per run.
