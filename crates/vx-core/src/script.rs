@@ -44,6 +44,42 @@ pub fn first_word(command: &str) -> Option<String> {
     quote.is_none().then_some(word)
 }
 
+/// The program a command runs: its first word after any `NAME=value` assignments
+/// (`NX_DAEMON=false nx run …` runs `nx`), read with shell quoting; `None` when a quote is
+/// unbalanced.
+pub fn program_word(command: &str) -> Option<String> {
+    let mut rest = command.trim_start();
+    loop {
+        let word = first_word(rest)?;
+        let is_assignment = word.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        if !is_assignment {
+            return Some(word);
+        }
+        // Past the assignment's raw text: up to the first blank outside quotes.
+        let mut quote: Option<char> = None;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| match quote {
+                Some(q) if c == q => {
+                    quote = None;
+                    false
+                }
+                Some(_) => false,
+                None if c == '\'' || c == '"' => {
+                    quote = Some(c);
+                    false
+                }
+                None => c.is_whitespace(),
+            })
+            .map_or(rest.len(), |(i, _)| i);
+        rest = rest[end..].trim_start();
+    }
+}
+
 /// EXEC-2: is the command a single plain program invocation?
 pub fn can_exec_wrap(command: &str) -> bool {
     if command.contains(SPECIAL) {
@@ -133,6 +169,21 @@ pub fn script(command: &str, args: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_program_comes_after_the_assignments() {
+        assert_eq!(
+            program_word("NX_DAEMON=false nx run a:b").as_deref(),
+            Some("nx")
+        );
+        assert_eq!(
+            program_word("A='x y' B=\"1\"  tsc -b").as_deref(),
+            Some("tsc")
+        );
+        assert_eq!(program_word("vite build").as_deref(), Some("vite"));
+        assert_eq!(program_word("a=b=c").as_deref(), Some(""));
+        assert_eq!(program_word("'x"), None);
+    }
 
     #[test]
     fn plain_invocations_are_exec_wrapped() {

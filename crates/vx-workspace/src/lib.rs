@@ -104,7 +104,18 @@ impl LoadError {
 pub fn discover(cwd: &Path) -> Result<Workspace, LoadError> {
     let cwd = disk::canonical(cwd)?;
     let found = root::find_root(&cwd)?;
-    load::load_workspace(&found.dir)
+    load::load_workspace(&found.dir, None)
+}
+
+/// The workspace at `root` as it would load with these `vx.toml` texts (by root-relative
+/// path) in place of the files there: `vx init` checks what it would write before it writes
+/// anything.
+pub fn load_planned(
+    root: &Path,
+    planned: &std::collections::BTreeMap<String, String>,
+) -> Result<Workspace, LoadError> {
+    let root = disk::canonical(root)?;
+    load::load_workspace(&root, Some(planned))
 }
 
 /// [`discover`] for `vx run --frozen` (INIT-5): projects, edges and tasks from `vx.lock` once

@@ -48,8 +48,16 @@ pub(crate) struct Rooted {
     pub(crate) discovered_from: Vec<String>,
 }
 
-pub(crate) fn read_root(root: &Path, errors: &mut Vec<Diagnostic>) -> Result<Rooted, LoadError> {
-    let root_files = read_files(root, "", true, errors)?;
+/// `vx.toml` texts by root-relative path, read instead of the files there (what `vx init`
+/// would write, checked before it writes anything).
+pub(crate) type Planned<'a> = Option<&'a BTreeMap<String, String>>;
+
+pub(crate) fn read_root(
+    root: &Path,
+    planned: Planned<'_>,
+    errors: &mut Vec<Diagnostic>,
+) -> Result<Rooted, LoadError> {
+    let root_files = read_files(root, "", true, planned, errors)?;
     let settings = root_files
         .config
         .as_ref()
@@ -76,7 +84,7 @@ pub(crate) fn read_root(root: &Path, errors: &mut Vec<Diagnostic>) -> Result<Roo
     })
 }
 
-pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
+pub(crate) fn load_workspace(root: &Path, planned: Planned<'_>) -> Result<Workspace, LoadError> {
     let mut errors = Vec::new();
     let Rooted {
         root_files,
@@ -84,13 +92,13 @@ pub(crate) fn load_workspace(root: &Path) -> Result<Workspace, LoadError> {
         template_facts,
         dirs,
         discovered_from,
-    } = read_root(root, &mut errors)?;
+    } = read_root(root, planned, &mut errors)?;
     // Read and parsed on several threads (most of a warm run's loading); the results, their
     // problems and the first hard error are taken in member order, as one thread would.
     let mut named = Vec::with_capacity(dirs.len() + 1);
     let read = crate::par::map(&dirs, |dir| {
         let mut problems = Vec::new();
-        let files = read_files(&root.join(dir), dir, false, &mut problems);
+        let files = read_files(&root.join(dir), dir, false, planned, &mut problems);
         (files, problems)
     });
     for (files, mut problems) in read {
@@ -286,10 +294,15 @@ fn read_files(
     abs: &Path,
     dir: &str,
     is_root: bool,
+    planned: Planned<'_>,
     errors: &mut Vec<Diagnostic>,
 ) -> Result<Files, LoadError> {
     let config_rel = file_path(dir, CONFIG_FILE);
-    let config = read_text(&abs.join(CONFIG_FILE), &config_rel, errors)?.map(|text| {
+    let text = match planned.and_then(|p| p.get(&config_rel)) {
+        Some(text) => Some(text.clone()),
+        None => read_text(&abs.join(CONFIG_FILE), &config_rel, errors)?,
+    };
+    let config = text.map(|text| {
         let mut loaded = load_config(&text, &config_rel, is_root);
         errors.append(&mut loaded.errors);
         loaded

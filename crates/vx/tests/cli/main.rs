@@ -18,6 +18,7 @@ mod fuzz;
 mod guard;
 mod info;
 mod init;
+mod init_adoption;
 mod interactive;
 mod last;
 mod live;

@@ -438,7 +438,9 @@ fn nx_repo() -> Fixture {
         r#"{"name": "gen", "targets": {
             "build": {"command": "mkdir -p packages/gen/dist && echo gen > packages/gen/dist/g.txt",
                       "outputs": ["{projectRoot}/dist"]},
-            "serve": {"executor": "@nx/vite:dev-server", "continuous": true}}}"#,
+            "serve": {"executor": "@nx/vite:dev-server", "continuous": true},
+            "lint": {"executor": "nx:run-commands", "options": {"parallel": true,
+                     "commands": ["echo a > packages/gen/a.out", "echo b > packages/gen/b.out"]}}}}"#,
     );
     f.write(
         "examples/demo/package.json",
@@ -524,6 +526,9 @@ fn a_converted_nx_repository_runs_as_nx_does() {
     npm_install(&f);
     let tools = vx_test_support::tools::npm_tools_dir().join("node_modules/nx");
     std::os::unix::fs::symlink(tools.canonicalize().unwrap(), f.path("node_modules/nx")).unwrap();
+    // As npm links a package's bin.
+    std::fs::create_dir_all(f.path("node_modules/.bin")).unwrap();
+    std::os::unix::fs::symlink("../nx/bin/nx.js", f.path("node_modules/.bin/nx")).unwrap();
     f.commit();
 
     // The same graph, examples left out as the root build leaves them out.
@@ -612,6 +617,12 @@ fn a_converted_nx_repository_runs_as_nx_does() {
     let by_vx = f.vx(&["run", "compile", "--all"]);
     assert_eq!(by_vx.code, 1, "{}{}", by_vx.stdout, by_vx.stderr);
     assert_contains(&by_vx.stdout, "failed miss ui#compile");
+
+    // A target of an executor vx cannot run itself runs through Nx, that one target alone.
+    let lint = f.vx(&["run", "gen#lint"]);
+    assert_eq!(lint.code, 0, "{}{}", lint.stdout, lint.stderr);
+    assert_eq!(f.read("packages/gen/a.out"), "a\n");
+    assert_eq!(f.read("packages/gen/b.out"), "b\n");
 }
 
 #[test]
@@ -658,9 +669,10 @@ fn nx_json_becomes_input_sets_templates_and_tables_and_what_is_left_is_listed() 
     assert_contains(&report, "carried over from nx.json: ");
     // `^production` is carried over as the same input set in the dependency projects.
     assert!(!report.contains("^production"), "{report}");
+    // An executor runs through Nx, the one target alone.
     assert_contains(
-        &report,
-        "  packages/gen/project.json: targets.serve.executor (packages/gen/project.json:4:22): the Nx executor `@nx/vite:dev-server` cannot run under vx: give the task a `command`\n",
+        &files,
+        "[tasks.serve]\ncommand = \"NX_DAEMON=false nx run gen:serve --excludeTaskDependencies --skipNxCache\"\npersistent = true  # TODO: add ready-when\n",
     );
 
     let broken = nx_repo();

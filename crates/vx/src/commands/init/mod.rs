@@ -15,6 +15,7 @@ mod scripts;
 mod shell;
 mod toml;
 mod turbo;
+mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -29,8 +30,6 @@ use self::toml::{File, InputSetTable, Table, WorkspaceTable};
 use self::turbo::{NotCarried, Turbo};
 use crate::cli::{InitArgs, MigrateArgs};
 use crate::error::Failure;
-use crate::exit;
-use crate::render;
 use crate::workspace::io_diagnostic;
 
 /// Everything `vx init` would do, before it does it.
@@ -49,14 +48,8 @@ struct Plan {
     not_carried: Vec<NotCarried>,
 }
 
-/// What happened to a planned file.
-enum Fate {
-    Written,
-    Kept,
-}
-
 pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
-    write(cwd, args, From::Scripts)
+    write::write(cwd, args, From::Scripts)
 }
 
 /// `vx migrate turbo|nx`: `vx init` with that tool's configuration required.
@@ -78,77 +71,7 @@ pub fn migrate(cwd: &Path, args: MigrateArgs) -> Result<i32, Failure> {
         dry: args.dry,
         force: args.force,
     };
-    write(cwd, args, from)
-}
-
-fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failure> {
-    let real = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-    let Some(nearest) = real
-        .ancestors()
-        .find(|dir| dir.join("package.json").is_file())
-    else {
-        return Err(Failure::usage(format!(
-            "vx init needs a package.json (none found from {} upward)",
-            cwd.display()
-        )));
-    };
-    let root = choose_root(&real, nearest)?;
-    let plan = plan(&root, from)?;
-
-    let mut fates = Vec::new();
-    for file in &plan.files {
-        let path = root.join(&file.rel);
-        let exists = std::fs::symlink_metadata(&path).is_ok();
-        if exists && !args.force {
-            fates.push(Fate::Kept);
-            continue;
-        }
-        if !args.dry {
-            std::fs::write(&path, file.render())
-                .map_err(|e| Failure::from(io_diagnostic(Path::new(&file.rel), "write", &e)))?;
-        }
-        fates.push(Fate::Written);
-    }
-
-    let all_written = fates.iter().all(|f| matches!(f, Fate::Written));
-    if !args.dry && all_written {
-        // The files as the loader reads them, templates and scripts applied.
-        let loaded = vx_workspace::discover(&root).map_err(|error| match &error {
-            LoadError::Config(problems) => problems.first().map(ToString::to_string),
-            _ => Some(error.to_string()),
-        });
-        // Every `depends-on` entry must resolve too, as before any run.
-        let problem = match loaded {
-            Ok(workspace) => vx_core::graph::TaskTable::resolve(&workspace)
-                .err()
-                .and_then(|problems| problems.first().map(ToString::to_string)),
-            Err(first) => first,
-        };
-        if let Some(problem) = problem {
-            return Err(Failure::Internal(format!(
-                "vx init wrote files that vx refuses: {problem}"
-            )));
-        }
-    }
-    if args.dry {
-        let mut printed = String::new();
-        for (file, fate) in plan.files.iter().zip(&fates) {
-            if matches!(fate, Fate::Written) {
-                if !printed.is_empty() {
-                    printed.push('\n');
-                }
-                printed.push_str(&format!("==> {} <==\n{}", file.rel, file.render()));
-            }
-        }
-        render::out_str(&printed);
-    }
-    let report = report(&plan, &fates, args.dry);
-    if args.dry {
-        render::stderr(&report);
-    } else {
-        render::out_str(&report);
-    }
-    Ok(exit::SUCCESS)
+    write::write(cwd, args, from)
 }
 
 /// The root: the workspace root discovery finds (DISC-1) when it holds a `package.json` or a
@@ -235,7 +158,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
 
     // The names turbo.json or Nx defines for packages come from them, not from the scripts'
     // shapes.
-    let mut carried = Carried::new(turbo.as_ref());
+    let mut carried = Carried::new(turbo.as_ref(), &members);
     if let Some(nx) = &nx {
         carried.add_nx(nx);
     }
@@ -285,6 +208,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
             let outputs = turbo.outputs_for("", None);
             let target = turbo::Target {
                 template: false,
+                dir: Some(""),
                 outputs: &outputs,
             };
             let (mut table, left) = turbo.table(name, def, target, &place);
@@ -550,9 +474,6 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
     plan.not_carried = not_carried;
     plan.files.push(root_file);
     plan.files.extend(member_files);
-    for file in &plan.files {
-        check(file)?;
-    }
     Ok(plan)
 }
 
@@ -764,16 +685,21 @@ struct Carried {
     /// How many task definitions were carried over.
     count: usize,
     not_carried: Vec<NotCarried>,
+    /// (task, package directory): a generic definition whose globs leaving the package
+    /// (`../x`) resolve there otherwise than in the template, so the package gets the whole
+    /// definition as its own table.
+    apart: BTreeSet<(String, String)>,
 }
 
 impl Carried {
-    fn new(turbo: Option<&Turbo>) -> Carried {
+    fn new(turbo: Option<&Turbo>, members: &[(String, PackageJson)]) -> Carried {
         let mut carried = Carried {
             templates: Vec::new(),
             input_sets: Vec::new(),
             names: BTreeSet::new(),
             count: 0,
             not_carried: Vec::new(),
+            apart: BTreeSet::new(),
         };
         let Some(turbo) = turbo else {
             return carried;
@@ -789,8 +715,24 @@ impl Carried {
                 });
                 continue;
             }
+            // The template holds the resolution most of its packages share; the others get
+            // their own table.
+            let mut groups: BTreeMap<Vec<Option<String>>, Vec<&str>> = BTreeMap::new();
+            for (dir, _) in members.iter().filter(|(_, p)| p.scripts.contains_key(name)) {
+                groups
+                    .entry(Turbo::leaving_globs(def, dir))
+                    .or_default()
+                    .push(dir);
+            }
+            let chosen = groups.values().max_by_key(|dirs| dirs.len()).cloned();
+            for dirs in groups.values().filter(|d| Some(*d) != chosen.as_ref()) {
+                carried
+                    .apart
+                    .extend(dirs.iter().map(|d| (name.clone(), d.to_string())));
+            }
             let target = turbo::Target {
                 template: true,
+                dir: chosen.as_ref().map(|dirs| dirs[0]),
                 outputs: &outputs,
             };
             let (table, left) = turbo.table(name, def, target, &place);
@@ -890,6 +832,10 @@ fn nx_tables(
         };
         let place = nx::Place {
             dir,
+            project: project
+                .and_then(|p| p.name.as_ref().map(|(n, _)| n.as_str()))
+                .or(package.name.as_deref())
+                .unwrap_or(dir),
             what: format!("{file}: targets.{name}"),
         };
         let (table, not) = nx.project_table(name, own, script, &place, &outputs);
@@ -975,6 +921,11 @@ fn carried_tables(
                         .get(name)
                         .map(|d| (d, format!("{dir}/turbo.json: tasks.{name}")))
                 })
+            })
+            .or_else(|| {
+                let apart = carried.apart.contains(&(name.clone(), dir.to_string()));
+                let generic = turbo.generic.get(name).filter(|_| apart);
+                generic.map(|d| (d, format!("tasks.{name}")))
             });
         let text = script_text(name, &package.scripts, context);
         if text.is_empty() {
@@ -997,6 +948,7 @@ fn carried_tables(
             Some((def, place)) => {
                 let target = turbo::Target {
                     template: false,
+                    dir: Some(dir),
                     outputs: &outputs,
                 };
                 let (mut table, not) = turbo.table(name, def, target, &place);
@@ -1074,39 +1026,6 @@ fn left_out(file: &mut File, mapping: &Mapping) {
                 text,
             });
         }
-    }
-}
-
-/// Checks that vx loads a file `vx init` writes: one vx refuses would be a bug in vx. A
-/// package's file may hold only what differs from a template, so it is checked as the
-/// templates and its scripts resolve it, by the loader, once the files are written; here
-/// its syntax and keys are checked.
-fn check(file: &File) -> Result<(), Failure> {
-    let is_root = file.rel == CONFIG_FILE;
-    let text = file.render();
-    let problems = match vx_workspace::parse_config(&text, &file.rel, is_root) {
-        Ok(_) => return Ok(()),
-        Err(problems) => problems,
-    };
-    // A package's table may rely on its template (for a command, for cache inputs) and on
-    // the root's input sets: only the whole workspace can say whether those are right.
-    let needs_the_root = |message: &str| {
-        message.contains("needs either `command` or `depends-on`")
-            || message.contains("`cache` needs `inputs`")
-            || message.contains("`cache` needs `outputs`")
-            || message.contains("no input set is named")
-            || message.contains("`...` stands for the template's entries")
-            || message.contains("is not allowed on a group task")
-    };
-    let real = problems
-        .iter()
-        .find(|d| is_root || !needs_the_root(&d.message));
-    match real {
-        None => Ok(()),
-        Some(first) => Err(Failure::Internal(format!(
-            "vx init generated a {} that vx refuses: {first}",
-            file.rel
-        ))),
     }
 }
 
@@ -1196,92 +1115,4 @@ fn npmrc(text: &str) -> BTreeMap<String, String> {
             (key.trim().to_string(), value.to_string())
         })
         .collect()
-}
-
-/// The report: each file written or kept, manifests without scripts, root scripts left out,
-/// the TODO comments by reason, and what to run next.
-fn report(plan: &Plan, fates: &[Fate], dry: bool) -> String {
-    let mut out = String::new();
-    let wrote = if dry { "would write" } else { "wrote" };
-    for (file, fate) in plan.files.iter().zip(fates) {
-        match fate {
-            Fate::Written => out.push_str(&format!("{wrote} {}\n", file.rel)),
-            Fate::Kept => out.push_str(&format!(
-                "kept {} (it exists; `--force` replaces it)\n",
-                file.rel
-            )),
-        }
-    }
-    for manifest in &plan.without_scripts {
-        out.push_str(&format!("no scripts to map in {manifest}\n"));
-    }
-    if !plan.by_templates.is_empty() {
-        out.push_str(&format!(
-            "no file needed: the templates describe the scripts of {} package{}\n",
-            plan.by_templates.len(),
-            if plan.by_templates.len() == 1 {
-                ""
-            } else {
-                "s"
-            }
-        ));
-    }
-    if !plan.orchestrating.is_empty() {
-        let names: Vec<String> = plan
-            .orchestrating
-            .iter()
-            .map(|n| format!("`{n}`"))
-            .collect();
-        out.push_str(&format!(
-            "not mapped: root scripts that drive the whole workspace ({})\n",
-            names.join(", ")
-        ));
-    }
-
-    if plan.carried > 0 {
-        out.push_str(&format!(
-            "carried over from {}: {} task definition{}\n",
-            plan.carried_from,
-            plan.carried,
-            if plan.carried == 1 { "" } else { "s" }
-        ));
-    }
-    if !plan.not_carried.is_empty() {
-        out.push_str(&format!("not carried over ({}):\n", plan.not_carried.len()));
-        for left in &plan.not_carried {
-            out.push_str(&format!("  {} ({}): {}\n", left.what, left.at, left.why));
-        }
-    }
-
-    // Reason → file → subjects, for the files written.
-    let mut by_reason: BTreeMap<TodoReason, BTreeMap<&str, Vec<String>>> = BTreeMap::new();
-    let mut count = 0;
-    for (file, fate) in plan.files.iter().zip(fates) {
-        if matches!(fate, Fate::Kept) {
-            continue;
-        }
-        for todo in &file.todos() {
-            count += 1;
-            by_reason
-                .entry(todo.reason)
-                .or_default()
-                .entry(file.rel.as_str())
-                .or_default()
-                .push(todo.subject.clone());
-        }
-    }
-    if count == 0 {
-        out.push_str("TODO comments: none\n");
-    } else {
-        out.push_str(&format!("TODO comments, by reason ({count}):\n"));
-        for (reason, files) in &by_reason {
-            let n: usize = files.values().map(Vec::len).sum();
-            out.push_str(&format!("  {} ({n})\n", reason.heading()));
-            for (rel, subjects) in files {
-                out.push_str(&format!("    {rel}: {}\n", subjects.join(", ")));
-            }
-        }
-    }
-    out.push_str("next: vx run build --all\n");
-    out
 }

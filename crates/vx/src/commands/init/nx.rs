@@ -15,7 +15,8 @@
 //!   when continuous or long-running (`serve`, `dev`, `start`, `*-watch`); `continuous`
 //!   becomes `persistent`;
 //! - `nx:run-commands` targets (and the `command` shorthand) run from the workspace root, as
-//!   Nx runs them; `nx:run-script` runs the script; other executors cannot run under vx.
+//!   Nx runs them; `nx:run-script` runs the script; any other executor (and parallel
+//!   `commands`) runs through `nx run <project>:<target>`, its dependencies left to vx.
 //!
 //! What is not carried over is listed with its location and the reason ([`NotCarried`]).
 
@@ -304,8 +305,55 @@ struct Inputs {
 pub struct Place<'a> {
     /// Root-relative directory of the project ("" for the root).
     pub dir: &'a str,
+    /// The project's name under Nx (`project.json` `name`, else the package's).
+    pub project: &'a str,
     /// For messages: `targetDefaults.build`, `packages/a/project.json: targets.build`.
     pub what: String,
+}
+
+/// The command that has Nx run one target, without its dependencies (vx runs those) and
+/// without Nx's cache (vx caches it), nor a daemon left behind.
+fn through_nx(project: &str, target: &str) -> String {
+    format!(
+        "NX_DAEMON=false nx run {}:{} --excludeTaskDependencies --skipNxCache",
+        shell_word(project),
+        shell_word(target)
+    )
+}
+
+/// A word for `sh -c`: as it is when it is safe, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "@/._-:+=".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// `{options.x}` and `{options.x.y}` placeholders of `text` replaced by the string values at
+/// those paths of a target's `options`; the others are left.
+fn fill_options(text: &str, options: &JsonValue) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{options.") {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        let path = &rest[start + "{options.".len()..start + len];
+        let value = path
+            .split('.')
+            .try_fold(options, |at, key| at.get(key))
+            .and_then(JsonValue::as_str);
+        out.push_str(&rest[..start]);
+        match value {
+            Some(v) => out.push_str(v),
+            None => out.push_str(&rest[start..=start + len]),
+        }
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 impl Nx {
@@ -600,7 +648,7 @@ impl Nx {
         let own = own.unwrap_or(&nothing);
         let merged = merge(default, Some(own));
         let what = &place.what;
-        let command = self.command(own, script, place, &mut left);
+        let command = self.command(name, own, script, place);
         let mut table = Table {
             name: name.to_string(),
             command,
@@ -610,7 +658,10 @@ impl Nx {
         // A target Nx caches over inputs vx cannot fold is left uncached, with a TODO (once,
         // at the template, when the template is where they come from).
         let narrower = self.narrower(&merged);
-        let nx_cached = self.cached(name, &merged);
+        // A target with nothing to run (no command, executor nor script) is a group, which
+        // vx never caches.
+        let runs = table.command.is_some() || script.is_some();
+        let nx_cached = self.cached(name, &merged) && runs;
         let cached = nx_cached && narrower.is_empty();
         let template_says = own.get("inputs").is_none()
             && default.is_some_and(|d| self.cached(name, d) && !template_cached);
@@ -736,10 +787,10 @@ impl Nx {
     /// the script of the same name.
     fn command(
         &self,
+        name: &str,
         own: &JsonValue,
         script: Option<&str>,
         place: &Place<'_>,
-        left: &mut Vec<NotCarried>,
     ) -> Option<String> {
         let executor = own.get("executor").and_then(JsonValue::as_str);
         let options = own.get("options");
@@ -789,31 +840,18 @@ impl Nx {
                     .collect();
                 let parallel = options.get("parallel").and_then(JsonValue::as_bool) != Some(false);
                 match commands.as_slice() {
-                    [] => None,
                     [one] => Some(in_dir(up(cwd), one)),
-                    many if !parallel => Some(in_dir(up(cwd), &many.join(" && "))),
-                    _ => {
-                        left.push(NotCarried {
-                            what: format!("{}.options.commands", place.what),
-                            at: own.at.clone(),
-                            why: "several commands run in parallel: write one command for vx"
-                                .to_string(),
-                        });
-                        None
+                    many if !parallel && !many.is_empty() => {
+                        Some(in_dir(up(cwd), &many.join(" && ")))
                     }
+                    // Several commands at once (or none): Nx runs them as it does.
+                    _ => Some(through_nx(place.project, name)),
                 }
             }
             (Some("nx:run-script"), None) => script.map(str::to_string),
-            (Some(other), None) => {
-                left.push(NotCarried {
-                    what: format!("{}.executor", place.what),
-                    at: own.at.clone(),
-                    why: format!(
-                        "the Nx executor `{other}` cannot run under vx: give the task a `command`"
-                    ),
-                });
-                None
-            }
+            // An executor is Nx code: the task asks Nx to run that one target, its
+            // dependencies left to vx and the cache to vx.
+            (Some(_), None) => Some(through_nx(place.project, name)),
             (None, None) => script.map(str::to_string),
         }
     }
@@ -849,14 +887,10 @@ impl Nx {
                 Some(rest) => ("!", rest),
                 None => ("", text),
             };
-            let mut body = body.to_string();
-            if let Some(options) = options {
-                for (key, value) in options.entries() {
-                    if let Some(v) = value.as_str() {
-                        body = body.replace(&format!("{{options.{}}}", key.value), v);
-                    }
-                }
-            }
+            let body = match options {
+                Some(options) => fill_options(body, options),
+                None => body.to_string(),
+            };
             if let Some(rest) = body.strip_prefix("{projectRoot}/") {
                 if matches!(rest, "package.json" | "vx.toml") {
                     left.push(NotCarried {
@@ -1161,6 +1195,37 @@ fn shown(item: &JsonValue) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn option_placeholders_follow_dotted_paths_and_unknown_ones_stay() {
+        let options = vx_workspace::read_jsonc(
+            r#"{"outputPath": {"base": "dist/apps/web", "browser": ""}, "outputFile": "r.json"}"#,
+            "project.json",
+        )
+        .unwrap();
+        assert_eq!(
+            fill_options("{workspaceRoot}/{options.outputPath.base}", &options),
+            "{workspaceRoot}/dist/apps/web"
+        );
+        assert_eq!(fill_options("{options.outputFile}", &options), "r.json");
+        assert_eq!(
+            fill_options("{options.missing.x}/a", &options),
+            "{options.missing.x}/a"
+        );
+        assert_eq!(
+            fill_options("{options.outputPath}", &options),
+            "{options.outputPath}"
+        );
+    }
+
+    #[test]
+    fn an_executor_runs_through_nx_with_safe_words() {
+        assert_eq!(
+            through_nx("@scope/web", "build:prod"),
+            "NX_DAEMON=false nx run @scope/web:build:prod --excludeTaskDependencies --skipNxCache"
+        );
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+    }
 
     #[test]
     fn nx_globs_become_brace_sets() {

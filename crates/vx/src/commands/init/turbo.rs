@@ -354,6 +354,10 @@ impl Reader<'_> {
 pub struct Target<'a> {
     /// A template (its inputs may be left to the default) or a package's own table.
     pub template: bool,
+    /// The root-relative directory globs that leave the package (`../../tsconfig.json`) are
+    /// resolved from: the package's, or for a template, that of the packages it is written
+    /// for ([`Turbo::leaving_globs`]). `None` where no package has the task.
+    pub dir: Option<&'a str>,
     /// Every output glob of the package's cached tasks: a package's own table spells its
     /// default inputs out as `**` less these.
     pub outputs: &'a BTreeSet<String>,
@@ -471,12 +475,29 @@ impl Turbo {
         dedup(&mut pass_through);
         table.pass_through = pass_through;
 
+        // A glob that leaves the package (Turborepo takes `../x`, relative to the package)
+        // is root-relative once resolved; one that leaves the workspace cannot be folded.
+        let mut escaping = Vec::new();
+        let mut resolve = |glob: &str| -> Option<Option<String>> {
+            if !leaves_package(glob) {
+                return None;
+            }
+            let resolved = target.dir.and_then(|dir| resolve_from(dir, glob));
+            if resolved.is_none() {
+                escaping.push(glob.to_string());
+            }
+            Some(resolved)
+        };
         if cached(def) {
             let mut cache = Cache {
                 env,
                 ..Cache::default()
             };
             for output in def.outputs.iter().flatten() {
+                if let Some(resolved) = resolve(output) {
+                    cache.workspace_outputs.extend(resolved);
+                    continue;
+                }
                 match root_relative(output) {
                     Some(rest) => cache.workspace_outputs.push(rest),
                     None => {
@@ -514,7 +535,9 @@ impl Turbo {
                 None => inputs = default(),
                 Some(list) => {
                     for input in list {
-                        if input == "$TURBO_DEFAULT$" {
+                        if let Some(resolved) = resolve(input) {
+                            cache.workspace_inputs.extend(resolved);
+                        } else if input == "$TURBO_DEFAULT$" {
                             inputs.extend(default());
                         } else if let Some(rest) = root_relative(input) {
                             cache.workspace_inputs.push(rest);
@@ -532,10 +555,71 @@ impl Turbo {
                 .workspace_inputs
                 .extend(self.global_dependencies.iter().cloned());
             dedup(&mut cache.workspace_inputs);
-            table.cache = Some(cache);
+            if escaping.is_empty() {
+                table.cache = Some(cache);
+            } else {
+                // Never a cache narrower than Turborepo's: the task is left uncached.
+                table.todos.push((
+                    TodoReason::Uncached,
+                    format!(
+                        "left uncached: {} leaves the workspace from {}, so vx cannot fold it, \
+                         and a cache over fewer inputs could serve a stale result",
+                        escaping.join(", "),
+                        target.dir.map_or("a task no package has".to_string(), |d| {
+                            if d.is_empty() {
+                                "the root".to_string()
+                            } else {
+                                format!("`{d}`")
+                            }
+                        })
+                    ),
+                ));
+            }
         }
         (table, left)
     }
+
+    /// The globs of a definition that leave the package (`../x`), as they resolve from
+    /// `dir`: packages at different places resolve them differently, and a template holds
+    /// one resolution.
+    pub fn leaving_globs(def: &TurboTask, dir: &str) -> Vec<Option<String>> {
+        def.inputs
+            .iter()
+            .flatten()
+            .chain(def.outputs.iter().flatten())
+            .filter(|g| leaves_package(g))
+            .map(|g| resolve_from(dir, g))
+            .collect()
+    }
+}
+
+/// Whether a glob (negated or not) starts above the package: `../x`, `./../x`.
+fn leaves_package(glob: &str) -> bool {
+    let glob = glob.strip_prefix('!').unwrap_or(glob);
+    glob.trim_start_matches("./").starts_with("../")
+}
+
+/// A package-relative glob that may start with `../`, made root-relative from the package at
+/// `dir`; `None` when it leaves the workspace.
+fn resolve_from(dir: &str, glob: &str) -> Option<String> {
+    let (negated, glob) = match glob.strip_prefix('!') {
+        Some(rest) => ("!", rest),
+        None => ("", glob),
+    };
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    let mut rest = glob;
+    loop {
+        if let Some(next) = rest.strip_prefix("./") {
+            rest = next;
+        } else if let Some(next) = rest.strip_prefix("../") {
+            parts.pop()?;
+            rest = next;
+        } else {
+            break;
+        }
+    }
+    parts.push(rest);
+    Some(format!("{negated}{}", parts.join("/")))
 }
 
 /// Whether Turborepo caches a definition and vx can: not `cache: false`, and neither
@@ -596,6 +680,26 @@ mod tests {
         assert_eq!(m.outputs.unwrap(), ["dist/**", "types/**"]);
         assert_eq!(m.env.unwrap(), ["B"]);
         assert_eq!(m.depends_on.unwrap(), ["^build"]);
+    }
+
+    #[test]
+    fn globs_above_the_package_resolve_from_its_directory() {
+        assert_eq!(
+            resolve_from("packages/a", "../../tsconfig.json").as_deref(),
+            Some("tsconfig.json")
+        );
+        assert_eq!(
+            resolve_from("packages/a", "!./../shared/src/**").as_deref(),
+            Some("!packages/shared/src/**")
+        );
+        assert_eq!(
+            resolve_from("apps/web/site", "../../../tsup.config.base.ts").as_deref(),
+            Some("tsup.config.base.ts")
+        );
+        assert_eq!(resolve_from("packages/a", "../../../x"), None);
+        assert_eq!(resolve_from("", "../x"), None);
+        assert!(leaves_package("!../x") && leaves_package("./../x"));
+        assert!(!leaves_package("src/../x") && !leaves_package("$TURBO_ROOT$/x"));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use vx_core::script::first_word;
+use vx_core::script::program_word;
 use vx_exec::ExitReason;
 
 /// Why a task failed, when vx can tell; `None` when the exit code says enough.
@@ -19,7 +19,7 @@ pub fn explain(
     if let ExitReason::Signal(signal) = exit {
         return Some(signal_note(*signal, code, true));
     }
-    let word = first_word(command).filter(|w| !w.is_empty())?;
+    let word = program_word(command).filter(|w| !w.is_empty())?;
     match code {
         126 | 127 if word.contains('/') => file_note(&dir.join(&word), &word, code),
         127 => (!on_path(&word, path_var, dir)).then(|| {

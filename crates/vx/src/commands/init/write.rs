@@ -1,0 +1,294 @@
+//! Writing what `vx init` planned: checked first, as vx will load it, then written all
+//! together or not at all (issue 40).
+//!
+//! [`write`] plans the files, decides which are written (an existing file is kept unless
+//! `--force`), and hands the planned texts to the loader in place of the files
+//! (`vx_workspace::load_planned`) with every `depends-on` resolved, as before any run. A
+//! problem in a table `vx init` wrote leaves that table out, with vx's own message in the
+//! report and in a comment of the file, and the rest is checked again: what is written always
+//! loads, and a user's repository never gets an internal error. A problem in the repository's
+//! own files (a kept `vx.toml`, a `package.json`) is the user's to fix: nothing is written.
+//! Files are written to temporary names first and renamed once all are written.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use vx_core::Diagnostic;
+use vx_workspace::LoadError;
+
+use super::scripts::TodoReason;
+use super::toml::File;
+use super::turbo::NotCarried;
+use super::{choose_root, load_failure, plan, From, Plan};
+use crate::cli::InitArgs;
+use crate::error::Failure;
+use crate::exit;
+use crate::render;
+use crate::workspace::io_diagnostic;
+
+/// What happened to a planned file.
+pub(super) enum Fate {
+    Written,
+    Kept,
+}
+
+/// How many tables may be left out before `vx init` gives up: each pass leaves out one.
+const MAX_LEFT_OUT: usize = 200;
+
+pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failure> {
+    let real = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    let Some(nearest) = real
+        .ancestors()
+        .find(|dir| dir.join("package.json").is_file())
+    else {
+        return Err(Failure::usage(format!(
+            "vx init needs a package.json (none found from {} upward)",
+            cwd.display()
+        )));
+    };
+    let root = choose_root(&real, nearest)?;
+    let mut plan = plan(&root, from)?;
+    let fates: Vec<Fate> = plan
+        .files
+        .iter()
+        .map(|file| {
+            let exists = std::fs::symlink_metadata(root.join(&file.rel)).is_ok();
+            if exists && !args.force {
+                Fate::Kept
+            } else {
+                Fate::Written
+            }
+        })
+        .collect();
+    settle(&root, &mut plan, &fates)?;
+
+    if args.dry {
+        let mut printed = String::new();
+        for (file, fate) in plan.files.iter().zip(&fates) {
+            if matches!(fate, Fate::Written) {
+                if !printed.is_empty() {
+                    printed.push('\n');
+                }
+                printed.push_str(&format!("==> {} <==\n{}", file.rel, file.render()));
+            }
+        }
+        render::out_str(&printed);
+        render::stderr(&report_text(&plan, &fates, true));
+    } else {
+        let written: Vec<&File> = plan
+            .files
+            .iter()
+            .zip(&fates)
+            .filter(|(_, fate)| matches!(fate, Fate::Written))
+            .map(|(file, _)| file)
+            .collect();
+        write_all(&root, &written)?;
+        render::out_str(&report_text(&plan, &fates, false));
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// Checks the files to write as vx will load them (the kept ones as they are), leaving out
+/// each table vx refuses until none is left; see the module documentation.
+fn settle(root: &Path, plan: &mut Plan, fates: &[Fate]) -> Result<(), Failure> {
+    for _ in 0..MAX_LEFT_OUT {
+        let planned: BTreeMap<String, String> = plan
+            .files
+            .iter()
+            .zip(fates)
+            .filter(|(_, fate)| matches!(fate, Fate::Written))
+            .map(|(file, _)| (file.rel.clone(), file.render()))
+            .collect();
+        let problems = match vx_workspace::load_planned(root, &planned) {
+            Ok(workspace) => match vx_core::graph::TaskTable::resolve(&workspace) {
+                Ok(_) => return Ok(()),
+                Err(problems) => problems,
+            },
+            Err(LoadError::Config(problems)) => problems,
+            Err(other) => return Err(load_failure(other)),
+        };
+        let found = problems
+            .iter()
+            .find_map(|d| Some((d, table_at(d, &planned)?)));
+        let Some((problem, (rel, header))) = found else {
+            // In the repository's own files: vx would refuse them with or without these.
+            return Err(Failure::User(problems));
+        };
+        let Some(file) = plan.files.iter_mut().find(|f| f.rel == rel) else {
+            return Err(Failure::User(problems));
+        };
+        if !leave_out(file, &header, problem) {
+            return Err(Failure::Internal(format!(
+                "vx init planned a {rel} that vx refuses: {problem}"
+            )));
+        }
+        plan.not_carried.push(NotCarried {
+            what: format!("{rel}: [{header}]"),
+            at: problem.at.clone().unwrap_or_default(),
+            why: format!("vx refuses the table vx init wrote: {}", problem.message),
+        });
+    }
+    Err(Failure::Internal(format!(
+        "vx init left out {MAX_LEFT_OUT} tables that vx refuses and stopped"
+    )))
+}
+
+/// The planned file and the task table (`tasks.build`, `workspace.tasks.build`) a problem
+/// points into, from the header above its line.
+fn table_at(problem: &Diagnostic, planned: &BTreeMap<String, String>) -> Option<(String, String)> {
+    let at = problem.at.as_ref()?;
+    let text = planned.get(&at.file)?;
+    let lines: Vec<&str> = text.lines().take(at.line as usize).collect();
+    let header = lines.iter().rev().find_map(|line| {
+        let name = line.strip_prefix('[')?.strip_suffix(']')?;
+        Some(name.to_string())
+    })?;
+    let is_task = header.starts_with("tasks.") || header.starts_with("workspace.tasks.");
+    is_task.then(|| (at.file.clone(), header))
+}
+
+/// Leaves the table `header` out of `file`, with a comment saying why; whether it was there.
+fn leave_out(file: &mut File, header: &str, problem: &Diagnostic) -> bool {
+    let (tables, name) = match header.strip_prefix("workspace.tasks.") {
+        Some(name) => (&mut file.templates, name),
+        None => (&mut file.tasks, header.trim_start_matches("tasks.")),
+    };
+    let name = name.trim_matches('"');
+    let before = tables.len();
+    tables.retain(|t| t.name != name);
+    if tables.len() == before {
+        return false;
+    }
+    file.trailer.push(vec![
+        format!("Left out: [{header}], which vx refuses as vx init wrote it:"),
+        format!("  {}", problem.message),
+        format!(
+            "  TODO: write [{header}] by hand ({})",
+            TodoReason::Unmappable.heading()
+        ),
+    ]);
+    true
+}
+
+/// Writes every file under a temporary name, then renames them all into place: a failure
+/// leaves no file of the plan written.
+fn write_all(root: &Path, files: &[&File]) -> Result<(), Failure> {
+    let temporary = |rel: &str| root.join(format!("{rel}.vx-init-{}", std::process::id()));
+    let mut staged = Vec::new();
+    for file in files {
+        let path = temporary(&file.rel);
+        if let Err(e) = std::fs::write(&path, file.render()) {
+            let _ = std::fs::remove_file(&path);
+            for done in &staged {
+                let _ = std::fs::remove_file(done);
+            }
+            return Err(Failure::from(io_diagnostic(
+                Path::new(&file.rel),
+                "write",
+                &e,
+            )));
+        }
+        staged.push(path);
+    }
+    for (i, (file, path)) in files.iter().zip(&staged).enumerate() {
+        if let Err(e) = std::fs::rename(path, root.join(&file.rel)) {
+            for left in &staged[i..] {
+                let _ = std::fs::remove_file(left);
+            }
+            return Err(Failure::from(io_diagnostic(
+                Path::new(&file.rel),
+                "write",
+                &e,
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The report: each file written or kept, manifests without scripts, root scripts left out,
+/// the TODO comments by reason, and what to run next.
+pub(super) fn report_text(plan: &Plan, fates: &[Fate], dry: bool) -> String {
+    let mut out = String::new();
+    let wrote = if dry { "would write" } else { "wrote" };
+    for (file, fate) in plan.files.iter().zip(fates) {
+        match fate {
+            Fate::Written => out.push_str(&format!("{wrote} {}\n", file.rel)),
+            Fate::Kept => out.push_str(&format!(
+                "kept {} (it exists; `--force` replaces it)\n",
+                file.rel
+            )),
+        }
+    }
+    for manifest in &plan.without_scripts {
+        out.push_str(&format!("no scripts to map in {manifest}\n"));
+    }
+    if !plan.by_templates.is_empty() {
+        out.push_str(&format!(
+            "no file needed: the templates describe the scripts of {} package{}\n",
+            plan.by_templates.len(),
+            if plan.by_templates.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ));
+    }
+    if !plan.orchestrating.is_empty() {
+        let names: Vec<String> = plan
+            .orchestrating
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect();
+        out.push_str(&format!(
+            "not mapped: root scripts that drive the whole workspace ({})\n",
+            names.join(", ")
+        ));
+    }
+
+    if plan.carried > 0 {
+        out.push_str(&format!(
+            "carried over from {}: {} task definition{}\n",
+            plan.carried_from,
+            plan.carried,
+            if plan.carried == 1 { "" } else { "s" }
+        ));
+    }
+    if !plan.not_carried.is_empty() {
+        out.push_str(&format!("not carried over ({}):\n", plan.not_carried.len()));
+        for left in &plan.not_carried {
+            out.push_str(&format!("  {} ({}): {}\n", left.what, left.at, left.why));
+        }
+    }
+
+    // Reason → file → subjects, for the files written.
+    let mut by_reason: BTreeMap<TodoReason, BTreeMap<&str, Vec<String>>> = BTreeMap::new();
+    let mut count = 0;
+    for (file, fate) in plan.files.iter().zip(fates) {
+        if matches!(fate, Fate::Kept) {
+            continue;
+        }
+        for todo in &file.todos() {
+            count += 1;
+            by_reason
+                .entry(todo.reason)
+                .or_default()
+                .entry(file.rel.as_str())
+                .or_default()
+                .push(todo.subject.clone());
+        }
+    }
+    if count == 0 {
+        out.push_str("TODO comments: none\n");
+    } else {
+        out.push_str(&format!("TODO comments, by reason ({count}):\n"));
+        for (reason, files) in &by_reason {
+            let n: usize = files.values().map(Vec::len).sum();
+            out.push_str(&format!("  {} ({n})\n", reason.heading()));
+            for (rel, subjects) in files {
+                out.push_str(&format!("    {rel}: {}\n", subjects.join(", ")));
+            }
+        }
+    }
+    out.push_str("next: vx run build --all\n");
+    out
+}
