@@ -188,3 +188,120 @@ fn a_broken_file_of_the_users_means_nothing_is_written() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// Issue 40, item 3: a Turborepo task no package has a script for, whose `dependsOn` lists
+/// others (`check` → build, test, lint), becomes a group in each package that runs what
+/// `turbo run check` runs; `"ui": "tui"` becomes `ui = "tui"`.
+#[test]
+fn turbo_aggregate_tasks_become_groups_that_run_what_turbo_runs() {
+    let Some(turbo_bin) = vx_test_support::tools::npm_tool("turbo@2.11.13", "turbo") else {
+        return;
+    };
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "packageManager": "npm@10.8.2",
+            "workspaces": ["packages/*"]}"#,
+    );
+    f.write(
+        "turbo.json",
+        r#"{"ui": "tui", "tasks": {
+            "build": {"dependsOn": ["^build"], "outputs": ["dist/**"]},
+            "test": {"dependsOn": ["build"], "outputs": []},
+            "lint": {"outputs": []},
+            "typecheck": {"dependsOn": ["^build"], "outputs": []},
+            "check": {"dependsOn": ["lint", "test", "typecheck"]},
+            "ci": {"dependsOn": ["check", "//#format"]},
+            "//#format": {"cache": false}}}"#,
+    );
+    f.write(".gitignore", "node_modules\ndist\n.turbo\n.vx\n");
+    let scripts = |s: &str| format!("\"scripts\": {{{s}}}");
+    f.write(
+        "package.json",
+        &format!(
+            r#"{{"name": "root", "private": true, "packageManager": "npm@10.8.2",
+                "workspaces": ["packages/*"], {}}}"#,
+            scripts(r#""format": "echo format""#)
+        ),
+    );
+    f.write(
+        "packages/a/package.json",
+        &format!(
+            r#"{{"name": "a", "version": "1.0.0", {}}}"#,
+            scripts(r#""build": "mkdir -p dist && echo a > dist/a", "test": "test -f dist/a", "lint": "echo lint""#)
+        ),
+    );
+    // b has no lint, no typecheck; its test needs a's build through ^build.
+    f.write(
+        "packages/b/package.json",
+        &format!(
+            r#"{{"name": "b", "version": "1.0.0", "dependencies": {{"a": "*"}}, {}}}"#,
+            scripts(
+                r#""build": "mkdir -p dist && cp ../a/dist/a dist/b", "test": "test -f dist/b""#
+            )
+        ),
+    );
+    // c has only typecheck.
+    f.write(
+        "packages/c/package.json",
+        &format!(
+            r#"{{"name": "c", "version": "1.0.0", "dependencies": {{"b": "*"}}, {}}}"#,
+            scripts(r#""typecheck": "test -f ../b/dist/b""#)
+        ),
+    );
+    let init = f.vx(&["init"]);
+    assert_eq!(init.code, 0, "{}{}", init.stdout, init.stderr);
+    assert_contains(&f.read("vx.toml"), "[workspace]\nui = \"tui\"\n");
+    assert_contains(
+        &f.read("packages/b/vx.toml"),
+        // b has no lint; its missing typecheck still runs what it depends on, as in turbo.
+        "[tasks.check]\ndepends-on = [\"test\", \"^build\"]\n",
+    );
+    crate::migrate::npm_install(&f);
+    f.commit();
+
+    for task in ["check", "ci"] {
+        let by_turbo = crate::migrate::json_of(&crate::migrate::turbo(
+            &f,
+            &turbo_bin,
+            &["run", task, "--dry=json"],
+        ));
+        let by_vx = f.vx(&["run", task, "--all", "--dry=json"]);
+        assert_eq!(by_vx.code, 0, "{}{}", by_vx.stdout, by_vx.stderr);
+        // The tasks that run, and their edges: turbo's no-op tasks and vx's groups left out
+        // on both sides, the edges through them followed.
+        let expected = runnable(&crate::migrate::turbo_graph(&by_turbo));
+        let got = runnable(&crate::migrate::vx_graph(&crate::migrate::json_of(
+            &by_vx.stdout,
+        )));
+        assert_eq!(got, expected, "{task}");
+        assert!(expected.contains_key("b#build") && expected.contains_key("c#typecheck"));
+    }
+    let run = f.vx(&["run", "ci", "--all"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+}
+
+/// The graph restricted to the tasks that run a command, each with the runnable tasks it
+/// reaches through tasks that do not (turbo's `<NONEXISTENT>`, vx's groups).
+fn runnable(
+    graph: &std::collections::BTreeMap<String, Vec<String>>,
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let runs = |id: &str| {
+        let task = id.rsplit('#').next().unwrap_or(id);
+        !matches!(task, "check" | "ci")
+    };
+    let mut out = std::collections::BTreeMap::new();
+    for (id, _) in graph.iter().filter(|(id, _)| runs(id)) {
+        let mut reached = std::collections::BTreeSet::new();
+        let mut stack: Vec<&String> = graph[id].iter().collect();
+        while let Some(next) = stack.pop() {
+            if runs(next) {
+                reached.insert(next.clone());
+            } else if let Some(deps) = graph.get(next) {
+                stack.extend(deps);
+            }
+        }
+        out.insert(id.clone(), reached.into_iter().collect::<Vec<_>>());
+    }
+    out
+}

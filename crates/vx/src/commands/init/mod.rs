@@ -158,7 +158,12 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
 
     // The names turbo.json or Nx defines for packages come from them, not from the scripts'
     // shapes.
-    let mut carried = Carried::new(turbo.as_ref(), &members);
+    let root_has = |name: &str| {
+        root_manifest
+            .as_ref()
+            .is_some_and(|p| p.scripts.contains_key(name))
+    };
+    let mut carried = Carried::new(turbo.as_ref(), &members, &root_has);
     if let Some(nx) = &nx {
         carried.add_nx(nx);
     }
@@ -246,6 +251,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
                 .as_ref()
                 .and_then(|t| t.concurrency)
                 .or(nx.as_ref().and_then(|n| n.parallel)),
+            tui: turbo.as_ref().is_some_and(|t| t.tui),
             affected_base: nx.as_ref().and_then(|n| n.affected_base.clone()),
             exclude_from_all: excluded_by_root_build(&root_package.scripts, &dirs),
             ..WorkspaceTable::default()
@@ -685,6 +691,9 @@ struct Carried {
     /// How many task definitions were carried over.
     count: usize,
     not_carried: Vec<NotCarried>,
+    /// Turborepo's aggregate tasks ([`Turbo::aggregates`]): a group in each package, no
+    /// template.
+    aggregates: BTreeSet<String>,
     /// (task, package directory): a generic definition whose globs leaving the package
     /// (`../x`) resolve there otherwise than in the template, so the package gets the whole
     /// definition as its own table.
@@ -692,21 +701,33 @@ struct Carried {
 }
 
 impl Carried {
-    fn new(turbo: Option<&Turbo>, members: &[(String, PackageJson)]) -> Carried {
+    fn new(
+        turbo: Option<&Turbo>,
+        members: &[(String, PackageJson)],
+        root_has: &dyn Fn(&str) -> bool,
+    ) -> Carried {
         let mut carried = Carried {
             templates: Vec::new(),
             input_sets: Vec::new(),
             names: BTreeSet::new(),
             count: 0,
             not_carried: Vec::new(),
+            aggregates: BTreeSet::new(),
             apart: BTreeSet::new(),
         };
         let Some(turbo) = turbo else {
             return carried;
         };
+        carried.aggregates = turbo.aggregates(&|name| {
+            members.iter().any(|(_, p)| p.scripts.contains_key(name)) || root_has(name)
+        });
         let outputs = turbo.outputs_for("", None);
         for (name, def) in &turbo.generic {
             let place = format!("tasks.{name}");
+            if carried.aggregates.contains(name) {
+                carried.names.insert(name.clone());
+                continue;
+            }
             if let Some(problem) = vx_workspace::task_name_problem(name) {
                 carried.not_carried.push(NotCarried {
                     what: place,
@@ -906,6 +927,19 @@ fn carried_tables(
     let file = turbo.package_files.get(dir);
     let outputs = turbo.outputs_for(dir, package.name.as_deref());
     for name in &carried.names {
+        if carried.aggregates.contains(name) {
+            let has = |task: &str| !script_text(task, &package.scripts, context).is_empty();
+            let depends_on = turbo.aggregate_deps(name, &has);
+            if !depends_on.is_empty() {
+                tables.push(Table {
+                    name: name.clone(),
+                    description: turbo.generic[name].description.clone(),
+                    depends_on: Some(depends_on),
+                    ..Table::default()
+                });
+            }
+            continue;
+        }
         let own = by_name
             .and_then(|tasks| {
                 tasks.get(name).map(|d| {

@@ -42,6 +42,8 @@ pub struct WorkspaceTable {
     pub members: Option<Vec<String>>,
     /// `concurrency = N`, when carried over.
     pub concurrency: Option<u32>,
+    /// `ui = "tui"`, when carried over.
+    pub tui: bool,
     /// `affected-base = "..."`, when carried over.
     pub affected_base: Option<String>,
     /// `exclude-from-all`, with the root script it was read from.
@@ -176,6 +178,9 @@ impl File {
             }
             if let Some(concurrency) = workspace.concurrency {
                 let _ = writeln!(out, "concurrency = {concurrency}");
+            }
+            if workspace.tui {
+                out.push_str("ui = \"tui\"\n");
             }
             if let Some(base) = &workspace.affected_base {
                 let _ = writeln!(out, "affected-base = {}", string(base));

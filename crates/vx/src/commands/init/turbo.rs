@@ -70,6 +70,8 @@ pub struct Turbo {
     pub global_pass_through: Vec<String>,
     /// `concurrency` when it is a count.
     pub concurrency: Option<u32>,
+    /// `"ui": "tui"`: vx's task UI, `[workspace] ui = "tui"`.
+    pub tui: bool,
     pub not_carried: Vec<NotCarried>,
     /// Where each item of a global list was written: (key, item) → location.
     pub items: BTreeMap<(String, String), Location>,
@@ -114,6 +116,10 @@ pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Op
             "globalPassThroughEnv" => {
                 turbo.global_pass_through = reader.strings(value, &key.value).unwrap_or_default();
                 reader.locate(value, "globalPassThroughEnv", &mut turbo.items);
+            }
+            // `stream` is what vx shows by default.
+            "ui" if matches!(value.as_str(), Some("tui" | "stream")) => {
+                turbo.tui = value.as_str() == Some("tui");
             }
             "concurrency" => {
                 let count = match &value.kind {
@@ -577,6 +583,61 @@ impl Turbo {
             }
         }
         (table, left)
+    }
+
+    /// The names of the aggregate tasks: defined for every package with a `dependsOn`, and no
+    /// package (nor the root) has a script of that name. Turborepo runs such a task in every
+    /// package as a no-op whose dependencies run; vx makes it a group in each package.
+    pub fn aggregates(&self, has_script: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
+        self.generic
+            .iter()
+            .filter(|(name, def)| {
+                def.depends_on.as_ref().is_some_and(|d| !d.is_empty())
+                    && def.persistent != Some(true)
+                    && !has_script(name)
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// The `depends-on` of aggregate task `name` in a package where `has(task)` says which
+    /// tasks it has: a task it lacks (an aggregate too) is replaced by that task's own
+    /// `dependsOn`, which Turborepo still runs, so the group reaches the same tasks.
+    pub fn aggregate_deps(&self, name: &str, has: &dyn Fn(&str) -> bool) -> Vec<String> {
+        fn expand(
+            turbo: &Turbo,
+            list: &[String],
+            has: &dyn Fn(&str) -> bool,
+            seen: &mut BTreeSet<String>,
+            out: &mut Vec<String>,
+        ) {
+            for entry in list {
+                let kept = if entry.starts_with('$') {
+                    false
+                } else {
+                    entry.starts_with('^') || entry.contains('#') || has(entry)
+                };
+                if kept {
+                    if !out.contains(entry) {
+                        out.push(entry.clone());
+                    }
+                } else if seen.insert(entry.clone()) {
+                    if let Some(deps) = turbo.generic.get(entry).and_then(|d| d.depends_on.as_ref())
+                    {
+                        expand(turbo, deps, has, seen, out);
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let mut seen = BTreeSet::from([name.to_string()]);
+        let list = self
+            .generic
+            .get(name)
+            .and_then(|d| d.depends_on.clone())
+            .unwrap_or_default();
+        expand(self, &list, has, &mut seen, &mut out);
+        out
     }
 
     /// The globs of a definition that leave the package (`../x`), as they resolve from
