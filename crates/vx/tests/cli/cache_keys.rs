@@ -155,6 +155,28 @@ fn a_glob_matching_nothing_says_so_once() {
     );
 }
 
+/// Issue 40, item 4: globs for kinds a project may not have (`*.ts` and `*.tsx`) are said
+/// only when none of the task's globs matches anything, and then all of them.
+#[test]
+fn globs_are_said_only_when_none_of_them_matches() {
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = \"true\"\n",
+        "cache = { inputs = [\"src/**/*.ts\", \"src/**/*.tsx\"], outputs = [] }\n",
+    ));
+    f.write("packages/lib/src/a.ts", "export {}\n");
+    f.commit();
+    let out = run(&f, &["run", "lib#build"]);
+    assert!(!out.stderr.contains("no file matches"), "{}", out.stderr);
+    std::fs::remove_file(f.path("packages/lib/src/a.ts")).unwrap();
+    f.commit();
+    let out = run(&f, &["run", "lib#build"]);
+    assert_contains(
+        &out.stderr,
+        "vx: lib#build: no file matches cache.inputs (src/**/*.ts, src/**/*.tsx)",
+    );
+}
+
 #[test]
 fn a_lockfile_moves_every_key() {
     let f = wc();

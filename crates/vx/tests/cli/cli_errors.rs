@@ -201,10 +201,34 @@ fn outside_any_workspace_is_an_error_with_a_hint() {
     assert_contains(&out.stderr, "hint: create a `vx.toml`");
 }
 
+/// Issue 40, item 4: at the workspace root, where Turborepo and Nx users type `turbo run
+/// build` and `nx run-many -t build`, a name the root does not declare runs everywhere; in
+/// a directory that is no project it is still refused.
 #[test]
 fn bare_name_outside_a_project_asks_for_all() {
     let f = w();
-    let out = f.vx(&["run", "build"]);
+    let at_root = f.vx(&["run", "build"]);
+    assert_eq!(at_root.code, 0, "{}{}", at_root.stdout, at_root.stderr);
+    assert_contains(
+        &format!("{}{}", at_root.stdout, at_root.stderr),
+        "vx: the workspace root declares no task `build`: running it in every project, as `--all` does",
+    );
+    let all = f.vx(&["run", "build", "--all", "--dry=json"]);
+    let root = f.vx(&["run", "build", "--dry=json"]);
+    let ids = |text: &str| -> Vec<String> {
+        let doc: serde_json::Value =
+            serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+        doc["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&root.stdout), ids(&all.stdout));
+
+    f.write("notes/todo.txt", "x\n");
+    let out = f.vx_in("notes", &["run", "build"], &[]);
     assert_eq!(out.code, 2);
     assert_eq!(
         out.stderr,

@@ -713,20 +713,38 @@ impl<'p> Keys<'p> {
         paths.retain(|p| p != vx_workspace::LOCK_FILE);
         paths.sort();
         paths.dedup();
+        // A task's globs often cover kinds a project may not have (`*.ts` and `*.tsx`): only
+        // when none of them matches anything is it said, with all of them.
+        let mut unmatched: Vec<(&'static str, Vec<String>)> = Vec::new();
+        let mut any_matched = false;
         for (list, base, label) in [
             (&inputs, dir.as_str(), "cache.inputs"),
             (&workspace_inputs, "", "cache.workspace-inputs"),
         ] {
+            let mut missed = Vec::new();
             for glob in list.positives().iter().filter(|g| !is_literal(g)) {
                 let single = self.globs.get(std::slice::from_ref(glob));
                 let matched = paths
                     .iter()
                     .any(|p| is_under(p, base) && single.is_match(relative(p, base)));
-                if !matched && self.warned.insert((id.clone(), glob.clone())) {
+                if matched {
+                    any_matched = true;
+                } else {
+                    missed.push(glob.clone());
+                }
+            }
+            if !missed.is_empty() {
+                unmatched.push((label, missed));
+            }
+        }
+        if !any_matched {
+            for (label, missed) in unmatched {
+                let glob = missed.join(", ");
+                if self.warned.insert((id.clone(), glob.clone())) {
                     self.notices.push(crate::run::outcome::Notice::Unmatched {
                         task: id.clone(),
                         what: label,
-                        glob: glob.clone(),
+                        glob,
                     });
                 }
             }

@@ -107,9 +107,28 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
             }
         }
     } else {
-        match cwd_project(&workspace, cwd) {
-            Some(p) => Scope::Project(p),
-            None => Scope::Outside,
+        let project = cwd_project(&workspace, cwd);
+        match root_names(&workspace, cwd, project, &options.tasks) {
+            // At the root, a name the root project does not declare runs everywhere, as
+            // `turbo run build` and `nx run-many -t build` do there.
+            Some(names) => {
+                let walks = ProjectWalks::new(&workspace, &table);
+                let includes = Includes {
+                    all: true,
+                    filters: &[],
+                    affected: false,
+                    changed: &BTreeMap::new(),
+                };
+                let selection = select(&workspace, &walks, &includes)?;
+                notices.push(Notice::note(format!(
+                    "the workspace root declares no task {names}: running it in every project, as `--all` does"
+                )));
+                Scope::Selection(selection.projects)
+            }
+            None => match project {
+                Some(p) => Scope::Project(p),
+                None => Scope::Outside,
+            },
         }
     };
     let requested = resolve_requests(
@@ -232,6 +251,32 @@ fn check_excluded_names(
 }
 
 /// CLI-6: the deepest project whose directory contains the current directory, by real path.
+/// When the run is asked at the workspace root, by bare task names only, and the root has no
+/// project declaring any of them: those names, quoted, to run in every project.
+fn root_names(
+    workspace: &Workspace,
+    cwd: &Path,
+    project: Option<usize>,
+    words: &[String],
+) -> Option<String> {
+    let at_root = cwd.canonicalize().ok()? == workspace.root;
+    let bare = words.iter().all(|w| TaskId::parse(w).is_none());
+    if !at_root || !bare || words.is_empty() {
+        return None;
+    }
+    let root_declares = |word: &String| {
+        project.is_some_and(|p| {
+            let project = &workspace.projects[p];
+            project.dir.is_empty() && project.config.tasks.contains_key(word)
+        })
+    };
+    if words.iter().any(root_declares) {
+        return None;
+    }
+    let quoted: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
+    Some(quoted.join(", "))
+}
+
 fn cwd_project(workspace: &Workspace, cwd: &Path) -> Option<usize> {
     let real = cwd.canonicalize().ok()?;
     let rel = real.strip_prefix(&workspace.root).ok()?;
