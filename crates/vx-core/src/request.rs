@@ -99,6 +99,12 @@ pub fn resolve_requests(
             out.insert(id);
             continue;
         }
+        // Nx's `project:task`, where no task has that name and the project has the task, is
+        // the task id it means (issue 40).
+        if let Some(id) = colon_id(workspace, word) {
+            out.insert(id);
+            continue;
+        }
         if matches!(scope, Scope::Outside) {
             // Another runner's `project:task` is pointed to the vx spelling wherever vx runs.
             if let Some(hinted) = colon_spelling(workspace, word) {
@@ -207,7 +213,20 @@ pub fn project_named(workspace: &Workspace, name: &str) -> Result<usize, Diagnos
     }
 }
 
-/// CLI-5: `web:build` when no project declares a task of that name and `web` is a project.
+/// `web:build` as `web#build`: no project declares a task named `web:build`, and project
+/// `web` declares `build`.
+fn colon_id(workspace: &Workspace, word: &str) -> Option<TaskId> {
+    let (project, task) = word.split_once(':')?;
+    let declared_anywhere = workspace
+        .projects
+        .iter()
+        .any(|p| p.config.tasks.contains_key(word));
+    let project = workspace.project(project)?;
+    (!declared_anywhere && project.config.tasks.contains_key(task))
+        .then(|| TaskId::new(&project.name, task))
+}
+
+/// CLI-5: `web:nope` when no project declares a task of that name and `web` is a project.
 fn colon_spelling(workspace: &Workspace, word: &str) -> Option<Diagnostic> {
     let declared_anywhere = workspace
         .projects

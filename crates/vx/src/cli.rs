@@ -354,7 +354,7 @@ pub enum Parsed {
 }
 
 pub fn parse(args: Vec<OsString>) -> Parsed {
-    if let Some(refused) = foreign_flag(&args) {
+    if let Some(refused) = crate::foreign::refusal(&args) {
         return Parsed::Error(vec![refused]);
     }
     if let Some(flag) = flag_missing_its_value(&args) {
@@ -388,39 +388,6 @@ const WATCH_EXAMPLES: &str = "Examples:
   vx watch build --all         keep every project built
   vx watch web#dev             run web's dev server, rebuilding what it depends on
   vx watch test -F ...lib      test lib and everything that depends on it";
-
-/// CLI-17: flags of other runners that vx refuses, with the vx spelling. (Those it accepts are
-/// clap aliases: `--dry-run`, `--parallel`, `--skip-nx-cache`; and the value
-/// `--continue=dependencies-successful`.)
-const FOREIGN_FLAGS: &[(&str, &str)] = &[
-    ("--scope", "use --filter <name>"),
-    ("--since", "use --affected=<ref>"),
-    (
-        "--env-mode",
-        "a task sees only the variables it declares (env.pass-through)",
-    ),
-    ("--color", "use FORCE_COLOR=1"),
-    ("--no-color", "use NO_COLOR=1"),
-    ("--token", "use [workspace.remote-cache] token-env"),
-    ("--team", "use [workspace.remote-cache] url"),
-    ("--api", "use [workspace.remote-cache] url"),
-    ("--daemon", "vx has no daemon"),
-    ("--no-daemon", "vx has no daemon"),
-    ("--log-prefix", "use --log-order=stream"),
-    ("--verbose", "use VX_LOG=debug"),
-];
-
-/// CLI-17: the first foreign flag (before a bare `--`), refused with its vx spelling.
-fn foreign_flag(args: &[OsString]) -> Option<Diagnostic> {
-    let words = args.iter().skip(1).filter_map(|a| a.to_str());
-    for word in words.take_while(|w| *w != "--") {
-        let name = word.split('=').next().unwrap_or(word);
-        if let Some((flag, pointer)) = FOREIGN_FLAGS.iter().find(|(f, _)| *f == name) {
-            return Some(Diagnostic::new(format!("vx has no {flag}; {pointer}")));
-        }
-    }
-    None
-}
 
 /// Flags that take a value in the space form (`--flag value`).
 const VALUE_FLAGS: &[&str] = &[

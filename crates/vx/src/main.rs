@@ -11,6 +11,7 @@ mod clock;
 mod commands;
 mod error;
 mod exit;
+mod foreign;
 mod ids;
 mod options;
 mod render;

@@ -247,15 +247,26 @@ fn no_task_given_lists_tasks_here() {
     );
 }
 
+/// Nx's `project:task` is the task id it means (issue 40); one the project lacks is pointed
+/// to the vx form; Nx's verbs are answered with the vx command line.
 #[test]
 fn other_runners_project_colon_task_spelling_is_pointed_to_the_vx_form() {
     let f = w();
-    let out = f.vx(&["run", "app:build", "--all"]);
+    let out = f.vx(&["run", "app:build", "--dry=json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stdout, "\"id\": \"app#build\"");
+    let out = f.vx(&["run", "app:biuld", "--all"]);
     assert_eq!(out.code, 2);
     assert!(
-        out.stderr.ends_with("  hint: use `app#build`\n"),
+        out.stderr.ends_with("  hint: use `app#biuld`\n"),
         "{}",
         out.stderr
+    );
+    let out = f.vx(&["run-many", "-t", "build", "-p", "app", "--exclude", "lib"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stderr,
+        "error: vx has no `run-many` (an Nx command); in vx: vx run build --filter app --filter '!lib'\n"
     );
 }
 
