@@ -305,3 +305,140 @@ fn runnable(
     }
     out
 }
+
+/// Issue 40, item 3: an "integrated" Nx repository whose targets a plugin infers (here a
+/// local one, `tools/infer.js`, inferring `build` from `vite.config.js` as `@nx/vite` does)
+/// and whose projects have only a `project.json`: with the repository's Nx installed, `vx
+/// init` takes the projects, their targets and their edges from `nx graph`, and vx builds
+/// what `nx run-many -t build` builds, in the same graph.
+#[test]
+fn nx_plugin_inferred_targets_and_project_json_projects_come_from_nx_graph() {
+    let Some(_) = vx_test_support::tools::npm_tool("nx@21.6.11", "nx") else {
+        return;
+    };
+    let f = empty();
+    f.write("package.json", r#"{"name": "root", "private": true}"#);
+    f.write(
+        "nx.json",
+        r#"{"plugins": ["./tools/infer.js"],
+            "targetDefaults": {"build": {"dependsOn": ["^build"], "cache": true}}}"#,
+    );
+    f.write(
+        "tools/infer.js",
+        r#"const { dirname } = require("node:path");
+exports.createNodesV2 = ["**/vite.config.js", async (files) => files.map((file) => {
+  const root = dirname(file);
+  return [file, { projects: { [root]: { targets: { build: {
+    command: "node ../../tools/build.js", options: { cwd: root },
+    inputs: ["default", "^default"], outputs: ["{projectRoot}/dist"], cache: true } } } } }];
+})];
+"#,
+    );
+    f.write(
+        "tools/build.js",
+        r#"const fs = require("node:fs");
+if (process.cwd().endsWith("web") && !fs.existsSync("../../libs/util/dist/out.txt")) {
+  console.error("util is not built"); process.exit(1);
+}
+fs.mkdirSync("dist", { recursive: true });
+fs.writeFileSync("dist/out.txt", fs.readdirSync("src").map((n) => fs.readFileSync("src/" + n, "utf8")).join(""));
+"#,
+    );
+    f.write(
+        "apps/web/project.json",
+        r#"{"name": "web", "implicitDependencies": ["util"]}"#,
+    );
+    f.write("apps/web/vite.config.js", "");
+    f.write("apps/web/src/a.txt", "web\n");
+    f.write("libs/util/project.json", r#"{"name": "util"}"#);
+    f.write("libs/util/vite.config.js", "");
+    f.write("libs/util/src/u.txt", "util\n");
+    f.write(".gitignore", "node_modules\ndist\n.nx\n.vx\n");
+    let tools = vx_test_support::tools::npm_tools_dir().join("node_modules/nx");
+    std::fs::create_dir_all(f.path("node_modules")).unwrap();
+    std::os::unix::fs::symlink(tools.canonicalize().unwrap(), f.path("node_modules/nx")).unwrap();
+    f.commit();
+
+    let init = f.vx(&["init"]);
+    assert_eq!(init.code, 0, "{}{}", init.stdout, init.stderr);
+    assert_contains(
+        &init.stdout,
+        "Nx 21.6.11 (the repository's own): 2 targets its plugins infer became tasks\n",
+    );
+    assert_contains(
+        &f.read("vx.toml"),
+        "members = [\"apps/web\", \"libs/util\"]\n",
+    );
+    assert_contains(
+        &f.read("apps/web/vx.toml"),
+        "name = \"web\"\ndeps = [\"util\"]\n\n[tasks.build]\ncommand = \"cd ../../apps/web && node ../../tools/build.js\"\n",
+    );
+
+    // The graph Nx would run.
+    let file = f.path("nx-graph.json");
+    let out = std::process::Command::new("node")
+        .arg(f.path("node_modules/nx/bin/nx.js"))
+        .args([
+            "run-many",
+            "-t",
+            "build",
+            &format!("--graph={}", file.display()),
+        ])
+        .current_dir(f.root())
+        .env("NX_DAEMON", "false")
+        .env("NX_NO_CLOUD", "true")
+        .env("NX_TUI", "false")
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let graph: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let mut expected = std::collections::BTreeMap::new();
+    for (id, deps) in graph["tasks"]["dependencies"].as_object().unwrap() {
+        let mut deps: Vec<String> = deps
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap().replace(':', "#"))
+            .collect();
+        deps.sort();
+        expected.insert(id.replace(':', "#"), deps);
+    }
+    let dry = f.vx(&["run", "build", "--all", "--dry=json"]);
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    let got = crate::migrate::vx_graph(&crate::migrate::json_of(&dry.stdout));
+    assert_eq!(got, expected);
+    assert_eq!(got["web#build"], ["util#build"]);
+
+    let run = f.vx(&["run", "build", "--all"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(f.read("apps/web/dist/out.txt"), "web\n");
+    assert_contains(&f.vx(&["run", "build", "--all"]).stdout, "2 cached (100%)");
+}
+
+/// A run whose plan holds only groups would run nothing and exit 0: refused.
+#[test]
+fn a_plan_of_only_groups_is_no_green_run() {
+    let f = empty();
+    f.write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
+    f.write(
+        "packages/a/vx.toml",
+        "[tasks.build]\ndepends-on = [\"^build\"]\n\n[tasks.lint]\ncommand = \"true\"\n",
+    );
+    f.commit();
+    let out = f.vx(&["run", "build", "--all"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stderr,
+        "error: nothing to run: packages/a#build is a group whose depends-on reaches no task with a command\n  \
+         hint: give the tasks it groups a `command`, or name tasks that have one\n"
+    );
+    let with_lint = f.vx(&["run", "build", "lint", "--all"]);
+    assert_eq!(
+        with_lint.code, 0,
+        "{}{}",
+        with_lint.stdout, with_lint.stderr
+    );
+}

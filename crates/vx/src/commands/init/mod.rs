@@ -49,6 +49,9 @@ struct Plan {
     carried_from: &'static str,
     /// What was not carried over, and why.
     not_carried: Vec<NotCarried>,
+    /// The repository's own Nx asked for its graph: (its version, the targets its plugins
+    /// inferred that became tasks), or why it could not be asked.
+    nx_graph: Option<Result<(String, usize), String>>,
 }
 
 pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
@@ -112,17 +115,50 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
             members.push((dir.clone(), manifest));
         }
     }
+    // The repository's own Nx, when it uses Nx and has it installed: the projects and the
+    // targets its plugins infer (issue 40).
+    let wants_nx = match from {
+        From::Turbo => false,
+        From::Nx => true,
+        From::Scripts => !root.join("turbo.json").is_file(),
+    };
+    let graph = (wants_nx && root.join("nx.json").is_file()).then(|| nx::graph::read(root));
+    let mut outside_members = Vec::new();
+    if let Some(Ok(graph)) = &graph {
+        for project in &graph.projects {
+            let known = members.iter().any(|(dir, _)| *dir == project.root);
+            if !project.root.is_empty() && !known {
+                let manifest = read_manifest(root, &project.root, &mut errors);
+                outside_members.push(project.root.clone());
+                members.push((project.root.clone(), manifest.unwrap_or_default()));
+            }
+        }
+    }
     let dirs: Vec<String> = members.iter().map(|(dir, _)| dir.clone()).collect();
     let turbo = match from {
         From::Nx => None,
         From::Scripts | From::Turbo => turbo::read(root, &dirs, &mut errors),
     };
-    let nx = match from {
+    let mut nx = match from {
         From::Turbo => None,
         From::Nx => nx::read(root, &dirs, &mut errors),
         From::Scripts if turbo.is_none() => nx::read(root, &dirs, &mut errors),
         From::Scripts => None,
     };
+    let mut inferred = None;
+    if let (Some(nx), Some(graph)) = (nx.as_mut(), &graph) {
+        inferred = Some(match graph {
+            Ok(graph) => {
+                let has_script = |dir: &str, name: &str| {
+                    members
+                        .iter()
+                        .any(|(d, p)| d == dir && p.scripts.contains_key(name))
+                };
+                Ok((graph.version.clone(), nx.add_graph(graph, &has_script)))
+            }
+            Err(why) => Err(why.clone()),
+        });
+    }
     if !errors.is_empty() {
         return Err(Failure::User(vx_core::Diagnostics(errors).into_sorted()));
     }
@@ -147,7 +183,11 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         // Nx runs a script with no dependencies unless its configuration gives some.
         no_edges: nx.is_some(),
     };
-    let root_context = context("", &root_package, workspace.is_some());
+    let root_context = context(
+        "",
+        &root_package,
+        workspace.is_some() || !outside_members.is_empty(),
+    );
     let mut root_mapping = map_scripts(&root_package.scripts, &root_context);
     let contexts: Vec<Context> = members
         .iter()
@@ -262,12 +302,28 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         tasks: root_tables,
         ..File::default()
     };
-    match &workspace {
-        Some(w) => {
-            root_file.header.push(format!(
-                "Written by `vx init`. The members are the packages {} lists.",
-                w.source
-            ));
+    // Nx projects outside the package-manager members: the member list is written out.
+    let source = match (&workspace, outside_members.is_empty()) {
+        (Some(w), true) => Some(format!("The members are the packages {} lists.", w.source)),
+        (Some(w), false) => Some(format!(
+            "The members are the packages {} lists and the Nx projects outside them.",
+            w.source
+        )),
+        (None, false) => Some("The members are the projects `nx graph` lists.".to_string()),
+        (None, true) => None,
+    };
+    if !outside_members.is_empty() {
+        let mut all = dirs.clone();
+        all.sort();
+        if let Some(table) = root_file.workspace.as_mut() {
+            table.members = Some(all);
+        }
+    }
+    match source {
+        Some(source) => {
+            root_file
+                .header
+                .push(format!("Written by `vx init`. {source}"));
             let tool = match (&turbo, &nx) {
                 (Some(_), _) => Some("turbo.json"),
                 (None, Some(_)) => Some("nx.json and the projects' Nx targets"),
@@ -329,6 +385,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
             "turbo.json"
         },
         not_carried: Vec::new(),
+        nx_graph: inferred,
     };
 
     let names: BTreeSet<&str> = members
@@ -394,17 +451,38 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
                 }
             }
         }
-        if mapping.tasks.is_empty() && mapping.left_out.is_empty() && tables.is_empty() {
+        // An Nx project with no package.json is a vx project only through its vx.toml.
+        let nx_only = outside_members.contains(dir) && !root.join(&manifest).is_file();
+        if mapping.tasks.is_empty() && mapping.left_out.is_empty() && tables.is_empty() && !nx_only
+        {
             plan.without_scripts.push(manifest);
             continue;
         }
+        let from = if nx_only {
+            format!("the Nx project in {dir}")
+        } else {
+            format!("the scripts of {manifest}")
+        };
+        // Edges no package.json gives: Nx's `implicitDependencies`, and every edge Nx
+        // knows of a project with no package.json.
+        let mut deps: Vec<String> = nx
+            .as_ref()
+            .and_then(|nx| nx.projects.get(dir.as_str()))
+            .map(|p| p.implicit.clone())
+            .unwrap_or_default();
+        if let (Some(Ok(graph)), true) = (&graph, nx_only) {
+            deps.extend(graph_deps(graph, dir, &members));
+        }
+        deps.sort();
+        deps.dedup();
         let mut file = File {
             rel: format!("{dir}/{CONFIG_FILE}"),
             header: vec![format!(
-                "Written by `vx init` from the scripts of {manifest}: what differs from the"
+                "Written by `vx init` from {from}: what differs from the"
             )],
             name: project_name,
             tags,
+            deps,
             tasks: tables,
             ..File::default()
         };
@@ -415,6 +493,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
             && file.trailer.is_empty()
             && file.name.is_none()
             && file.tags.is_empty()
+            && !nx_only
         {
             // A file is needed only to replace one that exists (with `--force`), or to
             // report it kept: the templates apply to its tasks too.
@@ -602,6 +681,38 @@ fn left_out(file: &mut File, mapping: &Mapping) {
             });
         }
     }
+}
+
+/// The vx names of the projects the Nx project at `dir` depends on: a dependency's
+/// `package.json` name where it has one, else its Nx name (which its vx.toml then gives).
+fn graph_deps(
+    graph: &nx::graph::NxGraph,
+    dir: &str,
+    members: &[(String, PackageJson)],
+) -> Vec<String> {
+    let Some(project) = graph.projects.iter().find(|p| p.root == dir) else {
+        return Vec::new();
+    };
+    let mut deps: Vec<String> = project
+        .deps
+        .iter()
+        .filter_map(|name| {
+            let dep = graph.projects.iter().find(|p| p.name == *name)?;
+            let manifest = members.iter().find(|(d, _)| *d == dep.root);
+            // The root project is no member: no edge to it.
+            if dep.root.is_empty() {
+                return None;
+            }
+            Some(
+                manifest
+                    .and_then(|(_, p)| p.name.clone())
+                    .unwrap_or_else(|| dep.name.clone()),
+            )
+        })
+        .collect();
+    deps.sort();
+    deps.dedup();
+    deps
 }
 
 /// The `package.json` in `dir` (root-relative), if there is one; problems go to `errors`.

@@ -21,6 +21,8 @@ pub struct File {
     pub name: Option<String>,
     /// `tags = [...]`.
     pub tags: Vec<String>,
+    /// `deps = [...]`: project dependencies no `package.json` gives (an Nx project's).
+    pub deps: Vec<String>,
     /// `Some` in the root file: the `[workspace]` table.
     pub workspace: Option<WorkspaceTable>,
     /// `[workspace.input-sets.<name>]` tables (root file only).
@@ -162,7 +164,7 @@ impl File {
         for line in &self.header {
             let _ = writeln!(out, "# {}", one_line(line));
         }
-        if self.name.is_some() || !self.tags.is_empty() {
+        if self.name.is_some() || !self.tags.is_empty() || !self.deps.is_empty() {
             out.push('\n');
         }
         if let Some(name) = &self.name {
@@ -170,6 +172,9 @@ impl File {
         }
         if !self.tags.is_empty() {
             let _ = writeln!(out, "tags = {}", array(&self.tags));
+        }
+        if !self.deps.is_empty() {
+            let _ = writeln!(out, "deps = {}", array(&self.deps));
         }
         if let Some(workspace) = &self.workspace {
             out.push_str("\n[workspace]\n");

@@ -253,6 +253,20 @@ pub(super) fn report_text(plan: &Plan, fates: &[Fate], dry: bool) -> String {
             if plan.carried == 1 { "" } else { "s" }
         ));
     }
+    match &plan.nx_graph {
+        Some(Ok((version, 0))) => out.push_str(&format!(
+            "Nx {version} (the repository's own) found no target its plugins infer\n"
+        )),
+        Some(Ok((version, n))) => out.push_str(&format!(
+            "Nx {version} (the repository's own): {n} target{} its plugins infer became tasks\n",
+            if *n == 1 { "" } else { "s" }
+        )),
+        Some(Err(why)) => out.push_str(&format!(
+            "targets Nx plugins infer: not asked, {why}; install the repository's dependencies \
+             and run `vx init --force` again to carry them over\n"
+        )),
+        None => {}
+    }
     if !plan.not_carried.is_empty() {
         out.push_str(&format!("not carried over ({}):\n", plan.not_carried.len()));
         for left in &plan.not_carried {

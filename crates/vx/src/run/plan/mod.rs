@@ -153,6 +153,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
         }
     }
     let graph = TaskGraph::build(&workspace, &table, &requested, &options.exclude)?;
+    only_groups(&workspace, &graph)?;
     let shown_as_requested = surface(&workspace, &graph);
     let projects: BTreeSet<usize> = graph.nodes.iter().map(|n| n.project).collect();
     Ok(Plan {
@@ -307,6 +308,34 @@ fn surface(workspace: &Workspace, graph: &TaskGraph) -> BTreeSet<usize> {
         }
     }
     shown
+}
+
+/// A plan of groups alone would run nothing and exit 0: a green run that checked nothing
+/// (issue 40: a converted repository whose tasks Nx plugins inferred). It is refused.
+fn only_groups(workspace: &Workspace, graph: &TaskGraph) -> Result<(), Failure> {
+    let nothing = !graph.nodes.is_empty() && graph.nodes.iter().all(|n| is_group(workspace, &n.id));
+    if !nothing {
+        return Ok(());
+    }
+    let requested: Vec<String> = graph
+        .nodes
+        .iter()
+        .filter(|n| n.requested)
+        .map(|n| n.id.to_string())
+        .collect();
+    let shown = match requested.len() {
+        0..=3 => requested.join(", "),
+        n => format!("{} and {} more", requested[..3].join(", "), n - 3),
+    };
+    Err(Failure::from(
+        Diagnostic::new(format!(
+            "nothing to run: {shown} {} group{} whose depends-on reach{} no task with a command",
+            if requested.len() == 1 { "is a" } else { "are" },
+            if requested.len() == 1 { "" } else { "s" },
+            if requested.len() == 1 { "es" } else { "" },
+        ))
+        .hint("give the tasks it groups a `command`, or name tasks that have one"),
+    ))
 }
 
 pub fn is_group(workspace: &Workspace, id: &TaskId) -> bool {

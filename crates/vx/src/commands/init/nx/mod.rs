@@ -27,6 +27,7 @@ use vx_core::{Diagnostic, Location};
 use vx_workspace::{JsonValue, JsonValueKind};
 
 mod command;
+pub mod graph;
 mod inputs;
 
 use self::inputs::{apply_inputs, uncached_todo, DEPENDENCY_DEFAULT};
@@ -41,6 +42,8 @@ pub struct NxProject {
     /// Targets by name, from `project.json` then the `nx` field of `package.json`.
     pub targets: BTreeMap<String, JsonValue>,
     pub tags: Vec<String>,
+    /// `implicitDependencies`: project names, which become `deps`.
+    pub implicit: Vec<String>,
 }
 
 /// `nx.json` and every member's targets.
@@ -261,6 +264,21 @@ fn read_project(json: &JsonValue, rel: &str, project: &mut NxProject, left: &mut
                     .tags
                     .extend(tags.iter().filter_map(|t| t.as_str().map(str::to_string)));
             }
+            "implicitDependencies" => {
+                for item in value.as_array().unwrap_or_default() {
+                    match item.as_str() {
+                        Some(name) if !name.starts_with('!') && !name.contains('*') => {
+                            project.implicit.push(name.to_string());
+                        }
+                        _ => left.push(NotCarried {
+                            what: format!("{rel}: implicitDependencies {}", shown(item)),
+                            at: item.at.clone(),
+                            why: "vx takes project names in `deps`, not patterns or exclusions"
+                                .to_string(),
+                        }),
+                    }
+                }
+            }
             "$schema" | "root" | "sourceRoot" | "projectType" | "includedScripts" => {}
             other => left.push(NotCarried {
                 what: format!("{rel}: {other}"),
@@ -479,7 +497,13 @@ impl Nx {
             table.persistent = Some(true);
         }
         for key in ["configurations", "parallelism", "syncGenerators"] {
-            if let Some(value) = def.get(key) {
+            // What Nx resolves for every target (no configuration, parallel) says nothing.
+            let default = match key {
+                "configurations" => def.get(key).is_some_and(|v| v.entries().is_empty()),
+                "parallelism" => def.get(key).and_then(JsonValue::as_bool) == Some(true),
+                _ => false,
+            };
+            if let Some(value) = def.get(key).filter(|_| !default) {
                 left.push(NotCarried {
                     what: format!("{what}.{key}"),
                     at: value.at.clone(),

@@ -1,0 +1,204 @@
+//! The projects and targets the repository's own Nx resolves (issue 40, item 3): targets its
+//! plugins infer (`@nx/vite`, `@nx/jest`, `@nx/eslint`, `@nx/js/typescript`, …) exist in no
+//! file `vx init` reads, so when Nx is installed in the repository, `nx graph --file` is asked
+//! for them, with each target's command, inputs, outputs and `dependsOn` as Nx resolved them.
+//! Projects Nx knows outside the package-manager members (an "integrated" repository's
+//! `apps/*` and `libs/*` with a `project.json`) come from the same graph.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use vx_workspace::JsonValue;
+
+/// One project of the graph.
+#[derive(Debug, Clone)]
+pub struct GraphProject {
+    pub name: String,
+    /// Root-relative directory ("" for the workspace root).
+    pub root: String,
+    /// Target name → its configuration as Nx resolved it.
+    pub targets: BTreeMap<String, JsonValue>,
+    /// The projects this one depends on (by Nx name), from imports, `implicitDependencies`
+    /// and manifests alike.
+    pub deps: Vec<String>,
+}
+
+/// What `nx graph` said, with the Nx version that said it.
+#[derive(Debug, Clone)]
+pub struct NxGraph {
+    pub version: String,
+    pub projects: Vec<GraphProject>,
+}
+
+/// The path of the repository's Nx entry point, when it is installed.
+fn nx_entry(root: &Path) -> Option<std::path::PathBuf> {
+    let entry = root.join("node_modules/nx/bin/nx.js");
+    entry.is_file().then_some(entry)
+}
+
+/// Asks the repository's own Nx for its project graph. `Err` says why there is none (Nx not
+/// installed, or it failed): the caller then infers what it can from the files.
+pub fn read(root: &Path) -> Result<NxGraph, String> {
+    let entry = nx_entry(root).ok_or("Nx is not installed (no node_modules/nx)")?;
+    let version = std::fs::read_to_string(root.join("node_modules/nx/package.json"))
+        .ok()
+        .and_then(|text| vx_workspace::read_jsonc(&text, "node_modules/nx/package.json").ok())
+        .and_then(|json| {
+            json.get("version")
+                .and_then(JsonValue::as_str)
+                .map(String::from)
+        })
+        .unwrap_or_else(|| "?".to_string());
+    let dir = tempfile_dir()?;
+    let file = dir.join("graph.json");
+    let output = Command::new("node")
+        .arg(&entry)
+        .arg("graph")
+        .arg(format!("--file={}", file.display()))
+        .current_dir(root)
+        .env("NX_DAEMON", "false")
+        .env("NX_NO_CLOUD", "true")
+        .env("NX_TUI", "false")
+        .env("NX_INTERACTIVE", "false")
+        .env_remove("CI")
+        .output();
+    let result = match output {
+        Err(e) => Err(format!("`node` could not run Nx: {e}")),
+        Ok(out) if !out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stderr);
+            let last = text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            Err(format!("`nx graph` failed: {}", last.trim()))
+        }
+        Ok(_) => std::fs::read_to_string(&file)
+            .map_err(|e| format!("`nx graph` wrote no graph: {e}"))
+            .and_then(|text| parse(&text, version)),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// A fresh private directory for the graph file.
+fn tempfile_dir() -> Result<std::path::PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!(
+        "vx-init-nx-{}-{}",
+        std::process::id(),
+        crate::ids::random_hex(8)
+    ));
+    std::fs::create_dir(&dir).map_err(|e| format!("no temporary directory: {e}"))?;
+    Ok(dir)
+}
+
+/// The projects of `nx graph --file` output.
+fn parse(text: &str, version: String) -> Result<NxGraph, String> {
+    let json = vx_workspace::read_jsonc(text, "nx graph")
+        .map_err(|d| format!("`nx graph` wrote what vx cannot read: {}", d.message))?;
+    let nodes = json
+        .get("graph")
+        .and_then(|g| g.get("nodes"))
+        .ok_or("`nx graph` wrote no `graph.nodes`")?;
+    let mut projects = Vec::new();
+    for (name, node) in nodes.entries() {
+        let Some(data) = node.get("data") else {
+            continue;
+        };
+        let root = data
+            .get("root")
+            .and_then(JsonValue::as_str)
+            .unwrap_or_default();
+        let root = match root.trim_end_matches('/') {
+            "." => "",
+            other => other,
+        };
+        let targets = data
+            .get("targets")
+            .map(JsonValue::entries)
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, v)| (k.value.clone(), v.clone()))
+            .collect();
+        projects.push(GraphProject {
+            name: name.value.clone(),
+            root: root.to_string(),
+            targets,
+            deps: Vec::new(),
+        });
+    }
+    let edges = json.get("graph").and_then(|g| g.get("dependencies"));
+    for project in &mut projects {
+        let list = edges.and_then(|e| e.get(&project.name));
+        for edge in list.and_then(JsonValue::as_array).unwrap_or_default() {
+            let target = edge.get("target").and_then(JsonValue::as_str);
+            if let Some(target) = target.filter(|t| nodes.get(t).is_some()) {
+                if target != project.name && !project.deps.iter().any(|d| d == target) {
+                    project.deps.push(target.to_string());
+                }
+            }
+        }
+        project.deps.sort();
+    }
+    projects.sort_by(|a, b| a.root.cmp(&b.root));
+    Ok(NxGraph { version, projects })
+}
+
+impl super::Nx {
+    /// Adds the targets of `graph` that no file `vx init` reads defines — those Nx plugins
+    /// infer — to the projects read, as targets of their own (with what Nx resolved for them),
+    /// and the graph's project names. `has_script(dir, name)`: a `package.json` script, which
+    /// `vx init` maps itself. Returns how many targets were added.
+    pub fn add_graph(&mut self, graph: &NxGraph, has_script: &dyn Fn(&str, &str) -> bool) -> usize {
+        let mut added = 0;
+        for project in &graph.projects {
+            self.project_names.insert(project.name.clone());
+            let Some(own) = self.projects.get_mut(&project.root) else {
+                continue;
+            };
+            if own.name.is_none() {
+                own.name = Some((project.name.clone(), vx_core::Location::default()));
+            }
+            for (name, def) in &project.targets {
+                if own.targets.contains_key(name) || has_script(&project.root, name) {
+                    continue;
+                }
+                own.targets.insert(name.clone(), def.clone());
+                added += 1;
+            }
+        }
+        self.not_carried.retain(|n| n.what != "plugins");
+        added
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_graph_gives_roots_and_targets() {
+        let text = r#"{"graph": {"nodes": {
+            "web": {"name": "web", "type": "app", "data": {"root": "apps/web",
+                "targets": {"build": {"executor": "nx:run-commands",
+                                      "options": {"command": "vite build", "cwd": "apps/web"}}}}},
+            "ws": {"name": "ws", "type": "lib", "data": {"root": ".", "targets": {}}}},
+            "dependencies": {"web": [{"source": "web", "target": "ws", "type": "implicit"},
+                                     {"source": "web", "target": "npm:vite", "type": "static"}]}}}"#;
+        let graph = parse(text, "21.6.11".into()).unwrap();
+        assert_eq!(graph.projects.len(), 2);
+        assert_eq!(graph.projects[0].root, "");
+        assert_eq!(graph.projects[1].root, "apps/web");
+        let build = &graph.projects[1].targets["build"];
+        assert_eq!(
+            build
+                .get("options")
+                .and_then(|o| o.get("command"))
+                .and_then(JsonValue::as_str),
+            Some("vite build")
+        );
+        assert_eq!(graph.projects[1].deps, ["ws"]);
+        assert!(parse("{}", "x".into()).is_err());
+    }
+}
