@@ -89,7 +89,7 @@ fn turbo_globs_above_the_package_resolve_per_package_and_none_is_narrower() {
     assert!(!solo.contains("cache ="), "{solo}");
     assert_contains(
         &out.stdout,
-        "tasks left uncached: vx cannot fold all their inputs (1)\n    solo/vx.toml: build\n",
+        "tasks left uncached (each TODO says why) (1)\n    solo/vx.toml: build\n",
     );
 
     let first = f.vx(&["run", "build", "--all"]);
@@ -441,4 +441,44 @@ fn a_plan_of_only_groups_is_no_green_run() {
         "{}{}",
         with_lint.stdout, with_lint.stderr
     );
+}
+
+/// Found on supabase-js and discord.js: two tasks of a package whose outputs overlap (`docs`
+/// and `docs:json` both writing `docs/`), which Turborepo and Nx allow and vx refuses (one
+/// cached task owns a directory): the second is written uncached, with a TODO, instead of
+/// a `vx init` that writes nothing.
+#[test]
+fn overlapping_outputs_leave_one_task_uncached_instead_of_failing() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "workspaces": ["packages/*"]}"#,
+    );
+    f.write(
+        "turbo.json",
+        r#"{"tasks": {"docs": {"outputs": ["docs/**"]}, "docs:json": {"outputs": ["docs/**"]},
+                      "build": {"outputs": ["dist/**"]}}}"#,
+    );
+    f.write(
+        "packages/a/package.json",
+        r#"{"name": "a", "scripts": {"docs": "mkdir -p docs && echo html > docs/i.html",
+            "docs:json": "mkdir -p docs && echo {} > docs/i.json", "build": "mkdir -p dist && echo a > dist/a"}}"#,
+    );
+    f.write(".gitignore", "docs\ndist\n.vx\n");
+    f.commit();
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_contains(
+        &out.stdout,
+        "a#docs:json: cache (packages/a/vx.toml:1:1): its outputs overlap those of `a#docs` under `docs/`: left uncached\n",
+    );
+    let table = f.read("packages/a/vx.toml");
+    assert_contains(
+        &table,
+        "[tasks.\"docs:json\"]\nextends = false\ncommand = \"mkdir -p docs && echo {} > docs/i.json\"\n# TODO: left uncached: its outputs overlap those of `a#docs`",
+    );
+    let run = f.vx(&["run", "build", "docs", "docs:json", "--all"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let again = f.vx(&["run", "build", "docs", "--all"]);
+    assert_contains(&again.stdout, "2 cached (100%)");
 }

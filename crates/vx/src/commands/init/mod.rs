@@ -12,6 +12,7 @@
 mod carried;
 mod edges;
 mod layout;
+mod manifest;
 mod nx;
 mod scripts;
 mod shell;
@@ -28,6 +29,8 @@ use vx_workspace::{LoadError, PackageJson};
 
 use self::carried::{carried_tables, no_script, nx_tables, Carried};
 use self::edges::{nested_outputs, optional_edges};
+use self::manifest::{hooks_off, read_manifest};
+use self::nx::graph::{graph_deps, vx_name_of};
 use self::scripts::{map_scripts, script_text, Context, LeftOutWhy, Mapping, Todo, TodoReason};
 use self::toml::{File, WorkspaceTable};
 use self::turbo::NotCarried;
@@ -52,6 +55,9 @@ struct Plan {
     /// The repository's own Nx asked for its graph: (its version, the targets its plugins
     /// inferred that became tasks), or why it could not be asked.
     nx_graph: Option<Result<(String, usize), String>>,
+    /// Each member project by its vx name: its directory and its scripts as commands, for
+    /// writing a task's table whole when vx needs to change it ([`write`]).
+    projects: BTreeMap<String, (String, BTreeMap<String, String>)>,
 }
 
 pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
@@ -386,6 +392,19 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         },
         not_carried: Vec::new(),
         nx_graph: inferred,
+        projects: members
+            .iter()
+            .zip(&contexts)
+            .map(|((dir, package), context)| {
+                let name = package.name.clone().unwrap_or_else(|| dir.clone());
+                let commands = package
+                    .scripts
+                    .keys()
+                    .map(|n| (n.clone(), script_text(n, &package.scripts, context)))
+                    .collect();
+                (name, (dir.clone(), commands))
+            })
+            .collect(),
     };
 
     let names: BTreeSet<&str> = members
@@ -465,11 +484,20 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         };
         // Edges no package.json gives: Nx's `implicitDependencies`, and every edge Nx
         // knows of a project with no package.json.
-        let mut deps: Vec<String> = nx
-            .as_ref()
-            .and_then(|nx| nx.projects.get(dir.as_str()))
-            .map(|p| p.implicit.clone())
-            .unwrap_or_default();
+        let mut deps: Vec<String> = Vec::new();
+        if let Some(nx) = &nx {
+            let implicit = nx.projects.get(dir.as_str()).map(|p| p.implicit.as_slice());
+            for name in implicit.unwrap_or_default() {
+                match vx_name_of(nx, name, &members) {
+                    Some(vx) => deps.push(vx),
+                    None => not_carried.push(NotCarried {
+                        what: format!("{dir}: implicitDependencies {name}"),
+                        at: vx_core::Location::new(format!("{dir}/project.json"), 1, 1),
+                        why: "no project has that name".to_string(),
+                    }),
+                }
+            }
+        }
         if let (Some(Ok(graph)), true) = (&graph, nx_only) {
             deps.extend(graph_deps(graph, dir, &members));
         }
@@ -681,124 +709,4 @@ fn left_out(file: &mut File, mapping: &Mapping) {
             });
         }
     }
-}
-
-/// The vx names of the projects the Nx project at `dir` depends on: a dependency's
-/// `package.json` name where it has one, else its Nx name (which its vx.toml then gives).
-fn graph_deps(
-    graph: &nx::graph::NxGraph,
-    dir: &str,
-    members: &[(String, PackageJson)],
-) -> Vec<String> {
-    let Some(project) = graph.projects.iter().find(|p| p.root == dir) else {
-        return Vec::new();
-    };
-    let mut deps: Vec<String> = project
-        .deps
-        .iter()
-        .filter_map(|name| {
-            let dep = graph.projects.iter().find(|p| p.name == *name)?;
-            let manifest = members.iter().find(|(d, _)| *d == dep.root);
-            // The root project is no member: no edge to it.
-            if dep.root.is_empty() {
-                return None;
-            }
-            Some(
-                manifest
-                    .and_then(|(_, p)| p.name.clone())
-                    .unwrap_or_else(|| dep.name.clone()),
-            )
-        })
-        .collect();
-    deps.sort();
-    deps.dedup();
-    deps
-}
-
-/// The `package.json` in `dir` (root-relative), if there is one; problems go to `errors`.
-fn read_manifest(root: &Path, dir: &str, errors: &mut Vec<Diagnostic>) -> Option<PackageJson> {
-    let rel = if dir.is_empty() {
-        "package.json".to_string()
-    } else {
-        format!("{dir}/package.json")
-    };
-    let text = match std::fs::read(root.join(&rel)) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => {
-            errors.push(io_diagnostic(Path::new(&rel), "read", &e));
-            return None;
-        }
-    };
-    match vx_workspace::read_package_json(&text, &rel) {
-        Ok(package) => Some(package),
-        Err(mut problems) => {
-            errors.append(&mut problems);
-            None
-        }
-    }
-}
-
-/// Why the package manager would not run `pre`/`post` scripts for this package (INIT-2), if
-/// it would not: `ignore-scripts` or pnpm's `enable-pre-post-scripts=false` in the package's
-/// or the root's `.npmrc`, or `packageManager` yarn 2 or later.
-fn hooks_off(
-    root: &Path,
-    dir: &str,
-    package: &PackageJson,
-    root_package: &PackageJson,
-) -> Option<String> {
-    let mut dirs = vec![dir];
-    if !dir.is_empty() {
-        dirs.push("");
-    }
-    let mut pre_post_on = false;
-    for dir in dirs {
-        let rel = if dir.is_empty() {
-            ".npmrc".to_string()
-        } else {
-            format!("{dir}/.npmrc")
-        };
-        let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
-            continue;
-        };
-        let settings = npmrc(&text);
-        if settings.get("ignore-scripts").is_some_and(|v| v == "true") {
-            return Some(format!("{rel} sets `ignore-scripts`"));
-        }
-        match settings.get("enable-pre-post-scripts").map(String::as_str) {
-            Some("false") => {
-                return Some(format!("{rel} turns off `enable-pre-post-scripts`"));
-            }
-            Some("true") => pre_post_on = true,
-            _ => {}
-        }
-    }
-    let manager = package
-        .package_manager
-        .as_deref()
-        .or(root_package.package_manager.as_deref())?;
-    let (tool, version) = manager.split_once('@')?;
-    let major: u32 = version.split('.').next()?.parse().ok()?;
-    // Yarn 2 dropped them; pnpm 6 to 8 run them only with `enable-pre-post-scripts=true`
-    // (pnpm 9 turned them back on by default).
-    let off = match tool {
-        "yarn" => major >= 2,
-        "pnpm" => (6..=8).contains(&major) && !pre_post_on,
-        _ => false,
-    };
-    off.then(|| format!("`packageManager` is {manager}"))
-}
-
-/// The `key=value` settings of an `.npmrc` (comments start with `#` or `;`).
-fn npmrc(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| !line.starts_with(['#', ';']))
-        .filter_map(|line| line.split_once('='))
-        .map(|(key, value)| {
-            let value = value.trim().trim_matches(['"', '\'']);
-            (key.trim().to_string(), value.to_string())
-        })
-        .collect()
 }

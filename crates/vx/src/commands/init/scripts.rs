@@ -60,7 +60,7 @@ impl TodoReason {
             TodoReason::CacheSuggestion => "check the suggested cache table, then uncomment it",
             TodoReason::NpmVariable => "set npm variables vx does not define",
             TodoReason::Unmappable => "scripts that cannot become tasks",
-            TodoReason::Uncached => "tasks left uncached: vx cannot fold all their inputs",
+            TodoReason::Uncached => "tasks left uncached (each TODO says why)",
         }
     }
 }

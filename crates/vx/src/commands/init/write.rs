@@ -48,19 +48,8 @@ pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failu
     };
     let root = choose_root(&real, nearest)?;
     let mut plan = plan(&root, from)?;
-    let fates: Vec<Fate> = plan
-        .files
-        .iter()
-        .map(|file| {
-            let exists = std::fs::symlink_metadata(root.join(&file.rel)).is_ok();
-            if exists && !args.force {
-                Fate::Kept
-            } else {
-                Fate::Written
-            }
-        })
-        .collect();
-    settle(&root, &mut plan, &fates)?;
+    let mut fates = Vec::new();
+    settle(&root, &mut plan, &mut fates, args.force)?;
 
     if args.dry {
         let mut printed = String::new();
@@ -90,12 +79,21 @@ pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failu
 
 /// Checks the files to write as vx will load them (the kept ones as they are), leaving out
 /// each table vx refuses until none is left; see the module documentation.
-fn settle(root: &Path, plan: &mut Plan, fates: &[Fate]) -> Result<(), Failure> {
+fn settle(root: &Path, plan: &mut Plan, fates: &mut Vec<Fate>, force: bool) -> Result<(), Failure> {
     for _ in 0..MAX_LEFT_OUT {
+        // An existing file is kept unless `--force` (files planned on the way included).
+        for file in &plan.files[fates.len()..] {
+            let exists = std::fs::symlink_metadata(root.join(&file.rel)).is_ok();
+            fates.push(if exists && !force {
+                Fate::Kept
+            } else {
+                Fate::Written
+            });
+        }
         let planned: BTreeMap<String, String> = plan
             .files
             .iter()
-            .zip(fates)
+            .zip(fates.iter())
             .filter(|(_, fate)| matches!(fate, Fate::Written))
             .map(|(file, _)| (file.rel.clone(), file.render()))
             .collect();
@@ -107,6 +105,12 @@ fn settle(root: &Path, plan: &mut Plan, fates: &[Fate]) -> Result<(), Failure> {
             Err(LoadError::Config(problems)) => problems,
             Err(other) => return Err(load_failure(other)),
         };
+        // Two cached tasks of a project whose outputs overlap (Turborepo and Nx allow it;
+        // vx lets one cached task own a directory): one of them is left uncached.
+        if let Some(done) = problems.iter().find_map(|d| uncache_overlap(plan, d)) {
+            plan.not_carried.push(done);
+            continue;
+        }
         let found = problems
             .iter()
             .find_map(|d| Some((d, table_at(d, &planned)?)));
@@ -131,6 +135,90 @@ fn settle(root: &Path, plan: &mut Plan, fates: &[Fate]) -> Result<(), Failure> {
     Err(Failure::Internal(format!(
         "vx init left out {MAX_LEFT_OUT} tables that vx refuses and stopped"
     )))
+}
+
+/// For GRAPH-8's "`a#x` and `a#y` both declare outputs under `dist`" between two tasks of
+/// one project: the task's table is written whole without a cache (`build` keeps its cache
+/// over any other), with a TODO; what was done, for the report. `None` for other problems.
+fn uncache_overlap(plan: &mut Plan, problem: &Diagnostic) -> Option<NotCarried> {
+    let rest = problem.message.strip_prefix('`')?;
+    let (first, rest) = rest.split_once("` and `")?;
+    let (second, rest) = rest.split_once("` both declare outputs under `")?;
+    let under = rest.strip_suffix('`')?;
+    let (a, b) = (first.rsplit_once('#')?, second.rsplit_once('#')?);
+    let ((keep_project, keep), (project, drop)) = if b.1 == "build" { (b, a) } else { (a, b) };
+    let (dir, commands) = plan.projects.get(project)?.clone();
+    let command = commands.get(drop).cloned().filter(|c| !c.is_empty());
+    let rel = format!("{dir}/{}", vx_core::config::CONFIG_FILE);
+    let root = plan
+        .files
+        .iter()
+        .find(|f| f.rel == vx_core::config::CONFIG_FILE)?;
+    let template = root.templates.iter().find(|t| t.name == drop).cloned();
+    let file = match plan.files.iter().position(|f| f.rel == rel) {
+        Some(at) => &mut plan.files[at],
+        None => {
+            let manifest = format!("{dir}/package.json");
+            plan.by_templates.retain(|m| *m != manifest);
+            plan.files.push(File {
+                rel: rel.clone(),
+                header: vec![format!(
+                    "Written by `vx init`: what differs from the templates in the root vx.toml for {dir}."
+                )],
+                ..File::default()
+            });
+            plan.files.last_mut()?
+        }
+    };
+    let table = match file.tasks.iter().position(|t| t.name == drop) {
+        Some(at) => &mut file.tasks[at],
+        None => {
+            file.tasks.push(super::toml::Table {
+                name: drop.to_string(),
+                ..Default::default()
+            });
+            file.tasks.sort_by(|x, y| x.name.cmp(&y.name));
+            let at = file.tasks.iter().position(|t| t.name == drop)?;
+            &mut file.tasks[at]
+        }
+    };
+    if table.cache.is_none()
+        && table.no_template
+        && table.todos.iter().any(|(r, _)| *r == TodoReason::Uncached)
+    {
+        // Already done: the problem is not this one's to solve.
+        return None;
+    }
+    table.cache = None;
+    table.suggestion = None;
+    if let Some(template) = template.filter(|t| t.cache.is_some()) {
+        // The template's cache would apply: the table stands alone, the template's other
+        // keys restated.
+        table.no_template = true;
+        table.depends_on = table.depends_on.take().or(template.depends_on.clone());
+        if table.pass_through.is_empty() {
+            table.pass_through = template.pass_through.clone();
+        }
+        table.description = table.description.take().or(template.description.clone());
+        table.persistent = table.persistent.or(template.persistent);
+    }
+    if table.command.is_none() {
+        table.command = command;
+    }
+    table.todos.push((
+        TodoReason::Uncached,
+        format!(
+            "left uncached: its outputs overlap those of `{keep_project}#{keep}` (under {under}), and \
+             vx lets one cached task own a directory; give each its own output directory to cache both"
+        ),
+    ));
+    Some(NotCarried {
+        what: format!("{project}#{drop}: cache"),
+        at: vx_core::Location::new(&rel, 1, 1),
+        why: format!(
+            "its outputs overlap those of `{keep_project}#{keep}` under `{under}`: left uncached"
+        ),
+    })
 }
 
 /// The planned file and the task table (`tasks.build`, `workspace.tasks.build`) a problem

@@ -70,7 +70,12 @@ impl Nx {
         let up = |cwd: Option<&str>| {
             let depth = place.dir.split('/').filter(|s| !s.is_empty()).count();
             let mut path = vec![".."; depth].join("/");
-            if let Some(cwd) = cwd.filter(|c| !c.is_empty()) {
+            let cwd = cwd.map(|c| {
+                c.replace("{projectRoot}", place.dir)
+                    .replace("{workspaceRoot}/", "")
+                    .replace("{workspaceRoot}", "")
+            });
+            if let Some(cwd) = cwd.as_deref().filter(|c| !c.is_empty() && *c != ".") {
                 path = if path.is_empty() {
                     cwd.to_string()
                 } else {
@@ -79,7 +84,14 @@ impl Nx {
             }
             path
         };
+        // Nx fills these in a command; it runs from the workspace root unless `cwd` says.
+        let filled = |command: &str| {
+            command
+                .replace("{projectRoot}", place.dir)
+                .replace("{projectName}", place.project)
+        };
         let in_dir = |dir: String, command: &str| {
+            let command = &filled(command);
             if dir.is_empty() {
                 command.to_string()
             } else {

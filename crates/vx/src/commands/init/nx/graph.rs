@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use vx_workspace::JsonValue;
+use vx_workspace::{JsonValue, PackageJson};
 
 /// One project of the graph.
 #[derive(Debug, Clone)]
@@ -143,6 +143,56 @@ fn parse(text: &str, version: String) -> Result<NxGraph, String> {
     }
     projects.sort_by(|a, b| a.root.cmp(&b.root));
     Ok(NxGraph { version, projects })
+}
+
+/// The vx name of the project Nx calls `name`: the package name of the member whose Nx
+/// name (`project.json` or `package.json` `nx.name`) it is, or a package of that name.
+pub fn vx_name_of(nx: &super::Nx, name: &str, members: &[(String, PackageJson)]) -> Option<String> {
+    let by_nx_name = nx
+        .projects
+        .iter()
+        .find(|(_, p)| p.name.as_ref().is_some_and(|(n, _)| n == name))
+        .map(|(dir, p)| {
+            let package = members.iter().find(|(d, _)| d == dir);
+            package
+                .and_then(|(_, m)| m.name.clone())
+                .or_else(|| p.name.as_ref().map(|(n, _)| n.clone()))
+                .unwrap_or_default()
+        });
+    by_nx_name.or_else(|| {
+        members
+            .iter()
+            .any(|(_, m)| m.name.as_deref() == Some(name))
+            .then(|| name.to_string())
+    })
+}
+
+/// The vx names of the projects the Nx project at `dir` depends on: a dependency's
+/// `package.json` name where it has one, else its Nx name (which its vx.toml then gives).
+pub fn graph_deps(graph: &NxGraph, dir: &str, members: &[(String, PackageJson)]) -> Vec<String> {
+    let Some(project) = graph.projects.iter().find(|p| p.root == dir) else {
+        return Vec::new();
+    };
+    let mut deps: Vec<String> = project
+        .deps
+        .iter()
+        .filter_map(|name| {
+            let dep = graph.projects.iter().find(|p| p.name == *name)?;
+            let manifest = members.iter().find(|(d, _)| *d == dep.root);
+            // The root project is no member: no edge to it.
+            if dep.root.is_empty() {
+                return None;
+            }
+            Some(
+                manifest
+                    .and_then(|(_, p)| p.name.clone())
+                    .unwrap_or_else(|| dep.name.clone()),
+            )
+        })
+        .collect();
+    deps.sort();
+    deps.dedup();
+    deps
 }
 
 impl super::Nx {

@@ -62,6 +62,9 @@ pub struct Nx {
     /// Every project name, to read `project:target` in `dependsOn` as Nx does (a first
     /// segment that is no project name is part of a target name with colons).
     pub project_names: BTreeSet<String>,
+    /// A project's Nx name (`project.json` or `package.json` `nx.name`) → its vx name (its
+    /// `package.json` name), where the two differ.
+    pub vx_names: BTreeMap<String, String>,
     /// The root package's targets when the root is an Nx project (its `package.json` has an
     /// `nx` field): `includedScripts`, else every script (`None` for all).
     pub root_targets: Option<Option<BTreeSet<String>>>,
@@ -144,8 +147,8 @@ pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Op
             "plugins" => nx.not_carried.push(leave(
                 "plugins",
                 at,
-                "vx does not run Nx plugins: a target a plugin infers (from vite.config.ts, \
-                 jest.config.ts, …) becomes a task only where a script or project.json defines it",
+                "the targets plugins infer come from `nx graph`, which could not be asked (the \
+                 report says why)",
             )),
             "cacheDirectory" => nx.not_carried.push(leave(
                 "cacheDirectory",
@@ -192,11 +195,15 @@ pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Op
         if let Some(name) = name.and_then(JsonValue::as_str) {
             nx.project_names.insert(name.to_string());
         }
-        if let Some(nx_field) = manifest.and_then(|j| j.get("nx").cloned()) {
+        let name = name.and_then(JsonValue::as_str).map(str::to_string);
+        if let Some(nx_field) = manifest.as_ref().and_then(|j| j.get("nx").cloned()) {
             read_project(&nx_field, &rel, &mut project, &mut nx.not_carried);
         }
-        if let Some((name, _)) = &project.name {
-            nx.project_names.insert(name.clone());
+        if let Some((nx_name, _)) = &project.name {
+            nx.project_names.insert(nx_name.clone());
+            if let Some(package) = name.filter(|p| p != nx_name) {
+                nx.vx_names.insert(nx_name.clone(), package);
+            }
         }
         nx.projects.insert(dir.clone(), project);
     }
@@ -473,6 +480,17 @@ impl Nx {
         (Some(table), left)
     }
 
+    /// A `depends-on` entry with an Nx project name (`ast-spec#build`) under its vx name
+    /// (`@typescript-eslint/ast-spec#build`).
+    fn vx_task(&self, entry: String) -> String {
+        match entry.rsplit_once('#') {
+            Some((project, task)) if self.vx_names.contains_key(project) => {
+                format!("{}#{task}", self.vx_names[project])
+            }
+            _ => entry,
+        }
+    }
+
     /// The keys of a target that are not about the cache: `dependsOn`, `continuous`.
     fn common(&self, name: &str, def: &JsonValue, what: &str, left: &mut Vec<NotCarried>) -> Table {
         let mut table = Table {
@@ -483,7 +501,7 @@ impl Nx {
             let mut deps = Vec::new();
             for item in list {
                 match depends_on(item, &self.project_names) {
-                    Ok(found) => deps.extend(found),
+                    Ok(found) => deps.extend(found.into_iter().map(|d| self.vx_task(d))),
                     Err(why) => left.push(NotCarried {
                         what: format!("{what}.dependsOn: {}", shown(item)),
                         at: item.at.clone(),
@@ -594,6 +612,34 @@ fn shown(item: &JsonValue) -> String {
 mod tests {
     use super::inputs::fileset;
     use super::*;
+
+    #[test]
+    fn nx_names_become_vx_names_and_placeholders_are_filled() {
+        let mut nx = Nx::default();
+        nx.vx_names
+            .insert("ast-spec".into(), "@typescript-eslint/ast-spec".into());
+        assert_eq!(
+            nx.vx_task("ast-spec#build".into()),
+            "@typescript-eslint/ast-spec#build"
+        );
+        assert_eq!(nx.vx_task("^build".into()), "^build");
+        let own = vx_workspace::read_jsonc(
+            r#"{"executor": "nx:run-commands",
+                "options": {"cwd": "{projectRoot}", "command": "tsc -p {projectRoot}/x --name {projectName}"}}"#,
+            "project.json",
+        )
+        .unwrap();
+        let place = Place {
+            dir: "packages/a",
+            project: "a",
+            what: "packages/a/project.json: targets.build".into(),
+        };
+        let (table, _) = nx.project_table("build", Some(&own), None, &place, &BTreeSet::new());
+        assert_eq!(
+            table.unwrap().command.as_deref(),
+            Some("cd ../../packages/a && tsc -p packages/a/x --name a")
+        );
+    }
 
     #[test]
     fn filesets_and_depends_on_forms() {
