@@ -482,3 +482,48 @@ fn overlapping_outputs_leave_one_task_uncached_instead_of_failing() {
     let again = f.vx(&["run", "build", "docs", "--all"]);
     assert_contains(&again.stdout, "2 cached (100%)");
 }
+
+/// Found on code-pushup/cli: an integrated Nx repository with its dependencies not
+/// installed. Its projects (a `project.json` each, no package-manager workspace) are found
+/// all the same, and a target whose executor only `targetDefaults` gives runs through Nx;
+/// the report says Nx could not be asked for what its plugins infer.
+#[test]
+fn without_nx_installed_project_json_projects_are_found_and_the_report_says_so() {
+    let f = empty();
+    f.write("package.json", r#"{"name": "root", "private": true}"#);
+    f.write(
+        "nx.json",
+        r#"{"plugins": ["@nx/vite/plugin"],
+            "targetDefaults": {"build": {"executor": "@nx/js:tsc", "dependsOn": ["^build"], "cache": true,
+                                         "outputs": ["{workspaceRoot}/dist/{projectRoot}"]}}}"#,
+    );
+    f.write(
+        "packages/core/project.json",
+        r#"{"name": "core", "targets": {"build": {}}}"#,
+    );
+    f.write(
+        "packages/cli/project.json",
+        r#"{"name": "cli", "implicitDependencies": ["core"], "targets": {"build": {}}}"#,
+    );
+    f.write("node_modules/x/project.json", "{}");
+    f.write(".gitignore", "node_modules\n");
+    f.commit();
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_contains(
+        &out.stdout,
+        "targets Nx plugins infer: not asked, Nx is not installed (no node_modules/nx)",
+    );
+    assert_contains(
+        &f.read("vx.toml"),
+        "members = [\"packages/cli\", \"packages/core\"]\n",
+    );
+    assert_contains(
+        &f.read("packages/cli/vx.toml"),
+        "name = \"cli\"\ndeps = [\"core\"]\n\n[tasks.build]\ncommand = \"NX_DAEMON=false nx run cli:build --excludeTaskDependencies --skipNxCache\"\n",
+    );
+    let dry = f.vx(&["run", "build", "--all", "--dry=json"]);
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    let graph = crate::migrate::vx_graph(&crate::migrate::json_of(&dry.stdout));
+    assert_eq!(graph["cli#build"], ["core#build"]);
+}

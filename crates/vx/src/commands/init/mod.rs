@@ -129,15 +129,20 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         From::Scripts => !root.join("turbo.json").is_file(),
     };
     let graph = (wants_nx && root.join("nx.json").is_file()).then(|| nx::graph::read(root));
+    // Nx projects outside the package-manager members: the graph's, or, without Nx to ask,
+    // every directory with a project.json.
+    let nx_roots: Vec<String> = match &graph {
+        Some(Ok(graph)) => graph.projects.iter().map(|p| p.root.clone()).collect(),
+        Some(Err(_)) => nx::graph::project_json_dirs(root),
+        None => Vec::new(),
+    };
     let mut outside_members = Vec::new();
-    if let Some(Ok(graph)) = &graph {
-        for project in &graph.projects {
-            let known = members.iter().any(|(dir, _)| *dir == project.root);
-            if !project.root.is_empty() && !known {
-                let manifest = read_manifest(root, &project.root, &mut errors);
-                outside_members.push(project.root.clone());
-                members.push((project.root.clone(), manifest.unwrap_or_default()));
-            }
+    for dir in nx_roots {
+        let known = members.iter().any(|(d, _)| *d == dir);
+        if !dir.is_empty() && !known {
+            let manifest = read_manifest(root, &dir, &mut errors);
+            outside_members.push(dir.clone());
+            members.push((dir, manifest.unwrap_or_default()));
         }
     }
     let dirs: Vec<String> = members.iter().map(|(dir, _)| dir.clone()).collect();

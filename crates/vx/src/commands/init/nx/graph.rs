@@ -82,6 +82,35 @@ pub fn read(root: &Path) -> Result<NxGraph, String> {
     result
 }
 
+/// Without Nx to ask: the directories holding a `project.json` (what Nx's own project
+/// discovery starts from), root-relative and sorted, found by a walk that honours
+/// `.gitignore` and never enters `node_modules`; the root itself is left out.
+pub fn project_json_dirs(root: &Path) -> Vec<String> {
+    let mut dirs = Vec::new();
+    let walk = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .filter_entry(|e| e.file_name() != "node_modules")
+        .build();
+    for entry in walk.flatten() {
+        if entry.file_name() != "project.json" || !entry.path().is_file() {
+            continue;
+        }
+        let Some(dir) = entry
+            .path()
+            .parent()
+            .and_then(|d| d.strip_prefix(root).ok())
+        else {
+            continue;
+        };
+        let dir = dir.to_string_lossy().replace('\\', "/");
+        if !dir.is_empty() {
+            dirs.push(dir);
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
 /// A fresh private directory for the graph file.
 fn tempfile_dir() -> Result<std::path::PathBuf, String> {
     let dir = std::env::temp_dir().join(format!(

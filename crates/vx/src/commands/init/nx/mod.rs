@@ -387,7 +387,14 @@ impl Nx {
         let own = own.unwrap_or(&nothing);
         let merged = merge(default, Some(own));
         let what = &place.what;
-        let command = self.command(name, own, script, place);
+        // A target whose executor (and options) only `targetDefaults` gives runs it, as in Nx.
+        let bare = own.get("executor").is_none() && own.get("command").is_none();
+        let source = if bare && script.is_none() {
+            &merged
+        } else {
+            own
+        };
+        let command = self.command(name, source, script, place);
         let mut table = Table {
             name: name.to_string(),
             command,
