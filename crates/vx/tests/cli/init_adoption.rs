@@ -527,3 +527,38 @@ fn without_nx_installed_project_json_projects_are_found_and_the_report_says_so()
     let graph = crate::migrate::vx_graph(&crate::migrate::json_of(&dry.stdout));
     assert_eq!(graph["cli#build"], ["core#build"]);
 }
+
+/// Found on unjs/unhead: two examples copied from one template share a package name, which
+/// pnpm tolerates and vx refuses (DISC-4): the later one is left out of the members, which
+/// are then written out, and said.
+#[test]
+fn members_sharing_a_name_leave_the_later_one_out() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "workspaces": ["packages/*", "examples/*"]}"#,
+    );
+    f.write(
+        "packages/a/package.json",
+        r#"{"name": "a", "scripts": {"build": "echo a"}}"#,
+    );
+    for dir in ["examples/one", "examples/two"] {
+        f.write(
+            &format!("{dir}/package.json"),
+            r#"{"name": "starter", "scripts": {"build": "echo s"}}"#,
+        );
+    }
+    f.commit();
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_contains(
+        &out.stdout,
+        "examples/two (a member) (examples/two/package.json:1:1): its name `starter` is also examples/one's",
+    );
+    assert_contains(
+        &f.read("vx.toml"),
+        "members = [\"examples/one\", \"packages/a\"]\n",
+    );
+    let run = f.vx(&["run", "build", "--all"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+}

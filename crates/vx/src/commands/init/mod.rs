@@ -121,6 +121,31 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
             members.push((dir.clone(), manifest));
         }
     }
+    // Two members with one name (examples copied from one template): vx names projects
+    // uniquely, so the later ones are left out of the members, and the list is written out.
+    let mut first_of: BTreeMap<String, String> = BTreeMap::new();
+    let mut duplicates: Vec<NotCarried> = Vec::new();
+    members.retain(|(dir, package)| {
+        let Some(name) = &package.name else {
+            return true;
+        };
+        match first_of.get(name) {
+            Some(first) => {
+                duplicates.push(NotCarried {
+                    what: format!("{dir} (a member)"),
+                    at: vx_core::Location::new(format!("{dir}/package.json"), 1, 1),
+                    why: format!(
+                        "its name `{name}` is also {first}'s, and vx names each project once: left out of [workspace] members"
+                    ),
+                });
+                false
+            }
+            None => {
+                first_of.insert(name.clone(), dir.clone());
+                true
+            }
+        }
+    });
     // The repository's own Nx, when it uses Nx and has it installed: the projects and the
     // targets its plugins infer (issue 40).
     let wants_nx = match from {
@@ -254,6 +279,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         .flat_map(|t| t.not_carried.iter().cloned())
         .chain(nx.iter().flat_map(|n| n.not_carried.iter().cloned()))
         .chain(carried.not_carried.iter().cloned())
+        .chain(duplicates.iter().cloned())
         .collect();
     let mut root_tables = Vec::new();
     if let Some(turbo) = &turbo {
@@ -315,15 +341,19 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
     };
     // Nx projects outside the package-manager members: the member list is written out.
     let source = match (&workspace, outside_members.is_empty()) {
+        (Some(w), true) if !duplicates.is_empty() => Some(format!(
+            "The members are the packages {} lists, but those named as another.",
+            w.source
+        )),
         (Some(w), true) => Some(format!("The members are the packages {} lists.", w.source)),
         (Some(w), false) => Some(format!(
             "The members are the packages {} lists and the Nx projects outside them.",
             w.source
         )),
-        (None, false) => Some("The members are the projects `nx graph` lists.".to_string()),
+        (None, false) => Some("The members are the projects Nx has.".to_string()),
         (None, true) => None,
     };
-    if !outside_members.is_empty() {
+    if !outside_members.is_empty() || !duplicates.is_empty() {
         let mut all = dirs.clone();
         all.sort();
         if let Some(table) = root_file.workspace.as_mut() {
