@@ -375,37 +375,7 @@ fs.writeFileSync("dist/out.txt", fs.readdirSync("src").map((n) => fs.readFileSyn
     );
 
     // The graph Nx would run.
-    let file = f.path("nx-graph.json");
-    let out = std::process::Command::new("node")
-        .arg(f.path("node_modules/nx/bin/nx.js"))
-        .args([
-            "run-many",
-            "-t",
-            "build",
-            &format!("--graph={}", file.display()),
-        ])
-        .current_dir(f.root())
-        .env("NX_DAEMON", "false")
-        .env("NX_NO_CLOUD", "true")
-        .env("NX_TUI", "false")
-        .env_remove("CI")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let graph: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    std::fs::remove_file(&file).unwrap();
-    let mut expected = std::collections::BTreeMap::new();
-    for (id, deps) in graph["tasks"]["dependencies"].as_object().unwrap() {
-        let mut deps: Vec<String> = deps
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_str().unwrap().replace(':', "#"))
-            .collect();
-        deps.sort();
-        expected.insert(id.replace(':', "#"), deps);
-    }
+    let expected = crate::migrate::nx_task_graph(&f, &["run-many", "-t", "build"]);
     let dry = f.vx(&["run", "build", "--all", "--dry=json"]);
     assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
     let got = crate::migrate::vx_graph(&crate::migrate::json_of(&dry.stdout));

@@ -456,6 +456,31 @@ fn nx(f: &Fixture, args: &[&str]) -> String {
     text
 }
 
+/// The task graph `nx <args> --graph=<file>` prints, as task id (`project#task`) → its
+/// dependencies, sorted.
+pub(crate) fn nx_task_graph(f: &Fixture, args: &[&str]) -> BTreeMap<String, Vec<String>> {
+    let file = f.path("nx-graph.json");
+    let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    args.push(format!("--graph={}", file.display()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    nx(f, &args);
+    let graph: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let mut tasks = BTreeMap::new();
+    for (id, deps) in graph["tasks"]["dependencies"].as_object().unwrap() {
+        let mut deps: Vec<String> = deps
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap().replace(':', "#"))
+            .collect();
+        deps.sort();
+        tasks.insert(id.replace(':', "#"), deps);
+    }
+    tasks
+}
+
 /// [`nx`], returning whether it succeeded and what it printed.
 fn nx_status(f: &Fixture, args: &[&str]) -> (bool, String) {
     let out = Command::new("node")
@@ -530,32 +555,10 @@ fn a_converted_nx_repository_runs_as_nx_does() {
     f.commit();
 
     // The same graph, examples left out as the root build leaves them out.
-    let graph_file = f.path("nx-graph.json");
-    nx(
+    let expected = nx_task_graph(
         &f,
-        &[
-            "run-many",
-            "-t",
-            "build",
-            "test",
-            "--exclude=examples/*",
-            &format!("--graph={}", graph_file.display()),
-        ],
+        &["run-many", "-t", "build", "test", "--exclude=examples/*"],
     );
-    let graph: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&graph_file).unwrap()).unwrap();
-    std::fs::remove_file(&graph_file).unwrap();
-    let mut expected: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (id, deps) in graph["tasks"]["dependencies"].as_object().unwrap() {
-        let mut deps: Vec<String> = deps
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_str().unwrap().replace(':', "#"))
-            .collect();
-        deps.sort();
-        expected.insert(id.replace(':', "#"), deps);
-    }
     let vx_dry = f.vx(&["run", "build", "test", "--all", "--dry=json"]);
     assert_eq!(vx_dry.code, 0, "{vx_dry:?}");
     assert_eq!(vx_graph(&json_of(&vx_dry.stdout)), expected);
