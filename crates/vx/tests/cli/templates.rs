@@ -369,3 +369,39 @@ fn a_caret_set_is_refused_inside_a_set_and_an_unknown_one_is_named() {
         "cache.input-sets: no input set is named `prodution` in [workspace.input-sets]\n  hint: did you mean `^production`?",
     );
 }
+
+/// SCHED-6 with `^name`: a task folding its dependencies' files has a predicted key while an
+/// uncached task upstream in the run (here another project's generator) may still write
+/// them, as for `workspace-inputs`.
+#[test]
+fn a_caret_input_set_makes_the_key_a_prediction_behind_an_uncached_writer() {
+    let root = "[workspace.input-sets.src]\ninputs = [\"src/**\"]\n";
+    let f = workspace(
+        root,
+        &[
+            (
+                "lib",
+                Some("{ \"name\": \"lib\" }"),
+                Some("[tasks.gen]\ncommand = \"mkdir -p src && echo g > src/g.txt\"\n"),
+            ),
+            (
+                "app",
+                Some("{ \"name\": \"app\", \"dependencies\": { \"lib\": \"workspace:*\" } }"),
+                Some(
+                    "[tasks.check]\ncommand = \"true\"\ndepends-on = [\"lib#gen\"]\n\
+                     cache = { input-sets = [\"^src\"], inputs = [], outputs = [] }\n\n\
+                     [tasks.plain]\ncommand = \"true\"\ndepends-on = [\"lib#gen\"]\n\
+                     cache = { inputs = [], outputs = [] }\n",
+                ),
+            ),
+        ],
+    );
+    let doc = crate::dry_json(&f, &["run", "app#check", "app#plain"]);
+    let prediction = |id: &str| crate::dry_task(&doc, id)["key_is_prediction"].clone();
+    assert_eq!(prediction("app#check"), true, "lib#gen may write lib's src");
+    assert_eq!(
+        prediction("app#plain"),
+        false,
+        "app#plain folds nothing of lib's"
+    );
+}

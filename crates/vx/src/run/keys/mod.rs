@@ -9,7 +9,11 @@
 //! current tree, iteratively, so a key never depends on which tasks the run scheduled.
 //! Groups have a roll-up key; persistent tasks have none and are never folded (KEY-9).
 
+mod inputs;
 pub mod lockfiles;
+mod unstable;
+
+pub use self::unstable::unstable_nodes;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -18,7 +22,7 @@ use std::time::SystemTime;
 use std::sync::Arc;
 use vx_core::config::TaskConfig;
 
-use vx_core::globs::{is_literal, GlobCache, TaskGlobs};
+use vx_core::globs::GlobCache;
 use vx_core::graph::{task_config, TaskGraph, TaskTable};
 use vx_core::key::{
     folds_upstream, group_key, task_config_json, InputFile, Key, KeyInputs, DEFAULT_UPSTREAM,
@@ -27,6 +31,7 @@ use vx_core::key::{
 use vx_core::{TaskId, Workspace};
 use vx_workspace::tree::{FileId, Identity, StampMemo, Stat, Tree};
 
+use crate::run::keys::inputs::literal_inputs;
 use crate::run::keys::lockfiles::Lockfiles;
 
 /// A key and what it was derived from.
@@ -620,160 +625,6 @@ impl<'p> Keys<'p> {
         Ok(key)
     }
 
-    /// Every listed file of a project, nested projects left out (KEY-12).
-    fn project_files(&self, project: usize) -> Vec<String> {
-        let dir = &self.workspace.projects[project].dir;
-        let nested = &self.nested[project];
-        self.tree
-            .files_under(dir)
-            .iter()
-            .filter(|f| !nested.iter().any(|n| is_under(&f.path, n)))
-            .map(|f| f.path.clone())
-            .collect()
-    }
-
-    /// Field 11's paths (KEY-10): for a cached task, the project's files matched by
-    /// `cache.inputs` plus the workspace's files matched by `cache.workspace-inputs`, never its
-    /// own outputs; for an uncached task, every file of the project (KEY-12); never the root's
-    /// `vx.lock` (KEY-13).
-    fn input_paths(
-        &mut self,
-        id: &TaskId,
-        project: usize,
-        config: &TaskConfig,
-    ) -> Result<Vec<String>, KeyError> {
-        let dir = self.workspace.projects[project].dir.clone();
-        // Names that are not UTF-8 (escaped, see `vx_workspace::tree::escape_name`) of the
-        // project, nested projects left out.
-        let odd: Vec<String> = self
-            .tree
-            .non_utf8()
-            .iter()
-            .filter(|p| is_under(p, &dir) && !self.nested[project].iter().any(|n| is_under(p, n)))
-            .cloned()
-            .collect();
-        let Some(cache) = &config.cache else {
-            // KEY-12: every file of the project, these included (found by their bytes).
-            let mut paths = self.project_files(project);
-            paths.extend(odd);
-            paths.retain(|p| p != vx_workspace::LOCK_FILE);
-            paths.sort();
-            return Ok(paths);
-        };
-        // A cached task folds only what its globs match: a name that is not UTF-8 matters
-        // only when a glob would match it, and then the task fails, naming it.
-        let inputs = self.globs.get(cache.inputs.as_deref().unwrap_or_default());
-        let workspace_inputs = self.globs.get(&cache.workspace_inputs);
-        let matched = odd
-            .iter()
-            .find(|p| inputs.is_match(relative(p, &dir)))
-            .or_else(|| {
-                self.tree
-                    .non_utf8()
-                    .iter()
-                    .find(|p| workspace_inputs.is_match(p))
-            });
-        if let Some(path) = matched {
-            return Err(KeyError(format!(
-                "{id}: input `{}` has a name that is not UTF-8",
-                vx_workspace::tree::shown_name(path)
-            )));
-        }
-        let outputs = OwnOutputs::new(&dir, cache, &mut self.globs);
-        let mut paths: Vec<String> = self
-            .project_files(project)
-            .into_iter()
-            .filter(|path| inputs.is_match(relative(path, &dir)) && !outputs.covers(path))
-            .collect();
-        if !workspace_inputs.is_empty() {
-            paths.extend(
-                self.tree
-                    .files()
-                    .iter()
-                    .filter(|f| workspace_inputs.is_match(&f.path) && !outputs.covers(&f.path))
-                    .map(|f| f.path.clone()),
-            );
-        }
-        if !cache.dependency_inputs.is_empty() {
-            for dependency in self.workspace.dependency_closure(project) {
-                let files = self.dependency_files(dependency, &cache.dependency_inputs);
-                paths.extend(files);
-            }
-        }
-        // Literal entries name a file even when git ignores it, and fold as absent when
-        // nothing is there (KEY-10).
-        for literal in literal_inputs(&dir, &inputs, &workspace_inputs) {
-            let listed = paths.iter().any(|p| is_under(p, &literal));
-            let on_disk = self.workspace.root.join(&literal);
-            if !listed && !on_disk.is_dir() {
-                paths.push(literal);
-            }
-        }
-        // KEY-13: `vx.lock` is in no key (writing it moves nothing).
-        paths.retain(|p| p != vx_workspace::LOCK_FILE);
-        paths.sort();
-        paths.dedup();
-        // A task's globs often cover kinds a project may not have (`*.ts` and `*.tsx`): only
-        // when none of them matches anything is it said, with all of them.
-        let mut unmatched: Vec<(&'static str, Vec<String>)> = Vec::new();
-        let mut any_matched = false;
-        for (list, base, label) in [
-            (&inputs, dir.as_str(), "cache.inputs"),
-            (&workspace_inputs, "", "cache.workspace-inputs"),
-        ] {
-            let mut missed = Vec::new();
-            for glob in list.positives().iter().filter(|g| !is_literal(g)) {
-                let single = self.globs.get(std::slice::from_ref(glob));
-                let matched = paths
-                    .iter()
-                    .any(|p| is_under(p, base) && single.is_match(relative(p, base)));
-                if matched {
-                    any_matched = true;
-                } else {
-                    missed.push(glob.clone());
-                }
-            }
-            if !missed.is_empty() {
-                unmatched.push((label, missed));
-            }
-        }
-        if !any_matched {
-            for (label, missed) in unmatched {
-                let glob = missed.join(", ");
-                if self.warned.insert((id.clone(), glob.clone())) {
-                    self.notices.push(crate::run::outcome::Notice::Unmatched {
-                        task: id.clone(),
-                        what: label,
-                        glob,
-                    });
-                }
-            }
-        }
-        Ok(paths)
-    }
-
-    /// The files of project `dependency` that `dependency-inputs` globs match (a `^name`
-    /// input set), less the outputs of that project's cached tasks, which its own tasks
-    /// produce while the dependant's key is being taken.
-    fn dependency_files(&mut self, dependency: usize, globs: &[String]) -> Vec<String> {
-        let project = &self.workspace.projects[dependency];
-        let matcher = self.globs.get(globs);
-        let outputs: Vec<OwnOutputs> = project
-            .config
-            .tasks
-            .values()
-            .filter_map(|task| task.cache.as_deref())
-            .map(|cache| OwnOutputs::new(&project.dir, cache, &mut self.globs))
-            .collect();
-        self.project_files(dependency)
-            .into_iter()
-            .filter(|path| {
-                matcher.is_match(relative(path, &project.dir))
-                    && !outputs.iter().any(|o| o.covers(path))
-            })
-            .collect()
-    }
-
     /// KEY-8: a probe runs once per (directory, command) per run.
     fn probe(
         &mut self,
@@ -807,28 +658,6 @@ impl<'p> Keys<'p> {
             parts.push(path.clone());
         }
         parts.join(":")
-    }
-}
-
-/// The declared outputs of one task, root-relative, for leaving them out of its inputs.
-struct OwnOutputs {
-    dir: String,
-    project: Arc<TaskGlobs>,
-    workspace: Arc<TaskGlobs>,
-}
-
-impl OwnOutputs {
-    fn new(dir: &str, cache: &vx_core::config::CacheConfig, globs: &mut GlobCache) -> OwnOutputs {
-        OwnOutputs {
-            dir: dir.to_string(),
-            project: globs.get(cache.outputs.as_deref().unwrap_or_default()),
-            workspace: globs.get(&cache.workspace_outputs),
-        }
-    }
-
-    fn covers(&self, path: &str) -> bool {
-        (is_under(path, &self.dir) && self.project.is_match(relative(path, &self.dir)))
-            || self.workspace.is_match(path)
     }
 }
 
@@ -909,112 +738,4 @@ pub fn join(dir: &str, rel: &str) -> String {
     } else {
         format!("{dir}/{rel}")
     }
-}
-
-/// SCHED-6: which nodes have unstable keys — some transitive upstream in the run can change
-/// their inputs: an uncached task (one with a command) of the same project, or of the root
-/// project, or any uncached task when the task has `workspace-inputs`; a task declaring
-/// `workspace-outputs`; or an unstable upstream. Sandboxes (M3) and `upfront-keys = false` add
-/// cases later (with `upfront-keys = false`, every cached upstream of the same project counts too).
-///
-/// Linear in the graph: facts flow in topological order, each node carrying the set of
-/// projects that hold uncached upstream writers (a set that grows past a bound is treated as
-/// "every project", which only makes more keys unstable, never fewer).
-pub fn unstable_nodes(plan: &super::plan::Plan) -> Vec<bool> {
-    const MANY: usize = 64;
-    let graph = &plan.graph;
-    let ws = &plan.workspace;
-    let upfront = ws.settings.rules.as_ref().and_then(|r| r.upfront_keys) != Some(false);
-    let n = graph.nodes.len();
-    // Per node, from its configuration, looked up once.
-    let mut writer = vec![false; n];
-    let mut cached = vec![false; n];
-    let mut wide = vec![false; n];
-    let mut writes_anywhere = vec![false; n];
-    for (i, node) in graph.nodes.iter().enumerate() {
-        if let Some(config) = task_config(ws, &node.id) {
-            let cache = config.cache.as_ref();
-            cached[i] = cache.is_some();
-            writer[i] = cache.is_none() && !config.is_group();
-            wide[i] = cache.is_some_and(|c| !c.workspace_inputs.is_empty());
-            writes_anywhere[i] = cache.is_some_and(|c| !c.workspace_outputs.is_empty());
-        }
-    }
-    let root = ws.projects.iter().position(|p| p.dir.is_empty());
-    // Projects holding uncached (or, without up-front keys, any) writers upstream; `None` = many.
-    let mut writers: Vec<Option<Vec<usize>>> = vec![Some(Vec::new()); n];
-    let mut anywhere = vec![false; n];
-    let mut unstable = vec![false; n];
-    for i in topological(graph) {
-        let node = &graph.nodes[i];
-        let mut set: Option<Vec<usize>> = Some(Vec::new());
-        let mut reached_anywhere = false;
-        let mut upstream_unstable = false;
-        for &d in &node.deps {
-            upstream_unstable |= unstable[d];
-            reached_anywhere |= anywhere[d] || writes_anywhere[d];
-            let direct = (writer[d] || (!upfront && cached[d])).then_some(graph.nodes[d].project);
-            set = match (set, &writers[d]) {
-                (None, _) | (_, None) => None,
-                (Some(mut own), Some(theirs)) => {
-                    own.extend(theirs.iter().copied());
-                    own.extend(direct);
-                    own.sort_unstable();
-                    own.dedup();
-                    (own.len() <= MANY).then_some(own)
-                }
-            };
-        }
-        let unstable_here = upstream_unstable
-            || reached_anywhere
-            || match &set {
-                None => true,
-                Some(projects) => {
-                    projects.contains(&node.project)
-                        || root.is_some_and(|r| projects.contains(&r))
-                        || (wide[i] && !projects.is_empty())
-                }
-            };
-        unstable[i] = unstable_here;
-        anywhere[i] = reached_anywhere;
-        writers[i] = set;
-    }
-    unstable
-}
-
-/// Node indices with every node after its dependencies.
-fn topological(graph: &TaskGraph) -> Vec<usize> {
-    let mut pending: Vec<usize> = graph.nodes.iter().map(|n| n.deps.len()).collect();
-    let mut ready: Vec<usize> = (0..graph.nodes.len())
-        .filter(|&i| pending[i] == 0)
-        .collect();
-    let mut order = Vec::with_capacity(graph.nodes.len());
-    while let Some(i) = ready.pop() {
-        order.push(i);
-        for &d in &graph.nodes[i].dependants {
-            pending[d] -= 1;
-            if pending[d] == 0 {
-                ready.push(d);
-            }
-        }
-    }
-    order
-}
-
-/// The root-relative paths named by literal entries of `cache.inputs` (under `dir`) and
-/// `cache.workspace-inputs` (KEY-10).
-fn literal_inputs(dir: &str, inputs: &TaskGlobs, workspace_inputs: &TaskGlobs) -> Vec<String> {
-    inputs
-        .positives()
-        .iter()
-        .filter(|g| is_literal(g) && !inputs.is_excluded(g))
-        .map(|g| join(dir, g))
-        .chain(
-            workspace_inputs
-                .positives()
-                .iter()
-                .filter(|g| is_literal(g) && !workspace_inputs.is_excluded(g))
-                .cloned(),
-        )
-        .collect()
 }
