@@ -14,6 +14,7 @@ mod edges;
 mod layout;
 mod manifest;
 mod nx;
+mod orchestration;
 mod scripts;
 mod shell;
 mod toml;
