@@ -51,6 +51,8 @@ depends-on = ["build"]
     assert_eq!(
         out.stdout,
         "wrote vx.toml\n\
+         cache: 0 of 3 tasks are cached; the others run every time (1 suggested cache table is \
+         commented out: check it, then uncomment it)\n\
          TODO comments, by reason (2):\n  \
            add ready-when to persistent tasks (1)\n    \
              vx.toml: dev\n  \
@@ -167,6 +169,7 @@ kept packages/ui/vx.toml (it exists; `--force` replaces it)
 wrote packages/web/vx.toml
 no scripts to map in packages/types/package.json
 not mapped: root scripts that drive the whole workspace (`build`, `dev`)
+cache: 0 of 5 tasks are cached; the others run every time (1 suggested cache table is commented out: check it, then uncomment it)
 TODO comments, by reason (3):
   add ready-when to persistent tasks (1)
     packages/web/vx.toml: dev

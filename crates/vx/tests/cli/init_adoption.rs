@@ -365,6 +365,8 @@ fs.writeFileSync("dist/out.txt", fs.readdirSync("src").map((n) => fs.readFileSyn
         &init.stdout,
         "Nx 21.6.11 (the repository's own): 2 targets its plugins infer became tasks\n",
     );
+    // Every task is cached: nothing to say about caching.
+    assert!(!init.stdout.contains("\ncache: "), "{}", init.stdout);
     assert_contains(
         &f.read("vx.toml"),
         "members = [\"apps/web\", \"libs/util\"]\n",

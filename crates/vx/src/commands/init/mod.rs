@@ -59,6 +59,8 @@ struct Plan {
     /// Each member project by its vx name: its directory and its scripts as commands, for
     /// writing a task's table whole when vx needs to change it ([`write`]).
     projects: BTreeMap<String, (String, BTreeMap<String, String>)>,
+    /// (cached, all) tasks that run a command, once the planned files are checked.
+    cached_tasks: Option<(usize, usize)>,
 }
 
 pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
@@ -428,6 +430,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         },
         not_carried: Vec::new(),
         nx_graph: inferred,
+        cached_tasks: None,
         projects: members
             .iter()
             .zip(&contexts)

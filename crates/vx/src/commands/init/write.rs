@@ -99,7 +99,10 @@ fn settle(root: &Path, plan: &mut Plan, fates: &mut Vec<Fate>, force: bool) -> R
             .collect();
         let problems = match vx_workspace::load_planned(root, &planned) {
             Ok(workspace) => match vx_core::graph::TaskTable::resolve(&workspace) {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    plan.cached_tasks = Some(cached_tasks(&workspace));
+                    return Ok(());
+                }
                 Err(problems) => problems,
             },
             Err(LoadError::Config(problems)) => problems,
@@ -135,6 +138,26 @@ fn settle(root: &Path, plan: &mut Plan, fates: &mut Vec<Fate>, force: bool) -> R
     Err(Failure::Internal(format!(
         "vx init left out {MAX_LEFT_OUT} tables that vx refuses and stopped"
     )))
+}
+
+/// (cached, all) over the tasks that run a command and could be cached (neither persistent
+/// nor interactive), as the written files load.
+fn cached_tasks(workspace: &vx_core::Workspace) -> (usize, usize) {
+    let tasks = workspace
+        .projects
+        .iter()
+        .flat_map(|p| p.config.tasks.values());
+    let cacheable = tasks.filter(|t| {
+        !t.is_group()
+            && t.interactive != Some(true)
+            && matches!(
+                t.persistent,
+                None | Some(vx_core::config::Persistent::Plain(false))
+            )
+    });
+    cacheable.fold((0, 0), |(cached, all), t| {
+        (cached + usize::from(t.cache.is_some()), all + 1)
+    })
 }
 
 /// For GRAPH-8's "`a#x` and `a#y` both declare outputs under `dist`" between two tasks of
@@ -378,6 +401,28 @@ pub(super) fn report_text(plan: &Plan, fates: &[Fate], dry: bool) -> String {
                 .or_default()
                 .push(todo.subject.clone());
         }
+    }
+    // Turborepo caches every task by default: how many vx will cache is said, never left to
+    // be found out run by run.
+    if let Some((cached, all)) = plan.cached_tasks.filter(|(c, a)| c < a) {
+        let suggested = by_reason
+            .get(&TodoReason::CacheSuggestion)
+            .map_or(0, |files| files.values().map(Vec::len).sum::<usize>());
+        out.push_str(&format!(
+            "cache: {cached} of {all} tasks are cached; the others run every time{}\n",
+            if suggested > 0 {
+                let (tables, are) = if suggested == 1 {
+                    ("table is", "it")
+                } else {
+                    ("tables are", "each")
+                };
+                format!(
+                    " ({suggested} suggested cache {tables} commented out: check {are}, then uncomment it)"
+                )
+            } else {
+                String::new()
+            }
+        ));
     }
     if count == 0 {
         out.push_str("TODO comments: none\n");
