@@ -102,6 +102,18 @@ pub fn dry_json(f: &Fixture, args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&out.stdout).expect("--dry=json prints JSON")
 }
 
+/// The ids of the tasks a `--dry=json` plan of `args` would execute (cache `miss`), in
+/// plan order.
+pub fn dry_misses(f: &Fixture, args: &[&str]) -> Vec<String> {
+    dry_json(f, args)["tasks"]
+        .as_array()
+        .expect("a task list")
+        .iter()
+        .filter(|t| t["cache"] == "miss")
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// One task's object in a `--dry=json` document.
 pub fn dry_task(doc: &serde_json::Value, id: &str) -> serde_json::Value {
     doc["tasks"]

@@ -232,14 +232,7 @@ fn a_converted_turborepo_runs_as_turbo_does() {
         .filter(|t| t["cache"]["status"] == "MISS" && t["command"] != "<NONEXISTENT>")
         .map(|t| t["taskId"].as_str().unwrap().to_string())
         .collect();
-    let vx_dry = json_of(&f.vx(&["run", "build", "--all", "--dry=json"]).stdout);
-    let vx_misses: Vec<String> = vx_dry["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["cache"] == "miss")
-        .map(|t| t["id"].as_str().unwrap().to_string())
-        .collect();
+    let vx_misses = crate::dry_misses(&f, &["run", "build", "--all"]);
     assert_eq!(vx_misses, turbo_misses);
     assert_eq!(vx_misses, ["ui#build", "web#build"]);
 }
@@ -582,16 +575,7 @@ fn a_converted_nx_repository_runs_as_nx_does() {
     assert_eq!(nx_outputs(&f), by_nx);
 
     // A source edit re-runs what Nx re-runs.
-    let misses = |f: &Fixture| -> Vec<String> {
-        let vx_dry = json_of(&f.vx(&["run", "build", "--all", "--dry=json"]).stdout);
-        vx_dry["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| t["cache"] == "miss")
-            .map(|t| t["id"].as_str().unwrap().to_string())
-            .collect()
-    };
+    let misses = |f: &Fixture| crate::dry_misses(f, &["run", "build", "--all"]);
     f.write("packages/util/src/a.txt", "util, edited\n");
     let by_nx = nx(&f, &["run-many", "-t", "build", "--exclude=examples/*"]);
     assert_eq!(misses(&f), nx_hits(&by_nx).1);

@@ -405,3 +405,39 @@ fn a_caret_input_set_makes_the_key_a_prediction_behind_an_uncached_writer() {
         "app#plain folds nothing of lib's"
     );
 }
+
+/// `vx.lock` carries a task's dependency inputs: under `--frozen` an upstream edit still
+/// moves the dependant's key.
+#[test]
+fn a_frozen_run_keeps_the_dependency_inputs() {
+    let root = "[workspace.input-sets.src]\ninputs = [\"src/**\"]\n";
+    let f = workspace(
+        root,
+        &[
+            (
+                "lib",
+                Some("{ \"name\": \"lib\" }"),
+                Some("[tasks.build]\ncommand = \"true\"\n"),
+            ),
+            (
+                "app",
+                Some("{ \"name\": \"app\", \"dependencies\": { \"lib\": \"workspace:*\" } }"),
+                Some(
+                    "[tasks.check]\ncommand = \"true\"\n\
+                     cache = { input-sets = [\"^src\"], inputs = [], outputs = [] }\n",
+                ),
+            ),
+        ],
+    );
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.commit();
+    assert_eq!(f.vx(&["lock"]).code, 0);
+    let lock = f.read("vx.lock");
+    assert_contains(&lock, "\"dependency-inputs\": [");
+    let first = f.vx(&["run", "app#check", "--frozen"]);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    assert_contains(&f.vx(&["run", "app#check", "--frozen"]).stdout, "1 cached");
+    f.write("packages/lib/src/a.txt", "a, edited\n");
+    let edited = f.vx(&["run", "app#check", "--frozen"]);
+    assert_contains(&edited.stdout, "0 cached");
+}

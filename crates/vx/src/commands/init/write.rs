@@ -32,8 +32,9 @@ pub(super) enum Fate {
     Kept,
 }
 
-/// How many tables may be left out before `vx init` gives up: each pass leaves out one.
-const MAX_LEFT_OUT: usize = 200;
+/// How many passes of mending `vx init` makes before it gives up (each mends every problem
+/// it can; one left-out table can bring up another's problem, so a few are needed).
+const MAX_LEFT_OUT: usize = 50;
 
 pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failure> {
     let real = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
@@ -108,35 +109,39 @@ fn settle(root: &Path, plan: &mut Plan, fates: &mut Vec<Fate>, force: bool) -> R
             Err(LoadError::Config(problems)) => problems,
             Err(other) => return Err(load_failure(other)),
         };
-        // Two cached tasks of a project whose outputs overlap (Turborepo and Nx allow it;
-        // vx lets one cached task own a directory): one of them is left uncached.
-        if let Some(done) = problems.iter().find_map(|d| uncache_overlap(plan, d)) {
-            plan.not_carried.push(done);
-            continue;
+        // Every problem vx init can mend is mended in one pass, then the result is loaded
+        // again: two cached tasks whose outputs overlap (Turborepo and Nx allow it; vx lets
+        // one cached task own a directory) leave one uncached; any other problem in a task
+        // table vx init wrote leaves that table out.
+        let mut mended = 0;
+        for problem in &problems {
+            if let Some(done) = uncache_overlap(plan, problem) {
+                plan.not_carried.push(done);
+                mended += 1;
+                continue;
+            }
+            let Some((rel, header)) = table_at(problem, &planned) else {
+                continue;
+            };
+            let Some(file) = plan.files.iter_mut().find(|f| f.rel == rel) else {
+                continue;
+            };
+            if leave_out(file, &header, problem) {
+                plan.not_carried.push(NotCarried {
+                    what: format!("{rel}: [{header}]"),
+                    at: problem.at.clone().unwrap_or_default(),
+                    why: format!("vx refuses the table vx init wrote: {}", problem.message),
+                });
+                mended += 1;
+            }
         }
-        let found = problems
-            .iter()
-            .find_map(|d| Some((d, table_at(d, &planned)?)));
-        let Some((problem, (rel, header))) = found else {
+        if mended == 0 {
             // In the repository's own files: vx would refuse them with or without these.
             return Err(Failure::User(problems));
-        };
-        let Some(file) = plan.files.iter_mut().find(|f| f.rel == rel) else {
-            return Err(Failure::User(problems));
-        };
-        if !leave_out(file, &header, problem) {
-            return Err(Failure::Internal(format!(
-                "vx init planned a {rel} that vx refuses: {problem}"
-            )));
         }
-        plan.not_carried.push(NotCarried {
-            what: format!("{rel}: [{header}]"),
-            at: problem.at.clone().unwrap_or_default(),
-            why: format!("vx refuses the table vx init wrote: {}", problem.message),
-        });
     }
     Err(Failure::Internal(format!(
-        "vx init left out {MAX_LEFT_OUT} tables that vx refuses and stopped"
+        "vx init mended what vx refuses {MAX_LEFT_OUT} times and stopped"
     )))
 }
 
@@ -193,18 +198,14 @@ fn uncache_overlap(plan: &mut Plan, problem: &Diagnostic) -> Option<NotCarried> 
             plan.files.last_mut()?
         }
     };
-    let table = match file.tasks.iter().position(|t| t.name == drop) {
-        Some(at) => &mut file.tasks[at],
-        None => {
-            file.tasks.push(super::toml::Table {
-                name: drop.to_string(),
-                ..Default::default()
-            });
-            file.tasks.sort_by(|x, y| x.name.cmp(&y.name));
-            let at = file.tasks.iter().position(|t| t.name == drop)?;
-            &mut file.tasks[at]
-        }
-    };
+    if !file.tasks.iter().any(|t| t.name == drop) {
+        file.tasks.push(super::toml::Table {
+            name: drop.to_string(),
+            ..Default::default()
+        });
+        file.tasks.sort_by(|x, y| x.name.cmp(&y.name));
+    }
+    let table = file.tasks.iter().find(|t| t.name == drop)?;
     if table.cache.is_none()
         && table.no_template
         && table.todos.iter().any(|(r, _)| *r == TodoReason::Uncached)
@@ -212,6 +213,11 @@ fn uncache_overlap(plan: &mut Plan, problem: &Diagnostic) -> Option<NotCarried> 
         // Already done: the problem is not this one's to solve.
         return None;
     }
+    // Written again, the table is no longer left out.
+    let left_out = format!("Left out: [tasks.{}],", super::toml::key(drop));
+    file.trailer
+        .retain(|block| !block.first().is_some_and(|l| l.starts_with(&left_out)));
+    let table = file.tasks.iter_mut().find(|t| t.name == drop)?;
     table.cache = None;
     table.suggestion = None;
     if let Some(template) = template.filter(|t| t.cache.is_some()) {
