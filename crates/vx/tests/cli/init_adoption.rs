@@ -343,6 +343,12 @@ fs.writeFileSync("dist/out.txt", fs.readdirSync("src").map((n) => fs.readFileSyn
     f.write("apps/web/vite.config.js", "");
     f.write("apps/web/src/a.txt", "web\n");
     f.write("libs/util/project.json", r#"{"name": "util"}"#);
+    // A script Nx makes no target of (as of a project outside the package-manager
+    // workspaces, from Nx 22 on) is no task either.
+    f.write(
+        "libs/util/package.json",
+        r#"{"name": "util", "scripts": {"test": "exit 1"}, "nx": {"includedScripts": []}}"#,
+    );
     f.write("libs/util/vite.config.js", "");
     f.write("libs/util/src/u.txt", "util\n");
     f.write(".gitignore", "node_modules\ndist\n.nx\n.vx\n");
@@ -359,6 +365,15 @@ fs.writeFileSync("dist/out.txt", fs.readdirSync("src").map((n) => fs.readFileSyn
     );
     // Every task is cached: nothing to say about caching.
     assert!(!init.stdout.contains("\ncache: "), "{}", init.stdout);
+    assert_contains(
+        &init.stdout,
+        "compared with Nx 21.6.11 (`nx run-many -t build --graph`): the same 2 tasks and 1 edge\n",
+    );
+    assert_contains(
+        &init.stdout,
+        "  libs/util/package.json: scripts test (libs/util/package.json:1:1): the project is outside \
+         the package-manager workspaces, and Nx's graph gives it no target of these names: not tasks\n",
+    );
     assert_contains(
         &f.read("vx.toml"),
         "members = [\"apps/web\", \"libs/util\"]\n",
@@ -524,5 +539,58 @@ fn members_sharing_a_name_leave_the_later_one_out() {
         "members = [\"examples/one\", \"packages/a\"]\n",
     );
     let run = f.vx(&["run", "build", "--all"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+}
+
+/// A `project.json` target that only names inputs Nx does not cache over, with no
+/// `targetDefaults` entry, still runs its script (it used to vanish); `nx:noop` orders
+/// others and runs nothing: a group; a `dependsOn` `projects` entry is read as Nx reads it
+/// (`util` is `@scope/util`).
+#[test]
+fn nx_targets_with_only_inputs_noops_and_loose_project_names_carry_over() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "workspaces": ["packages/*"]}"#,
+    );
+    f.write(
+        "nx.json",
+        r#"{"namedInputs": {"default": ["{projectRoot}/**/*"], "testing": ["default"]},
+            "targetDefaults": {"build": {"dependsOn": ["^build"]}}}"#,
+    );
+    f.write(
+        "packages/util/package.json",
+        r#"{"name": "@scope/util", "scripts": {"build": "mkdir -p dist && echo u > dist/u"}}"#,
+    );
+    f.write(
+        "packages/app/package.json",
+        r#"{"name": "app", "dependencies": {"@scope/util": "*"}, "scripts": {
+            "build": "echo app", "test:all": "npm run a && npm run b", "a": "echo a", "b": "echo b",
+            "e2e": "test -f ../util/dist/u"}}"#,
+    );
+    f.write(
+        "packages/app/project.json",
+        r#"{"name": "app", "targets": {
+            "test:all": {"inputs": ["testing", "^default"]},
+            "build-deps": {"executor": "nx:noop", "dependsOn": ["^build"]},
+            "e2e": {"dependsOn": [{"projects": ["util"], "target": "build"}]}}}"#,
+    );
+    f.write(".gitignore", "node_modules\ndist\n.vx\n");
+    f.commit();
+    let init = f.vx(&["init"]);
+    assert_eq!(init.code, 0, "{}{}", init.stdout, init.stderr);
+    let app = f.read("packages/app/vx.toml");
+    assert_contains(
+        &app,
+        "[tasks.\"test:all\"]\ncommand = \"npm run a && npm run b\"\n",
+    );
+    assert_contains(&app, "[tasks.build-deps]\ndepends-on = [\"^build\"]\n");
+    assert!(!app.contains("nx run app:build-deps"), "{app}");
+    assert_contains(&app, "depends-on = [\"@scope/util#build\"]");
+    let dry = f.vx(&["run", "e2e", "build-deps", "--filter", "app", "--dry=json"]);
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    let graph = crate::migrate::vx_graph(&crate::migrate::json_of(&dry.stdout));
+    assert_eq!(graph["app#e2e"], ["@scope/util#build"]);
+    let run = f.vx(&["run", "e2e", "--filter", "app"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
 }

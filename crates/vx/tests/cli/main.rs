@@ -19,6 +19,7 @@ mod guard;
 mod info;
 mod init;
 mod init_adoption;
+mod init_compare;
 mod interactive;
 mod last;
 mod live;

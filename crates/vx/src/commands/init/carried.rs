@@ -199,6 +199,15 @@ pub(super) fn nx_tables(
                 command: script.map(str::to_string),
                 ..Table::default()
             },
+            // The script alone, with no template to apply it: the task the script maps to
+            // (a project target that only names inputs Nx does not cache over, say).
+            None if !nx.defaults.contains_key(name) => match mapped {
+                Some(task) => super::layout::full_table(task, &BTreeSet::new()),
+                None => Table {
+                    name: name.clone(),
+                    ..Table::default()
+                },
+            },
             None => Table {
                 name: name.clone(),
                 ..Table::default()
@@ -222,7 +231,11 @@ pub(super) fn nx_tables(
             });
             let mut inputs = vec![vx_splice()];
             inputs.extend(cache.inputs.take().unwrap_or_default());
-            inputs.extend(negations.iter().cloned());
+            for negation in negations {
+                if !inputs.contains(negation) {
+                    inputs.push(negation.clone());
+                }
+            }
             cache.inputs = Some(inputs);
         }
         let runnable = table.command.is_some()

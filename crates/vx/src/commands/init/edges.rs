@@ -100,6 +100,78 @@ pub(super) fn optional_edges(
     }
 }
 
+/// Turborepo runs a task a package has no script for as a no-op that still waits for its
+/// own `dependsOn`: `docs` → `build` in a package without a `build` script waits for the
+/// dependencies' builds (`^build`) all the same. So where a task a package declares names
+/// such a task of turbo.json, the package gets it as a group with the same `depends-on`
+/// (`extends = false`, nothing to run), and `declared` says so; repeated while a group
+/// brings up another.
+pub(super) fn hollow_tasks(
+    templates: &[Table],
+    files: &mut Vec<File>,
+    declared: &mut [(String, BTreeSet<String>)],
+) {
+    let plain = |d: &str| !d.starts_with('^') && !d.contains(['#', '*']);
+    let template_deps = |name: &str| {
+        templates
+            .iter()
+            .find(|t| t.name == name)
+            .and_then(|t| t.depends_on.clone())
+            .filter(|deps| !deps.is_empty())
+    };
+    for (dir, names) in declared.iter_mut() {
+        let rel = format!("{dir}/{CONFIG_FILE}");
+        loop {
+            let own = files.iter().find(|f| f.rel == rel);
+            let lists: Vec<Vec<String>> = names
+                .iter()
+                .filter_map(|name| {
+                    let table = own.and_then(|f| f.tasks.iter().find(|t| t.name == *name));
+                    match table.and_then(|t| t.depends_on.clone()) {
+                        Some(list) => Some(list),
+                        None if table.is_some_and(|t| t.no_template) => None,
+                        None => template_deps(name),
+                    }
+                })
+                .collect();
+            let hollow: BTreeSet<String> = lists
+                .into_iter()
+                .flatten()
+                .filter(|d| plain(d) && !names.contains(d) && template_deps(d).is_some())
+                .collect();
+            if hollow.is_empty() {
+                break;
+            }
+            let at = match files.iter().position(|f| f.rel == rel) {
+                Some(at) => at,
+                None => {
+                    files.push(File {
+                        rel: rel.clone(),
+                        header: vec![format!(
+                            "Written by `vx init`: what differs from the templates in the root vx.toml for {dir}."
+                        )],
+                        ..File::default()
+                    });
+                    files.len() - 1
+                }
+            };
+            for name in hollow {
+                files[at].tasks.push(Table {
+                    name: name.clone(),
+                    no_template: true,
+                    comments: vec![format!(
+                        "No `{name}` script here: Turborepo runs nothing for it but still waits for its dependsOn."
+                    )],
+                    depends_on: template_deps(&name),
+                    ..Table::default()
+                });
+                names.insert(name);
+            }
+            files[at].tasks.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+    }
+}
+
 /// Leaves out of the tables of the project at `dir` the outputs that lie in a nested
 /// member's directory, each with a line saying so.
 pub(super) fn nested_outputs(

@@ -151,7 +151,7 @@ fn inputs_less(suggested: &BTreeSet<String>) -> Vec<String> {
 }
 
 /// A task's whole table.
-fn full_table(task: &Task, suggested: &BTreeSet<String>) -> Table {
+pub(super) fn full_table(task: &Task, suggested: &BTreeSet<String>) -> Table {
     Table {
         name: task.name.clone(),
         command: task.command.clone(),

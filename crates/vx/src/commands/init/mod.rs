@@ -10,6 +10,7 @@
 //! reason, and the next command to run.
 
 mod carried;
+mod compare;
 mod edges;
 mod layout;
 mod manifest;
@@ -29,7 +30,7 @@ use vx_core::Diagnostic;
 use vx_workspace::{LoadError, PackageJson};
 
 use self::carried::{carried_tables, no_script, nx_tables, Carried};
-use self::edges::{nested_outputs, optional_edges};
+use self::edges::{hollow_tasks, nested_outputs, optional_edges};
 use self::manifest::{hooks_off, read_manifest};
 use self::nx::graph::{graph_deps, vx_name_of};
 use self::scripts::{map_scripts, script_text, Context, LeftOutWhy, Mapping, Todo, TodoReason};
@@ -61,6 +62,10 @@ struct Plan {
     projects: BTreeMap<String, (String, BTreeMap<String, String>)>,
     /// (cached, all) tasks that run a command, once the planned files are checked.
     cached_tasks: Option<(usize, usize)>,
+    /// The runner whose configuration was carried over, to compare plans with once the
+    /// files are written, and what the comparison found.
+    peer: Option<compare::Peer>,
+    comparison: Option<Result<compare::Comparison, String>>,
 }
 
 pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
@@ -232,11 +237,20 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         .iter()
         .map(|(dir, package)| context(dir, package, false))
         .collect();
-    let mappings: Vec<Mapping> = members
+    let mut mappings: Vec<Mapping> = members
         .iter()
         .zip(&contexts)
         .map(|((_, package), context)| map_scripts(&package.scripts, context))
         .collect();
+    // Nx runs no script of a project outside the package-manager workspaces.
+    let mut graph_only: Vec<NotCarried> = Vec::new();
+    if let Some(Ok(graph)) = &graph {
+        for ((dir, _), mapping) in members.iter().zip(mappings.iter_mut()) {
+            if outside_members.contains(dir) {
+                graph_only.extend(nx::graph::graph_targets_only(graph, dir, mapping));
+            }
+        }
+    }
 
     // The names turbo.json or Nx defines for packages come from them, not from the scripts'
     // shapes.
@@ -283,6 +297,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         .chain(nx.iter().flat_map(|n| n.not_carried.iter().cloned()))
         .chain(carried.not_carried.iter().cloned())
         .chain(duplicates.iter().cloned())
+        .chain(graph_only)
         .collect();
     let mut root_tables = Vec::new();
     if let Some(turbo) = &turbo {
@@ -311,6 +326,26 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         root_mapping
             .left_out
             .retain(|l| !turbo.root.contains_key(&l.name));
+        // A root script named like a task turbo.json gives the packages is never run by
+        // `turbo run <name>` (only `//#<name>` would be): as a root task, `vx run <name>
+        // --all` would run it beside the packages' (a second `eslint --fix` over the same
+        // files, say). It stays the package manager's.
+        root_mapping.tasks.retain(|t| {
+            let generic = turbo.generic.contains_key(&t.name);
+            if generic {
+                not_carried.push(NotCarried {
+                    what: format!("the root's `{}` script", t.name),
+                    at: vx_core::Location::new("package.json", 1, 1),
+                    why: format!(
+                        "turbo.json defines `{0}` for the packages, not the root (`//#{0}`): \
+                         `turbo run {0}` never runs it, and `vx run {0} --all` does not either; \
+                         the package manager still does",
+                        t.name
+                    ),
+                });
+            }
+            !generic
+        });
     }
     let mut own_root = layout::alone(&root_mapping, &template_names);
     if let Some(nx) = &nx {
@@ -431,6 +466,8 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         not_carried: Vec::new(),
         nx_graph: inferred,
         cached_tasks: None,
+        peer: compare::Peer::of(turbo.as_ref(), nx.as_ref(), graph.as_ref()),
+        comparison: None,
         projects: members
             .iter()
             .zip(&contexts)
@@ -537,7 +574,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
                 }
             }
         }
-        if let (Some(Ok(graph)), true) = (&graph, nx_only) {
+        if let (Some(Ok(graph)), true) = (&graph, outside_members.contains(dir)) {
             deps.extend(graph_deps(graph, dir, &members));
         }
         deps.sort();
@@ -575,10 +612,11 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         }
         member_files.push(file);
     }
-    // A same-project dependency on a task a project does not have is nothing under Turborepo
-    // and Nx; vx requires it, so each list keeps only what the project declares.
+    // A same-project dependency on a task a project does not have is a no-op under
+    // Turborepo (one that waits for its own dependsOn: a group here) and nothing under Nx;
+    // vx requires it, so each list keeps only what the project declares.
     if turbo.is_some() || nx.is_some() {
-        let declared: Vec<(String, BTreeSet<String>)> = members
+        let mut declared: Vec<(String, BTreeSet<String>)> = members
             .iter()
             .zip(&mappings)
             .map(|((dir, _), mapping)| {
@@ -593,6 +631,9 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
                 (dir.clone(), names)
             })
             .collect();
+        if turbo.is_some() {
+            hollow_tasks(&root_file.templates, &mut member_files, &mut declared);
+        }
         optional_edges(
             &mut root_file.templates,
             &mut member_files,

@@ -122,7 +122,7 @@ pub struct Mapping {
 
 /// npm's lifecycle scripts (INIT-2): run by the package manager around install, pack,
 /// publish and version, never tasks.
-const LIFECYCLE: [&str; 13] = [
+pub(super) const LIFECYCLE: [&str; 13] = [
     "preinstall",
     "install",
     "postinstall",

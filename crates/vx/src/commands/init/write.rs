@@ -73,6 +73,11 @@ pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failu
             .map(|(file, _)| file)
             .collect();
         write_all(&root, &written)?;
+        // The old runner's plan beside the one just written, when it is installed.
+        plan.comparison = plan
+            .peer
+            .as_ref()
+            .and_then(|peer| super::compare::compare(&root, peer).transpose());
         render::out_str(&report_text(&plan, &fates, false));
     }
     Ok(exit::SUCCESS)
@@ -123,9 +128,22 @@ fn settle(root: &Path, plan: &mut Plan, fates: &mut Vec<Fate>, force: bool) -> R
             let Some((rel, header)) = table_at(problem, &planned) else {
                 continue;
             };
+            let template = header
+                .strip_prefix("tasks.")
+                .and_then(|name| root_template(plan, name.trim_matches('"')));
             let Some(file) = plan.files.iter_mut().find(|f| f.rel == rel) else {
                 continue;
             };
+            match uncache_unstable(file, &header, problem, template) {
+                Some(Some(done)) => {
+                    plan.not_carried.push(done);
+                    mended += 1;
+                    continue;
+                }
+                // Another mend of this pass uncached it: gone once loaded again.
+                Some(None) => continue,
+                None => {}
+            }
             if leave_out(file, &header, problem) {
                 plan.not_carried.push(NotCarried {
                     what: format!("{rel}: [{header}]"),
@@ -220,17 +238,7 @@ fn uncache_overlap(plan: &mut Plan, problem: &Diagnostic) -> Option<NotCarried> 
     let table = file.tasks.iter_mut().find(|t| t.name == drop)?;
     table.cache = None;
     table.suggestion = None;
-    if let Some(template) = template.filter(|t| t.cache.is_some()) {
-        // The template's cache would apply: the table stands alone, the template's other
-        // keys restated.
-        table.no_template = true;
-        table.depends_on = table.depends_on.take().or(template.depends_on.clone());
-        if table.pass_through.is_empty() {
-            table.pass_through = template.pass_through.clone();
-        }
-        table.description = table.description.take().or(template.description.clone());
-        table.persistent = table.persistent.or(template.persistent);
-    }
+    stand_alone(table, template.as_ref());
     if table.command.is_none() {
         table.command = command;
     }
@@ -248,6 +256,72 @@ fn uncache_overlap(plan: &mut Plan, problem: &Diagnostic) -> Option<NotCarried> 
             "its outputs overlap those of `{keep_project}#{keep}` under `{under}`: left uncached"
         ),
     })
+}
+
+/// Where the template of `name` would give an uncached table its cache back: the table
+/// stands alone (`extends = false`), the template's other keys restated.
+fn stand_alone(table: &mut super::toml::Table, template: Option<&super::toml::Table>) {
+    if let Some(template) = template.filter(|t| t.cache.is_some()) {
+        table.no_template = true;
+        table.depends_on = table.depends_on.take().or(template.depends_on.clone());
+        if table.pass_through.is_empty() {
+            table.pass_through = template.pass_through.clone();
+        }
+        table.description = table.description.take().or(template.description.clone());
+        table.persistent = table.persistent.or(template.persistent);
+    }
+}
+
+/// The root vx.toml's template of `name`, as planned.
+fn root_template(plan: &Plan, name: &str) -> Option<super::toml::Table> {
+    let root = plan
+        .files
+        .iter()
+        .find(|f| f.rel == vx_core::config::CONFIG_FILE)?;
+    root.templates.iter().find(|t| t.name == name).cloned()
+}
+
+/// For GRAPH-9's "input … can match outputs of `x#changelog`" (a file another task writes,
+/// not upstream of this one: the key could be computed before the file is): the table is
+/// written without a cache, with a TODO, instead of being left out (Turborepo and Nx run
+/// such a task; vx runs it too, every time). `None` for other problems; `Some(None)` when
+/// the table has no cache left to drop (another mend of the same pass dropped it).
+fn uncache_unstable(
+    file: &mut File,
+    header: &str,
+    problem: &Diagnostic,
+    template: Option<super::toml::Table>,
+) -> Option<Option<NotCarried>> {
+    if !problem.message.contains("can match outputs of") {
+        return None;
+    }
+    let (tables, name) = match header.strip_prefix("workspace.tasks.") {
+        Some(name) => (&mut file.templates, name),
+        None => (&mut file.tasks, header.strip_prefix("tasks.")?),
+    };
+    let name = name.trim_matches('"');
+    let table = tables.iter_mut().find(|t| t.name == name)?;
+    let inherited = template.as_ref().is_some_and(|t| t.cache.is_some()) && !table.no_template;
+    if table.cache.is_none() && !inherited {
+        return Some(None);
+    }
+    table.cache = None;
+    table.suggestion = None;
+    stand_alone(table, template.as_ref());
+    let first = problem.message.lines().next().unwrap_or_default();
+    table.todos.push((
+        TodoReason::Uncached,
+        format!(
+            "left uncached: {first}; vx computes a key before the task runs, so a file \
+             another task writes can be an input only when that task is upstream \
+             (add it to depends-on, or drop the input, to cache this task)"
+        ),
+    ));
+    Some(Some(NotCarried {
+        what: format!("{}: [{header}] cache", file.rel),
+        at: problem.at.clone().unwrap_or_default(),
+        why: format!("left uncached: {first}"),
+    }))
 }
 
 /// The planned file and the task table (`tasks.build`, `workspace.tasks.build`) a problem
@@ -382,6 +456,11 @@ pub(super) fn report_text(plan: &Plan, fates: &[Fate], dry: bool) -> String {
             "targets Nx plugins infer: not asked, {why}; install the repository's dependencies \
              and run `vx init --force` again to carry them over\n"
         )),
+        None => {}
+    }
+    match &plan.comparison {
+        Some(Ok(comparison)) => out.push_str(&comparison.render()),
+        Some(Err(why)) => out.push_str(&format!("plans not compared: {why}\n")),
         None => {}
     }
     if !plan.not_carried.is_empty() {

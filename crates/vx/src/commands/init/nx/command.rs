@@ -133,6 +133,8 @@ impl Nx {
                 }
             }
             (Some("nx:run-script"), None) => script.map(str::to_string),
+            // Nx's target that only orders others: a group.
+            (Some("nx:noop"), None) => None,
             // An executor is Nx code: the task asks Nx to run that one target, its
             // dependencies left to vx and the cache to vx.
             (Some(_), None) => Some(through_nx(place.project, name)),

@@ -31,37 +31,49 @@ pub struct NxGraph {
     pub projects: Vec<GraphProject>,
 }
 
-/// The path of the repository's Nx entry point, when it is installed.
-fn nx_entry(root: &Path) -> Option<std::path::PathBuf> {
-    let entry = root.join("node_modules/nx/bin/nx.js");
-    entry.is_file().then_some(entry)
+/// The repository's installed Nx: its entry point (the package's `bin.nx`: `bin/nx.js`
+/// up to Nx 22.6, `dist/bin/nx.js` after) and its version.
+pub fn nx_entry(root: &Path) -> Option<(std::path::PathBuf, String)> {
+    let package = root.join("node_modules/nx");
+    let text = std::fs::read_to_string(package.join("package.json")).ok()?;
+    let json = vx_workspace::read_jsonc(&text, "node_modules/nx/package.json").ok()?;
+    let version = json
+        .get("version")
+        .and_then(JsonValue::as_str)
+        .unwrap_or("?")
+        .to_string();
+    let bin = json.get("bin").and_then(|bin| match bin.as_str() {
+        Some(path) => Some(path.to_string()),
+        None => bin.get("nx").and_then(JsonValue::as_str).map(String::from),
+    });
+    let entry = package.join(bin.as_deref().unwrap_or("bin/nx.js"));
+    entry.is_file().then_some((entry, version))
 }
 
-/// Asks the repository's own Nx for its project graph. `Err` says why there is none (Nx not
-/// installed, or it failed): the caller then infers what it can from the files.
-pub fn read(root: &Path) -> Result<NxGraph, String> {
-    let entry = nx_entry(root).ok_or("Nx is not installed (no node_modules/nx)")?;
-    let version = std::fs::read_to_string(root.join("node_modules/nx/package.json"))
-        .ok()
-        .and_then(|text| vx_workspace::read_jsonc(&text, "node_modules/nx/package.json").ok())
-        .and_then(|json| {
-            json.get("version")
-                .and_then(JsonValue::as_str)
-                .map(String::from)
-        })
-        .unwrap_or_else(|| "?".to_string());
-    let dir = tempfile_dir()?;
-    let file = dir.join("graph.json");
-    let output = Command::new("node")
-        .arg(&entry)
-        .arg("graph")
-        .arg(format!("--file={}", file.display()))
+/// `node <nx entry>` in `root`: no daemon, no cloud, no terminal UI, no prompt, and not in
+/// CI mode (which changes what Nx prints).
+pub fn nx_command(root: &Path, entry: &Path) -> Command {
+    let mut command = Command::new("node");
+    command
+        .arg(entry)
         .current_dir(root)
         .env("NX_DAEMON", "false")
         .env("NX_NO_CLOUD", "true")
         .env("NX_TUI", "false")
         .env("NX_INTERACTIVE", "false")
-        .env_remove("CI")
+        .env_remove("CI");
+    command
+}
+
+/// Asks the repository's own Nx for its project graph. `Err` says why there is none (Nx not
+/// installed, or it failed): the caller then infers what it can from the files.
+pub fn read(root: &Path) -> Result<NxGraph, String> {
+    let (entry, version) = nx_entry(root).ok_or("Nx is not installed (no node_modules/nx)")?;
+    let dir = tempfile_dir()?;
+    let file = dir.join("graph.json");
+    let output = nx_command(root, &entry)
+        .arg("graph")
+        .arg(format!("--file={}", file.display()))
         .output();
     let result = match output {
         Err(e) => Err(format!("`node` could not run Nx: {e}")),
@@ -112,7 +124,7 @@ pub fn project_json_dirs(root: &Path) -> Vec<String> {
 }
 
 /// A fresh private directory for the graph file.
-fn tempfile_dir() -> Result<std::path::PathBuf, String> {
+pub fn tempfile_dir() -> Result<std::path::PathBuf, String> {
     let dir = std::env::temp_dir().join(format!(
         "vx-init-nx-{}-{}",
         std::process::id(),
@@ -193,6 +205,32 @@ pub fn vx_name_of(nx: &super::Nx, name: &str, members: &[(String, PackageJson)])
             .iter()
             .any(|(_, m)| m.name.as_deref() == Some(name))
             .then(|| name.to_string())
+    })
+}
+
+/// For a project outside the package-manager members: its scripts that are not targets
+/// of the graph leave the mapping (Nx 22 makes targets of the scripts of workspace members
+/// only), said in one line.
+pub fn graph_targets_only(
+    graph: &NxGraph,
+    dir: &str,
+    mapping: &mut crate::commands::init::scripts::Mapping,
+) -> Option<super::super::turbo::NotCarried> {
+    let project = graph.projects.iter().find(|p| p.root == dir)?;
+    let mut dropped = Vec::new();
+    mapping.tasks.retain(|task| {
+        let keep = project.targets.contains_key(&task.name);
+        if !keep {
+            dropped.push(task.name.clone());
+        }
+        keep
+    });
+    (!dropped.is_empty()).then(|| super::super::turbo::NotCarried {
+        what: format!("{dir}/package.json: scripts {}", dropped.join(", ")),
+        at: vx_core::Location::new(format!("{dir}/package.json"), 1, 1),
+        why: "the project is outside the package-manager workspaces, and Nx's graph gives it no \
+              target of these names: not tasks"
+            .to_string(),
     })
 }
 

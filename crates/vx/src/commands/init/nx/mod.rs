@@ -583,13 +583,63 @@ fn depends_on(item: &JsonValue, projects: &BTreeSet<String>) -> Result<Vec<Strin
         Some(JsonValueKind::String(p)) if p == "dependencies" || p == "{dependencies}" => {
             Ok(vec![format!("^{target}")])
         }
-        Some(JsonValueKind::Array(projects)) => Ok(projects
-            .iter()
-            .filter_map(JsonValue::as_str)
-            .map(|p| format!("{p}#{target}"))
-            .collect()),
+        Some(JsonValueKind::Array(patterns)) => {
+            let mut found = Vec::new();
+            for pattern in patterns.iter().filter_map(JsonValue::as_str) {
+                let names = matching_projects(pattern, projects)?;
+                found.extend(names.into_iter().map(|p| format!("{p}#{target}")));
+            }
+            Ok(found)
+        }
         Some(_) => Err("a `projects` form vx does not know".to_string()),
     }
+}
+
+/// The projects a `dependsOn` `projects` entry names, as Nx's `findMatchingProjects` reads
+/// a name: the project of that name, else every project whose name holds it as a whole
+/// word (case aside; `storage-js` is `@supabase/storage-js`), else the names a glob
+/// matches. Tags and directories are not resolved.
+fn matching_projects(pattern: &str, projects: &BTreeSet<String>) -> Result<Vec<String>, String> {
+    if projects.contains(pattern) {
+        return Ok(vec![pattern.to_string()]);
+    }
+    if pattern.starts_with("tag:") || pattern.starts_with('!') {
+        return Err(format!(
+            "the project pattern `{pattern}`: vx resolves names and globs only"
+        ));
+    }
+    let glob = pattern.contains(['*', '?', '[', '{']);
+    let found: Vec<String> = if glob {
+        let matcher = globset::Glob::new(pattern)
+            .map_err(|e| format!("the project pattern `{pattern}`: {e}"))?
+            .compile_matcher();
+        projects
+            .iter()
+            .filter(|n| matcher.is_match(n.as_str()))
+            .cloned()
+            .collect()
+    } else {
+        projects
+            .iter()
+            .filter(|n| holds_word(n, pattern))
+            .cloned()
+            .collect()
+    };
+    if found.is_empty() {
+        return Err(format!("no Nx project is named `{pattern}`"));
+    }
+    Ok(found)
+}
+
+/// Whether `word` occurs in `name` (ASCII case aside) with no letter, digit, `@` or `-`
+/// right before or after it.
+fn holds_word(name: &str, word: &str) -> bool {
+    let (name, word) = (name.to_ascii_lowercase(), word.to_ascii_lowercase());
+    let joins =
+        |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '@' || c == '-');
+    name.match_indices(&word).any(|(at, _)| {
+        !joins(name[..at].chars().next_back()) && !joins(name[at + word.len()..].chars().next())
+    })
 }
 
 /// A JSON item shown in a message.
@@ -619,6 +669,31 @@ fn shown(item: &JsonValue) -> String {
 mod tests {
     use super::inputs::fileset;
     use super::*;
+
+    #[test]
+    fn projects_in_depends_on_are_matched_as_nx_matches_them() {
+        let names: BTreeSet<String> = [
+            "@supabase/storage-js",
+            "@supabase/storage-js-e2e",
+            "storage",
+            "web-e2e",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(matching_projects("storage", &names).unwrap(), ["storage"]);
+        // A whole word, not a part of one: `storage-js` is not `storage-js-e2e`'s.
+        assert_eq!(
+            matching_projects("storage-js", &names).unwrap(),
+            ["@supabase/storage-js"]
+        );
+        assert_eq!(matching_projects("WEB-E2E", &names).unwrap(), ["web-e2e"]);
+        assert_eq!(
+            matching_projects("@supabase/*", &names).unwrap(),
+            ["@supabase/storage-js", "@supabase/storage-js-e2e"]
+        );
+        assert!(matching_projects("auth-js", &names).is_err());
+        assert!(matching_projects("tag:scope:shared", &names).is_err());
+    }
 
     #[test]
     fn nx_names_become_vx_names_and_placeholders_are_filled() {
@@ -669,7 +744,7 @@ mod tests {
             "nx.json",
         )
         .unwrap();
-        let projects: BTreeSet<String> = ["lib".to_string()].into();
+        let projects: BTreeSet<String> = ["lib", "a", "b"].map(String::from).into();
         let all: Vec<String> = json
             .as_array()
             .unwrap()
