@@ -6,7 +6,7 @@ Run in a clone whose dependencies are installed and that has no vx.toml yet:
     python3 bench/adoption/prove.py --repo DIR --peer turbo|nx|scripts \
         --task build [--task test] [--vx PATH] \
         [--peer-cmd "pnpm -r run build"] [--vx-args "--filter @x/y..."] \
-        [--break FILE::OLD::NEW] [--clean GLOB]
+        [--break FILE::OLD::NEW] [--clean GLOB] [--init-args "--learn build"]
 
 Steps, each printed as one line and all together as JSON at the end (--json FILE):
  1. the peer builds (`turbo run T`, `nx run-many -t T`, or --peer-cmd); the files it
@@ -137,6 +137,7 @@ def main():
     ap.add_argument("--peer-cmd", help="the peer's build command (default by --peer)")
     ap.add_argument("--vx", default="vx")
     ap.add_argument("--vx-args", default="--all", help="vx's selection (default --all)")
+    ap.add_argument("--init-args", default="", help="more arguments for vx init (--learn build)")
     ap.add_argument("--break", dest="brk", help="FILE::OLD::NEW, an edit that must fail both")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--clean", action="append", default=[],
@@ -176,12 +177,12 @@ def main():
     print(f"peer output: {len(peer_tree)} entries under {len(created)} new paths")
     remove(repo, created)
 
-    code, took, report = sh([args.vx, "init"], repo, env)
+    code, took, report = sh([args.vx, "init", *shlex.split(args.init_args)], repo, env)
     result["init"] = {"exit": code, "report": report}
     print(f"vx init: exit {code}")
     for line in report.splitlines():
         if line.startswith(("compared with", "plans not compared", "  only", "  turbo",
-                            "  Nx", "cache:")):
+                            "  Nx", "cache:", "learned", "not learned", "nothing learned")):
             print(f"  {line.strip()}")
     if code != 0:
         print(report)

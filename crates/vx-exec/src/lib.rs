@@ -42,6 +42,7 @@ mod child;
 mod event;
 mod executor;
 pub mod guard;
+pub mod learn;
 pub mod process_tree;
 pub mod sandbox;
 pub mod sandbox_init;

@@ -304,7 +304,7 @@ fn bridge_proxy(socket: PathBuf) -> std::io::Result<()> {
 }
 
 /// A path on one report line: `%` and newlines escaped.
-fn encode(path: &std::path::Path) -> String {
+pub(crate) fn encode(path: &std::path::Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let mut text = String::new();
     for &byte in path.as_os_str().as_bytes() {
@@ -318,7 +318,7 @@ fn encode(path: &std::path::Path) -> String {
 }
 
 /// The inverse of [`encode`]; a `%` not followed by two hex digits stands for itself.
-fn decode(text: &str) -> PathBuf {
+pub(crate) fn decode(text: &str) -> PathBuf {
     use std::os::unix::ffi::OsStringExt;
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());

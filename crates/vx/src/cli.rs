@@ -237,6 +237,10 @@ pub struct InitArgs {
     /// Replace existing vx.toml files.
     #[arg(long)]
     pub force: bool,
+    /// Run these tasks once, traced, and cache each uncached one over what it read and wrote
+    /// (comma-separated: --learn build,test).
+    #[arg(long, value_name = "TASKS", value_delimiter = ',', num_args = 1)]
+    pub learn: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -43,6 +43,12 @@ fn main() {
         std::process::exit(vx_exec::sandbox_init::serve(&args));
     }
     if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(vx_exec::learn::LEARN_ARG))
+    {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
+        std::process::exit(vx_exec::learn::serve(&args));
+    }
+    if std::env::args_os().nth(1).as_deref()
         == Some(std::ffi::OsStr::new(vx_exec::guard::GUARD_ARG))
     {
         std::process::exit(vx_exec::guard::serve());

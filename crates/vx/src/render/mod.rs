@@ -104,6 +104,16 @@ pub fn stderr(text: &str) {
     });
 }
 
+/// vx's stderr, for a child process's stdout and stderr (`vx init --learn` runs tasks and
+/// keeps its own stdout for the report); inherited when it cannot be duplicated.
+pub fn stderr_for_child() -> std::process::Stdio {
+    use std::os::fd::AsFd;
+    std::io::stderr().as_fd().try_clone_to_owned().map_or_else(
+        |_| std::process::Stdio::inherit(),
+        std::process::Stdio::from,
+    )
+}
+
 /// A `vx: …` status line on stderr (ERR-1).
 pub fn notice(text: &str) {
     stderr(&format!("vx: {text}\n"));

@@ -20,6 +20,7 @@ mod info;
 mod init;
 mod init_adoption;
 mod init_compare;
+mod init_learn;
 mod interactive;
 mod last;
 mod live;

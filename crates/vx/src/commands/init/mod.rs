@@ -13,6 +13,7 @@ mod carried;
 mod compare;
 mod edges;
 mod layout;
+mod learn;
 mod manifest;
 mod nx;
 mod orchestration;
@@ -66,6 +67,8 @@ struct Plan {
     /// files are written, and what the comparison found.
     peer: Option<compare::Peer>,
     comparison: Option<Result<compare::Comparison, String>>,
+    /// `--learn`: each task traced and what came of it, or why nothing could be learned.
+    learned: Option<Result<BTreeMap<String, learn::Outcome>, String>>,
 }
 
 pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
@@ -90,6 +93,7 @@ pub fn migrate(cwd: &Path, args: MigrateArgs) -> Result<i32, Failure> {
     let args = InitArgs {
         dry: args.dry,
         force: args.force,
+        learn: Vec::new(),
     };
     write::write(cwd, args, from)
 }
@@ -468,6 +472,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         cached_tasks: None,
         peer: compare::Peer::of(turbo.as_ref(), nx.as_ref(), graph.as_ref()),
         comparison: None,
+        learned: None,
         projects: members
             .iter()
             .zip(&contexts)

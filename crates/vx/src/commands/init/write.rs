@@ -47,6 +47,11 @@ pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failu
             cwd.display()
         )));
     };
+    if args.dry && !args.learn.is_empty() {
+        return Err(Failure::usage(
+            "--learn runs the tasks it names and --dry writes nothing: give one of them",
+        ));
+    }
     let root = choose_root(&real, nearest)?;
     let mut plan = plan(&root, from)?;
     let mut fates = Vec::new();
@@ -65,14 +70,19 @@ pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failu
         render::out_str(&printed);
         render::stderr(&report_text(&plan, &fates, true));
     } else {
-        let written: Vec<&File> = plan
-            .files
-            .iter()
-            .zip(&fates)
-            .filter(|(_, fate)| matches!(fate, Fate::Written))
-            .map(|(file, _)| file)
-            .collect();
-        write_all(&root, &written)?;
+        write_all(&root, &written(&plan, &fates))?;
+        if !args.learn.is_empty() {
+            // The named tasks run, traced; what they read and wrote becomes their caches,
+            // checked and written like the rest.
+            let subjects = super::learn::subjects(&root, &args.learn, &plan, &fates)?;
+            let learned = super::learn::learn(&root, &args.learn, &subjects);
+            if let Ok(outcomes) = &learned {
+                super::learn::apply(&mut plan, outcomes);
+                settle(&root, &mut plan, &mut fates, args.force)?;
+                write_all(&root, &written(&plan, &fates))?;
+            }
+            plan.learned = Some(learned);
+        }
         // The old runner's plan beside the one just written, when it is installed.
         plan.comparison = plan
             .peer
@@ -81,6 +91,41 @@ pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failu
         render::out_str(&report_text(&plan, &fates, false));
     }
     Ok(exit::SUCCESS)
+}
+
+/// The planned files that are written (not kept).
+fn written<'a>(plan: &'a Plan, fates: &[Fate]) -> Vec<&'a File> {
+    plan.files
+        .iter()
+        .zip(fates)
+        .filter(|(_, fate)| matches!(fate, Fate::Written))
+        .map(|(file, _)| file)
+        .collect()
+}
+
+/// The planned `vx.toml` of the project at `dir`, added (and the project no longer listed as
+/// described by the templates alone) when there is none yet.
+pub(super) fn project_file<'a>(plan: &'a mut Plan, dir: &str) -> &'a mut File {
+    let rel = if dir.is_empty() {
+        vx_core::config::CONFIG_FILE.to_string()
+    } else {
+        format!("{dir}/{}", vx_core::config::CONFIG_FILE)
+    };
+    match plan.files.iter().position(|f| f.rel == rel) {
+        Some(at) => &mut plan.files[at],
+        None => {
+            let manifest = format!("{dir}/package.json");
+            plan.by_templates.retain(|m| *m != manifest);
+            plan.files.push(File {
+                rel,
+                header: vec![format!(
+                    "Written by `vx init`: what differs from the templates in the root vx.toml for {dir}."
+                )],
+                ..File::default()
+            });
+            plan.files.last_mut().expect("just pushed")
+        }
+    }
 }
 
 /// Checks the files to write as vx will load them (the kept ones as they are), leaving out
@@ -201,21 +246,7 @@ fn uncache_overlap(plan: &mut Plan, problem: &Diagnostic) -> Option<NotCarried> 
         .iter()
         .find(|f| f.rel == vx_core::config::CONFIG_FILE)?;
     let template = root.templates.iter().find(|t| t.name == drop).cloned();
-    let file = match plan.files.iter().position(|f| f.rel == rel) {
-        Some(at) => &mut plan.files[at],
-        None => {
-            let manifest = format!("{dir}/package.json");
-            plan.by_templates.retain(|m| *m != manifest);
-            plan.files.push(File {
-                rel: rel.clone(),
-                header: vec![format!(
-                    "Written by `vx init`: what differs from the templates in the root vx.toml for {dir}."
-                )],
-                ..File::default()
-            });
-            plan.files.last_mut()?
-        }
-    };
+    let file = project_file(plan, &dir);
     if !file.tasks.iter().any(|t| t.name == drop) {
         file.tasks.push(super::toml::Table {
             name: drop.to_string(),
@@ -458,6 +489,7 @@ pub(super) fn report_text(plan: &Plan, fates: &[Fate], dry: bool) -> String {
         )),
         None => {}
     }
+    out.push_str(&super::learn::report(plan.learned.as_ref()));
     match &plan.comparison {
         Some(Ok(comparison)) => out.push_str(&comparison.render()),
         Some(Err(why)) => out.push_str(&format!("plans not compared: {why}\n")),

@@ -75,7 +75,21 @@ impl Attempt {
     }
 
     /// The local executor's spawn: `sh -c <script>` in the project directory under `root`.
+    /// Under `vx init --learn` (`VX_LEARN_TRACE` in vx's environment), a task that is not
+    /// sandboxed runs traced instead ([`learn_traced`]).
     pub fn local_spec(&self, root: &Path, local: Local) -> SpawnSpec {
+        let mut spec = self.plain_spec(root, local);
+        if let (Some(dir), None) = (std::env::var_os(vx_exec::learn::LEARN_TRACE), &spec.sandbox) {
+            let id = self.env.get("VX_RUN_TASK").map_or("", String::as_str);
+            learn_traced(
+                &mut spec,
+                &Path::new(&dir).join(vx_exec::learn::learn_file(id)),
+            );
+        }
+        spec
+    }
+
+    fn plain_spec(&self, root: &Path, local: Local) -> SpawnSpec {
         SpawnSpec {
             program: local.sh.unwrap_or_else(|| PathBuf::from("/nonexistent/sh")),
             arg0: OsString::from("sh"),
@@ -90,6 +104,17 @@ impl Attempt {
             sandbox: local.sandbox,
         }
     }
+}
+
+/// `spec` run under `vx __vx_learn <report> -- <program> <args>…` (issue 40's `--learn`):
+/// the same directory and environment, the command traced.
+fn learn_traced(spec: &mut SpawnSpec, report: &Path) {
+    let Ok(vx) = std::env::current_exe() else {
+        return;
+    };
+    spec.args = vx_exec::learn::learn_args(report, &spec.program, &spec.args);
+    spec.program = vx;
+    spec.arg0 = OsString::from("vx");
 }
 
 #[cfg(test)]
