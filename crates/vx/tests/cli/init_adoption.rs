@@ -380,7 +380,7 @@ fs.writeFileSync("dist/out.txt", fs.readdirSync("src").map((n) => fs.readFileSyn
     );
     assert_contains(
         &f.read("apps/web/vx.toml"),
-        "name = \"web\"\ndeps = [\"util\"]\n\n[tasks.build]\ncommand = \"cd ../../apps/web && node ../../tools/build.js\"\n",
+        "name = \"web\"\ndeps = [\"util\"]\n\n[tasks.build]\ncommand = \"node ../../tools/build.js\"\n",
     );
 
     // The graph Nx would run.
@@ -486,13 +486,44 @@ fn without_nx_installed_project_json_projects_are_found_and_the_report_says_so()
     );
     f.write("node_modules/x/project.json", "{}");
     f.write(".gitignore", "node_modules\n");
+    // The files the plugins read: vite's config gives `cli` a `bundle` (its option) and the
+    // servers; jest's gives `core` a test, but `exclude` leaves `cli`'s out; eslint's a lint.
+    f.write(
+        "nx.json",
+        r#"{"plugins": [{"plugin": "@nx/vite/plugin", "options": {"buildTargetName": "bundle"}},
+                        {"plugin": "@nx/jest/plugin", "exclude": ["packages/cli/**"]},
+                        "@nx/eslint/plugin", "@acme/unknown"],
+            "targetDefaults": {"build": {"executor": "@nx/js:tsc", "dependsOn": ["^build"], "cache": true,
+                                         "outputs": ["{workspaceRoot}/dist/{projectRoot}"]}}}"#,
+    );
+    f.write("packages/cli/vite.config.ts", "export default {}\n");
+    f.write("packages/core/vite.config.mts", "export default {}\n");
+    f.write("packages/cli/jest.config.ts", "export default {}\n");
+    f.write("packages/core/jest.config.js", "module.exports = {}\n");
+    f.write("packages/core/eslint.config.mjs", "export default []\n");
     f.commit();
     let out = f.vx(&["init"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert_contains(
         &out.stdout,
-        "targets Nx plugins infer: not asked, Nx is not installed (no node_modules/nx)",
+        "targets Nx plugins infer: not asked, Nx is not installed (no node_modules/nx); 10 inferred \
+         from the plugins' configuration files instead, each uncached with a TODO",
     );
+    let cli = f.read("packages/cli/vx.toml");
+    assert_contains(
+        &cli,
+        "[tasks.bundle]\ncommand = \"vite build\"\ndepends-on = [\"^bundle\"]\n# TODO: inferred without Nx from \
+         packages/cli/vite.config.ts (as @nx/vite/plugin would): check the command and give it a cache",
+    );
+    assert_contains(&cli, "[tasks.serve]\ncommand = \"vite\"\n");
+    assert!(!cli.contains("[tasks.test]"), "{cli}");
+    let core = f.read("packages/core/vx.toml");
+    assert_contains(&core, "[tasks.test]\ncommand = \"jest\"\n");
+    assert_contains(&core, "[tasks.lint]\ncommand = \"eslint .\"\n");
+    let bundle = f.vx(&["run", "bundle", "--all", "--dry=json"]);
+    assert_eq!(bundle.code, 0, "{}{}", bundle.stdout, bundle.stderr);
+    let graph = crate::migrate::vx_graph(&crate::migrate::json_of(&bundle.stdout));
+    assert_eq!(graph["cli#bundle"], ["core#bundle"]);
     assert_contains(
         &f.read("vx.toml"),
         "members = [\"packages/cli\", \"packages/core\"]\n",

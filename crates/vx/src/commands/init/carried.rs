@@ -238,6 +238,15 @@ pub(super) fn nx_tables(
             }
             cache.inputs = Some(inputs);
         }
+        if let Some(from) = nx.inferred.get(&(dir.to_string(), name.clone())) {
+            table.todos.push((
+                TodoReason::Uncached,
+                format!(
+                    "inferred without Nx from {from}: check the command and give it a cache, or \
+                     install Nx and run `vx init --force` to carry over what Nx resolves"
+                ),
+            ));
+        }
         let runnable = table.command.is_some()
             || table.depends_on.as_ref().is_some_and(|d| !d.is_empty())
             || (nx.defaults.contains_key(name) && !table.no_template && raw.is_some());

@@ -56,8 +56,9 @@ struct Plan {
     /// What was not carried over, and why.
     not_carried: Vec<NotCarried>,
     /// The repository's own Nx asked for its graph: (its version, the targets its plugins
-    /// inferred that became tasks), or why it could not be asked.
-    nx_graph: Option<Result<(String, usize), String>>,
+    /// inferred that became tasks), or why it could not be asked and how many targets were
+    /// inferred from the plugins' configuration files instead.
+    nx_graph: Option<Result<(String, usize), (String, usize)>>,
     /// Each member project by its vx name: its directory and its scripts as commands, for
     /// writing a task's table whole when vx needs to change it ([`write`]).
     projects: BTreeMap<String, (String, BTreeMap<String, String>)>,
@@ -195,16 +196,15 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
     };
     let mut inferred = None;
     if let (Some(nx), Some(graph)) = (nx.as_mut(), &graph) {
+        let has_script = |dir: &str, name: &str| {
+            members
+                .iter()
+                .any(|(d, p)| d == dir && p.scripts.contains_key(name))
+        };
         inferred = Some(match graph {
-            Ok(graph) => {
-                let has_script = |dir: &str, name: &str| {
-                    members
-                        .iter()
-                        .any(|(d, p)| d == dir && p.scripts.contains_key(name))
-                };
-                Ok((graph.version.clone(), nx.add_graph(graph, &has_script)))
-            }
-            Err(why) => Err(why.clone()),
+            Ok(graph) => Ok((graph.version.clone(), nx.add_graph(graph, &has_script))),
+            // Without Nx: what the common plugins would infer from the files they read.
+            Err(why) => Err((why.clone(), nx.infer_from_files(root, &has_script))),
         });
     }
     if !errors.is_empty() {

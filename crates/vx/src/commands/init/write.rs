@@ -483,9 +483,14 @@ pub(super) fn report_text(plan: &Plan, fates: &[Fate], dry: bool) -> String {
             "Nx {version} (the repository's own): {n} target{} its plugins infer became tasks\n",
             if *n == 1 { "" } else { "s" }
         )),
-        Some(Err(why)) => out.push_str(&format!(
+        Some(Err((why, 0))) => out.push_str(&format!(
             "targets Nx plugins infer: not asked, {why}; install the repository's dependencies \
              and run `vx init --force` again to carry them over\n"
+        )),
+        Some(Err((why, n))) => out.push_str(&format!(
+            "targets Nx plugins infer: not asked, {why}; {n} inferred from the plugins' \
+             configuration files instead, each uncached with a TODO; install the repository's \
+             dependencies and run `vx init --force` again to carry over what Nx resolves\n"
         )),
         None => {}
     }

@@ -75,6 +75,10 @@ impl Nx {
                     .replace("{workspaceRoot}/", "")
                     .replace("{workspaceRoot}", "")
             });
+            // The project's own directory, where vx runs the command anyway: no `cd`.
+            if cwd.as_deref() == Some(place.dir) && !place.dir.is_empty() {
+                return String::new();
+            }
             if let Some(cwd) = cwd.as_deref().filter(|c| !c.is_empty() && *c != ".") {
                 path = if path.is_empty() {
                     cwd.to_string()

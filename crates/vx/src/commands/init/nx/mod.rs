@@ -28,6 +28,7 @@ use vx_workspace::{JsonValue, JsonValueKind};
 
 mod command;
 pub mod graph;
+mod infer;
 mod inputs;
 
 use self::inputs::{apply_inputs, uncached_todo, DEPENDENCY_DEFAULT};
@@ -69,6 +70,11 @@ pub struct Nx {
     /// `nx` field): `includedScripts`, else every script (`None` for all).
     pub root_targets: Option<Option<BTreeSet<String>>>,
     pub not_carried: Vec<NotCarried>,
+    /// `plugins`: names, or `{plugin, options, include, exclude}`.
+    pub plugins: Vec<JsonValue>,
+    /// Targets inferred from a plugin's configuration file without Nx (`infer.rs`):
+    /// (directory, target) → the file and the plugin, for the TODO.
+    pub inferred: BTreeMap<(String, String), String>,
 }
 
 /// Reads `nx.json` at `root` and each member's `project.json` and `package.json` `nx` field.
@@ -144,12 +150,18 @@ pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Op
                     ));
                 }
             }
-            "plugins" => nx.not_carried.push(leave(
-                "plugins",
-                at,
-                "the targets plugins infer come from `nx graph`, which could not be asked (the \
-                 report says why)",
-            )),
+            "plugins" => {
+                nx.plugins = value
+                    .as_array()
+                    .map(<[JsonValue]>::to_vec)
+                    .unwrap_or_default();
+                nx.not_carried.push(leave(
+                    "plugins",
+                    at,
+                    "the targets plugins infer come from `nx graph`, which could not be asked (the \
+                     report says why)",
+                ));
+            }
             "cacheDirectory" => nx.not_carried.push(leave(
                 "cacheDirectory",
                 at,
