@@ -731,7 +731,8 @@ mod tests {
         let (table, _) = nx.project_table("build", Some(&own), None, &place, &BTreeSet::new());
         assert_eq!(
             table.unwrap().command.as_deref(),
-            Some("cd ../../packages/a && tsc -p packages/a/x --name a")
+            // `cwd` is the project's directory, where vx runs the command: no `cd`.
+            Some("tsc -p packages/a/x --name a")
         );
     }
 
