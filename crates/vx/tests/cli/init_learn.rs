@@ -10,9 +10,10 @@ fn learned_caches_hit_and_miss_on_exactly_what_the_tasks_read() {
     let f = empty();
     f.write(
         "package.json",
-        r#"{"name": "root", "private": true, "workspaces": ["packages/*"]}"#,
+        r#"{"name": "root", "private": true, "workspaces": ["packages/*"],
+            "scripts": {"build": "cat shared.txt > root.txt"}}"#,
     );
-    f.write(".gitignore", "node_modules\ndist\n.vx\n.env\n");
+    f.write(".gitignore", "node_modules\ndist\n.vx\n.env\nroot.txt\n");
     f.write("shared.txt", "shared\n");
     f.write("packages/a/src/a.txt", "a\n");
     f.write("packages/a/README.md", "not read by the build\n");
@@ -27,7 +28,18 @@ fn learned_caches_hit_and_miss_on_exactly_what_the_tasks_read() {
         r#"{"name": "b", "version": "1.0.0", "dependencies": {"a": "*"}, "scripts": {
             "build": "mkdir -p dist && cat src/b.txt ../a/dist/a.txt > dist/b.txt"}}"#,
     );
-    // c reads a file git ignores and no task writes: no key could see it.
+    // g reads what a writes without depending on a: its key could not see a change.
+    f.write(
+        "packages/g/package.json",
+        r#"{"name": "g", "version": "1.0.0", "scripts": {"build": "cat ../a/dist/a.txt > /dev/null 2>&1; true"}}"#,
+    );
+    // h writes beside its sources (tsc without an outDir).
+    f.write("packages/h/src/x.ts", "x\n");
+    f.write(
+        "packages/h/package.json",
+        r#"{"name": "h", "version": "1.0.0", "scripts": {"build": "cp src/x.ts src/x.js"}}"#,
+    );
+    // c reads a file git ignores: named exactly, as a literal input.
     f.write("packages/c/.env", "SECRET=1\n");
     f.write(
         "packages/c/package.json",
@@ -55,14 +67,27 @@ fn learned_caches_hit_and_miss_on_exactly_what_the_tasks_read() {
     assert_eq!(init.code, 0, "{}{}", init.stdout, init.stderr);
     assert_contains(
         &init.stdout,
-        "learned: 3 tasks cached over what they read and wrote in a traced run",
+        "learned: 6 tasks cached over what they read and wrote in a traced run",
     );
     assert_contains(
         &init.stdout,
         "not learned, left uncached (3):\n  \
-         c#build: it read packages/c/.env, which git ignores and no task wrote: no key can see it\n  \
          d#build: it wrote d.log, outside its project\n  \
-         e#build: it did not succeed (failed)\n",
+         e#build: it did not succeed (failed)\n  \
+         g#build: it read packages/a/dist/a.txt, which a#build wrote, and it does not depend on a#build\n",
+    );
+    assert_contains(
+        &f.read("packages/c/vx.toml"),
+        "cache = { inputs = [\".env\"], outputs = [\"dist/**\"] }\n",
+    );
+    assert_contains(
+        &f.read("packages/h/vx.toml"),
+        "cache = { inputs = [\"src/**\"], outputs = [\"src/x.js\"] }\n",
+    );
+    // The root project's task: what it read at the root is its input, not the members'.
+    assert_contains(
+        &f.read("vx.toml"),
+        "cache = { inputs = [\"shared.txt\"], outputs = [\"root.txt\"] }\n",
     );
     assert_contains(
         &f.read("packages/a/vx.toml"),
@@ -75,8 +100,17 @@ fn learned_caches_hit_and_miss_on_exactly_what_the_tasks_read() {
         &f.read("packages/b/vx.toml"),
         "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
     );
-    // c stays as it was: its cache suggestion commented out, no cache.
-    assert!(!f.read("packages/c/vx.toml").contains("\ncache ="));
+    // A miss of h cleans its output, never the source beside it.
+    let h = |f: &vx_test_support::fixture::Fixture| {
+        let out = f.vx(&["run", "build", "--filter", "h"]);
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        out.stdout
+    };
+    h(&f);
+    assert_contains(&h(&f), "1 task · 1 cached (100%)");
+    f.write("packages/h/src/x.ts", "x, edited\n");
+    assert_contains(&h(&f), "1 task · 0 cached (0%)");
+    assert_eq!(f.read("packages/h/src/x.js"), "x, edited\n");
     let _ = std::fs::remove_file(f.path("d.log"));
 
     // The first run saves, the second is all hits, and each read file is a miss when it moves.

@@ -202,7 +202,11 @@ pub(super) fn nx_tables(
             // The script alone, with no template to apply it: the task the script maps to
             // (a project target that only names inputs Nx does not cache over, say).
             None if !nx.defaults.contains_key(name) => match mapped {
-                Some(task) => super::layout::full_table(task, &BTreeSet::new()),
+                // (Its notes are added below, with every mapped task's.)
+                Some(task) => Table {
+                    todos: Vec::new(),
+                    ..super::layout::full_table(task, &BTreeSet::new())
+                },
                 None => Table {
                     name: name.clone(),
                     ..Table::default()

@@ -287,6 +287,7 @@ fn turbo_graph(
         .env("TURBO_TELEMETRY_DISABLED", "1")
         .env("DO_NOT_TRACK", "1")
         .env("TURBO_NO_UPDATE_NOTIFIER", "1")
+        .env_remove("CI")
         .output()
         .map_err(|e| format!("turbo could not be run: {e}"))?;
     if !output.status.success() {

@@ -69,7 +69,7 @@ struct Plan {
     peer: Option<compare::Peer>,
     comparison: Option<Result<compare::Comparison, String>>,
     /// `--learn`: each task traced and what came of it, or why nothing could be learned.
-    learned: Option<Result<BTreeMap<String, learn::Outcome>, String>>,
+    learned: Option<Result<learn::Learned, String>>,
 }
 
 pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
@@ -673,6 +673,14 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         root_file.trailer.push(block);
     }
     plan.not_carried = not_carried;
+    // A package that `edges.rs` gave a file is no longer described by the templates alone.
+    plan.by_templates.retain(|manifest| {
+        let dir = manifest
+            .trim_end_matches("package.json")
+            .trim_end_matches('/');
+        let rel = format!("{dir}/{CONFIG_FILE}");
+        !member_files.iter().any(|f| f.rel == rel)
+    });
     plan.files.push(root_file);
     plan.files.extend(member_files);
     Ok(plan)

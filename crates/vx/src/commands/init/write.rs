@@ -75,11 +75,15 @@ pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failu
             // The named tasks run, traced; what they read and wrote becomes their caches,
             // checked and written like the rest.
             let subjects = super::learn::subjects(&root, &args.learn, &plan, &fates)?;
-            let learned = super::learn::learn(&root, &args.learn, &subjects);
-            if let Ok(outcomes) = &learned {
+            super::learn::pass_named(&mut plan, &subjects);
+            settle(&root, &mut plan, &mut fates, args.force)?;
+            write_all(&root, &written(&plan, &fates))?;
+            let mut learned = super::learn::learn(&root, &args.learn, &subjects);
+            if let Ok(outcomes) = &mut learned {
                 super::learn::apply(&mut plan, outcomes);
                 settle(&root, &mut plan, &mut fates, args.force)?;
                 write_all(&root, &written(&plan, &fates))?;
+                super::learn::confirm(&plan, outcomes);
             }
             plan.learned = Some(learned);
         }
