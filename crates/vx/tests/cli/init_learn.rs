@@ -3,7 +3,20 @@
 //! where what it did is no input a key can see. The real binary, real processes, the real
 //! tracer.
 
+use vx_test_support::fixture::Fixture;
+
 use crate::{assert_contains, empty};
+
+/// `vx run build` in the projects named; it must succeed; its stdout.
+fn build(f: &Fixture, projects: &[&str]) -> String {
+    let mut args = vec!["run", "build"];
+    for project in projects {
+        args.extend(["--filter", project]);
+    }
+    let out = f.vx(&args);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    out.stdout
+}
 
 #[test]
 fn learned_caches_hit_and_miss_on_exactly_what_the_tasks_read() {
@@ -101,11 +114,7 @@ fn learned_caches_hit_and_miss_on_exactly_what_the_tasks_read() {
         "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
     );
     // A miss of h cleans its output, never the source beside it.
-    let h = |f: &vx_test_support::fixture::Fixture| {
-        let out = f.vx(&["run", "build", "--filter", "h"]);
-        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-        out.stdout
-    };
+    let h = |f: &Fixture| build(f, &["h"]);
     h(&f);
     assert_contains(&h(&f), "1 task · 1 cached (100%)");
     f.write("packages/h/src/x.ts", "x, edited\n");
@@ -114,11 +123,7 @@ fn learned_caches_hit_and_miss_on_exactly_what_the_tasks_read() {
     let _ = std::fs::remove_file(f.path("d.log"));
 
     // The first run saves, the second is all hits, and each read file is a miss when it moves.
-    let run = |f: &vx_test_support::fixture::Fixture| {
-        let out = f.vx(&["run", "build", "--filter", "a", "--filter", "b"]);
-        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-        out.stdout
-    };
+    let run = |f: &Fixture| build(f, &["a", "b"]);
     run(&f);
     assert_contains(&run(&f), "2 tasks · 2 cached (100%)");
     f.write("packages/a/README.md", "edited, and still not read\n");
@@ -131,11 +136,7 @@ fn learned_caches_hit_and_miss_on_exactly_what_the_tasks_read() {
         &f.read("packages/f/vx.toml"),
         "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
     );
-    let list = |f: &vx_test_support::fixture::Fixture| {
-        let out = f.vx(&["run", "build", "--filter", "f"]);
-        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-        out.stdout
-    };
+    let list = |f: &Fixture| build(f, &["f"]);
     list(&f);
     assert_contains(&list(&f), "1 task · 1 cached (100%)");
     f.write("packages/f/src/two.txt", "2\n");

@@ -299,9 +299,7 @@ pub(super) fn subjects(
 }
 
 /// The report's lines about `--learn`.
-pub(super) fn report(
-    learned: Option<&Result<Learned, String>>,
-) -> String {
+pub(super) fn report(learned: Option<&Result<Learned, String>>) -> String {
     let mut out = String::new();
     match learned {
         None => {}
