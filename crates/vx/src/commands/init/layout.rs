@@ -17,8 +17,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::scripts::{Mapping, Task, TodoReason};
-use super::toml::{Cache, Table};
+use super::scripts::{LeftOutWhy, Mapping, Task, Todo, TodoReason};
+use super::toml::{Cache, File, Table};
 
 /// One package of the workspace, mapped.
 pub struct Member<'a> {
@@ -227,4 +227,46 @@ fn most_common<T: PartialEq + Default>(items: impl Iterator<Item = T>) -> T {
         .find(|(_, n)| *n == best)
         .map(|(value, _)| value)
         .unwrap_or_default()
+}
+
+/// The comments for scripts that are not tasks: hooks kept apart, scripts that drive the
+/// workspace, and scripts that cannot be tasks (each with a TODO).
+pub(super) fn left_out(file: &mut File, mapping: &Mapping) {
+    if let Some((hooks, why)) = &mapping.unfolded_hooks {
+        let names: Vec<String> = hooks.iter().map(|h| format!("`{h}`")).collect();
+        file.trailer.push(vec![
+            "Kept as tasks of their own, not folded into the scripts they precede or follow"
+                .to_string(),
+            format!(
+                "({why}, so the package manager does not run them): {}.",
+                names.join(", ")
+            ),
+        ]);
+    }
+    let orchestrating: Vec<String> = mapping
+        .left_out
+        .iter()
+        .filter(|l| l.why == LeftOutWhy::Orchestrates)
+        .map(|l| format!("  {}: {}", l.name, l.text))
+        .collect();
+    if !orchestrating.is_empty() {
+        let mut block = vec![
+            "Not mapped: these scripts drive the whole workspace; `vx run <task> --all` does that."
+                .to_string(),
+        ];
+        block.extend(orchestrating);
+        file.trailer.push(block);
+    }
+    for left in &mapping.left_out {
+        if let LeftOutWhy::Unmappable(problem) = &left.why {
+            let text = format!("script {:?} is not mapped: {problem}", left.name);
+            file.trailer
+                .push(vec![format!("TODO: {text}"), format!("  {}", left.text)]);
+            file.loose_todos.push(Todo {
+                reason: TodoReason::Unmappable,
+                subject: left.name.clone(),
+                text,
+            });
+        }
+    }
 }

@@ -32,9 +32,10 @@ use vx_workspace::{LoadError, PackageJson};
 
 use self::carried::{carried_tables, no_script, nx_tables, Carried};
 use self::edges::{hollow_tasks, nested_outputs, optional_edges};
+use self::layout::left_out;
 use self::manifest::{hooks_off, read_manifest};
 use self::nx::graph::{graph_deps, vx_name_of};
-use self::scripts::{map_scripts, script_text, Context, LeftOutWhy, Mapping, Todo, TodoReason};
+use self::scripts::{map_scripts, script_text, Context, LeftOutWhy, Mapping};
 use self::toml::{File, WorkspaceTable};
 use self::turbo::NotCarried;
 use crate::cli::{InitArgs, MigrateArgs};
@@ -760,46 +761,4 @@ enum From {
     Turbo,
     /// `vx migrate nx`: `nx.json` must exist.
     Nx,
-}
-
-/// The comments for scripts that are not tasks: hooks kept apart, scripts that drive the
-/// workspace, and scripts that cannot be tasks (each with a TODO).
-fn left_out(file: &mut File, mapping: &Mapping) {
-    if let Some((hooks, why)) = &mapping.unfolded_hooks {
-        let names: Vec<String> = hooks.iter().map(|h| format!("`{h}`")).collect();
-        file.trailer.push(vec![
-            "Kept as tasks of their own, not folded into the scripts they precede or follow"
-                .to_string(),
-            format!(
-                "({why}, so the package manager does not run them): {}.",
-                names.join(", ")
-            ),
-        ]);
-    }
-    let orchestrating: Vec<String> = mapping
-        .left_out
-        .iter()
-        .filter(|l| l.why == LeftOutWhy::Orchestrates)
-        .map(|l| format!("  {}: {}", l.name, l.text))
-        .collect();
-    if !orchestrating.is_empty() {
-        let mut block = vec![
-            "Not mapped: these scripts drive the whole workspace; `vx run <task> --all` does that."
-                .to_string(),
-        ];
-        block.extend(orchestrating);
-        file.trailer.push(block);
-    }
-    for left in &mapping.left_out {
-        if let LeftOutWhy::Unmappable(problem) = &left.why {
-            let text = format!("script {:?} is not mapped: {problem}", left.name);
-            file.trailer
-                .push(vec![format!("TODO: {text}"), format!("  {}", left.text)]);
-            file.loose_todos.push(Todo {
-                reason: TodoReason::Unmappable,
-                subject: left.name.clone(),
-                text,
-            });
-        }
-    }
 }
