@@ -32,14 +32,24 @@ fn wait_for_count(marker: &str, count: usize) -> Vec<i32> {
     }
 }
 
+/// Kills every process carrying `marker`, again and again until none is left: a tree still
+/// forking when the first list was read has a child the first kill missed (this raced under
+/// load).
 fn kill_all(marker: &str) {
-    for pid in pids_with_marker(marker) {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        for pid in pids_with_marker(marker) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        if wait_until_no_marker(marker, Duration::from_millis(100)).is_ok() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "survivors: {:?}",
+            pids_with_marker(marker)
+        );
     }
-    assert_eq!(
-        wait_until_no_marker(marker, Duration::from_secs(10)),
-        Ok(())
-    );
 }
 
 /// A status line of /proc/<pid>/status, such as `ShdPnd`.

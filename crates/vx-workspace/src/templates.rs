@@ -84,6 +84,11 @@ pub(crate) fn resolve_tasks(
     let mut resolving: BTreeMap<String, Resolving<'_>> = BTreeMap::new();
     for name in names {
         let own = project.tasks.get(name);
+        // `extends = false` and nothing else: the project has no task of this name, though a
+        // template would give it one from its script.
+        if own.is_some_and(opts_out) {
+            continue;
+        }
         let own_facts = project.facts.get(name).unwrap_or(&no_facts);
         let template = templates
             .tasks
@@ -460,6 +465,14 @@ fn overlay_facts(
             .collect(),
         unknown_key: own_facts.unknown_key || template_facts.unknown_key,
     }
+}
+
+/// A project's table that only says `extends = false`.
+fn opts_out(task: &TaskConfig) -> bool {
+    task.extends == Some(false)
+        && task.command.is_none()
+        && task.depends_on.is_empty()
+        && task.key_locations.keys().all(|key| key == "extends")
 }
 
 /// With no `command` on either side, the script's text is the command (CFG-13), run like any

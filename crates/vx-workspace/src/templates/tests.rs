@@ -158,6 +158,32 @@ fn extends_false_keeps_the_template_off() {
 }
 
 #[test]
+fn extends_false_alone_means_no_task_of_that_name() {
+    let web = package("web", "\"build\": \"vite build\", \"lint\": \"eslint .\"");
+    let ws = loaded(&[
+        ("vx.toml", &format!("{ROOT}\n[workspace.tasks.lint]\n")),
+        ("packages/web/package.json", &web),
+        ("packages/web/vx.toml", "[tasks.lint]\nextends = false\n"),
+    ]);
+    let tasks = &ws.project("web").unwrap().config.tasks;
+    assert!(tasks.contains_key("build"));
+    assert!(!tasks.contains_key("lint"), "{tasks:?}");
+    // With any other key it is a task of its own, which needs something to run.
+    let refused = errors(&[
+        ("vx.toml", ROOT),
+        ("packages/web/package.json", &web),
+        (
+            "packages/web/vx.toml",
+            "[tasks.build]\nextends = false\ndescription = \"x\"\n",
+        ),
+    ]);
+    assert!(
+        refused.contains("task `build` needs either `command` or `depends-on`"),
+        "{refused}"
+    );
+}
+
+#[test]
 fn the_root_gets_a_template_only_through_its_own_task() {
     let root_package = package("root", "\"build\": \"vx run build\"");
     let ws = loaded(&[

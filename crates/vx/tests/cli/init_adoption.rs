@@ -313,7 +313,8 @@ fn nx_plugin_inferred_targets_and_project_json_projects_come_from_nx_graph() {
     f.write(
         "nx.json",
         r#"{"plugins": ["./tools/infer.js"],
-            "targetDefaults": {"build": {"dependsOn": ["^build"], "cache": true}}}"#,
+            "targetDefaults": {"build": {"dependsOn": ["^build"], "cache": true},
+                               "test": {"cache": true}}}"#,
     );
     f.write(
         "tools/infer.js",
@@ -368,6 +369,18 @@ fs.writeFileSync("dist/out.txt", fs.readdirSync("src").map((n) => fs.readFileSyn
     assert_contains(
         &init.stdout,
         "compared with Nx 21.6.11 (`nx run-many -t build --graph`): the same 2 tasks and 1 edge\n",
+    );
+    // The `test` template would still make util's script a task: util says it has none.
+    assert_contains(
+        &f.read("libs/util/vx.toml"),
+        "[tasks.test]\n# Nx makes no target of this script here: no task, though the template would give one.\n\
+         extends = false\n",
+    );
+    let tests = f.vx(&["run", "test", "--all", "--dry=json"]);
+    assert_eq!(tests.code, 2, "{}{}", tests.stdout, tests.stderr);
+    assert_contains(
+        &tests.stderr,
+        "error: no selected project declares task `test`\n",
     );
     assert_contains(
         &init.stdout,

@@ -249,10 +249,14 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         .collect();
     // Nx runs no script of a project outside the package-manager workspaces.
     let mut graph_only: Vec<NotCarried> = Vec::new();
+    let mut not_targets: BTreeMap<String, Vec<String>> = BTreeMap::new();
     if let Some(Ok(graph)) = &graph {
         for ((dir, _), mapping) in members.iter().zip(mappings.iter_mut()) {
             if outside_members.contains(dir) {
-                graph_only.extend(nx::graph::graph_targets_only(graph, dir, mapping));
+                if let Some((dropped, note)) = nx::graph::graph_targets_only(graph, dir, mapping) {
+                    not_targets.insert(dir.clone(), dropped);
+                    graph_only.push(note);
+                }
             }
         }
     }
@@ -551,6 +555,12 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
                     Some(_) => {}
                 }
             }
+        }
+        if let Some(dropped) = not_targets.get(dir) {
+            let outs = nx::graph::opt_outs(dropped, &template_names);
+            tables.retain(|t| !outs.iter().any(|o| o.name == t.name));
+            tables.extend(outs);
+            tables.sort_by(|a, b| a.name.cmp(&b.name));
         }
         // An Nx project with no package.json is a vx project only through its vx.toml.
         let nx_only = outside_members.contains(dir) && !root.join(&manifest).is_file();

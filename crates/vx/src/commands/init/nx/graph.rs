@@ -5,7 +5,7 @@
 //! Projects Nx knows outside the package-manager members (an "integrated" repository's
 //! `apps/*` and `libs/*` with a `project.json`) come from the same graph.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
@@ -215,7 +215,7 @@ pub fn graph_targets_only(
     graph: &NxGraph,
     dir: &str,
     mapping: &mut crate::commands::init::scripts::Mapping,
-) -> Option<super::super::turbo::NotCarried> {
+) -> Option<(Vec<String>, super::super::turbo::NotCarried)> {
     let project = graph.projects.iter().find(|p| p.root == dir)?;
     let mut dropped = Vec::new();
     mapping.tasks.retain(|task| {
@@ -225,13 +225,36 @@ pub fn graph_targets_only(
         }
         keep
     });
-    (!dropped.is_empty()).then(|| super::super::turbo::NotCarried {
+    let note = super::super::turbo::NotCarried {
         what: format!("{dir}/package.json: scripts {}", dropped.join(", ")),
         at: vx_core::Location::new(format!("{dir}/package.json"), 1, 1),
         why: "the project is outside the package-manager workspaces, and Nx's graph gives it no \
               target of these names: not tasks"
             .to_string(),
-    })
+    };
+    (!dropped.is_empty()).then_some((dropped, note))
+}
+
+/// For each script [`graph_targets_only`] left out that a template would make a task all the
+/// same (templates apply to every script of their name): a table saying `extends = false`
+/// and nothing else, so the project has no such task, as under Nx.
+pub fn opt_outs(
+    dropped: &[String],
+    templates: &BTreeSet<String>,
+) -> Vec<crate::commands::init::toml::Table> {
+    dropped
+        .iter()
+        .filter(|name| templates.contains(*name))
+        .map(|name| crate::commands::init::toml::Table {
+            name: name.clone(),
+            no_template: true,
+            comments: vec![
+                "Nx makes no target of this script here: no task, though the template would give one."
+                    .to_string(),
+            ],
+            ..Default::default()
+        })
+        .collect()
 }
 
 /// The vx names of the projects the Nx project at `dir` depends on: a dependency's
