@@ -143,3 +143,43 @@ fn a_runner_that_cannot_say_leaves_the_files_written() {
     );
     assert!(f.path("vx.toml").is_file());
 }
+
+/// A runner that never answers is stopped (its whole process group) after `VX_INIT_TIMEOUT`,
+/// and `vx init` says so and succeeds.
+#[test]
+fn a_runner_that_hangs_is_stopped_and_said() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "workspaces": ["packages/*"]}"#,
+    );
+    f.write(
+        "turbo.json",
+        r#"{"tasks": {"build": {"outputs": ["dist/**"]}}}"#,
+    );
+    f.write(
+        "packages/a/package.json",
+        r#"{"name": "a", "scripts": {"build": "mkdir -p dist"}}"#,
+    );
+    // A shell that starts a child of its own and waits: both must go.
+    f.write(
+        "node_modules/.bin/turbo",
+        "#!/bin/sh\nsleep 37.123 &\nwait\n",
+    );
+    std::fs::set_permissions(
+        f.path("node_modules/.bin/turbo"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let init = f.vx_in("", &["init"], &[("VX_INIT_TIMEOUT", "1s")]);
+    assert_eq!(init.code, 0, "{}{}", init.stdout, init.stderr);
+    assert_contains(
+        &init.stdout,
+        "plans not compared: turbo could not be run: it did not answer within 1.00s (`VX_INIT_TIMEOUT`)\n",
+    );
+    assert!(f.path("vx.toml").is_file());
+    assert_eq!(
+        vx_test_support::process::wait_until_no_marker("37.123", std::time::Duration::from_secs(5)),
+        Ok(())
+    );
+}

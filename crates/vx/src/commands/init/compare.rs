@@ -15,6 +15,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use super::nx::graph::output_within;
+
 /// The runner whose configuration was carried over, with the task names it defines.
 pub(super) enum Peer {
     Turbo {
@@ -279,17 +281,18 @@ fn turbo_graph(
         return Ok(None);
     }
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let output = Command::new(&turbo)
-        .arg("run")
-        .args(&names)
-        .arg("--dry=json")
-        .current_dir(root)
-        .env("TURBO_TELEMETRY_DISABLED", "1")
-        .env("DO_NOT_TRACK", "1")
-        .env("TURBO_NO_UPDATE_NOTIFIER", "1")
-        .env_remove("CI")
-        .output()
-        .map_err(|e| format!("turbo could not be run: {e}"))?;
+    let output = output_within(
+        Command::new(&turbo)
+            .arg("run")
+            .args(&names)
+            .arg("--dry=json")
+            .current_dir(root)
+            .env("TURBO_TELEMETRY_DISABLED", "1")
+            .env("DO_NOT_TRACK", "1")
+            .env("TURBO_NO_UPDATE_NOTIFIER", "1")
+            .env_remove("CI"),
+    )
+    .map_err(|e| format!("turbo could not be run: {e}"))?;
     if !output.status.success() {
         return Err(format!(
             "`turbo run --dry=json` failed: {}",
@@ -349,10 +352,11 @@ fn nx_graph(
     let targets = names.iter().cloned().collect::<Vec<_>>().join(",");
     let dir = super::nx::graph::tempfile_dir()?;
     let file = dir.join("tasks.json");
-    let output = super::nx::graph::nx_command(root, &entry)
-        .args(["run-many", "-t", &targets])
-        .arg(format!("--graph={}", file.display()))
-        .output();
+    let output = output_within(
+        super::nx::graph::nx_command(root, &entry)
+            .args(["run-many", "-t", &targets])
+            .arg(format!("--graph={}", file.display())),
+    );
     let text = match output {
         Err(e) => Err(format!("`node` could not run Nx: {e}")),
         Ok(out) if !out.status.success() => {
@@ -428,14 +432,15 @@ fn nx_graph(
 /// `vx run <names> --all --dry=json`, by this very binary.
 fn vx_graph(root: &Path, names: &BTreeSet<&str>) -> Result<Graph, String> {
     let exe = std::env::current_exe().map_err(|e| format!("vx cannot find itself: {e}"))?;
-    let output = Command::new(exe)
-        .arg("run")
-        .args(names)
-        .args(["--all", "--dry=json"])
-        .current_dir(root)
-        .env_remove("VX_LOG")
-        .output()
-        .map_err(|e| format!("vx could not plan: {e}"))?;
+    let output = output_within(
+        Command::new(exe)
+            .arg("run")
+            .args(names)
+            .args(["--all", "--dry=json"])
+            .current_dir(root)
+            .env_remove("VX_LOG"),
+    )
+    .map_err(|e| format!("vx could not plan: {e}"))?;
     if !output.status.success() {
         return Err(format!(
             "`vx run --dry=json` failed: {}",

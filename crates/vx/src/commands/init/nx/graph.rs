@@ -65,16 +65,85 @@ pub fn nx_command(root: &Path, entry: &Path) -> Command {
     command
 }
 
+/// How long `vx init` waits for a runner it asks (`nx graph`, `turbo run --dry=json`, its own
+/// `vx run --dry=json`): `VX_INIT_TIMEOUT`, default 5 minutes.
+const INIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// `command`'s output, as `Command::output`, but bounded: one that has not exited within
+/// `VX_INIT_TIMEOUT` is killed with its whole process group, and the error says so. A hung
+/// runner never hangs `vx init`.
+pub fn output_within(command: &mut Command) -> std::io::Result<std::process::Output> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let within = std::env::var("VX_INIT_TIMEOUT")
+        .ok()
+        .and_then(|t| vx_core::units::parse_duration(&t))
+        .unwrap_or(INIT_TIMEOUT);
+    let mut child = command
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = std::time::Instant::now() + within;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let group = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+            let _ = child.wait();
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "it did not answer within {} (`VX_INIT_TIMEOUT`)",
+                    vx_core::units::format_duration(within)
+                ),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
 /// Asks the repository's own Nx for its project graph. `Err` says why there is none (Nx not
 /// installed, or it failed): the caller then infers what it can from the files.
 pub fn read(root: &Path) -> Result<NxGraph, String> {
     let (entry, version) = nx_entry(root).ok_or("Nx is not installed (no node_modules/nx)")?;
     let dir = tempfile_dir()?;
     let file = dir.join("graph.json");
-    let output = nx_command(root, &entry)
-        .arg("graph")
-        .arg(format!("--file={}", file.display()))
-        .output();
+    let output = output_within(
+        nx_command(root, &entry)
+            .arg("graph")
+            .arg(format!("--file={}", file.display())),
+    );
     let result = match output {
         Err(e) => Err(format!("`node` could not run Nx: {e}")),
         Ok(out) if !out.status.success() => {
