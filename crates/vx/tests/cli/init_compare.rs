@@ -110,9 +110,8 @@ fn vx_init_compares_its_plan_with_turbos_and_names_each_difference() {
     );
 }
 
-/// A runner that fails to say is a line in the report, never a failed `vx init`.
-#[test]
-fn a_runner_that_cannot_say_leaves_the_files_written() {
+/// A one-package Turborepo whose `node_modules/.bin/turbo` is `script`.
+fn with_turbo(script: &str) -> Fixture {
     let f = empty();
     f.write(
         "package.json",
@@ -126,15 +125,19 @@ fn a_runner_that_cannot_say_leaves_the_files_written() {
         "packages/a/package.json",
         r#"{"name": "a", "scripts": {"build": "mkdir -p dist"}}"#,
     );
-    f.write(
-        "node_modules/.bin/turbo",
-        "#!/bin/sh\necho 'turbo: no lockfile found' >&2\nexit 1\n",
-    );
+    f.write("node_modules/.bin/turbo", script);
     std::fs::set_permissions(
         f.path("node_modules/.bin/turbo"),
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
+    f
+}
+
+/// A runner that fails to say is a line in the report, never a failed `vx init`.
+#[test]
+fn a_runner_that_cannot_say_leaves_the_files_written() {
+    let f = with_turbo("#!/bin/sh\necho 'turbo: no lockfile found' >&2\nexit 1\n");
     let init = f.vx(&["init"]);
     assert_eq!(init.code, 0, "{}{}", init.stdout, init.stderr);
     assert_contains(
@@ -148,29 +151,8 @@ fn a_runner_that_cannot_say_leaves_the_files_written() {
 /// and `vx init` says so and succeeds.
 #[test]
 fn a_runner_that_hangs_is_stopped_and_said() {
-    let f = empty();
-    f.write(
-        "package.json",
-        r#"{"name": "root", "private": true, "workspaces": ["packages/*"]}"#,
-    );
-    f.write(
-        "turbo.json",
-        r#"{"tasks": {"build": {"outputs": ["dist/**"]}}}"#,
-    );
-    f.write(
-        "packages/a/package.json",
-        r#"{"name": "a", "scripts": {"build": "mkdir -p dist"}}"#,
-    );
     // A shell that starts a child of its own and waits: both must go.
-    f.write(
-        "node_modules/.bin/turbo",
-        "#!/bin/sh\nsleep 37.123 &\nwait\n",
-    );
-    std::fs::set_permissions(
-        f.path("node_modules/.bin/turbo"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let f = with_turbo("#!/bin/sh\nsleep 37.123 &\nwait\n");
     let init = f.vx_in("", &["init"], &[("VX_INIT_TIMEOUT", "1s")]);
     assert_eq!(init.code, 0, "{}{}", init.stdout, init.stderr);
     assert_contains(

@@ -187,3 +187,36 @@ fn learn_names_what_it_runs_and_refuses_a_dry_run() {
     );
     assert!(f.path("vx.toml").is_file());
 }
+
+/// Two tasks that learned the same output: vx lets one cached task own it (GRAPH-8), so the
+/// second check keeps `build`'s cache, uncaches the other, and the report does not count it.
+#[test]
+fn a_learned_cache_vx_refuses_is_not_counted() {
+    let f = empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "workspaces": ["packages/*"]}"#,
+    );
+    f.write(".gitignore", "node_modules\ndist\n.vx\n");
+    f.write("packages/p/src/a.txt", "a\n");
+    f.write(
+        "packages/p/package.json",
+        r#"{"name": "p", "version": "1.0.0", "scripts": {
+            "build": "mkdir -p dist && cp src/a.txt dist/x.txt",
+            "pack": "mkdir -p dist && cp src/a.txt dist/x.txt"}}"#,
+    );
+    f.commit();
+    let init = f.vx(&["init", "--learn", "build,pack"]);
+    assert_eq!(init.code, 0, "{}{}", init.stdout, init.stderr);
+    assert_contains(
+        &init.stdout,
+        "learned: 1 task cached over what it read and wrote in a traced run",
+    );
+    assert_contains(
+        &init.stdout,
+        "not learned, left uncached (1):\n  p#pack: vx refused the cache learned for it (see `not carried over`)\n",
+    );
+    assert_contains(&init.stdout, "p#pack: cache");
+    assert_contains(&build(&f, &["p"]), "1 task · 0 cached (0%)");
+    assert_contains(&build(&f, &["p"]), "1 task · 1 cached (100%)");
+}

@@ -106,13 +106,14 @@ fn upstream(
     root: &Path,
     names: &[&String],
 ) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
-    let out = Command::new(exe)
-        .arg("run")
-        .args(names)
-        .args(["--all", "--dry=json", "--remote-exec=off"])
-        .current_dir(root)
-        .output()
-        .map_err(|e| format!("vx could not plan the tasks: {e}"))?;
+    let out = super::nx::graph::output_within(
+        Command::new(exe)
+            .arg("run")
+            .args(names)
+            .args(["--all", "--dry=json", "--remote-exec=off"])
+            .current_dir(root),
+    )
+    .map_err(|e| format!("vx could not plan the tasks: {e}"))?;
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|_| {
         let text = String::from_utf8_lossy(&out.stderr);
         format!(

@@ -150,12 +150,18 @@ pub(crate) fn propose(
 
     let mut proposal = Proposal::default();
     let mut outputs = BTreeSet::new();
+    // Each top directory is walked once, not once per file written in it.
+    let mut whole: BTreeMap<String, bool> = BTreeMap::new();
     for rel in &wrote {
         let inner = in_project(rel);
-        let top = inner.split_once('/').map(|(top, _)| top);
-        let whole = top.is_some_and(|top| only_written(&project_root.join(top), cx.root, &wrote));
+        let top = inner.split_once('/').map(|(top, _)| top.to_string());
+        let all_written = top.as_ref().is_some_and(|top| {
+            *whole
+                .entry(top.clone())
+                .or_insert_with(|| only_written(&project_root.join(top), cx.root, &wrote))
+        });
         outputs.insert(match top {
-            Some(top) if whole => format!("{top}/**"),
+            Some(top) if all_written => format!("{top}/**"),
             _ => inner,
         });
     }
