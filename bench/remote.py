@@ -4,7 +4,7 @@ vx on a buildbox-casd (REAPI) server.
 
     scripts/test (or npm install --prefix .test-tools/npm turbo@2.11.13 turborepo-remote-cache@2.12.0,
                   and buildbox-casd into .test-tools/buildbox as scripts/test does)
-    cargo build --release -p vx
+    cargo build --release -p vx-run
     python3 bench/remote.py --projects 1000 --rounds 5 [--vx target/release/vx] [--concurrency 2]
 
 One workspace from bench/generate.py (vx and turbo flavours in one commit) gets a

@@ -5,7 +5,7 @@ graph, run locally at `--concurrency 2` and remotely on BuildGrid with 16 worker
 added latency per remote action.
 
     scripts/test            (installs BuildGrid, PostgreSQL and buildbox-run into .test-tools)
-    cargo build --release -p vx -p vx-test-support --bin vx --bin vx-engine
+    cargo build --release -p vx-run -p vx-test-support --bin vx --bin vx-engine
     python3 bench/remote_exec.py [--tasks 200] [--workers 16] [--max-in-flight 16] [--rounds 3]
 
 The workspace: `--tasks` projects with one `build` each (`sleep 1`, one output file), each

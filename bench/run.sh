@@ -25,6 +25,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bench/install.sh
 if [[ -z ${VX:-} ]]; then
-    cargo build --release -p vx
+    cargo build --release -p vx-run
 fi
 exec python3 bench/compare.py --sizes "${SIZES:-100,1000,5000}" --skip "${SKIP-nx@5000,moon@5000}" "$@"

@@ -9,12 +9,15 @@
 //!   `buildbox-casd`) on loopback; [`http_fake`], [`reapi_fake`]: in-process fakes beside them
 //!   for fault injection.
 //! - [`tools`]: `turbo` and `nx` from the npm registry, installed by `scripts/test`.
+//! - [`npm_registry`]: a real npm registry (Verdaccio) on loopback and the package managers
+//!   (pnpm, Yarn 1, Yarn Berry, bun) that install vx's npm packages from it.
 
 pub mod buildgrid;
 pub mod fakes;
 pub mod fixture;
 pub mod http_cache;
 pub mod http_fake;
+pub mod npm_registry;
 pub mod otlp;
 pub mod process;
 pub mod reapi;

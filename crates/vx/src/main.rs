@@ -85,6 +85,9 @@ fn guard_program() -> std::path::PathBuf {
 
 fn real_main() -> Result<i32, Failure> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).map(std::ffi::OsString::as_os_str) == Some(commands::man::ARG.as_ref()) {
+        return commands::man::write(&args[2..]);
+    }
     let cli = match cli::parse(args) {
         Parsed::Cli(cli) => cli,
         Parsed::Print(text) => {

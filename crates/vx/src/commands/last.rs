@@ -604,7 +604,7 @@ mod tests {
         let shipped = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             shipped == derived,
-            "docs/schemas/{file} is out of date: run `VX_UPDATE_SCHEMAS=1 cargo test -p vx --bin vx schema`"
+            "docs/schemas/{file} is out of date: run `VX_UPDATE_SCHEMAS=1 cargo test -p vx-run --bin vx schema`"
         );
     }
 

@@ -7,6 +7,7 @@ pub mod info;
 pub mod init;
 pub mod last;
 pub mod lock;
+pub mod man;
 pub mod show;
 pub mod why;
 
@@ -48,10 +49,15 @@ pub fn version() -> i32 {
     exit::SUCCESS
 }
 
+/// `vx 0.1.0 (3f9c2e1a7b, x86_64-unknown-linux-gnu)`: the commit is left out when the build
+/// did not know it (`build.rs`).
 pub fn version_line() -> String {
+    let target = env!("VX_TARGET");
     match option_env!("VX_GIT_SHA") {
-        Some(sha) if !sha.is_empty() => format!("vx {} ({sha})", env!("CARGO_PKG_VERSION")),
-        _ => format!("vx {}", env!("CARGO_PKG_VERSION")),
+        Some(sha) if !sha.is_empty() => {
+            format!("vx {} ({sha}, {target})", env!("CARGO_PKG_VERSION"))
+        }
+        _ => format!("vx {} ({target})", env!("CARGO_PKG_VERSION")),
     }
 }
 

@@ -157,11 +157,21 @@ fn version_and_help() {
     let f = empty();
     let out = f.vx(&["--version"]);
     assert_eq!(out.code, 0);
-    assert!(
-        out.stdout
-            .starts_with(&format!("vx {}", env!("CARGO_PKG_VERSION"))),
-        "{}",
-        out.stdout
+    // CLI-4, DIST-4: `vx 0.1.0 (<commit>, <target>)`, the commit this checkout is at.
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=10", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    let target = format!(
+        "{}-unknown-{}-gnu",
+        std::env::consts::ARCH,
+        std::env::consts::OS
+    );
+    assert_eq!(
+        out.stdout,
+        format!("vx {} ({head}, {target})\n", env!("CARGO_PKG_VERSION")),
     );
     let out = f.vx(&["version", "extra"]);
     assert_eq!(out.code, 2);

@@ -41,7 +41,7 @@
 //! the mtime within the kernel's timestamp tick of the file's previous change leaves every
 //! `lstat` field as it was. Such rewrites wait until the file's ctime is 20 ms old.
 //!
-//! Reproduce or extend: `VX_FUZZ_SEED=<n> VX_FUZZ_EDITS=<n> cargo test -p vx --test cli fuzz`
+//! Reproduce or extend: `VX_FUZZ_SEED=<n> VX_FUZZ_EDITS=<n> cargo test -p vx-run --test cli fuzz`
 //! (a failure prints its seed and the edit log, and keeps the workspace). These variables are
 //! read by the test only.
 

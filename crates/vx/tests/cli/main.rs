@@ -12,6 +12,7 @@ mod cli_errors;
 mod completions;
 mod config_errors;
 mod containment;
+mod distribution;
 mod doc_commands;
 mod execution;
 mod fuzz;

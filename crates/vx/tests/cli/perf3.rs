@@ -12,7 +12,7 @@
 //! the tasks executed and nothing else (no git, no probe), and on a committed clean tree no file
 //! is read (`files_hashed = 0`): clean tracked files take their identity from the index.
 //!
-//! Updating the baseline: run `cargo test -p vx --test cli perf3 -- --nocapture`; the test
+//! Updating the baseline: run `cargo test -p vx-run --test cli perf3 -- --nocapture`; the test
 //! prints the measured numbers as a ready-to-paste `BASELINE` table. Paste it over the one below
 //! when a change lowers a counter, or when it raises one on purpose (say why in the commit).
 

@@ -405,7 +405,7 @@ mod tests {
         }
         assert!(
             text == schema(),
-            "docs/schemas/summary.schema.json is out of date: run `VX_UPDATE_SCHEMAS=1 cargo test -p vx --bin vx schema`"
+            "docs/schemas/summary.schema.json is out of date: run `VX_UPDATE_SCHEMAS=1 cargo test -p vx-run --bin vx schema`"
         );
     }
 
