@@ -88,6 +88,7 @@ def main():
     parser.add_argument("--projects", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
+    args.dist = args.dist.resolve()
     manifest = json.loads((args.dist / "manifest.json").read_text())
     platform = "linux-x64-gnu"
     tarballs = [args.dist / manifest["front"], args.dist / manifest["built"][platform]["npm"]]
@@ -100,6 +101,10 @@ def main():
         subprocess.run([sys.executable, ROOT / "bench/generate.py", "--projects",
                         str(args.projects), "--out", ws, "--tools", "vx"], check=True,
                        stdout=subprocess.DEVNULL)
+        # npm refuses `workspace:*`; `*`, which the local copy satisfies, keeps vx's edges.
+        for manifest_path in ws.glob("packages/*/package.json"):
+            text = manifest_path.read_text()
+            manifest_path.write_text(text.replace('"workspace:*"', '"*"'))
         shutil.copy(npmrc, ws / ".npmrc")
         subprocess.run(["npm", "install", "-D", "@vx-run/cli", "--ignore-scripts", "--cache",
                         tmp / "npm-cache", "--no-audit", "--no-fund"], cwd=ws, check=True,

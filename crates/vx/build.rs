@@ -27,9 +27,14 @@ fn main() {
     {
         let dir = String::from_utf8_lossy(&output.stdout).trim().to_string();
         if output.status.success() && !dir.is_empty() {
-            println!("cargo:rerun-if-changed={dir}/HEAD");
-            println!("cargo:rerun-if-changed={dir}/refs/heads");
-            println!("cargo:rerun-if-changed={dir}/packed-refs");
+            // Only paths that exist: cargo reruns a build script on every build for one that
+            // does not, and vx would be linked again each time.
+            for path in ["HEAD", "refs/heads", "packed-refs"] {
+                let path = Path::new(&dir).join(path);
+                if path.exists() {
+                    println!("cargo:rerun-if-changed={}", path.display());
+                }
+            }
         }
     }
 }
@@ -46,8 +51,8 @@ fn git_commit() -> Option<String> {
 /// `{"git": {"sha1": "…"}, …}`, read without a JSON parser: build scripts stay dependency-free.
 fn packaged_commit(manifest_dir: &Path) -> Option<String> {
     let path = manifest_dir.join(".cargo_vcs_info.json");
+    let text = std::fs::read_to_string(&path).ok()?;
     println!("cargo:rerun-if-changed={}", path.display());
-    let text = std::fs::read_to_string(path).ok()?;
     let start = text.find("\"sha1\"")? + "\"sha1\"".len();
     let rest = text[start..].trim_start().strip_prefix(':')?.trim_start();
     let sha: String = rest

@@ -668,10 +668,11 @@ fn the_tarball_holds_the_binary_man_pages_and_completions() {
             assert!(man.status.success(), "{man:?}");
             assert!(page.contains("--concurrency"), "{page}");
         }
-        Err(e) => assert!(
-            !vx_test_support::tools::tools_required(),
-            "man is missing ({e}): apt-get install man-db"
-        ),
+        Err(e) => {
+            let why = format!("man is missing ({e}): apt-get install man-db (scripts/test does)");
+            assert!(!vx_test_support::tools::tools_required(), "{why}");
+            eprintln!("skipped the man page check: {why}");
+        }
     }
     let bash = Command::new("bash")
         .arg("-c")
