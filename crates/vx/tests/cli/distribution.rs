@@ -280,8 +280,9 @@ impl Installed {
         let out = installed.pm_run(&args);
         assert!(
             out.status.success(),
-            "installing with {}: {out:?}",
-            installed.name()
+            "installing with {}: {out:?}\nthe registry's log:\n{}",
+            installed.name(),
+            installed._registry.log()
         );
         Some(installed)
     }
@@ -309,6 +310,9 @@ impl Installed {
             .env("npm_config_update_notifier", "false")
             .env("BUN_INSTALL_CACHE_DIR", self.cache.join("bun"))
             .env("XDG_CACHE_HOME", self.cache.join("xdg"))
+            // Berry keeps registry metadata (tarball URLs with the port) in its global folder,
+            // which would outlive this registry.
+            .env("YARN_GLOBAL_FOLDER", self.cache.join("berry-global"))
             .env_remove("VX_BINARY")
             .stdin(Stdio::null());
         command
