@@ -63,12 +63,14 @@ pub struct Output {
     pub completion: Completion,
 }
 
+/// The one supervisor of the process, made by the first [`Supervisor::new`].
+static SHARED: OnceLock<Arc<SupervisorShared>> = OnceLock::new();
+
 impl Supervisor {
     /// Makes vx a child subreaper (`PR_SET_CHILD_SUBREAPER` on Linux) and starts the single
     /// reaper thread, the first time; afterwards returns another handle on them.
     #[allow(clippy::new_without_default)]
     pub fn new() -> Supervisor {
-        static SHARED: OnceLock<Arc<SupervisorShared>> = OnceLock::new();
         let shared = SHARED.get_or_init(|| {
             #[cfg(target_os = "linux")]
             match nix::sys::prctl::set_child_subreaper(true) {
@@ -98,6 +100,15 @@ impl Supervisor {
     /// commands): the spawn counter of PERF-3.
     pub fn spawned(&self) -> u64 {
         self.shared.next_task_id.load(Ordering::Relaxed) - 1
+    }
+
+    /// [`Supervisor::spawned`] without making a supervisor: 0 when none was made. Reading the
+    /// counter must not start the reaper, whose `wait4(-1)` takes every child of the process,
+    /// those of a `std::process::Command` included (the unit tests' `git`).
+    pub fn spawned_so_far() -> u64 {
+        SHARED
+            .get()
+            .map_or(0, |shared| shared.next_task_id.load(Ordering::Relaxed) - 1)
     }
 
     /// Spawns a task. Never fails: a spawn failure is reported as a `Completed` event with

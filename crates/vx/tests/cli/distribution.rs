@@ -385,6 +385,27 @@ fn installs_and_runs(pm: Pm) {
         ws.name(),
         text(&version)
     );
+    if pm != Pm::Berry {
+        // The layout this package manager made is one the launcher's shell path knows: with
+        // no Node on PATH (only the programs the shell path and pnpm's shim run), the link still
+        // becomes the binary instead of falling back to Node.
+        let bin = tempfile::tempdir().unwrap();
+        for tool in ["uname", "readlink", "dirname", "sed"] {
+            std::os::unix::fs::symlink(format!("/usr/bin/{tool}"), bin.path().join(tool)).unwrap();
+        }
+        let shell_path = Command::new(ws.f.path("node_modules/.bin/vx"))
+            .arg("--version")
+            .env("PATH", bin.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&shell_path.stdout),
+            String::from_utf8_lossy(&direct.stdout),
+            "{}: {}",
+            ws.name(),
+            text(&shell_path)
+        );
+    }
     let run = ws.exec(&["run", "build", "--all"]);
     assert_eq!(run.status.code(), Some(0), "{}: {}", ws.name(), text(&run));
     assert_eq!(ws.f.read("packages/app/dist/app.txt"), "from lib\n");

@@ -307,7 +307,7 @@ fn history_rows(
 /// peak RSS (not its children's) for the benchmarks.
 pub fn report_counters(files_hashed: u64, store: Option<&Store>) {
     let statements = store.map_or(0, Store::statements);
-    let spawns = vx_exec::Supervisor::new().spawned();
+    let spawns = vx_exec::Supervisor::spawned_so_far();
     let (user_ms, sys_ms, rss_kib) =
         match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
             Ok(usage) => {
