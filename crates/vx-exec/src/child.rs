@@ -40,7 +40,7 @@ pub(crate) const CONTROL_FD: RawFd = 3;
 pub(crate) const REPORT_FD: RawFd = 4;
 
 /// `struct clone_args` of `clone3(2)`.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #[repr(C)]
 #[derive(Default)]
 struct CloneArgs {

@@ -21,9 +21,13 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 use nix::sys::ptrace;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 use nix::sys::signal::Signal;
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::sys::wait::WaitStatus;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
 /// Whether this build can trace (the register layout below is x86-64's).
@@ -235,6 +239,28 @@ pub fn spawn_traced(program: &OsString, args: &[OsString]) -> std::io::Result<Tr
     }
 }
 
+/// Elsewhere tracing is refused before anything starts ([`supported`] is false, and the
+/// sandbox and `--learn` check it first); this keeps the callers building for every target.
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+pub fn spawn_traced(_program: &OsString, _args: &[OsString]) -> std::io::Result<Tracer> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "tracing needs Linux on x86-64",
+    ))
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+impl Tracer {
+    pub fn leader(&self) -> Pid {
+        self.leader
+    }
+
+    /// Never called: no `Tracer` is made on this target.
+    pub fn wait_with(self, _seen: impl FnMut(Access)) -> WaitStatus {
+        unreachable!("spawn_traced never succeeds on this target")
+    }
+}
+
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 impl Tracer {
     pub fn leader(&self) -> Pid {
@@ -376,6 +402,7 @@ fn observe(pid: Pid, seen: &mut impl FnMut(Access)) {
     }
 }
 
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn open_kind(write_bits: u64) -> AccessKind {
     if write_bits == 0 {
         AccessKind::Read
