@@ -52,7 +52,8 @@ def start_registry(tmp, tarballs):
     config.write_text(
         f"storage: {tmp / 'storage'}\nauth:\n  htpasswd:\n    file: {tmp / 'htpasswd'}\n"
         f"uplinks: {{}}\npackages:\n  '**':\n    access: $all\n    publish: $authenticated\n"
-        f"listen: 127.0.0.1:{port}\nlog: {{ type: stdout, format: pretty, level: warn }}\n")
+        f"listen: 127.0.0.1:{port}\nmax_body_size: 200mb\n"
+        f"log: {{ type: stdout, format: pretty, level: warn }}\n")
     server = subprocess.Popen(["node", verdaccio, "--config", config],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"

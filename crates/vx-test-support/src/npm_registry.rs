@@ -66,12 +66,15 @@ impl Registry {
             .tempdir()
             .expect("a temp dir");
         let port = free_port();
+        // Verdaccio takes at most 10 MB a request unless told: a debug build of vx, which
+        // `cargo test` alone packages, is about 46 MB stripped.
         let config = format!(
             "storage: {storage}\n\
              auth:\n  htpasswd:\n    file: {htpasswd}\n\
              uplinks: {{}}\n\
              packages:\n  '**':\n    access: $all\n    publish: $authenticated\n\
              listen: 127.0.0.1:{port}\n\
+             max_body_size: 200mb\n\
              log: {{ type: stdout, format: pretty, level: warn }}\n",
             storage = dir.path().join("storage").display(),
             htpasswd = dir.path().join("htpasswd").display(),
