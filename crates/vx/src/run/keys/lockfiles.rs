@@ -137,7 +137,7 @@ impl Lockfiles {
             Err(reason) => {
                 if self.told.insert(file.to_string()) {
                     notices.push(crate::run::outcome::Notice::Note(format!(
-                        "vx: {file}: {reason}; every task folds the whole file (KEY-3)"
+                        "{file}: {reason}; every task folds the whole file (KEY-3)"
                     )));
                 }
                 return None;
