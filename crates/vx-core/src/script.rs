@@ -108,6 +108,19 @@ pub fn quote_arg(arg: &str) -> String {
     }
 }
 
+/// A word of a command line a user is meant to paste (a `re-run:` line, a refusal's vx
+/// spelling), as a POSIX shell reads it back: as it is when every character is plain (`#` and
+/// `^` included, but not a leading `#`, which starts a comment), else single-quoted. Task ids
+/// stay readable (`web#build`); `a;touch X` cannot run `touch`.
+pub fn quote_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./_-#^".contains(c);
+    if !word.is_empty() && !word.starts_with('#') && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// The command with forwarded arguments appended to its last non-blank line (before a trailing
 /// unquoted `#` comment), as shown on the frame's `$` line.
 pub fn with_args(command: &str, args: &[String]) -> String {

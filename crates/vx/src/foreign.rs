@@ -9,6 +9,7 @@
 
 use std::ffi::OsString;
 
+use vx_core::script::quote_word;
 use vx_core::Diagnostic;
 
 /// Flags of other runners that vx refuses, with the vx spelling. (Those it accepts are clap
@@ -81,13 +82,13 @@ fn verb_position(words: &[&str]) -> Option<usize> {
 /// `nx run-many …`, `nx affected …`, `nx graph`, `nx show project X` as vx command lines.
 fn nx_verb(globals: &[&str], verb: &str, rest: &[&str]) -> Option<Diagnostic> {
     let mut line: Vec<String> = vec!["vx".into()];
-    line.extend(globals.iter().map(|w| quoted(w)));
+    line.extend(globals.iter().map(|w| quote_word(w)));
     let mut dropped = Vec::new();
     match verb {
         "show" => {
             let (what, name) = (rest.first()?, rest.get(1));
             match (*what, name) {
-                ("project", Some(name)) => line.extend(["show".into(), quoted(name)]),
+                ("project", Some(name)) => line.extend(["show".into(), quote_word(name)]),
                 ("projects", _) => line.push("info".into()),
                 _ => return None,
             }
@@ -100,25 +101,25 @@ fn nx_verb(globals: &[&str], verb: &str, rest: &[&str]) -> Option<Diagnostic> {
             if run.targets.is_empty() {
                 line.push("<task>".into());
             }
-            line.extend(run.targets.iter().map(|t| quoted(t)));
+            line.extend(run.targets.iter().map(|t| quote_word(t)));
             if verb == "affected" {
                 line.push(match run.base {
-                    Some(base) => format!("--affected={}", quoted(&base)),
+                    Some(base) => format!("--affected={}", quote_word(&base)),
                     None => "--affected".into(),
                 });
             } else if run.projects.is_empty() {
                 line.push("--all".into());
             }
             for project in &run.projects {
-                line.extend(["--filter".into(), quoted(project)]);
+                line.extend(["--filter".into(), quote_word(project)]);
             }
             for project in &run.excluded {
-                line.extend(["--filter".into(), quoted(&format!("!{project}"))]);
+                line.extend(["--filter".into(), quote_word(&format!("!{project}"))]);
             }
             line.extend(run.flags);
             if !run.forwarded.is_empty() {
                 line.push("--".into());
-                line.extend(run.forwarded.iter().map(|w| quoted(w)));
+                line.extend(run.forwarded.iter().map(|w| quote_word(w)));
             }
         }
     }
@@ -200,7 +201,7 @@ impl RunMany {
                     _ => {}
                 },
                 "--graph" => run.flags.push(match inline {
-                    Some(file) => format!("--graph={}", quoted(&file)),
+                    Some(file) => format!("--graph={}", quote_word(&file)),
                     None => "--graph=graph.html".into(),
                 }),
                 "--dry-run" => run.flags.push("--dry".into()),
@@ -214,16 +215,6 @@ impl RunMany {
             }
         }
         run
-    }
-}
-
-/// A word as a POSIX shell reads it back: as it is when it is plain, else single-quoted.
-fn quoted(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./_-#^".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 

@@ -307,7 +307,7 @@ fn run_text(inv: &Invocation, rows: &[RunRow]) -> String {
     }
     let rerun: Vec<String> = failed
         .iter()
-        .map(|r| format!("{}#{}", r.project, r.task))
+        .map(|r| vx_core::script::quote_word(&format!("{}#{}", r.project, r.task)))
         .collect();
     if !rerun.is_empty() {
         text.push_str(&format!("\nre-run: vx run {}\n", rerun.join(" ")));

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use vx_core::script::quote_word;
 use vx_core::units::format_duration;
 
 use super::style::Style;
@@ -85,7 +86,9 @@ pub fn recap(
         ));
     }
     if !totals.rerun.is_empty() {
-        text.push_str(&format!("re-run: vx run {}\n\n", totals.rerun.join(" ")));
+        // A line to paste: each id as the shell reads it back (`a;touch X` stays one id).
+        let ids: Vec<String> = totals.rerun.iter().map(|id| quote_word(id)).collect();
+        text.push_str(&format!("re-run: vx run {}\n\n", ids.join(" ")));
     }
     text
 }

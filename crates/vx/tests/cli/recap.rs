@@ -71,6 +71,49 @@ fn a_long_re_run_line_names_only_the_top_tasks() {
     assert_contains(&out.stdout, "re-run: vx run lib#base lib#mid lib#top\n");
 }
 
+/// Issue 42, item 12: the `re-run:` line (and `vx last`'s) is a command line to paste, so a
+/// task id the shell would split or run (`a;touch X`) is quoted; pasted into `sh` with a `vx`
+/// that prints its arguments, it is one argument and nothing else runs.
+#[test]
+fn the_re_run_line_quotes_ids_for_the_shell() {
+    let f = one_project("[tasks.\"a;touch X\"]\ncommand = \"exit 1\"\n");
+    let out = f.vx(&["run", "lib#a;touch X"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let line = "re-run: vx run 'lib#a;touch X'";
+    assert!(out.stdout.lines().any(|l| l == line), "{}", out.stdout);
+    let last = f.vx(&["last"]);
+    assert!(last.stdout.lines().any(|l| l == line), "{}", last.stdout);
+    // Pasted: a stand-in `vx` prints each argument on its own line.
+    let bin = f.path("stand-in");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("vx"), "#!/bin/sh\nprintf '%s\\n' \"$@\"\n").unwrap();
+    std::fs::set_permissions(
+        bin.join("vx"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let pasted = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(line.strip_prefix("re-run: ").unwrap())
+        .current_dir(f.root())
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&pasted.stdout),
+        "run\nlib#a;touch X\n"
+    );
+    assert!(!f.path("X").exists(), "pasting the line ran `touch X`");
+    // Plain ids stay as they are.
+    let f = one_project("[tasks.base]\ncommand = \"exit 1\"\n");
+    let out = f.vx(&["run", "lib#base"]);
+    assert!(
+        out.stdout.lines().any(|l| l == "re-run: vx run lib#base"),
+        "{}",
+        out.stdout
+    );
+}
+
 /// After Ctrl-C the footer says the run was interrupted and counts what never started; it
 /// gives no cached share of a run that did not finish, and the `re-run:` line names what the
 /// command still owes.
