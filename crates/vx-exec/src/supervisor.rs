@@ -97,14 +97,9 @@ impl Supervisor {
     }
 
     /// How many processes this process has spawned through the supervisor (tasks, probes, git
-    /// commands): the spawn counter of PERF-3.
-    pub fn spawned(&self) -> u64 {
-        self.shared.next_task_id.load(Ordering::Relaxed) - 1
-    }
-
-    /// [`Supervisor::spawned`] without making a supervisor: 0 when none was made. Reading the
-    /// counter must not start the reaper, whose `wait4(-1)` takes every child of the process,
-    /// those of a `std::process::Command` included (the unit tests' `git`).
+    /// commands), the spawn counter of PERF-3: 0 when no supervisor was made. Reading it makes
+    /// none, for making one starts the reaper, whose `wait4(-1)` takes every child of the
+    /// process, those of a `std::process::Command` included (the unit tests' `git`).
     pub fn spawned_so_far() -> u64 {
         SHARED
             .get()

@@ -52,7 +52,6 @@ pub struct Registry {
     pub port: u16,
     /// The `.npmrc` lines that point a client at the registry with the publishing user's token.
     pub npmrc: String,
-    pub token: String,
     dir: tempfile::TempDir,
 }
 
@@ -95,7 +94,6 @@ impl Registry {
             child,
             port,
             npmrc: String::new(),
-            token: String::new(),
             dir,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -125,7 +123,6 @@ impl Registry {
             "registry={url}/\n//127.0.0.1:{port}/:_authToken={token}\n",
             url = registry.url()
         );
-        registry.token = token;
         let userconfig = registry.dir.path().join("publish.npmrc");
         std::fs::write(&userconfig, &registry.npmrc).expect("write .npmrc");
         for tarball in tarballs {

@@ -12,15 +12,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use vx_test_support::fixture::Fixture;
 use vx_test_support::npm_registry::{is_executable, pm_file, Registry};
-use vx_test_support::process::{pids_with_marker, test_child_path, unique_marker};
+use vx_test_support::process::{test_child_path, unique_marker};
 use vx_test_support::tmux::Tmux;
 
+use crate::guard::wait_for_markers;
 use crate::{assert_no_survivor, vx_bin};
 
 const FRONT: &str = "@vx-run/cli";
@@ -479,14 +479,6 @@ fn with_long_task(ws: &Installed, marker: &str) {
     );
 }
 
-fn wait_for_marker(marker: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while pids_with_marker(marker).is_empty() {
-        assert!(Instant::now() < deadline, "no process with marker {marker}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// DIST-2: the launcher passes stdin and exit codes through, on both of its paths: the shell
 /// (`node_modules/.bin/vx`, which `exec`s) and Node (how Yarn Berry runs it). `VX_BINARY`
 /// stands in a program that echoes stdin and exits 7.
@@ -561,7 +553,7 @@ fn a_signal_sent_to_the_launcher_stops_every_task() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        wait_for_marker(&marker);
+        wait_for_markers(&marker, 1);
         if how == "shell" {
             // The launcher `exec`ed: the process started as the script is vx itself.
             let exe = std::fs::read_link(format!("/proc/{}/exe", child.id())).unwrap();
@@ -600,7 +592,7 @@ fn ctrl_c_through_npx_in_a_terminal_stops_every_task() {
     ) else {
         return;
     };
-    wait_for_marker(&marker);
+    wait_for_markers(&marker, 1);
     term.keys(&["C-c"]);
     let (code, screen) = term.finish();
     assert_eq!(code, 130, "{screen}");
