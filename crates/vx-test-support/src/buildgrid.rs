@@ -454,7 +454,7 @@ fn start_postgres(dir: &Path, bgd: &Path) -> (Child, String) {
 
 /// A certificate authority (`ca.pem`) and a server certificate for `127.0.0.1` signed by it
 /// (`server.pem`, `server.key`) in `dir`, made with the `openssl` command.
-fn make_certificates(dir: &Path) {
+pub fn make_certificates(dir: &Path) {
     let openssl = |args: &[&str]| {
         let out = Command::new("openssl")
             .args(args)

@@ -142,6 +142,80 @@ impl Drop for HttpCacheServer {
     }
 }
 
+/// A TLS front for a server (`https://`), for the tests of what vx trusts: a Node proxy on its
+/// own port that ends TLS with a certificate for 127.0.0.1 signed by a throwaway authority
+/// ([`crate::buildgrid::make_certificates`]) and passes the bytes on; killed when dropped.
+pub struct TlsFront {
+    child: Child,
+    pub port: u16,
+    dir: tempfile::TempDir,
+}
+
+/// The proxy: `node -e PROXY <cert> <key> <listen port> <target port>`.
+const PROXY: &str = "const [cert, key, listen, target] = process.argv.slice(1);
+const fs = require('fs'), net = require('net'), tls = require('tls');
+tls.createServer({ cert: fs.readFileSync(cert), key: fs.readFileSync(key) }, (s) => {
+  const u = net.connect(+target, '127.0.0.1');
+  s.pipe(u).pipe(s);
+  s.on('error', () => u.destroy());
+  u.on('error', () => s.destroy());
+}).on('tlsClientError', () => {}).listen(+listen, '127.0.0.1');";
+
+impl TlsFront {
+    /// `https://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.port)
+    }
+
+    /// The authority that signed the front's certificate (`ca.pem`), for `SSL_CERT_FILE`.
+    pub fn authority(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+}
+
+impl Drop for TlsFront {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl HttpCacheServer {
+    /// A TLS front for this server, or `None` (after saying the test is skipped) when `openssl`
+    /// is missing outside CI.
+    pub fn tls_front(&self) -> Option<TlsFront> {
+        if Command::new("openssl").arg("version").output().is_err() {
+            let why = "openssl is missing: apt-get install openssl (scripts/test does)";
+            assert!(!crate::tools::tools_required(), "{why}");
+            eprintln!("skipped: {why}");
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("vx-tls-front-")
+            .tempdir()
+            .expect("a temp dir");
+        crate::buildgrid::make_certificates(dir.path());
+        let port = free_port();
+        let child = Command::new("node")
+            .arg("-e")
+            .arg(PROXY)
+            .arg(dir.path().join("server.pem"))
+            .arg(dir.path().join("server.key"))
+            .arg(port.to_string())
+            .arg(self.port.to_string())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start node");
+        let front = TlsFront { child, port, dir };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "the TLS front did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(front)
+    }
+}
+
 /// A port nothing listens on now.
 ///
 /// A port is handed out once per test process: two servers started at the same moment by two

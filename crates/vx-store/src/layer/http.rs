@@ -232,7 +232,14 @@ fn classify(error: ureq::Error) -> LayerError {
             } else {
                 ErrorKind::Connection
             };
+            // A certificate the trust store refuses fails the connection; say so in rustls's
+            // words, as the REAPI layer does, rather than "connection refused".
+            let text = transport.to_string();
+            let certificate = text
+                .find("invalid peer certificate")
+                .map(|at| text[at..].to_string());
             let detail = match transport.kind() {
+                _ if certificate.is_some() => certificate.unwrap_or_default(),
                 ureq::ErrorKind::Dns => "the host name does not resolve".to_string(),
                 ureq::ErrorKind::ConnectionFailed if timed_out => "connection timed out".into(),
                 ureq::ErrorKind::ConnectionFailed => "connection refused".to_string(),

@@ -232,6 +232,57 @@ fn a_second_clone_restores_every_task_from_the_remote_exactly() {
     assert_every_task(&again, "up-to-date");
 }
 
+/// REM-3: an `https://` URL is checked against the system's trust store, as `grpcs://` is. A
+/// server whose certificate a throwaway authority signed is refused (a warning, every task
+/// executes, exit 0, nothing uploaded) until `SSL_CERT_FILE` names that authority; then entries
+/// go up and a second clone restores them.
+#[test]
+fn https_trusts_the_system_store_and_ssl_cert_file() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let Some(front) = server.tls_front() else {
+        return;
+    };
+    let first = workspace(&front.url());
+    let untrusted = [("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", "true")];
+    let out = first.vx_in(".", &["run", "build", "--all"], &untrusted);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("UnknownIssuer") && out.stderr.contains(&front.url()),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        server.artifacts(TEAM).is_empty(),
+        "nothing uploaded untrusted"
+    );
+    std::fs::remove_dir_all(first.path(".vx")).unwrap();
+    let authority = front.authority();
+    let authority = authority.to_str().unwrap();
+    let trusted = [
+        ("VX_REMOTE_CACHE_TOKEN", TOKEN),
+        ("CI", "true"),
+        ("SSL_CERT_FILE", authority),
+    ];
+    let out = first.vx_in(".", &["run", "build", "--all"], &trusted);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    assert_eq!(server.artifacts(TEAM).len(), 2, "{}", server.log());
+    let second = workspace(&front.url());
+    let out = second.vx_in(
+        ".",
+        &["run", "build", "--all"],
+        &[trusted[0], ("CI", ""), trusted[2]],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("cache      2 remote\n"),
+        "{}",
+        out.stdout
+    );
+}
+
 #[test]
 fn without_ci_nothing_is_uploaded_and_cache_remote_w_forces_it() {
     let Some(server) = HttpCacheServer::start() else {
