@@ -54,9 +54,10 @@ pub struct View {
     /// with whether it is a directory (SBX-5).
     pub hidden: Vec<(PathBuf, bool)>,
     /// The repository's git directories outside the workspace (the common directory of a
-    /// linked worktree, the `.git` of a repository the workspace is a subdirectory of): hidden
-    /// like credential directories, and a read inside one is a violation, as inside the root's
-    /// `.git`.
+    /// linked worktree, the `.git` of a repository the workspace is a subdirectory of, the
+    /// git directories whose object stores it borrows through `objects/info/alternates`) and a
+    /// cache directory outside it: hidden like credential directories, and a read inside one is
+    /// a violation, as inside the root's `.git`.
     pub git_dirs: Vec<PathBuf>,
     /// The task's own writable temporary directory (`TMPDIR`), created by the caller.
     pub tmpdir: PathBuf,

@@ -50,6 +50,15 @@ pub const PACK_TEMP_PREFIX: &str = "pack-";
 /// (`.vx-restore-<pid>-<n>.tmp`).
 pub const RESTORE_TEMP_PREFIX: &str = ".vx-restore-";
 
+/// The permission bits an output keeps: never setuid or setgid (Bazel's rule). [`pack`]
+/// stores a mode without them and [`restore`] applies none, whatever an entry says.
+pub const KEPT_MODE_BITS: u32 = 0o1777;
+
+/// Whether a mode carries the setuid or setgid bit.
+pub fn is_setid(mode: u32) -> bool {
+    mode & 0o6000 != 0
+}
+
 /// The tar block size.
 const BLOCK: u64 = 512;
 

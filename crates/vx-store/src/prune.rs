@@ -8,10 +8,14 @@
 //! hour, so a save or a pack in flight in another process is never touched, and only under names
 //! vx writes. [`Store::retention`] runs the same policy after a run and sweeps at most once an
 //! hour (`meta.orphans_swept_at`).
+//!
+//! A staging file in `tmp/` is named after the process that writes it (`pack-<pid>-<n>.tmp`):
+//! once no process has that pid, it is a crash leftover whatever its age. Every run removes
+//! those ([`Store::sweep_dead_temps`]), and the sweep and `vx info`'s dry count include them.
 
 use std::collections::HashSet;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use rusqlite::OptionalExtension;
@@ -97,6 +101,17 @@ impl Store {
             .orphans_swept_at
             .is_none_or(|at| at > now || now - at >= SWEEP_EVERY_MS);
         self.prune_with(policy, false, due)
+    }
+
+    /// Removes the staging files in `tmp/` whose writer is dead (its pid names no process):
+    /// what a `kill -9` during a pack left. Cheap (one read of `tmp/`); every run calls it.
+    /// Returns the count and bytes removed.
+    pub fn sweep_dead_temps(&self) -> Result<(u64, u64), StoreError> {
+        if self.access == Access::ReadOnly || self.conn.is_none() {
+            return Ok((0, 0));
+        }
+        let found = self.strays_in(TMP_DIR, &HashSet::new(), false)?;
+        remove_strays(found, false)
     }
 
     fn prune_with(
@@ -186,51 +201,58 @@ impl Store {
         Ok(report)
     }
 
-    /// Removes (or counts, when `dry`) stray files older than [`STRAY_AGE`].
+    /// Removes (or counts, when `dry`) stray files older than [`STRAY_AGE`], and staging files
+    /// of dead writers whatever their age.
     fn sweep_strays(&self, known: &HashSet<String>, dry: bool) -> Result<(u64, u64), StoreError> {
+        let mut found = self.strays_in(ARTIFACTS_DIR, known, true)?;
+        found.extend(self.strays_in(TMP_DIR, known, true)?);
+        remove_strays(found, dry)
+    }
+
+    /// The stray files of one subdirectory: in `tmp/`, those of a dead writer, and (with
+    /// `aged`) any older than [`STRAY_AGE`]; in `artifacts/`, aged aside copies and artifacts
+    /// without a row.
+    fn strays_in(
+        &self,
+        sub: &str,
+        known: &HashSet<String>,
+        aged: bool,
+    ) -> Result<Vec<(PathBuf, u64)>, StoreError> {
+        let tmp = sub == TMP_DIR;
+        let dir = self.dir.join(sub);
+        let listing = match std::fs::read_dir(&dir) {
+            Ok(listing) => listing,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_at(&dir)(e)),
+        };
         let mut found = Vec::new();
-        for (sub, tmp) in [(ARTIFACTS_DIR, false), (TMP_DIR, true)] {
-            let dir = self.dir.join(sub);
-            let listing = match std::fs::read_dir(&dir) {
-                Ok(listing) => listing,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(io_at(&dir)(e)),
+        for item in listing {
+            let item = item.map_err(io_at(&dir))?;
+            let name = item.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let path = item.path();
+            let Ok(stat) = std::fs::symlink_metadata(&path) else {
+                continue;
             };
-            for item in listing {
-                let item = item.map_err(io_at(&dir))?;
-                let name = item.file_name();
-                let Some(name) = name.to_str() else { continue };
-                let path = item.path();
-                let Ok(stat) = std::fs::symlink_metadata(&path) else {
-                    continue;
-                };
-                let old = stat
+            if !stat.is_file() {
+                continue;
+            }
+            let old = aged
+                && stat
                     .modified()
                     .ok()
                     .and_then(|at| SystemTime::now().duration_since(at).ok())
                     .is_some_and(|age| age >= STRAY_AGE);
-                if !stat.is_file() || !old {
-                    continue;
-                }
-                if tmp || self.is_stray_artifact_name(name, known)? {
-                    found.push((path, stat.len()));
-                }
+            let stray = if tmp {
+                old || writer_is_dead(name)
+            } else {
+                old && self.is_stray_artifact_name(name, known)?
+            };
+            if stray {
+                found.push((path, stat.len()));
             }
         }
-        let mut count = 0;
-        let mut bytes = 0;
-        for (path, size) in found {
-            if !dry {
-                match std::fs::remove_file(&path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(io_at(&path)(e)),
-                }
-            }
-            count += 1;
-            bytes += size;
-        }
-        Ok((count, bytes))
+        Ok(found)
     }
 
     /// Whether `name` in `artifacts/` is an aside copy or an artifact without a row. A row that
@@ -256,6 +278,47 @@ impl Store {
         })?;
         Ok(indexed.is_none())
     }
+}
+
+/// Removes (unless `dry`) the files found; a file already gone is not counted.
+fn remove_strays(found: Vec<(PathBuf, u64)>, dry: bool) -> Result<(u64, u64), StoreError> {
+    let mut count = 0;
+    let mut bytes = 0;
+    for (path, size) in found {
+        if !dry {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io_at(&path)(e)),
+            }
+        }
+        count += 1;
+        bytes += size;
+    }
+    Ok((count, bytes))
+}
+
+/// Whether a staging file's name (`<prefix><pid>-<n>.tmp`) names a process that no longer
+/// exists. Another pid namespace sharing the cache directory would see its live writers'
+/// files as dead: its save then fails with a warning, never a wrong entry (STORE-7).
+fn writer_is_dead(name: &str) -> bool {
+    let Some(rest) = name.strip_suffix(".tmp") else {
+        return false;
+    };
+    let mut parts = rest.rsplitn(3, '-');
+    let (Some(_n), Some(pid)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<i32>() else {
+        return false;
+    };
+    if pid <= 0 || pid == std::process::id() as i32 {
+        return false;
+    }
+    matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@ use tar::EntryType;
 
 use super::{
     create_temp, hash_prefix, link_into_wall, link_target, safe_name, validate, ArtifactMeta,
-    Damage, FileMeta, HashingReader, OutputFile, ReadError, BLOCK, FORMAT, PACK_TEMP_PREFIX,
+    Damage, FileMeta, HashingReader, OutputFile, ReadError, BLOCK, FORMAT, KEPT_MODE_BITS,
+    PACK_TEMP_PREFIX,
 };
 
 /// A packed artifact waiting in the staging directory.
@@ -223,7 +224,8 @@ fn inspect(file: &OutputFile, contain: &mut Contain) -> Result<(FileMeta, Source
 
 fn file_meta(md: &fs::Metadata) -> FileMeta {
     FileMeta {
-        mode: md.mode(),
+        // The type bits and the permissions, never setuid or setgid.
+        mode: md.mode() & (libc::S_IFMT | KEPT_MODE_BITS),
         mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
         size: md.len(),
     }

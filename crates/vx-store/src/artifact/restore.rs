@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::read::{read_archive, Fail};
 use super::{
     create_temp, create_unique, link_into_wall, link_target, ArtifactMeta, Damage, EntryKind,
-    FileMeta, RESTORE_TEMP_PREFIX,
+    FileMeta, KEPT_MODE_BITS, RESTORE_TEMP_PREFIX,
 };
 
 /// Where one entry goes.
@@ -242,7 +242,7 @@ impl Staging {
             out.write_all(&buf[..n]).map_err(at_temp)?;
         }
         let out = out.into_inner().map_err(|e| at_temp(e.into_error()))?;
-        out.set_permissions(fs::Permissions::from_mode(file.mode & 0o7777))
+        out.set_permissions(fs::Permissions::from_mode(file.mode & KEPT_MODE_BITS))
             .map_err(at_temp)?;
         out.set_modified(system_time(file.mtime_ns))
             .map_err(at_temp)?;
@@ -387,7 +387,7 @@ impl Staging {
         let mut dirs = std::mem::take(&mut self.dirs);
         dirs.sort_by(|a, b| b.0.cmp(&a.0));
         for (path, meta) in dirs {
-            let mode = fs::Permissions::from_mode(meta.mode & 0o7777);
+            let mode = fs::Permissions::from_mode(meta.mode & KEPT_MODE_BITS);
             fs::set_permissions(&path, mode).map_err(|source| Fail::Io {
                 path: path.clone(),
                 source,

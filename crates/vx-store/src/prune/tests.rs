@@ -139,6 +139,34 @@ fn rows_without_files_and_old_stray_files_are_removed() {
     assert!(store.meta.orphans_swept_at.is_some());
 }
 
+/// A pid that named a process a moment ago and names none now.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+#[test]
+fn a_dead_writers_staging_file_is_stray_at_any_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+    let tmp = dir.path().join(TMP_DIR);
+    let dead = tmp.join(format!("pack-{}-0.tmp", dead_pid()));
+    let alive = tmp.join("pack-1-0.tmp");
+    let own = tmp.join(format!("pack-{}-0.tmp", std::process::id()));
+    let odd = tmp.join("pack-x-0.tmp");
+    for path in [&dead, &alive, &own, &odd] {
+        std::fs::write(path, b"12345").unwrap();
+    }
+    let dry = store.prune(&PrunePolicy::default(), true).unwrap();
+    assert_eq!((dry.orphans, dry.orphan_bytes), (1, 5));
+    assert!(dead.exists());
+    assert_eq!(store.sweep_dead_temps().unwrap(), (1, 5));
+    assert!(!dead.exists());
+    assert!(alive.exists() && own.exists() && odd.exists());
+}
+
 #[test]
 fn retention_sweeps_at_most_once_an_hour() {
     let dir = tempfile::tempdir().unwrap();

@@ -47,6 +47,7 @@ mod scheduling;
 mod schema;
 mod snapshots;
 mod storage_faults;
+mod store_races;
 mod telemetry;
 mod templates;
 mod terminal;

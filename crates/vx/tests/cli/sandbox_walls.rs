@@ -255,3 +255,94 @@ fn vx_info_leaves_no_scratch_directory() {
         "vx info left its scratch directory"
     );
 }
+
+/// Issue 42 item 5: a cache directory outside the workspace holds every task's outputs and
+/// logs; a sandboxed task sees it empty.
+#[test]
+fn a_cache_directory_outside_the_workspace_is_hidden_from_a_sandboxed_task() {
+    if !sandbox_or_skip() {
+        return;
+    }
+    // Not under `/tmp`, which the sandbox replaces anyway.
+    let cache = tempfile::tempdir_in("/var/tmp").unwrap();
+    let dir = cache.path().display().to_string();
+    let f = one_project(&format!(
+        concat!(
+            "[tasks.build]\ncommand = 'mkdir -p out && echo the secret output > out/s.txt'\n",
+            "cache = {{ inputs = ['src/**'], outputs = ['out/**'] }}\n\n",
+            "[tasks.peek]\n",
+            "command = 'echo \"listing=[$(ls -A {dir} 2>/dev/null | tr -d \"\\\\n\")]\"'\n",
+            "sandbox = {{}}\n",
+        ),
+        dir = dir
+    ));
+    f.write(".gitignore", ".vx/\nout/\n");
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.commit();
+    let built = f.vx(&["run", "lib#build", "--cache-dir", &dir]);
+    assert_eq!(built.code, 0, "{}{}", built.stdout, built.stderr);
+    assert!(cache.path().join("artifacts").is_dir());
+    let peek = f.vx(&["run", "lib#peek", "--cache-dir", &dir, "--output-logs=full"]);
+    assert_contains(&peek.stdout, "listing=[]\n");
+}
+
+/// Issue 42 item 6: in a clone made with `git clone --shared`, the origin's object store holds
+/// every file of every project; a sandboxed task cannot read it.
+#[test]
+fn the_object_store_a_shared_clone_borrows_from_is_walled() {
+    if !sandbox_or_skip() {
+        return;
+    }
+    // The origin outside `/tmp`, which the sandbox replaces anyway.
+    let holder = tempfile::tempdir_in("/var/tmp").unwrap();
+    let origin = holder.path().join("origin");
+    let write = |rel: &str, text: &str| {
+        let path = origin.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
+    write("packages/lib/package.json", r#"{ "name": "lib" }"#);
+    write(
+        "packages/lib/vx.toml",
+        &format!(
+            "[tasks.peek]\ncommand = 'git --git-dir={}/.git show HEAD:packages/other/secret.txt'\nsandbox = {{}}\n",
+            origin.display()
+        ),
+    );
+    write("packages/other/package.json", r#"{ "name": "other" }"#);
+    write("packages/other/secret.txt", "the other project's secret\n");
+    let git = |dir: &Path, args: &[&str]| {
+        let ok = Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(holder.path(), &["init", "-q", "-b", "main", "origin"]);
+    git(&origin, &["add", "-A"]);
+    git(&origin, &["commit", "-q", "-m", "origin"]);
+    let clone = holder.path().join("clone");
+    git(
+        holder.path(),
+        &["clone", "-q", "--shared", "origin", "clone"],
+    );
+    assert!(clone.join(".git/objects/info/alternates").is_file());
+    let out = Command::new(crate::vx_bin())
+        .args(["run", "lib#peek", "--output-logs=full"])
+        .current_dir(&clone)
+        .env_remove("CI")
+        .env_remove("GIT_DIR")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("the other project's secret"), "{text}");
+    assert_ne!(out.status.code(), Some(0), "{text}");
+}

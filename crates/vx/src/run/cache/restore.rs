@@ -101,6 +101,17 @@ impl RunCache<'_> {
         self.refresh_outputs(&outputs);
         match result {
             Ok(restored) => {
+                let setid = restored
+                    .files
+                    .iter()
+                    .filter(|f| artifact::is_setid(f.meta.mode))
+                    .count();
+                if setid > 0 {
+                    self.say(Notice::note(format!(
+                        "{id}: the cache entry gave {setid} output{} the setuid/setgid bits; restored without them: outputs never carry them",
+                        if setid == 1 { "" } else { "s" }
+                    )));
+                }
                 let mut rows = Vec::new();
                 for file in &restored.files {
                     let rel = file

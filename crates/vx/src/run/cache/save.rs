@@ -330,9 +330,14 @@ impl RunCache<'_> {
         done: &Done<'_>,
     ) -> Result<SaveJob, SaveError> {
         let root = self.workspace.root.clone();
-        let listing = outputs
+        let mut listing = outputs
             .list(&root)
             .map_err(|e| SaveError::Failed(plain(&e)))?;
+        if self.drop_setid_bits(id, &root, &listing.found) {
+            listing = outputs
+                .list(&root)
+                .map_err(|e| SaveError::Failed(plain(&e)))?;
+        }
         for path in &listing.skipped {
             self.say(Notice::note(format!(
                 "{id}: `{path}` is not saved with the outputs: vx never saves or restores `.git`, `.vx`, the cache directory or a nested project"
@@ -392,6 +397,40 @@ impl RunCache<'_> {
             outputs_dir: outputs.dir.clone(),
             origin: done.origin,
         })
+    }
+
+    /// Outputs never carry the setuid or setgid bit (issue 42): a task (run by root, say) that
+    /// left one has it removed on disk before the save, and vx says so once. Returns whether
+    /// anything changed.
+    fn drop_setid_bits(
+        &mut self,
+        id: &TaskId,
+        root: &std::path::Path,
+        found: &[super::outputs::Found],
+    ) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        let setid: Vec<&super::outputs::Found> = found
+            .iter()
+            .filter(|f| !f.meta.file_type().is_symlink() && artifact::is_setid(f.meta.mode()))
+            .collect();
+        let Some(first) = setid.first() else {
+            return false;
+        };
+        for f in &setid {
+            let mode = std::fs::Permissions::from_mode(f.meta.mode() & artifact::KEPT_MODE_BITS);
+            // Never through a link: only the entry itself, which `list` saw not to be one.
+            let _ = std::fs::set_permissions(root.join(&f.path), mode);
+        }
+        let others = match setid.len() {
+            1 => String::new(),
+            2 => " and 1 other".to_string(),
+            n => format!(" and {} others", n - 1),
+        };
+        self.say(Notice::note(format!(
+            "{id}: removed the setuid/setgid bits of `{}`{others}: outputs never carry them",
+            first.path
+        )));
+        true
     }
 
     /// STORE-7 steps 3 and 4, once the save lane packed the artifact.

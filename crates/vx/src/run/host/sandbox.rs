@@ -440,18 +440,37 @@ pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
     // The repository's git directories: a linked worktree's own and its common directory (in
     // the main checkout), or the `.git` of a repository the workspace is a subdirectory of.
     // Inside the root they are walls; outside it they are hidden outright.
+    // The object stores it borrows from (`clone --shared`/`--reference`: `objects/info/
+    // alternates`) hold every file of the origin: walled the same. And a cache directory
+    // outside the workspace holds every task's outputs and logs: hidden too.
     let mut git_dirs = Vec::new();
-    if let Ok(Some(dirs)) = vx_workspace::tree::find_repository(&root) {
-        for dir in [dirs.git_dir, dirs.common_dir] {
-            let Ok(dir) = dir.canonicalize() else {
-                continue;
-            };
-            let real_root = root.canonicalize().unwrap_or_else(|_| root.clone());
-            match dir.strip_prefix(&real_root) {
-                Ok(rel) => walls.push(root.join(rel)),
-                Err(_) => git_dirs.push(dir),
-            }
+    let real_root = root.canonicalize().unwrap_or_else(|_| root.clone());
+    let mut wall_or_hide = |dir: &Path, walls: &mut Vec<PathBuf>| {
+        let Ok(dir) = dir.canonicalize() else {
+            return;
+        };
+        match dir.strip_prefix(&real_root) {
+            Ok(rel) => walls.push(root.join(rel)),
+            // Never hide a directory holding the workspace itself.
+            Err(_) if real_root.starts_with(&dir) => {}
+            Err(_) => git_dirs.push(dir),
         }
+    };
+    if let Ok(Some(dirs)) = vx_workspace::tree::find_repository(&root) {
+        for dir in alternate_object_dirs(&dirs.common_dir.join("objects")) {
+            // The origin's whole git directory when the store is its `objects`.
+            let dir = match dir.parent() {
+                Some(git_dir) if dir.ends_with("objects") => git_dir.to_path_buf(),
+                _ => dir,
+            };
+            wall_or_hide(&dir, &mut walls);
+        }
+        for dir in [dirs.git_dir, dirs.common_dir] {
+            wall_or_hide(&dir, &mut walls);
+        }
+    }
+    if !inputs.cache_dir.starts_with(&root) {
+        wall_or_hide(inputs.cache_dir, &mut walls);
     }
     git_dirs.sort();
     git_dirs.dedup();
@@ -489,6 +508,36 @@ pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
         init: inputs.init.clone(),
         proxy: None,
     })
+}
+
+/// The object directories `objects` borrows from, transitively: each line of
+/// `objects/info/alternates` (absolute, or relative to `objects`), and
+/// `GIT_ALTERNATE_OBJECT_DIRECTORIES`. Bounded as git bounds it (5 levels).
+fn alternate_object_dirs(objects: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::env::var_os("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+        .map(|list| std::env::split_paths(&list).collect())
+        .unwrap_or_default();
+    let mut next = vec![objects.to_path_buf()];
+    for _ in 0..5 {
+        let mut deeper = Vec::new();
+        for dir in next {
+            let Ok(text) = std::fs::read_to_string(dir.join("info/alternates")) else {
+                continue;
+            };
+            for line in text.lines().map(str::trim) {
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let alternate = dir.join(line);
+                if !found.contains(&alternate) {
+                    found.push(alternate.clone());
+                    deeper.push(alternate);
+                }
+            }
+        }
+        next = deeper;
+    }
+    found
 }
 
 /// SBX-3's default reads that exist: the project's and the root's `package.json`, the

@@ -213,6 +213,12 @@ impl TelemetrySink for History<'_> {
                 "could not record this run in history: {error}"
             )));
         }
+        // What a killed vx left in `tmp/` goes now, not an hour later (STORE-15).
+        if let Err(error) = store.sweep_dead_temps() {
+            notices.push(Notice::warning(format!(
+                "could not remove a dead run's staging files: {error}"
+            )));
+        }
         let Some(retention) = self.retention.take() else {
             return notices;
         };

@@ -1,0 +1,163 @@
+//! Reliability round 3 (issue 42) on the real binary: what a crash, a racing process or a
+//! hostile entry can no longer do to the store and the outputs. Races loop the swap many times
+//! and must never win.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::guard::spawn_vx;
+use crate::one_project;
+
+/// The staging files in `<root>/.vx/tmp`.
+fn pack_temps(root: &Path) -> Vec<String> {
+    std::fs::read_dir(root.join(".vx/tmp"))
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with("pack-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Issue 42 item 9: a `kill -9` during a pack leaves `pack-<pid>-<n>.tmp`; `vx info` counts it
+/// at once (not after an hour) and the next run removes it.
+#[test]
+fn a_pack_killed_mid_way_leaves_a_file_that_info_counts_and_the_next_run_removes() {
+    let f = one_project(concat!(
+        "[tasks.big]\n",
+        "command = 'mkdir -p out && head -c 150000000 /dev/urandom > out/big'\n",
+        "cache = { inputs = ['src/**'], outputs = ['out/**'] }\n\n",
+        "[tasks.small]\ncommand = 'echo small'\n",
+    ));
+    f.write(".gitignore", ".vx/\nout/\n");
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.commit();
+    assert_eq!(f.vx(&["run", "lib#small"]).code, 0);
+    let mut left = Vec::new();
+    for _ in 0..5 {
+        let vx = spawn_vx(&f, &["run", "lib#big"], false);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while pack_temps(f.root()).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let mut child = vx.take();
+        let _ = child.kill();
+        let _ = child.wait();
+        left = pack_temps(f.root());
+        if !left.is_empty() {
+            break;
+        }
+    }
+    assert!(!left.is_empty(), "no pack was caught in flight in 5 tries");
+    let info = f.vx(&["info", "--format", "json"]);
+    assert_eq!(info.code, 0, "{}", info.stderr);
+    let info: serde_json::Value = serde_json::from_str(&info.stdout).unwrap();
+    assert_eq!(
+        info["cache"]["orphaned_files"],
+        left.len() as u64,
+        "{left:?}: {info}"
+    );
+    assert!(
+        info["cache"]["orphaned_bytes"].as_u64().unwrap() > 0,
+        "{info}"
+    );
+    let out = f.vx(&["run", "lib#small"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(pack_temps(f.root()), Vec::<String>::new());
+}
+
+/// The one artifact in the fixture's local store.
+fn only_artifact(root: &Path) -> std::path::PathBuf {
+    let mut found: Vec<_> = std::fs::read_dir(root.join(".vx/artifacts"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".tar.zst"))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.pop().unwrap()
+}
+
+/// Rewrites a well-formed artifact with `edit` applied to its `meta.json`, the digest made
+/// anew: what any writer of an unsigned cache can do.
+fn forge(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let bytes = zstd::decode_all(std::fs::File::open(path).unwrap()).unwrap();
+    let mut archive = tar::Archive::new(bytes.as_slice());
+    let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let name = entry.path().unwrap().to_string_lossy().into_owned();
+        let mut body = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut body).unwrap();
+        entries.push((name, body));
+    }
+    assert_eq!(entries.pop().unwrap().0, "digest");
+    let meta = entries.iter_mut().find(|(n, _)| n == "meta.json").unwrap();
+    let mut json: serde_json::Value = serde_json::from_slice(&meta.1).unwrap();
+    edit(&mut json);
+    meta.1 = serde_json::to_vec(&json).unwrap();
+    let mut digest = blake3::Hasher::new();
+    for (name, body) in &entries {
+        digest.update(&(name.len() as u64).to_le_bytes());
+        digest.update(name.as_bytes());
+        digest.update(&(body.len() as u64).to_le_bytes());
+        digest.update(body);
+    }
+    let hex = digest.finalize().to_hex().to_string();
+    entries.push(("digest".into(), hex.into_bytes()));
+    let mut tar = tar::Builder::new(Vec::new());
+    for (name, body) in &entries {
+        let mut header = tar::Header::new_ustar();
+        header.set_path(name).unwrap();
+        header.set_size(body.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_cksum();
+        tar.append(&header, body.as_slice()).unwrap();
+    }
+    let archive = zstd::encode_all(tar.into_inner().unwrap().as_slice(), 3).unwrap();
+    std::fs::write(path, archive).unwrap();
+}
+
+fn mode_of(path: &Path) -> u32 {
+    std::os::unix::fs::MetadataExt::mode(&std::fs::symlink_metadata(path).unwrap())
+}
+
+/// Issue 42 item 7: a task that leaves a setuid/setgid file among its outputs has the bits
+/// removed on disk before the save, said once; a forged entry asking for them restores
+/// without them, said once.
+#[test]
+fn outputs_never_carry_setuid_or_setgid_bits_made_or_restored() {
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = 'mkdir -p out && cp /bin/sh out/sh && chmod 6755 out/sh && echo t > out/tool && chmod 755 out/tool'\n",
+        "cache = { inputs = ['src/**'], outputs = ['out/**'] }\n",
+    ));
+    f.write(".gitignore", ".vx/\nout/\n");
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.commit();
+    let built = f.vx(&["run", "lib#build"]);
+    assert_eq!(built.code, 0, "{}{}", built.stdout, built.stderr);
+    let text = format!("{}{}", built.stdout, built.stderr);
+    crate::assert_contains(
+        &text,
+        "lib#build: removed the setuid/setgid bits of `packages/lib/out/sh`: outputs never carry them",
+    );
+    assert_eq!(mode_of(&f.path("packages/lib/out/sh")) & 0o7777, 0o755);
+    std::fs::remove_dir_all(f.path("packages/lib/out")).unwrap();
+    let restored = f.vx(&["run", "lib#build"]);
+    assert_eq!(restored.code, 0, "{}{}", restored.stdout, restored.stderr);
+    assert_eq!(mode_of(&f.path("packages/lib/out/sh")) & 0o7777, 0o755);
+
+    // A forged entry: `out/tool` stored as 0106755.
+    forge(&only_artifact(f.root()), |meta| {
+        meta["files"]["outputs/out/tool"]["mode"] = serde_json::json!(0o106755);
+    });
+    std::fs::remove_dir_all(f.path("packages/lib/out")).unwrap();
+    let forged = f.vx(&["run", "lib#build"]);
+    assert_eq!(forged.code, 0, "{}{}", forged.stdout, forged.stderr);
+    let text = format!("{}{}", forged.stdout, forged.stderr);
+    crate::assert_contains(&text, "restored without them");
+    assert_eq!(mode_of(&f.path("packages/lib/out/tool")) & 0o7777, 0o755);
+}
