@@ -141,7 +141,7 @@ pub enum RestoreFailure {
     Vanished,
     #[error("`{}` stands where an output must go", path.display())]
     Blocked { path: PathBuf },
-    #[error("refusing to write through `{}`: it leads outside the project", path.display())]
+    #[error("refusing to write through `{}`: it is a symlink, and a restore never follows one", path.display())]
     Unsafe { path: PathBuf },
     /// The entry holds a symlink leading outside this workspace; it is kept for the checkout
     /// that made it.

@@ -6,8 +6,11 @@ use std::io::{self, BufWriter, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use std::os::fd::AsFd;
+
 use tar::EntryType;
 
+use super::beneath::{self, WalkError, Walker};
 use super::{
     create_temp, hash_prefix, link_into_wall, link_target, safe_name, validate, ArtifactMeta,
     Damage, FileMeta, HashingReader, OutputFile, ReadError, BLOCK, FORMAT, KEPT_MODE_BITS,
@@ -264,6 +267,7 @@ fn write_archive(temp: &Path, file: File, contents: &Contents<'_>) -> Result<(),
     encoder.set_pledged_src_size(Some(size)).map_err(at_temp)?;
     let mut tar = TarWriter::new(encoder);
     let mut digest = blake3::Hasher::new();
+    let mut walkers: Vec<Walker> = Vec::new();
     for (name, body) in [("log", log), ("meta.json", meta_json)] {
         hash_prefix(&mut digest, name, body.len() as u64);
         digest.update(body);
@@ -281,7 +285,7 @@ fn write_archive(temp: &Path, file: File, contents: &Contents<'_>) -> Result<(),
             path: source.clone(),
             source: source_err,
         };
-        let opened = File::open(source).map_err(at_source)?;
+        let opened = open_output(&mut walkers, file).map_err(at_source)?;
         let mut body = HashingReader {
             inner: (&opened).take(size),
             hasher: &mut digest,
@@ -309,6 +313,45 @@ fn write_archive(temp: &Path, file: File, contents: &Contents<'_>) -> Result<(),
     let buffered = encoder.finish().map_err(at_temp)?;
     buffered.into_inner().map_err(|e| at_temp(e.into_error()))?;
     Ok(())
+}
+
+/// Opens an output's bytes from its directory's descriptor, resolved from the project
+/// directory (or the root, for a workspace output) without following any symlink (issue 42):
+/// a process that swaps the file or a directory on its way for a link while vx packs makes the
+/// save fail, never reads what the link leads to.
+fn open_output(walkers: &mut Vec<Walker>, file: &OutputFile) -> io::Result<File> {
+    let rel = file
+        .name
+        .strip_prefix("outputs/")
+        .or_else(|| file.name.strip_prefix("workspace-outputs/"))
+        .map(Path::new)
+        .filter(|rel| file.path.ends_with(rel))
+        .ok_or_else(|| io::Error::other("the entry name does not match its path"))?;
+    let base = file
+        .path
+        .ancestors()
+        .nth(rel.components().count())
+        .ok_or_else(|| io::Error::other("the entry name does not match its path"))?;
+    let (parent, name) = beneath::split(rel).ok_or_else(|| io::Error::other("not a file name"))?;
+    let walker = match walkers.iter().position(|w| w.base() == base) {
+        Some(at) => &mut walkers[at],
+        None => {
+            walkers.push(Walker::new(base));
+            walkers.last_mut().expect("pushed")
+        }
+    };
+    let dir = walker.dir(parent, None).map_err(|e| match e {
+        WalkError::Symlink(path) => io::Error::other(format!(
+            "`{}` became a symlink while it was packed",
+            path.display()
+        )),
+        WalkError::NotDir(path) => io::Error::other(format!(
+            "`{}` stopped being a directory while it was packed",
+            path.display()
+        )),
+        WalkError::Io(_, e) => e,
+    })?;
+    beneath::open_regular_at(dir.as_fd(), name)
 }
 
 /// A minimal ustar writer: exact control over every header byte, pax `path` records for long

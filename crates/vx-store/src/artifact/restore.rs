@@ -13,16 +13,24 @@
 //! fails removes it with the directory. The way to each directory is checked once per attempt.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, BufWriter, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use nix::errno::Errno;
+use nix::sys::stat::Mode;
+
+use super::beneath::{self, create_at, lstat_at, unlink_at, WalkError, Walker};
 use super::read::{read_archive, Fail};
 use super::{
-    create_temp, create_unique, link_into_wall, link_target, ArtifactMeta, Damage, EntryKind,
-    FileMeta, KEPT_MODE_BITS, RESTORE_TEMP_PREFIX,
+    link_into_wall, link_target, ArtifactMeta, Damage, EntryKind, FileMeta, KEPT_MODE_BITS,
+    RESTORE_TEMP_PREFIX,
 };
 
 /// Where one entry goes.
@@ -30,8 +38,8 @@ use super::{
 pub struct Target {
     /// Absolute destination.
     pub path: PathBuf,
-    /// The project directory (or the root, for workspace outputs): nothing is written through a
-    /// symlinked directory resolving outside it.
+    /// The project directory (or the root, for workspace outputs): everything below it is
+    /// resolved from its descriptor, never through a symlink.
     pub contain: PathBuf,
     /// The workspace root: a restored symlink must lead inside it ([`link_target`]).
     pub root: PathBuf,
@@ -61,8 +69,9 @@ pub enum RestoreError {
     /// A file or directory that is not an output stands where an output must go.
     #[error("`{}` stands where an output must go", path.display())]
     Blocked { path: PathBuf },
-    /// A parent directory is a symlink resolving outside `contain`.
-    #[error("`{}` is a symlink leaving the project", path.display())]
+    /// A directory on the way is a symlink (never followed, wherever it leads), or the target
+    /// is not a plain path below `contain`.
+    #[error("`{}` is a symlink vx does not write through", path.display())]
     Unsafe { path: PathBuf },
     /// A stored symlink would lead outside this workspace (an absolute link made in another
     /// checkout, or a hostile entry): the entry cannot be restored here.
@@ -112,26 +121,88 @@ pub fn restore(
 
 /// One file or symlink written to its temporary, waiting for the commit.
 struct Staged {
-    temp: PathBuf,
+    /// Which walker (by base) and which directory below it.
+    base: PathBuf,
+    dir: PathBuf,
+    /// The temporary's name in that directory; the same as `name` when written in place.
+    temp: OsString,
+    name: OsString,
     target: PathBuf,
     meta: FileMeta,
 }
 
-/// The temporaries and created directories of one restore attempt.
+/// The temporaries and created directories of one restore attempt. Every file operation goes
+/// through a directory descriptor opened without following a symlink below the project (or the
+/// root): see [`Walker`].
 #[derive(Default)]
 struct Staging {
     staged: Vec<Staged>,
-    /// The directories `meta.json` lists, with their modes, applied at the commit.
-    dirs: Vec<(PathBuf, FileMeta)>,
+    /// The directories `meta.json` lists (base, path below it, target), with their modes,
+    /// applied at the commit.
+    dirs: Vec<(PathBuf, PathBuf, PathBuf, FileMeta)>,
+    /// Directories this attempt created (absolute, parents first).
     created_dirs: Vec<PathBuf>,
-    /// Parent directories whose way was checked (or made) in this attempt.
-    checked: HashSet<PathBuf>,
     /// Directories this attempt created: what is written in them needs no temporary.
     fresh: HashSet<PathBuf>,
+    walkers: Vec<Walker>,
     canonical: HashMap<PathBuf, PathBuf>,
 }
 
+/// A target split as the walker needs it: its base, its directory below the base, its name.
+struct Place {
+    base: PathBuf,
+    dir: PathBuf,
+    name: OsString,
+}
+
 impl Staging {
+    fn walker(&mut self, base: &Path) -> &mut Walker {
+        match self.walkers.iter().position(|w| w.base() == base) {
+            Some(at) => &mut self.walkers[at],
+            None => {
+                self.walkers.push(Walker::new(base));
+                self.walkers.last_mut().expect("pushed")
+            }
+        }
+    }
+
+    /// Where `target` goes, once its path proved to be plain names below its base.
+    fn place(target: &Target) -> Result<Place, Fail> {
+        let unsafe_target = || Fail::Unsafe {
+            path: target.path.clone(),
+        };
+        let relative = target
+            .path
+            .strip_prefix(&target.contain)
+            .map_err(|_| unsafe_target())?;
+        let normal = relative
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)));
+        match (relative.parent(), relative.file_name()) {
+            (Some(dir), Some(name)) if normal => Ok(Place {
+                base: target.contain.clone(),
+                dir: dir.to_path_buf(),
+                name: name.to_os_string(),
+            }),
+            _ => Err(unsafe_target()),
+        }
+    }
+
+    /// The directory `dir` below `base`, creating what is missing (recorded for the abort).
+    fn open_dir(&mut self, base: &Path, dir: &Path) -> Result<Arc<OwnedFd>, Fail> {
+        let mut created = Vec::new();
+        let opened = self.walker(base).dir(dir, Some(&mut created));
+        for path in &created {
+            self.fresh.insert(path.clone());
+        }
+        self.created_dirs.extend(created);
+        opened.map_err(|e| match e {
+            WalkError::Symlink(path) => Fail::Unsafe { path },
+            WalkError::NotDir(path) => Fail::Blocked { path },
+            WalkError::Io(path, source) => Fail::Io { path, source },
+        })
+    }
+
     /// The directories and symlinks of `meta` (in name order, so parents come first), once
     /// every regular file was staged and the archive proved valid.
     fn stage_tree(
@@ -143,25 +214,12 @@ impl Staging {
             match file.kind() {
                 EntryKind::Dir => {
                     let target = target(name);
-                    self.prepare_parent(&target)?;
-                    match fs::symlink_metadata(&target.path) {
-                        Ok(md) if md.is_dir() => {}
-                        Ok(_) => return Err(Fail::Blocked { path: target.path }),
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                            fs::create_dir(&target.path).map_err(|source| Fail::Io {
-                                path: target.path.clone(),
-                                source,
-                            })?;
-                            self.created_dirs.push(target.path.clone());
-                        }
-                        Err(source) => {
-                            return Err(Fail::Io {
-                                path: target.path,
-                                source,
-                            })
-                        }
-                    }
-                    self.dirs.push((target.path, *file));
+                    let place = Self::place(&target)?;
+                    let whole = place.dir.join(&place.name);
+                    // Opening it checks it is a directory (not a symlink), creating it if
+                    // missing.
+                    self.open_dir(&place.base, &whole)?;
+                    self.dirs.push((place.base, whole, target.path, *file));
                 }
                 EntryKind::Symlink => {
                     let text = &meta.links[name];
@@ -176,31 +234,35 @@ impl Staging {
     /// A symlink made under a temporary name beside its target, once its text proved to lead
     /// inside the workspace.
     fn stage_link(&mut self, target: Target, file: &FileMeta, text: &str) -> Result<(), Fail> {
-        let parent = self.prepare(&target)?;
-        let real_parent = self.canonical(&parent)?;
+        let place = Self::place(&target)?;
+        let dir = self.prepare(&target, &place)?;
+        // No symlink below the base was followed: the directory's real path is the base's
+        // real path and the plain names below it.
+        let real_parent = self.canonical(&place.base)?.join(&place.dir);
         let root = self.canonical(&target.root)?;
-        let place = link_target(text, &real_parent);
-        if place.as_ref().is_some_and(|p| link_into_wall(p, &root)) {
+        let link = link_target(text, &real_parent);
+        if link.as_ref().is_some_and(|p| link_into_wall(p, &root)) {
             return Err(Fail::Damaged(Damage::new(format!(
                 "a symlink into .git or .vx: {}",
                 target.path.display()
             ))));
         }
-        if !place.is_some_and(|place| place.starts_with(&root)) {
+        if !link.is_some_and(|link| link.starts_with(&root)) {
             return Err(Fail::LinkLeaves {
                 path: target.path,
                 text: text.to_string(),
             });
         }
-        let temp = create_unique(&parent, RESTORE_TEMP_PREFIX, ".tmp", |temp| {
-            std::os::unix::fs::symlink(text, temp)
-        })
-        .map_err(|source| Fail::Io {
-            path: parent.clone(),
+        let temp = create_unique_at(&dir, |temp| nix::unistd::symlinkat(text, dir.as_fd(), temp))
+            .map_err(|source| Fail::Io {
+            path: target.path.clone(),
             source,
         })?;
         self.staged.push(Staged {
+            base: place.base,
+            dir: place.dir,
             temp,
+            name: place.name,
             target: target.path,
             meta: *file,
         });
@@ -208,26 +270,49 @@ impl Staging {
     }
 
     fn stage(&mut self, target: Target, file: &FileMeta, body: &mut dyn Read) -> Result<(), Fail> {
-        let in_place = self.create_in_place(&target)?;
+        let place = Self::place(&target)?;
+        let dir = self.prepare(&target, &place)?;
+        let fresh = self.fresh.contains(&place.base.join(&place.dir));
+        let in_place = if fresh {
+            match create_at(dir.as_fd(), &place.name) {
+                Ok(out) => Some(out),
+                Err(Errno::EEXIST) => None,
+                Err(e) => {
+                    return Err(Fail::Io {
+                        path: target.path.clone(),
+                        source: e.into(),
+                    })
+                }
+            }
+        } else {
+            None
+        };
         let (temp, out) = match in_place {
-            Some(out) => (target.path.clone(), out),
+            Some(out) => (place.name.clone(), out),
             None => {
-                let parent = self.prepare(&target)?;
-                create_temp(&parent, RESTORE_TEMP_PREFIX, ".tmp", 0o600).map_err(|source| {
-                    Fail::Io {
-                        path: parent.clone(),
-                        source,
-                    }
-                })?
+                let mut out = None;
+                let temp = create_unique_at(&dir, |temp| {
+                    out = Some(create_at(dir.as_fd(), temp)?);
+                    Ok(())
+                })
+                .map_err(|source| Fail::Io {
+                    path: target.path.clone(),
+                    source,
+                })?;
+                (temp, out.expect("created above"))
             }
         };
+        let shown = target.path.clone();
         self.staged.push(Staged {
-            temp: temp.clone(),
+            base: place.base,
+            dir: place.dir,
+            temp,
+            name: place.name,
             target: target.path,
             meta: *file,
         });
         let at_temp = |source| Fail::Io {
-            path: temp.clone(),
+            path: shown.clone(),
             source,
         };
         let mut out = BufWriter::with_capacity(64 << 10, out);
@@ -249,96 +334,20 @@ impl Staging {
         Ok(())
     }
 
-    /// The file at `target` itself, created exclusively, when its directory is one this
-    /// attempt created; `None` when it must be staged under a temporary name.
-    fn create_in_place(&mut self, target: &Target) -> Result<Option<fs::File>, Fail> {
-        let parent = self.prepare_parent(target)?;
-        if !self.fresh.contains(&parent) {
-            return Ok(None);
-        }
-        match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&target.path)
-        {
-            Ok(out) => Ok(Some(out)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
-            Err(source) => Err(Fail::Io {
-                path: target.path.clone(),
-                source,
-            }),
-        }
-    }
-
-    /// Checks the way to `target` and creates missing parent directories; returns the parent.
-    /// A directory standing at the target itself blocks it.
-    fn prepare(&mut self, target: &Target) -> Result<PathBuf, Fail> {
-        let dir = self.prepare_parent(target)?;
-        match fs::symlink_metadata(&target.path) {
-            Ok(md) if md.is_dir() => Err(Fail::Blocked {
+    /// Opens (creating) the directory of `target`; a directory standing at the target itself
+    /// blocks it.
+    fn prepare(&mut self, target: &Target, place: &Place) -> Result<Arc<OwnedFd>, Fail> {
+        let dir = self.open_dir(&place.base, &place.dir)?;
+        match lstat_at(dir.as_fd(), &place.name) {
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => Err(Fail::Blocked {
                 path: target.path.clone(),
             }),
-            Ok(_) => Ok(dir),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(dir),
-            Err(source) => Err(Fail::Io {
+            Ok(_) | Err(Errno::ENOENT) => Ok(dir),
+            Err(e) => Err(Fail::Io {
                 path: target.path.clone(),
-                source,
+                source: e.into(),
             }),
         }
-    }
-
-    /// Checks the way to `target` and creates missing parent directories; returns the parent.
-    fn prepare_parent(&mut self, target: &Target) -> Result<PathBuf, Fail> {
-        let unsafe_target = || Fail::Unsafe {
-            path: target.path.clone(),
-        };
-        let relative = target
-            .path
-            .strip_prefix(&target.contain)
-            .map_err(|_| unsafe_target())?;
-        let normal = relative
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)));
-        let Some(parent) = relative.parent().filter(|_| normal) else {
-            return Err(unsafe_target());
-        };
-        let whole = target.contain.join(parent);
-        if self.checked.contains(&whole) {
-            return Ok(whole);
-        }
-        let contain = self.canonical(&target.contain)?;
-        let mut dir = target.contain.clone();
-        for component in parent.components() {
-            dir.push(component);
-            let io_at = |source| Fail::Io {
-                path: dir.clone(),
-                source,
-            };
-            match fs::symlink_metadata(&dir) {
-                Ok(md) if md.is_dir() => {}
-                Ok(md) if md.file_type().is_symlink() => match fs::canonicalize(&dir) {
-                    Ok(real) if !real.starts_with(&contain) => {
-                        return Err(Fail::Unsafe { path: dir });
-                    }
-                    Ok(real) if real.is_dir() => {}
-                    Ok(_) => return Err(Fail::Blocked { path: dir }),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                        return Err(Fail::Blocked { path: dir });
-                    }
-                    Err(e) => return Err(io_at(e)),
-                },
-                Ok(_) => return Err(Fail::Blocked { path: dir }),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    fs::create_dir(&dir).map_err(io_at)?;
-                    self.created_dirs.push(dir.clone());
-                    self.fresh.insert(dir.clone());
-                }
-                Err(e) => return Err(io_at(e)),
-            }
-        }
-        self.checked.insert(dir.clone());
-        Ok(dir)
     }
 
     fn canonical(&mut self, dir: &Path) -> Result<PathBuf, Fail> {
@@ -353,30 +362,46 @@ impl Staging {
         Ok(real)
     }
 
-    /// Renames every temporary into place. A rename can only fail if something changed the
-    /// tree during the restore; the files not yet renamed then stay temporaries for
-    /// [`Staging::abort`].
+    /// Renames every temporary into place, within its directory's descriptor (a rename
+    /// replaces a symlink standing at the target; it never follows one). A rename can only fail
+    /// if something changed the tree during the restore; the files not yet renamed then stay
+    /// temporaries for [`Staging::abort`].
     fn commit(&mut self) -> Result<Vec<RestoredFile>, Fail> {
         let mut files = Vec::with_capacity(self.staged.len());
         let staged = std::mem::take(&mut self.staged);
         let mut staged = staged.into_iter();
         while let Some(next) = staged.next() {
-            if next.temp == next.target {
-                files.push(RestoredFile {
-                    path: next.target,
-                    meta: next.meta,
-                });
-                continue;
-            }
-            if let Err(source) = fs::rename(&next.temp, &next.target) {
-                let _ = fs::remove_file(&next.temp);
-                self.staged = staged.collect();
-                let path = next.target;
-                return Err(if source.raw_os_error() == Some(libc::EISDIR) {
-                    Fail::Blocked { path }
-                } else {
-                    Fail::Io { path, source }
-                });
+            if next.temp != next.name {
+                let renamed = self
+                    .open_dir(&next.base, &next.dir)
+                    .map_err(|fail| (fail, None))
+                    .and_then(|dir| {
+                        nix::fcntl::renameat(
+                            dir.as_fd(),
+                            next.temp.as_os_str(),
+                            dir.as_fd(),
+                            next.name.as_os_str(),
+                        )
+                        .map_err(|e| {
+                            let path = next.target.clone();
+                            let fail = if e == Errno::EISDIR {
+                                Fail::Blocked { path }
+                            } else {
+                                Fail::Io {
+                                    path,
+                                    source: e.into(),
+                                }
+                            };
+                            (fail, Some(dir))
+                        })
+                    });
+                if let Err((fail, dir)) = renamed {
+                    if let Some(dir) = dir {
+                        let _ = unlink_at(dir.as_fd(), &next.temp, false);
+                    }
+                    self.staged = staged.collect();
+                    return Err(fail);
+                }
             }
             files.push(RestoredFile {
                 path: next.target,
@@ -385,12 +410,13 @@ impl Staging {
         }
         // Deepest first: a directory's mode is set once nothing more is written into it.
         let mut dirs = std::mem::take(&mut self.dirs);
-        dirs.sort_by(|a, b| b.0.cmp(&a.0));
-        for (path, meta) in dirs {
-            let mode = fs::Permissions::from_mode(meta.mode & KEPT_MODE_BITS);
-            fs::set_permissions(&path, mode).map_err(|source| Fail::Io {
+        dirs.sort_by(|a, b| b.2.cmp(&a.2));
+        for (base, dir, path, meta) in dirs {
+            let fd = self.open_dir(&base, &dir)?;
+            let mode = Mode::from_bits_truncate(meta.mode & KEPT_MODE_BITS);
+            nix::sys::stat::fchmod(fd.as_fd(), mode).map_err(|e| Fail::Io {
                 path: path.clone(),
-                source,
+                source: e.into(),
             })?;
             files.push(RestoredFile { path, meta });
         }
@@ -398,13 +424,53 @@ impl Staging {
     }
 
     /// Removes the temporaries and the directories this attempt created (deepest first; a
-    /// directory that holds anything else stays).
+    /// directory that holds anything else stays), each through its directory's descriptor.
     fn abort(&mut self) {
-        for staged in self.staged.drain(..) {
-            let _ = fs::remove_file(&staged.temp);
+        for staged in std::mem::take(&mut self.staged) {
+            if let Ok(dir) = self.walker(&staged.base).dir(&staged.dir, None) {
+                let _ = unlink_at(dir.as_fd(), &staged.temp, false);
+            }
         }
-        for dir in self.created_dirs.drain(..).rev() {
-            let _ = fs::remove_dir(&dir);
+        for created in std::mem::take(&mut self.created_dirs).into_iter().rev() {
+            let Some(walker) = self
+                .walkers
+                .iter_mut()
+                .find(|w| created.starts_with(w.base()))
+            else {
+                continue;
+            };
+            let Some((dir, name)) = created
+                .strip_prefix(walker.base())
+                .ok()
+                .and_then(beneath::split)
+            else {
+                continue;
+            };
+            walker.forget();
+            if let Ok(fd) = walker.dir(dir, None) {
+                let _ = unlink_at(fd.as_fd(), name, true);
+            }
+        }
+    }
+}
+
+/// Runs `create` on `<prefix><pid>-<n>.tmp` in `dir` for n = 0, 1, … until it does not fail
+/// with `EEXIST`; returns the name it took.
+fn create_unique_at(
+    _dir: &OwnedFd,
+    mut create: impl FnMut(&OsStr) -> nix::Result<()>,
+) -> io::Result<OsString> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = OsString::from(format!(
+            "{RESTORE_TEMP_PREFIX}{}-{n}.tmp",
+            std::process::id()
+        ));
+        match create(&name) {
+            Ok(()) => return Ok(name),
+            Err(Errno::EEXIST) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
 }

@@ -19,7 +19,8 @@ fn accept_all(_: &str) -> bool {
 /// Packs a real artifact for `key` with one project output `dist/out.txt` containing `body`.
 pub(crate) fn pack(store: &Store, key: &str, body: &str) -> Packed {
     let src = tempfile::tempdir().unwrap();
-    let file = src.path().join("out.txt");
+    let file = src.path().join("dist/out.txt");
+    std::fs::create_dir(src.path().join("dist")).unwrap();
     std::fs::write(&file, body).unwrap();
     let meta = ArtifactMeta {
         format: artifact::FORMAT,

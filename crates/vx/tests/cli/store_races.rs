@@ -38,7 +38,12 @@ fn a_pack_killed_mid_way_leaves_a_file_that_info_counts_and_the_next_run_removes
     for _ in 0..5 {
         let vx = spawn_vx(&f, &["run", "lib#big"], false);
         let deadline = Instant::now() + Duration::from_secs(60);
-        while pack_temps(f.root()).is_empty() && Instant::now() < deadline {
+        let packing = |root: &Path| {
+            pack_temps(root).iter().any(|name| {
+                std::fs::metadata(root.join(".vx/tmp").join(name)).is_ok_and(|m| m.len() > 0)
+            })
+        };
+        while !packing(f.root()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }
         let mut child = vx.take();
@@ -160,4 +165,174 @@ fn outputs_never_carry_setuid_or_setgid_bits_made_or_restored() {
     let text = format!("{}{}", forged.stdout, forged.stderr);
     crate::assert_contains(&text, "restored without them");
     assert_eq!(mode_of(&f.path("packages/lib/out/tool")) & 0o7777, 0o755);
+}
+
+/// Whether any artifact in the fixture's store holds `needle` anywhere in its bytes.
+fn any_artifact_holds(root: &Path, needle: &[u8]) -> bool {
+    let Ok(dir) = std::fs::read_dir(root.join(".vx/artifacts")) else {
+        return false;
+    };
+    dir.filter_map(Result::ok).any(|e| {
+        let Ok(file) = std::fs::File::open(e.path()) else {
+            return false;
+        };
+        let bytes = zstd::decode_all(file).unwrap_or_default();
+        bytes.windows(needle.len()).any(|w| w == needle)
+    })
+}
+
+/// Runs `racer` in a loop on another thread until the returned guard drops.
+struct Racer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Racer {
+    fn start(mut racer: impl FnMut() + Send + 'static) -> Racer {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut rounds = 0;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                racer();
+                rounds += 1;
+            }
+            rounds
+        });
+        Racer {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Racer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Issue 42 item 1: another process flips a cached task's output between a regular file and a
+/// symlink to a file outside the workspace while vx saves (2,000 other outputs keep the save
+/// long), 40 times: no artifact ever holds that file's bytes. (The racer makes `out/a` itself:
+/// the task's own `>` would write through the link.)
+#[test]
+fn an_output_flipped_to_a_symlink_during_the_save_never_packs_what_it_leads_to() {
+    let secret_dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let secret = secret_dir.path().join("credential");
+    std::fs::write(&secret, "THE-CREDENTIAL-BYTES\n").unwrap();
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = 'mkdir -p out/many && cd out/many && seq 1 2000 | xargs touch'\n",
+        "cache = { inputs = ['src/**'], outputs = ['out/**'] }\n",
+    ));
+    f.write(".gitignore", ".vx/\nout/\n.link\n.file\n");
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.commit();
+    let out_dir = f.path("packages/lib/out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    // Staged beside `out`, not in it: a stray link among the outputs would refuse every save.
+    let (link, file) = (f.path("packages/lib/.link"), f.path("packages/lib/.file"));
+    let racer = {
+        let (out_dir, secret) = (out_dir.clone(), secret.clone());
+        Racer::start(move || {
+            let target = out_dir.join("a");
+            let _ = std::os::unix::fs::symlink(&secret, &link);
+            let _ = std::fs::rename(&link, &target);
+            // As long as the credential: the size check alone would otherwise refuse.
+            let _ = std::fs::write(&file, "harmless-harmless-ok\n");
+            let _ = std::fs::rename(&file, &target);
+        })
+    };
+    for round in 0..40 {
+        f.write("packages/lib/src/a.txt", &format!("{round}\n"));
+        let _ = f.vx(&["run", "lib#build"]);
+    }
+    let rounds = racer.stop();
+    assert!(rounds > 100, "the racer ran {rounds} times");
+    let saved = std::fs::read_dir(f.root().join(".vx/artifacts"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert!(saved > 0, "no round was saved: the race proved nothing");
+    assert!(
+        !any_artifact_holds(f.root(), b"THE-CREDENTIAL-BYTES"),
+        "an artifact holds the bytes of a file outside the workspace"
+    );
+}
+
+/// Issue 42 item 2: another process renames each directory vx creates during a restore and
+/// puts a symlink to a host directory in its place, over 40 restores: nothing is ever written
+/// in that directory.
+#[test]
+fn a_directory_swapped_for_a_symlink_during_a_restore_is_never_written_through() {
+    let host_dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = 'for d in a b c d; do mkdir -p out/$d; for i in $(seq 1 30); do echo $d$i > out/$d/f$i; done; done'\n",
+        "cache = { inputs = ['src/**'], outputs = ['out/**'] }\n",
+    ));
+    f.write(".gitignore", ".vx/\nout/\n");
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.commit();
+    let first = f.vx(&["run", "lib#build"]);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    let out_dir = f.path("packages/lib/out");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let racer = {
+        let (out_dir, host) = (out_dir.clone(), host_dir.path().to_path_buf());
+        let seen_by_racer = seen.clone();
+        let mut n = 0u64;
+        Racer::start(move || {
+            for d in ["a", "b", "c", "d"] {
+                let dir = out_dir.join(d);
+                let real = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+                if real {
+                    n += 1;
+                    let moved = out_dir.join(format!(".moved-{n}"));
+                    if std::fs::rename(&dir, &moved).is_ok() {
+                        let _ = std::os::unix::fs::symlink(&host, &dir);
+                    }
+                }
+            }
+            // A write that a failed restore removed again counts too.
+            if let Some(Ok(entry)) = std::fs::read_dir(&host).ok().and_then(|mut d| d.next()) {
+                seen_by_racer
+                    .lock()
+                    .unwrap()
+                    .get_or_insert(entry.file_name());
+            }
+        })
+    };
+    let mut restored = 0;
+    let mut refused = String::new();
+    for _ in 0..40 {
+        let _ = std::fs::remove_dir_all(&out_dir);
+        let out = f.vx(&["run", "lib#build"]);
+        if out.stdout.contains("restored-local") {
+            restored += 1;
+        } else if refused.is_empty() {
+            refused = format!("{}{}", out.stdout, out.stderr);
+        }
+    }
+    racer.stop();
+    let written: Vec<_> = std::fs::read_dir(host_dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        written.is_empty(),
+        "written outside the workspace: {written:?}"
+    );
+    let seen = seen.lock().unwrap().take();
+    assert_eq!(seen, None, "written outside the workspace during a restore");
+    assert!(restored > 0, "no run restored: {refused}");
 }

@@ -196,7 +196,7 @@ fn restore_reason(error: &artifact::RestoreError) -> String {
             format!("`{}` stands where an output must go", path.display())
         }
         artifact::RestoreError::Unsafe { path } => format!(
-            "refusing to write through `{}`: it leads outside the project",
+            "refusing to write through `{}`: it is a symlink, and a restore never follows one",
             path.display()
         ),
         artifact::RestoreError::Io { path, source }
