@@ -205,3 +205,35 @@ pub(crate) fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr, dir_entry: bool) -> n
 pub(crate) fn split(rel: &Path) -> Option<(&Path, &OsStr)> {
     Some((rel.parent()?, rel.file_name()?))
 }
+
+/// Removes paths below a trusted directory through descriptors (issue 42): cleaning outputs
+/// never deletes through a directory that was swapped for a symlink, wherever it leads.
+pub struct Unlinker {
+    walker: Walker,
+}
+
+impl Unlinker {
+    /// Paths given to [`Unlinker::remove`] are relative to `base` (opened by path).
+    pub fn new(base: &Path) -> Unlinker {
+        Unlinker {
+            walker: Walker::new(base),
+        }
+    }
+
+    /// Removes the file or symlink (or, with `dir`, the empty directory) at `rel`. A symlink on
+    /// the way is an error (never followed); a path that is not there is `NotFound`.
+    pub fn remove(&mut self, rel: &Path, dir: bool) -> io::Result<()> {
+        let (parent, name) = split(rel).ok_or_else(|| io::Error::other("not a file name"))?;
+        let fd = self.walker.dir(parent, None).map_err(|e| match e {
+            WalkError::Symlink(path) => io::Error::other(format!(
+                "`{}` is a symlink, and vx never removes through one",
+                path.display()
+            )),
+            WalkError::NotDir(path) => {
+                io::Error::new(io::ErrorKind::NotFound, path.display().to_string())
+            }
+            WalkError::Io(_, e) => e,
+        })?;
+        unlink_at(fd.as_fd(), name, dir).map_err(io::Error::from)
+    }
+}

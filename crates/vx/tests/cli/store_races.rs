@@ -87,6 +87,11 @@ fn only_artifact(root: &Path) -> std::path::PathBuf {
 /// Rewrites a well-formed artifact with `edit` applied to its `meta.json`, the digest made
 /// anew: what any writer of an unsigned cache can do.
 fn forge(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    forge_dropping(path, &[], edit);
+}
+
+/// [`forge`], leaving out the tar entries named in `drop` (a file made a symlink has none).
+fn forge_dropping(path: &Path, drop: &[&str], edit: impl FnOnce(&mut serde_json::Value)) {
     let bytes = zstd::decode_all(std::fs::File::open(path).unwrap()).unwrap();
     let mut archive = tar::Archive::new(bytes.as_slice());
     let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
@@ -98,6 +103,7 @@ fn forge(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
         entries.push((name, body));
     }
     assert_eq!(entries.pop().unwrap().0, "digest");
+    entries.retain(|(name, _)| !drop.contains(&name.as_str()));
     let meta = entries.iter_mut().find(|(n, _)| n == "meta.json").unwrap();
     let mut json: serde_json::Value = serde_json::from_slice(&meta.1).unwrap();
     edit(&mut json);
@@ -335,4 +341,113 @@ fn a_directory_swapped_for_a_symlink_during_a_restore_is_never_written_through()
     let seen = seen.lock().unwrap().take();
     assert_eq!(seen, None, "written outside the workspace during a restore");
     assert!(restored > 0, "no run restored: {refused}");
+}
+
+/// Issue 42 item 3: a well-formed entry (any writer of an unsigned remote cache can make one)
+/// restores `dist/out.txt -> ../src/a.txt`. A later run that executes without cleaning the
+/// outputs (`--no-cache`, `--cache local:r`) removes that link first, said once: the command's
+/// `> dist/out.txt` never truncates the source. A link within the outputs stays.
+#[test]
+fn a_restored_link_leading_outside_the_outputs_never_carries_a_later_write() {
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = 'mkdir -p dist && cat src/a.txt > dist/out.txt && ln -sfn out.txt dist/latest'\n",
+        "cache = { inputs = ['src/**'], outputs = ['dist/**'] }\n",
+    ));
+    f.write(".gitignore", ".vx/\ndist/\n");
+    f.write("packages/lib/src/a.txt", "the source\n");
+    f.commit();
+    let first = f.vx(&["run", "lib#build"]);
+    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
+    let artifact = only_artifact(f.root());
+    forge_dropping(&artifact, &["outputs/dist/out.txt"], |meta| {
+        let text = "../src/a.txt";
+        let file = &mut meta["files"]["outputs/dist/out.txt"];
+        file["mode"] = serde_json::json!(0o120777);
+        file["size"] = serde_json::json!(text.len());
+        meta["links"]["outputs/dist/out.txt"] = serde_json::json!(text);
+    });
+    for flags in [&["--no-cache"][..], &["--cache", "local:r"]] {
+        std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
+        let _ = std::fs::remove_file(f.path("packages/lib/src/b.txt"));
+        let restored = f.vx(&["run", "lib#build"]);
+        assert_eq!(restored.code, 0, "{}{}", restored.stdout, restored.stderr);
+        crate::assert_contains(&restored.stdout, "restored-local");
+        let link = f.path("packages/lib/dist/out.txt");
+        assert_eq!(
+            std::fs::read_link(&link).unwrap(),
+            Path::new("../src/a.txt"),
+            "the entry restores as it was made"
+        );
+        // A miss under `local:r`: another input changes.
+        f.write("packages/lib/src/b.txt", &format!("{flags:?}"));
+        let mut args = vec!["run", "lib#build"];
+        args.extend_from_slice(flags);
+        let again = f.vx(&args);
+        assert_eq!(again.code, 0, "{flags:?}: {}{}", again.stdout, again.stderr);
+        assert_eq!(
+            f.read("packages/lib/src/a.txt"),
+            "the source\n",
+            "{flags:?}"
+        );
+        assert!(!link.is_symlink(), "{flags:?}");
+        assert_eq!(f.read("packages/lib/dist/out.txt"), "the source\n");
+        crate::assert_contains(
+            &format!("{}{}", again.stdout, again.stderr),
+            "lib#build: removed the symlink `packages/lib/dist/out.txt` (to `../src/a.txt`) from its outputs before running",
+        );
+        // The link within the outputs was the task's own and stays a link.
+        assert!(f.path("packages/lib/dist/latest").is_symlink());
+    }
+}
+
+/// Issue 42: cleaning outputs before a run goes through directory descriptors too. Another
+/// process flips an output directory with a symlink to a host directory holding files of the
+/// same names, over 40 cleans: none of them is ever deleted.
+#[test]
+fn a_directory_swapped_for_a_symlink_during_a_clean_is_never_removed_through() {
+    let host_dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    for i in 1..=30 {
+        std::fs::write(host_dir.path().join(format!("f{i}")), "keep me\n").unwrap();
+    }
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = 'for d in a b; do mkdir -p out/$d; for i in $(seq 1 30); do echo $d$i > out/$d/f$i; done; done'\n",
+        "cache = { inputs = ['src/**'], outputs = ['out/**'] }\n",
+    ));
+    f.write(".gitignore", ".vx/\nout/\n");
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.commit();
+    let out_dir = f.path("packages/lib/out");
+    // Flips `out/a` between the real directory and a symlink to the host directory, and back.
+    let racer = {
+        let (out_dir, host) = (out_dir.clone(), host_dir.path().to_path_buf());
+        Racer::start(move || {
+            let (dir, hold, link) = (
+                out_dir.join("a"),
+                out_dir.join(".hold"),
+                out_dir.join(".lnk"),
+            );
+            let meta = std::fs::symlink_metadata(&dir);
+            if meta.as_ref().is_ok_and(|m| m.is_dir()) {
+                if std::fs::rename(&dir, &hold).is_ok() {
+                    let _ = std::os::unix::fs::symlink(&host, &link);
+                    let _ = std::fs::rename(&link, &dir);
+                }
+            } else if meta.is_ok_and(|m| m.file_type().is_symlink()) && hold.is_dir() {
+                let _ = std::fs::remove_file(&dir);
+                let _ = std::fs::rename(&hold, &dir);
+            }
+        })
+    };
+    for round in 0..40 {
+        f.write("packages/lib/src/a.txt", &format!("{round}\n"));
+        let _ = f.vx(&["run", "lib#build"]);
+    }
+    racer.stop();
+    let kept = std::fs::read_dir(host_dir.path()).unwrap().count();
+    assert_eq!(
+        kept, 30,
+        "files outside the workspace were removed by a clean"
+    );
 }

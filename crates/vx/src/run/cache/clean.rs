@@ -17,6 +17,8 @@ use vx_core::TaskId;
 use super::outputs::{is_missing, plain, stamp, Found, Outputs};
 use super::{DirtyProbe, RunCache};
 use crate::run::keys::{is_under, relative};
+use crate::run::outcome::Notice;
+use vx_store::artifact::Unlinker;
 
 /// What cleaning learns once per run: which tracked paths have uncommitted changes.
 pub struct Cleaner<'p> {
@@ -181,13 +183,15 @@ impl RunCache<'_> {
 /// directory that still holds something unmatched stays).
 pub fn remove(outputs: &Outputs, root: &Path, found: &[Found]) -> Result<(), CleanError> {
     let mut dirs: Vec<String> = Vec::new();
+    // Through directory descriptors: a directory swapped for a symlink while vx cleans is
+    // never removed through (issue 42).
+    let mut unlinker = Unlinker::new(root);
     for f in found {
         if f.meta.is_dir() {
             dirs.push(f.path.clone());
             continue;
         }
-        let path = root.join(&f.path);
-        if let Err(e) = fs::remove_file(&path) {
+        if let Err(e) = unlinker.remove(Path::new(&f.path), false) {
             if !is_missing(&e) {
                 return Err(CleanError::Remove {
                     path: f.path.clone(),
@@ -212,9 +216,48 @@ pub fn remove(outputs: &Outputs, root: &Path, found: &[Found]) -> Result<(), Cle
         if kept || !covered {
             continue;
         }
-        let _ = fs::remove_dir(root.join(dir));
+        let _ = unlinker.remove(Path::new(dir), true);
     }
     Ok(())
+}
+
+impl RunCache<'_> {
+    /// Issue 42: before a task's command runs without its outputs cleaned (`--no-cache`,
+    /// `--cache local:r`, a result that will not be saved), every symlink among its outputs
+    /// that leads outside them — a restored one, or one an earlier run left — is removed, said
+    /// once: the command's own `> dist/out.txt` would otherwise write through it (into
+    /// `src/`, say). A link that stays within the outputs stays.
+    pub(super) fn unlink_escaping_links(&mut self, id: &TaskId, outputs: &Outputs) {
+        let root = self.workspace.root.clone();
+        let Ok(found) = outputs.find(&root) else {
+            return;
+        };
+        let real_root = root.canonicalize().unwrap_or_else(|_| root.clone());
+        let mut unlinker = Unlinker::new(&root);
+        for f in found.iter().filter(|f| f.meta.file_type().is_symlink()) {
+            let Ok(text) = fs::read_link(root.join(&f.path)) else {
+                continue;
+            };
+            let text = text.to_string_lossy().into_owned();
+            let parent = f.path.rsplit_once('/').map_or("", |(dir, _)| dir);
+            let inside = vx_store::artifact::link_target(&text, &real_root.join(parent))
+                .and_then(|place| {
+                    place
+                        .strip_prefix(&real_root)
+                        .ok()
+                        .map(|rel| rel.to_string_lossy().into_owned())
+                })
+                .is_some_and(|rel| outputs.covers(&rel));
+            if inside || unlinker.remove(Path::new(&f.path), false).is_err() {
+                continue;
+            }
+            self.say(Notice::note(format!(
+                "{id}: removed the symlink `{}` (to `{text}`) from its outputs before running: it leads outside them, and the command would write through it",
+                f.path
+            )));
+        }
+        self.refresh_outputs(outputs);
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -399,11 +399,20 @@ impl<'p> RunCache<'p> {
             Want::Entry
         };
         let outputs = match self.probe(id, want) {
-            Probe::Persistent | Probe::Uncached { .. } => {
+            Probe::Persistent => {
                 return Decision::Execute {
                     cached: false,
                     writes: false,
                 }
+            }
+            Probe::Uncached { .. } => {
+                if let Some(outputs) = self.outputs(id) {
+                    self.unlink_escaping_links(id, &outputs);
+                }
+                return Decision::Execute {
+                    cached: false,
+                    writes: false,
+                };
             }
             Probe::KeyFailed(error) => return Decision::Fail(format!("vx: {error}")),
             Probe::Exists { .. } => unreachable!("only asked for by --dry"),
@@ -446,6 +455,8 @@ impl<'p> RunCache<'p> {
             if let Err(line) = self.clean(id, &outputs) {
                 return Decision::Fail(line);
             }
+        } else {
+            self.unlink_escaping_links(id, &outputs);
         }
         Decision::Execute {
             cached: true,
