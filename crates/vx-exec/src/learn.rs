@@ -69,7 +69,7 @@ pub fn serve(args: &[OsString]) -> i32 {
             return 125;
         }
     };
-    let tracer = match crate::trace::spawn_traced(program, &args[3..]) {
+    let tracer = match crate::trace::spawn_traced(program, &args[3..], false) {
         Ok(tracer) => tracer,
         Err(error) => {
             eprintln!(

@@ -207,7 +207,7 @@ pub fn serve(args: &[OsString]) -> i32 {
             return usage;
         }
     }
-    let tracer = match crate::trace::spawn_traced(program, rest) {
+    let tracer = match crate::trace::spawn_traced(program, rest, true) {
         Ok(tracer) => tracer,
         Err(error) => {
             eprintln!(

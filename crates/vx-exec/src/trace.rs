@@ -15,12 +15,18 @@
 //! not recorded. The tracer sees attempts, not outcomes: a read of a path the sandbox does not
 //! have is seen all the same; only a `mkdir` of a path that already exists is left out (it
 //! fails with EEXIST and writes nothing).
-//! The tracer only observes: whether an access is a violation is decided outside, against the
-//! host's files and the task's grants.
+//! In a sandbox (`confine`), two more things are refused, since the mounts cannot hide them: a
+//! Unix datagram socket (the filter: EACCES), and a `connect` to a Unix socket in a read-only
+//! place of the task's view, where only a host process can have made it (the tracer skips the
+//! call, which fails with EACCES, and reports `unix:<path>`). Otherwise the tracer only
+//! observes: whether an access is a violation is decided outside, against the host's files and
+//! the task's grants.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+use nix::errno::Errno;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 use nix::sys::ptrace;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -93,6 +99,11 @@ mod calls {
     ];
     /// Refused with ENOSYS: its submissions open files without a system call per file.
     pub const IO_URING_SETUP: i64 = 425;
+    /// A Unix datagram socket is refused (EACCES): it could send to any socket path with
+    /// `sendto`/`sendmsg`, which the tracer does not stop. Stream and seqpacket sockets reach a
+    /// path only through `connect`, which it does.
+    pub const SOCKET: i64 = 41;
+    pub const SOCKETPAIR: i64 = 53;
     /// x32 calls carry this bit in their number.
     pub const X32_BIT: u32 = 0x4000_0000;
 
@@ -107,7 +118,7 @@ mod calls {
 /// the calls of `calls::REFUSED` with EPERM;
 /// the calls in `calls::ALL` stop for the tracer (`SECCOMP_RET_TRACE`); the rest are allowed.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-fn filter() -> Vec<libc::sock_filter> {
+fn filter(confine: bool) -> Vec<libc::sock_filter> {
     const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
     let stmt = |code: u16, k: u32| libc::sock_filter {
         code,
@@ -142,6 +153,24 @@ fn filter() -> Vec<libc::sock_filter> {
         jump(calls::IO_URING_SETUP as u32, 0, 1),
         refuse(libc::ENOSYS),
     ];
+    // socket/socketpair(AF_UNIX, SOCK_DGRAM | flags, …): EACCES. seccomp_data's args[0] is at
+    // offset 16, args[1] at 24 (their low words, on this little-endian machine).
+    program.extend(
+        confine
+            .then_some([
+                jump(calls::SOCKET as u32, 1, 0),
+                jump(calls::SOCKETPAIR as u32, 0, 7),
+                stmt(load, 16),
+                jump(libc::AF_UNIX as u32, 0, 4),
+                stmt(load, 24),
+                stmt((libc::BPF_ALU | libc::BPF_AND | libc::BPF_K) as u16, 0xf),
+                jump(libc::SOCK_DGRAM as u32, 0, 1),
+                refuse(libc::EACCES),
+                stmt(load, 0),
+            ])
+            .into_iter()
+            .flatten(),
+    );
     for call in calls::REFUSED {
         program.push(jump(call as u32, 0, 1));
         program.push(refuse(libc::EPERM));
@@ -158,6 +187,9 @@ fn filter() -> Vec<libc::sock_filter> {
 /// A traced command and everything it starts.
 pub struct Tracer {
     leader: Pid,
+    /// Whether the sandbox's refusals apply (a host process's Unix socket, a Unix datagram
+    /// socket); off for a learning run, which only observes.
+    confine: bool,
 }
 
 /// Starts `program` traced (see the module documentation); the caller then calls
@@ -166,7 +198,11 @@ pub struct Tracer {
 /// call fails with ENOSYS); that is also why this forks by hand instead of using
 /// `std::process::Command`, whose `spawn` waits for the `exec` the stopped child has not made.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub fn spawn_traced(program: &OsString, args: &[OsString]) -> std::io::Result<Tracer> {
+pub fn spawn_traced(
+    program: &OsString,
+    args: &[OsString],
+    confine: bool,
+) -> std::io::Result<Tracer> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     let c = |s: &OsString| {
@@ -179,7 +215,7 @@ pub fn spawn_traced(program: &OsString, args: &[OsString]) -> std::io::Result<Tr
     }
     let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     pointers.push(std::ptr::null());
-    let program_filter = filter();
+    let program_filter = filter(confine);
     let prog = libc::sock_fprog {
         len: program_filter.len() as u16,
         filter: program_filter.as_ptr().cast_mut(),
@@ -234,7 +270,10 @@ pub fn spawn_traced(program: &OsString, args: &[OsString]) -> std::io::Result<Tr
                 | ptrace::Options::PTRACE_O_EXITKILL;
             ptrace::setoptions(child, options).map_err(std::io::Error::from)?;
             ptrace::cont(child, None).map_err(std::io::Error::from)?;
-            Ok(Tracer { leader: child })
+            Ok(Tracer {
+                leader: child,
+                confine,
+            })
         }
     }
 }
@@ -242,7 +281,11 @@ pub fn spawn_traced(program: &OsString, args: &[OsString]) -> std::io::Result<Tr
 /// Elsewhere tracing is refused before anything starts ([`supported`] is false, and the
 /// sandbox and `--learn` check it first); this keeps the callers building for every target.
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
-pub fn spawn_traced(_program: &OsString, _args: &[OsString]) -> std::io::Result<Tracer> {
+pub fn spawn_traced(
+    _program: &OsString,
+    _args: &[OsString],
+    _confine: bool,
+) -> std::io::Result<Tracer> {
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         "tracing needs Linux on x86-64",
@@ -294,7 +337,9 @@ impl Tracer {
                 }
                 WaitStatus::Exited(..) | WaitStatus::Signaled(..) => {}
                 WaitStatus::PtraceEvent(pid, _, event) if event == libc::PTRACE_EVENT_SECCOMP => {
-                    observe(pid, &mut seen);
+                    if let Some(errno) = observe(pid, self.confine, &mut seen) {
+                        refuse_call(pid, errno);
+                    }
                     let _ = ptrace::cont(pid, None);
                 }
                 WaitStatus::PtraceEvent(pid, _, _) => {
@@ -319,12 +364,24 @@ impl Tracer {
     }
 }
 
-/// Hands `seen` the access of the call `pid` is stopped in.
+/// Makes the call `pid` is stopped in fail with `errno` without running it: at a seccomp
+/// stop, system call number -1 skips the call and the return register is what it returns.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-fn observe(pid: Pid, seen: &mut impl FnMut(Access)) {
+fn refuse_call(pid: Pid, errno: Errno) {
+    if let Ok(mut regs) = ptrace::getregs(pid) {
+        regs.orig_rax = u64::MAX;
+        regs.rax = (-(errno as i64)) as u64;
+        let _ = ptrace::setregs(pid, regs);
+    }
+}
+
+/// Hands `seen` the access of the call `pid` is stopped in; returns the error the call must
+/// fail with instead of running, if any (a `connect` to a Unix socket the task did not make).
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn observe(pid: Pid, confine: bool, seen: &mut impl FnMut(Access)) -> Option<Errno> {
     {
         let Ok(regs) = ptrace::getregs(pid) else {
-            return;
+            return None;
         };
         let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8];
         let at = |dirfd: u64, path: u64| (Some(dirfd as i32), path);
@@ -339,9 +396,20 @@ fn observe(pid: Pid, seen: &mut impl FnMut(Access)) {
             _ => false,
         };
         if path_only {
-            return;
+            return None;
         }
         if regs.orig_rax as i64 == CONNECT {
+            let foreign = confine.then(|| foreign_unix_socket(pid, args[1], args[2]));
+            if let Some(socket) = foreign.flatten() {
+                if !QUIET_SOCKETS.iter().any(|dir| socket.starts_with(dir)) {
+                    seen(Access {
+                        kind: AccessKind::Net,
+                        path: PathBuf::from(format!("unix:{}", socket.display())),
+                        asked: None,
+                    });
+                }
+                return Some(Errno::EACCES);
+            }
             if let Some(target) = remote_address(pid, args[1], args[2]) {
                 seen(Access {
                     kind: AccessKind::Net,
@@ -349,7 +417,7 @@ fn observe(pid: Pid, seen: &mut impl FnMut(Access)) {
                     asked: None,
                 });
             }
-            return;
+            return None;
         }
         let (kind, named): (AccessKind, Vec<(Option<i32>, u64)>) = match regs.orig_rax as i64 {
             OPEN => (open_kind(args[1] & write_flags), vec![cwd(args[0])]),
@@ -374,7 +442,7 @@ fn observe(pid: Pid, seen: &mut impl FnMut(Access)) {
                 AccessKind::Write,
                 vec![at(args[0], args[1]), at(args[2], args[3])],
             ),
-            _ => return,
+            _ => return None,
         };
         let is_mkdir = matches!(regs.orig_rax as i64, MKDIR | MKDIRAT);
         for (dirfd, address) in named {
@@ -399,6 +467,7 @@ fn observe(pid: Pid, seen: &mut impl FnMut(Access)) {
                 }
             }
         }
+        None
     }
 }
 
@@ -511,6 +580,63 @@ fn remote_address(pid: Pid, address: u64, length: u64) -> Option<String> {
         return None;
     }
     Some(std::net::SocketAddr::new(ip, port).to_string())
+}
+
+/// Where the C library and its name services look for a daemon on their own (a user or host
+/// lookup asks nscd or systemd's userdb first, logging tries the journal): such a `connect` is
+/// refused like any other, and the library falls back to files, but it is not a violation.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+const QUIET_SOCKETS: [&str; 6] = [
+    "/run/nscd/",
+    "/var/run/nscd/",
+    "/run/systemd/userdb/",
+    "/var/run/systemd/userdb/",
+    "/run/systemd/journal/",
+    "/var/run/systemd/journal/",
+];
+
+/// The path of a `connect` to a Unix socket that lies in a read-only place of the sandbox's
+/// view — the host file system or a read grant: a socket some host process listens on (a
+/// Docker or ssh-agent socket, a daemon's), never one the task made (the task can make one only
+/// where it may write). `None` for any other address, an abstract socket (the sandbox has its
+/// own network namespace, so only its own are reachable) or one in a writable place. Init shares
+/// the task's mount namespace, so it judges the path as the task's `connect` resolves it.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn foreign_unix_socket(pid: Pid, address: u64, length: u64) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut buffer = [0u8; std::mem::size_of::<libc::sockaddr_un>()];
+    let wanted = (length as usize).min(buffer.len());
+    let mut local = [std::io::IoSliceMut::new(&mut buffer[..wanted])];
+    let remote = [nix::sys::uio::RemoteIoVec {
+        base: address as usize,
+        len: wanted,
+    }];
+    let n = nix::sys::uio::process_vm_readv(pid, &mut local, &remote).ok()?;
+    if n < 3 || i32::from(u16::from_ne_bytes([buffer[0], buffer[1]])) != libc::AF_UNIX {
+        return None;
+    }
+    let name = &buffer[2..n];
+    if name[0] == 0 {
+        return None;
+    }
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    let named = PathBuf::from(std::ffi::OsStr::from_bytes(&name[..end]));
+    let path = if named.is_absolute() {
+        named
+    } else {
+        std::fs::read_link(format!("/proc/{pid}/cwd"))
+            .ok()?
+            .join(named)
+    };
+    let read_only = nix::sys::statvfs::statvfs(&path)
+        .map(|fs| fs.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
+        // Not there: the connect fails anyway; judged where its directory is.
+        .or_else(|_| {
+            nix::sys::statvfs::statvfs(path.parent().unwrap_or(&path))
+                .map(|fs| fs.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
+        })
+        .unwrap_or(true);
+    read_only.then_some(path)
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use vx_exec::trace::{spawn_traced, AccessKind};
 
 fn traced(script: &str, dir: &std::path::Path) -> Vec<(AccessKind, PathBuf)> {
-    let tracer = spawn_traced(&"/bin/sh".into(), &["-c".into(), script.into()]).expect("traced");
+    let tracer =
+        spawn_traced(&"/bin/sh".into(), &["-c".into(), script.into()], false).expect("traced");
     let _ = dir;
     let (status, accesses) = tracer.wait();
     assert!(
@@ -50,7 +51,8 @@ fn the_tracer_sees_every_path_the_tree_touches() {
         "{seen:?}"
     );
     // A command that fails still reports; its status comes back.
-    let tracer = spawn_traced(&"/bin/sh".into(), &["-c".into(), "exit 3".into()]).expect("traced");
+    let tracer =
+        spawn_traced(&"/bin/sh".into(), &["-c".into(), "exit 3".into()], false).expect("traced");
     let (status, _) = tracer.wait();
     assert!(
         matches!(status, nix::sys::wait::WaitStatus::Exited(_, 3)),

@@ -346,3 +346,80 @@ fn the_object_store_a_shared_clone_borrows_from_is_walled() {
     assert!(!text.contains("the other project's secret"), "{text}");
     assert_ne!(out.status.code(), Some(0), "{text}");
 }
+
+/// Issue 42 item 4: a host process's Unix socket (under `/var/tmp`, as a Docker or ssh-agent
+/// socket would be elsewhere) is unreachable from a sandboxed task — a stream `connect` fails
+/// and is a violation, a datagram socket cannot be made — while a socket the task makes itself
+/// in its `TMPDIR` works.
+#[test]
+fn a_host_unix_socket_is_unreachable_from_a_sandboxed_task_and_its_own_works() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::{UnixDatagram, UnixListener};
+    if !sandbox_or_skip() {
+        return;
+    }
+    let holder = tempfile::tempdir_in("/var/tmp").unwrap();
+    let stream = holder.path().join("daemon.sock");
+    let datagram = holder.path().join("log.sock");
+    let listener = UnixListener::bind(&stream).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let receiver = UnixDatagram::bind(&datagram).unwrap();
+    receiver.set_nonblocking(true).unwrap();
+    let f = one_project(&format!(
+        concat!(
+            "[tasks.stream]\n",
+            "command = '''python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{stream}'); s.sendall(b'hello'); print('answer', s.recv(16))\"'''\n",
+            "sandbox = {{}}\n\n",
+            "[tasks.datagram]\n",
+            "command = '''python3 -c \"import socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b'hello', '{datagram}'); print('sent')\"'''\n",
+            "sandbox = {{}}\n\n",
+            "[tasks.own]\n",
+            "command = '''python3 -c \"import os, socket; p = os.environ['TMPDIR'] + '/own.sock'; l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen(1); c = socket.socket(socket.AF_UNIX); c.connect(p); a, _ = l.accept(); c.sendall(b'ping'); print('own', a.recv(4))\"'''\n",
+            "sandbox = {{}}\n",
+        ),
+        stream = stream.display(),
+        datagram = datagram.display(),
+    ));
+    f.commit();
+    // The host side answers whoever connects, until told to stop.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = done.clone();
+    let answered = std::thread::spawn(move || {
+        let mut accepted = 0;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Ok((mut peer, _)) = listener.accept() {
+                accepted += 1;
+                let mut buf = [0u8; 5];
+                let _ = peer.read(&mut buf);
+                let _ = peer.write_all(b"from the host");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        accepted
+    });
+
+    let out = f.vx(&["run", "lib#stream", "--output-logs=full"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains("from the host"), "{}", out.stdout);
+    assert_contains(&out.stdout, &format!("│ net   unix:{}\n", stream.display()));
+    assert_contains(&out.stdout, "reaches only the Unix sockets it makes itself");
+
+    let out = f.vx(&["run", "lib#datagram", "--output-logs=full"]);
+    assert_ne!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let mut buf = [0u8; 16];
+    assert!(
+        receiver.recv(&mut buf).is_err(),
+        "a datagram reached the host"
+    );
+
+    let out = f.vx(&["run", "lib#own", "--output-logs=full"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stdout, "own b'ping'");
+
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        answered.join().unwrap(),
+        0,
+        "the host socket accepted a connection"
+    );
+}

@@ -220,6 +220,7 @@ pub fn violations_section(violations: &[Violation], refused: &[String], project:
     let mut reads = Vec::new();
     let mut writes = Vec::new();
     let mut direct = false;
+    let mut unix = false;
     for violation in violations {
         let word = match violation.kind {
             AccessKind::Read => "read ",
@@ -238,6 +239,8 @@ pub fn violations_section(violations: &[Violation], refused: &[String], project:
                 Some((dir, _)) if !dir.is_empty() && dir != "/" => dir.to_string(),
                 _ => grant,
             }),
+            // A host process's Unix socket is never reachable (issue 42).
+            AccessKind::Net if violation.path.starts_with("unix:") => unix = true,
             // No grant lets a direct connection out: only the proxy does.
             AccessKind::Net => direct = true,
         }
@@ -277,6 +280,11 @@ pub fn violations_section(violations: &[Violation], refused: &[String], project:
             "│ hint: grant what the task needs in its sandbox table: {}\n",
             hint.join(", ")
         ));
+    }
+    if unix {
+        text.push_str(
+            "│ hint: a sandboxed task reaches only the Unix sockets it makes itself (in its write grants, TMPDIR or /tmp); a task that talks to a host daemon's socket runs unsandboxed\n",
+        );
     }
     if direct {
         text.push_str(
