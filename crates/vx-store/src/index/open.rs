@@ -158,6 +158,14 @@ fn unwritable(dir: &Path) -> Option<String> {
     }
 }
 
+/// Whether the database holds no table at all.
+fn is_empty_database(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| {
+        row.get::<_, i64>(0)
+    })
+    .map(|tables| tables == 0)
+}
+
 /// `path` as an SQLite URI that opens it immutable: read without locks or the WAL's
 /// shared memory, which a read-only directory cannot hold.
 fn immutable_uri(path: &Path) -> String {
@@ -323,6 +331,11 @@ impl Store {
         self.statements = count_statements(&mut conn).map_err(&failed)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(&failed)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        // An index never written (a fresh checkout whose first open met a full disk left an
+        // empty file): an empty cache, as when there is no file at all.
+        if found == 0 && is_empty_database(&conn).map_err(&failed)? {
+            return Ok(());
+        }
         if found != schema::VERSION {
             return Err(OpenError::Schema {
                 found,
