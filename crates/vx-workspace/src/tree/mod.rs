@@ -116,6 +116,8 @@ pub struct Tree {
     nested: HashMap<Vec<u8>, Arc<Repo>>,
     files: Vec<TreeFile>,
     non_utf8: Vec<String>,
+    /// Root-relative paths too long to open ([`Tree::too_long`]).
+    too_long: Vec<String>,
     /// Outer index entries that may vouch for their file, by root-relative path.
     index: HashMap<String, IndexStat>,
     rules: ShortcutRules,
@@ -358,6 +360,7 @@ impl Tree {
             nested: HashMap::new(),
             files: Vec::new(),
             non_utf8: Vec::new(),
+            too_long: Vec::new(),
             index: index_map,
             rules: ShortcutRules {
                 allowed: settings.shortcut_allowed,
@@ -409,6 +412,7 @@ impl Tree {
             nested: HashMap::new(),
             files: Vec::new(),
             non_utf8: Vec::new(),
+            too_long: Vec::new(),
             index: HashMap::new(),
             rules: ShortcutRules {
                 allowed: false,
@@ -467,6 +471,13 @@ impl Tree {
     /// [`Tree::identity`] finds the file by it. They are not in [`Tree::files`].
     pub fn non_utf8(&self) -> &[String] {
         &self.non_utf8
+    }
+
+    /// Root-relative paths (sorted) whose absolute path is longer than the system opens
+    /// (`PATH_MAX`): a file, or a directory the walk did not enter. They are not in
+    /// [`Tree::files`]; a task whose inputs reach one fails, naming it.
+    pub fn too_long(&self) -> &[String] {
+        &self.too_long
     }
 
     /// Whether git would ignore the root-relative `path` (false for a tracked file): for
@@ -783,6 +794,12 @@ impl Tree {
         // Tracked first among equal paths, so `dedup` keeps it.
         paths.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         paths.dedup_by(|later, first| later.0 == first.0);
+        let mut too_long: Vec<String> = found
+            .too_long
+            .iter()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        too_long.sort_unstable();
         let mut files = Vec::with_capacity(paths.len());
         let mut non_utf8 = Vec::new();
         for (path, tracked) in paths {
@@ -794,6 +811,7 @@ impl Tree {
         if scope.is_empty() {
             self.files = files;
             self.non_utf8 = non_utf8;
+            self.too_long = too_long;
             return;
         }
         // Keep tracked files (the indexes are not read again) and splice in the walk's.
@@ -827,6 +845,11 @@ impl Tree {
         self.non_utf8.extend(non_utf8);
         self.non_utf8.sort_unstable();
         self.non_utf8.dedup();
+        self.too_long
+            .retain(|p| *p != scope_str && !p.starts_with(&prefix));
+        self.too_long.extend(too_long);
+        self.too_long.sort_unstable();
+        self.too_long.dedup();
     }
 }
 

@@ -102,6 +102,9 @@ pub(crate) struct Found {
     /// Every directory listed, and every `.gitignore` file read: what the listing depends on
     /// besides the indexes and the configuration (for a run snapshot).
     pub(crate) consulted: Vec<PathBuf>,
+    /// Root-relative paths (files, or directories not entered) whose absolute path is too long
+    /// for the system to open ([`too_long`]).
+    pub(crate) too_long: Vec<Vec<u8>>,
 }
 
 impl Found {
@@ -110,7 +113,20 @@ impl Found {
         self.repos.extend(other.repos);
         self.attributes.extend(other.attributes);
         self.consulted.extend(other.consulted);
+        self.too_long.extend(other.too_long);
     }
+}
+
+/// The longest path the system opens, its NUL included (`PATH_MAX`).
+#[cfg(target_os = "linux")]
+const PATH_MAX: usize = 4096;
+#[cfg(not(target_os = "linux"))]
+const PATH_MAX: usize = 1024;
+
+/// Whether the system cannot open `abs` by its path: `PATH_MAX` bytes or more, its NUL
+/// included.
+pub(crate) fn too_long(abs: &Path) -> bool {
+    abs.as_os_str().len() + 1 > PATH_MAX
 }
 
 /// The fixed inputs of a walk.
@@ -259,7 +275,9 @@ impl Walker<'_> {
                     || self.exclusions.excludes_dir(&rel)
                     || repo.gitlinks.contains(&rel)
                     || excludes::is_ignored(&chain, &repo.excludes, &abs, true);
-                if !skip {
+                if !skip && too_long(&abs) {
+                    found.too_long.push(rel);
+                } else if !skip {
                     next.push(Job {
                         abs,
                         rel,
@@ -274,7 +292,9 @@ impl Walker<'_> {
                 }
                 let listed = !repo.tracked.contains(&rel)
                     && !excludes::is_ignored(&chain, &repo.excludes, &abs, false);
-                if listed {
+                if listed && too_long(&abs) {
+                    found.too_long.push(rel);
+                } else if listed {
                     found.untracked.push(rel);
                 }
             }

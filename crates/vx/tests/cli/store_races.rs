@@ -451,3 +451,43 @@ fn a_directory_swapped_for_a_symlink_during_a_clean_is_never_removed_through() {
         "files outside the workspace were removed by a clean"
     );
 }
+
+/// Issue 42 item 11: one path longer than `PATH_MAX` under a project fails only the tasks whose
+/// inputs reach it (an uncached task reads the whole project), with one short, root-relative
+/// line; a task whose inputs do not reach it runs.
+#[test]
+fn a_path_longer_than_the_system_limit_fails_only_the_tasks_that_reach_it() {
+    let f = one_project(concat!(
+        "[tasks.narrow]\ncommand = 'echo narrow ran'\n",
+        "cache = { inputs = ['src/**'], outputs = [] }\n\n",
+        "[tasks.wide]\ncommand = 'echo wide ran'\ncache = { inputs = ['**'], outputs = [] }\n\n",
+        "[tasks.uncached]\ncommand = 'echo uncached ran'\n",
+    ));
+    f.write(".gitignore", ".vx/\n");
+    f.write("packages/lib/src/a.txt", "a\n");
+    f.commit();
+    // 18 directories of 250 bytes: well past 4,096, made one relative step at a time.
+    let made = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("n=$(printf 'd%.0s' $(seq 1 250)); for i in $(seq 1 18); do mkdir $n && cd $n || exit 1; done; echo deep > f.txt")
+        .current_dir(f.path("packages/lib"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = f.vx(&["run", "lib#narrow", "lib#wide", "lib#uncached"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    crate::assert_contains(&out.stdout, "narrow ran");
+    assert!(!out.stdout.contains("wide ran") && !out.stdout.contains("uncached ran"));
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("vx: lib#wide: input `packages/lib/dddd"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(
+        line.ends_with("` is longer than the system's path limit; vx cannot read it"),
+        "{line}"
+    );
+    assert!(line.chars().count() < 200, "{line}");
+    assert!(!out.stdout.contains(&f.root().display().to_string()));
+    crate::assert_contains(&out.stdout, "vx: lib#uncached: input `packages/lib/dddd");
+}

@@ -43,7 +43,17 @@ impl Keys<'_> {
             .filter(|p| is_under(p, &dir) && !self.nested[project].iter().any(|n| is_under(p, n)))
             .cloned()
             .collect();
+        // Paths too long to open (issue 42): the task fails, naming the first it reaches.
+        let long: Vec<&String> = self
+            .tree
+            .too_long()
+            .iter()
+            .filter(|p| is_under(p, &dir) && !self.nested[project].iter().any(|n| is_under(p, n)))
+            .collect();
         let Some(cache) = &config.cache else {
+            if let Some(path) = long.first() {
+                return Err(too_long(id, path));
+            }
             // KEY-12: every file of the project, these included (found by their bytes).
             let mut paths = self.project_files(project);
             paths.extend(odd);
@@ -69,6 +79,19 @@ impl Keys<'_> {
                 "{id}: input `{}` has a name that is not UTF-8",
                 vx_workspace::tree::shown_name(path)
             )));
+        }
+        let reached = long
+            .iter()
+            .find(|p| may_reach(&inputs, relative(p, &dir)))
+            .copied()
+            .or_else(|| {
+                self.tree
+                    .too_long()
+                    .iter()
+                    .find(|p| may_reach(&workspace_inputs, p))
+            });
+        if let Some(path) = reached {
+            return Err(too_long(id, path));
         }
         let outputs = OwnOutputs::new(&dir, cache, &mut self.globs);
         let mut paths: Vec<String> = self
@@ -212,4 +235,33 @@ pub(super) fn literal_inputs(
                 .cloned(),
         )
         .collect()
+}
+
+/// Whether one of `globs`' positive patterns could match `path` or a path below it (its
+/// literal directories lead there or below it, and it has `**` or components enough).
+fn may_reach(globs: &TaskGlobs, path: &str) -> bool {
+    let depth = path.split('/').count();
+    globs.positives().iter().any(|glob| {
+        let prefix = vx_core::globs::literal_prefix(glob);
+        (is_under(path, prefix) || is_under(prefix, path))
+            && (glob.contains("**") || glob.split('/').count() >= depth)
+    })
+}
+
+/// The short, root-relative line for an input too long to open.
+fn too_long(id: &TaskId, path: &str) -> KeyError {
+    let shown: String = if path.chars().count() > 72 {
+        let head: String = path.chars().take(40).collect();
+        let tail: String = {
+            let mut tail: Vec<char> = path.chars().rev().take(24).collect();
+            tail.reverse();
+            tail.into_iter().collect()
+        };
+        format!("{head}…{tail}")
+    } else {
+        path.to_string()
+    };
+    KeyError(format!(
+        "{id}: input `{shown}` is longer than the system's path limit; vx cannot read it"
+    ))
 }
