@@ -43,6 +43,7 @@ mod history;
 mod last;
 mod open;
 mod recent;
+mod rewrites;
 mod stamps;
 #[cfg(test)]
 pub(crate) mod tests;

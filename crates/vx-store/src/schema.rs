@@ -7,7 +7,7 @@
 //!
 //! | Table | Key | Columns | Written by |
 //! |---|---|---|---|
-//! | `meta` | `name` | `value`: `key_format` (`vx-key-3` when created), `salt` (32 random bytes, hex), `orphans_swept_at`, `housekept_at` (ms), `generation` (raised by triggers on `entries`) | open, retention, triggers |
+//! | `meta` | `name` | `value`: `key_format` (`vx-key-3` when created), `salt` (32 random bytes, hex), `orphans_swept_at`, `housekept_at` (ms), `generation` (raised by triggers on `entries`), `rewrites:<workspace>\0<task>` (JSON array: inputs the task's last checked run rewrote with the same bytes, KEY-16) | open, retention, triggers, save guard |
 //! | `entries` | `key` | `project`, `task`, `size_bytes` (compressed), `created_at`, `accessed_at`, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `origin` (`local`, `remote`, `remote-exec`) | save, adoption, touches |
 //! | `entry_outputs` | (`key`, `path`) | `size`, `mode`, `mtime_ns`; `key` → `entries` ON DELETE CASCADE; `path` is project-relative, or `workspace-outputs/<root-rel>` | save, adoption |
 //! | `output_stamps` | (`workspace`, `key`, `path`) | `size`, `mode`, `mtime_ns`, `inode`, `ctime_ns`: `lstat` right after this checkout saved or restored the file (STORE-9) | after save/restore |

@@ -491,3 +491,81 @@ fn a_path_longer_than_the_system_limit_fails_only_the_tasks_that_reach_it() {
     assert!(!out.stdout.contains(&f.root().display().to_string()));
     crate::assert_contains(&out.stdout, "vx: lib#uncached: input `packages/lib/dddd");
 }
+
+/// Waits (bounded) until `path` exists.
+fn wait_for_file(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Issue 42 item 8: an input edited A→B→A while the task runs (the task reads B) never leaves
+/// an entry under A's key with B's output: 3 times, the run is not cached, and the next run
+/// executes and writes A's output.
+#[test]
+fn an_edit_undone_while_the_task_runs_never_gives_a_stale_hit() {
+    let f = one_project(concat!(
+        "[tasks.build]\n",
+        "command = 'touch ../../started; while [ ! -f ../../go ]; do sleep 0.01; done; ",
+        "mkdir -p dist && cat src/a.txt > dist/out.txt; touch ../../read; ",
+        "while [ ! -f ../../done ]; do sleep 0.01; done'\n",
+        "cache = { inputs = ['src/**'], outputs = ['dist/**'] }\n",
+    ));
+    f.write(".gitignore", ".vx/\ndist/\nstarted\ngo\nread\ndone\n");
+    f.write("packages/lib/src/a.txt", "A\n");
+    f.commit();
+    for round in 0..3 {
+        for marker in ["started", "go", "read", "done"] {
+            let _ = std::fs::remove_file(f.path(marker));
+        }
+        let _ = std::fs::remove_dir_all(f.path("packages/lib/dist"));
+        // A of this round: a key no earlier round saved.
+        let a = format!("A{round}\n");
+        f.write("packages/lib/src/a.txt", &a);
+        let vx = spawn_vx(&f, &["run", "lib#build"], true);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !f.path("started").exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if !f.path("started").exists() {
+            let mut child = vx.take();
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        f.write("packages/lib/src/a.txt", "B\n");
+        f.write("go", "");
+        wait_for_file(&f.path("read"));
+        f.write("packages/lib/src/a.txt", &a);
+        f.write("done", "");
+        let out = vx.take().wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert_eq!(f.read("packages/lib/dist/out.txt"), "B\n", "round {round}");
+        // The next run must not take B's output for A's.
+        f.write("go", "");
+        f.write("done", "");
+        let next = f.vx(&["run", "lib#build"]);
+        assert_eq!(next.code, 0, "{}{}", next.stdout, next.stderr);
+        assert!(
+            !next.stdout.contains("up-to-date"),
+            "round {round}: {}",
+            next.stdout
+        );
+        assert_eq!(f.read("packages/lib/dist/out.txt"), a, "round {round}");
+        crate::assert_contains(
+            &text,
+            "`packages/lib/src/a.txt` was rewritten while the task ran",
+        );
+    }
+}

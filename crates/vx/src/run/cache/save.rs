@@ -106,6 +106,8 @@ impl SaveJob {
 struct Moved {
     path: String,
     fingerprint: bool,
+    /// Touched, with the bytes the key folded: undone, or rewritten by the task itself.
+    same_bytes: bool,
 }
 
 enum SaveError {
@@ -237,6 +239,11 @@ impl RunCache<'_> {
                     moved.path
                 )));
                 self.off = true;
+            } else if moved.same_bytes {
+                self.say(Notice::note(format!(
+                    "{id}: `{}` was rewritten while the task ran (it holds its old bytes again); result kept but not cached — a task that rewrites it itself is cached from its next run",
+                    moved.path
+                )));
             } else {
                 self.say(Notice::note(format!(
                     "{id}: `{}` changed while the task ran; result kept but not cached",
@@ -271,10 +278,13 @@ impl RunCache<'_> {
         let taken_ns = ns(taken);
         let started_ns = ns(started);
         let mut seen = std::collections::HashMap::new();
+        // Inputs touched while the command ran that hold the bytes the key folded.
+        let mut rewritten: Vec<String> = Vec::new();
         for folded in derived.workspace_stats.iter().chain(&derived.stats) {
             let moved = || Moved {
                 path: folded.path.clone(),
                 fingerprint: folded.fingerprint,
+                same_bytes: false,
             };
             // Only a file or a symlink is present (KEY-11): a directory where a tracked file was
             // is as absent now as when the key was taken.
@@ -287,14 +297,16 @@ impl RunCache<'_> {
                 (Some(_), None) | (None, Some(_)) => return Some(moved()),
                 (Some(_), Some(meta)) => {
                     let ctime = meta.ctime() * 1_000_000_000 + meta.ctime_nsec();
-                    // Touched while the command ran: moved, unless it holds the same bytes as
-                    // when the key was taken (a build that regenerates its `package.json` or a
-                    // config file, as tsdown's `exports` does).
-                    if !self.guard.ci
-                        && ctime >= started_ns
-                        && self.keys.fresh_identity(&folded.path).as_ref() != Some(&folded.identity)
-                    {
-                        return Some(moved());
+                    // Touched while the command ran: moved when its bytes differ from those
+                    // the key folded; with the same bytes, judged below (an edit undone, or
+                    // the task regenerating its own input).
+                    if !self.guard.ci && ctime >= started_ns {
+                        if self.keys.fresh_identity(&folded.path).as_ref() != Some(&folded.identity)
+                        {
+                            return Some(moved());
+                        }
+                        rewritten.push(folded.path.clone());
+                        continue;
                     }
                     if ctime >= taken_ns
                         && self.keys.fresh_identity(&folded.path).as_ref() != Some(&folded.identity)
@@ -303,6 +315,13 @@ impl RunCache<'_> {
                     }
                 }
             }
+        }
+        if let Some(path) = self.rewritten_unexpectedly(id, rewritten) {
+            return Some(Moved {
+                path,
+                fingerprint: false,
+                same_bytes: true,
+            });
         }
         // A new file matching the input globs (the listing was refreshed for the project).
         let paths: HashSet<&str> = derived
@@ -318,7 +337,23 @@ impl RunCache<'_> {
             .map(|path| Moved {
                 path,
                 fingerprint: false,
+                same_bytes: false,
             })
+    }
+
+    /// Issue 42 (KEY-16): inputs the command's run touched that hold the bytes the key folded
+    /// are either an edit undone while it ran (A→B→A: the command may have read B) or the task
+    /// regenerating its own input (tsdown's `package.json` `exports`, every run). They are told
+    /// apart by the task's previous checked execution: a rewrite it made too is the task's own;
+    /// any other makes the result unsaved (the first such path is returned). What this run saw
+    /// is recorded for the next.
+    fn rewritten_unexpectedly(&mut self, id: &TaskId, rewritten: Vec<String>) -> Option<String> {
+        let workspace = self.workspace.root.display().to_string();
+        let task = id.to_string();
+        let store = self.layers.store_mut()?;
+        let known = store.rewrites(&workspace, &task).unwrap_or_default();
+        let _ = store.set_rewrites(&workspace, &task, &rewritten);
+        rewritten.into_iter().find(|path| !known.contains(path))
     }
 
     /// STORE-7 step 1: what to pack. Packing itself runs on the save lane ([`SaveJob::pack`]).

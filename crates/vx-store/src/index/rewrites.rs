@@ -1,0 +1,63 @@
+//! The inputs a task rewrote with the bytes they held while it ran (issue 42, KEY-16): kept
+//! per workspace and task in `meta` (`rewrites:<workspace>\0<task>`, a JSON array of
+//! root-relative paths), so the save guard can tell a build that regenerates its own input on
+//! every run (tsdown's `package.json` `exports`) from an edit undone while it ran (A→B→A).
+
+use rusqlite::OptionalExtension;
+
+use super::{read, set_meta, write_tx, Store, StoreError};
+
+fn name(workspace: &str, task: &str) -> String {
+    format!("rewrites:{workspace}\0{task}")
+}
+
+impl Store {
+    /// The paths `task` rewrote with the same bytes in its last checked execution.
+    pub fn rewrites(&self, workspace: &str, task: &str) -> Result<Vec<String>, StoreError> {
+        let text: Option<String> = read(self, |conn| {
+            conn.prepare_cached("SELECT value FROM meta WHERE name = ?1")?
+                .query_row([name(workspace, task)], |row| row.get(0))
+                .optional()
+        })?;
+        Ok(text
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default())
+    }
+
+    /// Records what `task` rewrote with the same bytes this time (none: the row goes).
+    pub fn set_rewrites(
+        &mut self,
+        workspace: &str,
+        task: &str,
+        paths: &[String],
+    ) -> Result<(), StoreError> {
+        let key = name(workspace, task);
+        write_tx(self, |tx, _| {
+            if paths.is_empty() {
+                tx.prepare_cached("DELETE FROM meta WHERE name = ?1")?
+                    .execute([&key])?;
+                return Ok(());
+            }
+            let value = serde_json::to_string(paths).expect("paths serialize");
+            set_meta(tx, &key, &value)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::index::{Access, Store};
+
+    #[test]
+    fn rewrites_round_trip_per_workspace_and_task_and_clear() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        assert!(store.rewrites("/ws", "lib#build").unwrap().is_empty());
+        let paths = vec!["packages/lib/package.json".to_string()];
+        store.set_rewrites("/ws", "lib#build", &paths).unwrap();
+        assert_eq!(store.rewrites("/ws", "lib#build").unwrap(), paths);
+        assert!(store.rewrites("/other", "lib#build").unwrap().is_empty());
+        store.set_rewrites("/ws", "lib#build", &[]).unwrap();
+        assert!(store.rewrites("/ws", "lib#build").unwrap().is_empty());
+    }
+}
