@@ -571,7 +571,34 @@ impl Client {
             return self.save_inlined(digest, &bytes, dest, cap).map(|()| true);
         }
         let mut file = File::create(dest)?;
-        let found = self.runtime.block_on(self.read_stream(digest, &mut file))?;
+        self.download_to(digest, &mut file, max_batch, cap)
+    }
+
+    /// [`Client::download`] into an open file (written from its start).
+    pub fn download_to(
+        &self,
+        digest: &Digest,
+        file: &mut File,
+        max_batch: u64,
+        cap: u64,
+    ) -> Result<bool, Error> {
+        let size = digest.size_bytes.max(0) as u64;
+        if size > cap {
+            return Err(Error::TooLarge { size, cap });
+        }
+        if size
+            <= max_batch
+                .min(MAX_MESSAGE as u64)
+                .saturating_sub(BATCH_MARGIN)
+        {
+            let Some(bytes) = self.read_small(digest)? else {
+                return Ok(false);
+            };
+            return self
+                .save_inlined_to(digest, &bytes, file, cap)
+                .map(|()| true);
+        }
+        let found = self.runtime.block_on(self.read_stream(digest, file))?;
         file.flush()?;
         Ok(found)
     }
@@ -611,16 +638,21 @@ impl Client {
         dest: &Path,
         cap: u64,
     ) -> Result<(), Error> {
-        let size = digest.size_bytes.max(0) as u64;
-        if size > cap {
-            return Err(Error::TooLarge { size, cap });
-        }
-        let mut check = Check::new();
-        check.update(bytes);
-        if !check.matches(digest) {
-            return Err(Error::DigestMismatch);
-        }
+        check_inlined(digest, bytes, cap)?;
         std::fs::write(dest, bytes)?;
+        Ok(())
+    }
+
+    /// [`Client::save_inlined`] into an open file.
+    pub fn save_inlined_to(
+        &self,
+        digest: &Digest,
+        bytes: &[u8],
+        file: &mut File,
+        cap: u64,
+    ) -> Result<(), Error> {
+        check_inlined(digest, bytes, cap)?;
+        file.write_all(bytes)?;
         Ok(())
     }
 
@@ -738,6 +770,20 @@ impl Iterator for Chunks {
         self.done = request.finish_write;
         Some(request)
     }
+}
+
+/// Inlined bytes are checked against their digest (and the size cap) before anything is written.
+fn check_inlined(digest: &Digest, bytes: &[u8], cap: u64) -> Result<(), Error> {
+    let size = digest.size_bytes.max(0) as u64;
+    if size > cap {
+        return Err(Error::TooLarge { size, cap });
+    }
+    let mut check = Check::new();
+    check.update(bytes);
+    if !check.matches(digest) {
+        return Err(Error::DigestMismatch);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

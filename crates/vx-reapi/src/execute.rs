@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use prost::Message;
 use tonic::Code;
+use vx_store::artifact::{OutputWriter, WriteError};
 
 use crate::client::{Client, Error};
 use crate::input::Input;
@@ -317,7 +318,9 @@ impl Client {
     /// their target, directories their whole tree. Every path the server names is checked: one
     /// that is absolute or climbs out (`..`), or a directory on the way that is a symbolic link
     /// or a file, is [`Error::UnsafePath`] and nothing more is written; links are made last, so
-    /// no write ever goes through a link the result itself made.
+    /// no write ever goes through a link the result itself made. Everything is written through
+    /// directory descriptors ([`OutputWriter`], issue 42): a directory swapped for a link while
+    /// this writes keeps receiving the files, and the link is never followed.
     pub fn write_outputs(
         &self,
         result: &ActionResult,
@@ -327,12 +330,13 @@ impl Client {
     ) -> Result<Vec<String>, Error> {
         let mut written = Vec::new();
         let mut links: Vec<(String, String)> = Vec::new();
+        let mut writer = OutputWriter::new(root);
         for file in &result.output_files {
             let Some(digest) = &file.digest else { continue };
             check_path(&file.path)?;
             if wanted(&file.path) {
-                let at = prepare_target(root, &file.path)?;
-                self.write_file(digest, &file.contents, file.is_executable, &at, max_batch)?;
+                let out = create_file(&mut writer, &file.path)?;
+                self.write_file(digest, &file.contents, file.is_executable, out, max_batch)?;
                 written.push(file.path.clone());
             }
         }
@@ -353,7 +357,7 @@ impl Client {
             let (top, children) = self.tree(tree_digest, max_batch)?;
             let mut walk = Walk {
                 children: &children,
-                root,
+                writer: &mut writer,
                 max_batch,
                 wanted,
                 written: &mut written,
@@ -362,8 +366,10 @@ impl Client {
             self.write_directory(&top, &directory.path, &mut walk)?;
         }
         for (path, target) in links {
-            let at = prepare_target(root, &path)?;
-            std::os::unix::fs::symlink(&target, &at)?;
+            check_path(&path)?;
+            writer
+                .symlink(&target, Path::new(&path))
+                .map_err(|e| unsafe_or_io(e, &path))?;
             written.push(path);
         }
         Ok(written)
@@ -376,18 +382,18 @@ impl Client {
         walk: &mut Walk,
     ) -> Result<(), Error> {
         if !at.is_empty() {
-            let dir = prepare_target(walk.root, at)?;
-            if !dir.is_dir() {
-                std::fs::create_dir(&dir)?;
-            }
+            check_path(at)?;
+            walk.writer
+                .create_dir(Path::new(at))
+                .map_err(|e| unsafe_or_io(e, at))?;
         }
         let name_of = |name: &str| child_path(at, name);
         for file in &directory.files {
             let path = name_of(&file.name)?;
             let Some(digest) = &file.digest else { continue };
             if (walk.wanted)(&path) {
-                let target = prepare_target(walk.root, &path)?;
-                self.write_file(digest, &[], file.is_executable, &target, walk.max_batch)?;
+                let out = create_file(walk.writer, &path)?;
+                self.write_file(digest, &[], file.is_executable, out, walk.max_batch)?;
                 walk.written.push(path);
             }
         }
@@ -416,12 +422,12 @@ impl Client {
         digest: &Digest,
         inlined: &[u8],
         executable: bool,
-        at: &Path,
+        mut out: std::fs::File,
         max_batch: u64,
     ) -> Result<(), Error> {
         if !inlined.is_empty() || digest.size_bytes == 0 {
-            self.save_inlined(digest, inlined, at, u64::MAX)?;
-        } else if !self.download(digest, at, max_batch, u64::MAX)? {
+            self.save_inlined_to(digest, inlined, &mut out, u64::MAX)?;
+        } else if !self.download_to(digest, &mut out, max_batch, u64::MAX)? {
             return Err(Error::Status {
                 code: Code::NotFound,
                 message: format!(
@@ -432,15 +438,32 @@ impl Client {
         }
         use std::os::unix::fs::PermissionsExt;
         let mode = if executable { 0o755 } else { 0o644 };
-        std::fs::set_permissions(at, std::fs::Permissions::from_mode(mode))?;
+        // On the descriptor: a link put at the name since cannot redirect it.
+        out.set_permissions(std::fs::Permissions::from_mode(mode))?;
         Ok(())
+    }
+}
+
+/// A new file at the root-relative `path` through the writer's descriptors.
+fn create_file(writer: &mut OutputWriter, path: &str) -> Result<std::fs::File, Error> {
+    check_path(path)?;
+    writer
+        .create_file(Path::new(path))
+        .map_err(|e| unsafe_or_io(e, path))
+}
+
+/// A refused directory on the way is [`Error::UnsafePath`] naming the server's path.
+fn unsafe_or_io(error: WriteError, path: &str) -> Error {
+    match error {
+        WriteError::Unsafe { .. } => Error::UnsafePath(path.to_string()),
+        WriteError::Io(e) => e.into(),
     }
 }
 
 /// What a walk of an output directory's `Tree` carries along.
 struct Walk<'a> {
     children: &'a HashMap<String, Directory>,
-    root: &'a Path,
+    writer: &'a mut OutputWriter,
     max_batch: u64,
     wanted: &'a dyn Fn(&str) -> bool,
     written: &'a mut Vec<String>,
@@ -480,31 +503,6 @@ fn check_path(path: &str) -> Result<(), Error> {
         return Err(Error::UnsafePath(path.to_string()));
     }
     Ok(())
-}
-
-/// `root/path`, ready to be written: every directory on the way exists as a real directory
-/// (created when missing; a symbolic link or a file there is [`Error::UnsafePath`]), and a file
-/// or link already at `path` is removed (a directory there is left for the caller to fail on).
-fn prepare_target(root: &Path, path: &str) -> Result<std::path::PathBuf, Error> {
-    check_path(path)?;
-    let parts: Vec<&str> = path.split('/').collect();
-    let mut at = root.to_path_buf();
-    for part in &parts[..parts.len() - 1] {
-        at.push(part);
-        match std::fs::symlink_metadata(&at) {
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => return Err(Error::UnsafePath(path.to_string())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&at)?,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    at.push(parts[parts.len() - 1]);
-    if let Ok(meta) = std::fs::symlink_metadata(&at) {
-        if !meta.is_dir() {
-            std::fs::remove_file(&at)?;
-        }
-    }
-    Ok(at)
 }
 
 /// Resolves once `flag` is set (polled every 50 ms).

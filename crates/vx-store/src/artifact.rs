@@ -33,7 +33,7 @@ mod restore;
 #[cfg(test)]
 mod tests;
 
-pub use beneath::Unlinker;
+pub use beneath::{OutputWriter, Unlinker, WriteError};
 pub use pack::{pack, PackError, Packed};
 pub use read::{read_log, validate, ReadError, Validated};
 pub use restore::{restore, RestoreError, Restored, RestoredFile, Target};

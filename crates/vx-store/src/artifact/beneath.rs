@@ -10,7 +10,7 @@
 //! again the same way, from the trusted base.
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
@@ -235,5 +235,88 @@ impl Unlinker {
             WalkError::Io(_, e) => e,
         })?;
         unlink_at(fd.as_fd(), name, dir).map_err(io::Error::from)
+    }
+}
+
+/// Why [`OutputWriter`] refused a path.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// A directory on the way is a symlink (never followed), or is not a directory.
+    #[error("`{}` is a symlink or not a directory", path.display())]
+    Unsafe { path: PathBuf },
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Writes paths below a trusted directory through descriptors (issue 42), for outputs that come
+/// from elsewhere than an artifact (remote execution's results): missing directories are made,
+/// a symlink or a file on the way is refused, a file or link standing at the name is replaced,
+/// and the new file is created exclusively, so no write ever goes through a link.
+pub struct OutputWriter {
+    walker: Walker,
+}
+
+impl OutputWriter {
+    pub fn new(base: &Path) -> OutputWriter {
+        OutputWriter {
+            walker: Walker::new(base),
+        }
+    }
+
+    fn parent(&mut self, rel: &Path) -> Result<(Arc<OwnedFd>, OsString), WriteError> {
+        let (parent, name) = split(rel).ok_or_else(|| WriteError::Unsafe {
+            path: self.walker.base().join(rel),
+        })?;
+        let mut created = Vec::new();
+        let fd = self
+            .walker
+            .dir(parent, Some(&mut created))
+            .map_err(|e| match e {
+                WalkError::Symlink(path) | WalkError::NotDir(path) => WriteError::Unsafe { path },
+                WalkError::Io(_, e) => WriteError::Io(e),
+            })?;
+        Ok((fd, name.to_os_string()))
+    }
+
+    /// Removes a file or symlink standing at `name`; a directory there stays (the caller's
+    /// create then fails on it).
+    fn clear(dir: BorrowedFd<'_>, name: &OsStr) -> Result<(), WriteError> {
+        match lstat_at(dir, name) {
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => Ok(()),
+            Ok(_) => match unlink_at(dir, name, false) {
+                Ok(()) | Err(Errno::ENOENT) => Ok(()),
+                Err(e) => Err(WriteError::Io(e.into())),
+            },
+            Err(Errno::ENOENT) => Ok(()),
+            Err(e) => Err(WriteError::Io(e.into())),
+        }
+    }
+
+    /// A new regular file at `rel` (mode 0600 until the caller sets it), replacing a file or
+    /// link that stood there.
+    pub fn create_file(&mut self, rel: &Path) -> Result<std::fs::File, WriteError> {
+        let (dir, name) = self.parent(rel)?;
+        Self::clear(dir.as_fd(), &name)?;
+        create_at(dir.as_fd(), &name).map_err(|e| WriteError::Io(e.into()))
+    }
+
+    /// The directory `rel`, made if missing (its parents too); a symlink there is refused.
+    pub fn create_dir(&mut self, rel: &Path) -> Result<(), WriteError> {
+        let mut created = Vec::new();
+        self.walker
+            .dir(rel, Some(&mut created))
+            .map(|_| ())
+            .map_err(|e| match e {
+                WalkError::Symlink(path) | WalkError::NotDir(path) => WriteError::Unsafe { path },
+                WalkError::Io(_, e) => WriteError::Io(e),
+            })
+    }
+
+    /// A symlink at `rel` with the text `target`, replacing a file or link that stood there.
+    pub fn symlink(&mut self, target: &str, rel: &Path) -> Result<(), WriteError> {
+        let (dir, name) = self.parent(rel)?;
+        Self::clear(dir.as_fd(), &name)?;
+        nix::unistd::symlinkat(target, dir.as_fd(), name.as_os_str())
+            .map_err(|e| WriteError::Io(e.into()))
     }
 }

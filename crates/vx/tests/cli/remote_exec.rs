@@ -890,3 +890,63 @@ fn a_worker_killed_mid_action_is_run_again_on_another_and_reported() {
     );
     assert_eq!(f.read("packages/lib/dist/out.txt"), "survived\n");
 }
+
+/// Issue 42: remote execution writes its outputs back through directory descriptors. Another
+/// process flips an output directory with a symlink to a host directory while vx writes a
+/// remote result back (served from casd's action cache, 20 times): nothing lands there.
+#[test]
+fn a_directory_swapped_for_a_symlink_during_a_write_back_is_never_written_through() {
+    let Some(casd) = Casd::start_executing() else {
+        return;
+    };
+    let f = workspace(&casd.url(), "race", "");
+    lib_command(
+        &f,
+        "mkdir -p dist/a && for i in $(seq 1 200); do echo $i > dist/a/f$i; done",
+        "",
+    );
+    f.commit();
+    let (out, _) = run(&f, &["lib#build"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let host = tempfile::tempdir_in("/var/tmp").unwrap();
+    let dist = f.path("packages/lib/dist");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let racer = {
+        let (dist, host, stop) = (dist.clone(), host.path().to_path_buf(), stop.clone());
+        std::thread::spawn(move || {
+            let (dir, hold, link) = (dist.join("a"), dist.join(".hold"), dist.join(".lnk"));
+            let mut seen = false;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let meta = std::fs::symlink_metadata(&dir);
+                if meta.as_ref().is_ok_and(|m| m.is_dir()) {
+                    if std::fs::rename(&dir, &hold).is_ok() {
+                        let _ = std::os::unix::fs::symlink(&host, &link);
+                        let _ = std::fs::rename(&link, &dir);
+                    }
+                } else if meta.is_ok_and(|m| m.file_type().is_symlink()) {
+                    let _ = std::fs::remove_file(&dir);
+                    let _ = std::fs::rename(&hold, &dir);
+                }
+                seen |= std::fs::read_dir(&host).is_ok_and(|mut d| d.next().is_some());
+            }
+            seen
+        })
+    };
+    let mut restored = 0;
+    for _ in 0..20 {
+        let _ = std::fs::remove_dir_all(&dist);
+        let _ = std::fs::remove_dir_all(f.path(".vx"));
+        let (out, summary) = run(&f, &["lib#build"]);
+        if out.code == 0 && outcome(&summary, "lib#build").1 == "restored-remote" {
+            restored += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let seen = racer.join().unwrap();
+    assert!(
+        !seen,
+        "a write-back went through the link into the host directory"
+    );
+    assert_eq!(std::fs::read_dir(host.path()).unwrap().count(), 0);
+    assert!(restored > 0, "no round was served from the action cache");
+}

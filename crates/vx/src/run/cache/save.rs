@@ -346,8 +346,12 @@ impl RunCache<'_> {
     /// regenerating its own input (tsdown's `package.json` `exports`, every run). They are told
     /// apart by the task's previous checked execution: a rewrite it made too is the task's own;
     /// any other makes the result unsaved (the first such path is returned). What this run saw
-    /// is recorded for the next.
+    /// is recorded for the next (a run that rewrote nothing leaves the record as it was).
     fn rewritten_unexpectedly(&mut self, id: &TaskId, rewritten: Vec<String>) -> Option<String> {
+        // Nothing to judge, and nothing written: the record stays for the next rewrite.
+        if rewritten.is_empty() {
+            return None;
+        }
         let workspace = self.workspace.root.display().to_string();
         let task = id.to_string();
         let store = self.layers.store_mut()?;
