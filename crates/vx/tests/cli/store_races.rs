@@ -322,7 +322,10 @@ fn a_directory_swapped_for_a_symlink_during_a_restore_is_never_written_through()
     for _ in 0..40 {
         let _ = std::fs::remove_dir_all(&out_dir);
         let out = f.vx(&["run", "lib#build"]);
-        if out.stdout.contains("restored-local") {
+        // A restore that went through, or one the swap made fail safely: either way vx
+        // restored while the racer swapped.
+        if out.stdout.contains("restored-local") || out.stdout.contains("refusing to write through")
+        {
             restored += 1;
         } else if refused.is_empty() {
             refused = format!("{}{}", out.stdout, out.stderr);
@@ -340,7 +343,7 @@ fn a_directory_swapped_for_a_symlink_during_a_restore_is_never_written_through()
     );
     let seen = seen.lock().unwrap().take();
     assert_eq!(seen, None, "written outside the workspace during a restore");
-    assert!(restored > 0, "no run restored: {refused}");
+    assert!(restored > 0, "no run attempted a restore: {refused}");
 }
 
 /// Issue 42 item 3: a well-formed entry (any writer of an unsigned remote cache can make one)

@@ -346,17 +346,16 @@ impl RunCache<'_> {
     /// regenerating its own input (tsdown's `package.json` `exports`, every run). They are told
     /// apart by the task's previous checked execution: a rewrite it made too is the task's own;
     /// any other makes the result unsaved (the first such path is returned). What this run saw
-    /// is recorded for the next (a run that rewrote nothing leaves the record as it was).
+    /// is recorded for the next (a run that rewrote nothing clears it).
     fn rewritten_unexpectedly(&mut self, id: &TaskId, rewritten: Vec<String>) -> Option<String> {
-        // Nothing to judge, and nothing written: the record stays for the next rewrite.
-        if rewritten.is_empty() {
-            return None;
-        }
         let workspace = self.workspace.root.display().to_string();
         let task = id.to_string();
         let store = self.layers.store_mut()?;
         let known = store.rewrites(&workspace, &task).unwrap_or_default();
-        let _ = store.set_rewrites(&workspace, &task, &rewritten);
+        // Written only when it changes (most tasks never have a record).
+        if known != rewritten {
+            let _ = store.set_rewrites(&workspace, &task, &rewritten);
+        }
         rewritten.into_iter().find(|path| !known.contains(path))
     }
 
