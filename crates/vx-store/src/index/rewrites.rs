@@ -24,6 +24,28 @@ impl Store {
             .unwrap_or_default())
     }
 
+    /// Every task's record in `workspace`, by task id: one statement (a range of `meta`).
+    pub fn all_rewrites(
+        &self,
+        workspace: &str,
+    ) -> Result<std::collections::HashMap<String, Vec<String>>, StoreError> {
+        let low = format!("rewrites:{workspace}\0");
+        let high = format!("rewrites:{workspace}\u{1}");
+        let rows: Vec<(String, String)> = read(self, |conn| {
+            let mut stmt =
+                conn.prepare_cached("SELECT name, value FROM meta WHERE name >= ?1 AND name < ?2")?;
+            let rows = stmt.query_map([&low, &high], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            rows.collect()
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(name, value)| {
+                let task = name.strip_prefix(&low)?.to_string();
+                Some((task, serde_json::from_str(&value).ok()?))
+            })
+            .collect())
+    }
+
     /// Records what `task` rewrote with the same bytes this time (none: the row goes).
     pub fn set_rewrites(
         &mut self,
@@ -55,7 +77,11 @@ mod tests {
         assert!(store.rewrites("/ws", "lib#build").unwrap().is_empty());
         let paths = vec!["packages/lib/package.json".to_string()];
         store.set_rewrites("/ws", "lib#build", &paths).unwrap();
+        store.set_rewrites("/ws2", "app#build", &paths).unwrap();
         assert_eq!(store.rewrites("/ws", "lib#build").unwrap(), paths);
+        let all = store.all_rewrites("/ws").unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all["lib#build"], paths);
         assert!(store.rewrites("/other", "lib#build").unwrap().is_empty());
         store.set_rewrites("/ws", "lib#build", &[]).unwrap();
         assert!(store.rewrites("/ws", "lib#build").unwrap().is_empty());

@@ -893,16 +893,23 @@ fn a_worker_killed_mid_action_is_run_again_on_another_and_reported() {
 
 /// Issue 42: remote execution writes its outputs back through directory descriptors. Another
 /// process flips an output directory with a symlink to a host directory while vx writes a
-/// remote result back (served from casd's action cache, 20 times): nothing lands there.
+/// remote result back (served from casd's action cache, 20 times): nothing lands there. (The
+/// command cannot run locally, so a fallback's own writes cannot be mistaken for vx's.)
 #[test]
 fn a_directory_swapped_for_a_symlink_during_a_write_back_is_never_written_through() {
     let Some(casd) = Casd::start_executing() else {
         return;
     };
     let f = workspace(&casd.url(), "race", "");
+    // The command refuses to run in this checkout: should a refused write-back make vx run the
+    // task here instead, the shell's own `>` through the link must not count as vx's write.
+    let root = f.root().canonicalize().unwrap();
     lib_command(
         &f,
-        "mkdir -p dist/a && for i in $(seq 1 200); do echo $i > dist/a/f$i; done",
+        &format!(
+            "case $PWD in '{}'*) exit 3;; esac; mkdir -p dist/a && for i in $(seq 1 200); do echo $i > dist/a/f$i; done",
+            root.display()
+        ),
         "",
     );
     f.commit();

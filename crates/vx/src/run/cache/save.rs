@@ -33,6 +33,8 @@ pub struct Guard {
     /// Under CI, a rewrite during the run is judged by the key's moment only (see
     /// [`RunCache::moved_input`]).
     ci: bool,
+    /// The tasks' same-bytes rewrite records (issue 42), read once, on the first save.
+    rewrites: Option<std::collections::HashMap<String, Vec<String>>>,
 }
 
 impl Guard {
@@ -40,6 +42,7 @@ impl Guard {
         Guard {
             withheld: HashSet::new(),
             ci,
+            rewrites: None,
         }
     }
 
@@ -351,10 +354,15 @@ impl RunCache<'_> {
         let workspace = self.workspace.root.display().to_string();
         let task = id.to_string();
         let store = self.layers.store_mut()?;
-        let known = store.rewrites(&workspace, &task).unwrap_or_default();
+        let records = self
+            .guard
+            .rewrites
+            .get_or_insert_with(|| store.all_rewrites(&workspace).unwrap_or_default());
+        let known = records.get(&task).cloned().unwrap_or_default();
         // Written only when it changes (most tasks never have a record).
         if known != rewritten {
             let _ = store.set_rewrites(&workspace, &task, &rewritten);
+            records.insert(task, rewritten.clone());
         }
         rewritten.into_iter().find(|path| !known.contains(path))
     }
