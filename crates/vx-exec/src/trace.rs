@@ -552,13 +552,7 @@ fn through_proc(pid: Pid, path: &std::path::Path) -> Option<PathBuf> {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn remote_address(pid: Pid, address: u64, length: u64) -> Option<String> {
     let mut buffer = [0u8; 28];
-    let wanted = (length as usize).min(buffer.len());
-    let mut local = [std::io::IoSliceMut::new(&mut buffer[..wanted])];
-    let remote = [nix::sys::uio::RemoteIoVec {
-        base: address as usize,
-        len: wanted,
-    }];
-    let n = nix::sys::uio::process_vm_readv(pid, &mut local, &remote).ok()?;
+    let n = read_address(pid, address, length, &mut buffer)?;
     let family = u16::from_ne_bytes([buffer[0], buffer[1]]);
     let port = u16::from_be_bytes([buffer[2], buffer[3]]);
     let ip: std::net::IpAddr = match i32::from(family) {
@@ -605,13 +599,7 @@ const QUIET_SOCKETS: [&str; 6] = [
 fn foreign_unix_socket(pid: Pid, address: u64, length: u64) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     let mut buffer = [0u8; std::mem::size_of::<libc::sockaddr_un>()];
-    let wanted = (length as usize).min(buffer.len());
-    let mut local = [std::io::IoSliceMut::new(&mut buffer[..wanted])];
-    let remote = [nix::sys::uio::RemoteIoVec {
-        base: address as usize,
-        len: wanted,
-    }];
-    let n = nix::sys::uio::process_vm_readv(pid, &mut local, &remote).ok()?;
+    let n = read_address(pid, address, length, &mut buffer)?;
     if n < 3 || i32::from(u16::from_ne_bytes([buffer[0], buffer[1]])) != libc::AF_UNIX {
         return None;
     }
@@ -637,6 +625,19 @@ fn foreign_unix_socket(pid: Pid, address: u64, length: u64) -> Option<PathBuf> {
         })
         .unwrap_or(true);
     read_only.then_some(path)
+}
+
+/// Reads a socket address of `length` bytes at `address` in `pid`'s memory into `buffer` (as
+/// much as fits); the count read.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn read_address(pid: Pid, address: u64, length: u64, buffer: &mut [u8]) -> Option<usize> {
+    let wanted = (length as usize).min(buffer.len());
+    let mut local = [std::io::IoSliceMut::new(&mut buffer[..wanted])];
+    let remote = [nix::sys::uio::RemoteIoVec {
+        base: address as usize,
+        len: wanted,
+    }];
+    nix::sys::uio::process_vm_readv(pid, &mut local, &remote).ok()
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

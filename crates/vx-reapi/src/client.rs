@@ -556,22 +556,14 @@ impl Client {
         max_batch: u64,
         cap: u64,
     ) -> Result<bool, Error> {
-        let size = digest.size_bytes.max(0) as u64;
-        if size > cap {
-            return Err(Error::TooLarge { size, cap });
+        match self.small_or_stream(digest, max_batch, cap)? {
+            Fetch::Missing => Ok(false),
+            Fetch::Small(bytes) => self.save_inlined(digest, &bytes, dest, cap).map(|()| true),
+            Fetch::Stream => {
+                let mut file = File::create(dest)?;
+                self.stream_into(digest, &mut file)
+            }
         }
-        if size
-            <= max_batch
-                .min(MAX_MESSAGE as u64)
-                .saturating_sub(BATCH_MARGIN)
-        {
-            let Some(bytes) = self.read_small(digest)? else {
-                return Ok(false);
-            };
-            return self.save_inlined(digest, &bytes, dest, cap).map(|()| true);
-        }
-        let mut file = File::create(dest)?;
-        self.download_to(digest, &mut file, max_batch, cap)
     }
 
     /// [`Client::download`] into an open file (written from its start).
@@ -582,22 +574,37 @@ impl Client {
         max_batch: u64,
         cap: u64,
     ) -> Result<bool, Error> {
+        match self.small_or_stream(digest, max_batch, cap)? {
+            Fetch::Missing => Ok(false),
+            Fetch::Small(bytes) => self
+                .save_inlined_to(digest, &bytes, file, cap)
+                .map(|()| true),
+            Fetch::Stream => self.stream_into(digest, file),
+        }
+    }
+
+    /// A blob under `max_batch` read whole with `BatchReadBlobs`, or the word to stream it; a
+    /// blob over `cap` is [`Error::TooLarge`] before anything is read.
+    fn small_or_stream(&self, digest: &Digest, max_batch: u64, cap: u64) -> Result<Fetch, Error> {
         let size = digest.size_bytes.max(0) as u64;
         if size > cap {
             return Err(Error::TooLarge { size, cap });
         }
-        if size
+        let small = size
             <= max_batch
                 .min(MAX_MESSAGE as u64)
-                .saturating_sub(BATCH_MARGIN)
-        {
-            let Some(bytes) = self.read_small(digest)? else {
-                return Ok(false);
-            };
-            return self
-                .save_inlined_to(digest, &bytes, file, cap)
-                .map(|()| true);
+                .saturating_sub(BATCH_MARGIN);
+        if !small {
+            return Ok(Fetch::Stream);
         }
+        Ok(match self.read_small(digest)? {
+            Some(bytes) => Fetch::Small(bytes),
+            None => Fetch::Missing,
+        })
+    }
+
+    /// Streams the blob into `file` with ByteStream `Read`, checked as it arrives.
+    fn stream_into(&self, digest: &Digest, file: &mut File) -> Result<bool, Error> {
         let found = self.runtime.block_on(self.read_stream(digest, file))?;
         file.flush()?;
         Ok(found)
@@ -772,6 +779,13 @@ impl Iterator for Chunks {
     }
 }
 
+/// How [`Client::download`] gets a blob.
+enum Fetch {
+    Missing,
+    Small(Vec<u8>),
+    Stream,
+}
+
 /// Inlined bytes are checked against their digest (and the size cap) before anything is written.
 fn check_inlined(digest: &Digest, bytes: &[u8], cap: u64) -> Result<(), Error> {
     let size = digest.size_bytes.max(0) as u64;
@@ -787,66 +801,4 @@ fn check_inlined(digest: &Digest, bytes: &[u8], cap: u64) -> Result<(), Error> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn chunks_carry_offsets_the_name_once_and_finish_on_the_last() {
-        let bytes: Vec<u8> = (0..(2 * CHUNK + 10)).map(|i| (i % 7) as u8).collect();
-        let chunks = Chunks {
-            source: Box::new(io::Cursor::new(bytes.clone())),
-            resource: Some("uploads/u/blobs/h/2097162".into()),
-            offset: 0,
-            size: bytes.len() as u64,
-            done: false,
-            progress: Arc::new(Mutex::new((Instant::now(), None))),
-        };
-        let requests: Vec<WriteRequest> = chunks.collect();
-        assert_eq!(requests.len(), 3);
-        assert_eq!(requests[0].resource_name, "uploads/u/blobs/h/2097162");
-        assert!(requests[1..].iter().all(|r| r.resource_name.is_empty()));
-        let offsets: Vec<i64> = requests.iter().map(|r| r.write_offset).collect();
-        assert_eq!(offsets, [0, CHUNK as i64, 2 * CHUNK as i64]);
-        let finished: Vec<bool> = requests.iter().map(|r| r.finish_write).collect();
-        assert_eq!(finished, [false, false, true]);
-        let joined: Vec<u8> = requests.into_iter().flat_map(|r| r.data).collect();
-        assert_eq!(joined, bytes);
-    }
-
-    #[test]
-    fn a_short_source_ends_the_stream_unfinished_and_keeps_the_error() {
-        let chunks = Chunks {
-            source: Box::new(io::Cursor::new(vec![1u8; 10])),
-            resource: Some("r".into()),
-            offset: 0,
-            size: 20,
-            done: false,
-            progress: Arc::new(Mutex::new((Instant::now(), None))),
-        };
-        let progress = chunks.progress.clone();
-        assert_eq!(chunks.count(), 0);
-        assert!(progress.lock().unwrap().1.is_some());
-    }
-
-    #[test]
-    fn urls_other_than_grpc_are_refused_in_words() {
-        let config = |url: &str| ClientConfig {
-            url: url.into(),
-            instance_name: String::new(),
-            token: None,
-            connect_timeout: Duration::from_secs(1),
-            idle_timeout: Duration::from_secs(1),
-        };
-        assert!(Client::new(&config("grpc://127.0.0.1:1")).is_ok());
-        assert!(Client::new(&config("grpcs://cache.example.com:443")).is_ok());
-        let refused = Client::new(&config("http://127.0.0.1:1")).err().unwrap();
-        assert!(refused.contains("grpc://"), "{refused}");
-        let bad_token = Client::new(&ClientConfig {
-            token: Some("line\nbreak".into()),
-            ..config("grpc://127.0.0.1:1")
-        })
-        .err()
-        .unwrap();
-        assert!(!bad_token.contains("line"), "{bad_token}");
-    }
-}
+mod tests;

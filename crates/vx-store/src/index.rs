@@ -36,9 +36,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, TransactionBehavior};
 
-use crate::artifact::{self, ArtifactMeta, Damage, FileMeta, Packed, ReadError, RestoreError};
+use crate::artifact::{self, Damage, FileMeta, Packed, ReadError, RestoreError};
 use crate::artifact::{Restored, Target};
 
+mod entries;
+mod errors;
 mod history;
 mod last;
 mod open;
@@ -52,6 +54,9 @@ pub use history::{Invocation, KeyComponent, RecentCounts, RunRow};
 pub use recent::{Recent, RECENT_RUNS};
 pub use stamps::{FileStamp, KeysByTask, OutputStamp, Stamping};
 
+use entries::{entry_from_meta, read_entry, write_entry};
+pub(crate) use errors::{io_at, AtIndex};
+pub use errors::{OpenError, RestoreFailure, StoreError};
 pub(crate) use open::{create_vx_dir, set_meta};
 
 /// The index file inside a cache directory.
@@ -72,90 +77,6 @@ pub enum Access {
     ReadWrite,
     /// Never creates or modifies anything (`--dry`, `vx why`).
     ReadOnly,
-}
-
-/// Why a cache directory could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    #[error("cannot create `{path}`: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    /// SQLite found the file not a database, or corrupt: rendered as `error: <path> is not a
-    /// valid cache index (<reason>)` with a hint to delete it. No other failure says so.
-    #[error("{} is not a valid cache index ({reason})", path.display())]
-    Corrupt { path: PathBuf, reason: String },
-    /// The cache directory cannot be written (a read-only or full file system, no permission);
-    /// a read-write open falls back to reading (see [`Store::read_only_reason`]).
-    #[error("{reason}")]
-    ReadOnly { reason: String },
-    /// Any other failure to open the index.
-    #[error("cannot open the cache index {} ({reason})", path.display())]
-    Failed { path: PathBuf, reason: String },
-    /// Another process held the index longer than the busy timeout.
-    #[error("{} is locked by another process ({reason})", path.display())]
-    Busy { path: PathBuf, reason: String },
-    /// A read-only open found another schema version.
-    #[error("the cache index has schema {found}, this vx reads {expected}")]
-    Schema { found: u32, expected: u32 },
-}
-
-/// A failure of the index or the artifact files after a successful open.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("{}", index_failure(path, source))]
-    Index {
-        path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
-    },
-    #[error("{}", crate::fault::io_text(path, source))]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("the cache at `{}` is open read-only", path.display())]
-    ReadOnly { path: PathBuf },
-    #[error("`{key}` is not a cache key")]
-    BadKey { key: String },
-}
-
-/// An index failure in words: a full file system is named as such.
-fn index_failure(path: &Path, source: &rusqlite::Error) -> String {
-    match crate::fault::of_sqlite_at(source, path) {
-        crate::fault::Fault::Full => crate::fault::full_text(path.parent().unwrap_or(path)),
-        _ => format!("{}: {source}", path.display()),
-    }
-}
-
-/// Why [`Store::restore`] did not restore.
-#[derive(Debug, thiserror::Error)]
-pub enum RestoreFailure {
-    /// The artifact is not valid; the entry was discarded (read-write) or ignored (read-only).
-    #[error("{0}")]
-    Damaged(Damage),
-    /// The artifact disappeared after the probe (pruned by another process).
-    #[error("the cache entry was removed by another process")]
-    Vanished,
-    #[error("`{}` stands where an output must go", path.display())]
-    Blocked { path: PathBuf },
-    #[error("refusing to write through `{}`: it is a symlink, and a restore never follows one", path.display())]
-    Unsafe { path: PathBuf },
-    /// The entry holds a symlink leading outside this workspace; it is kept for the checkout
-    /// that made it.
-    #[error("symlink `{}` would lead outside the workspace (to `{text}`)", path.display())]
-    LinkLeaves { path: PathBuf, text: String },
-    #[error("`{}`: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error(transparent)]
-    Store(#[from] StoreError),
 }
 
 /// One indexed cache entry.
@@ -228,27 +149,6 @@ impl std::fmt::Debug for Store {
             .field("access", &self.access)
             .field("disabled", &self.disabled)
             .finish_non_exhaustive()
-    }
-}
-
-/// Adds the index path to an SQLite error.
-pub(crate) trait AtIndex<T> {
-    fn at(self, db: &Path) -> Result<T, StoreError>;
-}
-
-impl<T> AtIndex<T> for rusqlite::Result<T> {
-    fn at(self, db: &Path) -> Result<T, StoreError> {
-        self.map_err(|source| StoreError::Index {
-            path: db.to_path_buf(),
-            source,
-        })
-    }
-}
-
-pub(crate) fn io_at(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
     }
 }
 
@@ -827,107 +727,6 @@ impl Store {
         }
         self.artifact_path(key).is_file()
     }
-}
-
-fn entry_from_meta(meta: &ArtifactMeta, size_bytes: u64, created_at: i64, now: i64) -> Entry {
-    let (project, task) = meta.task.split_once('#').unwrap_or(("", &meta.task));
-    Entry {
-        key: meta.key.clone(),
-        project: project.to_owned(),
-        task: task.to_owned(),
-        size_bytes,
-        created_at,
-        accessed_at: now,
-        duration_ms: meta.exec.duration_ms,
-        cpu_ms: meta.exec.cpu_ms,
-        peak_rss_bytes: meta.exec.peak_rss_bytes,
-        origin: "local".to_owned(),
-        outputs: meta
-            .files
-            .iter()
-            .map(|(name, file)| (output_path(name).to_owned(), *file))
-            .collect(),
-    }
-}
-
-fn read_entry(conn: &Connection, key: &str) -> rusqlite::Result<Option<Entry>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT e.project, e.task, e.size_bytes, e.created_at, e.accessed_at, e.duration_ms,
-                e.cpu_ms, e.peak_rss_bytes, e.origin, o.path, o.size, o.mode, o.mtime_ns
-         FROM entries e LEFT JOIN entry_outputs o ON o.key = e.key
-         WHERE e.key = ?1 ORDER BY o.path",
-    )?;
-    let mut rows = stmt.query([key])?;
-    let mut entry: Option<Entry> = None;
-    while let Some(row) = rows.next()? {
-        let entry = match &mut entry {
-            Some(entry) => entry,
-            None => entry.insert(Entry {
-                key: key.to_owned(),
-                project: row.get(0)?,
-                task: row.get(1)?,
-                size_bytes: from_sql_u64(row.get(2)?),
-                created_at: row.get(3)?,
-                accessed_at: row.get(4)?,
-                duration_ms: from_sql_u64(row.get(5)?),
-                cpu_ms: row.get::<_, Option<i64>>(6)?.map(from_sql_u64),
-                peak_rss_bytes: row.get::<_, Option<i64>>(7)?.map(from_sql_u64),
-                origin: row.get(8)?,
-                outputs: Vec::new(),
-            }),
-        };
-        if let Some(path) = row.get::<_, Option<String>>(9)? {
-            let meta = FileMeta {
-                size: from_sql_u64(row.get(10)?),
-                mode: row.get(11)?,
-                mtime_ns: row.get(12)?,
-            };
-            entry.outputs.push((path, meta));
-        }
-    }
-    Ok(entry)
-}
-
-/// Upserts `entries` and replaces the entry's `entry_outputs`.
-fn write_entry(conn: &Connection, entry: &Entry) -> rusqlite::Result<()> {
-    conn.prepare_cached(
-        "INSERT INTO entries (key, project, task, size_bytes, created_at, accessed_at,
-                              duration_ms, cpu_ms, peak_rss_bytes, origin)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-         ON CONFLICT (key) DO UPDATE SET
-             project = excluded.project, task = excluded.task,
-             size_bytes = excluded.size_bytes, created_at = excluded.created_at,
-             accessed_at = excluded.accessed_at, duration_ms = excluded.duration_ms,
-             cpu_ms = excluded.cpu_ms, peak_rss_bytes = excluded.peak_rss_bytes,
-             origin = excluded.origin",
-    )?
-    .execute(params![
-        entry.key,
-        entry.project,
-        entry.task,
-        to_sql_u64(entry.size_bytes),
-        entry.created_at,
-        entry.accessed_at,
-        to_sql_u64(entry.duration_ms),
-        entry.cpu_ms.map(to_sql_u64),
-        entry.peak_rss_bytes.map(to_sql_u64),
-        entry.origin,
-    ])?;
-    conn.prepare_cached("DELETE FROM entry_outputs WHERE key = ?1")?
-        .execute([&entry.key])?;
-    let mut insert = conn.prepare_cached(
-        "INSERT INTO entry_outputs (key, path, size, mode, mtime_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
-    for (path, file) in &entry.outputs {
-        insert.execute(params![
-            entry.key,
-            path,
-            to_sql_u64(file.size),
-            file.mode,
-            file.mtime_ns
-        ])?;
-    }
-    Ok(())
 }
 
 /// Runs `f` on the connection when the store is writable (a no-op otherwise) inside one

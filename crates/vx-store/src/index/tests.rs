@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::artifact::{ExecMeta, OutputFile, Producer};
+use crate::artifact::{ArtifactMeta, ExecMeta, OutputFile, Producer};
 
 pub(crate) fn key(n: u8) -> String {
     format!("{n:064x}")
