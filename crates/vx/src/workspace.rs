@@ -38,7 +38,7 @@ pub fn store_location(
     flag: Option<&str>,
 ) -> Result<(std::path::PathBuf, std::path::PathBuf), Failure> {
     let (root, settings) = root_only(cwd)?;
-    let env = crate::run::host_env();
+    let env = crate::run::host::env::host_env();
     let dir = crate::cache_dir::cache_dir(&root, cwd, flag, &env, settings.cache_dir.as_deref());
     Ok((root, dir))
 }

@@ -135,7 +135,7 @@ struct LockInfo {
 pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
     let json = super::json_format(args.format.as_deref())?;
     let (root, mut settings) = workspace::root_only(cwd)?;
-    let env = crate::run::host_env();
+    let env = crate::run::host::env::host_env();
 
     let mut configuration_errors = Vec::new();
     let (mut projects, mut tasks, mut sandboxed_tasks) = (None, None, 0);

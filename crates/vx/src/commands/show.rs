@@ -18,7 +18,7 @@ use crate::{exit, workspace};
 pub fn show(cwd: &std::path::Path, args: ShowArgs) -> Result<i32, Failure> {
     let json = super::json_format(args.format.as_deref())?;
     let ws = workspace::load(cwd)?;
-    let host = crate::run::host_env();
+    let host = crate::run::host::env::host_env();
     let text = match args.target.as_deref() {
         None => projects(&ws, json),
         Some(target) => {

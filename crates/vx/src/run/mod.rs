@@ -38,6 +38,7 @@ use crate::render::reporter::{Flow, Reporter};
 use crate::render::style::{colour_enabled, Style};
 use execute::{Context, Msg, Run};
 use host::cpus::available_cpus;
+use host::env::{host_env, truthy};
 use record::profile::Phase;
 
 /// How many messages (output chunks, events) may wait for the run loop.
@@ -75,7 +76,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     let (tx, rx) = crossbeam_channel::bounded::<Msg>(MESSAGES_IN_FLIGHT);
     // Signals are taken over before any child exists, so Ctrl-C always reaches vx's handler.
     host::signals::install()?;
-    host::signals::route_to_run(Some(tx.clone()));
+    host::signals::route_to_run(Some(std::sync::Arc::new(tx.clone())));
     let options = options.clone();
     let host_env = host_env();
     // A command whose last run found everything up to date, with nothing moved since, is
@@ -310,19 +311,6 @@ pub fn flow(host_env: &BTreeMap<String, String>, options: &RunOptions) -> Flow {
     } else {
         Flow::Focused
     }
-}
-
-/// vx's own environment, the variables whose names and values are UTF-8 (the others are
-/// neither passed to tasks nor read by vx).
-pub fn host_env() -> BTreeMap<String, String> {
-    std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect()
-}
-
-/// ENV-1: truthy means set and not `0`, `false` or empty.
-pub fn truthy(value: &str) -> bool {
-    !(value.is_empty() || value == "0" || value.eq_ignore_ascii_case("false"))
 }
 
 /// A duration variable; an invalid value draws one warning and the default applies (ENV-1).

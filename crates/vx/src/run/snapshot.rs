@@ -141,7 +141,7 @@ impl Request {
 fn replayable(options: &RunOptions, env: &BTreeMap<String, String>) -> bool {
     let off = env
         .get("VX_SNAPSHOT")
-        .is_some_and(|v| !crate::run::truthy(v));
+        .is_some_and(|v| !crate::run::host::env::truthy(v));
     let exporting = [
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
@@ -652,7 +652,7 @@ pub fn replay(request: &Request, how: &Replay<'_>) -> Option<i32> {
     let head = vx_workspace::tree::head(how.root).unwrap_or_default();
     let invocation = vx_store::index::Invocation {
         run_id: crate::ids::run_id(),
-        argv: crate::run::execute::masked_argv(
+        argv: crate::run::record::invocation::masked_argv(
             &std::env::args().collect::<Vec<_>>(),
             &store.salt(),
         ),
@@ -661,7 +661,7 @@ pub fn replay(request: &Request, how: &Replay<'_>) -> Option<i32> {
         exit_code: crate::exit::SUCCESS,
         commit: head.commit,
         branch: head.branch,
-        ci_provider: crate::run::execute::ci_provider(how.host_env),
+        ci_provider: crate::run::record::invocation::ci_provider(how.host_env),
         replay_of: Some(facts.run_id.clone()),
         ..repeated
     };

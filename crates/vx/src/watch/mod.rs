@@ -67,7 +67,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     signals::install()?;
     let (signal_tx, signal_rx) = crossbeam_channel::unbounded();
     signals::route_to_watch(Some(signal_tx));
-    let host_env = run::host_env();
+    let host_env = run::host::env::host_env();
 
     // The scope, from a plan made now: an unknown task exits 2 before anything runs.
     let plan = plan::build(plan::discover(cwd, false)?, cwd, &options)?;
@@ -102,7 +102,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     let (event_tx, events) = crossbeam_channel::unbounded();
     let poll = host_env
         .get("VX_WATCH_POLL")
-        .is_some_and(|v| run::truthy(v));
+        .is_some_and(|v| run::host::env::truthy(v));
     let mut watch = Watch::start(scope, event_tx.clone(), poll)?;
     watch.sender = Some(event_tx.clone());
     // Persistent tasks kept running between cycles; dropped (stopped) on every way out.
@@ -691,7 +691,7 @@ fn git_ignored(root: &Path, paths: &[PathBuf]) -> BTreeSet<PathBuf> {
     if paths.is_empty() {
         return BTreeSet::new();
     }
-    let host_env = run::host_env();
+    let host_env = run::host::env::host_env();
     let Some(git) = host_env
         .get("PATH")
         .and_then(|path| run::host::subprocess::find_on_path("git", path))

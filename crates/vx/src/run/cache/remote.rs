@@ -71,7 +71,9 @@ pub fn resolve(
         .and_then(|c| c.token_env.clone())
         .unwrap_or_else(|| DEFAULT_TOKEN_ENV.to_string());
     let has_token = env.get(&token_env).is_some_and(|t| !t.is_empty());
-    let ci = env.get("CI").is_some_and(|v| crate::run::truthy(v));
+    let ci = env
+        .get("CI")
+        .is_some_and(|v| crate::run::host::env::truthy(v));
     let write_default = match config.and_then(|c| c.write.as_deref()).unwrap_or("ci") {
         "always" => true,
         "never" => false,

@@ -1,7 +1,6 @@
 //! The end of the graph (ARCH-3): stopping what is not kept, the held frames, the recap, the
 //! footer, and the run's history rows.
 
-use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use super::{kind_of, task, Kind, Run};
@@ -481,38 +480,6 @@ impl Run<'_> {
 /// owed depends on.
 const RERUN_IDS: usize = 20;
 
-/// HIST-1: the CI provider, from the first truthy of its variables, then `CI`.
-pub(crate) fn ci_provider(env: &BTreeMap<String, String>) -> Option<String> {
-    let truthy = |name: &str| env.get(name).is_some_and(|v| crate::run::truthy(v));
-    [
-        ("GITHUB_ACTIONS", "github-actions"),
-        ("GITLAB_CI", "gitlab-ci"),
-        ("BUILDKITE", "buildkite"),
-        ("CIRCLECI", "circleci"),
-        ("CI", "ci"),
-    ]
-    .iter()
-    .find(|(name, _)| truthy(name))
-    .map(|(_, provider)| provider.to_string())
-}
-
-/// HIST-1: argv as recorded: what follows the first bare `--` (arguments forwarded to tasks,
-/// which may hold anything) replaced by a digest keyed with the store's salt.
-pub(crate) fn masked_argv(argv: &[String], salt: &[u8; 32]) -> Vec<String> {
-    let mut forwarded = false;
-    argv.iter()
-        .map(|arg| {
-            if forwarded {
-                let digest = blake3::keyed_hash(salt, arg.as_bytes());
-                format!("[forwarded {}]", &digest.to_hex()[..12])
-            } else {
-                forwarded = arg == "--";
-                arg.clone()
-            }
-        })
-        .collect()
-}
-
 /// HIST-1: the invocation's facts other than its tasks (the history sink adds those).
 fn invocation_facts(
     options: &crate::options::RunOptions,
@@ -523,7 +490,7 @@ fn invocation_facts(
     vx_store::index::Invocation {
         commit: head.commit,
         branch: head.branch,
-        ci_provider: ci_provider(&ctx.host_env),
+        ci_provider: crate::run::record::invocation::ci_provider(&ctx.host_env),
         argv: std::env::args().collect(),
         os: std::env::consts::OS.into(),
         arch: std::env::consts::ARCH.into(),
@@ -535,48 +502,5 @@ fn invocation_facts(
             if options.cache.local_write { "w" } else { "" }
         ),
         ..Default::default()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn forwarded_arguments_are_recorded_as_digests() {
-        let argv: Vec<String> = ["vx", "run", "deploy", "--", "--token", "s3cret", "--"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let masked = masked_argv(&argv, &[7; 32]);
-        assert_eq!(&masked[..4], &argv[..4]);
-        assert!(masked[4].starts_with("[forwarded ") && masked[5].starts_with("[forwarded "));
-        assert!(!masked.iter().any(|a| a.contains("s3cret")));
-        assert_ne!(
-            masked[5],
-            masked_argv(&argv, &[8; 32])[5],
-            "keyed with the salt"
-        );
-    }
-
-    #[test]
-    fn the_ci_provider_is_the_first_truthy_variable() {
-        let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        assert_eq!(ci_provider(&env(&[])), None);
-        assert_eq!(ci_provider(&env(&[("CI", "true")])).as_deref(), Some("ci"));
-        assert_eq!(
-            ci_provider(&env(&[
-                ("CI", "1"),
-                ("GITLAB_CI", "true"),
-                ("GITHUB_ACTIONS", "false")
-            ]))
-            .as_deref(),
-            Some("gitlab-ci")
-        );
     }
 }

@@ -68,7 +68,6 @@ pub mod stripper;
 
 use admission::{estimate, HeldForMemory};
 use attempt::Attempt;
-pub(crate) use end::{ci_provider, masked_argv};
 pub use kept::Servers;
 use kept::{Identity, Route};
 
@@ -120,6 +119,17 @@ pub enum Msg {
     Remote(usize, Box<remote::End>),
     /// A key or a resize in the task UI (`--ui=tui`).
     Ui(crate::render::tui::Event),
+}
+
+/// Signals reach the run loop as messages (the signal thread knows nothing of [`Msg`]).
+impl crate::run::host::signals::SignalSink for crossbeam_channel::Sender<Msg> {
+    fn send(&self, signal: i32) {
+        let _ = crossbeam_channel::Sender::send(self, Msg::Signal(signal));
+    }
+
+    fn try_send(&self, signal: i32) {
+        let _ = crossbeam_channel::Sender::try_send(self, Msg::Signal(signal));
+    }
 }
 
 /// What a restore on the restore lane gave.

@@ -2,14 +2,21 @@
 //! the running graph's loop, and `vx watch` around it.
 
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crossbeam_channel::Sender;
 
 use crate::error::Failure;
-use crate::run::execute::Msg;
 
-static RUN: Mutex<Option<Sender<Msg>>> = Mutex::new(None);
+/// Whoever hears a signal while a graph runs (its loop's channel): two ways to hand it over.
+pub trait SignalSink: Send + Sync {
+    /// From the signal thread: may wait for room.
+    fn send(&self, signal: i32);
+    /// From the listener's own thread: must not wait.
+    fn try_send(&self, signal: i32);
+}
+
+static RUN: Mutex<Option<Arc<dyn SignalSink>>> = Mutex::new(None);
 /// The last signal vx received (0: none). Every signal ends vx (EXEC-9, WATCH-1), so it is
 /// never cleared.
 static PENDING: AtomicI32 = AtomicI32::new(0);
@@ -39,7 +46,7 @@ pub fn install() -> Result<(), Failure> {
                             run.clone()
                         };
                         if let Some(run) = run {
-                            let _ = run.send(Msg::Signal(signal));
+                            run.send(signal);
                         }
                     }
                 })
@@ -52,14 +59,14 @@ pub fn install() -> Result<(), Failure> {
 
 /// The running graph's loop hears the signals from now on (`None`: no graph runs).
 /// A signal that came before (between two cycles of `vx watch`) reaches it too.
-pub fn route_to_run(tx: Option<Sender<Msg>>) {
+pub fn route_to_run(tx: Option<Arc<dyn SignalSink>>) {
     let pending = {
         let mut run = lock(&RUN);
         *run = tx.clone();
         pending()
     };
     if let (Some(tx), Some(signal)) = (tx, pending) {
-        let _ = tx.try_send(Msg::Signal(signal));
+        tx.try_send(signal);
     }
 }
 

@@ -169,7 +169,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
 
 /// Git for this run; the cache directory's files never count as changed.
 fn git(workspace: &Workspace, cwd: &Path, options: &RunOptions) -> Git {
-    let host_env = super::host_env();
+    let host_env = crate::run::host::env::host_env();
     let dir = crate::cache_dir::cache_dir(
         &workspace.root,
         cwd,

@@ -12,6 +12,7 @@
 //! `--profile` trace (`profile::TraceFile`). When a kept persistent task ends after the footer,
 //! the record is built again with the final exit code and handed to the sinks again.
 
+pub mod invocation;
 pub mod otlp;
 pub mod profile;
 pub mod summary;
@@ -207,7 +208,7 @@ impl TelemetrySink for History<'_> {
         };
         self.recorder.flush_fingerprints(Some(&mut *store));
         let (mut invocation, rows) = history_rows(run, &self.invocation, &self.recorder.saves);
-        invocation.argv = crate::run::execute::masked_argv(&invocation.argv, &store.salt());
+        invocation.argv = invocation::masked_argv(&invocation.argv, &store.salt());
         if let Err(error) = store.record_run(&invocation, &rows) {
             notices.push(Notice::warning(format!(
                 "could not record this run in history: {error}"
