@@ -16,6 +16,25 @@ pub enum Flow {
     Ci,
 }
 
+impl Flow {
+    /// How a run's output flows (UI-3): CI, a selection of tasks, or focused on the requested.
+    pub fn of(
+        host_env: &std::collections::BTreeMap<String, String>,
+        options: &crate::options::RunOptions,
+    ) -> Flow {
+        if host_env
+            .get("CI")
+            .is_some_and(|v| crate::run::host::env::truthy(v))
+        {
+            Flow::Ci
+        } else if options.has_selection() {
+            Flow::Broad
+        } else {
+            Flow::Focused
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Show {
     Nothing,

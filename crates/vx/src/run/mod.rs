@@ -162,7 +162,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         colour: colour_enabled(&lookup),
     };
     let ci = host_env.get("CI").is_some_and(|v| truthy(v));
-    let flow = flow(&host_env, &options);
+    let flow = Flow::of(&host_env, &options);
     if options.cache.remote_named
         && cache::remote::resolve(
             plan.workspace.settings.remote_cache.as_ref(),
@@ -300,17 +300,6 @@ fn plan_and_open(
     });
     let plan = plan?;
     Ok((plan, Some(opened?)))
-}
-
-/// How the run's output flows (UI-3): CI, a selection of tasks, or focused on the requested.
-pub fn flow(host_env: &BTreeMap<String, String>, options: &RunOptions) -> Flow {
-    if host_env.get("CI").is_some_and(|v| truthy(v)) {
-        Flow::Ci
-    } else if options.has_selection() {
-        Flow::Broad
-    } else {
-        Flow::Focused
-    }
 }
 
 /// A duration variable; an invalid value draws one warning and the default applies (ENV-1).

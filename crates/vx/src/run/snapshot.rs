@@ -673,7 +673,7 @@ pub fn replay(request: &Request, how: &Replay<'_>) -> Option<i32> {
     let style = crate::render::style::Style {
         colour: crate::render::style::colour_enabled(&lookup),
     };
-    let flow = crate::run::flow(how.host_env, how.options);
+    let flow = crate::render::reporter::Flow::of(how.host_env, how.options);
     let mut reporter = crate::render::reporter::Reporter::new(style, flow, how.options.output_logs);
     reporter.finish(&crate::render::footer::Totals {
         reports: &reports,
