@@ -238,6 +238,32 @@ fn a_full_file_system_reads_as_full_naming_it() {
     assert!(code == 0 || code == 1, "{text}");
 }
 
+/// Writes `rel` under `root`, making its directories.
+fn write_at(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// `git args…` in `root`, with a committer identity; it must succeed.
+fn git_at(root: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .current_dir(root)
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+/// Fills the file system holding `root` through the file `root/fill`.
+fn fill_at(root: &Path) {
+    let mut fill = std::fs::File::create(root.join("fill")).unwrap();
+    let block = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut fill, &block).is_ok() {}
+}
+
 /// Issue 42 item 10: a fresh checkout (no `.vx` yet) on a full file system names the full file
 /// system, never an index of schema 0, and runs the tasks without the cache; `vx last` does not
 /// send the user to run vx once more.
@@ -247,54 +273,36 @@ fn a_fresh_checkout_on_a_full_file_system_names_it_and_runs_without_the_cache() 
         return;
     }
     let holder = tempfile::tempdir().unwrap();
-    let dir = holder.path().display().to_string();
+    let root = holder.path();
+    let dir = root.display().to_string();
     mount(&["-t", "tmpfs", "-o", "size=2m", "tmpfs", &dir]).unwrap();
-    let _tmpfs = Mounted(holder.path().to_path_buf());
-    let write = |rel: &str, text: &str| {
-        let path = holder.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
-    write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
-    write(".gitignore", ".vx/\nfill\n");
-    write("packages/p/package.json", r#"{ "name": "p" }"#);
-    write(
+    let _tmpfs = Mounted(root.to_path_buf());
+    write_at(root, "vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
+    write_at(root, ".gitignore", ".vx/\nfill\n");
+    write_at(root, "packages/p/package.json", r#"{ "name": "p" }"#);
+    write_at(
+        root,
         "packages/p/vx.toml",
         "[tasks.build]\ncommand = \"echo built\"\ncache = { inputs = [\"*.json\"], outputs = [] }\n",
     );
-    let git = |args: &[&str]| {
-        let ok = Command::new("git")
-            .current_dir(holder.path())
-            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-            .args(args)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "git {args:?}");
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&["add", "-A"]);
-    git(&["commit", "-q", "-m", "init"]);
-    let mut fill = std::fs::File::create(holder.path().join("fill")).unwrap();
-    let block = vec![0u8; 4096];
-    while std::io::Write::write_all(&mut fill, &block).is_ok() {}
-    drop(fill);
-    assert!(!holder.path().join(".vx/cache.db").exists());
+    git_at(root, &["init", "-q", "-b", "main"]);
+    git_at(root, &["add", "-A"]);
+    git_at(root, &["commit", "-q", "-m", "init"]);
+    fill_at(root);
+    assert!(!root.join(".vx/cache.db").exists());
     let vx = |args: &[&str]| {
         let out = Command::new(crate::vx_bin())
-            .current_dir(holder.path())
+            .current_dir(root)
             .args(args)
             .env_remove("CI")
             .output()
             .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
     };
     let (code, text) = vx(&["run", "p#build"]);
     assert_eq!(code, 0, "{text}");
