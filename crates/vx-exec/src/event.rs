@@ -93,7 +93,13 @@ pub enum ExecEvent {
     /// A sandboxed task's process opened, executed, created, removed or renamed a path
     /// (SBX-7), as the sandbox init saw it, live; each (kind, path) once per attempt.
     Access(crate::trace::Access),
-    /// Always the last event, exactly once.
+    /// A line from the executor about this attempt, for the task's log (a remote executor that
+    /// lost a worker and ran the action again; why the server failed the action).
+    Note(String),
+    /// The executor could not run the attempt (its server cannot be used): nothing ran, and the
+    /// caller may run it elsewhere. The last event, instead of `Completed`.
+    Declined(String),
+    /// The last event, exactly once, unless the attempt was declined.
     Completed(Completion),
 }
 
@@ -121,6 +127,29 @@ pub struct Completion {
     /// For a sandboxed task, whether its init reported the command's end; `None` when the task
     /// was not sandboxed.
     pub sandbox: Option<SandboxEnd>,
+    /// A remote executor answered from its action cache: nothing ran (REM-13).
+    pub from_action_cache: bool,
+    /// A remote executor kept the outputs instead of writing them into the workspace (REM-14).
+    pub outputs_kept: bool,
+}
+
+impl Completion {
+    /// An end known only by its exit code and duration (no resource usage), as a remote
+    /// executor or a fake reports one.
+    pub fn of_code(exit_code: i32, duration: Duration) -> Completion {
+        Completion {
+            exit: ExitReason::Code(exit_code),
+            exit_code,
+            timed_out: false,
+            stopped: false,
+            killed: false,
+            duration,
+            usage: None,
+            sandbox: None,
+            from_action_cache: false,
+            outputs_kept: false,
+        }
+    }
 }
 
 /// How a sandboxed task's init ended.

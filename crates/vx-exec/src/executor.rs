@@ -1,19 +1,37 @@
 //! The `Executor` seam (ARCH-2): how the run loop starts a task attempt without knowing where
-//! it runs. [`Supervisor`] is the local-process executor; a remote (REAPI) executor joins in a
-//! later milestone; `vx-test-support` has a scripted fake so the run loop can be tested without
-//! processes.
+//! it runs. [`Supervisor`] is the local-process executor; `vx-reapi`'s `RemoteExecutor` runs
+//! the attempts placed remotely on a REAPI server and hands the others to a local one;
+//! `vx-test-support` has a scripted fake so the run loop can be tested without processes.
 
-use crate::event::{ExecEvent, SpawnSpec};
+use std::path::Path;
+
+use crate::attempt::Attempt;
+use crate::event::ExecEvent;
 use crate::supervisor::Supervisor;
 use crate::task::TaskHandle;
 
-/// Starts task attempts. Events arrive on the sink, `Completed` last, exactly once.
+/// Starts task attempts. Events arrive on the sink, exactly one of `Completed` or `Declined`
+/// last.
 pub trait Executor: Send + Sync {
     fn spawn(
         &self,
-        spec: SpawnSpec,
+        attempt: &Attempt,
         sink: Box<dyn FnMut(ExecEvent) + Send>,
     ) -> Box<dyn RunningTask>;
+
+    /// How many attempts may be in flight off this machine at once (REM-11: they take no
+    /// local slot); `None` when every attempt runs here.
+    fn off_machine_limit(&self) -> Option<u32> {
+        None
+    }
+
+    /// Writes into the workspace under `root` the outputs of `task` that an earlier attempt
+    /// left with the executor (a completion with `outputs_kept`): a local task needs them on
+    /// disk (REM-14). The executor forgets them after.
+    fn fetch_kept_outputs(&self, task: &str, root: &Path) -> Result<(), String> {
+        let _ = (task, root);
+        Ok(())
+    }
 }
 
 /// A started attempt, as the run loop controls it.
@@ -37,10 +55,10 @@ pub trait RunningTask: Send {
 impl Executor for Supervisor {
     fn spawn(
         &self,
-        spec: SpawnSpec,
+        attempt: &Attempt,
         sink: Box<dyn FnMut(ExecEvent) + Send>,
     ) -> Box<dyn RunningTask> {
-        Box::new(Supervisor::spawn(self, spec, sink))
+        Box::new(Supervisor::spawn(self, attempt.local_spec(), sink))
     }
 }
 

@@ -37,6 +37,7 @@
 //! Start reading at `supervisor.rs`, then `task.rs`.
 
 pub mod allocator;
+mod attempt;
 pub mod cgroup;
 mod child;
 mod event;
@@ -51,6 +52,7 @@ mod task;
 mod threads;
 pub mod trace;
 
+pub use attempt::{Attempt, Local, Remote};
 pub use event::{
     Completion, ExecEvent, ExitReason, ResourceUsage, SandboxEnd, SandboxLaunch, SpawnSpec,
     StdinMode, Stream,

@@ -222,7 +222,11 @@ impl Supervisor {
                 ExecEvent::TimedOut
                 | ExecEvent::OutputCut
                 | ExecEvent::LeftoversStopped(_)
-                | ExecEvent::Access(_) => {}
+                | ExecEvent::Access(_)
+                | ExecEvent::Note(_) => {}
+                ExecEvent::Declined(line) => {
+                    unreachable!("the supervisor declines nothing: {line}")
+                }
             }
         }
         unreachable!("a task's thread always sends Completed before dropping its sink")
@@ -239,6 +243,8 @@ pub(crate) fn spawn_failure(err: io::Error) -> Completion {
         duration: Duration::ZERO,
         usage: None,
         sandbox: None,
+        from_action_cache: false,
+        outputs_kept: false,
     }
 }
 

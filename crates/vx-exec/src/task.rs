@@ -737,6 +737,8 @@ impl Running {
             duration: exit.at.saturating_duration_since(self.started),
             usage: Some(usage),
             sandbox,
+            from_action_cache: false,
+            outputs_kept: false,
         }
     }
 

@@ -24,6 +24,7 @@ mod action;
 mod client;
 mod digest;
 mod execute;
+mod executor;
 mod input;
 mod layer;
 
@@ -31,6 +32,7 @@ pub use action::{BuiltAction, RemoteTask};
 pub use client::{code_name, Capabilities, Client, ClientConfig, Error};
 pub use digest::{digest_of, digest_of_file, Blob};
 pub use execute::Execution;
+pub use executor::{token_values, RemoteExecutor, DEFAULT_TOKEN_ENV};
 pub use input::{BuiltRoot, FileDigests, Input, InputRoot};
 pub use layer::{entry_action, ReapiLayer, ENTRY_PATH};
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use vx_core::graph::TaskGraph;
 use vx_core::schedule::{Admission, SchedulerPolicy};
-use vx_exec::{Completion, ExecEvent, Executor, ExitReason, RunningTask, SpawnSpec, Stream};
+use vx_exec::{Attempt, Completion, ExecEvent, Executor, RunningTask, Stream};
 use vx_store::layer::{CacheLayer, ErrorKind, LayerError};
 
 /// What a scripted attempt prints and how it ends.
@@ -65,14 +65,10 @@ impl ScriptedExecutor {
 impl Executor for ScriptedExecutor {
     fn spawn(
         &self,
-        spec: SpawnSpec,
+        attempt: &Attempt,
         mut sink: Box<dyn FnMut(ExecEvent) + Send>,
     ) -> Box<dyn RunningTask> {
-        let script_text = spec
-            .args
-            .last()
-            .map(|a| a.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let script_text = attempt.script.clone();
         self.spawned
             .lock()
             .expect("not poisoned")
@@ -83,7 +79,7 @@ impl Executor for ScriptedExecutor {
             .find(|(needle, _)| script_text.contains(needle.as_str()))
             .map(|(_, s)| s.clone())
             .unwrap_or_default();
-        let cwd = spec.cwd.clone();
+        let cwd = attempt.root.join(&attempt.dir);
         std::thread::spawn(move || {
             for (path, bytes) in &script.writes {
                 let path = cwd.join(path);
@@ -95,16 +91,10 @@ impl Executor for ScriptedExecutor {
             for (stream, bytes) in script.output {
                 sink(ExecEvent::Output { stream, bytes });
             }
-            sink(ExecEvent::Completed(Completion {
-                exit: ExitReason::Code(script.exit_code),
-                exit_code: script.exit_code,
-                timed_out: false,
-                stopped: false,
-                killed: false,
-                duration: Duration::from_millis(1),
-                usage: None,
-                sandbox: None,
-            }));
+            sink(ExecEvent::Completed(Completion::of_code(
+                script.exit_code,
+                Duration::from_millis(1),
+            )));
         });
         Box::new(FakeTask)
     }

@@ -39,6 +39,7 @@ use crate::render::style::{colour_enabled, Style};
 use execute::{Context, Msg, Run};
 use host::cpus::available_cpus;
 use host::env::{host_env, truthy};
+use outcome::Notice;
 use record::profile::Phase;
 
 /// How many messages (output chunks, events) may wait for the run loop.
@@ -203,7 +204,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     ];
     let (cache, recorder, lock) =
         setup::run_cache(&plan, &options, &host_env, sh.clone(), opened, ci);
-    let ctx = Context {
+    let mut ctx = Context {
         cwd: cwd.to_path_buf(),
         cache_dir,
         origin,
@@ -220,6 +221,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         snapshot: request
             .filter(|_| plan.notices.is_empty())
             .map(|(_, request)| request),
+        remote: Vec::new(),
     };
     let mut reporter = Reporter::new(style, flow, options.output_logs);
     for notice in opening_notices {
@@ -241,7 +243,8 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         plan.graph.nodes.iter().map(|n| n.id.clone()).collect(),
         widest,
     );
-    let executor = Box::new(vx_exec::Supervisor::new());
+    let (executor, remote) = executor(&plan, &options, &host_env, ctx.slots, &mut reporter);
+    ctx.remote = remote;
     let mut run = Run::new(
         &plan, &options, ctx, reporter, tx, rx, executor, cache, recorder,
     );
@@ -258,6 +261,33 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         run.close();
     }
     Ok(code)
+}
+
+/// The run's executor (ARCH-2): the local supervisor, behind the remote executor when tasks
+/// are placed remotely (REM-11); and the nodes placed there. What stays local is said once.
+fn executor(
+    plan: &plan::Plan,
+    options: &RunOptions,
+    host_env: &BTreeMap<String, String>,
+    slots: u32,
+    reporter: &mut Reporter,
+) -> (Box<dyn vx_exec::Executor>, Vec<usize>) {
+    let local = Box::new(vx_exec::Supervisor::new());
+    let placed = plan::placement::place(plan, options, host_env);
+    for notice in placed.notices {
+        reporter.notice(notice);
+    }
+    let config = plan.workspace.settings.remote_execution.as_ref();
+    let Some(config) = config.filter(|_| !placed.remote.is_empty()) else {
+        return (local, Vec::new());
+    };
+    match vx_reapi::RemoteExecutor::new(config, host_env, slots, local) {
+        Ok(remote) => (Box::new(remote), placed.remote),
+        Err(line) => {
+            reporter.notice(Notice::warning(format!("{line}; running locally")));
+            (Box::new(vx_exec::Supervisor::new()), Vec::new())
+        }
+    }
 }
 
 /// Builds the plan and, at the same time on another thread, opens the cache (the index and

@@ -297,8 +297,8 @@ pub fn dry_rows(
             median_ms: recorder
                 .recent(&node.id)
                 .and_then(|r| vx_core::schedule::median(&r.durations_ms)),
-            remote: crate::run::execute::remote::placement(plan, options, host_env, i)
-                == crate::run::execute::remote::Placement::Remote,
+            remote: super::plan::placement::placement(plan, options, host_env, i)
+                == super::plan::placement::Placement::Remote,
         });
     }
     // EXEC-13: an unrequested persistent task whose dependants all hit would not start.

@@ -239,7 +239,11 @@ impl Run<'_> {
         code: i32,
     ) -> Result<(crate::run::snapshot::Facts, Vec<std::path::PathBuf>), String> {
         use std::path::PathBuf;
-        if code != exit::SUCCESS || self.tui || !self.sinks.is_empty() || self.remote.is_some() {
+        if code != exit::SUCCESS
+            || self.tui
+            || !self.sinks.is_empty()
+            || self.executor.off_machine_limit().is_some()
+        {
             return Err("not a plain successful run".into());
         }
         let plan = self.plan;
@@ -430,7 +434,7 @@ impl Run<'_> {
             remote_in_flight: reports
                 .iter()
                 .any(|r| r.remote)
-                .then(|| self.remote.as_ref().map_or(0, |r| r.max_in_flight)),
+                .then(|| self.executor.off_machine_limit().unwrap_or(0)),
             wall: self.started_at.elapsed(),
             interrupted: self.stopping,
             rerun: self.still_owed(),

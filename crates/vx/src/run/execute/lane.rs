@@ -1,6 +1,7 @@
 //! A lane (SCHED-3, STORE-7): jobs run on the lane's own threads, at most `capacity` at once,
 //! the rest waiting in order. The restore lane and the save lane are both one of these; each
-//! job ends by sending one message back to the run loop, which then calls [`Lane::done`].
+//! job ends by sending one message (`M`, the loop's) back to the run loop, which then calls
+//! [`Lane::done`].
 //!
 //! The threads are started on demand, up to `capacity`, and then kept for the run: a warm run
 //! restores thousands of entries and a cold one saves thousands, and a thread per job cost a
@@ -10,24 +11,22 @@ use std::collections::VecDeque;
 
 use crossbeam_channel::Sender;
 
-use crate::run::execute::Msg;
-
 /// A job for a lane thread: the node, the job, the work, and where its message goes.
-type Job<J> = (usize, J, fn(usize, J) -> Msg, Sender<Msg>);
+type Job<J, M> = (usize, J, fn(usize, J) -> M, Sender<M>);
 
-pub struct Lane<J> {
+pub struct Lane<J, M> {
     name: &'static str,
     capacity: usize,
     running: usize,
     waiting: VecDeque<(usize, J)>,
     /// Threads started so far; each takes one job at a time from `queue`.
     threads: usize,
-    queue: Option<Sender<Job<J>>>,
-    receiver: Option<crossbeam_channel::Receiver<Job<J>>>,
+    queue: Option<Sender<Job<J, M>>>,
+    receiver: Option<crossbeam_channel::Receiver<Job<J, M>>>,
 }
 
-impl<J: Send + 'static> Lane<J> {
-    pub fn new(name: &'static str, capacity: usize) -> Lane<J> {
+impl<J: Send + 'static, M: Send + 'static> Lane<J, M> {
+    pub fn new(name: &'static str, capacity: usize) -> Lane<J, M> {
         Lane {
             name,
             capacity: capacity.max(1),
@@ -51,8 +50,8 @@ impl<J: Send + 'static> Lane<J> {
         &mut self,
         i: usize,
         job: J,
-        tx: &Sender<Msg>,
-        work: fn(usize, J) -> Msg,
+        tx: &Sender<M>,
+        work: fn(usize, J) -> M,
     ) -> Result<(), usize> {
         if self.running >= self.capacity {
             self.waiting.push_back((i, job));
@@ -101,10 +100,15 @@ impl<J: Send + 'static> Lane<J> {
 mod tests {
     use super::*;
 
+    #[derive(Debug, PartialEq)]
+    enum Msg {
+        Signal(i32),
+    }
+
     #[test]
     fn a_full_lane_queues_jobs_in_order_and_hands_them_out_as_places_free() {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let mut lane: Lane<i32> = Lane::new("test", 1);
+        let mut lane: Lane<i32, Msg> = Lane::new("test", 1);
         let work = |_i, job: i32| Msg::Signal(job);
         assert_eq!(lane.submit(0, 10, &tx, work), Ok(()));
         assert_eq!(lane.submit(1, 11, &tx, work), Ok(()));
@@ -128,7 +132,7 @@ mod tests {
     #[test]
     fn jobs_reuse_the_lanes_threads() {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let mut lane: Lane<i32> = Lane::new("test", 2);
+        let mut lane: Lane<i32, Msg> = Lane::new("test", 2);
         let work = |_i, job: i32| Msg::Signal(job);
         for job in 0..20 {
             assert_eq!(lane.submit(job as usize, job, &tx, work), Ok(()));

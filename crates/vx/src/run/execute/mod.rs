@@ -24,15 +24,15 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Receiver, Sender};
-use vx_core::config::{Persistent, TaskConfig};
-use vx_core::env::{secret_values, task_environment, EnvInputs};
+use vx_core::config::Persistent;
+use vx_core::env::secret_values;
 use vx_core::mask::Masker;
 use vx_core::schedule::{Finish, HistoryPolicy, Interactive, NodeState, Scheduler};
 use vx_core::script::{script, with_args};
 use vx_core::units::format_duration;
 use vx_core::TaskId;
 use vx_exec::{
-    Completion, ExecEvent, Executor, ExitReason, RunningTask, SpawnSpec, StdinMode, Stream,
+    Attempt, Completion, ExecEvent, Executor, ExitReason, Local, RunningTask, StdinMode, Stream,
 };
 
 use vx_store::log::{LogBuf, LogStream};
@@ -40,20 +40,20 @@ use vx_store::log::{LogBuf, LogStream};
 use super::cache::{Decision, Done, RestoreJob, RunCache, SaveJob};
 use super::outcome::CacheKind;
 use super::outcome::{AttemptSpan, NotReady, Status, TaskReport};
+use super::plan::nodes::{environment, kind_of, task, Kind};
 use super::plan::Plan;
 use super::record::{Recorder, TelemetrySink};
 use crate::options::RunOptions;
 use crate::render::reporter::Reporter;
 use crate::run::execute::explain::explain;
-use crate::run::execute::lane::Lane;
 use crate::run::execute::ready::Waiting;
 use crate::run::execute::stripper::Stripper;
 use crate::run::outcome::Notice;
 use crate::run::record::profile::Phase;
 use crate::{exit, render};
+use lane::Lane;
 
 mod admission;
-mod attempt;
 mod end;
 pub mod explain;
 mod kept;
@@ -67,7 +67,6 @@ mod servers;
 pub mod stripper;
 
 use admission::{estimate, HeldForMemory};
-use attempt::Attempt;
 pub use kept::Servers;
 use kept::{Identity, Route};
 
@@ -99,6 +98,8 @@ pub struct Context {
     pub keeps_terminal: bool,
     /// Where this command's snapshot goes, when it may be replayed (`run/snapshot.rs`).
     pub snapshot: Option<crate::run::snapshot::Request>,
+    /// The nodes placed on the remote executor (REM-11, `plan::placement`).
+    pub remote: Vec<usize>,
 }
 
 /// What the save lane's packing gave.
@@ -115,8 +116,6 @@ pub enum Msg {
     NetRefused(usize, String),
     /// The background download of a task's remote entry ended, arrived or not (REM-6).
     Prefetched(usize),
-    /// A remote attempt ended (REM-13).
-    Remote(usize, Box<remote::End>),
     /// A key or a resize in the task UI (`--ui=tui`).
     Ui(crate::render::tui::Event),
 }
@@ -134,13 +133,6 @@ impl crate::run::host::signals::SignalSink for crossbeam_channel::Sender<Msg> {
 
 /// What a restore on the restore lane gave.
 pub type RestoreResult = Result<vx_store::artifact::Restored, vx_store::artifact::RestoreError>;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Group,
-    OneShot,
-    Persistent,
-}
 
 /// A task that has a process.
 struct Live {
@@ -185,7 +177,7 @@ struct Live {
     unsaved_reason: &'static str,
     started_wall: SystemTime,
     /// What started the attempt, for the next one (EXEC-15).
-    spec: SpawnSpec,
+    job: Attempt,
     /// This attempt's number (from 1) and how many the task may make.
     attempt: u32,
     attempts: u32,
@@ -196,10 +188,15 @@ struct Live {
     spans: Vec<AttemptSpan>,
     /// A sandboxed task's view, `TMPDIR` and reported accesses (SBX-7).
     sandbox: Option<sandboxed::LiveSandbox>,
-    /// A remote attempt's job, for another attempt (REM-11); `None` for a local process.
-    remote: Option<remote::Job>,
     /// The remote result was served from the server's action cache (REM-13).
     remote_cached: bool,
+}
+
+impl Live {
+    /// The attempt runs on the remote executor (REM-11).
+    fn remote(&self) -> bool {
+        self.job.remote.is_some()
+    }
 }
 
 pub struct Run<'p> {
@@ -216,7 +213,8 @@ pub struct Run<'p> {
     typed_into: BTreeSet<usize>,
     tx: Sender<Msg>,
     rx: Receiver<Msg>,
-    /// Where attempts run: the local process supervisor, or a fake in tests (ARCH-2).
+    /// Where attempts run (ARCH-2): the local process supervisor, behind the remote executor
+    /// when tasks are placed remotely; a fake in tests.
     executor: Box<dyn Executor>,
     live: BTreeMap<usize, Live>,
     reports: BTreeMap<usize, TaskReport>,
@@ -240,9 +238,9 @@ pub struct Run<'p> {
     tainted: BTreeSet<usize>,
     /// The save lane (STORE-7): artifacts packed on 2 × concurrency threads. A task's
     /// dependants start when its save is done.
-    saves: Lane<Box<SaveJob>>,
+    saves: Lane<Box<SaveJob>, Msg>,
     /// The restore lane (SCHED-3): hits written back on 2 × concurrency threads.
-    restores: Lane<Box<RestoreJob>>,
+    restores: Lane<Box<RestoreJob>, Msg>,
     /// Persistent tasks held back while the restore lane serves their dependants (EXEC-13).
     servers_held: Vec<usize>,
     /// Tasks held out of the schedule while their remote entry downloads (REM-6).
@@ -261,13 +259,11 @@ pub struct Run<'p> {
     watch: Option<&'p mut Servers>,
     /// Telemetry sinks beside history, the summary and the trace (ARCH-2), given by the caller.
     sinks: Vec<Box<dyn TelemetrySink + 'p>>,
-    /// Remote execution (REM-10): the executor while its server can be used.
-    remote: Option<std::sync::Arc<remote::RemoteExec>>,
     /// Remote attempts in flight, bounded by `max-in-flight` (REM-11).
     remote_in_flight: u32,
-    /// Remote results whose outputs were not downloaded, by node: dependants take them by
-    /// digest, or download them first when they run locally (REM-14).
-    produced: BTreeMap<usize, std::sync::Arc<remote::Produced>>,
+    /// Tasks whose outputs the remote executor kept: dependants take them by digest, or fetch
+    /// them first when they run locally (REM-14).
+    kept_remotely: BTreeSet<usize>,
     /// Remote tasks whose server could not be used, waiting for a local slot.
     local_again: Vec<usize>,
     /// The remote executor's server can still be used for new attempts.
@@ -370,7 +366,9 @@ impl<'p> Run<'p> {
             vx_exec::process_tree::ignore_sigttou();
         }
         let phases = options.profile.is_some().then(|| ctx.phases.clone());
-        let remote = remote::place(plan, options, &ctx, &mut scheduler, &mut reporter);
+        for &i in &ctx.remote {
+            scheduler.set_remote(i, true);
+        }
         Run {
             scheduler,
             interactive,
@@ -407,9 +405,8 @@ impl<'p> Run<'p> {
             sandbox_host: None,
             watch: None,
             sinks: Vec::new(),
-            remote,
             remote_in_flight: 0,
-            produced: BTreeMap::new(),
+            kept_remotely: BTreeSet::new(),
             local_again: Vec::new(),
             remote_usable: true,
         }
@@ -492,10 +489,9 @@ impl<'p> Run<'p> {
         }
         // REM-11: remote tasks take no local slot; `max-in-flight` bounds them.
         while let Some(max) = self
-            .remote
-            .as_ref()
+            .executor
+            .off_machine_limit()
             .filter(|_| self.remote_usable)
-            .map(|r| r.max_in_flight)
         {
             if self.remote_in_flight >= max {
                 break;
@@ -619,7 +615,7 @@ impl<'p> Run<'p> {
             self.plan.workspace.settings.remote_cache.as_ref(),
             &self.ctx.host_env,
         ));
-        secrets.extend(remote::secret_values(
+        secrets.extend(vx_reapi::token_values(
             self.plan.workspace.settings.remote_execution.as_ref(),
             &self.ctx.host_env,
         ));
@@ -662,16 +658,14 @@ impl<'p> Run<'p> {
             },
         };
         let path_var = env.get("PATH").cloned().unwrap_or_default();
-        let attempt = Attempt::new(
-            script(&command, args),
-            &project.dir,
+        let mut attempt = Attempt {
+            task: id.to_string(),
+            script: script(&command, args),
+            root: self.plan.workspace.root.clone(),
+            dir: project.dir.clone(),
             env,
-            timeout.filter(|_| kind != Kind::Persistent),
-            config.cache.as_deref(),
-        );
-        let spec = attempt.local_spec(
-            &self.plan.workspace.root,
-            attempt::Local {
+            timeout: timeout.filter(|_| kind != Kind::Persistent),
+            local: Local {
                 sh: self.ctx.sh.clone(),
                 stdin: if self.interactive.contains(&i) {
                     StdinMode::Terminal
@@ -684,7 +678,8 @@ impl<'p> Run<'p> {
                 stop_leftovers_on_exit: kind == Kind::OneShot,
                 sandbox: launch,
             },
-        );
+            remote: None,
+        };
         let attempts = match kind {
             Kind::OneShot => 1 + config.retries.or(self.options.retry).unwrap_or(0),
             _ => 1,
@@ -703,19 +698,17 @@ impl<'p> Run<'p> {
             Some(Ok(waiting)) => Some(waiting),
             None => None,
         };
-        let job = match remote.then(|| self.remote_job(i, &attempt)) {
-            None => None,
-            Some(Ok(job)) => Some(job),
-            Some(Err(line)) => {
-                self.cache.withhold(&id);
-                self.fail_before_start(i, &line);
-                return;
+        if remote {
+            match self.remote_part(i, &attempt.env) {
+                Ok(part) => attempt.remote = Some(part),
+                Err(line) => {
+                    self.cache.withhold(&id);
+                    self.fail_before_start(i, &line);
+                    return;
+                }
             }
-        };
-        let handle = match &job {
-            Some(job) => self.start_remote_attempt(i, job.clone()),
-            None => self.spawn_attempt(i, spec.clone(), &route),
-        };
+        }
+        let handle = self.spawn_attempt(i, &attempt, &route);
         tracing::debug!(task = %id, pid = ?handle.pid(), remote, "started");
         let colour = self.reporter.style.colour;
         let spawned = handle.pid().is_some();
@@ -745,14 +738,13 @@ impl<'p> Run<'p> {
             writes,
             unsaved_reason,
             started_wall: SystemTime::now(),
-            spec,
+            job: attempt,
             attempt: 1,
             attempts,
             earlier: Duration::ZERO,
             attempt_started: started,
             spans: Vec::new(),
             sandbox,
-            remote: job,
             remote_cached: false,
         };
         let report = self.report_of(i, &live, Status::Running);
@@ -789,11 +781,16 @@ impl<'p> Run<'p> {
         }
     }
 
-    fn spawn_attempt(&mut self, i: usize, spec: SpawnSpec, route: &Route) -> Box<dyn RunningTask> {
+    fn spawn_attempt(
+        &mut self,
+        i: usize,
+        attempt: &Attempt,
+        route: &Route,
+    ) -> Box<dyn RunningTask> {
         self.cache.keys.files_may_have_changed();
         let route = route.clone();
         self.executor.spawn(
-            spec,
+            attempt,
             Box::new(move |event| route.deliver(Msg::Exec(i, event))),
         )
     }
@@ -828,12 +825,10 @@ impl<'p> Run<'p> {
                 &format!("vx: {id}: cannot sandbox: cannot create its TMPDIR: {error}"),
             );
         }
-        let spec = self.live[&i].spec.clone();
+        let job = self.live[&i].job.clone();
         let route = self.live[&i].route.clone();
-        let (handle, remote) = match self.live[&i].remote.clone() {
-            Some(job) => (self.start_remote_attempt(i, job), true),
-            None => (self.spawn_attempt(i, spec, &route), false),
-        };
+        let remote = job.remote.is_some();
+        let handle = self.spawn_attempt(i, &job, &route);
         let run_started = self.started_at;
         let live = self.live.get_mut(&i).expect("a live task");
         live.spans.push(AttemptSpan {
@@ -867,7 +862,6 @@ impl<'p> Run<'p> {
             Msg::Restored(i, job, result) => self.restored(i, job, *result),
             Msg::NetRefused(i, target) => self.sandbox_refused(i, target),
             Msg::Prefetched(i) => self.prefetched(i),
-            Msg::Remote(i, end) => self.remote_ended(i, *end),
             Msg::Ui(event) => self.ui_event(event),
         }
     }
@@ -941,6 +935,8 @@ impl<'p> Run<'p> {
                 self.note(i, &format!("vx: stopped {what} the task left running"));
             }
             ExecEvent::Access(access) => self.sandbox_access(i, access),
+            ExecEvent::Note(line) => self.note(i, &line),
+            ExecEvent::Declined(line) => self.declined(i, line),
             ExecEvent::Completed(completion) => self.completed(i, completion),
         }
     }
@@ -987,6 +983,20 @@ impl<'p> Run<'p> {
         let Some(live) = self.live.get_mut(&i) else {
             return;
         };
+        if live.remote() {
+            live.remote_cached = completion.from_action_cache && live.cache_kind == CacheKind::Miss;
+            if completion.outputs_kept {
+                // REM-14: no local entry without the outputs on disk.
+                live.writes = false;
+                live.unsaved_reason = "not-downloaded";
+                self.kept_remotely.insert(i);
+            } else {
+                self.kept_remotely.remove(&i);
+            }
+        }
+        let Some(live) = self.live.get_mut(&i) else {
+            return;
+        };
         let mut rest = Vec::new();
         for (s, stream) in [LogStream::Stdout, LogStream::Stderr]
             .into_iter()
@@ -1021,7 +1031,7 @@ impl<'p> Run<'p> {
         };
         // SBX-7: a task that broke its sandbox fails, whatever it exited with.
         let code = if !clean && code == 0 { 1 } else { code };
-        if self.live[&i].remote.is_some() {
+        if self.live[&i].remote() {
             self.remote_in_flight -= 1;
         } else {
             self.running_slots -= 1;
@@ -1037,7 +1047,7 @@ impl<'p> Run<'p> {
             Status::Failed
         };
         // A remote failure is explained by its own output: the local PATH says nothing of it.
-        let local = self.live[&i].remote.is_none();
+        let local = !self.live[&i].remote();
         if status == Status::Failed
             && !completion.timed_out
             && !completion.stopped
@@ -1119,7 +1129,7 @@ impl<'p> Run<'p> {
                 log: &encoded,
                 cpu_ms: report.cpu_ms,
                 peak_rss_bytes: report.peak_rss_bytes,
-                origin: if live.remote.is_some() {
+                origin: if live.remote() {
                     "remote-exec"
                 } else {
                     "local"
@@ -1200,7 +1210,7 @@ impl<'p> Run<'p> {
             sandbox_violations: 0,
             attempt_spans: Vec::new(),
             kept: false,
-            remote: live.remote.is_some(),
+            remote: live.remote(),
             restore_reason: None,
         }
     }
@@ -1267,37 +1277,6 @@ impl<'p> Run<'p> {
         if let Some(servers) = &self.watch {
             servers.stop_now(forward);
         }
-    }
-}
-
-fn task(plan: &Plan, i: usize) -> &TaskConfig {
-    let id: &TaskId = &plan.graph.nodes[i].id;
-    vx_core::graph::task_config(&plan.workspace, id).expect("every node is a declared task")
-}
-
-/// The child environment of node `i` (EXEC-4).
-fn environment(plan: &Plan, host: &BTreeMap<String, String>, i: usize) -> BTreeMap<String, String> {
-    let node = &plan.graph.nodes[i];
-    let project = &plan.workspace.projects[node.project];
-    let dir = plan.workspace.root.join(&project.dir);
-    let root = plan.workspace.root.to_string_lossy().into_owned();
-    task_environment(&EnvInputs {
-        host,
-        config: task(plan, i).env.as_deref(),
-        project_dir: &dir.to_string_lossy(),
-        root_dir: &root,
-        workspace_root: &root,
-        task_id: &node.id.to_string(),
-    })
-}
-
-fn kind_of(config: &TaskConfig) -> Kind {
-    if config.is_group() {
-        Kind::Group
-    } else if config.is_persistent() {
-        Kind::Persistent
-    } else {
-        Kind::OneShot
     }
 }
 

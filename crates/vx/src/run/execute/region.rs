@@ -77,7 +77,7 @@ impl Run<'_> {
                 format_duration(now.saturating_duration_since(started)),
                 self.plan.graph.nodes[i].id
             );
-            if self.live.get(&i).is_some_and(|l| l.remote.is_some()) {
+            if self.live.get(&i).is_some_and(|l| l.remote()) {
                 row.push_str(" @remote");
             }
             let last = self.live.get(&i).map(|l| l.last_line.shown());
@@ -93,7 +93,7 @@ impl Run<'_> {
         // Remote tasks take no local slot (REM-11).
         let local = busy
             .iter()
-            .filter(|(_, i)| self.live.get(i).is_some_and(|l| l.remote.is_none()))
+            .filter(|(_, i)| self.live.get(i).is_some_and(|l| !l.remote()))
             .count();
         let idle = (self.ctx.slots as usize).saturating_sub(local);
         let mut rest = Vec::new();

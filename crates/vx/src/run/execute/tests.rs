@@ -47,6 +47,7 @@ pub(crate) fn run_layered(
         lock: None,
         keeps_terminal: false,
         snapshot: None,
+        remote: Vec::new(),
     };
     let host_env = BTreeMap::new();
     let dir = f.path(".vx");

@@ -4,6 +4,8 @@
 
 pub mod affected;
 pub mod graph;
+pub mod nodes;
+pub mod placement;
 pub mod preview;
 
 use std::collections::{BTreeMap, BTreeSet};
