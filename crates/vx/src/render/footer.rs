@@ -7,28 +7,13 @@ use vx_core::units::format_duration;
 
 use super::style::Style;
 use crate::run::outcome::{CacheKind, Status, TaskReport};
+use crate::run::report::Totals;
 use vx_core::id::TaskId;
 
 /// Lines and bytes of each failed task's output in the recap.
 const RECAP_LINES: usize = 30;
 const RECAP_BYTES: usize = 8 * 1024;
 const RECAP_TASKS: usize = 5;
-
-pub struct Totals<'a> {
-    pub reports: &'a [TaskReport],
-    pub projects_in_run: usize,
-    pub projects_in_workspace: usize,
-    pub workers: u32,
-    /// `max-in-flight` of the remote executor, when a task ran remotely (REM-11).
-    pub remote_in_flight: Option<u32>,
-    pub wall: Duration,
-    /// The signal that stopped the run, if one did: the footer then says the run was
-    /// interrupted and counts what never started.
-    pub interrupted: Option<i32>,
-    /// What the command still owes: the tasks that failed, those they blocked, and those a
-    /// signal stopped or kept from starting (see `Run::still_owed`).
-    pub rerun: Vec<String>,
-}
 
 /// The recap of failures and the `re-run:` line, or nothing when the run owes nothing.
 /// `above`: failed tasks whose frame is the last thing printed (only one-liners and other

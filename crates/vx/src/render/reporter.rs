@@ -6,34 +6,8 @@ use super::task::{frame, frame_head, github_frame, one_liner};
 use super::{out, out_str};
 use crate::options::{LogOrder, OutputLogs};
 use crate::run::outcome::{Notice, Status, TaskReport};
+use crate::run::report::{Flow, Reporter, Totals, UiAction, UiInput};
 use vx_core::id::TaskId;
-
-/// How output is shaped (glossary: flow).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
-    Focused,
-    Broad,
-    Ci,
-}
-
-impl Flow {
-    /// How a run's output flows (UI-3): CI, a selection of tasks, or focused on the requested.
-    pub fn of(
-        host_env: &std::collections::BTreeMap<String, String>,
-        options: &crate::options::RunOptions,
-    ) -> Flow {
-        if host_env
-            .get("CI")
-            .is_some_and(|v| crate::run::host::env::truthy(v))
-        {
-            Flow::Ci
-        } else if options.has_selection() {
-            Flow::Broad
-        } else {
-            Flow::Focused
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Show {
@@ -46,7 +20,8 @@ enum Show {
     OneLinerThenFrame,
 }
 
-pub struct Reporter {
+/// The terminal's [`Reporter`]: frames, one-liners, notices, the task UI and the footer.
+pub struct Terminal {
     pub style: Style,
     flow: Flow,
     output_logs: Option<OutputLogs>,
@@ -94,9 +69,9 @@ const PREFIX_WIDTH: usize = 24;
 /// Bytes of one unfinished line `--log-order=stream` holds before printing it anyway.
 const STREAM_LINE_MAX: usize = 64 * 1024;
 
-impl Reporter {
-    pub fn new(style: Style, flow: Flow, output_logs: Option<OutputLogs>) -> Reporter {
-        Reporter {
+impl Terminal {
+    pub fn new(style: Style, flow: Flow, output_logs: Option<OutputLogs>) -> Terminal {
+        Terminal {
             style,
             flow,
             output_logs,
@@ -112,17 +87,6 @@ impl Reporter {
             tui: None,
             notices: 0,
         }
-    }
-
-    /// Whether nothing but the footer was printed for these reports, and no notice: what a
-    /// replayed run prints is then the footer alone (`run/snapshot.rs`). `requested` says
-    /// which reports are of requested tasks.
-    pub fn printed_only_footer(&self, reports: &[(&TaskReport, bool)]) -> bool {
-        self.notices == 0
-            && self.github_token.is_none()
-            && reports
-                .iter()
-                .all(|(report, requested)| matches!(self.decide(report, *requested), Show::Nothing))
     }
 
     /// UI-9: GitHub Actions log groups. A group's title needs the task's outcome, so no frame
@@ -212,55 +176,6 @@ impl Reporter {
             .is_some_and(|lines| lines.printed.contains(&node))
     }
 
-    /// Takes the terminal for the task UI (`--ui=tui`); false (after a warning) when it cannot,
-    /// and the run goes on with plain output.
-    pub fn start_tui(
-        &mut self,
-        tasks: Vec<(usize, TaskId, bool)>,
-        send: Box<dyn Fn(super::tui::Event) -> bool + Send>,
-    ) -> bool {
-        match super::tui::Tui::start(tasks, send) {
-            Ok(tui) => {
-                self.tui = Some(tui);
-                self.streaming = None;
-                true
-            }
-            Err(e) => {
-                super::warning(&format!(
-                    "cannot start the task UI ({e}); plain output instead"
-                ));
-                false
-            }
-        }
-    }
-
-    pub fn has_tui(&self) -> bool {
-        self.tui.is_some()
-    }
-
-    /// Redraws the task UI if it is due.
-    pub fn tick(&mut self) {
-        if let Some(tui) = &mut self.tui {
-            tui.draw(false);
-        }
-    }
-
-    /// A key in the task UI: what the run should do.
-    pub fn key(&mut self, event: super::tui::Event) -> super::tui::Action {
-        match &mut self.tui {
-            Some(tui) => {
-                let action = tui.key(event);
-                tui.draw(true);
-                action
-            }
-            None => super::tui::Action::None,
-        }
-    }
-
-    pub fn flow(&self) -> Flow {
-        self.flow
-    }
-
     /// The stop-commands token under GitHub Actions (UI-9).
     pub fn github_token(&self) -> Option<&str> {
         self.github_token.as_deref()
@@ -270,42 +185,6 @@ impl Reporter {
         match &self.github_token {
             Some(token) => github_frame(&self.style, report, token),
             None => frame(&self.style, report),
-        }
-    }
-
-    /// UI-4: when the flow prints frames for executed requested tasks and exactly one
-    /// non-group task is requested, its frame streams live.
-    pub fn choose_streaming(&mut self, requested_commands: &[usize]) {
-        let frames_for_requested = match self.output_logs {
-            Some(OutputLogs::Full) => true,
-            Some(_) => false,
-            None => matches!(self.flow, Flow::Focused | Flow::Ci),
-        };
-        if frames_for_requested
-            && requested_commands.len() == 1
-            && self.github_token.is_none()
-            && self.stream_lines.is_none()
-        {
-            self.streaming = Some(requested_commands[0]);
-        }
-    }
-
-    pub fn is_streaming(&self, node: usize) -> bool {
-        self.streaming == Some(node)
-    }
-
-    /// The header of the streamed frame, when its task starts.
-    /// A notice from the run (ERR-1), on stderr.
-    pub fn notice(&mut self, notice: Notice) {
-        self.notices += 1;
-        match notice {
-            Notice::Unmatched { task, what, glob } => {
-                let tasks = self.unmatched.entry((what, glob)).or_default();
-                if !tasks.contains(&task) {
-                    tasks.push(task);
-                }
-            }
-            notice => super::say(notice),
         }
     }
 
@@ -331,56 +210,12 @@ impl Reporter {
         }
     }
 
-    pub fn started(&mut self, node: usize, report: &TaskReport) {
-        if let Some(tui) = &mut self.tui {
-            tui.started(node);
-            return;
-        }
-        if self.is_streaming(node) {
-            out_str(&frame_head(&self.style, report, None));
-            self.stream_open = true;
-        }
-    }
-
     /// Prints now, or after the open streamed frame closes.
     fn emit(&mut self, bytes: &[u8]) {
         if self.stream_open {
             self.pending.extend_from_slice(bytes);
         } else {
             out(bytes);
-        }
-    }
-
-    /// Live output of the streamed task.
-    pub fn stream(&mut self, node: usize, bytes: &[u8]) {
-        if let Some(tui) = &mut self.tui {
-            tui.output(node, bytes);
-            return;
-        }
-        if self.stream_lines.is_some() {
-            self.print_lines(node, bytes);
-            return;
-        }
-        if self.is_streaming(node) {
-            self.streamed += bytes.len();
-            out(bytes);
-        }
-    }
-
-    /// Whether a hit of this task would print its log: if not, vx need not read it back from
-    /// the artifact at all (the broad flow prints nothing for hits, UI-3).
-    pub fn shows_hit_log(&self, requested: bool) -> bool {
-        if self.tui.is_some() {
-            return true;
-        }
-        match self.output_logs {
-            Some(OutputLogs::Full) => true,
-            Some(_) => false,
-            None => match self.flow {
-                Flow::Ci => true,
-                Flow::Focused => requested,
-                Flow::Broad => false,
-            },
         }
     }
 
@@ -424,8 +259,198 @@ impl Reporter {
         }
     }
 
+    /// `--log-order=stream`: a task's end. Its lines are out, so where the flow would print its
+    /// frame it gets its one-liner; a hit's log is replayed with the prefix first; a task that
+    /// printed lines the flow would not show is closed with its one-liner too.
+    fn finished_streamed(&mut self, node: usize, report: &TaskReport, requested: bool) {
+        let printed = self.end_lines(node);
+        let show = self.decide(report, requested);
+        if !printed && matches!(show, Show::Frame | Show::OneLinerThenFrame) {
+            // Nothing of its log went out (a hit, or a task that failed before it ran).
+            self.print_lines(node, &report.log);
+            self.end_lines(node);
+        }
+        match show {
+            Show::HashLine => {
+                let mut line = one_liner(&self.style, report);
+                if let Some(key) = &report.short_key {
+                    line.insert_str(line.len() - 1, &format!("  {}", self.style.dim(key)));
+                }
+                self.emit(line.as_bytes());
+            }
+            Show::Nothing if !printed => {}
+            _ => self.emit(one_liner(&self.style, report).as_bytes()),
+        }
+    }
+
+    /// A whole frame went out: a failure's joins those the recap need not repeat; any other
+    /// frame puts output between them and the recap.
+    fn frame_printed(&mut self, report: &TaskReport) {
+        if report.status == Status::Failed {
+            self.failures_above.push(report.id.clone());
+        } else {
+            self.failures_above.clear();
+        }
+    }
+
+    /// Failure frames held back for the end, printed just above the recap and footer.
+    pub fn flush_held(&mut self) {
+        self.stream_open = false;
+        let pending = std::mem::take(&mut self.pending);
+        out(&pending);
+        for report in std::mem::take(&mut self.held) {
+            out(&self.frame(&report));
+            self.frame_printed(&report);
+        }
+    }
+}
+
+impl Reporter for Terminal {
+    fn colour(&self) -> bool {
+        self.style.colour
+    }
+
+    /// Whether nothing but the footer was printed for these reports, and no notice: what a
+    /// replayed run prints is then the footer alone (`run/snapshot.rs`). `requested` says
+    /// which reports are of requested tasks.
+    fn printed_only_footer(&self, reports: &[(&TaskReport, bool)]) -> bool {
+        self.notices == 0
+            && self.github_token.is_none()
+            && reports
+                .iter()
+                .all(|(report, requested)| matches!(self.decide(report, *requested), Show::Nothing))
+    }
+
+    /// Takes the terminal for the task UI (`--ui=tui`); false (after a warning) when it cannot,
+    /// and the run goes on with plain output.
+    fn start_tui(
+        &mut self,
+        tasks: Vec<(usize, TaskId, bool)>,
+        send: Box<dyn Fn(UiInput) -> bool + Send>,
+    ) -> bool {
+        let send = Box::new(move |event: super::tui::Event| send(Box::new(event)));
+        match super::tui::Tui::start(tasks, send) {
+            Ok(tui) => {
+                self.tui = Some(tui);
+                self.streaming = None;
+                true
+            }
+            Err(e) => {
+                super::warning(&format!(
+                    "cannot start the task UI ({e}); plain output instead"
+                ));
+                false
+            }
+        }
+    }
+
+    fn has_tui(&self) -> bool {
+        self.tui.is_some()
+    }
+
+    /// Redraws the task UI if it is due.
+    fn tick(&mut self) {
+        if let Some(tui) = &mut self.tui {
+            tui.draw(false);
+        }
+    }
+
+    /// A key in the task UI: what the run should do.
+    fn key(&mut self, input: UiInput) -> UiAction {
+        let (Some(tui), Ok(event)) = (&mut self.tui, input.downcast::<super::tui::Event>()) else {
+            return UiAction::None;
+        };
+        let action = tui.key(*event);
+        tui.draw(true);
+        action
+    }
+
+    fn flow(&self) -> Flow {
+        self.flow
+    }
+
+    /// UI-4: when the flow prints frames for executed requested tasks and exactly one
+    /// non-group task is requested, its frame streams live.
+    fn choose_streaming(&mut self, requested_commands: &[usize]) {
+        let frames_for_requested = match self.output_logs {
+            Some(OutputLogs::Full) => true,
+            Some(_) => false,
+            None => matches!(self.flow, Flow::Focused | Flow::Ci),
+        };
+        if frames_for_requested
+            && requested_commands.len() == 1
+            && self.github_token.is_none()
+            && self.stream_lines.is_none()
+        {
+            self.streaming = Some(requested_commands[0]);
+        }
+    }
+
+    fn is_streaming(&self, node: usize) -> bool {
+        self.streaming == Some(node)
+    }
+
+    /// The header of the streamed frame, when its task starts.
+    /// A notice from the run (ERR-1), on stderr.
+    fn notice(&mut self, notice: Notice) {
+        self.notices += 1;
+        match notice {
+            Notice::Unmatched { task, what, glob } => {
+                let tasks = self.unmatched.entry((what, glob)).or_default();
+                if !tasks.contains(&task) {
+                    tasks.push(task);
+                }
+            }
+            notice => super::say(notice),
+        }
+    }
+
+    fn started(&mut self, node: usize, report: &TaskReport) {
+        if let Some(tui) = &mut self.tui {
+            tui.started(node);
+            return;
+        }
+        if self.is_streaming(node) {
+            out_str(&frame_head(&self.style, report, None));
+            self.stream_open = true;
+        }
+    }
+
+    /// Live output of the streamed task.
+    fn stream(&mut self, node: usize, bytes: &[u8]) {
+        if let Some(tui) = &mut self.tui {
+            tui.output(node, bytes);
+            return;
+        }
+        if self.stream_lines.is_some() {
+            self.print_lines(node, bytes);
+            return;
+        }
+        if self.is_streaming(node) {
+            self.streamed += bytes.len();
+            out(bytes);
+        }
+    }
+
+    /// Whether a hit of this task would print its log: if not, vx need not read it back from
+    /// the artifact at all (the broad flow prints nothing for hits, UI-3).
+    fn shows_hit_log(&self, requested: bool) -> bool {
+        if self.tui.is_some() {
+            return true;
+        }
+        match self.output_logs {
+            Some(OutputLogs::Full) => true,
+            Some(_) => false,
+            None => match self.flow {
+                Flow::Ci => true,
+                Flow::Focused => requested,
+                Flow::Broad => false,
+            },
+        }
+    }
+
     /// A task reached its outcome (or, for a persistent task, became ready).
-    pub fn finished(&mut self, node: usize, report: &TaskReport, requested: bool) {
+    fn finished(&mut self, node: usize, report: &TaskReport, requested: bool) {
         if let Some(tui) = &mut self.tui {
             tui.finished(node, report);
             return;
@@ -485,48 +510,14 @@ impl Reporter {
         }
     }
 
-    /// `--log-order=stream`: a task's end. Its lines are out, so where the flow would print its
-    /// frame it gets its one-liner; a hit's log is replayed with the prefix first; a task that
-    /// printed lines the flow would not show is closed with its one-liner too.
-    fn finished_streamed(&mut self, node: usize, report: &TaskReport, requested: bool) {
-        let printed = self.end_lines(node);
-        let show = self.decide(report, requested);
-        if !printed && matches!(show, Show::Frame | Show::OneLinerThenFrame) {
-            // Nothing of its log went out (a hit, or a task that failed before it ran).
-            self.print_lines(node, &report.log);
-            self.end_lines(node);
-        }
-        match show {
-            Show::HashLine => {
-                let mut line = one_liner(&self.style, report);
-                if let Some(key) = &report.short_key {
-                    line.insert_str(line.len() - 1, &format!("  {}", self.style.dim(key)));
-                }
-                self.emit(line.as_bytes());
-            }
-            Show::Nothing if !printed => {}
-            _ => self.emit(one_liner(&self.style, report).as_bytes()),
-        }
-    }
-
     /// A kept persistent task's output after the footer, already prefixed with its id.
-    pub fn after_footer(&mut self, bytes: &[u8]) {
+    fn after_footer(&mut self, bytes: &[u8]) {
         out(bytes);
-    }
-
-    /// A whole frame went out: a failure's joins those the recap need not repeat; any other
-    /// frame puts output between them and the recap.
-    fn frame_printed(&mut self, report: &TaskReport) {
-        if report.status == Status::Failed {
-            self.failures_above.push(report.id.clone());
-        } else {
-            self.failures_above.clear();
-        }
     }
 
     /// The end of the run's output (UI-5, UI-6, UI-7): the live region erased, held failure
     /// frames, the recap and the footer.
-    pub fn finish(&mut self, totals: &super::footer::Totals<'_>) {
+    fn finish(&mut self, totals: &Totals<'_>) {
         // The task UI gives the terminal back; what vx said meanwhile prints now, and the
         // recap repeats the failures' last lines (their output is no longer on the screen).
         if let Some(tui) = self.tui.take() {
@@ -542,16 +533,5 @@ impl Reporter {
             self.github_token(),
         ));
         out_str(&super::footer::footer(&self.style, totals));
-    }
-
-    /// Failure frames held back for the end, printed just above the recap and footer.
-    pub fn flush_held(&mut self) {
-        self.stream_open = false;
-        let pending = std::mem::take(&mut self.pending);
-        out(&pending);
-        for report in std::mem::take(&mut self.held) {
-            out(&self.frame(&report));
-            self.frame_printed(&report);
-        }
     }
 }

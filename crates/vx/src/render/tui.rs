@@ -121,15 +121,7 @@ fn plain(bytes: &[u8]) -> String {
     line
 }
 
-/// What the run loop does after a key.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Action {
-    None,
-    /// Ctrl-C: stop the run as a SIGINT would.
-    Interrupt,
-    /// Bytes typed into the task at this node.
-    Stdin(usize, Vec<u8>),
-}
+pub use crate::run::report::UiAction as Action;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Mode {

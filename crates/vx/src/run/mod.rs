@@ -23,6 +23,7 @@ pub mod keys;
 pub mod outcome;
 pub mod plan;
 pub mod record;
+pub mod report;
 pub mod setup;
 pub mod snapshot;
 
@@ -34,13 +35,14 @@ use vx_core::units::parse_duration;
 
 use crate::error::Failure;
 use crate::options::{Plan as PlanFlag, RunOptions};
-use crate::render::reporter::{Flow, Reporter};
+use crate::render::reporter::Terminal;
 use crate::render::style::{colour_enabled, Style};
 use execute::{Context, Msg, Run};
 use host::cpus::available_cpus;
 use host::env::{host_env, truthy};
 use outcome::Notice;
 use record::profile::Phase;
+use report::{Flow, Reporter};
 
 /// How many messages (output chunks, events) may wait for the run loop.
 const MESSAGES_IN_FLIGHT: usize = 64;
@@ -223,7 +225,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
             .map(|(_, request)| request),
         remote: Vec::new(),
     };
-    let mut reporter = Reporter::new(style, flow, options.output_logs);
+    let mut reporter = Terminal::new(style, flow, options.output_logs);
     for notice in opening_notices {
         reporter.notice(notice);
     }
@@ -246,7 +248,15 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     let (executor, remote) = executor(&plan, &options, &host_env, ctx.slots, &mut reporter);
     ctx.remote = remote;
     let mut run = Run::new(
-        &plan, &options, ctx, reporter, tx, rx, executor, cache, recorder,
+        &plan,
+        &options,
+        ctx,
+        Box::new(reporter),
+        tx,
+        rx,
+        executor,
+        cache,
+        recorder,
     );
     let exit = matches!(ending, Ending::Exit);
     if let Ending::Cycle(servers) = ending {
@@ -270,7 +280,7 @@ fn executor(
     options: &RunOptions,
     host_env: &BTreeMap<String, String>,
     slots: u32,
-    reporter: &mut Reporter,
+    reporter: &mut dyn Reporter,
 ) -> (Box<dyn vx_exec::Executor>, Vec<usize>) {
     let local = Box::new(vx_exec::Supervisor::new());
     let placed = plan::placement::place(plan, options, host_env);

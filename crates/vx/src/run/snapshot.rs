@@ -673,18 +673,21 @@ pub fn replay(request: &Request, how: &Replay<'_>) -> Option<i32> {
     let style = crate::render::style::Style {
         colour: crate::render::style::colour_enabled(&lookup),
     };
-    let flow = crate::render::reporter::Flow::of(how.host_env, how.options);
-    let mut reporter = crate::render::reporter::Reporter::new(style, flow, how.options.output_logs);
-    reporter.finish(&crate::render::footer::Totals {
-        reports: &reports,
-        projects_in_run: facts.projects_in_run,
-        projects_in_workspace: facts.projects_in_workspace,
-        workers: facts.workers,
-        remote_in_flight: None,
-        wall: how.origin.elapsed(),
-        interrupted: None,
-        rerun: Vec::new(),
-    });
+    let flow = crate::run::report::Flow::of(how.host_env, how.options);
+    let mut reporter = crate::render::reporter::Terminal::new(style, flow, how.options.output_logs);
+    crate::run::report::Reporter::finish(
+        &mut reporter,
+        &crate::run::report::Totals {
+            reports: &reports,
+            projects_in_run: facts.projects_in_run,
+            projects_in_workspace: facts.projects_in_workspace,
+            workers: facts.workers,
+            remote_in_flight: None,
+            wall: how.origin.elapsed(),
+            interrupted: None,
+            rerun: Vec::new(),
+        },
+    );
     crate::run::record::report_counters(0, Some(&store));
     drop(lock);
     Some(crate::exit::SUCCESS)

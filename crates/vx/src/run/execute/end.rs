@@ -5,11 +5,11 @@ use std::time::SystemTime;
 
 use super::{kind_of, task, Kind, Run};
 use crate::exit;
-use crate::render::footer::Totals;
 use crate::run::outcome::{Status, TaskReport};
 use crate::run::record::profile::TraceFile;
 use crate::run::record::summary::{target_path, SummaryFile};
 use crate::run::record::{RunRecord, TaskRecord, TelemetrySink};
+use crate::run::report::Totals;
 
 impl Run<'_> {
     /// Waits for messages until `done` holds, handling each as usual.

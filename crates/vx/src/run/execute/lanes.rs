@@ -239,8 +239,8 @@ impl Run<'_> {
         restore_reason: Option<String>,
     ) {
         let started = Instant::now();
-        let mut strippers = (!self.reporter.style.colour)
-            .then(|| [Stripper::new(), Stripper::new(), Stripper::new()]);
+        let mut strippers =
+            (!self.reporter.colour()).then(|| [Stripper::new(), Stripper::new(), Stripper::new()]);
         let mut log = Vec::new();
         for record in records {
             let bytes = match &mut strippers {

@@ -44,12 +44,12 @@ use super::plan::nodes::{environment, kind_of, task, Kind};
 use super::plan::Plan;
 use super::record::{Recorder, TelemetrySink};
 use crate::options::RunOptions;
-use crate::render::reporter::Reporter;
 use crate::run::execute::explain::explain;
 use crate::run::execute::ready::Waiting;
 use crate::run::execute::stripper::Stripper;
 use crate::run::outcome::Notice;
 use crate::run::record::profile::Phase;
+use crate::run::report::{Flow, Reporter, UiAction, UiInput};
 use crate::{exit, render};
 use lane::Lane;
 
@@ -117,7 +117,7 @@ pub enum Msg {
     /// The background download of a task's remote entry ended, arrived or not (REM-6).
     Prefetched(usize),
     /// A key or a resize in the task UI (`--ui=tui`).
-    Ui(crate::render::tui::Event),
+    Ui(UiInput),
 }
 
 /// Signals reach the run loop as messages (the signal thread knows nothing of [`Msg`]).
@@ -203,7 +203,7 @@ pub struct Run<'p> {
     plan: &'p Plan,
     options: &'p RunOptions,
     ctx: Context,
-    reporter: Reporter,
+    reporter: Box<dyn Reporter>,
     scheduler: Scheduler,
     /// Interactive tasks that own the terminal in this run (EXEC-14): vx is on one.
     interactive: BTreeSet<usize>,
@@ -276,7 +276,7 @@ impl<'p> Run<'p> {
         plan: &'p Plan,
         options: &'p RunOptions,
         ctx: Context,
-        mut reporter: Reporter,
+        mut reporter: Box<dyn Reporter>,
         tx: Sender<Msg>,
         rx: Receiver<Msg>,
         executor: Box<dyn Executor>,
@@ -301,7 +301,7 @@ impl<'p> Run<'p> {
             })
             .unwrap_or_default();
         let tui = ui == crate::options::Ui::Tui
-            && reporter.flow() != crate::render::reporter::Flow::Ci
+            && reporter.flow() != Flow::Ci
             && ctx.host_env.get("TERM").is_none_or(|t| t != "dumb")
             && vx_exec::process_tree::stdout_is_foreground_terminal();
         let typed_into: BTreeSet<usize> = (0..plan.graph.nodes.len())
@@ -710,7 +710,7 @@ impl<'p> Run<'p> {
         }
         let handle = self.spawn_attempt(i, &attempt, &route);
         tracing::debug!(task = %id, pid = ?handle.pid(), remote, "started");
-        let colour = self.reporter.style.colour;
+        let colour = self.reporter.colour();
         let spawned = handle.pid().is_some();
         let live = Live {
             handle,
@@ -889,11 +889,11 @@ impl<'p> Run<'p> {
     }
 
     /// A key in the task UI.
-    fn ui_event(&mut self, event: crate::render::tui::Event) {
+    fn ui_event(&mut self, event: UiInput) {
         match self.reporter.key(event) {
-            crate::render::tui::Action::None => {}
-            crate::render::tui::Action::Interrupt => self.signal(nix::libc::SIGINT),
-            crate::render::tui::Action::Stdin(i, bytes) => {
+            UiAction::None => {}
+            UiAction::Interrupt => self.signal(nix::libc::SIGINT),
+            UiAction::Stdin(i, bytes) => {
                 if let Some(live) = self.live.get(&i) {
                     live.handle.write_stdin(&bytes);
                 }

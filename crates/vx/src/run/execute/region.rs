@@ -8,8 +8,8 @@ use vx_core::units::format_duration;
 
 use super::{Kind, Run};
 use crate::render::live;
-use crate::render::reporter::Flow;
 use crate::run::outcome::Status;
+use crate::run::report::Flow;
 
 /// Slot rows shown at most; more busy slots are summed up as `+k more`.
 const SLOT_ROWS: usize = 10;
@@ -49,7 +49,9 @@ impl Run<'_> {
     }
 
     fn region_lines(&self) -> Vec<String> {
-        let style = &self.reporter.style;
+        let style = &crate::render::style::Style {
+            colour: self.reporter.colour(),
+        };
         let now = Instant::now();
         let mut lines = Vec::new();
         let servers: Vec<usize> = self

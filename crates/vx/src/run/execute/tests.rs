@@ -6,8 +6,9 @@ use vx_test_support::fixture::Fixture;
 use super::*;
 use crate::cli::RunArgs;
 use crate::options::{resolve, OutputLogs};
-use crate::render::reporter::{Flow, Reporter};
+use crate::render::reporter::Terminal;
 use crate::render::style::Style;
+use crate::run::report::Flow;
 
 fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
     let args = RunArgs {
@@ -61,7 +62,11 @@ pub(crate) fn run_layered(
     let (mut cache, recorder, _) =
         super::super::setup::run_cache(&plan, &options, &host_env, None, opened, false);
     layers(cache.layers_mut());
-    let reporter = Reporter::new(Style { colour: false }, Flow::Broad, Some(OutputLogs::None));
+    let reporter = Box::new(Terminal::new(
+        Style { colour: false },
+        Flow::Broad,
+        Some(OutputLogs::None),
+    ));
     let (tx, rx) = crossbeam_channel::unbounded();
     let mut run = Run::new(
         &plan,
