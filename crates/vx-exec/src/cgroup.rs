@@ -100,8 +100,7 @@ impl Candidate {
 /// then v1 `freezer`.
 #[cfg(target_os = "linux")]
 fn candidates() -> Result<Vec<Candidate>, String> {
-    let own = fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+    let own = crate::host::own_cgroups().map_err(str::to_string)?;
     let mounts = fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
     let wanted = [
@@ -112,7 +111,7 @@ fn candidates() -> Result<Vec<Candidate>, String> {
     Ok(wanted
         .into_iter()
         .filter_map(|(controller, v1)| {
-            let path = own_path(&own, controller)?;
+            let path = own_path(own, controller)?;
             let mount = mount_point(&mounts, v1.is_none(), controller)?;
             let own = mount.join(path.trim_start_matches('/'));
             Some(Candidate { mount, own, v1 })
@@ -147,20 +146,17 @@ fn detect(pid: u32) -> Result<Hierarchy, String> {
     }
 }
 
-/// vx's cgroup in the hierarchy of `controller` (`""`: the v2 line `0::<path>`).
-fn own_path<'a>(proc_cgroup: &'a str, controller: &str) -> Option<&'a str> {
-    proc_cgroup.lines().find_map(|line| {
-        let mut fields = line.splitn(3, ':');
-        let id = fields.next()?;
-        let controllers = fields.next()?;
-        let path = fields.next()?;
-        let matches = if controller.is_empty() {
-            id == "0" && controllers.is_empty()
-        } else {
-            controllers.split(',').any(|c| c == controller)
-        };
-        matches.then_some(path)
-    })
+/// vx's cgroup in the hierarchy of `controller` (`""`: the v2 one).
+fn own_path<'a>(own: &'a [crate::host::OwnCgroup], controller: &str) -> Option<&'a str> {
+    own.iter()
+        .find(|line| {
+            if controller.is_empty() {
+                line.is_v2()
+            } else {
+                line.has(controller)
+            }
+        })
+        .map(|line| line.path.as_str())
 }
 
 /// Where the hierarchy is mounted with its root at the cgroup root (a mount of a sub-tree, as in
@@ -507,13 +503,15 @@ mod tests {
 
     #[test]
     fn own_cgroups_are_read_per_hierarchy() {
-        let text = "12:pids:/user.slice/a\n4:memory:/m\n1:name=systemd:/s\n0::/user.slice/u\n";
-        assert_eq!(own_path(text, ""), Some("/user.slice/u"));
-        assert_eq!(own_path(text, "pids"), Some("/user.slice/a"));
-        assert_eq!(own_path(text, "freezer"), None);
-        let v1_only = "5:freezer,devices:/f\n";
-        assert_eq!(own_path(v1_only, ""), None);
-        assert_eq!(own_path(v1_only, "freezer"), Some("/f"));
+        let text = crate::host::parse_own(
+            "12:pids:/user.slice/a\n4:memory:/m\n1:name=systemd:/s\n0::/user.slice/u\n",
+        );
+        assert_eq!(own_path(&text, ""), Some("/user.slice/u"));
+        assert_eq!(own_path(&text, "pids"), Some("/user.slice/a"));
+        assert_eq!(own_path(&text, "freezer"), None);
+        let v1_only = crate::host::parse_own("5:freezer,devices:/f\n");
+        assert_eq!(own_path(&v1_only, ""), None);
+        assert_eq!(own_path(&v1_only, "freezer"), Some("/f"));
     }
 
     #[test]

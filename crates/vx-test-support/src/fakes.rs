@@ -1,14 +1,13 @@
-//! Fake implementations of vx's seams (ARCH-2), so the run loop and the scheduler can be
-//! tested without processes: a scripted [`Executor`], a fixed [`SchedulerPolicy`] and an
-//! in-memory [`CacheLayer`] with fault injection.
+//! Fake implementations of vx's seams (ARCH-2), so the run loop and the cache can be tested
+//! without processes or servers: a scripted [`Executor`] and an in-memory [`CacheLayer`] with
+//! fault injection. (The scheduler's policy fakes live in vx-core's own tests: a fake here would
+//! be of another build of vx-core.)
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use vx_core::graph::TaskGraph;
-use vx_core::schedule::{Admission, SchedulerPolicy};
 use vx_exec::{Attempt, Completion, ExecEvent, Executor, RunningTask, Stream};
 use vx_store::layer::{CacheLayer, ErrorKind, LayerError};
 
@@ -113,28 +112,6 @@ impl RunningTask for FakeTask {
     fn wait_stopped(&self) {}
     fn clone_box(&self) -> Box<dyn RunningTask> {
         Box::new(*self)
-    }
-}
-
-/// A policy with given priorities (by node index) that admits at most `limit` running nodes.
-pub struct FixedPolicy {
-    pub priorities: Vec<u64>,
-    pub limit: usize,
-}
-
-impl SchedulerPolicy for FixedPolicy {
-    fn priorities(&self, graph: &TaskGraph) -> Vec<u64> {
-        let mut p = self.priorities.clone();
-        p.resize(graph.nodes.len(), 0);
-        p
-    }
-
-    fn admits(&self, _node: usize, running: &[usize]) -> Admission {
-        if running.len() < self.limit {
-            Admission::Start
-        } else {
-            Admission::Wait
-        }
     }
 }
 
@@ -247,43 +224,5 @@ impl CacheLayer for MemoryLayer {
             std::fs::read(artifact).map_err(|e| LayerError::new(ErrorKind::Io, e.to_string()))?;
         state.bodies.insert(key.to_string(), body);
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use vx_core::graph::Node;
-    use vx_core::schedule::{ContinueMode, Finish, Scheduler};
-    use vx_core::TaskId;
-
-    #[test]
-    fn fixed_policy_orders_and_admits() {
-        let nodes: Vec<Node> = ["a", "b", "c"]
-            .iter()
-            .map(|t| Node {
-                id: TaskId::new("p", *t),
-                project: 0,
-                requested: true,
-                deps: vec![],
-                dependants: vec![],
-                folds_dropped: false,
-            })
-            .collect();
-        let index = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.id.clone(), i))
-            .collect();
-        let graph = TaskGraph { nodes, index };
-        let policy = FixedPolicy {
-            priorities: vec![1, 5, 3],
-            limit: 1,
-        };
-        let mut s = Scheduler::new(&graph, ContinueMode::DepsOk, Box::new(policy));
-        assert_eq!(s.next_ready(), Some(1));
-        assert_eq!(s.next_ready(), None);
-        s.finish(1, Finish::Success);
-        assert_eq!(s.next_ready(), Some(2));
     }
 }

@@ -21,8 +21,8 @@ use crate::cache_dir::cache_dir;
 use crate::cli::InfoArgs;
 use crate::error::Failure;
 use crate::render::out_str;
-use crate::run::host::cpus::available_cpus_and_source;
 use crate::{exit, workspace};
+use vx_exec::host::available_cpus_and_source;
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 

@@ -15,10 +15,13 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use vx_core::units::format_duration;
+
+use super::style::Style;
+use crate::run::report::Region as RegionView;
+
 /// Redraws are coalesced to at most one per this interval.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(30);
-/// How often the run loop redraws it while nothing else happens (the elapsed times tick).
-pub const TICK: Duration = Duration::from_millis(100);
 
 struct Region {
     active: bool,
@@ -172,74 +175,70 @@ fn cut(line: &str, width: usize) -> String {
     out
 }
 
-/// The latest line a task printed, for its row in the region: escape sequences and control
-/// characters removed; a line ended by a carriage return (a progress bar) counts as a line.
-#[derive(Debug, Default)]
-pub struct LastLine {
-    /// The latest whole line that was not blank.
-    whole: String,
-    /// The start of the line being printed (its first [`LastLine::KEEP`] bytes).
-    partial: Vec<u8>,
-}
+/// Slot rows shown at most; more busy slots are summed up as `+k more`.
+const SLOT_ROWS: usize = 10;
+/// Ready persistent tasks pinned at most.
+const PINNED_ROWS: usize = 5;
 
-impl LastLine {
-    /// Bytes kept of a line: more never fits in a row.
-    const KEEP: usize = 1024;
-
-    pub fn push(&mut self, bytes: &[u8]) {
-        let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n' || *b == b'\r').collect();
-        let unfinished = lines.pop().unwrap_or_default();
-        if let Some((&first, rest)) = lines.split_first() {
-            // The latest line with text that this chunk finishes, if any; the first one
-            // continues what was being printed.
-            let latest = rest
-                .iter()
-                .rev()
-                .map(|line| clean(&line[..line.len().min(Self::KEEP)]))
-                .find(|line| !line.is_empty());
-            let latest = latest.or_else(|| {
-                self.keep(first);
-                Some(clean(&self.partial)).filter(|line| !line.is_empty())
-            });
-            if let Some(line) = latest {
-                self.whole = line;
-            }
-            self.partial.clear();
+/// The region's lines: ready persistent tasks pinned on top, a row per busy slot with its
+/// elapsed time and the task's latest output line, one row for the idle slots and what waits,
+/// and the footer's counters.
+pub fn lines(style: &Style, region: &RegionView) -> Vec<String> {
+    let mut lines = Vec::new();
+    for id in region.servers.iter().take(PINNED_ROWS) {
+        lines.push(format!("▸ {id} running"));
+    }
+    if region.servers.len() > PINNED_ROWS {
+        lines.push(format!(
+            "▸ +{} more running",
+            region.servers.len() - PINNED_ROWS
+        ));
+    }
+    for busy in region.busy.iter().take(SLOT_ROWS) {
+        let mut row = format!("  {:>7}  {}", format_duration(busy.elapsed), busy.id);
+        if busy.remote {
+            row.push_str(" @remote");
         }
-        self.keep(unfinished);
+        if !busy.last_line.is_empty() {
+            row.push_str("  ");
+            row.push_str(&style.dim(&busy.last_line));
+        }
+        lines.push(row);
     }
-
-    fn keep(&mut self, bytes: &[u8]) {
-        let room = Self::KEEP.saturating_sub(self.partial.len());
-        self.partial
-            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+    if region.busy.len() > SLOT_ROWS {
+        lines.push(format!("  +{} more", region.busy.len() - SLOT_ROWS));
     }
-
-    /// What the row shows: the line being printed if it has text yet, else the latest whole.
-    pub fn shown(&self) -> String {
-        let partial = clean(&self.partial);
-        if partial.is_empty() {
-            self.whole.clone()
+    let mut rest = Vec::new();
+    if region.idle > 0 {
+        rest.push(format!("{} idle", region.idle));
+    }
+    if region.ready > 0 {
+        rest.push(if region.held > 0 {
+            format!("{} ready ({} held for memory)", region.ready, region.held)
         } else {
-            partial
-        }
+            format!("{} ready", region.ready)
+        });
     }
-}
-
-/// A line as a row shows it: no escape sequences, tabs as spaces, no other control characters,
-/// trimmed.
-fn clean(bytes: &[u8]) -> String {
-    let plain = strip_ansi_escapes::strip(bytes);
-    String::from_utf8_lossy(&plain)
-        .chars()
-        .filter_map(|c| match c {
-            '\t' => Some(' '),
-            c if c.is_control() => None,
-            c => Some(c),
-        })
-        .collect::<String>()
-        .trim()
-        .to_string()
+    if region.on_deps > 0 {
+        rest.push(format!("{} waiting for dependencies", region.on_deps));
+    }
+    if !rest.is_empty() {
+        lines.push(style.dim(&format!("        ·  {}", rest.join(" · "))));
+    }
+    let mut counters = format!("{}/{} tasks", region.done, region.total);
+    if region.failed > 0 {
+        counters.push_str(&format!(
+            " · {}",
+            style.red(&format!("{} failed", region.failed))
+        ));
+    }
+    counters.push_str(&format!(
+        " · {} cached · {}",
+        region.cached,
+        format_duration(region.elapsed)
+    ));
+    lines.push(counters);
+    lines
 }
 
 /// Where a diagnostic line goes: the log file while the region is active, else stderr.
@@ -280,27 +279,6 @@ mod tests {
             "e\u{301}x",
             "a combining mark takes none"
         );
-    }
-
-    #[test]
-    fn the_last_line_is_the_latest_one_with_text() {
-        let mut last = LastLine::default();
-        assert_eq!(last.shown(), "");
-        last.push(b"compiling a\ncompil");
-        assert_eq!(last.shown(), "compil", "the line being printed");
-        last.push(b"ing b\n\n");
-        assert_eq!(last.shown(), "compiling b", "a blank line keeps the latest");
-        last.push(b"\x1b[32m 50%\x1b[0m\r\t60%\r");
-        assert_eq!(
-            last.shown(),
-            "60%",
-            "progress redrawn with a carriage return"
-        );
-        last.push(b"done\x07\n");
-        assert_eq!(last.shown(), "done", "no control characters");
-        let long = vec![b'x'; 5000];
-        last.push(&long);
-        assert_eq!(last.shown().len(), LastLine::KEEP, "bounded");
     }
 
     #[test]

@@ -139,3 +139,20 @@ pub fn say(notice: crate::run::outcome::Notice) {
         } => warning(&format!("{line}\nhint: {hint}")),
     }
 }
+
+/// The terminal as the kept servers of `vx watch` print to it, from their own thread.
+pub struct Console;
+
+impl crate::run::report::Console for Console {
+    fn out(&self, bytes: &[u8]) {
+        out(bytes);
+    }
+
+    fn line(&self, text: &str) {
+        stderr(&format!("{text}\n"));
+    }
+
+    fn notice(&self, notice: crate::run::outcome::Notice) {
+        say(notice);
+    }
+}

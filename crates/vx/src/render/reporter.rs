@@ -6,7 +6,7 @@ use super::task::{frame, frame_head, github_frame, one_liner};
 use super::{out, out_str};
 use crate::options::{LogOrder, OutputLogs};
 use crate::run::outcome::{Notice, Status, TaskReport};
-use crate::run::report::{Flow, Reporter, Totals, UiAction, UiInput};
+use crate::run::report::{Flow, Region, Reporter, Totals, UiAction, UiInput};
 use vx_core::id::TaskId;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -327,12 +327,14 @@ impl Reporter for Terminal {
         &mut self,
         tasks: Vec<(usize, TaskId, bool)>,
         send: Box<dyn Fn(UiInput) -> bool + Send>,
+        log_file: std::path::PathBuf,
     ) -> bool {
         let send = Box::new(move |event: super::tui::Event| send(Box::new(event)));
         match super::tui::Tui::start(tasks, send) {
             Ok(tui) => {
                 self.tui = Some(tui);
                 self.streaming = None;
+                super::live::log_to(log_file);
                 true
             }
             Err(e) => {
@@ -533,5 +535,40 @@ impl Reporter for Terminal {
             self.github_token(),
         ));
         out_str(&super::footer::footer(&self.style, totals));
+    }
+    fn waiting(&mut self, notice: Notice) {
+        super::say(notice);
+    }
+
+    fn region_start(&mut self, log_file: std::path::PathBuf) {
+        super::live::start(log_file);
+    }
+
+    fn region_active(&self) -> bool {
+        super::live::is_active()
+    }
+
+    fn region_stop(&mut self) {
+        super::live::stop();
+    }
+
+    fn region_due(&self) -> bool {
+        super::live::due()
+    }
+
+    fn draw_region(&mut self, region: &Region) {
+        let (width, height) = vx_exec::process_tree::terminal_size().unwrap_or((80, 24));
+        super::live::draw(
+            &super::live::lines(&self.style, region),
+            (usize::from(width), usize::from(height)),
+        );
+    }
+
+    fn abandon(&mut self, line: &str) {
+        super::tui::abandon();
+        super::stderr("\n");
+        if !line.is_empty() {
+            super::stderr(&format!("{line}\n"));
+        }
     }
 }

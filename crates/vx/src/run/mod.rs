@@ -38,11 +38,11 @@ use crate::options::{Plan as PlanFlag, RunOptions};
 use crate::render::reporter::Terminal;
 use crate::render::style::{colour_enabled, Style};
 use execute::{Context, Msg, Run};
-use host::cpus::available_cpus;
 use host::env::{host_env, truthy};
 use outcome::Notice;
 use record::profile::Phase;
 use report::{Flow, Reporter};
+use vx_exec::host::available_cpus;
 
 /// How many messages (output chunks, events) may wait for the run loop.
 const MESSAGES_IN_FLIGHT: usize = 64;
@@ -95,19 +95,25 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
                     &host_env,
                     settings.cache_dir.as_deref(),
                 );
-                snapshot::Request::new(&dir, cwd, &options, &host_env, started)
-                    .map(|request| (root, request))
+                snapshot::Request::new(
+                    &dir,
+                    cwd,
+                    &options,
+                    &host_env,
+                    started,
+                    crate::render::terminals(),
+                )
+                .map(|request| (root, request))
             }),
         Ending::Cycle(_) => None,
     };
     if let Some((root, request)) = &request {
         let how = snapshot::Replay {
             root,
-            options: &options,
             host_env: &host_env,
             origin,
         };
-        if let Some(code) = snapshot::replay(request, &how) {
+        if let Some(code) = snapshot::replay(request, &how, &mut terminal(&host_env, &options)) {
             return Ok(code);
         }
     }
@@ -141,17 +147,20 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     .max(1);
     match &options.plan {
         Some(PlanFlag::DryText) => {
-            let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
+            let rows =
+                setup::dry_rows(&plan, cwd, &options, &host_env, sh, &mut crate::render::say)?;
             crate::render::out_str(&plan::preview::dry_text(&plan, &rows, slots as usize));
             return Ok(crate::exit::SUCCESS);
         }
         Some(PlanFlag::DryJson) => {
-            let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
+            let rows =
+                setup::dry_rows(&plan, cwd, &options, &host_env, sh, &mut crate::render::say)?;
             crate::render::out_str(&plan::preview::dry_json(&plan, &rows, slots as usize));
             return Ok(crate::exit::SUCCESS);
         }
         Some(PlanFlag::Graph(path)) => {
-            let rows = setup::dry_rows(&plan, cwd, &options, &host_env, sh)?;
+            let rows =
+                setup::dry_rows(&plan, cwd, &options, &host_env, sh, &mut crate::render::say)?;
             match plan::graph::graph(&plan, &rows, path.as_deref(), &host_env)? {
                 plan::graph::GraphOutput::Text(dot) => crate::render::out_str(&dot),
                 plan::graph::GraphOutput::Written(notice) => crate::render::say(notice),
@@ -160,12 +169,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         }
         None => {}
     }
-    let lookup = |name: &str| host_env.get(name).cloned();
-    let style = Style {
-        colour: colour_enabled(&lookup),
-    };
     let ci = host_env.get("CI").is_some_and(|v| truthy(v));
-    let flow = Flow::of(&host_env, &options);
     if options.cache.remote_named
         && cache::remote::resolve(
             plan.workspace.settings.remote_cache.as_ref(),
@@ -184,7 +188,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
                 &plan.workspace.root,
                 &dir,
                 vx_store::Access::ReadWrite,
-                true,
+                Some(&mut crate::render::say),
             )?
         }
     };
@@ -225,7 +229,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
             .map(|(_, request)| request),
         remote: Vec::new(),
     };
-    let mut reporter = Terminal::new(style, flow, options.output_logs);
+    let mut reporter = terminal(&host_env, &options);
     for notice in opening_notices {
         reporter.notice(notice);
     }
@@ -271,6 +275,16 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         run.close();
     }
     Ok(code)
+}
+
+/// The terminal's reporter for this command: coloured or not (UI-10), in its flow (UI-3).
+fn terminal(host_env: &BTreeMap<String, String>, options: &RunOptions) -> Terminal {
+    let lookup = |name: &str| host_env.get(name).cloned();
+    let style = Style {
+        colour: colour_enabled(&lookup),
+    };
+    let flow = Flow::of(host_env, options.has_selection());
+    Terminal::new(style, flow, options.output_logs)
 }
 
 /// The run's executor (ARCH-2): the local supervisor, behind the remote executor when tasks
@@ -356,5 +370,5 @@ fn env_duration(env: &BTreeMap<String, String>, name: &str) -> Option<Duration> 
 
 /// EXEC-1: `sh` is resolved once against vx's own PATH.
 fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
-    host::subprocess::find_on_path(program, path)
+    vx_exec::subprocess::find_on_path(program, path)
 }

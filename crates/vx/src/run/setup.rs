@@ -19,10 +19,9 @@ use super::record::Recorder;
 use crate::cache_dir::{cache_dir, refuses_cache_dir, workspace_identity};
 use crate::error::Failure;
 use crate::options::RunOptions;
-use crate::render;
-use crate::run::host::subprocess;
 use crate::run::outcome::Notice;
 use crate::run::plan::preview::{DryCache, DryRow};
+use vx_exec::subprocess;
 
 /// KEY-8: probes time out after a minute.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -82,13 +81,17 @@ pub fn resolve_cache_dir(
 /// Takes the lock (for a run), opens the index, reads ahead what a run looks up in it (the
 /// workspace's entries and output stamps, `Store::preload`) and lists the workspace's files.
 /// It needs only the root and the cache directory, so a run does it while the task graph is
-/// built (see `run`).
-pub fn open(root: &Path, dir: &Path, access: Access, lock: bool) -> Result<Opened, Failure> {
+/// built (see `run`). `lock`: take the run lock, and say this while another run holds it.
+pub fn open(
+    root: &Path,
+    dir: &Path,
+    access: Access,
+    lock: Option<&mut dyn FnMut(Notice)>,
+) -> Result<Opened, Failure> {
     let mut notices = Vec::new();
-    let lock = if lock {
-        take_lock(root, &mut notices)?
-    } else {
-        None
+    let lock = match lock {
+        Some(say) => take_lock(root, &mut notices, say)?,
+        None => None,
     };
     let mut opened = open_with(root, dir, access, lock)?;
     notices.append(&mut opened.notices);
@@ -98,16 +101,20 @@ pub fn open(root: &Path, dir: &Path, access: Access, lock: bool) -> Result<Opene
 
 /// The run lock, waiting for another run with one notice; `None` (with a warning) when the
 /// lock file cannot be created (STORE-14).
-fn take_lock(root: &Path, notices: &mut Vec<Notice>) -> Result<Option<RunLock>, Failure> {
+fn take_lock(
+    root: &Path,
+    notices: &mut Vec<Notice>,
+    say: &mut dyn FnMut(Notice),
+) -> Result<Option<RunLock>, Failure> {
     let mut waited = false;
     let mut on_wait = |pid: Option<u32>| {
         if !waited {
             waited = true;
             let pid = pid.map_or("?".to_string(), |p| p.to_string());
             // Said while waiting, not after: the wait is what it explains.
-            render::notice(&format!(
+            say(Notice::note(format!(
                 "another vx run (pid {pid}) holds this workspace; waiting…"
-            ));
+            )));
         }
     };
     // A signal while waiting ends the run before any task starts (EXIT-1: 128 + n).
@@ -266,11 +273,12 @@ pub fn dry_rows(
     options: &RunOptions,
     host_env: &BTreeMap<String, String>,
     sh: Option<PathBuf>,
+    say: &mut dyn FnMut(Notice),
 ) -> Result<Vec<DryRow>, Failure> {
     let dir = resolve_cache_dir(&plan.workspace, cwd, options, host_env)?;
-    let mut opened = open(&plan.workspace.root, &dir, Access::ReadOnly, false)?;
+    let mut opened = open(&plan.workspace.root, &dir, Access::ReadOnly, None)?;
     for notice in std::mem::take(&mut opened.notices) {
-        render::say(notice);
+        say(notice);
     }
     let (mut cache, recorder, _) = run_cache(plan, options, host_env, sh, opened, false);
     let unstable = unstable_nodes(plan);
@@ -281,7 +289,7 @@ pub fn dry_rows(
         }
         let (key, status) = cache.plan_row(&node.id);
         for notice in cache.take_notices() {
-            render::say(notice);
+            say(notice);
         }
         let persistent = vx_core::graph::task_config(&plan.workspace, &node.id)
             .is_some_and(vx_core::config::TaskConfig::is_persistent);

@@ -65,6 +65,7 @@ use vx_core::TaskId;
 
 use crate::options::RunOptions;
 use crate::run::outcome::{CacheKind, Status, TaskReport};
+use crate::run::report::Reporter;
 
 /// The first line of a snapshot file.
 const FORMAT: &str = "vx-snapshot 1";
@@ -88,13 +89,15 @@ pub struct Request {
 impl Request {
     /// The request of this process's command, or `None` when it is never replayed.
     /// `cache_dir`: the cache directory as the options, the environment and the root's
-    /// `[workspace]` table name it (snapshots live in its `snapshots` folder).
+    /// `[workspace]` table name it (snapshots live in its `snapshots` folder); `terminals`: which
+    /// of stdin, stdout and stderr are terminals.
     pub fn new(
         cache_dir: &Path,
         cwd: &Path,
         options: &RunOptions,
         env: &BTreeMap<String, String>,
         started: SystemTime,
+        terminals: [bool; 3],
     ) -> Option<Request> {
         if !replayable(options, env) {
             return None;
@@ -125,9 +128,9 @@ impl Request {
             field(name.as_bytes());
             field(value.as_bytes());
         }
-        field(&crate::render::terminals().map(u8::from));
+        field(&terminals.map(u8::from));
         // The footer's worker count when neither `--concurrency` nor the root sets it.
-        field(&crate::run::host::cpus::available_cpus().to_le_bytes());
+        field(&vx_exec::host::available_cpus().to_le_bytes());
         let digest = hasher.finalize().to_hex()[..32].to_string();
         Some(Request {
             path: cache_dir.join("snapshots").join(&digest),
@@ -605,14 +608,13 @@ fn unchanged(paths: &[Recorded]) -> bool {
 /// What a replayed run needs from its caller.
 pub struct Replay<'a> {
     pub root: &'a Path,
-    pub options: &'a RunOptions,
     pub host_env: &'a BTreeMap<String, String>,
     pub origin: Instant,
 }
 
 /// Replays the command when its snapshot still holds: prints the footer, records the run,
 /// and returns the exit code; `None` when the run must go the whole way.
-pub fn replay(request: &Request, how: &Replay<'_>) -> Option<i32> {
+pub fn replay(request: &Request, how: &Replay<'_>, reporter: &mut dyn Reporter) -> Option<i32> {
     let text = fs::read_to_string(&request.path).ok()?;
     let Some(snapshot) = parse(&text, how.root, request) else {
         forget(request);
@@ -669,25 +671,16 @@ pub fn replay(request: &Request, how: &Replay<'_>) -> Option<i32> {
         tracing::debug!(target: "vx::snapshot", "not recorded: {error}");
         return None;
     }
-    let lookup = |name: &str| how.host_env.get(name).cloned();
-    let style = crate::render::style::Style {
-        colour: crate::render::style::colour_enabled(&lookup),
-    };
-    let flow = crate::run::report::Flow::of(how.host_env, how.options);
-    let mut reporter = crate::render::reporter::Terminal::new(style, flow, how.options.output_logs);
-    crate::run::report::Reporter::finish(
-        &mut reporter,
-        &crate::run::report::Totals {
-            reports: &reports,
-            projects_in_run: facts.projects_in_run,
-            projects_in_workspace: facts.projects_in_workspace,
-            workers: facts.workers,
-            remote_in_flight: None,
-            wall: how.origin.elapsed(),
-            interrupted: None,
-            rerun: Vec::new(),
-        },
-    );
+    reporter.finish(&crate::run::report::Totals {
+        reports: &reports,
+        projects_in_run: facts.projects_in_run,
+        projects_in_workspace: facts.projects_in_workspace,
+        workers: facts.workers,
+        remote_in_flight: None,
+        wall: how.origin.elapsed(),
+        interrupted: None,
+        rerun: Vec::new(),
+    });
     crate::run::record::report_counters(0, Some(&store));
     drop(lock);
     Some(crate::exit::SUCCESS)

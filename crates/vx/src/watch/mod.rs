@@ -106,7 +106,8 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     let mut watch = Watch::start(scope, event_tx.clone(), poll)?;
     watch.sender = Some(event_tx.clone());
     // Persistent tasks kept running between cycles; dropped (stopped) on every way out.
-    let mut servers = Servers::new().map_err(Failure::Internal)?;
+    let mut servers =
+        Servers::new(std::sync::Arc::new(crate::render::Console)).map_err(Failure::Internal)?;
 
     if let Some(code) = signalled(&signal_rx, &servers) {
         return Ok(code);
@@ -694,7 +695,7 @@ fn git_ignored(root: &Path, paths: &[PathBuf]) -> BTreeSet<PathBuf> {
     let host_env = run::host::env::host_env();
     let Some(git) = host_env
         .get("PATH")
-        .and_then(|path| run::host::subprocess::find_on_path("git", path))
+        .and_then(|path| vx_exec::subprocess::find_on_path("git", path))
     else {
         return BTreeSet::new();
     };
@@ -709,12 +710,12 @@ fn git_ignored(root: &Path, paths: &[PathBuf]) -> BTreeSet<PathBuf> {
             "--".into(),
         ];
         args.extend(batch.iter().map(|p| p.as_os_str().to_owned()));
-        let output = run::host::subprocess::run(
+        let output = vx_exec::subprocess::run(
             git.clone(),
             "git",
             args,
             root,
-            run::host::subprocess::git_env(&host_env),
+            vx_exec::subprocess::git_env(&host_env),
             Duration::from_secs(30),
         );
         for line in output

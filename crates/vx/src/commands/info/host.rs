@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::run::host::subprocess;
+use vx_exec::subprocess;
 
 /// `git --version` as `2.43.0`; `None` when git is not on PATH or does not answer.
 pub fn git_version(root: &Path, env: &BTreeMap<String, String>) -> Option<String> {

@@ -31,7 +31,6 @@ use vx_store::Layers;
 
 use super::keys::Keys;
 use crate::options::CachePolicy;
-use crate::render;
 use crate::run::plan::preview::DryCache;
 
 mod clean;
@@ -537,19 +536,19 @@ impl<'p> RunCache<'p> {
     }
 
     /// End of the graph: access times and the identity memo rows are written, and the queued
-    /// uploads are waited for (REM-8). `signalled`: a signal stopped the run, so its uploads are
-    /// abandoned.
-    pub fn finish(&mut self, signalled: bool) {
+    /// uploads are waited for (REM-8), `waiting` told so while they take long. `signalled`: a
+    /// signal stopped the run, so its uploads are abandoned.
+    pub fn finish(&mut self, signalled: bool, waiting: &mut dyn FnMut(Notice)) {
         self.flush_stamps();
         if signalled {
             self.layers.abandon_uploads();
         } else if self.layers.uploads_pending() > 0 {
             // Said while waiting, not after: the wait is what it explains.
             let abandoned = self.layers.drain(UPLOAD_WAIT, UPLOAD_SLOW, &mut |pending| {
-                render::notice(&format!(
+                waiting(Notice::note(format!(
                     "finishing {pending} upload{}…",
                     if pending == 1 { "" } else { "s" }
-                ));
+                )));
             });
             if abandoned > 0 {
                 self.say(Notice::warning(format!(

@@ -70,7 +70,9 @@ impl Run<'_> {
         }
 
         let code = self.exit_code();
-        self.cache.finish(signalled);
+        let reporter = &mut self.reporter;
+        self.cache
+            .finish(signalled, &mut |notice| reporter.waiting(notice));
         self.relay_notices();
         self.record_run(code, signalled, true);
         self.finish_output();
@@ -153,6 +155,8 @@ impl Run<'_> {
                 })
                 .collect(),
         };
+        // Every sink of this record, the built-in ones included, told the same way (ARCH-2).
+        let mut history = None;
         if signalled {
             self.recorder.flush(layers.store_mut());
         } else {
@@ -160,17 +164,7 @@ impl Run<'_> {
             let retention = first
                 .then_some(self.plan.workspace.settings.cache_retention.as_ref())
                 .flatten();
-            let store = layers.store_mut();
-            let notices = self
-                .recorder
-                .history(store, facts, retention)
-                .run_ended(&record);
-            for notice in notices {
-                self.reporter.notice(notice);
-            }
-        }
-        if first {
-            crate::run::record::report_counters(keys.tree.counters().files_hashed, layers.store());
+            history = Some(self.recorder.history(layers.store_mut(), facts, retention));
         }
         if first {
             if let Some(path) = summary_path {
@@ -181,40 +175,46 @@ impl Run<'_> {
                 });
             }
         }
+        // ARCH-4: once, when the graph ends (a kept server's later exit is not exported).
+        let mut exporter = first
+            .then(|| crate::run::record::otlp::OtlpExporter::from_env(&self.ctx.host_env))
+            .flatten();
+        let mut trace = match (first, trace_path, &self.phases) {
+            (true, Some(path), Some(phases)) => Some(TraceFile {
+                path,
+                cwd: self.ctx.cwd.clone(),
+                origin: self.ctx.origin,
+                loop_started: self.started_at,
+                phases: phases.clone(),
+            }),
+            _ => None,
+        };
+        let mut sinks: Vec<&mut dyn TelemetrySink> = Vec::new();
+        if let Some(history) = &mut history {
+            sinks.push(history);
+        }
         if let Some(summary) = &mut self.summary {
-            for notice in summary.run_ended(&record) {
-                self.reporter.notice(notice);
-            }
+            sinks.push(summary);
         }
         for sink in &mut self.sinks {
-            for notice in sink.run_ended(&record) {
-                self.reporter.notice(notice);
-            }
+            sinks.push(sink.as_mut());
         }
-        // ARCH-4: once, when the graph ends (a kept server's later exit is not exported).
-        if first {
-            if let Some(mut exporter) =
-                crate::run::record::otlp::OtlpExporter::from_env(&self.ctx.host_env)
-            {
-                for notice in exporter.run_ended(&record) {
-                    self.reporter.notice(notice);
-                }
-            }
+        if let Some(exporter) = &mut exporter {
+            sinks.push(exporter);
         }
+        if let Some(trace) = &mut trace {
+            sinks.push(trace);
+        }
+        let notices: Vec<_> = sinks
+            .into_iter()
+            .flat_map(|sink| sink.run_ended(&record))
+            .collect();
+        drop(history);
         if first {
-            if let (Some(path), Some(phases)) = (trace_path, &self.phases) {
-                let notices = TraceFile {
-                    path,
-                    cwd: self.ctx.cwd.clone(),
-                    origin: self.ctx.origin,
-                    loop_started: self.started_at,
-                    phases: phases.clone(),
-                }
-                .run_ended(&record);
-                for notice in notices {
-                    self.reporter.notice(notice);
-                }
-            }
+            crate::run::record::report_counters(keys.tree.counters().files_hashed, layers.store());
+        }
+        for notice in notices {
+            self.reporter.notice(notice);
         }
     }
 

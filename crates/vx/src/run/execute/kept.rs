@@ -27,9 +27,9 @@ use vx_exec::ExecEvent;
 use vx_store::log::{LogBuf, LogStream};
 
 use super::{kind_of, prefixed, shown, stream_index, task, Kind, Live, Msg, Run};
-use crate::render::{out, stderr};
 use crate::run::outcome::CacheKind;
 use crate::run::outcome::Status;
+use crate::run::report::Console;
 
 /// How long a task's thread holds its route while the loop's channel is full, before it lets
 /// the route be changed and tries again.
@@ -115,6 +115,8 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(50);
 /// cycle that ran.
 pub struct Servers {
     shared: Arc<Shared>,
+    /// Where they print.
+    console: Arc<dyn Console>,
     tx: Sender<Msg>,
     changed: Vec<PathBuf>,
 }
@@ -135,11 +137,12 @@ struct State {
     /// A cycle runs: output and notices are held until its footer.
     holding: bool,
     held: LogBuf,
+    console: Arc<dyn Console>,
 }
 
 impl Servers {
-    /// The error says why the reader thread could not start.
-    pub fn new() -> Result<Servers, String> {
+    /// Servers that print to `console`. The error says why the reader thread could not start.
+    pub fn new(console: Arc<dyn Console>) -> Result<Servers, String> {
         let (tx, rx) = crossbeam_channel::bounded::<Msg>(MESSAGES_IN_FLIGHT);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -148,6 +151,7 @@ impl Servers {
                 next: 0,
                 holding: false,
                 held: LogBuf::new(),
+                console: console.clone(),
             }),
             handled: Condvar::new(),
         });
@@ -170,6 +174,7 @@ impl Servers {
             .map_err(|e| format!("cannot start a thread: {e}"))?;
         Ok(Servers {
             shared,
+            console,
             tx,
             changed: Vec::new(),
         })
@@ -232,8 +237,8 @@ impl Servers {
             .map(|k| k.id.clone())
             .collect();
         for id in gone {
-            stderr(&format!(
-                "vx watch: {id} is no longer a persistent task of the graph; stopping it\n"
+            self.console.line(&format!(
+                "vx watch: {id} is no longer a persistent task of the graph; stopping it"
             ));
             // A signal meanwhile ends the watch, which stops what is left.
             if !self.stop_and_wait(&id) {
@@ -322,14 +327,14 @@ impl State {
     fn release(&mut self) {
         self.holding = false;
         let held = std::mem::take(&mut self.held);
-        out(&shown(&held));
+        self.console.out(&shown(&held));
     }
 
     fn emit(&mut self, bytes: &[u8]) {
         if self.holding {
             self.held.push(LogStream::Stdout, bytes);
         } else {
-            out(bytes);
+            self.console.out(bytes);
         }
     }
 
@@ -371,7 +376,7 @@ impl State {
                 if let Some(kept) = self.kept.get_mut(&slot) {
                     if let Some(sandbox) = kept.live.sandbox.as_mut() {
                         for notice in sandbox.warn_access(&kept.id, access) {
-                            crate::render::say(notice);
+                            self.console.notice(notice);
                         }
                     }
                 }
@@ -380,7 +385,7 @@ impl State {
                 if let Some(kept) = self.kept.get_mut(&slot) {
                     if let Some(sandbox) = kept.live.sandbox.as_mut() {
                         if let Some(notice) = sandbox.warn_refused(&kept.id, target) {
-                            crate::render::say(notice);
+                            self.console.notice(notice);
                         }
                     }
                 }
@@ -389,8 +394,8 @@ impl State {
                 // Ended by itself: kept no more (the next cycle that needs it starts it).
                 if let Some(kept) = self.kept.remove(&slot) {
                     if !completion.stopped {
-                        stderr(&format!(
-                            "vx watch: {} stopped by itself (exit {}); the next cycle that needs it starts it again\n",
+                        self.console.line(&format!(
+                            "vx watch: {} stopped by itself (exit {}); the next cycle that needs it starts it again",
                             kept.id, completion.exit_code
                         ));
                     }
@@ -444,7 +449,9 @@ impl Run<'_> {
             (why, report)
         };
         if let Some(why) = why {
-            stderr(&format!("vx watch: restarting {id}: {why}\n"));
+            servers
+                .console
+                .line(&format!("vx watch: restarting {id}: {why}"));
             if !servers.stop_and_wait(&id) {
                 self.not_run(i);
                 return true;
@@ -570,7 +577,7 @@ impl Run<'_> {
             };
             let node = &plan.graph.nodes[i];
             let log = shown(&std::mem::take(&mut live.display));
-            out(&prefixed(&node.id, &mut live, &log));
+            servers.console.out(&prefixed(&node.id, &mut live, &log));
             let Some(identity) = live.identity.clone() else {
                 // Not a task of a watch cycle: nothing may outlive the run unguarded. Its
                 // events go where they are read (and dropped) while it is stopped.

@@ -15,55 +15,54 @@
 //! whose timeout passes is stopped and reported `not ready: timed out after …`. Persistent tasks
 //! are stopped at the end of the graph unless they are kept alive after the footer.
 //!
-//! The `impl Run` is split by concern: this file has the loop, spawning, output, notes,
-//! completions and signals; `servers.rs` persistent tasks (readiness, keep-alive); `lanes.rs`
-//! cache hits and the restore and save lanes; `end.rs` the end of the graph (footer, history).
+//! The `impl Run` is split by concern: this file has the loop, dispatch, messages, output,
+//! notes and signals; `start.rs` starting an attempt (and retries); `complete.rs` an attempt's
+//! end; `servers.rs` persistent tasks (readiness, keep-alive); `lanes.rs` cache hits and the
+//! restore and save lanes; `end.rs` the end of the graph (footer, history); `remote.rs`,
+//! `sandboxed.rs` and `region.rs` the loop's side of remote execution, the sandbox and the live
+//! region.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Receiver, Sender};
-use vx_core::config::Persistent;
-use vx_core::env::secret_values;
 use vx_core::mask::Masker;
-use vx_core::schedule::{Finish, HistoryPolicy, Interactive, NodeState, Scheduler};
-use vx_core::script::{script, with_args};
+use vx_core::schedule::{HistoryPolicy, Interactive, Scheduler};
 use vx_core::units::format_duration;
 use vx_core::TaskId;
-use vx_exec::{
-    Attempt, Completion, ExecEvent, Executor, ExitReason, Local, RunningTask, StdinMode, Stream,
-};
+use vx_exec::{Attempt, ExecEvent, Executor, RunningTask, Stream};
 
 use vx_store::log::{LogBuf, LogStream};
 
-use super::cache::{Decision, Done, RestoreJob, RunCache, SaveJob};
+use super::cache::{RestoreJob, RunCache, SaveJob};
 use super::outcome::CacheKind;
-use super::outcome::{AttemptSpan, NotReady, Status, TaskReport};
+use super::outcome::{AttemptSpan, TaskReport};
 use super::plan::nodes::{environment, kind_of, task, Kind};
 use super::plan::Plan;
 use super::record::{Recorder, TelemetrySink};
+use crate::exit;
 use crate::options::RunOptions;
-use crate::run::execute::explain::explain;
 use crate::run::execute::ready::Waiting;
 use crate::run::execute::stripper::Stripper;
-use crate::run::outcome::Notice;
 use crate::run::record::profile::Phase;
 use crate::run::report::{Flow, Reporter, UiAction, UiInput};
-use crate::{exit, render};
 use lane::Lane;
 
 mod admission;
+mod complete;
 mod end;
 pub mod explain;
 mod kept;
 pub mod lane;
 mod lanes;
+mod last_line;
 pub mod ready;
 mod region;
 pub mod remote;
 mod sandboxed;
 mod servers;
+mod start;
 pub mod stripper;
 
 use admission::{estimate, HeldForMemory};
@@ -168,7 +167,7 @@ struct Live {
     /// Output printed with an `<id> │ ` prefix after the footer (keep-alive).
     prefix_at_line_start: bool,
     /// Its latest line, for its row in the live region (UI-6).
-    last_line: crate::render::live::LastLine,
+    last_line: last_line::LastLine,
     /// The log as stored in an artifact: both streams and notes as records (STORE-6).
     records: LogBuf,
     /// How a successful result is reported and whether it may be saved.
@@ -435,7 +434,8 @@ impl<'p> Run<'p> {
             self.start_tui();
         }
         if !self.reporter.has_tui() && self.wants_region() {
-            crate::render::live::start(self.ctx.cache_dir.join("logs").join("vx.log"));
+            let log_file = self.ctx.cache_dir.join("logs").join("vx.log");
+            self.reporter.region_start(log_file);
         }
         let ahead = Instant::now();
         self.restore_ahead();
@@ -510,258 +510,6 @@ impl<'p> Run<'p> {
         self.held.update(held, Instant::now());
     }
 
-    fn start(&mut self, i: usize) {
-        self.held.started(i, Instant::now());
-        let config = task(self.plan, i);
-        let kind = kind_of(config);
-        if kind == Kind::Group {
-            let failed = self
-                .scheduler
-                .deps(i)
-                .iter()
-                .any(|&d| matches!(self.scheduler.state(d), NodeState::Failed));
-            let finish = if failed {
-                Finish::Failed
-            } else {
-                Finish::Success
-            };
-            let skipped = self.scheduler.finish(i, finish);
-            self.report_skipped(&skipped);
-            return;
-        }
-        self.region_requested_task_started(i);
-        let node = &self.plan.graph.nodes[i];
-        let id = node.id.clone();
-        let upstream_bad = node.deps.iter().any(|&d| {
-            self.tainted.contains(&d) || matches!(self.scheduler.state(d), NodeState::Failed)
-        });
-        if upstream_bad {
-            self.tainted.insert(i);
-        }
-        let saveable = !node.folds_dropped && !upstream_bad;
-        let unsaved_reason = if node.folds_dropped {
-            "excluded-dependency"
-        } else if upstream_bad {
-            "tainted"
-        } else {
-            "writes-off"
-        };
-        let (cache_kind, writes) = if kind == Kind::OneShot {
-            let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
-            let probing = Instant::now();
-            let decision = self.cache.before(&id, saveable, needs_log);
-            self.relay_notices();
-            if self.phases.is_some() {
-                self.phase(&format!("key and cache probe: {id}"), probing);
-            }
-            match decision {
-                Decision::Hit {
-                    kind,
-                    records,
-                    short_key,
-                    stored,
-                    restore_reason,
-                } => {
-                    self.hit(i, kind, records, short_key, stored, restore_reason);
-                    return;
-                }
-                Decision::Fail(line) => {
-                    self.cache.withhold(&id);
-                    self.fail_before_start(i, &line);
-                    return;
-                }
-                Decision::Execute { cached, writes } => (
-                    if cached && (writes || self.options.cache.local_read) {
-                        CacheKind::Miss
-                    } else {
-                        CacheKind::NoCache
-                    },
-                    writes,
-                ),
-            }
-        } else {
-            (CacheKind::NoCache, false)
-        };
-        let remote = self.scheduler.is_remote(i);
-        if !remote {
-            if let Err(line) = self.download_upstreams(i) {
-                self.cache.withhold(&id);
-                self.fail_before_start(i, &line);
-                return;
-            }
-        }
-        let node = &self.plan.graph.nodes[i];
-        let project = &self.plan.workspace.projects[node.project];
-        let dir = self.plan.workspace.root.join(&project.dir);
-        let command = config.command.clone().unwrap_or_default();
-        let args: &[String] = if node.requested {
-            &self.options.forwarded
-        } else {
-            &[]
-        };
-        let mut env = environment(self.plan, &self.ctx.host_env, i);
-        let (secrets, too_short) = secret_values(&self.ctx.host_env, config.env.as_deref());
-        if !too_short.is_empty() && !self.warned_short_secrets {
-            for name in &too_short {
-                self.reporter.notice(Notice::warning(format!(
-                    "`{name}` is listed in `env.secret` but its value is shorter than 6 characters; it is not masked"
-                )));
-            }
-            self.warned_short_secrets = true;
-        }
-        // The remote cache's token and signing key are masked like `env.secret` values.
-        let mut secrets = secrets;
-        secrets.extend(crate::run::cache::remote::secret_values(
-            self.plan.workspace.settings.remote_cache.as_ref(),
-            &self.ctx.host_env,
-        ));
-        secrets.extend(vx_reapi::token_values(
-            self.plan.workspace.settings.remote_execution.as_ref(),
-            &self.ctx.host_env,
-        ));
-        let masker = Masker::new(&secrets);
-        let command_line = masker.mask_str(&with_args(&command, args));
-        let route = Route::new(self.tx.clone(), i);
-        // In a cycle of `vx watch`, the server started in an earlier cycle may be kept.
-        let identity = (kind == Kind::Persistent && self.watch.is_some())
-            .then(|| Identity::of(config, &script(&command, args), &dir.to_string_lossy()));
-        if let Some(identity) = &identity {
-            if self.keep_server(i, identity) {
-                return;
-            }
-        }
-        let ready_when = match &config.persistent {
-            Some(Persistent::Ready(ready)) => Some(ready.ready_when.clone()),
-            _ => None,
-        };
-        // EXEC-8: for a persistent task the timeout bounds only the wait for readiness, which
-        // the loop times (not the supervisor); one ready at spawn has nothing to bound.
-        let timeout = if kind == Kind::Persistent && ready_when.is_none() {
-            None
-        } else {
-            config
-                .timeout
-                .or(self.options.timeout)
-                .or(self.ctx.env_timeout)
-                .or(self.plan.workspace.settings.timeout)
-        };
-        // A local `sandbox` table does not apply remotely (REM-11).
-        let (launch, sandbox) = match config.sandbox.as_ref().filter(|_| !remote) {
-            None => (None, None),
-            Some(table) => match self.sandbox_task(i, table, &mut env, &route) {
-                Ok((launch, sandbox)) => (Some(launch), Some(sandbox)),
-                Err(line) => {
-                    self.cache.withhold(&id);
-                    self.fail_before_start(i, &line);
-                    return;
-                }
-            },
-        };
-        let path_var = env.get("PATH").cloned().unwrap_or_default();
-        let mut attempt = Attempt {
-            task: id.to_string(),
-            script: script(&command, args),
-            root: self.plan.workspace.root.clone(),
-            dir: project.dir.clone(),
-            env,
-            timeout: timeout.filter(|_| kind != Kind::Persistent),
-            local: Local {
-                sh: self.ctx.sh.clone(),
-                stdin: if self.interactive.contains(&i) {
-                    StdinMode::Terminal
-                } else if kind == Kind::Persistent || self.typed_into.contains(&i) {
-                    StdinMode::HeldPipe
-                } else {
-                    StdinMode::Null
-                },
-                kill_grace: self.ctx.kill_grace,
-                stop_leftovers_on_exit: kind == Kind::OneShot,
-                sandbox: launch,
-            },
-            remote: None,
-        };
-        let attempts = match kind {
-            Kind::OneShot => 1 + config.retries.or(self.options.retry).unwrap_or(0),
-            _ => 1,
-        };
-        let started = Instant::now();
-        let waiting = match ready_when
-            .as_deref()
-            .map(|pattern| Waiting::new(pattern, started, self.ctx.ready_notice, timeout))
-        {
-            Some(Err(error)) => {
-                let line =
-                    format!("vx: persistent.ready-when is not a valid regular expression: {error}");
-                self.fail_before_start(i, &line);
-                return;
-            }
-            Some(Ok(waiting)) => Some(waiting),
-            None => None,
-        };
-        if remote {
-            match self.remote_part(i, &attempt.env) {
-                Ok(part) => attempt.remote = Some(part),
-                Err(line) => {
-                    self.cache.withhold(&id);
-                    self.fail_before_start(i, &line);
-                    return;
-                }
-            }
-        }
-        let handle = self.spawn_attempt(i, &attempt, &route);
-        tracing::debug!(task = %id, pid = ?handle.pid(), remote, "started");
-        let colour = self.reporter.colour();
-        let spawned = handle.pid().is_some();
-        let live = Live {
-            handle,
-            route,
-            identity,
-            started,
-            kind,
-            display: LogBuf::new(),
-            last_byte: None,
-            maskers: [masker.clone(), masker],
-            strippers: (!colour).then(|| [Stripper::new(), Stripper::new()]),
-            command,
-            command_line,
-            dir,
-            path_var,
-            ready: false,
-            waiting: waiting.filter(|_| spawned),
-            timed_out: false,
-            unneeded: false,
-            timeout,
-            prefix_at_line_start: true,
-            last_line: Default::default(),
-            records: LogBuf::new(),
-            cache_kind,
-            writes,
-            unsaved_reason,
-            started_wall: SystemTime::now(),
-            job: attempt,
-            attempt: 1,
-            attempts,
-            earlier: Duration::ZERO,
-            attempt_started: started,
-            spans: Vec::new(),
-            sandbox,
-            remote_cached: false,
-        };
-        let report = self.report_of(i, &live, Status::Running);
-        let wait_for_line = live.waiting.is_some();
-        self.live.insert(i, live);
-        self.reporter.started(i, &report);
-        if remote {
-            self.remote_in_flight += 1;
-        } else {
-            self.running_slots += 1;
-        }
-
-        if kind == Kind::Persistent && spawned && !wait_for_line {
-            self.ready(i);
-        }
-    }
-
     /// What the cache said during the last call into it, through the reporter (ARCH-1: the
     /// renderer consumes the run's events).
     fn relay_notices(&mut self) {
@@ -778,75 +526,6 @@ impl<'p> Run<'p> {
                 start,
                 end: Instant::now(),
             });
-        }
-    }
-
-    fn spawn_attempt(
-        &mut self,
-        i: usize,
-        attempt: &Attempt,
-        route: &Route,
-    ) -> Box<dyn RunningTask> {
-        self.cache.keys.files_may_have_changed();
-        let route = route.clone();
-        self.executor.spawn(
-            attempt,
-            Box::new(move |event| route.deliver(Msg::Exec(i, event))),
-        )
-    }
-
-    /// EXEC-15: another attempt of a failed task — the attempt line, outputs cleaned when the
-    /// task writes, and only the successful attempt's log kept for the cache.
-    fn retry(&mut self, i: usize, completion: &Completion) {
-        let id = self.plan.graph.nodes[i].id.clone();
-        let live = self.live.get_mut(&i).expect("a live task");
-        let why = if completion.timed_out {
-            "timed out".to_string()
-        } else {
-            format!("exit {}", completion.exit_code)
-        };
-        let line = format!(
-            "vx: {id} failed ({why}); attempt {} of {}",
-            live.attempt + 1,
-            live.attempts
-        );
-        let writes = live.writes;
-        self.note(i, &line);
-        if writes {
-            let cleaned = self.cache.clean_for_retry(&id);
-            self.relay_notices();
-            if let Err(line) = cleaned {
-                self.note(i, &line);
-            }
-        }
-        if let Err(error) = self.sandbox_again(i) {
-            self.note(
-                i,
-                &format!("vx: {id}: cannot sandbox: cannot create its TMPDIR: {error}"),
-            );
-        }
-        let job = self.live[&i].job.clone();
-        let route = self.live[&i].route.clone();
-        let remote = job.remote.is_some();
-        let handle = self.spawn_attempt(i, &job, &route);
-        let run_started = self.started_at;
-        let live = self.live.get_mut(&i).expect("a live task");
-        live.spans.push(AttemptSpan {
-            start: live.attempt_started.saturating_duration_since(run_started),
-            end: run_started.elapsed(),
-            exit_code: Some(completion.exit_code),
-        });
-        live.attempt_started = Instant::now();
-        live.handle = handle;
-        live.earlier += completion.duration;
-        live.attempt += 1;
-        live.timed_out = false;
-        live.records = LogBuf::new();
-        live.started_wall = SystemTime::now();
-        if remote {
-            self.remote_in_flight += 1;
-        } else {
-            self.running_slots += 1;
         }
     }
 
@@ -878,9 +557,8 @@ impl<'p> Run<'p> {
             .collect();
         let tx = self.tx.clone();
         let send = Box::new(move |event| tx.send(Msg::Ui(event)).is_ok());
-        if self.reporter.start_tui(tasks, send) {
-            crate::render::live::log_to(self.ctx.cache_dir.join("logs").join("vx.log"));
-        } else {
+        let log_file = self.ctx.cache_dir.join("logs").join("vx.log");
+        if !self.reporter.start_tui(tasks, send, log_file) {
             // Plain output: nothing will type into an interactive task, so it reads nothing
             // (as off a terminal) rather than waiting on a pipe.
             self.tui = false;
@@ -946,12 +624,13 @@ impl<'p> Run<'p> {
         if bytes.is_empty() {
             return;
         }
+        let region = self.reporter.region_active();
         let Some(live) = self.live.get_mut(&i) else {
             return;
         };
         live.display.push(LogStream::Stdout, bytes);
         live.last_byte = bytes.last().copied();
-        if crate::render::live::is_active() {
+        if region {
             live.last_line.push(bytes);
         }
         if self.keep_alive {
@@ -979,265 +658,6 @@ impl<'p> Run<'p> {
         self.output(i, &line);
     }
 
-    fn completed(&mut self, i: usize, completion: Completion) {
-        let Some(live) = self.live.get_mut(&i) else {
-            return;
-        };
-        if live.remote() {
-            live.remote_cached = completion.from_action_cache && live.cache_kind == CacheKind::Miss;
-            if completion.outputs_kept {
-                // REM-14: no local entry without the outputs on disk.
-                live.writes = false;
-                live.unsaved_reason = "not-downloaded";
-                self.kept_remotely.insert(i);
-            } else {
-                self.kept_remotely.remove(&i);
-            }
-        }
-        let Some(live) = self.live.get_mut(&i) else {
-            return;
-        };
-        let mut rest = Vec::new();
-        for (s, stream) in [LogStream::Stdout, LogStream::Stderr]
-            .into_iter()
-            .enumerate()
-        {
-            let mut bytes = live.maskers[s].finish();
-            live.records.push(stream, &bytes);
-            if let Some(strippers) = &mut live.strippers {
-                bytes = strippers[s].push(&bytes);
-            }
-            rest.extend(bytes);
-        }
-        self.output(i, &rest);
-        let verdict = self.sandbox_verdict(i, &completion);
-        let clean = matches!(verdict, sandboxed::Verdict::Clean);
-        let violations = match verdict {
-            sandboxed::Verdict::Violations(n) => n,
-            _ => 0,
-        };
-        let live = &self.live[&i];
-        let kind = live.kind;
-        if kind == Kind::Persistent && live.ready {
-            self.persistent_ended(i, &completion);
-            return;
-        }
-        // Stopped by vx because it was not ready in time: a timeout's exit code (EXEC-8).
-        let not_ready_in_time = kind == Kind::Persistent && live.timed_out;
-        let code = match (not_ready_in_time, completion.killed) {
-            (true, true) => 128 + nix::libc::SIGKILL,
-            (true, false) => 128 + nix::libc::SIGTERM,
-            (false, _) => completion.exit_code,
-        };
-        // SBX-7: a task that broke its sandbox fails, whatever it exited with.
-        let code = if !clean && code == 0 { 1 } else { code };
-        if self.live[&i].remote() {
-            self.remote_in_flight -= 1;
-        } else {
-            self.running_slots -= 1;
-        }
-        let status = if self.stopping.is_some() {
-            Status::Aborted
-        } else if kind == Kind::Persistent {
-            // Ended before it was ready, whatever its exit code (EXEC-13).
-            Status::Failed
-        } else if code == 0 && !completion.timed_out {
-            Status::Success
-        } else {
-            Status::Failed
-        };
-        // A remote failure is explained by its own output: the local PATH says nothing of it.
-        let local = !self.live[&i].remote();
-        if status == Status::Failed
-            && !completion.timed_out
-            && !completion.stopped
-            && clean
-            && local
-        {
-            let live = &self.live[&i];
-            let note = match &completion.exit {
-                ExitReason::SpawnFailed(error) => Some(spawn_note(&live.dir, error)),
-                exit => explain(&live.command, exit, code, &live.dir, &live.path_var),
-            };
-            if let Some(note) = note {
-                self.note(i, &note);
-            }
-        }
-        let retry = {
-            let live = &self.live[&i];
-            status == Status::Failed
-                && kind == Kind::OneShot
-                && live.attempt < live.attempts
-                && !self.scheduler.is_halted()
-                && !matches!(completion.exit, ExitReason::SpawnFailed(_))
-                // Another attempt would break the sandbox again.
-                && clean
-        };
-        if retry {
-            self.retry(i, &completion);
-            return;
-        }
-        // Its memory is free: the save that may follow does not count as executing.
-        self.scheduler.stopped_executing(i);
-        let live = self.live.remove(&i).expect("a live task");
-        let mut report = self.report_of(i, &live, status);
-        report.attempts = live.attempt;
-        report.sandbox_violations = violations;
-        report.key_failures_after_pass = self.recorder.key_failures_after_pass(
-            self.cache.layers().store(),
-            &report.id,
-            self.cache.key_hex(&report.id),
-        );
-        if kind == Kind::Persistent && status == Status::Failed {
-            report.not_ready = Some(match completion.exit {
-                ExitReason::SpawnFailed(_) => NotReady::Spawn,
-                _ if live.unneeded => NotReady::Unneeded,
-                _ if not_ready_in_time => NotReady::TimedOut(live.timeout.unwrap_or_default()),
-                _ => NotReady::Exited,
-            });
-        }
-        report.exit_code = Some(code);
-        report.short_key = self
-            .cache
-            .key_hex(&report.id)
-            .map(|key| key[..12.min(key.len())].to_string());
-        report.timed_out = completion.timed_out || not_ready_in_time;
-        report.duration = live.earlier + completion.duration;
-        report.attempt_spans = live.spans.clone();
-        report.attempt_spans.push(AttemptSpan {
-            start: live
-                .attempt_started
-                .saturating_duration_since(self.started_at),
-            end: self.started_at.elapsed(),
-            exit_code: Some(code),
-        });
-        if let Some(usage) = &completion.usage {
-            report.cpu_ms = Some((usage.user_cpu + usage.system_cpu).as_millis() as u64);
-            report.peak_rss_bytes = child_peak(usage.max_rss_bytes);
-        }
-        let mut save = None;
-        if kind == Kind::OneShot && status != Status::Aborted {
-            let encoded = live.records.encode();
-            let after = self.cache.after(Done {
-                id: &report.id,
-                success: status == Status::Success,
-                writes: live.writes,
-                unsaved_reason: live.unsaved_reason,
-                started: live.started_wall,
-                duration: report.duration,
-                command_line: &live.command_line,
-                log: &encoded,
-                cpu_ms: report.cpu_ms,
-                peak_rss_bytes: report.peak_rss_bytes,
-                origin: if live.remote() {
-                    "remote-exec"
-                } else {
-                    "local"
-                },
-            });
-            self.relay_notices();
-            self.recorder
-                .fingerprint(after.fingerprint, self.cache.layers_mut().store_mut());
-            match after.save {
-                Ok(job) => save = Some(job),
-                Err(reason) => self.recorder.saved(&report.id, Err(reason)),
-            }
-        }
-        self.reporter.finished(i, &report, self.is_shown(i));
-        self.reports.insert(i, report);
-        if let Some(job) = save {
-            // Dependants wait for the save: nothing may change the outputs while they are
-            // archived (STORE-7).
-            self.start_save(i, job);
-            return;
-        }
-        let finish = if status == Status::Success {
-            Finish::Success
-        } else {
-            Finish::Failed
-        };
-        if status != Status::Aborted {
-            let skipped = self.scheduler.finish(i, finish);
-            self.report_skipped(&skipped);
-        }
-    }
-
-    fn report_skipped(&mut self, skipped: &[usize]) {
-        for &s in skipped {
-            let blocked_by = match self.scheduler.state(s) {
-                NodeState::Skipped(Some(cause)) => Some(self.plan.graph.nodes[cause].id.clone()),
-                _ => None,
-            };
-            if kind_of(task(self.plan, s)) == Kind::Group {
-                continue;
-            }
-            let report = TaskReport::not_started(
-                self.plan.graph.nodes[s].id.clone(),
-                Status::Skipped,
-                blocked_by,
-            );
-            self.reporter.finished(s, &report, self.is_shown(s));
-            self.reports.insert(s, report);
-        }
-    }
-
-    fn report_of(&self, i: usize, live: &Live, status: Status) -> TaskReport {
-        TaskReport {
-            id: self.plan.graph.nodes[i].id.clone(),
-            status,
-            executed: true,
-            exit_code: None,
-            timed_out: live.timed_out,
-            not_ready: None,
-            duration: live.started.elapsed(),
-            blocked_by: None,
-            command_line: Some(live.command_line.clone()),
-            log: shown(&live.display),
-            cache: (live.kind == Kind::OneShot).then_some(if live.remote_cached {
-                CacheKind::RestoredRemote
-            } else {
-                live.cache_kind
-            }),
-            short_key: None,
-            stored: None,
-            cpu_ms: None,
-            peak_rss_bytes: None,
-            attempts: live.attempt,
-            key_failures_after_pass: 0,
-            start_offset: live.started.saturating_duration_since(self.started_at),
-            end_offset: self.started_at.elapsed(),
-            admission_held: self.held.total(i),
-            sandbox_violations: 0,
-            attempt_spans: Vec::new(),
-            kept: false,
-            remote: live.remote(),
-            restore_reason: None,
-        }
-    }
-
-    /// A task that fails before it runs: its key could not be derived, or its outputs could
-    /// not be cleaned.
-    fn fail_before_start(&mut self, i: usize, line: &str) {
-        let mut report =
-            TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), Status::Failed, None);
-        report.log = format!("{line}\n").into_bytes();
-        report.exit_code = Some(1);
-        self.reporter.started(i, &report);
-        self.reporter.finished(i, &report, self.is_shown(i));
-        self.reports.insert(i, report);
-        let skipped = self.scheduler.finish(i, Finish::Failed);
-        self.report_skipped(&skipped);
-    }
-
-    /// A task that was about to start when a signal to vx came (EXEC-9: it ends `not run`).
-    fn not_run(&mut self, i: usize) {
-        let report =
-            TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), Status::NotRun, None);
-        self.reports.insert(i, report);
-        let skipped = self.scheduler.finish(i, Finish::Failed);
-        self.report_skipped(&skipped);
-    }
-
     /// EXEC-9: the first signal stops dispatch and forwards the signal once; a second one
     /// kills everything and exits at once.
     fn signal(&mut self, n: i32) {
@@ -1248,13 +668,16 @@ impl<'p> Run<'p> {
             if let Some(servers) = &self.watch {
                 servers.kill_now();
             }
-            crate::render::tui::abandon();
-            render::stderr("\n");
             let first = self.stopping.unwrap_or(n);
+            let watch_ends = self.watch.is_some() && first == nix::libc::SIGINT;
+            self.reporter.abandon(if watch_ends {
+                "vx watch: no longer watching"
+            } else {
+                ""
+            });
             crate::run::host::sandbox::remove_scratch();
             vx_exec::cgroup::cleanup();
-            if self.watch.is_some() && first == nix::libc::SIGINT {
-                render::stderr("vx watch: no longer watching\n");
+            if watch_ends {
                 std::process::exit(exit::SUCCESS);
             }
             std::process::exit(exit::signal(first));
@@ -1277,26 +700,6 @@ impl<'p> Run<'p> {
         if let Some(servers) = &self.watch {
             servers.stop_now(forward);
         }
-    }
-}
-
-/// EXEC-18's parent floor: on Linux a forked child starts with vx's own high-water mark, so a
-/// peak within 4 MiB of vx's own (`VmHWM`, read after the child exited) is unknown rather than
-/// the child's.
-fn child_peak(max_rss_bytes: u64) -> Option<u64> {
-    const FLOOR: u64 = 4 << 20;
-    let own = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map(|kib| kib * 1024);
-    match own {
-        Some(own) if max_rss_bytes <= own + FLOOR => None,
-        _ => Some(max_rss_bytes),
     }
 }
 
@@ -1344,15 +747,6 @@ fn stream_index(stream: Stream) -> usize {
         Stream::Stdout => 0,
         Stream::Stderr => 1,
     }
-}
-
-/// EXEC-12: no shell ran.
-fn spawn_note(dir: &std::path::Path, error: &std::io::Error) -> String {
-    let mut note = format!("vx: could not start `sh` in {}: {error}", dir.display());
-    if matches!(error.raw_os_error(), Some(c) if c == nix::libc::EMFILE || c == nix::libc::ENFILE) {
-        note.push_str("\n  hint: raise the open-file limit (ulimit -n)");
-    }
-    note
 }
 
 #[cfg(test)]

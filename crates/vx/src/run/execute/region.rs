@@ -1,20 +1,12 @@
-//! What the live status region shows (UI-6), from the run loop's state: ready persistent tasks
-//! pinned on top, a row per busy slot with its elapsed time and the task's latest output line,
-//! one row for the idle slots, one for what waits, and the footer's counters.
+//! What the live status region shows (UI-6), from the run loop's state, as data the reporter
+//! lays out ([`Region`]): ready persistent tasks pinned on top, each busy slot with its elapsed
+//! time and the task's latest output line, the idle slots, what waits, and the footer's counters.
 
 use std::time::Instant;
 
-use vx_core::units::format_duration;
-
-use super::{Kind, Run};
-use crate::render::live;
+use super::{kind_of, task, Kind, Run};
 use crate::run::outcome::Status;
-use crate::run::report::Flow;
-
-/// Slot rows shown at most; more busy slots are summed up as `+k more`.
-const SLOT_ROWS: usize = 10;
-/// Ready persistent tasks pinned at most.
-const PINNED_ROWS: usize = 5;
+use crate::run::report::{Busy, Flow, Region};
 
 impl Run<'_> {
     /// Whether this run draws the region: on a terminal vx holds the foreground of, outside the
@@ -30,42 +22,32 @@ impl Run<'_> {
     /// In the focused flow the region exists only while dependencies run: it goes for good when
     /// a requested task starts.
     pub(super) fn region_requested_task_started(&mut self, i: usize) {
-        if self.reporter.flow() == Flow::Focused && self.is_shown(i) && live::is_active() {
-            live::stop();
+        if self.reporter.flow() == Flow::Focused
+            && self.is_shown(i)
+            && self.reporter.region_active()
+        {
+            self.reporter.region_stop();
         }
     }
 
-    /// Draws the region if it is on and due (at most once per 30 ms: the lines are built only
-    /// then, so a burst of messages does not rebuild them each time).
-    pub(super) fn redraw_region(&self) {
-        if !live::due() {
+    /// Draws the region if it is on and due (at most once per 30 ms: the data is gathered only
+    /// then, so a burst of messages does not rebuild it each time).
+    pub(super) fn redraw_region(&mut self) {
+        if !self.reporter.region_due() {
             return;
         }
-        let (width, height) = vx_exec::process_tree::terminal_size().unwrap_or((80, 24));
-        live::draw(
-            &self.region_lines(),
-            (usize::from(width), usize::from(height)),
-        );
+        let region = self.region();
+        self.reporter.draw_region(&region);
     }
 
-    fn region_lines(&self) -> Vec<String> {
-        let style = &crate::render::style::Style {
-            colour: self.reporter.colour(),
-        };
+    fn region(&self) -> Region {
         let now = Instant::now();
-        let mut lines = Vec::new();
-        let servers: Vec<usize> = self
+        let servers = self
             .live
             .iter()
             .filter(|(_, l)| l.kind == Kind::Persistent && l.ready)
-            .map(|(&i, _)| i)
+            .map(|(&i, _)| self.plan.graph.nodes[i].id.clone())
             .collect();
-        for &i in servers.iter().take(PINNED_ROWS) {
-            lines.push(format!("▸ {} running", self.plan.graph.nodes[i].id));
-        }
-        if servers.len() > PINNED_ROWS {
-            lines.push(format!("▸ +{} more running", servers.len() - PINNED_ROWS));
-        }
         let mut busy: Vec<(Instant, usize)> = self
             .live
             .iter()
@@ -73,78 +55,36 @@ impl Run<'_> {
             .map(|(&i, l)| (l.started, i))
             .collect();
         busy.sort();
-        for &(started, i) in busy.iter().take(SLOT_ROWS) {
-            let mut row = format!(
-                "  {:>7}  {}",
-                format_duration(now.saturating_duration_since(started)),
-                self.plan.graph.nodes[i].id
-            );
-            if self.live.get(&i).is_some_and(|l| l.remote()) {
-                row.push_str(" @remote");
-            }
-            let last = self.live.get(&i).map(|l| l.last_line.shown());
-            if let Some(last) = last.filter(|l| !l.is_empty()) {
-                row.push_str("  ");
-                row.push_str(&style.dim(&last));
-            }
-            lines.push(row);
-        }
-        if busy.len() > SLOT_ROWS {
-            lines.push(format!("  +{} more", busy.len() - SLOT_ROWS));
-        }
+        let busy: Vec<Busy> = busy
+            .into_iter()
+            .map(|(started, i)| Busy {
+                elapsed: now.saturating_duration_since(started),
+                id: self.plan.graph.nodes[i].id.clone(),
+                remote: self.live[&i].remote(),
+                last_line: self.live[&i].last_line.shown(),
+            })
+            .collect();
         // Remote tasks take no local slot (REM-11).
-        let local = busy
-            .iter()
-            .filter(|(_, i)| self.live.get(i).is_some_and(|l| !l.remote()))
-            .count();
-        let idle = (self.ctx.slots as usize).saturating_sub(local);
-        let mut rest = Vec::new();
-        if idle > 0 {
-            rest.push(format!("{idle} idle"));
-        }
-        let counted = |i: usize| super::kind_of(super::task(self.plan, i)) != Kind::Group;
+        let local = busy.iter().filter(|b| !b.remote).count();
+        let counted = |i: usize| kind_of(task(self.plan, i)) != Kind::Group;
         let (ready, on_deps) = self.scheduler.waiting(counted);
-        let held = self.scheduler.held().len();
-        if ready > 0 {
-            rest.push(if held > 0 {
-                format!("{ready} ready ({held} held for memory)")
-            } else {
-                format!("{ready} ready")
-            });
+        let reports = || self.reports.values();
+        Region {
+            servers,
+            busy,
+            idle: (self.ctx.slots as usize).saturating_sub(local),
+            ready,
+            held: self.scheduler.held().len(),
+            on_deps,
+            total: (0..self.plan.graph.nodes.len())
+                .filter(|&i| counted(i))
+                .count(),
+            done: reports().filter(|r| r.status != Status::Running).count(),
+            failed: reports().filter(|r| r.status == Status::Failed).count(),
+            cached: reports()
+                .filter(|r| r.cache.is_some_and(|c| c.is_hit()))
+                .count(),
+            elapsed: self.started_at.elapsed(),
         }
-        if on_deps > 0 {
-            rest.push(format!("{on_deps} waiting for dependencies"));
-        }
-        if !rest.is_empty() {
-            lines.push(style.dim(&format!("        ·  {}", rest.join(" · "))));
-        }
-        let total = (0..self.plan.graph.nodes.len())
-            .filter(|&i| super::kind_of(super::task(self.plan, i)) != Kind::Group)
-            .count();
-        let done = self
-            .reports
-            .values()
-            .filter(|r| r.status != Status::Running)
-            .count();
-        let failed = self
-            .reports
-            .values()
-            .filter(|r| r.status == Status::Failed)
-            .count();
-        let cached = self
-            .reports
-            .values()
-            .filter(|r| r.cache.is_some_and(|c| c.is_hit()))
-            .count();
-        let mut counters = format!("{done}/{total} tasks");
-        if failed > 0 {
-            counters.push_str(&format!(" · {}", style.red(&format!("{failed} failed"))));
-        }
-        counters.push_str(&format!(
-            " · {cached} cached · {}",
-            format_duration(self.started_at.elapsed())
-        ));
-        lines.push(counters);
-        lines
     }
 }

@@ -86,8 +86,8 @@ impl Run<'_> {
             } else {
                 None
             };
-            let tick = (crate::render::live::is_active() || self.reporter.has_tui())
-                .then(|| Instant::now() + crate::render::live::TICK);
+            let tick = (self.reporter.region_active() || self.reporter.has_tui())
+                .then(|| Instant::now() + crate::run::report::TICK);
             let Some(at) = readiness.into_iter().chain(tick).min() else {
                 return self.rx.recv().ok();
             };

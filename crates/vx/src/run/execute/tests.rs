@@ -8,7 +8,8 @@ use crate::cli::RunArgs;
 use crate::options::{resolve, OutputLogs};
 use crate::render::reporter::Terminal;
 use crate::render::style::Style;
-use crate::run::report::Flow;
+use crate::run::outcome::{Notice, Status};
+use crate::run::report::{Flow, Region, Totals};
 
 fn run_with(f: &Fixture, executor: ScriptedExecutor, tasks: &[&str]) -> i32 {
     let args = RunArgs {
@@ -28,6 +29,23 @@ pub(crate) fn run_layered(
     args: RunArgs,
     layers: impl FnOnce(&mut vx_store::Layers) -> &mut vx_store::Layers,
     sink: Option<Box<dyn crate::run::record::TelemetrySink>>,
+) -> (i32, Vec<TaskReport>) {
+    let reporter = Box::new(Terminal::new(
+        Style { colour: false },
+        Flow::Broad,
+        Some(OutputLogs::None),
+    ));
+    run_reported(f, executor, args, layers, sink, reporter)
+}
+
+/// [`run_layered`] with the run's reporter given.
+fn run_reported(
+    f: &Fixture,
+    executor: ScriptedExecutor,
+    args: RunArgs,
+    layers: impl FnOnce(&mut vx_store::Layers) -> &mut vx_store::Layers,
+    sink: Option<Box<dyn crate::run::record::TelemetrySink>>,
+    reporter: Box<dyn Reporter>,
 ) -> (i32, Vec<TaskReport>) {
     let options = resolve(args).unwrap();
     let plan = super::super::plan::discover(f.root(), false)
@@ -56,17 +74,12 @@ pub(crate) fn run_layered(
         &plan.workspace.root,
         &dir,
         vx_store::Access::ReadWrite,
-        false,
+        None,
     )
     .unwrap_or_else(|_| panic!("open the cache"));
     let (mut cache, recorder, _) =
         super::super::setup::run_cache(&plan, &options, &host_env, None, opened, false);
     layers(cache.layers_mut());
-    let reporter = Box::new(Terminal::new(
-        Style { colour: false },
-        Flow::Broad,
-        Some(OutputLogs::None),
-    ));
     let (tx, rx) = crossbeam_channel::unbounded();
     let mut run = Run::new(
         &plan,
@@ -181,4 +194,135 @@ fn every_sink_gets_one_record_of_the_run_with_its_keys() {
     assert_eq!(lib.2.as_ref().map(String::len), Some(64), "with its key");
     let app = runs[0].tasks.iter().find(|t| t.0 == "app#build").unwrap();
     assert_eq!(app.1, Status::Skipped);
+}
+
+/// A reporter that writes down what the loop tells it, one line per call (ARCH-2's fake of the
+/// `Reporter` seam).
+#[derive(Clone, Default)]
+struct Recording(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Recording {
+    fn said(&self, line: String) {
+        self.0.lock().unwrap().push(line);
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl Reporter for Recording {
+    fn flow(&self) -> Flow {
+        Flow::Broad
+    }
+    fn colour(&self) -> bool {
+        false
+    }
+    fn notice(&mut self, notice: Notice) {
+        self.said(format!("notice {notice:?}"));
+    }
+    fn waiting(&mut self, notice: Notice) {
+        self.said(format!("waiting {notice:?}"));
+    }
+    fn choose_streaming(&mut self, _requested_commands: &[usize]) {}
+    fn is_streaming(&self, _node: usize) -> bool {
+        false
+    }
+    fn shows_hit_log(&self, _requested: bool) -> bool {
+        false
+    }
+    fn started(&mut self, _node: usize, report: &TaskReport) {
+        self.said(format!("started {}", report.id));
+    }
+    fn stream(&mut self, _node: usize, bytes: &[u8]) {
+        self.said(format!(
+            "output {}",
+            String::from_utf8_lossy(bytes).trim_end()
+        ));
+    }
+    fn finished(&mut self, _node: usize, report: &TaskReport, _requested: bool) {
+        self.said(format!("finished {} {:?}", report.id, report.status));
+    }
+    fn after_footer(&mut self, _bytes: &[u8]) {}
+    fn finish(&mut self, totals: &Totals<'_>) {
+        self.said(format!(
+            "footer {} tasks, re-run {:?}",
+            totals.reports.len(),
+            totals.rerun
+        ));
+    }
+    fn printed_only_footer(&self, _reports: &[(&TaskReport, bool)]) -> bool {
+        false
+    }
+    fn start_tui(
+        &mut self,
+        _tasks: Vec<(usize, TaskId, bool)>,
+        _send: Box<dyn Fn(UiInput) -> bool + Send>,
+        _log_file: PathBuf,
+    ) -> bool {
+        false
+    }
+    fn has_tui(&self) -> bool {
+        false
+    }
+    fn tick(&mut self) {}
+    fn key(&mut self, _input: UiInput) -> UiAction {
+        UiAction::None
+    }
+    fn region_start(&mut self, _log_file: PathBuf) {}
+    fn region_active(&self) -> bool {
+        false
+    }
+    fn region_stop(&mut self) {}
+    fn region_due(&self) -> bool {
+        false
+    }
+    fn draw_region(&mut self, _region: &Region) {}
+    fn abandon(&mut self, _line: &str) {}
+}
+
+#[test]
+fn the_loop_tells_its_reporter_each_task_in_order_and_the_footer_last() {
+    let f = Fixture::w("vx-not-used");
+    let executor = ScriptedExecutor::new().on("built lib", "boom\n", 3);
+    let recording = Recording::default();
+    let args = RunArgs {
+        tasks: vec!["build".into()],
+        all: true,
+        concurrency: Some("1".into()),
+        ..RunArgs::default()
+    };
+    let (code, _) = run_reported(
+        &f,
+        executor,
+        args,
+        |layers| layers,
+        None,
+        Box::new(recording.clone()),
+    );
+    assert_eq!(code, crate::exit::FAILURE);
+    let lines = recording.lines();
+    let at = |line: &str| {
+        lines
+            .iter()
+            .position(|l| l == line)
+            .unwrap_or_else(|| panic!("`{line}` not said: {lines:#?}"))
+    };
+    assert!(at("started lib#build") < at("output boom"), "{lines:#?}");
+    assert!(
+        at("output boom") < at("finished lib#build Failed"),
+        "{lines:#?}"
+    );
+    assert!(
+        at("finished lib#build Failed") < at("finished app#build Skipped"),
+        "the dependant is reported skipped after its dependency failed: {lines:#?}"
+    );
+    assert!(
+        !lines.contains(&"started app#build".to_string()),
+        "a skipped task never starts: {lines:#?}"
+    );
+    assert!(
+        lines.last().is_some_and(|l| l.starts_with("footer ")),
+        "the footer comes last: {lines:#?}"
+    );
 }

@@ -69,7 +69,7 @@ impl Host {
         }
         // SBX-1: an absolute path (a relative PATH entry would be resolved in the project).
         let bwrap = path_var
-            .and_then(|path| crate::run::host::subprocess::find_on_path("bwrap", path))
+            .and_then(|path| vx_exec::subprocess::find_on_path("bwrap", path))
             .filter(|bwrap| bwrap.is_absolute())
             .ok_or("`bwrap` is not on PATH (install bubblewrap: apt-get install bubblewrap)")?;
         let init = std::env::current_exe()
@@ -121,7 +121,7 @@ impl Host {
             ..View::default()
         };
         let true_path = path_var
-            .and_then(|path| crate::run::host::subprocess::find_on_path("true", path))
+            .and_then(|path| vx_exec::subprocess::find_on_path("true", path))
             .unwrap_or_else(|| PathBuf::from("/bin/true"));
         let spec = SpawnSpec {
             program: true_path,

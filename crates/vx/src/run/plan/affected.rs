@@ -112,7 +112,7 @@ impl Git {
             .collect();
         Git {
             root: root.to_path_buf(),
-            env: crate::run::host::subprocess::git_env(host_env),
+            env: vx_exec::subprocess::git_env(host_env),
             excluded,
             located: None,
             head: None,
@@ -381,9 +381,7 @@ impl Git {
             .env
             .iter()
             .find(|(k, _)| k == "PATH")
-            .and_then(|(_, path)| {
-                crate::run::host::subprocess::find_on_path("git", &path.to_string_lossy())
-            })
+            .and_then(|(_, path)| vx_exec::subprocess::find_on_path("git", &path.to_string_lossy()))
             .ok_or_else(|| {
                 Failure::from(Diagnostic::new(format!(
                     "{} needs `git`, which is not on PATH",
@@ -391,7 +389,7 @@ impl Git {
                 )))
             })?;
         tracing::debug!(?args, "git");
-        let output = crate::run::host::subprocess::run(
+        let output = vx_exec::subprocess::run(
             program,
             "git",
             args.iter().map(OsString::from).collect(),

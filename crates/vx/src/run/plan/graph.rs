@@ -197,7 +197,7 @@ fn graphviz(
     host_env: &std::collections::BTreeMap<String, String>,
 ) -> Result<(), Failure> {
     let search = host_env.get("PATH").map(String::as_str).unwrap_or("");
-    let Some(dot) = crate::run::host::subprocess::find_on_path("dot", search) else {
+    let Some(dot) = vx_exec::subprocess::find_on_path("dot", search) else {
         return Err(vx_core::Diagnostic::new(format!(
             "--graph={} needs Graphviz, and its `dot` is not on PATH",
             path.display()
@@ -221,7 +221,7 @@ fn graphviz(
     fs_err::write(source.path(), dot_text).map_err(failed)?;
     let env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
         host_env.iter().map(|(k, v)| (k.into(), v.into())).collect();
-    let output = crate::run::host::subprocess::run(
+    let output = vx_exec::subprocess::run(
         dot,
         "dot",
         vec![

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use vx_exec::{Output, SpawnSpec, StdinMode, Supervisor};
+use crate::{Output, SpawnSpec, StdinMode, Supervisor};
 
 /// Runs `program` (with `argv[0]` = `arg0`) in `cwd` with exactly `env`, to the end.
 pub fn run(
