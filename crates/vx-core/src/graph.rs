@@ -1,4 +1,4 @@
-//! The task graph (§6): which tasks a run holds and what each waits for.
+//! The task graph (GRAPH-1 …): which tasks a run holds and what each waits for.
 //!
 //! How this works: [`DependsOn`] resolution turns every `depends-on` entry of every task of the
 //! workspace into edges (so a typo anywhere is caught before anything runs, GRAPH-2), with `^name`

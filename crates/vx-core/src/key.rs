@@ -1,4 +1,4 @@
-//! Cache keys (§8): the versioned byte encoding of KEY-1 over the eleven fields of KEY-2.
+//! Cache keys (KEY-1 …): the versioned byte encoding of KEY-1 over the eleven fields of KEY-2.
 //!
 //! A key is `BLAKE3(F1 ‖ … ‖ F11)`; each field is `label ‖ 0x00 ‖ u64le(len) ‖ payload`. Inside
 //! a payload an *item* is `u64le(len) ‖ bytes`, a pair or triple is its items in sequence, and

@@ -1,5 +1,5 @@
 //! The discovered workspace: its root settings and its projects with their dependency edges
-//! (§5). `vx-workspace` builds it from disk; everything after discovery reads only this.
+//! (DISC-1 …). `vx-workspace` builds it from disk; everything after discovery reads only this.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

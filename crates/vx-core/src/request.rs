@@ -100,7 +100,7 @@ pub fn resolve_requests(
             continue;
         }
         // Nx's `project:task`, where no task has that name and the project has the task, is
-        // the task id it means (issue 40).
+        // the task id it means.
         if let Some(id) = colon_id(workspace, word) {
             out.insert(id);
             continue;

@@ -1,4 +1,4 @@
-//! Tracing a task to learn what it reads and writes (`vx init --learn`, issue 40): vx's own
+//! Tracing a task to learn what it reads and writes (`vx init --learn`): vx's own
 //! binary run as `vx __vx_learn <report> -- <program> <args>…` in place of the task's
 //! `sh -c`, in the task's directory and with the task's environment. It starts the command
 //! under the tracer of the sandbox (`trace.rs`, without bubblewrap: the command sees the real

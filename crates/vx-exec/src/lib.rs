@@ -1,5 +1,5 @@
 //! Process supervision for vx: spawning tasks in their own sessions, reading their output,
-//! timeouts, stopping whole process trees, and reaping every child (SPEC §10, EXEC-1..EXEC-13).
+//! timeouts, stopping whole process trees, and reaping every child (EXEC-1..EXEC-13).
 //!
 //! This is the only crate of vx that uses `unsafe` (fork/exec and `wait4`); every block says
 //! why it is sound. It prints nothing: everything a caller needs to know arrives as

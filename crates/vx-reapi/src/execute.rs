@@ -319,7 +319,7 @@ impl Client {
     /// that is absolute or climbs out (`..`), or a directory on the way that is a symbolic link
     /// or a file, is [`Error::UnsafePath`] and nothing more is written; links are made last, so
     /// no write ever goes through a link the result itself made. Everything is written through
-    /// directory descriptors ([`OutputWriter`], issue 42): a directory swapped for a link while
+    /// directory descriptors ([`OutputWriter`]): a directory swapped for a link while
     /// this writes keeps receiving the files, and the link is never followed.
     pub fn write_outputs(
         &self,

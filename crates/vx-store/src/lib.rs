@@ -1,11 +1,11 @@
-//! The local cache store (§9): the SQLite index, artifacts, stored logs, pruning and the
+//! The local cache store (STORE-1 …): the SQLite index, artifacts, stored logs, pruning and the
 //! workspace run lock.
 //!
 //! Start with [`Store`] (in `index`): it opens a cache directory, looks entries up, saves and
 //! restores them. [`artifact`] owns the `<key>.tar.zst` format (STORE-5): packing, the one
 //! validity check, and staged restore. [`log`] owns the stored log format (STORE-6).
 //! [`layer`] is the `CacheLayer` seam and [`Layers`], the local store with further layers
-//! read through and uploaded to (§13.1). [`lock`] is the run lock (STORE-14); [`prune`] evicts entries (STORE-15, STORE-16).
+//! read through and uploaded to (REM-1 …). [`lock`] is the run lock (STORE-14); [`prune`] evicts entries (STORE-15, STORE-16).
 //!
 //! This crate knows nothing of processes, tasks' globs or git: callers pass predicates and
 //! paths in.

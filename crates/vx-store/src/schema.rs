@@ -1,6 +1,6 @@
 //! The SQLite index schema (STORE-4, HIST-1), version [`VERSION`], kept in `PRAGMA user_version`.
 //!
-//! Table and column names are normative (SPEC §9.1); columns may only grow, with defaults.
+//! Table and column names are the spec's (STORE-4); columns may only grow, with defaults.
 //! Integers that are `u64` in Rust (sizes, inodes, devices) are stored as the same 64 bits in an
 //! SQLite `INTEGER` (see `index::to_sql_u64`). Times are milliseconds since the Unix epoch unless
 //! the column name says `_ns`.

@@ -54,7 +54,8 @@ impl Fixture {
         fixture
     }
 
-    /// Fixture W of SPEC §20: packages lib, app (depends on lib) and docs, committed.
+    /// Fixture W, the acceptance scenarios' workspace (ACC-n in docs/requirements.md): packages
+    /// lib, app (depends on lib) and docs, committed.
     pub fn w(bin: impl Into<PathBuf>) -> Fixture {
         let f = Fixture::new(bin);
         f.write(".gitignore", "dist/\n.vx/\n");
@@ -95,7 +96,7 @@ impl Fixture {
         f
     }
 
-    /// Fixture W exactly as SPEC §20 writes it: lib#build, app#build and app#test cached.
+    /// Fixture W as the acceptance scenarios take it: lib#build, app#build and app#test cached.
     pub fn w_cached(bin: impl Into<PathBuf>) -> Fixture {
         let f = Fixture::w(bin);
         f.write(

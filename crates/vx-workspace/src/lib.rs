@@ -1,5 +1,5 @@
 //! Finds the vx workspace, loads and validates its configuration, and discovers its projects
-//! and their dependency edges (§4, §5).
+//! and their dependency edges (DISC-1 …, GRAPH-1 …).
 //!
 //! The public API is two functions: [`discover`] turns a current directory into a
 //! [`vx_core::Workspace`], and [`parse_config`] checks one `vx.toml` text. The pipeline inside

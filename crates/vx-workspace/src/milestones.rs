@@ -1,5 +1,5 @@
 //! Which configuration keys this release refuses because their feature is not built yet
-//! (CFG-12, §0).
+//! (CFG-12).
 //!
 //! The loader knows every key of every milestone and type-checks them all; a key whose
 //! feature is not built yet is then refused at its location with `<label> is not available
@@ -7,7 +7,7 @@
 //! feature is `built` ahead of the rest of the milestone: a milestone lands key by key
 //! (flip `built` on a row), and delivering all of it means changing [`DELIVERED`].
 
-/// The release line's milestones, in delivery order (§0).
+/// The release line's milestones, in delivery order (docs/requirements.md gives each requirement's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Milestone {
     M1,

@@ -3,7 +3,7 @@
 //!
 //! Values are taken as strings here and checked in `options.rs`, so every invalid value gets
 //! the exact message of CLI-3. Verbs of later milestones (`LATER_VERBS`, none today) are refused
-//! as `not available yet` rather than as unknown (§0).
+//! as `not available yet` rather than as unknown (CFG-12).
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! Other runners' words (CLI-17, issue 40): the flags of Turborepo and Nx that vx refuses with
+//! Other runners' words (CLI-17): the flags of Turborepo and Nx that vx refuses with
 //! its own spelling, and Nx's verbs (`run-many`, `affected`, `graph`, `show project`) refused
 //! with the whole vx command line that does the same, so a user's muscle memory gets an
 //! answer to copy, never a silent difference. (The spellings vx accepts as they are —

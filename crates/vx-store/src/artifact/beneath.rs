@@ -1,4 +1,4 @@
-//! Paths below a trusted directory, resolved from directory descriptors (issue 42): every
+//! Paths below a trusted directory, resolved from directory descriptors: every
 //! component is opened with `O_NOFOLLOW` relative to the one before it, so a process that swaps
 //! a directory for a symlink while vx packs or restores can never send a read or a write
 //! anywhere else. What vx opened stays what it uses: a directory renamed away after vx opened it
@@ -206,7 +206,7 @@ pub(crate) fn split(rel: &Path) -> Option<(&Path, &OsStr)> {
     Some((rel.parent()?, rel.file_name()?))
 }
 
-/// Removes paths below a trusted directory through descriptors (issue 42): cleaning outputs
+/// Removes paths below a trusted directory through descriptors: cleaning outputs
 /// never deletes through a directory that was swapped for a symlink, wherever it leads.
 pub struct Unlinker {
     walker: Walker,
@@ -248,7 +248,7 @@ pub enum WriteError {
     Io(#[from] io::Error),
 }
 
-/// Writes paths below a trusted directory through descriptors (issue 42), for outputs that come
+/// Writes paths below a trusted directory through descriptors, for outputs that come
 /// from elsewhere than an artifact (remote execution's results): missing directories are made,
 /// a symlink or a file on the way is refused, a file or link standing at the name is replaced,
 /// and the new file is created exclusively, so no write ever goes through a link.

@@ -316,7 +316,7 @@ fn write_archive(temp: &Path, file: File, contents: &Contents<'_>) -> Result<(),
 }
 
 /// Opens an output's bytes from its directory's descriptor, resolved from the project
-/// directory (or the root, for a workspace output) without following any symlink (issue 42):
+/// directory (or the root, for a workspace output) without following any symlink:
 /// a process that swaps the file or a directory on its way for a link while vx packs makes the
 /// save fail, never reads what the link leads to.
 fn open_output(walkers: &mut Vec<Walker>, file: &OutputFile) -> io::Result<File> {

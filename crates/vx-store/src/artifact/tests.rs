@@ -933,7 +933,7 @@ fn a_file_where_a_directory_is_needed_blocks() {
     assert_eq!(fx.listing(), before);
 }
 
-/// Issue 42: a symlink standing where a directory on the way must be is never written
+/// A symlink standing where a directory on the way must be is never written
 /// through, whether it leads outside the project or inside it (into `src/`, say).
 #[test]
 fn a_symlinked_parent_is_never_written_through_outside_or_inside_the_project() {

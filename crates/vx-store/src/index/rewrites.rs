@@ -1,4 +1,4 @@
-//! The inputs a task rewrote with the bytes they held while it ran (issue 42, KEY-16): kept
+//! The inputs a task rewrote with the bytes they held while it ran (KEY-16): kept
 //! per workspace and task in `meta` (`rewrites:<workspace>\0<task>`, a JSON array of
 //! root-relative paths), so the save guard can tell a build that regenerates its own input on
 //! every run (tsdown's `package.json` `exports`) from an edit undone while it ran (A→B→A).

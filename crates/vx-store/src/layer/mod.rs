@@ -1,4 +1,4 @@
-//! Cache layers (ARCH-2, §13.1): the local store first, then further layers read through, and
+//! Cache layers (ARCH-2, REM-1 …): the local store first, then further layers read through, and
 //! the background uploads to them.
 //!
 //! # How this works

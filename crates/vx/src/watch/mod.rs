@@ -1,4 +1,4 @@
-//! `vx watch TASK…` (SPEC §14): the first run exactly like `vx run`, then a run again after
+//! `vx watch TASK…` (WATCH-1 …): the first run exactly like `vx run`, then a run again after
 //! every change to what the run reaches, until a signal.
 //!
 //! How this works: the scope (`scope.rs`) comes from the run's plan; every directory in it is

@@ -1,4 +1,4 @@
-//! SPEC §20 acceptance scenarios of milestone M1 on fixture W.
+//! The acceptance scenarios (ACC-n) of milestone M1 on fixture W.
 
 use crate::assert_contains;
 use crate::{lines_about, w};
@@ -129,7 +129,7 @@ fn acc6_failure_skips_dependants_and_recaps() {
         "{stdout}"
     );
     assert!(stdout.contains("success no-cache docs#build"), "{stdout}");
-    // Printed once: the frame right above the recap is not repeated in it (issue 25).
+    // Printed once: the frame right above the recap is not repeated in it.
     assert_eq!(stdout.matches("\nboom\n").count(), 1, "{stdout}");
     let recap = &stdout[stdout.find("── failures").expect("a recap")..];
     assert!(

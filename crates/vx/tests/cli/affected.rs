@@ -1,5 +1,5 @@
-//! `--affected` and changed-since filters on the real binary (§7 SEL-1, SEL-3 to SEL-7,
-//! DISC-7, SPEC §20 ACC-25): what a change seeds, what a seed reaches, the nothing-affected
+//! `--affected` and changed-since filters on the real binary (SEL-1, SEL-3 to SEL-7,
+//! DISC-7, ACC-25): what a change seeds, what a seed reaches, the nothing-affected
 //! lines, ref refusals and the git processes a run costs.
 
 use std::collections::BTreeMap;
@@ -9,7 +9,8 @@ use vx_test_support::fixture::Fixture;
 
 use crate::{assert_contains, lines_about, vx_bin};
 
-/// Fixture W with caches, as SPEC §20 writes it, plus a committed root file of no project.
+/// Fixture W with caches, as the acceptance scenarios take it, plus a committed root file of no
+/// project.
 fn wc() -> Fixture {
     let f = Fixture::w_cached(vx_bin());
     f.write("README.md", "# w\n");

@@ -1,4 +1,4 @@
-//! The cache on the real binary (§8, §9, SPEC §20 ACC-7..15, ACC-26, ACC-34): hits, replay,
+//! The cache on the real binary (KEY-*, STORE-*, ACC-7..15, ACC-26, ACC-34): hits, replay,
 //! restore, invalidation, the save guard, damage, `--force`/`--no-cache`, `vx why` and prune.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -8,7 +8,7 @@ use vx_test_support::fixture::Fixture;
 
 use crate::{assert_contains, vx_bin};
 
-/// Fixture W with caches, as SPEC §20 writes it.
+/// Fixture W with caches, as the acceptance scenarios take it.
 pub fn wc() -> Fixture {
     Fixture::w_cached(vx_bin())
 }
@@ -132,7 +132,7 @@ fn why_explains_a_hit_and_prints_json() {
     assert_eq!(doc["previous"]["cache"], "executed");
 }
 
-/// Issue 25: after a restore, `vx why` says which output was missing or changed.
+/// After a restore, `vx why` says which output was missing or changed.
 #[test]
 fn why_after_a_restore_names_the_output_that_was_missing_or_changed() {
     let f = wc();
@@ -664,7 +664,7 @@ fn why_run_explains_an_earlier_run_by_the_id_it_printed() {
     assert_contains(&ambiguous.stderr, "--run `0` names 3 runs");
 }
 
-/// `vx cache clean` empties the local cache (issue 25): `--dry` says what would go and keeps it;
+/// `vx cache clean` empties the local cache: `--dry` says what would go and keeps it;
 /// after it every cached task executes again, and the run history stays.
 #[test]
 fn cache_clean_empties_the_cache_and_keeps_history() {

@@ -155,7 +155,7 @@ fn a_glob_matching_nothing_says_so_once() {
     );
 }
 
-/// Issue 40, item 4: globs for kinds a project may not have (`*.ts` and `*.tsx`) are said
+/// Globs for kinds a project may not have (`*.ts` and `*.tsx`) are said
 /// only when none of the task's globs matches anything, and then all of them.
 #[test]
 fn globs_are_said_only_when_none_of_them_matches() {

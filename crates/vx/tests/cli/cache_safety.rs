@@ -260,7 +260,7 @@ fn an_input_written_by_the_task_itself_is_not_cached() {
     assert!(artifacts(&f).is_empty());
 }
 
-/// Issue 20 (trpc/trpc, tsdown's `exports`) and issue 42 item 8: a build that rewrites an input
+/// Seen on trpc/trpc (tsdown's `exports`), and KEY-16: a build that rewrites an input
 /// with the bytes it already held is told from an edit undone while it ran by the task's
 /// previous run. The first such run is not cached (it could have been A→B→A), said once; the
 /// next, which rewrites the same input again, is cached; the one after is up to date.

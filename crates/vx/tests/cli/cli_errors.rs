@@ -211,7 +211,7 @@ fn outside_any_workspace_is_an_error_with_a_hint() {
     assert_contains(&out.stderr, "hint: create a `vx.toml`");
 }
 
-/// Issue 40, item 4: at the workspace root, where Turborepo and Nx users type `turbo run
+/// At the workspace root, where Turborepo and Nx users type `turbo run
 /// build` and `nx run-many -t build`, a name the root does not declare runs everywhere; in
 /// a directory that is no project it is still refused.
 #[test]
@@ -257,7 +257,7 @@ fn no_task_given_lists_tasks_here() {
     );
 }
 
-/// Nx's `project:task` is the task id it means (issue 40); one the project lacks is pointed
+/// Nx's `project:task` is the task id it means; one the project lacks is pointed
 /// to the vx form; Nx's verbs are answered with the vx command line.
 #[test]
 fn other_runners_project_colon_task_spelling_is_pointed_to_the_vx_form() {
@@ -296,7 +296,7 @@ fn unknown_project_in_a_task_id() {
     );
 }
 
-/// A workspace of scoped packages: `@acme/web`, `@acme/api`, `@other/api` (issue 20 item 9).
+/// A workspace of scoped packages: `@acme/web`, `@acme/api`, `@other/api`.
 fn scoped() -> vx_test_support::fixture::Fixture {
     let f = empty();
     f.write("vx.toml", "[workspace]\nmembers = [\"apps/*\"]\n");

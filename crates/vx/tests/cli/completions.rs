@@ -1,4 +1,4 @@
-//! `vx completions` (INIT-6, issue 25): the bash script sourced in a real bash and asked for
+//! `vx completions` (INIT-6): the bash script sourced in a real bash and asked for
 //! completions as a Tab would, with the built vx first on PATH.
 
 use std::process::Command;

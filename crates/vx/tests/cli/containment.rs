@@ -1,4 +1,4 @@
-//! Nothing survives vx, `setsid` daemons included (EXEC-7, issue 19): where vx can create
+//! Nothing survives vx, `setsid` daemons included (EXEC-7): where vx can create
 //! cgroups, each task is contained in one, and the kill matrix — the task's end, a timeout,
 //! Ctrl-C once and twice, `kill -9` of vx, a daemon that ignores SIGTERM, a persistent task at
 //! the end of the graph — leaves 0 survivors, counted by a marker in argv. Where vx cannot

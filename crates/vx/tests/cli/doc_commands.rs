@@ -1,4 +1,4 @@
-//! The command lines the documentation shows run as shown (issue 25), in order, with bash in one
+//! The command lines the documentation shows run as shown, in order, with bash in one
 //! copy of `examples/demo` per page (a fresh git repository), as a reader following the page
 //! would:
 //!

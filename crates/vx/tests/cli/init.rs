@@ -65,7 +65,7 @@ depends-on = ["build"]
     assert_eq!(again.code, 0, "{again:?}");
     assert_contains(&again.stdout, "kept vx.toml");
 
-    // Issue 20 (over ACC-39's group): the chain keeps its order and its stop at the first
+    // Over ACC-39's group: the chain keeps its order and its stop at the first
     // failure, so `ci` is its own command and plans alone.
     let plan = f.vx(&["run", "ci", "--dry"]);
     assert_eq!(plan.code, 0, "{plan:?}");
@@ -73,7 +73,7 @@ depends-on = ["build"]
     assert!(!plan.stdout.contains("//#dev"), "{}", plan.stdout);
 }
 
-/// Issue 20, item 1: a script that runs other scripts in a chain means the same under vx as
+/// A script that runs other scripts in a chain means the same under vx as
 /// under the package manager: the same output, the same exit, in order, stopping at the first
 /// failure. Run with npm (the machine's Node.js) on one package, then with vx after `vx init`.
 #[test]
@@ -383,7 +383,7 @@ fn init_takes_only_its_flags() {
     assert_eq!(f.vx(&["show"]).code, 0);
 }
 
-/// Issue 20, item 3: scripts that repeat across packages become `[workspace.tasks]`
+/// Scripts that repeat across packages become `[workspace.tasks]`
 /// templates in the root file; a package gets a file only for what differs (a folded hook,
 /// an npm variable, a group), and the workspace then runs as the scripts say.
 #[test]
@@ -463,7 +463,7 @@ env = { define = { npm_package_version = \"3.1.0\" } }
     assert_eq!(f.read("packages/d/lint.txt"), "3.1.0\n");
 }
 
-/// Issue 20, item 4: no suggestion for a script that cleans, publishes, packs, serves or
+/// No suggestion for a script that cleans, publishes, packs, serves or
 /// reads a sibling package; the suggested inputs are the package less its outputs (so a
 /// config edit is a miss); two suggestions never share a directory; and every suggestion
 /// uncommented at once loads, runs, and hits on the second run.
@@ -544,7 +544,7 @@ fn every_cache_suggestion_can_be_uncommented_safely() {
     assert_contains(&why.stdout, "tsconfig.json");
 }
 
-/// Issue 20, item 8: members the repository's own build leaves out (examples) are left out
+/// Members the repository's own build leaves out (examples) are left out
 /// of `--all` and `--affected` by `[workspace] exclude-from-all`, which `vx init` reads from
 /// the root build script; a `--filter` naming them still selects them.
 #[test]

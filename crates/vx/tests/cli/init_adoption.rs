@@ -1,4 +1,4 @@
-//! Issue 40, items 2 and 3: `vx init` on the shapes real repositories have that it used to
+//! `vx init` on the shapes real repositories have that it used to
 //! crash on or under-convert — Turborepo globs that leave the package (`../../x`), Nx
 //! executors, tables vx would refuse, a broken file of the user's — and that it checks
 //! everything before writing anything, then writes all of it or nothing.
@@ -181,7 +181,7 @@ fn a_broken_file_of_the_users_means_nothing_is_written() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-/// Issue 40, item 3: a Turborepo task no package has a script for, whose `dependsOn` lists
+/// A Turborepo task no package has a script for, whose `dependsOn` lists
 /// others (`check` → build, test, lint), becomes a group in each package that runs what
 /// `turbo run check` runs; `"ui": "tui"` becomes `ui = "tui"`.
 #[test]
@@ -298,7 +298,7 @@ fn runnable(
     out
 }
 
-/// Issue 40, item 3: an "integrated" Nx repository whose targets a plugin infers (here a
+/// An "integrated" Nx repository whose targets a plugin infers (here a
 /// local one, `tools/infer.js`, inferring `build` from `vite.config.js` as `@nx/vite` does)
 /// and whose projects have only a `project.json`: with the repository's Nx installed, `vx
 /// init` takes the projects, their targets and their edges from `nx graph`, and vx builds

@@ -1,4 +1,4 @@
-//! Issue 40, item 3: after writing, `vx init` compares its plan with the plan of the
+//! After writing, `vx init` compares its plan with the plan of the
 //! repository's own runner (the real `turbo` from the npm registry, linked into the
 //! fixture's `node_modules` as an install would), and what it carries over makes the two
 //! equal: Turborepo's no-op tasks that still wait for their `dependsOn`, root scripts

@@ -1,4 +1,4 @@
-//! Issue 40, item 3: `vx init --learn <tasks>` runs the named tasks once under vx's tracer
+//! `vx init --learn <tasks>` runs the named tasks once under vx's tracer
 //! and caches each over what it read and wrote, failing closed (uncached, with the reason)
 //! where what it did is no input a key can see. The real binary, real processes, the real
 //! tracer.

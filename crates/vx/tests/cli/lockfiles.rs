@@ -146,7 +146,7 @@ fn an_unreadable_lockfile_is_folded_whole_with_one_notice() {
     f.commit();
     let out = run_all(&f);
     let notice = "vx: pnpm-lock.yaml: lockfileVersion 5.4 is not one vx reads (6 and 9, pnpm 8 to 10); every task folds the whole file (KEY-3)";
-    // One line that is exactly the notice: `vx: ` once (issue 42, item 13).
+    // One line that is exactly the notice: `vx: ` once.
     assert_eq!(out.lines().filter(|l| *l == notice).count(), 1, "{out}");
     assert!(!out.contains("vx: vx:"), "{out}");
     // Any change to it then moves every key, and seeds every task under --affected.

@@ -60,12 +60,12 @@ pub fn vx_bin() -> &'static str {
     env!("CARGO_BIN_EXE_vx")
 }
 
-/// Fixture W of SPEC §20.
+/// Fixture W, the acceptance scenarios' workspace.
 pub fn w() -> Fixture {
     Fixture::w(vx_bin())
 }
 
-/// Fixture W with lib#build, app#build and app#test cached, as SPEC §20 writes it.
+/// Fixture W with lib#build, app#build and app#test cached, as the acceptance scenarios take it.
 pub fn w_cached() -> Fixture {
     Fixture::w_cached(vx_bin())
 }

@@ -1,4 +1,4 @@
-//! Carrying a Turborepo or Nx repository over (INIT-3, issue 20 item 2): `vx init` reads
+//! Carrying a Turborepo or Nx repository over (INIT-3): `vx init` reads
 //! `turbo.json`, `vx migrate turbo` requires it, and the result runs as the original runner
 //! does. The comparison tests run the real `turbo` from the npm registry on the same
 //! repository: the same task graph, the same output trees when built and when restored, and
@@ -586,7 +586,7 @@ fn a_converted_nx_repository_runs_as_nx_does() {
     f.write("packages/util/src/a.spec.ts", "spec, edited\n");
     assert_eq!(misses(&f), Vec::<String>::new());
 
-    // Issue 40: `compile` has `^production` and no `dependsOn`, and reads util's source. An
+    // `compile` has `^production` and no `dependsOn`, and reads util's source. An
     // edit there that breaks ui makes Nx run ui's compile again and fail; vx too, never a
     // hit from before the edit.
     nx(&f, &["run-many", "-t", "compile"]);

@@ -23,7 +23,7 @@ use vx_test_support::fixture::{Fixture, Output};
 use crate::{assert_contains, vx_bin};
 
 /// (scenario, spawns, files hashed, SQL statements): the most each scenario may do. A run that
-/// saves reads the save guard's rewrite records once (issue 42: one statement for cold and one
+/// saves reads the save guard's rewrite records once (one statement for cold and one
 /// edit).
 const BASELINE: [(&str, u64, u64, u64); 5] = [
     ("cold", 60, 0, 498),

@@ -70,7 +70,7 @@ fn graph_prints_dot_with_nodes_and_edges() {
     assert!(!f.path("plan.svg").exists());
 }
 
-/// UI-13 and issue 25: nodes filled by the predicted cache state, and every format the file
+/// UI-13: nodes filled by the predicted cache state, and every format the file
 /// name asks for.
 #[test]
 fn graph_colours_nodes_by_prediction_and_writes_every_format() {
@@ -235,7 +235,7 @@ fn dry_text_uses_the_singular_for_one_task() {
     assert_contains(&out.stdout, "(1 task without history)");
 }
 
-/// Issue 25: `--dry` in dependency order, groups shown with what they wait for, and the
+/// `--dry` in dependency order, groups shown with what they wait for, and the
 /// one-liners' glyphs with a legend.
 #[test]
 fn dry_text_is_in_dependency_order_with_groups_and_a_legend() {
@@ -260,7 +260,7 @@ fn dry_text_is_in_dependency_order_with_groups_and_a_legend() {
     assert_eq!(crate::dry_task(&doc, "app#test")["level"], 3);
 }
 
-/// Issue 25: `vx show` writes a task as TOML-like rows (inline tables as dotted keys), keeps a
+/// `vx show` writes a task as TOML-like rows (inline tables as dotted keys), keeps a
 /// multi-line command whole, and names what the task runs after and what needs it.
 #[test]
 fn show_writes_toml_rows_and_keeps_a_multi_line_command() {

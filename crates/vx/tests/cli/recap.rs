@@ -1,4 +1,4 @@
-//! What a run says at its end (issue 25): a failure printed once, a `re-run:` line naming
+//! What a run says at its end: a failure printed once, a `re-run:` line naming
 //! everything the command still owes, an interrupted run's footer, and `no file matches` once
 //! per glob.
 
@@ -71,7 +71,7 @@ fn a_long_re_run_line_names_only_the_top_tasks() {
     assert_contains(&out.stdout, "re-run: vx run lib#base lib#mid lib#top\n");
 }
 
-/// Issue 42, item 12: the `re-run:` line (and `vx last`'s) is a command line to paste, so a
+/// The `re-run:` line (and `vx last`'s) is a command line to paste, so a
 /// task id the shell would split or run (`a;touch X`) is quoted; pasted into `sh` with a `vx`
 /// that prints its arguments, it is one argument and nothing else runs.
 #[test]

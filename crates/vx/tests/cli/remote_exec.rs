@@ -891,7 +891,7 @@ fn a_worker_killed_mid_action_is_run_again_on_another_and_reported() {
     assert_eq!(f.read("packages/lib/dist/out.txt"), "survived\n");
 }
 
-/// Issue 42: remote execution writes its outputs back through directory descriptors. Another
+/// Remote execution writes its outputs back through directory descriptors. Another
 /// process flips an output directory with a symlink to a host directory while vx writes a
 /// remote result back (served from casd's action cache, 20 times): nothing lands there. (The
 /// command cannot run locally, so a fallback's own writes cannot be mistaken for vx's.)

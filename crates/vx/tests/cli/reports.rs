@@ -83,7 +83,7 @@ fn summarize_writes_the_run_as_json_in_the_cache_directory() {
     assert_eq!(lib["key"].as_str().unwrap().len(), 64);
 }
 
-/// Issue 25: like Turborepo's summary, each task's command, input files with their hashes, and
+/// Like Turborepo's summary, each task's command, input files with their hashes, and
 /// variable names (never values), and the run's commit and vx version.
 #[test]
 fn summarize_records_commands_inputs_env_names_and_the_commit() {

@@ -1,4 +1,4 @@
-//! Restored = executed (STORE-5, issue 19): a restore brings back exactly the tree the task
+//! Restored = executed (STORE-5): a restore brings back exactly the tree the task
 //! left — the same entries, types, modes, link texts and bytes — and everything the declared
 //! output globs match, `node_modules` inside an output directory included. What vx leaves out
 //! on purpose is said.

@@ -71,7 +71,7 @@ fn lib(tasks: &str) -> Fixture {
     f
 }
 
-/// ACC-31 as SPEC §20 writes it, on fixture W.
+/// ACC-31 on fixture W.
 #[test]
 fn acc31_sandbox_violations() {
     if !sandbox_or_skip() {

@@ -1,5 +1,5 @@
 //! The sandbox's walls in every checkout shape, on the real binary with the real bubblewrap
-//! (SBX-4, SBX-7, issue 19): a cached output cannot carry an ungranted file past the sandbox, a
+//! (SBX-4, SBX-7): a cached output cannot carry an ungranted file past the sandbox, a
 //! linked worktree's git directories are walled, a read through a symlink or `/proc/self/cwd`
 //! is reported where it lands, and no scratch directory outlives vx. Each test asks
 //! `sandbox_or_skip` first (skipped with the reason here, failing under `CI`).
@@ -256,7 +256,7 @@ fn vx_info_leaves_no_scratch_directory() {
     );
 }
 
-/// Issue 42 item 5: a cache directory outside the workspace holds every task's outputs and
+/// A cache directory outside the workspace holds every task's outputs and
 /// logs; a sandboxed task sees it empty.
 #[test]
 fn a_cache_directory_outside_the_workspace_is_hidden_from_a_sandboxed_task() {
@@ -286,7 +286,7 @@ fn a_cache_directory_outside_the_workspace_is_hidden_from_a_sandboxed_task() {
     assert_contains(&peek.stdout, "listing=[]\n");
 }
 
-/// Issue 42 item 6: in a clone made with `git clone --shared`, the origin's object store holds
+/// In a clone made with `git clone --shared`, the origin's object store holds
 /// every file of every project; a sandboxed task cannot read it.
 #[test]
 fn the_object_store_a_shared_clone_borrows_from_is_walled() {
@@ -347,7 +347,7 @@ fn the_object_store_a_shared_clone_borrows_from_is_walled() {
     assert_ne!(out.status.code(), Some(0), "{text}");
 }
 
-/// Issue 42 item 4: a host process's Unix socket (under `/var/tmp`, as a Docker or ssh-agent
+/// A host process's Unix socket (under `/var/tmp`, as a Docker or ssh-agent
 /// socket would be elsewhere) is unreachable from a sandboxed task — a stream `connect` fails
 /// and is a violation, a datagram socket cannot be made — while a socket the task makes itself
 /// in its `TMPDIR` works.

@@ -1,5 +1,5 @@
 //! `vx schema` checked by the real Taplo (the CLI of Even Better TOML, npm `@taplo/cli`), as an
-//! editor would check a `vx.toml` (issue 25): every vx.toml in this repository passes, a file
+//! editor would check a `vx.toml`: every vx.toml in this repository passes, a file
 //! using every key passes (and vx loads it), and a typo, a wrong type or an unknown table each
 //! fails naming the key.
 

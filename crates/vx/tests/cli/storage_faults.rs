@@ -1,4 +1,4 @@
-//! Storage faults said for what they are (STORE-12, STORE-14, issue 19), with real mounts: a
+//! Storage faults said for what they are (STORE-12, STORE-14), with real mounts: a
 //! read-only cache directory or checkout is read (hits served, nothing saved, one warning), and
 //! a full file system reads as full, naming it — never as an invalid index with a delete hint.
 //! Mounting needs root: elsewhere each test reports itself skipped with the reason, and under
@@ -264,7 +264,7 @@ fn fill_at(root: &Path) {
     while std::io::Write::write_all(&mut fill, &block).is_ok() {}
 }
 
-/// Issue 42 item 10: a fresh checkout (no `.vx` yet) on a full file system names the full file
+/// A fresh checkout (no `.vx` yet) on a full file system names the full file
 /// system, never an index of schema 0, and runs the tasks without the cache; `vx last` does not
 /// send the user to run vx once more.
 #[test]

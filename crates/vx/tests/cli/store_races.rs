@@ -1,4 +1,4 @@
-//! Reliability round 3 (issue 42) on the real binary: what a crash, a racing process or a
+//! Reliability round 3 on the real binary: what a crash, a racing process or a
 //! hostile entry can no longer do to the store and the outputs. Races loop the swap many times
 //! and must never win.
 
@@ -20,7 +20,7 @@ fn pack_temps(root: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Issue 42 item 9: a `kill -9` during a pack leaves `pack-<pid>-<n>.tmp`; `vx info` counts it
+/// A `kill -9` during a pack leaves `pack-<pid>-<n>.tmp`; `vx info` counts it
 /// at once (not after an hour) and the next run removes it.
 #[test]
 fn a_pack_killed_mid_way_leaves_a_file_that_info_counts_and_the_next_run_removes() {
@@ -135,7 +135,7 @@ fn mode_of(path: &Path) -> u32 {
     std::os::unix::fs::MetadataExt::mode(&std::fs::symlink_metadata(path).unwrap())
 }
 
-/// Issue 42 item 7: a task that leaves a setuid/setgid file among its outputs has the bits
+/// A task that leaves a setuid/setgid file among its outputs has the bits
 /// removed on disk before the save, said once; a forged entry asking for them restores
 /// without them, said once.
 #[test]
@@ -226,7 +226,7 @@ impl Drop for Racer {
     }
 }
 
-/// Issue 42 item 1: another process flips a cached task's output between a regular file and a
+/// Another process flips a cached task's output between a regular file and a
 /// symlink to a file outside the workspace while vx saves (2,000 other outputs keep the save
 /// long), 40 times: no artifact ever holds that file's bytes. (The racer makes `out/a` itself:
 /// the task's own `>` would write through the link.)
@@ -274,7 +274,7 @@ fn an_output_flipped_to_a_symlink_during_the_save_never_packs_what_it_leads_to()
     );
 }
 
-/// Issue 42 item 2: another process renames each directory vx creates during a restore and
+/// Another process renames each directory vx creates during a restore and
 /// puts a symlink to a host directory in its place, over 40 restores: nothing is ever written
 /// in that directory.
 #[test]
@@ -346,7 +346,7 @@ fn a_directory_swapped_for_a_symlink_during_a_restore_is_never_written_through()
     assert!(restored > 0, "no run attempted a restore: {refused}");
 }
 
-/// Issue 42 item 3: a well-formed entry (any writer of an unsigned remote cache can make one)
+/// A well-formed entry (any writer of an unsigned remote cache can make one)
 /// restores `dist/out.txt -> ../src/a.txt`. A later run that executes without cleaning the
 /// outputs (`--no-cache`, `--cache local:r`) removes that link first, said once: the command's
 /// `> dist/out.txt` never truncates the source. A link within the outputs stays.
@@ -404,7 +404,7 @@ fn a_restored_link_leading_outside_the_outputs_never_carries_a_later_write() {
     }
 }
 
-/// Issue 42: cleaning outputs before a run goes through directory descriptors too. Another
+/// Cleaning outputs before a run goes through directory descriptors too. Another
 /// process flips an output directory with a symlink to a host directory holding files of the
 /// same names, over 40 cleans: none of them is ever deleted.
 #[test]
@@ -455,7 +455,7 @@ fn a_directory_swapped_for_a_symlink_during_a_clean_is_never_removed_through() {
     );
 }
 
-/// Issue 42 item 11: one path longer than `PATH_MAX` under a project fails only the tasks whose
+/// One path longer than `PATH_MAX` under a project fails only the tasks whose
 /// inputs reach it (an uncached task reads the whole project), with one short, root-relative
 /// line; a task whose inputs do not reach it runs.
 #[test]
@@ -508,7 +508,7 @@ fn wait_for_file(path: &Path) {
     }
 }
 
-/// Issue 42 item 8: an input edited A→B→A while the task runs (the task reads B) never leaves
+/// An input edited A→B→A while the task runs (the task reads B) never leaves
 /// an entry under A's key with B's output: 3 times, the run is not cached, and the next run
 /// executes and writes A's output.
 #[test]

@@ -163,7 +163,7 @@ fn a_template_dependency_error_names_the_project() {
     );
 }
 
-/// Issue 20, item 6: a list of inputs written once as a set and used by several templates;
+/// A list of inputs written once as a set and used by several templates;
 /// a project that adds one output to its template's without restating the rest.
 #[test]
 fn input_sets_are_written_once_and_a_projects_cache_extends_its_templates() {
@@ -228,7 +228,7 @@ fn input_sets_are_written_once_and_a_projects_cache_extends_its_templates() {
     assert_contains(&after_global.stdout, "4 tasks · 0 cached (0%)");
 }
 
-/// Issue 20, item 5: a template's input glob that meets outputs in many projects is one error
+/// A template's input glob that meets outputs in many projects is one error
 /// at its `file:line:column`, naming the outputs it meets; outputs git ignores are never
 /// inputs, so they are not flagged at all.
 #[test]
@@ -265,7 +265,7 @@ fn an_overlapping_template_glob_is_one_located_error_and_ignored_outputs_are_not
     assert_contains(&again.stdout, "10 tasks · 10 cached (100%)");
 }
 
-/// Issue 40, item 1: `^production` (a set named with `^`) folds that set's files in every
+/// `^production` (a set named with `^`) folds that set's files in every
 /// project the task's project depends on, transitively, without a `depends-on` edge; an
 /// upstream edit that breaks a dependant makes the dependant run (and fail) instead of
 /// being served, and `vx why` names the upstream file. The upstream's outputs are left out.

@@ -1,4 +1,4 @@
-//! vx in a real terminal (tmux), read from the screen as a user sees it (issue 25): the live
+//! vx in a real terminal (tmux), read from the screen as a user sees it: the live
 //! region's rows with each running task's latest line, `--log-order=stream`, and Ctrl-C.
 
 use vx_test_support::fixture::Fixture;
@@ -27,7 +27,7 @@ fn printing_tasks() -> Fixture {
     )
 }
 
-/// UI-6 as issue 25 asks: each running task's row shows its latest output line, the idle slots
+/// UI-6: each running task's row shows its latest output line, the idle slots
 /// are one row, and a row says what waits.
 #[test]
 fn live_rows_show_each_tasks_latest_line_and_what_waits() {

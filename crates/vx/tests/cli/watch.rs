@@ -1,4 +1,4 @@
-//! `vx watch` (SPEC §14, ACC-33) on the real binary: vx runs in the background with its
+//! `vx watch` (WATCH-1 …, ACC-33) on the real binary: vx runs in the background with its
 //! stderr read on a thread, the test edits files and waits (bounded) for vx's lines; survivors
 //! are found by marker (TEST-2).
 
@@ -295,7 +295,7 @@ fn watching_a_marked_task(marker: &str, actions: &str, processes: usize) -> (Fix
     (f, watch)
 }
 
-/// ACC-33 as SPEC §20 writes it (fixture W, cached).
+/// ACC-33 (fixture W, cached).
 #[test]
 fn acc33_watch() {
     let f = crate::w_cached();
@@ -490,7 +490,7 @@ fn refused_flags_and_unknown_tasks_exit_2() {
         );
         assert!(!out.stderr.contains("first run"), "{}", out.stderr);
     }
-    // ... and its help does not offer them (issue 25).
+    // ... and its help does not offer them.
     let help = f.vx(&["watch", "--help"]);
     for flag in ["--dry", "--graph", "--summarize", "--profile", "--frozen"] {
         assert!(!help.stdout.contains(flag), "{flag} in:\n{}", help.stdout);

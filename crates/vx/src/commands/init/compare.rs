@@ -1,4 +1,4 @@
-//! After writing: the old runner's plan beside vx's (issue 40, item 3).
+//! After writing: the old runner's plan beside vx's.
 //!
 //! When the repository's own Turborepo or Nx is installed, [`compare`] asks it for the task
 //! graph of every task name it defines (`turbo run … --dry=json`, `nx run-many -t … --graph`)

@@ -161,7 +161,7 @@ fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         }
     });
     // The repository's own Nx, when it uses Nx and has it installed: the projects and the
-    // targets its plugins infer (issue 40).
+    // targets its plugins infer.
     let wants_nx = match from {
         From::Turbo => false,
         From::Nx => true,

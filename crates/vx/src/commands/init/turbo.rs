@@ -1,4 +1,4 @@
-//! Reading `turbo.json` (INIT-3, issue 20): the root file and the package files that extend
+//! Reading `turbo.json` (INIT-3): the root file and the package files that extend
 //! it, as task definitions `vx init` turns into templates and tables.
 //!
 //! Start at [`read`]. Turborepo's rules, as carried over:

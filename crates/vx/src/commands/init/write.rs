@@ -1,5 +1,5 @@
 //! Writing what `vx init` planned: checked first, as vx will load it, then written all
-//! together or not at all (issue 40).
+//! together or not at all.
 //!
 //! [`write`] plans the files, decides which are written (an existing file is kept unless
 //! `--force`), and hands the planned texts to the loader in place of the files

@@ -184,7 +184,7 @@ impl RunCache<'_> {
 pub fn remove(outputs: &Outputs, root: &Path, found: &[Found]) -> Result<(), CleanError> {
     let mut dirs: Vec<String> = Vec::new();
     // Through directory descriptors: a directory swapped for a symlink while vx cleans is
-    // never removed through (issue 42).
+    // never removed through.
     let mut unlinker = Unlinker::new(root);
     for f in found {
         if f.meta.is_dir() {
@@ -222,7 +222,7 @@ pub fn remove(outputs: &Outputs, root: &Path, found: &[Found]) -> Result<(), Cle
 }
 
 impl RunCache<'_> {
-    /// Issue 42: before a task's command runs without its outputs cleaned (`--no-cache`,
+    /// Before a task's command runs without its outputs cleaned (`--no-cache`,
     /// `--cache local:r`, a result that will not be saved), every symlink among its outputs
     /// that leads outside them — a restored one, or one an earlier run left — is removed, said
     /// once: the command's own `> dist/out.txt` would otherwise write through it (into

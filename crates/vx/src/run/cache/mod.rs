@@ -1,4 +1,4 @@
-//! The run's side of the cache (§9): per task, decide between up-to-date, restore and
+//! The run's side of the cache (STORE-1 …): per task, decide between up-to-date, restore and
 //! execute before it runs, and save its result after.
 //!
 //! How this works: [`RunCache`] is a thin coordinator over state that each file owns.

@@ -33,7 +33,7 @@ pub struct Guard {
     /// Under CI, a rewrite during the run is judged by the key's moment only (see
     /// [`RunCache::moved_input`]).
     ci: bool,
-    /// The tasks' same-bytes rewrite records (issue 42), read once, on the first save.
+    /// The tasks' same-bytes rewrite records, read once, on the first save.
     rewrites: Option<std::collections::HashMap<String, Vec<String>>>,
 }
 
@@ -344,7 +344,7 @@ impl RunCache<'_> {
             })
     }
 
-    /// Issue 42 (KEY-16): inputs the command's run touched that hold the bytes the key folded
+    /// KEY-16: inputs the command's run touched that hold the bytes the key folded
     /// are either an edit undone while it ran (A→B→A: the command may have read B) or the task
     /// regenerating its own input (tsdown's `package.json` `exports`, every run). They are told
     /// apart by the task's previous checked execution: a rewrite it made too is the task's own;
@@ -445,7 +445,7 @@ impl RunCache<'_> {
         })
     }
 
-    /// Outputs never carry the setuid or setgid bit (issue 42): a task (run by root, say) that
+    /// Outputs never carry the setuid or setgid bit: a task (run by root, say) that
     /// left one has it removed on disk before the save, and vx says so once. Returns whether
     /// anything changed.
     fn drop_setid_bits(

@@ -239,7 +239,7 @@ pub fn violations_section(violations: &[Violation], refused: &[String], project:
                 Some((dir, _)) if !dir.is_empty() && dir != "/" => dir.to_string(),
                 _ => grant,
             }),
-            // A host process's Unix socket is never reachable (issue 42).
+            // A host process's Unix socket is never reachable.
             AccessKind::Net if violation.path.starts_with("unix:") => unix = true,
             // No grant lets a direct connection out: only the proxy does.
             AccessKind::Net => direct = true,

@@ -43,7 +43,7 @@ impl Keys<'_> {
             .filter(|p| is_under(p, &dir) && !self.nested[project].iter().any(|n| is_under(p, n)))
             .cloned()
             .collect();
-        // Paths too long to open (issue 42): the task fails, naming the first it reaches.
+        // Paths too long to open: the task fails, naming the first it reaches.
         let long: Vec<&String> = self
             .tree
             .too_long()

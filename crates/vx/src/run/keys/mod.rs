@@ -1,4 +1,4 @@
-//! Deriving keys (§8): gathering the facts each field of a key folds and handing them to
+//! Deriving keys (KEY-1 …): gathering the facts each field of a key folds and handing them to
 //! `vx_core::key` for encoding.
 //!
 //! How this works: [`Keys`] owns the run's file tree (one enumeration, KEY-10), the identity

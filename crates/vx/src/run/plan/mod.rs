@@ -313,7 +313,7 @@ fn surface(workspace: &Workspace, graph: &TaskGraph) -> BTreeSet<usize> {
 }
 
 /// A plan of groups alone would run nothing and exit 0: a green run that checked nothing
-/// (issue 40: a converted repository whose tasks Nx plugins inferred). It is refused.
+/// (a converted repository whose tasks Nx plugins inferred). It is refused.
 fn only_groups(workspace: &Workspace, graph: &TaskGraph) -> Result<(), Failure> {
     let nothing = !graph.nodes.is_empty() && graph.nodes.iter().all(|n| is_group(workspace, &n.id));
     if !nothing {

@@ -1,4 +1,4 @@
-//! `vx init --learn <tasks>` (issue 40, item 3): the named tasks run once, traced, and each
+//! `vx init --learn <tasks>`: the named tasks run once, traced, and each
 //! uncached one gets a `cache` table from what it actually read and wrote.
 //!
 //! Start at [`learn`]. Once the files are written (with `env.pass-through` for the variables

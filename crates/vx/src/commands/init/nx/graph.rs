@@ -1,4 +1,4 @@
-//! The projects and targets the repository's own Nx resolves (issue 40, item 3): targets its
+//! The projects and targets the repository's own Nx resolves: targets its
 //! plugins infer (`@nx/vite`, `@nx/jest`, `@nx/eslint`, `@nx/js/typescript`, …) exist in no
 //! file `vx init` reads, so when Nx is installed in the repository, `nx graph --file` is asked
 //! for them, with each target's command, inputs, outputs and `dependsOn` as Nx resolved them.

@@ -1,4 +1,4 @@
-//! Without the repository's Nx installed (issue 40, item 3): the targets the common Nx
+//! Without the repository's Nx installed: the targets the common Nx
 //! plugins would infer, from the same configuration files they read.
 //!
 //! [`Nx::infer_from_files`] looks, in each project, for the file each plugin that `nx.json`

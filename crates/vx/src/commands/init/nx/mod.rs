@@ -1,5 +1,5 @@
 //! Reading `nx.json` and each project's Nx targets (`project.json`, the `nx` field of
-//! `package.json`) for `vx init` (issue 20), as templates, input sets and tables.
+//! `package.json`) for `vx init`, as templates, input sets and tables.
 //!
 //! Start at [`read`], then [`Nx::templates`] and [`Nx::project_tables`]. Nx's rules, as
 //! carried over:
