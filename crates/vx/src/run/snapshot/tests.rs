@@ -1,0 +1,172 @@
+//! Run snapshots' tests: reading one back, what it notices, and when none is written or used.
+
+use super::*;
+
+fn request(dir: &Path) -> Request {
+    Request {
+        digest: "d".repeat(32),
+        path: dir.join(".vx/snapshots").join("d".repeat(32)),
+        started: SystemTime::now() + Duration::from_secs(10),
+    }
+}
+
+fn facts(dir: &Path) -> Facts {
+    Facts {
+        run_id: "0193-run".into(),
+        cache_dir: dir.join(".vx/cache"),
+        salt: "ab".repeat(32),
+        generation: 3,
+        workers: 4,
+        projects_in_run: 2,
+        projects_in_workspace: 3,
+        tasks: vec![Task {
+            id: TaskId::new("@demo/web", "build"),
+            short_key: "8c14b8aa7015".into(),
+            stored_ms: 47,
+        }],
+    }
+}
+
+#[test]
+fn a_snapshot_reads_back_and_notices_each_kind_of_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    fs::write(root.join("a.txt"), "a").unwrap();
+    fs::create_dir(root.join("src")).unwrap();
+    fs::write(root.join("src/b.txt"), "b").unwrap();
+    // Old enough not to be racy: the run "started" ten seconds from now.
+    let request = request(&root);
+    let paths = vec![
+        PathBuf::from("a.txt"),
+        PathBuf::from("src"),
+        PathBuf::from("src/b.txt"),
+        PathBuf::from("gone.txt"),
+    ];
+    write(&request, &root, &facts(&root), paths).unwrap();
+    let text = fs::read_to_string(&request.path).unwrap();
+    let snapshot = parse(&text, &root, &request).unwrap();
+    assert_eq!(snapshot.facts, facts(&root));
+    assert_eq!(snapshot.paths.len(), 4);
+    assert!(snapshot
+        .paths
+        .contains(&(root.join("gone.txt"), false, None)));
+    assert!(unchanged(&snapshot.paths));
+    // Content rewritten with the same size: the ctime moves.
+    std::thread::sleep(Duration::from_millis(20));
+    fs::write(root.join("a.txt"), "A").unwrap();
+    assert!(!unchanged(&snapshot.paths));
+    fs::write(root.join("a.txt"), "a").unwrap();
+    write(&request, &root, &facts(&root), snapshot_paths(&snapshot)).unwrap();
+    let again = parse(&fs::read_to_string(&request.path).unwrap(), &root, &request).unwrap();
+    assert!(unchanged(&again.paths));
+    // A file added to a listed directory.
+    fs::write(root.join("src/c.txt"), "c").unwrap();
+    assert!(!unchanged(&again.paths));
+    fs::remove_file(root.join("src/c.txt")).unwrap();
+    let again = fresh(&request, &root, &again);
+    // An absent path that appears.
+    fs::write(root.join("gone.txt"), "").unwrap();
+    assert!(!unchanged(&again.paths));
+    fs::remove_file(root.join("gone.txt")).unwrap();
+    let again = fresh(&request, &root, &again);
+    // A mode change alone.
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(root.join("src/b.txt"), fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(!unchanged(&again.paths));
+}
+
+fn snapshot_paths(snapshot: &Snapshot) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = snapshot.paths.iter().map(|(p, _, _)| p.clone()).collect();
+    paths.dedup();
+    paths
+}
+
+fn fresh(request: &Request, root: &Path, old: &Snapshot) -> Snapshot {
+    write(request, root, &facts(root), snapshot_paths(old)).unwrap();
+    parse(&fs::read_to_string(&request.path).unwrap(), root, request).unwrap()
+}
+
+#[test]
+fn the_most_recently_changed_paths_come_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for (name, age) in [("old.txt", 300), ("new.txt", 30), ("mid.txt", 100)] {
+        let path = root.join(name);
+        fs::write(&path, name).unwrap();
+        let file = fs::File::options().write(true).open(&path).unwrap();
+        let times = fs::FileTimes::new().set_modified(SystemTime::now() - Duration::from_secs(age));
+        file.set_times(times).unwrap();
+    }
+    // Setting the mtime moved each ctime to now, one after the other: the order is by the
+    // later of the two (the run "started" ten seconds from now, so none is racy).
+    let request = request(&root);
+    let names = ["a-absent.txt", "old.txt", "new.txt", "mid.txt"];
+    write(
+        &request,
+        &root,
+        &facts(&root),
+        names.iter().map(PathBuf::from).collect(),
+    )
+    .unwrap();
+    let text = fs::read_to_string(&request.path).unwrap();
+    let snapshot = parse(&text, &root, &request).unwrap();
+    let order: Vec<&std::ffi::OsStr> = snapshot
+        .paths
+        .iter()
+        .map(|(p, _, _)| p.file_name().unwrap())
+        .collect();
+    assert_eq!(
+        order.last().unwrap().to_str(),
+        Some("a-absent.txt"),
+        "absent last"
+    );
+    let stats: Vec<i128> = snapshot
+        .paths
+        .iter()
+        .filter_map(|(_, _, s)| s.map(|s| s.mtime_ns.max(s.ctime_ns)))
+        .collect();
+    assert!(stats.windows(2).all(|w| w[0] >= w[1]), "{stats:?}");
+}
+
+#[test]
+fn a_path_changed_near_the_start_of_the_run_writes_no_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    fs::write(root.join("a.txt"), "a").unwrap();
+    let request = Request {
+        started: SystemTime::now(),
+        ..request(&root)
+    };
+    let error = write(&request, &root, &facts(&root), vec![PathBuf::from("a.txt")]).unwrap_err();
+    assert!(
+        error.0.contains("a.txt changed less than 2s"),
+        "{}",
+        error.0
+    );
+    assert!(!request.path.exists());
+}
+
+#[test]
+fn a_damaged_or_foreign_snapshot_is_no_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    fs::write(root.join("a.txt"), "a").unwrap();
+    let request = request(&root);
+    write(&request, &root, &facts(&root), vec![PathBuf::from("a.txt")]).unwrap();
+    let text = fs::read_to_string(&request.path).unwrap();
+    assert!(parse(&text, &root, &request).is_some());
+    let cut = &text[..text.len() - "end\n".len()];
+    assert!(parse(cut, &root, &request).is_none(), "cut short");
+    let other = Request {
+        digest: "e".repeat(32),
+        ..request.clone()
+    };
+    assert!(parse(&text, &root, &other).is_none(), "another request");
+    let older = text.replace(env!("CARGO_PKG_VERSION"), "0.0.0-old");
+    assert!(parse(&older, &root, &request).is_none(), "another vx");
+    let junk = text.replace("\nstat\t", "\nstat\tx");
+    assert!(
+        parse(&junk, &root, &request).is_none(),
+        "a field that is no number"
+    );
+}
