@@ -6,7 +6,7 @@
 //! The standard library's `available_parallelism` rounds a fractional CPU quota down (1.5 CPUs
 //! gives 1); the spec rounds up, so the quota is read here.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
 /// One line of `/proc/self/cgroup`: `<id>:<controllers>:<path>`.
@@ -114,22 +114,48 @@ fn affinity_cpus() -> Option<u32> {
 /// The tightest quota, in whole CPUs rounded up, from vx's cgroup up to the root (v2
 /// `cpu.max`, v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`). `None` when there is no quota.
 fn cgroup_quota_cpus(own: &[OwnCgroup], root: &Path) -> Option<u32> {
-    let mut tightest: Option<u32> = None;
-    for (v2, base, mut dir) in limit_paths(own, "cpu", root) {
+    tightest(own, "cpu", root, |v2, dir| {
+        if v2 {
+            std::fs::read_to_string(dir.join("cpu.max"))
+                .ok()
+                .and_then(|t| parse_cpu_max(&t))
+        } else {
+            let quota = std::fs::read_to_string(dir.join("cpu.cfs_quota_us")).ok();
+            let period = std::fs::read_to_string(dir.join("cpu.cfs_period_us")).ok();
+            quota
+                .zip(period)
+                .and_then(|(q, p)| quota_cpus(q.trim(), p.trim()))
+        }
+    })
+}
+
+/// The smallest `limit(v2, dir)` over the cgroup folders from vx's up to the root of every
+/// hierarchy that can limit `controller` (v2, or a v1 hierarchy with it); `None` when no folder
+/// has a limit.
+fn tightest<T: Ord>(
+    own: &[OwnCgroup],
+    controller: &str,
+    root: &Path,
+    limit: impl Fn(bool, &Path) -> Option<T>,
+) -> Option<T> {
+    let mut tightest: Option<T> = None;
+    for line in own
+        .iter()
+        .filter(|l| l.controllers.is_empty() || l.has(controller))
+    {
+        let v2 = line.controllers.is_empty();
+        let base = if v2 {
+            root.to_path_buf()
+        } else {
+            root.join(&line.controllers)
+        };
+        let mut dir = base.join(line.path.trim_start_matches('/'));
         loop {
-            let quota = if v2 {
-                std::fs::read_to_string(dir.join("cpu.max"))
-                    .ok()
-                    .and_then(|t| parse_cpu_max(&t))
-            } else {
-                let quota = std::fs::read_to_string(dir.join("cpu.cfs_quota_us")).ok();
-                let period = std::fs::read_to_string(dir.join("cpu.cfs_period_us")).ok();
-                quota
-                    .zip(period)
-                    .and_then(|(q, p)| quota_cpus(q.trim(), p.trim()))
-            };
-            if let Some(q) = quota {
-                tightest = Some(tightest.map_or(q, |t| t.min(q)));
+            if let Some(found) = limit(v2, &dir) {
+                tightest = Some(match tightest {
+                    Some(t) => t.min(found),
+                    None => found,
+                });
             }
             if dir == base || !dir.pop() {
                 break;
@@ -137,24 +163,6 @@ fn cgroup_quota_cpus(own: &[OwnCgroup], root: &Path) -> Option<u32> {
         }
     }
     tightest
-}
-
-/// For each of vx's cgroups that can limit `controller` (v2, or a v1 hierarchy with it):
-/// whether it is v2, the hierarchy's folder under `root`, and vx's cgroup folder in it.
-fn limit_paths(own: &[OwnCgroup], controller: &str, root: &Path) -> Vec<(bool, PathBuf, PathBuf)> {
-    own.iter()
-        .filter(|line| line.controllers.is_empty() || line.has(controller))
-        .map(|line| {
-            let v2 = line.controllers.is_empty();
-            let base = if v2 {
-                root.to_path_buf()
-            } else {
-                root.join(&line.controllers)
-            };
-            let dir = base.join(line.path.trim_start_matches('/'));
-            (v2, base, dir)
-        })
-        .collect()
 }
 
 /// `cpu.max` is `<quota> <period>` or `max <period>`.
@@ -216,32 +224,23 @@ fn mem_available(meminfo: &str) -> Option<u64> {
 /// The smallest `limit - usage` over the memory cgroups from vx's up to the root (v2
 /// `memory.max`/`memory.current`, v1 `memory.limit_in_bytes`/`memory.usage_in_bytes`).
 fn cgroup_headroom(own: &[OwnCgroup], root: &Path) -> Option<u64> {
-    let mut tightest: Option<u64> = None;
-    for (v2, base, mut dir) in limit_paths(own, "memory", root) {
+    tightest(own, "memory", root, |v2, dir| {
         let (limit_file, usage_file) = if v2 {
             ("memory.max", "memory.current")
         } else {
             ("memory.limit_in_bytes", "memory.usage_in_bytes")
         };
-        loop {
-            let read = |name: &str| -> Option<u64> {
-                std::fs::read_to_string(dir.join(name))
-                    .ok()?
-                    .trim()
-                    .parse()
-                    .ok()
-            };
-            // v1 writes "no limit" as a huge number; anything above 2^62 is treated so.
-            if let Some(limit) = read(limit_file).filter(|l| *l < 1 << 62) {
-                let headroom = limit.saturating_sub(read(usage_file).unwrap_or(0));
-                tightest = Some(tightest.map_or(headroom, |t| t.min(headroom)));
-            }
-            if dir == base || !dir.pop() {
-                break;
-            }
-        }
-    }
-    tightest
+        let read = |name: &str| -> Option<u64> {
+            std::fs::read_to_string(dir.join(name))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        // v1 writes "no limit" as a huge number; anything above 2^62 is treated so.
+        let limit = read(limit_file).filter(|l| *l < 1 << 62)?;
+        Some(limit.saturating_sub(read(usage_file).unwrap_or(0)))
+    })
 }
 
 #[cfg(test)]
