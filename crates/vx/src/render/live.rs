@@ -175,8 +175,6 @@ fn cut(line: &str, width: usize) -> String {
     out
 }
 
-/// Slot rows shown at most; more busy slots are summed up as `+k more`.
-const SLOT_ROWS: usize = 10;
 /// Ready persistent tasks pinned at most.
 const PINNED_ROWS: usize = 5;
 
@@ -194,7 +192,7 @@ pub fn lines(style: &Style, region: &RegionView) -> Vec<String> {
             region.servers.len() - PINNED_ROWS
         ));
     }
-    for busy in region.busy.iter().take(SLOT_ROWS) {
+    for busy in &region.busy {
         let mut row = format!("  {:>7}  {}", format_duration(busy.elapsed), busy.id);
         if busy.remote {
             row.push_str(" @remote");
@@ -205,8 +203,8 @@ pub fn lines(style: &Style, region: &RegionView) -> Vec<String> {
         }
         lines.push(row);
     }
-    if region.busy.len() > SLOT_ROWS {
-        lines.push(format!("  +{} more", region.busy.len() - SLOT_ROWS));
+    if region.busy_more > 0 {
+        lines.push(format!("  +{} more", region.busy_more));
     }
     let mut rest = Vec::new();
     if region.idle > 0 {
@@ -262,6 +260,61 @@ pub fn diagnostics() -> Box<dyn Write> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_region_pins_servers_counts_what_it_leaves_out_and_ends_with_the_counters() {
+        use crate::run::report::Busy;
+        use std::time::Duration;
+        use vx_core::TaskId;
+        let id = |t: &str| TaskId::new("p", t);
+        let region = RegionView {
+            servers: (0..7).map(|n| id(&format!("s{n}"))).collect(),
+            busy: vec![
+                Busy {
+                    elapsed: Duration::from_secs(3),
+                    id: id("build"),
+                    remote: true,
+                    last_line: "compiling".into(),
+                },
+                Busy {
+                    elapsed: Duration::from_secs(1),
+                    id: id("lint"),
+                    remote: false,
+                    last_line: String::new(),
+                },
+            ],
+            busy_more: 4,
+            idle: 1,
+            ready: 3,
+            held: 2,
+            on_deps: 5,
+            done: 6,
+            total: 20,
+            failed: 1,
+            cached: 2,
+            elapsed: Duration::from_secs(12),
+        };
+        let lines = lines(&Style { colour: false }, &region);
+        assert_eq!(lines.len(), 5 + 1 + 2 + 1 + 1 + 1, "{lines:#?}");
+        assert_eq!(lines[0], "▸ p#s0 running");
+        assert_eq!(lines[5], "▸ +2 more running");
+        assert!(
+            lines[6].ends_with("p#build @remote  compiling"),
+            "{}",
+            lines[6]
+        );
+        assert!(lines[7].ends_with("p#lint"), "{}", lines[7]);
+        assert_eq!(lines[8], "  +4 more");
+        assert_eq!(
+            lines[9],
+            "        ·  1 idle · 3 ready (2 held for memory) · 5 waiting for dependencies"
+        );
+        assert!(
+            lines[10].starts_with("6/20 tasks · 1 failed · 2 cached · "),
+            "{}",
+            lines[10]
+        );
+    }
 
     #[test]
     fn lines_are_cut_by_visible_width_keeping_escapes() {

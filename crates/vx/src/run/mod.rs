@@ -113,7 +113,9 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
             host_env: &host_env,
             origin,
         };
-        if let Some(code) = snapshot::replay(request, &how, &mut terminal(&host_env, &options)) {
+        if let Some(code) =
+            snapshot::replay(request, &how, || Box::new(terminal(&host_env, &options)))
+        {
             return Ok(code);
         }
     }

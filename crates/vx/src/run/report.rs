@@ -56,12 +56,17 @@ pub struct Totals<'a> {
 /// (the elapsed times tick).
 pub const TICK: Duration = Duration::from_millis(100);
 
+/// Busy slots the live region shows at most, each with its task's latest line.
+pub const BUSY_ROWS: usize = 10;
+
 /// What the live status region shows (UI-6), as data: the reporter lays it out.
 pub struct Region {
     /// Ready persistent tasks, pinned on top.
     pub servers: Vec<TaskId>,
-    /// The busy slots, longest-running first.
+    /// The busy slots, longest-running first: at most [`BUSY_ROWS`], the rest counted in
+    /// `busy_more` (a task's latest line is made only for the rows shown).
     pub busy: Vec<Busy>,
+    pub busy_more: usize,
     /// Local slots free.
     pub idle: usize,
     /// Tasks ready to start, and of those, how many wait only for memory (SCHED-4).

@@ -613,8 +613,13 @@ pub struct Replay<'a> {
 }
 
 /// Replays the command when its snapshot still holds: prints the footer, records the run,
-/// and returns the exit code; `None` when the run must go the whole way.
-pub fn replay(request: &Request, how: &Replay<'_>, reporter: &mut dyn Reporter) -> Option<i32> {
+/// and returns the exit code; `None` when the run must go the whole way. The reporter is made
+/// only when the snapshot holds (it asks whether stdout is a terminal).
+pub fn replay(
+    request: &Request,
+    how: &Replay<'_>,
+    reporter: impl FnOnce() -> Box<dyn Reporter>,
+) -> Option<i32> {
     let text = fs::read_to_string(&request.path).ok()?;
     let Some(snapshot) = parse(&text, how.root, request) else {
         forget(request);
@@ -671,7 +676,7 @@ pub fn replay(request: &Request, how: &Replay<'_>, reporter: &mut dyn Reporter) 
         tracing::debug!(target: "vx::snapshot", "not recorded: {error}");
         return None;
     }
-    reporter.finish(&crate::run::report::Totals {
+    reporter().finish(&crate::run::report::Totals {
         reports: &reports,
         projects_in_run: facts.projects_in_run,
         projects_in_workspace: facts.projects_in_workspace,

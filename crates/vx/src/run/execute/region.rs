@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::{kind_of, task, Kind, Run};
 use crate::run::outcome::Status;
-use crate::run::report::{Busy, Flow, Region};
+use crate::run::report::{Busy, Flow, Region, BUSY_ROWS};
 
 impl Run<'_> {
     /// Whether this run draws the region: on a terminal vx holds the foreground of, outside the
@@ -55,8 +55,12 @@ impl Run<'_> {
             .map(|(&i, l)| (l.started, i))
             .collect();
         busy.sort();
+        // Remote tasks take no local slot (REM-11).
+        let local = busy.iter().filter(|(_, i)| !self.live[i].remote()).count();
+        let busy_more = busy.len().saturating_sub(BUSY_ROWS);
         let busy: Vec<Busy> = busy
             .into_iter()
+            .take(BUSY_ROWS)
             .map(|(started, i)| Busy {
                 elapsed: now.saturating_duration_since(started),
                 id: self.plan.graph.nodes[i].id.clone(),
@@ -64,14 +68,13 @@ impl Run<'_> {
                 last_line: self.live[&i].last_line.shown(),
             })
             .collect();
-        // Remote tasks take no local slot (REM-11).
-        let local = busy.iter().filter(|b| !b.remote).count();
         let counted = |i: usize| kind_of(task(self.plan, i)) != Kind::Group;
         let (ready, on_deps) = self.scheduler.waiting(counted);
         let reports = || self.reports.values();
         Region {
             servers,
             busy,
+            busy_more,
             idle: (self.ctx.slots as usize).saturating_sub(local),
             ready,
             held: self.scheduler.held().len(),

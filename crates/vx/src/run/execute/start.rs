@@ -19,6 +19,7 @@ use super::stripper::Stripper;
 use super::{environment, kind_of, task, Kind, Live, Msg, Run};
 use crate::run::cache::{CacheKind, Decision};
 use crate::run::outcome::{AttemptSpan, Notice, Status};
+use crate::run::plan::placement::credential_values;
 
 impl Run<'_> {
     pub(super) fn start(&mut self, i: usize) {
@@ -120,14 +121,9 @@ impl Run<'_> {
             }
             self.warned_short_secrets = true;
         }
-        // The remote cache's token and signing key are masked like `env.secret` values.
         let mut secrets = secrets;
-        secrets.extend(crate::run::cache::remote::secret_values(
-            self.plan.workspace.settings.remote_cache.as_ref(),
-            &self.ctx.host_env,
-        ));
-        secrets.extend(vx_reapi::token_values(
-            self.plan.workspace.settings.remote_execution.as_ref(),
+        secrets.extend(credential_values(
+            &self.plan.workspace.settings,
             &self.ctx.host_env,
         ));
         let masker = Masker::new(&secrets);

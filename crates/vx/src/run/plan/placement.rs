@@ -48,12 +48,7 @@ pub fn placement(
     if !asks || options.remote_exec_off || plan.workspace.settings.remote_execution.is_none() {
         return Placement::Local;
     }
-    let settings = &plan.workspace.settings;
-    let mut known = vx_reapi::token_values(settings.remote_execution.as_ref(), host);
-    known.extend(crate::run::cache::remote::secret_values(
-        settings.remote_cache.as_ref(),
-        host,
-    ));
+    let known = credential_values(&plan.workspace.settings, host);
     let sent = sent_environment(config, environment(plan, host, i));
     let secrets = secret_names(config, &sent, &known);
     if !secrets.is_empty() {
@@ -113,6 +108,21 @@ pub fn place(plan: &Plan, options: &RunOptions, host: &BTreeMap<String, String>)
         }
     }
     placed
+}
+
+/// The values of the remote credentials in vx's environment: the remote cache's token and
+/// signing key, the remote executor's token. Masked in every task's output like `env.secret`
+/// values (EXEC-5, REM-16), and a task whose environment holds one never runs remotely.
+pub fn credential_values(
+    settings: &vx_core::config::WorkspaceConfig,
+    host: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let mut values = crate::run::cache::remote::secret_values(settings.remote_cache.as_ref(), host);
+    values.extend(vx_reapi::token_values(
+        settings.remote_execution.as_ref(),
+        host,
+    ));
+    values
 }
 
 /// What of a task's environment goes to a remote worker (REM-12): layers 2–5 of EXEC-4, so
