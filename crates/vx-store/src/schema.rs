@@ -38,7 +38,7 @@
 //! Version 5 adds `runs.restore_reason`: why a hit was restored rather than up to date (the
 //! output that was missing or changed), for `vx why`.
 //!
-//! Version 6 adds what a run snapshot (`vx/src/run/snapshot.rs`) checks: `meta.generation`, a
+//! Version 6 adds what a run snapshot (`vx-engine/src/snapshot.rs`) checks: `meta.generation`, a
 //! number two triggers raise whenever an entry is deleted (pruned, found damaged) or saved
 //! again over an older body (`size_bytes` or `created_at` updated), so that a snapshot taken
 //! before knows an entry it relied on may have changed; and `invocations.replay_of`, the run a

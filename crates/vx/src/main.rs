@@ -5,22 +5,19 @@
 // Only `render` prints (it allows these; `crates/vx/clippy.toml` bans `io::stdout`/`io::stderr`).
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-mod cache_dir;
 mod cli;
-mod clock;
 mod commands;
 mod error;
-mod exit;
 mod foreign;
-mod ids;
 mod options;
 mod render;
 mod run;
 mod watch;
-mod workspace;
 
 use cli::{Parsed, Verb};
-use error::{report, Failure};
+use error::report;
+use vx_engine::error::Failure;
+use vx_engine::exit;
 
 /// mimalloc rather than the system allocator: a warm run allocates and frees a few hundred
 /// thousand small strings (paths, ids, configuration), and glibc's malloc was a quarter of its
@@ -68,7 +65,7 @@ fn main() {
     // every task has been stopped or released, and the guard may exit without killing.
     vx_exec::cgroup::cleanup();
     vx_exec::guard::shutdown();
-    run::host::sandbox::remove_scratch();
+    vx_engine::host::sandbox::remove_scratch();
     std::process::exit(code);
 }
 

@@ -9,9 +9,10 @@ use vx_core::Diagnostic;
 use vx_store::prune::{prune_dir, PrunePolicy, PruneReport};
 
 use crate::cli::{CleanArgs, EvictArgs, PruneArgs};
-use crate::error::Failure;
+use crate::render;
 use crate::render::out_str;
-use crate::{exit, render, workspace};
+use vx_engine::error::Failure;
+use vx_engine::{exit, workspace};
 
 pub fn prune(cwd: &Path, args: PruneArgs) -> Result<i32, Failure> {
     let policy = policy(args.older_than.as_deref(), args.max_size.as_deref())?;

@@ -13,9 +13,9 @@ use clap_complete::env::{Bash, CompleteEnv, Fish, Shells, Zsh};
 use vx_core::suggest::did_you_mean;
 use vx_core::{Diagnostic, Workspace};
 
-use crate::error::Failure;
-use crate::exit;
 use crate::render::out;
+use vx_engine::error::Failure;
+use vx_engine::exit;
 
 /// The variable that turns a run of vx into a completion request.
 const VAR: &str = "VX_COMPLETE";
@@ -58,7 +58,7 @@ pub fn completions(shell: Option<&str>) -> Result<i32, Failure> {
 /// The workspace around the current directory, if it loads.
 fn workspace() -> Option<Workspace> {
     let cwd: PathBuf = std::env::current_dir().ok()?;
-    crate::workspace::load(&cwd).ok()
+    vx_engine::workspace::load(&cwd).ok()
 }
 
 /// Task names (each once), then `project#task` ids, with descriptions; those starting with

@@ -17,11 +17,11 @@ use vx_core::units::format_size;
 use vx_core::{Diagnostic, TaskId};
 use vx_store::{Access, OpenError, PrunePolicy, Store};
 
-use crate::cache_dir::cache_dir;
 use crate::cli::InfoArgs;
-use crate::error::Failure;
 use crate::render::out_str;
-use crate::{exit, workspace};
+use vx_engine::cache_dir::cache_dir;
+use vx_engine::error::Failure;
+use vx_engine::{exit, workspace};
 use vx_exec::host::available_cpus_and_source;
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
@@ -135,7 +135,7 @@ struct LockInfo {
 pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
     let json = super::json_format(args.format.as_deref())?;
     let (root, mut settings) = workspace::root_only(cwd)?;
-    let env = crate::run::host::env::host_env();
+    let env = vx_engine::host::env::host_env();
 
     let mut configuration_errors = Vec::new();
     let (mut projects, mut tasks, mut sandboxed_tasks) = (None, None, 0);
@@ -181,7 +181,7 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
             (n, source.word())
         }
     };
-    let (budget, said) = crate::run::host::memory::Budget::from_env(&env);
+    let (budget, said) = vx_engine::host::memory::Budget::from_env(&env);
     if let Some(notice) = said {
         crate::render::say(notice);
     }
@@ -215,8 +215,7 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
         cache,
         history,
         sandbox: {
-            let probed =
-                crate::run::host::sandbox::Host::probe(env.get("PATH").map(String::as_str));
+            let probed = vx_engine::host::sandbox::Host::probe(env.get("PATH").map(String::as_str));
             SandboxInfo {
                 available: probed.is_ok(),
                 reason: probed.err(),
@@ -531,8 +530,8 @@ fn remote_cache_info(
     config: Option<&vx_core::config::RemoteCacheConfig>,
     env: &std::collections::BTreeMap<String, String>,
 ) -> Option<RemoteCacheInfo> {
-    use crate::run::cache::remote;
-    let policy = crate::options::CachePolicy::default();
+    use vx_engine::cache::remote;
+    let policy = vx_engine::options::CachePolicy::default();
     let resolved = remote::resolve(config, env, &policy)?;
     let protocol = if resolved.url.starts_with("grpc") {
         "reapi"

@@ -16,10 +16,11 @@ use vx_store::Store;
 
 use super::why::open_read_only;
 use crate::cli::{LastArgs, BARE};
-use crate::clock::rfc3339;
-use crate::error::Failure;
+use crate::render;
 use crate::render::out_str;
-use crate::{exit, render, workspace};
+use vx_engine::clock::rfc3339;
+use vx_engine::error::Failure;
+use vx_engine::{exit, workspace};
 
 /// How many runs `--list` shows by default.
 const LIST_DEFAULT: usize = 10;
@@ -359,10 +360,12 @@ fn failure_reason(row: &RunRow) -> String {
         return "timed out".to_string();
     }
     match row.exit_code {
-        Some(code) if code > 128 && code < 128 + 65 => match crate::exit::signal_name(code - 128) {
-            Some(name) => format!("exit {code} ({name})"),
-            None => format!("exit {code}"),
-        },
+        Some(code) if code > 128 && code < 128 + 65 => {
+            match vx_engine::exit::signal_name(code - 128) {
+                Some(name) => format!("exit {code} ({name})"),
+                None => format!("exit {code}"),
+            }
+        }
         Some(code) => format!("exit {code}"),
         None => "did not start".to_string(),
     }

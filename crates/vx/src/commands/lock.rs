@@ -9,10 +9,10 @@ use vx_core::graph::TaskTable;
 use vx_workspace::LOCK_FILE;
 
 use crate::cli::LockArgs;
-use crate::error::Failure;
-use crate::exit;
 use crate::render::{out_str, stderr};
-use crate::workspace::{io_diagnostic, load, load_error};
+use vx_engine::error::Failure;
+use vx_engine::exit;
+use vx_engine::workspace::{io_diagnostic, load, load_error};
 
 /// How often the configuration is resolved again when it keeps changing under `vx lock`.
 const ATTEMPTS: usize = 3;

@@ -6,8 +6,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::error::Failure;
-use crate::exit;
+use vx_engine::error::Failure;
+use vx_engine::exit;
 
 /// The first argument that asks for the pages.
 pub const ARG: &str = "__vx_man";

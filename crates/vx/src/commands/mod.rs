@@ -1,5 +1,5 @@
 //! One module per verb. Each takes resolved arguments and returns an exit code or a
-//! [`Failure`](crate::error::Failure).
+//! [`Failure`](vx_engine::error::Failure).
 
 pub mod cache;
 pub mod completions;
@@ -17,9 +17,9 @@ use vx_core::suggest::did_you_mean;
 use vx_core::{Diagnostic, TaskId};
 
 use crate::cli::{LATER_VERBS, VERBS};
-use crate::error::Failure;
 use crate::render::out_str;
-use crate::{exit, workspace};
+use vx_engine::error::Failure;
+use vx_engine::{exit, workspace};
 
 /// `--format pretty|json` of the reading verbs: whether JSON was asked for.
 pub fn json_format(format: Option<&str>) -> Result<bool, Failure> {

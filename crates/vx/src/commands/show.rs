@@ -11,14 +11,14 @@ use vx_core::suggest::did_you_mean;
 use vx_core::{Diagnostic, Project, TaskId, Workspace};
 
 use crate::cli::ShowArgs;
-use crate::error::Failure;
 use crate::render::out_str;
-use crate::{exit, workspace};
+use vx_engine::error::Failure;
+use vx_engine::{exit, workspace};
 
 pub fn show(cwd: &std::path::Path, args: ShowArgs) -> Result<i32, Failure> {
     let json = super::json_format(args.format.as_deref())?;
     let ws = workspace::load(cwd)?;
-    let host = crate::run::host::env::host_env();
+    let host = vx_engine::host::env::host_env();
     let text = match args.target.as_deref() {
         None => projects(&ws, json),
         Some(target) => {

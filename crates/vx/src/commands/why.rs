@@ -14,10 +14,11 @@ use vx_store::index::{KeyComponent, RunRow};
 use vx_store::{Access, OpenError, Store};
 
 use crate::cli::WhyArgs;
-use crate::clock::rfc3339;
-use crate::error::Failure;
+use crate::render;
 use crate::render::out_str;
-use crate::{exit, render, workspace};
+use vx_engine::clock::rfc3339;
+use vx_engine::error::Failure;
+use vx_engine::{exit, workspace};
 
 pub fn why(cwd: &Path, args: WhyArgs) -> Result<i32, Failure> {
     let json = super::json_format(args.format.as_deref())?;

@@ -6,9 +6,9 @@ use vx_core::script::quote_word;
 use vx_core::units::format_duration;
 
 use super::style::Style;
-use crate::run::outcome::{CacheKind, Status, TaskReport};
-use crate::run::report::Totals;
 use vx_core::id::TaskId;
+use vx_engine::outcome::{CacheKind, Status, TaskReport};
+use vx_engine::report::Totals;
 
 /// Lines and bytes of each failed task's output in the recap.
 const RECAP_LINES: usize = 30;
@@ -243,7 +243,7 @@ pub fn footer(style: &Style, summary: &Totals<'_>) -> String {
     let mut result = match summary.interrupted {
         // No share of a run that did not finish: `2 cached` of 8 is not "100% cached".
         Some(signal) => {
-            let by = crate::exit::signal_name(signal)
+            let by = vx_engine::exit::signal_name(signal)
                 .map_or_else(|| format!("signal {signal}"), str::to_string);
             let ended = failed + success + skipped;
             format!(

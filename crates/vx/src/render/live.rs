@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use vx_core::units::format_duration;
 
 use super::style::Style;
-use crate::run::report::Region as RegionView;
+use vx_engine::report::Region as RegionView;
 
 /// Redraws are coalesced to at most one per this interval.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(30);
@@ -263,9 +263,9 @@ mod tests {
 
     #[test]
     fn the_region_pins_servers_counts_what_it_leaves_out_and_ends_with_the_counters() {
-        use crate::run::report::Busy;
         use std::time::Duration;
         use vx_core::TaskId;
+        use vx_engine::report::Busy;
         let id = |t: &str| TaskId::new("p", t);
         let region = RegionView {
             servers: (0..7).map(|n| id(&format!("s{n}"))).collect(),

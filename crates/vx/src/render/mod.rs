@@ -125,8 +125,8 @@ pub fn warning(text: &str) {
 }
 
 /// A notice from the run: `vx: …`, or `warning: …` with its `hint:` line.
-pub fn say(notice: crate::run::outcome::Notice) {
-    use crate::run::outcome::Notice;
+pub fn say(notice: vx_engine::outcome::Notice) {
+    use vx_engine::outcome::Notice;
     match notice {
         Notice::Note(line) => self::notice(&line),
         Notice::Unmatched { task, what, glob } => {
@@ -143,7 +143,7 @@ pub fn say(notice: crate::run::outcome::Notice) {
 /// The terminal as the kept servers of `vx watch` print to it, from their own thread.
 pub struct Console;
 
-impl crate::run::report::Console for Console {
+impl vx_engine::report::Console for Console {
     fn out(&self, bytes: &[u8]) {
         out(bytes);
     }
@@ -152,7 +152,7 @@ impl crate::run::report::Console for Console {
         stderr(&format!("{text}\n"));
     }
 
-    fn notice(&self, notice: crate::run::outcome::Notice) {
+    fn notice(&self, notice: vx_engine::outcome::Notice) {
         say(notice);
     }
 }

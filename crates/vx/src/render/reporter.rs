@@ -4,10 +4,10 @@
 use super::style::Style;
 use super::task::{frame, frame_head, github_frame, one_liner};
 use super::{out, out_str};
-use crate::options::{LogOrder, OutputLogs};
-use crate::run::outcome::{Notice, Status, TaskReport};
-use crate::run::report::{Flow, Region, Reporter, Totals, UiAction, UiInput};
 use vx_core::id::TaskId;
+use vx_engine::options::{LogOrder, OutputLogs};
+use vx_engine::outcome::{Notice, Status, TaskReport};
+use vx_engine::report::{Flow, Region, Reporter, Totals, UiAction, UiInput};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Show {
@@ -311,7 +311,7 @@ impl Reporter for Terminal {
     }
 
     /// Whether nothing but the footer was printed for these reports, and no notice: what a
-    /// replayed run prints is then the footer alone (`run/snapshot.rs`). `requested` says
+    /// replayed run prints is then the footer alone (`vx_engine::snapshot`). `requested` says
     /// which reports are of requested tasks.
     fn printed_only_footer(&self, reports: &[(&TaskReport, bool)]) -> bool {
         self.notices == 0

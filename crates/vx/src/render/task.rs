@@ -3,7 +3,7 @@
 use vx_core::units::format_duration;
 
 use super::style::Style;
-use crate::run::outcome::{Status, TaskReport};
+use vx_engine::outcome::{Status, TaskReport};
 
 /// `<glyph> <duration> <status>[ <cache>] <task id>[ @remote][ • blocked by <id>]`.
 pub fn one_liner(style: &Style, report: &TaskReport) -> String {

@@ -29,7 +29,7 @@ use ratatui::Terminal;
 use vx_core::units::format_duration;
 use vx_core::TaskId;
 
-use crate::run::outcome::{Status, TaskReport};
+use vx_engine::outcome::{Status, TaskReport};
 
 /// Lines of output kept per task (the oldest go first).
 const KEPT_LINES: usize = 5000;
@@ -121,7 +121,7 @@ fn plain(bytes: &[u8]) -> String {
     line
 }
 
-pub use crate::run::report::UiAction as Action;
+pub use vx_engine::report::UiAction as Action;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Mode {

@@ -14,7 +14,7 @@
 //! and the watch too: Ctrl-C prints `vx watch: no longer watching` and exits 0 (WATCH-1);
 //! SIGTERM and SIGHUP exit 128 + n. A path that starts three cycles in a row only through the
 //! previous cycle's own writes is named once (WATCH-5). Persistent tasks outlive a cycle
-//! (`run::execute::Servers`): a cycle keeps a dev server unless its configuration, its
+//! (`vx_engine::execute::Servers`): a cycle keeps a dev server unless its configuration, its
 //! project's files or an upstream changed, and every way out of the watch stops them first.
 
 mod poll;
@@ -27,12 +27,16 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{select, Receiver};
 use notify::RecursiveMode;
 
+use vx_engine::error::Failure;
+use vx_engine::execute::Servers;
+use vx_engine::host::env::{host_env, truthy};
+use vx_engine::host::signals;
+use vx_engine::options::RunOptions;
+use vx_engine::{plan, setup};
+
 use crate::cli::RunArgs;
-use crate::error::Failure;
-use crate::options::{self, RunOptions};
-use crate::run::execute::Servers;
-use crate::run::host::signals;
-use crate::run::{self, plan, setup, Ending};
+use crate::options;
+use crate::run::{self, Ending};
 use scope::{Fingerprint, Scope, PROBE_FILE};
 
 /// WATCH-4: a cycle starts this long after the last event…
@@ -67,7 +71,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     signals::install()?;
     let (signal_tx, signal_rx) = crossbeam_channel::unbounded();
     signals::route_to_watch(Some(signal_tx));
-    let host_env = run::host::env::host_env();
+    let host_env = host_env();
 
     // The scope, from a plan made now: an unknown task exits 2 before anything runs.
     let plan = plan::build(plan::discover(cwd, false)?, cwd, &options)?;
@@ -82,7 +86,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
             for hint in &notice.hints {
                 crate::render::stderr(&format!("  hint: {hint}\n"));
             }
-            return Ok(crate::exit::SUCCESS);
+            return Ok(vx_engine::exit::SUCCESS);
         }
         options.tasks = plan
             .graph
@@ -100,9 +104,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     drop(plan);
 
     let (event_tx, events) = crossbeam_channel::unbounded();
-    let poll = host_env
-        .get("VX_WATCH_POLL")
-        .is_some_and(|v| run::host::env::truthy(v));
+    let poll = host_env.get("VX_WATCH_POLL").is_some_and(|v| truthy(v));
     let mut watch = Watch::start(scope, event_tx.clone(), poll)?;
     watch.sender = Some(event_tx.clone());
     // Persistent tasks kept running between cycles; dropped (stopped) on every way out.
@@ -245,9 +247,9 @@ fn farewell(signal: i32, servers: &Servers, signals: &Receiver<i32>) -> i32 {
     servers.stop_all(signals);
     if signal == libc_sigint() {
         crate::render::stderr("vx watch: no longer watching\n");
-        crate::exit::SUCCESS
+        vx_engine::exit::SUCCESS
     } else {
-        crate::exit::signal(signal)
+        vx_engine::exit::signal(signal)
     }
 }
 
@@ -692,7 +694,7 @@ fn git_ignored(root: &Path, paths: &[PathBuf]) -> BTreeSet<PathBuf> {
     if paths.is_empty() {
         return BTreeSet::new();
     }
-    let host_env = run::host::env::host_env();
+    let host_env = host_env();
     let Some(git) = host_env
         .get("PATH")
         .and_then(|path| vx_exec::subprocess::find_on_path("git", path))

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use vx_core::globs::{literal_prefix, GlobCache, TaskGlobs};
 
-use crate::run::plan::Plan;
+use vx_engine::plan::Plan;
 
 /// The file vx writes to learn whether the watcher delivers events (WATCH-6).
 pub const PROBE_FILE: &str = ".vx-watch-probe";

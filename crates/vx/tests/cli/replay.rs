@@ -1,4 +1,4 @@
-//! Run snapshots (`run/snapshot.rs`, PERF-1): a command whose last run found everything up to
+//! Run snapshots (`vx-engine/src/snapshot.rs`, PERF-1): a command whose last run found everything up to
 //! date is replayed while nothing it read has moved, and goes the whole way as soon as
 //! anything did — each kind of file a run reads is edited here once.
 //!

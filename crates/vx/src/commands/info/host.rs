@@ -1,5 +1,5 @@
 //! Facts about the machine for `vx info` (HIST-6): the git version (through the supervisor,
-//! like every process vx starts). The memory budget is `run/host/memory.rs`'s.
+//! like every process vx starts). The memory budget is `vx_engine::host::memory`'s.
 
 use std::collections::BTreeMap;
 use std::path::Path;

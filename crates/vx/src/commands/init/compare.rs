@@ -172,12 +172,12 @@ const SHOWN: usize = 20;
 /// Compares the plans; `Ok(None)` when the runner is not installed (nothing to ask), `Err`
 /// when it or vx could not say.
 pub(super) fn compare(root: &Path, peer: &Peer) -> Result<Option<Comparison>, String> {
-    let workspace = crate::run::plan::discover(root, false).map_err(|e| match e {
-        crate::error::Failure::User(problems) => problems
+    let workspace = vx_engine::plan::discover(root, false).map_err(|e| match e {
+        vx_engine::error::Failure::User(problems) => problems
             .first()
             .map_or_else(String::new, |d| d.message.clone()),
-        crate::error::Failure::Internal(why) => why,
-        crate::error::Failure::Signalled(_) => "interrupted".to_string(),
+        vx_engine::error::Failure::Internal(why) => why,
+        vx_engine::error::Failure::Signalled(_) => "interrupted".to_string(),
     })?;
     let root_name = workspace
         .projects

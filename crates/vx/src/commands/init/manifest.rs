@@ -7,7 +7,7 @@ use std::path::Path;
 use vx_core::Diagnostic;
 use vx_workspace::PackageJson;
 
-use crate::workspace::io_diagnostic;
+use vx_engine::workspace::io_diagnostic;
 
 /// The `package.json` in `dir` (root-relative), if there is one; problems go to `errors`.
 pub(super) fn read_manifest(

@@ -39,8 +39,8 @@ use self::scripts::{map_scripts, script_text, Context, LeftOutWhy, Mapping};
 use self::toml::{File, WorkspaceTable};
 use self::turbo::NotCarried;
 use crate::cli::{InitArgs, MigrateArgs};
-use crate::error::Failure;
-use crate::workspace::io_diagnostic;
+use vx_engine::error::Failure;
+use vx_engine::workspace::io_diagnostic;
 
 /// Everything `vx init` would do, before it does it.
 struct Plan {

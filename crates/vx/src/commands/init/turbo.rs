@@ -196,7 +196,11 @@ pub fn read_file(root: &Path, rel: &str, errors: &mut Vec<Diagnostic>) -> Option
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => {
-            errors.push(crate::workspace::io_diagnostic(Path::new(rel), "read", &e));
+            errors.push(vx_engine::workspace::io_diagnostic(
+                Path::new(rel),
+                "read",
+                &e,
+            ));
             return None;
         }
     };

@@ -21,10 +21,10 @@ use super::toml::File;
 use super::turbo::NotCarried;
 use super::{choose_root, load_failure, plan, From, Plan};
 use crate::cli::InitArgs;
-use crate::error::Failure;
-use crate::exit;
 use crate::render;
-use crate::workspace::io_diagnostic;
+use vx_engine::error::Failure;
+use vx_engine::exit;
+use vx_engine::workspace::io_diagnostic;
 
 /// What happened to a planned file.
 pub(super) enum Fate {

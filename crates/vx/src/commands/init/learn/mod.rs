@@ -74,7 +74,7 @@ pub(super) fn learn(
     let dir = std::env::temp_dir().join(format!(
         "vx-learn-{}-{}",
         std::process::id(),
-        crate::ids::random_hex(8)
+        vx_engine::ids::random_hex(8)
     ));
     std::fs::create_dir_all(&dir).map_err(|e| format!("no temporary directory: {e}"))?;
     let summary = dir.join("summary.json");
@@ -253,8 +253,8 @@ pub(super) fn subjects(
     names: &[String],
     plan: &Plan,
     fates: &[super::write::Fate],
-) -> Result<Vec<Subject>, crate::error::Failure> {
-    let workspace = crate::run::plan::discover(root, false)?;
+) -> Result<Vec<Subject>, vx_engine::error::Failure> {
+    let workspace = vx_engine::plan::discover(root, false)?;
     let kept: BTreeSet<&str> = plan
         .files
         .iter()

@@ -197,7 +197,7 @@ pub fn tempfile_dir() -> Result<std::path::PathBuf, String> {
     let dir = std::env::temp_dir().join(format!(
         "vx-init-nx-{}-{}",
         std::process::id(),
-        crate::ids::random_hex(8)
+        vx_engine::ids::random_hex(8)
     ));
     std::fs::create_dir(&dir).map_err(|e| format!("no temporary directory: {e}"))?;
     Ok(dir)

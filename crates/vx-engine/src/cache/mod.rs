@@ -1,0 +1,631 @@
+//! The run's side of the cache (STORE-1 …): per task, decide between up-to-date, restore and
+//! execute before it runs, and save its result after.
+//!
+//! How this works: [`RunCache`] is a thin coordinator over state that each file owns.
+//! [`RunCache::probe`] (`probe.rs`) is the one lookup path: it derives the task's key (`keys`)
+//! and, when the task is cached and reads are on, asks the cache [`Layers`] (the local store,
+//! then any further layer read through). The run ([`RunCache::before`]), the restore lane
+//! ([`RunCache::prepare_ahead`]) and `--dry` ([`RunCache::plan_row`]) all start from it. A hit
+//! whose outputs on disk are exactly what vx last wrote ([`Stamps`], `stamps.rs`) is
+//! *up-to-date* and only its log is read back; any other hit is cleaned (`clean.rs`, the
+//! protections of STORE-10) and restored (`restore.rs`: a [`RestoreJob`] runs on the restore
+//! lane or inline). A miss that will be saved has its declared outputs cleaned first (STORE-11).
+//! After a task executed, [`RunCache::after`] applies the save guard (KEY-16) and prepares a
+//! [`SaveJob`] (`save.rs`); the save lane packs it and [`RunCache::complete_save`] publishes it
+//! and queues its uploads. Damage is always a miss with one line (STORE-12), never a wrong hit.
+//! What the run records (history, fingerprints, retention) is the [`Recorder`]'s, not the cache's.
+//!
+//! [`Recorder`]: super::record::Recorder
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use vx_core::config::TaskConfig;
+use vx_core::globs::GlobCache;
+use vx_core::graph::task_config;
+use vx_core::{TaskId, Workspace};
+use vx_store::artifact;
+use vx_store::log::LogRecord;
+use vx_store::Layers;
+
+use super::keys::Keys;
+use crate::options::CachePolicy;
+use crate::plan::preview::DryCache;
+
+mod clean;
+pub(crate) mod outputs;
+mod probe;
+pub mod remote;
+mod restore;
+mod save;
+mod stamps;
+#[cfg(test)]
+mod tests;
+
+use clean::Cleaner;
+use outputs::{Found, Outputs};
+use probe::{Probe, Want};
+use restore::Restore;
+pub use restore::RestoreJob;
+use save::Guard;
+pub use save::{Done, SaveJob};
+use stamps::Stamps;
+pub use stamps::WorkspaceStamps;
+
+pub use super::outcome::CacheKind;
+use super::outcome::Notice;
+
+/// What to do with a task that is ready.
+pub enum Decision {
+    /// Served from the cache: replay this log.
+    Hit {
+        kind: CacheKind,
+        records: Vec<LogRecord>,
+        short_key: String,
+        stored: Duration,
+        /// A restored hit: why its outputs were not up to date (`vx why`).
+        restore_reason: Option<String>,
+    },
+    /// Run it; `writes` says whether a successful result may be saved.
+    Execute { cached: bool, writes: bool },
+    /// The key could not be derived, or the outputs could not be cleaned: the task fails
+    /// with this line before running.
+    Fail(String),
+}
+
+/// What the restore lane can do for a task (SCHED-3).
+pub enum Ahead {
+    /// Served at once (up-to-date).
+    Served(Decision),
+    /// Its outputs must be written back: a job for the lane's threads.
+    Restore(Box<RestoreJob>),
+    /// Left to the normal schedule.
+    Not,
+}
+
+/// Which of these tracked paths have uncommitted changes (STORE-10).
+pub type DirtyProbe<'p> = Box<dyn FnMut(&[String]) -> HashSet<String> + 'p>;
+
+pub struct RunCache<'p> {
+    pub keys: Keys<'p>,
+    workspace: &'p Workspace,
+    layers: Layers,
+    policy: CachePolicy,
+    /// The cache directory relative to the root, when it lies inside the workspace: a wall no
+    /// output walk enters.
+    cache_wall: Option<String>,
+    globs: GlobCache,
+    /// Caching was turned off during the run (KEY-16, STORE-12).
+    off: bool,
+    stamps: Stamps,
+    cleaner: Cleaner<'p>,
+    guard: Guard,
+    /// Output stamps of restores not yet written: (key, rows, superseded keys). Written in one
+    /// transaction per [`STAMP_BATCH`] and at the end of the run (a thousand restores wrote a
+    /// thousand transactions); stamps lost to a crash only make the next run look again.
+    pending_stamps: Vec<(String, Vec<vx_store::index::OutputStamp>, Vec<String>)>,
+    /// Output listings taken by [`RunCache::prefetch_ahead`], each used once.
+    found_ahead: HashMap<TaskId, std::io::Result<Vec<Found>>>,
+    /// Tasks the restore lane looked up and found no usable entry for: not looked up again.
+    known_misses: HashSet<TaskId>,
+    /// What the cache has to say, until the run hands it to the reporter.
+    notices: Vec<Notice>,
+}
+
+impl<'p> RunCache<'p> {
+    /// `stamps`: the workspace's output stamps read when the store was opened, with the entries
+    /// they name preloaded (`Store::preload`).
+    pub fn new(
+        keys: Keys<'p>,
+        workspace: &'p Workspace,
+        layers: Layers,
+        stamps: WorkspaceStamps,
+        policy: CachePolicy,
+        ci: bool,
+        dirty_probe: DirtyProbe<'p>,
+    ) -> RunCache<'p> {
+        let workspace_id = crate::cache_dir::workspace_identity(&workspace.root);
+        // STORE-14: a cache vx cannot write serves hits and saves nothing (setup warned).
+        let mut policy = policy;
+        if layers
+            .store()
+            .is_some_and(|s| s.read_only_reason().is_some())
+        {
+            policy.local_write = false;
+        }
+        let cache_wall = layers.store().and_then(|s| {
+            s.dir()
+                .strip_prefix(&workspace.root)
+                .ok()
+                .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        });
+        RunCache {
+            keys,
+            workspace,
+            layers,
+            policy,
+            cache_wall,
+            globs: GlobCache::default(),
+            off: false,
+            stamps: Stamps::new(stamps, workspace_id),
+            cleaner: Cleaner::new(dirty_probe),
+            guard: Guard::new(ci),
+            pending_stamps: Vec::new(),
+            found_ahead: HashMap::new(),
+            known_misses: HashSet::new(),
+            notices: Vec::new(),
+        }
+    }
+
+    /// What the cache said since the last call (damage, refusals, the layers' warnings), for
+    /// the reporter.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.notices)
+    }
+
+    fn say(&mut self, notice: Notice) {
+        self.notices.push(notice);
+    }
+
+    /// A notice about the cache from outside it (a remote layer that cannot be used), shown
+    /// with the cache's own.
+    pub fn tell(&mut self, notice: Option<Notice>) {
+        self.notices.extend(notice);
+    }
+
+    /// The cache layers (the local store and any behind it).
+    pub fn layers(&self) -> &Layers {
+        &self.layers
+    }
+
+    pub fn layers_mut(&mut self) -> &mut Layers {
+        &mut self.layers
+    }
+
+    /// The keys (read) and the layers (written) at once: the run record borrows what keys
+    /// were derived from while history is written.
+    pub fn keys_and_layers(&mut self) -> (&Keys<'p>, &mut Layers) {
+        (&self.keys, &mut self.layers)
+    }
+
+    /// The full key derived for `id` in this run, if any.
+    pub fn key_hex(&self, id: &TaskId) -> Option<String> {
+        self.keys.known(id).map(|d| d.key.hex())
+    }
+
+    fn outputs_of(&mut self, id: &TaskId, config: &TaskConfig) -> Option<Outputs> {
+        let cache = config.cache.as_ref()?;
+        let index = *self.workspace.by_name.get(&id.project)?;
+        let project = &self.workspace.projects[index];
+        let mut walls: Vec<String> = self.keys.nested(index).to_vec();
+        walls.extend(self.cache_wall.clone());
+        Some(Outputs::new(&project.dir, cache, walls, &mut self.globs))
+    }
+
+    /// The declared outputs of a cached task (`None` for an uncached one).
+    pub fn outputs(&mut self, id: &TaskId) -> Option<Outputs> {
+        let config = task_config(self.workspace, id)?;
+        self.outputs_of(id, config)
+    }
+
+    /// The root-relative paths of a cached task's declared outputs on disk now: files, links
+    /// and directories (REM-12 sends an upstream's outputs with a remote dependant).
+    pub fn outputs_on_disk(&mut self, id: &TaskId) -> std::io::Result<Vec<String>> {
+        let Some(outputs) = self.outputs(id) else {
+            return Ok(Vec::new());
+        };
+        Ok(outputs
+            .find(&self.workspace.root)?
+            .into_iter()
+            .map(|f| f.path)
+            .collect())
+    }
+
+    /// The root-relative paths that root-relative `globs` match on disk, ignored files
+    /// included, walked as output globs are (REM-12's `extra-inputs`).
+    pub fn matching(&mut self, globs: &[String]) -> std::io::Result<Vec<String>> {
+        let declared = vx_core::config::CacheConfig {
+            outputs: Some(Vec::new()),
+            workspace_outputs: globs.to_vec(),
+            ..Default::default()
+        };
+        let walls: Vec<String> = self.cache_wall.clone().into_iter().collect();
+        let outputs = Outputs::new("", &declared, walls, &mut self.globs);
+        Ok(outputs
+            .find(&self.workspace.root)?
+            .into_iter()
+            .map(|f| f.path)
+            .collect())
+    }
+
+    /// Outputs were written into the workspace outside a restore (a remote result's forced
+    /// download, REM-14): the tree lists them again.
+    pub fn outputs_written(&mut self, outputs: &Outputs) {
+        self.refresh_outputs(outputs);
+    }
+
+    /// Before [`RunCache::prepare_ahead`] of these tasks: their input `lstat`s and output
+    /// listings are taken at once, on several threads (the warm path is mostly these system
+    /// calls); nothing has executed yet, so they are what each task would see one by one.
+    ///
+    /// With a remote layer, the entries of these tasks that only it holds are downloaded in the
+    /// background, `width` at a time (REM-6): returns the positions in `ids` of those tasks,
+    /// and `ready` is called with each position once its download has ended (arrived or not);
+    /// [`RunCache::prepare_ahead`] of that task then adopts it.
+    pub fn prefetch_ahead(
+        &mut self,
+        ids: &[TaskId],
+        width: usize,
+        ready: Box<dyn Fn(usize) + Send + Sync>,
+    ) -> Vec<usize> {
+        if !self.reads() {
+            return Vec::new();
+        }
+        self.keys.prefetch(ids);
+        let mut fetching = Vec::new();
+        if self.layers.has_remote() {
+            let mut wanted = Vec::new();
+            for (at, id) in ids.iter().enumerate() {
+                let Some(config) = task_config(self.workspace, id) else {
+                    continue;
+                };
+                let Some(outputs) = self.outputs_of(id, config) else {
+                    continue;
+                };
+                if let Some(Ok(derived)) = self.keys.key(id) {
+                    let outputs = Arc::new(outputs);
+                    wanted.push(vx_store::layer::Wanted {
+                        key: derived.key.hex(),
+                        accept: Arc::new(move |name: &str| outputs.accepts(name)),
+                        tag: at,
+                    });
+                }
+            }
+            fetching = self.layers.prefetch(wanted, width, ready);
+            self.show_layer_warnings();
+        }
+        // Those being downloaded are listed when they are prepared, after their download.
+        let mut wanted: Vec<(TaskId, Outputs)> = Vec::new();
+        let later: HashSet<usize> = fetching.iter().copied().collect();
+        for (at, id) in ids.iter().enumerate() {
+            if later.contains(&at) {
+                continue;
+            }
+            let Some(config) = task_config(self.workspace, id) else {
+                continue;
+            };
+            if let Some(outputs) = self.outputs_of(id, config) {
+                wanted.push((id.clone(), outputs));
+            }
+        }
+        let root = self.workspace.root.clone();
+        let found = vx_workspace::par::map(&wanted, |(_, outputs)| outputs.find(&root));
+        self.found_ahead = wanted.into_iter().map(|(id, _)| id).zip(found).collect();
+        fetching
+    }
+
+    /// After the tasks of [`RunCache::prefetch_ahead`] were prepared: listings and `lstat`s
+    /// taken ahead are dropped, so no later decision reads one, and so are the index rows
+    /// preloaded for them (a large run does not keep them).
+    pub fn end_ahead(&mut self) {
+        self.found_ahead.clear();
+        self.keys.end_prefetch();
+        if let Some(store) = self.layers.store_mut() {
+            store.drop_preloaded();
+        }
+    }
+
+    /// SCHED-3, the restore lane: a task with a stable key, before its dependencies have
+    /// finished. Up-to-date hits are served here; a hit that needs its outputs written back
+    /// becomes a [`RestoreJob`] for the lane's threads (cleaning protections checked first).
+    /// [`Ahead::Not`] leaves the task to the normal schedule (no entry, damage, or a clean that
+    /// must be refused when the task runs).
+    pub fn prepare_ahead(&mut self, id: &TaskId, needs_log: bool) -> Ahead {
+        if !self.reads() {
+            return Ahead::Not;
+        }
+        let hit = match self.probe(id, Want::Entry) {
+            Probe::Hit(hit) => hit,
+            Probe::Miss { .. } => {
+                self.miss_ahead(id);
+                return Ahead::Not;
+            }
+            _ => return Ahead::Not,
+        };
+        let found = match self.found_ahead.remove(id) {
+            Some(found) => found,
+            None => hit.outputs.find(&self.workspace.root),
+        };
+        let Ok(found) = found else {
+            return Ahead::Not;
+        };
+        match self.serve(id, hit, needs_log, found) {
+            probe::Served::Decision(decision) => Ahead::Served(decision),
+            probe::Served::Restore(job) => Ahead::Restore(Box::new(job)),
+            probe::Served::Refused(_) => Ahead::Not,
+        }
+    }
+
+    /// The lane's thread restored (or failed to restore) an entry: serve the hit, or leave the
+    /// task to the normal schedule (where a blocked restore fails it, naming the path).
+    pub fn complete_ahead(
+        &mut self,
+        job: Box<RestoreJob>,
+        result: Result<artifact::Restored, artifact::RestoreError>,
+    ) -> Option<Decision> {
+        let id = job.id.clone();
+        match self.finish_restore(*job, result) {
+            Restore::Served(decision) => Some(decision),
+            Restore::Miss => {
+                self.miss_ahead(&id);
+                None
+            }
+            Restore::Failed(_) => None,
+        }
+    }
+
+    /// The lane found no usable entry: not looked up again, and keyed again when ready (the
+    /// late key is the one a result is saved under).
+    fn miss_ahead(&mut self, id: &TaskId) {
+        self.known_misses.insert(id.clone());
+        self.keys.forget(id);
+    }
+
+    /// `--dry` (UI-12): the task's key and whether the cache has an entry for it, without
+    /// reading an artifact or writing anything (REM-9: existence only).
+    pub fn plan_row(&mut self, id: &TaskId) -> (Result<String, String>, DryCache) {
+        match self.probe(id, Want::Existence) {
+            Probe::Persistent => (Err("persistent".into()), DryCache::NoCache),
+            Probe::KeyFailed(error) => (Err(error), DryCache::Miss),
+            Probe::Uncached { key } => (Ok(key), DryCache::NoCache),
+            Probe::Miss { key, .. } => (Ok(key), DryCache::Miss),
+            Probe::Exists {
+                key,
+                source: vx_store::Source::Remote,
+            } => (Ok(key), DryCache::HitRemote),
+            Probe::Exists { key, .. } => (Ok(key), DryCache::HitLocal),
+            Probe::Hit(hit) => (Ok(hit.key), DryCache::HitLocal),
+        }
+    }
+
+    /// Decides how a ready task gets its result. `saveable` is false when the task must not be
+    /// saved whatever happens (tainted, or folding a dropped dependency).
+    pub fn before(&mut self, id: &TaskId, saveable: bool, needs_log: bool) -> Decision {
+        let want = if self.known_misses.contains(id) {
+            Want::Key
+        } else {
+            Want::Entry
+        };
+        let outputs = match self.probe(id, want) {
+            Probe::Persistent => {
+                return Decision::Execute {
+                    cached: false,
+                    writes: false,
+                }
+            }
+            Probe::Uncached { .. } => {
+                if let Some(outputs) = self.outputs(id) {
+                    self.unlink_escaping_links(id, &outputs);
+                }
+                return Decision::Execute {
+                    cached: false,
+                    writes: false,
+                };
+            }
+            Probe::KeyFailed(error) => return Decision::Fail(format!("vx: {error}")),
+            Probe::Exists { .. } => unreachable!("only asked for by --dry"),
+            Probe::Miss { outputs, .. } => outputs,
+            Probe::Hit(hit) => {
+                let found = match hit.outputs.find(&self.workspace.root) {
+                    Ok(found) => found,
+                    Err(e) => {
+                        return Decision::Fail(format!(
+                            "vx: {id}: cannot read the outputs: {}",
+                            outputs::plain(&e)
+                        ))
+                    }
+                };
+                let outputs = hit.outputs.clone();
+                match self.serve(id, hit, needs_log, found) {
+                    probe::Served::Decision(decision) => return decision,
+                    probe::Served::Refused(line) => return Decision::Fail(line),
+                    probe::Served::Restore(job) => {
+                        let result = job.run();
+                        match self.finish_restore(job, result) {
+                            Restore::Served(decision) => return decision,
+                            Restore::Miss => {}
+                            Restore::Failed(line) => return Decision::Fail(line),
+                        }
+                    }
+                }
+                outputs
+            }
+        };
+        // REM-8: with local writes off a result is still packed (in `tmp/`) for the further
+        // layers, unless vx cannot write in the cache directory at all (STORE-14).
+        let packs_for_remote = self.layers.writes_remotely()
+            && self
+                .layers
+                .store()
+                .is_some_and(|s| s.read_only_reason().is_none());
+        let writes = self.active() && (self.policy.local_write || packs_for_remote);
+        if writes && saveable {
+            if let Err(line) = self.clean(id, &outputs) {
+                return Decision::Fail(line);
+            }
+        } else {
+            self.unlink_escaping_links(id, &outputs);
+        }
+        Decision::Execute {
+            cached: true,
+            writes: writes && saveable,
+        }
+    }
+
+    /// Marks a task as not saved, for tasks that never reached `after` (failed keys).
+    pub fn withhold(&mut self, id: &TaskId) {
+        self.guard.withhold(id);
+    }
+
+    /// Whether the index is open, enabled and caching was not turned off during the run.
+    fn active(&self) -> bool {
+        !self.off && self.layers.enabled()
+    }
+
+    /// Whether lookups happen: the cache is active and reads are on.
+    fn reads(&self) -> bool {
+        self.active() && self.policy.local_read
+    }
+
+    /// STORE-12: the index failed; caching is off for the rest of the run.
+    fn turn_off(&mut self, reason: &str) {
+        if !self.off {
+            self.say(Notice::warning(format!(
+                "the cache index failed ({reason}); caching is off for the rest of this run"
+            )));
+            self.off = true;
+        }
+    }
+
+    /// The further layers' warnings not shown yet (REM-7), each class once per run.
+    fn show_layer_warnings(&mut self) {
+        for warning in self.layers.take_warnings() {
+            self.say(Notice::Warning {
+                line: warning.line,
+                hint: warning.hint,
+            });
+        }
+    }
+
+    fn flush_key_notices(&mut self) {
+        for notice in std::mem::take(&mut self.keys.notices) {
+            self.say(notice);
+        }
+    }
+
+    /// KEY-15: what a clean or restore touched is listed again.
+    /// Queues the output stamps of a restore (see `pending_stamps`).
+    fn stamp_later(
+        &mut self,
+        key: &str,
+        rows: Vec<vx_store::index::OutputStamp>,
+        superseded: Vec<String>,
+    ) {
+        self.pending_stamps
+            .push((key.to_string(), rows, superseded));
+        if self.pending_stamps.len() >= STAMP_BATCH {
+            self.flush_stamps();
+        }
+    }
+
+    /// Writes the queued output stamps, in one transaction.
+    fn flush_stamps(&mut self) {
+        if self.pending_stamps.is_empty() {
+            return;
+        }
+        let entries = std::mem::take(&mut self.pending_stamps);
+        let workspace = self.stamps.workspace_id().to_string();
+        if let Some(store) = self.layers.store_mut() {
+            let _ = store.set_output_stamps_many(&workspace, &entries);
+        }
+    }
+
+    fn refresh_outputs(&mut self, outputs: &Outputs) {
+        self.keys.changed(&outputs.prefixes());
+    }
+
+    /// End of the graph: access times and the identity memo rows are written, and the queued
+    /// uploads are waited for (REM-8), `waiting` told so while they take long. `signalled`: a
+    /// signal stopped the run, so its uploads are abandoned.
+    pub fn finish(&mut self, signalled: bool, waiting: &mut dyn FnMut(Notice)) {
+        self.flush_stamps();
+        if signalled {
+            self.layers.abandon_uploads();
+        } else if self.layers.uploads_pending() > 0 {
+            // Said while waiting, not after: the wait is what it explains.
+            let abandoned = self.layers.drain(UPLOAD_WAIT, UPLOAD_SLOW, &mut |pending| {
+                waiting(Notice::note(format!(
+                    "finishing {pending} upload{}…",
+                    if pending == 1 { "" } else { "s" }
+                )));
+            });
+            if abandoned > 0 {
+                self.say(Notice::warning(format!(
+                    "remote cache: {abandoned} upload{} abandoned after {} s",
+                    if abandoned == 1 { "" } else { "s" },
+                    UPLOAD_WAIT.as_secs()
+                )));
+            }
+        }
+        self.layers.discard_prefetched();
+        self.show_layer_warnings();
+        // REM-7: each failure class was warned about once; the repeats are counted once here,
+        // above the footer.
+        let repeats = self.layers.repeated_failures();
+        if repeats > 0 {
+            self.say(Notice::warning(format!(
+                "remote cache: {repeats} more failure{} of the kinds above",
+                if repeats == 1 { "" } else { "s" }
+            )));
+        }
+        let workspace_id = self.stamps.workspace_id().to_string();
+        let Some(store) = self.layers.store_mut() else {
+            return;
+        };
+        if store.disabled().is_some() {
+            return;
+        }
+        let _ = store.flush_touches();
+        let rows: Vec<(String, vx_store::index::FileStamp)> = self
+            .keys
+            .memo
+            .dirty
+            .iter()
+            .filter_map(|path| {
+                let (stat, blob) = self.keys.memo.rows.get(path)?;
+                Some((path.clone(), file_stamp(stat, blob)))
+            })
+            .collect();
+        let _ = store.put_file_stamps(&workspace_id, &rows);
+    }
+
+    /// Closes the index (the end of a run).
+    pub fn close(&mut self) {
+        self.layers.close();
+    }
+}
+
+/// Restores whose output stamps are written together (see `pending_stamps`).
+const STAMP_BATCH: usize = 256;
+
+/// REM-8: how long the end of a run waits for queued uploads, and after how long it says so.
+const UPLOAD_WAIT: Duration = Duration::from_secs(60);
+const UPLOAD_SLOW: Duration = Duration::from_secs(2);
+
+fn file_stamp(stat: &vx_workspace::tree::Stat, blob: &str) -> vx_store::index::FileStamp {
+    vx_store::index::FileStamp {
+        device: stat.device,
+        inode: stat.inode,
+        mtime_ns: stat.mtime_ns,
+        ctime_ns: stat.ctime_ns,
+        size: stat.size,
+        mode: stat.mode,
+        blob_id: blob.to_string(),
+    }
+}
+
+/// Converts stored memo rows back into the tree's stat form.
+pub fn memo_row(row: &vx_store::index::FileStamp) -> (vx_workspace::tree::Stat, String) {
+    (
+        vx_workspace::tree::Stat {
+            device: row.device,
+            inode: row.inode,
+            mtime_ns: row.mtime_ns,
+            ctime_ns: row.ctime_ns,
+            size: row.size,
+            mode: row.mode,
+        },
+        row.blob_id.clone(),
+    )
+}

@@ -1,0 +1,510 @@
+//! The end of the graph (ARCH-3): stopping what is not kept, the held frames, the recap, the
+//! footer, and the run's history rows.
+
+use std::time::SystemTime;
+
+use super::{kind_of, task, Kind, Run};
+use crate::exit;
+use crate::outcome::{Status, TaskReport};
+use crate::record::profile::TraceFile;
+use crate::record::summary::{target_path, SummaryFile};
+use crate::record::{RunRecord, TaskRecord, TelemetrySink};
+use crate::report::Totals;
+
+impl Run<'_> {
+    /// Waits for messages until `done` holds, handling each as usual.
+    pub(super) fn drain_until(&mut self, done: impl Fn(&Run<'_>) -> bool) {
+        while !done(self) {
+            match self.next_message() {
+                Some(msg) => self.handle(msg),
+                None => return,
+            }
+        }
+    }
+
+    /// End of graph (ARCH-3): stop persistent tasks that are not kept, print held frames, the
+    /// recap and the footer, then keep requested servers alive (EXEC-13).
+    pub(super) fn end_of_graph(&mut self) -> i32 {
+        let signalled = self.stopping.is_some();
+        for i in self.scheduler.unstarted() {
+            if kind_of(task(self.plan, i)) == Kind::Group {
+                continue;
+            }
+            let status = if signalled {
+                Status::NotRun
+            } else {
+                Status::Skipped
+            };
+            let report = TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), status, None);
+            self.reporter.finished(i, &report, self.is_shown(i));
+            self.reports.insert(i, report);
+        }
+        let keep_allowed = !signalled
+            && (!self.any_failed()
+                || self.options.continue_mode == vx_core::schedule::ContinueMode::Always);
+        let kept: Vec<usize> = if self.watch.is_some() {
+            // `vx watch` keeps every ready persistent task for the next cycle, whatever else
+            // failed; only a signal stops them.
+            self.live
+                .iter()
+                .filter(|(_, l)| !signalled && l.kind == Kind::Persistent && l.ready)
+                .map(|(&i, _)| i)
+                .collect()
+        } else if keep_allowed {
+            self.kept_persistent()
+        } else {
+            Vec::new()
+        };
+        let to_stop: Vec<usize> = self
+            .live
+            .keys()
+            .copied()
+            .filter(|i| !kept.contains(i))
+            .collect();
+        for i in &to_stop {
+            self.live[i].handle.stop(nix::libc::SIGTERM);
+        }
+        self.drain_until(|run| to_stop.iter().all(|i| !run.live.contains_key(i)));
+        if kept.is_empty() || self.watch.is_some() {
+            self.stop_exited_servers();
+        }
+
+        let code = self.exit_code();
+        let reporter = &mut self.reporter;
+        self.cache
+            .finish(signalled, &mut |notice| reporter.waiting(notice));
+        self.relay_notices();
+        self.record_run(code, signalled, true);
+        self.finish_output();
+        if kept.is_empty() && self.watch.is_none() && !signalled {
+            self.write_snapshot(code);
+        }
+        // STORE-14: released before the foreground wait for kept persistent tasks.
+        self.ctx.lock.take();
+        if self.watch.is_some() {
+            self.hand_over(&kept);
+            return code;
+        }
+        if kept.is_empty() || self.stopping.is_some() {
+            return code;
+        }
+        let code = self.keep_alive_loop(&kept);
+        // The kept task's exit is the run's: history (HIST-1) and the summary (UI-14) say so.
+        self.record_run(code, self.stopping.is_some(), false);
+        code
+    }
+
+    /// Where `--summarize`/`--profile` write: the given path (from the current directory), or
+    /// `<cache-dir>/runs/<run-id><suffix>` for the bare flag.
+    fn file_path(&self, target: &crate::options::Target, suffix: &str) -> std::path::PathBuf {
+        target_path(
+            target,
+            &self.ctx.cwd,
+            &self.ctx.cache_dir,
+            &self.run_id,
+            suffix,
+        )
+    }
+
+    /// The run ended with `code` (`first`: at the end of the graph, else when a kept task
+    /// ended after the footer): one run record for every sink (ARCH-2). History is not recorded
+    /// for a signal-stopped run, and retention runs only the first time; the summary is written
+    /// both times, the trace the first time.
+    fn record_run(&mut self, code: i32, signalled: bool, first: bool) {
+        let now = crate::clock::epoch_ms(SystemTime::now());
+        let summary_path = self
+            .options
+            .summarize
+            .as_ref()
+            .map(|target| self.file_path(target, ".json"));
+        let trace_path = self
+            .options
+            .profile
+            .as_ref()
+            .map(|target| self.file_path(target, ".trace.json"));
+        let (keys, layers) = self.cache.keys_and_layers();
+        let head = vx_workspace::tree::head(&self.plan.workspace.root).unwrap_or_default();
+        let plan = self.plan;
+        let record = RunRecord {
+            run_id: &self.run_id,
+            git: Some(crate::record::GitFacts {
+                commit: head.commit,
+                branch: head.branch,
+            }),
+            exit_code: code,
+            started_at_ms: crate::clock::epoch_ms(self.started_wall),
+            ended_at_ms: now,
+            tasks: self
+                .reports
+                .values()
+                .map(|report| {
+                    let known = keys.known(&report.id);
+                    let config = vx_core::graph::task_config(&plan.workspace, &report.id);
+                    TaskRecord {
+                        report,
+                        key: known.map(|d| d.key.hex()),
+                        detail: crate::record::TaskDetail {
+                            command: report
+                                .command_line
+                                .as_deref()
+                                .or_else(|| config.and_then(|c| c.command.as_deref())),
+                            inputs: known.map(|d| &d.inputs),
+                            config,
+                        },
+                    }
+                })
+                .collect(),
+        };
+        // Every sink of this record, the built-in ones included, told the same way (ARCH-2).
+        let mut history = None;
+        if signalled {
+            self.recorder.flush(layers.store_mut());
+        } else {
+            let facts = invocation_facts(self.options, &self.ctx, record.git.clone());
+            let retention = first
+                .then_some(self.plan.workspace.settings.cache_retention.as_ref())
+                .flatten();
+            history = Some(self.recorder.history(layers.store_mut(), facts, retention));
+        }
+        if first {
+            if let Some(path) = summary_path {
+                self.summary = Some(SummaryFile {
+                    path,
+                    cwd: self.ctx.cwd.clone(),
+                    written: false,
+                });
+            }
+        }
+        // ARCH-4: once, when the graph ends (a kept server's later exit is not exported).
+        let mut exporter = first
+            .then(|| crate::record::otlp::OtlpExporter::from_env(&self.ctx.host_env))
+            .flatten();
+        let mut trace = match (first, trace_path, &self.phases) {
+            (true, Some(path), Some(phases)) => Some(TraceFile {
+                path,
+                cwd: self.ctx.cwd.clone(),
+                origin: self.ctx.origin,
+                loop_started: self.started_at,
+                phases: phases.clone(),
+            }),
+            _ => None,
+        };
+        let mut sinks: Vec<&mut dyn TelemetrySink> = Vec::new();
+        if let Some(history) = &mut history {
+            sinks.push(history);
+        }
+        if let Some(summary) = &mut self.summary {
+            sinks.push(summary);
+        }
+        for sink in &mut self.sinks {
+            sinks.push(sink.as_mut());
+        }
+        if let Some(exporter) = &mut exporter {
+            sinks.push(exporter);
+        }
+        if let Some(trace) = &mut trace {
+            sinks.push(trace);
+        }
+        let notices: Vec<_> = sinks
+            .into_iter()
+            .flat_map(|sink| sink.run_ended(&record))
+            .collect();
+        drop(history);
+        if first {
+            crate::record::report_counters(keys.tree.counters().files_hashed, layers.store());
+        }
+        for notice in notices {
+            self.reporter.notice(notice);
+        }
+    }
+
+    /// A run that found every task up to date and printed only its footer writes its snapshot
+    /// (`snapshot.rs`); why one is not written goes to `VX_LOG=debug`.
+    fn write_snapshot(&mut self, code: i32) {
+        let Some(request) = self.ctx.snapshot.clone() else {
+            return;
+        };
+        let written = self.snapshot_facts(code).and_then(|(facts, paths)| {
+            crate::snapshot::write(&request, &self.plan.workspace.root, &facts, paths)
+                .map_err(|e| e.0)
+        });
+        if let Err(why) = written {
+            tracing::trace!(target: "vx::snapshot", "no snapshot: {why}");
+        }
+    }
+
+    /// What the snapshot of this run records, or why there is none.
+    fn snapshot_facts(
+        &mut self,
+        code: i32,
+    ) -> Result<(crate::snapshot::Facts, Vec<std::path::PathBuf>), String> {
+        use std::path::PathBuf;
+        if code != exit::SUCCESS
+            || self.tui
+            || !self.sinks.is_empty()
+            || self.executor.off_machine_limit().is_some()
+        {
+            return Err("not a plain successful run".into());
+        }
+        let plan = self.plan;
+        let shown: Vec<(&TaskReport, bool)> = self
+            .reports
+            .iter()
+            .map(|(&i, report)| (report, self.is_shown(i)))
+            .collect();
+        if shown.is_empty() || !self.reporter.printed_only_footer(&shown) {
+            return Err("the run printed more than its footer".into());
+        }
+        let root = plan.workspace.root.clone();
+        let mut tasks = Vec::new();
+        // A set: every task of a project folds the same sources, so most paths come several times.
+        let mut paths: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+        let (keys, layers) = self.cache.keys_and_layers();
+        if layers.has_remote() {
+            return Err("a remote cache is configured".into());
+        }
+        let store = layers.store().ok_or("no cache")?;
+        for report in self.reports.values() {
+            let up_to_date = report.status == Status::Success
+                && report.cache == Some(crate::outcome::CacheKind::UpToDate)
+                && !report.kept
+                && !report.remote;
+            let derived = keys.known(&report.id);
+            let (Some(derived), Some(short_key), true) =
+                (derived, report.short_key.clone(), up_to_date)
+            else {
+                return Err(format!("{} was not up to date", report.id));
+            };
+            // A probe's output is no file: such a key is never proven unchanged by stat data.
+            let probes = vx_core::graph::task_config(&plan.workspace, &report.id)
+                .and_then(|config| config.cache.as_ref())
+                .is_some_and(|cache| {
+                    !cache.runtime.is_empty() || !cache.workspace_runtime.is_empty()
+                });
+            if probes {
+                return Err(format!("{} has runtime probes", report.id));
+            }
+            // What the key folded, when it was not dropped yet (the rest is in `keys.folded`),
+            // and the entry's artifact: a full run's lookup checks that it is there.
+            paths.extend(derived.stats.iter().map(|f| PathBuf::from(&f.path)));
+            paths.extend(
+                derived
+                    .workspace_stats
+                    .iter()
+                    .map(|f| PathBuf::from(&f.path)),
+            );
+            paths.insert(store.artifact_path(&derived.key.hex()));
+            tasks.push(crate::snapshot::Task {
+                id: report.id.clone(),
+                short_key,
+                stored_ms: report.stored.unwrap_or_default().as_millis() as u64,
+            });
+        }
+        paths.extend(keys.folded.iter().flatten().map(PathBuf::from));
+        let tree = &keys.tree;
+        let consulted = tree
+            .consulted()
+            .ok_or("the workspace holds nested repositories")?;
+        paths.extend(consulted);
+        paths.extend(tree.files().iter().map(|f| PathBuf::from(&f.path)));
+        // The index as it is now, unchanged since it was opened: no entry was deleted or saved
+        // again meanwhile (this run's retention, another checkout sharing the cache).
+        let (salt, generation) = store
+            .snapshot_state(&self.run_id)
+            .ok()
+            .flatten()
+            .ok_or("the run is not in history")?;
+        if store.generation_at_open() != Some(generation) {
+            return Err("entries were deleted or saved again during the run".into());
+        }
+        let cache_dir = store.dir().to_path_buf();
+        let mut all_outputs = Vec::with_capacity(self.reports.len());
+        for report in self.reports.values() {
+            let outputs = self
+                .cache
+                .outputs(&report.id)
+                .ok_or_else(|| format!("{} has no outputs", report.id))?;
+            all_outputs.push(outputs);
+        }
+        // On several threads, as the up-to-date checks listed them.
+        for listing in vx_workspace::par::map(&all_outputs, |outputs| outputs.list(&root)) {
+            let listing = listing.map_err(|e| e.to_string())?;
+            paths.extend(listing.visited.into_iter().map(PathBuf::from));
+        }
+        // Finding the members: every directory listed or matched, and the files that make a
+        // matched directory a project (there or not).
+        for dir in &plan.workspace.discovered_from {
+            paths.insert(root.join(dir));
+            for name in [vx_core::config::CONFIG_FILE, "package.json"] {
+                paths.insert(root.join(dir).join(name));
+            }
+        }
+        for project in &plan.workspace.projects {
+            for name in [vx_core::config::CONFIG_FILE, "package.json"] {
+                paths.insert(root.join(&project.dir).join(name));
+            }
+        }
+        paths.extend(
+            vx_core::key::WORKSPACE_FILES
+                .iter()
+                .map(|name| root.join(name)),
+        );
+        // A frozen run took its projects from the lock (a plain run never reads it).
+        if self.options.frozen {
+            paths.insert(root.join(vx_core::config::LOCK_FILE));
+        }
+        // Finding the root reads these from the working directory up, and stops at the first
+        // `vx.toml` with `[workspace]`: the root's, unless the root came from a package
+        // manager's files. The directories above the root are not recorded themselves (`/tmp`
+        // or a home directory changes all the time).
+        let by_vx_toml = std::fs::read_to_string(root.join(vx_core::config::CONFIG_FILE))
+            .is_ok_and(|text| text.contains("[workspace]"));
+        let up_to = if by_vx_toml {
+            Some(root.as_path())
+        } else {
+            None
+        };
+        for dir in self.ctx.cwd.ancestors() {
+            if up_to.is_some_and(|root| !dir.starts_with(root)) {
+                break;
+            }
+            for name in [
+                vx_core::config::CONFIG_FILE,
+                "package.json",
+                "pnpm-workspace.yaml",
+                ".gitignore",
+            ] {
+                paths.insert(dir.join(name));
+            }
+        }
+        // Finding the repository looks for `.git` from the root up to the work tree (or to `/`
+        // outside git): one appearing there would change what is listed.
+        let worktree = vx_workspace::tree::find_repository(&root)
+            .ok()
+            .flatten()
+            .map(|dirs| dirs.worktree);
+        for dir in root.ancestors() {
+            if Some(dir) == worktree.as_deref() {
+                break;
+            }
+            paths.insert(dir.join(".git"));
+        }
+        if let Ok(exe) = std::env::current_exe() {
+            paths.insert(exe);
+        }
+        let facts = crate::snapshot::Facts {
+            run_id: self.run_id.clone(),
+            cache_dir,
+            salt,
+            generation,
+            workers: self.ctx.slots,
+            projects_in_run: plan.projects_in_run,
+            projects_in_workspace: plan.workspace.projects.len(),
+            tasks,
+        };
+        Ok((facts, paths.into_iter().collect()))
+    }
+
+    /// The run's exit code: a signal's, else 1 when a task failed or was skipped.
+    fn exit_code(&self) -> i32 {
+        if let Some(n) = self.stopping {
+            return exit::signal(n);
+        }
+        if self.any_failed() {
+            exit::FAILURE
+        } else {
+            exit::SUCCESS
+        }
+    }
+
+    fn any_failed(&self) -> bool {
+        self.reports
+            .values()
+            .any(|r| matches!(r.status, Status::Failed | Status::Skipped))
+    }
+
+    /// Held failure frames, the recap and the footer (the live region erased first, UI-6).
+    pub(super) fn finish_output(&mut self) {
+        let reports: Vec<TaskReport> = self.reports.values().cloned().collect();
+        let totals = Totals {
+            reports: &reports,
+            projects_in_run: self.plan.projects_in_run,
+            projects_in_workspace: self.plan.workspace.projects.len(),
+            workers: self.ctx.slots,
+            remote_in_flight: reports
+                .iter()
+                .any(|r| r.remote)
+                .then(|| self.executor.off_machine_limit().unwrap_or(0)),
+            wall: self.started_at.elapsed(),
+            interrupted: self.stopping,
+            rerun: self.still_owed(),
+        };
+        self.reporter.finish(&totals);
+    }
+
+    /// The `re-run:` line's ids: every task that did not succeed (failed, blocked by a failure,
+    /// aborted or never started), failures first, so running them re-runs everything the command
+    /// still owes. Past [`RERUN_IDS`], only those no other owed task depends on are named (each
+    /// runs the rest as its dependencies).
+    fn still_owed(&self) -> Vec<String> {
+        let owed: Vec<usize> = {
+            let status = |s: Status| {
+                let plan = self.plan;
+                self.reports
+                    .iter()
+                    .filter(move |(&i, r)| r.status == s && kind_of(task(plan, i)) != Kind::Group)
+                    .map(|(&i, _)| i)
+            };
+            let mut owed: Vec<usize> = status(Status::Failed).collect();
+            for s in [Status::Skipped, Status::Aborted, Status::NotRun] {
+                owed.extend(status(s));
+            }
+            owed
+        };
+        let nodes = &self.plan.graph.nodes;
+        let kept: Vec<usize> = if owed.len() <= RERUN_IDS {
+            owed
+        } else {
+            let mut reached = std::collections::HashSet::new();
+            for &i in &owed {
+                let mut stack: Vec<usize> = nodes[i].deps.clone();
+                while let Some(d) = stack.pop() {
+                    if reached.insert(d) {
+                        stack.extend(nodes[d].deps.iter().copied());
+                    }
+                }
+            }
+            owed.into_iter().filter(|i| !reached.contains(i)).collect()
+        };
+        kept.into_iter().map(|i| nodes[i].id.to_string()).collect()
+    }
+}
+
+/// How many ids the `re-run:` line names before it names only the owed tasks nothing else
+/// owed depends on.
+const RERUN_IDS: usize = 20;
+
+/// HIST-1: the invocation's facts other than its tasks (the history sink adds those).
+fn invocation_facts(
+    options: &crate::options::RunOptions,
+    ctx: &super::Context,
+    head: Option<crate::record::GitFacts>,
+) -> vx_store::index::Invocation {
+    let head = head.unwrap_or_default();
+    vx_store::index::Invocation {
+        commit: head.commit,
+        branch: head.branch,
+        ci_provider: crate::record::invocation::ci_provider(&ctx.host_env),
+        argv: std::env::args().collect(),
+        os: std::env::consts::OS.into(),
+        arch: std::env::consts::ARCH.into(),
+        vx_version: env!("CARGO_PKG_VERSION").into(),
+        concurrency: ctx.slots,
+        cache_policy: format!(
+            "local:{}{}",
+            if options.cache.local_read { "r" } else { "" },
+            if options.cache.local_write { "w" } else { "" }
+        ),
+        ..Default::default()
+    }
+}

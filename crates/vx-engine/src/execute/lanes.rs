@@ -1,0 +1,267 @@
+//! Cache hits and the two lanes: confirmed hits served ahead of their dependencies (SCHED-3),
+//! restores written back on the restore lane, artifacts packed on the save lane (STORE-7).
+
+use std::time::{Duration, Instant};
+
+use vx_core::schedule::{Finish, NodeState};
+use vx_core::TaskId;
+use vx_store::log::LogRecord;
+
+use super::{kind_of, task, Kind, Msg, PackResult, RestoreResult, Run};
+
+use crate::cache::{Ahead, Decision, RestoreJob, SaveJob};
+use crate::execute::stripper::Stripper;
+use crate::outcome::CacheKind;
+use crate::outcome::Notice;
+use crate::outcome::{Status, TaskReport};
+
+impl Run<'_> {
+    /// SCHED-3: confirmed hits of tasks with stable keys are served at once, without waiting
+    /// for their dependencies (restores run on the loop thread, ahead of any execution). Then
+    /// EXEC-13: an unrequested persistent task whose dependants were all served this way is
+    /// not started.
+    pub(super) fn restore_ahead(&mut self) {
+        let unstable = crate::keys::unstable_nodes(self.plan);
+        let candidates: Vec<usize> = (0..unstable.len())
+            .filter(|&i| {
+                let config = task(self.plan, i);
+                kind_of(config) == Kind::OneShot
+                    && config.cache.is_some()
+                    && !unstable[i]
+                    && matches!(
+                        self.scheduler.state(i),
+                        NodeState::Waiting | NodeState::Ready
+                    )
+            })
+            .collect();
+        let ids: Vec<TaskId> = candidates
+            .iter()
+            .map(|&i| self.plan.graph.nodes[i].id.clone())
+            .collect();
+        // REM-6: tasks whose entry only the remote holds wait out of the schedule for their
+        // download, and are served as each arrives (`Msg::Prefetched`).
+        let nodes = candidates.clone();
+        let tx = self.tx.clone();
+        let ready = Box::new(move |at: usize| {
+            let _ = tx.send(Msg::Prefetched(nodes[at]));
+        });
+        let fetching = self
+            .cache
+            .prefetch_ahead(&ids, self.ctx.slots as usize, ready);
+        self.relay_notices();
+        for &at in &fetching {
+            self.scheduler.take_ahead(candidates[at]);
+            self.prefetching.insert(candidates[at]);
+        }
+        for (i, id) in candidates.into_iter().zip(ids) {
+            if self.prefetching.contains(&i)
+                || !matches!(
+                    self.scheduler.state(i),
+                    NodeState::Waiting | NodeState::Ready
+                )
+            {
+                continue;
+            }
+            let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
+            let ahead = self.cache.prepare_ahead(&id, needs_log);
+            self.relay_notices();
+            self.serve_ahead(i, ahead, false);
+        }
+        self.cache.end_ahead();
+        for i in 0..self.plan.graph.nodes.len() {
+            let node = &self.plan.graph.nodes[i];
+            let candidate = kind_of(task(self.plan, i)) == Kind::Persistent
+                && !self.is_shown(i)
+                && !node.dependants.is_empty()
+                && matches!(
+                    self.scheduler.state(i),
+                    NodeState::Waiting | NodeState::Ready
+                );
+            // Every dependant served, or being restored by the lane.
+            if candidate
+                && node.dependants.iter().all(|d| {
+                    self.served_ahead(*d) || self.scheduler.state(*d) == NodeState::Running
+                })
+            {
+                self.scheduler.take_ahead(i);
+                self.servers_held.push(i);
+            }
+        }
+        self.settle_servers();
+    }
+
+    /// REM-6: the download of a held task's remote entry ended. The task is served or restored
+    /// like a hit found ahead, or goes back to the schedule (no entry, or the run is stopping).
+    pub(super) fn prefetched(&mut self, i: usize) {
+        if !self.prefetching.remove(&i) {
+            return;
+        }
+        let ahead = if self.stopping.is_some() {
+            Ahead::Not
+        } else {
+            let id = self.plan.graph.nodes[i].id.clone();
+            let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
+            let ahead = self.cache.prepare_ahead(&id, needs_log);
+            self.relay_notices();
+            ahead
+        };
+        self.serve_ahead(i, ahead, true);
+        self.settle_servers();
+    }
+
+    /// What [`RunCache::prepare_ahead`] decided for node `i`: a hit is reported and finished, a
+    /// restore goes to the lane. `taken`: the node is out of the schedule already (held for its
+    /// download), and goes back to it when nothing is served.
+    ///
+    /// [`RunCache::prepare_ahead`]: crate::cache::RunCache::prepare_ahead
+    fn serve_ahead(&mut self, i: usize, ahead: Ahead, taken: bool) {
+        let served = match ahead {
+            Ahead::Restore(job) => {
+                if !taken {
+                    self.scheduler.take_ahead(i);
+                }
+                self.start_restore(i, job);
+                return;
+            }
+            Ahead::Served(decision) => self.report_served(i, decision),
+            Ahead::Not => false,
+        };
+        if served && taken {
+            let skipped = self.scheduler.finish(i, Finish::Success);
+            self.report_skipped(&skipped);
+        } else if served {
+            self.scheduler.finish_ahead(i);
+        } else if taken {
+            let skipped = self.scheduler.give_back(i);
+            self.report_skipped(&skipped);
+        }
+    }
+
+    /// Reports node `i` served from the cache when `decision` is a hit; false otherwise.
+    fn report_served(&mut self, i: usize, decision: Decision) -> bool {
+        let Decision::Hit {
+            kind,
+            records,
+            short_key,
+            stored,
+            restore_reason,
+        } = decision
+        else {
+            return false;
+        };
+        self.report_hit(i, kind, records, short_key, stored, restore_reason);
+        true
+    }
+
+    /// Hands a restore to the restore lane; without a thread the task goes back to the normal
+    /// schedule, which restores it there.
+    pub(super) fn start_restore(&mut self, i: usize, job: Box<RestoreJob>) {
+        let work = |i, job: Box<RestoreJob>| {
+            let result = Box::new(job.run());
+            Msg::Restored(i, job, result)
+        };
+        if self.restores.submit(i, job, &self.tx, work).is_err() {
+            let skipped = self.scheduler.give_back(i);
+            self.report_skipped(&skipped);
+        }
+    }
+
+    /// A restore of the lane ended: the hit is served, or the task goes back to the schedule.
+    pub(super) fn restored(&mut self, i: usize, job: Box<RestoreJob>, result: RestoreResult) {
+        if let Some((next, job)) = self.restores.done() {
+            self.start_restore(next, job);
+        }
+        let decision = self.cache.complete_ahead(job, result);
+        self.relay_notices();
+        let served = decision.is_some_and(|decision| self.report_served(i, decision));
+        let skipped = if served {
+            self.scheduler.finish(i, Finish::Success)
+        } else {
+            self.scheduler.give_back(i)
+        };
+        self.report_skipped(&skipped);
+        self.settle_servers();
+    }
+
+    /// Hands a save to the save lane; without a thread the result is not saved and the
+    /// dependants are released at once.
+    pub(super) fn start_save(&mut self, i: usize, job: Box<SaveJob>) {
+        let work = |i, job: Box<SaveJob>| {
+            let packed = Box::new(job.pack());
+            Msg::Packed(i, job, packed)
+        };
+        if self.saves.submit(i, job, &self.tx, work).is_err() {
+            self.reporter.notice(Notice::note(format!(
+                "{}: could not save to the cache: cannot start a thread",
+                self.plan.graph.nodes[i].id
+            )));
+            let skipped = self.scheduler.finish(i, Finish::Success);
+            self.report_skipped(&skipped);
+        }
+    }
+
+    /// The save lane finished packing: publish the entry, then release the dependants.
+    pub(super) fn saved(&mut self, i: usize, job: Box<SaveJob>, packed: Box<PackResult>) {
+        let saved = self.cache.complete_save(job, *packed);
+        self.relay_notices();
+        self.recorder.saved(&self.plan.graph.nodes[i].id, saved);
+        if let Some((next, job)) = self.saves.done() {
+            self.start_save(next, job);
+        }
+        if self.stopping.is_none() {
+            let skipped = self.scheduler.finish(i, Finish::Success);
+            self.report_skipped(&skipped);
+        }
+    }
+
+    /// A hit (UI-1): the stored log is replayed through the same path as live output.
+    pub(super) fn hit(
+        &mut self,
+        i: usize,
+        kind: CacheKind,
+        records: Vec<LogRecord>,
+        short_key: String,
+        stored: Duration,
+        restore_reason: Option<String>,
+    ) {
+        self.report_hit(i, kind, records, short_key, stored, restore_reason);
+        let skipped = self.scheduler.finish(i, Finish::Success);
+        self.report_skipped(&skipped);
+    }
+
+    pub(super) fn report_hit(
+        &mut self,
+        i: usize,
+        kind: CacheKind,
+        records: Vec<LogRecord>,
+        short_key: String,
+        stored: Duration,
+        restore_reason: Option<String>,
+    ) {
+        let started = Instant::now();
+        let mut strippers =
+            (!self.reporter.colour()).then(|| [Stripper::new(), Stripper::new(), Stripper::new()]);
+        let mut log = Vec::new();
+        for record in records {
+            let bytes = match &mut strippers {
+                Some(s) => s[record.stream as usize - 1].push(&record.bytes),
+                None => record.bytes,
+            };
+            log.extend_from_slice(&bytes);
+        }
+        let mut report =
+            TaskReport::not_started(self.plan.graph.nodes[i].id.clone(), Status::Success, None);
+        report.cache = Some(kind);
+        report.short_key = Some(short_key);
+        report.stored = Some(stored);
+        report.restore_reason = restore_reason;
+        report.log = log;
+        // A hit's frame is printed whole, header status included, even when it would stream.
+        report.duration = started.elapsed();
+        report.start_offset = started.saturating_duration_since(self.started_at);
+        report.end_offset = self.started_at.elapsed();
+        report.admission_held = self.held.total(i);
+        self.reporter.finished(i, &report, self.is_shown(i));
+        self.reports.insert(i, report);
+    }
+}

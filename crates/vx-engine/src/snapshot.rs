@@ -1,0 +1,695 @@
+//! The run snapshot: a command whose last run found every task up to date, and of whose
+//! inputs nothing has moved since, is *replayed* — its footer printed again and one history
+//! row recorded — without loading configuration, listing files, deriving a key or looking up
+//! an entry (PERF-1: nothing changed costs about what `git status` costs).
+//!
+//! # How this works
+//!
+//! A run that ends with every task up to date, having printed nothing but its footer, writes
+//! `<cache-dir>/snapshots/<request>`: `request` is a digest of vx's version and path, the working
+//! directory, the arguments, the whole environment but `VX_LOG`, which of stdin, stdout and
+//! stderr are terminals, and the CPUs available (so any difference there is another request). The file holds what the footer and
+//! the history row need (the tasks, their short keys and saved times, the counts of projects
+//! and workers, the run it repeats, the cache directory with its salt and entries'
+//! generation) and the `lstat` data (device, inode, mode, size, mtime, ctime; or "absent") of
+//! every path the run's result depended on:
+//!
+//! - every file the tree listed and every directory it listed, the `.gitignore`, attributes
+//!   and git configuration files it read or looked for, the index (`Tree::consulted`);
+//! - every path each task's output walk looked at (`Listing::visited`): a new, removed or
+//!   rewritten output shows in a file's or a directory's stat data;
+//! - each path a task's key folded (inputs, manifest, the root's lock and package manager
+//!   files; kept by `Keys::folded` when a hit's inputs are dropped) and each entry's artifact;
+//! - what finding the members looked at (`Workspace::discovered_from`) with the `vx.toml` and
+//!   `package.json` of each such directory, each project's two files, the files that finding
+//!   the root reads from the working directory up, `.git` from the root up to the work tree,
+//!   and the vx binary itself.
+//!
+//! A symbolic link is recorded twice: its `lstat`, and the `stat` of what it leads to. A path
+//! inside the root is recorded as absent only when its directory did not change during the run
+//! either (it may have been removed while the run read it). And nothing is written when the index's
+//! generation moved while the run went on (its own retention, another checkout's prune).
+//!
+//! The next run with the same request takes the workspace lock without waiting, `lstat`s
+//! every recorded path (on the machine's threads, the most recently changed first, so that a
+//! run after an edit gives up early) and compares; then opens the index and
+//! checks its salt (a rebuilt index has a new one), its generation (raised by a trigger when
+//! any entry is deleted or saved again, `vx-store` schema 6) and that the repeated run is
+//! still in history. Any difference, an unreadable snapshot or a busy lock: the run goes the
+//! whole way, as if there were no snapshot, and may write a new one.
+//!
+//! # Why a replay is the same run
+//!
+//! A snapshot is written only when no recorded path changed after the run started: each
+//! path's mtime and ctime are more than [`RACY`] older than the run's start (git's racy-file
+//! rule, with a margin for filesystems that keep whole seconds). So what the run read is what
+//! the stat data describe. A later change of content changes the ctime (which no program can
+//! set back), an added or removed file changes its directory's, and anything vx reads that is
+//! not a file — the environment, the arguments, the cache's entries — is in the request or
+//! checked against the index. Not replayed at all: `--dry`, `--graph`, `--affected` and
+//! changed-since filters (git history is not a file vx stats), `--summarize`, `--profile`,
+//! OpenTelemetry export, `vx watch`, a remote cache or remote execution, tasks with runtime
+//! probes, nested repositories and submodules, and `VX_SNAPSHOT=0`.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use vx_core::TaskId;
+
+use crate::options::RunOptions;
+use crate::outcome::{CacheKind, Status, TaskReport};
+use crate::report::Reporter;
+
+/// The first line of a snapshot file.
+const FORMAT: &str = "vx-snapshot 1";
+
+/// A path whose mtime or ctime is this close to the run's start (or later) may have changed
+/// while the run read it: no snapshot is written.
+const RACY: Duration = Duration::from_secs(2);
+
+/// Snapshot files kept per workspace; the oldest go first.
+const KEPT: usize = 32;
+
+/// Where a snapshot of this command lives, and when the run started.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub digest: String,
+    pub path: PathBuf,
+    /// The wall clock when the run started, before anything was read.
+    pub started: SystemTime,
+}
+
+impl Request {
+    /// The request of this process's command, or `None` when it is never replayed.
+    /// `cache_dir`: the cache directory as the options, the environment and the root's
+    /// `[workspace]` table name it (snapshots live in its `snapshots` folder); `terminals`: which
+    /// of stdin, stdout and stderr are terminals.
+    pub fn new(
+        cache_dir: &Path,
+        cwd: &Path,
+        options: &RunOptions,
+        env: &BTreeMap<String, String>,
+        started: SystemTime,
+        terminals: [bool; 3],
+    ) -> Option<Request> {
+        if !replayable(options, env) {
+            return None;
+        }
+        let mut hasher = blake3::Hasher::new();
+        let mut field = |bytes: &[u8]| {
+            hasher.update(&(bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        };
+        field(FORMAT.as_bytes());
+        field(env!("CARGO_PKG_VERSION").as_bytes());
+        // Another build of the same version elsewhere is another vx (this one's file is recorded).
+        let exe = std::env::current_exe().unwrap_or_default();
+        field(exe.as_os_str().as_bytes());
+        field(cwd.as_os_str().as_bytes());
+        let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+        field(&(args.len() as u64).to_le_bytes());
+        for arg in &args {
+            field(arg.as_bytes());
+        }
+        // `VX_LOG` only says more on stderr: with it, a user can see why a run was not replayed.
+        let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(name, _)| name != "VX_LOG")
+            .collect();
+        vars.sort();
+        field(&(vars.len() as u64).to_le_bytes());
+        for (name, value) in &vars {
+            field(name.as_bytes());
+            field(value.as_bytes());
+        }
+        field(&terminals.map(u8::from));
+        // The footer's worker count when neither `--concurrency` nor the root sets it.
+        field(&vx_exec::host::available_cpus().to_le_bytes());
+        let digest = hasher.finalize().to_hex()[..32].to_string();
+        Some(Request {
+            path: cache_dir.join("snapshots").join(&digest),
+            digest,
+            started,
+        })
+    }
+}
+
+/// Whether these options and this environment allow a replay at all.
+fn replayable(options: &RunOptions, env: &BTreeMap<String, String>) -> bool {
+    let off = env
+        .get("VX_SNAPSHOT")
+        .is_some_and(|v| !crate::host::env::truthy(v));
+    let exporting = [
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    ]
+    .iter()
+    .any(|name| env.get(*name).is_some_and(|v| !v.is_empty()));
+    !off && !exporting
+        && options.plan.is_none()
+        && options.affected.is_none()
+        && options.filters.iter().all(|f| f.changed_since().is_none())
+        && options.summarize.is_none()
+        && options.profile.is_none()
+        && options.cache.local_read
+        && options.cache.local_write
+        && options.cache.remote_read != Some(true)
+        && options.cache.remote_write != Some(true)
+}
+
+/// One task of the repeated run, as the footer shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    pub id: TaskId,
+    pub short_key: String,
+    pub stored_ms: u64,
+}
+
+/// What a snapshot records besides the stat data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    /// The run it repeats.
+    pub run_id: String,
+    pub cache_dir: PathBuf,
+    /// The index's salt (hex) and the entries' generation when the run ended.
+    pub salt: String,
+    pub generation: i64,
+    pub workers: u32,
+    pub projects_in_run: usize,
+    pub projects_in_workspace: usize,
+    pub tasks: Vec<Task>,
+}
+
+/// The stat data that must not have changed: `None` for a path that did not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stat {
+    dev: u64,
+    ino: u64,
+    mode: u32,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Stat {
+    fn of(meta: &fs::Metadata) -> Stat {
+        Stat {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mode: meta.mode(),
+            size: meta.len(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+        }
+    }
+}
+
+/// `lstat` of `path` (`stat` when `follow`): `Ok(None)` when it is not there.
+fn stat_of(path: &Path, follow: bool) -> io::Result<Option<Stat>> {
+    let meta = if follow {
+        fs::metadata(path)
+    } else {
+        fs::symlink_metadata(path)
+    };
+    match meta {
+        Ok(meta) => Ok(Some(Stat::of(&meta))),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// What is recorded of one path: its `lstat`, or with `true` what it leads to (a symbolic
+/// link's target: vx reads configuration and ignore files through links).
+type Recorded = (PathBuf, bool, Option<Stat>);
+
+/// The recorded entries of these paths, in order, by index into `paths`: each path's `lstat`,
+/// followed by its target's `stat` when it is a symbolic link. (Indices, not copies: at
+/// thousands of projects the paths are tens of thousands.)
+fn record(paths: &[PathBuf]) -> io::Result<Vec<(usize, bool, Option<Stat>)>> {
+    let len = chunk_len(paths.len());
+    let chunks: Vec<(usize, &[PathBuf])> = paths
+        .chunks(len)
+        .enumerate()
+        .map(|(n, chunk)| (n * len, chunk))
+        .collect();
+    let parts = vx_workspace::par::map(&chunks, |(first, chunk)| {
+        let mut out = Vec::with_capacity(chunk.len());
+        for (i, path) in chunk.iter().enumerate() {
+            let own = stat_of(path, false)?;
+            let link = own.is_some_and(|s| s.mode & 0o170000 == 0o120000);
+            out.push((first + i, false, own));
+            if link {
+                out.push((first + i, true, stat_of(path, true)?));
+            }
+        }
+        Ok::<_, io::Error>(out)
+    });
+    let mut all = Vec::with_capacity(paths.len());
+    for part in parts {
+        all.extend(part?);
+    }
+    Ok(all)
+}
+
+/// Paths per chunk for the parallel `lstat`s: enough chunks that `par::map` spreads them over
+/// its threads (it keeps short lists on one).
+fn chunk_len(paths: usize) -> usize {
+    paths.div_ceil(256).max(1)
+}
+
+/// Why no snapshot was written, for `VX_LOG=debug`.
+#[derive(Debug)]
+pub struct NotWritten(pub String);
+
+/// Writes the snapshot of a run that found everything up to date: `paths` are absolute or
+/// root-relative. Nothing is written when a path changed after the run started (or cannot be
+/// read, or cannot be written down).
+pub fn write(
+    request: &Request,
+    root: &Path,
+    facts: &Facts,
+    paths: Vec<PathBuf>,
+) -> Result<(), NotWritten> {
+    let mut paths: Vec<PathBuf> = paths
+        .into_iter()
+        .map(|p| if p.is_absolute() { p } else { root.join(p) })
+        .collect();
+    paths.sort_unstable();
+    paths.dedup();
+    let mut recorded = record(&paths).map_err(|e| NotWritten(e.to_string()))?;
+    // Most recently changed first (see `unchanged`); absent paths last.
+    recorded.sort_by_key(|(_, _, stat)| {
+        std::cmp::Reverse(stat.map_or(i128::MIN, |s| s.mtime_ns.max(s.ctime_ns)))
+    });
+    let started = request
+        .started
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let racy_from = started.saturating_sub(RACY).as_nanos() as i128;
+    // The racy rule, before any file is made: the paths are sorted most recently changed
+    // first, so a path that changed during the run is the first one.
+    if let Some((index, _, _)) = recorded.iter().take(1).find(|(_, _, stat)| {
+        stat.is_some_and(|s| s.mtime_ns >= racy_from || s.ctime_ns >= racy_from)
+    }) {
+        return Err(NotWritten(format!(
+            "{} changed less than {}s before the run started",
+            paths[*index].display(),
+            RACY.as_secs()
+        )));
+    }
+    let dir = request
+        .path
+        .parent()
+        .ok_or_else(|| NotWritten("no snapshot directory".into()))?;
+    let failed = |e: io::Error| NotWritten(format!("{}: {e}", dir.display()));
+    fs::create_dir_all(dir).map_err(failed)?;
+    let temp = dir.join(format!(".{}.{}", request.digest, std::process::id()));
+    // Written as it is made (the text of tens of thousands of paths is never held whole), to a
+    // temporary file renamed over the snapshot once complete.
+    let written = fs::File::create(&temp).map_err(failed).and_then(|file| {
+        let mut out = io::BufWriter::with_capacity(1 << 16, file);
+        let lines = Lines {
+            out: &mut out,
+            request,
+            root,
+            facts,
+            paths: &paths,
+            recorded: &recorded,
+            racy_from,
+        };
+        lines.write()?;
+        // No `fsync`: a file cut short by a crash lacks its `end` line and is never read.
+        out.into_inner().map_err(|e| failed(e.into_error()))?;
+        fs::rename(&temp, &request.path).map_err(failed)
+    });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(e);
+    }
+    forget_oldest(dir);
+    Ok(())
+}
+
+/// The lines of one snapshot, written as they are made.
+struct Lines<'a, W: Write> {
+    out: &'a mut W,
+    request: &'a Request,
+    root: &'a Path,
+    facts: &'a Facts,
+    paths: &'a [PathBuf],
+    recorded: &'a [(usize, bool, Option<Stat>)],
+    /// A recorded time at or after this (ns) is too recent to prove anything (the racy rule).
+    racy_from: i128,
+}
+
+impl<W: Write> Lines<'_, W> {
+    fn line(&mut self, words: &[&str]) -> Result<(), NotWritten> {
+        let written = self
+            .out
+            .write_all(words.join("\t").as_bytes())
+            .and_then(|()| self.out.write_all(b"\n"));
+        written.map_err(|e| NotWritten(format!("cannot write the snapshot: {e}")))
+    }
+
+    fn write(mut self) -> Result<(), NotWritten> {
+        let facts = self.facts;
+        self.line(&[FORMAT])?;
+        self.line(&["vx", env!("CARGO_PKG_VERSION")])?;
+        self.line(&["request", &self.request.digest])?;
+        self.line(&["run", &facts.run_id])?;
+        self.line(&["cache", &shown(&facts.cache_dir)?])?;
+        self.line(&["store", &facts.salt, &facts.generation.to_string()])?;
+        self.line(&["workers", &facts.workers.to_string()])?;
+        self.line(&[
+            "projects",
+            &facts.projects_in_run.to_string(),
+            &facts.projects_in_workspace.to_string(),
+        ])?;
+        for task in &facts.tasks {
+            let words = [&task.id.project, &task.id.task, &task.short_key];
+            if words
+                .iter()
+                .any(|w| w.contains(['\t', '\n', '\r']) || w.is_empty())
+            {
+                return Err(NotWritten(format!("task {} has an odd name", task.id)));
+            }
+            self.line(&[
+                "task",
+                &task.stored_ms.to_string(),
+                &task.short_key,
+                &task.id.project,
+                &task.id.task,
+            ])?;
+        }
+        let root = self.root;
+        let root_prefix = root.as_os_str().as_bytes();
+        let racy_from = self.racy_from;
+        let racy = |path: &Path| {
+            NotWritten(format!(
+                "{} changed less than {}s before the run started",
+                path.display(),
+                RACY.as_secs()
+            ))
+        };
+        for &(index, follow, stat) in self.recorded {
+            let path = &self.paths[index];
+            // Root-relative when inside the root: the file is about a fifth smaller.
+            let bytes = path.as_os_str().as_bytes();
+            let name = match bytes.strip_prefix(root_prefix) {
+                Some(rest) if rest.starts_with(b"/") => {
+                    shown(Path::new(OsStr::from_bytes(&rest[1..])))?
+                }
+                _ => shown(path)?,
+            };
+            let (present, absent) = if follow {
+                ("target", "gone")
+            } else {
+                ("stat", "absent")
+            };
+            match stat {
+                None => {
+                    // Removed during the run? Inside the root its directory would say so.
+                    // (Above the root, `/tmp` or a home directory changes all the time: a file
+                    // there removed while this very run read it is not caught.)
+                    let parent = path.parent().unwrap_or(Path::new("/"));
+                    if parent.starts_with(root) {
+                        let dir = stat_of(parent, true).map_err(|e| NotWritten(e.to_string()))?;
+                        if dir.is_some_and(|d| d.mtime_ns >= racy_from || d.ctime_ns >= racy_from) {
+                            return Err(racy(path));
+                        }
+                    }
+                    self.line(&[absent, &name])?;
+                }
+                Some(s) => {
+                    if s.mtime_ns >= racy_from || s.ctime_ns >= racy_from {
+                        return Err(racy(path));
+                    }
+                    self.line(&[
+                        present,
+                        &s.dev.to_string(),
+                        &s.ino.to_string(),
+                        &s.mode.to_string(),
+                        &s.size.to_string(),
+                        &s.mtime_ns.to_string(),
+                        &s.ctime_ns.to_string(),
+                        &name,
+                    ])?;
+                }
+            }
+        }
+        self.line(&["end"])
+    }
+}
+
+/// A path as one field of a line: UTF-8 without tabs or newlines, else not written down.
+fn shown(path: &Path) -> Result<String, NotWritten> {
+    match path.to_str() {
+        Some(text) if !text.contains(['\t', '\n', '\r']) => Ok(text.to_string()),
+        _ => Err(NotWritten(format!(
+            "{} cannot be written down",
+            path.display()
+        ))),
+    }
+}
+
+/// Keeps the [`KEPT`] newest snapshots in the cache directory.
+fn forget_oldest(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if files.len() <= KEPT {
+        return;
+    }
+    files.sort();
+    for (_, path) in &files[..files.len() - KEPT] {
+        let _ = fs::remove_file(path);
+    }
+}
+
+/// Removes the snapshot of this request (it no longer holds).
+pub fn forget(request: &Request) {
+    let _ = fs::remove_file(&request.path);
+}
+
+/// A snapshot read back.
+struct Snapshot {
+    facts: Facts,
+    paths: Vec<Recorded>,
+}
+
+fn parse(text: &str, root: &Path, request: &Request) -> Option<Snapshot> {
+    let mut lines = text.lines();
+    if lines.next()? != FORMAT {
+        return None;
+    }
+    let mut facts = Facts {
+        run_id: String::new(),
+        cache_dir: PathBuf::new(),
+        salt: String::new(),
+        generation: 0,
+        workers: 0,
+        projects_in_run: 0,
+        projects_in_workspace: 0,
+        tasks: Vec::new(),
+    };
+    let mut paths = Vec::new();
+    let mut ended = false;
+    let path_of = |name: &str| {
+        if name.starts_with('/') {
+            PathBuf::from(name)
+        } else {
+            root.join(name)
+        }
+    };
+    for line in lines {
+        let words: Vec<&str> = line.split('\t').collect();
+        match words.as_slice() {
+            ["vx", version] if *version == env!("CARGO_PKG_VERSION") => {}
+            ["vx", _] => return None,
+            ["request", digest] if *digest == request.digest => {}
+            ["request", _] => return None,
+            ["run", id] => facts.run_id = id.to_string(),
+            ["cache", dir] => facts.cache_dir = PathBuf::from(dir),
+            ["store", salt, generation] => {
+                facts.salt = salt.to_string();
+                facts.generation = generation.parse().ok()?;
+            }
+            ["workers", n] => facts.workers = n.parse().ok()?,
+            ["projects", run, all] => {
+                facts.projects_in_run = run.parse().ok()?;
+                facts.projects_in_workspace = all.parse().ok()?;
+            }
+            ["task", stored, key, project, task] => facts.tasks.push(Task {
+                id: TaskId::new(*project, *task),
+                short_key: key.to_string(),
+                stored_ms: stored.parse().ok()?,
+            }),
+            ["absent", name] => paths.push((path_of(name), false, None)),
+            ["gone", name] => paths.push((path_of(name), true, None)),
+            [kind @ ("stat" | "target"), dev, ino, mode, size, mtime, ctime, name] => paths.push((
+                path_of(name),
+                *kind == "target",
+                Some(Stat {
+                    dev: dev.parse().ok()?,
+                    ino: ino.parse().ok()?,
+                    mode: mode.parse().ok()?,
+                    size: size.parse().ok()?,
+                    mtime_ns: mtime.parse().ok()?,
+                    ctime_ns: ctime.parse().ok()?,
+                }),
+            )),
+            ["end"] => ended = true,
+            _ => return None,
+        }
+    }
+    // A file cut short (a full disk, a crash mid-write of an older vx) is no snapshot, nor
+    // one without every fact.
+    let whole = ended
+        && !facts.run_id.is_empty()
+        && facts.cache_dir.is_absolute()
+        && !facts.salt.is_empty()
+        && facts.workers > 0
+        && !facts.tasks.is_empty()
+        && !paths.is_empty();
+    whole.then_some(Snapshot { facts, paths })
+}
+
+/// Whether every recorded path has the stat data recorded; stops at the first difference.
+fn unchanged(paths: &[Recorded]) -> bool {
+    let moved = AtomicBool::new(false);
+    // The file lists the most recently changed paths first, the likeliest to have changed
+    // again: each thread takes every n-th entry, so each starts with those.
+    let check = |first: usize, step: usize| {
+        for (path, follow, recorded) in paths.iter().skip(first).step_by(step) {
+            if moved.load(Ordering::Relaxed) {
+                return;
+            }
+            match stat_of(path, *follow) {
+                Ok(now) if now == *recorded => {}
+                _ => {
+                    tracing::debug!(target: "vx::snapshot", "moved: {}", path.display());
+                    moved.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+    };
+    let threads = vx_workspace::par::threads();
+    if threads < 2 || paths.len() < 256 {
+        check(0, 1);
+    } else {
+        std::thread::scope(|scope| {
+            for first in 0..threads {
+                let check = &check;
+                scope.spawn(move || check(first, threads));
+            }
+        });
+    }
+    !moved.load(Ordering::Relaxed)
+}
+
+/// What a replayed run needs from its caller.
+pub struct Replay<'a> {
+    pub root: &'a Path,
+    pub host_env: &'a BTreeMap<String, String>,
+    pub origin: Instant,
+}
+
+/// Replays the command when its snapshot still holds: prints the footer, records the run,
+/// and returns the exit code; `None` when the run must go the whole way. The reporter is made
+/// only when the snapshot holds (it asks whether stdout is a terminal).
+pub fn replay(
+    request: &Request,
+    how: &Replay<'_>,
+    reporter: impl FnOnce() -> Box<dyn Reporter>,
+) -> Option<i32> {
+    let text = fs::read_to_string(&request.path).ok()?;
+    let Some(snapshot) = parse(&text, how.root, request) else {
+        forget(request);
+        return None;
+    };
+    // Another run holds the workspace: the whole way waits for it.
+    let lock = vx_store::lock::try_acquire(how.root).ok()??;
+    if !unchanged(&snapshot.paths) {
+        forget(request);
+        return None;
+    }
+    let facts = snapshot.facts;
+    let mut store = vx_store::Store::open(&facts.cache_dir, vx_store::Access::ReadWrite).ok()?;
+    if store.disabled().is_some() || store.read_only_reason().is_some() {
+        return None;
+    }
+    match store.snapshot_state(&facts.run_id) {
+        Ok(Some((salt, generation))) if salt == facts.salt && generation == facts.generation => {}
+        _ => {
+            forget(request);
+            return None;
+        }
+    }
+    let repeated = store.invocation(&facts.run_id).ok()??;
+    let reports: Vec<TaskReport> = facts
+        .tasks
+        .iter()
+        .map(|task| {
+            let mut report = TaskReport::not_started(task.id.clone(), Status::Success, None);
+            report.cache = Some(CacheKind::UpToDate);
+            report.short_key = Some(task.short_key.clone());
+            report.stored = Some(Duration::from_millis(task.stored_ms));
+            report
+        })
+        .collect();
+    let ended = SystemTime::now();
+    let head = vx_workspace::tree::head(how.root).unwrap_or_default();
+    let invocation = vx_store::index::Invocation {
+        run_id: crate::ids::run_id(),
+        argv: crate::record::invocation::masked_argv(
+            &std::env::args().collect::<Vec<_>>(),
+            &store.salt(),
+        ),
+        started_at: crate::clock::epoch_ms(request.started),
+        ended_at: crate::clock::epoch_ms(ended),
+        exit_code: crate::exit::SUCCESS,
+        commit: head.commit,
+        branch: head.branch,
+        ci_provider: crate::record::invocation::ci_provider(how.host_env),
+        replay_of: Some(facts.run_id.clone()),
+        ..repeated
+    };
+    if let Err(error) = store.record_replay(&invocation) {
+        tracing::debug!(target: "vx::snapshot", "not recorded: {error}");
+        return None;
+    }
+    reporter().finish(&crate::report::Totals {
+        reports: &reports,
+        projects_in_run: facts.projects_in_run,
+        projects_in_workspace: facts.projects_in_workspace,
+        workers: facts.workers,
+        remote_in_flight: None,
+        wall: how.origin.elapsed(),
+        interrupted: None,
+        rerun: Vec::new(),
+    });
+    crate::record::report_counters(0, Some(&store));
+    drop(lock);
+    Some(crate::exit::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests;

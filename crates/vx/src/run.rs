@@ -1,0 +1,354 @@
+//! `vx run` wired: the engine's pipeline (`vx_engine`: plan, set up, key, execute, cache,
+//! record) driven with the terminal's reporter (`render::reporter::Terminal`), its notices
+//! printed through `render`, and the executor chosen (the local supervisor, behind REAPI's when
+//! tasks are placed remotely).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use vx_core::units::parse_duration;
+
+use vx_engine::error::Failure;
+use vx_engine::execute::{self, Context, Msg, Run};
+use vx_engine::host::env::{host_env, truthy};
+use vx_engine::options::{Plan as PlanFlag, RunOptions};
+use vx_engine::outcome::Notice;
+use vx_engine::record::profile::Phase;
+use vx_engine::report::{Flow, Reporter};
+use vx_engine::{cache, host, plan, setup, snapshot};
+use vx_exec::host::available_cpus;
+
+use crate::render::reporter::Terminal;
+use crate::render::style::{colour_enabled, Style};
+
+/// How many messages (output chunks, events) may wait for the run loop.
+const MESSAGES_IN_FLIGHT: usize = 64;
+
+/// The default kill grace (EXEC-6).
+const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// When a persistent task that is still not ready gets its note (EXEC-13).
+const DEFAULT_READY_NOTICE: Duration = Duration::from_secs(10);
+
+/// How a run ends: with vx's exit (everything left to the exit), or as one cycle of `vx watch`
+/// (everything dropped, so the next cycle starts clean; ready persistent tasks go on in
+/// `Servers`).
+pub enum Ending<'w> {
+    Exit,
+    Cycle(&'w mut execute::Servers),
+}
+
+pub fn run(cwd: &Path, options: RunOptions) -> Result<i32, Failure> {
+    run_as(cwd, &options, Ending::Exit)
+}
+
+pub fn run_as(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i32, Failure> {
+    let result = run_routed(cwd, options, ending);
+    host::signals::route_to_run(None);
+    result
+}
+
+fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i32, Failure> {
+    let origin = Instant::now();
+    let started = SystemTime::now();
+    // Bounded: a task that writes faster than the loop can handle blocks on its pipe instead of
+    // piling its output up in vx's memory (STORE-6); nothing on the loop's thread ever sends.
+    let (tx, rx) = crossbeam_channel::bounded::<Msg>(MESSAGES_IN_FLIGHT);
+    // Signals are taken over before any child exists, so Ctrl-C always reaches vx's handler.
+    host::signals::install()?;
+    host::signals::route_to_run(Some(std::sync::Arc::new(tx.clone())));
+    let options = options.clone();
+    let host_env = host_env();
+    // A command whose last run found everything up to date, with nothing moved since, is
+    // replayed from its snapshot without loading the workspace (`snapshot.rs`).
+    let request = match &ending {
+        Ending::Exit => vx_engine::workspace::root_only(cwd)
+            .ok()
+            .and_then(|(root, settings)| {
+                let dir = vx_engine::cache_dir::cache_dir(
+                    &root,
+                    cwd,
+                    options.cache_dir.as_deref(),
+                    &host_env,
+                    settings.cache_dir.as_deref(),
+                );
+                snapshot::Request::new(
+                    &dir,
+                    cwd,
+                    &options,
+                    &host_env,
+                    started,
+                    crate::render::terminals(),
+                )
+                .map(|request| (root, request))
+            }),
+        Ending::Cycle(_) => None,
+    };
+    if let Some((root, request)) = &request {
+        let how = snapshot::Replay {
+            root,
+            host_env: &host_env,
+            origin,
+        };
+        if let Some(code) =
+            snapshot::replay(request, &how, || Box::new(terminal(&host_env, &options)))
+        {
+            return Ok(code);
+        }
+    }
+    let workspace = plan::discover(cwd, options.frozen)?;
+    let (plan, opened) = if options.plan.is_none() {
+        plan_and_open(workspace, cwd, &options, &host_env)?
+    } else {
+        (plan::build(workspace, cwd, &options)?, None)
+    };
+    for notice in &plan.notices {
+        crate::render::say(notice.clone());
+    }
+    // SEL-6: nothing affected is a success with one line (and maybe a hint) on stderr.
+    if let Some(notice) = plan.affected.as_ref().and_then(|a| a.nothing.as_ref()) {
+        crate::render::notice(&notice.message);
+        for hint in &notice.hints {
+            crate::render::stderr(&format!("  hint: {hint}\n"));
+        }
+        return Ok(vx_engine::exit::SUCCESS);
+    }
+    let planned = Instant::now();
+    let sh = find_on_path("sh", host_env.get("PATH").map(String::as_str).unwrap_or(""));
+    let slots = match options.concurrency {
+        Some(c) => c.resolve(available_cpus()),
+        None => plan
+            .workspace
+            .settings
+            .concurrency
+            .unwrap_or_else(available_cpus),
+    }
+    .max(1);
+    match &options.plan {
+        Some(PlanFlag::DryText) => {
+            let rows =
+                setup::dry_rows(&plan, cwd, &options, &host_env, sh, &mut crate::render::say)?;
+            crate::render::out_str(&plan::preview::dry_text(&plan, &rows, slots as usize));
+            return Ok(vx_engine::exit::SUCCESS);
+        }
+        Some(PlanFlag::DryJson) => {
+            let rows =
+                setup::dry_rows(&plan, cwd, &options, &host_env, sh, &mut crate::render::say)?;
+            crate::render::out_str(&plan::preview::dry_json(&plan, &rows, slots as usize));
+            return Ok(vx_engine::exit::SUCCESS);
+        }
+        Some(PlanFlag::Graph(path)) => {
+            let rows =
+                setup::dry_rows(&plan, cwd, &options, &host_env, sh, &mut crate::render::say)?;
+            match plan::graph::graph(&plan, &rows, path.as_deref(), &host_env)? {
+                plan::graph::GraphOutput::Text(dot) => crate::render::out_str(&dot),
+                plan::graph::GraphOutput::Written(notice) => crate::render::say(notice),
+            }
+            return Ok(vx_engine::exit::SUCCESS);
+        }
+        None => {}
+    }
+    let ci = host_env.get("CI").is_some_and(|v| truthy(v));
+    if options.cache.remote_named
+        && cache::remote::resolve(
+            plan.workspace.settings.remote_cache.as_ref(),
+            &host_env,
+            &options.cache,
+        )
+        .is_none()
+    {
+        crate::render::notice("no remote cache is configured; --cache remote:… has no effect");
+    }
+    let mut opened = match opened {
+        Some(opened) => opened,
+        None => {
+            let dir = setup::resolve_cache_dir(&plan.workspace, cwd, &options, &host_env)?;
+            setup::open(
+                &plan.workspace.root,
+                &dir,
+                vx_store::Access::ReadWrite,
+                Some(&mut crate::render::say),
+            )?
+        }
+    };
+    let cache_dir = opened.dir.clone();
+    let mut opening_notices = std::mem::take(&mut opened.notices);
+    let (memory_budget, said) = host::memory::Budget::from_env(&host_env);
+    opening_notices.extend(said);
+    let phases = vec![
+        Phase {
+            name: "plan".into(),
+            start: origin,
+            end: planned,
+        },
+        Phase {
+            name: "open the cache".into(),
+            start: opened.span.0,
+            end: opened.span.1,
+        },
+    ];
+    let (cache, recorder, lock) =
+        setup::run_cache(&plan, &options, &host_env, sh.clone(), opened, ci);
+    let mut ctx = Context {
+        cwd: cwd.to_path_buf(),
+        cache_dir,
+        origin,
+        phases,
+        kill_grace: env_duration(&host_env, "VX_KILL_GRACE").unwrap_or(DEFAULT_KILL_GRACE),
+        env_timeout: env_duration(&host_env, "VX_TASK_TIMEOUT"),
+        ready_notice: env_duration(&host_env, "VX_READY_NOTICE").unwrap_or(DEFAULT_READY_NOTICE),
+        sh,
+        host_env: host_env.clone(),
+        slots: slots.max(1),
+        memory_budget,
+        lock,
+        keeps_terminal: matches!(ending, Ending::Cycle(_)),
+        snapshot: request
+            .filter(|_| plan.notices.is_empty())
+            .map(|(_, request)| request),
+        remote: Vec::new(),
+    };
+    let mut reporter = terminal(&host_env, &options);
+    for notice in opening_notices {
+        reporter.notice(notice);
+    }
+    if host_env.get("GITHUB_ACTIONS").is_some_and(|v| truthy(v)) {
+        reporter.use_github_groups(vx_engine::ids::random_hex(16));
+    }
+    let widest = plan
+        .graph
+        .nodes
+        .iter()
+        .filter(|n| !plan::is_group(&plan.workspace, &n.id))
+        .map(|n| n.id.to_string().chars().count())
+        .max()
+        .unwrap_or(0);
+    reporter.use_log_order(
+        options.log_order,
+        plan.graph.nodes.iter().map(|n| n.id.clone()).collect(),
+        widest,
+    );
+    let (executor, remote) = executor(&plan, &options, &host_env, ctx.slots, &mut reporter);
+    ctx.remote = remote;
+    let mut run = Run::new(
+        &plan,
+        &options,
+        ctx,
+        Box::new(reporter),
+        tx,
+        rx,
+        executor,
+        cache,
+        recorder,
+    );
+    let exit = matches!(ending, Ending::Exit);
+    if let Ending::Cycle(servers) = ending {
+        run = run.watching(servers);
+    }
+    let code = run.execute();
+    if exit {
+        run.end();
+        // Like the run's tables, the plan is left to the exit that follows.
+        std::mem::forget(plan);
+    } else {
+        run.close();
+    }
+    Ok(code)
+}
+
+/// The terminal's reporter for this command: coloured or not (UI-10), in its flow (UI-3).
+fn terminal(host_env: &BTreeMap<String, String>, options: &RunOptions) -> Terminal {
+    let lookup = |name: &str| host_env.get(name).cloned();
+    let style = Style {
+        colour: colour_enabled(&lookup),
+    };
+    let flow = Flow::of(host_env, options.has_selection());
+    Terminal::new(style, flow, options.output_logs)
+}
+
+/// The run's executor (ARCH-2): the local supervisor, behind the remote executor when tasks
+/// are placed remotely (REM-11); and the nodes placed there. What stays local is said once.
+fn executor(
+    plan: &plan::Plan,
+    options: &RunOptions,
+    host_env: &BTreeMap<String, String>,
+    slots: u32,
+    reporter: &mut dyn Reporter,
+) -> (Box<dyn vx_exec::Executor>, Vec<usize>) {
+    let local = Box::new(vx_exec::Supervisor::new());
+    let placed = plan::placement::place(plan, options, host_env);
+    for notice in placed.notices {
+        reporter.notice(notice);
+    }
+    let config = plan.workspace.settings.remote_execution.as_ref();
+    let Some(config) = config.filter(|_| !placed.remote.is_empty()) else {
+        return (local, Vec::new());
+    };
+    match vx_reapi::RemoteExecutor::new(config, host_env, slots, local) {
+        Ok(remote) => (Box::new(remote), placed.remote),
+        Err(line) => {
+            reporter.notice(Notice::warning(format!("{line}; running locally")));
+            (Box::new(vx_exec::Supervisor::new()), Vec::new())
+        }
+    }
+}
+
+/// Builds the plan and, at the same time on another thread, opens the cache (the index and
+/// what is read ahead from it, the file enumeration): that needs only the root and the cache
+/// directory, and on a warm run it is a fifth of the time before the first task. Only when the
+/// index already exists and the run lock is free at once: a run that fails planning then
+/// creates nothing and waits for nobody, and a planning error wins over an error opening the
+/// cache. Otherwise (`None`) the cache is opened after planning, as before.
+fn plan_and_open(
+    workspace: vx_core::Workspace,
+    cwd: &Path,
+    options: &RunOptions,
+    host_env: &BTreeMap<String, String>,
+) -> Result<(plan::Plan, Option<setup::Opened>), Failure> {
+    let early = setup::resolve_cache_dir(&workspace, cwd, options, host_env)
+        .ok()
+        .filter(|dir| dir.join(vx_store::index::DB_FILE).is_file())
+        .and_then(|dir| {
+            let lock = vx_store::lock::try_acquire(&workspace.root).ok()??;
+            Some((dir, lock))
+        });
+    let Some((dir, lock)) = early else {
+        return Ok((plan::build(workspace, cwd, options)?, None));
+    };
+    let root = workspace.root.clone();
+    let (plan, opened) = std::thread::scope(|scope| {
+        let opening = std::thread::Builder::new()
+            .name("vx-open".into())
+            .spawn_scoped(scope, || {
+                setup::open_with(&root, &dir, vx_store::Access::ReadWrite, Some(lock))
+            });
+        let plan = plan::build(workspace, cwd, options);
+        let opened = match opening {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(e) => Err(Failure::Internal(format!("cannot start a thread: {e}"))),
+        };
+        (plan, opened)
+    });
+    let plan = plan?;
+    Ok((plan, Some(opened?)))
+}
+
+/// A duration variable; an invalid value draws one warning and the default applies (ENV-1).
+fn env_duration(env: &BTreeMap<String, String>, name: &str) -> Option<Duration> {
+    let value = env.get(name)?;
+    let parsed = parse_duration(value);
+    if parsed.is_none() {
+        crate::render::warning(&format!(
+            "ignoring {name}=`{value}`: not a duration (write e.g. `90s`)"
+        ));
+    }
+    parsed
+}
+
+/// EXEC-1: `sh` is resolved once against vx's own PATH.
+fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
+    vx_exec::subprocess::find_on_path(program, path)
+}
