@@ -14,7 +14,8 @@ use clap_complete::engine::ArgValueCompleter;
 use vx_core::suggest::did_you_mean;
 use vx_core::Diagnostic;
 
-use crate::commands::completions;
+use crate::candidates;
+use crate::verbs::VERBS;
 
 /// Marks a flag given without `=value`, so `--graph` and `--graph=` can be told apart.
 pub const BARE: &str = "\u{0}bare";
@@ -70,7 +71,7 @@ pub enum Verb {
     },
     /// Print help for vx or for a verb.
     Help {
-        #[arg(add = ArgValueCompleter::new(completions::verb_candidates))]
+        #[arg(add = ArgValueCompleter::new(candidates::verb_candidates))]
         verb: Option<String>,
     },
     /// Print the version.
@@ -86,13 +87,13 @@ pub enum Verb {
 #[command(after_help = RUN_EXAMPLES)]
 pub struct RunArgs {
     /// Task names (`build`), task ids (`web#build`) or root task ids (`//#lint`).
-    #[arg(value_name = "TASK", add = ArgValueCompleter::new(completions::task_candidates))]
+    #[arg(value_name = "TASK", add = ArgValueCompleter::new(candidates::task_candidates))]
     pub tasks: Vec<String>,
     /// Select every project.
     #[arg(long)]
     pub all: bool,
     /// Select projects: NAME, ./DIR, tag:T, //, with `...`/`^...` walks and `!` excludes.
-    #[arg(long, short = 'F', value_name = "PATTERN", add = ArgValueCompleter::new(completions::project_candidates))]
+    #[arg(long, short = 'F', value_name = "PATTERN", add = ArgValueCompleter::new(candidates::project_candidates))]
     pub filter: Vec<String>,
     /// Maximum executing tasks: N or N% of the available CPUs.
     #[arg(long, value_name = "N", alias = "parallel")]
@@ -179,7 +180,7 @@ const RUN_EXAMPLES: &str = "Examples:
 #[derive(Debug, Args)]
 pub struct ShowArgs {
     /// A project, a `project#task`, or a task name.
-    #[arg(add = ArgValueCompleter::new(completions::show_candidates))]
+    #[arg(add = ArgValueCompleter::new(candidates::show_candidates))]
     pub target: Option<String>,
     /// Output format: pretty or json.
     #[arg(long, value_name = "FORMAT")]
@@ -189,7 +190,7 @@ pub struct ShowArgs {
 #[derive(Debug, Args)]
 pub struct WhyArgs {
     /// A task id (`web#build`) or a task name.
-    #[arg(value_name = "TASK", add = ArgValueCompleter::new(completions::task_candidates))]
+    #[arg(value_name = "TASK", add = ArgValueCompleter::new(candidates::task_candidates))]
     pub task: String,
     /// Explain the run whose id starts with RUNID instead of the latest.
     #[arg(long, value_name = "RUNID")]
@@ -327,27 +328,6 @@ pub struct PruneArgs {
     #[command(flatten)]
     pub evict: EvictArgs,
 }
-
-/// Verbs of later milestones, refused as `not available yet` (none left).
-pub const LATER_VERBS: &[&str] = &[];
-
-/// The verbs a user can type today, for suggestions.
-pub const VERBS: &[&str] = &[
-    "run",
-    "watch",
-    "show",
-    "why",
-    "last",
-    "cache",
-    "init",
-    "migrate",
-    "lock",
-    "info",
-    "schema",
-    "completions",
-    "help",
-    "version",
-];
 
 /// What parsing produced: the arguments, or something to print and an exit code.
 pub enum Parsed {

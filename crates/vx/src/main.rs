@@ -5,6 +5,7 @@
 // Only `render` prints (it allows these; `crates/vx/clippy.toml` bans `io::stdout`/`io::stderr`).
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
+mod candidates;
 mod cli;
 mod commands;
 mod error;
@@ -12,6 +13,7 @@ mod foreign;
 mod options;
 mod render;
 mod run;
+mod verbs;
 mod watch;
 
 use cli::{Parsed, Verb};

@@ -4,14 +4,9 @@
 //! flags of this very binary and, beyond other runners, the project names and task ids of the
 //! workspace you are in.
 
-use std::ffi::OsStr;
-use std::path::PathBuf;
-
-use clap::builder::StyledStr;
-use clap_complete::engine::CompletionCandidate;
 use clap_complete::env::{Bash, CompleteEnv, Fish, Shells, Zsh};
 use vx_core::suggest::did_you_mean;
-use vx_core::{Diagnostic, Workspace};
+use vx_core::Diagnostic;
 
 use crate::render::out;
 use vx_engine::error::Failure;
@@ -53,70 +48,4 @@ pub fn completions(shell: Option<&str>) -> Result<i32, Failure> {
         .map_err(|e| Failure::usage(format!("cannot write the script: {e}")))?;
     out(&script);
     Ok(exit::SUCCESS)
-}
-
-/// The workspace around the current directory, if it loads.
-fn workspace() -> Option<Workspace> {
-    let cwd: PathBuf = std::env::current_dir().ok()?;
-    vx_engine::workspace::load(&cwd).ok()
-}
-
-/// Task names (each once), then `project#task` ids, with descriptions; those starting with
-/// what is typed.
-pub fn task_candidates(current: &OsStr) -> Vec<CompletionCandidate> {
-    let Some(ws) = workspace() else {
-        return Vec::new();
-    };
-    let mut names = std::collections::BTreeSet::new();
-    let mut ids = Vec::new();
-    for project in &ws.projects {
-        for (name, task) in &project.config.tasks {
-            names.insert(name.clone());
-            ids.push((format!("{}#{name}", project.name), task.description.clone()));
-        }
-    }
-    let mut candidates: Vec<CompletionCandidate> =
-        names.into_iter().map(CompletionCandidate::new).collect();
-    candidates.extend(ids.into_iter().map(|(id, description)| {
-        CompletionCandidate::new(id).help(description.map(StyledStr::from))
-    }));
-    starting_with(candidates, current)
-}
-
-pub fn project_candidates(current: &OsStr) -> Vec<CompletionCandidate> {
-    let Some(ws) = workspace() else {
-        return Vec::new();
-    };
-    let candidates = ws
-        .projects
-        .iter()
-        .map(|p| CompletionCandidate::new(&p.name).help(Some(StyledStr::from(p.dir.clone()))))
-        .collect();
-    starting_with(candidates, current)
-}
-
-/// `vx show` takes a project, a task id or a task name.
-pub fn show_candidates(current: &OsStr) -> Vec<CompletionCandidate> {
-    let mut candidates = project_candidates(current);
-    candidates.extend(task_candidates(current));
-    candidates
-}
-
-pub fn verb_candidates(current: &OsStr) -> Vec<CompletionCandidate> {
-    let candidates = crate::cli::VERBS
-        .iter()
-        .map(|v| CompletionCandidate::new(*v))
-        .collect();
-    starting_with(candidates, current)
-}
-
-fn starting_with(
-    candidates: Vec<CompletionCandidate>,
-    current: &OsStr,
-) -> Vec<CompletionCandidate> {
-    let current = current.to_string_lossy();
-    candidates
-        .into_iter()
-        .filter(|c| c.get_value().to_string_lossy().starts_with(&*current))
-        .collect()
 }

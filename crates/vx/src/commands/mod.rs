@@ -16,8 +16,8 @@ use std::path::Path;
 use vx_core::suggest::did_you_mean;
 use vx_core::{Diagnostic, TaskId};
 
-use crate::cli::{LATER_VERBS, VERBS};
 use crate::render::out_str;
+use crate::verbs::{LATER_VERBS, VERBS};
 use vx_engine::error::Failure;
 use vx_engine::{exit, workspace};
 

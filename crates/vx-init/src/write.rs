@@ -20,8 +20,7 @@ use super::scripts::TodoReason;
 use super::toml::File;
 use super::turbo::NotCarried;
 use super::{choose_root, load_failure, plan, From, Plan};
-use crate::cli::InitArgs;
-use crate::render;
+use crate::{Options, Output};
 use vx_engine::error::Failure;
 use vx_engine::exit;
 use vx_engine::workspace::io_diagnostic;
@@ -36,7 +35,12 @@ pub(super) enum Fate {
 /// it can; one left-out table can bring up another's problem, so a few are needed).
 const MAX_LEFT_OUT: usize = 50;
 
-pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failure> {
+pub(super) fn write(
+    cwd: &Path,
+    args: Options,
+    from: From,
+    output: &mut dyn Output,
+) -> Result<i32, Failure> {
     let real = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let Some(nearest) = real
         .ancestors()
@@ -67,8 +71,8 @@ pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failu
                 printed.push_str(&format!("==> {} <==\n{}", file.rel, file.render()));
             }
         }
-        render::out_str(&printed);
-        render::stderr(&report_text(&plan, &fates, true));
+        output.out(&printed);
+        output.err(&report_text(&plan, &fates, true));
     } else {
         write_all(&root, &written(&plan, &fates))?;
         if !args.learn.is_empty() {
@@ -78,7 +82,8 @@ pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failu
             super::learn::pass_named(&mut plan, &subjects);
             settle(&root, &mut plan, &mut fates, args.force)?;
             write_all(&root, &written(&plan, &fates))?;
-            let mut learned = super::learn::learn(&root, &args.learn, &subjects);
+            let stdout = output.stdout_for_child();
+            let mut learned = super::learn::learn(&root, &args.learn, &subjects, stdout);
             if let Ok(outcomes) = &mut learned {
                 super::learn::apply(&mut plan, outcomes);
                 settle(&root, &mut plan, &mut fates, args.force)?;
@@ -92,7 +97,7 @@ pub(super) fn write(cwd: &Path, args: InitArgs, from: From) -> Result<i32, Failu
             .peer
             .as_ref()
             .and_then(|peer| super::compare::compare(&root, peer).transpose());
-        render::out_str(&report_text(&plan, &fates, false));
+        output.out(&report_text(&plan, &fates, false));
     }
     Ok(exit::SUCCESS)
 }

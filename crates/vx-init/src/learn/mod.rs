@@ -51,6 +51,7 @@ pub(super) fn learn(
     root: &Path,
     names: &[String],
     subjects: &[Subject],
+    stdout: std::process::Stdio,
 ) -> Result<Learned, String> {
     if !vx_exec::trace::supported() {
         return Err("tracing a task needs Linux on x86-64".to_string());
@@ -85,7 +86,7 @@ pub(super) fn learn(
         .arg(format!("--summarize={}", summary.display()))
         .current_dir(root)
         .env(vx_exec::learn::LEARN_TRACE, &dir)
-        .stdout(crate::render::stderr_for_child())
+        .stdout(stdout)
         .status();
     let result = status
         .map_err(|e| format!("vx could not run the tasks: {e}"))

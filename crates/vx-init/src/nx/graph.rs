@@ -283,7 +283,7 @@ pub fn vx_name_of(nx: &super::Nx, name: &str, members: &[(String, PackageJson)])
 pub fn graph_targets_only(
     graph: &NxGraph,
     dir: &str,
-    mapping: &mut crate::commands::init::scripts::Mapping,
+    mapping: &mut crate::scripts::Mapping,
 ) -> Option<(Vec<String>, super::super::turbo::NotCarried)> {
     let project = graph.projects.iter().find(|p| p.root == dir)?;
     let mut dropped = Vec::new();
@@ -307,14 +307,11 @@ pub fn graph_targets_only(
 /// For each script [`graph_targets_only`] left out that a template would make a task all the
 /// same (templates apply to every script of their name): a table saying `extends = false`
 /// and nothing else, so the project has no such task, as under Nx.
-pub fn opt_outs(
-    dropped: &[String],
-    templates: &BTreeSet<String>,
-) -> Vec<crate::commands::init::toml::Table> {
+pub fn opt_outs(dropped: &[String], templates: &BTreeSet<String>) -> Vec<crate::toml::Table> {
     dropped
         .iter()
         .filter(|name| templates.contains(*name))
-        .map(|name| crate::commands::init::toml::Table {
+        .map(|name| crate::toml::Table {
             name: name.clone(),
             no_template: true,
             comments: vec![

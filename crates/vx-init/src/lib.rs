@@ -1,4 +1,6 @@
-//! `vx init` (INIT-1): writes `vx.toml` files from `package.json` scripts.
+//! `vx init` and `vx migrate` (INIT-1): write `vx.toml` files from `package.json` scripts and
+//! another runner's configuration. The crate prints nothing itself: what it has to say goes
+//! to the [`Output`] the caller gives (clippy refuses `print!`, `io::stdout` and `io::stderr`).
 //!
 //! Start at [`init`]. It finds the repository's root (the package-manager workspace root, or
 //! the nearest directory with a `package.json`), reads every `package.json` vx would load
@@ -8,6 +10,8 @@
 //! always loads. Existing files are kept unless `--force`; `--dry` prints the files instead
 //! of writing them. The report lists what was written or kept, the TODO comments grouped by
 //! reason, and the next command to run.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod carried;
 mod compare;
@@ -38,7 +42,6 @@ use self::nx::graph::{graph_deps, vx_name_of};
 use self::scripts::{map_scripts, script_text, Context, LeftOutWhy, Mapping};
 use self::toml::{File, WorkspaceTable};
 use self::turbo::NotCarried;
-use crate::cli::{InitArgs, MigrateArgs};
 use vx_engine::error::Failure;
 use vx_engine::workspace::io_diagnostic;
 
@@ -73,13 +76,42 @@ struct Plan {
     learned: Option<Result<learn::Learned, String>>,
 }
 
-pub fn init(cwd: &Path, args: InitArgs) -> Result<i32, Failure> {
-    write::write(cwd, args, From::Scripts)
+/// What `vx init` and `vx migrate` were asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--dry`: print the files instead of writing them.
+    pub dry: bool,
+    /// `--force`: replace existing `vx.toml` files.
+    pub force: bool,
+    /// `--learn TASK…` (`vx init` only): run these tasks once, traced, and write their caches.
+    pub learn: Vec<String>,
+}
+
+/// Where `vx init` says what it did: the caller's terminal.
+pub trait Output {
+    /// Text for stdout (the report, `--dry`'s files).
+    fn out(&mut self, text: &str);
+    /// Text for stderr (`--dry`'s report).
+    fn err(&mut self, text: &str);
+    /// What a child's stdout is given: the caller's stderr, so stdout keeps only the report
+    /// (the `vx run` of `--learn`).
+    fn stdout_for_child(&mut self) -> std::process::Stdio;
+}
+
+/// `vx init`: the configuration from `package.json` scripts (and `turbo.json` or Nx's, when
+/// there).
+pub fn init(cwd: &Path, options: Options, output: &mut dyn Output) -> Result<i32, Failure> {
+    write::write(cwd, options, From::Scripts, output)
 }
 
 /// `vx migrate turbo|nx`: `vx init` with that tool's configuration required.
-pub fn migrate(cwd: &Path, args: MigrateArgs) -> Result<i32, Failure> {
-    let from = match args.tool.as_str() {
+pub fn migrate(
+    cwd: &Path,
+    tool: &str,
+    options: Options,
+    output: &mut dyn Output,
+) -> Result<i32, Failure> {
+    let from = match tool {
         "turbo" => From::Turbo,
         "nx" => From::Nx,
         other => {
@@ -92,12 +124,11 @@ pub fn migrate(cwd: &Path, args: MigrateArgs) -> Result<i32, Failure> {
             return Err(Failure::from(problem));
         }
     };
-    let args = InitArgs {
-        dry: args.dry,
-        force: args.force,
+    let options = Options {
         learn: Vec::new(),
+        ..options
     };
-    write::write(cwd, args, from)
+    write::write(cwd, options, from, output)
 }
 
 /// The root: the workspace root discovery finds (DISC-1) when it holds a `package.json` or a
