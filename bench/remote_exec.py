@@ -5,12 +5,12 @@ graph, run locally at `--concurrency 2` and remotely on BuildGrid with 16 worker
 added latency per remote action.
 
     scripts/test            (installs BuildGrid, PostgreSQL and buildbox-run into .test-tools)
-    cargo build --release -p vx-run -p vx-test-support --bin vx --bin vx-engine
+    cargo build --release -p vx-run -p vx-test-support --bin vx --bin reapi-engine
     python3 bench/remote_exec.py [--tasks 200] [--workers 16] [--max-in-flight 16] [--rounds 3]
 
 The workspace: `--tasks` projects with one `build` each (`sleep 1`, one output file), each
 depending on up to two of the 100 projects before it (a fixed seed), so the graph has both width
-and depth. The engine is `vx-engine` (the test harness's BuildGrid with its PostgreSQL scheduler
+and depth. The engine is `reapi-engine` (the test harness's BuildGrid with its PostgreSQL scheduler
 and bots that run each action with `buildbox-run` in bubblewrap), all on this machine: the
 workers sleep, so 16 of them fit on 2 cores.
 
@@ -186,13 +186,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--max-in-flight", type=int, default=16)
     ap.add_argument("--vx", default=str(REPO / "target" / "release" / "vx"))
-    ap.add_argument("--engine", default=str(REPO / "target" / "release" / "vx-engine"))
+    ap.add_argument("--engine", default=str(REPO / "target" / "release" / "reapi-engine"))
     args = ap.parse_args()
     engine = subprocess.Popen([args.engine, str(args.workers), "bench"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     url = engine.stdout.readline().strip()
     if not url.startswith("grpc://"):
-        sys.exit("vx-engine did not start (is BuildGrid installed? run scripts/test)")
+        sys.exit("reapi-engine did not start (is BuildGrid installed? run scripts/test)")
     log(f"engine: BuildGrid with {args.workers} workers at {url}")
     deps = graph(args.tasks)
     with tempfile.TemporaryDirectory(prefix="vx-remote-exec-") as tmp:
@@ -228,7 +228,7 @@ def main() -> None:
                                 stdout=subprocess.PIPE, text=True)
         casd_url = casd.stdout.readline().strip()
         if not casd_url.startswith("grpc://"):
-            sys.exit("vx-engine casd did not start (is buildbox-casd installed? run scripts/test)")
+            sys.exit("reapi-engine casd did not start (is buildbox-casd installed? run scripts/test)")
         on_casd = fresh(trivial)
         config = (on_casd / "vx.toml").read_text().replace(url, casd_url)
         (on_casd / "vx.toml").write_text(config)

@@ -3,7 +3,7 @@
 //!
 //! 1. [`plan`]: discover the workspace, load configuration, build the task graph (asking git
 //!    through `plan::affected` for `--affected` and changed-since filters), place each task
-//!    (`plan::placement`); `plan::preview` lays out `--dry` and `--graph`.
+//!    (`plan::placement`); `plan::preview` lays out `--dry`, `plan::graph` draws `--graph`.
 //! 2. [`setup`]: open the store, take the run lock, list the workspace's files once.
 //! 3. [`keys`]: derive each ready task's key (`keys::lockfiles`: the lockfile per project).
 //! 4. [`execute`]: the loop that schedules, spawns, supervises and reports every task through

@@ -150,6 +150,22 @@ impl Completion {
             outputs_kept: false,
         }
     }
+
+    /// A task whose process could not be started: exit 127, as a shell reports it.
+    pub(crate) fn spawn_failed(err: std::io::Error) -> Completion {
+        Completion {
+            exit: ExitReason::SpawnFailed(err),
+            exit_code: 127,
+            timed_out: false,
+            stopped: false,
+            killed: false,
+            duration: Duration::ZERO,
+            usage: None,
+            sandbox: None,
+            from_action_cache: false,
+            outputs_kept: false,
+        }
+    }
 }
 
 /// How a sandboxed task's init ended.

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::child::Prepared;
 use crate::event::{Completion, ExecEvent, ExitReason, ResourceUsage, SpawnSpec, Stream};
-use crate::task::{LeaderExit, TaskHandle, TaskShared, Worker};
+use crate::task::{LeaderExit, Sessions, TaskHandle, TaskShared, Worker};
 
 /// One per vx process; owns every child. Cloning it, or calling [`Supervisor::new`] again,
 /// gives another handle on the same reaper.
@@ -67,6 +67,11 @@ pub struct Output {
 static SHARED: OnceLock<Arc<SupervisorShared>> = OnceLock::new();
 
 impl Supervisor {
+    /// The registry as the tasks see it.
+    fn sessions(&self) -> Arc<dyn Sessions> {
+        Arc::clone(&self.shared) as Arc<dyn Sessions>
+    }
+
     /// Makes vx a child subreaper (`PR_SET_CHILD_SUBREAPER` on Linux) and starts the single
     /// reaper thread, the first time; afterwards returns another handle on them.
     #[allow(clippy::new_without_default)]
@@ -121,12 +126,12 @@ impl Supervisor {
             }
         }));
         if let Err(err) = thread {
-            sink(ExecEvent::Completed(spawn_failure(err)));
-            return TaskHandle::failed(task_id, Arc::clone(&self.shared), spec.kill_grace);
+            sink(ExecEvent::Completed(Completion::spawn_failed(err)));
+            return TaskHandle::failed(task_id, self.sessions(), spec.kill_grace);
         }
 
         let failed = |sink, err| {
-            let handle = TaskHandle::failed(task_id, Arc::clone(&self.shared), spec.kill_grace);
+            let handle = TaskHandle::failed(task_id, self.sessions(), spec.kill_grace);
             let _ = start_tx.send(Worker::failed(handle.shared(), sink, err));
             handle
         };
@@ -144,7 +149,7 @@ impl Supervisor {
             Ok(prepared) => prepared,
             Err(err) => return failed(sink, err),
         };
-        let created = TaskShared::new(task_id, Arc::clone(&self.shared), spec.kill_grace, cgroup);
+        let created = TaskShared::new(task_id, self.sessions(), spec.kill_grace, cgroup);
         let (task, wake) = match created {
             Ok(created) => created,
             Err(err) => return failed(sink, err),
@@ -233,39 +238,11 @@ impl Supervisor {
     }
 }
 
-pub(crate) fn spawn_failure(err: io::Error) -> Completion {
-    Completion {
-        exit: ExitReason::SpawnFailed(err),
-        exit_code: 127,
-        timed_out: false,
-        stopped: false,
-        killed: false,
-        duration: Duration::ZERO,
-        usage: None,
-        sandbox: None,
-        from_action_cache: false,
-        outputs_kept: false,
-    }
-}
-
 impl SupervisorShared {
     fn lock(&self) -> MutexGuard<'_, Registry> {
         // A panic while holding the lock leaves the maps consistent (every update is a single
         // insert or remove), so a poisoned lock is still usable.
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Whether `session` still belongs to task `task_id`, i.e. no later task got the same pid.
-    pub(crate) fn owns_session(&self, session: i32, task_id: u64) -> bool {
-        self.lock().sessions.get(&session) == Some(&task_id)
-    }
-
-    /// Forgets a finished task's session, unless a later task already took the pid.
-    pub(crate) fn release_session(&self, session: i32, task_id: u64) {
-        let mut registry = self.lock();
-        if registry.sessions.get(&session) == Some(&task_id) {
-            registry.sessions.remove(&session);
-        }
     }
 
     fn reap_forever(&self) {
@@ -319,6 +296,21 @@ impl SupervisorShared {
                     std::thread::sleep(Duration::from_millis(100));
                 }
             }
+        }
+    }
+}
+
+impl Sessions for SupervisorShared {
+    /// Whether `session` still belongs to task `task_id`, i.e. no later task got the same pid.
+    fn owns_session(&self, session: i32, task_id: u64) -> bool {
+        self.lock().sessions.get(&session) == Some(&task_id)
+    }
+
+    /// Forgets a finished task's session, unless a later task already took the pid.
+    fn release_session(&self, session: i32, task_id: u64) {
+        let mut registry = self.lock();
+        if registry.sessions.get(&session) == Some(&task_id) {
+            registry.sessions.remove(&session);
         }
     }
 }

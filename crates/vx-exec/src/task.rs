@@ -31,7 +31,15 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 
 use crate::event::{ExecEvent, ExitReason, ResourceUsage};
 use crate::process_tree;
-use crate::supervisor::SupervisorShared;
+
+/// What a task asks of the supervisor that started it: whether its session id (its leader's
+/// pid) is still its own, and to forget it once the task is done. A trait, so a task knows
+/// nothing else of the supervisor.
+pub(crate) trait Sessions: Send + Sync {
+    fn owns_session(&self, session: i32, task_id: u64) -> bool;
+    /// Forgets a finished task's session, unless a later task already took the pid.
+    fn release_session(&self, session: i32, task_id: u64);
+}
 
 mod worker;
 pub(crate) use worker::Worker;
@@ -69,7 +77,7 @@ pub(crate) struct TaskShared {
     /// The thread that forked the leader: its `children` list is where a child the leader
     /// makes with `CLONE_PARENT` appears (`process_tree::count_or_proof`).
     spawner: OnceLock<i32>,
-    supervisor: Arc<SupervisorShared>,
+    supervisor: Arc<dyn Sessions>,
     kill_grace: Duration,
     state: Mutex<TaskState>,
     /// Signalled on every state change: leader exit, stop, completion.
@@ -124,7 +132,7 @@ impl TaskHandle {
     /// A handle for a task that never started: no pid, already complete.
     pub(crate) fn failed(
         id: u64,
-        supervisor: Arc<SupervisorShared>,
+        supervisor: Arc<dyn Sessions>,
         kill_grace: Duration,
     ) -> TaskHandle {
         let shared = TaskShared {
@@ -210,7 +218,7 @@ impl TaskShared {
     /// Returns the shared state and the read end of its wake pipe.
     pub(crate) fn new(
         id: u64,
-        supervisor: Arc<SupervisorShared>,
+        supervisor: Arc<dyn Sessions>,
         kill_grace: Duration,
         cgroup: Option<crate::cgroup::TaskCgroup>,
     ) -> std::io::Result<(Arc<TaskShared>, OwnedFd)> {

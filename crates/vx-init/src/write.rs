@@ -19,16 +19,31 @@ use vx_workspace::LoadError;
 use super::scripts::TodoReason;
 use super::toml::File;
 use super::turbo::NotCarried;
-use super::{choose_root, load_failure, plan, From, Plan};
-use crate::{Options, Output};
+use crate::plan::{choose_root, load_failure, plan, project_file, Fate, From, Plan};
 use vx_engine::error::Failure;
 use vx_engine::exit;
 use vx_engine::workspace::io_diagnostic;
 
-/// What happened to a planned file.
-pub(super) enum Fate {
-    Written,
-    Kept,
+/// What `vx init` and `vx migrate` were asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--dry`: print the files instead of writing them.
+    pub dry: bool,
+    /// `--force`: replace existing `vx.toml` files.
+    pub force: bool,
+    /// `--learn TASK…` (`vx init` only): run these tasks once, traced, and write their caches.
+    pub learn: Vec<String>,
+}
+
+/// Where `vx init` says what it did: the caller's terminal.
+pub trait Output {
+    /// Text for stdout (the report, `--dry`'s files).
+    fn out(&mut self, text: &str);
+    /// Text for stderr (`--dry`'s report).
+    fn err(&mut self, text: &str);
+    /// What a child's stdout is given: the caller's stderr, so stdout keeps only the report
+    /// (the `vx run` of `--learn`).
+    fn stdout_for_child(&mut self) -> std::process::Stdio;
 }
 
 /// How many passes of mending `vx init` makes before it gives up (each mends every problem
@@ -110,31 +125,6 @@ fn written<'a>(plan: &'a Plan, fates: &[Fate]) -> Vec<&'a File> {
         .filter(|(_, fate)| matches!(fate, Fate::Written))
         .map(|(file, _)| file)
         .collect()
-}
-
-/// The planned `vx.toml` of the project at `dir`, added (and the project no longer listed as
-/// described by the templates alone) when there is none yet.
-pub(super) fn project_file<'a>(plan: &'a mut Plan, dir: &str) -> &'a mut File {
-    let rel = if dir.is_empty() {
-        vx_core::config::CONFIG_FILE.to_string()
-    } else {
-        format!("{dir}/{}", vx_core::config::CONFIG_FILE)
-    };
-    match plan.files.iter().position(|f| f.rel == rel) {
-        Some(at) => &mut plan.files[at],
-        None => {
-            let manifest = format!("{dir}/package.json");
-            plan.by_templates.retain(|m| *m != manifest);
-            plan.files.push(File {
-                rel,
-                header: vec![format!(
-                    "Written by `vx init`: what differs from the templates in the root vx.toml for {dir}."
-                )],
-                ..File::default()
-            });
-            plan.files.last_mut().expect("just pushed")
-        }
-    }
 }
 
 /// Checks the files to write as vx will load them (the kept ones as they are), leaving out

@@ -35,7 +35,7 @@ mod tests;
 
 pub use beneath::{OutputWriter, Unlinker, WriteError};
 pub use pack::{pack, PackError, Packed};
-pub use read::{read_log, validate, ReadError, Validated};
+pub use read::{read_log, validate, Arrived, ReadError, Validated};
 pub use restore::{restore, RestoreError, Restored, RestoredFile, Target};
 
 /// The artifact format version (`meta.json` `format`): 2 since symlinks and directories are

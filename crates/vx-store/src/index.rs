@@ -32,7 +32,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use rusqlite::{params, Connection, TransactionBehavior};
 
@@ -46,13 +46,18 @@ mod last;
 mod open;
 mod recent;
 mod rewrites;
+mod runs;
+mod sql;
 mod stamps;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use history::{Invocation, KeyComponent, RecentCounts, RunRow};
+pub use entries::{output_path, Entry, OutputStamp, Stamping};
+pub use history::{Invocation, KeyComponent, RecentCounts};
 pub use recent::{Recent, RECENT_RUNS};
-pub use stamps::{FileStamp, KeysByTask, OutputStamp, Stamping};
+pub use runs::RunRow;
+pub(crate) use sql::{from_sql_u64, now_ms, to_sql_u64};
+pub use stamps::{FileStamp, KeysByTask};
 
 use entries::{entry_from_meta, read_entry, write_entry};
 pub(crate) use errors::{io_at, AtIndex};
@@ -77,26 +82,6 @@ pub enum Access {
     ReadWrite,
     /// Never creates or modifies anything (`--dry`, `vx why`).
     ReadOnly,
-}
-
-/// One indexed cache entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub key: String,
-    pub project: String,
-    pub task: String,
-    /// Compressed size of the artifact.
-    pub size_bytes: u64,
-    /// Milliseconds since the Unix epoch.
-    pub created_at: i64,
-    pub accessed_at: i64,
-    pub duration_ms: u64,
-    pub cpu_ms: Option<u64>,
-    pub peak_rss_bytes: Option<u64>,
-    /// `local`, `remote` or `remote-exec`.
-    pub origin: String,
-    /// `entry_outputs` rows, sorted: project-relative paths, and `workspace-outputs/<root-rel>`.
-    pub outputs: Vec<(String, FileMeta)>,
 }
 
 /// The result of a probe.
@@ -152,32 +137,9 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// `u64` values are stored as the same 64 bits in an SQLite integer (inodes and devices may use
-/// the top bit; sizes and durations never do).
-pub(crate) fn to_sql_u64(value: u64) -> i64 {
-    value as i64
-}
-
-pub(crate) fn from_sql_u64(value: i64) -> u64 {
-    value as u64
-}
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// Whether `key` has the shape of a cache key (64 lowercase hex digits), so it is safe in a path.
 pub fn is_key(key: &str) -> bool {
     key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-/// The `entry_outputs` path of an artifact entry name: project outputs lose their `outputs/`
-/// prefix, workspace outputs keep `workspace-outputs/`.
-pub fn output_path(entry_name: &str) -> &str {
-    entry_name.strip_prefix("outputs/").unwrap_or(entry_name)
 }
 
 impl Store {
@@ -442,7 +404,7 @@ impl Store {
     /// that cannot be moved is dropped (a miss). Every file is consumed. Needs a writable store.
     pub fn adopt_validated(
         &mut self,
-        bodies: Vec<crate::layer::Arrived>,
+        bodies: Vec<artifact::Arrived>,
         origin: &str,
     ) -> Result<Vec<(String, Entry)>, StoreError> {
         if !self.writable() {
@@ -571,7 +533,7 @@ impl Store {
             return Err(io_at(&packed.path)(e));
         }
         let written = write_entry(&tx, &entry).and_then(|()| match stamps {
-            Some(stamping) => stamps::put_output_stamps(&tx, key, &stamping),
+            Some(stamping) => entries::put_output_stamps(&tx, key, &stamping),
             None => Ok(()),
         });
         if let Err(e) = written.and_then(|()| tx.commit()) {

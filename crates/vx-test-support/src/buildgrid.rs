@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, OnceLock};
 
-use crate::http_cache::free_port;
+use crate::net::{free_port, make_certificates};
 use crate::reapi::wait_for_capabilities;
 use crate::tree::files as files_under;
 
@@ -450,84 +450,6 @@ fn start_postgres(dir: &Path, bgd: &Path) -> (Child, String) {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     (child, url)
-}
-
-/// A certificate authority (`ca.pem`) and a server certificate for `127.0.0.1` signed by it
-/// (`server.pem`, `server.key`) in `dir`, made with the `openssl` command.
-pub fn make_certificates(dir: &Path) {
-    let openssl = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("run openssl");
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-    ];
-    openssl(
-        &[
-            &["req", "-x509"],
-            &ec[..],
-            &[
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.pem",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=vx test authority",
-            ],
-        ]
-        .concat(),
-    );
-    openssl(
-        &[
-            &["req"],
-            &ec[..],
-            &[
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.csr",
-                "-subj",
-                "/CN=127.0.0.1",
-            ],
-        ]
-        .concat(),
-    );
-    std::fs::write(
-        dir.join("server.ext"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("write the extensions");
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "server.ext",
-    ]);
 }
 
 /// BuildGrid's configuration: disk CAS under `dir/cas`, an in-memory action cache, the four

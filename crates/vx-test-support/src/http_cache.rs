@@ -7,11 +7,12 @@
 //! it. A missing installation skips the test with the install command, and fails it under `CI`.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::net::free_port;
 use crate::tools::npm_tools_dir;
 
 /// The token the server accepts.
@@ -144,7 +145,7 @@ impl Drop for HttpCacheServer {
 
 /// A TLS front for a server (`https://`), for the tests of what vx trusts: a Node proxy on its
 /// own port that ends TLS with a certificate for 127.0.0.1 signed by a throwaway authority
-/// ([`crate::buildgrid::make_certificates`]) and passes the bytes on; killed when dropped.
+/// ([`crate::net::make_certificates`]) and passes the bytes on; killed when dropped.
 pub struct TlsFront {
     child: Child,
     pub port: u16,
@@ -194,7 +195,7 @@ impl HttpCacheServer {
             .prefix("vx-tls-front-")
             .tempdir()
             .expect("a temp dir");
-        crate::buildgrid::make_certificates(dir.path());
+        crate::net::make_certificates(dir.path());
         let port = free_port();
         let child = Command::new("node")
             .arg("-e")
@@ -213,25 +214,5 @@ impl HttpCacheServer {
             std::thread::sleep(Duration::from_millis(50));
         }
         Some(front)
-    }
-}
-
-/// A port nothing listens on now.
-///
-/// A port is handed out once per test process: two servers started at the same moment by two
-/// tests could otherwise be given the same one, and the loser's client would then talk to the
-/// winner (and find it gone when that test ends).
-pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free port");
-        if !given.contains(&port) {
-            given.push(port);
-            return port;
-        }
     }
 }

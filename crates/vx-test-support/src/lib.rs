@@ -1,7 +1,7 @@
 //! Helpers for vx's tests only (a dev-dependency, never shipped).
 //!
 //! - [`fixture`]: temporary workspaces, running the real `vx` in them, output redaction.
-//! - [`fakes`]: scripted fakes of the `Executor` and `SchedulerPolicy` seams (ARCH-2).
+//! - [`fakes`]: scripted fakes of the `Executor` and `CacheLayer` seams (ARCH-2; the `SchedulerPolicy` fakes are in vx-core).
 //! - [`process`]: locating the `vx-test-child` program (the helper that process-control tests
 //!   spawn, TEST-2) and finding surviving processes by a unique marker in their argv.
 //! - [`tree`]: a directory tree as a comparable listing (entries, types, modes, bytes).
@@ -17,6 +17,7 @@ pub mod fakes;
 pub mod fixture;
 pub mod http_cache;
 pub mod http_fake;
+pub mod net;
 pub mod npm_registry;
 pub mod otlp;
 pub mod process;

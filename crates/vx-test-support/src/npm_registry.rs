@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::http_cache::free_port;
+use crate::net::free_port;
 use crate::tools::tools_required;
 
 /// The versions `scripts/test` installs (`PM_VERSIONS`; a test checks the two agree).

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::http_cache::free_port;
+use crate::net::free_port;
 use crate::tree::files as files_under;
 
 /// The folder that holds `buildbox-casd` and `buildbox-run`.

@@ -26,6 +26,7 @@
 
 mod disk;
 mod edges;
+mod error;
 mod frozen;
 mod glob_rules;
 mod json;
@@ -50,6 +51,7 @@ pub mod tree;
 
 use std::path::{Path, PathBuf};
 
+pub use error::LoadError;
 pub use frozen::{drift, lock, lock_state, Drift, Lock, LockState, LOCK_FILE, LOCK_VERSION};
 pub use jsonc::{read_jsonc, JsonValue, JsonValueKind};
 pub use packages::{package_workspace, read_package_json, PackageJson, PackageWorkspace};
@@ -58,46 +60,6 @@ pub use tree::{Tree, TreeError, TreeOptions};
 
 use vx_core::config::ConfigFile;
 use vx_core::{Diagnostic, Diagnostics, Workspace};
-
-/// Why a workspace could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    /// DISC-1: nothing found. `package_json_above` says whether a `package.json` exists from
-    /// cwd upward, which selects the hint.
-    #[error("not inside a vx workspace (no vx.toml with [workspace] from {} upward)", cwd.display())]
-    NotInWorkspace {
-        cwd: PathBuf,
-        package_json_above: bool,
-    },
-    /// Every configuration problem found, collected across all files (CFG-10), sorted by
-    /// location. Exit 2.
-    #[error("{} configuration error(s)", .0.len())]
-    Config(Vec<Diagnostic>),
-    /// An IO failure that is not a configuration error; names the path and the operation.
-    #[error("cannot {op} {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        op: &'static str,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl LoadError {
-    /// The DISC-1 hint for [`LoadError::NotInWorkspace`].
-    pub fn hint(&self) -> Option<&'static str> {
-        match self {
-            LoadError::NotInWorkspace {
-                package_json_above: true,
-                ..
-            } => Some("run `vx init` at the repository root"),
-            LoadError::NotInWorkspace { .. } => {
-                Some("create a `vx.toml` with a `[workspace]` table at the repository root")
-            }
-            _ => None,
-        }
-    }
-}
 
 /// Finds the workspace that contains `cwd` and loads it: root settings, projects sorted by
 /// name, and their edges.

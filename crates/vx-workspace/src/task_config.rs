@@ -157,7 +157,7 @@ fn walk_task(
         }
         match key_name {
             "description" => task.description = w.string(value, "description"),
-            "command" => task.command = command(w, value, "command"),
+            "command" => task.command = task_tables::command(w, value, "command"),
             "depends-on" => {
                 task.depends_on = w.strings(value, "depends-on").unwrap_or_default();
                 for entry in &task.depends_on {
@@ -227,21 +227,6 @@ fn task_key_pointer(key: &str) -> Option<String> {
         _ => return None,
     };
     Some(format!("did you mean `{vx}`?"))
-}
-
-/// A shell command (`command`, `cache.runtime` probes): non-empty, no NUL.
-pub(crate) fn command(w: &mut Walker, value: &Value, name: &str) -> Option<String> {
-    let text = w.string(value, name)?;
-    let problem = if text.trim().is_empty() {
-        "must not be empty"
-    } else if text.contains('\0') {
-        "must not contain a NUL character"
-    } else {
-        return Some(text);
-    };
-    let at = w.value_at(value);
-    w.error(at, format!("`{name}` {problem}"));
-    None
 }
 
 /// The GRAPH-2 forms that can be refused without knowing the other projects, phrased to

@@ -2,17 +2,17 @@
 //! `persistent` and `remote` (CFG-4). Each walker checks its own keys and values; constraints
 //! between a task's keys live in `task_config`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use toml_span::value::ValueInner;
 use toml_span::Value;
+use vx_core::config::InputSet;
 use vx_core::config::{
     CacheConfig, EnvConfig, Persistent, ReadyWhen, RemoteTask, RemoteTaskConfig, SandboxConfig,
 };
-use vx_core::{Location, Spanned};
+use vx_core::{Diagnostic, Location, Spanned};
 
 use crate::glob_rules::{check_task_glob, is_literal, GlobBase, GlobList};
-use crate::task_config::command;
 use crate::toml_walk::{env_entry_problem, join, Walker};
 
 const ENV_KEYS: [&str; 3] = ["define", "pass-through", "secret"];
@@ -278,6 +278,23 @@ pub(crate) fn set_names(
     entries
 }
 
+/// `cache.input-sets` names a set `[workspace.input-sets]` does not have.
+pub(crate) fn unknown_set(
+    entry: &Spanned<String>,
+    sets: &BTreeMap<String, InputSet>,
+) -> Diagnostic {
+    let (name, upstream) = set_reference(&entry.value);
+    let mut d = Diagnostic::at(
+        entry.at.clone(),
+        format!("cache.input-sets: no input set is named `{name}` in [workspace.input-sets]"),
+    );
+    if let Some(best) = vx_core::suggest::did_you_mean(name, sets.keys().map(String::as_str)) {
+        let caret = if upstream { "^" } else { "" };
+        d = d.hint(format!("did you mean `{caret}{best}`?"));
+    }
+    d
+}
+
 /// An `input-sets` entry as (set name, whether it names the set in the dependency projects).
 pub(crate) fn set_reference(entry: &str) -> (&str, bool) {
     match entry.strip_prefix('^') {
@@ -321,6 +338,21 @@ fn check_overlap(w: &mut Walker, inputs: &[Spanned<String>], outputs: &[Spanned<
             );
         }
     }
+}
+
+/// A shell command (`command`, `cache.runtime` probes): non-empty, no NUL.
+pub(crate) fn command(w: &mut Walker, value: &Value, name: &str) -> Option<String> {
+    let text = w.string(value, name)?;
+    let problem = if text.trim().is_empty() {
+        "must not be empty"
+    } else if text.contains('\0') {
+        "must not contain a NUL character"
+    } else {
+        return Some(text);
+    };
+    let at = w.value_at(value);
+    w.error(at, format!("`{name}` {problem}"));
+    None
 }
 
 pub(crate) fn commands(w: &mut Walker, value: &Value, name: &str) -> Vec<String> {

@@ -25,7 +25,7 @@ use vx_core::config::{CacheConfig, InputSet, TaskConfig};
 use vx_core::{Diagnostic, Location, Spanned, ROOT_PROJECT};
 
 use crate::task_config::{check_task, TaskFacts};
-use crate::task_tables::{set_reference, SPLICE};
+use crate::task_tables::{set_reference, unknown_set, SPLICE};
 use crate::toml_config::LoadedConfig;
 
 /// The templates of `[workspace.tasks]`.
@@ -290,23 +290,6 @@ pub(crate) fn expand_input_sets(
         list.retain(|entry| kept.insert(entry.clone()));
     }
     unknown
-}
-
-/// `cache.input-sets` names a set `[workspace.input-sets]` does not have.
-pub(crate) fn unknown_set(
-    entry: &Spanned<String>,
-    sets: &BTreeMap<String, InputSet>,
-) -> Diagnostic {
-    let (name, upstream) = set_reference(&entry.value);
-    let mut d = Diagnostic::at(
-        entry.at.clone(),
-        format!("cache.input-sets: no input set is named `{name}` in [workspace.input-sets]"),
-    );
-    if let Some(best) = vx_core::suggest::did_you_mean(name, sets.keys().map(String::as_str)) {
-        let caret = if upstream { "^" } else { "" };
-        d = d.hint(format!("did you mean `{caret}{best}`?"));
-    }
-    d
 }
 
 /// The project's table laid over the template: each key the project sets replaces the

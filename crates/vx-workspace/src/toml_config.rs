@@ -293,7 +293,7 @@ fn workspace(
             let splice = entry.value == crate::task_tables::SPLICE;
             let (set, _) = crate::task_tables::set_reference(&entry.value);
             if !splice && !ws.input_sets.contains_key(set) {
-                let d = crate::templates::unknown_set(entry, &ws.input_sets);
+                let d = crate::task_tables::unknown_set(entry, &ws.input_sets);
                 let hints = d.hints.clone();
                 w.error(d.at.clone().unwrap_or_default(), d.message.clone())
                     .hints

@@ -8,7 +8,7 @@ use vx_core::config::TaskConfig;
 use vx_core::globs::{is_literal, GlobCache, TaskGlobs};
 use vx_core::TaskId;
 
-use super::{is_under, join, relative, KeyError, Keys};
+use super::{is_under, literal_inputs, relative, KeyError, Keys};
 
 impl Keys<'_> {
     /// Every listed file of a project, nested projects left out (KEY-12).
@@ -213,28 +213,6 @@ impl OwnOutputs {
         (is_under(path, &self.dir) && self.project.is_match(relative(path, &self.dir)))
             || self.workspace.is_match(path)
     }
-}
-
-/// The root-relative paths named by literal entries of `cache.inputs` (under `dir`) and
-/// `cache.workspace-inputs` (KEY-10).
-pub(super) fn literal_inputs(
-    dir: &str,
-    inputs: &TaskGlobs,
-    workspace_inputs: &TaskGlobs,
-) -> Vec<String> {
-    inputs
-        .positives()
-        .iter()
-        .filter(|g| is_literal(g) && !inputs.is_excluded(g))
-        .map(|g| join(dir, g))
-        .chain(
-            workspace_inputs
-                .positives()
-                .iter()
-                .filter(|g| is_literal(g) && !workspace_inputs.is_excluded(g))
-                .cloned(),
-        )
-        .collect()
 }
 
 /// Whether one of `globs`' positive patterns could match `path` or a path below it (its

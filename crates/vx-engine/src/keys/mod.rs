@@ -22,7 +22,7 @@ use std::time::SystemTime;
 use std::sync::Arc;
 use vx_core::config::TaskConfig;
 
-use vx_core::globs::GlobCache;
+use vx_core::globs::{is_literal, GlobCache, TaskGlobs};
 use vx_core::graph::{task_config, TaskGraph, TaskTable};
 use vx_core::key::{
     folds_upstream, group_key, task_config_json, InputFile, Key, KeyInputs, DEFAULT_UPSTREAM,
@@ -31,7 +31,6 @@ use vx_core::key::{
 use vx_core::{TaskId, Workspace};
 use vx_workspace::tree::{FileId, Identity, StampMemo, Stat, Tree};
 
-use crate::keys::inputs::literal_inputs;
 use crate::keys::lockfiles::Lockfiles;
 
 /// A key and what it was derived from.
@@ -738,4 +737,21 @@ pub fn join(dir: &str, rel: &str) -> String {
     } else {
         format!("{dir}/{rel}")
     }
+}
+/// The root-relative paths named by literal entries of `cache.inputs` (under `dir`) and
+/// `cache.workspace-inputs` (KEY-10).
+fn literal_inputs(dir: &str, inputs: &TaskGlobs, workspace_inputs: &TaskGlobs) -> Vec<String> {
+    inputs
+        .positives()
+        .iter()
+        .filter(|g| is_literal(g) && !inputs.is_excluded(g))
+        .map(|g| join(dir, g))
+        .chain(
+            workspace_inputs
+                .positives()
+                .iter()
+                .filter(|g| is_literal(g) && !workspace_inputs.is_excluded(g))
+                .cloned(),
+        )
+        .collect()
 }

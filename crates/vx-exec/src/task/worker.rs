@@ -12,7 +12,6 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use crate::event::{Completion, ExecEvent, ExitReason, SandboxEnd, SpawnSpec, Stream};
 use crate::process_tree;
 use crate::sandbox_init::{self, InitExit, ReportLine};
-use crate::supervisor::spawn_failure;
 
 use super::{earliest, Sink, StopCause, TaskShared, LIVENESS_POLL, READ_CHUNK};
 
@@ -108,7 +107,7 @@ impl Worker {
                 error,
             } => {
                 tracing::debug!(%error, "spawn failed");
-                sink(ExecEvent::Completed(spawn_failure(error)));
+                sink(ExecEvent::Completed(Completion::spawn_failed(error)));
                 task.changed.notify_all();
             }
         }

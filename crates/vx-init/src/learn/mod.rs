@@ -11,7 +11,7 @@
 //! uncached. [`apply`] writes the proposals into the planned tables, which are then checked
 //! and written again like the rest, and [`confirm`] drops from the count any vx refused.
 
-mod propose;
+pub(crate) mod propose;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -20,30 +20,8 @@ use std::process::Command;
 use vx_exec::trace::AccessKind;
 
 use super::toml::{Cache, Table};
-use super::Plan;
-
-/// What tracing one task proposed, or why it stays uncached.
-pub(super) type Outcome = Result<Proposal, String>;
-
-/// Each task traced, by id: its project's directory and what came of it.
-pub(super) type Learned = BTreeMap<String, (String, Outcome)>;
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct Proposal {
-    pub inputs: Vec<String>,
-    pub workspace_inputs: Vec<String>,
-    pub outputs: Vec<String>,
-    pub env: Vec<String>,
-}
-
-/// One task to learn: its id, its project's directory, its command, and every project's
-/// directory (a read in another project is globbed within that project).
-pub(super) struct Subject {
-    pub id: String,
-    pub dir: String,
-    pub command: String,
-    pub projects: Vec<String>,
-}
+use crate::plan::Plan;
+use propose::{Learned, Subject};
 
 /// Runs `names` traced and proposes a cache for each of `subjects`; the run's own output goes
 /// to stderr. `Err` when nothing could be learned at all.
@@ -253,14 +231,14 @@ pub(super) fn subjects(
     root: &Path,
     names: &[String],
     plan: &Plan,
-    fates: &[super::write::Fate],
+    fates: &[crate::plan::Fate],
 ) -> Result<Vec<Subject>, vx_engine::error::Failure> {
     let workspace = vx_engine::plan::discover(root, false)?;
     let kept: BTreeSet<&str> = plan
         .files
         .iter()
         .zip(fates)
-        .filter(|(_, fate)| matches!(fate, super::write::Fate::Kept))
+        .filter(|(_, fate)| matches!(fate, crate::plan::Fate::Kept))
         .map(|(file, _)| file.rel.as_str())
         .collect();
     let projects: Vec<String> = workspace.projects.iter().map(|p| p.dir.clone()).collect();
@@ -355,7 +333,7 @@ const LEARNED: &str = "Learned by `vx init --learn` from what the task read and 
 
 /// The task's own table in the planned `vx.toml` of the project at `dir`, added when missing.
 fn own_table<'a>(plan: &'a mut Plan, dir: &str, task: &str) -> &'a mut Table {
-    let tables = &mut super::write::project_file(plan, dir).tasks;
+    let tables = &mut crate::plan::project_file(plan, dir).tasks;
     if !tables.iter().any(|t| t.name == task) {
         tables.push(Table {
             name: task.to_string(),

@@ -26,7 +26,28 @@ use std::path::{Component, Path, PathBuf};
 
 use vx_exec::trace::AccessKind;
 
-use super::{Proposal, Subject};
+/// What tracing one task proposed, or why it stays uncached.
+pub(crate) type Outcome = Result<Proposal, String>;
+
+/// Each task traced, by id: its project's directory and what came of it.
+pub(crate) type Learned = BTreeMap<String, (String, Outcome)>;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Proposal {
+    pub inputs: Vec<String>,
+    pub workspace_inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    pub env: Vec<String>,
+}
+
+/// One task to learn: its id, its project's directory, its command, and every project's
+/// directory (a read in another project is globbed within that project).
+pub(crate) struct Subject {
+    pub id: String,
+    pub dir: String,
+    pub command: String,
+    pub projects: Vec<String>,
+}
 
 /// Directories whose files are never a task's inputs or outputs.
 const NEVER: [&str; 6] = ["node_modules", ".git", ".vx", ".turbo", ".nx", ".yarn"];

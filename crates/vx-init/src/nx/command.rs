@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use vx_workspace::JsonValue;
 
 use super::super::turbo::NotCarried;
-use super::{merge, Nx, Place};
+use super::config::{merge, Nx, Place};
 
 /// The command that has Nx run one target, without its dependencies (vx runs those) and
 /// without Nx's cache (vx caches it), nor a daemon left behind.

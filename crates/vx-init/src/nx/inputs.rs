@@ -9,7 +9,7 @@ use vx_workspace::JsonValue;
 use super::super::scripts::TodoReason;
 use super::super::toml::{Cache, InputSetTable};
 use super::super::turbo::NotCarried;
-use super::{merge, shown, Nx};
+use super::config::{merge, shown, Nx};
 
 /// A set name vx takes (letters, digits, `-`, `_`).
 pub(super) fn set_name(name: &str) -> String {

@@ -27,6 +27,14 @@ const LOG_LIMIT: u64 = 256 << 20;
 const META_LIMIT: u64 = 256 << 20;
 const PAX_LIMIT: u64 = 64 << 10;
 
+/// A body another layer delivered, validated, waiting for adoption into the local store
+/// (`Store::adopt_validated`).
+pub struct Arrived {
+    pub key: String,
+    pub path: PathBuf,
+    pub valid: Validated,
+}
+
 /// What [`validate`] proved: the metadata and the stored log (encoded, see [`crate::log`]).
 #[derive(Debug)]
 pub struct Validated {

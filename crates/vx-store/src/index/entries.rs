@@ -1,10 +1,96 @@
 //! The `entries` and `entry_outputs` rows of one cache entry: made from an artifact's
-//! `meta.json`, read and written.
+//! `meta.json`, read and written; and the `output_stamps` rows written with it.
 
 use rusqlite::{params, Connection};
 
-use super::{from_sql_u64, output_path, to_sql_u64, Entry};
+use super::sql::{from_sql_u64, to_sql_u64};
 use crate::artifact::{ArtifactMeta, FileMeta};
+
+/// One indexed cache entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub key: String,
+    pub project: String,
+    pub task: String,
+    /// Compressed size of the artifact.
+    pub size_bytes: u64,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub accessed_at: i64,
+    pub duration_ms: u64,
+    pub cpu_ms: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+    /// `local`, `remote` or `remote-exec`.
+    pub origin: String,
+    /// `entry_outputs` rows, sorted: project-relative paths, and `workspace-outputs/<root-rel>`.
+    pub outputs: Vec<(String, FileMeta)>,
+}
+
+/// The `entry_outputs` path of an artifact entry name: project outputs lose their `outputs/`
+/// prefix, workspace outputs keep `workspace-outputs/`.
+pub fn output_path(entry_name: &str) -> &str {
+    entry_name.strip_prefix("outputs/").unwrap_or(entry_name)
+}
+
+/// What `lstat` reported for one output file (`path` is root-relative, as the run writes it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputStamp {
+    pub path: String,
+    pub size: u64,
+    pub mode: u32,
+    pub mtime_ns: i64,
+    pub inode: u64,
+    pub ctime_ns: i64,
+}
+
+/// What to record as a workspace's `output_stamps` of an entry.
+pub struct Stamping<'a> {
+    /// The workspace identity.
+    pub workspace: &'a str,
+    /// The rows: the outputs as written.
+    pub rows: &'a [OutputStamp],
+    /// Other keys of the same task whose stamps this workspace still holds: their outputs have
+    /// just been replaced, so their rows are deleted (they could only ever fail to match), and
+    /// a workspace keeps one key's stamps per task instead of one per edit ever made.
+    pub superseded: &'a [String],
+}
+
+/// Replaces the `output_stamps` rows of (`workspace`, `key`) and deletes the superseded keys'
+/// rows, inside the caller's transaction.
+pub(crate) fn put_output_stamps(
+    tx: &rusqlite::Connection,
+    key: &str,
+    stamping: &Stamping<'_>,
+) -> rusqlite::Result<()> {
+    let Stamping {
+        workspace,
+        rows: stamps,
+        superseded,
+    } = *stamping;
+    let mut delete =
+        tx.prepare_cached("DELETE FROM output_stamps WHERE workspace = ?1 AND key = ?2")?;
+    delete.execute([workspace, key])?;
+    for old in superseded {
+        delete.execute([workspace, old.as_str()])?;
+    }
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO output_stamps (workspace, key, path, size, mode, mtime_ns, inode, ctime_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for s in stamps {
+        insert.execute(params![
+            workspace,
+            key,
+            s.path,
+            to_sql_u64(s.size),
+            s.mode,
+            s.mtime_ns,
+            to_sql_u64(s.inode),
+            s.ctime_ns
+        ])?;
+    }
+    Ok(())
+}
 
 pub(super) fn entry_from_meta(
     meta: &ArtifactMeta,

@@ -3,7 +3,7 @@
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::history::{run_row, RUN_COLUMNS};
+use super::runs::{run_row, RUN_COLUMNS};
 use super::{from_sql_u64, read, Invocation, RunRow, Store, StoreError};
 
 const INVOCATION_COLUMNS: &str = "run_id, argv, started_at, ended_at, exit_code, task_count,

@@ -13,8 +13,12 @@ use std::collections::HashMap;
 
 use rusqlite::{params, Connection};
 
-use super::history::HIT_WORDS;
-use super::{read, RunRow, Store, StoreError};
+use super::runs::RunRow;
+use super::{read, Store, StoreError};
+
+/// The `runs.cache` words that mean a hit (restored kinds in both the short and long spelling).
+pub(super) const HIT_WORDS: &str =
+    "('up-to-date', 'local', 'remote', 'restored-local', 'restored-remote')";
 
 /// How many executions a task's estimates look back over (SCHED-2, SCHED-4).
 pub const RECENT_RUNS: usize = 20;

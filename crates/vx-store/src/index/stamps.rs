@@ -9,19 +9,10 @@ use std::collections::HashMap;
 
 use rusqlite::params;
 
+use super::entries::{put_output_stamps, OutputStamp, Stamping};
 use super::history::housekeep_if_due;
-use super::{from_sql_u64, now_ms, read, to_sql_u64, write_tx, Store, StoreError};
-
-/// What `lstat` reported for one output file (`path` is root-relative, as the run writes it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutputStamp {
-    pub path: String,
-    pub size: u64,
-    pub mode: u32,
-    pub mtime_ns: i64,
-    pub inode: u64,
-    pub ctime_ns: i64,
-}
+use super::sql::{from_sql_u64, now_ms, to_sql_u64};
+use super::{read, write_tx, Store, StoreError};
 
 /// The identity of one input file when its blob id was last computed (KEY-11).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,55 +186,6 @@ impl Store {
 
 /// The keys whose `output_stamps` a workspace holds, by (project, task).
 pub type KeysByTask = HashMap<(String, String), Vec<String>>;
-
-/// What to record as a workspace's `output_stamps` of an entry.
-pub struct Stamping<'a> {
-    /// The workspace identity.
-    pub workspace: &'a str,
-    /// The rows: the outputs as written.
-    pub rows: &'a [OutputStamp],
-    /// Other keys of the same task whose stamps this workspace still holds: their outputs have
-    /// just been replaced, so their rows are deleted (they could only ever fail to match), and
-    /// a workspace keeps one key's stamps per task instead of one per edit ever made.
-    pub superseded: &'a [String],
-}
-
-/// Replaces the `output_stamps` rows of (`workspace`, `key`) and deletes the superseded keys'
-/// rows, inside the caller's transaction.
-pub(crate) fn put_output_stamps(
-    tx: &rusqlite::Connection,
-    key: &str,
-    stamping: &Stamping<'_>,
-) -> rusqlite::Result<()> {
-    let Stamping {
-        workspace,
-        rows: stamps,
-        superseded,
-    } = *stamping;
-    let mut delete =
-        tx.prepare_cached("DELETE FROM output_stamps WHERE workspace = ?1 AND key = ?2")?;
-    delete.execute([workspace, key])?;
-    for old in superseded {
-        delete.execute([workspace, old.as_str()])?;
-    }
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO output_stamps (workspace, key, path, size, mode, mtime_ns, inode, ctime_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
-    for s in stamps {
-        insert.execute(params![
-            workspace,
-            key,
-            s.path,
-            to_sql_u64(s.size),
-            s.mode,
-            s.mtime_ns,
-            to_sql_u64(s.inode),
-            s.ctime_ns
-        ])?;
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {

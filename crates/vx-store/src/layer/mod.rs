@@ -24,8 +24,10 @@
 
 pub mod http;
 mod prefetch;
+mod remote;
 
-pub use prefetch::{Accept, Arrived, Wanted};
+pub use prefetch::{Accept, Wanted};
+pub use remote::{CacheLayer, ErrorKind, LayerError, Op, RemoteUse, Warning};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -37,92 +39,7 @@ use std::time::{Duration, Instant};
 
 use crate::index::{Entry, Lookup, Store, StoreError};
 use prefetch::Prefetch;
-
-/// A cache that lives somewhere else (a Turborepo HTTP server, a REAPI server). Bodies are
-/// artifacts in the local format; keys are vx keys (64 hex digits).
-pub trait CacheLayer: Send + Sync {
-    /// How messages name the layer: its URL without credentials or query.
-    fn name(&self) -> &str;
-
-    /// Whether the layer holds `key`, without reading the body (REM-9).
-    fn contains(&self, key: &str) -> Result<bool, LayerError>;
-
-    /// Writes the artifact of `key` into the new file `dest`, at most `cap` bytes (a longer
-    /// body is [`ErrorKind::TooLarge`]). `Ok(false)` is a miss. On an error, `dest` may be left
-    /// behind; the caller removes it.
-    fn fetch(&self, key: &str, dest: &Path, cap: u64) -> Result<bool, LayerError>;
-
-    /// Uploads the artifact file of `key`; `duration_ms` is how long the task ran.
-    fn put(&self, key: &str, artifact: &Path, duration_ms: u64) -> Result<(), LayerError>;
-}
-
-/// What a layer was asked to do, as the warnings name it (REM-7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
-    Download,
-    Exists,
-    Upload,
-}
-
-impl Op {
-    pub fn word(self) -> &'static str {
-        match self {
-            Op::Download => "download",
-            Op::Exists => "existence check",
-            Op::Upload => "upload",
-        }
-    }
-}
-
-/// REM-7's failure kinds. With the operation they make a failure class, reported once per run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorKind {
-    /// Refused, reset, DNS or TLS: the server could not be talked to. Counts toward switching the
-    /// layer off.
-    Connection,
-    /// No progress within a timeout. Counts toward switching the layer off.
-    Timeout,
-    /// 401/403, `UNAUTHENTICATED`, `PERMISSION_DENIED`: the warning adds a hint naming the token
-    /// variable.
-    Unauthorized,
-    /// Any other unexpected status.
-    Status,
-    /// A body that is not a valid artifact for its key (REM-5).
-    InvalidArtifact,
-    /// A body over the size cap.
-    TooLarge,
-    /// A body whose signature is missing or wrong (REM-16).
-    BadSignature,
-    /// A local file could not be read or written.
-    Io,
-    /// The server cannot hold vx entries at all (a REAPI server without SHA-256): the layer is
-    /// switched off at once, with one warning.
-    Unsupported,
-}
-
-impl ErrorKind {
-    fn is_connection(self) -> bool {
-        matches!(self, ErrorKind::Connection | ErrorKind::Timeout)
-    }
-}
-
-/// A failure of one layer operation. `detail` is shown in the warning; it never holds
-/// credentials or a query string.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{detail}")]
-pub struct LayerError {
-    pub kind: ErrorKind,
-    pub detail: String,
-}
-
-impl LayerError {
-    pub fn new(kind: ErrorKind, detail: impl Into<String>) -> LayerError {
-        LayerError {
-            kind,
-            detail: detail.into(),
-        }
-    }
-}
+use remote::{lock, note, Health, Remote};
 
 /// Where a hit came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,132 +48,6 @@ pub enum Source {
     Local,
     /// A further layer delivered it during this run (now adopted locally).
     Remote,
-}
-
-/// How a further layer is used in this run.
-#[derive(Debug, Clone)]
-pub struct RemoteUse {
-    /// Lookups on a local miss (REM-5).
-    pub read: bool,
-    /// Uploads of saved results (REM-8).
-    pub write: bool,
-    /// The variable the token is read from, for the hint on an authorisation failure.
-    pub token_env: String,
-    /// The compressed size cap of one download.
-    pub max_download: u64,
-}
-
-/// One warning for the renderer (REM-7), with its hint line when there is one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Warning {
-    pub line: String,
-    pub hint: Option<String>,
-}
-
-/// Consecutive connection failures after which a layer is switched off for the run.
-const SWITCH_OFF_AFTER: u32 = 3;
-
-/// A further layer's state in this run, shared with the upload threads.
-struct Health {
-    in_a_row: u32,
-    off: bool,
-    warned: HashSet<(Op, ErrorKind)>,
-    /// Failures whose class was already warned about, summarised at the end.
-    repeats: u64,
-    warnings: Vec<Warning>,
-}
-
-#[derive(Clone)]
-struct Remote {
-    layer: Arc<dyn CacheLayer>,
-    usage: RemoteUse,
-    health: Arc<Mutex<Health>>,
-}
-
-impl Remote {
-    fn readable(&self) -> bool {
-        self.usage.read && !lock(&self.health).off
-    }
-
-    fn writable(&self) -> bool {
-        self.usage.write && !lock(&self.health).off
-    }
-
-    fn note(&self, op: Op, outcome: Result<(), &LayerError>) {
-        note(
-            &self.health,
-            self.layer.name(),
-            &self.usage.token_env,
-            op,
-            outcome,
-        );
-    }
-}
-
-fn lock(health: &Mutex<Health>) -> std::sync::MutexGuard<'_, Health> {
-    health
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Records the outcome of one operation on a layer: a success resets the connection count, a
-/// failure is warned about once per class and may switch the layer off.
-fn note(
-    health: &Mutex<Health>,
-    name: &str,
-    token_env: &str,
-    op: Op,
-    outcome: Result<(), &LayerError>,
-) {
-    let mut health = lock(health);
-    let error = match outcome {
-        Ok(()) => {
-            health.in_a_row = 0;
-            return;
-        }
-        Err(error) => error,
-    };
-    if error.kind.is_connection() {
-        health.in_a_row += 1;
-    }
-    if error.kind == ErrorKind::Unsupported {
-        if !health.off {
-            health.off = true;
-            health.warnings.push(Warning {
-                line: format!(
-                    "remote cache {name}: {}; continuing with the local cache only",
-                    error.detail
-                ),
-                hint: None,
-            });
-        }
-        return;
-    }
-    if health.warned.insert((op, error.kind)) {
-        let consequence = match op {
-            Op::Upload => "not uploaded",
-            Op::Download | Op::Exists => "treating as a miss",
-        };
-        let hint = (error.kind == ErrorKind::Unauthorized)
-            .then(|| format!("check the token in ${token_env}"));
-        health.warnings.push(Warning {
-            line: format!(
-                "remote cache: {} failed ({}) at {name}; {consequence}",
-                op.word(),
-                error.detail
-            ),
-            hint,
-        });
-    } else {
-        health.repeats += 1;
-    }
-    if health.in_a_row >= SWITCH_OFF_AFTER && !health.off {
-        health.off = true;
-        health.warnings.push(Warning {
-            line: "remote cache unreachable; continuing with the local cache only".into(),
-            hint: None,
-        });
-    }
 }
 
 /// The cache of a run: the local store and the layers behind it. See the module documentation.

@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use super::{ErrorKind, LayerError, Op, Remote};
-use crate::artifact::{self, ReadError, Validated};
+use super::remote::{ErrorKind, LayerError, Op, Remote};
+use crate::artifact::{self, Arrived, ReadError, Validated};
 
 /// Which entry names a task's artifact may hold (its declared outputs), for validation.
 pub type Accept = Arc<dyn Fn(&str) -> bool + Send + Sync>;
@@ -31,13 +31,6 @@ pub struct Wanted {
     pub key: String,
     pub accept: Accept,
     pub tag: usize,
-}
-
-/// A body downloaded and validated, waiting for adoption.
-pub struct Arrived {
-    pub key: String,
-    pub path: PathBuf,
-    pub valid: Validated,
 }
 
 enum State {

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::{split_ident, Edge, Graph, Importer, Package};
+use super::graph::{split_ident, Edge, Graph, Importer, Package};
 use crate::json::{self, Json, JsonKind};
 
 pub(crate) fn read(text: &str) -> Result<Graph, String> {

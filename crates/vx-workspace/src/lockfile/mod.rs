@@ -22,6 +22,7 @@
 //! here; the caller folds the whole file instead and says so once.
 
 mod bun;
+mod graph;
 mod npm;
 mod pnpm;
 mod yarn;
@@ -30,6 +31,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use vx_core::key::DependencySet;
+
+use graph::{Edge, Graph};
 
 /// The lockfiles read per project, in KEY-3's order. The other workspace-fingerprint files
 /// are folded whole.
@@ -129,42 +132,6 @@ pub fn read(
         _ => return Err("not a lockfile".into()),
     };
     Ok(Lockfile::new(file, graph))
-}
-
-/// What one edge of the graph leads to.
-#[derive(Debug, Clone)]
-pub(crate) enum Edge {
-    /// An index into [`Graph::packages`].
-    Package(usize),
-    /// Another workspace member, by root-relative directory.
-    Workspace(String),
-    /// A dependency the lockfile does not resolve: (name, what the manifest asks for).
-    Unresolved(String, String),
-}
-
-/// One resolved package.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Package {
-    pub(crate) name: String,
-    /// The resolved version as the lockfile writes it (with pnpm's peer suffix, a git
-    /// commit, a tarball address).
-    pub(crate) version: String,
-    pub(crate) deps: Vec<Edge>,
-}
-
-/// A workspace member the lockfile installs.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Importer {
-    /// `dependencies`, `optionalDependencies` and `peerDependencies`.
-    pub(crate) deps: Vec<Edge>,
-    /// `devDependencies`: part of the member's own set, not of the members linking to it.
-    pub(crate) dev: Vec<Edge>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Graph {
-    pub(crate) packages: Vec<Package>,
-    pub(crate) importers: HashMap<String, Importer>,
 }
 
 /// One step of a walk over the graph, with members resolved to their place once.
@@ -269,28 +236,6 @@ impl Resolved {
         }
         out
     }
-}
-
-/// `name@version` split at the `@` that ends the name (a scope's leading `@` is part of it).
-pub(crate) fn split_ident(ident: &str) -> Option<(&str, &str)> {
-    let at = ident.get(1..)?.find('@')? + 1;
-    Some((&ident[..at], &ident[at + 1..]))
-}
-
-/// The root-relative directory `rel` names from the root-relative directory `from`
-/// (`../a` from `packages/b` is `packages/a`); `None` when it leaves the root.
-pub(crate) fn join_dir(from: &str, rel: &str) -> Option<String> {
-    let mut parts: Vec<&str> = from.split('/').filter(|p| !p.is_empty()).collect();
-    for part in rel.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            part => parts.push(part),
-        }
-    }
-    Some(parts.join("/"))
 }
 
 #[cfg(test)]

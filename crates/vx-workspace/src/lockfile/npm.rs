@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 
-use super::{Edge, Graph, Importer, Package};
+use super::graph::{Edge, Graph, Importer, Package};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 
-use super::{join_dir, split_ident, Edge, Graph, Importer, Package};
+use super::graph::{join_dir, split_ident, Edge, Graph, Importer, Package};
 
 #[derive(Deserialize)]
 struct Lock {

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use super::graph::{join_dir, split_ident};
 use super::*;
 
 fn fixtures() -> PathBuf {

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Deserialize;
 
-use super::{split_ident, Edge, Graph, Importer, Package};
+use super::graph::{split_ident, Edge, Graph, Importer, Package};
 
 pub(crate) fn read(
     text: &str,

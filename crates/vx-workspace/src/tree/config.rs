@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
-use super::ObjectFormat;
+use super::identity::ObjectFormat;
 
 /// One `section.key = value` line, in file order.
 #[derive(Debug, Clone, PartialEq, Eq)]

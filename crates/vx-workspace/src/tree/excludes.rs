@@ -11,11 +11,14 @@
 //! [`Tree::refresh`]: super::Tree::refresh
 //! [`Tree::is_ignored`]: super::Tree::is_ignored
 
-use std::path::Path;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
+
+use super::names::is_at_or_under;
 
 /// One directory's `.gitignore` on top of the chain of its parents.
 pub(crate) struct Layer {
@@ -87,6 +90,36 @@ pub(crate) fn is_ignored(chain: &Chain, repo: &RepoExcludes, abs: &Path, is_dir:
         }
     }
     false
+}
+
+/// Paths never listed: `.git` and `.vx` at any level, and the excluded directories.
+pub(crate) struct Exclusions {
+    /// Root-relative excluded directories.
+    dirs: Vec<Vec<u8>>,
+}
+
+impl Exclusions {
+    /// `excluded` are absolute; those outside `root` cannot matter.
+    pub(crate) fn new(root: &Path, excluded: &[PathBuf]) -> Exclusions {
+        let dirs = excluded
+            .iter()
+            .filter_map(|dir| dir.strip_prefix(root).ok())
+            .map(|rel| rel.as_os_str().as_bytes().to_vec())
+            .filter(|rel| !rel.is_empty())
+            .collect();
+        Exclusions { dirs }
+    }
+
+    /// Whether the root-relative `path` is never listed.
+    pub(crate) fn excludes(&self, path: &[u8]) -> bool {
+        path.split(|b| *b == b'/')
+            .any(|part| part == b".git" || part == b".vx")
+            || self.dirs.iter().any(|dir| is_at_or_under(path, dir))
+    }
+
+    pub(crate) fn excludes_dir(&self, path: &[u8]) -> bool {
+        self.dirs.iter().any(|dir| dir == path)
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gix_index::entry::Stat as EntryStat;
 
-use super::{ObjectFormat, TreeError};
+use super::error::TreeError;
+
+/// The hash function of blob ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ObjectFormat {
+    Sha1,
+    Sha256,
+}
 
 /// What `lstat` said about a file when its identity was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

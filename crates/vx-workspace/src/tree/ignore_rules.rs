@@ -17,7 +17,7 @@ pub struct IgnoreRules {
 
 impl IgnoreRules {
     pub fn new(root: &Path) -> IgnoreRules {
-        let Ok(Some(dirs)) = super::find_repository(root) else {
+        let Ok(Some(dirs)) = super::repo::find_outer(root) else {
             return IgnoreRules { repo: None };
         };
         let settings =

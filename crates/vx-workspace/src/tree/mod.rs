@@ -29,6 +29,7 @@
 mod attributes;
 mod blob_ids;
 mod config;
+mod error;
 mod excludes;
 mod identity;
 mod ignore_rules;
@@ -42,13 +43,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use identity::{blob_id, FileId, Identity, Mode, NoMemo, StampMemo, Stat};
+pub use error::TreeError;
+pub use identity::{blob_id, FileId, Identity, Mode, NoMemo, ObjectFormat, StampMemo, Stat};
 
 use config::ConfigSet;
 use excludes::Chain;
+use excludes::Exclusions;
 use identity::{Hashed, IndexStat, ShortcutRules};
 use repo::Repo;
-use walk::{Exclusions, Job, Walker};
+use walk::{Job, Walker};
 
 pub use blob_ids::{blob_ids, BlobIds};
 pub use ignore_rules::IgnoreRules;
@@ -63,20 +66,6 @@ pub struct TreeOptions {
     /// Absolute directories never listed (the cache directory). `.git` and `.vx` at any level
     /// are always excluded.
     pub excluded: Vec<PathBuf>,
-}
-
-/// Why the tree could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum TreeError {
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// An unreadable or corrupt index, a `.git` file that names no repository.
-    #[error("cannot use the git repository at {}: {reason}", path.display())]
-    Git { path: PathBuf, reason: String },
 }
 
 /// One listed file.
@@ -97,13 +86,6 @@ pub struct Counters {
     pub index_reads: u64,
     /// Directory walks: one for the scan, one per path a [`Tree::refresh`] walks.
     pub walks: u64,
-}
-
-/// The hash function of blob ids.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ObjectFormat {
-    Sha1,
-    Sha256,
 }
 
 /// The workspace's files as of one enumeration (KEY-10), and their identities (KEY-11).
@@ -530,7 +512,7 @@ impl Tree {
         for scope in scopes {
             if !kept
                 .iter()
-                .any(|k| walk::is_at_or_under(scope.as_bytes(), k.as_bytes()))
+                .any(|k| names::is_at_or_under(scope.as_bytes(), k.as_bytes()))
             {
                 kept.push(scope);
             }
@@ -563,7 +545,7 @@ impl Tree {
         // the scope are queued when the walk enters them.
         let mut jobs = walk::submodule_jobs(&self.root, &self.outer, Some(scope));
         for repo in self.nested.values() {
-            if repo.rel != scope && walk::is_at_or_under(scope, &repo.rel) {
+            if repo.rel != scope && names::is_at_or_under(scope, &repo.rel) {
                 jobs.extend(walk::submodule_jobs(&self.root, repo, Some(scope)));
             }
         }
@@ -664,7 +646,7 @@ impl Tree {
     fn install(&mut self, scope: &[u8], found: walk::Found) {
         // Files under a nested repository belong to it, whatever the outer index says.
         let new_repos = found.repos;
-        let inside_new = |p: &[u8]| new_repos.iter().any(|r| walk::is_at_or_under(p, &r.rel));
+        let inside_new = |p: &[u8]| new_repos.iter().any(|r| names::is_at_or_under(p, &r.rel));
         if !new_repos.is_empty() {
             self.index.retain(|p, _| !inside_new(p.as_bytes()));
         }
@@ -679,7 +661,7 @@ impl Tree {
         if scope.is_empty() {
             // Everything is listed anew: repositories opened before (by an earlier walk) too.
             let nested = &self.nested;
-            let inside_nested = |p: &[u8]| nested.keys().any(|n| walk::is_at_or_under(p, n));
+            let inside_nested = |p: &[u8]| nested.keys().any(|n| names::is_at_or_under(p, n));
             paths.clear();
             paths.extend(
                 self.outer

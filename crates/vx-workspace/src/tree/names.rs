@@ -64,3 +64,9 @@ pub fn shown_name(name: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// Whether `path` is `dir` or lies under it (both root-relative, `dir` non-empty).
+pub(crate) fn is_at_or_under(path: &[u8], dir: &[u8]) -> bool {
+    path.strip_prefix(dir)
+        .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
+}

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use gix_index::entry::{Flags, Mode as IndexMode, Stage, Stat as IndexStat};
 
 use super::config::{self, ConfigSet, RepoSettings};
-use super::excludes::{self, RepoExcludes};
-use super::walk::Exclusions;
-use super::{ObjectFormat, TreeError};
+use super::error::TreeError;
+use super::excludes::{self, Exclusions, RepoExcludes};
+use super::identity::ObjectFormat;
 
 /// Where one repository keeps its files.
 #[derive(Debug, Clone)]

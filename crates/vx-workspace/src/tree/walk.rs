@@ -24,45 +24,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use super::config::ConfigSet;
-use super::excludes::{self, Chain};
+use super::error::TreeError;
+use super::excludes::{self, Chain, Exclusions};
+use super::names::is_at_or_under;
 use super::repo::Repo;
-use super::TreeError;
-
-/// Paths never listed: `.git` and `.vx` at any level, and the excluded directories.
-pub(crate) struct Exclusions {
-    /// Root-relative excluded directories.
-    dirs: Vec<Vec<u8>>,
-}
-
-impl Exclusions {
-    /// `excluded` are absolute; those outside `root` cannot matter.
-    pub(crate) fn new(root: &Path, excluded: &[PathBuf]) -> Exclusions {
-        let dirs = excluded
-            .iter()
-            .filter_map(|dir| dir.strip_prefix(root).ok())
-            .map(|rel| rel.as_os_str().as_bytes().to_vec())
-            .filter(|rel| !rel.is_empty())
-            .collect();
-        Exclusions { dirs }
-    }
-
-    /// Whether the root-relative `path` is never listed.
-    pub(crate) fn excludes(&self, path: &[u8]) -> bool {
-        path.split(|b| *b == b'/')
-            .any(|part| part == b".git" || part == b".vx")
-            || self.dirs.iter().any(|dir| is_at_or_under(path, dir))
-    }
-
-    fn excludes_dir(&self, path: &[u8]) -> bool {
-        self.dirs.iter().any(|dir| dir == path)
-    }
-}
-
-/// Whether `path` is `dir` or lies under it (both root-relative, `dir` non-empty).
-pub(crate) fn is_at_or_under(path: &[u8], dir: &[u8]) -> bool {
-    path.strip_prefix(dir)
-        .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
-}
 
 /// `parent/name` as root-relative bytes.
 pub(crate) fn join(parent: &[u8], name: &[u8]) -> Vec<u8> {

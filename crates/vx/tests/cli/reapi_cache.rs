@@ -313,10 +313,7 @@ fn a_server_without_sha256_switches_the_layer_off_with_one_warning() {
 
 #[test]
 fn a_dead_server_is_a_miss_with_one_warning_and_then_switched_off() {
-    let url = format!(
-        "grpc://127.0.0.1:{}",
-        vx_test_support::http_cache::free_port()
-    );
+    let url = format!("grpc://127.0.0.1:{}", vx_test_support::net::free_port());
     let f = workspace(&url, "");
     let stderr = run_against_fake(&f, "true");
     let warned = warnings(&stderr);

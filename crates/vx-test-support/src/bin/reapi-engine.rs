@@ -1,9 +1,9 @@
-//! `vx-engine`: a REAPI engine on loopback for benchmarks, from the test harness: BuildGrid with
+//! `reapi-engine`: a REAPI engine on loopback for benchmarks, from the test harness: BuildGrid with
 //! its PostgreSQL scheduler and `N` workers (the harness's bot with `buildbox-run`).
 //!
 //! ```text
-//! vx-engine [WORKERS] [POOL]
-//! vx-engine casd
+//! reapi-engine [WORKERS] [POOL]
+//! reapi-engine casd
 //! ```
 //!
 //! Prints `grpc://127.0.0.1:<port>` on a line of its own once every worker has registered, then
@@ -20,7 +20,7 @@ use vx_test_support::reapi::Casd;
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("casd") {
         let Some(casd) = Casd::start_executing() else {
-            eprintln!("vx-engine: buildbox-casd is not installed (run scripts/test)");
+            eprintln!("reapi-engine: buildbox-casd is not installed (run scripts/test)");
             std::process::exit(2);
         };
         println!("{}", casd.url());
@@ -34,7 +34,7 @@ fn main() {
         .expect("WORKERS is a number");
     let pool = args.next().unwrap_or_else(|| "bench".to_string());
     let Some(server) = BuildGrid::shared() else {
-        eprintln!("vx-engine: BuildGrid is not installed (run scripts/test)");
+        eprintln!("reapi-engine: BuildGrid is not installed (run scripts/test)");
         std::process::exit(2);
     };
     let mut started = Vec::new();
@@ -42,7 +42,7 @@ fn main() {
         match server.start_worker(&format!("w{n}"), &[("pool", &pool)]) {
             Some(worker) => started.push(worker),
             None => {
-                eprintln!("vx-engine: buildbox-run is not installed (run scripts/test)");
+                eprintln!("reapi-engine: buildbox-run is not installed (run scripts/test)");
                 std::process::exit(2);
             }
         }
