@@ -6,44 +6,18 @@
 //! when every match passes is anything removed ([`remove`]): links are unlinked, never
 //! followed, and directories left empty below the globs' literal prefixes go too.
 
-use std::collections::HashSet;
 use std::fs;
-use std::io;
 use std::path::Path;
 
 use vx_core::graph::task_config;
 use vx_core::TaskId;
 
-use super::outputs::{is_missing, plain, stamp, Found, Outputs};
-use super::{DirtyProbe, RunCache};
+use super::cleaner::remove;
+use super::outputs::{plain, stamp, Found, Outputs};
+use super::RunCache;
 use crate::keys::{is_under, relative};
 use crate::outcome::Notice;
 use vx_store::artifact::Unlinker;
-
-/// What cleaning learns once per run: which tracked paths have uncommitted changes.
-pub struct Cleaner<'p> {
-    /// Tracked paths with staged or unstaged changes, computed on first need.
-    dirty: Option<HashSet<String>>,
-    dirty_probe: DirtyProbe<'p>,
-}
-
-impl<'p> Cleaner<'p> {
-    pub fn new(dirty_probe: DirtyProbe<'p>) -> Cleaner<'p> {
-        Cleaner {
-            dirty: None,
-            dirty_probe,
-        }
-    }
-
-    /// Whether `path` has uncommitted changes; `tracked` (the candidates that are tracked) is
-    /// what the first question asks git about.
-    fn is_dirty(&mut self, path: &str, tracked: &[String]) -> bool {
-        if self.dirty.is_none() && !tracked.is_empty() {
-            self.dirty = Some((self.dirty_probe)(tracked));
-        }
-        self.dirty.as_ref().is_some_and(|d| d.contains(path))
-    }
-}
 
 impl RunCache<'_> {
     /// EXEC-15: outputs are cleaned before every attempt of a task that writes. What the failed
@@ -178,49 +152,6 @@ impl RunCache<'_> {
     }
 }
 
-/// STORE-10 step 1, after the protections were checked: removes every match (links are
-/// unlinked, never followed), then directories left empty below the kept prefixes (a matched
-/// directory that still holds something unmatched stays).
-pub fn remove(outputs: &Outputs, root: &Path, found: &[Found]) -> Result<(), CleanError> {
-    let mut dirs: Vec<String> = Vec::new();
-    // Through directory descriptors: a directory swapped for a symlink while vx cleans is
-    // never removed through.
-    let mut unlinker = Unlinker::new(root);
-    for f in found {
-        if f.meta.is_dir() {
-            dirs.push(f.path.clone());
-            continue;
-        }
-        if let Err(e) = unlinker.remove(Path::new(&f.path), false) {
-            if !is_missing(&e) {
-                return Err(CleanError::Remove {
-                    path: f.path.clone(),
-                    source: e,
-                });
-            }
-        }
-        let mut parent = f.path.as_str();
-        while let Some((up, _)) = parent.rsplit_once('/') {
-            dirs.push(up.to_string());
-            parent = up;
-        }
-    }
-    let keep = outputs.prefixes();
-    dirs.sort();
-    dirs.dedup();
-    // Deepest first, so a parent is tried after its children. Only a directory below some
-    // glob's literal prefix may go.
-    for dir in dirs.iter().rev() {
-        let kept = keep.iter().any(|k| is_under(k, dir));
-        let covered = keep.iter().any(|p| is_under(dir, p) && dir != p);
-        if kept || !covered {
-            continue;
-        }
-        let _ = unlinker.remove(Path::new(dir), true);
-    }
-    Ok(())
-}
-
 impl RunCache<'_> {
     /// Before a task's command runs without its outputs cleaned (`--no-cache`,
     /// `--cache local:r`, a result that will not be saved), every symlink among its outputs
@@ -258,10 +189,4 @@ impl RunCache<'_> {
         }
         self.refresh_outputs(outputs);
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum CleanError {
-    #[error("cannot remove `{path}`: {}", plain(source))]
-    Remove { path: String, source: io::Error },
 }

@@ -15,6 +15,12 @@
 //! and queues its uploads. Damage is always a miss with one line (STORE-12), never a wrong hit.
 //! What the run records (history, fingerprints, retention) is the [`Recorder`]'s, not the cache's.
 //!
+//! The files: the state and values the coordinator holds are leaves (`decision.rs`: what a
+//! probe found and what the cache decided; `jobs.rs`: what the lanes carry; `cleaner.rs`: the
+//! memo of uncommitted changes and the removal itself; `guard.rs`: the save guard's memory;
+//! `stamps.rs`, `outputs.rs`); `probe.rs`, `restore.rs`, `clean.rs` and `save.rs` each add one
+//! concern's methods to `RunCache` and use those leaves, never each other's state.
+//!
 //! [`Recorder`]: super::record::Recorder
 
 use std::collections::{HashMap, HashSet};
@@ -26,7 +32,6 @@ use vx_core::globs::GlobCache;
 use vx_core::graph::task_config;
 use vx_core::{TaskId, Workspace};
 use vx_store::artifact;
-use vx_store::log::LogRecord;
 use vx_store::Layers;
 
 use super::keys::Keys;
@@ -34,6 +39,10 @@ use crate::options::CachePolicy;
 use crate::plan::preview::DryCache;
 
 mod clean;
+mod cleaner;
+mod decision;
+mod guard;
+mod jobs;
 pub(crate) mod outputs;
 mod probe;
 pub mod remote;
@@ -43,49 +52,18 @@ mod stamps;
 #[cfg(test)]
 mod tests;
 
-use clean::Cleaner;
+use cleaner::Cleaner;
+pub use cleaner::DirtyProbe;
+pub use decision::{Ahead, Decision};
+use decision::{Probe, Restore, Served, Want};
+use guard::Guard;
+pub use jobs::{After, Done, RestoreJob, SaveJob};
 use outputs::{Found, Outputs};
-use probe::{Probe, Want};
-use restore::Restore;
-pub use restore::RestoreJob;
-use save::Guard;
-pub use save::{Done, SaveJob};
 use stamps::Stamps;
 pub use stamps::WorkspaceStamps;
 
 pub use super::outcome::CacheKind;
 use super::outcome::Notice;
-
-/// What to do with a task that is ready.
-pub enum Decision {
-    /// Served from the cache: replay this log.
-    Hit {
-        kind: CacheKind,
-        records: Vec<LogRecord>,
-        short_key: String,
-        stored: Duration,
-        /// A restored hit: why its outputs were not up to date (`vx why`).
-        restore_reason: Option<String>,
-    },
-    /// Run it; `writes` says whether a successful result may be saved.
-    Execute { cached: bool, writes: bool },
-    /// The key could not be derived, or the outputs could not be cleaned: the task fails
-    /// with this line before running.
-    Fail(String),
-}
-
-/// What the restore lane can do for a task (SCHED-3).
-pub enum Ahead {
-    /// Served at once (up-to-date).
-    Served(Decision),
-    /// Its outputs must be written back: a job for the lane's threads.
-    Restore(Box<RestoreJob>),
-    /// Left to the normal schedule.
-    Not,
-}
-
-/// Which of these tracked paths have uncommitted changes (STORE-10).
-pub type DirtyProbe<'p> = Box<dyn FnMut(&[String]) -> HashSet<String> + 'p>;
 
 pub struct RunCache<'p> {
     pub keys: Keys<'p>,
@@ -341,9 +319,9 @@ impl<'p> RunCache<'p> {
             return Ahead::Not;
         };
         match self.serve(id, hit, needs_log, found) {
-            probe::Served::Decision(decision) => Ahead::Served(decision),
-            probe::Served::Restore(job) => Ahead::Restore(Box::new(job)),
-            probe::Served::Refused(_) => Ahead::Not,
+            Served::Decision(decision) => Ahead::Served(decision),
+            Served::Restore(job) => Ahead::Restore(Box::new(job)),
+            Served::Refused(_) => Ahead::Not,
         }
     }
 
@@ -428,9 +406,9 @@ impl<'p> RunCache<'p> {
                 };
                 let outputs = hit.outputs.clone();
                 match self.serve(id, hit, needs_log, found) {
-                    probe::Served::Decision(decision) => return decision,
-                    probe::Served::Refused(line) => return Decision::Fail(line),
-                    probe::Served::Restore(job) => {
+                    Served::Decision(decision) => return decision,
+                    Served::Refused(line) => return Decision::Fail(line),
+                    Served::Restore(job) => {
                         let result = job.run();
                         match self.finish_restore(job, result) {
                             Restore::Served(decision) => return decision,

@@ -11,57 +11,13 @@ use std::time::Duration;
 
 use vx_core::graph::task_config;
 use vx_core::TaskId;
-use vx_store::index::{Entry, Lookup};
-use vx_store::Source;
+use vx_store::index::Lookup;
 
-use super::outputs::{stale_output, Found, Outputs};
-use super::restore::{damaged, decode_log, RestoreJob};
+use super::decision::{Hit, Probe, Served, Want};
+use super::jobs::RestoreJob;
+use super::outputs::{stale_output, Found};
+use super::restore::{damaged, decode_log};
 use super::{CacheKind, Decision, RunCache};
-
-/// What a caller needs from the cache.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Want {
-    /// The key and the outputs: the task is known to miss.
-    Key,
-    /// Whether an entry exists, without reading it (`--dry`, REM-9).
-    Existence,
-    /// The entry itself, looked up (and downloaded from a further layer on a local miss).
-    Entry,
-}
-
-/// What the cache holds for a ready task.
-pub(super) enum Probe {
-    /// A persistent task: no key, never cached (KEY-9).
-    Persistent,
-    /// The key could not be derived: the task fails with this text.
-    KeyFailed(String),
-    /// Not a cached task (no `cache` table).
-    Uncached { key: String },
-    /// No usable entry (or lookups are off).
-    Miss { key: String, outputs: Outputs },
-    /// `--dry`: an entry exists, locally or in a further layer (REM-9).
-    Exists { key: String, source: Source },
-    /// A confirmed entry.
-    Hit(Box<Hit>),
-}
-
-pub(super) struct Hit {
-    pub key: String,
-    pub short: String,
-    pub entry: Entry,
-    pub source: Source,
-    pub outputs: Outputs,
-}
-
-/// How a hit is served.
-pub(super) enum Served {
-    /// Up to date: the decision is final.
-    Decision(Decision),
-    /// Its outputs must be written back (the protections allowed cleaning).
-    Restore(RestoreJob),
-    /// Cleaning is refused (STORE-10): the task fails with this line when it runs.
-    Refused(String),
-}
 
 impl RunCache<'_> {
     /// The task's key and what the cache holds for it. See the module documentation.

@@ -2,78 +2,20 @@
 //! back, on the restore lane's threads or inline; [`RunCache::finish_restore`] records the
 //! stamps of what it wrote and serves the hit, or turns damage into a miss with one line.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use vx_core::TaskId;
-use vx_store::artifact::{self, Target};
+use vx_store::artifact::{self};
 use vx_store::log::{LogRecord, LogStream};
 use vx_store::Source;
 
-use super::clean::CleanError;
-use super::outputs::{plain, stamp, Found, Outputs};
+use super::decision::Restore;
+use super::jobs::RestoreJob;
+use super::outputs::{plain, stamp};
 use super::stamps::with_marker;
 use super::{CacheKind, Decision, RunCache};
-use crate::keys::is_under;
 use crate::outcome::Notice;
 
 /// One restore: cleaning the outputs and writing the entry back, off the run loop. Owns
 /// everything it needs.
-pub struct RestoreJob {
-    pub(super) id: TaskId,
-    pub(super) key: String,
-    pub(super) short: String,
-    pub(super) stored: Duration,
-    /// Where the entry came from: the local store, or a further layer during this run.
-    pub(super) source: Source,
-    pub(super) path: PathBuf,
-    pub(super) root: PathBuf,
-    pub(super) outputs: Outputs,
-    pub(super) found: Vec<Found>,
-    /// Why the outputs on disk were not the entry's (a remote entry: not in the local store).
-    pub(super) reason: String,
-}
-
-impl RestoreJob {
-    /// STORE-10: clean (the protections were checked on the loop), then validate and stage
-    /// the archive, then commit.
-    pub fn run(&self) -> Result<artifact::Restored, artifact::RestoreError> {
-        super::clean::remove(&self.outputs, &self.root, &self.found).map_err(
-            |error| match error {
-                CleanError::Remove { path, source } => artifact::RestoreError::Io {
-                    path: self.root.join(path),
-                    source,
-                },
-            },
-        )?;
-        let outputs = &self.outputs;
-        let root = &self.root;
-        let accept = |name: &str| outputs.accepts(name);
-        let target = |name: &str| {
-            let rel = outputs.path_of(name).unwrap_or_default();
-            Target {
-                path: root.join(&rel),
-                contain: if is_under(&rel, &outputs.dir) {
-                    root.join(&outputs.dir)
-                } else {
-                    root.clone()
-                },
-                root: root.clone(),
-            }
-        };
-        artifact::restore(&self.path, &self.key, &accept, artifact::SIZE_CAP, &target)
-    }
-}
-
-/// How a restore ended.
-pub(super) enum Restore {
-    Served(Decision),
-    /// No usable entry after all: the task runs.
-    Miss,
-    /// The task fails with this line.
-    Failed(String),
-}
-
 impl RunCache<'_> {
     /// STORE-10 step 4 and STORE-12, after a restore ran: record the stamps of what was written
     /// and serve the hit; a damaged or vanished entry is discarded with one line and the task

@@ -10,7 +10,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use vx_core::graph::task_config;
@@ -19,91 +18,12 @@ use vx_core::TaskId;
 use vx_store::artifact::{self, ArtifactMeta, ExecMeta, OutputFile, Producer};
 use vx_store::index::Stamping;
 
+use super::jobs::{After, Done, SaveJob};
 use super::outputs::{plain, stamp, Outputs};
 use super::stamps::with_marker;
 use super::RunCache;
 use crate::keys::Derived;
 use crate::outcome::Notice;
-
-/// What the save guard remembers across tasks (KEY-16).
-pub struct Guard {
-    /// Tasks whose results were not trustworthy (or folded one that was not): dependants that
-    /// fold them are not saved either.
-    withheld: HashSet<TaskId>,
-    /// Under CI, a rewrite during the run is judged by the key's moment only (see
-    /// [`RunCache::moved_input`]).
-    ci: bool,
-    /// The tasks' same-bytes rewrite records, read once, on the first save.
-    rewrites: Option<std::collections::HashMap<String, Vec<String>>>,
-}
-
-impl Guard {
-    pub fn new(ci: bool) -> Guard {
-        Guard {
-            withheld: HashSet::new(),
-            ci,
-            rewrites: None,
-        }
-    }
-
-    pub fn withhold(&mut self, id: &TaskId) {
-        self.withheld.insert(id.clone());
-    }
-}
-
-/// What `after` needs to know about a finished attempt.
-pub struct Done<'a> {
-    pub id: &'a TaskId,
-    pub success: bool,
-    pub writes: bool,
-    /// Why `writes` is false (HIST-1 `unsaved_reason`).
-    pub unsaved_reason: &'static str,
-    pub started: SystemTime,
-    pub duration: Duration,
-    pub command_line: &'a str,
-    /// The encoded log (STORE-6).
-    pub log: &'a [u8],
-    pub cpu_ms: Option<u64>,
-    pub peak_rss_bytes: Option<u64>,
-    /// The saved entry's origin: `local`, or `remote-exec` (REM-14).
-    pub origin: &'static str,
-}
-
-/// What `after` decided for a finished task.
-pub struct After {
-    /// Pack this on the save lane, then [`RunCache::complete_save`]; or why nothing is saved
-    /// (HIST-1 `unsaved_reason`).
-    pub save: Result<Box<SaveJob>, &'static str>,
-    /// The key and what it folds, for `vx why` (HIST-2); `None` without a key.
-    pub fingerprint: Option<(String, Vec<Component>)>,
-}
-
-/// One save, packed off the run loop (STORE-7: the save lane). Owns everything packing needs.
-pub struct SaveJob {
-    id: TaskId,
-    key: String,
-    tmp: PathBuf,
-    log: Vec<u8>,
-    meta: ArtifactMeta,
-    files: Vec<OutputFile>,
-    /// The root-relative output paths packed, for the stamps recorded after.
-    found: Vec<String>,
-    outputs_dir: String,
-    origin: &'static str,
-}
-
-impl SaveJob {
-    /// STORE-7 step 2: pack into `tmp/` and read the result back as a restore would.
-    pub fn pack(&self) -> Result<artifact::Packed, artifact::PackError> {
-        artifact::pack(
-            &self.tmp,
-            &self.log,
-            self.meta.clone(),
-            &self.files,
-            artifact::SIZE_CAP,
-        )
-    }
-}
 
 /// A folded path that moved while a task ran (KEY-16).
 struct Moved {

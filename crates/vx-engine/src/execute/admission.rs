@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use vx_core::schedule::{median, Estimate, TaskKind};
 use vx_store::index::Recent;
 
-use super::Kind;
+use crate::plan::nodes::Kind;
 
 /// A task's estimate from its recent executions: the median duration of its successes and its
 /// largest recorded peak.

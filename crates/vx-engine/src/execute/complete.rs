@@ -8,7 +8,8 @@ use vx_exec::{Completion, ExitReason};
 use vx_store::log::LogStream;
 
 use super::explain::explain;
-use super::{kind_of, sandboxed, shown, task, Kind, Live, Run};
+use super::live::{Live, Verdict};
+use super::{kind_of, shown, task, Kind, Run};
 use crate::cache::{CacheKind, Done};
 use crate::outcome::{AttemptSpan, NotReady, Status, TaskReport};
 
@@ -45,9 +46,9 @@ impl Run<'_> {
         }
         self.output(i, &rest);
         let verdict = self.sandbox_verdict(i, &completion);
-        let clean = matches!(verdict, sandboxed::Verdict::Clean);
+        let clean = matches!(verdict, Verdict::Clean);
         let violations = match verdict {
-            sandboxed::Verdict::Violations(n) => n,
+            Verdict::Violations(n) => n,
             _ => 0,
         };
         let live = &self.live[&i];

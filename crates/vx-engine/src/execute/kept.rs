@@ -21,78 +21,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, SendTimeoutError, Sender};
+use crossbeam_channel::{Receiver, Sender};
 use vx_core::TaskId;
 use vx_exec::ExecEvent;
 use vx_store::log::{LogBuf, LogStream};
 
-use super::{kind_of, prefixed, shown, stream_index, task, Kind, Live, Msg, Run};
+use super::live::{Identity, Live};
+use super::{kind_of, prefixed, shown, stream_index, task, Kind, Msg, Run};
 use crate::outcome::CacheKind;
 use crate::outcome::Status;
 use crate::report::Console;
-
-/// How long a task's thread holds its route while the loop's channel is full, before it lets
-/// the route be changed and tries again.
-const HOLD: Duration = Duration::from_millis(50);
-
-/// Where a task's events go: a loop's channel, and the number that loop knows the task by.
-#[derive(Clone)]
-pub(crate) struct Route(Arc<Mutex<(Sender<Msg>, usize)>>);
-
-impl Route {
-    pub(super) fn new(tx: Sender<Msg>, i: usize) -> Route {
-        Route(Arc::new(Mutex::new((tx, i))))
-    }
-
-    /// Sends `msg`, numbered for its current loop. The route is held while sending, so once
-    /// [`Route::point`] returns nothing more reaches the old loop; a full channel lets go of
-    /// it every [`HOLD`], so the route can change meanwhile.
-    pub(super) fn deliver(&self, mut msg: Msg) {
-        loop {
-            let target = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            let (tx, i) = &*target;
-            match tx.send_timeout(msg.numbered(*i), HOLD) {
-                Ok(()) | Err(SendTimeoutError::Disconnected(_)) => return,
-                Err(SendTimeoutError::Timeout(back)) => msg = back,
-            }
-            // Let a waiting `point` have the route before trying again.
-            drop(target);
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    /// From now on, events go to `tx` under `i`.
-    fn point(&self, tx: Sender<Msg>, i: usize) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = (tx, i);
-    }
-}
-
-impl Msg {
-    fn numbered(self, i: usize) -> Msg {
-        match self {
-            Msg::Exec(_, event) => Msg::Exec(i, event),
-            Msg::NetRefused(_, target) => Msg::NetRefused(i, target),
-            other => other,
-        }
-    }
-}
-
-/// What tells a persistent task's process from one that would be started now: its task's
-/// configuration, the script it runs and where.
-#[derive(Clone, PartialEq, Eq)]
-pub(super) struct Identity(blake3::Hash);
-
-impl Identity {
-    pub(super) fn of(config: &vx_core::config::TaskConfig, script: &str, dir: &str) -> Identity {
-        let mut hasher = blake3::Hasher::new();
-        let config = serde_json::to_string(config).unwrap_or_default();
-        for part in [config.as_str(), script, dir] {
-            hasher.update(&(part.len() as u64).to_le_bytes());
-            hasher.update(part.as_bytes());
-        }
-        Identity(hasher.finalize())
-    }
-}
 
 /// A persistent task kept running between cycles.
 struct Kept {

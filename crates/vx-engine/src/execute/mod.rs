@@ -20,29 +20,26 @@
 //! end; `servers.rs` persistent tasks (readiness, keep-alive); `lanes.rs` cache hits and the
 //! restore and save lanes; `end.rs` the end of the graph (footer, history); `remote.rs`,
 //! `sandboxed.rs` and `region.rs` the loop's side of remote execution, the sandbox and the live
-//! region.
+//! region. The state those share is in leaves: `live.rs` one task that has a process (`Live`,
+//! its sandbox, a kept server's `Identity`), `msg.rs` the loop's messages and a task's `Route`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Receiver, Sender};
-use vx_core::mask::Masker;
 use vx_core::schedule::{HistoryPolicy, Interactive, Scheduler};
 use vx_core::units::format_duration;
 use vx_core::TaskId;
-use vx_exec::{Attempt, ExecEvent, Executor, RunningTask, Stream};
+use vx_exec::{ExecEvent, Executor, RunningTask, Stream};
 
 use vx_store::log::{LogBuf, LogStream};
 
 use super::cache::{RestoreJob, RunCache, SaveJob};
-use super::outcome::CacheKind;
-use super::outcome::{AttemptSpan, TaskReport};
+use super::outcome::TaskReport;
 use super::plan::nodes::{environment, kind_of, task, Kind};
 use super::plan::Plan;
 use super::record::{Recorder, TelemetrySink};
-use crate::execute::ready::Waiting;
-use crate::execute::stripper::Stripper;
 use crate::exit;
 use crate::options::RunOptions;
 use crate::record::profile::Phase;
@@ -57,6 +54,8 @@ mod kept;
 pub(crate) mod lane;
 mod lanes;
 mod last_line;
+mod live;
+mod msg;
 pub(crate) mod ready;
 mod region;
 pub(crate) mod remote;
@@ -67,7 +66,8 @@ pub(crate) mod stripper;
 
 use admission::{estimate, HeldForMemory};
 pub use kept::Servers;
-use kept::{Identity, Route};
+use live::{Live, SandboxHost};
+pub use msg::{Msg, PackResult, RestoreResult};
 
 /// Everything the loop needs from outside the plan.
 pub struct Context {
@@ -99,103 +99,6 @@ pub struct Context {
     pub snapshot: Option<crate::snapshot::Request>,
     /// The nodes placed on the remote executor (REM-11, `plan::placement`).
     pub remote: Vec<usize>,
-}
-
-/// What the save lane's packing gave.
-pub type PackResult = Result<vx_store::artifact::Packed, vx_store::artifact::PackError>;
-
-pub enum Msg {
-    Exec(usize, ExecEvent),
-    Signal(i32),
-    /// The save lane packed a task's artifact (STORE-7).
-    Packed(usize, Box<SaveJob>, Box<PackResult>),
-    /// The restore lane wrote an entry back, or could not (SCHED-3).
-    Restored(usize, Box<RestoreJob>, Box<RestoreResult>),
-    /// A sandboxed task's proxy refused a request to this `host:port` (SBX-6, SBX-7).
-    NetRefused(usize, String),
-    /// The background download of a task's remote entry ended, arrived or not (REM-6).
-    Prefetched(usize),
-    /// A key or a resize in the task UI (`--ui=tui`).
-    Ui(UiInput),
-}
-
-/// Signals reach the run loop as messages (the signal thread knows nothing of [`Msg`]).
-impl crate::host::signals::SignalSink for crossbeam_channel::Sender<Msg> {
-    fn send(&self, signal: i32) {
-        let _ = crossbeam_channel::Sender::send(self, Msg::Signal(signal));
-    }
-
-    fn try_send(&self, signal: i32) {
-        let _ = crossbeam_channel::Sender::try_send(self, Msg::Signal(signal));
-    }
-}
-
-/// What a restore on the restore lane gave.
-pub type RestoreResult = Result<vx_store::artifact::Restored, vx_store::artifact::RestoreError>;
-
-/// A task that has a process.
-struct Live {
-    handle: Box<dyn RunningTask>,
-    /// Where its events go (a persistent task's move to `vx watch` between cycles).
-    route: Route,
-    /// For a persistent task in a cycle of `vx watch`: what its process was started as.
-    identity: Option<Identity>,
-    started: Instant,
-    kind: Kind,
-    /// What the frame shows: both streams as printed, bounded like the stored log (STORE-6:
-    /// the first and last 8 MiB, the cut named), while every byte still streams live.
-    display: LogBuf,
-    /// The last byte shown, so notes start on a line of their own.
-    last_byte: Option<u8>,
-    maskers: [Masker; 2],
-    strippers: Option<[Stripper; 2]>,
-    command: String,
-    command_line: String,
-    dir: PathBuf,
-    path_var: String,
-    /// Ready and not yet ended (persistent tasks only).
-    ready: bool,
-    /// A persistent task waiting for its `ready-when` line: the matchers and the timers.
-    waiting: Option<Waiting>,
-    /// The timeout expired (for a persistent task: the wait for readiness).
-    timed_out: bool,
-    /// A server stopped before it was ready because no task needs it any more (EXEC-13).
-    unneeded: bool,
-    /// The resolved timeout (EXEC-8 precedence), for the timeout note; for a persistent task
-    /// it bounds the wait for readiness, which the loop times itself.
-    timeout: Option<Duration>,
-    /// Output printed with an `<id> │ ` prefix after the footer (keep-alive).
-    prefix_at_line_start: bool,
-    /// Its latest line, for its row in the live region (UI-6).
-    last_line: last_line::LastLine,
-    /// The log as stored in an artifact: both streams and notes as records (STORE-6).
-    records: LogBuf,
-    /// How a successful result is reported and whether it may be saved.
-    cache_kind: CacheKind,
-    writes: bool,
-    unsaved_reason: &'static str,
-    started_wall: SystemTime,
-    /// What started the attempt, for the next one (EXEC-15).
-    job: Attempt,
-    /// This attempt's number (from 1) and how many the task may make.
-    attempt: u32,
-    attempts: u32,
-    /// The durations of earlier attempts: a task's duration is their sum.
-    earlier: Duration,
-    /// When this attempt started, and the spans of the earlier ones (UI-15).
-    attempt_started: Instant,
-    spans: Vec<AttemptSpan>,
-    /// A sandboxed task's view, `TMPDIR` and reported accesses (SBX-7).
-    sandbox: Option<sandboxed::LiveSandbox>,
-    /// The remote result was served from the server's action cache (REM-13).
-    remote_cached: bool,
-}
-
-impl Live {
-    /// The attempt runs on the remote executor (REM-11).
-    fn remote(&self) -> bool {
-        self.job.remote.is_some()
-    }
 }
 
 pub struct Run<'p> {
@@ -253,7 +156,7 @@ pub struct Run<'p> {
     /// With `--profile`: vx's phases, and each task's key derivation and cache probe (UI-15).
     phases: Option<Vec<Phase>>,
     /// SBX-1: whether tasks can be sandboxed here, probed at the first sandboxed execution.
-    sandbox_host: sandboxed::SandboxHost,
+    sandbox_host: SandboxHost,
     /// This run is a cycle of `vx watch`: the persistent tasks kept between cycles.
     watch: Option<&'p mut Servers>,
     /// Telemetry sinks beside history, the summary and the trace (ARCH-2), given by the caller.

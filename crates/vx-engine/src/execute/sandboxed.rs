@@ -6,83 +6,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use vx_core::config::SandboxConfig;
-use vx_core::TaskId;
-use vx_exec::sandbox::{violations, RealFiles, View, Violation};
+use vx_exec::sandbox::{violations, RealFiles, Violation};
 use vx_exec::trace::{Access, AccessKind};
 use vx_exec::{Completion, SandboxEnd, SandboxLaunch};
 
-use super::kept::Route;
+use super::live::{LiveSandbox, Verdict};
+use super::msg::Route;
 use super::{task, Kind, Msg, Run};
 use crate::host::proxy::{environment as proxy_environment, HostPattern, TaskProxy};
 use crate::host::sandbox::{linked_packages, view, violations_section, Host, Linked, ViewInputs};
-use crate::outcome::Notice;
 use crate::plan::Plan;
-
-/// A live task's sandbox.
-pub(super) struct LiveSandbox {
-    view: View,
-    /// This attempt's `TMPDIR`, removed when the attempt ends and created again for the next.
-    tmpdir: PathBuf,
-    /// What init reported, each once.
-    accesses: Vec<Access>,
-    /// Violations already shown (persistent tasks warn as they happen, SBX-8).
-    warned: BTreeSet<Violation>,
-    /// The task's way out (SBX-6), and the `host:port` it refused.
-    _proxy: TaskProxy,
-    refused: BTreeSet<String>,
-    /// Workspace packages linked in `node_modules` that a cached task's key does not fold,
-    /// so it may not read them (SBX-3).
-    unkeyed: Vec<Linked>,
-    /// The scratch directory its `TMPDIR` and proxy socket are in, kept while it runs.
-    _scratch: std::sync::Arc<tempfile::TempDir>,
-}
-
-impl LiveSandbox {
-    /// A persistent task's access that breaks its sandbox is a warning now, once (SBX-8).
-    pub(super) fn warn_access(&mut self, id: &TaskId, access: Access) -> Vec<Notice> {
-        let found = violations(&self.view, &[access], &RealFiles);
-        let mut notices = Vec::new();
-        for violation in found {
-            if self.warned.insert(violation.clone()) {
-                notices.push(Notice::warning(format!(
-                    "{id}: sandbox violation: {} {}{} (a persistent task is not stopped for it)",
-                    word(violation.kind),
-                    violation.path,
-                    violation
-                        .via
-                        .as_ref()
-                        .map(|via| format!(" (via {via})"))
-                        .unwrap_or_default()
-                )));
-            }
-        }
-        notices
-    }
-
-    /// A persistent task's refused request is a warning now, once per `host:port` (SBX-8).
-    pub(super) fn warn_refused(&mut self, id: &TaskId, target: String) -> Option<Notice> {
-        self.refused.insert(target.clone()).then(|| {
-            Notice::warning(format!(
-                "{id}: sandbox violation: net {target} (a persistent task is not stopped for it)"
-            ))
-        })
-    }
-
-    /// The attempt ended: its `TMPDIR` goes.
-    pub(super) fn ended(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.tmpdir);
-    }
-}
-
-/// The verdict on a sandboxed attempt.
-pub(super) enum Verdict {
-    /// Nothing to say: the task's own exit decides.
-    Clean,
-    /// The task broke its sandbox (SBX-7) this many times: it fails with at least exit 1.
-    Violations(u64),
-    /// bubblewrap ended without init's report: the task never ran as asked.
-    NoReport,
-}
 
 impl Run<'_> {
     /// The sandbox of task `i` with `table`: the launch to put in its spawn spec, and what the
@@ -341,14 +274,6 @@ impl Run<'_> {
     }
 }
 
-fn word(kind: AccessKind) -> &'static str {
-    match kind {
-        AccessKind::Read => "read",
-        AccessKind::Write => "write",
-        AccessKind::Net => "net",
-    }
-}
-
 /// The projects of every task task `i` depends on, transitively: those its key folds.
 fn folded_projects(plan: &Plan, i: usize) -> BTreeSet<usize> {
     let mut projects = BTreeSet::new();
@@ -362,6 +287,3 @@ fn folded_projects(plan: &Plan, i: usize) -> BTreeSet<usize> {
     }
     projects
 }
-
-/// Held by the run: the host, probed once (SBX-1).
-pub(super) type SandboxHost = Option<Result<Host, String>>;

@@ -13,10 +13,12 @@ use vx_core::script::{script, with_args};
 use vx_exec::{Attempt, Completion, Local, RunningTask, StdinMode};
 use vx_store::log::LogBuf;
 
-use super::kept::{Identity, Route};
+use super::live::Identity;
+use super::live::Live;
+use super::msg::Route;
 use super::ready::Waiting;
 use super::stripper::Stripper;
-use super::{environment, kind_of, task, Kind, Live, Msg, Run};
+use super::{environment, kind_of, task, Kind, Msg, Run};
 use crate::cache::{CacheKind, Decision};
 use crate::outcome::{AttemptSpan, Notice, Status};
 use crate::plan::placement::credential_values;
