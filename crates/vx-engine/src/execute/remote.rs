@@ -71,7 +71,7 @@ impl Run<'_> {
         let outputs = self
             .cache
             .outputs(&id)
-            .expect("a remote task is cached (CFG-9)");
+            .expect("a remote task is cached: the configuration refuses `remote` without `cache`");
         let cache = config.cache.as_deref();
         Ok(Remote {
             files,

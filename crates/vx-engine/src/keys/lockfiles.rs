@@ -137,7 +137,7 @@ impl Lockfiles {
             Err(reason) => {
                 if self.told.insert(file.to_string()) {
                     notices.push(crate::outcome::Notice::Note(format!(
-                        "{file}: {reason}; every task folds the whole file (KEY-3)"
+                        "{file}: {reason}; every task folds the whole file"
                     )));
                 }
                 return None;

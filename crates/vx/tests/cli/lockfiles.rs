@@ -145,7 +145,7 @@ fn an_unreadable_lockfile_is_folded_whole_with_one_notice() {
     f.write("pnpm-lock.yaml", "lockfileVersion: '5.4'\n");
     f.commit();
     let out = run_all(&f);
-    let notice = "vx: pnpm-lock.yaml: lockfileVersion 5.4 is not one vx reads (6 and 9, pnpm 8 to 10); every task folds the whole file (KEY-3)";
+    let notice = "vx: pnpm-lock.yaml: lockfileVersion 5.4 is not one vx reads (6 and 9, pnpm 8 to 10); every task folds the whole file";
     // One line that is exactly the notice: `vx: ` once.
     assert_eq!(out.lines().filter(|l| *l == notice).count(), 1, "{out}");
     assert!(!out.contains("vx: vx:"), "{out}");
@@ -162,7 +162,8 @@ fn an_unreadable_lockfile_is_folded_whole_with_one_notice() {
     std::fs::remove_file(f.path("bun.lock")).unwrap();
     std::fs::write(f.path("bun.lockb"), b"\xfe\xed binary").unwrap();
     let out = run_all(&f);
-    let notice = "vx: bun.lockb: a binary lockfile, which vx does not read; every task folds the whole file (KEY-3)";
+    let notice =
+        "vx: bun.lockb: a binary lockfile, which vx does not read; every task folds the whole file";
     assert!(out.lines().any(|l| l == notice), "{out}");
 }
 
