@@ -90,28 +90,48 @@ pub struct Client {
     idle: Duration,
 }
 
+/// Why a client for a REAPI server could not be made; nothing was sent. Its text is the
+/// reason a warning gives (the URL is named by the caller, without credentials).
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("`{0}` is not a URL")]
+    NotAUrl(String),
+    #[error("the URL must start with `grpc://` or `grpcs://`")]
+    Scheme,
+    #[error("the URL names no host")]
+    NoHost,
+    #[error("`{0}` is not a host and port")]
+    Authority(String),
+    #[error("TLS: {0}")]
+    Tls(#[source] tonic::transport::Error),
+    #[error("cannot start the gRPC runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("the token holds characters a gRPC header cannot carry")]
+    Token,
+}
+
 impl Client {
     /// A client for `config.url`; nothing is sent until the first call. An unusable URL is an
     /// error in words.
-    pub fn new(config: &ClientConfig) -> Result<Client, String> {
+    pub fn new(config: &ClientConfig) -> Result<Client, ClientError> {
         let (scheme, rest) = config
             .url
             .split_once("://")
-            .ok_or_else(|| format!("`{}` is not a URL", config.url))?;
+            .ok_or_else(|| ClientError::NotAUrl(config.url.clone()))?;
         let tls = match scheme {
             "grpc" => false,
             "grpcs" => true,
-            _ => return Err("the URL must start with `grpc://` or `grpcs://`".to_string()),
+            _ => return Err(ClientError::Scheme),
         };
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         // `user:password@` is never sent, nor shown.
         let authority = authority.rsplit('@').next().unwrap_or(authority);
         if authority.is_empty() {
-            return Err("the URL names no host".to_string());
+            return Err(ClientError::NoHost);
         }
         let http = format!("{}://{authority}", if tls { "https" } else { "http" });
         let mut endpoint = Endpoint::from_shared(http)
-            .map_err(|_| format!("`{authority}` is not a host and port"))?
+            .map_err(|_| ClientError::Authority(authority.to_string()))?
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             // A connection that died silently ends a waiting stream (an execution's) as
@@ -122,14 +142,14 @@ impl Client {
         if tls {
             endpoint = endpoint
                 .tls_config(ClientTlsConfig::new().with_native_roots())
-                .map_err(|e| format!("TLS: {e}"))?;
+                .map_err(ClientError::Tls)?;
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("vx-reapi")
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the gRPC runtime: {e}"))?;
+            .map_err(ClientError::Runtime)?;
         let channel = {
             let _inside = runtime.enter();
             endpoint.connect_lazy()
@@ -138,7 +158,7 @@ impl Client {
             Some(token) => {
                 let mut value = format!("Bearer {token}")
                     .parse::<MetadataValue<Ascii>>()
-                    .map_err(|_| "the token holds characters a gRPC header cannot carry")?;
+                    .map_err(|_| ClientError::Token)?;
                 value.set_sensitive(true);
                 Some(value)
             }

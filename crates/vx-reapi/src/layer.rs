@@ -19,7 +19,7 @@ use prost::Message;
 use tonic::Code;
 use vx_store::{CacheLayer, ErrorKind, LayerError};
 
-use crate::client::{code_name, Capabilities, Client, ClientConfig, Error};
+use crate::client::{code_name, Capabilities, Client, ClientConfig, ClientError, Error};
 use crate::digest::{digest_of, digest_of_file, Blob};
 use crate::proto::{Action, ActionResult, Command, Digest, Directory, OutputFile};
 
@@ -58,7 +58,7 @@ pub struct ReapiLayer {
 
 impl ReapiLayer {
     /// A layer for the server `config.url`; nothing is sent until the first operation.
-    pub fn new(config: &ClientConfig) -> Result<ReapiLayer, String> {
+    pub fn new(config: &ClientConfig) -> Result<ReapiLayer, ClientError> {
         let client = Client::new(config)?;
         let authority = config
             .url

@@ -29,7 +29,7 @@ mod input;
 mod layer;
 
 pub use action::{BuiltAction, RemoteTask};
-pub use client::{code_name, Capabilities, Client, ClientConfig, Error};
+pub use client::{code_name, Capabilities, Client, ClientConfig, ClientError, Error};
 pub use digest::{digest_of, digest_of_file, Blob};
 pub use execute::Execution;
 pub use executor::{token_values, RemoteExecutor, DEFAULT_TOKEN_ENV};

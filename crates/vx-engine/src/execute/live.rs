@@ -18,7 +18,7 @@ use super::msg::Route;
 use super::ready::Waiting;
 use super::stripper::Stripper;
 use crate::host::proxy::TaskProxy;
-use crate::host::sandbox::{Host, Linked};
+use crate::host::sandbox::{Host, Linked, Unavailable};
 use crate::outcome::{AttemptSpan, CacheKind, Notice};
 use crate::plan::nodes::Kind;
 
@@ -171,7 +171,7 @@ pub(super) enum Verdict {
 }
 
 /// Held by the run: the host, probed once (SBX-1).
-pub(super) type SandboxHost = Option<Result<Host, String>>;
+pub(super) type SandboxHost = Option<Result<Host, Unavailable>>;
 
 pub(super) fn word(kind: AccessKind) -> &'static str {
     match kind {

@@ -52,6 +52,33 @@ pub struct Host {
     attempts: u64,
 }
 
+/// Why sandboxed tasks cannot run on this host (SBX-1): the reason, without the `sandbox not
+/// available: ` in front.
+#[derive(Debug, thiserror::Error)]
+pub enum Unavailable {
+    #[error("observing file access needs Linux on x86-64, and this build is not")]
+    Platform,
+    #[error("`bwrap` is not on PATH (install bubblewrap: apt-get install bubblewrap)")]
+    NoBwrap,
+    #[error("cannot find vx's own binary for the sandbox's init: {0}")]
+    OwnBinary(#[source] std::io::Error),
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The trial's view could not be laid out.
+    #[error("{0}")]
+    Mounts(String),
+    #[error("the tracer saw nothing (is ptrace refused?)")]
+    NothingTraced,
+    #[error("a trial command in the sandbox failed (exit {code}){}", if said.is_empty() { String::new() } else { format!(": {said}") })]
+    Trial { code: i32, said: String },
+    #[error("the trial command in the sandbox never completed")]
+    TrialUnfinished,
+}
+
 impl Host {
     /// The scratch directory, for a task to hold while its `TMPDIR` and proxy socket are in it.
     pub fn scratch(&self) -> std::sync::Arc<tempfile::TempDir> {
@@ -59,21 +86,18 @@ impl Host {
     }
 
     /// SBX-1: whether sandboxed tasks can run here, found by running `true` through the real
-    /// wrapper. The error is the reason (`bwrap` missing, user namespaces refused, tracing
-    /// impossible), without the `sandbox not available: ` in front.
-    pub fn probe(path_var: Option<&str>) -> Result<Host, String> {
+    /// wrapper; the error says why not (`bwrap` missing, user namespaces refused, tracing
+    /// impossible).
+    pub fn probe(path_var: Option<&str>) -> Result<Host, Unavailable> {
         if !vx_exec::trace::supported() {
-            return Err(
-                "observing file access needs Linux on x86-64, and this build is not".to_string(),
-            );
+            return Err(Unavailable::Platform);
         }
         // SBX-1: an absolute path (a relative PATH entry would be resolved in the project).
         let bwrap = path_var
             .and_then(|path| vx_exec::subprocess::find_on_path("bwrap", path))
             .filter(|bwrap| bwrap.is_absolute())
-            .ok_or("`bwrap` is not on PATH (install bubblewrap: apt-get install bubblewrap)")?;
-        let init = std::env::current_exe()
-            .map_err(|e| format!("cannot find vx's own binary for the sandbox's init: {e}"))?;
+            .ok_or(Unavailable::NoBwrap)?;
+        let init = std::env::current_exe().map_err(Unavailable::OwnBinary)?;
         // Under /tmp whatever vx's TMPDIR says: every sandbox gets a /tmp of its own, so no
         // task sees another's TMPDIR or proxy socket (only its own are mounted in).
         let scratch = tempfile::Builder::new()
@@ -83,14 +107,20 @@ impl Host {
                 std::process::id()
             ))
             .tempdir_in("/tmp")
-            .map_err(|e| format!("cannot create a scratch directory: {e}"))?;
+            .map_err(|source| Unavailable::Create {
+                path: PathBuf::from("/tmp"),
+                source,
+            })?;
         let empty_file = scratch.path().join("empty");
         std::fs::write(&empty_file, b"")
             .and_then(|()| {
                 use std::os::unix::fs::PermissionsExt;
                 std::fs::set_permissions(&empty_file, std::fs::Permissions::from_mode(0o444))
             })
-            .map_err(|e| format!("cannot create {}: {e}", empty_file.display()))?;
+            .map_err(|source| Unavailable::Create {
+                path: empty_file.clone(),
+                source,
+            })?;
         let scratch = std::sync::Arc::new(scratch);
         if let Ok(mut list) = SCRATCH.lock() {
             list.retain(|weak| weak.strong_count() > 0);
@@ -108,10 +138,16 @@ impl Host {
     }
 
     /// Runs `true` sandboxed in an empty view; Ok when it exited 0 and its exec was seen.
-    fn trial(&mut self, path_var: Option<&str>) -> Result<(), String> {
+    fn trial(&mut self, path_var: Option<&str>) -> Result<(), Unavailable> {
         let root = self.scratch.path().join("probe");
-        std::fs::create_dir(&root).map_err(|e| format!("{}: {e}", root.display()))?;
-        let tmpdir = self.attempt_dir().map_err(|e| format!("{e}"))?;
+        std::fs::create_dir(&root).map_err(|source| Unavailable::Create {
+            path: root.clone(),
+            source,
+        })?;
+        let tmpdir = self.attempt_dir().map_err(|source| Unavailable::Create {
+            path: self.scratch.path().to_path_buf(),
+            source,
+        })?;
         let view = View {
             root: root.clone(),
             project: root.clone(),
@@ -134,7 +170,7 @@ impl Host {
             kill_grace: std::time::Duration::from_secs(1),
             drain: std::time::Duration::from_millis(250),
             stop_leftovers_on_exit: true,
-            sandbox: Some(self.launch(&view)?),
+            sandbox: Some(self.launch(&view).map_err(Unavailable::Mounts)?),
         };
         let (tx, rx) = crossbeam_channel::unbounded();
         Supervisor::new().spawn(
@@ -155,21 +191,17 @@ impl Host {
                     let said = said.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
                     return match (done.sandbox, done.exit_code) {
                         (Some(SandboxEnd::Reported), 0) if seen > 0 => Ok(()),
-                        (Some(SandboxEnd::Reported), 0) => {
-                            Err("the tracer saw nothing (is ptrace refused?)".to_string())
-                        }
-                        (_, code) if said.is_empty() => Err(format!(
-                            "a trial command in the sandbox failed (exit {code})"
-                        )),
-                        (_, code) => Err(format!(
-                            "a trial command in the sandbox failed (exit {code}): {said}"
-                        )),
+                        (Some(SandboxEnd::Reported), 0) => Err(Unavailable::NothingTraced),
+                        (_, code) => Err(Unavailable::Trial {
+                            code,
+                            said: said.to_string(),
+                        }),
                     };
                 }
                 _ => {}
             }
         }
-        Err("the trial command in the sandbox never completed".to_string())
+        Err(Unavailable::TrialUnfinished)
     }
 
     /// A new attempt's `TMPDIR`, created with mode 0700 (SBX-2); the caller removes it when

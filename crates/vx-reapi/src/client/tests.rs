@@ -51,13 +51,17 @@ fn urls_other_than_grpc_are_refused_in_words() {
     };
     assert!(Client::new(&config("grpc://127.0.0.1:1")).is_ok());
     assert!(Client::new(&config("grpcs://cache.example.com:443")).is_ok());
-    let refused = Client::new(&config("http://127.0.0.1:1")).err().unwrap();
+    let refused = Client::new(&config("http://127.0.0.1:1"))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(refused.contains("grpc://"), "{refused}");
     let bad_token = Client::new(&ClientConfig {
         token: Some("line\nbreak".into()),
         ..config("grpc://127.0.0.1:1")
     })
     .err()
-    .unwrap();
+    .unwrap()
+    .to_string();
     assert!(!bad_token.contains("line"), "{bad_token}");
 }

@@ -218,7 +218,7 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
             let probed = vx_engine::host::sandbox::Host::probe(env.get("PATH").map(String::as_str));
             SandboxInfo {
                 available: probed.is_ok(),
-                reason: probed.err(),
+                reason: probed.err().map(|reason| reason.to_string()),
                 sandboxed_tasks,
             }
         },
