@@ -14,6 +14,7 @@ use vx_workspace::tree::{Tree, TreeOptions};
 
 use super::cache::{memo_row, RunCache, WorkspaceStamps};
 use super::keys::{unstable_nodes, Keys, Prober, StampCache};
+use super::plan::nodes::Kind;
 use super::plan::Plan;
 use super::record::Recorder;
 use crate::cache_dir::{cache_dir, refuses_cache_dir, workspace_identity};
@@ -224,9 +225,7 @@ pub fn run_cache<'p>(
         .map(|_| opened.dir.join("lockfiles"));
     let lockfiles = crate::keys::lockfiles::Lockfiles::new(&plan.workspace, memo_dir);
     let keys = Keys::new(
-        &plan.workspace,
-        &plan.table,
-        &plan.graph,
+        plan,
         host_env,
         &options.forwarded,
         opened.tree,
@@ -282,30 +281,29 @@ pub fn dry_rows(
     }
     let (mut cache, recorder, _) = run_cache(plan, options, host_env, sh, opened, false);
     let unstable = unstable_nodes(plan);
+    let planned = super::plan::nodes::rows(plan);
     let mut rows = Vec::new();
-    for (i, node) in plan.graph.nodes.iter().enumerate() {
-        if super::plan::is_group(&plan.workspace, &node.id) {
+    for &row in &planned {
+        if row.kind == Kind::Group {
             continue;
         }
-        let (key, status) = cache.plan_row(&node.id);
+        let (key, status) = cache.plan_row(row);
         for notice in cache.take_notices() {
             say(notice);
         }
-        let persistent = vx_core::graph::task_config(&plan.workspace, &node.id)
-            .is_some_and(vx_core::config::TaskConfig::is_persistent);
         rows.push(DryRow {
-            node: i,
-            key: if persistent {
+            node: row.node,
+            key: if row.kind == Kind::Persistent {
                 Err("persistent".into())
             } else {
                 key
             },
-            prediction: unstable[i],
+            prediction: unstable[row.node],
             cache: status,
             median_ms: recorder
-                .recent(&node.id)
+                .recent(row.id)
                 .and_then(|r| vx_core::schedule::median(&r.durations_ms)),
-            remote: super::plan::placement::placement(plan, options, host_env, i)
+            remote: super::plan::placement::placement(plan, options, host_env, row)
                 == super::plan::placement::Placement::Remote,
         });
     }
@@ -322,8 +320,7 @@ pub fn dry_rows(
         .iter()
         .filter(|r| {
             let node = &plan.graph.nodes[r.node];
-            vx_core::graph::task_config(&plan.workspace, &node.id)
-                .is_some_and(vx_core::config::TaskConfig::is_persistent)
+            planned[r.node].kind == Kind::Persistent
                 && !plan.shown_as_requested.contains(&r.node)
                 && !node.dependants.is_empty()
                 && node.dependants.iter().all(|&d| hit(d))

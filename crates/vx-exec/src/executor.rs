@@ -28,10 +28,19 @@ pub trait Executor: Send + Sync {
     /// Writes into the workspace under `root` the outputs of `task` that an earlier attempt
     /// left with the executor (a completion with `outputs_kept`): a local task needs them on
     /// disk (REM-14). The executor forgets them after.
-    fn fetch_kept_outputs(&self, task: &str, root: &Path) -> Result<(), String> {
+    fn fetch_kept_outputs(&self, task: &str, root: &Path) -> Result<(), KeptOutputsError> {
         let _ = (task, root);
         Ok(())
     }
+}
+
+/// Why the outputs an executor kept could not be written into the workspace (REM-14).
+#[derive(Debug, thiserror::Error)]
+#[error("remote execution {server}: {source}")]
+pub struct KeptOutputsError {
+    /// The executor's server as shown (its URL without credentials).
+    pub server: String,
+    pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 /// A started attempt, as the run loop controls it.

@@ -59,6 +59,6 @@ pub use event::{
     Completion, ExecEvent, ExitReason, ResourceUsage, SandboxEnd, SandboxLaunch, SpawnSpec,
     StdinMode, Stream,
 };
-pub use executor::{Executor, RunningTask};
+pub use executor::{Executor, KeptOutputsError, RunningTask};
 pub use supervisor::{Output, Supervisor};
 pub use task::TaskHandle;

@@ -23,7 +23,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use vx_core::config::RemoteExecutionConfig;
-use vx_exec::{Attempt, Completion, ExecEvent, Executor, Remote, RunningTask, Stream};
+use vx_exec::{
+    Attempt, Completion, ExecEvent, Executor, KeptOutputsError, Remote, RunningTask, Stream,
+};
 
 use crate::proto::ActionResult;
 use crate::{Blob, Client, ClientConfig, Code, Error, FileDigests, Input, InputRoot, RemoteTask};
@@ -51,7 +53,7 @@ struct Inner {
     /// Every local file hashed once per identity, for the whole run (REM-12).
     digests: FileDigests,
     /// The server's batch limit, once its capabilities were asked, or why it cannot execute.
-    ready: OnceLock<Result<u64, String>>,
+    ready: OnceLock<Result<u64, Unusable>>,
     /// Results whose outputs stayed on the server, by task (REM-14).
     kept: Mutex<BTreeMap<String, Arc<Kept>>>,
 }
@@ -100,6 +102,27 @@ struct Ran {
     requeued: u32,
 }
 
+/// Why the executor's server cannot run actions, found when its capabilities are first asked.
+#[derive(Debug, Clone, thiserror::Error)]
+enum Unusable {
+    /// The capabilities request failed (the client's error, as shown).
+    #[error("{0}")]
+    Capabilities(String),
+    #[error("the server does not execute actions")]
+    NoExecution,
+    #[error("the server does not use SHA-256 digests")]
+    NoSha256,
+}
+
+/// Why a remote executor could not be set up: its server's address or credentials.
+#[derive(Debug, thiserror::Error)]
+#[error("remote execution {server}: {source}")]
+pub struct SetupError {
+    /// The server as shown (its URL without credentials).
+    pub server: String,
+    pub source: crate::ClientError,
+}
+
 impl RemoteExecutor {
     /// The executor of `config` (REM-10) in front of `local`; `slots` is the run's concurrency,
     /// for the default `max-in-flight`. The token is read from the variable `token-env` names.
@@ -108,7 +131,7 @@ impl RemoteExecutor {
         env: &BTreeMap<String, String>,
         slots: u32,
         local: Box<dyn Executor>,
-    ) -> Result<RemoteExecutor, String> {
+    ) -> Result<RemoteExecutor, SetupError> {
         let url = config.url.clone().unwrap_or_default();
         let shown = vx_store::layer::http::shown_url(&url);
         let token_env = config.token_env.as_deref().unwrap_or(DEFAULT_TOKEN_ENV);
@@ -119,7 +142,10 @@ impl RemoteExecutor {
             connect_timeout: CONNECT_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
         })
-        .map_err(|problem| format!("remote execution {shown}: {problem}"))?;
+        .map_err(|source| SetupError {
+            server: shown.clone(),
+            source,
+        })?;
         let inner = Inner {
             client,
             shown,
@@ -173,19 +199,23 @@ impl Executor for RemoteExecutor {
         Some(self.inner.max_in_flight)
     }
 
-    fn fetch_kept_outputs(&self, task: &str, root: &Path) -> Result<(), String> {
+    fn fetch_kept_outputs(&self, task: &str, root: &Path) -> Result<(), KeptOutputsError> {
         let kept = self.inner.kept().remove(task);
         let Some(kept) = kept else {
             return Ok(());
         };
-        let max_batch = self.inner.ready()?;
+        let failed = |source: Box<dyn std::error::Error + Send + Sync>| KeptOutputsError {
+            server: self.inner.shown.clone(),
+            source,
+        };
+        let max_batch = self.inner.ready().map_err(|e| failed(Box::new(e)))?;
         self.inner
             .client
             .write_outputs(&kept.result, root, max_batch, &|path| {
                 (kept.is_output)(path)
             })
             .map(|_| ())
-            .map_err(|error| format!("remote execution {}: {error}", self.inner.shown))
+            .map_err(|e| failed(Box::new(e)))
     }
 }
 
@@ -289,24 +319,18 @@ impl Inner {
     }
 
     /// The server's batch limit, asked once per run; an error when it cannot execute.
-    fn ready(&self) -> Result<u64, String> {
+    fn ready(&self) -> Result<u64, Unusable> {
         self.ready
             .get_or_init(|| {
                 let capabilities = self
                     .client
                     .capabilities()
-                    .map_err(|e| format!("remote execution {}: {}", self.shown, e))?;
+                    .map_err(|e| Unusable::Capabilities(e.to_string()))?;
                 if !capabilities.exec_enabled {
-                    return Err(format!(
-                        "remote execution {}: the server does not execute actions",
-                        self.shown
-                    ));
+                    return Err(Unusable::NoExecution);
                 }
                 if !capabilities.digest_functions.iter().any(|f| f == "SHA256") {
-                    return Err(format!(
-                        "remote execution {}: the server does not use SHA-256 digests",
-                        self.shown
-                    ));
+                    return Err(Unusable::NoSha256);
                 }
                 Ok(capabilities.max_batch)
             })
@@ -348,7 +372,7 @@ impl Inner {
         };
         let max_batch = match self.ready() {
             Ok(max_batch) => max_batch,
-            Err(line) => return End::Unavailable(line),
+            Err(why) => return End::Unavailable(format!("remote execution {}: {why}", self.shown)),
         };
         let mut root = InputRoot::new();
         if !attempt.dir.is_empty() {

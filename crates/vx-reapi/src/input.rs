@@ -52,13 +52,22 @@ pub struct BuiltRoot {
     pub blobs: Vec<Blob>,
 }
 
+/// Why an input root could not be laid out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    #[error("`{0}` is not a relative path inside the workspace")]
+    NotRelative(String),
+    #[error("`{0}` is both a file and a directory")]
+    FileAndDirectory(String),
+}
+
 impl InputRoot {
     pub fn new() -> InputRoot {
         InputRoot::default()
     }
 
     /// Adds `input` at `path`. A path that is absolute, empty, or holds `.`/`..` is refused.
-    pub fn add(&mut self, path: &str, input: Input) -> Result<(), String> {
+    pub fn add(&mut self, path: &str, input: Input) -> Result<(), InputError> {
         let clean = path.trim_end_matches('/');
         if clean.is_empty()
             || clean.starts_with('/')
@@ -66,9 +75,7 @@ impl InputRoot {
                 .split('/')
                 .any(|part| part.is_empty() || part == "." || part == "..")
         {
-            return Err(format!(
-                "`{path}` is not a relative path inside the workspace"
-            ));
+            return Err(InputError::NotRelative(path.to_string()));
         }
         self.entries.insert(clean.to_string(), input);
         Ok(())
@@ -110,7 +117,7 @@ impl InputRoot {
     }
 
     /// The Merkle tree. A path that is both a file and a directory is an error.
-    pub fn build(&self) -> Result<BuiltRoot, String> {
+    pub fn build(&self) -> Result<BuiltRoot, InputError> {
         // Every directory on the way to every entry, with its direct children.
         let mut dirs: BTreeMap<String, Children> = BTreeMap::new();
         dirs.insert(String::new(), Children::default());
@@ -147,10 +154,7 @@ impl InputRoot {
         for (path, children) in &dirs {
             for name in children.leaves.keys() {
                 if children.dirs.contains(name) {
-                    return Err(format!(
-                        "`{}` is both a file and a directory",
-                        join(path, name)
-                    ));
+                    return Err(InputError::FileAndDirectory(join(path, name)));
                 }
             }
         }
@@ -447,12 +451,20 @@ mod tests {
         );
         assert!(tools.files[0].is_executable && !tools.files[1].is_executable);
         for bad in ["/etc/passwd", "a/../b", "./a", ""] {
-            assert!(root.add(bad, Input::Directory).is_err(), "{bad}");
+            assert_eq!(
+                root.add(bad, Input::Directory),
+                Err(InputError::NotRelative(bad.to_string()))
+            );
         }
         root.add("tools/run.sh/inner", Input::Directory).unwrap();
-        assert!(root
-            .build()
-            .unwrap_err()
-            .contains("both a file and a directory"));
+        let error = root.build().unwrap_err();
+        assert_eq!(
+            error,
+            InputError::FileAndDirectory("tools/run.sh".to_string())
+        );
+        assert_eq!(
+            error.to_string(),
+            "`tools/run.sh` is both a file and a directory"
+        );
     }
 }

@@ -32,8 +32,8 @@ pub use action::{BuiltAction, RemoteTask};
 pub use client::{code_name, Capabilities, Client, ClientConfig, ClientError, Error};
 pub use digest::{digest_of, digest_of_file, Blob};
 pub use execute::Execution;
-pub use executor::{token_values, RemoteExecutor, DEFAULT_TOKEN_ENV};
-pub use input::{BuiltRoot, FileDigests, Input, InputRoot};
+pub use executor::{token_values, RemoteExecutor, SetupError, DEFAULT_TOKEN_ENV};
+pub use input::{BuiltRoot, FileDigests, Input, InputError, InputRoot};
 pub use layer::{entry_action, ReapiLayer, ENTRY_PATH};
 
 /// The protobuf messages and gRPC stubs of REAPI v2 and ByteStream.

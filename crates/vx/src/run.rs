@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use vx_core::units::parse_duration;
 
 use vx_engine::error::Failure;
-use vx_engine::execute::{self, Context, Msg, Run};
+use vx_engine::execute::{self, Context, Msg, Parts, Run};
 use vx_engine::host::env::{host_env, truthy};
 use vx_engine::options::{Plan as PlanFlag, RunOptions};
 use vx_engine::outcome::Notice;
@@ -231,17 +231,14 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     );
     let (executor, remote) = executor(&plan, &options, &host_env, ctx.slots, &mut reporter);
     ctx.remote = remote;
-    let mut run = Run::new(
-        &plan,
-        &options,
-        ctx,
-        Box::new(reporter),
-        tx,
-        rx,
+    let parts = Parts {
+        reporter: Box::new(reporter),
         executor,
         cache,
         recorder,
-    );
+        channel: (tx, rx),
+    };
+    let mut run = Run::new(&plan, &options, ctx, parts);
     let exit = matches!(ending, Ending::Exit);
     if let Ending::Cycle(servers) = ending {
         run = run.watching(servers);

@@ -17,15 +17,16 @@ use super::outputs::{plain, stamp, Found, Outputs};
 use super::RunCache;
 use crate::keys::{is_under, relative};
 use crate::outcome::Notice;
+use crate::plan::nodes::Row;
 use vx_store::artifact::Unlinker;
 
 impl RunCache<'_> {
     /// EXEC-15: outputs are cleaned before every attempt of a task that writes. What the failed
     /// attempt wrote is the task's own, so the protections of the first clean are not checked
     /// again.
-    pub fn clean_for_retry(&mut self, id: &TaskId) -> Result<(), String> {
-        let config = task_config(self.workspace, id).expect("declared");
-        let Some(outputs) = self.outputs_of(id, config) else {
+    pub fn clean_for_retry(&mut self, task: Row<'_>) -> Result<(), String> {
+        let id = task.id;
+        let Some(outputs) = self.outputs(task) else {
             return Ok(());
         };
         let root = self.workspace.root.clone();

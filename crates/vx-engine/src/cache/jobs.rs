@@ -13,6 +13,7 @@ use vx_store::Source;
 use super::cleaner::{remove, CleanError};
 use super::outputs::{Found, Outputs};
 use crate::keys::is_under;
+use crate::plan::nodes::Row;
 
 pub struct RestoreJob {
     pub(super) id: TaskId,
@@ -60,7 +61,7 @@ impl RestoreJob {
 
 /// What `after` needs to know about a finished attempt.
 pub struct Done<'a> {
-    pub id: &'a TaskId,
+    pub task: Row<'a>,
     pub success: bool,
     pub writes: bool,
     /// Why `writes` is false (HIST-1 `unsaved_reason`).

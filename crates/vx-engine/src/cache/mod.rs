@@ -29,13 +29,13 @@ use std::time::Duration;
 
 use vx_core::config::TaskConfig;
 use vx_core::globs::GlobCache;
-use vx_core::graph::task_config;
 use vx_core::{TaskId, Workspace};
 use vx_store::artifact;
 use vx_store::Layers;
 
 use super::keys::Keys;
 use crate::options::CachePolicy;
+use crate::plan::nodes::Row;
 use crate::plan::preview::DryCache;
 
 mod clean;
@@ -182,15 +182,14 @@ impl<'p> RunCache<'p> {
     }
 
     /// The declared outputs of a cached task (`None` for an uncached one).
-    pub fn outputs(&mut self, id: &TaskId) -> Option<Outputs> {
-        let config = task_config(self.workspace, id)?;
-        self.outputs_of(id, config)
+    pub fn outputs(&mut self, task: Row<'_>) -> Option<Outputs> {
+        self.outputs_of(task.id, task.config)
     }
 
     /// The root-relative paths of a cached task's declared outputs on disk now: files, links
     /// and directories (REM-12 sends an upstream's outputs with a remote dependant).
-    pub fn outputs_on_disk(&mut self, id: &TaskId) -> std::io::Result<Vec<String>> {
-        let Some(outputs) = self.outputs(id) else {
+    pub fn outputs_on_disk(&mut self, task: Row<'_>) -> std::io::Result<Vec<String>> {
+        let Some(outputs) = self.outputs(task) else {
             return Ok(Vec::new());
         };
         Ok(outputs
@@ -233,25 +232,22 @@ impl<'p> RunCache<'p> {
     /// [`RunCache::prepare_ahead`] of that task then adopts it.
     pub fn prefetch_ahead(
         &mut self,
-        ids: &[TaskId],
+        tasks: &[Row<'_>],
         width: usize,
         ready: Box<dyn Fn(usize) + Send + Sync>,
     ) -> Vec<usize> {
         if !self.reads() {
             return Vec::new();
         }
-        self.keys.prefetch(ids);
+        self.keys.prefetch(tasks);
         let mut fetching = Vec::new();
         if self.layers.has_remote() {
             let mut wanted = Vec::new();
-            for (at, id) in ids.iter().enumerate() {
-                let Some(config) = task_config(self.workspace, id) else {
+            for (at, task) in tasks.iter().enumerate() {
+                let Some(outputs) = self.outputs(*task) else {
                     continue;
                 };
-                let Some(outputs) = self.outputs_of(id, config) else {
-                    continue;
-                };
-                if let Some(Ok(derived)) = self.keys.key(id) {
+                if let Some(Ok(derived)) = self.keys.key(task.id) {
                     let outputs = Arc::new(outputs);
                     wanted.push(vx_store::layer::Wanted {
                         key: derived.key.hex(),
@@ -266,15 +262,12 @@ impl<'p> RunCache<'p> {
         // Those being downloaded are listed when they are prepared, after their download.
         let mut wanted: Vec<(TaskId, Outputs)> = Vec::new();
         let later: HashSet<usize> = fetching.iter().copied().collect();
-        for (at, id) in ids.iter().enumerate() {
+        for (at, task) in tasks.iter().enumerate() {
             if later.contains(&at) {
                 continue;
             }
-            let Some(config) = task_config(self.workspace, id) else {
-                continue;
-            };
-            if let Some(outputs) = self.outputs_of(id, config) {
-                wanted.push((id.clone(), outputs));
+            if let Some(outputs) = self.outputs(*task) {
+                wanted.push((task.id.clone(), outputs));
             }
         }
         let root = self.workspace.root.clone();
@@ -299,11 +292,12 @@ impl<'p> RunCache<'p> {
     /// becomes a [`RestoreJob`] for the lane's threads (cleaning protections checked first).
     /// [`Ahead::Not`] leaves the task to the normal schedule (no entry, damage, or a clean that
     /// must be refused when the task runs).
-    pub fn prepare_ahead(&mut self, id: &TaskId, needs_log: bool) -> Ahead {
+    pub fn prepare_ahead(&mut self, task: Row<'_>, needs_log: bool) -> Ahead {
         if !self.reads() {
             return Ahead::Not;
         }
-        let hit = match self.probe(id, Want::Entry) {
+        let id = task.id;
+        let hit = match self.probe(task, Want::Entry) {
             Probe::Hit(hit) => hit,
             Probe::Miss { .. } => {
                 self.miss_ahead(id);
@@ -352,8 +346,8 @@ impl<'p> RunCache<'p> {
 
     /// `--dry` (UI-12): the task's key and whether the cache has an entry for it, without
     /// reading an artifact or writing anything (REM-9: existence only).
-    pub fn plan_row(&mut self, id: &TaskId) -> (Result<String, String>, DryCache) {
-        match self.probe(id, Want::Existence) {
+    pub fn plan_row(&mut self, task: Row<'_>) -> (Result<String, String>, DryCache) {
+        match self.probe(task, Want::Existence) {
             Probe::Persistent => (Err("persistent".into()), DryCache::NoCache),
             Probe::KeyFailed(error) => (Err(error), DryCache::Miss),
             Probe::Uncached { key } => (Ok(key), DryCache::NoCache),
@@ -369,13 +363,14 @@ impl<'p> RunCache<'p> {
 
     /// Decides how a ready task gets its result. `saveable` is false when the task must not be
     /// saved whatever happens (tainted, or folding a dropped dependency).
-    pub fn before(&mut self, id: &TaskId, saveable: bool, needs_log: bool) -> Decision {
+    pub fn before(&mut self, task: Row<'_>, saveable: bool, needs_log: bool) -> Decision {
+        let id = task.id;
         let want = if self.known_misses.contains(id) {
             Want::Key
         } else {
             Want::Entry
         };
-        let outputs = match self.probe(id, want) {
+        let outputs = match self.probe(task, want) {
             Probe::Persistent => {
                 return Decision::Execute {
                     cached: false,
@@ -383,7 +378,7 @@ impl<'p> RunCache<'p> {
                 }
             }
             Probe::Uncached { .. } => {
-                if let Some(outputs) = self.outputs(id) {
+                if let Some(outputs) = self.outputs(task) {
                     self.unlink_escaping_links(id, &outputs);
                 }
                 return Decision::Execute {

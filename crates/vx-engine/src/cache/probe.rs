@@ -9,7 +9,6 @@
 
 use std::time::Duration;
 
-use vx_core::graph::task_config;
 use vx_core::TaskId;
 use vx_store::index::Lookup;
 
@@ -18,12 +17,13 @@ use super::jobs::RestoreJob;
 use super::outputs::{stale_output, Found};
 use super::restore::{damaged, decode_log};
 use super::{CacheKind, Decision, RunCache};
+use crate::plan::nodes::{Kind, Row};
 
 impl RunCache<'_> {
     /// The task's key and what the cache holds for it. See the module documentation.
-    pub(super) fn probe(&mut self, id: &TaskId, want: Want) -> Probe {
-        let config = task_config(self.workspace, id).expect("declared");
-        if config.is_persistent() {
+    pub(super) fn probe(&mut self, task: Row<'_>, want: Want) -> Probe {
+        let (id, config) = (task.id, task.config);
+        if task.kind == Kind::Persistent {
             return Probe::Persistent;
         }
         let (key, short) = match self.keys.key(id) {

@@ -12,7 +12,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use vx_core::graph::task_config;
 use vx_core::key::Component;
 use vx_core::TaskId;
 use vx_store::artifact::{self, ArtifactMeta, ExecMeta, OutputFile, Producer};
@@ -24,6 +23,7 @@ use super::stamps::with_marker;
 use super::RunCache;
 use crate::keys::Derived;
 use crate::outcome::Notice;
+use crate::plan::nodes::Row;
 
 /// A folded path that moved while a task ran (KEY-16).
 struct Moved {
@@ -44,7 +44,7 @@ impl RunCache<'_> {
     /// (KEY-15), then, for a successful cached task that writes, apply the save guard and
     /// prepare the save (STORE-7).
     pub fn after(&mut self, done: Done<'_>) -> After {
-        let id = done.id;
+        let id = done.task.id;
         let mut fingerprint = None;
         let save = self.after_inner(&done, &mut fingerprint);
         // A success is final (only failures are retried): what its key was derived from has
@@ -112,9 +112,8 @@ impl RunCache<'_> {
         done: &Done<'_>,
         fingerprint: &mut Option<(String, Vec<Component>)>,
     ) -> Result<SaveJob, &'static str> {
-        let id = done.id;
-        let config = task_config(self.workspace, id).expect("declared");
-        let outputs = self.outputs_of(id, config);
+        let id = done.task.id;
+        let outputs = self.outputs(done.task);
         // KEY-15: an uncached task could have written anything in its project; a cached one
         // its declared outputs. The save guard (KEY-16) also needs the project listed again,
         // to see an input file that appeared while a cached task ran.
@@ -155,7 +154,7 @@ impl RunCache<'_> {
         if self.off {
             return Err("writes-off");
         }
-        if let Some(moved) = self.moved_input(id, &derived, done.started) {
+        if let Some(moved) = self.moved_input(done.task, &derived, done.started) {
             if moved.fingerprint {
                 self.say(Notice::note(format!(
                     "{} changed during the run; caching is off for the rest of this run",
@@ -189,7 +188,7 @@ impl RunCache<'_> {
     /// KEY-16: the first folded path that moved while the task ran, if any.
     fn moved_input(
         &mut self,
-        id: &TaskId,
+        task: Row<'_>,
         derived: &Derived,
         started: SystemTime,
     ) -> Option<Moved> {
@@ -239,7 +238,7 @@ impl RunCache<'_> {
                 }
             }
         }
-        if let Some(path) = self.rewritten_unexpectedly(id, rewritten) {
+        if let Some(path) = self.rewritten_unexpectedly(task.id, rewritten) {
             return Some(Moved {
                 path,
                 fingerprint: false,
@@ -253,7 +252,7 @@ impl RunCache<'_> {
             .chain(&derived.stats)
             .map(|f| f.path.as_str())
             .collect();
-        let listed = self.keys.input_listing(id).ok()?;
+        let listed = self.keys.input_listing(task).ok()?;
         listed
             .into_iter()
             .find(|p| !paths.contains(p.as_str()))

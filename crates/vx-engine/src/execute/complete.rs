@@ -9,7 +9,7 @@ use vx_store::log::LogStream;
 
 use super::explain::explain;
 use super::live::{Live, Verdict};
-use super::{kind_of, shown, task, Kind, Run};
+use super::{shown, Kind, Run};
 use crate::cache::{CacheKind, Done};
 use crate::outcome::{AttemptSpan, NotReady, Status, TaskReport};
 
@@ -24,9 +24,9 @@ impl Run<'_> {
                 // REM-14: no local entry without the outputs on disk.
                 live.writes = false;
                 live.unsaved_reason = "not-downloaded";
-                self.kept_remotely.insert(i);
+                self.remote.kept.insert(i);
             } else {
-                self.kept_remotely.remove(&i);
+                self.remote.kept.remove(&i);
             }
         }
         let Some(live) = self.live.get_mut(&i) else {
@@ -67,7 +67,7 @@ impl Run<'_> {
         // SBX-7: a task that broke its sandbox fails, whatever it exited with.
         let code = if !clean && code == 0 { 1 } else { code };
         if self.live[&i].remote() {
-            self.remote_in_flight -= 1;
+            self.remote.in_flight -= 1;
         } else {
             self.running_slots -= 1;
         }
@@ -154,7 +154,7 @@ impl Run<'_> {
         if kind == Kind::OneShot && status != Status::Aborted {
             let encoded = live.records.encode();
             let after = self.cache.after(Done {
-                id: &report.id,
+                task: self.rows[i],
                 success: status == Status::Success,
                 writes: live.writes,
                 unsaved_reason: live.unsaved_reason,
@@ -203,7 +203,7 @@ impl Run<'_> {
                 NodeState::Skipped(Some(cause)) => Some(self.plan.graph.nodes[cause].id.clone()),
                 _ => None,
             };
-            if kind_of(task(self.plan, s)) == Kind::Group {
+            if self.rows[s].kind == Kind::Group {
                 continue;
             }
             let report = TaskReport::not_started(

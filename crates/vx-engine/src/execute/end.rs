@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use super::{kind_of, task, Kind, Run};
+use super::{Kind, Run};
 use crate::exit;
 use crate::outcome::{Status, TaskReport};
 use crate::record::profile::TraceFile;
@@ -27,7 +27,7 @@ impl Run<'_> {
     pub(super) fn end_of_graph(&mut self) -> i32 {
         let signalled = self.stopping.is_some();
         for i in self.scheduler.unstarted() {
-            if kind_of(task(self.plan, i)) == Kind::Group {
+            if self.rows[i].kind == Kind::Group {
                 continue;
             }
             let status = if signalled {
@@ -124,7 +124,7 @@ impl Run<'_> {
             .map(|target| self.file_path(target, ".trace.json"));
         let (keys, layers) = self.cache.keys_and_layers();
         let head = vx_workspace::tree::head(&self.plan.workspace.root).unwrap_or_default();
-        let plan = self.plan;
+        let rows = &self.rows;
         let record = RunRecord {
             run_id: &self.run_id,
             git: Some(crate::record::GitFacts {
@@ -136,20 +136,17 @@ impl Run<'_> {
             ended_at_ms: now,
             tasks: self
                 .reports
-                .values()
-                .map(|report| {
+                .iter()
+                .map(|(&i, report)| {
                     let known = keys.known(&report.id);
-                    let config = vx_core::graph::task_config(&plan.workspace, &report.id);
+                    let config = rows[i].config;
                     TaskRecord {
                         report,
                         key: known.map(|d| d.key.hex()),
                         detail: crate::record::TaskDetail {
-                            command: report
-                                .command_line
-                                .as_deref()
-                                .or_else(|| config.and_then(|c| c.command.as_deref())),
+                            command: report.command_line.as_deref().or(config.command.as_deref()),
                             inputs: known.map(|d| &d.inputs),
-                            config,
+                            config: Some(config),
                         },
                     }
                 })
@@ -264,7 +261,7 @@ impl Run<'_> {
             return Err("a remote cache is configured".into());
         }
         let store = layers.store().ok_or("no cache")?;
-        for report in self.reports.values() {
+        for (&i, report) in &self.reports {
             let up_to_date = report.status == Status::Success
                 && report.cache == Some(crate::outcome::CacheKind::UpToDate)
                 && !report.kept
@@ -276,11 +273,9 @@ impl Run<'_> {
                 return Err(format!("{} was not up to date", report.id));
             };
             // A probe's output is no file: such a key is never proven unchanged by stat data.
-            let probes = vx_core::graph::task_config(&plan.workspace, &report.id)
-                .and_then(|config| config.cache.as_ref())
-                .is_some_and(|cache| {
-                    !cache.runtime.is_empty() || !cache.workspace_runtime.is_empty()
-                });
+            let probes = self.rows[i].config.cache.as_ref().is_some_and(|cache| {
+                !cache.runtime.is_empty() || !cache.workspace_runtime.is_empty()
+            });
             if probes {
                 return Err(format!("{} has runtime probes", report.id));
             }
@@ -319,10 +314,10 @@ impl Run<'_> {
         }
         let cache_dir = store.dir().to_path_buf();
         let mut all_outputs = Vec::with_capacity(self.reports.len());
-        for report in self.reports.values() {
+        for (&i, report) in &self.reports {
             let outputs = self
                 .cache
-                .outputs(&report.id)
+                .outputs(self.rows[i])
                 .ok_or_else(|| format!("{} has no outputs", report.id))?;
             all_outputs.push(outputs);
         }
@@ -449,10 +444,10 @@ impl Run<'_> {
     fn still_owed(&self) -> Vec<String> {
         let owed: Vec<usize> = {
             let status = |s: Status| {
-                let plan = self.plan;
+                let rows = &self.rows;
                 self.reports
                     .iter()
-                    .filter(move |(&i, r)| r.status == s && kind_of(task(plan, i)) != Kind::Group)
+                    .filter(move |(&i, r)| r.status == s && rows[i].kind != Kind::Group)
                     .map(|(&i, _)| i)
             };
             let mut owed: Vec<usize> = status(Status::Failed).collect();

@@ -27,7 +27,7 @@ use vx_exec::ExecEvent;
 use vx_store::log::{LogBuf, LogStream};
 
 use super::live::{Identity, Live};
-use super::{kind_of, prefixed, shown, stream_index, task, Kind, Msg, Run};
+use super::{prefixed, shown, stream_index, Kind, Msg, Run};
 use crate::outcome::CacheKind;
 use crate::outcome::Status;
 use crate::report::Console;
@@ -79,8 +79,8 @@ struct State {
 }
 
 impl Servers {
-    /// Servers that print to `console`. The error says why the reader thread could not start.
-    pub fn new(console: Arc<dyn Console>) -> Result<Servers, String> {
+    /// Servers that print to `console`. The error is why the reader thread could not start.
+    pub fn new(console: Arc<dyn Console>) -> std::io::Result<Servers> {
         let (tx, rx) = crossbeam_channel::bounded::<Msg>(MESSAGES_IN_FLIGHT);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -108,8 +108,7 @@ impl Servers {
                     }
                     reader.handled.notify_all();
                 }
-            })
-            .map_err(|e| format!("cannot start a thread: {e}"))?;
+            })?;
         Ok(Servers {
             shared,
             console,
@@ -458,7 +457,7 @@ impl Run<'_> {
             if !seen.insert(d) {
                 continue;
             }
-            if kind_of(task(self.plan, d)) == Kind::Group {
+            if self.rows[d].kind == Kind::Group {
                 stack.extend(graph.nodes[d].deps.iter().copied());
                 continue;
             }
@@ -555,11 +554,12 @@ impl Run<'_> {
             servers.shared.end(end);
         }
         servers.shared.handled.notify_all();
+        let rows = &self.rows;
         servers.retain(|id| {
             plan.graph
                 .index
                 .get(id)
-                .is_some_and(|&i| kind_of(task(plan, i)) == Kind::Persistent)
+                .is_some_and(|&i| rows[i].kind == Kind::Persistent)
         });
         if let Some(servers) = self.watch.as_deref_mut() {
             servers.changed.clear();

@@ -4,10 +4,9 @@
 use std::time::{Duration, Instant};
 
 use vx_core::schedule::{Finish, NodeState};
-use vx_core::TaskId;
 use vx_store::log::LogRecord;
 
-use super::{kind_of, task, Kind, Msg, PackResult, RestoreResult, Run};
+use super::{Kind, Msg, PackResult, RestoreResult, Row, Run};
 
 use crate::cache::{Ahead, Decision, RestoreJob, SaveJob};
 use crate::execute::stripper::Stripper;
@@ -24,9 +23,8 @@ impl Run<'_> {
         let unstable = crate::keys::unstable_nodes(self.plan);
         let candidates: Vec<usize> = (0..unstable.len())
             .filter(|&i| {
-                let config = task(self.plan, i);
-                kind_of(config) == Kind::OneShot
-                    && config.cache.is_some()
+                self.rows[i].kind == Kind::OneShot
+                    && self.rows[i].config.cache.is_some()
                     && !unstable[i]
                     && matches!(
                         self.scheduler.state(i),
@@ -34,10 +32,7 @@ impl Run<'_> {
                     )
             })
             .collect();
-        let ids: Vec<TaskId> = candidates
-            .iter()
-            .map(|&i| self.plan.graph.nodes[i].id.clone())
-            .collect();
+        let tasks: Vec<Row<'_>> = candidates.iter().map(|&i| self.rows[i]).collect();
         // REM-6: tasks whose entry only the remote holds wait out of the schedule for their
         // download, and are served as each arrives (`Msg::Prefetched`).
         let nodes = candidates.clone();
@@ -47,13 +42,13 @@ impl Run<'_> {
         });
         let fetching = self
             .cache
-            .prefetch_ahead(&ids, self.ctx.slots as usize, ready);
+            .prefetch_ahead(&tasks, self.ctx.slots as usize, ready);
         self.relay_notices();
         for &at in &fetching {
             self.scheduler.take_ahead(candidates[at]);
             self.prefetching.insert(candidates[at]);
         }
-        for (i, id) in candidates.into_iter().zip(ids) {
+        for (i, task) in candidates.into_iter().zip(tasks) {
             if self.prefetching.contains(&i)
                 || !matches!(
                     self.scheduler.state(i),
@@ -63,14 +58,14 @@ impl Run<'_> {
                 continue;
             }
             let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
-            let ahead = self.cache.prepare_ahead(&id, needs_log);
+            let ahead = self.cache.prepare_ahead(task, needs_log);
             self.relay_notices();
             self.serve_ahead(i, ahead, false);
         }
         self.cache.end_ahead();
         for i in 0..self.plan.graph.nodes.len() {
             let node = &self.plan.graph.nodes[i];
-            let candidate = kind_of(task(self.plan, i)) == Kind::Persistent
+            let candidate = self.rows[i].kind == Kind::Persistent
                 && !self.is_shown(i)
                 && !node.dependants.is_empty()
                 && matches!(
@@ -99,9 +94,8 @@ impl Run<'_> {
         let ahead = if self.stopping.is_some() {
             Ahead::Not
         } else {
-            let id = self.plan.graph.nodes[i].id.clone();
             let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
-            let ahead = self.cache.prepare_ahead(&id, needs_log);
+            let ahead = self.cache.prepare_ahead(self.rows[i], needs_log);
             self.relay_notices();
             ahead
         };

@@ -37,7 +37,7 @@ use vx_store::log::{LogBuf, LogStream};
 
 use super::cache::{RestoreJob, RunCache, SaveJob};
 use super::outcome::TaskReport;
-use super::plan::nodes::{environment, kind_of, task, Kind};
+use super::plan::nodes::{environment, rows, Kind, Row};
 use super::plan::Plan;
 use super::record::{Recorder, TelemetrySink};
 use crate::exit;
@@ -56,6 +56,7 @@ mod lanes;
 mod last_line;
 mod live;
 mod msg;
+mod offloaded;
 pub(crate) mod ready;
 mod region;
 pub(crate) mod remote;
@@ -68,6 +69,7 @@ use admission::{estimate, HeldForMemory};
 pub use kept::Servers;
 use live::{Live, SandboxHost};
 pub use msg::{Msg, PackResult, RestoreResult};
+use offloaded::Offloaded;
 
 /// Everything the loop needs from outside the plan.
 pub struct Context {
@@ -101,8 +103,21 @@ pub struct Context {
     pub remote: Vec<usize>,
 }
 
+/// What a run is made of besides its plan, options and context: the two seams (how it speaks
+/// to a person, where attempts run), the cache and the record it works through, and the loop's
+/// channel (executors, lanes and signal handlers send on its `Sender`).
+pub struct Parts<'p> {
+    pub reporter: Box<dyn Reporter>,
+    pub executor: Box<dyn Executor>,
+    pub cache: RunCache<'p>,
+    pub recorder: Recorder,
+    pub channel: (Sender<Msg>, Receiver<Msg>),
+}
+
 pub struct Run<'p> {
     plan: &'p Plan,
+    /// Every node's row (id, configuration, kind), built once: what the loop reads of a task.
+    rows: Vec<Row<'p>>,
     options: &'p RunOptions,
     ctx: Context,
     reporter: Box<dyn Reporter>,
@@ -161,30 +176,20 @@ pub struct Run<'p> {
     watch: Option<&'p mut Servers>,
     /// Telemetry sinks beside history, the summary and the trace (ARCH-2), given by the caller.
     sinks: Vec<Box<dyn TelemetrySink + 'p>>,
-    /// Remote attempts in flight, bounded by `max-in-flight` (REM-11).
-    remote_in_flight: u32,
-    /// Tasks whose outputs the remote executor kept: dependants take them by digest, or fetch
-    /// them first when they run locally (REM-14).
-    kept_remotely: BTreeSet<usize>,
-    /// Remote tasks whose server could not be used, waiting for a local slot.
-    local_again: Vec<usize>,
-    /// The remote executor's server can still be used for new attempts.
-    remote_usable: bool,
+    /// The remote executor's side of the run (REM-11, REM-14).
+    remote: Offloaded,
 }
 
 impl<'p> Run<'p> {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        plan: &'p Plan,
-        options: &'p RunOptions,
-        ctx: Context,
-        mut reporter: Box<dyn Reporter>,
-        tx: Sender<Msg>,
-        rx: Receiver<Msg>,
-        executor: Box<dyn Executor>,
-        mut cache: RunCache<'p>,
-        recorder: Recorder,
-    ) -> Run<'p> {
+    pub fn new(plan: &'p Plan, options: &'p RunOptions, ctx: Context, parts: Parts<'p>) -> Run<'p> {
+        let Parts {
+            mut reporter,
+            executor,
+            mut cache,
+            recorder,
+            channel: (tx, rx),
+        } = parts;
+        let rows = rows(plan);
         // `--summarize` lists every task's inputs, hits' too.
         cache.keys.keep_inputs = options.summarize.is_some();
         // A run that may write a snapshot records the paths its hits' keys folded.
@@ -207,24 +212,24 @@ impl<'p> Run<'p> {
             && ctx.host_env.get("TERM").is_none_or(|t| t != "dumb")
             && vx_exec::process_tree::stdout_is_foreground_terminal();
         let typed_into: BTreeSet<usize> = (0..plan.graph.nodes.len())
-            .filter(|&i| tui && task(plan, i).interactive == Some(true))
-            .filter(|&i| kind_of(task(plan, i)) != Kind::Group)
+            .filter(|&i| tui && rows[i].config.interactive == Some(true))
+            .filter(|&i| rows[i].kind != Kind::Group)
             .collect();
         // EXEC-14: on a terminal an interactive task owns it; off one it is an ordinary task.
         // Under the task UI it is typed into there.
         let on_terminal = !tui && !ctx.keeps_terminal && vx_exec::process_tree::owns_terminal();
-        let owns_terminal = |i: usize| on_terminal && task(plan, i).interactive == Some(true);
+        let owns_terminal = |i: usize| on_terminal && rows[i].config.interactive == Some(true);
         // An interactive task on a terminal is never framed: it writes to the terminal itself.
         let requested_commands: Vec<usize> = plan
             .shown_as_requested
             .iter()
             .copied()
-            .filter(|&i| kind_of(task(plan, i)) != Kind::Group && !owns_terminal(i))
+            .filter(|&i| rows[i].kind != Kind::Group && !owns_terminal(i))
             .collect();
         // A persistent task never streams a frame: its output goes after the footer, prefixed.
         let persistent_requested = requested_commands
             .iter()
-            .any(|&i| kind_of(task(plan, i)) == Kind::Persistent);
+            .any(|&i| rows[i].kind == Kind::Persistent);
         if !persistent_requested {
             reporter.choose_streaming(&requested_commands);
         }
@@ -234,7 +239,7 @@ impl<'p> Run<'p> {
             .nodes
             .iter()
             .enumerate()
-            .map(|(i, node)| estimate(recorder.recent(&node.id), kind_of(task(plan, i))))
+            .map(|(i, node)| estimate(recorder.recent(&node.id), rows[i].kind))
             .collect();
         // Nothing reserves memory without a recorded peak: no need to measure the budget.
         let budget = if estimates.iter().any(|e| e.peak_rss_bytes.is_some()) {
@@ -248,13 +253,13 @@ impl<'p> Run<'p> {
             Box::new(HistoryPolicy::new(estimates, budget)),
         );
         let interactive: BTreeSet<usize> = (0..plan.graph.nodes.len())
-            .filter(|&i| owns_terminal(i) && kind_of(task(plan, i)) != Kind::Group)
+            .filter(|&i| owns_terminal(i) && rows[i].kind != Kind::Group)
             .collect();
         for &i in &interactive {
             // SCHED-5: alone, and an interactive persistent task last.
             scheduler.set_interactive(
                 i,
-                if kind_of(task(plan, i)) == Kind::Persistent {
+                if rows[i].kind == Kind::Persistent {
                     Interactive::Persistent
                 } else {
                     Interactive::OneShot
@@ -272,6 +277,7 @@ impl<'p> Run<'p> {
             scheduler.set_remote(i, true);
         }
         Run {
+            rows,
             scheduler,
             interactive,
             tui,
@@ -307,10 +313,7 @@ impl<'p> Run<'p> {
             sandbox_host: None,
             watch: None,
             sinks: Vec::new(),
-            remote_in_flight: 0,
-            kept_remotely: BTreeSet::new(),
-            local_again: Vec::new(),
-            remote_usable: true,
+            remote: Offloaded::default(),
         }
     }
 
@@ -380,8 +383,8 @@ impl<'p> Run<'p> {
 
     fn dispatch(&mut self) {
         while self.running_slots < self.ctx.slots {
-            if !self.local_again.is_empty() && !self.scheduler.holds_terminal() {
-                let i = self.local_again.remove(0);
+            if !self.remote.local_again.is_empty() && !self.scheduler.holds_terminal() {
+                let i = self.remote.local_again.remove(0);
                 self.run_locally_instead(i);
                 continue;
             }
@@ -394,9 +397,9 @@ impl<'p> Run<'p> {
         while let Some(max) = self
             .executor
             .off_machine_limit()
-            .filter(|_| self.remote_usable)
+            .filter(|_| self.remote.usable)
         {
-            if self.remote_in_flight >= max {
+            if self.remote.in_flight >= max {
                 break;
             }
             let Some(i) = self.scheduler.next_ready_remote() else {
@@ -452,7 +455,7 @@ impl<'p> Run<'p> {
     /// its key reader to reach this loop.
     fn start_tui(&mut self) {
         let tasks = (0..self.plan.graph.nodes.len())
-            .filter(|&i| kind_of(task(self.plan, i)) != Kind::Group)
+            .filter(|&i| self.rows[i].kind != Kind::Group)
             .map(|i| {
                 let id = self.plan.graph.nodes[i].id.clone();
                 (i, id, self.typed_into.contains(&i))

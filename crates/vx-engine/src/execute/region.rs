@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{kind_of, task, Kind, Run};
+use super::{Kind, Run};
 use crate::outcome::Status;
 use crate::report::{Busy, Flow, Region, BUSY_ROWS};
 
@@ -68,7 +68,7 @@ impl Run<'_> {
                 last_line: self.live[&i].last_line.shown(),
             })
             .collect();
-        let counted = |i: usize| kind_of(task(self.plan, i)) != Kind::Group;
+        let counted = |i: usize| self.rows[i].kind != Kind::Group;
         let (ready, on_deps) = self.scheduler.waiting(counted);
         let reports = || self.reports.values();
         Region {

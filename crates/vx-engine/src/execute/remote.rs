@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use vx_exec::{Completion, Remote};
 
-use super::{task, Run};
+use super::Run;
 use crate::options::Download;
 use crate::outcome::Notice;
 use crate::plan::placement::sent_environment;
@@ -30,11 +30,11 @@ impl Run<'_> {
     ) -> Result<Remote, String> {
         let node = &self.plan.graph.nodes[i];
         let id = node.id.clone();
-        let config = task(self.plan, i);
+        let config = self.rows[i].config;
         let mut files = self
             .cache
             .keys
-            .input_listing(&id)
+            .input_listing(self.rows[i])
             .map_err(|e| format!("vx: {}", e.0))?;
         let folded = self.cache.keys.folded_upstreams(&id);
         let mut kept_upstreams = Vec::new();
@@ -43,11 +43,11 @@ impl Run<'_> {
             if !folded.contains(upstream) {
                 continue;
             }
-            if self.kept_remotely.contains(&d) {
+            if self.remote.kept.contains(&d) {
                 kept_upstreams.push(upstream.to_string());
                 continue;
             }
-            files.extend(self.cache.outputs_on_disk(upstream).map_err(|e| {
+            files.extend(self.cache.outputs_on_disk(self.rows[d]).map_err(|e| {
                 format!(
                     "vx: {id}: cannot read the outputs of {upstream}: {}",
                     crate::cache::outputs::plain(&e)
@@ -70,7 +70,7 @@ impl Run<'_> {
         files.dedup();
         let outputs = self
             .cache
-            .outputs(&id)
+            .outputs(self.rows[i])
             .expect("a remote task is cached: the configuration refuses `remote` without `cache`");
         let cache = config.cache.as_deref();
         Ok(Remote {
@@ -99,27 +99,27 @@ impl Run<'_> {
             return;
         };
         let started = live.attempt_started;
-        self.remote_in_flight -= 1;
+        self.remote.in_flight -= 1;
         self.remote_unusable(line);
         if self.stopping.is_some() {
             let stopped = Completion {
                 stopped: true,
                 ..Completion::of_code(130, started.elapsed())
             };
-            self.remote_in_flight += 1;
+            self.remote.in_flight += 1;
             self.completed(i, stopped);
         } else {
-            self.local_again.push(i);
+            self.remote.local_again.push(i);
         }
     }
 
     /// The server cannot be used: one warning, and every remote task not started yet runs
     /// locally.
     fn remote_unusable(&mut self, line: String) {
-        if !self.remote_usable {
+        if !self.remote.usable {
             return;
         }
-        self.remote_usable = false;
+        self.remote.usable = false;
         self.reporter.notice(Notice::warning(format!(
             "{line}; remote tasks run locally for the rest of this run"
         )));
@@ -129,7 +129,7 @@ impl Run<'_> {
     /// The run is stopping: tasks waiting for a local slot after their server failed never
     /// start; they end aborted like the other tasks the signal stopped.
     pub(super) fn abandon_local_again(&mut self) {
-        for i in std::mem::take(&mut self.local_again) {
+        for i in std::mem::take(&mut self.remote.local_again) {
             let Some(live) = self.live.get_mut(&i) else {
                 continue;
             };
@@ -150,7 +150,6 @@ impl Run<'_> {
     /// A remote task whose server could not be used runs in a local slot, as it would have
     /// without `remote`: its outputs cleaned again, its sandbox (if any) applied.
     pub(super) fn run_locally_instead(&mut self, i: usize) {
-        let id = self.plan.graph.nodes[i].id.clone();
         let Some(live) = self.live.get_mut(&i) else {
             return;
         };
@@ -168,13 +167,13 @@ impl Run<'_> {
             return;
         }
         if writes {
-            let cleaned = self.cache.clean_for_retry(&id);
+            let cleaned = self.cache.clean_for_retry(self.rows[i]);
             self.relay_notices();
             if let Err(line) = cleaned {
                 self.note(i, &line);
             }
         }
-        if let Some(table) = &task(self.plan, i).sandbox {
+        if let Some(table) = &self.rows[i].config.sandbox {
             match self.sandbox_task(i, table, &mut job.env, &route) {
                 Ok((launch, sandbox)) => {
                     job.local.sandbox = Some(launch);
@@ -203,7 +202,7 @@ impl Run<'_> {
             .deps
             .iter()
             .copied()
-            .filter(|d| self.kept_remotely.contains(d))
+            .filter(|d| self.remote.kept.contains(d))
             .collect();
         let id = self.plan.graph.nodes[i].id.clone();
         for d in pending {
@@ -211,11 +210,11 @@ impl Run<'_> {
             self.reporter.notice(Notice::note(format!(
                 "downloading outputs of {upstream} for {id}, which runs locally"
             )));
-            self.kept_remotely.remove(&d);
+            self.remote.kept.remove(&d);
             let written = self
                 .executor
                 .fetch_kept_outputs(&upstream.to_string(), &self.plan.workspace.root);
-            if let Some(outputs) = self.cache.outputs(&upstream) {
+            if let Some(outputs) = self.cache.outputs(self.rows[d]) {
                 self.cache.outputs_written(&outputs);
             }
             written.map_err(|problem| {

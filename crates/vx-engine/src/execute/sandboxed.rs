@@ -12,7 +12,7 @@ use vx_exec::{Completion, SandboxEnd, SandboxLaunch};
 
 use super::live::{LiveSandbox, Verdict};
 use super::msg::Route;
-use super::{task, Kind, Msg, Run};
+use super::{Kind, Msg, Run};
 use crate::host::proxy::{environment as proxy_environment, HostPattern, TaskProxy};
 use crate::host::sandbox::{linked_packages, view, violations_section, Host, Linked, ViewInputs};
 use crate::plan::Plan;
@@ -50,7 +50,8 @@ impl Run<'_> {
         let home = self.ctx.host_env.get("HOME").map(PathBuf::from);
         // SBX-3: a cached task reads only the linked packages its key folds.
         let node = &self.plan.graph.nodes[i];
-        let folded = task(self.plan, i)
+        let folded = self.rows[i]
+            .config
             .cache
             .is_some()
             .then(|| folded_projects(self.plan, i));
@@ -100,7 +101,7 @@ impl Run<'_> {
             Ok(made) => made,
             Err(reason) => {
                 let _ = std::fs::remove_dir_all(&tmpdir);
-                return Err(cannot(reason));
+                return Err(cannot(reason.to_string()));
             }
         };
         env.insert("TMPDIR".into(), tmpdir.to_string_lossy().into_owned());

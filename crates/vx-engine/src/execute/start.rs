@@ -18,7 +18,7 @@ use super::live::Live;
 use super::msg::Route;
 use super::ready::Waiting;
 use super::stripper::Stripper;
-use super::{environment, kind_of, task, Kind, Msg, Run};
+use super::{environment, Kind, Msg, Run};
 use crate::cache::{CacheKind, Decision};
 use crate::outcome::{AttemptSpan, Notice, Status};
 use crate::plan::placement::credential_values;
@@ -26,8 +26,8 @@ use crate::plan::placement::credential_values;
 impl Run<'_> {
     pub(super) fn start(&mut self, i: usize) {
         self.held.started(i, Instant::now());
-        let config = task(self.plan, i);
-        let kind = kind_of(config);
+        let task = self.rows[i];
+        let (config, kind) = (task.config, task.kind);
         if kind == Kind::Group {
             let failed = self
                 .scheduler
@@ -63,7 +63,7 @@ impl Run<'_> {
         let (cache_kind, writes) = if kind == Kind::OneShot {
             let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
             let probing = Instant::now();
-            let decision = self.cache.before(&id, saveable, needs_log);
+            let decision = self.cache.before(task, saveable, needs_log);
             self.relay_notices();
             if self.phases.is_some() {
                 self.phase(&format!("key and cache probe: {id}"), probing);
@@ -113,7 +113,7 @@ impl Run<'_> {
         } else {
             &[]
         };
-        let mut env = environment(self.plan, &self.ctx.host_env, i);
+        let mut env = environment(self.plan, &self.ctx.host_env, task);
         let (secrets, too_short) = secret_values(&self.ctx.host_env, config.env.as_deref());
         if !too_short.is_empty() && !self.warned_short_secrets {
             for name in &too_short {
@@ -261,7 +261,7 @@ impl Run<'_> {
         self.live.insert(i, live);
         self.reporter.started(i, &report);
         if remote {
-            self.remote_in_flight += 1;
+            self.remote.in_flight += 1;
         } else {
             self.running_slots += 1;
         }
@@ -303,7 +303,7 @@ impl Run<'_> {
         let writes = live.writes;
         self.note(i, &line);
         if writes {
-            let cleaned = self.cache.clean_for_retry(&id);
+            let cleaned = self.cache.clean_for_retry(self.rows[i]);
             self.relay_notices();
             if let Err(line) = cleaned {
                 self.note(i, &line);
@@ -334,7 +334,7 @@ impl Run<'_> {
         live.records = LogBuf::new();
         live.started_wall = SystemTime::now();
         if remote {
-            self.remote_in_flight += 1;
+            self.remote.in_flight += 1;
         } else {
             self.running_slots += 1;
         }

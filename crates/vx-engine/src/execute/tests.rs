@@ -73,17 +73,14 @@ fn run_reported(
         super::super::setup::run_cache(&plan, &options, &host_env, None, opened, false);
     layers(cache.layers_mut());
     let (tx, rx) = crossbeam_channel::unbounded();
-    let mut run = Run::new(
-        &plan,
-        &options,
-        ctx,
+    let parts = Parts {
         reporter,
-        tx,
-        rx,
-        Box::new(executor),
+        executor: Box::new(executor),
         cache,
         recorder,
-    );
+        channel: (tx, rx),
+    };
+    let mut run = Run::new(&plan, &options, ctx, parts);
     if let Some(sink) = sink {
         run = run.with_sink(sink);
     }

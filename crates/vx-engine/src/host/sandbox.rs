@@ -70,7 +70,7 @@ pub enum Unavailable {
     },
     /// The trial's view could not be laid out.
     #[error("{0}")]
-    Mounts(String),
+    Mounts(vx_exec::sandbox::PlanError),
     #[error("the tracer saw nothing (is ptrace refused?)")]
     NothingTraced,
     #[error("a trial command in the sandbox failed (exit {code}){}", if said.is_empty() { String::new() } else { format!(": {said}") })]
@@ -230,8 +230,8 @@ impl Host {
     }
 
     /// How bubblewrap starts a task with `view`; the error is a `cannot sandbox` reason.
-    pub fn launch(&self, view: &View) -> Result<SandboxLaunch, String> {
-        let mounts = vx_exec::sandbox::plan(view).map_err(|e| e.to_string())?;
+    pub fn launch(&self, view: &View) -> Result<SandboxLaunch, vx_exec::sandbox::PlanError> {
+        let mounts = vx_exec::sandbox::plan(view)?;
         Ok(SandboxLaunch {
             bwrap: self.bwrap.clone(),
             options: vx_exec::sandbox::bwrap_args(&mounts, view),
@@ -418,15 +418,41 @@ pub fn linked_packages(workspace: &Workspace, project: usize) -> Vec<Linked> {
     found
 }
 
-/// The task's view; missing write grants are created as directories. The error is the reason
-/// in `vx: <id>: cannot sandbox: <reason>`.
-pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
+/// Why a task's view could not be laid out: the reason in `vx: <id>: cannot sandbox: <reason>`.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    #[error("`{grant}` needs HOME, which is not set")]
+    NeedsHome { grant: String },
+    #[error("{}: {source}", dir.display())]
+    Project {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("`{grant}`: {source}")]
+    Grant {
+        grant: String,
+        source: std::io::Error,
+    },
+    #[error("the write grant `{grant}` leaves the project through a symlink (to {})", to.display())]
+    LeavesProject { grant: String, to: PathBuf },
+    #[error("cannot create the write grant `{grant}`: {source}")]
+    CreateGrant {
+        grant: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Mounts(#[from] vx_exec::sandbox::PlanError),
+}
+
+/// The task's view; missing write grants are created as directories.
+pub fn view(inputs: &ViewInputs<'_>) -> Result<View, ViewError> {
     let root = inputs.workspace.root.clone();
     let project = inputs.workspace.projects[inputs.project].dir.clone();
     let project_dir = root.join(&project);
     let resolve = |text: &str| {
-        resolve_grant(text, &root, &project_dir, inputs.home)
-            .ok_or_else(|| format!("`{text}` needs HOME, which is not set"))
+        resolve_grant(text, &root, &project_dir, inputs.home).ok_or_else(|| ViewError::NeedsHome {
+            grant: text.to_string(),
+        })
     };
     let mut reads: Vec<PathBuf> = default_reads(&root, &project_dir);
     reads.extend(inputs.linked.iter().cloned());
@@ -439,7 +465,10 @@ pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
     let mut writes = Vec::new();
     let real_project = project_dir
         .canonicalize()
-        .map_err(|e| format!("{}: {e}", project_dir.display()))?;
+        .map_err(|source| ViewError::Project {
+            dir: project_dir.clone(),
+            source,
+        })?;
     for text in &inputs.config.write {
         let path = resolve(text)?;
         // SBX-3: a grant inside the project must not lead out of it through a symlink; the
@@ -449,19 +478,22 @@ pub fn view(inputs: &ViewInputs<'_>) -> Result<View, String> {
                 .ancestors()
                 .find(|a| a.symlink_metadata().is_ok())
                 .unwrap_or(&project_dir);
-            let real = existing
-                .canonicalize()
-                .map_err(|e| format!("`{text}`: {e}"))?;
+            let real = existing.canonicalize().map_err(|source| ViewError::Grant {
+                grant: text.to_string(),
+                source,
+            })?;
             if !real.starts_with(&real_project) {
-                return Err(format!(
-                    "the write grant `{text}` leaves the project through a symlink (to {})",
-                    real.display()
-                ));
+                return Err(ViewError::LeavesProject {
+                    grant: text.to_string(),
+                    to: real,
+                });
             }
         }
         if path.symlink_metadata().is_err() {
-            std::fs::create_dir_all(&path)
-                .map_err(|e| format!("cannot create the write grant `{text}`: {e}"))?;
+            std::fs::create_dir_all(&path).map_err(|source| ViewError::CreateGrant {
+                grant: text.to_string(),
+                source,
+            })?;
         }
         writes.push(path);
     }
@@ -757,7 +789,13 @@ mod tests {
         };
         let error = view(&inputs(&ws, &config, None)).unwrap_err();
         assert!(
-            error.contains("leaves the project through a symlink"),
+            matches!(&error, ViewError::LeavesProject { grant, .. } if grant == "out"),
+            "{error}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("leaves the project through a symlink"),
             "{error}"
         );
         // Refused before anything is created through the link.
@@ -793,6 +831,10 @@ mod tests {
             ..SandboxConfig::default()
         };
         let error = view(&inputs(&ws, &config, None)).unwrap_err();
-        assert!(error.contains("HOME"), "{error}");
+        assert!(
+            matches!(&error, ViewError::NeedsHome { grant } if grant == "~/x"),
+            "{error}"
+        );
+        assert_eq!(error.to_string(), "`~/x` needs HOME, which is not set");
     }
 }

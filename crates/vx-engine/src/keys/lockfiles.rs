@@ -177,7 +177,7 @@ impl Lockfiles {
         let root = &self.root;
         let manifest =
             |dir: &str| std::fs::read_to_string(root.join(dir).join("package.json")).ok();
-        lockfile::read(file, &bytes, &members, &manifest)
+        lockfile::read(file, &bytes, &members, &manifest).map_err(|e| e.to_string())
     }
 
     /// The memo file for `file` at `blob`. For `yarn.lock`, whose members' dependencies

@@ -32,6 +32,8 @@ use vx_core::{TaskId, Workspace};
 use vx_workspace::tree::{FileId, Identity, StampMemo, Stat, Tree};
 
 use crate::keys::lockfiles::Lockfiles;
+use crate::plan::nodes::{Kind, Row};
+use crate::plan::Plan;
 
 /// A key and what it was derived from.
 #[derive(Debug, Clone)]
@@ -127,11 +129,9 @@ pub struct Keys<'p> {
 }
 
 impl<'p> Keys<'p> {
-    #[allow(clippy::too_many_arguments)]
+    /// The keys of `plan`'s tasks; `forwarded` are the arguments after `--` (field 6).
     pub fn new(
-        workspace: &'p Workspace,
-        table: &'p TaskTable,
-        graph: &'p TaskGraph,
+        plan: &'p Plan,
         host_env: &'p BTreeMap<String, String>,
         forwarded: &'p [String],
         tree: Tree,
@@ -139,11 +139,12 @@ impl<'p> Keys<'p> {
         prober: Prober<'p>,
         lockfiles: Lockfiles,
     ) -> Keys<'p> {
+        let workspace = &plan.workspace;
         let nested = nested_projects(workspace);
         Keys {
             workspace,
-            table,
-            graph,
+            table: &plan.table,
+            graph: &plan.graph,
             host_env,
             forwarded,
             platform: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
@@ -254,9 +255,9 @@ impl<'p> Keys<'p> {
     }
 
     /// The input paths of a task as the tree lists them now.
-    pub fn input_listing(&mut self, id: &TaskId) -> Result<Vec<String>, KeyError> {
+    pub fn input_listing(&mut self, task: Row<'_>) -> Result<Vec<String>, KeyError> {
         self.settle();
-        let config = task_config(self.workspace, id).expect("declared");
+        let (id, config) = (task.id, task.config);
         let project = self.workspace.by_name[&id.project];
         let notices = self.notices.len();
         let listed = self.input_paths(id, project, config);
@@ -510,16 +511,14 @@ impl<'p> Keys<'p> {
 
     /// Lists the inputs of these tasks and takes their `lstat`s ahead on several threads
     /// (see [`Tree::prefetch`]); their derivations, next, use both.
-    pub fn prefetch(&mut self, ids: &[TaskId]) {
+    pub fn prefetch(&mut self, tasks: &[Row<'_>]) {
         self.settle();
         let mut paths: Vec<String> = WORKSPACE_FILES.iter().map(|s| s.to_string()).collect();
-        for id in ids {
-            let Some(config) = task_config(self.workspace, id) else {
-                continue;
-            };
-            if config.is_group() || is_persistent(self.workspace, id) {
+        for task in tasks {
+            if task.kind != Kind::OneShot {
                 continue;
             }
+            let (id, config) = (task.id, task.config);
             let project = self.workspace.by_name[&id.project];
             paths.push(join(&self.workspace.projects[project].dir, "package.json"));
             let listed = self.input_paths(id, project, config);
@@ -531,11 +530,10 @@ impl<'p> Keys<'p> {
         paths.sort_unstable();
         paths.dedup();
         self.tree.prefetch(paths);
-        let workspace = self.workspace;
-        let configs: Vec<(&TaskId, &TaskConfig)> = ids
+        let configs: Vec<(&TaskId, &TaskConfig)> = tasks
             .iter()
-            .filter_map(|id| Some((id, task_config(workspace, id)?)))
-            .filter(|(_, config)| !config.is_group())
+            .filter(|task| task.kind != Kind::Group)
+            .map(|task| (task.id, task.config))
             .collect();
         let json = vx_workspace::par::map(&configs, |(_, config)| task_config_json(config));
         self.config_json = configs

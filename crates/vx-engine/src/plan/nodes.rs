@@ -1,4 +1,5 @@
-//! What the run reads of a planned node: its configuration, its kind and its environment.
+//! What the run reads of a planned node: its row (identity, configuration and kind, built once
+//! per run) and its environment.
 
 use std::collections::BTreeMap;
 
@@ -16,10 +17,35 @@ pub enum Kind {
     Persistent,
 }
 
-/// Node `i`'s task configuration.
-pub fn task(plan: &Plan, i: usize) -> &TaskConfig {
-    let id: &TaskId = &plan.graph.nodes[i].id;
-    vx_core::graph::task_config(&plan.workspace, id).expect("every node is a declared task")
+/// One planned task as the run reads it, built once from the plan ([`rows`]): the identity
+/// used throughout (its node index and its id) with its configuration and kind, so the loop,
+/// the cache and the retries read fields rather than look a task up by name.
+#[derive(Clone, Copy)]
+pub struct Row<'p> {
+    /// Its index in the plan's graph: the scheduler's and the loop's handle.
+    pub node: usize,
+    pub id: &'p TaskId,
+    pub config: &'p TaskConfig,
+    pub kind: Kind,
+}
+
+/// Every node's row, in node order.
+pub fn rows(plan: &Plan) -> Vec<Row<'_>> {
+    plan.graph
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(node, n)| {
+            let config = vx_core::graph::task_config(&plan.workspace, &n.id)
+                .expect("every node is a declared task");
+            Row {
+                node,
+                id: &n.id,
+                config,
+                kind: kind_of(config),
+            }
+        })
+        .collect()
 }
 
 pub fn kind_of(config: &TaskConfig) -> Kind {
@@ -36,15 +62,16 @@ pub fn kind_of(config: &TaskConfig) -> Kind {
 pub fn environment(
     plan: &Plan,
     host: &BTreeMap<String, String>,
-    i: usize,
+    row: Row<'_>,
 ) -> BTreeMap<String, String> {
-    let node = &plan.graph.nodes[i];
+    let node = &plan.graph.nodes[row.node];
+    let config = row.config;
     let project = &plan.workspace.projects[node.project];
     let dir = plan.workspace.root.join(&project.dir);
     let root = plan.workspace.root.to_string_lossy().into_owned();
     task_environment(&EnvInputs {
         host,
-        config: task(plan, i).env.as_deref(),
+        config: config.env.as_deref(),
         project_dir: &dir.to_string_lossy(),
         root_dir: &root,
         workspace_root: &root,

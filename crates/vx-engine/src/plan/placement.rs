@@ -9,7 +9,7 @@ use vx_core::config::TaskConfig;
 use vx_core::env::is_secret_name;
 use vx_core::globs::literal_prefix;
 
-use super::nodes::{environment, kind_of, task, Kind};
+use super::nodes::{environment, rows, Kind, Row};
 use super::Plan;
 use crate::options::RunOptions;
 use crate::outcome::Notice;
@@ -33,28 +33,28 @@ pub struct Placed {
     pub notices: Vec<Notice>,
 }
 
-/// Where node `i` runs, as far as the configuration and the flags say.
+/// Where `row`'s task runs, as far as the configuration and the flags say.
 pub fn placement(
     plan: &Plan,
     options: &RunOptions,
     host: &BTreeMap<String, String>,
-    i: usize,
+    row: Row<'_>,
 ) -> Placement {
-    let config = task(plan, i);
+    let config = row.config;
     let asks = config.remote.is_some()
         && config.cache.is_some()
-        && kind_of(config) == Kind::OneShot
+        && row.kind == Kind::OneShot
         && config.interactive != Some(true);
     if !asks || options.remote_exec_off || plan.workspace.settings.remote_execution.is_none() {
         return Placement::Local;
     }
     let known = credential_values(&plan.workspace.settings, host);
-    let sent = sent_environment(config, environment(plan, host, i));
+    let sent = sent_environment(config, environment(plan, host, row));
     let secrets = secret_names(config, &sent, &known);
     if !secrets.is_empty() {
         return Placement::LocalForSecrets(secrets);
     }
-    let in_root = plan.workspace.projects[plan.graph.nodes[i].project]
+    let in_root = plan.workspace.projects[plan.graph.nodes[row.node].project]
         .dir
         .is_empty();
     let cache = config.cache.as_deref().expect("checked above");
@@ -74,15 +74,16 @@ pub fn place(plan: &Plan, options: &RunOptions, host: &BTreeMap<String, String>)
         remote: Vec::new(),
         notices: Vec::new(),
     };
-    let asking: Vec<usize> = (0..plan.graph.nodes.len())
-        .filter(|&i| task(plan, i).remote.is_some())
+    let asking: Vec<Row<'_>> = rows(plan)
+        .into_iter()
+        .filter(|row| row.config.remote.is_some())
         .collect();
     if asking.is_empty() || options.remote_exec_off {
         return placed;
     }
     if plan.workspace.settings.remote_execution.is_none() {
         let what = match asking.len() {
-            1 => format!("{} asks", plan.graph.nodes[asking[0]].id),
+            1 => format!("{} asks", asking[0].id),
             n => format!("{n} tasks ask"),
         };
         placed.notices.push(Notice::note(format!(
@@ -90,10 +91,10 @@ pub fn place(plan: &Plan, options: &RunOptions, host: &BTreeMap<String, String>)
         )));
         return placed;
     }
-    for i in asking {
-        let id = &plan.graph.nodes[i].id;
-        match placement(plan, options, host, i) {
-            Placement::Remote => placed.remote.push(i),
+    for row in asking {
+        let id = row.id;
+        match placement(plan, options, host, row) {
+            Placement::Remote => placed.remote.push(row.node),
             Placement::Local => {}
             Placement::LocalForSecrets(names) => {
                 let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();

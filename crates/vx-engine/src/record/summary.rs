@@ -347,22 +347,31 @@ pub fn target_path(
     }
 }
 
+/// Why a JSON file could not be written: the reason in UI-14's `could not write <path>: …`.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
 /// Writes `value` as pretty JSON to `path` (parent directories created) through a temporary
-/// file beside it, so a reader never sees half a file. The error is the UI-14 line's reason.
-pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())? + "\n";
+/// file beside it, so a reader never sees half a file.
+pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), WriteError> {
+    let text = serde_json::to_string_pretty(value)? + "\n";
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(parent)?;
     }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&temporary, text).map_err(|e| e.to_string())?;
+    std::fs::write(&temporary, text)?;
     std::fs::rename(&temporary, path).map_err(|e| {
         let _ = std::fs::remove_file(&temporary);
-        e.to_string()
+        WriteError::Io(e)
     })
 }
 

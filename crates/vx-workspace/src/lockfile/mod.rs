@@ -110,6 +110,20 @@ impl Lockfile {
     }
 }
 
+/// Why a lockfile could not be read per project (its key then folds the whole file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LockfileError {
+    #[error("a binary lockfile, which vx does not read")]
+    Binary,
+    #[error("not UTF-8 text")]
+    NotUtf8,
+    #[error("not a lockfile")]
+    Unknown,
+    /// The format's reader refused it: what it could not follow.
+    #[error("{0}")]
+    Format(String),
+}
+
 /// Reads `file` (a name of [`PER_PROJECT`]) from its bytes. `manifest` returns the
 /// `package.json` text of a root-relative directory, for the formats that keep importers'
 /// dependencies there (yarn 1) or do not say which are development ones (yarn berry);
@@ -119,18 +133,19 @@ pub fn read(
     bytes: &[u8],
     members: &[&str],
     manifest: &dyn Fn(&str) -> Option<String>,
-) -> Result<Lockfile, String> {
+) -> Result<Lockfile, LockfileError> {
     if file == BINARY {
-        return Err("a binary lockfile, which vx does not read".into());
+        return Err(LockfileError::Binary);
     }
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+    let text = std::str::from_utf8(bytes).map_err(|_| LockfileError::NotUtf8)?;
     let graph = match file {
-        "pnpm-lock.yaml" => pnpm::read(text)?,
-        "package-lock.json" | "npm-shrinkwrap.json" => npm::read(text)?,
-        "yarn.lock" => yarn::read(text, members, manifest)?,
-        "bun.lock" => bun::read(text)?,
-        _ => return Err("not a lockfile".into()),
-    };
+        "pnpm-lock.yaml" => pnpm::read(text),
+        "package-lock.json" | "npm-shrinkwrap.json" => npm::read(text),
+        "yarn.lock" => yarn::read(text, members, manifest),
+        "bun.lock" => bun::read(text),
+        _ => return Err(LockfileError::Unknown),
+    }
+    .map_err(LockfileError::Format)?;
     Ok(Lockfile::new(file, graph))
 }
 

@@ -86,7 +86,11 @@ fn a_bump_moves_only_the_sets_that_reach_it() {
 #[test]
 fn unreadable_files_are_errors_that_say_why() {
     let none = |_: &str| None;
-    let err = |file: &str, text: &str| read(file, text.as_bytes(), &[""], &none).unwrap_err();
+    let err = |file: &str, text: &str| {
+        read(file, text.as_bytes(), &[""], &none)
+            .unwrap_err()
+            .to_string()
+    };
     assert!(err("pnpm-lock.yaml", "lockfileVersion: 5.4\n").contains("lockfileVersion 5.4"));
     assert!(err("package-lock.json", r#"{"lockfileVersion": 1}"#).contains("lockfileVersion 1"));
     assert!(err("bun.lock", "{\"lockfileVersion\": 9}").contains("lockfileVersion 9"));
@@ -94,9 +98,15 @@ fn unreadable_files_are_errors_that_say_why() {
     assert!(!err("pnpm-lock.yaml", "importers: [").is_empty());
     assert!(err("yarn.lock", "what is this\n").contains("line 1"));
     assert_eq!(err(".npmrc", ""), "not a lockfile");
+    let binary = read("bun.lockb", b"\0\x01", &[""], &none).unwrap_err();
+    assert_eq!(binary, LockfileError::Binary);
     assert_eq!(
-        read("bun.lockb", b"\0\x01", &[""], &none).unwrap_err(),
+        binary.to_string(),
         "a binary lockfile, which vx does not read"
+    );
+    assert_eq!(
+        read("yarn.lock", b"\xff", &[""], &none).unwrap_err(),
+        LockfileError::NotUtf8
     );
 }
 

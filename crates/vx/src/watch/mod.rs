@@ -108,8 +108,8 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
     let mut watch = Watch::start(scope, event_tx.clone(), poll)?;
     watch.sender = Some(event_tx.clone());
     // Persistent tasks kept running between cycles; dropped (stopped) on every way out.
-    let mut servers =
-        Servers::new(std::sync::Arc::new(crate::render::Console)).map_err(Failure::Internal)?;
+    let mut servers = Servers::new(std::sync::Arc::new(crate::render::Console))
+        .map_err(|e| Failure::Internal(format!("cannot start a thread: {e}")))?;
 
     if let Some(code) = signalled(&signal_rx, &servers) {
         return Ok(code);
