@@ -362,7 +362,7 @@ fn nx_graph(
         Ok(out) if !out.status.success() => {
             Err(format!("`nx run-many --graph` failed: {}", last_line(&out)))
         }
-        Ok(_) => std::fs::read_to_string(&file)
+        Ok(_) => fs_err::read_to_string(&file)
             .map_err(|e| format!("`nx run-many --graph` wrote no graph: {e}")),
     };
     let _ = std::fs::remove_dir_all(&dir);

@@ -55,7 +55,7 @@ pub(super) fn learn(
         std::process::id(),
         vx_engine::ids::random_hex(8)
     ));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("no temporary directory: {e}"))?;
+    fs_err::create_dir_all(&dir).map_err(|e| format!("no temporary directory: {e}"))?;
     let summary = dir.join("summary.json");
     let status = Command::new(&exe)
         .arg("run")
@@ -69,7 +69,7 @@ pub(super) fn learn(
     let result = status
         .map_err(|e| format!("vx could not run the tasks: {e}"))
         .and_then(|_| {
-            let text = std::fs::read_to_string(&summary)
+            let text = fs_err::read_to_string(&summary)
                 .map_err(|e| format!("the run wrote no summary: {e}"))?;
             let json: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| format!("the run's summary does not read: {e}"))?;

@@ -155,7 +155,7 @@ pub fn read(root: &Path) -> Result<NxGraph, String> {
                 .unwrap_or("");
             Err(format!("`nx graph` failed: {}", last.trim()))
         }
-        Ok(_) => std::fs::read_to_string(&file)
+        Ok(_) => fs_err::read_to_string(&file)
             .map_err(|e| format!("`nx graph` wrote no graph: {e}"))
             .and_then(|text| parse(&text, version)),
     };
@@ -199,7 +199,7 @@ pub fn tempfile_dir() -> Result<std::path::PathBuf, String> {
         std::process::id(),
         vx_engine::ids::random_hex(8)
     ));
-    std::fs::create_dir(&dir).map_err(|e| format!("no temporary directory: {e}"))?;
+    fs_err::create_dir(&dir).map_err(|e| format!("no temporary directory: {e}"))?;
     Ok(dir)
 }
 
