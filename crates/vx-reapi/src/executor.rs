@@ -613,4 +613,27 @@ mod tests {
         let default = RemoteExecutionConfig::default();
         assert_eq!(token_values(Some(&default), &env), ["other"]);
     }
+
+    #[test]
+    fn an_executor_that_cannot_be_set_up_says_which_server_and_why() {
+        let config = RemoteExecutionConfig {
+            url: Some("grpc://127.0.0.1:1".into()),
+            ..RemoteExecutionConfig::default()
+        };
+        let env: BTreeMap<String, String> =
+            [(DEFAULT_TOKEN_ENV.to_string(), "bad\ntoken".to_string())].into();
+        let local = Box::new(vx_exec::Supervisor::new());
+        let Err(error) = RemoteExecutor::new(&config, &env, 2, local) else {
+            panic!("a token with a newline was accepted");
+        };
+        assert!(
+            matches!(error.source, crate::ClientError::Token),
+            "{error:?}"
+        );
+        assert_eq!(error.server, "grpc://127.0.0.1:1");
+        assert_eq!(
+            error.to_string(),
+            "remote execution grpc://127.0.0.1:1: the token holds characters a gRPC header cannot carry"
+        );
+    }
 }

@@ -11,17 +11,21 @@ use super::jobs::RestoreJob;
 use super::outputs::Outputs;
 use crate::outcome::CacheKind;
 
+/// A hit as the loop reports it: its log replayed through the same path as live output.
+pub struct Replay {
+    pub kind: CacheKind,
+    pub records: Vec<LogRecord>,
+    pub short_key: String,
+    /// How long the task took when it executed.
+    pub stored: Duration,
+    /// A restored hit: why its outputs were not up to date (`vx why`).
+    pub restore_reason: Option<String>,
+}
+
 /// What to do with a task that is ready.
 pub enum Decision {
     /// Served from the cache: replay this log.
-    Hit {
-        kind: CacheKind,
-        records: Vec<LogRecord>,
-        short_key: String,
-        stored: Duration,
-        /// A restored hit: why its outputs were not up to date (`vx why`).
-        restore_reason: Option<String>,
-    },
+    Hit(Replay),
     /// Run it; `writes` says whether a successful result may be saved.
     Execute { cached: bool, writes: bool },
     /// The key could not be derived, or the outputs could not be cleaned: the task fails

@@ -54,7 +54,7 @@ mod tests;
 
 use cleaner::Cleaner;
 pub use cleaner::DirtyProbe;
-pub use decision::{Ahead, Decision};
+pub use decision::{Ahead, Decision, Replay};
 use decision::{Probe, Restore, Served, Want};
 use guard::Guard;
 pub use jobs::{After, Done, RestoreJob, SaveJob};

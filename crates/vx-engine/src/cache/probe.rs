@@ -12,7 +12,7 @@ use std::time::Duration;
 use vx_core::TaskId;
 use vx_store::index::Lookup;
 
-use super::decision::{Hit, Probe, Served, Want};
+use super::decision::{Hit, Probe, Replay, Served, Want};
 use super::jobs::RestoreJob;
 use super::outputs::{stale_output, Found};
 use super::restore::{damaged, decode_log};
@@ -110,13 +110,13 @@ impl RunCache<'_> {
                     store.touch(&key);
                 }
                 self.keys.keep_key_only(id);
-                return Served::Decision(Decision::Hit {
+                return Served::Decision(Decision::Hit(Replay {
                     kind: CacheKind::UpToDate,
                     records,
                     short_key: short,
                     stored,
                     restore_reason: None,
-                });
+                }));
             }
             reason = Some("its stored log could not be read".into());
         }

@@ -7,7 +7,7 @@ use vx_store::artifact::{self};
 use vx_store::log::{LogRecord, LogStream};
 use vx_store::Source;
 
-use super::decision::Restore;
+use super::decision::{Replay, Restore};
 use super::jobs::RestoreJob;
 use super::outputs::{plain, stamp};
 use super::stamps::with_marker;
@@ -80,13 +80,13 @@ impl RunCache<'_> {
                     Source::Local => reason,
                     Source::Remote => "the entry was not in the local store".to_string(),
                 };
-                Restore::Served(Decision::Hit {
+                Restore::Served(Decision::Hit(Replay {
                     kind,
                     records: decode_log(&restored.log),
                     short_key: short,
                     stored,
                     restore_reason: Some(restore_reason),
-                })
+                }))
             }
             Err(artifact::RestoreError::Damaged(damage)) => {
                 let writes = self.policy.local_write;

@@ -154,12 +154,7 @@ impl Servers {
             if crate::host::signals::pending().is_some() {
                 return false;
             }
-            state = self
-                .shared
-                .handled
-                .wait_timeout(state, SIGNAL_CHECK)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            state = self.shared.wait_handled(state);
         }
         true
     }
@@ -204,12 +199,7 @@ impl Servers {
             if signals.try_recv().is_ok() {
                 state.kill_now();
             }
-            state = self
-                .shared
-                .handled
-                .wait_timeout(state, SIGNAL_CHECK)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            state = self.shared.wait_handled(state);
         }
     }
 }
@@ -217,6 +207,15 @@ impl Servers {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until the reader thread handled a message, or [`SIGNAL_CHECK`] passed (to look
+    /// for a signal).
+    fn wait_handled<'a>(&self, state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.handled
+            .wait_timeout(state, SIGNAL_CHECK)
+            .unwrap_or_else(|e| e.into_inner())
+            .0
     }
 
     /// A kept task's leader ended: what it left running in its session is stopped and waited

@@ -1,16 +1,14 @@
 //! Cache hits and the two lanes: confirmed hits served ahead of their dependencies (SCHED-3),
 //! restores written back on the restore lane, artifacts packed on the save lane (STORE-7).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use vx_core::schedule::{Finish, NodeState};
-use vx_store::log::LogRecord;
 
 use super::{Kind, Msg, PackResult, RestoreResult, Row, Run};
 
-use crate::cache::{Ahead, Decision, RestoreJob, SaveJob};
+use crate::cache::{Ahead, Decision, Replay, RestoreJob, SaveJob};
 use crate::execute::stripper::Stripper;
-use crate::outcome::CacheKind;
 use crate::outcome::Notice;
 use crate::outcome::{Status, TaskReport};
 
@@ -133,17 +131,10 @@ impl Run<'_> {
 
     /// Reports node `i` served from the cache when `decision` is a hit; false otherwise.
     fn report_served(&mut self, i: usize, decision: Decision) -> bool {
-        let Decision::Hit {
-            kind,
-            records,
-            short_key,
-            stored,
-            restore_reason,
-        } = decision
-        else {
+        let Decision::Hit(replay) = decision else {
             return false;
         };
-        self.report_hit(i, kind, records, short_key, stored, restore_reason);
+        self.report_hit(i, replay);
         true
     }
 
@@ -209,29 +200,20 @@ impl Run<'_> {
     }
 
     /// A hit (UI-1): the stored log is replayed through the same path as live output.
-    pub(super) fn hit(
-        &mut self,
-        i: usize,
-        kind: CacheKind,
-        records: Vec<LogRecord>,
-        short_key: String,
-        stored: Duration,
-        restore_reason: Option<String>,
-    ) {
-        self.report_hit(i, kind, records, short_key, stored, restore_reason);
+    pub(super) fn hit(&mut self, i: usize, replay: Replay) {
+        self.report_hit(i, replay);
         let skipped = self.scheduler.finish(i, Finish::Success);
         self.report_skipped(&skipped);
     }
 
-    pub(super) fn report_hit(
-        &mut self,
-        i: usize,
-        kind: CacheKind,
-        records: Vec<LogRecord>,
-        short_key: String,
-        stored: Duration,
-        restore_reason: Option<String>,
-    ) {
+    pub(super) fn report_hit(&mut self, i: usize, replay: Replay) {
+        let Replay {
+            kind,
+            records,
+            short_key,
+            stored,
+            restore_reason,
+        } = replay;
         let started = Instant::now();
         let mut strippers =
             (!self.reporter.colour()).then(|| [Stripper::new(), Stripper::new(), Stripper::new()]);

@@ -69,14 +69,8 @@ impl Run<'_> {
                 self.phase(&format!("key and cache probe: {id}"), probing);
             }
             match decision {
-                Decision::Hit {
-                    kind,
-                    records,
-                    short_key,
-                    stored,
-                    restore_reason,
-                } => {
-                    self.hit(i, kind, records, short_key, stored, restore_reason);
+                Decision::Hit(replay) => {
+                    self.hit(i, replay);
                     return;
                 }
                 Decision::Fail(line) => {

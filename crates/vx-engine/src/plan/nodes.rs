@@ -48,7 +48,7 @@ pub fn rows(plan: &Plan) -> Vec<Row<'_>> {
         .collect()
 }
 
-pub fn kind_of(config: &TaskConfig) -> Kind {
+fn kind_of(config: &TaskConfig) -> Kind {
     if config.is_group() {
         Kind::Group
     } else if config.is_persistent() {
