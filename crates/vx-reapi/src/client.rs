@@ -376,7 +376,7 @@ impl Client {
             }
             let data = match &blob.bytes {
                 BlobBytes::Memory(bytes) => bytes.clone(),
-                BlobBytes::File(path) => std::fs::read(path)?,
+                BlobBytes::File(path) => fs_err::read(path)?,
             };
             batch_size += blob.size() + PER_BLOB;
             batch.push(batch_update_blobs_request::Request {
@@ -427,7 +427,7 @@ impl Client {
         );
         let source: Box<dyn Read + Send> = match &blob.bytes {
             BlobBytes::Memory(bytes) => Box::new(io::Cursor::new(bytes.clone())),
-            BlobBytes::File(path) => Box::new(File::open(path)?),
+            BlobBytes::File(path) => Box::new(fs_err::File::open(path)?),
         };
         let chunks = Chunks {
             source,
@@ -483,7 +483,7 @@ impl Client {
             Fetch::Missing => Ok(false),
             Fetch::Small(bytes) => self.save_inlined(digest, &bytes, dest, cap).map(|()| true),
             Fetch::Stream => {
-                let mut file = File::create(dest)?;
+                let mut file = fs_err::File::create(dest)?.into_parts().0;
                 self.stream_into(digest, &mut file)
             }
         }
@@ -569,7 +569,7 @@ impl Client {
         cap: u64,
     ) -> Result<(), Error> {
         check_inlined(digest, bytes, cap)?;
-        std::fs::write(dest, bytes)?;
+        fs_err::write(dest, bytes)?;
         Ok(())
     }
 

@@ -65,3 +65,26 @@ fn urls_other_than_grpc_are_refused_in_words() {
     .to_string();
     assert!(!bad_token.contains("line"), "{bad_token}");
 }
+
+#[test]
+fn an_output_that_cannot_be_written_names_its_path() {
+    let client = Client::new(&ClientConfig {
+        url: "grpc://127.0.0.1:1".into(),
+        instance_name: String::new(),
+        token: None,
+        connect_timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(1),
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("no-such-dir/out.txt");
+    let bytes = b"built\n";
+    let error = client
+        .save_inlined(&crate::digest_of(bytes), bytes, &dest, 1 << 20)
+        .unwrap_err();
+    assert!(matches!(error, Error::Io(_)), "{error:?}");
+    assert!(
+        error.to_string().contains(&dest.display().to_string()),
+        "{error}"
+    );
+}
