@@ -256,23 +256,32 @@ impl Run<'_> {
     }
 
     /// Before another attempt (EXEC-15): its `TMPDIR` again, empty, and its write grants
-    /// (cleaning the outputs for the retry may have removed one).
-    pub(super) fn sandbox_again(&mut self, i: usize) -> std::io::Result<()> {
-        use std::os::unix::fs::DirBuilderExt;
+    /// (cleaning the outputs for the retry may have removed one). The error is the reason in
+    /// `cannot sandbox: …`.
+    pub(super) fn sandbox_again(&mut self, i: usize) -> Result<(), String> {
         let Some(sandbox) = self.live.get_mut(&i).and_then(|l| l.sandbox.as_mut()) else {
             return Ok(());
         };
         sandbox.accesses.clear();
         sandbox.refused.clear();
-        for grant in &sandbox.view.writes {
-            if grant.symlink_metadata().is_err() {
-                std::fs::create_dir_all(grant)?;
-            }
-        }
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&sandbox.tmpdir)
+        make_again(&sandbox.view.writes, &sandbox.tmpdir)
     }
+}
+
+/// The write grants that are gone, and the attempt's `TMPDIR`, made again; the error names
+/// the directory that could not be made.
+fn make_again(writes: &[PathBuf], tmpdir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    for grant in writes {
+        if grant.symlink_metadata().is_err() {
+            std::fs::create_dir_all(grant)
+                .map_err(|e| format!("cannot create the write grant {}: {e}", grant.display()))?;
+        }
+    }
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(tmpdir)
+        .map_err(|e| format!("cannot create its TMPDIR {}: {e}", tmpdir.display()))
 }
 
 /// The projects of every task task `i` depends on, transitively: those its key folds.
@@ -287,4 +296,36 @@ fn folded_projects(plan: &Plan, i: usize) -> BTreeSet<usize> {
         }
     }
     projects
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_that_cannot_be_made_again_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        // The failed attempt left a file where the grant's parent was.
+        std::fs::write(dir.path().join("out"), "x").unwrap();
+        let grant = dir.path().join("out/sub");
+        let tmpdir = dir.path().join("tmp");
+        let error = make_again(std::slice::from_ref(&grant), &tmpdir).unwrap_err();
+        assert!(
+            error.starts_with(&format!(
+                "cannot create the write grant {}: ",
+                grant.display()
+            )),
+            "{error}"
+        );
+        assert!(!tmpdir.exists());
+        // Made again when it can be: the grant, then an empty TMPDIR.
+        std::fs::remove_file(dir.path().join("out")).unwrap();
+        make_again(std::slice::from_ref(&grant), &tmpdir).unwrap();
+        assert!(grant.is_dir() && tmpdir.is_dir());
+        let error = make_again(&[], &tmpdir).unwrap_err();
+        assert!(
+            error.starts_with(&format!("cannot create its TMPDIR {}: ", tmpdir.display())),
+            "{error}"
+        );
+    }
 }

@@ -304,10 +304,7 @@ impl Run<'_> {
             }
         }
         if let Err(error) = self.sandbox_again(i) {
-            self.note(
-                i,
-                &format!("vx: {id}: cannot sandbox: cannot create its TMPDIR: {error}"),
-            );
+            self.note(i, &format!("vx: {id}: cannot sandbox: {error}"));
         }
         let job = self.live[&i].job.clone();
         let route = self.live[&i].route.clone();
