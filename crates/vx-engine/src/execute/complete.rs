@@ -5,13 +5,12 @@
 
 use vx_core::schedule::{Finish, NodeState};
 use vx_exec::{Completion, ExitReason};
-use vx_store::log::LogStream;
 
-use super::explain::explain;
 use super::live::{Live, Verdict};
-use super::{shown, Kind, Run};
+use super::output::Store;
+use super::{Kind, Run};
 use crate::cache::{CacheKind, Done};
-use crate::outcome::{AttemptSpan, NotReady, Status, TaskReport};
+use crate::outcome::{NotReady, Status, TaskReport};
 
 impl Run<'_> {
     pub(super) fn completed(&mut self, i: usize, completion: Completion) {
@@ -19,11 +18,10 @@ impl Run<'_> {
             return;
         };
         if live.remote() {
-            live.remote_cached = completion.from_action_cache && live.cache_kind == CacheKind::Miss;
+            live.saving.remote_cached =
+                completion.from_action_cache && live.saving.kind == CacheKind::Miss;
             if completion.outputs_kept {
-                // REM-14: no local entry without the outputs on disk.
-                live.writes = false;
-                live.unsaved_reason = "not-downloaded";
+                live.saving.kept_remotely();
                 self.remote.kept.insert(i);
             } else {
                 self.remote.kept.remove(&i);
@@ -32,18 +30,7 @@ impl Run<'_> {
         let Some(live) = self.live.get_mut(&i) else {
             return;
         };
-        let mut rest = Vec::new();
-        for (s, stream) in [LogStream::Stdout, LogStream::Stderr]
-            .into_iter()
-            .enumerate()
-        {
-            let mut bytes = live.maskers[s].finish();
-            live.records.push(stream, &bytes);
-            if let Some(strippers) = &mut live.strippers {
-                bytes = strippers[s].push(&bytes);
-            }
-            rest.extend(bytes);
-        }
+        let rest = live.output.finish(Store::Yes);
         self.output(i, &rest);
         let verdict = self.sandbox_verdict(i, &completion);
         let clean = matches!(verdict, Verdict::Clean);
@@ -89,12 +76,7 @@ impl Run<'_> {
             && clean
             && local
         {
-            let live = &self.live[&i];
-            let note = match &completion.exit {
-                ExitReason::SpawnFailed(error) => Some(spawn_note(&live.dir, error)),
-                exit => explain(&live.command, exit, code, &live.dir, &live.path_var),
-            };
-            if let Some(note) = note {
+            if let Some(note) = self.live[&i].shell.why(&completion.exit, code) {
                 self.note(i, &note);
             }
         }
@@ -102,7 +84,7 @@ impl Run<'_> {
             let live = &self.live[&i];
             status == Status::Failed
                 && kind == Kind::OneShot
-                && live.attempt < live.attempts
+                && live.tries.another_allowed()
                 && !self.scheduler.is_halted()
                 && !matches!(completion.exit, ExitReason::SpawnFailed(_))
                 // Another attempt would break the sandbox again.
@@ -116,7 +98,7 @@ impl Run<'_> {
         self.scheduler.stopped_executing(i);
         let live = self.live.remove(&i).expect("a live task");
         let mut report = self.report_of(i, &live, status);
-        report.attempts = live.attempt;
+        report.attempts = live.tries.made;
         report.sandbox_violations = violations;
         report.key_failures_after_pass = self.recorder.key_failures_after_pass(
             self.cache.layers().store(),
@@ -137,28 +119,21 @@ impl Run<'_> {
             .key_hex(&report.id)
             .map(|key| key[..12.min(key.len())].to_string());
         report.timed_out = completion.timed_out || not_ready_in_time;
-        report.duration = live.earlier + completion.duration;
-        report.attempt_spans = live.spans.clone();
-        report.attempt_spans.push(AttemptSpan {
-            start: live
-                .attempt_started
-                .saturating_duration_since(self.started_at),
-            end: self.started_at.elapsed(),
-            exit_code: Some(code),
-        });
+        report.duration = live.tries.duration(completion.duration);
+        report.attempt_spans = live.tries.spans_ending(self.started_at, code);
         if let Some(usage) = &completion.usage {
             report.cpu_ms = Some((usage.user_cpu + usage.system_cpu).as_millis() as u64);
             report.peak_rss_bytes = child_peak(usage.max_rss_bytes);
         }
         let mut save = None;
         if kind == Kind::OneShot && status != Status::Aborted {
-            let encoded = live.records.encode();
+            let encoded = live.output.stored();
             let after = self.cache.after(Done {
                 task: self.rows[i],
                 success: status == Status::Success,
-                writes: live.writes,
-                unsaved_reason: live.unsaved_reason,
-                started: live.started_wall,
+                writes: live.saving.writes,
+                unsaved_reason: live.saving.unsaved_reason,
+                started: live.tries.started_wall,
                 duration: report.duration,
                 command_line: &live.command_line,
                 log: &encoded,
@@ -227,17 +202,13 @@ impl Run<'_> {
             duration: live.started.elapsed(),
             blocked_by: None,
             command_line: Some(live.command_line.clone()),
-            log: shown(&live.display),
-            cache: (live.kind == Kind::OneShot).then_some(if live.remote_cached {
-                CacheKind::RestoredRemote
-            } else {
-                live.cache_kind
-            }),
+            log: live.output.frame(),
+            cache: (live.kind == Kind::OneShot).then_some(live.saving.reported()),
             short_key: None,
             stored: None,
             cpu_ms: None,
             peak_rss_bytes: None,
-            attempts: live.attempt,
+            attempts: live.tries.made,
             key_failures_after_pass: 0,
             start_offset: live.started.saturating_duration_since(self.started_at),
             end_offset: self.started_at.elapsed(),
@@ -292,13 +263,4 @@ fn child_peak(max_rss_bytes: u64) -> Option<u64> {
         Some(own) if max_rss_bytes <= own + FLOOR => None,
         _ => Some(max_rss_bytes),
     }
-}
-
-/// EXEC-12: no shell ran.
-fn spawn_note(dir: &std::path::Path, error: &std::io::Error) -> String {
-    let mut note = format!("vx: could not start `sh` in {}: {error}", dir.display());
-    if matches!(error.raw_os_error(), Some(c) if c == nix::libc::EMFILE || c == nix::libc::ENFILE) {
-        note.push_str("\n  hint: raise the open-file limit (ulimit -n)");
-    }
-    note
 }

@@ -1,5 +1,6 @@
 //! The one explanatory note a failure frame gets (EXEC-12): a missing program, a file that is
-//! not executable, CRLF line endings in a `#!` line, or the signal that ended the task.
+//! not executable, CRLF line endings in a `#!` line, the signal that ended the task, or a shell
+//! that could not start.
 
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -7,6 +8,33 @@ use std::path::{Path, PathBuf};
 
 use vx_core::script::program_word;
 use vx_exec::ExitReason;
+
+/// What a local task's failure is explained from: the command as written, the directory it
+/// ran in, and its `PATH`.
+pub(super) struct Shell {
+    pub(super) command: String,
+    pub(super) dir: PathBuf,
+    pub(super) path_var: String,
+}
+
+impl Shell {
+    /// The note for a failure that ended with `exit` and exit code `code`, if any.
+    pub(super) fn why(&self, exit: &ExitReason, code: i32) -> Option<String> {
+        match exit {
+            ExitReason::SpawnFailed(error) => Some(spawn_note(&self.dir, error)),
+            exit => explain(&self.command, exit, code, &self.dir, &self.path_var),
+        }
+    }
+}
+
+/// No shell ran.
+fn spawn_note(dir: &Path, error: &std::io::Error) -> String {
+    let mut note = format!("vx: could not start `sh` in {}: {error}", dir.display());
+    if matches!(error.raw_os_error(), Some(c) if c == nix::libc::EMFILE || c == nix::libc::ENFILE) {
+        note.push_str("\n  hint: raise the open-file limit (ulimit -n)");
+    }
+    note
+}
 
 /// Why a task failed, when vx can tell; `None` when the exit code says enough.
 pub fn explain(

@@ -27,7 +27,8 @@ use vx_exec::ExecEvent;
 use vx_store::log::{LogBuf, LogStream};
 
 use super::live::{Identity, Live};
-use super::{prefixed, shown, stream_index, Kind, Msg, Run};
+use super::output::{shown, Store};
+use super::{Kind, Msg, Run};
 use crate::outcome::CacheKind;
 use crate::outcome::Status;
 use crate::report::Console;
@@ -299,13 +300,9 @@ impl State {
                     .kept
                     .get_mut(&slot)
                     .or_else(|| self.stopping.get_mut(&slot))?;
-                let s = stream_index(stream);
-                let bytes = kept.live.maskers[s].push(&bytes);
-                let bytes = match &mut kept.live.strippers {
-                    Some(strippers) => strippers[s].push(&bytes),
-                    None => bytes,
-                };
-                let text = prefixed(&kept.id, &mut kept.live, &bytes);
+                let output = &mut kept.live.output;
+                let bytes = output.wrote(stream, &bytes, Store::No);
+                let text = output.prefixed(&kept.id, &bytes);
                 self.emit(&text);
             }
             Msg::Exec(slot, ExecEvent::Access(access)) => {
@@ -338,15 +335,8 @@ impl State {
                     self.stopping.insert(slot, kept);
                 }
                 let kept = self.stopping.get_mut(&slot)?;
-                let mut rest = Vec::new();
-                for s in 0..2 {
-                    let mut bytes = kept.live.maskers[s].finish();
-                    if let Some(strippers) = &mut kept.live.strippers {
-                        bytes = strippers[s].push(&bytes);
-                    }
-                    rest.extend(bytes);
-                }
-                let text = prefixed(&kept.id, &mut kept.live, &rest);
+                let rest = kept.live.output.finish(Store::No);
+                let text = kept.live.output.prefixed(&kept.id, &rest);
                 let handle = kept.live.handle.clone_box();
                 self.emit(&text);
                 return Some((slot, handle));
@@ -512,8 +502,8 @@ impl Run<'_> {
                 continue;
             };
             let node = &plan.graph.nodes[i];
-            let log = shown(&std::mem::take(&mut live.display));
-            servers.console.out(&prefixed(&node.id, &mut live, &log));
+            let log = live.output.take_frame();
+            servers.console.out(&live.output.prefixed(&node.id, &log));
             let Some(identity) = live.identity.clone() else {
                 // Not a task of a watch cycle: nothing may outlive the run unguarded. Its
                 // events go where they are read (and dropped) while it is stopped.

@@ -6,17 +6,15 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use vx_core::mask::Masker;
 use vx_core::TaskId;
 use vx_exec::sandbox::{violations, RealFiles, View, Violation};
 use vx_exec::trace::{Access, AccessKind};
 use vx_exec::{Attempt, RunningTask};
-use vx_store::log::LogBuf;
 
-use super::last_line::LastLine;
+use super::explain::Shell;
 use super::msg::Route;
+use super::output::TaskOutput;
 use super::ready::Waiting;
-use super::stripper::Stripper;
 use crate::host::proxy::TaskProxy;
 use crate::host::sandbox::{Host, Linked, Unavailable};
 use crate::outcome::{AttemptSpan, CacheKind, Notice};
@@ -31,17 +29,12 @@ pub(super) struct Live {
     pub(super) identity: Option<Identity>,
     pub(super) started: Instant,
     pub(super) kind: Kind,
-    /// What the frame shows: both streams as printed, bounded like the stored log (STORE-6:
-    /// the first and last 8 MiB, the cut named), while every byte still streams live.
-    pub(super) display: LogBuf,
-    /// The last byte shown, so notes start on a line of their own.
-    pub(super) last_byte: Option<u8>,
-    pub(super) maskers: [Masker; 2],
-    pub(super) strippers: Option<[Stripper; 2]>,
-    pub(super) command: String,
+    /// What it printed, masked, stored and shown.
+    pub(super) output: TaskOutput,
+    /// The command line shown and stored (masked, with its arguments).
     pub(super) command_line: String,
-    pub(super) dir: PathBuf,
-    pub(super) path_var: String,
+    /// What a failure is explained from.
+    pub(super) shell: Shell,
     /// Ready and not yet ended (persistent tasks only).
     pub(super) ready: bool,
     /// A persistent task waiting for its `ready-when` line: the matchers and the timers.
@@ -53,37 +46,111 @@ pub(super) struct Live {
     /// The resolved timeout (EXEC-8 precedence), for the timeout note; for a persistent task
     /// it bounds the wait for readiness, which the loop times itself.
     pub(super) timeout: Option<Duration>,
-    /// Output printed with an `<id> │ ` prefix after the footer (keep-alive).
-    pub(super) prefix_at_line_start: bool,
-    /// Its latest line, for its row in the live region (UI-6).
-    pub(super) last_line: LastLine,
-    /// The log as stored in an artifact: both streams and notes as records (STORE-6).
-    pub(super) records: LogBuf,
     /// How a successful result is reported and whether it may be saved.
-    pub(super) cache_kind: CacheKind,
-    pub(super) writes: bool,
-    pub(super) unsaved_reason: &'static str,
-    pub(super) started_wall: SystemTime,
-    /// What started the attempt, for the next one (EXEC-15).
-    pub(super) job: Attempt,
-    /// This attempt's number (from 1) and how many the task may make.
-    pub(super) attempt: u32,
-    pub(super) attempts: u32,
-    /// The durations of earlier attempts: a task's duration is their sum.
-    pub(super) earlier: Duration,
-    /// When this attempt started, and the spans of the earlier ones (UI-15).
-    pub(super) attempt_started: Instant,
-    pub(super) spans: Vec<AttemptSpan>,
+    pub(super) saving: Saving,
+    /// Its attempts: the one running, what starts the next, and the earlier ones' time.
+    pub(super) tries: Tries,
     /// A sandboxed task's view, `TMPDIR` and reported accesses (SBX-7).
     pub(super) sandbox: Option<LiveSandbox>,
+}
+
+/// How a live task's result is reported and whether it may be saved.
+pub(super) struct Saving {
+    /// What the cache decided before it ran (a miss, or a bypass).
+    pub(super) kind: CacheKind,
+    /// Whether its successful result is saved, and the recorded reason when it is not.
+    pub(super) writes: bool,
+    pub(super) unsaved_reason: &'static str,
     /// The remote result was served from the server's action cache (REM-13).
     pub(super) remote_cached: bool,
+}
+
+impl Saving {
+    /// How the result is reported.
+    pub(super) fn reported(&self) -> CacheKind {
+        if self.remote_cached {
+            CacheKind::RestoredRemote
+        } else {
+            self.kind
+        }
+    }
+
+    /// REM-14: its outputs stayed on the server, so no local entry is written.
+    pub(super) fn kept_remotely(&mut self) {
+        self.writes = false;
+        self.unsaved_reason = "not-downloaded";
+    }
 }
 
 impl Live {
     /// The attempt runs on the remote executor (REM-11).
     pub(super) fn remote(&self) -> bool {
-        self.job.remote.is_some()
+        self.tries.job.remote.is_some()
+    }
+}
+
+/// A task's attempts (EXEC-15): a failed one-shot task may make another, started from the same
+/// [`Attempt`]; its duration is the sum of theirs, and each is a span on the timeline (UI-15).
+pub(super) struct Tries {
+    /// What started the attempt, for the next one.
+    pub(super) job: Attempt,
+    /// This attempt's number (from 1) and how many the task may make.
+    pub(super) made: u32,
+    allowed: u32,
+    /// When this attempt started (the wall clock for the stored entry).
+    pub(super) started: Instant,
+    pub(super) started_wall: SystemTime,
+    /// The durations of earlier attempts, and their spans.
+    earlier: Duration,
+    spans: Vec<AttemptSpan>,
+}
+
+impl Tries {
+    pub(super) fn new(job: Attempt, allowed: u32, started: Instant) -> Tries {
+        Tries {
+            job,
+            made: 1,
+            allowed,
+            started,
+            started_wall: SystemTime::now(),
+            earlier: Duration::ZERO,
+            spans: Vec::new(),
+        }
+    }
+
+    /// Another attempt may follow this one.
+    pub(super) fn another_allowed(&self) -> bool {
+        self.made < self.allowed
+    }
+
+    /// `attempt 2 of 3`: the next one's line.
+    pub(super) fn next_of(&self) -> String {
+        format!("attempt {} of {}", self.made + 1, self.allowed)
+    }
+
+    /// This attempt ended after `duration` with `exit_code`; the next starts now.
+    pub(super) fn next(&mut self, run_started: Instant, duration: Duration, exit_code: i32) {
+        self.spans = self.spans_ending(run_started, exit_code);
+        self.earlier += duration;
+        self.made += 1;
+        self.started = Instant::now();
+        self.started_wall = SystemTime::now();
+    }
+
+    /// Every attempt's span, this one ending now with `exit_code`.
+    pub(super) fn spans_ending(&self, run_started: Instant, exit_code: i32) -> Vec<AttemptSpan> {
+        let mut spans = self.spans.clone();
+        spans.push(AttemptSpan {
+            start: self.started.saturating_duration_since(run_started),
+            end: run_started.elapsed(),
+            exit_code: Some(exit_code),
+        });
+        spans
+    }
+
+    /// The task's duration when this attempt took `last`.
+    pub(super) fn duration(&self, last: Duration) -> Duration {
+        self.earlier + last
     }
 }
 

@@ -30,10 +30,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crossbeam_channel::{Receiver, Sender};
 use vx_core::schedule::{HistoryPolicy, Interactive, Scheduler};
 use vx_core::units::format_duration;
-use vx_core::TaskId;
-use vx_exec::{ExecEvent, Executor, RunningTask, Stream};
-
-use vx_store::log::{LogBuf, LogStream};
+use vx_exec::{ExecEvent, Executor, RunningTask};
 
 use super::cache::{RestoreJob, RunCache, SaveJob};
 use super::outcome::TaskReport;
@@ -57,6 +54,7 @@ mod last_line;
 mod live;
 mod msg;
 mod offloaded;
+mod output;
 pub(crate) mod ready;
 mod region;
 pub(crate) mod remote;
@@ -70,6 +68,7 @@ pub use kept::Servers;
 use live::{Live, SandboxHost};
 pub use msg::{Msg, PackResult, RestoreResult};
 use offloaded::Offloaded;
+use output::Store;
 
 /// Everything the loop needs from outside the plan.
 pub struct Context {
@@ -489,15 +488,9 @@ impl<'p> Run<'p> {
         match event {
             ExecEvent::Output { stream, bytes } => {
                 let Some(live) = self.live.get_mut(&i) else { return };
-                let s = stream_index(stream);
                 // Matched on the bytes as written; shown and stored masked.
-                let ready = live.waiting.as_mut().is_some_and(|w| w.push(s, &bytes));
-                let bytes = live.maskers[s].push(&bytes);
-                live.records.push(log_stream(stream), &bytes);
-                let bytes = match &mut live.strippers {
-                    Some(strippers) => strippers[s].push(&bytes),
-                    None => bytes,
-                };
+                let ready = live.waiting.as_mut().is_some_and(|w| w.push(stream, &bytes));
+                let bytes = live.output.wrote(stream, &bytes, Store::Yes);
                 self.output(i, &bytes);
                 if ready {
                     self.ready(i);
@@ -534,13 +527,9 @@ impl<'p> Run<'p> {
         let Some(live) = self.live.get_mut(&i) else {
             return;
         };
-        live.display.push(LogStream::Stdout, bytes);
-        live.last_byte = bytes.last().copied();
-        if region {
-            live.last_line.push(bytes);
-        }
+        live.output.shown(bytes, region);
         if self.keep_alive {
-            let text = prefixed(&self.plan.graph.nodes[i].id, live, bytes);
+            let text = live.output.prefixed(&self.plan.graph.nodes[i].id, bytes);
             self.reporter.after_footer(&text);
         } else {
             self.reporter.stream(i, bytes);
@@ -549,18 +538,10 @@ impl<'p> Run<'p> {
 
     /// A note record in the task's output (UI-8), on a line of its own.
     fn note(&mut self, i: usize, text: &str) {
-        let Some(live) = self.live.get(&i) else {
+        let Some(live) = self.live.get_mut(&i) else {
             return;
         };
-        let mut line = Vec::new();
-        if live.last_byte.is_some_and(|b| b != b'\n') {
-            line.push(b'\n');
-        }
-        line.extend_from_slice(live.maskers[0].mask_str(text).as_bytes());
-        line.push(b'\n');
-        if let Some(live) = self.live.get_mut(&i) {
-            live.records.push(LogStream::Note, &line);
-        }
+        let line = live.output.note(text);
         self.output(i, &line);
     }
 
@@ -609,52 +590,6 @@ impl<'p> Run<'p> {
         if let Some(servers) = &self.watch {
             servers.stop_now(forward);
         }
-    }
-}
-
-/// Output of a task kept running after the footer, each line prefixed `<id> │ `.
-fn prefixed(id: &TaskId, live: &mut Live, bytes: &[u8]) -> Vec<u8> {
-    let prefix = format!("{id} │ ");
-    let mut text = Vec::new();
-    for &b in bytes {
-        if live.prefix_at_line_start {
-            text.extend_from_slice(prefix.as_bytes());
-        }
-        text.push(b);
-        live.prefix_at_line_start = b == b'\n';
-    }
-    text
-}
-
-/// A bounded display log as the bytes a frame prints: the cut, if any, as a note on a line of
-/// its own.
-fn shown(display: &LogBuf) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for record in display.records() {
-        if record.stream == LogStream::Note {
-            if bytes.last().is_some_and(|b| *b != b'\n') {
-                bytes.push(b'\n');
-            }
-            bytes.extend_from_slice(&record.bytes);
-            bytes.push(b'\n');
-        } else {
-            bytes.extend_from_slice(&record.bytes);
-        }
-    }
-    bytes
-}
-
-fn log_stream(stream: Stream) -> LogStream {
-    match stream {
-        Stream::Stdout => LogStream::Stdout,
-        Stream::Stderr => LogStream::Stderr,
-    }
-}
-
-fn stream_index(stream: Stream) -> usize {
-    match stream {
-        Stream::Stdout => 0,
-        Stream::Stderr => 1,
     }
 }
 

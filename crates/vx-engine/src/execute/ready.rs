@@ -13,6 +13,7 @@
 use std::time::{Duration, Instant};
 
 use regex::bytes::Regex;
+use vx_exec::Stream;
 
 use crate::execute::stripper::Stripper;
 
@@ -106,9 +107,13 @@ impl Waiting {
         })
     }
 
-    /// Feeds output of one stream (0 stdout, 1 stderr); true once the task is ready.
-    pub fn push(&mut self, stream: usize, chunk: &[u8]) -> bool {
-        self.matchers[stream].push(chunk)
+    /// Feeds output of one stream; true once the task is ready.
+    pub fn push(&mut self, stream: Stream, chunk: &[u8]) -> bool {
+        let matcher = match stream {
+            Stream::Stdout => &mut self.matchers[0],
+            Stream::Stderr => &mut self.matchers[1],
+        };
+        matcher.push(chunk)
     }
 
     /// The next moment the run loop must wake for this task.
@@ -208,9 +213,12 @@ mod tests {
     fn streams_are_matched_apart() {
         let mut w = Waiting::new(r"^ready$", Instant::now(), Duration::from_secs(10), None)
             .expect("a valid pattern");
-        assert!(!w.push(0, b"rea"));
-        assert!(!w.push(1, b"dy\n"), "half a line on each stream is no line");
-        assert!(w.push(1, b"ready\n"));
+        assert!(!w.push(Stream::Stdout, b"rea"));
+        assert!(
+            !w.push(Stream::Stderr, b"dy\n"),
+            "half a line on each stream is no line"
+        );
+        assert!(w.push(Stream::Stderr, b"ready\n"));
     }
 
     #[test]

@@ -65,7 +65,7 @@ impl Run<'_> {
                 elapsed: now.saturating_duration_since(started),
                 id: self.plan.graph.nodes[i].id.clone(),
                 remote: self.live[&i].remote(),
-                last_line: self.live[&i].last_line.shown(),
+                last_line: self.live[&i].output.last_line(),
             })
             .collect();
         let counted = |i: usize| self.rows[i].kind != Kind::Group;

@@ -98,7 +98,7 @@ impl Run<'_> {
         let Some(live) = self.live.get(&i) else {
             return;
         };
-        let started = live.attempt_started;
+        let started = live.tries.started;
         self.remote.in_flight -= 1;
         self.remote_unusable(line);
         if self.stopping.is_some() {
@@ -133,10 +133,10 @@ impl Run<'_> {
             let Some(live) = self.live.get_mut(&i) else {
                 continue;
             };
-            live.job.remote = None;
+            live.tries.job.remote = None;
             // `completed` gives the slot back; this task never took one.
             self.running_slots += 1;
-            let started = live.attempt_started;
+            let started = live.tries.started;
             self.completed(
                 i,
                 Completion {
@@ -153,11 +153,11 @@ impl Run<'_> {
         let Some(live) = self.live.get_mut(&i) else {
             return;
         };
-        live.job.remote = None;
-        let writes = live.writes;
+        live.tries.job.remote = None;
+        let writes = live.saving.writes;
         let route = live.route.clone();
-        let mut job = live.job.clone();
-        let started = live.attempt_started;
+        let mut job = live.tries.job.clone();
+        let started = live.tries.started;
         self.running_slots += 1;
         self.scheduler.executing_locally(i);
         // REM-14: what its remote upstreams kept on the server is needed here now.
@@ -190,7 +190,7 @@ impl Run<'_> {
         }
         let handle = self.spawn_attempt(i, &job, &route);
         if let Some(live) = self.live.get_mut(&i) {
-            live.job = job;
+            live.tries.job = job;
             live.handle = handle;
         }
     }

@@ -9,7 +9,7 @@ use vx_core::schedule::{ContinueMode, Finish, NodeState};
 use vx_core::units::format_duration;
 use vx_exec::Completion;
 
-use super::{shown, Msg, Run};
+use super::{Msg, Run};
 use crate::execute::ready::Waiting;
 use crate::exit;
 use crate::outcome::CacheKind;
@@ -257,7 +257,7 @@ impl Run<'_> {
         self.keep_alive = true;
         for &i in kept {
             let live = self.live.get_mut(&i).expect("kept");
-            let log = shown(&std::mem::take(&mut live.display));
+            let log = live.output.take_frame();
             self.output(i, &log);
         }
         self.ended_persistent.clear();

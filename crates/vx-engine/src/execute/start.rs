@@ -3,7 +3,7 @@
 //! attempt are made and handed to the executor (EXEC-1 … EXEC-8); and a failed attempt is
 //! started again while it has retries (EXEC-15).
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Instant;
 
 use vx_core::config::Persistent;
 use vx_core::env::secret_values;
@@ -11,16 +11,16 @@ use vx_core::mask::Masker;
 use vx_core::schedule::{Finish, NodeState};
 use vx_core::script::{script, with_args};
 use vx_exec::{Attempt, Completion, Local, RunningTask, StdinMode};
-use vx_store::log::LogBuf;
 
+use super::explain::Shell;
 use super::live::Identity;
-use super::live::Live;
+use super::live::{Live, Saving, Tries};
 use super::msg::Route;
+use super::output::TaskOutput;
 use super::ready::Waiting;
-use super::stripper::Stripper;
 use super::{environment, Kind, Msg, Run};
 use crate::cache::{CacheKind, Decision};
-use crate::outcome::{AttemptSpan, Notice, Status};
+use crate::outcome::{Notice, Status};
 use crate::plan::placement::credential_values;
 
 impl Run<'_> {
@@ -221,34 +221,26 @@ impl Run<'_> {
             identity,
             started,
             kind,
-            display: LogBuf::new(),
-            last_byte: None,
-            maskers: [masker.clone(), masker],
-            strippers: (!colour).then(|| [Stripper::new(), Stripper::new()]),
-            command,
+            output: TaskOutput::new(masker, colour),
             command_line,
-            dir,
-            path_var,
+            shell: Shell {
+                command,
+                dir,
+                path_var,
+            },
             ready: false,
             waiting: waiting.filter(|_| spawned),
             timed_out: false,
             unneeded: false,
             timeout,
-            prefix_at_line_start: true,
-            last_line: Default::default(),
-            records: LogBuf::new(),
-            cache_kind,
-            writes,
-            unsaved_reason,
-            started_wall: SystemTime::now(),
-            job: attempt,
-            attempt: 1,
-            attempts,
-            earlier: Duration::ZERO,
-            attempt_started: started,
-            spans: Vec::new(),
+            saving: Saving {
+                kind: cache_kind,
+                writes,
+                unsaved_reason,
+                remote_cached: false,
+            },
+            tries: Tries::new(attempt, attempts, started),
             sandbox,
-            remote_cached: false,
         };
         let report = self.report_of(i, &live, Status::Running);
         let wait_for_line = live.waiting.is_some();
@@ -289,12 +281,8 @@ impl Run<'_> {
         } else {
             format!("exit {}", completion.exit_code)
         };
-        let line = format!(
-            "vx: {id} failed ({why}); attempt {} of {}",
-            live.attempt + 1,
-            live.attempts
-        );
-        let writes = live.writes;
+        let line = format!("vx: {id} failed ({why}); {}", live.tries.next_of());
+        let writes = live.saving.writes;
         self.note(i, &line);
         if writes {
             let cleaned = self.cache.clean_for_retry(self.rows[i]);
@@ -306,24 +294,17 @@ impl Run<'_> {
         if let Err(error) = self.sandbox_again(i) {
             self.note(i, &format!("vx: {id}: cannot sandbox: {error}"));
         }
-        let job = self.live[&i].job.clone();
+        let job = self.live[&i].tries.job.clone();
         let route = self.live[&i].route.clone();
         let remote = job.remote.is_some();
         let handle = self.spawn_attempt(i, &job, &route);
         let run_started = self.started_at;
         let live = self.live.get_mut(&i).expect("a live task");
-        live.spans.push(AttemptSpan {
-            start: live.attempt_started.saturating_duration_since(run_started),
-            end: run_started.elapsed(),
-            exit_code: Some(completion.exit_code),
-        });
-        live.attempt_started = Instant::now();
+        live.tries
+            .next(run_started, completion.duration, completion.exit_code);
         live.handle = handle;
-        live.earlier += completion.duration;
-        live.attempt += 1;
         live.timed_out = false;
-        live.records = LogBuf::new();
-        live.started_wall = SystemTime::now();
+        live.output.new_attempt();
         if remote {
             self.remote.in_flight += 1;
         } else {

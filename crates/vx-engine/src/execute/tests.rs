@@ -1,5 +1,6 @@
 //! The run loop driven through the `Executor` seam with a scripted fake: no processes.
 
+use vx_core::TaskId;
 use vx_test_support::fakes::ScriptedExecutor;
 use vx_test_support::fixture::Fixture;
 

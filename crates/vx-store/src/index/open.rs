@@ -53,7 +53,7 @@ pub(crate) fn create_vx_dir(dir: &Path) -> io::Result<()> {
 
 fn random_salt() -> io::Result<[u8; 32]> {
     let mut salt = [0u8; 32];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut salt)?;
+    fs_err::File::open("/dev/urandom")?.read_exact(&mut salt)?;
     Ok(salt)
 }
 

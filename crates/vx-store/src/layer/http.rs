@@ -135,7 +135,7 @@ impl CacheLayer for HttpLayer {
         if declared.is_some_and(|n| n > cap) {
             return Err(too_large(cap));
         }
-        let mut file = File::create(dest).map_err(local_io)?;
+        let mut file = File::create(dest).map_err(local_io(dest))?;
         // One byte over the cap proves the body too large without reading the rest.
         let mut body = response.into_reader().take(cap + 1);
         let copied = io::copy(&mut body, &mut file).map_err(transfer_io)?;
@@ -151,9 +151,11 @@ impl CacheLayer for HttpLayer {
                 ),
             ));
         }
-        file.flush().map_err(local_io)?;
+        file.flush().map_err(local_io(dest))?;
         if let (Some(signing_key), Some(tag)) = (&self.signing_key, tag) {
-            let mac = self.mac_of(signing_key, key, dest).map_err(local_io)?;
+            let mac = self
+                .mac_of(signing_key, key, dest)
+                .map_err(local_io(dest))?;
             let tag = base64::engine::general_purpose::STANDARD
                 .decode(tag.trim())
                 .map_err(|_| bad_signature())?;
@@ -163,15 +165,17 @@ impl CacheLayer for HttpLayer {
     }
 
     fn put(&self, key: &str, artifact: &Path, duration_ms: u64) -> Result<(), LayerError> {
-        let file = File::open(artifact).map_err(local_io)?;
-        let size = file.metadata().map_err(local_io)?.len();
+        let file = File::open(artifact).map_err(local_io(artifact))?;
+        let size = file.metadata().map_err(local_io(artifact))?.len();
         let mut request = self
             .request("PUT", key)
             .set("Content-Type", "application/octet-stream")
             .set("Content-Length", &size.to_string())
             .set("x-artifact-duration", &duration_ms.to_string());
         if let Some(signing_key) = &self.signing_key {
-            let mac = self.mac_of(signing_key, key, artifact).map_err(local_io)?;
+            let mac = self
+                .mac_of(signing_key, key, artifact)
+                .map_err(local_io(artifact))?;
             let tag = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
             request = request.set("x-artifact-tag", &tag);
         }
@@ -267,8 +271,9 @@ fn transfer_io(error: io::Error) -> LayerError {
 }
 
 /// A local file could not be read or written.
-fn local_io(error: io::Error) -> LayerError {
-    LayerError::new(ErrorKind::Io, error.to_string())
+/// A local file the layer could not read or write, named (the server is not at fault).
+fn local_io(path: &Path) -> impl Fn(io::Error) -> LayerError + '_ {
+    move |error| LayerError::new(ErrorKind::Io, format!("{}: {error}", path.display()))
 }
 
 fn too_large(cap: u64) -> LayerError {
@@ -311,6 +316,18 @@ fn encode(value: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A layer of team `team_vx` at a port nothing listens on.
+    fn layer(signing_key: Option<&[u8]>) -> HttpLayer {
+        HttpLayer::new(HttpConfig {
+            url: "http://127.0.0.1:1".into(),
+            team: Team::Slug("team_vx".into()),
+            token: None,
+            connect_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(1),
+            signing_key: signing_key.map(<[u8]>::to_vec),
+        })
+    }
+
     #[test]
     fn messages_show_the_url_without_credentials_or_query() {
         assert_eq!(
@@ -325,14 +342,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("artifact");
         std::fs::write(&file, b"artifact bytes").unwrap();
-        let layer = HttpLayer::new(HttpConfig {
-            url: "http://127.0.0.1:1".into(),
-            team: Team::Slug("team_vx".into()),
-            token: None,
-            connect_timeout: Duration::from_secs(1),
-            idle_timeout: Duration::from_secs(1),
-            signing_key: Some(b"signing-key".to_vec()),
-        });
+        let layer = layer(Some(b"signing-key"));
         let mac = layer
             .mac_of(b"signing-key", &"a".repeat(64), &file)
             .unwrap();
@@ -340,6 +350,22 @@ mod tests {
         // python3: base64.b64encode(hmac.new(b'signing-key', b'a'*64 + b'team_vx' +
         //          b'artifact bytes', hashlib.sha256).digest())
         assert_eq!(tag, "8m3m2c94Rzkx7xrvWuDrSKaUooY2mbtOlHDr5jdiM2U=");
+    }
+
+    #[test]
+    fn a_local_file_it_cannot_read_is_named_and_not_blamed_on_the_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("gone.tar.zst");
+        let layer = layer(None);
+        let error = layer.put(&"a".repeat(64), &missing, 5).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Io);
+        assert!(
+            error
+                .detail
+                .starts_with(&format!("{}: ", missing.display())),
+            "{}",
+            error.detail
+        );
     }
 
     #[test]
