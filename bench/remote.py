@@ -19,6 +19,11 @@ temp dir, on a free loopback port). Both tools first fill the server from one cl
   reapi    the same two measures against buildbox-casd (`VX_REMOTE_CACHE_URL=grpc://…`, filled
            from its own clone first): everything from the server, and a cold run uploading to it
 
+With `--latency-ms 0,20,100` every measure is taken once per added round trip: both servers
+are then reached through `vx-latency-proxy` (crates/vx-test-support; `cargo build --release -p
+vx-test-support --bin vx-latency-proxy`), which delays every byte by half the round trip and a new
+connection by a whole one, as a server on another machine would. 0 is loopback, no proxy.
+
 Clones are made before the clock starts, and none is deleted until the end: on ext4, creating
 files soon after deleting many (a previous round's clone) makes the kernel scan for recently
 freed inodes, which once tripled a run's system time and made the spread meaningless. Each run's
@@ -102,6 +107,19 @@ def start_casd(storage: Path) -> tuple[subprocess.Popen, str]:
     sys.exit("buildbox-casd did not start")
 
 
+def start_proxy(proxy: Path, url: str, rtt_ms: int) -> tuple[subprocess.Popen | None, str]:
+    """`url` reached through the latency proxy with `rtt_ms` added per round trip (0: as is)."""
+    if rtt_ms == 0:
+        return None, url
+    if not proxy.exists():
+        sys.exit(f"{proxy} is missing: cargo build --release -p vx-test-support --bin vx-latency-proxy")
+    scheme, rest = url.split("://", 1)
+    process = subprocess.Popen([str(proxy), "--to", rest, "--rtt-ms", str(rtt_ms)],
+                               stdout=subprocess.PIPE, text=True)
+    addr = process.stdout.readline().strip()
+    return process, f"{scheme}://{addr}"
+
+
 def turbo_binary() -> Path:
     for candidate in sorted(TOOLS.glob("@turbo/*/bin/turbo")):
         if os.access(candidate, os.X_OK):
@@ -158,7 +176,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--vx", default=str(REPO / "target" / "release" / "vx"))
+    ap.add_argument("--latency-ms", default="0",
+                    help="added round trips to measure at, comma-separated (0: loopback)")
+    ap.add_argument("--proxy", default=str(REPO / "target" / "release" / "vx-latency-proxy"))
+    ap.add_argument("--skip-reapi", action="store_true", help="measure the HTTP cache only")
     args = ap.parse_args()
+    latencies = [int(n) for n in args.latency_ms.split(",")]
     vx = str(Path(args.vx).resolve())
     turbo = str(turbo_binary())
     work = Path(tempfile.mkdtemp(prefix="vx-bench-remote-"))
@@ -182,70 +205,103 @@ def main() -> None:
                          "PATH": f"{BENCH / 'npm-shim'}:{base.get('PATH', '')}"}
             vx_run = [vx, "run", "build", "--all", f"--concurrency={args.concurrency}"]
             turbo_run = [turbo, "run", "build", f"--concurrency={args.concurrency}"]
-            log("filling the server from one clone…")
+            log("filling the servers from one clone each (on loopback)…")
             warm = clone(origin, work / "warm")
             timed(vx_run, warm, {**vx_env, "CI": "true"})
             timed(turbo_run, warm, turbo_env)
             reapi_env = {**vx_env, "VX_REMOTE_CACHE_URL": casd_url}
-            timed(vx_run, clone(origin, work / "warm-casd"), {**reapi_env, "CI": "true"})
-            results: dict[str, list[float]] = {"vx remote": [], "turbo remote": [],
-                                               "vx cold, uploads on": [], "vx cold, remote off": [],
-                                               "vx remote (casd)": [],
-                                               "vx cold, uploads on (casd)": []}
-            cpu: dict[str, dict] = {name: {} for name in results}
-            for r in range(args.rounds):
-                log(f"round {r + 1} of {args.rounds}")
-                order = ["vx", "turbo"] if r % 2 == 0 else ["turbo", "vx"]
-                for tool in order:
-                    ws = clone(origin, work / f"{tool}-{r}")
-                    if tool == "vx":
-                        results["vx remote"].append(
-                            timed(vx_run, ws, vx_env, server, cpu["vx remote"]))
-                    else:
-                        results["turbo remote"].append(
-                            timed(turbo_run, ws, turbo_env, server, cpu["turbo remote"]))
-                    if outputs(ws) != args.projects:
-                        sys.exit(f"{tool}: {outputs(ws)} of {args.projects} outputs restored")
-                # Remote reads off in both: the server holds every entry, and a cold run is
-                # measured cold; one uploads every result, the other does not.
-                cold = [("vx cold, uploads on", ["--cache=local:rw,remote:w"]),
-                        ("vx cold, remote off", ["--cache=remote:"])]
-                for n, (name, extra) in enumerate(cold if r % 2 == 0 else cold[::-1]):
-                    ws = clone(origin, work / f"cold-{r}-{n}")
-                    results[name].append(timed(vx_run + extra, ws, vx_env, server, cpu[name]))
-                ws = clone(origin, work / f"casd-{r}")
-                name = "vx remote (casd)"
-                results[name].append(timed(vx_run, ws, reapi_env, casd, cpu[name]))
-                if outputs(ws) != args.projects:
-                    sys.exit(f"vx (casd): {outputs(ws)} of {args.projects} outputs restored")
-                ws = clone(origin, work / f"casd-cold-{r}")
-                name = "vx cold, uploads on (casd)"
-                results[name].append(timed(vx_run + ["--cache=local:rw,remote:w"], ws, reapi_env,
-                                           casd, cpu[name]))
+            if not args.skip_reapi:
+                timed(vx_run, clone(origin, work / "warm-casd"), {**reapi_env, "CI": "true"})
+            for rtt in latencies:
+                proxies = []
+                try:
+                    proxy, far_url = start_proxy(Path(args.proxy), url, rtt)
+                    proxies.append(proxy)
+                    proxy, far_casd = start_proxy(Path(args.proxy), casd_url, rtt)
+                    proxies.append(proxy)
+                    envs = {"vx": {**vx_env, "VX_REMOTE_CACHE_URL": far_url},
+                            "turbo": {**turbo_env, "TURBO_API": far_url},
+                            "reapi": {**reapi_env, "VX_REMOTE_CACHE_URL": far_casd}}
+                    results, cpu = measure(args, work / f"rtt-{rtt}", origin, server, casd,
+                                           envs, vx_run, turbo_run)
+                finally:
+                    for proxy in proxies:
+                        if proxy:
+                            proxy.kill()
+                            proxy.wait()
+                where = "server on loopback" if rtt == 0 else f"+{rtt} ms per round trip"
+                report(args, where, results, cpu)
         finally:
             server.kill()
             server.wait()
             casd.kill()
             casd.wait()
-        print(f"{args.projects} projects, build in every project, concurrency {args.concurrency}, "
-              f"{args.rounds} rounds, server on loopback")
-        for name, walls in results.items():
-            print(summary(name, walls))
-            print(f"{'':<28} CPU: the tool {statistics.median(cpu[name]['tool']):.3f} s, "
-                  f"the server {statistics.median(cpu[name]['server']):.3f} s (medians)")
-        m = {k: statistics.median(v) for k, v in results.items()}
-        print(f"vx / turbo, everything from the remote: {m['vx remote'] / m['turbo remote']:.2f}")
-        print(f"uploads on / remote off, vx cold:       "
-              f"{m['vx cold, uploads on'] / m['vx cold, remote off']:.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args, work: Path, origin: Path, server, casd, envs: dict, vx_run: list[str],
+            turbo_run: list[str]) -> tuple[dict, dict]:
+    """Every measure, `args.rounds` times, alternating which goes first."""
+    work.mkdir()
+    results: dict[str, list[float]] = {"vx remote": [], "turbo remote": [],
+                                       "vx cold, uploads on": [], "vx cold, remote off": []}
+    if not args.skip_reapi:
+        results.update({"vx remote (casd)": [], "vx cold, uploads on (casd)": []})
+    cpu: dict[str, dict] = {name: {} for name in results}
+    for r in range(args.rounds):
+        log(f"round {r + 1} of {args.rounds}")
+        order = ["vx", "turbo"] if r % 2 == 0 else ["turbo", "vx"]
+        for tool in order:
+            ws = clone(origin, work / f"{tool}-{r}")
+            if tool == "vx":
+                results["vx remote"].append(
+                    timed(vx_run, ws, envs["vx"], server, cpu["vx remote"]))
+            else:
+                results["turbo remote"].append(
+                    timed(turbo_run, ws, envs["turbo"], server, cpu["turbo remote"]))
+            if outputs(ws) != args.projects:
+                sys.exit(f"{tool}: {outputs(ws)} of {args.projects} outputs restored")
+        # Remote reads off in both: the server holds every entry, and a cold run is
+        # measured cold; one uploads every result, the other does not.
+        cold = [("vx cold, uploads on", ["--cache=local:rw,remote:w"]),
+                ("vx cold, remote off", ["--cache=remote:"])]
+        for n, (name, extra) in enumerate(cold if r % 2 == 0 else cold[::-1]):
+            ws = clone(origin, work / f"cold-{r}-{n}")
+            results[name].append(timed(vx_run + extra, ws, envs["vx"], server, cpu[name]))
+        if args.skip_reapi:
+            continue
+        ws = clone(origin, work / f"casd-{r}")
+        name = "vx remote (casd)"
+        results[name].append(timed(vx_run, ws, envs["reapi"], casd, cpu[name]))
+        if outputs(ws) != args.projects:
+            sys.exit(f"vx (casd): {outputs(ws)} of {args.projects} outputs restored")
+        ws = clone(origin, work / f"casd-cold-{r}")
+        name = "vx cold, uploads on (casd)"
+        results[name].append(timed(vx_run + ["--cache=local:rw,remote:w"], ws, envs["reapi"],
+                                   casd, cpu[name]))
+    return results, cpu
+
+
+def report(args, where: str, results: dict, cpu: dict) -> None:
+    print(f"{args.projects} projects, build in every project, concurrency {args.concurrency}, "
+          f"{args.rounds} rounds, {where}")
+    for name, walls in results.items():
+        print(summary(name, walls))
+        print(f"{'':<28} CPU: the tool {statistics.median(cpu[name]['tool']):.3f} s, "
+              f"the server {statistics.median(cpu[name]['server']):.3f} s (medians)")
+    m = {k: statistics.median(v) for k, v in results.items()}
+    print(f"vx / turbo, everything from the remote: {m['vx remote'] / m['turbo remote']:.2f}")
+    print(f"uploads on / remote off, vx cold:       "
+          f"{m['vx cold, uploads on'] / m['vx cold, remote off']:.2f}")
+    if "vx remote (casd)" in m:
         print(f"vx from casd / vx from HTTP:            {m['vx remote (casd)'] / m['vx remote']:.2f}")
         print(f"vx from casd / turbo from HTTP:         {m['vx remote (casd)'] / m['turbo remote']:.2f}")
         print(f"uploads on (casd) / remote off, vx cold: "
               f"{m['vx cold, uploads on (casd)'] / m['vx cold, remote off']:.2f}")
-        own = {k: statistics.median(v["tool"]) for k, v in cpu.items()}
-        print(f"  vx's own CPU, uploads on / remote off:  "
-              f"{own['vx cold, uploads on'] / own['vx cold, remote off']:.2f}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    own = {k: statistics.median(v["tool"]) for k, v in cpu.items()}
+    print(f"  vx's own CPU, uploads on / remote off:  "
+          f"{own['vx cold, uploads on'] / own['vx cold, remote off']:.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -146,10 +146,14 @@ pub struct RemoteCacheConfig {
     pub connect_timeout: Option<String>,
     /// A transfer with no progress for this long fails. Default `30s`.
     pub idle_timeout: Option<String>,
+    /// A whole request (connecting, sending, the answer) must end within this. Default `60s`.
+    pub request_timeout: Option<String>,
     /// Compressed size cap for one artifact. Default `1G`.
     pub max_download_size: Option<String>,
-    /// Parallel background uploads. Default 4.
+    /// Parallel background uploads. Default 32.
     pub upload_concurrency: Option<u32>,
+    /// Downloads and existence checks in flight at once. Default 32.
+    pub download_concurrency: Option<u32>,
 }
 
 /// `[workspace.remote-execution]`: a Remote Execution API server that runs `remote` tasks.

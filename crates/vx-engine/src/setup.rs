@@ -243,10 +243,10 @@ pub fn run_cache<'p>(
         host_env,
         &options.cache,
     );
-    let unusable = match remote {
+    let remote_notice = match remote {
         Ok(Some(remote)) => {
             layers.add_remote(remote.layer, remote.usage, remote.upload_concurrency);
-            None
+            remote.notice
         }
         Ok(None) => None,
         Err(notice) => Some(notice),
@@ -260,7 +260,7 @@ pub fn run_cache<'p>(
         ci,
         dirty_probe,
     );
-    cache.tell(unusable);
+    cache.tell(remote_notice);
     (cache, Recorder::new(recent), opened.lock)
 }
 

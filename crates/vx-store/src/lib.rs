@@ -23,7 +23,7 @@ pub use index::{
     Access, Entry, FileStamp, Invocation, KeyComponent, Lookup, OpenError, OutputStamp,
     RecentCounts, RestoreFailure, RunRow, Store, StoreError,
 };
-pub use layer::{CacheLayer, ErrorKind, LayerError, Layers, RemoteUse, Source};
+pub use layer::{CacheLayer, ErrorKind, LayerError, Layers, RemoteUse, Source, UploadCounts};
 pub use lock::{acquire as acquire_run_lock, LockError, RunLock};
 pub use log::{LogBuf, LogRecord, LogStream};
 pub use prune::{prune_dir, PruneError, PrunePolicy, PruneReport};

@@ -130,6 +130,13 @@ impl HttpCacheServer {
         answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
     }
 
+    /// Freezes the server (SIGSTOP) as a hung one is: the kernel still accepts connections,
+    /// and nothing answers them.
+    pub fn freeze(&self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).expect("SIGSTOP");
+    }
+
     /// Stops the server now (a test of a server that goes away).
     pub fn kill(&mut self) {
         let _ = self.child.kill();

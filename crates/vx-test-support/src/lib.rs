@@ -7,7 +7,8 @@
 //! - [`tree`]: a directory tree as a comparable listing (entries, types, modes, bytes).
 //! - [`http_cache`], [`reapi`]: the real remote-cache servers (`turborepo-remote-cache`,
 //!   `buildbox-casd`) on loopback; [`http_fake`], [`reapi_fake`]: in-process fakes beside them
-//!   for fault injection.
+//!   for fault injection; [`latency`]: a proxy that puts a real server at a distance (a round
+//!   trip per request, a byte at a time, or silent).
 //! - [`tools`]: `turbo` and `nx` from the npm registry, installed by `scripts/test`.
 //! - [`npm_registry`]: a real npm registry (Verdaccio) on loopback and the package managers
 //!   (pnpm, Yarn 1, Yarn Berry, bun) that install vx's npm packages from it.
@@ -17,6 +18,7 @@ pub mod fakes;
 pub mod fixture;
 pub mod http_cache;
 pub mod http_fake;
+pub mod latency;
 pub mod net;
 pub mod npm_registry;
 pub mod otlp;

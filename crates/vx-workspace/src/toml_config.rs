@@ -39,11 +39,13 @@ const WORKSPACE_KEYS: [&str; 13] = [
 ];
 const RETENTION_KEYS: [&str; 2] = ["max-size", "older-than"];
 const RULES_KEYS: [&str; 2] = ["exclusive-outputs", "upfront-keys"];
-const REMOTE_CACHE_KEYS: [&str; 11] = [
+const REMOTE_CACHE_KEYS: [&str; 13] = [
     "connect-timeout",
+    "download-concurrency",
     "idle-timeout",
     "instance-name",
     "max-download-size",
+    "request-timeout",
     "signature-key-env",
     "team",
     "team-id",
@@ -546,8 +548,12 @@ fn remote_cache(w: &mut Walker, value: &Value) -> Option<RemoteCacheConfig> {
             }
             "connect-timeout" => remote.connect_timeout = w.duration_text(value, &name),
             "idle-timeout" => remote.idle_timeout = w.duration_text(value, &name),
+            "request-timeout" => remote.request_timeout = w.duration_text(value, &name),
             "max-download-size" => remote.max_download_size = w.size_text(value, &name, true),
             "upload-concurrency" => remote.upload_concurrency = w.positive_integer(value, &name),
+            "download-concurrency" => {
+                remote.download_concurrency = w.positive_integer(value, &name)
+            }
             other => {
                 let pointer = (other == "token")
                     .then(|| "tokens are never written in config; set `token-env`".to_string());

@@ -227,13 +227,12 @@ impl<'p> RunCache<'p> {
     /// calls); nothing has executed yet, so they are what each task would see one by one.
     ///
     /// With a remote layer, the entries of these tasks that only it holds are downloaded in the
-    /// background, `width` at a time (REM-6): returns the positions in `ids` of those tasks,
+    /// background, its `download-concurrency` at a time (REM-6): returns the positions in `ids` of those tasks,
     /// and `ready` is called with each position once its download has ended (arrived or not);
     /// [`RunCache::prepare_ahead`] of that task then adopts it.
     pub fn prefetch_ahead(
         &mut self,
         tasks: &[Row<'_>],
-        width: usize,
         ready: Box<dyn Fn(usize) + Send + Sync>,
     ) -> Vec<usize> {
         if !self.reads() {
@@ -256,7 +255,7 @@ impl<'p> RunCache<'p> {
                     });
                 }
             }
-            fetching = self.layers.prefetch(wanted, width, ready);
+            fetching = self.layers.prefetch(wanted, ready);
             self.show_layer_warnings();
         }
         // Those being downloaded are listed when they are prepared, after their download.
@@ -515,20 +514,28 @@ impl<'p> RunCache<'p> {
         self.flush_stamps();
         if signalled {
             self.layers.abandon_uploads();
-        } else if self.layers.uploads_pending() > 0 {
-            // Said while waiting, not after: the wait is what it explains.
-            let abandoned = self.layers.drain(UPLOAD_WAIT, UPLOAD_SLOW, &mut |pending| {
-                waiting(Notice::note(format!(
-                    "finishing {pending} upload{}…",
-                    if pending == 1 { "" } else { "s" }
-                )));
-            });
+        } else {
+            let mut abandoned = 0;
+            if self.layers.uploads_pending() > 0 {
+                // Said while waiting, not after: the wait is what it explains.
+                abandoned = self.layers.drain(UPLOAD_WAIT, UPLOAD_SLOW, &mut |pending| {
+                    waiting(Notice::note(format!(
+                        "finishing {pending} upload{}…",
+                        if pending == 1 { "" } else { "s" }
+                    )));
+                });
+            }
             if abandoned > 0 {
                 self.say(Notice::warning(format!(
                     "remote cache: {abandoned} upload{} abandoned after {} s",
                     if abandoned == 1 { "" } else { "s" },
                     UPLOAD_WAIT.as_secs()
                 )));
+            }
+            for (name, counts) in self.layers.upload_counts(abandoned) {
+                if let Some(notice) = uploads_line(&name, counts) {
+                    self.say(notice);
+                }
             }
         }
         self.layers.discard_prefetched();
@@ -601,4 +608,43 @@ pub fn memo_row(row: &vx_store::index::FileStamp) -> (vx_workspace::tree::Stat, 
         },
         row.blob_id.clone(),
     )
+}
+
+/// The end-of-run line about one layer's uploads (REM-8): how many results went up, and why the
+/// others did not. `None` when there was nothing to upload.
+fn uploads_line(name: &str, counts: vx_store::UploadCounts) -> Option<Notice> {
+    let total = counts.made + counts.failed + counts.skipped + counts.abandoned;
+    if total == 0 {
+        return None;
+    }
+    let results = |n: u64| if n == 1 { "result" } else { "results" };
+    if counts.made == total {
+        return Some(Notice::note(format!(
+            "remote cache: uploaded {total} {} to {name}",
+            results(total)
+        )));
+    }
+    let mut why = Vec::new();
+    if counts.failed > 0 {
+        why.push(format!("{} failed", counts.failed));
+    }
+    if counts.skipped > 0 {
+        why.push(format!(
+            "{} not tried once the server was switched off",
+            counts.skipped
+        ));
+    }
+    if counts.abandoned > 0 {
+        why.push(format!(
+            "{} abandoned at the end of the run",
+            counts.abandoned
+        ));
+    }
+    // A note: each failure's class was a warning already.
+    Some(Notice::note(format!(
+        "remote cache: uploaded {} of {total} {} to {name}: {}",
+        counts.made,
+        results(total),
+        why.join(", ")
+    )))
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use vx_core::TaskId;
 use vx_store::index::Lookup;
+use vx_store::Source;
 
 use super::decision::{Hit, Probe, Replay, Served, Want};
 use super::jobs::RestoreJob;
@@ -110,12 +111,21 @@ impl RunCache<'_> {
                     store.touch(&key);
                 }
                 self.keys.keep_key_only(id);
+                // An entry the server just delivered is reported as the remote's, even when
+                // there was nothing to write (a task without outputs).
+                let (kind, restore_reason) = match source {
+                    Source::Local => (CacheKind::UpToDate, None),
+                    Source::Remote => (
+                        CacheKind::RestoredRemote,
+                        Some("the entry was not in the local store".to_string()),
+                    ),
+                };
                 return Served::Decision(Decision::Hit(Replay {
-                    kind: CacheKind::UpToDate,
+                    kind,
                     records,
                     short_key: short,
                     stored,
-                    restore_reason: None,
+                    restore_reason,
                 }));
             }
             reason = Some("its stored log could not be read".into());

@@ -25,14 +25,22 @@ pub const DEFAULT_TOKEN_ENV: &str = "VX_REMOTE_CACHE_TOKEN";
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_MAX_DOWNLOAD: u64 = 1 << 30;
-const DEFAULT_UPLOAD_CONCURRENCY: usize = 4;
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Network work is not CPU work: requests in flight wait on the round trip, not on a core.
+const DEFAULT_UPLOAD_CONCURRENCY: usize = 32;
+const DEFAULT_DOWNLOAD_CONCURRENCY: usize = 32;
 
 /// A remote layer ready to add behind the local store.
 pub struct Remote {
     pub layer: Arc<dyn CacheLayer>,
     pub usage: RemoteUse,
     pub upload_concurrency: usize,
+    /// A warning about a layer that works (a short signing key).
+    pub notice: Option<Notice>,
 }
+
+/// The shortest signing key an HMAC-SHA256 should have (its output size; turbo warns below it).
+const SIGNING_KEY_MIN: usize = 32;
 
 /// Where the remote cache is and how it is reached, with the environment applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,13 +129,21 @@ pub fn layer(
         .and_then(|c| c.max_download_size.as_deref())
         .and_then(parse_size)
         .unwrap_or(DEFAULT_MAX_DOWNLOAD);
+    let request_timeout = duration(
+        config.and_then(|c| c.request_timeout.as_ref()),
+        DEFAULT_REQUEST_TIMEOUT,
+    );
     let upload_concurrency = config
         .and_then(|c| c.upload_concurrency)
         .map_or(DEFAULT_UPLOAD_CONCURRENCY, |n| n as usize);
+    let download_concurrency = config
+        .and_then(|c| c.download_concurrency)
+        .map_or(DEFAULT_DOWNLOAD_CONCURRENCY, |n| n as usize);
     let token = env
         .get(&resolved.token_env)
         .filter(|t| !t.is_empty())
         .cloned();
+    let mut notice = None;
     let layer: Arc<dyn CacheLayer> = if grpc {
         // The file cannot say both (a configuration error); `VX_REMOTE_CACHE_URL` can. Signed
         // entries are promised, and REAPI cannot sign: no remote rather than unsigned ones.
@@ -162,7 +178,15 @@ pub fn layer(
         let signing_key = match config.and_then(|c| c.signature_key_env.as_deref()) {
             None => None,
             Some(name) => match env.get(name).filter(|v| !v.is_empty()) {
-                Some(value) => Some(value.as_bytes().to_vec()),
+                Some(value) => {
+                    if value.len() < SIGNING_KEY_MIN {
+                        notice = Some(Notice::warning(format!(
+                            "remote cache: the signing key in ${name} is {} bytes; a key of at least {SIGNING_KEY_MIN} random bytes is hard to guess",
+                            value.len()
+                        )));
+                    }
+                    Some(value.as_bytes().to_vec())
+                }
                 None => {
                     return Err(Notice::warning(format!(
                         "remote cache: ${name} is not set, and signing is configured; the remote cache is off"
@@ -176,6 +200,8 @@ pub fn layer(
             token,
             connect_timeout,
             idle_timeout,
+            request_timeout,
+            connections: upload_concurrency + download_concurrency,
             signing_key,
         }))
     };
@@ -186,8 +212,10 @@ pub fn layer(
             write: resolved.write,
             token_env: resolved.token_env,
             max_download,
+            downloads: download_concurrency,
         },
         upload_concurrency,
+        notice,
     }))
 }
 

@@ -56,6 +56,7 @@ fn usage(read: bool, write: bool) -> RemoteUse {
         write,
         token_env: "VX_REMOTE_CACHE_TOKEN".into(),
         max_download: vx_store::artifact::SIZE_CAP,
+        downloads: 2,
     }
 }
 
@@ -277,7 +278,6 @@ fn prefetch_all(
     let tx = std::sync::Mutex::new(tx);
     let tags = layers.prefetch(
         wanted,
-        2,
         Box::new(move |tag| {
             let _ = tx.lock().unwrap().send(tag);
         }),

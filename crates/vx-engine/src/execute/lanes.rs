@@ -38,9 +38,7 @@ impl Run<'_> {
         let ready = Box::new(move |at: usize| {
             let _ = tx.send(Msg::Prefetched(nodes[at]));
         });
-        let fetching = self
-            .cache
-            .prefetch_ahead(&tasks, self.ctx.slots as usize, ready);
+        let fetching = self.cache.prefetch_ahead(&tasks, ready);
         self.relay_notices();
         for &at in &fetching {
             self.scheduler.take_ahead(candidates[at]);

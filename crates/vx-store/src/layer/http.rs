@@ -23,6 +23,8 @@ use std::error::Error as _;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -48,6 +50,11 @@ pub struct HttpConfig {
     pub token: Option<String>,
     pub connect_timeout: Duration,
     pub idle_timeout: Duration,
+    /// The whole request, its body included, ends within this (a server that answers a byte
+    /// at a time never trips the idle timeout).
+    pub request_timeout: Duration,
+    /// Connections kept open for reuse: as many as requests may be in flight.
+    pub connections: usize,
     /// The signing key's bytes (REM-16), when signing is on.
     pub signing_key: Option<Vec<u8>>,
 }
@@ -62,6 +69,7 @@ pub struct HttpLayer {
     team_query: String,
     token: Option<String>,
     agent: ureq::Agent,
+    request_timeout: Duration,
     /// The team value as sent, which the signature covers.
     team: String,
     signing_key: Option<Vec<u8>>,
@@ -73,6 +81,8 @@ impl HttpLayer {
             .timeout_connect(config.connect_timeout)
             .timeout_read(config.idle_timeout)
             .timeout_write(config.idle_timeout)
+            .max_idle_connections(config.connections.max(1))
+            .max_idle_connections_per_host(config.connections.max(1))
             .build();
         let base = config.url.trim_end_matches('/').to_string();
         let (team_query, team) = match &config.team {
@@ -85,8 +95,51 @@ impl HttpLayer {
             team_query,
             token: config.token,
             agent,
+            request_timeout: config.request_timeout,
             team,
             signing_key: config.signing_key,
+        }
+    }
+
+    fn failures(&self) -> Failures {
+        Failures {
+            has_token: self.token.is_some(),
+        }
+    }
+
+    /// Runs one request on a thread of its own and waits for it until the request timeout:
+    /// ureq's idle timeouts start again with every byte, so a server that answers a byte at a
+    /// time would otherwise hold the caller for ever. A request still going at the deadline is
+    /// left to its thread, which its idle timeout ends; the thread owns all it touches (the
+    /// request, an open file), so nothing is left behind at a path.
+    fn within<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<T, LayerError> + Send + 'static,
+    ) -> Result<T, LayerError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let spawned = thread::Builder::new()
+            .name("vx-http".into())
+            .spawn(move || {
+                let _ = tx.send(work());
+            });
+        if let Err(error) = spawned {
+            return Err(LayerError::new(
+                ErrorKind::Io,
+                format!("cannot start a thread: {error}"),
+            ));
+        }
+        match rx.recv_timeout(self.request_timeout) {
+            Ok(result) => result,
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(LayerError::new(
+                ErrorKind::Timeout,
+                format!(
+                    "no answer within the request timeout ({} s)",
+                    self.request_timeout.as_secs_f64()
+                ),
+            )),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Err(LayerError::new(ErrorKind::Connection, "the request failed"))
+            }
         }
     }
 
@@ -106,52 +159,32 @@ impl CacheLayer for HttpLayer {
     }
 
     fn contains(&self, key: &str) -> Result<bool, LayerError> {
-        match self.request("HEAD", key).call() {
+        let request = self.request("HEAD", key);
+        let failures = self.failures();
+        self.within(move || match request.call() {
             Ok(_) => Ok(true),
             Err(ureq::Error::Status(404, _)) => Ok(false),
-            Err(error) => Err(classify(error)),
-        }
+            Err(error) => Err(failures.of(error)),
+        })
     }
 
     fn fetch(&self, key: &str, dest: &Path, cap: u64) -> Result<bool, LayerError> {
-        let response = match self.request("GET", key).call() {
-            Ok(response) => response,
-            Err(ureq::Error::Status(404, _)) => return Ok(false),
-            Err(error) => return Err(classify(error)),
+        let request = self.request("GET", key);
+        let failures = self.failures();
+        let signed = self.signing_key.is_some();
+        let file = File::create(dest).map_err(local_io(dest))?;
+        let shown = dest.to_path_buf();
+        let tag = self.within(move || {
+            let response = match request.call() {
+                Ok(response) => response,
+                Err(ureq::Error::Status(404, _)) => return Ok(None),
+                Err(error) => return Err(failures.of(error)),
+            };
+            receive(response, file, &shown, cap, signed).map(Some)
+        })?;
+        let Some(tag) = tag else {
+            return Ok(false);
         };
-        if response.status() != 200 {
-            return Err(LayerError::new(
-                ErrorKind::Status,
-                format!("HTTP {}", response.status()),
-            ));
-        }
-        let declared = response
-            .header("Content-Length")
-            .and_then(|n| n.parse::<u64>().ok());
-        let tag = response.header("x-artifact-tag").map(str::to_string);
-        if self.signing_key.is_some() && tag.is_none() {
-            return Err(bad_signature());
-        }
-        if declared.is_some_and(|n| n > cap) {
-            return Err(too_large(cap));
-        }
-        let mut file = File::create(dest).map_err(local_io(dest))?;
-        // One byte over the cap proves the body too large without reading the rest.
-        let mut body = response.into_reader().take(cap + 1);
-        let copied = io::copy(&mut body, &mut file).map_err(transfer_io)?;
-        if copied > cap {
-            return Err(too_large(cap));
-        }
-        if declared.is_some_and(|n| n != copied) {
-            return Err(LayerError::new(
-                ErrorKind::InvalidArtifact,
-                format!(
-                    "the body ended after {copied} of {} bytes",
-                    declared.unwrap_or(0)
-                ),
-            ));
-        }
-        file.flush().map_err(local_io(dest))?;
         if let (Some(signing_key), Some(tag)) = (&self.signing_key, tag) {
             let mac = self
                 .mac_of(signing_key, key, dest)
@@ -179,15 +212,20 @@ impl CacheLayer for HttpLayer {
             let tag = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
             request = request.set("x-artifact-tag", &tag);
         }
-        let result = request.send(file);
-        match result {
-            Ok(response) if (200..300).contains(&response.status()) => Ok(()),
+        let failures = self.failures();
+        self.within(move || match request.send(file) {
+            Ok(response) if (200..300).contains(&response.status()) => {
+                // Read to its end, the connection goes back to the pool for the next upload
+                // (a new one costs a round trip more).
+                let _ = io::copy(&mut response.into_reader(), &mut io::sink());
+                Ok(())
+            }
             Ok(response) => Err(LayerError::new(
                 ErrorKind::Status,
                 format!("HTTP {}", response.status()),
             )),
-            Err(error) => Err(classify(error)),
-        }
+            Err(error) => Err(failures.of(error)),
+        })
     }
 }
 
@@ -207,6 +245,69 @@ impl HttpLayer {
             }
             mac.update(&buffer[..n]);
         }
+    }
+}
+
+/// An answer's body into `file`: at most `cap` bytes, all the bytes it declared, and the
+/// signature tag it came with (required when `signed`).
+fn receive(
+    response: ureq::Response,
+    mut file: File,
+    dest: &Path,
+    cap: u64,
+    signed: bool,
+) -> Result<Option<String>, LayerError> {
+    if response.status() != 200 {
+        return Err(LayerError::new(
+            ErrorKind::Status,
+            format!("HTTP {}", response.status()),
+        ));
+    }
+    let declared = response
+        .header("Content-Length")
+        .and_then(|n| n.parse::<u64>().ok());
+    let tag = response.header("x-artifact-tag").map(str::to_string);
+    if signed && tag.is_none() {
+        return Err(bad_signature());
+    }
+    if declared.is_some_and(|n| n > cap) {
+        return Err(too_large(cap));
+    }
+    // One byte over the cap proves the body too large without reading the rest.
+    let mut body = response.into_reader().take(cap + 1);
+    let copied = io::copy(&mut body, &mut file).map_err(transfer_io)?;
+    if copied > cap {
+        return Err(too_large(cap));
+    }
+    if declared.is_some_and(|n| n != copied) {
+        return Err(LayerError::new(
+            ErrorKind::InvalidArtifact,
+            format!(
+                "the body ended after {copied} of {} bytes",
+                declared.unwrap_or(0)
+            ),
+        ));
+    }
+    file.flush().map_err(local_io(dest))?;
+    Ok(tag)
+}
+
+/// What a failed request means, with what the layer knows of itself (ureq's errors say nothing
+/// of the token).
+#[derive(Clone, Copy)]
+struct Failures {
+    has_token: bool,
+}
+
+impl Failures {
+    /// REM-7's kind: a refusal of a request that carried no token says so.
+    fn of(self, error: ureq::Error) -> LayerError {
+        let refused = matches!(error, ureq::Error::Status(400 | 401 | 403, _));
+        let mut failure = classify(error);
+        if refused && !self.has_token {
+            failure.kind = ErrorKind::NoToken;
+        }
+        failure
     }
 }
 
@@ -324,6 +425,8 @@ mod tests {
             token: None,
             connect_timeout: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(1),
+            request_timeout: Duration::from_secs(2),
+            connections: 1,
             signing_key: signing_key.map(<[u8]>::to_vec),
         })
     }

@@ -27,7 +27,7 @@ mod prefetch;
 mod remote;
 
 pub use prefetch::{Accept, Wanted};
-pub use remote::{CacheLayer, ErrorKind, LayerError, Op, RemoteUse, Warning};
+pub use remote::{CacheLayer, ErrorKind, LayerError, Op, RemoteUse, UploadCounts, Warning};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -93,13 +93,7 @@ impl Layers {
         self.remotes.push(Remote {
             layer,
             usage,
-            health: Arc::new(Mutex::new(Health {
-                in_a_row: 0,
-                off: false,
-                warned: HashSet::new(),
-                repeats: 0,
-                warnings: Vec::new(),
-            })),
+            health: Arc::new(Mutex::new(Health::default())),
         });
         self
     }
@@ -208,7 +202,8 @@ impl Layers {
         Ok(())
     }
 
-    /// REM-6: starts downloading, `concurrency` at a time and in the background, the bodies of
+    /// REM-6: starts downloading, the layer's `downloads` at a time (network work: not bound by
+    /// the run's CPU slots) and in the background, the bodies of
     /// every key in `wanted` that the local store does not hold, from the first layer that
     /// reads (each key still asked at most once per run). Each body is validated with its
     /// `accept` on the thread that downloaded it; `ready` is then called with its tag, whether
@@ -218,7 +213,6 @@ impl Layers {
     pub fn prefetch(
         &mut self,
         wanted: Vec<Wanted>,
-        concurrency: usize,
         ready: Box<dyn Fn(usize) + Send + Sync>,
     ) -> Vec<usize> {
         let Some(store) = self.local.as_mut() else {
@@ -240,7 +234,8 @@ impl Layers {
         let dests = wanted.iter().map(|_| store.tmp_path("prefetch")).collect();
         let tags: Vec<usize> = wanted.iter().map(|w| w.tag).collect();
         let keys: Vec<String> = wanted.iter().map(|w| w.key.clone()).collect();
-        match Prefetch::start(remote.clone(), wanted, dests, concurrency, ready) {
+        let width = remote.usage.downloads.max(1);
+        match Prefetch::start(remote.clone(), wanted, dests, width, ready) {
             Some(prefetch) => {
                 self.asked.extend(keys);
                 self.prefetch = Some(prefetch);
@@ -300,6 +295,10 @@ impl Layers {
     ) {
         for remote in &self.remotes {
             if !remote.writable() {
+                if remote.usage.write {
+                    // Switched off earlier in the run: counted, for the line that says why.
+                    lock(&remote.health).uploads.skipped += 1;
+                }
                 continue;
             }
             self.uploads.push(Upload {
@@ -342,6 +341,20 @@ impl Layers {
         slow: &mut dyn FnMut(usize),
     ) -> usize {
         self.uploads.drain(wait, slow_after, slow)
+    }
+
+    /// What became of this run's uploads, per layer that takes them: its name and the counts
+    /// (`abandoned`: what the run stopped waiting for, which [`Layers::drain`] returned).
+    pub fn upload_counts(&self, abandoned: usize) -> Vec<(String, UploadCounts)> {
+        self.remotes
+            .iter()
+            .filter(|r| r.usage.write)
+            .map(|r| {
+                let mut counts = lock(&r.health).uploads;
+                counts.abandoned = abandoned as u64;
+                (r.layer.name().to_string(), counts)
+            })
+            .collect()
     }
 
     /// A signal stopped the run: queued uploads are dropped, those in flight are left to the
@@ -471,8 +484,16 @@ fn upload_loop(receiver: &Mutex<Receiver<Upload>>, pending: &AtomicUsize, abando
         let Ok(upload) = next else {
             return;
         };
-        let skip = abandon.load(Ordering::SeqCst) || lock(&upload.health).off;
-        if !skip {
+        let abandoned = abandon.load(Ordering::SeqCst);
+        let skip = {
+            let mut health = lock(&upload.health);
+            let skip = health.off || health.writes_off;
+            if skip && !abandoned {
+                health.uploads.skipped += 1;
+            }
+            skip
+        };
+        if !skip && !abandoned {
             let result = upload
                 .layer
                 .put(&upload.key, &upload.path, upload.duration_ms);
@@ -483,6 +504,11 @@ fn upload_loop(receiver: &Mutex<Receiver<Upload>>, pending: &AtomicUsize, abando
                 Op::Upload,
                 result.as_ref().map(|_| ()),
             );
+            let mut health = lock(&upload.health);
+            match result {
+                Ok(()) => health.uploads.made += 1,
+                Err(_) => health.uploads.failed += 1,
+            }
         }
         pending.fetch_sub(1, Ordering::SeqCst);
     }

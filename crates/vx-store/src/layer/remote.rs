@@ -1,6 +1,6 @@
 //! A further cache layer in a run: the [`CacheLayer`] seam a remote protocol implements, its
 //! failures (REM-7's kinds and classes), and its health — warned once per class, switched off
-//! after three connection failures in a row.
+//! at once when it stalls or refuses the credentials, and after three other failures in a row.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -51,8 +51,11 @@ pub enum ErrorKind {
     /// No progress within a timeout. Counts toward switching the layer off.
     Timeout,
     /// 401/403, `UNAUTHENTICATED`, `PERMISSION_DENIED`: the warning adds a hint naming the token
-    /// variable.
+    /// variable, and the layer stops doing what was refused (reads or writes) for the run.
     Unauthorized,
+    /// A refusal of a request that carried no token (turborepo-remote-cache answers 400): the
+    /// hint says to set the token variable. Treated as [`ErrorKind::Unauthorized`] otherwise.
+    NoToken,
     /// Any other unexpected status.
     Status,
     /// A body that is not a valid artifact for its key (REM-5).
@@ -71,6 +74,22 @@ pub enum ErrorKind {
 impl ErrorKind {
     fn is_connection(self) -> bool {
         matches!(self, ErrorKind::Connection | ErrorKind::Timeout)
+    }
+
+    /// A failure that says something about the server rather than about one entry or this
+    /// machine: three in a row switch the layer off.
+    fn counts(self) -> bool {
+        !matches!(
+            self,
+            ErrorKind::InvalidArtifact
+                | ErrorKind::TooLarge
+                | ErrorKind::Io
+                | ErrorKind::Unsupported
+        )
+    }
+
+    fn refused(self) -> bool {
+        matches!(self, ErrorKind::Unauthorized | ErrorKind::NoToken)
     }
 }
 
@@ -103,6 +122,8 @@ pub struct RemoteUse {
     pub token_env: String,
     /// The compressed size cap of one download.
     pub max_download: u64,
+    /// Downloads in flight at once (the prefetch's width): network work, not CPU work.
+    pub downloads: usize,
 }
 
 /// One warning for the renderer (REM-7), with its hint line when there is one.
@@ -112,17 +133,34 @@ pub struct Warning {
     pub hint: Option<String>,
 }
 
-/// Consecutive connection failures after which a layer is switched off for the run.
+/// Consecutive failures after which a layer is switched off for the run.
 const SWITCH_OFF_AFTER: u32 = 3;
 
 /// A further layer's state in this run, shared with the upload threads.
+#[derive(Default)]
 pub(super) struct Health {
     pub(super) in_a_row: u32,
+    /// Nothing more is asked of the layer in this run.
     pub(super) off: bool,
+    /// Only downloads stopped, or only uploads (credentials may allow one and not the other).
+    pub(super) reads_off: bool,
+    pub(super) writes_off: bool,
     pub(super) warned: HashSet<(Op, ErrorKind)>,
     /// Failures whose class was already warned about, summarised at the end.
     pub(super) repeats: u64,
     pub(super) warnings: Vec<Warning>,
+    /// Uploads made, failed, and not tried because the layer had been switched off.
+    pub(super) uploads: UploadCounts,
+}
+
+/// What became of a run's uploads to one layer.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct UploadCounts {
+    pub made: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    /// Still queued or in flight when the run stopped waiting for them.
+    pub abandoned: u64,
 }
 
 #[derive(Clone)]
@@ -134,11 +172,13 @@ pub(super) struct Remote {
 
 impl Remote {
     pub(super) fn readable(&self) -> bool {
-        self.usage.read && !lock(&self.health).off
+        let health = lock(&self.health);
+        self.usage.read && !health.off && !health.reads_off
     }
 
     pub(super) fn writable(&self) -> bool {
-        self.usage.write && !lock(&self.health).off
+        let health = lock(&self.health);
+        self.usage.write && !health.off && !health.writes_off
     }
 
     pub(super) fn note(&self, op: Op, outcome: Result<(), &LayerError>) {
@@ -158,8 +198,10 @@ pub(super) fn lock(health: &Mutex<Health>) -> std::sync::MutexGuard<'_, Health> 
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Records the outcome of one operation on a layer: a success resets the connection count, a
-/// failure is warned about once per class and may switch the layer off.
+/// Records the outcome of one operation on a layer: a success resets the failure count; a
+/// failure is warned about once per class, and switches the layer off when it stalled (a timeout:
+/// waiting for it again would cost the same), when it refused the credentials (for what was
+/// refused), or when it is the third failure in a row.
 pub(super) fn note(
     health: &Mutex<Health>,
     name: &str,
@@ -175,20 +217,17 @@ pub(super) fn note(
         }
         Err(error) => error,
     };
-    if error.kind.is_connection() {
+    if error.kind.counts() {
         health.in_a_row += 1;
     }
     if error.kind == ErrorKind::Unsupported {
-        if !health.off {
-            health.off = true;
-            health.warnings.push(Warning {
-                line: format!(
-                    "remote cache {name}: {}; continuing with the local cache only",
-                    error.detail
-                ),
-                hint: None,
-            });
-        }
+        switch_off(
+            &mut health,
+            format!(
+                "remote cache {name}: {}; continuing with the local cache only",
+                error.detail
+            ),
+        );
         return;
     }
     if health.warned.insert((op, error.kind)) {
@@ -196,8 +235,14 @@ pub(super) fn note(
             Op::Upload => "not uploaded",
             Op::Download | Op::Exists => "treating as a miss",
         };
-        let hint = (error.kind == ErrorKind::Unauthorized)
-            .then(|| format!("check the token in ${token_env}"));
+        let hint = match error.kind {
+            ErrorKind::Unauthorized => Some(format!("check the token in ${token_env}")),
+            ErrorKind::NoToken => Some(format!("no token was sent: set ${token_env}")),
+            ErrorKind::BadSignature => Some(
+                "the entry was signed with another key, or not signed: check that every machine uses the same signing key".to_string(),
+            ),
+            _ => None,
+        };
         health.warnings.push(Warning {
             line: format!(
                 "remote cache: {} failed ({}) at {name}; {consequence}",
@@ -209,11 +254,42 @@ pub(super) fn note(
     } else {
         health.repeats += 1;
     }
-    if health.in_a_row >= SWITCH_OFF_AFTER && !health.off {
+    if health.off {
+        return;
+    }
+    if error.kind == ErrorKind::Timeout {
+        switch_off(
+            &mut health,
+            format!("remote cache {name} stalled; it is not asked again in this run, continuing with the local cache only"),
+        );
+    } else if error.kind.refused() {
+        // What the credentials may not do is not tried again; the rest goes on.
+        let (stopped, what) = match op {
+            Op::Upload => (&mut health.writes_off, "uploads"),
+            Op::Download | Op::Exists => (&mut health.reads_off, "downloads"),
+        };
+        if !*stopped {
+            *stopped = true;
+            health.warnings.push(Warning {
+                line: format!(
+                    "remote cache {name} refused the credentials; no further {what} are tried in this run"
+                ),
+                hint: None,
+            });
+        }
+    } else if health.in_a_row >= SWITCH_OFF_AFTER {
+        let line = if error.kind.is_connection() {
+            "remote cache unreachable; continuing with the local cache only".to_string()
+        } else {
+            format!("remote cache {name} failed {SWITCH_OFF_AFTER} times in a row; it is not asked again in this run, continuing with the local cache only")
+        };
+        switch_off(&mut health, line);
+    }
+}
+
+fn switch_off(health: &mut Health, line: String) {
+    if !health.off {
         health.off = true;
-        health.warnings.push(Warning {
-            line: "remote cache unreachable; continuing with the local cache only".into(),
-            hint: None,
-        });
+        health.warnings.push(Warning { line, hint: None });
     }
 }

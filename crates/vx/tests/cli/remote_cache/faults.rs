@@ -149,9 +149,16 @@ fn a_flipped_byte_a_truncated_body_and_an_oversize_body_are_misses() {
 
 #[test]
 fn slow_uploads_are_waited_for_and_said_and_never_fail_the_run() {
-    // Reads give up after the idle timeout; so do uploads, after the end-of-run line.
+    // Uploads give up after the idle timeout, after the end-of-run line (reads are off: a
+    // stalled read would switch the layer off before anything is uploaded).
     let (_fake, f) = silent_server("idle-timeout = \"3s\"\n");
-    let stderr = run_against_fake(&f, "true");
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all", "--cache=remote:w"],
+        &[("VX_REMOTE_CACHE_TOKEN", TOKEN), ("CI", "true")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let stderr = out.stderr;
     assert_eq!(
         stderr.matches("vx: finishing 2 uploads…").count(),
         1,
@@ -168,7 +175,9 @@ fn slow_uploads_are_waited_for_and_said_and_never_fail_the_run() {
 fn uploads_still_pending_after_60_s_are_abandoned_with_one_warning() {
     // REM-8: the end of the run waits up to 60 s; an upload the server never answers (its idle
     // timeout is longer) is then abandoned, and the run's exit code is the tasks'.
-    let (_fake, f) = silent_server("idle-timeout = \"10m\"\nconnect-timeout = \"1s\"\n");
+    let (_fake, f) = silent_server(
+        "idle-timeout = \"10m\"\nrequest-timeout = \"10m\"\nconnect-timeout = \"1s\"\n",
+    );
     // Reads are off, so only the uploads meet the silent server.
     let out = f.vx_in(
         ".",
@@ -344,7 +353,12 @@ fn acc35_http_round_trip_on_turborepo_remote_cache() {
     );
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let warned = warnings(&out.stderr);
-    assert_eq!(warned.len(), 1, "{}", out.stderr);
+    assert_eq!(warned.len(), 2, "{}", out.stderr);
+    assert!(
+        warned[1].ends_with("refused the credentials; no further downloads are tried in this run"),
+        "{}",
+        out.stderr
+    );
     assert!(
         out.stderr
             .contains("\nhint: check the token in $VX_REMOTE_CACHE_TOKEN\n"),

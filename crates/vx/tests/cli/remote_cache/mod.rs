@@ -237,6 +237,32 @@ fn a_second_clone_restores_every_task_from_the_remote_exactly() {
 /// executes, exit 0, nothing uploaded) until `SSL_CERT_FILE` names that authority; then entries
 /// go up and a second clone restores them.
 #[test]
+fn a_remote_hit_with_nothing_to_write_is_labelled_restored_remote() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let f = workspace(&server.url());
+    // A check: cached, with no outputs, so a hit writes nothing.
+    f.write(
+        "packages/check/package.json",
+        r#"{ "name": "check", "version": "1.0.0" }"#,
+    );
+    f.write(
+        "packages/check/vx.toml",
+        "[tasks.build]\ncommand = \"echo checked\"\ncache = { inputs = [\"vx.toml\"], outputs = [] }\n",
+    );
+    f.commit();
+    run(&f, "1", &[]);
+    assert_eq!(server.artifacts(TEAM).len(), 3);
+    forget(&f);
+    let restored = run(&f, "", &[]);
+    assert_every_task(&restored, "restored-remote");
+    // Served locally from then on: up to date.
+    let again = run(&f, "", &[]);
+    assert_every_task(&again, "up-to-date");
+}
+
+#[test]
 fn https_trusts_the_system_store_and_ssl_cert_file() {
     let Some(server) = HttpCacheServer::start() else {
         return;
@@ -513,6 +539,17 @@ fn signed_artifacts_are_restored_only_with_the_right_key() {
         "{}",
         out.stderr
     );
+    assert!(
+        out.stderr.contains("\nhint: the entry was signed with another key, or not signed: check that every machine uses the same signing key\n"),
+        "{}",
+        out.stderr
+    );
+    // Like turbo, vx says when a key is too short to be safe.
+    assert!(
+        out.stderr.contains("warning: remote cache: the signing key in $VX_SIGNING_KEY is 19 bytes; a key of at least 32 random bytes is hard to guess\n"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -587,4 +624,5 @@ pub(crate) fn run_against_fake(f: &Fixture, ci: &str) -> String {
     out.stderr
 }
 
+mod distance;
 mod faults;
