@@ -93,9 +93,13 @@ pub enum ExecEvent {
     /// A sandboxed task's process opened, executed, created, removed or renamed a path
     /// (SBX-7), as the sandbox init saw it, live; each (kind, path) once per attempt.
     Access(crate::trace::Access),
-    /// A line from the executor about this attempt, for the task's log (a remote executor that
-    /// lost a worker and ran the action again; why the server failed the action).
+    /// A line from the executor about this attempt, for the task's log (why the server failed
+    /// the action).
     Note(String),
+    /// A line about what happened to the machine that ran the attempt rather than to the task
+    /// (a remote executor that lost a worker and ran the action again): shown live, and not
+    /// stored with the result, so a later hit does not replay it.
+    Aside(String),
     /// The executor could not run the attempt (its server cannot be used): nothing ran, and the
     /// caller may run it elsewhere. The last event, instead of `Completed`.
     Declined(String),

@@ -228,7 +228,8 @@ impl Supervisor {
                 | ExecEvent::OutputCut
                 | ExecEvent::LeftoversStopped(_)
                 | ExecEvent::Access(_)
-                | ExecEvent::Note(_) => {}
+                | ExecEvent::Note(_)
+                | ExecEvent::Aside(_) => {}
                 ExecEvent::Declined(line) => {
                     unreachable!("the supervisor declines nothing: {line}")
                 }

@@ -243,7 +243,7 @@ impl Once {
                         1 => "once".to_string(),
                         n => format!("{n} times"),
                     };
-                    sink(ExecEvent::Note(format!(
+                    sink(ExecEvent::Aside(format!(
                         "vx: the remote executor lost a worker running this task and ran it again ({times})"
                     )));
                 }

@@ -513,6 +513,7 @@ impl<'p> Run<'p> {
             }
             ExecEvent::Access(access) => self.sandbox_access(i, access),
             ExecEvent::Note(line) => self.note(i, &line),
+            ExecEvent::Aside(line) => self.aside(i, &line),
             ExecEvent::Declined(line) => self.declined(i, line),
             ExecEvent::Completed(completion) => self.completed(i, completion),
         }
@@ -541,7 +542,17 @@ impl<'p> Run<'p> {
         let Some(live) = self.live.get_mut(&i) else {
             return;
         };
-        let line = live.output.note(text);
+        let line = live.output.note(text, Store::Yes);
+        self.output(i, &line);
+    }
+
+    /// A line about the machine that ran the attempt: shown like a note, never stored, so a
+    /// later hit does not replay it.
+    fn aside(&mut self, i: usize, text: &str) {
+        let Some(live) = self.live.get_mut(&i) else {
+            return;
+        };
+        let line = live.output.note(text, Store::No);
         self.output(i, &line);
     }
 

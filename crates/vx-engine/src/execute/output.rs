@@ -30,8 +30,8 @@ pub(super) struct TaskOutput {
     prefix_at_line_start: bool,
 }
 
-/// Whether masked bytes also go to the stored log: a kept server's output after its run
-/// is printed only.
+/// Whether masked bytes also go to the stored log: a kept server's output after its run, and
+/// a line about the machine that ran the task, are printed only.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Store {
     Yes,
@@ -92,15 +92,18 @@ impl TaskOutput {
         }
     }
 
-    /// A note record (UI-8): stored, and returned as the line to show, on a line of its own.
-    pub(super) fn note(&mut self, text: &str) -> Vec<u8> {
+    /// A note record (UI-8): stored when asked, and returned as the line to show, on a line of
+    /// its own.
+    pub(super) fn note(&mut self, text: &str, store: Store) -> Vec<u8> {
         let mut line = Vec::new();
         if self.last_byte.is_some_and(|b| b != b'\n') {
             line.push(b'\n');
         }
         line.extend_from_slice(self.maskers[0].mask_str(text).as_bytes());
         line.push(b'\n');
-        self.records.push(LogStream::Note, &line);
+        if store == Store::Yes {
+            self.records.push(LogStream::Note, &line);
+        }
         line
     }
 
@@ -224,13 +227,18 @@ mod tests {
     }
 
     #[test]
-    fn a_note_starts_on_a_line_of_its_own_and_is_stored() {
+    fn a_note_starts_on_a_line_of_its_own_and_is_stored_unless_it_is_an_aside() {
         let mut out = output("s3cret", true);
         out.shown(b"half a line", false);
-        assert_eq!(out.note("vx: timed out"), b"\nvx: timed out\n");
+        assert_eq!(out.note("vx: timed out", Store::Yes), b"\nvx: timed out\n");
         out.shown(b"whole\n", false);
-        assert_eq!(out.note("vx: again"), b"vx: again\n");
-        assert!(String::from_utf8_lossy(&out.stored()).contains("vx: timed out"));
+        assert_eq!(
+            out.note("vx: lost a worker", Store::No),
+            b"vx: lost a worker\n"
+        );
+        let stored = String::from_utf8_lossy(&out.stored()).into_owned();
+        assert!(stored.contains("vx: timed out"), "{stored}");
+        assert!(!stored.contains("lost a worker"), "{stored}");
     }
 
     #[test]

@@ -130,7 +130,7 @@ fn a_worker_killed_mid_action_is_run_again_on_another_and_reported() {
     let f = on_buildgrid(server, &pool);
     lib_command(
         &f,
-        "sleep 3 && mkdir -p dist && echo survived > dist/out.txt",
+        "sleep 3 && echo building && mkdir -p dist && echo survived > dist/out.txt",
         "",
     );
     f.commit();
@@ -162,5 +162,12 @@ fn a_worker_killed_mid_action_is_run_again_on_another_and_reported() {
         ),
         "{stdout}"
     );
+    assert_eq!(f.read("packages/lib/dist/out.txt"), "survived\n");
+    // What happened to the worker is not the task's output: a hit does not replay it.
+    std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
+    let hit = f.vx(&["run", "lib#build", "--output-logs=full"]);
+    assert_eq!(hit.code, 0, "{hit:?}");
+    assert!(hit.stdout.contains("building"), "the log replayed: {}", hit.stdout);
+    assert!(!hit.stdout.contains("lost a worker"), "{}", hit.stdout);
     assert_eq!(f.read("packages/lib/dist/out.txt"), "survived\n");
 }
