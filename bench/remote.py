@@ -245,6 +245,7 @@ def measure(args, work: Path, origin: Path, server, casd, envs: dict, vx_run: li
     """Every measure, `args.rounds` times, alternating which goes first."""
     work.mkdir()
     results: dict[str, list[float]] = {"vx remote": [], "turbo remote": [],
+                                       "turbo remote, default conc.": [],
                                        "vx cold, uploads on": [], "vx cold, remote off": []}
     if not args.skip_reapi:
         results.update({"vx remote (casd)": [], "vx cold, uploads on (casd)": []})
@@ -262,6 +263,13 @@ def measure(args, work: Path, origin: Path, server, casd, envs: dict, vx_run: li
                     timed(turbo_run, ws, envs["turbo"], server, cpu["turbo remote"]))
             if outputs(ws) != args.projects:
                 sys.exit(f"{tool}: {outputs(ws)} of {args.projects} outputs restored")
+        # turbo's downloads are bound by its concurrency: also at its own default (10).
+        ws = clone(origin, work / f"turbo-default-{r}")
+        name = "turbo remote, default conc."
+        results[name].append(timed([a for a in turbo_run if not a.startswith("--concurrency")],
+                                   ws, envs["turbo"], server, cpu[name]))
+        if outputs(ws) != args.projects:
+            sys.exit(f"turbo: {outputs(ws)} of {args.projects} outputs restored")
         # Remote reads off in both: the server holds every entry, and a cold run is
         # measured cold; one uploads every result, the other does not.
         cold = [("vx cold, uploads on", ["--cache=local:rw,remote:w"]),
@@ -292,6 +300,8 @@ def report(args, where: str, results: dict, cpu: dict) -> None:
               f"the server {statistics.median(cpu[name]['server']):.3f} s (medians)")
     m = {k: statistics.median(v) for k, v in results.items()}
     print(f"vx / turbo, everything from the remote: {m['vx remote'] / m['turbo remote']:.2f}")
+    print(f"  the same, turbo at its default concurrency: "
+          f"{m['vx remote'] / m['turbo remote, default conc.']:.2f}")
     print(f"uploads on / remote off, vx cold:       "
           f"{m['vx cold, uploads on'] / m['vx cold, remote off']:.2f}")
     if "vx remote (casd)" in m:

@@ -152,7 +152,7 @@ pub struct RemoteCacheConfig {
     pub max_download_size: Option<String>,
     /// Parallel background uploads. Default 32.
     pub upload_concurrency: Option<u32>,
-    /// Downloads and existence checks in flight at once. Default 32.
+    /// Downloads and existence checks in flight at once. Default 64.
     pub download_concurrency: Option<u32>,
 }
 

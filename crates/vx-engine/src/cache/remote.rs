@@ -28,7 +28,7 @@ const DEFAULT_MAX_DOWNLOAD: u64 = 1 << 30;
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Network work is not CPU work: requests in flight wait on the round trip, not on a core.
 const DEFAULT_UPLOAD_CONCURRENCY: usize = 32;
-const DEFAULT_DOWNLOAD_CONCURRENCY: usize = 32;
+const DEFAULT_DOWNLOAD_CONCURRENCY: usize = 64;
 
 /// A remote layer ready to add behind the local store.
 pub struct Remote {

@@ -54,7 +54,11 @@ fn scheduling_never_waits_for_the_prefetch() {
 fn refusals_and_server_errors_are_misses_and_dropped_uploads_with_one_warning_each() {
     let fake = FakeHttpCache::start();
     fake.answer_all(Answer::Status(500));
-    let f = workspace(&fake.url());
+    // One request of each kind at a time, so none is in flight when the layer goes off.
+    let f = workspace_with(
+        &fake.url(),
+        "download-concurrency = 1\nupload-concurrency = 1\n",
+    );
     let stderr = run_against_fake(&f, "true");
     assert_eq!(
         stderr.matches("download failed (HTTP 500)").count(),
@@ -69,12 +73,22 @@ fn refusals_and_server_errors_are_misses_and_dropped_uploads_with_one_warning_ea
         "{stderr}"
     );
     assert!(stderr.contains("; not uploaded"), "{stderr}");
+    // Whatever their order, the third failure (two downloads and an upload, or a download, an
+    // upload and a download) switches the layer off, and the last upload is not tried.
     assert_eq!(
         stderr
-            .matches("warning: remote cache: 2 more failures of the kinds above")
+            .matches("warning: remote cache: 1 more failure of the kinds above")
             .count(),
         1,
-        "the second download and the second upload, counted once: {stderr}"
+        "the repeat of one class, counted once: {stderr}"
+    );
+    assert!(
+        stderr.contains("failed 3 times in a row; it is not asked again in this run"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(": 1 failed, 1 not tried once the server was switched off\n"),
+        "{stderr}"
     );
     assert!(fake
         .seen()

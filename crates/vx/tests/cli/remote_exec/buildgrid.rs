@@ -167,7 +167,11 @@ fn a_worker_killed_mid_action_is_run_again_on_another_and_reported() {
     std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
     let hit = f.vx(&["run", "lib#build", "--output-logs=full"]);
     assert_eq!(hit.code, 0, "{hit:?}");
-    assert!(hit.stdout.contains("building"), "the log replayed: {}", hit.stdout);
+    assert!(
+        hit.stdout.contains("building"),
+        "the log replayed: {}",
+        hit.stdout
+    );
     assert!(!hit.stdout.contains("lost a worker"), "{}", hit.stdout);
     assert_eq!(f.read("packages/lib/dist/out.txt"), "survived\n");
 }
