@@ -31,7 +31,6 @@ use crate::proto::{
     ActionResult, Digest, Directory, ExecuteOperationMetadata, ExecuteRequest, ExecuteResponse,
     Tree, WaitExecutionRequest,
 };
-use bazel_remote_apis::google::protobuf::Timestamp;
 
 /// How many times in a row a broken stream is resumed without a new message.
 const RESUMES: u32 = 5;
@@ -56,29 +55,6 @@ impl Execution {
     /// Whether the server answered from its action cache.
     pub fn cached(&self) -> bool {
         self.response.cached_result
-    }
-
-    /// How long the command ran on the worker, from the result's execution metadata
-    /// (execution start to end, else the worker's start to end); `None` when the server says
-    /// neither.
-    pub fn worker_duration(&self) -> Option<Duration> {
-        let meta = self.response.result.as_ref()?.execution_metadata.as_ref()?;
-        let span = |start: &Option<Timestamp>, end: &Option<Timestamp>| {
-            let (start, end) = (start.as_ref()?, end.as_ref()?);
-            let nanos = |t: &Timestamp| i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanos);
-            let elapsed = nanos(end) - nanos(start);
-            (elapsed >= 0).then(|| Duration::from_nanos(elapsed as u64))
-        };
-        span(
-            &meta.execution_start_timestamp,
-            &meta.execution_completed_timestamp,
-        )
-        .or_else(|| {
-            span(
-                &meta.worker_start_timestamp,
-                &meta.worker_completed_timestamp,
-            )
-        })
     }
 
     /// A non-OK `ExecuteResponse.status`: the code and message.

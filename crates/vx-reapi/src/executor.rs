@@ -472,9 +472,10 @@ impl Inner {
             exit_code,
             streams,
             cached: execution.cached(),
-            duration: execution
-                .worker_duration()
-                .unwrap_or_else(|| started.elapsed()),
+            // What the user waited (queueing, a lost worker's time, the outputs' download),
+            // not the worker's own span: that is what the task cost this run, and what a hit
+            // of its entry saves the next.
+            duration: started.elapsed(),
             downloaded: remote.download,
             requeued: execution.requeued,
         }))

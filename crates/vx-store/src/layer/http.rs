@@ -10,14 +10,16 @@
 //!
 //! With a signing key (REM-16) an upload carries `x-artifact-tag`: the base64 of HMAC-SHA256,
 //! keyed with the signing key, over the key's 64 hex digits, the team value as sent and the
-//! artifact bytes (Turborepo's scheme); a download is accepted only when its tag verifies,
+//! artifact bytes (the scheme of Turborepo before 2.11, whose tags no longer verify under it); a
+//! download is accepted only when its tag verifies,
 //! compared in constant time, else it is a miss of the class `bad signature`. The file is read
 //! twice (tag, then body), never held whole in memory.
 //!
 //! The client is `ureq` 2: blocking (vx's layers run on threads, not an async runtime) and with
 //! a per-read socket timeout, which is exactly REM-2's `idle-timeout` (a transfer with no progress
-//! for that long fails; there is no absolute deadline). Errors are sorted into REM-7's kinds;
-//! their text never holds the token or the query string.
+//! for that long fails). Each request runs on a thread of its own that the caller waits for until
+//! `request-timeout` (`HttpLayer::within`), so one answered a byte at a time still ends.
+//! Errors are sorted into REM-7's kinds; their text never holds the token or the query string.
 
 use std::error::Error as _;
 use std::fs::File;

@@ -134,7 +134,9 @@ fn a_worker_killed_mid_action_is_run_again_on_another_and_reported() {
         "",
     );
     f.commit();
-    let child = spawn_vx(&f, &["run", "lib#build"]);
+    let summary = f.path("summary.json");
+    let summarize = format!("--summarize={}", summary.display());
+    let child = spawn_vx(&f, &["run", "lib#build", &summarize]);
     let running = |w: &Worker| w.log().contains("running an action");
     wait_until("a worker takes the action", || {
         running(&one) || running(&two)
@@ -163,6 +165,12 @@ fn a_worker_killed_mid_action_is_run_again_on_another_and_reported() {
         "{stdout}"
     );
     assert_eq!(f.read("packages/lib/dist/out.txt"), "survived\n");
+    // The task took what the run waited (the lost worker's session included), not the second
+    // worker's 3 s.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let waited = task(&summary, "lib#build")["duration_ms"].as_u64().unwrap();
+    assert!(waited >= 10_000, "{waited} ms");
     // What happened to the worker is not the task's output: a hit does not replay it.
     std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
     let hit = f.vx(&["run", "lib#build", "--output-logs=full"]);
