@@ -28,6 +28,7 @@ use vx_exec::{
 };
 
 use crate::proto::ActionResult;
+use crate::window::Window;
 use crate::{Blob, Client, ClientConfig, Code, Error, FileDigests, Input, InputRoot, RemoteTask};
 
 /// REM-10's defaults.
@@ -48,8 +49,9 @@ struct Inner {
     shown: String,
     platform: BTreeMap<String, String>,
     path_tail: String,
-    /// How many actions may be in flight at once (REM-11).
-    max_in_flight: u32,
+    /// How many actions may be in flight at once (REM-11): `max-in-flight`, lowered while the
+    /// server says it is at its limit.
+    window: Window,
     /// Every local file hashed once per identity, for the whole run (REM-12).
     digests: FileDigests,
     /// The server's batch limit, once its capabilities were asked, or why it cannot execute.
@@ -94,12 +96,14 @@ struct Ran {
     streams: [Vec<u8>; 2],
     /// Served from the server's action cache.
     cached: bool,
-    /// The worker's time, or the wall time of the call when the server does not say.
+    /// What the run waited for the action, its outputs' download included.
     duration: Duration,
     /// Whether the outputs were written into the workspace.
     downloaded: bool,
     /// The server started the action again after losing its worker, this many times.
     requeued: u32,
+    /// The in-flight window this attempt's refusals lowered it to, if they did.
+    lowered: Option<u32>,
 }
 
 /// Why the executor's server cannot run actions, found when its capabilities are first asked.
@@ -154,7 +158,7 @@ impl RemoteExecutor {
                 .path
                 .clone()
                 .unwrap_or_else(|| DEFAULT_PATH.to_string()),
-            max_in_flight: config.max_in_flight.unwrap_or(4 * slots).max(1),
+            window: Window::new(config.max_in_flight.unwrap_or(4 * slots).max(1)),
             digests: FileDigests::new(),
             ready: OnceLock::new(),
             kept: Mutex::new(BTreeMap::new()),
@@ -196,7 +200,7 @@ impl Executor for RemoteExecutor {
     }
 
     fn off_machine_limit(&self) -> Option<u32> {
-        Some(self.inner.max_in_flight)
+        Some(self.inner.window.now())
     }
 
     fn fetch_kept_outputs(&self, task: &str, root: &Path) -> Result<(), KeptOutputsError> {
@@ -245,6 +249,12 @@ impl Once {
                     };
                     sink(ExecEvent::Aside(format!(
                         "vx: the remote executor lost a worker running this task and ran it again ({times})"
+                    )));
+                }
+                if let Some(window) = ran.lowered {
+                    sink(ExecEvent::Aside(format!(
+                        "vx: the remote executor is at its limit (RESOURCE_EXHAUSTED); at most {window} action{} in flight from now on",
+                        if window == 1 { "" } else { "s" }
                     )));
                 }
                 output(&mut sink, ran.streams);
@@ -406,13 +416,21 @@ impl Inner {
         let mut blobs = built.blobs;
         blobs.push(Blob::from_bytes(action.command));
         blobs.push(Blob::from_bytes(action.action));
-        let uploaded = with_retries(cancel, || self.client.upload_missing(&blobs, max_batch));
+        let mut lowered = None;
+        let mut busy = || {
+            if let Some(window) = self.window.refused() {
+                lowered = Some(window);
+            }
+        };
+        let uploaded = with_retries(cancel, &mut busy, || {
+            self.client.upload_missing(&blobs, max_batch)
+        });
         match uploaded {
             Ok(_) => {}
             Err(Error::Cancelled) => return End::Cancelled(started.elapsed()),
             Err(error) => return unavailable("uploading the inputs", &error),
         }
-        let execution = with_retries(cancel, || {
+        let execution = with_retries(cancel, &mut busy, || {
             self.client
                 .execute(&action.digest, remote.skip_cache_lookup, cancel, |_| {})
         });
@@ -468,6 +486,7 @@ impl Inner {
             };
             self.kept().insert(attempt.task.clone(), Arc::new(kept));
         }
+        self.window.ended_well();
         End::Ran(Box::new(Ran {
             exit_code,
             streams,
@@ -478,6 +497,7 @@ impl Inner {
             duration: started.elapsed(),
             downloaded: remote.download,
             requeued: execution.requeued,
+            lowered,
         }))
     }
 }
@@ -507,16 +527,19 @@ const LONGEST_WAIT: Duration = Duration::from_secs(2);
 /// over its RPC limit, a connection dropped), waiting 100 ms, then twice as long each time up
 /// to 2 s, at most [`TRIES`] times in all (about 9 s); `cancel` ends the wait with
 /// [`Error::Cancelled`]. Bazel retries the same codes.
+/// `busy` is told of each `RESOURCE_EXHAUSTED`.
 fn with_retries<T>(
     cancel: &AtomicBool,
+    busy: &mut dyn FnMut(),
     call: impl FnMut() -> Result<T, Error>,
 ) -> Result<T, Error> {
-    retrying(cancel, Duration::from_millis(100), call)
+    retrying(cancel, Duration::from_millis(100), busy, call)
 }
 
 fn retrying<T>(
     cancel: &AtomicBool,
     first_wait: Duration,
+    busy: &mut dyn FnMut(),
     mut call: impl FnMut() -> Result<T, Error>,
 ) -> Result<T, Error> {
     let mut wait = first_wait;
@@ -533,6 +556,9 @@ fn retrying<T>(
                         Some(Code::ResourceExhausted | Code::Unavailable)
                     ) =>
             {
+                if error.code() == Some(Code::ResourceExhausted) {
+                    busy();
+                }
                 tracing::debug!(%error, tries, "remote execution: trying again");
                 let until = Instant::now() + wait;
                 while Instant::now() < until {
@@ -561,7 +587,7 @@ mod tests {
             message: String::new(),
         };
         let mut calls = 0;
-        let done = retrying(&never, Duration::from_millis(1), || {
+        let done = retrying(&never, Duration::from_millis(1), &mut || {}, || {
             calls += 1;
             match calls {
                 1 => Err(status(Code::ResourceExhausted)),
@@ -571,10 +597,15 @@ mod tests {
         });
         assert_eq!(done.unwrap(), 3);
         let mut calls = 0;
-        let refused = retrying(&never, Duration::from_millis(1), || -> Result<(), Error> {
-            calls += 1;
-            Err(status(Code::InvalidArgument))
-        });
+        let refused = retrying(
+            &never,
+            Duration::from_millis(1),
+            &mut || {},
+            || -> Result<(), Error> {
+                calls += 1;
+                Err(status(Code::InvalidArgument))
+            },
+        );
         assert!(matches!(
             refused,
             Err(Error::Status {
@@ -584,16 +615,22 @@ mod tests {
         ));
         assert_eq!(calls, 1, "a refusal is final");
         let mut calls = 0;
-        let busy = retrying(&never, Duration::from_millis(1), || -> Result<(), Error> {
-            calls += 1;
-            Err(status(Code::ResourceExhausted))
-        });
+        let busy = retrying(
+            &never,
+            Duration::from_millis(1),
+            &mut || {},
+            || -> Result<(), Error> {
+                calls += 1;
+                Err(status(Code::ResourceExhausted))
+            },
+        );
         assert!(busy.is_err());
         assert_eq!(calls, TRIES, "tried a bounded number of times");
         let cancelled = AtomicBool::new(true);
         let stopped = retrying(
             &cancelled,
             Duration::from_millis(1),
+            &mut || {},
             || -> Result<(), Error> { panic!("not called once the run stops") },
         );
         assert!(matches!(stopped, Err(Error::Cancelled)));

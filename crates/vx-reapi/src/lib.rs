@@ -27,6 +27,7 @@ mod execute;
 mod executor;
 mod input;
 mod layer;
+mod window;
 
 pub use action::{BuiltAction, RemoteTask};
 pub use client::{code_name, Capabilities, Client, ClientConfig, ClientError, Error};
@@ -38,7 +39,7 @@ pub use layer::{entry_action, ReapiLayer, ENTRY_PATH};
 
 /// The protobuf messages and gRPC stubs of REAPI v2 and ByteStream.
 pub use bazel_remote_apis::build::bazel::remote::execution::v2 as proto;
-pub use bazel_remote_apis::google::{bytestream, longrunning, rpc};
+pub use bazel_remote_apis::google::{bytestream, longrunning, protobuf, rpc};
 pub use tonic::Code;
 
 /// A `google.protobuf.Duration` of `duration`.

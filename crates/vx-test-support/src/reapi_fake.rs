@@ -15,12 +15,15 @@ use vx_reapi::bytestream::{
     QueryWriteStatusRequest, QueryWriteStatusResponse, ReadRequest, ReadResponse, WriteRequest,
     WriteResponse,
 };
+use vx_reapi::longrunning::{operation, Operation};
 use vx_reapi::proto::action_cache_server::{ActionCache, ActionCacheServer};
 use vx_reapi::proto::capabilities_server::{Capabilities, CapabilitiesServer};
 use vx_reapi::proto::content_addressable_storage_server::{
     ContentAddressableStorage, ContentAddressableStorageServer,
 };
+use vx_reapi::proto::execution_server::{Execution, ExecutionServer};
 use vx_reapi::proto::{self as re, digest_function};
+use vx_reapi::protobuf::Any;
 
 /// What the fake holds and how it misbehaves.
 struct State {
@@ -39,6 +42,11 @@ struct State {
     max_batch: i64,
     /// What `GetCapabilities` says of action-cache updates.
     update_enabled: bool,
+    /// `Execute` is served, this many actions at once; more are refused `RESOURCE_EXHAUSTED`.
+    execute_at_most: Option<usize>,
+    executing: usize,
+    most_executing: usize,
+    refused_for_load: usize,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -63,6 +71,10 @@ impl FakeReapi {
             digest_functions: vec![digest_function::Value::Sha256 as i32],
             max_batch: 4 << 20,
             update_enabled: true,
+            execute_at_most: None,
+            executing: 0,
+            most_executing: 0,
+            refused_for_load: 0,
         }));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("an address").port();
@@ -86,6 +98,7 @@ impl FakeReapi {
                             .max_decoding_message_size(64 << 20)
                             .max_encoding_message_size(64 << 20),
                     )
+                    .add_service(ExecutionServer::new(service.clone()))
                     .add_service(ByteStreamServer::new(service))
                     .serve_with_incoming(incoming)
                     .await
@@ -138,6 +151,18 @@ impl FakeReapi {
     /// The batch limit `GetCapabilities` announces.
     pub fn set_max_batch(&self, bytes: i64) {
         self.with(|s| s.max_batch = bytes);
+    }
+
+    /// `Execute` is served, as an engine that runs at most `n` actions at once and refuses more
+    /// with `RESOURCE_EXHAUSTED` (as BuildGrid does when its RPC threads are all taken): each
+    /// action "runs" for 300 ms and succeeds with exit 0 and no outputs.
+    pub fn execute_at_most(&self, n: usize) {
+        self.with(|s| s.execute_at_most = Some(n));
+    }
+
+    /// The most actions it ran at once, and how many it refused for load.
+    pub fn execution_load(&self) -> (usize, usize) {
+        self.with(|s| (s.most_executing, s.refused_for_load))
     }
 
     /// The method name of every call so far, in order (`GetActionResult`, `ByteStream.Write`…).
@@ -212,6 +237,11 @@ impl Capabilities for Service {
         self.enter("GetCapabilities", &request)?;
         let state = self.0.lock().expect("not poisoned");
         Ok(Response::new(re::ServerCapabilities {
+            execution_capabilities: state.execute_at_most.map(|_| re::ExecutionCapabilities {
+                digest_function: digest_function::Value::Sha256 as i32,
+                exec_enabled: true,
+                ..Default::default()
+            }),
             cache_capabilities: Some(re::CacheCapabilities {
                 digest_functions: state.digest_functions.clone(),
                 max_batch_total_size_bytes: state.max_batch,
@@ -447,5 +477,64 @@ impl ByteStream for Service {
         _: Request<QueryWriteStatusRequest>,
     ) -> Result<Response<QueryWriteStatusResponse>, Status> {
         Err(Status::unimplemented("QueryWriteStatus"))
+    }
+}
+
+#[tonic::async_trait]
+impl Execution for Service {
+    type ExecuteStream = Streamed<Operation>;
+    type WaitExecutionStream = Streamed<Operation>;
+
+    async fn execute(
+        &self,
+        request: Request<re::ExecuteRequest>,
+    ) -> Result<Response<Self::ExecuteStream>, Status> {
+        self.enter("Execute", &request)?;
+        {
+            let mut state = self.0.lock().expect("not poisoned");
+            let at_most = state
+                .execute_at_most
+                .ok_or_else(|| Status::unimplemented("no execution"))?;
+            if state.executing >= at_most {
+                state.refused_for_load += 1;
+                return Err(Status::resource_exhausted("all workers are busy"));
+            }
+            state.executing += 1;
+            state.most_executing = state.most_executing.max(state.executing);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        self.0.lock().expect("not poisoned").executing -= 1;
+        let response = re::ExecuteResponse {
+            result: Some(re::ActionResult::default()),
+            ..Default::default()
+        };
+        let operation = Operation {
+            name: format!(
+                "operations/{}",
+                request
+                    .into_inner()
+                    .action_digest
+                    .map(|d| d.hash)
+                    .unwrap_or_default()
+            ),
+            done: true,
+            result: Some(operation::Result::Response(Any {
+                type_url: "type.googleapis.com/build.bazel.remote.execution.v2.ExecuteResponse"
+                    .to_string(),
+                value: prost::Message::encode_to_vec(&response),
+            })),
+            ..Default::default()
+        };
+        let stream: Self::ExecuteStream = Box::pin(tokio_stream::iter([Ok(operation)]));
+        Ok(Response::new(stream))
+    }
+
+    async fn wait_execution(
+        &self,
+        _request: Request<re::WaitExecutionRequest>,
+    ) -> Result<Response<Self::WaitExecutionStream>, Status> {
+        Err(Status::not_found(
+            "operations end in their Execute stream here",
+        ))
     }
 }

@@ -1,0 +1,57 @@
+//! An engine at its limit (REM-11): one that refuses actions with `RESOURCE_EXHAUSTED` beyond
+//! what it can run makes vx keep fewer in flight, not run them locally. The in-process fake
+//! engine, since a real one's limit (BuildGrid's RPC thread pool) is not something a test can
+//! set per run.
+
+use vx_test_support::reapi_fake::FakeReapi;
+
+use super::*;
+
+#[test]
+fn an_engine_at_its_limit_gets_fewer_actions_at_once_and_runs_them_all() {
+    let engine = FakeReapi::start();
+    engine.execute_at_most(2);
+    let f = empty();
+    f.write(".gitignore", ".vx/\nsummary.json\n");
+    f.write(
+        "vx.toml",
+        &format!(
+            "[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.remote-execution]\nurl = \"{}\"\nmax-in-flight = 8\n",
+            engine.url()
+        ),
+    );
+    let projects: Vec<String> = (0..12).map(|n| format!("p{n:02}")).collect();
+    for name in &projects {
+        f.write(
+            &format!("packages/{name}/package.json"),
+            &format!(r#"{{ "name": "{name}", "version": "1.0.0" }}"#),
+        );
+        f.write(
+            &format!("packages/{name}/vx.toml"),
+            "[tasks.build]\ncommand = \"true\"\nremote = true\ncache = { inputs = [\"vx.toml\"], outputs = [] }\n",
+        );
+    }
+    f.commit();
+    let (out, summary) = run(&f, &["build", "--all", "--output-logs=full"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    for name in &projects {
+        let id = format!("{name}#build");
+        assert_eq!(
+            outcome(&summary, &id),
+            ("success".into(), "miss".into(), "remote".into()),
+            "{id}: {}{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+    assert!(
+        out.stdout
+            .contains("vx: the remote executor is at its limit (RESOURCE_EXHAUSTED); at most 4 actions in flight from now on"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stderr.contains("run locally"), "{}", out.stderr);
+    let (most, refused) = engine.execution_load();
+    assert_eq!(most, 2, "the engine's own limit held");
+    assert!(refused > 0, "it was asked for more than it could run");
+}
