@@ -73,7 +73,9 @@ def start_server(storage: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "HOST": "127.0.0.1", "PORT": str(port), "TURBO_TOKEN": TOKEN,
            "STORAGE_PROVIDER": "local", "STORAGE_PATH": str(storage),
-           "STORAGE_PATH_USE_TMP_FOLDER": "false", "LOG_LEVEL": "warn"}
+           "STORAGE_PATH_USE_TMP_FOLDER": "false", "LOG_LEVEL": "warn",
+           # Its default body limit is 100 MiB: bench/remote_sizes.py uploads entries that large.
+           "BODY_LIMIT": str(1 << 30)}
     server = subprocess.Popen(["node", str(cli)], env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
