@@ -9,6 +9,13 @@ use std::time::{Duration, Instant};
 
 use regex::Regex;
 
+/// Fixture W's `packages/lib/vx.toml` with `lib#build` cached (`src/**` → `dist/**`).
+pub const CACHED_LIB: &str = concat!(
+    "[tasks.build]\n",
+    "command = \"mkdir -p dist && cat src/*.txt > dist/out.txt && echo built lib\"\n",
+    "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+);
+
 /// A temporary workspace directory, removed when dropped.
 pub struct Fixture {
     dir: tempfile::TempDir,
@@ -99,14 +106,7 @@ impl Fixture {
     /// Fixture W as the acceptance scenarios take it: lib#build, app#build and app#test cached.
     pub fn w_cached(bin: impl Into<PathBuf>) -> Fixture {
         let f = Fixture::w(bin);
-        f.write(
-            "packages/lib/vx.toml",
-            concat!(
-                "[tasks.build]\n",
-                "command = \"mkdir -p dist && cat src/*.txt > dist/out.txt && echo built lib\"\n",
-                "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
-            ),
-        );
+        f.write("packages/lib/vx.toml", CACHED_LIB);
         f.write(
             "packages/app/vx.toml",
             concat!(

@@ -103,12 +103,6 @@ impl HttpLayer {
         }
     }
 
-    fn failures(&self) -> Failures {
-        Failures {
-            has_token: self.token.is_some(),
-        }
-    }
-
     /// Runs one request on a thread of its own and waits for it until the request timeout:
     /// ureq's idle timeouts start again with every byte, so a server that answers a byte at a
     /// time would otherwise hold the caller for ever. A request still going at the deadline is
@@ -162,17 +156,17 @@ impl CacheLayer for HttpLayer {
 
     fn contains(&self, key: &str) -> Result<bool, LayerError> {
         let request = self.request("HEAD", key);
-        let failures = self.failures();
+        let has_token = self.token.is_some();
         self.within(move || match request.call() {
             Ok(_) => Ok(true),
             Err(ureq::Error::Status(404, _)) => Ok(false),
-            Err(error) => Err(failures.of(error)),
+            Err(error) => Err(failure(error, has_token)),
         })
     }
 
     fn fetch(&self, key: &str, dest: &Path, cap: u64) -> Result<bool, LayerError> {
         let request = self.request("GET", key);
-        let failures = self.failures();
+        let has_token = self.token.is_some();
         let signed = self.signing_key.is_some();
         let file = File::create(dest).map_err(local_io(dest))?;
         let shown = dest.to_path_buf();
@@ -180,7 +174,7 @@ impl CacheLayer for HttpLayer {
             let response = match request.call() {
                 Ok(response) => response,
                 Err(ureq::Error::Status(404, _)) => return Ok(None),
-                Err(error) => return Err(failures.of(error)),
+                Err(error) => return Err(failure(error, has_token)),
             };
             receive(response, file, &shown, cap, signed).map(Some)
         })?;
@@ -214,7 +208,7 @@ impl CacheLayer for HttpLayer {
             let tag = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
             request = request.set("x-artifact-tag", &tag);
         }
-        let failures = self.failures();
+        let has_token = self.token.is_some();
         self.within(move || match request.send(file) {
             Ok(response) if (200..300).contains(&response.status()) => {
                 // Read to its end, the connection goes back to the pool for the next upload
@@ -226,7 +220,7 @@ impl CacheLayer for HttpLayer {
                 ErrorKind::Status,
                 format!("HTTP {}", response.status()),
             )),
-            Err(error) => Err(failures.of(error)),
+            Err(error) => Err(failure(error, has_token)),
         })
     }
 }
@@ -294,23 +288,15 @@ fn receive(
     Ok(tag)
 }
 
-/// What a failed request means, with what the layer knows of itself (ureq's errors say nothing
-/// of the token).
-#[derive(Clone, Copy)]
-struct Failures {
-    has_token: bool,
-}
-
-impl Failures {
-    /// REM-7's kind: a refusal of a request that carried no token says so.
-    fn of(self, error: ureq::Error) -> LayerError {
-        let refused = matches!(error, ureq::Error::Status(400 | 401 | 403, _));
-        let mut failure = classify(error);
-        if refused && !self.has_token {
-            failure.kind = ErrorKind::NoToken;
-        }
-        failure
+/// REM-7's kind of a failed request: a refusal of a request that carried no token says so
+/// (ureq's errors say nothing of the token).
+fn failure(error: ureq::Error, has_token: bool) -> LayerError {
+    let refused = matches!(error, ureq::Error::Status(400 | 401 | 403, _));
+    let mut failure = classify(error);
+    if refused && !has_token {
+        failure.kind = ErrorKind::NoToken;
     }
+    failure
 }
 
 fn bad_signature() -> LayerError {

@@ -14,13 +14,16 @@
 //! `remote`, and is served from there like any local entry. A body that fails validation is a
 //! miss with the failure class `invalid artifact`. [`Layers::upload`] queues a saved artifact
 //! for every layer that writes; at most `upload_concurrency` uploads run at once, on threads that
-//! start on demand, and [`Layers::drain`] waits for them at the end of the run (REM-8).
+//! start on demand, and [`Layers::drain`] waits for them at the end of the run (REM-8);
+//! [`Layers::upload_counts`] says what became of them. [`Layers::prefetch`] downloads ahead on
+//! the layer's own `downloads` threads: network work, not bound by the run's CPU slots.
 //!
 //! A further layer never fails a run (REM-7): every error is a miss for reads and a dropped
 //! upload for writes, reported once per class (operation and kind) through
-//! [`Layers::take_warnings`], and a layer whose connection failed three times in a row is
-//! switched off for the rest of the run. [`Layers::off`] is the run without a cache: every
-//! lookup misses and every write is dropped.
+//! [`Layers::take_warnings`]. A layer that timed out is switched off for the rest of the run at
+//! once, one that refused the credentials stops what was refused, and any other failure of the
+//! server three times in a row switches it off (`remote.rs`). [`Layers::off`] is the run
+//! without a cache: every lookup misses and every write is dropped.
 
 pub mod http;
 mod prefetch;
@@ -344,7 +347,8 @@ impl Layers {
     }
 
     /// What became of this run's uploads, per layer that takes them: its name and the counts
-    /// (`abandoned`: what the run stopped waiting for, which [`Layers::drain`] returned).
+    /// (`abandoned`: what the run stopped waiting for, which [`Layers::drain`] returned; the
+    /// queue is shared, so it is given to every layer — a run has one further layer).
     pub fn upload_counts(&self, abandoned: usize) -> Vec<(String, UploadCounts)> {
         self.remotes
             .iter()

@@ -42,14 +42,7 @@ fn show_prints_a_projects_tasks_with_their_sources() {
 /// Fixture W with `lib#build` cached (`src/**` → `dist/**`), committed.
 fn w_with_a_cached_lib() -> vx_test_support::fixture::Fixture {
     let f = w();
-    f.write(
-        "packages/lib/vx.toml",
-        concat!(
-            "[tasks.build]\n",
-            "command = \"mkdir -p dist && cat src/*.txt > dist/out.txt && echo built lib\"\n",
-            "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
-        ),
-    );
+    f.write("packages/lib/vx.toml", vx_test_support::fixture::CACHED_LIB);
     f.commit();
     f
 }

@@ -47,6 +47,19 @@ fn ci_run(f: &Fixture, args: &[&str]) -> String {
     out.stderr
 }
 
+/// The warnings of a run whose first download from `url` failed with `why`: that one, and the
+/// layer switched off as stalled, nothing else.
+fn assert_stalled_once(stderr: &str, url: &str, why: &str) {
+    assert_eq!(
+        warnings(stderr),
+        [
+            format!("warning: remote cache: download failed ({why}) at {url}; treating as a miss"),
+            format!("warning: remote cache {url} stalled; it is not asked again in this run, continuing with the local cache only"),
+        ],
+        "{stderr}"
+    );
+}
+
 /// `stderr` has `line` as a whole line.
 fn assert_line(stderr: &str, line: &str) {
     assert!(stderr.lines().any(|l| l == line), "`{line}` in:\n{stderr}");
@@ -66,13 +79,10 @@ fn a_hung_server_costs_one_idle_timeout_and_is_not_asked_again() {
     forget(&f);
     server.freeze();
     let (stderr, elapsed) = run_at(&f, &server.url());
-    assert_eq!(
-        warnings(&stderr),
-        [
-            format!("warning: remote cache: download failed (no progress within the idle timeout) at {}; treating as a miss", server.url()),
-            format!("warning: remote cache {} stalled; it is not asked again in this run, continuing with the local cache only", server.url()),
-        ],
-        "{stderr}"
+    assert_stalled_once(
+        &stderr,
+        &server.url(),
+        "no progress within the idle timeout",
     );
     assert!(
         !stderr.contains("more failure"),
@@ -140,14 +150,7 @@ fn an_answer_that_drips_is_cut_at_the_request_timeout() {
         },
     );
     let (stderr, elapsed) = run_at(&f, &url);
-    assert_eq!(
-        warnings(&stderr),
-        [
-            format!("warning: remote cache: download failed (no answer within the request timeout (3 s)) at {url}; treating as a miss"),
-            format!("warning: remote cache {url} stalled; it is not asked again in this run, continuing with the local cache only"),
-        ],
-        "{stderr}"
-    );
+    assert_stalled_once(&stderr, &url, "no answer within the request timeout (3 s)");
     assert!(elapsed < Duration::from_secs(30), "{elapsed:?}");
 }
 

@@ -110,6 +110,18 @@ fn refusals_and_server_errors_are_misses_and_dropped_uploads_with_one_warning_ea
             2,
             "one hint per failure class: {stderr}"
         );
+        // A refusal stops what was refused, each once: downloads, then uploads.
+        for what in ["downloads", "uploads"] {
+            assert_eq!(
+                stderr
+                    .matches(&format!(
+                        "refused the credentials; no further {what} are tried in this run"
+                    ))
+                    .count(),
+                1,
+                "{stderr}"
+            );
+        }
     }
 }
 
@@ -205,6 +217,11 @@ fn uploads_still_pending_after_60_s_are_abandoned_with_one_warning() {
             .count(),
         1,
         "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(": 2 abandoned at the end of the run\n"),
+        "the upload line counts them: {}",
         out.stderr
     );
     assert!(
