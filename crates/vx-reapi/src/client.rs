@@ -62,6 +62,9 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// A call with no answer, or a transfer with no progress, for this long fails.
     pub idle_timeout: Duration,
+    /// A cache call (a unary call, a whole blob's transfer) that lasts longer fails, however
+    /// steadily bytes arrive; `None` for remote execution, whose calls last as long as actions.
+    pub request_timeout: Option<Duration>,
 }
 
 /// What the server offers, from `GetCapabilities`.
@@ -88,6 +91,7 @@ pub struct Client {
     /// Kept to scrub it from what a server says back.
     token: Option<String>,
     idle: Duration,
+    total: Option<Duration>,
 }
 
 /// Why a client for a REAPI server could not be made; nothing was sent. Its text is the
@@ -171,6 +175,7 @@ impl Client {
             authorization,
             token: config.token.clone().filter(|t| !t.is_empty()),
             idle: config.idle_timeout,
+            total: config.request_timeout,
         })
     }
 
@@ -197,15 +202,28 @@ impl Client {
         request
     }
 
-    /// A unary call, bounded by the idle timeout.
+    /// A unary call, bounded by the idle timeout and the request timeout.
     pub(crate) async fn unary<T>(
         &self,
         call: impl Future<Output = Result<tonic::Response<T>, Status>>,
     ) -> Result<T, Error> {
-        match tokio::time::timeout(self.idle, call).await {
-            Err(_) => Err(Error::Timeout),
-            Ok(Err(status)) => Err(self.scrub(from_status(status))),
-            Ok(Ok(response)) => Ok(response.into_inner()),
+        let answer = self.bounded(async {
+            match tokio::time::timeout(self.idle, call).await {
+                Err(_) => Err(Error::Timeout),
+                Ok(Err(status)) => Err(self.scrub(from_status(status))),
+                Ok(Ok(response)) => Ok(response.into_inner()),
+            }
+        });
+        answer.await
+    }
+
+    /// `call` bounded by the request timeout, when the client has one.
+    async fn bounded<T>(&self, call: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
+        match self.total {
+            Some(total) => tokio::time::timeout(total, call)
+                .await
+                .unwrap_or(Err(Error::Deadline(total))),
+            None => call.await,
         }
     }
 
@@ -366,7 +384,7 @@ impl Client {
         let mut batch_size = 0u64;
         for blob in blobs {
             if blob.size() > room {
-                self.runtime.block_on(self.write(blob))?;
+                self.runtime.block_on(self.bounded(self.write(blob)))?;
                 continue;
             }
             if batch_size + blob.size() > room {
@@ -528,7 +546,9 @@ impl Client {
 
     /// Streams the blob into `file` with ByteStream `Read`, checked as it arrives.
     fn stream_into(&self, digest: &Digest, file: &mut File) -> Result<bool, Error> {
-        let found = self.runtime.block_on(self.read_stream(digest, file))?;
+        let found = self
+            .runtime
+            .block_on(self.bounded(self.read_stream(digest, file)))?;
         file.flush()?;
         Ok(found)
     }
@@ -545,7 +565,7 @@ impl Client {
         } else {
             let mut bytes = Vec::new();
             self.runtime
-                .block_on(self.read_stream(digest, &mut bytes))?
+                .block_on(self.bounded(self.read_stream(digest, &mut bytes)))?
                 .then_some(bytes)
         };
         let Some(bytes) = bytes else {

@@ -534,6 +534,7 @@ mod tests {
             token: None,
             connect_timeout: Duration::from_millis(100),
             idle_timeout: Duration::from_millis(100),
+            request_timeout: None,
         })
         .unwrap()
     }

@@ -145,6 +145,7 @@ impl RemoteExecutor {
             token: env.get(token_env).filter(|t| !t.is_empty()).cloned(),
             connect_timeout: CONNECT_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
+            request_timeout: None,
         })
         .map_err(|source| SetupError {
             server: shown.clone(),

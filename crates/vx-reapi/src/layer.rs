@@ -6,8 +6,10 @@
 //! input root and caching allowed. Its digest is the SHA-256 of the serialised `Action`, so
 //! every vx client finds the same entry. A lookup is `GetActionResult` (`NOT_FOUND` is a miss);
 //! a download fetches the result's output file, checking its SHA-256 and size; an upload puts the
-//! artifact, command and action blobs the CAS is missing, then `UpdateActionResult` (blobs
-//! first: servers answer `NOT_FOUND` for a result whose blobs are missing, which is a miss).
+//! artifact, command and action blobs (all of them when they come to 256 KiB or less, in one
+//! batch call; above that, those `FindMissingBlobs` says the CAS lacks), then
+//! `UpdateActionResult` (blobs first: servers answer `NOT_FOUND` for a result whose blobs are
+//! missing, which is a miss).
 //! `GetCapabilities` is asked once per run, before the first operation: a server without SHA-256
 //! switches the layer off with one warning, and its batch limit decides between batch calls and
 //! ByteStream.
@@ -25,6 +27,9 @@ use crate::proto::{Action, ActionResult, Command, Digest, Directory, OutputFile}
 
 /// The output path of the synthetic action: the artifact (STORE-5's format).
 pub const ENTRY_PATH: &str = "vx-artifact.tar.zst";
+
+/// An upload of at most this many bytes is sent without a `FindMissingBlobs` first.
+const ASK_FIRST_ABOVE: u64 = 256 * 1024;
 
 /// The synthetic action of key `key`: the serialised `Command` and `Action`, and the action's
 /// digest, which the action cache is keyed by.
@@ -176,12 +181,20 @@ impl CacheLayer for ReapiLayer {
             Blob::from_bytes(command),
             Blob::from_bytes(action),
         ];
-        let digests: Vec<Digest> = blobs.iter().map(|b| b.digest.clone()).collect();
-        let missing = self.client.find_missing(&digests).map_err(layer_error)?;
-        let to_send: Vec<Blob> = blobs
-            .into_iter()
-            .filter(|b| missing.contains(&b.digest))
-            .collect();
+        // A small entry goes up in one `BatchUpdateBlobs` with its command and action, without
+        // asking first which the CAS lacks: that question costs a round trip as long as the
+        // upload itself. A larger one is asked about first (it may be there already).
+        let total: u64 = blobs.iter().map(Blob::size).sum();
+        let to_send: Vec<Blob> = if total <= ASK_FIRST_ABOVE {
+            blobs.into()
+        } else {
+            let digests: Vec<Digest> = blobs.iter().map(|b| b.digest.clone()).collect();
+            let missing = self.client.find_missing(&digests).map_err(layer_error)?;
+            blobs
+                .into_iter()
+                .filter(|b| missing.contains(&b.digest))
+                .collect()
+        };
         self.client.upload(&to_send, batch).map_err(layer_error)?;
         let result = ActionResult {
             output_files: vec![OutputFile {
@@ -202,7 +215,7 @@ impl CacheLayer for ReapiLayer {
 /// REM-7's kind of a client error, with words for the warning.
 fn layer_error(error: Error) -> LayerError {
     let kind = match &error {
-        Error::Timeout => ErrorKind::Timeout,
+        Error::Timeout | Error::Deadline(_) => ErrorKind::Timeout,
         Error::Io(_) => ErrorKind::Io,
         Error::DigestMismatch => ErrorKind::InvalidArtifact,
         Error::TooLarge { .. } => ErrorKind::TooLarge,

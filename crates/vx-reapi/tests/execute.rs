@@ -21,6 +21,7 @@ fn client(url: &str) -> Client {
         token: None,
         connect_timeout: Duration::from_secs(2),
         idle_timeout: Duration::from_secs(30),
+        request_timeout: None,
     })
     .expect("a client")
 }

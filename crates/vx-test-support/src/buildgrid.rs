@@ -207,12 +207,13 @@ impl BuildGrid {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
-    /// A worker (`buildgrid_bot.py` with `buildbox-run`) taking this server's actions, whose
+    /// A worker (`contrib/vx-buildgrid-worker` with `buildbox-run`) taking this server's actions, whose
     /// device has `properties` (`OSFamily=linux` and `ISA=x86-64` unless given); `None` when
     /// the runner or bubblewrap is missing. It leaves politely when dropped.
     pub fn start_worker(&self, name: &str, properties: &[(&str, &str)]) -> Option<Worker> {
         let runner = crate::reapi::buildbox_tool("buildbox-run")?;
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/buildgrid_bot.py");
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../contrib/vx-buildgrid-worker");
         let log_path = self.dir.join(format!("bot-{name}.log"));
         let log = std::fs::File::create(&log_path).expect("a log file");
         let mut command = Command::new("setpriv");

@@ -167,6 +167,7 @@ pub fn wait_for_capabilities(url: &str, what: &str, child: &mut Child, log: impl
         token: None,
         connect_timeout: Duration::from_secs(1),
         idle_timeout: Duration::from_secs(5),
+        request_timeout: None,
     })
     .expect("a client");
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -160,6 +160,7 @@ pub fn layer(
             token,
             connect_timeout,
             idle_timeout,
+            request_timeout: Some(request_timeout),
         };
         match ReapiLayer::new(&client) {
             Ok(layer) => Arc::new(layer),

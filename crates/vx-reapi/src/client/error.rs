@@ -15,6 +15,10 @@ pub enum Error {
     /// No answer, or no progress, within the idle timeout.
     #[error("no progress within the idle timeout")]
     Timeout,
+    /// The whole call took longer than the request timeout (its total deadline), answering or
+    /// not: a server that drips.
+    #[error("no answer within the request timeout ({} s)", .0.as_secs_f64())]
+    Deadline(std::time::Duration),
     /// A local file could not be read or written.
     #[error("{0}")]
     Io(#[from] io::Error),
@@ -37,7 +41,7 @@ impl Error {
     pub fn code(&self) -> Option<Code> {
         match self {
             Error::Status { code, .. } => Some(*code),
-            Error::Timeout => Some(Code::DeadlineExceeded),
+            Error::Timeout | Error::Deadline(_) => Some(Code::DeadlineExceeded),
             _ => None,
         }
     }

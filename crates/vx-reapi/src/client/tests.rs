@@ -48,6 +48,7 @@ fn urls_other_than_grpc_are_refused_in_words() {
         token: None,
         connect_timeout: Duration::from_secs(1),
         idle_timeout: Duration::from_secs(1),
+        request_timeout: None,
     };
     assert!(Client::new(&config("grpc://127.0.0.1:1")).is_ok());
     assert!(Client::new(&config("grpcs://cache.example.com:443")).is_ok());
@@ -74,6 +75,7 @@ fn an_output_that_cannot_be_written_names_its_path() {
         token: None,
         connect_timeout: Duration::from_secs(1),
         idle_timeout: Duration::from_secs(1),
+        request_timeout: None,
     })
     .unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -642,7 +642,7 @@ fn the_npm_packages_need_no_install_script_and_name_their_platforms() {
 }
 
 /// DIST-4: the plain tarball: the binary (its `--version` with commit and target), man pages
-/// that `man` renders, completion scripts a shell loads, and the licences.
+/// that `man` renders, completion scripts a shell loads, the BuildGrid worker and the licences.
 #[test]
 fn the_tarball_holds_the_binary_man_pages_and_completions() {
     let d = dist();
@@ -705,6 +705,15 @@ fn the_tarball_holds_the_binary_man_pages_and_completions() {
     assert!(top
         .join("share/fish/vendor_completions.d/vx.fish")
         .is_file());
+    // The BuildGrid worker, as in the repository, executable.
+    let worker = top.join("share/vx/vx-buildgrid-worker");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&worker).unwrap().permissions().mode();
+    assert_eq!(mode & 0o111, 0o111, "{mode:o}");
+    assert_eq!(
+        std::fs::read(&worker).unwrap(),
+        std::fs::read(repo().join("contrib/vx-buildgrid-worker")).unwrap()
+    );
 }
 
 /// The package managers scripts/test installs are the ones the tests name when one is missing.

@@ -4,6 +4,7 @@
 //! (a status on every call, a token refused, call counts) on the in-process fake.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use vx_reapi::proto::digest_function;
 use vx_reapi::Code;
@@ -402,6 +403,8 @@ fn blobs_over_the_batch_limit_use_bytestream_and_small_ones_the_batch_calls() {
     assert_eq!(count("ByteStream.Read"), 1, "{calls:?}");
     assert!(count("BatchUpdateBlobs") >= 2, "{calls:?}");
     assert_eq!(count("BatchReadBlobs"), 1, "{calls:?}");
+    // Only lib's entry (over 256 KiB) is asked about before it goes up; app's goes up at once.
+    assert_eq!(count("FindMissingBlobs"), 1, "{calls:?}");
     // Capabilities once per run (two runs), blobs before each action result.
     assert_eq!(count("GetCapabilities"), 2, "{calls:?}");
     let first_result = calls
@@ -410,10 +413,9 @@ fn blobs_over_the_batch_limit_use_bytestream_and_small_ones_the_batch_calls() {
         .expect("a result uploaded");
     let before = &calls[..first_result];
     assert!(
-        before.iter().any(|c| c == "FindMissingBlobs")
-            && before
-                .iter()
-                .any(|c| c == "BatchUpdateBlobs" || c == "ByteStream.Write"),
+        before
+            .iter()
+            .any(|c| c == "BatchUpdateBlobs" || c == "ByteStream.Write"),
         "blobs go before the action result: {calls:?}"
     );
 }
@@ -707,5 +709,45 @@ fn acc36_reapi_round_trip_on_buildbox_casd() {
         out.stderr
     );
     assert!(out.stdout.contains("cache      2 miss\n"), "{}", out.stdout);
+    assert!(f.path("packages/app/dist/main.txt").is_file());
+}
+
+#[test]
+fn casd_answering_a_byte_at_a_time_is_cut_at_the_request_timeout() {
+    let Some(casd) = Casd::start() else {
+        return;
+    };
+    let f = workspace_keyed(
+        &casd.url(),
+        "drip",
+        "idle-timeout = \"30s\"\nrequest-timeout = \"3s\"\ndownload-concurrency = 1\n",
+    );
+    run(&f, "true", &[]);
+    forget(&f);
+    // casd's answers a byte every 200 ms: never idle for 30 s, never done in 3 s.
+    let proxy = vx_test_support::latency::LatencyProxy::start(
+        ([127, 0, 0, 1], casd.port).into(),
+        vx_test_support::latency::Link {
+            round_trip: Duration::ZERO,
+            drip: Some(Duration::from_millis(200)),
+        },
+    );
+    let url = format!("grpc://{}", proxy.addr());
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all"],
+        &[("VX_REMOTE_CACHE_URL", url.as_str()), ("CI", "")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        warnings(&out.stderr),
+        [
+            format!("warning: remote cache: download failed (no answer within the request timeout (3 s)) at {url}; treating as a miss"),
+            format!("warning: remote cache {url} stalled; it is not asked again in this run, continuing with the local cache only"),
+        ],
+        "{}",
+        out.stderr
+    );
+    assert!(out.elapsed < Duration::from_secs(20), "{:?}", out.elapsed);
     assert!(f.path("packages/app/dist/main.txt").is_file());
 }

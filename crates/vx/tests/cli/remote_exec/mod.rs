@@ -800,3 +800,4 @@ fn a_directory_swapped_for_a_symlink_during_a_write_back_is_never_written_throug
 
 mod buildgrid;
 mod load;
+mod page;
