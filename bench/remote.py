@@ -18,6 +18,9 @@ temp dir, on a free loopback port). Both tools first fill the server from one cl
            (`--cache=remote:`): what background uploads cost a cold run
   reapi    the same two measures against buildbox-casd (`VX_REMOTE_CACHE_URL=grpc://…`, filled
            from its own clone first): everything from the server, and a cold run uploading to it
+  null     vx cold uploading to `vx-null-cache` (crates/vx-test-support), a server that drops
+           every body: what uploading costs vx itself, without a real server's CPU and disk
+           work on the same two cores (a server on another machine does not charge the run)
 
 With `--latency-ms 0,20,100` every measure is taken once per added round trip: both servers
 are then reached through `vx-latency-proxy` (crates/vx-test-support; `cargo build --release -p
@@ -109,6 +112,14 @@ def start_casd(storage: Path) -> tuple[subprocess.Popen, str]:
     sys.exit("buildbox-casd did not start")
 
 
+def start_null(program: Path) -> tuple[subprocess.Popen, str]:
+    """`vx-null-cache`, and its URL."""
+    if not program.exists():
+        sys.exit(f"{program} is missing: cargo build --release -p vx-test-support --bin vx-null-cache")
+    process = subprocess.Popen([str(program)], stdout=subprocess.PIPE, text=True)
+    return process, f"http://{process.stdout.readline().strip()}"
+
+
 def start_proxy(proxy: Path, url: str, rtt_ms: int) -> tuple[subprocess.Popen | None, str]:
     """`url` reached through the latency proxy with `rtt_ms` added per round trip (0: as is)."""
     if rtt_ms == 0:
@@ -182,6 +193,9 @@ def main() -> None:
                     help="added round trips to measure at, comma-separated (0: loopback)")
     ap.add_argument("--proxy", default=str(REPO / "target" / "release" / "vx-latency-proxy"))
     ap.add_argument("--skip-reapi", action="store_true", help="measure the HTTP cache only")
+    ap.add_argument("--null-cache", default=str(REPO / "target" / "release" / "vx-null-cache"),
+                    help="the vx-null-cache program (cargo build --release -p vx-test-support "
+                         "--bin vx-null-cache)")
     args = ap.parse_args()
     latencies = [int(n) for n in args.latency_ms.split(",")]
     vx = str(Path(args.vx).resolve())
@@ -194,6 +208,7 @@ def main() -> None:
                        stdout=subprocess.DEVNULL)
         server, url = start_server(work / "store")
         casd, casd_url = start_casd(work / "casd")
+        null, null_url = start_null(Path(args.null_cache))
         try:
             with open(origin / "vx.toml", "a") as f:
                 f.write(f'\n[workspace.remote-cache]\nurl = "{url}"\nteam = "{TEAM}"\n')
@@ -221,7 +236,10 @@ def main() -> None:
                     proxies.append(proxy)
                     proxy, far_casd = start_proxy(Path(args.proxy), casd_url, rtt)
                     proxies.append(proxy)
+                    proxy, far_null = start_proxy(Path(args.proxy), null_url, rtt)
+                    proxies.append(proxy)
                     envs = {"vx": {**vx_env, "VX_REMOTE_CACHE_URL": far_url},
+                            "null": {**vx_env, "VX_REMOTE_CACHE_URL": far_null},
                             "turbo": {**turbo_env, "TURBO_API": far_url},
                             "reapi": {**reapi_env, "VX_REMOTE_CACHE_URL": far_casd}}
                     results, cpu = measure(args, work / f"rtt-{rtt}", origin, server, casd,
@@ -238,6 +256,8 @@ def main() -> None:
             server.wait()
             casd.kill()
             casd.wait()
+            null.kill()
+            null.wait()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -248,7 +268,8 @@ def measure(args, work: Path, origin: Path, server, casd, envs: dict, vx_run: li
     work.mkdir()
     results: dict[str, list[float]] = {"vx remote": [], "turbo remote": [],
                                        "turbo remote, default conc.": [],
-                                       "vx cold, uploads on": [], "vx cold, remote off": []}
+                                       "vx cold, uploads on": [], "vx cold, remote off": [],
+                                       "vx cold, uploads to null": []}
     if not args.skip_reapi:
         results.update({"vx remote (casd)": [], "vx cold, uploads on (casd)": []})
     cpu: dict[str, dict] = {name: {} for name in results}
@@ -274,11 +295,12 @@ def measure(args, work: Path, origin: Path, server, casd, envs: dict, vx_run: li
             sys.exit(f"turbo: {outputs(ws)} of {args.projects} outputs restored")
         # Remote reads off in both: the server holds every entry, and a cold run is
         # measured cold; one uploads every result, the other does not.
-        cold = [("vx cold, uploads on", ["--cache=local:rw,remote:w"]),
-                ("vx cold, remote off", ["--cache=remote:"])]
-        for n, (name, extra) in enumerate(cold if r % 2 == 0 else cold[::-1]):
+        cold = [("vx cold, uploads on", ["--cache=local:rw,remote:w"], "vx"),
+                ("vx cold, remote off", ["--cache=remote:"], "vx"),
+                ("vx cold, uploads to null", ["--cache=local:rw,remote:w"], "null")]
+        for n, (name, extra, env) in enumerate(cold if r % 2 == 0 else cold[::-1]):
             ws = clone(origin, work / f"cold-{r}-{n}")
-            results[name].append(timed(vx_run + extra, ws, envs["vx"], server, cpu[name]))
+            results[name].append(timed(vx_run + extra, ws, envs[env], server, cpu[name]))
         if args.skip_reapi:
             continue
         ws = clone(origin, work / f"casd-{r}")
@@ -306,6 +328,8 @@ def report(args, where: str, results: dict, cpu: dict) -> None:
           f"{m['vx remote'] / m['turbo remote, default conc.']:.2f}")
     print(f"uploads on / remote off, vx cold:       "
           f"{m['vx cold, uploads on'] / m['vx cold, remote off']:.2f}")
+    print(f"  uploads to null / remote off (vx's own cost): "
+          f"{m['vx cold, uploads to null'] / m['vx cold, remote off']:.2f}")
     if "vx remote (casd)" in m:
         print(f"vx from casd / vx from HTTP:            {m['vx remote (casd)'] / m['vx remote']:.2f}")
         print(f"vx from casd / turbo from HTTP:         {m['vx remote (casd)'] / m['turbo remote']:.2f}")

@@ -12,7 +12,8 @@
 //! missing, which is a miss).
 //! `GetCapabilities` is asked once per run, before the first operation: a server without SHA-256
 //! switches the layer off with one warning, and its batch limit decides between batch calls and
-//! ByteStream.
+//! ByteStream. A server at its limit (`RESOURCE_EXHAUSTED`) gets fewer operations at once, and the
+//! refused one again ([`Gate`]).
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -24,9 +25,13 @@ use vx_store::{CacheLayer, ErrorKind, LayerError};
 use crate::client::{code_name, Capabilities, Client, ClientConfig, ClientError, Error};
 use crate::digest::{digest_of, digest_of_file, Blob};
 use crate::proto::{Action, ActionResult, Command, Digest, Directory, OutputFile};
+use crate::window::Gate;
 
 /// The output path of the synthetic action: the artifact (STORE-5's format).
 pub const ENTRY_PATH: &str = "vx-artifact.tar.zst";
+
+/// Operations in flight at most: more than the run's downloads and uploads at once ever ask.
+const GATE_MAX: u32 = 1024;
 
 /// An upload of at most this many bytes is sent without a `FindMissingBlobs` first.
 const ASK_FIRST_ABOVE: u64 = 256 * 1024;
@@ -59,6 +64,9 @@ pub struct ReapiLayer {
     name: String,
     /// The answer to this run's one `GetCapabilities`.
     capabilities: Mutex<Option<Result<Capabilities, LayerError>>>,
+    /// Operations in flight at once: as many as the run asks for, fewer once the server says it
+    /// is at its limit.
+    gate: Gate,
 }
 
 impl ReapiLayer {
@@ -83,6 +91,7 @@ impl ReapiLayer {
             client,
             name,
             capabilities: Mutex::new(None),
+            gate: Gate::new(GATE_MAX),
         })
     }
 
@@ -95,7 +104,7 @@ impl ReapiLayer {
             .capabilities
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let answer = known.get_or_insert_with(|| self.client.capabilities().map_err(layer_error));
+        let answer = known.get_or_insert_with(|| self.gated(|| self.client.capabilities()));
         let capabilities = answer.as_ref().map_err(Clone::clone)?;
         if !capabilities.sha256 {
             let offered = if capabilities.digest_functions.is_empty() {
@@ -121,8 +130,14 @@ impl ReapiLayer {
     fn result_of(&self, key: &str, inline: bool) -> Result<Option<ActionResult>, LayerError> {
         let (_, _, action) = entry_action(key);
         let paths: &[&str] = if inline { &[ENTRY_PATH] } else { &[] };
-        self.client
-            .get_action_result(&action, paths)
+        self.gated(|| self.client.get_action_result(&action, paths))
+    }
+
+    /// `call` through the gate: held while the server is at its limit, tried again when it
+    /// refuses for load.
+    fn gated<T>(&self, call: impl Fn() -> Result<T, Error>) -> Result<T, LayerError> {
+        self.gate
+            .run(|e: &Error| e.code() == Some(Code::ResourceExhausted), call)
             .map_err(layer_error)
     }
 }
@@ -130,6 +145,14 @@ impl ReapiLayer {
 impl CacheLayer for ReapiLayer {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn adapted(&self) -> Option<String> {
+        self.gate.narrowest().map(|n| {
+            format!(
+                "the server refused calls for load (RESOURCE_EXHAUSTED); vx sent as few as {n} at once"
+            )
+        })
     }
 
     fn contains(&self, key: &str) -> Result<bool, LayerError> {
@@ -160,9 +183,7 @@ impl CacheLayer for ReapiLayer {
                 .map(|()| true)
                 .map_err(layer_error);
         }
-        self.client
-            .download(&digest, dest, batch, cap)
-            .map_err(layer_error)
+        self.gated(|| self.client.download(&digest, dest, batch, cap))
     }
 
     fn put(&self, key: &str, artifact: &Path, _duration_ms: u64) -> Result<(), LayerError> {
@@ -189,13 +210,13 @@ impl CacheLayer for ReapiLayer {
             blobs.into()
         } else {
             let digests: Vec<Digest> = blobs.iter().map(|b| b.digest.clone()).collect();
-            let missing = self.client.find_missing(&digests).map_err(layer_error)?;
+            let missing = self.gated(|| self.client.find_missing(&digests))?;
             blobs
                 .into_iter()
                 .filter(|b| missing.contains(&b.digest))
                 .collect()
         };
-        self.client.upload(&to_send, batch).map_err(layer_error)?;
+        self.gated(|| self.client.upload(&to_send, batch))?;
         let result = ActionResult {
             output_files: vec![OutputFile {
                 path: ENTRY_PATH.to_string(),
@@ -206,9 +227,10 @@ impl CacheLayer for ReapiLayer {
             exit_code: 0,
             ..Default::default()
         };
-        self.client
-            .update_action_result(&action_digest, result)
-            .map_err(layer_error)
+        self.gated(|| {
+            self.client
+                .update_action_result(&action_digest, result.clone())
+        })
     }
 }
 

@@ -87,7 +87,7 @@ impl BuildGrid {
             .get_or_init(|| {
                 let bgd = installed(true)?;
                 Some(spawn_on_keeper(move || {
-                    BuildGrid::start(bgd, true, None, false)
+                    BuildGrid::start(bgd, true, None, false, 100)
                 }))
             })
             .as_ref()
@@ -98,7 +98,14 @@ impl BuildGrid {
     /// with it (HS256), else `UNAUTHENTICATED`.
     pub fn cache_only(jwt_secret: Option<&str>) -> Option<BuildGrid> {
         let bgd = installed(false)?;
-        Some(BuildGrid::start(bgd, false, jwt_secret, false))
+        Some(BuildGrid::start(bgd, false, jwt_secret, false, 100))
+    }
+
+    /// [`BuildGrid::cache_only`] serving at most `threads` calls at once, as BuildGrid does by
+    /// default (its `thread-pool-size`: 5 per core); past that it answers `RESOURCE_EXHAUSTED`.
+    pub fn cache_only_with_threads(threads: u32) -> Option<BuildGrid> {
+        let bgd = installed(false)?;
+        Some(BuildGrid::start(bgd, false, None, false, threads))
     }
 
     /// [`BuildGrid::cache_only`] speaking TLS, with a certificate for `127.0.0.1` signed by a
@@ -106,7 +113,7 @@ impl BuildGrid {
     /// `openssl` command).
     pub fn cache_only_tls() -> Option<BuildGrid> {
         let bgd = installed(false)?;
-        Some(BuildGrid::start(bgd, false, None, true))
+        Some(BuildGrid::start(bgd, false, None, true, 100))
     }
 
     /// The PEM certificate of the authority that signed a TLS server's certificate.
@@ -114,7 +121,13 @@ impl BuildGrid {
         self.dir.join("ca.pem")
     }
 
-    fn start(bgd: PathBuf, with_postgres: bool, jwt_secret: Option<&str>, tls: bool) -> BuildGrid {
+    fn start(
+        bgd: PathBuf,
+        with_postgres: bool,
+        jwt_secret: Option<&str>,
+        tls: bool,
+        threads: u32,
+    ) -> BuildGrid {
         let dir = fresh_dir();
         if tls {
             make_certificates(&dir);
@@ -129,7 +142,7 @@ impl BuildGrid {
         let config = dir.join("bgd.yml");
         std::fs::write(
             &config,
-            config_text(&dir, port, connection.as_deref(), jwt_secret, tls),
+            config_text(&dir, port, connection.as_deref(), jwt_secret, tls, threads),
         )
         .expect("write the config");
         let log = std::fs::File::create(dir.join("bgd.log")).expect("a log file");
@@ -461,6 +474,7 @@ fn config_text(
     database: Option<&str>,
     jwt_secret: Option<&str>,
     tls: bool,
+    threads: u32,
 ) -> String {
     let channel = if tls {
         format!(
@@ -501,7 +515,7 @@ fn config_text(
     };
     text.push_str(&format!(
         "instances:\n  - name: \"\"\n    services:\n      - !action-cache\n        cache: *ac\n      - !cas\n        storage: *cas\n      - !bytestream\n        storage: *cas\n{execution}\
-         thread-pool-size: 100\n"
+         thread-pool-size: {threads}\n"
     ));
     text
 }

@@ -23,6 +23,9 @@ pub enum Answer {
     /// [`FakeHttpCache::seen`] as `RELEASED <path>` when the file was there, `GAVE UP <path>`
     /// when it never came.
     When(std::path::PathBuf),
+    /// 202 to an upload (`PUT`, its body dropped), 404 to anything else: a server that costs
+    /// nothing to store into.
+    Null,
 }
 
 #[derive(Default)]
@@ -171,6 +174,10 @@ fn serve(stream: TcpStream, script: &Mutex<Script>) {
                 return;
             }
             Answer::When(_) => unreachable!("answered 404 above"),
+            Answer::Null => {
+                let code = if method == "PUT" { 202 } else { 404 };
+                write!(stream, "HTTP/1.1 {code} Null\r\ncontent-length: 0\r\n\r\n")
+            }
         };
         if written.is_err() || stream.flush().is_err() {
             return;

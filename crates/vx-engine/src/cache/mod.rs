@@ -538,6 +538,9 @@ impl<'p> RunCache<'p> {
                 }
             }
         }
+        for (name, what) in self.layers.adaptations() {
+            self.say(Notice::note(format!("remote cache {name}: {what}")));
+        }
         self.layers.discard_prefetched();
         self.show_layer_warnings();
         // REM-7: each failure class was warned about once; the repeats are counted once here,

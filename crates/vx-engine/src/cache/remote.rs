@@ -28,6 +28,9 @@ const DEFAULT_MAX_DOWNLOAD: u64 = 1 << 30;
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Network work is not CPU work: requests in flight wait on the round trip, not on a core.
 const DEFAULT_UPLOAD_CONCURRENCY: usize = 32;
+/// A `grpc://` upload costs two round trips (blobs, then the action result) where an HTTP one
+/// costs one, and its calls share one connection: twice as many at once.
+const DEFAULT_GRPC_UPLOAD_CONCURRENCY: usize = 64;
 const DEFAULT_DOWNLOAD_CONCURRENCY: usize = 64;
 
 /// A remote layer ready to add behind the local store.
@@ -133,9 +136,14 @@ pub fn layer(
         config.and_then(|c| c.request_timeout.as_ref()),
         DEFAULT_REQUEST_TIMEOUT,
     );
-    let upload_concurrency = config
-        .and_then(|c| c.upload_concurrency)
-        .map_or(DEFAULT_UPLOAD_CONCURRENCY, |n| n as usize);
+    let upload_concurrency = config.and_then(|c| c.upload_concurrency).map_or(
+        if grpc {
+            DEFAULT_GRPC_UPLOAD_CONCURRENCY
+        } else {
+            DEFAULT_UPLOAD_CONCURRENCY
+        },
+        |n| n as usize,
+    );
     let download_concurrency = config
         .and_then(|c| c.download_concurrency)
         .map_or(DEFAULT_DOWNLOAD_CONCURRENCY, |n| n as usize);
@@ -318,6 +326,23 @@ mod tests {
         };
         let made = layer(Some(&grpc), &env(&[]), &policy).unwrap().unwrap();
         assert_eq!(made.layer.name(), "grpc://cache:8980");
+        // Two calls per upload on one connection: twice HTTP's uploads at once, unless set.
+        assert_eq!(made.upload_concurrency, 64);
+        let http = layer(Some(&config(None)), &env(&[]), &policy)
+            .unwrap()
+            .unwrap();
+        assert_eq!(http.upload_concurrency, 32);
+        let set = RemoteCacheConfig {
+            upload_concurrency: Some(5),
+            ..grpc.clone()
+        };
+        assert_eq!(
+            layer(Some(&set), &env(&[]), &policy)
+                .unwrap()
+                .unwrap()
+                .upload_concurrency,
+            5
+        );
         let grpc_signed = RemoteCacheConfig {
             signature_key_env: Some("VX_SIGNING_KEY".into()),
             ..grpc.clone()

@@ -361,6 +361,15 @@ impl Layers {
             .collect()
     }
 
+    /// Each further layer that adapted itself during the run: its name and what it did
+    /// ([`CacheLayer::adapted`]).
+    pub fn adaptations(&self) -> Vec<(String, String)> {
+        self.remotes
+            .iter()
+            .filter_map(|r| Some((r.layer.name().to_string(), r.layer.adapted()?)))
+            .collect()
+    }
+
     /// A signal stopped the run: queued uploads are dropped, those in flight are left to the
     /// process exit.
     pub fn abandon_uploads(&mut self) {

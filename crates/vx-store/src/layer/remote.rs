@@ -22,6 +22,13 @@ pub trait CacheLayer: Send + Sync {
 
     /// Uploads the artifact file of `key`; `duration_ms` is how long the task ran.
     fn put(&self, key: &str, artifact: &Path, duration_ms: u64) -> Result<(), LayerError>;
+
+    /// How the layer changed its own way of working during the run (fewer requests at once
+    /// for a server at its limit), in words for a line at the end of the run; `None` when it
+    /// did not.
+    fn adapted(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What a layer was asked to do, as the warnings name it (REM-7).

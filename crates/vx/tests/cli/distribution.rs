@@ -69,16 +69,33 @@ impl Dist {
     }
 }
 
+/// A temp dir named for this test process: it lives in a static, which is never dropped, so the
+/// dirs of test processes that are gone are removed here instead.
+fn process_tempdir(prefix: &str) -> tempfile::TempDir {
+    let base = std::env::temp_dir();
+    for entry in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix(&format!("{prefix}-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(&format!("{prefix}-{}-", std::process::id()))
+        .tempdir_in(base)
+        .unwrap()
+}
+
 fn dist() -> &'static Dist {
     static DIST: OnceLock<Dist> = OnceLock::new();
     DIST.get_or_init(|| {
         let (dir, tmp) = match std::env::var_os("VX_DIST_DIR") {
             Some(dir) => (PathBuf::from(dir), None),
             None => {
-                let tmp = tempfile::Builder::new()
-                    .prefix("vx-dist-")
-                    .tempdir()
-                    .unwrap();
+                let tmp = process_tempdir("vx-dist");
                 let out = Command::new("python3")
                     .arg(repo().join("scripts/package"))
                     .arg("--binary")
@@ -96,7 +113,7 @@ fn dist() -> &'static Dist {
         });
         let manifest: serde_json::Value =
             serde_json::from_str(&manifest).expect("manifest.json parses");
-        let packed = tempfile::tempdir().unwrap();
+        let packed = process_tempdir("vx-dist-packed");
         let laid_out = manifest["laid_out"]
             .as_array()
             .expect("laid_out in manifest.json")

@@ -751,3 +751,61 @@ fn casd_answering_a_byte_at_a_time_is_cut_at_the_request_timeout() {
     assert!(out.elapsed < Duration::from_secs(20), "{:?}", out.elapsed);
     assert!(f.path("packages/app/dist/main.txt").is_file());
 }
+
+/// `n` independent projects whose `build` writes one file, against the cache at `url`.
+fn many_projects(url: &str, n: usize) -> Fixture {
+    let f = crate::empty();
+    f.write(".gitignore", ".vx/\ndist/\n");
+    f.write(
+        "vx.toml",
+        &format!("[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.remote-cache]\nurl = \"{url}\"\n"),
+    );
+    for i in 0..n {
+        f.write(
+            &format!("packages/p{i}/package.json"),
+            &format!(r#"{{ "name": "p{i}", "version": "1.0.0" }}"#),
+        );
+        f.write(&format!("packages/p{i}/src/main.txt"), &format!("p{i}\n"));
+        f.write(
+            &format!("packages/p{i}/vx.toml"),
+            "[tasks.build]\ncommand = \"mkdir -p dist && cp src/main.txt dist/\"\ncache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+        );
+    }
+    f.commit();
+    f
+}
+
+#[test]
+fn buildgrid_at_its_call_limit_gets_fewer_calls_at_once_and_serves_every_entry() {
+    // Five calls at once (BuildGrid's least; its default is 5 per core): vx's 64 uploads and 64
+    // downloads at once are refused with RESOURCE_EXHAUSTED until vx sends fewer.
+    let Some(server) = BuildGrid::cache_only_with_threads(5) else {
+        return;
+    };
+    let first = many_projects(&server.url(), 40);
+    let out = first.vx_in(".", &["run", "build", "--all"], &[("CI", "true")]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(warnings(&out.stderr), Vec::<&str>::new(), "{}", out.stderr);
+    for line in [
+        format!("vx: remote cache: uploaded 40 results to {}", server.url()),
+        format!("vx: remote cache {}: the server refused calls for load (RESOURCE_EXHAUSTED); vx sent as few as ", server.url()),
+    ] {
+        assert!(
+            out.stderr.lines().any(|l| l.starts_with(&line)),
+            "{line}: {}",
+            out.stderr
+        );
+    }
+    let second = many_projects(&server.url(), 40);
+    let summary = run(&second, "", &[]);
+    assert_eq!(
+        summary["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["cache"] == "restored-remote")
+            .count(),
+        40,
+        "{summary}"
+    );
+}
