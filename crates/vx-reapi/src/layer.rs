@@ -9,7 +9,7 @@
 //! artifact, command and action blobs (all of them when they come to 256 KiB or less, in one
 //! batch call; above that, those `FindMissingBlobs` says the CAS lacks), then
 //! `UpdateActionResult` (blobs first: servers answer `NOT_FOUND` for a result whose blobs are
-//! missing, which is a miss).
+//! missing, which is a miss), with an artifact of 64 KiB or less inlined in the result too.
 //! `GetCapabilities` is asked once per run, before the first operation: a server without SHA-256
 //! switches the layer off with one warning, and its batch limit decides between batch calls and
 //! ByteStream. A server at its limit (`RESOURCE_EXHAUSTED`) gets fewer operations at once, and the
@@ -32,6 +32,9 @@ pub const ENTRY_PATH: &str = "vx-artifact.tar.zst";
 
 /// Operations in flight at most: more than the run's downloads and uploads at once ever ask.
 const GATE_MAX: u32 = 1024;
+
+/// An artifact of at most this many bytes is also inlined in its action result.
+const INLINE_AT_MOST: u64 = 64 * 1024;
 
 /// An upload of at most this many bytes is sent without a `FindMissingBlobs` first.
 const ASK_FIRST_ABOVE: u64 = 256 * 1024;
@@ -217,11 +220,20 @@ impl CacheLayer for ReapiLayer {
                 .collect()
         };
         self.gated(|| self.client.upload(&to_send, batch))?;
+        // A small artifact also rides in the result itself: servers keep a result as it was
+        // sent (casd and BuildGrid do, and neither inlines from the CAS when asked), so a
+        // restore is then one call, not two. The blob is in the CAS all the same.
+        let contents = if artifact_digest.size_bytes as u64 <= INLINE_AT_MOST.min(batch / 2) {
+            fs_err::read(artifact).map_err(|e| layer_error(e.into()))?
+        } else {
+            Vec::new()
+        };
         let result = ActionResult {
             output_files: vec![OutputFile {
                 path: ENTRY_PATH.to_string(),
                 digest: Some(artifact_digest),
                 is_executable: false,
+                contents,
                 ..Default::default()
             }],
             exit_code: 0,

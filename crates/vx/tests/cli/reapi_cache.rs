@@ -208,9 +208,39 @@ fn a_result_whose_blob_is_gone_is_a_plain_miss(server: &impl RealServer) {
     assert_every_task(&summary, "miss");
 }
 
-/// A blob whose bytes no longer match its digest is a miss of the class `invalid artifact`.
-fn a_damaged_blob_is_an_invalid_artifact_miss(server: &impl RealServer) {
-    let first = workspace(&server.url(), "damaged");
+/// [`workspace`] whose two artifacts are over the 64 KiB that ride in an action result: each
+/// build also copies 100 KB of incompressible bytes (the same in every clone), so restores
+/// read the blob.
+fn workspace_of_blobs(url: &str, nonce: &str) -> Fixture {
+    let f = workspace(url, nonce);
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let bytes: Vec<u8> = (0..100_000)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 56) as u8
+        })
+        .collect();
+    for project in ["lib", "app"] {
+        std::fs::write(f.path(&format!("packages/{project}/src/blob.bin")), &bytes).unwrap();
+        let toml = f.read(&format!("packages/{project}/vx.toml"));
+        f.write(
+            &format!("packages/{project}/vx.toml"),
+            &toml.replace(
+                "cp src/main.txt dist/",
+                "cp src/main.txt src/blob.bin dist/",
+            ),
+        );
+    }
+    f.commit();
+    f
+}
+
+/// A small artifact rides in its action result: a restore takes it from there, checked
+/// against its digest, and does not read the blob (damaged here, so a read would be a miss).
+fn a_small_entry_is_restored_from_its_result_alone(server: &impl RealServer) {
+    let first = workspace(&server.url(), "inline");
     run(&first, "true", &[]);
     for blob in artifact_blobs(server, &first) {
         let mut bytes = std::fs::read(&blob).unwrap();
@@ -218,7 +248,29 @@ fn a_damaged_blob_is_an_invalid_artifact_miss(server: &impl RealServer) {
         bytes[middle] ^= 0xff;
         std::fs::write(&blob, bytes).unwrap();
     }
-    let second = workspace(&server.url(), "damaged");
+    let second = workspace(&server.url(), "inline");
+    let out = second.vx_in(
+        ".",
+        &["run", "build", "--all", "--summarize=summary.json"],
+        &[("CI", "")],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(warnings(&out.stderr).is_empty(), "{}", out.stderr);
+    let summary: serde_json::Value = serde_json::from_str(&second.read("summary.json")).unwrap();
+    assert_restored_exactly(&first, &second, &summary);
+}
+
+/// A blob whose bytes no longer match its digest is a miss of the class `invalid artifact`.
+fn a_damaged_blob_is_an_invalid_artifact_miss(server: &impl RealServer) {
+    let first = workspace_of_blobs(&server.url(), "damaged");
+    run(&first, "true", &[]);
+    for blob in artifact_blobs(server, &first) {
+        let mut bytes = std::fs::read(&blob).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::write(&blob, bytes).unwrap();
+    }
+    let second = workspace_of_blobs(&server.url(), "damaged");
     let stderr = run_against_fake(&second, "");
     let warned = warnings(&stderr);
     assert_eq!(warned.len(), 1, "{stderr}");
@@ -283,6 +335,14 @@ fn casd_a_result_whose_blob_is_gone_is_a_plain_miss() {
         return;
     };
     a_result_whose_blob_is_gone_is_a_plain_miss(&casd);
+}
+
+#[test]
+fn casd_a_small_entry_is_restored_from_its_result_alone() {
+    let Some(casd) = Casd::start() else {
+        return;
+    };
+    a_small_entry_is_restored_from_its_result_alone(&casd);
 }
 
 #[test]
@@ -398,11 +458,12 @@ fn blobs_over_the_batch_limit_use_bytestream_and_small_ones_the_batch_calls() {
     let calls = fake.calls();
     let count = |method: &str| calls.iter().filter(|c| *c == method).count();
     // lib's artifact is over the limit: written and read through ByteStream. app's artifact
-    // and every command and action blob are small: batch calls.
+    // and every command and action blob are small: batch calls; app's artifact also rides in
+    // its action result, so it needs no read at all.
     assert_eq!(count("ByteStream.Write"), 1, "{calls:?}");
     assert_eq!(count("ByteStream.Read"), 1, "{calls:?}");
     assert!(count("BatchUpdateBlobs") >= 2, "{calls:?}");
-    assert_eq!(count("BatchReadBlobs"), 1, "{calls:?}");
+    assert_eq!(count("BatchReadBlobs"), 0, "{calls:?}");
     // Only lib's entry (over 256 KiB) is asked about before it goes up; app's goes up at once.
     assert_eq!(count("FindMissingBlobs"), 1, "{calls:?}");
     // Capabilities once per run (two runs), blobs before each action result.
@@ -567,6 +628,14 @@ fn buildgrid_a_result_whose_blob_is_gone_is_a_plain_miss() {
         return;
     };
     a_result_whose_blob_is_gone_is_a_plain_miss(&server);
+}
+
+#[test]
+fn buildgrid_a_small_entry_is_restored_from_its_result_alone() {
+    let Some(server) = BuildGrid::shared() else {
+        return;
+    };
+    a_small_entry_is_restored_from_its_result_alone(&server);
 }
 
 #[test]
