@@ -141,6 +141,13 @@ impl Casd {
         std::fs::read_to_string(self.storage.path().join("casd.log")).unwrap_or_default()
     }
 
+    /// Stops the server (SIGSTOP) for good while it keeps its port: connections are accepted
+    /// by the kernel, and nothing answers them (a hung server).
+    pub fn freeze(&self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).expect("SIGSTOP");
+    }
+
     /// Stops the server now (a test of a server that goes away), and whatever its runner
     /// started.
     pub fn kill(&mut self) {

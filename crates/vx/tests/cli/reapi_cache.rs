@@ -878,3 +878,33 @@ fn buildgrid_at_its_call_limit_gets_fewer_calls_at_once_and_serves_every_entry()
         "{summary}"
     );
 }
+
+#[test]
+fn casd_hung_costs_one_idle_timeout_and_is_not_asked_again() {
+    let Some(casd) = Casd::start() else {
+        return;
+    };
+    let f = workspace_keyed(
+        &casd.url(),
+        "hung",
+        "idle-timeout = \"3s\"\ndownload-concurrency = 1\n",
+    );
+    run(&f, "true", &[]);
+    forget(&f);
+    casd.freeze();
+    let out = f.vx_in(".", &["run", "build", "--all"], &[("CI", "")]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let url = casd.url();
+    assert_eq!(
+        warnings(&out.stderr),
+        [
+            format!("warning: remote cache: download failed (no progress within the idle timeout) at {url}; treating as a miss"),
+            format!("warning: remote cache {url} stalled; it is not asked again in this run, continuing with the local cache only"),
+        ],
+        "{}",
+        out.stderr
+    );
+    // One idle timeout, not one per request (two tasks, each with its lookup).
+    assert!(out.elapsed < Duration::from_secs(7), "{:?}", out.elapsed);
+    assert!(f.path("packages/app/dist/main.txt").is_file());
+}
