@@ -238,17 +238,22 @@ fn workspace_of_blobs(url: &str, nonce: &str) -> Fixture {
     f
 }
 
-/// A small artifact rides in its action result: a restore takes it from there, checked
-/// against its digest, and does not read the blob (damaged here, so a read would be a miss).
-fn a_small_entry_is_restored_from_its_result_alone(server: &impl RealServer) {
-    let first = workspace(&server.url(), "inline");
-    run(&first, "true", &[]);
-    for blob in artifact_blobs(server, &first) {
+/// Flips a byte in the middle of each blob on the server that holds one of `clone`'s artifacts.
+fn damage_artifact_blobs(server: &impl RealServer, clone: &Fixture) {
+    for blob in artifact_blobs(server, clone) {
         let mut bytes = std::fs::read(&blob).unwrap();
         let middle = bytes.len() / 2;
         bytes[middle] ^= 0xff;
         std::fs::write(&blob, bytes).unwrap();
     }
+}
+
+/// A small artifact rides in its action result: a restore takes it from there, checked
+/// against its digest, and does not read the blob (damaged here, so a read would be a miss).
+fn a_small_entry_is_restored_from_its_result_alone(server: &impl RealServer) {
+    let first = workspace(&server.url(), "inline");
+    run(&first, "true", &[]);
+    damage_artifact_blobs(server, &first);
     let second = workspace(&server.url(), "inline");
     let out = second.vx_in(
         ".",
@@ -265,12 +270,7 @@ fn a_small_entry_is_restored_from_its_result_alone(server: &impl RealServer) {
 fn a_damaged_blob_is_an_invalid_artifact_miss(server: &impl RealServer) {
     let first = workspace_of_blobs(&server.url(), "damaged");
     run(&first, "true", &[]);
-    for blob in artifact_blobs(server, &first) {
-        let mut bytes = std::fs::read(&blob).unwrap();
-        let middle = bytes.len() / 2;
-        bytes[middle] ^= 0xff;
-        std::fs::write(&blob, bytes).unwrap();
-    }
+    damage_artifact_blobs(server, &first);
     let second = workspace_of_blobs(&server.url(), "damaged");
     let stderr = run_against_fake(&second, "");
     let warned = warnings(&stderr);
