@@ -167,8 +167,9 @@ impl Fixture {
         self.git(&["commit", "-q", "-m", "fixture", "--allow-empty"]);
     }
 
-    /// A `vx` command in `rel` (relative to the root), with a clean environment: no `CI`,
-    /// colour variables or `VX_*` from the test's own environment.
+    /// A `vx` command in `rel` (relative to the root), with a clean environment: no `CI`, the
+    /// variables that say which CI it is (they choose `--affected`'s base), colour variables or
+    /// `VX_*` from the test's own environment.
     pub fn command(&self, rel: &str, args: &[&str]) -> Command {
         let mut command = Command::new(&self.bin);
         command.args(args).current_dir(self.path(rel));
@@ -176,7 +177,14 @@ impl Fixture {
             let name = name.to_string_lossy().into_owned();
             let drop = matches!(
                 name.as_str(),
-                "CI" | "NO_COLOR" | "FORCE_COLOR" | "GITHUB_ACTIONS" | "CLICOLOR_FORCE"
+                "CI" | "NO_COLOR"
+                    | "FORCE_COLOR"
+                    | "GITHUB_ACTIONS"
+                    | "GITLAB_CI"
+                    | "BUILDKITE"
+                    | "TF_BUILD"
+                    | "CIRCLECI"
+                    | "CLICOLOR_FORCE"
             ) || name.starts_with("VX_")
                 || name.starts_with("GIT_");
             if drop {

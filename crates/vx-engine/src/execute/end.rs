@@ -151,6 +151,16 @@ impl Run<'_> {
                     }
                 })
                 .collect(),
+            affected: self
+                .plan
+                .affected
+                .as_ref()
+                .map(|a| crate::record::AffectedFacts {
+                    base: a.changes.base.clone(),
+                    commit: a.changes.commit.clone(),
+                    merge_base: a.changes.merge_base.clone(),
+                    why: a.changes.why.clone(),
+                }),
         };
         // Every sink of this record, the built-in ones included, told the same way (ARCH-2).
         let mut history = None;

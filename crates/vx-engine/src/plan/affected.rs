@@ -37,6 +37,7 @@ use vx_workspace::tree::{find_repository, GitDirs};
 
 use crate::error::Failure;
 use crate::options::AffectedBase;
+use crate::plan::ci::{ci_base, CiBase};
 
 /// A git command that takes longer than this is stopped and the run refused.
 const GIT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -62,6 +63,9 @@ pub struct Changes {
     pub at_head: bool,
     /// Changed paths, root-relative, sorted.
     pub paths: Vec<ChangedPath>,
+    /// For a bare `--affected` with no `affected-base`: why this base (the CI that named it,
+    /// or the default ref found), for the line the run prints and `--summarize` (SEL-8).
+    pub why: Option<String>,
 }
 
 impl Changes {
@@ -95,6 +99,8 @@ pub struct Git {
     /// Root-relative directories whose files never count as changed (the cache directory).
     excluded: Vec<String>,
     located: Option<Option<GitDirs>>,
+    /// vx's own environment: the CI's variables name the base of a bare `--affected` (SEL-8).
+    host_env: BTreeMap<String, String>,
     head: Option<String>,
     untracked: Option<Vec<ChangedPath>>,
     since: HashMap<String, Changes>,
@@ -113,6 +119,7 @@ impl Git {
         Git {
             root: root.to_path_buf(),
             env: vx_exec::subprocess::git_env(host_env),
+            host_env: host_env.clone(),
             excluded,
             located: None,
             head: None,
@@ -136,11 +143,51 @@ impl Git {
                 (reference, None)
             }
             (AffectedBase::Default, None) => {
-                let (reference, commit) = self.default_base()?;
-                (reference, Some(commit))
+                let read = |path: &Path| std::fs::read_to_string(path).ok();
+                let why_ci = match ci_base(&self.host_env, read) {
+                    CiBase::Base { reference, why } => return self.ci_changes(&reference, why),
+                    CiBase::Nothing { why } => Some(why),
+                    CiBase::NotCi => None,
+                };
+                let (reference, commit, why) = self.default_base()?;
+                let mut changes = self.changes_since(need, &reference, Some(commit))?;
+                changes.why = Some(match why_ci {
+                    Some(ci) => format!("{ci}; {why}"),
+                    None => why,
+                });
+                return Ok(changes);
             }
         };
         self.changes_since(need, &reference, commit)
+    }
+
+    /// SEL-8: the changes since the base the CI named. A base commit this clone lacks (a
+    /// shallow checkout) is refused with the command that fetches it, never taken as
+    /// "everything changed".
+    fn ci_changes(&mut self, reference: &str, why: String) -> Result<Changes, Failure> {
+        let need = Need::Affected;
+        let dirs = self.repository(need)?;
+        let target = format!("{reference}^{{commit}}");
+        let present = self.git(need, &["cat-file", "-e", &target])?.ok;
+        let shown = shown_base(reference);
+        if !present {
+            let d = Diagnostic::new(format!(
+                "--affected: the base {why} is {shown}, which this clone does not have"
+            ));
+            return Err(unshallow_hint(d, &dirs).into());
+        }
+        let mut changes = match self.changes_since(need, reference, None) {
+            Ok(changes) => changes,
+            Err(_) if dirs.is_shallow() => {
+                let d = Diagnostic::new(format!(
+                    "--affected: the base {why} is {shown}, and this shallow clone does not reach back to where it and HEAD meet"
+                ));
+                return Err(unshallow_hint(d, &dirs).into());
+            }
+            Err(failure) => return Err(failure),
+        };
+        changes.why = Some(why);
+        Ok(changes)
     }
 
     /// The changes since `reference` for a changed-since filter (SEL-1).
@@ -196,6 +243,7 @@ impl Git {
             commit,
             merge_base,
             paths,
+            why: None,
         };
         self.since.insert(reference.to_string(), changes.clone());
         Ok(changes)
@@ -230,8 +278,8 @@ impl Git {
     }
 
     /// SEL-4: `origin/HEAD`, else the first of `origin/main`, `origin/master`, `main`,
-    /// `master` that exists and is not HEAD's commit, else `HEAD~1`.
-    fn default_base(&mut self) -> Result<(String, String), Failure> {
+    /// `master` that exists and is not HEAD's commit, else `HEAD~1`; with why, in words.
+    fn default_base(&mut self) -> Result<(String, String, String), Failure> {
         let need = Need::Affected;
         self.repository(need)?;
         let none =
@@ -266,15 +314,22 @@ impl Git {
             .map(|(commit, name)| (name, commit))
             .collect();
         if let Some(commit) = refs.get("refs/remotes/origin/HEAD") {
-            return Ok(("origin/HEAD".to_string(), commit.to_string()));
+            let why = "the remote's default branch".to_string();
+            return Ok(("origin/HEAD".to_string(), commit.to_string(), why));
         }
         for (short, full) in DEFAULT_BASES {
             if let Some(commit) = refs.get(full).filter(|c| **c != head) {
-                return Ok((short.to_string(), commit.to_string()));
+                let why = "the first of origin/main, origin/master, main and master that is not HEAD (no origin/HEAD)".to_string();
+                return Ok((short.to_string(), commit.to_string(), why));
             }
         }
         match history.get(1) {
-            Some(parent) => Ok(("HEAD~1".to_string(), parent.clone())),
+            Some(parent) => Ok((
+                "HEAD~1".to_string(),
+                parent.clone(),
+                "no origin/HEAD, origin/main, origin/master, main or master other than HEAD"
+                    .to_string(),
+            )),
             None => Err(none()),
         }
     }
@@ -462,6 +517,25 @@ fn git_failed(verb: &str, stderr: &str) -> Failure {
     Diagnostic::new(format!("`git {verb}` failed: {reason}")).into()
 }
 
+/// `origin/main`, or the first seven digits of a commit id.
+fn shown_base(reference: &str) -> String {
+    if reference.len() >= 40 && reference.bytes().all(|b| b.is_ascii_hexdigit()) {
+        reference[..7].to_string()
+    } else {
+        reference.to_string()
+    }
+}
+
+/// SEL-8: how to get the history a CI's base needs.
+fn unshallow_hint(d: Diagnostic, dirs: &GitDirs) -> Diagnostic {
+    let d = if dirs.is_shallow() {
+        d.hint("this is a shallow clone: fetch its whole history with `git fetch --no-tags --unshallow origin`")
+    } else {
+        d.hint("fetch it with `git fetch --no-tags origin`")
+    };
+    d.hint("or check out with the whole history (GitHub Actions: `fetch-depth: 0`; GitLab CI: `GIT_DEPTH: 0`), or name a base with `--affected=<ref>`")
+}
+
 /// SEL-3: in a shallow clone, how to fetch the base.
 fn shallow_hint(d: Diagnostic, dirs: &GitDirs, reference: &str) -> Diagnostic {
     if !dirs.is_shallow() {
@@ -532,6 +606,7 @@ mod tests {
             merge_base: "0123456789abcdef".into(),
             at_head: true,
             paths: Vec::new(),
+            why: None,
         };
         let notice = nothing_affected(&changes, false, &["build"]);
         assert_eq!(notice.message, "no project changed since HEAD (0123456)");

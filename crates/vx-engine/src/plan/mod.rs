@@ -3,6 +3,7 @@
 //! but git, for `--affected` and changed-since filters (`affected`).
 
 pub(crate) mod affected;
+pub(crate) mod ci;
 pub mod graph;
 pub(crate) mod nodes;
 pub mod placement;
@@ -41,7 +42,7 @@ pub struct Plan {
     pub notices: Vec<Notice>,
 }
 
-/// What `--affected` found (SEL-5 to SEL-7).
+/// What `--affected` found (SEL-5 to SEL-8).
 pub struct Affected {
     pub changes: Changes,
     /// Every task whose `depends-on` closure contains a seeded task, with the changed path or
@@ -101,6 +102,17 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
             Some(base) => {
                 let setting = workspace.settings.affected_base.as_deref();
                 let mut changes = git.affected(base, setting)?;
+                if let Some(why) = &changes.why {
+                    // SEL-8: which base a bare `--affected` took, and why.
+                    let named = if changes.base.starts_with(&changes.commit) {
+                        changes.short().to_string()
+                    } else {
+                        format!("{} ({})", changes.base, changes.short())
+                    };
+                    notices.push(Notice::note(format!(
+                        "--affected compares with {named}: {why}"
+                    )));
+                }
                 git.narrow_lockfiles(&workspace, &mut changes);
                 let (scope, found) =
                     affected_scope(&workspace, &table, selection, changes, options.frozen);

@@ -157,6 +157,21 @@ pub struct RunRecord<'a> {
     pub ended_at_ms: i64,
     /// Every task the run reported, in graph order, with its key when one was derived.
     pub tasks: Vec<TaskRecord<'a>>,
+    /// The base an `--affected` run compared with (SEL-8).
+    pub affected: Option<AffectedFacts>,
+}
+
+/// What an `--affected` run compared with.
+#[derive(Debug, Clone)]
+pub struct AffectedFacts {
+    /// The base as named (`origin/main`, a commit id).
+    pub base: String,
+    /// Its commit.
+    pub commit: String,
+    /// The merge base of it and HEAD, which the paths were compared with.
+    pub merge_base: String,
+    /// Why this base, for a bare `--affected` (the CI that named it, or the default found).
+    pub why: Option<String>,
 }
 
 pub struct TaskRecord<'a> {
@@ -377,6 +392,7 @@ mod tests {
         failed.exit_code = Some(2);
         let not_run = TaskReport::not_started(TaskId::new("docs", "build"), Status::NotRun, None);
         let run = RunRecord {
+            affected: None,
             run_id: "0190",
             git: None,
             exit_code: 1,

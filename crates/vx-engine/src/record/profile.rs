@@ -179,6 +179,7 @@ mod tests {
             })
             .collect();
         let run = RunRecord {
+            affected: None,
             run_id: "r",
             git: None,
             exit_code: 0,

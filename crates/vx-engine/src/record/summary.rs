@@ -43,6 +43,25 @@ pub struct Summary {
     /// One per non-group task in the run, sorted by id.
     pub tasks: Vec<SummaryTask>,
     pub counts: Counts,
+    /// What an `--affected` run compared with; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affected: Option<SummaryAffected>,
+}
+
+/// The base of an `--affected` run (SEL-8).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SummaryAffected {
+    /// The base as named: a ref (`origin/main`) or a commit id.
+    pub base: String,
+    /// The base's commit, full hex.
+    pub commit: String,
+    /// The merge base of the base and HEAD: the commit the changes were taken from.
+    pub merge_base: String,
+    /// Why this base, for a bare `--affected` without `affected-base`: the CI that named it
+    /// (`GitHub Actions, the pull request's base (pull_request.base.sha of the event)`) or the
+    /// default ref found. The same words as the line the run prints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// The checkout: its commit (absent before the first) and branch (absent when detached).
@@ -212,6 +231,12 @@ impl Summary {
             total_ms: (run.ended_at_ms - run.started_at_ms).max(0) as u64,
             tasks,
             counts,
+            affected: run.affected.as_ref().map(|a| SummaryAffected {
+                base: a.base.clone(),
+                commit: a.commit.clone(),
+                merge_base: a.merge_base.clone(),
+                why: a.why.clone(),
+            }),
         }
     }
 }
@@ -442,6 +467,7 @@ mod tests {
             })
             .collect();
         let run = RunRecord {
+            affected: None,
             run_id: "r",
             git: None,
             exit_code: 1,

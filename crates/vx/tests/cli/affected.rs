@@ -293,11 +293,13 @@ fn bare_affected_takes_the_configured_base_else_the_first_usable_default() {
     ]);
     let out = f.vx(&["run", "build", "--affected"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let head = short(&f, "HEAD");
+    // SEL-7: the base a bare `--affected` took, and why, on a line of its own.
     assert_eq!(
         out.stderr,
         format!(
-            "vx: no project changed since origin/HEAD ({})\n{AT_HEAD}",
-            short(&f, "HEAD")
+            "vx: --affected compares with origin/HEAD ({head}): the remote's default branch\n\
+             vx: no project changed since origin/HEAD ({head})\n{AT_HEAD}"
         )
     );
 

@@ -5,6 +5,7 @@
 
 mod acceptance;
 mod affected;
+mod affected_ci;
 mod cache;
 mod cache_keys;
 mod cache_safety;
