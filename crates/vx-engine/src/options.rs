@@ -84,6 +84,9 @@ pub struct RunOptions {
     /// `--ui`; `None`: `[workspace] ui`, else plain.
     pub ui: Option<Ui>,
     pub plan: Option<Plan>,
+    /// `--exit-code` with `--dry`: exit 1 when the plan would execute a task, 0 when it would
+    /// not (a deploy job's "anything to do?", SEL-9).
+    pub exit_code: bool,
     pub forwarded: Vec<String>,
     pub cache: CachePolicy,
     /// `--retry`: extra attempts for tasks without `retries` (EXEC-15).
@@ -176,6 +179,7 @@ impl Default for RunOptions {
             log_order: LogOrder::default(),
             ui: None,
             plan: None,
+            exit_code: false,
             forwarded: Vec::new(),
             cache: CachePolicy::default(),
             retry: None,

@@ -121,6 +121,9 @@ pub struct RunArgs {
     /// Print the plan and run nothing (text or json).
     #[arg(long, value_name = "FORMAT", alias = "dry-run", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub dry: Option<String>,
+    /// With --dry: exit 1 when the plan would execute a task, 0 when it would not.
+    #[arg(long = "exit-code")]
+    pub exit_code: bool,
     /// Write the plan as Graphviz DOT to stdout or PATH.
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub graph: Option<String>,

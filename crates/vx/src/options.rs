@@ -109,6 +109,10 @@ fn invalid(value: &str, flag: &str, expected: &str) -> Diagnostic {
 }
 
 pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
+    if args.exit_code && args.dry.is_none() {
+        return Err(Diagnostic::new("`--exit-code` needs `--dry`")
+            .hint("`vx run TASKS --affected --dry --exit-code` exits 1 when something would run"));
+    }
     if args.dry.is_some() && args.graph.is_some() {
         return Err(Diagnostic::new("`--dry` cannot be combined with `--graph`"));
     }
@@ -254,6 +258,7 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         )),
     };
     Ok(RunOptions {
+        exit_code: args.exit_code,
         summarize: target(args.summarize.as_deref()),
         profile: target(args.profile.as_deref()),
         affected,

@@ -112,6 +112,9 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         for hint in &notice.hints {
             crate::render::stderr(&format!("  hint: {hint}\n"));
         }
+        if options.exit_code {
+            crate::render::notice("--exit-code: nothing would run");
+        }
         return Ok(vx_engine::exit::SUCCESS);
     }
     let planned = Instant::now();
@@ -130,13 +133,13 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
             let rows =
                 setup::dry_rows(&plan, cwd, &options, &host_env, sh, &mut crate::render::say)?;
             crate::render::out_str(&plan::preview::dry_text(&plan, &rows, slots as usize));
-            return Ok(vx_engine::exit::SUCCESS);
+            return Ok(dry_exit(&plan, &rows, options.exit_code));
         }
         Some(PlanFlag::DryJson) => {
             let rows =
                 setup::dry_rows(&plan, cwd, &options, &host_env, sh, &mut crate::render::say)?;
             crate::render::out_str(&plan::preview::dry_json(&plan, &rows, slots as usize));
-            return Ok(vx_engine::exit::SUCCESS);
+            return Ok(dry_exit(&plan, &rows, options.exit_code));
         }
         Some(PlanFlag::Graph(path)) => {
             let rows =
@@ -348,4 +351,38 @@ fn env_duration(env: &BTreeMap<String, String>, name: &str) -> Option<Duration> 
 /// EXEC-1: `sh` is resolved once against vx's own PATH.
 fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
     vx_exec::subprocess::find_on_path(program, path)
+}
+
+/// SEL-9: `--dry`'s exit code. Without `--exit-code` 0; with it, 1 when the plan would execute
+/// a task (one predicted to miss, or without a cache), said on one line with the first few, and
+/// 0 when every planned task would be restored or is up to date.
+fn dry_exit(plan: &plan::Plan, rows: &[plan::preview::DryRow], exit_code: bool) -> i32 {
+    if !exit_code {
+        return vx_engine::exit::SUCCESS;
+    }
+    use plan::preview::DryCache;
+    let would: Vec<String> = rows
+        .iter()
+        .filter(|r| matches!(r.cache, DryCache::Miss | DryCache::NoCache))
+        .map(|r| plan.graph.nodes[r.node].id.to_string())
+        .collect();
+    if would.is_empty() {
+        crate::render::notice("--exit-code: nothing would run");
+        return vx_engine::exit::SUCCESS;
+    }
+    const SHOWN: usize = 5;
+    let mut named = would
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if would.len() > SHOWN {
+        named.push_str(&format!(" and {} more", would.len() - SHOWN));
+    }
+    crate::render::notice(&format!(
+        "--exit-code: {} would run: {named}",
+        plan::preview::plural(would.len(), "task")
+    ));
+    vx_engine::exit::FAILURE
 }

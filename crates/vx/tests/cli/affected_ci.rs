@@ -227,3 +227,50 @@ fn a_shallow_clone_without_the_base_is_refused_with_the_command_that_fetches_it(
     let (ids, stderr) = planned(&clone, &env);
     assert_eq!(ids, REACHED, "{stderr}");
 }
+
+#[test]
+fn dry_exit_code_says_whether_anything_would_run() {
+    let (f, base) = edited_after_base();
+    // A deploy job's question: does the change reach anything?
+    let affected_since = format!("--affected={base}");
+    let out = f.vx(&["run", "build", &affected_since, "--dry", "--exit-code"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("vx: --exit-code: 2 tasks would run: app#build, lib#build\n"),
+        "{}",
+        out.stderr
+    );
+    let out = f.vx(&["run", "build", "--affected=HEAD", "--dry", "--exit-code"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.ends_with("vx: --exit-code: nothing would run\n"),
+        "{}",
+        out.stderr
+    );
+    // Tasks that would be restored do not run; one without a cache does.
+    let built = f.vx(&["run", "build", "--all"]);
+    assert_eq!(built.code, 0, "{}{}", built.stdout, built.stderr);
+    let out = f.vx(&["run", "build", "--all", "--dry=json", "--exit-code"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("vx: --exit-code: 1 task would run: docs#build\n"),
+        "{}",
+        out.stderr
+    );
+    let out = f.vx(&["run", "build", "--filter", "app", "--dry", "--exit-code"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("vx: --exit-code: nothing would run\n"),
+        "{}",
+        out.stderr
+    );
+    // Without --dry it means nothing: refused.
+    let out = f.vx(&["run", "build", "--exit-code"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stderr,
+        "error: `--exit-code` needs `--dry`\n  hint: `vx run TASKS --affected --dry --exit-code` exits 1 when something would run\n"
+    );
+}
