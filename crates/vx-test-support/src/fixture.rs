@@ -184,6 +184,7 @@ impl Fixture {
                     | "BUILDKITE"
                     | "TF_BUILD"
                     | "CIRCLECI"
+                    | "TEAMCITY_VERSION"
                     | "CLICOLOR_FORCE"
             ) || name.starts_with("VX_")
                 || name.starts_with("GIT_");

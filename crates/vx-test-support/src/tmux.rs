@@ -39,7 +39,7 @@ impl Tmux {
         // A terminal session outside CI: the test's own `CI` (set in CI) would select the CI
         // flow, which draws nothing live.
         let mut line = format!(
-            "cd {} && exec env -u CI -u GITHUB_ACTIONS",
+            "cd {} && exec env -u CI -u GITHUB_ACTIONS -u GITLAB_CI -u TF_BUILD -u BUILDKITE -u TEAMCITY_VERSION -u CIRCLECI",
             quote(&dir.display().to_string())
         );
         for (name, value) in env {

@@ -218,6 +218,8 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     }
     if host_env.get("GITHUB_ACTIONS").is_some_and(|v| truthy(v)) {
         reporter.use_github_groups(vx_engine::ids::random_hex(16));
+    } else if let Some(ci) = crate::render::ci_log::CiLog::detect(&host_env) {
+        reporter.use_ci_sections(ci);
     }
     let widest = plan
         .graph

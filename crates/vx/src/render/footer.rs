@@ -18,12 +18,14 @@ const RECAP_TASKS: usize = 5;
 /// The recap of failures and the `re-run:` line, or nothing when the run owes nothing.
 /// `above`: failed tasks whose frame is the last thing printed (only one-liners and other
 /// failure frames followed it), whose output the recap does not repeat. Under GitHub Actions
-/// (UI-9) each task's lines are fenced with the run's stop-commands token, like its frame.
+/// (UI-9) each task's lines are fenced with the run's stop-commands token, like its frame; under
+/// another CI with sections (UI-16) its markers are broken in them.
 pub fn recap(
     style: &Style,
     totals: &Totals<'_>,
     above: &[TaskId],
     github_token: Option<&str>,
+    ci_log: Option<super::ci_log::CiLog>,
 ) -> String {
     let failed: Vec<&TaskReport> = totals
         .reports
@@ -52,9 +54,12 @@ pub fn recap(
             continue;
         }
         let lines = tail(&report.log);
-        match github_token {
-            Some(token) if !lines.is_empty() => {
+        match (github_token, ci_log) {
+            (Some(token), _) if !lines.is_empty() => {
                 text.push_str(&format!("::stop-commands::{token}\n{lines}::{token}::\n"));
+            }
+            (None, Some(ci)) => {
+                text.push_str(&String::from_utf8_lossy(&ci.fence(lines.as_bytes())));
             }
             _ => text.push_str(&lines),
         }

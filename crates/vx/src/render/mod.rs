@@ -9,6 +9,7 @@
 // The one module allowed to print (`crates/vx/clippy.toml`, the lints in `main.rs`).
 #![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
 
+pub mod ci_log;
 pub mod footer;
 pub mod live;
 pub mod reporter;

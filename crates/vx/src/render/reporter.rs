@@ -37,6 +37,9 @@ pub struct Terminal {
     /// UI-9: under GitHub Actions, frames are folded into groups and task output is fenced
     /// with this run's stop-commands token.
     github_token: Option<String>,
+    /// UI-16: under GitLab CI, Azure Pipelines, Buildkite or TeamCity, frames are folded into
+    /// that CI's sections.
+    ci_log: Option<super::ci_log::CiLog>,
     /// Failed tasks whose frame was printed with nothing but one-liners and other failure
     /// frames after it: the recap does not repeat their output (it is right above).
     failures_above: Vec<vx_core::id::TaskId>,
@@ -81,6 +84,7 @@ impl Terminal {
             pending: Vec::new(),
             held: Vec::new(),
             github_token: None,
+            ci_log: None,
             failures_above: Vec::new(),
             unmatched: std::collections::BTreeMap::new(),
             stream_lines: None,
@@ -93,6 +97,12 @@ impl Terminal {
     /// streams live (every frame is printed whole when its task ends).
     pub fn use_github_groups(&mut self, token: String) {
         self.github_token = Some(token);
+        self.streaming = None;
+    }
+
+    /// UI-16: the sections of another CI; as for GitHub, no frame streams live.
+    pub fn use_ci_sections(&mut self, ci: super::ci_log::CiLog) {
+        self.ci_log = Some(ci);
         self.streaming = None;
     }
 
@@ -182,9 +192,10 @@ impl Terminal {
     }
 
     fn frame(&self, report: &TaskReport) -> Vec<u8> {
-        match &self.github_token {
-            Some(token) => github_frame(&self.style, report, token),
-            None => frame(&self.style, report),
+        match (&self.github_token, self.ci_log) {
+            (Some(token), _) => github_frame(&self.style, report, token),
+            (None, Some(ci)) => ci.frame(&self.style, report),
+            (None, None) => frame(&self.style, report),
         }
     }
 
@@ -316,6 +327,7 @@ impl Reporter for Terminal {
     fn printed_only_footer(&self, reports: &[(&TaskReport, bool)]) -> bool {
         self.notices == 0
             && self.github_token.is_none()
+            && self.ci_log.is_none()
             && reports
                 .iter()
                 .all(|(report, requested)| matches!(self.decide(report, *requested), Show::Nothing))
@@ -382,6 +394,7 @@ impl Reporter for Terminal {
         if frames_for_requested
             && requested_commands.len() == 1
             && self.github_token.is_none()
+            && self.ci_log.is_none()
             && self.stream_lines.is_none()
         {
             self.streaming = Some(requested_commands[0]);
@@ -533,6 +546,7 @@ impl Reporter for Terminal {
             totals,
             &self.failures_above,
             self.github_token(),
+            self.ci_log,
         ));
         out_str(&super::footer::footer(&self.style, totals));
     }
