@@ -87,6 +87,9 @@ pub struct RunOptions {
     /// `--exit-code` with `--dry`: exit 1 when the plan would execute a task, 0 when it would
     /// not (a deploy job's "anything to do?", SEL-9).
     pub exit_code: bool,
+    /// `--report junit=PATH`: a JUnit XML report of the run, at this path (relative to the
+    /// current directory; UI-17).
+    pub report_junit: Option<String>,
     pub forwarded: Vec<String>,
     pub cache: CachePolicy,
     /// `--retry`: extra attempts for tasks without `retries` (EXEC-15).
@@ -180,6 +183,7 @@ impl Default for RunOptions {
             ui: None,
             plan: None,
             exit_code: false,
+            report_junit: None,
             forwarded: Vec::new(),
             cache: CachePolicy::default(),
             retry: None,

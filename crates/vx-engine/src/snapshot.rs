@@ -151,7 +151,13 @@ fn replayable(options: &RunOptions, env: &BTreeMap<String, String>) -> bool {
     ]
     .iter()
     .any(|name| env.get(*name).is_some_and(|v| !v.is_empty()));
+    // A job summary is written by the run (UI-17), which a replay does not make.
+    let job_summary = env
+        .get("GITHUB_STEP_SUMMARY")
+        .is_some_and(|v| !v.is_empty());
     !off && !exporting
+        && !job_summary
+        && options.report_junit.is_none()
         && options.plan.is_none()
         && options.affected.is_none()
         && options.filters.iter().all(|f| f.changed_since().is_none())

@@ -167,26 +167,31 @@ impl Fixture {
         self.git(&["commit", "-q", "-m", "fixture", "--allow-empty"]);
     }
 
-    /// A `vx` command in `rel` (relative to the root), with a clean environment: no `CI`, the
-    /// variables that say which CI it is (they choose `--affected`'s base), colour variables or
-    /// `VX_*` from the test's own environment.
+    /// A `vx` command in `rel` (relative to the root), with a clean environment: no `CI`, no
+    /// variable of a CI (they choose `--affected`'s base, sections and reports), colour
+    /// variables or `VX_*` from the test's own environment.
     pub fn command(&self, rel: &str, args: &[&str]) -> Command {
         let mut command = Command::new(&self.bin);
         command.args(args).current_dir(self.path(rel));
         for (name, _) in std::env::vars_os() {
             let name = name.to_string_lossy().into_owned();
+            // A CI's own variables (`GITHUB_STEP_SUMMARY`, `CI_COMMIT_BEFORE_SHA`, …) choose
+            // `--affected`'s base and where reports go: a test sets the ones it means.
+            const CI_PREFIXES: [&str; 8] = [
+                "GITHUB_",
+                "GITLAB_",
+                "CI_",
+                "BUILDKITE",
+                "SYSTEM_PULLREQUEST",
+                "CIRCLE",
+                "TEAMCITY_",
+                "TF_BUILD",
+            ];
             let drop = matches!(
                 name.as_str(),
-                "CI" | "NO_COLOR"
-                    | "FORCE_COLOR"
-                    | "GITHUB_ACTIONS"
-                    | "GITLAB_CI"
-                    | "BUILDKITE"
-                    | "TF_BUILD"
-                    | "CIRCLECI"
-                    | "TEAMCITY_VERSION"
-                    | "CLICOLOR_FORCE"
-            ) || name.starts_with("VX_")
+                "CI" | "NO_COLOR" | "FORCE_COLOR" | "CLICOLOR_FORCE"
+            ) || CI_PREFIXES.iter().any(|p| name.starts_with(p))
+                || name.starts_with("VX_")
                 || name.starts_with("GIT_");
             if drop {
                 command.env_remove(&name);

@@ -124,6 +124,9 @@ pub struct RunArgs {
     /// With --dry: exit 1 when the plan would execute a task, 0 when it would not.
     #[arg(long = "exit-code")]
     pub exit_code: bool,
+    /// Also write a report of the run: junit=PATH (JUnit XML, one test case per task).
+    #[arg(long, value_name = "FORMAT=PATH")]
+    pub report: Option<String>,
     /// Write the plan as Graphviz DOT to stdout or PATH.
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub graph: Option<String>,
@@ -358,7 +361,7 @@ pub fn parse(args: Vec<OsString>) -> Parsed {
 
 /// Flags `vx watch` shares with `vx run` but refuses (WATCH-8): still parsed, so the refusal
 /// names them, but not in its help.
-pub const NOT_FOR_WATCH: &[&str] = &["dry", "graph", "summarize", "profile", "frozen"];
+pub const NOT_FOR_WATCH: &[&str] = &["dry", "graph", "summarize", "profile", "frozen", "report"];
 
 /// vx's command line as parsed, shown in help and completed.
 pub fn command() -> clap::Command {
@@ -397,6 +400,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--run",
     "--older-than",
     "--max-size",
+    "--report",
 ];
 
 /// CLI-3: in the space form a value starting with `-` is refused, so `--timeout -5s` does

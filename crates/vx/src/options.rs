@@ -124,6 +124,7 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
         for (file, wanted) in [
             ("--summarize", args.summarize.is_some()),
             ("--profile", args.profile.is_some()),
+            ("--report", args.report.is_some()),
         ] {
             if given && wanted {
                 return Err(Diagnostic::new(format!(
@@ -257,8 +258,16 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
             check_ref(text).map_err(|p| p.diagnostic(text, RefSite::Flag))?,
         )),
     };
+    let report_junit = match args.report.as_deref() {
+        None => None,
+        Some(text) => match text.split_once('=') {
+            Some(("junit", path)) if !path.is_empty() => Some(path.to_string()),
+            _ => return Err(invalid(text, "--report", "junit=PATH")),
+        },
+    };
     Ok(RunOptions {
         exit_code: args.exit_code,
+        report_junit,
         summarize: target(args.summarize.as_deref()),
         profile: target(args.profile.as_deref()),
         affected,

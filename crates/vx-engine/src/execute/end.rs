@@ -196,7 +196,32 @@ impl Run<'_> {
             }),
             _ => None,
         };
+        // UI-17: the JUnit report and GitHub's job summary, once, when the graph ends.
+        let mut junit = first
+            .then_some(self.options.report_junit.as_ref())
+            .flatten()
+            .map(|path| crate::record::ci_report::JunitFile {
+                path: self.ctx.cwd.join(path),
+                cwd: self.ctx.cwd.clone(),
+            });
+        let mut job_summary = first
+            .then_some(self.ctx.host_env.get("GITHUB_STEP_SUMMARY"))
+            .flatten()
+            .filter(|path| !path.is_empty())
+            .map(|path| crate::record::ci_report::StepSummary {
+                path: path.into(),
+                title: std::iter::once("vx".to_string())
+                    .chain(std::env::args().skip(1))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            });
         let mut sinks: Vec<&mut dyn TelemetrySink> = Vec::new();
+        if let Some(junit) = &mut junit {
+            sinks.push(junit);
+        }
+        if let Some(job_summary) = &mut job_summary {
+            sinks.push(job_summary);
+        }
         if let Some(history) = &mut history {
             sinks.push(history);
         }

@@ -12,6 +12,7 @@
 //! `--profile` trace (`profile::TraceFile`). When a kept persistent task ends after the footer,
 //! the record is built again with the final exit code and handed to the sinks again.
 
+pub(crate) mod ci_report;
 pub(crate) mod invocation;
 pub(crate) mod otlp;
 pub mod profile;
