@@ -361,7 +361,15 @@ pub fn parse(args: Vec<OsString>) -> Parsed {
 
 /// Flags `vx watch` shares with `vx run` but refuses (WATCH-8): still parsed, so the refusal
 /// names them, but not in its help.
-pub const NOT_FOR_WATCH: &[&str] = &["dry", "graph", "summarize", "profile", "frozen", "report"];
+pub const NOT_FOR_WATCH: &[&str] = &[
+    "dry",
+    "graph",
+    "summarize",
+    "profile",
+    "frozen",
+    "report",
+    "exit_code",
+];
 
 /// vx's command line as parsed, shown in help and completed.
 pub fn command() -> clap::Command {

@@ -60,6 +60,8 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         ("--summarize", args.summarize.is_some()),
         ("--profile", args.profile.is_some()),
         ("--frozen", args.frozen),
+        ("--report", args.report.is_some()),
+        ("--exit-code", args.exit_code),
     ] {
         if given {
             return Err(Failure::usage(format!(

@@ -479,12 +479,22 @@ fn ctrl_c_during_a_cycle_leaves_no_process() {
 #[test]
 fn refused_flags_and_unknown_tasks_exit_2() {
     let f = w();
-    for flag in ["--dry", "--graph", "--summarize", "--profile", "--frozen"] {
+    for flag in [
+        "--dry",
+        "--graph",
+        "--summarize",
+        "--profile",
+        "--frozen",
+        "--report=junit=x.xml",
+        "--exit-code",
+    ] {
         let out = f.vx(&["watch", "build", "--all", flag]);
         assert_eq!(out.code, 2, "{flag}: {out:?}");
         assert!(
-            out.stderr
-                .contains(&format!("{flag} cannot be used with `vx watch`")),
+            out.stderr.contains(&format!(
+                "{} cannot be used with `vx watch`",
+                flag.split('=').next().unwrap()
+            )),
             "{flag}: {}",
             out.stderr
         );
@@ -492,7 +502,15 @@ fn refused_flags_and_unknown_tasks_exit_2() {
     }
     // ... and its help does not offer them.
     let help = f.vx(&["watch", "--help"]);
-    for flag in ["--dry", "--graph", "--summarize", "--profile", "--frozen"] {
+    for flag in [
+        "--dry",
+        "--graph",
+        "--summarize",
+        "--profile",
+        "--frozen",
+        "--report",
+        "--exit-code",
+    ] {
         assert!(!help.stdout.contains(flag), "{flag} in:\n{}", help.stdout);
     }
     assert_contains(&help.stdout, "vx watch test ");
