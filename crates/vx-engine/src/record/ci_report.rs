@@ -83,6 +83,14 @@ fn tail(run: &RunRecord<'_>, id: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// `failed (exit 3)`, as a failed task's header says it.
+fn failed_word(task: &SummaryTask) -> String {
+    match task.exit_code {
+        Some(code) => format!("failed (exit {code})"),
+        None => "failed".to_string(),
+    }
+}
+
 fn seconds(ms: u64) -> String {
     format!("{:.3}", ms as f64 / 1000.0)
 }
@@ -130,10 +138,7 @@ fn junit(summary: &Summary, run: &RunRecord<'_>) -> String {
             match task.status {
                 TaskStatus::Success => out.push_str("/>\n"),
                 TaskStatus::Failed => {
-                    let message = match task.exit_code {
-                        Some(code) => format!("failed (exit {code})"),
-                        None => "failed".to_string(),
-                    };
+                    let message = failed_word(task);
                     let _ = writeln!(
                         out,
                         ">\n      <failure message=\"{}\" type=\"failed\">{}</failure>\n    </testcase>",
@@ -207,10 +212,7 @@ fn markdown(summary: &Summary, run: &RunRecord<'_>, title: &str) -> String {
     if !failed.is_empty() {
         out.push_str("#### Failures\n\n");
         for task in failed.iter().take(SUMMARY_FAILURES) {
-            let status = match task.exit_code {
-                Some(code) => format!("failed (exit {code})"),
-                None => "failed".to_string(),
-            };
+            let status = failed_word(task);
             let _ = writeln!(
                 out,
                 "<details open><summary><code>{}</code> {status}</summary>\n\n```text\n{}\n```\n\n</details>\n",

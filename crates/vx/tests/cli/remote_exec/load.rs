@@ -44,10 +44,20 @@ fn an_engine_at_its_limit_gets_fewer_actions_at_once_and_runs_them_all() {
             out.stderr
         );
     }
+    // Lowered from 8 to 4 at the first burst of refusals; a machine slow enough to spread the
+    // refusals over more than one burst lowers it again before the line is said (to 2, or 1),
+    // never to nothing.
+    let lowered: Vec<u32> = regex::Regex::new(
+        r"vx: the remote executor is at its limit \(RESOURCE_EXHAUSTED\); at most (\d+) actions? in flight from now on",
+    )
+    .unwrap()
+    .captures_iter(&out.stdout)
+    .map(|c| c[1].parse().unwrap())
+    .collect();
     assert!(
-        out.stdout
-            .contains("vx: the remote executor is at its limit (RESOURCE_EXHAUSTED); at most 4 actions in flight from now on"),
-        "{}",
+        lowered.first().is_some_and(|n| (1..=4).contains(n))
+            && lowered.windows(2).all(|w| w[1] < w[0]),
+        "{lowered:?}: {}",
         out.stdout
     );
     assert!(!out.stderr.contains("run locally"), "{}", out.stderr);
