@@ -199,9 +199,22 @@ impl CacheLayer for ReapiLayer {
         }
         let batch = capabilities.max_batch;
         let (command, action, action_digest) = entry_action(key);
-        let artifact_digest = digest_of_file(artifact).map_err(|e| layer_error(e.into()))?;
+        // A small artifact also rides in the result itself: servers keep a result as it was
+        // sent (casd and BuildGrid do, and neither inlines from the CAS when asked), so a
+        // restore is then one call, not two. The blob goes to the CAS all the same. It is read
+        // once: the bytes sent, hashed and inlined are the same bytes.
+        let io = |e: std::io::Error| layer_error(e.into());
+        let size = fs_err::metadata(artifact).map_err(io)?.len();
+        let (artifact_blob, contents) = if size <= INLINE_AT_MOST.min(batch / 2) {
+            let bytes = fs_err::read(artifact).map_err(io)?;
+            (Blob::from_bytes(bytes.clone()), bytes)
+        } else {
+            let digest = digest_of_file(artifact).map_err(|e| layer_error(e.into()))?;
+            (Blob::from_file(digest, artifact.to_path_buf()), Vec::new())
+        };
+        let artifact_digest = artifact_blob.digest.clone();
         let blobs = [
-            Blob::from_file(artifact_digest.clone(), artifact.to_path_buf()),
+            artifact_blob,
             Blob::from_bytes(command),
             Blob::from_bytes(action),
         ];
@@ -220,14 +233,6 @@ impl CacheLayer for ReapiLayer {
                 .collect()
         };
         self.gated(|| self.client.upload(&to_send, batch))?;
-        // A small artifact also rides in the result itself: servers keep a result as it was
-        // sent (casd and BuildGrid do, and neither inlines from the CAS when asked), so a
-        // restore is then one call, not two. The blob is in the CAS all the same.
-        let contents = if artifact_digest.size_bytes as u64 <= INLINE_AT_MOST.min(batch / 2) {
-            fs_err::read(artifact).map_err(|e| layer_error(e.into()))?
-        } else {
-            Vec::new()
-        };
         let result = ActionResult {
             output_files: vec![OutputFile {
                 path: ENTRY_PATH.to_string(),

@@ -66,9 +66,10 @@ impl CiLog {
         );
         let mut out = String::new();
         match (self, failed) {
+            // GitLab times a section by its two stamps: it started when the task did.
             (CiLog::GitLab, false) => out.push_str(&format!(
                 "\x1b[0Ksection_start:{}:{}[collapsed=true]\r\x1b[0K{title}\n",
-                now(),
+                now().saturating_sub(report.duration.as_secs()),
                 section_name(&report.id.to_string())
             )),
             (CiLog::Azure, false) => out.push_str(&format!("##[group]{title}\n")),

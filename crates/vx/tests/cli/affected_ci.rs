@@ -274,3 +274,23 @@ fn dry_exit_code_says_whether_anything_would_run() {
         "error: `--exit-code` needs `--dry`\n  hint: `vx run TASKS --affected --dry --exit-code` exits 1 when something would run\n"
     );
 }
+
+#[test]
+fn a_base_the_full_clone_lacks_is_refused_with_a_fetch() {
+    // A base commit that is nowhere here (a force-pushed branch): a full clone is told to fetch.
+    let (f, _) = edited_after_base();
+    let gone = "1234567890abcdef1234567890abcdef12345678";
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--affected", "--dry"],
+        &[("GITLAB_CI", "true"), ("CI_COMMIT_BEFORE_SHA", gone)],
+    );
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.starts_with(
+            "error: --affected: the base GitLab CI, the commit before this push (CI_COMMIT_BEFORE_SHA) is 1234567, which this clone does not have\n  hint: fetch it with `git fetch --no-tags origin`\n"
+        ),
+        "{}",
+        out.stderr
+    );
+}

@@ -107,3 +107,90 @@ fn report_formats_and_plans_are_refused() {
         "error: `--dry` cannot be combined with `--report`\n"
     );
 }
+
+#[test]
+fn the_job_summary_says_what_summarize_says() {
+    let f = Fixture::w_cached(crate::vx_bin());
+    let first = f.vx(&["run", "build", "--all"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    // The second run restores lib and app: the summary's counts and time saved are the
+    // `--summarize` record's.
+    let file = f.path(".git/step_summary.md");
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all", "--summarize=summary.json"],
+        &[("GITHUB_STEP_SUMMARY", file.to_str().unwrap())],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let json: serde_json::Value = serde_json::from_str(&f.read("summary.json")).unwrap();
+    let count = |k: &str| json["counts"][k].as_u64().unwrap();
+    let saved: u64 = json["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["stored_duration_ms"].as_u64())
+        .sum();
+    assert!(saved > 0, "{json}");
+    let row = format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {:.3} s (saved {:.3} s) |",
+        count("executed"),
+        count("restored_local"),
+        count("restored_remote"),
+        count("up_to_date"),
+        count("no_cache"),
+        count("failed"),
+        count("skipped") + count("not_run"),
+        json["total_ms"].as_u64().unwrap() as f64 / 1000.0,
+        saved as f64 / 1000.0
+    );
+    let summary = std::fs::read_to_string(&file).unwrap();
+    assert!(summary.contains(&row), "{row} in:\n{summary}");
+    assert!(
+        summary.contains(&format!(
+            "— {} of {} tasks succeeded",
+            count("success"),
+            count("total")
+        )),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_report_that_cannot_be_written_is_one_line_and_changes_no_exit_code() {
+    let f = crate::w();
+    f.write("blocker", "a file, not a folder\n");
+    let not_a_dir = f.path("blocker");
+    let out = f.vx_in(
+        ".",
+        &[
+            "run",
+            "build",
+            "--all",
+            "--report",
+            "junit=blocker/junit.xml",
+        ],
+        &[(
+            "GITHUB_STEP_SUMMARY",
+            not_a_dir.join("summary.md").to_str().unwrap(),
+        )],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("could not write"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", out.stderr);
+    assert!(
+        lines.iter().all(|l| l.starts_with("vx: could not write ")),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("vx: could not write the job summary to ")),
+        "{}",
+        out.stderr
+    );
+}
