@@ -239,6 +239,26 @@ mod tests {
     }
 
     #[test]
+    fn a_gitlab_section_starts_when_its_task_started() {
+        use vx_core::TaskId;
+        use vx_engine::outcome::Status;
+        let mut report =
+            TaskReport::not_started(TaskId::new("web", "build"), Status::Success, None);
+        report.duration = std::time::Duration::from_secs(100);
+        let text =
+            String::from_utf8(CiLog::GitLab.frame(&Style { colour: false }, &report)).unwrap();
+        let stamp = |marker: &str| -> u64 {
+            let at = text.find(marker).unwrap() + marker.len();
+            text[at..].split(':').next().unwrap().parse().unwrap()
+        };
+        let (start, end) = (stamp("section_start:"), stamp("section_end:"));
+        assert!(
+            (100..=101).contains(&(end - start)),
+            "{start} {end}: {text:?}"
+        );
+    }
+
+    #[test]
     fn teamcity_values_and_gitlab_names_are_escaped() {
         assert_eq!(teamcity_escape("a|b'c[d]\n"), "a||b|'c|[d|]|n");
         assert_eq!(section_name("@scope/web#build"), "_scope_web_build");
