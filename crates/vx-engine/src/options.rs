@@ -138,6 +138,9 @@ pub enum AffectedBase {
     Default,
     /// `--affected=<ref>`, checked (SEL-3).
     Ref(String),
+    /// `--affected=last-green`: the nearest ancestor of HEAD a green run of the same tasks was
+    /// recorded at (SEL-10).
+    LastGreen,
 }
 
 /// The four cache switches of CLI-14.

@@ -146,7 +146,8 @@ pub struct RunArgs {
     /// Where the cache lives (default `.vx` at the root).
     #[arg(long = "cache-dir", value_name = "PATH")]
     pub cache_dir: Option<String>,
-    /// Run only the tasks that changes since BASE reach (bare: affected-base, else origin/HEAD…).
+    /// Run only the tasks that changes since BASE reach (bare: the CI's base, affected-base, else
+    /// origin/HEAD…; `last-green`: the last commit a green run of these tasks was recorded at).
     #[arg(long, value_name = "BASE", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub affected: Option<String>,
 

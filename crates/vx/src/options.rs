@@ -18,6 +18,9 @@ use vx_engine::options::{
 
 use crate::cli::{RunArgs, BARE};
 
+/// `--affected=last-green` (SEL-10).
+const LAST_GREEN: &str = "last-green";
+
 fn target(value: Option<&str>) -> Option<Target> {
     match value? {
         BARE | "" => Some(Target::Default),
@@ -254,6 +257,7 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
     let affected = match args.affected.as_deref() {
         None => None,
         Some(BARE) => Some(AffectedBase::Default),
+        Some(LAST_GREEN) => Some(AffectedBase::LastGreen),
         Some(text) => Some(AffectedBase::Ref(
             check_ref(text).map_err(|p| p.diagnostic(text, RefSite::Flag))?,
         )),
@@ -441,6 +445,10 @@ mod tests {
         assert_eq!(
             affected("main...HEAD").unwrap().affected,
             Some(AffectedBase::Ref("main".into()))
+        );
+        assert_eq!(
+            affected("last-green").unwrap().affected,
+            Some(AffectedBase::LastGreen)
         );
         let refused = affected("main..next").unwrap_err();
         assert_eq!(

@@ -115,6 +115,9 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         if options.exit_code {
             crate::render::notice("--exit-code: nothing would run");
         }
+        for notice in plan::remember_unaffected(&plan, cwd, &options) {
+            crate::render::say(notice);
+        }
         return Ok(vx_engine::exit::SUCCESS);
     }
     let planned = Instant::now();

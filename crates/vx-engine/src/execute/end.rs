@@ -123,9 +123,20 @@ impl Run<'_> {
             .as_ref()
             .map(|target| self.file_path(target, ".trace.json"));
         let (keys, layers) = self.cache.keys_and_layers();
+        let record_layers = layers.record_layers();
         let head = vx_workspace::tree::head(&self.plan.workspace.root).unwrap_or_default();
         let rows = &self.rows;
+        let mut durations = vec![0; self.plan.graph.nodes.len()];
+        for (&i, report) in &self.reports {
+            durations[i] = report.duration.as_millis() as u64;
+        }
+        let critical_path = crate::record::critical_chain(&self.plan.graph, &durations)
+            .into_iter()
+            .filter(|i| self.reports.contains_key(i))
+            .map(|i| self.plan.graph.nodes[i].id.to_string())
+            .collect();
         let record = RunRecord {
+            critical_path,
             run_id: &self.run_id,
             git: Some(crate::record::GitFacts {
                 commit: head.commit,
@@ -237,10 +248,21 @@ impl Run<'_> {
         if let Some(trace) = &mut trace {
             sinks.push(trace);
         }
-        let notices: Vec<_> = sinks
+        let mut notices: Vec<_> = sinks
             .into_iter()
             .flat_map(|sink| sink.run_ended(&record))
             .collect();
+        if first && !signalled {
+            notices.extend(crate::plan::green::remember_run(
+                self.options,
+                self.plan.green_scope.as_deref(),
+                &self.ctx.host_env,
+                &self.plan.workspace.root,
+                &self.ctx.cache_dir,
+                crate::plan::green::Ended::of(&record),
+                &record_layers,
+            ));
+        }
         drop(history);
         if first {
             crate::record::report_counters(keys.tree.counters().files_hashed, layers.store());

@@ -38,6 +38,15 @@ use vx_workspace::tree::{find_repository, GitDirs};
 use crate::error::Failure;
 use crate::options::AffectedBase;
 use crate::plan::ci::{ci_base, CiBase};
+use crate::plan::green::{Candidate, Origin};
+
+/// HEAD's newest commits `--affected=last-green` walks to find the nearest green one.
+const GREEN_WALK: usize = 10_000;
+
+/// How `--affected=last-green` names its base when no green run is known.
+pub const GREEN_NONE: &str = "nothing green yet";
+/// How the line of `--affected=last-green` starts when it found a green commit.
+const GREEN_WHY: &str = "the last green run of";
 
 /// A git command that takes longer than this is stopped and the run refused.
 const GIT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -137,6 +146,11 @@ impl Git {
         let need = Need::Affected;
         let (reference, commit) = match (base, setting) {
             (AffectedBase::Ref(reference), _) => (reference.clone(), None),
+            (AffectedBase::LastGreen, _) => {
+                return Err(Failure::Internal(
+                    "--affected=last-green is planned by `green`".into(),
+                ))
+            }
             (AffectedBase::Default, Some(setting)) => {
                 let reference = check_ref(setting)
                     .map_err(|p| Failure::from(p.diagnostic(setting, RefSite::Config)))?;
@@ -190,6 +204,115 @@ impl Git {
         Ok(changes)
     }
 
+    /// SEL-10: the changes since the nearest ancestor of HEAD among `candidates` (green runs,
+    /// newest first), found in one walk of HEAD's newest [`GREEN_WALK`] commits and, past it,
+    /// one `merge-base --is-ancestor` per candidate. With none, every path changed (the run
+    /// compares with the empty tree); in a shallow clone that lacks them, refused with the fetch.
+    pub fn last_green(
+        &mut self,
+        scope: &str,
+        candidates: &[Candidate],
+        branches: &[String],
+    ) -> Result<Changes, Failure> {
+        let need = Need::Affected;
+        let dirs = self.repository(need)?;
+        self.head(need, &dirs)?;
+        let walk = format!("--max-count={GREEN_WALK}");
+        let out = self.git(need, &["rev-list", &walk, "HEAD", "--"])?;
+        let near: HashMap<&str, usize> = out
+            .stdout
+            .lines()
+            .enumerate()
+            .map(|(i, c)| (c, i))
+            .collect();
+        let mut best = candidates
+            .iter()
+            .filter_map(|c| near.get(c.run.commit.as_str()).map(|i| (*i, c)))
+            .min_by_key(|(i, _)| *i)
+            .map(|(_, c)| c);
+        if best.is_none() && near.len() >= GREEN_WALK {
+            for c in candidates {
+                let args = ["merge-base", "--is-ancestor", c.run.commit.as_str(), "HEAD"];
+                if self.git(need, &args)?.ok {
+                    best = Some(c);
+                    break;
+                }
+            }
+        }
+        let tasks = format!("`{scope}`");
+        let Some(found) = best else {
+            if !candidates.is_empty() && dirs.is_shallow() {
+                let commits: Vec<&str> = candidates
+                    .iter()
+                    .take(3)
+                    .map(|c| &c.run.commit[..c.run.commit.len().min(7)])
+                    .collect();
+                let d = Diagnostic::new(format!(
+                    "--affected=last-green: none of the green commits of {tasks} ({}{}) is in this shallow clone's history",
+                    commits.join(", "),
+                    if candidates.len() > 3 { ", …" } else { "" }
+                ));
+                return Err(unshallow_hint(d, &dirs).into());
+            }
+            let out = self.git(need, &["hash-object", "-t", "tree", "/dev/null"])?;
+            let empty = first_line(&out.stdout);
+            let paths = self.paths_since(need, &empty)?;
+            return Ok(Changes {
+                base: GREEN_NONE.to_string(),
+                commit: empty.clone(),
+                merge_base: empty,
+                at_head: false,
+                paths,
+                why: Some(format!(
+                    "no green run of {tasks} is recorded for {}, so every task is affected",
+                    branches.join(", ")
+                )),
+            });
+        };
+        let mut changes = self.changes_since(need, &found.run.commit, None)?;
+        let whence = match found.from {
+            Origin::Local => "remembered by this machine",
+            Origin::Remote => "recorded in the remote cache",
+        };
+        let on = found
+            .run
+            .branch
+            .as_deref()
+            .map(|b| format!(" on {b}"))
+            .unwrap_or_default();
+        changes.why = Some(format!(
+            "{GREEN_WHY} {tasks}{on} that HEAD descends from ({whence})"
+        ));
+        Ok(changes)
+    }
+
+    /// SEL-10: the first path where the work tree differs from HEAD (tracked changes and
+    /// untracked files that are not ignored, outside `.vx` and the cache directory), or `None`
+    /// when it equals HEAD. A green run is recorded only for a clean tree.
+    pub fn first_dirty(&mut self) -> Result<Option<String>, Failure> {
+        let need = Need::Affected;
+        self.repository(need)?;
+        let out = self.git(
+            need,
+            &[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--no-renames",
+                "--untracked-files=all",
+            ],
+        )?;
+        if !out.ok {
+            return Err(git_failed("status", &out.stderr));
+        }
+        Ok(out
+            .bytes
+            .split(|b| *b == 0)
+            .filter(|entry| entry.len() > 3)
+            .map(|entry| String::from_utf8_lossy(&entry[3..]).into_owned())
+            .find(|path| !self.is_excluded(path)))
+    }
+
     /// The changes since `reference` for a changed-since filter (SEL-1).
     pub fn filter(&mut self, text: &str, reference: &str) -> Result<Changes, Failure> {
         self.changes_since(Need::Filter(text), reference, None)
@@ -232,11 +355,7 @@ impl Git {
             }
             first_line(&out.stdout)
         };
-        let mut paths = self.diff(need, &merge_base)?;
-        paths.extend(self.untracked(need)?);
-        paths.retain(|p| !self.is_excluded(&p.path));
-        paths.sort();
-        paths.dedup();
+        let paths = self.paths_since(need, &merge_base)?;
         let changes = Changes {
             base: reference.to_string(),
             at_head: commit == head,
@@ -247,6 +366,16 @@ impl Git {
         };
         self.since.insert(reference.to_string(), changes.clone());
         Ok(changes)
+    }
+
+    /// The paths that differ between `commit` (or tree) and the work tree, untracked ones too.
+    fn paths_since(&mut self, need: Need<'_>, commit: &str) -> Result<Vec<ChangedPath>, Failure> {
+        let mut paths = self.diff(need, commit)?;
+        paths.extend(self.untracked(need)?);
+        paths.retain(|p| !self.is_excluded(&p.path));
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
     }
 
     /// `git rev-parse HEAD <ref>^{commit} --`: HEAD's commit and the ref's.
@@ -557,9 +686,11 @@ pub fn nothing_affected(changes: &Changes, any_seeded: bool, names: &[&str]) -> 
         let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
         format!(
             "the changes since {} reach no {} task",
-            changes.base,
+            shown_base(&changes.base),
             quoted.join(" or ")
         )
+    } else if changes.base.starts_with(&changes.commit) {
+        format!("no project changed since {}", changes.short())
     } else {
         format!(
             "no project changed since {} ({})",
@@ -568,7 +699,14 @@ pub fn nothing_affected(changes: &Changes, any_seeded: bool, names: &[&str]) -> 
         )
     };
     let notice = Diagnostic::new(line);
-    if changes.at_head {
+    if changes.at_head
+        && changes
+            .why
+            .as_deref()
+            .is_some_and(|w| w.starts_with(GREEN_WHY))
+    {
+        notice.hint("HEAD itself is the last green commit")
+    } else if changes.at_head {
         notice.hint("the base is HEAD; pass --affected=origin/main or --affected=HEAD~1")
     } else {
         notice

@@ -74,6 +74,77 @@ pub fn ci_base(env: &BTreeMap<String, String>, read: impl Fn(&Path) -> Option<St
     CiBase::NotCi
 }
 
+/// The branches a build is about, as the CI names them (`--affected=last-green`, SEL-10): the
+/// branch built (a pull request's head branch), and for a pull request the branch it targets.
+/// Outside a CI vx knows, or where the CI does not say, both are `None` and git's branch is used.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CiBranches {
+    pub current: Option<String>,
+    pub target: Option<String>,
+    /// The repository's default branch, where the CI names it (GitLab's `CI_DEFAULT_BRANCH`).
+    pub default: Option<String>,
+}
+
+/// The branches the CI in `env` names.
+pub fn ci_branches(env: &BTreeMap<String, String>) -> CiBranches {
+    let var = |name: &str| {
+        env.get(name)
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+            .map(|v| v.trim_start_matches("refs/heads/").to_string())
+    };
+    let is = |name: &str, value: &str| {
+        env.get(name)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case(value))
+    };
+    let first = |names: &[&str]| names.iter().find_map(|n| var(n));
+    if is("GITHUB_ACTIONS", "true") {
+        // GITHUB_REF_NAME is `<number>/merge` on a pull request; its head branch is HEAD_REF.
+        let pull = var("GITHUB_HEAD_REF");
+        let pushed = env
+            .get("GITHUB_REF")
+            .and_then(|r| r.trim().strip_prefix("refs/heads/"))
+            .filter(|b| !b.is_empty())
+            .map(str::to_string);
+        let current = pull.clone().or(pushed);
+        return CiBranches {
+            current,
+            target: pull.and(var("GITHUB_BASE_REF")),
+            default: None,
+        };
+    }
+    if is("GITLAB_CI", "true") {
+        return CiBranches {
+            current: first(&["CI_MERGE_REQUEST_SOURCE_BRANCH_NAME", "CI_COMMIT_BRANCH"]),
+            target: var("CI_MERGE_REQUEST_TARGET_BRANCH_NAME"),
+            default: var("CI_DEFAULT_BRANCH"),
+        };
+    }
+    if is("BUILDKITE", "true") {
+        return CiBranches {
+            current: var("BUILDKITE_BRANCH"),
+            target: var("BUILDKITE_PULL_REQUEST_BASE_BRANCH"),
+            default: var("BUILDKITE_PIPELINE_DEFAULT_BRANCH"),
+        };
+    }
+    if is("TF_BUILD", "true") {
+        return CiBranches {
+            current: first(&["SYSTEM_PULLREQUEST_SOURCEBRANCH", "BUILD_SOURCEBRANCH"])
+                .filter(|b| !b.starts_with("refs/")),
+            target: var("SYSTEM_PULLREQUEST_TARGETBRANCH"),
+            default: None,
+        };
+    }
+    if is("CIRCLECI", "true") {
+        return CiBranches {
+            current: var("CIRCLE_BRANCH"),
+            target: None,
+            default: None,
+        };
+    }
+    CiBranches::default()
+}
+
 fn github(env: &BTreeMap<String, String>, read: &impl Fn(&Path) -> Option<String>) -> CiBase {
     let var = |name: &str| env.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
     let event = var("GITHUB_EVENT_NAME").unwrap_or("");

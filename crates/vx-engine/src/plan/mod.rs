@@ -5,6 +5,7 @@
 pub(crate) mod affected;
 pub(crate) mod ci;
 pub mod graph;
+pub(crate) mod green;
 pub(crate) mod nodes;
 pub mod placement;
 pub mod preview;
@@ -20,7 +21,7 @@ use vx_core::suggest::did_you_mean;
 use vx_core::{Diagnostic, TaskId, Workspace};
 
 use crate::error::Failure;
-use crate::options::RunOptions;
+use crate::options::{AffectedBase, RunOptions};
 use crate::outcome::Notice;
 use crate::plan::affected::{nothing_affected, Changes, Git};
 use crate::workspace::load;
@@ -40,6 +41,9 @@ pub struct Plan {
     pub affected: Option<Affected>,
     /// What selecting found to say (a filter that matched nothing, …), for the caller to show.
     pub notices: Vec<Notice>,
+    /// SEL-10: what the run covers, when a green run of it certifies its commit for
+    /// `--affected=last-green` (`green::scope`).
+    pub green_scope: Option<String>,
 }
 
 /// What `--affected` found (SEL-5 to SEL-8).
@@ -73,6 +77,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
 
     let mut affected = None;
     let mut notices = Vec::new();
+    let mut whole = options.has_selection();
     let scope = if options.has_selection() {
         let mut git = git(&workspace, cwd, options);
         let mut changed = BTreeMap::new();
@@ -101,17 +106,24 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
             None => Scope::Selection(selection.projects),
             Some(base) => {
                 let setting = workspace.settings.affected_base.as_deref();
-                let mut changes = git.affected(base, setting)?;
+                let mut changes = match base {
+                    AffectedBase::LastGreen => {
+                        last_green(&workspace, cwd, options, &mut git, &mut notices)?
+                    }
+                    _ => git.affected(base, setting)?,
+                };
                 if let Some(why) = &changes.why {
-                    // SEL-8: which base a bare `--affected` took, and why.
-                    let named = if changes.base.starts_with(&changes.commit) {
-                        changes.short().to_string()
+                    // SEL-8, SEL-10: which base a bare `--affected` took, and why.
+                    notices.push(Notice::note(if changes.base == affected::GREEN_NONE {
+                        format!("--affected=last-green: {why}")
                     } else {
-                        format!("{} ({})", changes.base, changes.short())
-                    };
-                    notices.push(Notice::note(format!(
-                        "--affected compares with {named}: {why}"
-                    )));
+                        let named = if changes.base.starts_with(&changes.commit) {
+                            changes.short().to_string()
+                        } else {
+                            format!("{} ({})", changes.base, changes.short())
+                        };
+                        format!("--affected compares with {named}: {why}")
+                    }));
                 }
                 git.narrow_lockfiles(&workspace, &mut changes);
                 let (scope, found) =
@@ -137,6 +149,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
                 notices.push(Notice::note(format!(
                     "the workspace root declares no task {names}: running it in every project, as `--all` does"
                 )));
+                whole = true;
                 Scope::Selection(selection.projects)
             }
             None => match project {
@@ -178,20 +191,117 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
         shown_as_requested,
         affected,
         notices,
+        green_scope: green::scope(options, whole),
     })
 }
 
 /// Git for this run; the cache directory's files never count as changed.
 fn git(workspace: &Workspace, cwd: &Path, options: &RunOptions) -> Git {
     let host_env = crate::host::env::host_env();
-    let dir = crate::cache_dir::cache_dir(
+    let dir = run_cache_dir(workspace, cwd, options, &host_env);
+    Git::new(&workspace.root, &host_env, &dir)
+}
+
+fn run_cache_dir(
+    workspace: &Workspace,
+    cwd: &Path,
+    options: &RunOptions,
+    host_env: &BTreeMap<String, String>,
+) -> PathBuf {
+    crate::cache_dir::cache_dir(
         &workspace.root,
         cwd,
         options.cache_dir.as_deref(),
-        &host_env,
+        host_env,
         workspace.settings.cache_dir.as_deref(),
-    );
-    Git::new(&workspace.root, &host_env, &dir)
+    )
+}
+
+/// The remote layer for green records outside a run's cache (`None` without one).
+fn record_layer(
+    workspace: &Workspace,
+    options: &RunOptions,
+    host_env: &BTreeMap<String, String>,
+) -> Option<vx_store::layer::RecordLayer> {
+    crate::cache::remote::layer(
+        workspace.settings.remote_cache.as_ref(),
+        host_env,
+        &options.cache,
+    )
+    .ok()
+    .flatten()
+    .map(|r| vx_store::layer::RecordLayer {
+        layer: r.layer,
+        read: r.usage.read,
+        write: r.usage.write,
+    })
+}
+
+/// SEL-6 with SEL-10: an `--affected=last-green` run that found nothing affected is green at
+/// HEAD too (its base was, and nothing it covers changed): remembered like a run that ran.
+pub fn remember_unaffected(plan: &Plan, cwd: &Path, options: &RunOptions) -> Vec<Notice> {
+    let Some(found) = plan.affected.as_ref() else {
+        return Vec::new();
+    };
+    if options.affected != Some(AffectedBase::LastGreen)
+        || options.plan.is_some()
+        || found.changes.at_head
+        || found.changes.base == affected::GREEN_NONE
+    {
+        return Vec::new();
+    }
+    let host_env = crate::host::env::host_env();
+    let dir = run_cache_dir(&plan.workspace, cwd, options, &host_env);
+    let head = vx_workspace::tree::head(&plan.workspace.root).unwrap_or_default();
+    let remotes: Vec<_> = record_layer(&plan.workspace, options, &host_env)
+        .into_iter()
+        .collect();
+    let run_id = crate::ids::run_id();
+    let ended = green::Ended {
+        green: true,
+        run_id: &run_id,
+        at_ms: crate::clock::epoch_ms(std::time::SystemTime::now()),
+        git: Some(crate::record::GitFacts {
+            commit: head.commit,
+            branch: head.branch,
+        }),
+    };
+    green::remember_run(
+        options,
+        plan.green_scope.as_deref(),
+        &host_env,
+        &plan.workspace.root,
+        &dir,
+        ended,
+        &remotes,
+    )
+}
+
+/// SEL-10: the changes since the last green commit of the run's scope, from this machine's
+/// green runs and the remote cache's records (a remote that cannot be read is one warning).
+fn last_green(
+    workspace: &Workspace,
+    cwd: &Path,
+    options: &RunOptions,
+    git: &mut Git,
+    notices: &mut Vec<Notice>,
+) -> Result<Changes, Failure> {
+    let host_env = crate::host::env::host_env();
+    let remote = record_layer(workspace, options, &host_env);
+    let scope = green::scope(options, true).ok_or_else(|| {
+        Failure::from(Diagnostic::new(
+            "--affected=last-green cannot be combined with a changed-since filter",
+        ))
+    })?;
+    let dir = run_cache_dir(workspace, cwd, options, &host_env);
+    let head = vx_workspace::tree::head(&workspace.root).unwrap_or_default();
+    let branches = green::branches(&host_env, head.branch.as_deref());
+    let (candidates, said) = green::candidates(&dir, &scope, &branches, remote.as_ref());
+    if let Some(newest) = candidates.first() {
+        tracing::debug!(commit = %newest.run.commit, count = candidates.len(), "green candidates");
+    }
+    notices.extend(said);
+    git.last_green(&scope, &candidates, &branches)
 }
 
 /// SEL-5, CLI-8: bare names are judged against every project; a task found there runs when

@@ -192,7 +192,7 @@ fn xml(text: &str) -> String {
 }
 
 /// GitHub's job summary of a run: failures first with their output, then the counts, the time
-/// the hits saved and the slowest tasks.
+/// the hits saved, the critical path and the slowest tasks.
 fn markdown(summary: &Summary, run: &RunRecord<'_>, title: &str) -> String {
     let c = &summary.counts;
     let mut out = String::new();
@@ -254,6 +254,20 @@ fn markdown(summary: &Summary, run: &RunRecord<'_>, title: &str) -> String {
         seconds(summary.total_ms),
         seconds(saved)
     );
+    if summary.critical_path.tasks.len() > 1 {
+        let chain: Vec<String> = summary
+            .critical_path
+            .tasks
+            .iter()
+            .map(|id| format!("`{}`", id.replace('`', "'")))
+            .collect();
+        let _ = writeln!(
+            out,
+            "Critical path ({} s): {}\n",
+            seconds(summary.critical_path.duration_ms),
+            chain.join(" → ")
+        );
+    }
     let mut slowest: Vec<&SummaryTask> = summary.tasks.iter().filter(|t| t.attempts > 0).collect();
     slowest.sort_by(|a, b| b.duration_ms.cmp(&a.duration_ms).then(a.id.cmp(&b.id)));
     if !slowest.is_empty() {

@@ -160,6 +160,33 @@ pub struct RunRecord<'a> {
     pub tasks: Vec<TaskRecord<'a>>,
     /// The base an `--affected` run compared with (SEL-8).
     pub affected: Option<AffectedFacts>,
+    /// The run's critical path: the chain of dependent tasks, first to last, whose durations
+    /// in this run add up to the most (`critical_chain`).
+    pub critical_path: Vec<String>,
+}
+
+/// The chain of dependent nodes with the largest sum of `durations` (what this run spent on
+/// each), first to last: the path no amount of parallelism shortens. Empty for an empty graph.
+pub fn critical_chain(graph: &vx_core::graph::TaskGraph, durations: &[u64]) -> Vec<usize> {
+    let remaining = vx_core::schedule::critical_path(graph, durations);
+    let by_length = |i: &usize| (remaining[*i], std::cmp::Reverse(*i));
+    let Some(mut at) = (0..graph.nodes.len())
+        .filter(|&i| graph.nodes[i].deps.is_empty())
+        .max_by_key(by_length)
+    else {
+        return Vec::new();
+    };
+    let mut chain = vec![at];
+    while let Some(next) = graph.nodes[at]
+        .dependants
+        .iter()
+        .copied()
+        .max_by_key(by_length)
+    {
+        chain.push(next);
+        at = next;
+    }
+    chain
 }
 
 /// What an `--affected` run compared with.
@@ -385,6 +412,40 @@ impl TelemetrySink for CollectingSink {
 mod tests {
     use super::*;
 
+    /// A graph of `deps` (node → the nodes it waits for), with dependants filled in.
+    fn graph(deps: &[&[usize]]) -> vx_core::graph::TaskGraph {
+        let mut g = vx_core::graph::TaskGraph::default();
+        for (i, d) in deps.iter().enumerate() {
+            let id = TaskId::new(format!("p{i}"), "build");
+            g.index.insert(id.clone(), i);
+            g.nodes.push(vx_core::graph::Node {
+                id,
+                project: i,
+                requested: true,
+                deps: d.to_vec(),
+                dependants: Vec::new(),
+                folds_dropped: false,
+            });
+        }
+        for (i, d) in deps.iter().enumerate() {
+            for &d in *d {
+                g.nodes[d].dependants.push(i);
+            }
+        }
+        g
+    }
+
+    #[test]
+    fn the_critical_chain_follows_the_longest_sum_of_durations() {
+        // 0 → 1 → 3 and 0 → 2 → 3: the slow middle (2) is on the path.
+        let g = graph(&[&[], &[0], &[0], &[1, 2]]);
+        assert_eq!(critical_chain(&g, &[10, 1, 50, 1]), [0, 2, 3]);
+        // A lone task longer than the whole chain is the path by itself.
+        let g = graph(&[&[], &[0], &[0], &[1, 2], &[]]);
+        assert_eq!(critical_chain(&g, &[10, 1, 50, 1, 100]), [4]);
+        assert!(critical_chain(&graph(&[]), &[]).is_empty());
+    }
+
     #[test]
     fn history_rows_come_from_the_run_record_with_keys_and_saves() {
         let mut built = TaskReport::not_started(TaskId::new("lib", "build"), Status::Success, None);
@@ -394,6 +455,7 @@ mod tests {
         let not_run = TaskReport::not_started(TaskId::new("docs", "build"), Status::NotRun, None);
         let run = RunRecord {
             affected: None,
+            critical_path: Vec::new(),
             run_id: "0190",
             git: None,
             exit_code: 1,

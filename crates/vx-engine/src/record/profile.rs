@@ -180,6 +180,7 @@ mod tests {
             .collect();
         let run = RunRecord {
             affected: None,
+            critical_path: Vec::new(),
             run_id: "r",
             git: None,
             exit_code: 0,

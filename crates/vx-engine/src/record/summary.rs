@@ -43,9 +43,21 @@ pub struct Summary {
     /// One per non-group task in the run, sorted by id.
     pub tasks: Vec<SummaryTask>,
     pub counts: Counts,
+    /// The chain of dependent tasks that took longest in this run.
+    pub critical_path: SummaryCriticalPath,
     /// What an `--affected` run compared with; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub affected: Option<SummaryAffected>,
+}
+
+/// The run's critical path: dependent tasks, first to last, whose durations in this run add up
+/// to the most; no parallelism makes a run shorter than `duration_ms`.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct SummaryCriticalPath {
+    /// Task ids, each a dependency of the next.
+    pub tasks: Vec<String>,
+    /// The sum of their `duration_ms`.
+    pub duration_ms: u64,
 }
 
 /// The base of an `--affected` run (SEL-8).
@@ -217,7 +229,17 @@ impl Summary {
                 task
             })
             .collect();
+        let critical_path = SummaryCriticalPath {
+            duration_ms: run
+                .critical_path
+                .iter()
+                .filter_map(|id| tasks.iter().find(|t| &t.id == id))
+                .map(|t| t.duration_ms)
+                .sum(),
+            tasks: run.critical_path.clone(),
+        };
         Summary {
+            critical_path,
             run_id: run.run_id.to_string(),
             vx_version: env!("CARGO_PKG_VERSION").to_string(),
             git: run.git.as_ref().map(|g| SummaryGit {
@@ -468,6 +490,7 @@ mod tests {
             .collect();
         let run = RunRecord {
             affected: None,
+            critical_path: Vec::new(),
             run_id: "r",
             git: None,
             exit_code: 1,

@@ -27,9 +27,11 @@
 
 pub mod http;
 mod prefetch;
+mod record;
 mod remote;
 
 pub use prefetch::{Accept, Wanted};
+pub use record::{fetch_record, put_record, RecordLayer};
 pub use remote::{CacheLayer, ErrorKind, LayerError, Op, RemoteUse, UploadCounts, Warning};
 
 use std::collections::{HashMap, HashSet};
@@ -123,6 +125,20 @@ impl Layers {
     /// The local store's salt (zeros without one).
     pub fn salt(&self) -> [u8; 32] {
         self.local.as_ref().map_or([0; 32], Store::salt)
+    }
+
+    /// The further layers still in use, for records (SEL-10): a layer switched off in this run,
+    /// or whose reads or writes were refused, is not asked again.
+    pub fn record_layers(&self) -> Vec<RecordLayer> {
+        self.remotes
+            .iter()
+            .map(|r| RecordLayer {
+                layer: r.layer.clone(),
+                read: r.readable(),
+                write: r.writable(),
+            })
+            .filter(|r| r.read || r.write)
+            .collect()
     }
 
     /// Whether any further layer reads or writes.

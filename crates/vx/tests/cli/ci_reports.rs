@@ -156,6 +156,53 @@ fn the_job_summary_says_what_summarize_says() {
 }
 
 #[test]
+fn the_critical_path_is_the_longest_chain_and_both_reports_name_it() {
+    let f = Fixture::w_cached(crate::vx_bin());
+    // lib (0.3 s) → app (0.3 s) is longer than docs alone (0.1 s), however the two interleave.
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"sleep 0.3 && mkdir -p dist && cat src/*.txt > dist/out.txt\"\n",
+    );
+    f.write(
+        "packages/docs/vx.toml",
+        "[tasks.build]\ncommand = \"sleep 0.1\"\n",
+    );
+    f.commit();
+    let file = f.path(".git/step_summary.md");
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all", "--summarize=summary.json"],
+        &[("GITHUB_STEP_SUMMARY", file.to_str().unwrap())],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let json: serde_json::Value = serde_json::from_str(&f.read("summary.json")).unwrap();
+    let path = &json["critical_path"];
+    assert_eq!(
+        path["tasks"],
+        serde_json::json!(["lib#build", "app#build"]),
+        "{json}"
+    );
+    let took = |id: &str| {
+        json["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap()["duration_ms"]
+            .as_u64()
+            .unwrap()
+    };
+    let total = took("lib#build") + took("app#build");
+    assert_eq!(path["duration_ms"].as_u64().unwrap(), total);
+    let summary = std::fs::read_to_string(&file).unwrap();
+    let line = format!(
+        "Critical path ({:.3} s): `lib#build` → `app#build`",
+        total as f64 / 1000.0
+    );
+    assert!(summary.contains(&line), "{line} in:\n{summary}");
+}
+
+#[test]
 fn a_report_that_cannot_be_written_is_one_line_and_changes_no_exit_code() {
     let f = crate::w();
     f.write("blocker", "a file, not a folder\n");

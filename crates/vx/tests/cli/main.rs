@@ -27,6 +27,7 @@ mod init_compare;
 mod init_learn;
 mod interactive;
 mod last;
+mod last_green;
 mod live;
 mod lock;
 mod lockfiles;
