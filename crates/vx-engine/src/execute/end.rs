@@ -122,6 +122,8 @@ impl Run<'_> {
             .profile
             .as_ref()
             .map(|target| self.file_path(target, ".trace.json"));
+        let summary_written = summary_path.clone();
+        let trace_written = trace_path.clone();
         let (keys, layers) = self.cache.keys_and_layers();
         let record_layers = layers.record_layers();
         let head = vx_workspace::tree::head(&self.plan.workspace.root).unwrap_or_default();
@@ -253,13 +255,24 @@ impl Run<'_> {
             .flat_map(|sink| sink.run_ended(&record))
             .collect();
         if first && !signalled {
+            let own: Vec<std::path::PathBuf> = [
+                self.options
+                    .report_junit
+                    .as_ref()
+                    .map(|p| self.ctx.cwd.join(p)),
+                summary_written,
+                trace_written,
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             notices.extend(crate::plan::green::remember_run(
                 self.options,
                 self.plan.green_scope.as_deref(),
                 &self.ctx.host_env,
                 &self.plan.workspace.root,
                 &self.ctx.cache_dir,
-                crate::plan::green::Ended::of(&record),
+                crate::plan::green::Ended::of(&record, own),
                 &record_layers,
             ));
         }

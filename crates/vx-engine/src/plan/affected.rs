@@ -38,7 +38,6 @@ use vx_workspace::tree::{find_repository, GitDirs};
 use crate::error::Failure;
 use crate::options::AffectedBase;
 use crate::plan::ci::{ci_base, CiBase};
-use crate::plan::green::{Candidate, Origin};
 
 /// HEAD's newest commits `--affected=last-green` walks to find the nearest green one.
 const GREEN_WALK: usize = 10_000;
@@ -46,7 +45,14 @@ const GREEN_WALK: usize = 10_000;
 /// How `--affected=last-green` names its base when no green run is known.
 pub const GREEN_NONE: &str = "nothing green yet";
 /// How the line of `--affected=last-green` starts when it found a green commit.
-const GREEN_WHY: &str = "the last green run of";
+pub const GREEN_WHY: &str = "the last green run of";
+
+/// A commit `--affected=last-green` may take as its base (SEL-10), with the words that say why
+/// when it is taken.
+pub struct GreenCommit {
+    pub commit: String,
+    pub why: String,
+}
 
 /// A git command that takes longer than this is stopped and the run refused.
 const GIT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -211,7 +217,7 @@ impl Git {
     pub fn last_green(
         &mut self,
         scope: &str,
-        candidates: &[Candidate],
+        candidates: &[GreenCommit],
         branches: &[String],
     ) -> Result<Changes, Failure> {
         let need = Need::Affected;
@@ -227,12 +233,12 @@ impl Git {
             .collect();
         let mut best = candidates
             .iter()
-            .filter_map(|c| near.get(c.run.commit.as_str()).map(|i| (*i, c)))
+            .filter_map(|c| near.get(c.commit.as_str()).map(|i| (*i, c)))
             .min_by_key(|(i, _)| *i)
             .map(|(_, c)| c);
         if best.is_none() && near.len() >= GREEN_WALK {
             for c in candidates {
-                let args = ["merge-base", "--is-ancestor", c.run.commit.as_str(), "HEAD"];
+                let args = ["merge-base", "--is-ancestor", c.commit.as_str(), "HEAD"];
                 if self.git(need, &args)?.ok {
                     best = Some(c);
                     break;
@@ -245,7 +251,7 @@ impl Git {
                 let commits: Vec<&str> = candidates
                     .iter()
                     .take(3)
-                    .map(|c| &c.run.commit[..c.run.commit.len().min(7)])
+                    .map(|c| &c.commit[..c.commit.len().min(7)])
                     .collect();
                 let d = Diagnostic::new(format!(
                     "--affected=last-green: none of the green commits of {tasks} ({}{}) is in this shallow clone's history",
@@ -269,27 +275,17 @@ impl Git {
                 )),
             });
         };
-        let mut changes = self.changes_since(need, &found.run.commit, None)?;
-        let whence = match found.from {
-            Origin::Local => "remembered by this machine",
-            Origin::Remote => "recorded in the remote cache",
-        };
-        let on = found
-            .run
-            .branch
-            .as_deref()
-            .map(|b| format!(" on {b}"))
-            .unwrap_or_default();
-        changes.why = Some(format!(
-            "{GREEN_WHY} {tasks}{on} that HEAD descends from ({whence})"
-        ));
+        let mut changes = self.changes_since(need, &found.commit, None)?;
+        changes.why = Some(found.why.clone());
         Ok(changes)
     }
 
     /// SEL-10: the first path where the work tree differs from HEAD (tracked changes and
     /// untracked files that are not ignored, outside `.vx` and the cache directory), or `None`
     /// when it equals HEAD. A green run is recorded only for a clean tree.
-    pub fn first_dirty(&mut self) -> Result<Option<String>, Failure> {
+    /// `own` are files vx itself wrote in this run (`--report`, `--summarize`, `--profile`),
+    /// which are not the tasks' doing.
+    pub fn first_dirty(&mut self, own: &[PathBuf]) -> Result<Option<String>, Failure> {
         let need = Need::Affected;
         self.repository(need)?;
         let out = self.git(
@@ -305,12 +301,21 @@ impl Git {
         if !out.ok {
             return Err(git_failed("status", &out.stderr));
         }
+        let own: Vec<PathBuf> = own.iter().filter_map(|p| p.canonicalize().ok()).collect();
+        let is_own = |path: &str| {
+            !own.is_empty()
+                && self
+                    .root
+                    .join(path)
+                    .canonicalize()
+                    .is_ok_and(|p| own.contains(&p))
+        };
         Ok(out
             .bytes
             .split(|b| *b == 0)
             .filter(|entry| entry.len() > 3)
             .map(|entry| String::from_utf8_lossy(&entry[3..]).into_owned())
-            .find(|path| !self.is_excluded(path)))
+            .find(|path| !self.is_excluded(path) && !is_own(path)))
     }
 
     /// The changes since `reference` for a changed-since filter (SEL-1).

@@ -34,7 +34,7 @@ use vx_store::layer::{fetch_record, put_record, RecordLayer};
 
 use crate::options::{AffectedBase, RunOptions};
 use crate::outcome::{Notice, Status};
-use crate::plan::affected::Git;
+use crate::plan::affected::{Git, GreenCommit, GREEN_WHY};
 use crate::plan::ci::{ci_branches, CiBranches};
 use crate::record::{GitFacts, RunRecord};
 
@@ -169,10 +169,13 @@ pub struct Ended<'a> {
     pub run_id: &'a str,
     pub at_ms: i64,
     pub git: Option<GitFacts>,
+    /// The files vx wrote for the run (`--report`, `--summarize`, `--profile`): not changes to
+    /// the work tree.
+    pub own: Vec<PathBuf>,
 }
 
 impl<'a> Ended<'a> {
-    pub fn of(run: &'a RunRecord<'_>) -> Ended<'a> {
+    pub fn of(run: &'a RunRecord<'_>, own: Vec<PathBuf>) -> Ended<'a> {
         Ended {
             green: run.exit_code == 0
                 && run
@@ -182,6 +185,7 @@ impl<'a> Ended<'a> {
             run_id: run.run_id,
             at_ms: run.ended_at_ms,
             git: run.git.clone(),
+            own,
         }
     }
 }
@@ -219,7 +223,7 @@ pub fn remember_run(
             Vec::new()
         }
     };
-    match Git::new(root, env, cache_dir).first_dirty() {
+    match Git::new(root, env, cache_dir).first_dirty(&run.own) {
         Ok(None) => {}
         Ok(Some(path)) => {
             return not(format!(
@@ -259,6 +263,30 @@ pub fn remember_run(
         )));
     }
     notices
+}
+
+/// What `Git::last_green` weighs: each candidate's commit, and the words that say why it is the
+/// base should it be taken.
+pub fn green_commits(candidates: &[Candidate], scope: &str) -> Vec<GreenCommit> {
+    candidates
+        .iter()
+        .map(|c| {
+            let whence = match c.from {
+                Origin::Local => "remembered by this machine",
+                Origin::Remote => "recorded in the remote cache",
+            };
+            let on = c
+                .run
+                .branch
+                .as_deref()
+                .map(|b| format!(" on {b}"))
+                .unwrap_or_default();
+            GreenCommit {
+                commit: c.run.commit.clone(),
+                why: format!("{GREEN_WHY} `{scope}`{on} that HEAD descends from ({whence})"),
+            }
+        })
+        .collect()
 }
 
 /// The key of the remote record of `scope` on `branch`.

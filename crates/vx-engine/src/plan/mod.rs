@@ -265,6 +265,7 @@ pub fn remember_unaffected(plan: &Plan, cwd: &Path, options: &RunOptions) -> Vec
             commit: head.commit,
             branch: head.branch,
         }),
+        own: Vec::new(),
     };
     green::remember_run(
         options,
@@ -301,7 +302,11 @@ fn last_green(
         tracing::debug!(commit = %newest.run.commit, count = candidates.len(), "green candidates");
     }
     notices.extend(said);
-    git.last_green(&scope, &candidates, &branches)
+    git.last_green(
+        &scope,
+        &green::green_commits(&candidates, &scope),
+        &branches,
+    )
 }
 
 /// SEL-5, CLI-8: bare names are judged against every project; a task found there runs when

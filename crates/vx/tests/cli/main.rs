@@ -9,6 +9,7 @@ mod affected_ci;
 mod cache;
 mod cache_keys;
 mod cache_safety;
+mod ci_recipes;
 mod ci_reports;
 mod ci_sections;
 mod cli_errors;
