@@ -2,14 +2,14 @@
 //!
 //! # How this works
 //!
-//! A run *certifies* its commit when it covered the whole workspace (`--all`, a task run from
-//! the root everywhere, or `--affected=last-green` itself), every task succeeded, HEAD is a
-//! commit and the work tree equals it (`git status` shows nothing outside the cache
-//! directory). An `--affected` run against any other base certifies nothing: the tasks it left
-//! out were never shown green. Its *scope* is what it ran, canonical: `vx run build test
-//! --filter=…  -- args` with the task names sorted. A certifying run is remembered only in CI
-//! (a CI vx knows is detected) or when it used `--affected=last-green`, so that a developer's
-//! runs pay nothing for it.
+//! A run *certifies* its commit when it is itself an `--affected=last-green` run (which covers
+//! the whole workspace: what it leaves out was green at its base), every task succeeded, HEAD
+//! is a commit and the work tree equals it (`git status` shows nothing outside the cache
+//! directory and the files vx wrote for the run). An `--affected` run against any other base
+//! certifies nothing: the tasks it left out were never shown green. Its *scope* is what it ran,
+//! canonical: `vx run build test --filter=…  -- args` with the task names sorted. Only
+//! `--affected=last-green` runs record, so a run that does not use it pays nothing and writes
+//! nothing to a team's remote cache.
 //!
 //! It is remembered twice: in `<cache-dir>/green.json` (the newest 200 of every scope and
 //! branch) and, when the remote cache writes, as a record of its scope and branch in the remote
@@ -93,8 +93,8 @@ struct RemoteRecord {
     runs: Vec<GreenRun>,
 }
 
-/// The scope of a run over the whole workspace (`whole`), or `None` when its selection can
-/// change meaning between commits (a changed-since filter).
+/// The scope of an `--affected=last-green` run (`whole`), or `None` for any other run or when
+/// its selection can change meaning between commits (a changed-since filter).
 pub fn scope(options: &RunOptions, whole: bool) -> Option<String> {
     if !whole || options.filters.iter().any(|f| f.changed_since().is_some()) {
         return None;
@@ -123,17 +123,6 @@ pub fn scope(options: &RunOptions, whole: bool) -> Option<String> {
         words.extend(options.forwarded.iter().cloned());
     }
     Some(words.join(" "))
-}
-
-/// Whether a green run of these options certifies its commit (see the module documentation).
-pub fn certifies(options: &RunOptions) -> bool {
-    matches!(options.affected, None | Some(AffectedBase::LastGreen))
-}
-
-/// Whether green runs are remembered in this run: in CI, or asked for by the flag.
-pub fn remembered(options: &RunOptions, env: &BTreeMap<String, String>) -> bool {
-    options.affected == Some(AffectedBase::LastGreen)
-        || crate::record::invocation::ci_provider(env).is_some()
 }
 
 /// The branches whose records an `--affected=last-green` run reads, and the one a green run is
@@ -190,9 +179,8 @@ impl<'a> Ended<'a> {
     }
 }
 
-/// At the end of a run: remembers it when it certifies its commit (see the module
-/// documentation). Says so when the run used `--affected=last-green`, and then also why a
-/// green run was not remembered.
+/// At the end of an `--affected=last-green` run: remembers it when it certifies its commit (see
+/// the module documentation), and says so, or why not.
 pub fn remember_run(
     options: &RunOptions,
     scope: Option<&str>,
@@ -206,7 +194,7 @@ pub fn remember_run(
     let Some(scope) = scope else {
         return Vec::new();
     };
-    if !run.green || !certifies(options) || !remembered(options, env) {
+    if !run.green || !asked {
         return Vec::new();
     }
     let git = run.git.clone().unwrap_or_default();
@@ -214,14 +202,9 @@ pub fn remember_run(
         return Vec::new();
     };
     let not = |why: String| {
-        if asked {
-            vec![Notice::note(format!(
-                "this green run is not recorded for --affected=last-green: {why}"
-            ))]
-        } else {
-            tracing::debug!(%why, "green run not recorded");
-            Vec::new()
-        }
+        vec![Notice::note(format!(
+            "this green run is not recorded for --affected=last-green: {why}"
+        ))]
     };
     match Git::new(root, env, cache_dir).first_dirty(&run.own) {
         Ok(None) => {}
@@ -246,7 +229,7 @@ pub fn remember_run(
         run_id: run.run_id.to_string(),
     };
     let mut notices = remember(cache_dir, scope, &green_run, remotes);
-    if asked && notices.is_empty() {
+    if notices.is_empty() {
         let remote = if green_run.branch.is_some() && remotes.iter().any(|r| r.write) {
             " and in the remote cache"
         } else {

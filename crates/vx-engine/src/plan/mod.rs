@@ -41,8 +41,8 @@ pub struct Plan {
     pub affected: Option<Affected>,
     /// What selecting found to say (a filter that matched nothing, …), for the caller to show.
     pub notices: Vec<Notice>,
-    /// SEL-10: what the run covers, when a green run of it certifies its commit for
-    /// `--affected=last-green` (`green::scope`).
+    /// SEL-10: what an `--affected=last-green` run covers, the scope its green run is recorded
+    /// under (`green::scope`).
     pub green_scope: Option<String>,
 }
 
@@ -77,7 +77,6 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
 
     let mut affected = None;
     let mut notices = Vec::new();
-    let mut whole = options.has_selection();
     let scope = if options.has_selection() {
         let mut git = git(&workspace, cwd, options);
         let mut changed = BTreeMap::new();
@@ -149,7 +148,6 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
                 notices.push(Notice::note(format!(
                     "the workspace root declares no task {names}: running it in every project, as `--all` does"
                 )));
-                whole = true;
                 Scope::Selection(selection.projects)
             }
             None => match project {
@@ -191,7 +189,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
         shown_as_requested,
         affected,
         notices,
-        green_scope: green::scope(options, whole),
+        green_scope: green::scope(options, options.affected == Some(AffectedBase::LastGreen)),
     })
 }
 

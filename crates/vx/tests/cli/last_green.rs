@@ -216,28 +216,31 @@ fn a_run_that_finds_nothing_affected_moves_the_green_commit_forward() {
 }
 
 #[test]
-fn a_green_run_outside_ci_without_the_flag_is_not_remembered() {
+fn only_a_last_green_run_records_in_ci_too() {
     let f = Fixture::w_cached(vx_bin());
-    let out = f.vx_in(".", &["run", "build", "--all"], &[]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(!f.path(".vx/green.json").exists());
-    // In CI, a whole-workspace green run is remembered without the flag, silently.
-    let out = f.vx_in(".", &["run", "build", "--all"], &[("GITLAB_CI", "true")]);
+    // A green run of the whole workspace in CI, without the flag: nothing recorded, nothing said.
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all"],
+        &[("GITLAB_CI", "true"), ("CI", "true")],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("recorded"), "{}", out.stderr);
-    assert!(std::fs::read_to_string(f.path(".vx/green.json"))
-        .unwrap()
-        .contains(&rev(f.root(), "HEAD")));
-    // An --affected run against another base certifies nothing.
+    assert!(!f.path(".vx/green.json").exists());
+    // Nor does an --affected run against another base, which certifies nothing.
     f.write("packages/lib/src/a.txt", "edited\n");
     f.commit();
     let out = f.vx_in(
         ".",
         &["run", "build", "--affected=HEAD~1"],
-        &[("GITLAB_CI", "true")],
+        &[("GITLAB_CI", "true"), ("CI", "true")],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(!std::fs::read_to_string(f.path(".vx/green.json"))
+    assert!(!f.path(".vx/green.json").exists());
+    // The first last-green run finds nothing green, runs everything and records HEAD.
+    let (out, ran) = last_green(&f, &[("GITLAB_CI", "true"), ("CI", "true")]);
+    assert_eq!(ran, ids(&EVERY_BUILD), "{}", out.stderr);
+    assert!(std::fs::read_to_string(f.path(".vx/green.json"))
         .unwrap()
         .contains(&rev(f.root(), "HEAD")));
 }
