@@ -5,8 +5,9 @@
     cargo build --release -p vx-run -p vx-test-support --bin vx --bin vx-latency-proxy
     python3 bench/last_green.py --projects 200 --rounds 7 --latency-ms 0,20,100
 
-One workspace from bench/generate.py, committed, with a `[workspace.remote-cache]` table at a
-local turborepo-remote-cache. Two runner clones, A and B, each filled by one `vx run build
+One workspace from bench/generate.py, committed; the remote cache is a local
+turborepo-remote-cache named by `VX_REMOTE_CACHE_URL` and `VX_REMOTE_CACHE_TEAM`, as docs/ci.md's
+recipes name it. Two runner clones, A and B, each filled by one `vx run build
 --all` (B's with `--affected=last-green`, which records its commit as green in the remote
 cache). Then per round the origin gets a commit that edits one leaf project's source, both
 clones pull it, and, alternating which goes first, each runs the same one build in CI
@@ -62,9 +63,6 @@ def main() -> None:
                        stdout=subprocess.DEVNULL)
         server, url = remote.start_server(work / "store")
         try:
-            with open(origin / "vx.toml", "a") as f:
-                f.write(f'\n[workspace.remote-cache]\nteam = "{remote.TEAM}"\n')
-            git(origin, "-c", "user.email=b@vx", "-c", "user.name=b", "commit", "-qam", "remote")
             leaf = sorted(origin.glob("packages/*/src/a.txt"))[-1]
             base = {k: v for k, v in os.environ.items()
                     if not k.startswith(("VX_", "GITHUB_", "GITLAB_", "CI"))}
@@ -72,7 +70,7 @@ def main() -> None:
                 proxy, far = remote.start_proxy(Path(args.proxy), url, rtt)
                 try:
                     env = {**base, "CI": "true", "VX_REMOTE_CACHE_TOKEN": remote.TOKEN,
-                           "VX_REMOTE_CACHE_URL": far}
+                           "VX_REMOTE_CACHE_URL": far, "VX_REMOTE_CACHE_TEAM": remote.TEAM}
                     walls = measure(args, work / f"rtt-{rtt}", origin, leaf, vx, env)
                 finally:
                     if proxy:

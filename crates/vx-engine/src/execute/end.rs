@@ -268,7 +268,7 @@ impl Run<'_> {
             .collect();
             notices.extend(crate::plan::green::remember_run(
                 self.options,
-                self.plan.green_scope.as_deref(),
+                self.plan.green.as_ref(),
                 &self.ctx.host_env,
                 &self.plan.workspace.root,
                 &self.ctx.cache_dir,

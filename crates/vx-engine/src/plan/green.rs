@@ -15,8 +15,9 @@
 //! branch) and, when the remote cache writes, as a record of its scope and branch in the remote
 //! cache (the newest 20 commits; `vx_store::layer::fetch_record`). A record's key is the BLAKE3
 //! of its scope and branch, so it lives in the remote's namespace (team, instance) like any
-//! entry; two runs that update it at once may lose one commit, which only makes a later base
-//! older, never wrong.
+//! entry. A run writes its branch's record back as read at its start plus its own commit (one
+//! round trip fewer than reading it again), so two overlapping runs of a branch may lose one
+//! commit, which only makes a later base older, never wrong.
 //!
 //! An `--affected=last-green` run reads the local file and the records of the branch built, the
 //! branch a pull request targets and the default branches (`ci::ci_branches`, else git's
@@ -183,7 +184,7 @@ impl<'a> Ended<'a> {
 /// the module documentation), and says so, or why not.
 pub fn remember_run(
     options: &RunOptions,
-    scope: Option<&str>,
+    green: Option<&GreenPlan>,
     env: &BTreeMap<String, String>,
     root: &Path,
     cache_dir: &Path,
@@ -191,9 +192,10 @@ pub fn remember_run(
     remotes: &[RecordLayer],
 ) -> Vec<Notice> {
     let asked = options.affected == Some(AffectedBase::LastGreen);
-    let Some(scope) = scope else {
+    let Some(green) = green else {
         return Vec::new();
     };
+    let scope = green.scope.as_str();
     if !run.green || !asked {
         return Vec::new();
     }
@@ -228,7 +230,7 @@ pub fn remember_run(
         at_ms: run.at_ms,
         run_id: run.run_id.to_string(),
     };
-    let mut notices = remember(cache_dir, scope, &green_run, remotes);
+    let mut notices = remember(cache_dir, green, &green_run, remotes);
     if notices.is_empty() {
         let remote = if green_run.branch.is_some() && remotes.iter().any(|r| r.write) {
             " and in the remote cache"
@@ -302,14 +304,38 @@ fn parse_record(bytes: &[u8], scope: &str, branch: &str) -> Vec<GreenRun> {
         .unwrap_or_default()
 }
 
-/// The green commits of `scope` remembered here and in the remote's records of `branches`,
-/// newest first, each commit once; with what went wrong reading them (never fatal).
+/// What an `--affected=last-green` run found at its start.
+pub struct Found {
+    /// The green commits of the scope remembered here and in the remote's records, newest
+    /// first, each commit once.
+    pub candidates: Vec<Candidate>,
+    /// What went wrong reading them (never fatal).
+    pub notices: Vec<Notice>,
+    /// Each branch's record as read from the remote (empty: it had none); a branch whose read
+    /// failed is absent.
+    pub records: BTreeMap<String, Vec<GreenRun>>,
+}
+
+/// The scope of an `--affected=last-green` run, and the record of the branch it builds as
+/// read at its start, which its green run is added to at the end without reading it again.
+#[derive(Debug, Clone)]
+pub struct GreenPlan {
+    pub scope: String,
+    pub known: Option<Known>,
+}
+
+/// A branch and its record's green runs, as read.
+pub type Known = (String, Vec<GreenRun>);
+
+/// Reads this machine's green runs of `scope` and the remote's records of `branches` (at once,
+/// one request per branch).
 pub fn candidates(
     cache_dir: &Path,
     scope: &str,
     branches: &[String],
     remote: Option<&RecordLayer>,
-) -> (Vec<Candidate>, Vec<Notice>) {
+) -> Found {
+    let mut records = BTreeMap::new();
     let mut found: Vec<Candidate> = read_local(cache_dir)
         .runs
         .into_iter()
@@ -340,14 +366,16 @@ pub fn candidates(
         for (branch, result) in read {
             match result {
                 Ok(Some(bytes)) => {
-                    found.extend(parse_record(&bytes, scope, branch).into_iter().map(|run| {
-                        Candidate {
-                            run,
-                            from: Origin::Remote,
-                        }
-                    }))
+                    let runs = parse_record(&bytes, scope, branch);
+                    found.extend(runs.iter().cloned().map(|run| Candidate {
+                        run,
+                        from: Origin::Remote,
+                    }));
+                    records.insert(branch.clone(), runs);
                 }
-                Ok(None) => {}
+                Ok(None) => {
+                    records.insert(branch.clone(), Vec::new());
+                }
                 Err(e) => failed = Some(e),
             }
         }
@@ -361,18 +389,24 @@ pub fn candidates(
     found.sort_by_key(|c| std::cmp::Reverse(c.run.at_ms));
     let mut seen = std::collections::HashSet::new();
     found.retain(|c| seen.insert(c.run.commit.clone()));
-    (found, notices)
+    Found {
+        candidates: found,
+        notices,
+        records,
+    }
 }
 
 /// Remembers a green run of `scope` at `run.commit`: in the local file, and in the record of
-/// its branch in every remote layer that writes (read, merged, written back). Returns what went
+/// its branch in every remote layer that writes (merged with the record as `known` from the
+/// run's start, else read again, and written back). Returns what went
 /// wrong, as lines; nothing here fails the run.
 pub fn remember(
     cache_dir: &Path,
-    scope: &str,
+    green: &GreenPlan,
     run: &GreenRun,
     remotes: &[RecordLayer],
 ) -> Vec<Notice> {
+    let scope = green.scope.as_str();
     let mut notices = Vec::new();
     let mut file = read_local(cache_dir);
     file.format = FORMAT;
@@ -400,14 +434,14 @@ pub fn remember(
     let tmp = cache_dir.join("tmp");
     for remote in remotes.iter().filter(|r| r.write) {
         let layer = remote.layer.as_ref();
-        let earlier = if remote.read {
-            fetch_record(layer, &key, &tmp).unwrap_or_default()
-        } else {
-            None
+        let mut runs = match &green.known {
+            Some((known, runs)) if known == branch => runs.clone(),
+            _ if remote.read => fetch_record(layer, &key, &tmp)
+                .unwrap_or_default()
+                .map(|bytes| parse_record(&bytes, scope, branch))
+                .unwrap_or_default(),
+            _ => Vec::new(),
         };
-        let mut runs = earlier
-            .map(|bytes| parse_record(&bytes, scope, branch))
-            .unwrap_or_default();
         runs.retain(|r| r.commit != run.commit);
         runs.insert(0, run.clone());
         runs.truncate(KEPT_REMOTE);

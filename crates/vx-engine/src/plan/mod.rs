@@ -41,9 +41,9 @@ pub struct Plan {
     pub affected: Option<Affected>,
     /// What selecting found to say (a filter that matched nothing, …), for the caller to show.
     pub notices: Vec<Notice>,
-    /// SEL-10: what an `--affected=last-green` run covers, the scope its green run is recorded
-    /// under (`green::scope`).
-    pub green_scope: Option<String>,
+    /// SEL-10: what an `--affected=last-green` run covers (the scope its green run is recorded
+    /// under) and its branch's record as read at the start.
+    pub green: Option<green::GreenPlan>,
 }
 
 /// What `--affected` found (SEL-5 to SEL-8).
@@ -77,6 +77,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
 
     let mut affected = None;
     let mut notices = Vec::new();
+    let mut green_known = None;
     let scope = if options.has_selection() {
         let mut git = git(&workspace, cwd, options);
         let mut changed = BTreeMap::new();
@@ -107,7 +108,10 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
                 let setting = workspace.settings.affected_base.as_deref();
                 let mut changes = match base {
                     AffectedBase::LastGreen => {
-                        last_green(&workspace, cwd, options, &mut git, &mut notices)?
+                        let (changes, known) =
+                            last_green(&workspace, cwd, options, &mut git, &mut notices)?;
+                        green_known = known;
+                        changes
                     }
                     _ => git.affected(base, setting)?,
                 };
@@ -189,7 +193,12 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
         shown_as_requested,
         affected,
         notices,
-        green_scope: green::scope(options, options.affected == Some(AffectedBase::LastGreen)),
+        green: green::scope(options, options.affected == Some(AffectedBase::LastGreen)).map(
+            |scope| green::GreenPlan {
+                scope,
+                known: green_known,
+            },
+        ),
     })
 }
 
@@ -267,7 +276,7 @@ pub fn remember_unaffected(plan: &Plan, cwd: &Path, options: &RunOptions) -> Vec
     };
     green::remember_run(
         options,
-        plan.green_scope.as_deref(),
+        plan.green.as_ref(),
         &host_env,
         &plan.workspace.root,
         &dir,
@@ -284,7 +293,7 @@ fn last_green(
     options: &RunOptions,
     git: &mut Git,
     notices: &mut Vec<Notice>,
-) -> Result<Changes, Failure> {
+) -> Result<(Changes, Option<green::Known>), Failure> {
     let host_env = crate::host::env::host_env();
     let remote = record_layer(workspace, options, &host_env);
     let scope = green::scope(options, true).ok_or_else(|| {
@@ -295,16 +304,16 @@ fn last_green(
     let dir = run_cache_dir(workspace, cwd, options, &host_env);
     let head = vx_workspace::tree::head(&workspace.root).unwrap_or_default();
     let branches = green::branches(&host_env, head.branch.as_deref());
-    let (candidates, said) = green::candidates(&dir, &scope, &branches, remote.as_ref());
-    if let Some(newest) = candidates.first() {
-        tracing::debug!(commit = %newest.run.commit, count = candidates.len(), "green candidates");
-    }
-    notices.extend(said);
-    git.last_green(
+    let found = green::candidates(&dir, &scope, &branches, remote.as_ref());
+    notices.extend(found.notices);
+    let current = green::current_branch(&host_env, head.branch.as_deref());
+    let known = current.and_then(|b| found.records.get(&b).cloned().map(|runs| (b, runs)));
+    let changes = git.last_green(
         &scope,
-        &green::green_commits(&candidates, &scope),
+        &green::green_commits(&found.candidates, &scope),
         &branches,
-    )
+    )?;
+    Ok((changes, known))
 }
 
 /// SEL-5, CLI-8: bare names are judged against every project; a task found there runs when
