@@ -108,6 +108,17 @@ pub struct RunOptions {
     pub download: Download,
     /// `--frozen` (INIT-5): projects, edges and tasks come from `vx.lock`.
     pub frozen: bool,
+    /// `--shard` (SCHED-8).
+    pub shard: Option<ShardFlag>,
+}
+
+/// `--shard` (SCHED-8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardFlag {
+    /// `--shard K/N`: the K-th (1-based) of N parts.
+    Part { k: u32, n: u32 },
+    /// `--shard auto` (with `--dry`): the predicted wall for N = 1…16.
+    Auto,
 }
 
 /// `--download` (REM-14).
@@ -197,6 +208,7 @@ impl Default for RunOptions {
             remote_exec_off: false,
             download: Download::default(),
             frozen: false,
+            shard: None,
         }
     }
 }

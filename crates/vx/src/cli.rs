@@ -127,6 +127,10 @@ pub struct RunArgs {
     /// Also write a report of the run: junit=PATH (JUnit XML, one test case per task).
     #[arg(long, value_name = "FORMAT=PATH")]
     pub report: Option<String>,
+    /// Run the K-th of N parts of the plan (one CI runner of N); `auto` with --dry: the
+    /// predicted wall for N = 1…16.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
     /// Write the plan as Graphviz DOT to stdout or PATH.
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub graph: Option<String>,
@@ -370,6 +374,7 @@ pub const NOT_FOR_WATCH: &[&str] = &[
     "frozen",
     "report",
     "exit_code",
+    "shard",
 ];
 
 /// vx's command line as parsed, shown in help and completed.

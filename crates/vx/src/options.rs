@@ -13,13 +13,16 @@ use vx_core::Diagnostic;
 
 use vx_engine::options::{
     AffectedBase, CachePolicy, Concurrency, Download, LogOrder, OutputLogs, Plan, RunOptions,
-    Target, Ui,
+    ShardFlag, Target, Ui,
 };
 
 use crate::cli::{RunArgs, BARE};
 
 /// `--affected=last-green` (SEL-10).
 const LAST_GREEN: &str = "last-green";
+
+/// The most runners `--shard K/N` splits a run across.
+const MAX_SHARDS: u32 = 256;
 
 fn target(value: Option<&str>) -> Option<Target> {
     match value? {
@@ -262,6 +265,34 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
             check_ref(text).map_err(|p| p.diagnostic(text, RefSite::Flag))?,
         )),
     };
+    let shard =
+        match args.shard.as_deref() {
+            None => None,
+            Some("auto") if args.dry.is_some() => Some(ShardFlag::Auto),
+            Some("auto") => return Err(Diagnostic::new("`--shard auto` needs `--dry`").hint(
+                "`vx run TASKS --dry --shard auto` prints the predicted wall for 1 to 16 runners",
+            )),
+            Some(text) => {
+                let part = text.split_once('/').and_then(|(k, n)| {
+                    let k: u32 = k.trim().parse().ok()?;
+                    let n: u32 = n.trim().parse().ok()?;
+                    (1..=n)
+                        .contains(&k)
+                        .then_some((k, n))
+                        .filter(|_| n <= MAX_SHARDS)
+                });
+                match part {
+                    Some((k, n)) => Some(ShardFlag::Part { k, n }),
+                    None => {
+                        return Err(invalid(
+                            text,
+                            "--shard",
+                            "K/N with 1 ≤ K ≤ N ≤ 256, or `auto` with --dry",
+                        ))
+                    }
+                }
+            }
+        };
     let report_junit = match args.report.as_deref() {
         None => None,
         Some(text) => match text.split_once('=') {
@@ -272,6 +303,7 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
     Ok(RunOptions {
         exit_code: args.exit_code,
         report_junit,
+        shard,
         summarize: target(args.summarize.as_deref()),
         profile: target(args.profile.as_deref()),
         affected,

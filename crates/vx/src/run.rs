@@ -131,6 +131,10 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
             .unwrap_or_else(available_cpus),
     }
     .max(1);
+    if options.shard == Some(vx_engine::options::ShardFlag::Auto) {
+        crate::render::out_str(&shard_auto(&plan, &options));
+        return Ok(vx_engine::exit::SUCCESS);
+    }
     match &options.plan {
         Some(PlanFlag::DryText) => {
             let rows =
@@ -361,6 +365,24 @@ fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
 /// SEL-9: `--dry`'s exit code. Without `--exit-code` 0; with it, 1 when the plan would execute
 /// a task (one predicted to miss, or without a cache), said on one line with the first few, and
 /// 0 when every planned task would be restored or is up to date.
+/// `--dry --shard auto` (SCHED-8): the expected wall of the plan on 1 to 16 runners.
+fn shard_auto(plan: &plan::Plan, options: &RunOptions) -> String {
+    let slots = plan::shard::slots(&plan.workspace, options);
+    let rows = plan::shard::auto(&plan.workspace, &plan.graph, slots);
+    let mut text = format!(
+        "runners  predicted wall  most tasks on one runner   ({slots} tasks at once on each; a task counts as 1, as durations are not shared between runners yet)\n"
+    );
+    let one = rows.first().map_or(1, |r| r.1.max(1));
+    for (n, wall_ms, most) in rows {
+        text.push_str(&format!(
+            "{n:>7}  {:>14}  {most:>24}   {:.2}× one runner\n",
+            format!("{:.1} tasks", wall_ms as f64 / 1000.0),
+            one as f64 / wall_ms.max(1) as f64
+        ));
+    }
+    text
+}
+
 fn dry_exit(plan: &plan::Plan, rows: &[plan::preview::DryRow], exit_code: bool) -> i32 {
     if !exit_code {
         return vx_engine::exit::SUCCESS;

@@ -17,6 +17,7 @@ use std::collections::BinaryHeap;
 use crate::graph::TaskGraph;
 
 mod policy;
+pub mod shard;
 
 pub use policy::{
     critical_path, median, predicted_wall, reservation, Admission, DependantCount, Estimate,

@@ -9,6 +9,7 @@ pub(crate) mod green;
 pub(crate) mod nodes;
 pub mod placement;
 pub mod preview;
+pub mod shard;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ use vx_core::suggest::did_you_mean;
 use vx_core::{Diagnostic, TaskId, Workspace};
 
 use crate::error::Failure;
-use crate::options::{AffectedBase, RunOptions};
+use crate::options::{AffectedBase, RunOptions, ShardFlag};
 use crate::outcome::Notice;
 use crate::plan::affected::{nothing_affected, Changes, Git};
 use crate::workspace::load;
@@ -44,6 +45,8 @@ pub struct Plan {
     /// SEL-10: what an `--affected=last-green` run covers (the scope its green run is recorded
     /// under) and its branch's record as read at the start.
     pub green: Option<green::GreenPlan>,
+    /// `--shard K/N` (SCHED-8): this runner's part; the graph holds it and what it needs.
+    pub shard: Option<shard::ShardPlan>,
 }
 
 /// What `--affected` found (SEL-5 to SEL-8).
@@ -183,6 +186,16 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
     }
     let graph = TaskGraph::build(&workspace, &table, &requested, &options.exclude)?;
     only_groups(&workspace, &graph)?;
+    let (graph, shard) = match options.shard {
+        Some(ShardFlag::Part { k, n }) => {
+            let slots = shard::slots(&workspace, options);
+            let (narrowed, part) =
+                shard::narrow(&workspace, &table, graph, &options.exclude, (k, n), slots)?;
+            notices.push(Notice::note(part.line()));
+            (narrowed, Some(part))
+        }
+        _ => (graph, None),
+    };
     let shown_as_requested = surface(&workspace, &graph);
     let projects: BTreeSet<usize> = graph.nodes.iter().map(|n| n.project).collect();
     Ok(Plan {
@@ -193,6 +206,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
         shown_as_requested,
         affected,
         notices,
+        shard,
         green: green::scope(options, options.affected == Some(AffectedBase::LastGreen)).map(
             |scope| green::GreenPlan {
                 scope,

@@ -185,9 +185,14 @@ pub fn dry_text(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
                 .median_ms
                 .map_or(String::new(), |ms| format!("  {}", approx(ms)));
             let (symbol, word) = row.cache.symbol();
+            let other = plan
+                .shard
+                .as_ref()
+                .filter(|part| part.owner[i] != part.k)
+                .map_or(String::new(), |part| format!(" (part {})", part.owner[i]));
             let _ = writeln!(
                 text,
-                "  {symbol} {word:<11} {}{}{key}{median}{waits}",
+                "  {symbol} {word:<11} {}{}{other}{key}{median}{waits}",
                 plan.graph.nodes[i].id,
                 if row.remote { " @remote" } else { "" }
             );
@@ -265,6 +270,9 @@ pub fn dry_json(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
             });
             if let Some(d) = description(plan, i) {
                 task["description"] = json!(d);
+            }
+            if let Some(part) = &plan.shard {
+                task["shard"] = json!(part.owner[i]);
             }
             if let Some(ms) = row.median_ms {
                 task["median_ms"] = json!(ms);

@@ -62,6 +62,11 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         ("--frozen", args.frozen),
         ("--report", args.report.is_some()),
         ("--exit-code", args.exit_code),
+        ("--shard", args.shard.is_some()),
+        (
+            "--affected=last-green",
+            args.affected.as_deref() == Some("last-green"),
+        ),
     ] {
         if given {
             return Err(Failure::usage(format!(

@@ -50,6 +50,7 @@ mod sandbox_init;
 mod sandbox_walls;
 mod scheduling;
 mod schema;
+mod shard;
 mod snapshots;
 mod storage_faults;
 mod store_races;

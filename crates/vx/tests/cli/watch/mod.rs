@@ -476,7 +476,7 @@ fn ctrl_c_during_a_cycle_leaves_no_process() {
 }
 
 /// WATCH-8's refused flags, each as given on the command line.
-const REFUSED: [&str; 7] = [
+const REFUSED: [&str; 8] = [
     "--dry",
     "--graph",
     "--summarize",
@@ -484,6 +484,7 @@ const REFUSED: [&str; 7] = [
     "--frozen",
     "--report=junit=x.xml",
     "--exit-code",
+    "--shard=1/2",
 ];
 
 /// WATCH-8: flags without meaning for a watch, and unknown tasks, exit 2 before any run.
@@ -509,6 +510,13 @@ fn refused_flags_and_unknown_tasks_exit_2() {
         assert!(!help.stdout.contains(flag), "{flag} in:\n{}", help.stdout);
     }
     assert_contains(&help.stdout, "vx watch test ");
+    // A watch is not a build of a commit: it records no green run (SEL-10).
+    let out = f.vx(&["watch", "build", "--affected=last-green"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_contains(
+        &out.stderr,
+        "--affected=last-green cannot be used with `vx watch`",
+    );
     let out = f.vx(&["watch", "lib#nope"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(!out.stderr.contains("first run"), "{}", out.stderr);

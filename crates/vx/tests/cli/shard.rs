@@ -1,0 +1,323 @@
+//! SCHED-8: `--shard K/N` splits one plan the same way on every runner, each task in exactly one
+//! part; a part holds its tasks and what they depend on, and takes the other parts' results from
+//! the remote cache (the real turborepo-remote-cache) when they are there.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use vx_test_support::fixture::Fixture;
+use vx_test_support::http_cache::{HttpCacheServer, TOKEN};
+
+use crate::vx_bin;
+
+/// Nine projects: p1 ← p2 ← p4, p1 ← p3, and p5…p9 on their own; each has a cached `build`
+/// (after its dependencies' builds) and a cached `test` (after its build).
+fn workspace(remote: Option<&str>) -> Fixture {
+    let deps: [(&str, &[&str]); 9] = [
+        ("p1", &[]),
+        ("p2", &["p1"]),
+        ("p3", &["p1"]),
+        ("p4", &["p2"]),
+        ("p5", &[]),
+        ("p6", &[]),
+        ("p7", &[]),
+        ("p8", &[]),
+        ("p9", &[]),
+    ];
+    workspace_with(remote, &deps)
+}
+
+/// Projects `deps` (name, the projects it depends on), each with the cached `build` and `test`
+/// of [`workspace`].
+fn workspace_with(remote: Option<&str>, deps: &[(&str, &[&str])]) -> Fixture {
+    let f = Fixture::new(vx_bin());
+    f.write(".gitignore", "dist/\n.vx/\n");
+    let remote = remote.map_or(String::new(), |url| {
+        format!("\n[workspace.remote-cache]\nurl = \"{url}\"\nteam = \"team_vx\"\n")
+    });
+    f.write(
+        "vx.toml",
+        &format!("[workspace]\nmembers = [\"packages/*\"]\n{remote}"),
+    );
+    for &(name, on) in deps {
+        let dependencies: Vec<String> = on
+            .iter()
+            .map(|d| format!("\"{d}\": \"workspace:*\""))
+            .collect();
+        f.write(
+            &format!("packages/{name}/package.json"),
+            &format!(
+                "{{ \"name\": \"{name}\", \"version\": \"1.0.0\", \"dependencies\": {{ {} }} }}",
+                dependencies.join(", ")
+            ),
+        );
+        f.write(
+            &format!("packages/{name}/src/main.txt"),
+            &format!("{name}\n"),
+        );
+        f.write(
+            &format!("packages/{name}/vx.toml"),
+            concat!(
+                "[tasks.build]\n",
+                "command = \"mkdir -p dist && cp src/main.txt dist/\"\n",
+                "depends-on = [\"^build\"]\n",
+                "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n\n",
+                "[tasks.test]\n",
+                "command = \"test -f dist/main.txt\"\n",
+                "depends-on = [\"build\"]\n",
+                "cache = { inputs = [\"src/**\"], outputs = [] }\n",
+            ),
+        );
+    }
+    f.commit();
+    f
+}
+
+/// `vx run build test --all --dry=json [--shard K/N]` in `f`: each planned task and its part.
+fn planned(f: &Fixture, shard: Option<&str>) -> BTreeMap<String, Option<u64>> {
+    let mut args = vec!["run", "build", "test", "--all", "--dry=json"];
+    let flag;
+    if let Some(part) = shard {
+        flag = format!("--shard={part}");
+        args.push(&flag);
+    }
+    let out = f.vx_in(".", &args, &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["id"].as_str().unwrap().to_string(), t["shard"].as_u64()))
+        .collect()
+}
+
+/// Each task of the whole plan with its part, from every runner's own `--dry=json`; panics if
+/// two runners claim one task.
+fn split(f: &Fixture, n: u64) -> BTreeMap<String, u64> {
+    let mut owner = BTreeMap::new();
+    for k in 1..=n {
+        for (id, part) in planned(f, Some(&format!("{k}/{n}"))) {
+            let part = part.expect("every task of a sharded plan names its part");
+            if part == k {
+                assert!(owner.insert(id.clone(), k).is_none(), "{id} claimed twice");
+            }
+        }
+    }
+    owner
+}
+
+#[test]
+fn every_task_is_in_exactly_one_part_and_every_runner_splits_alike() {
+    let f = workspace(None);
+    let whole: BTreeSet<String> = planned(&f, None).into_keys().collect();
+    assert_eq!(whole.len(), 18);
+    for n in [1, 2, 3, 5] {
+        let owner = split(&f, n);
+        let covered: BTreeSet<String> = owner.keys().cloned().collect();
+        assert_eq!(covered, whole, "N = {n}");
+        if n == 2 {
+            // Balanced by count, each project's build and test together and p1…p4 (a chain
+            // of dependencies) on one runner: 10 and 8.
+            let first = owner.values().filter(|&&k| k == 1).count();
+            assert_eq!(first, 10, "{owner:?}");
+            for project in ["p2", "p3", "p4"] {
+                assert_eq!(owner[&format!("{project}#build")], owner["p1#build"]);
+            }
+        }
+    }
+    // Another runner's clone, with its own (empty) history, splits the same way.
+    let clone = Fixture::new(vx_bin());
+    std::fs::remove_dir_all(clone.root().join(".git")).unwrap();
+    let cloned = Command::new("git")
+        .args(["clone", "-q"])
+        .arg(f.root())
+        .arg(".")
+        .current_dir(clone.root())
+        .output()
+        .unwrap();
+    assert!(cloned.status.success(), "{cloned:?}");
+    // A run in the first clone gives it history: the split must not depend on it.
+    assert_eq!(f.vx(&["run", "build", "test", "--all"]).code, 0);
+    assert_eq!(split(&clone, 3), split(&f, 3));
+}
+
+#[test]
+fn a_part_holds_its_tasks_and_only_what_they_depend_on() {
+    let f = workspace(None);
+    let owner = split(&f, 3);
+    for k in 1..=3u64 {
+        let out = f.vx_in(
+            ".",
+            &[
+                "run",
+                "build",
+                "test",
+                "--all",
+                "--dry=json",
+                &format!("--shard={k}/3"),
+            ],
+            &[],
+        );
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        let tasks = doc["tasks"].as_array().unwrap();
+        let deps: BTreeMap<&str, Vec<&str>> = tasks
+            .iter()
+            .map(|t| {
+                let on = t["deps"].as_array().unwrap().iter();
+                (
+                    t["id"].as_str().unwrap(),
+                    on.map(|d| d.as_str().unwrap()).collect(),
+                )
+            })
+            .collect();
+        // What this part's own tasks reach through their dependencies.
+        let mut reached: BTreeSet<&str> = BTreeSet::new();
+        let mut stack: Vec<&str> = tasks
+            .iter()
+            .filter(|t| t["shard"].as_u64() == Some(k))
+            .map(|t| t["id"].as_str().unwrap())
+            .collect();
+        while let Some(id) = stack.pop() {
+            if reached.insert(id) {
+                stack.extend(deps[id].iter().copied());
+            }
+        }
+        for task in tasks {
+            let id = task["id"].as_str().unwrap();
+            assert_eq!(task["shard"].as_u64(), Some(owner[id]), "{id}");
+            assert!(
+                reached.contains(id),
+                "{id} is in part {k} but nothing of it needs it"
+            );
+        }
+    }
+}
+
+/// Runs part 1 then part 2 of `f`'s plan, each on a fresh clone with the remote cache of `f`:
+/// every task executed by its own part; returns how many of part 1's tasks part 2 took from
+/// the server, and how many of part 2's part 1 had to run itself.
+fn run_parts_in_turn(f: &Fixture) -> (usize, usize) {
+    let owner = split(f, 2);
+    let mut executed: Vec<String> = Vec::new();
+    let (mut shared, mut twice) = (0, 0);
+    for k in 1..=2u64 {
+        // Each part on a fresh runner: a clone with no `.vx/` and no outputs.
+        let runner = Fixture::new(vx_bin());
+        std::fs::remove_dir_all(runner.root().join(".git")).unwrap();
+        let cloned = Command::new("git")
+            .args(["clone", "-q"])
+            .arg(f.root())
+            .arg(".")
+            .current_dir(runner.root())
+            .output()
+            .unwrap();
+        assert!(cloned.status.success(), "{cloned:?}");
+        let summary = runner.root().join(".git/summary.json");
+        let shard = format!("--shard={k}/2");
+        let arg = format!("--summarize={}", summary.display());
+        let out = runner.vx_in(
+            ".",
+            &["run", "build", "test", "--all", &shard, &arg],
+            &[("CI", "true"), ("VX_REMOTE_CACHE_TOKEN", TOKEN)],
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!("vx: --shard {k}/2: this runner runs ")),
+            "{}",
+            out.stderr
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+        for task in doc["tasks"].as_array().unwrap() {
+            let id = task["id"].as_str().unwrap().to_string();
+            let cache = task["cache"].as_str().unwrap();
+            if owner[&id] == k {
+                assert_eq!(cache, "miss", "{id} is executed by its own part");
+                executed.push(id);
+            } else if owner[&id] < k {
+                // An earlier part ran it: this part takes it from the server.
+                assert_eq!(cache, "restored-remote", "{id}");
+                shared += 1;
+            } else {
+                // A later part's task that this one needs now: run here.
+                assert_eq!(cache, "miss", "{id}");
+                twice += 1;
+            }
+        }
+    }
+    executed.sort();
+    let all: Vec<String> = owner.keys().cloned().collect();
+    assert_eq!(executed, all, "every task executed by its own part");
+    (shared, twice)
+}
+
+#[test]
+fn parts_run_on_two_runners_run_nothing_twice() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    // Each project's build and test together, p1…p4 on one runner: nothing crosses parts.
+    let f = workspace(Some(&server.url()));
+    assert_eq!(run_parts_in_turn(&f), (0, 0));
+}
+
+#[test]
+fn a_part_takes_what_another_part_built_from_the_remote_cache() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    // One base that ten projects build on: splitting them pays for the hand-over.
+    let names: Vec<String> = (1..=10).map(|n| format!("q{n:02}")).collect();
+    let mut deps: Vec<(&str, &[&str])> = vec![("base", &[])];
+    deps.extend(names.iter().map(|n| (n.as_str(), &["base"][..])));
+    let f = workspace_with(Some(&server.url()), &deps);
+    // What each part's plan holds of the other's.
+    let across = |k: u64| {
+        let plan = planned(&f, Some(&format!("{k}/2")));
+        plan.values().filter(|&&part| part != Some(k)).count()
+    };
+    let (of_first, of_second) = (across(2), across(1));
+    assert!(of_first > 0, "part 2 needs part 1's work here");
+    assert_eq!(run_parts_in_turn(&f), (of_first, of_second));
+}
+
+#[test]
+fn the_flag_is_checked_and_auto_predicts_one_to_sixteen_runners() {
+    let f = workspace(None);
+    for bad in ["0/2", "3/2", "2", "a/b", "1/257"] {
+        let out = f.vx_in(".", &["run", "build", &format!("--shard={bad}")], &[]);
+        assert_eq!(out.code, 2, "{bad}");
+        assert_eq!(
+            out.stderr,
+            format!("error: invalid value `{bad}` for --shard (expected K/N with 1 ≤ K ≤ N ≤ 256, or `auto` with --dry)\n")
+        );
+    }
+    let out = f.vx_in(".", &["run", "build", "--shard=auto"], &[]);
+    assert_eq!(out.code, 2);
+    assert!(out
+        .stderr
+        .starts_with("error: `--shard auto` needs `--dry`\n"));
+    let out = f.vx_in(
+        ".",
+        &[
+            "run",
+            "build",
+            "test",
+            "--all",
+            "--dry",
+            "--shard=auto",
+            "--concurrency=1",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let rows: Vec<&str> = out.stdout.lines().skip(1).collect();
+    assert_eq!(rows.len(), 16, "{}", out.stdout);
+    // One runner with one slot runs the 18 tasks one after another.
+    assert!(rows[0].contains("18.0 tasks"), "{}", out.stdout);
+    assert!(rows[0].ends_with("1.00× one runner"), "{}", out.stdout);
+    // Two runners halve it (the chains fit), at most 9 tasks each.
+    assert!(rows[1].contains("9.0 tasks"), "{}", out.stdout);
+}
