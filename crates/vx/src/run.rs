@@ -207,6 +207,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         phases,
         kill_grace: env_duration(&host_env, "VX_KILL_GRACE").unwrap_or(DEFAULT_KILL_GRACE),
         env_timeout: env_duration(&host_env, "VX_TASK_TIMEOUT"),
+        shard_wait: env_duration(&host_env, "VX_SHARD_WAIT"),
         ready_notice: env_duration(&host_env, "VX_READY_NOTICE").unwrap_or(DEFAULT_READY_NOTICE),
         sh,
         host_env: host_env.clone(),

@@ -435,6 +435,23 @@ impl<'p> RunCache<'p> {
         }
     }
 
+    /// SCHED-8: `id`'s entry arrived in a further layer since it was looked up: the next
+    /// lookup asks again.
+    pub fn ask_again(&mut self, id: &TaskId) {
+        self.known_misses.remove(id);
+        if let Some(key) = self.key_hex(id) {
+            self.layers.ask_again(&key);
+        }
+    }
+
+    /// SCHED-8: a further layer that reads, to watch for another runner's upload of `id`'s
+    /// entry, with the key; `None` without one or before the key is known.
+    pub fn watch_for(&self, id: &TaskId) -> Option<(vx_store::layer::RecordLayer, String)> {
+        let key = self.key_hex(id)?;
+        let layer = self.layers.record_layers().into_iter().find(|l| l.read)?;
+        Some((layer, key))
+    }
+
     /// Marks a task as not saved, for tasks that never reached `after` (failed keys).
     pub fn withhold(&mut self, id: &TaskId) {
         self.guard.withhold(id);

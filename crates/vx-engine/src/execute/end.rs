@@ -74,6 +74,9 @@ impl Run<'_> {
         self.cache
             .finish(signalled, &mut |notice| reporter.waiting(notice));
         self.relay_notices();
+        if let Some(line) = self.parts_line() {
+            self.reporter.notice(line);
+        }
         self.record_run(code, signalled, true);
         self.finish_output();
         if kept.is_empty() && self.watch.is_none() && !signalled {

@@ -55,6 +55,8 @@ mod live;
 mod msg;
 mod offloaded;
 mod output;
+mod part_waits;
+mod parts;
 pub(crate) mod ready;
 mod region;
 pub(crate) mod remote;
@@ -86,6 +88,8 @@ pub struct Context {
     pub kill_grace: Duration,
     /// `VX_TASK_TIMEOUT`.
     pub env_timeout: Option<Duration>,
+    /// `VX_SHARD_WAIT`: how long a task of another part is waited for (SCHED-8).
+    pub shard_wait: Option<Duration>,
     /// `VX_READY_NOTICE`: when a persistent task still not ready gets its note (EXEC-13).
     pub ready_notice: Duration,
     pub slots: u32,
@@ -161,6 +165,8 @@ pub struct Run<'p> {
     servers_held: Vec<usize>,
     /// Tasks held out of the schedule while their remote entry downloads (REM-6).
     prefetching: BTreeSet<usize>,
+    /// SCHED-8: tasks of other parts waited for, and what became of them.
+    parts: part_waits::Parts,
     /// SCHED-4: how long each task waited only for memory.
     held: HeldForMemory,
     /// This run's id (UUIDv7): history, the summary and the trace share it.
@@ -305,6 +311,7 @@ impl<'p> Run<'p> {
             restores: Lane::new("restore", lane_width),
             servers_held: Vec::new(),
             prefetching: BTreeSet::new(),
+            parts: part_waits::Parts::default(),
             held: HeldForMemory::default(),
             run_id: crate::ids::run_id(),
             summary: None,
@@ -354,7 +361,8 @@ impl<'p> Run<'p> {
                 || self.saves.busy()
                 || self.restores.busy()
                 // A stopping run does not wait for downloads (REM-6).
-                || (!self.prefetching.is_empty() && self.stopping.is_none());
+                || (!self.prefetching.is_empty() && self.stopping.is_none())
+                || !self.parts.waiting.is_empty();
             if !one_shots_running && (self.scheduler.is_done() || self.stopping.is_some()) {
                 break;
             }
@@ -446,6 +454,7 @@ impl<'p> Run<'p> {
             Msg::Restored(i, job, result) => self.restored(i, job, *result),
             Msg::NetRefused(i, target) => self.sandbox_refused(i, target),
             Msg::Prefetched(i) => self.prefetched(i),
+            Msg::PartArrived(i, arrived) => self.part_arrived(i, arrived),
             Msg::Ui(event) => self.ui_event(event),
         }
     }

@@ -27,7 +27,7 @@ impl Run<'_> {
     pub(super) fn start(&mut self, i: usize) {
         self.held.started(i, Instant::now());
         let task = self.rows[i];
-        let (config, kind) = (task.config, task.kind);
+        let kind = task.kind;
         if kind == Kind::Group {
             let failed = self
                 .scheduler
@@ -90,6 +90,34 @@ impl Run<'_> {
         } else {
             (CacheKind::NoCache, false)
         };
+        // SCHED-8: another part's task may yet arrive from its own runner.
+        if cache_kind == CacheKind::Miss
+            && self.wait_for_part(
+                i,
+                super::part_waits::Pending {
+                    cache_kind,
+                    writes,
+                    unsaved_reason,
+                },
+            )
+        {
+            return;
+        }
+        self.launch(i, cache_kind, writes, unsaved_reason);
+    }
+
+    /// Starts node `i`'s attempt once its cache was probed: its environment, masking, sandbox
+    /// and attempt, handed to the executor.
+    pub(super) fn launch(
+        &mut self,
+        i: usize,
+        cache_kind: CacheKind,
+        writes: bool,
+        unsaved_reason: &'static str,
+    ) {
+        let task = self.rows[i];
+        let (config, kind) = (task.config, task.kind);
+        let id = self.plan.graph.nodes[i].id.clone();
         let remote = self.scheduler.is_remote(i);
         if !remote {
             if let Err(line) = self.download_upstreams(i) {

@@ -49,6 +49,7 @@ fn run_reported(
         sh: Some(PathBuf::from("/bin/sh")),
         kill_grace: Duration::from_millis(100),
         env_timeout: None,
+        shard_wait: None,
         ready_notice: Duration::from_secs(10),
         cwd: std::env::temp_dir(),
         origin: std::time::Instant::now(),

@@ -141,6 +141,12 @@ impl Layers {
             .collect()
     }
 
+    /// Lets the next lookup of `key` ask the further layers again (REM-5 asks once per run):
+    /// for an entry another runner was seen to upload since (SCHED-8).
+    pub fn ask_again(&mut self, key: &str) {
+        self.asked.remove(key);
+    }
+
     /// Whether any further layer reads or writes.
     pub fn has_remote(&self) -> bool {
         !self.remotes.is_empty()

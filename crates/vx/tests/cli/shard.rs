@@ -219,7 +219,12 @@ fn run_parts_in_turn(f: &Fixture) -> (usize, usize) {
         let out = runner.vx_in(
             ".",
             &["run", "build", "test", "--all", &shard, &arg],
-            &[("CI", "true"), ("VX_REMOTE_CACHE_TOKEN", TOKEN)],
+            // Part 2 has not run yet when part 1 needs its work: no point waiting long.
+            &[
+                ("CI", "true"),
+                ("VX_REMOTE_CACHE_TOKEN", TOKEN),
+                ("VX_SHARD_WAIT", "1s"),
+            ],
         );
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(
@@ -320,4 +325,179 @@ fn the_flag_is_checked_and_auto_predicts_one_to_sixteen_runners() {
     assert!(rows[0].ends_with("1.00× one runner"), "{}", out.stdout);
     // Two runners halve it (the chains fit), at most 9 tasks each.
     assert!(rows[1].contains("9.0 tasks"), "{}", out.stdout);
+}
+
+/// The fan-out workspace of [`a_part_takes_what_another_part_built_from_the_remote_cache`]
+/// with a base build that takes 2 s, and its split into two parts: base's part first.
+fn slow_base(url: &str) -> (Fixture, BTreeMap<String, u64>) {
+    let names: Vec<String> = (1..=10).map(|n| format!("q{n:02}")).collect();
+    let mut deps: Vec<(&str, &[&str])> = vec![("base", &[])];
+    deps.extend(names.iter().map(|n| (n.as_str(), &["base"][..])));
+    let f = workspace_with(Some(url), &deps);
+    f.write(
+        "packages/base/vx.toml",
+        concat!(
+            "[tasks.build]\n",
+            "command = \"sleep 2 && mkdir -p dist && cp src/main.txt dist/\"\n",
+            "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n\n",
+            "[tasks.test]\n",
+            "command = \"test -f dist/main.txt\"\n",
+            "depends-on = [\"build\"]\n",
+            "cache = { inputs = [\"src/**\"], outputs = [] }\n",
+        ),
+    );
+    f.commit();
+    let owner = split(&f, 2);
+    (f, owner)
+}
+
+/// A fresh clone of `f` for one runner.
+fn runner_of(f: &Fixture) -> Fixture {
+    let runner = Fixture::new(vx_bin());
+    std::fs::remove_dir_all(runner.root().join(".git")).unwrap();
+    let cloned = Command::new("git")
+        .args(["clone", "-q"])
+        .arg(f.root())
+        .arg(".")
+        .current_dir(runner.root())
+        .output()
+        .unwrap();
+    assert!(cloned.status.success(), "{cloned:?}");
+    runner
+}
+
+/// The cache word of each task in a run's summary.
+fn words(runner: &Fixture) -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(runner.root().join(".git/summary.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_string(),
+                t["cache"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_runner_waits_for_another_parts_upload_rather_than_run_it_twice() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let (f, owner) = slow_base(&server.url());
+    let first = owner["base#build"];
+    let second = 3 - first;
+    assert!(owner.values().any(|&k| k == second), "{owner:?}");
+    let runners = [runner_of(&f), runner_of(&f)];
+    // Both parts at once, as a CI matrix starts them.
+    let children: Vec<_> = [first, second]
+        .iter()
+        .zip(&runners)
+        .map(|(k, runner)| {
+            let summary = format!(
+                "--summarize={}",
+                runner.root().join(".git/summary.json").display()
+            );
+            runner
+                .command(
+                    ".",
+                    &[
+                        "run",
+                        "build",
+                        "test",
+                        "--all",
+                        &format!("--shard={k}/2"),
+                        &summary,
+                    ],
+                )
+                .envs([("CI", "true"), ("VX_REMOTE_CACHE_TOKEN", TOKEN)])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for out in &outputs {
+        assert!(out.status.success(), "{out:?}");
+    }
+    let waited = String::from_utf8_lossy(&outputs[1].stderr);
+    assert!(
+        waited.contains(&format!(
+            "vx: --shard: base#build belongs to part {first}; waiting up to 30s for its runner to upload it\n"
+        )),
+        "{waited}"
+    );
+    assert_eq!(
+        words(&runners[1])["base#build"],
+        "restored-remote",
+        "{waited}"
+    );
+    // Every task of the other part this one needed came from its runner; none ran twice.
+    let needed = planned(&f, Some(&format!("{second}/2")))
+        .values()
+        .filter(|&&part| part != Some(second))
+        .count();
+    assert!(
+        waited.contains(&format!(
+            "vx: --shard {second}/2: of the other parts' tasks this part needed, {needed} arrived from their runners while it waited, none run here\n"
+        )),
+        "{waited}"
+    );
+    assert_eq!(words(&runners[0])["base#build"], "miss");
+}
+
+#[test]
+fn a_part_not_uploaded_in_time_is_run_here_and_said() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let (f, owner) = slow_base(&server.url());
+    let second = 3 - owner["base#build"];
+    // The other runner never comes: after VX_SHARD_WAIT this one builds base itself.
+    let runner = runner_of(&f);
+    let summary = format!(
+        "--summarize={}",
+        runner.root().join(".git/summary.json").display()
+    );
+    let out = runner.vx_in(
+        ".",
+        &[
+            "run",
+            "build",
+            "test",
+            "--all",
+            &format!("--shard={second}/2"),
+            &summary,
+        ],
+        &[
+            ("CI", "true"),
+            ("VX_REMOTE_CACHE_TOKEN", TOKEN),
+            ("VX_SHARD_WAIT", "1s"),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "vx: --shard: part {}'s runner did not upload base#build within 1s; running it here\n",
+            3 - second
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains(" arrived from their runners while it waited, ")
+            && out.stderr.contains(" run here (base#build"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(words(&runner)["base#build"], "miss");
 }

@@ -1,0 +1,155 @@
+//! `--shard K/N` at run time (SCHED-8): a task of another part that this runner needs, and that
+//! the cache does not hold yet, is waited for: its own runner may upload it any moment.
+//!
+//! # How this works
+//!
+//! When such a task misses, it leaves the schedule without taking a slot, and a thread asks the
+//! remote cache whether the task's key is there (every 0.5 s, then less often, up to 2 s apart).
+//! When the entry arrives the task is looked up again and restored like any remote hit; when
+//! it has not arrived after the wait limit, the task runs here, and the run says so. The limit
+//! is the task's recorded duration (what running it here costs: waiting longer could only lose
+//! more than it saves, and waiting that long loses at most as much), else
+//! [`DEFAULT_WAIT`]; `VX_SHARD_WAIT` sets it for every task. A task whose expected duration is
+//! under [`NOT_WORTH_WAITING`] runs here at once. Without a remote cache that reads, nothing can
+//! arrive, and the task runs here at once.
+
+use std::time::{Duration, Instant};
+
+use super::part_waits::Pending;
+use super::{Msg, Run};
+use crate::outcome::Notice;
+
+/// How long a task of another part is waited for without a recorded duration.
+const DEFAULT_WAIT: Duration = Duration::from_secs(30);
+/// A task expected to take less than this runs here rather than being waited for.
+const NOT_WORTH_WAITING: Duration = Duration::from_millis(500);
+/// The first pause between two asks, and the longest.
+const FIRST_POLL: Duration = Duration::from_millis(500);
+const LONGEST_POLL: Duration = Duration::from_secs(2);
+
+/// `30s`, `1.5s`.
+fn seconds(d: Duration) -> String {
+    let tenths = (d.as_millis() + 50) / 100;
+    if tenths % 10 == 0 {
+        format!("{}s", tenths / 10)
+    } else {
+        format!("{}.{}s", tenths / 10, tenths % 10)
+    }
+}
+
+impl Run<'_> {
+    /// The part (1-based) that owns node `i`, when it is not this runner's.
+    fn other_part(&self, i: usize) -> Option<u32> {
+        let shard = self.plan.shard.as_ref()?;
+        Some(shard.owner[i]).filter(|&owner| owner != shard.k)
+    }
+
+    /// Starts waiting for node `i`'s entry from its own runner; false when node `i` is this
+    /// runner's or is not worth waiting for (the caller launches it).
+    pub(super) fn wait_for_part(&mut self, i: usize, pending: Pending) -> bool {
+        let Some(part) = self.other_part(i) else {
+            return false;
+        };
+        let id = self.plan.graph.nodes[i].id.clone();
+        let limit = self.ctx.shard_wait.unwrap_or_else(|| {
+            self.recorder
+                .recent(&id)
+                .and_then(|r| vx_core::schedule::median(&r.durations_ms))
+                .map_or(DEFAULT_WAIT, Duration::from_millis)
+        });
+        let watched = self.cache.watch_for(&id);
+        let Some((layer, key)) = watched.filter(|_| limit >= NOT_WORTH_WAITING) else {
+            self.parts.ran_here.push(id.to_string());
+            return false;
+        };
+        self.reporter.notice(Notice::note(format!(
+            "--shard: {id} belongs to part {part}; waiting up to {} for its runner to upload it",
+            seconds(limit)
+        )));
+        self.parts.waiting.insert(i, (pending, limit));
+        let tx = self.tx.clone();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + limit;
+            let mut pause = FIRST_POLL;
+            let arrived = loop {
+                if layer.layer.contains(&key).unwrap_or(false) {
+                    break true;
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    break false;
+                }
+                std::thread::sleep(pause.min(deadline - now));
+                pause = (pause * 3 / 2).min(LONGEST_POLL);
+            };
+            let _ = tx.send(Msg::PartArrived(i, arrived));
+        });
+        true
+    }
+
+    /// The wait for node `i` ended: restored when its entry arrived, else run here.
+    pub(super) fn part_arrived(&mut self, i: usize, arrived: bool) {
+        let Some((pending, limit)) = self.parts.waiting.remove(&i) else {
+            return;
+        };
+        if self.stopping.is_some() {
+            let skipped = self.scheduler.give_back(i);
+            self.report_skipped(&skipped);
+            return;
+        }
+        let id = self.plan.graph.nodes[i].id.clone();
+        if arrived {
+            self.cache.ask_again(&id);
+            let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
+            let decision = self.cache.before(self.rows[i], true, needs_log);
+            self.relay_notices();
+            match decision {
+                crate::cache::Decision::Hit(replay) => {
+                    self.parts.arrived += 1;
+                    self.hit(i, replay);
+                    return;
+                }
+                crate::cache::Decision::Fail(line) => {
+                    self.cache.withhold(&id);
+                    self.fail_before_start(i, &line);
+                    return;
+                }
+                crate::cache::Decision::Execute { .. } => {}
+            }
+        } else {
+            let part = self.other_part(i).unwrap_or_default();
+            self.reporter.notice(Notice::note(format!(
+                "--shard: part {part}'s runner did not upload {id} within {}; running it here",
+                seconds(limit)
+            )));
+        }
+        self.parts.ran_here.push(id.to_string());
+        self.launch(
+            i,
+            pending.cache_kind,
+            pending.writes,
+            pending.unsaved_reason,
+        );
+    }
+
+    /// The line at the end of a sharded run: what this runner took from the others' runners,
+    /// and what it ran for them.
+    pub(super) fn parts_line(&self) -> Option<Notice> {
+        let shard = self.plan.shard.as_ref()?;
+        if self.parts.arrived == 0 && self.parts.ran_here.is_empty() {
+            return None;
+        }
+        let ran = match self.parts.ran_here.len() {
+            0 => "none run here".to_string(),
+            n => format!(
+                "{n} run here ({}{})",
+                self.parts.ran_here[..n.min(3)].join(", "),
+                if n > 3 { ", …" } else { "" }
+            ),
+        };
+        Some(Notice::note(format!(
+            "--shard {}/{}: of the other parts' tasks this part needed, {} arrived from their runners while it waited, {ran}",
+            shard.k, shard.n, self.parts.arrived
+        )))
+    }
+}
