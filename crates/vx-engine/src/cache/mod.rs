@@ -444,6 +444,11 @@ impl<'p> RunCache<'p> {
         }
     }
 
+    /// The further layers still in use (SCHED-8's records).
+    pub fn record_layers(&self) -> Vec<vx_store::layer::RecordLayer> {
+        self.layers.record_layers()
+    }
+
     /// SCHED-8: a further layer that reads, to watch for another runner's upload of `id`'s
     /// entry, with the key; `None` without one or before the key is known.
     pub fn watch_for(&self, id: &TaskId) -> Option<(vx_store::layer::RecordLayer, String)> {

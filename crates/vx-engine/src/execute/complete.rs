@@ -166,6 +166,10 @@ impl Run<'_> {
         } else {
             Finish::Failed
         };
+        if status == Status::Failed {
+            let code = self.reports[&i].exit_code;
+            self.tell_failure(i, code);
+        }
         if status != Status::Aborted {
             let skipped = self.scheduler.finish(i, finish);
             self.report_skipped(&skipped);

@@ -74,6 +74,7 @@ impl Run<'_> {
         self.cache
             .finish(signalled, &mut |notice| reporter.waiting(notice));
         self.relay_notices();
+        self.finish_telling();
         if let Some(line) = self.parts_line() {
             self.reporter.notice(line);
         }

@@ -454,7 +454,7 @@ impl<'p> Run<'p> {
             Msg::Restored(i, job, result) => self.restored(i, job, *result),
             Msg::NetRefused(i, target) => self.sandbox_refused(i, target),
             Msg::Prefetched(i) => self.prefetched(i),
-            Msg::PartArrived(i, arrived) => self.part_arrived(i, arrived),
+            Msg::PartWaited(i, how) => self.part_waited(i, how),
             Msg::Ui(event) => self.ui_event(event),
         }
     }

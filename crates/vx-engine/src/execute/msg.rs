@@ -25,8 +25,8 @@ pub enum Msg {
     NetRefused(usize, String),
     /// The background download of a task's remote entry ended, arrived or not (REM-6).
     Prefetched(usize),
-    /// The wait for another part's upload of a task's entry ended, arrived or not (SCHED-8).
-    PartArrived(usize, bool),
+    /// The wait for another part's upload of a task's entry ended (SCHED-8).
+    PartWaited(usize, super::part_waits::PartWait),
     /// A key or a resize in the task UI (`--ui=tui`).
     Ui(UiInput),
 }

@@ -13,6 +13,35 @@ pub(crate) struct Pending {
     pub unsaved_reason: &'static str,
 }
 
+/// How a wait for another part's task ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartWait {
+    /// Its entry is in the remote cache.
+    Arrived,
+    /// Its runner said it failed there, with this exit code.
+    Failed(Option<i32>),
+    /// Neither within the wait limit.
+    TimedOut,
+}
+
+/// What a runner says about a task of its part that failed (SCHED-8), as a remote record.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct FailedThere {
+    pub part: u32,
+    pub exit_code: Option<i32>,
+    /// When, milliseconds since the epoch: a record older than the run that reads it (a
+    /// failure before a re-run) is not believed.
+    pub at_ms: i64,
+}
+
+/// The remote key of the record that says the task with `key` failed on its runner.
+pub fn failed_key(key: &str) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"vx shard failure 1\0");
+    hasher.update(key.as_bytes());
+    hasher.finalize().to_hex().to_string()
+}
+
 /// Tasks of other parts: those waited for, and what became of them.
 #[derive(Default)]
 pub(crate) struct Parts {
@@ -22,4 +51,8 @@ pub(crate) struct Parts {
     pub arrived: usize,
     /// Run here: not uploaded within the wait limit, or not worth waiting for.
     pub ran_here: Vec<String>,
+    /// Failed here because their runner said they failed there.
+    pub failed_there: Vec<String>,
+    /// Failures of this part's tasks being told to the other runners.
+    pub telling: Vec<std::thread::JoinHandle<()>>,
 }

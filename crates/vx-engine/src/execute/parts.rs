@@ -12,10 +12,15 @@
 //! [`DEFAULT_WAIT`]; `VX_SHARD_WAIT` sets it for every task. A task whose expected duration is
 //! under [`NOT_WORTH_WAITING`] runs here at once. Without a remote cache that reads, nothing can
 //! arrive, and the task runs here at once.
+//!
+//! A task of this runner's own part that fails leaves a record ([`FailedThere`], under
+//! [`failed_key`] of its key) in the remote cache, written on a thread joined at the end of the
+//! run; a waiting runner that finds it (written less than 10 minutes before it started) fails
+//! the task at once instead of waiting and running it again.
 
 use std::time::{Duration, Instant};
 
-use super::part_waits::Pending;
+use super::part_waits::{failed_key, FailedThere, PartWait, Pending};
 use super::{Msg, Run};
 use crate::outcome::Notice;
 
@@ -23,6 +28,9 @@ use crate::outcome::Notice;
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 /// A task expected to take less than this runs here rather than being waited for.
 const NOT_WORTH_WAITING: Duration = Duration::from_millis(500);
+/// A failure record written this long before the run started is still believed (runners of
+/// one CI run do not start at the same moment); an older one is a failure before a re-run.
+const BELIEVED_BEFORE_MS: i64 = 10 * 60 * 1000;
 /// The first pause between two asks, and the longest.
 const FIRST_POLL: Duration = Duration::from_millis(500);
 const LONGEST_POLL: Duration = Duration::from_secs(2);
@@ -68,27 +76,86 @@ impl Run<'_> {
         )));
         self.parts.waiting.insert(i, (pending, limit));
         let tx = self.tx.clone();
+        let since_ms = crate::clock::epoch_ms(self.started_wall) - BELIEVED_BEFORE_MS;
+        let tmp = self.ctx.cache_dir.join("tmp");
         std::thread::spawn(move || {
             let deadline = Instant::now() + limit;
             let mut pause = FIRST_POLL;
-            let arrived = loop {
+            let failed = failed_key(&key);
+            let how = loop {
                 if layer.layer.contains(&key).unwrap_or(false) {
-                    break true;
+                    break PartWait::Arrived;
+                }
+                if layer.layer.contains(&failed).unwrap_or(false) {
+                    let told = vx_store::layer::fetch_record(layer.layer.as_ref(), &failed, &tmp)
+                        .ok()
+                        .flatten()
+                        .and_then(|body| serde_json::from_slice::<FailedThere>(&body).ok())
+                        .filter(|f| f.at_ms >= since_ms);
+                    if let Some(told) = told {
+                        break PartWait::Failed(told.exit_code);
+                    }
                 }
                 let now = Instant::now();
                 if now >= deadline {
-                    break false;
+                    break PartWait::TimedOut;
                 }
                 std::thread::sleep(pause.min(deadline - now));
                 pause = (pause * 3 / 2).min(LONGEST_POLL);
             };
-            let _ = tx.send(Msg::PartArrived(i, arrived));
+            let _ = tx.send(Msg::PartWaited(i, how));
         });
         true
     }
 
-    /// The wait for node `i` ended: restored when its entry arrived, else run here.
-    pub(super) fn part_arrived(&mut self, i: usize, arrived: bool) {
+    /// SCHED-8: a task of this runner's part failed: the other runners waiting for it are told
+    /// through the remote cache, so that they fail it too rather than wait and run it again.
+    pub(super) fn tell_failure(&mut self, i: usize, exit_code: Option<i32>) {
+        let Some(shard) = self.plan.shard.as_ref() else {
+            return;
+        };
+        if shard.owner[i] != shard.k {
+            return;
+        }
+        let id = &self.plan.graph.nodes[i].id;
+        let Some(key) = self.cache.key_hex(id) else {
+            return;
+        };
+        let Some(layer) = self.cache.record_layers().into_iter().find(|l| l.write) else {
+            return;
+        };
+        let told = FailedThere {
+            part: shard.k,
+            exit_code,
+            at_ms: crate::clock::epoch_ms(std::time::SystemTime::now()),
+        };
+        let body = serde_json::to_vec(&told).expect("a failure record serializes");
+        let tmp = self.ctx.cache_dir.join("tmp");
+        let task = id.to_string();
+        self.parts.telling.push(std::thread::spawn(move || {
+            let put = vx_store::layer::put_record(
+                layer.layer.as_ref(),
+                &failed_key(&key),
+                &task,
+                &body,
+                &tmp,
+            );
+            if let Err(e) = put {
+                tracing::debug!(%task, error = %e, "could not tell the other runners");
+            }
+        }));
+    }
+
+    /// Waits for the failure records still being written (at the end of the run).
+    pub(super) fn finish_telling(&mut self) {
+        for handle in self.parts.telling.drain(..) {
+            let _ = handle.join();
+        }
+    }
+
+    /// The wait for node `i` ended: restored when its entry arrived, failed when its runner
+    /// said it failed there, else run here.
+    pub(super) fn part_waited(&mut self, i: usize, how: PartWait) {
         let Some((pending, limit)) = self.parts.waiting.remove(&i) else {
             return;
         };
@@ -98,30 +165,43 @@ impl Run<'_> {
             return;
         }
         let id = self.plan.graph.nodes[i].id.clone();
-        if arrived {
-            self.cache.ask_again(&id);
-            let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
-            let decision = self.cache.before(self.rows[i], true, needs_log);
-            self.relay_notices();
-            match decision {
-                crate::cache::Decision::Hit(replay) => {
-                    self.parts.arrived += 1;
-                    self.hit(i, replay);
-                    return;
+        let part = self.other_part(i).unwrap_or_default();
+        match how {
+            PartWait::Arrived => {
+                self.cache.ask_again(&id);
+                let needs_log = self.reporter.shows_hit_log(self.is_shown(i));
+                let decision = self.cache.before(self.rows[i], true, needs_log);
+                self.relay_notices();
+                match decision {
+                    crate::cache::Decision::Hit(replay) => {
+                        self.parts.arrived += 1;
+                        self.hit(i, replay);
+                        return;
+                    }
+                    crate::cache::Decision::Fail(line) => {
+                        self.cache.withhold(&id);
+                        self.fail_before_start(i, &line);
+                        return;
+                    }
+                    crate::cache::Decision::Execute { .. } => {}
                 }
-                crate::cache::Decision::Fail(line) => {
-                    self.cache.withhold(&id);
-                    self.fail_before_start(i, &line);
-                    return;
-                }
-                crate::cache::Decision::Execute { .. } => {}
             }
-        } else {
-            let part = self.other_part(i).unwrap_or_default();
-            self.reporter.notice(Notice::note(format!(
-                "--shard: part {part}'s runner did not upload {id} within {}; running it here",
-                seconds(limit)
-            )));
+            PartWait::Failed(code) => {
+                let exit = code.map_or(String::new(), |c| format!(" (exit {c})"));
+                self.parts.failed_there.push(id.to_string());
+                self.cache.withhold(&id);
+                self.fail_before_start(
+                    i,
+                    &format!("vx: {id} failed on part {part}'s runner{exit}; its output is in that runner's log"),
+                );
+                return;
+            }
+            PartWait::TimedOut => {
+                self.reporter.notice(Notice::note(format!(
+                    "--shard: part {part}'s runner did not upload {id} within {}; running it here",
+                    seconds(limit)
+                )));
+            }
         }
         self.parts.ran_here.push(id.to_string());
         self.launch(
@@ -136,7 +216,8 @@ impl Run<'_> {
     /// and what it ran for them.
     pub(super) fn parts_line(&self) -> Option<Notice> {
         let shard = self.plan.shard.as_ref()?;
-        if self.parts.arrived == 0 && self.parts.ran_here.is_empty() {
+        let failed = &self.parts.failed_there;
+        if self.parts.arrived == 0 && self.parts.ran_here.is_empty() && failed.is_empty() {
             return None;
         }
         let ran = match self.parts.ran_here.len() {
@@ -147,8 +228,12 @@ impl Run<'_> {
                 if n > 3 { ", …" } else { "" }
             ),
         };
+        let failed = match failed.len() {
+            0 => String::new(),
+            n => format!(", {n} failed on their runners ({})", failed.join(", ")),
+        };
         Some(Notice::note(format!(
-            "--shard {}/{}: of the other parts' tasks this part needed, {} arrived from their runners while it waited, {ran}",
+            "--shard {}/{}: of the other parts' tasks this part needed, {} arrived from their runners while it waited, {ran}{failed}",
             shard.k, shard.n, self.parts.arrived
         )))
     }

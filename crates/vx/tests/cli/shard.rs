@@ -330,20 +330,28 @@ fn the_flag_is_checked_and_auto_predicts_one_to_sixteen_runners() {
 /// The fan-out workspace of [`a_part_takes_what_another_part_built_from_the_remote_cache`]
 /// with a base build that takes 2 s, and its split into two parts: base's part first.
 fn slow_base(url: &str) -> (Fixture, BTreeMap<String, u64>) {
+    base_doing(url, "sleep 2 && mkdir -p dist && cp src/main.txt dist/")
+}
+
+/// The fan-out workspace with base's build running `command`, and its split into two parts.
+fn base_doing(url: &str, command: &str) -> (Fixture, BTreeMap<String, u64>) {
     let names: Vec<String> = (1..=10).map(|n| format!("q{n:02}")).collect();
     let mut deps: Vec<(&str, &[&str])> = vec![("base", &[])];
     deps.extend(names.iter().map(|n| (n.as_str(), &["base"][..])));
     let f = workspace_with(Some(url), &deps);
     f.write(
         "packages/base/vx.toml",
-        concat!(
-            "[tasks.build]\n",
-            "command = \"sleep 2 && mkdir -p dist && cp src/main.txt dist/\"\n",
-            "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n\n",
-            "[tasks.test]\n",
-            "command = \"test -f dist/main.txt\"\n",
-            "depends-on = [\"build\"]\n",
-            "cache = { inputs = [\"src/**\"], outputs = [] }\n",
+        &format!(
+            concat!(
+                "[tasks.build]\n",
+                "command = \"{}\"\n",
+                "cache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n\n",
+                "[tasks.test]\n",
+                "command = \"test -f dist/main.txt\"\n",
+                "depends-on = [\"build\"]\n",
+                "cache = {{ inputs = [\"src/**\"], outputs = [] }}\n",
+            ),
+            command
         ),
     );
     f.commit();
@@ -366,7 +374,7 @@ fn runner_of(f: &Fixture) -> Fixture {
     runner
 }
 
-/// The cache word of each task in a run's summary.
+/// The cache word of each task in a run's summary (empty for a task that did not start).
 fn words(runner: &Fixture) -> BTreeMap<String, String> {
     let text = std::fs::read_to_string(runner.root().join(".git/summary.json")).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -377,10 +385,39 @@ fn words(runner: &Fixture) -> BTreeMap<String, String> {
         .map(|t| {
             (
                 t["id"].as_str().unwrap().to_string(),
-                t["cache"].as_str().unwrap().to_string(),
+                t["cache"].as_str().unwrap_or("").to_string(),
             )
         })
         .collect()
+}
+
+/// Parts `parts` of `f`'s plan started at once on two fresh runners, as a CI matrix starts
+/// them: the runners and what each printed.
+fn both_at_once(f: &Fixture, parts: [u64; 2]) -> ([Fixture; 2], Vec<std::process::Output>) {
+    let runners = [runner_of(f), runner_of(f)];
+    let children: Vec<_> = parts
+        .iter()
+        .zip(&runners)
+        .map(|(k, runner)| {
+            let summary = format!(
+                "--summarize={}",
+                runner.root().join(".git/summary.json").display()
+            );
+            let shard = format!("--shard={k}/2");
+            runner
+                .command(".", &["run", "build", "test", "--all", &shard, &summary])
+                .envs([("CI", "true"), ("VX_REMOTE_CACHE_TOKEN", TOKEN)])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    (runners, outputs)
 }
 
 #[test]
@@ -392,39 +429,7 @@ fn a_runner_waits_for_another_parts_upload_rather_than_run_it_twice() {
     let first = owner["base#build"];
     let second = 3 - first;
     assert!(owner.values().any(|&k| k == second), "{owner:?}");
-    let runners = [runner_of(&f), runner_of(&f)];
-    // Both parts at once, as a CI matrix starts them.
-    let children: Vec<_> = [first, second]
-        .iter()
-        .zip(&runners)
-        .map(|(k, runner)| {
-            let summary = format!(
-                "--summarize={}",
-                runner.root().join(".git/summary.json").display()
-            );
-            runner
-                .command(
-                    ".",
-                    &[
-                        "run",
-                        "build",
-                        "test",
-                        "--all",
-                        &format!("--shard={k}/2"),
-                        &summary,
-                    ],
-                )
-                .envs([("CI", "true"), ("VX_REMOTE_CACHE_TOKEN", TOKEN)])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let outputs: Vec<_> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect();
+    let (runners, outputs) = both_at_once(&f, [first, second]);
     for out in &outputs {
         assert!(out.status.success(), "{out:?}");
     }
@@ -500,4 +505,38 @@ fn a_part_not_uploaded_in_time_is_run_here_and_said() {
         out.stderr
     );
     assert_eq!(words(&runner)["base#build"], "miss");
+}
+
+#[test]
+fn a_failure_on_its_own_runner_fails_the_waiting_runner_without_running_it_again() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let (f, owner) = base_doing(&server.url(), "sleep 1 && echo broken && exit 3");
+    let first = owner["base#build"];
+    let second = 3 - first;
+    let (runners, outputs) = both_at_once(&f, [first, second]);
+    assert_eq!(outputs[0].status.code(), Some(1), "{:?}", outputs[0]);
+    let told = String::from_utf8_lossy(&outputs[1].stderr);
+    assert_eq!(outputs[1].status.code(), Some(1), "{told}");
+    let stdout = String::from_utf8_lossy(&outputs[1].stdout);
+    assert!(
+        stdout.contains(&format!(
+            "vx: base#build failed on part {first}'s runner (exit 3); its output is in that runner's log"
+        )),
+        "{stdout}{told}"
+    );
+    assert!(
+        !told.contains("did not upload"),
+        "it did not wait out the limit: {told}"
+    );
+    assert!(
+        !stdout.contains("broken"),
+        "base#build did not run here: {stdout}"
+    );
+    assert_eq!(words(&runners[1])["base#build"], "", "not executed here");
+    assert!(
+        told.contains("1 failed on their runners (base#build)"),
+        "{told}"
+    );
 }
