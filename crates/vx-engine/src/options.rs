@@ -119,6 +119,8 @@ pub enum ShardFlag {
     Part { k: u32, n: u32 },
     /// `--shard auto` (with `--dry`): the predicted wall for N = 1…16.
     Auto,
+    /// `--shard ci`: K and N from the CI's parallel-job variables.
+    Ci,
 }
 
 /// `--download` (REM-14).

@@ -114,6 +114,43 @@ fn invalid(value: &str, flag: &str, expected: &str) -> Diagnostic {
     ))
 }
 
+/// `--shard` (SCHED-8): `K/N`, `ci`, or `auto` with `--dry`.
+fn shard_flag(args: &RunArgs) -> Result<Option<ShardFlag>, Diagnostic> {
+    let Some(text) = args.shard.as_deref() else {
+        return Ok(None);
+    };
+    if args.affected.as_deref() == Some(LAST_GREEN) {
+        return Err(
+            Diagnostic::new("`--shard` cannot be combined with `--affected=last-green`").hint(
+                "every runner must compare with the same base: name it (`--affected=<commit>`) or take the CI's (bare `--affected`)",
+            ),
+        );
+    }
+    match text {
+        "ci" => return Ok(Some(ShardFlag::Ci)),
+        "auto" if args.dry.is_some() => return Ok(Some(ShardFlag::Auto)),
+        "auto" => {
+            return Err(Diagnostic::new("`--shard auto` needs `--dry`").hint(
+                "`vx run TASKS --dry --shard auto` prints the predicted wall for 1 to 16 runners",
+            ))
+        }
+        _ => {}
+    }
+    let part = text.split_once('/').and_then(|(k, n)| {
+        let k: u32 = k.trim().parse().ok()?;
+        let n: u32 = n.trim().parse().ok()?;
+        ((1..=n).contains(&k) && n <= MAX_SHARDS).then_some((k, n))
+    });
+    match part {
+        Some((k, n)) => Ok(Some(ShardFlag::Part { k, n })),
+        None => Err(invalid(
+            text,
+            "--shard",
+            "K/N with 1 ≤ K ≤ N ≤ 256, `ci`, or `auto` with --dry",
+        )),
+    }
+}
+
 pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
     if args.exit_code && args.dry.is_none() {
         return Err(Diagnostic::new("`--exit-code` needs `--dry`")
@@ -265,34 +302,7 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
             check_ref(text).map_err(|p| p.diagnostic(text, RefSite::Flag))?,
         )),
     };
-    let shard =
-        match args.shard.as_deref() {
-            None => None,
-            Some("auto") if args.dry.is_some() => Some(ShardFlag::Auto),
-            Some("auto") => return Err(Diagnostic::new("`--shard auto` needs `--dry`").hint(
-                "`vx run TASKS --dry --shard auto` prints the predicted wall for 1 to 16 runners",
-            )),
-            Some(text) => {
-                let part = text.split_once('/').and_then(|(k, n)| {
-                    let k: u32 = k.trim().parse().ok()?;
-                    let n: u32 = n.trim().parse().ok()?;
-                    (1..=n)
-                        .contains(&k)
-                        .then_some((k, n))
-                        .filter(|_| n <= MAX_SHARDS)
-                });
-                match part {
-                    Some((k, n)) => Some(ShardFlag::Part { k, n }),
-                    None => {
-                        return Err(invalid(
-                            text,
-                            "--shard",
-                            "K/N with 1 ≤ K ≤ N ≤ 256, or `auto` with --dry",
-                        ))
-                    }
-                }
-            }
-        };
+    let shard = shard_flag(&args)?;
     let report_junit = match args.report.as_deref() {
         None => None,
         Some(text) => match text.split_once('=') {

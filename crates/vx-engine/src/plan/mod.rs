@@ -186,8 +186,13 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
     }
     let graph = TaskGraph::build(&workspace, &table, &requested, &options.exclude)?;
     only_groups(&workspace, &graph)?;
-    let (graph, shard) = match options.shard {
-        Some(ShardFlag::Part { k, n }) => {
+    let part = match options.shard {
+        Some(ShardFlag::Part { k, n }) => Some((k, n)),
+        Some(ShardFlag::Ci) => Some(shard::from_ci(&crate::host::env::host_env())?),
+        _ => None,
+    };
+    let (graph, shard) = match part {
+        Some((k, n)) => {
             let slots = shard::slots(&workspace, options);
             let (narrowed, part) =
                 shard::narrow(&workspace, &table, graph, &options.exclude, (k, n), slots)?;

@@ -58,6 +58,32 @@ impl ShardPlan {
     }
 }
 
+/// `--shard ci`: this job's part (1-based) and the number of parts, from the variables of a
+/// CI's parallel jobs: GitLab's `CI_NODE_INDEX`/`CI_NODE_TOTAL` (1-based), Buildkite's
+/// `BUILDKITE_PARALLEL_JOB`/`BUILDKITE_PARALLEL_JOB_COUNT` and CircleCI's
+/// `CIRCLE_NODE_INDEX`/`CIRCLE_NODE_TOTAL` (0-based).
+pub fn from_ci(env: &std::collections::BTreeMap<String, String>) -> Result<(u32, u32), Failure> {
+    let number = |name: &str| env.get(name).and_then(|v| v.trim().parse::<u32>().ok());
+    let found = [
+        ("CI_NODE_INDEX", "CI_NODE_TOTAL", 0),
+        ("BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", 1),
+        ("CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL", 1),
+    ]
+    .into_iter()
+    .find_map(|(index, total, shift)| Some((number(index)? + shift, number(total)?)));
+    match found {
+        Some((k, n)) if (1..=n).contains(&k) && n <= 256 => Ok((k, n)),
+        Some((k, n)) => Err(Failure::usage(format!(
+            "`--shard=ci`: the CI's parallel-job variables give part {k} of {n}"
+        ))),
+        None => Err(vx_core::Diagnostic::new(
+            "`--shard=ci` found no parallel-job variables of a CI it knows",
+        )
+        .hint("GitLab's `parallel:` sets CI_NODE_INDEX and CI_NODE_TOTAL, Buildkite's `parallelism:` BUILDKITE_PARALLEL_JOB and BUILDKITE_PARALLEL_JOB_COUNT, CircleCI's `parallelism:` CIRCLE_NODE_INDEX and CIRCLE_NODE_TOTAL; elsewhere pass `--shard=K/N`")
+        .into()),
+    }
+}
+
 /// The slots the partition assumes for each runner (see the module documentation).
 pub fn slots(workspace: &Workspace, options: &RunOptions) -> usize {
     match options.concurrency {

@@ -66,6 +66,8 @@ fn origin() -> (tempfile::TempDir, String, String) {
     toml.push_str("\n[tasks.deploy]\ncommand = \"echo deploying web\"\ndepends-on = [\"build\"]\n");
     std::fs::write(&web, toml).unwrap();
     git(dir.path(), &["init", "-q", "-b", "main"]);
+    // The repository's first commit is empty: a push of the demo has a commit before it.
+    git(dir.path(), &["commit", "-q", "--allow-empty", "-m", "init"]);
     let out = Command::new(vx_bin())
         .arg("lock")
         .current_dir(dir.path())
@@ -170,6 +172,10 @@ fn strings(value: &Value) -> Vec<String> {
 
 /// One build of GitHub's workflow: push or pull request, from a fork or not.
 struct GitHubEvent<'a> {
+    /// The recipe's name on the page.
+    recipe: &'a str,
+    /// The matrix job's `matrix.shard`, for a sharded recipe.
+    shard: Option<u64>,
     name: &'a str,
     branch: &'a str,
     head: &'a str,
@@ -223,7 +229,7 @@ fn github(
     event: &GitHubEvent,
     also: Option<&Value>,
 ) -> Build {
-    let workflow = recipe("github-actions");
+    let workflow = recipe(event.recipe);
     let job = &workflow["jobs"]["build"];
     let dir = checkout(origin, event.branch);
     let files = tempfile::tempdir().unwrap();
@@ -262,6 +268,9 @@ fn github(
         },
     );
     context.insert("github.sha", sha.clone());
+    if let Some(shard) = event.shard {
+        context.insert("matrix.shard", shard.to_string());
+    }
     if pull {
         context.insert(
             "github.event.pull_request.head.repo.fork",
@@ -394,6 +403,8 @@ fn github_actions_recipe_runs_as_the_page_says() {
     };
     let (origin, main, feature) = origin();
     let push = GitHubEvent {
+        recipe: "github-actions",
+        shard: None,
         name: "push",
         branch: "main",
         head: "",
@@ -408,6 +419,8 @@ fn github_actions_recipe_runs_as_the_page_says() {
 
     let deploy = recipe("github-actions-deploy");
     let pull = GitHubEvent {
+        recipe: "github-actions",
+        shard: None,
         name: "pull_request",
         branch: BRANCH,
         head: BRANCH,
@@ -463,7 +476,18 @@ fn runner(
 
 /// GitLab: the job's `script` lines in one shell, as the runner runs them.
 fn gitlab(origin: &Path, server: &HttpCacheServer, vars: &[(&str, &str)], branch: &str) -> Build {
-    let pipeline = recipe("gitlab-ci");
+    gitlab_recipe("gitlab-ci", origin, server, vars, branch)
+}
+
+/// [`gitlab`] with the recipe named `name` on the page.
+fn gitlab_recipe(
+    name: &str,
+    origin: &Path,
+    server: &HttpCacheServer,
+    vars: &[(&str, &str)],
+    branch: &str,
+) -> Build {
+    let pipeline = recipe(name);
     assert_eq!(pipeline["variables"]["GIT_DEPTH"].as_u64(), Some(0));
     let job = &pipeline["build"];
     let own = [("GITLAB_CI", "true"), ("CI_DEFAULT_BRANCH", "main")];
@@ -615,4 +639,137 @@ fn circleci_recipe_runs_as_the_page_says() {
         BRANCH,
     );
     check_change_request(&reviewed, &main, &feature);
+}
+
+// ---------------------------------------------------------------------------------------------
+// One run on several runners: every job of a matrix at once, each on its own clone.
+
+/// The tasks a build's log shows executed (their section titles: `<id> (executed 12ms)`).
+fn executed(log: &str) -> Vec<String> {
+    log.lines()
+        .filter_map(|line| line.find(" (executed ").map(|at| &line[..at]))
+        .map(|head| {
+            let head = head.rsplit("\u{1b}[0K").next().unwrap_or(head);
+            head.rsplit("::group::").next().unwrap_or(head).to_string()
+        })
+        .collect()
+}
+
+/// Every task of the demo's `build test lint` plan, from one runner's `--dry=json`.
+fn every_task(origin: &Path) -> Vec<String> {
+    let out = Command::new(vx_bin())
+        .args(["run", "build", "test", "lint", "--all", "--dry=json"])
+        .current_dir(origin)
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut ids: Vec<String> = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn github_actions_matrix_recipe_runs_every_task_once_across_its_jobs() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let (origin, _, _) = origin();
+    let jobs = recipe("github-actions-shards")["jobs"]["build"]["strategy"]["matrix"]["shard"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect::<Vec<_>>();
+    assert_eq!(jobs, [1, 2, 3]);
+    // The push of the demo onto the empty first commit: everything is affected.
+    let before = &git(origin.path(), &["rev-parse", "HEAD~1"]);
+    let builds: Vec<Build> = std::thread::scope(|s| {
+        let started: Vec<_> = jobs
+            .iter()
+            .map(|&k| {
+                let (origin, server) = (origin.path(), &server);
+                s.spawn(move || {
+                    let push = GitHubEvent {
+                        recipe: "github-actions-shards",
+                        shard: Some(k),
+                        name: "push",
+                        branch: "main",
+                        head: "",
+                        base: before,
+                        fork: false,
+                    };
+                    github(origin, server, &push, None)
+                })
+            })
+            .collect();
+        started.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut ran: Vec<String> = builds.iter().flat_map(|b| executed(&b.log)).collect();
+    ran.sort();
+    assert_eq!(
+        ran,
+        every_task(origin.path()),
+        "each task once, on its own runner"
+    );
+    for (k, build) in jobs.iter().zip(&builds) {
+        assert!(
+            build
+                .log
+                .contains(&format!("vx: --shard {k}/3: this runner runs ")),
+            "{}",
+            build.log
+        );
+        assert!(build.dir.path().join(format!("vx-junit-{k}.xml")).exists());
+    }
+}
+
+#[test]
+fn gitlab_parallel_recipe_runs_every_task_once_across_its_jobs() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let (origin, _, _) = origin();
+    let total = recipe("gitlab-ci-shards")["build"]["parallel"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(total, 3);
+    let before = &git(origin.path(), &["rev-parse", "HEAD~1"]);
+    let builds: Vec<Build> = std::thread::scope(|s| {
+        let started: Vec<_> = (1..=total)
+            .map(|k| {
+                let (origin, server) = (origin.path(), &server);
+                s.spawn(move || {
+                    let index = k.to_string();
+                    let vars = [
+                        ("CI_PIPELINE_SOURCE", "push"),
+                        ("CI_COMMIT_BRANCH", "main"),
+                        ("CI_COMMIT_BEFORE_SHA", before.as_str()),
+                        ("CI_NODE_INDEX", index.as_str()),
+                        ("CI_NODE_TOTAL", "3"),
+                    ];
+                    gitlab_recipe("gitlab-ci-shards", origin, server, &vars, "main")
+                })
+            })
+            .collect();
+        started.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut ran: Vec<String> = builds.iter().flat_map(|b| executed(&b.log)).collect();
+    ran.sort();
+    assert_eq!(
+        ran,
+        every_task(origin.path()),
+        "each task once, on its own runner"
+    );
+    for (k, build) in (1..=total).zip(&builds) {
+        assert!(
+            build.log.contains(&format!("vx: --shard {k}/3: ")),
+            "{}",
+            build.log
+        );
+    }
 }

@@ -296,7 +296,7 @@ fn the_flag_is_checked_and_auto_predicts_one_to_sixteen_runners() {
         assert_eq!(out.code, 2, "{bad}");
         assert_eq!(
             out.stderr,
-            format!("error: invalid value `{bad}` for --shard (expected K/N with 1 ≤ K ≤ N ≤ 256, or `auto` with --dry)\n")
+            format!("error: invalid value `{bad}` for --shard (expected K/N with 1 ≤ K ≤ N ≤ 256, `ci`, or `auto` with --dry)\n")
         );
     }
     let out = f.vx_in(".", &["run", "build", "--shard=auto"], &[]);
@@ -538,5 +538,67 @@ fn a_failure_on_its_own_runner_fails_the_waiting_runner_without_running_it_again
     assert!(
         told.contains("1 failed on their runners (base#build)"),
         "{told}"
+    );
+}
+
+#[test]
+fn ci_takes_the_part_from_the_cis_parallel_jobs_and_last_green_is_refused() {
+    let f = workspace(None);
+    let owned = |env: &[(&str, &str)]| {
+        let out = f.vx_in(
+            ".",
+            &["run", "build", "test", "--all", "--dry=json", "--shard=ci"],
+            env,
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        let mine: BTreeSet<String> = doc["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["shard"].as_u64() == Some(2))
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect();
+        (out.stderr.clone(), mine)
+    };
+    let by_flag = |k: u64| -> BTreeSet<String> {
+        split(&f, 3)
+            .into_iter()
+            .filter(|(_, part)| *part == k)
+            .map(|(id, _)| id)
+            .collect()
+    };
+    // GitLab's `parallel: 3`, second job (1-based); CircleCI's and Buildkite's are 0-based.
+    for env in [
+        &[("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "3")][..],
+        &[("CIRCLE_NODE_INDEX", "1"), ("CIRCLE_NODE_TOTAL", "3")][..],
+        &[
+            ("BUILDKITE_PARALLEL_JOB", "1"),
+            ("BUILDKITE_PARALLEL_JOB_COUNT", "3"),
+        ][..],
+    ] {
+        let (stderr, mine) = owned(env);
+        assert!(stderr.starts_with("vx: --shard 2/3: "), "{stderr}");
+        assert_eq!(mine, by_flag(2), "{env:?}");
+    }
+    let out = f.vx_in(".", &["run", "build", "--shard=ci"], &[]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .starts_with("error: `--shard=ci` found no parallel-job variables of a CI it knows\n"),
+        "{}",
+        out.stderr
+    );
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--shard=1/2", "--affected=last-green"],
+        &[],
+    );
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .starts_with("error: `--shard` cannot be combined with `--affected=last-green`\n"),
+        "{}",
+        out.stderr
     );
 }
