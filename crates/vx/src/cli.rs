@@ -62,6 +62,8 @@ pub enum Verb {
     Lock(LockArgs),
     /// Print a health report of the workspace: vx, git, projects, cache, history.
     Info(InfoArgs),
+    /// Merge the --summarize files of a sharded run's parts into one recap.
+    Report(ReportArgs),
     /// Print the JSON Schema of vx.toml.
     Schema,
     /// Print a shell completion script: bash, zsh or fish.
@@ -287,6 +289,13 @@ pub struct InfoArgs {
     /// The cache directory (default: VX_CACHE_DIR, [workspace] cache-dir, .vx at the root).
     #[arg(long = "cache-dir", value_name = "PATH")]
     pub cache_dir: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The `--summarize` files of the parts of one `--shard` run, one per runner.
+    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    pub merge: Vec<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

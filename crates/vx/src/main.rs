@@ -129,6 +129,7 @@ fn real_main() -> Result<i32, Failure> {
         Some(Verb::Migrate(args)) => commands::init::migrate(&cwd, args),
         Some(Verb::Lock(args)) => commands::lock::lock(&cwd, args),
         Some(Verb::Info(args)) => commands::info::info(&cwd, args),
+        Some(Verb::Report(args)) => commands::report::report(&cwd, args),
         Some(Verb::Schema) => Ok(commands::schema()),
         Some(Verb::Completions { shell }) => commands::completions::completions(shell.as_deref()),
         Some(Verb::Version { extra }) => {

@@ -15,6 +15,7 @@ pub const VERBS: &[&str] = &[
     "migrate",
     "lock",
     "info",
+    "report",
     "schema",
     "completions",
     "help",

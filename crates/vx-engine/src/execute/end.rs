@@ -143,6 +143,7 @@ impl Run<'_> {
             .collect();
         let record = RunRecord {
             critical_path,
+            shard: self.plan.shard.as_ref().map(|s| (s.k, s.n)),
             run_id: &self.run_id,
             git: Some(crate::record::GitFacts {
                 commit: head.commit,
@@ -163,6 +164,7 @@ impl Run<'_> {
                         detail: crate::record::TaskDetail {
                             command: report.command_line.as_deref().or(config.command.as_deref()),
                             inputs: known.map(|d| &d.inputs),
+                            part: self.plan.shard.as_ref().map(|s| s.owner[i]),
                             config: Some(config),
                         },
                     }

@@ -163,6 +163,8 @@ pub struct RunRecord<'a> {
     /// The run's critical path: the chain of dependent tasks, first to last, whose durations
     /// in this run add up to the most (`critical_chain`).
     pub critical_path: Vec<String>,
+    /// `--shard K/N` (SCHED-8): this runner's part and the number of parts.
+    pub shard: Option<(u32, u32)>,
 }
 
 /// The chain of dependent nodes with the largest sum of `durations` (what this run spent on
@@ -216,6 +218,8 @@ pub struct TaskDetail<'a> {
     pub command: Option<&'a str>,
     /// What its key was derived from (its input files with their blob ids, the variables).
     pub inputs: Option<&'a vx_core::key::KeyInputs>,
+    /// With `--shard`: the part (1-based) the task belongs to.
+    pub part: Option<u32>,
     /// Its resolved configuration (the names of its variables).
     pub config: Option<&'a vx_core::config::TaskConfig>,
 }
@@ -456,6 +460,7 @@ mod tests {
         let run = RunRecord {
             affected: None,
             critical_path: Vec::new(),
+            shard: None,
             run_id: "0190",
             git: None,
             exit_code: 1,

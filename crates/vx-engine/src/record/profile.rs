@@ -181,6 +181,7 @@ mod tests {
         let run = RunRecord {
             affected: None,
             critical_path: Vec::new(),
+            shard: None,
             run_id: "r",
             git: None,
             exit_code: 0,

@@ -48,6 +48,17 @@ pub struct Summary {
     /// What an `--affected` run compared with; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub affected: Option<SummaryAffected>,
+    /// With `--shard K/N`: this runner's part; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<SummaryShard>,
+}
+
+/// The part of a sharded run (SCHED-8) a summary is of.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SummaryShard {
+    /// This runner's part, 1 to `parts`.
+    pub part: u32,
+    pub parts: u32,
 }
 
 /// The run's critical path: dependent tasks, first to last, whose durations in this run add up
@@ -163,6 +174,10 @@ pub struct SummaryTask {
     pub start_offset_ms: u64,
     /// When it ended, in milliseconds from the start of the run (0 if it never started).
     pub end_offset_ms: u64,
+    /// With `--shard`: the part the task belongs to (another part's task is here because this
+    /// part needs it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -259,6 +274,7 @@ impl Summary {
                 merge_base: a.merge_base.clone(),
                 why: a.why.clone(),
             }),
+            shard: run.shard.map(|(part, parts)| SummaryShard { part, parts }),
         }
     }
 }
@@ -335,12 +351,14 @@ fn task_of(r: &TaskReport, key: Option<String>) -> SummaryTask {
         admission_held_ms: r.admission_held.as_millis() as u64,
         start_offset_ms: r.start_offset.as_millis() as u64,
         end_offset_ms: r.end_offset.as_millis() as u64,
+        shard: None,
     }
 }
 
 /// The command, inputs and variable names of `--summarize`.
 fn detail(task: &mut SummaryTask, detail: &crate::record::TaskDetail<'_>) {
     task.command = detail.command.map(str::to_string);
+    task.shard = detail.part;
     if let Some(inputs) = detail.inputs {
         task.inputs = inputs
             .inputs
@@ -491,6 +509,7 @@ mod tests {
         let run = RunRecord {
             affected: None,
             critical_path: Vec::new(),
+            shard: None,
             run_id: "r",
             git: None,
             exit_code: 1,

@@ -457,6 +457,38 @@ fn a_runner_waits_for_another_parts_upload_rather_than_run_it_twice() {
         "{waited}"
     );
     assert_eq!(words(&runners[0])["base#build"], "miss");
+    // One recap of both parts: every task of each part executed by its runner, nothing twice.
+    let report = merge(&f, &runners);
+    assert_eq!(report.code, 0, "{}{}", report.stdout, report.stderr);
+    for k in 1..=2u64 {
+        let own = owner.values().filter(|&&o| o == k).count();
+        let row = report
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{k}/2 ")))
+            .unwrap_or_else(|| panic!("{}", report.stdout));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // part, own tasks, executed, restored, failed, from others, run for others, wall
+        assert_eq!(cells[1], own.to_string(), "{row}");
+        assert_eq!(cells[2], own.to_string(), "{row}");
+        assert_eq!(cells[6], "0", "{row}");
+    }
+    assert!(
+        report.stdout.ends_with("every part succeeded\n"),
+        "{}",
+        report.stdout
+    );
+}
+
+/// `vx report --merge` of the runners' summaries, run in `f`.
+fn merge(f: &Fixture, runners: &[Fixture]) -> vx_test_support::fixture::Output {
+    let files: Vec<String> = runners
+        .iter()
+        .map(|r| r.root().join(".git/summary.json").display().to_string())
+        .collect();
+    let mut args = vec!["report", "--merge"];
+    args.extend(files.iter().map(String::as_str));
+    f.vx_in(".", &args, &[])
 }
 
 #[test]
@@ -538,6 +570,56 @@ fn a_failure_on_its_own_runner_fails_the_waiting_runner_without_running_it_again
     assert!(
         told.contains("1 failed on their runners (base#build)"),
         "{told}"
+    );
+    // The recap names the failure once, on the part that had it; a lost part is named too.
+    let report = merge(&f, &runners);
+    assert_eq!(report.code, 1, "{}", report.stdout);
+    assert_eq!(
+        report.stdout.matches("failed: ").count(),
+        1,
+        "{}",
+        report.stdout
+    );
+    assert!(
+        report
+            .stdout
+            .contains(&format!("failed: base#build on part {first} (exit 3)\n")),
+        "{}",
+        report.stdout
+    );
+    let lost = merge(&f, &runners[1..]);
+    assert_eq!(lost.code, 1);
+    assert!(
+        lost.stdout.contains(&format!(
+            "{first}/2   no summary: the runner of this part did not finish; its tasks are not accounted for\n"
+        )),
+        "{}",
+        lost.stdout
+    );
+    assert!(
+        lost.stdout.ends_with("1 of 2 parts missing\n"),
+        "{}",
+        lost.stdout
+    );
+    // Files that are not the parts of one run are refused, naming the file.
+    f.write("broken.json", "{ \"tasks\": [ }");
+    let out = f.vx(&["report", "--merge", "broken.json"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .starts_with("error: broken.json:1:14: not a run summary: "),
+        "{}",
+        out.stderr
+    );
+    f.write("plain.json", "{ \"tasks\": [] }");
+    let out = f.vx(&["report", "--merge", "plain.json"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.starts_with(
+            "error: plain.json is not the summary of a part of a `--shard` run (it has no `shard`)\n"
+        ),
+        "{}",
+        out.stderr
     );
 }
 
