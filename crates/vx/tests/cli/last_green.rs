@@ -284,16 +284,7 @@ fn a_fresh_clone_finds_the_green_commit_in_the_remote_cache(url: &str) {
     f.git(&["checkout", "-q", "-b", "feat/x"]);
     f.write("packages/lib/src/a.txt", "edited\n");
     f.commit();
-    let clone = Fixture::new(vx_bin());
-    std::fs::remove_dir_all(clone.root().join(".git")).unwrap();
-    let cloned = Command::new("git")
-        .args(["clone", "-q", "--branch", "feat/x"])
-        .arg(f.root())
-        .arg(".")
-        .current_dir(clone.root())
-        .output()
-        .unwrap();
-    assert!(cloned.status.success(), "{cloned:?}");
+    let clone = crate::clone_of(f.root(), &["--branch", "feat/x"]);
     let pull = [
         ("CI", "true"),
         ("GITHUB_ACTIONS", "true"),
@@ -325,16 +316,7 @@ fn a_fresh_clone_finds_the_green_commit_in_the_remote_cache(url: &str) {
         "{}",
         out.stderr
     );
-    let third = Fixture::new(vx_bin());
-    std::fs::remove_dir_all(third.root().join(".git")).unwrap();
-    let cloned = Command::new("git")
-        .args(["clone", "-q", "--branch", "feat/x"])
-        .arg(f.root())
-        .arg(".")
-        .current_dir(third.root())
-        .output()
-        .unwrap();
-    assert!(cloned.status.success(), "{cloned:?}");
+    let third = crate::clone_of(f.root(), &["--branch", "feat/x"]);
     third.write("packages/docs/notes.txt", "later\n");
     third.commit();
     let (out, ran) = last_green(&third, &pull);
@@ -348,16 +330,7 @@ fn a_fresh_clone_finds_the_green_commit_in_the_remote_cache(url: &str) {
     // The third runner's green run replaced feat/x's record with one that names it first: a
     // fourth runner, cloned from the third, takes the third's commit.
     let newer = rev(third.root(), "HEAD");
-    let fourth = Fixture::new(vx_bin());
-    std::fs::remove_dir_all(fourth.root().join(".git")).unwrap();
-    let cloned = Command::new("git")
-        .args(["clone", "-q", "--branch", "feat/x"])
-        .arg(third.root())
-        .arg(".")
-        .current_dir(fourth.root())
-        .output()
-        .unwrap();
-    assert!(cloned.status.success(), "{cloned:?}");
+    let fourth = crate::clone_of(third.root(), &["--branch", "feat/x"]);
     fourth.write("packages/lib/src/a.txt", "again\n");
     fourth.commit();
     let (out, ran) = last_green(&fourth, &pull);

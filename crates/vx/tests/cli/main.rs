@@ -66,6 +66,24 @@ pub fn vx_bin() -> &'static str {
     env!("CARGO_BIN_EXE_vx")
 }
 
+/// A clone of the repository at `origin` (`git clone -q ARGS… ORIGIN .`), as another runner or
+/// machine checks it out: no `.vx/`, no outputs.
+pub fn clone_of(origin: &std::path::Path, args: &[&str]) -> Fixture {
+    let clone = Fixture::new(vx_bin());
+    std::fs::remove_dir_all(clone.root().join(".git")).unwrap();
+    let out = std::process::Command::new("git")
+        .arg("clone")
+        .arg("-q")
+        .args(args)
+        .arg(origin)
+        .arg(".")
+        .current_dir(clone.root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    clone
+}
+
 /// Fixture W, the acceptance scenarios' workspace.
 pub fn w() -> Fixture {
     Fixture::w(vx_bin())

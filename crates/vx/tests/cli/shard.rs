@@ -3,7 +3,6 @@
 //! the remote cache (the real turborepo-remote-cache) when they are there.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
 
 use vx_test_support::fixture::Fixture;
 use vx_test_support::http_cache::{HttpCacheServer, TOKEN};
@@ -127,16 +126,7 @@ fn every_task_is_in_exactly_one_part_and_every_runner_splits_alike() {
         }
     }
     // Another runner's clone, with its own (empty) history, splits the same way.
-    let clone = Fixture::new(vx_bin());
-    std::fs::remove_dir_all(clone.root().join(".git")).unwrap();
-    let cloned = Command::new("git")
-        .args(["clone", "-q"])
-        .arg(f.root())
-        .arg(".")
-        .current_dir(clone.root())
-        .output()
-        .unwrap();
-    assert!(cloned.status.success(), "{cloned:?}");
+    let clone = crate::clone_of(f.root(), &[]);
     // A run in the first clone gives it history: the split must not depend on it.
     assert_eq!(f.vx(&["run", "build", "test", "--all"]).code, 0);
     assert_eq!(split(&clone, 3), split(&f, 3));
@@ -203,16 +193,7 @@ fn run_parts_in_turn(f: &Fixture) -> (usize, usize) {
     let (mut shared, mut twice) = (0, 0);
     for k in 1..=2u64 {
         // Each part on a fresh runner: a clone with no `.vx/` and no outputs.
-        let runner = Fixture::new(vx_bin());
-        std::fs::remove_dir_all(runner.root().join(".git")).unwrap();
-        let cloned = Command::new("git")
-            .args(["clone", "-q"])
-            .arg(f.root())
-            .arg(".")
-            .current_dir(runner.root())
-            .output()
-            .unwrap();
-        assert!(cloned.status.success(), "{cloned:?}");
+        let runner = crate::clone_of(f.root(), &[]);
         let summary = runner.root().join(".git/summary.json");
         let shard = format!("--shard={k}/2");
         let arg = format!("--summarize={}", summary.display());
@@ -361,17 +342,7 @@ fn base_doing(url: &str, command: &str) -> (Fixture, BTreeMap<String, u64>) {
 
 /// A fresh clone of `f` for one runner.
 fn runner_of(f: &Fixture) -> Fixture {
-    let runner = Fixture::new(vx_bin());
-    std::fs::remove_dir_all(runner.root().join(".git")).unwrap();
-    let cloned = Command::new("git")
-        .args(["clone", "-q"])
-        .arg(f.root())
-        .arg(".")
-        .current_dir(runner.root())
-        .output()
-        .unwrap();
-    assert!(cloned.status.success(), "{cloned:?}");
-    runner
+    crate::clone_of(f.root(), &[])
 }
 
 /// The cache word of each task in a run's summary (empty for a task that did not start).
