@@ -129,7 +129,12 @@ impl Run<'_> {
         let summary_written = summary_path.clone();
         let trace_written = trace_path.clone();
         let (keys, layers) = self.cache.keys_and_layers();
-        let record_layers = layers.record_layers();
+        // Only an `--affected=last-green` run writes a record (SEL-10).
+        let record_layers = if self.plan.green.is_some() {
+            layers.record_layers()
+        } else {
+            Vec::new()
+        };
         let head = vx_workspace::tree::head(&self.plan.workspace.root).unwrap_or_default();
         let rows = &self.rows;
         let mut durations = vec![0; self.plan.graph.nodes.len()];

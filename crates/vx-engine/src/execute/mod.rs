@@ -362,7 +362,8 @@ impl<'p> Run<'p> {
                 || self.restores.busy()
                 // A stopping run does not wait for downloads (REM-6).
                 || (!self.prefetching.is_empty() && self.stopping.is_none())
-                || !self.parts.waiting.is_empty();
+                // Nor for another runner's upload (SCHED-8).
+                || (!self.parts.waiting.is_empty() && self.stopping.is_none());
             if !one_shots_running && (self.scheduler.is_done() || self.stopping.is_some()) {
                 break;
             }
@@ -370,6 +371,13 @@ impl<'p> Run<'p> {
                 Some(msg) => self.handle(msg),
                 None => break,
             }
+        }
+        // SCHED-8: what still waited for another runner when the run stopped was not run.
+        let waiting: Vec<usize> = std::mem::take(&mut self.parts.waiting)
+            .into_keys()
+            .collect();
+        for i in waiting {
+            self.not_run(i);
         }
         self.end_of_graph()
     }

@@ -655,3 +655,49 @@ fn ci_takes_the_part_from_the_cis_parallel_jobs_and_last_green_is_refused() {
         out.stderr
     );
 }
+
+#[test]
+fn ctrl_c_while_waiting_for_another_part_stops_at_once() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let (f, owner) = slow_base(&server.url());
+    let second = 3 - owner["base#build"];
+    // The other runner never comes, and this one would wait a minute for it.
+    let runner = runner_of(&f);
+    let log = runner.root().join(".git/stderr.txt");
+    let child = runner
+        .command(
+            ".",
+            &[
+                "run",
+                "build",
+                "test",
+                "--all",
+                &format!("--shard={second}/2"),
+            ],
+        )
+        .envs([
+            ("CI", "true"),
+            ("VX_REMOTE_CACHE_TOKEN", TOKEN),
+            ("VX_SHARD_WAIT", "60s"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    crate::remote_cache::wait_until("the wait is said", || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("waiting up to 60s"))
+    });
+    let (code, _, after) = crate::remote_cache::interrupt(child);
+    assert_eq!(
+        code,
+        Some(130),
+        "{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+    // Not the minute the wait had left: the run did not hold on for the other runner.
+    assert!(after < std::time::Duration::from_secs(30), "{after:?}");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(!said.contains("running it here"), "{said}");
+}

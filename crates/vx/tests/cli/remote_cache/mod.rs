@@ -86,7 +86,7 @@ pub(crate) fn wait_until(what: &str, ready: impl Fn() -> bool) {
 
 /// Sends SIGINT to `child` and waits for it: its exit code and stderr, and how long it took
 /// after the signal.
-fn interrupt(child: std::process::Child) -> (Option<i32>, String, std::time::Duration) {
+pub(crate) fn interrupt(child: std::process::Child) -> (Option<i32>, String, std::time::Duration) {
     let signalled = std::time::Instant::now();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
