@@ -655,6 +655,13 @@ fn executed(log: &str) -> Vec<String> {
         .collect()
 }
 
+/// The jobs of a matrix executed every task of the plan exactly once between them.
+fn each_task_once(builds: &[Build], origin: &Path) {
+    let mut ran: Vec<String> = builds.iter().flat_map(|b| executed(&b.log)).collect();
+    ran.sort();
+    assert_eq!(ran, every_task(origin), "each task once, on its own runner");
+}
+
 /// Every task of the demo's `build test lint` plan, from one runner's `--dry=json`.
 fn every_task(origin: &Path) -> Vec<String> {
     let out = Command::new(vx_bin())
@@ -709,13 +716,7 @@ fn github_actions_matrix_recipe_runs_every_task_once_across_its_jobs() {
             .collect();
         started.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let mut ran: Vec<String> = builds.iter().flat_map(|b| executed(&b.log)).collect();
-    ran.sort();
-    assert_eq!(
-        ran,
-        every_task(origin.path()),
-        "each task once, on its own runner"
-    );
+    each_task_once(&builds, origin.path());
     for (k, build) in jobs.iter().zip(&builds) {
         assert!(
             build
@@ -758,13 +759,7 @@ fn gitlab_parallel_recipe_runs_every_task_once_across_its_jobs() {
             .collect();
         started.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let mut ran: Vec<String> = builds.iter().flat_map(|b| executed(&b.log)).collect();
-    ran.sort();
-    assert_eq!(
-        ran,
-        every_task(origin.path()),
-        "each task once, on its own runner"
-    );
+    each_task_once(&builds, origin.path());
     for (k, build) in (1..=total).zip(&builds) {
         assert!(
             build.log.contains(&format!("vx: --shard {k}/3: ")),

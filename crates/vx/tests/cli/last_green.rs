@@ -457,3 +457,39 @@ fn a_shallow_clone_without_the_green_commit_is_refused_with_the_fetch() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(ran, ids(&LIB_REACHES), "{}", out.stderr);
 }
+
+#[test]
+fn a_record_the_remote_refuses_is_one_warning_and_the_run_stays_green() {
+    // A server that has nothing and refuses every upload.
+    let fake = vx_test_support::http_fake::FakeHttpCache::start();
+    fake.answer_all(vx_test_support::http_fake::Answer::Status(404));
+    let f = Fixture::w_cached(vx_bin());
+    f.write(
+        "vx.toml",
+        &format!(
+            "[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.remote-cache]\nurl = \"{}\"\nteam = \"team_vx\"\n",
+            fake.url()
+        ),
+    );
+    f.commit();
+    let (out, _) = last_green(&f, &[("CI", "true"), ("VX_REMOTE_CACHE_TOKEN", TOKEN)]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let refused: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("could not record this green run"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{}", out.stderr);
+    assert!(
+        refused[0].starts_with(&format!(
+            "warning: remote cache {}: could not record this green run for --affected=last-green (",
+            fake.url()
+        )),
+        "{}",
+        out.stderr
+    );
+    // This machine remembers it all the same.
+    assert!(std::fs::read_to_string(f.path(".vx/green.json"))
+        .unwrap()
+        .contains(&rev(f.root(), "HEAD")));
+}

@@ -634,6 +634,16 @@ fn ci_takes_the_part_from_the_cis_parallel_jobs_and_last_green_is_refused() {
         assert!(stderr.starts_with("vx: --shard 2/3: "), "{stderr}");
         assert_eq!(mine, by_flag(2), "{env:?}");
     }
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--shard=ci"],
+        &[("CI_NODE_INDEX", "4"), ("CI_NODE_TOTAL", "3")],
+    );
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: `--shard=ci`: the CI's parallel-job variables give part 4 of 3\n"
+    );
     let out = f.vx_in(".", &["run", "build", "--shard=ci"], &[]);
     assert_eq!(out.code, 2);
     assert!(
