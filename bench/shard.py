@@ -18,8 +18,12 @@ critical path when that is longer). For each N:
           engine and cache, only the split differs; what a runner needs of another is restored
           if it was uploaded already, else executed again
 
-The total work and the critical path come from one runner's run of everything (`--summarize`,
-the sum and the longest chain of its tasks' durations). Reported: the slowest runner's wall ÷ the
+The total work and the critical path come from one runner's run of everything (`--shard=1/1
+--summarize`, the sum and the longest chain of its tasks' durations). That run is also the
+history: it records the tasks' durations in the remote cache, as the parts of an earlier sharded
+run of the branch would, and every measured run starts at a new commit that adds a file to every
+project's sources (so nothing is restored from an earlier run) on fresh clones with no `.vx/`.
+Each (N, split) is run `--runs` times: the median of the slowest runner's wall, with min–max. Reported: the slowest runner's wall ÷ the
 ideal, and tasks executed by more than one runner (from the summaries). Outputs are checked:
 each task's `dist/` on the runner that executed it equals the one-runner build's. Standard
 library only.
@@ -31,6 +35,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -80,10 +85,11 @@ def executed(doc: dict) -> list[str]:
 
 
 def one_runner(work: Path, origin: Path, vx: str, env: dict) -> tuple[float, float, dict]:
-    """Total work and critical path (seconds) of everything on one runner, and its summary."""
+    """Total work and critical path (seconds) of everything on one runner, and its summary; its
+    durations go to the remote cache's record of the branch."""
     clone = remote.clone(origin, work / "single")
     out = work / "single.json"
-    subprocess.run([vx, "run", "build", "--all", "--concurrency=1", f"--summarize={out}"],
+    subprocess.run([vx, "run", "build", "--all", "--concurrency=1", "--shard=1/1", f"--summarize={out}"],
                    cwd=clone, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     doc = summary(out)
     total = sum(t["duration_ms"] for t in doc["tasks"]) / 1000
@@ -104,6 +110,15 @@ def at_once(runs: list[tuple[list[str], Path]], env: dict) -> list[float]:
     return walls
 
 
+def bump(origin: Path, label: str) -> None:
+    """A new commit adding `src/rev.txt` to every project: every build's key changes."""
+    for pdir in sorted((origin / "packages").iterdir()):
+        (pdir / "src" / "rev.txt").write_text(f"{label}\n")
+    subprocess.run(["git", "add", "-A"], cwd=origin, check=True)
+    subprocess.run(["git", "-c", "user.email=b@vx", "-c", "user.name=b", "commit", "-qm", label],
+                   cwd=origin, check=True)
+
+
 def check_outputs(single: Path, runner: Path, ids: list[str]) -> None:
     for task_id in ids:
         project = task_id.split("#")[0].split("/")[-1]
@@ -120,30 +135,34 @@ def main() -> None:
     ap.add_argument("--shards", default="2,4,8")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--vx", default=str(REPO / "target" / "release" / "vx"))
+    ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     vx = str(Path(args.vx).resolve())
     work = Path(tempfile.mkdtemp(prefix="vx-bench-shard-"))
+    server = None
     try:
         origin = make(work, args.projects, args.seed)
         base = {k: v for k, v in os.environ.items() if not k.startswith(("VX_", "GITHUB_", "CI"))}
-        single_env = {**base}
-        total, path, single = one_runner(work, origin, vx, single_env)
+        server, url = remote.start_server(work / "store")
+        env = {**base, "CI": "true", "VX_REMOTE_CACHE_URL": url,
+               "VX_REMOTE_CACHE_TEAM": remote.TEAM, "VX_REMOTE_CACHE_TOKEN": remote.TOKEN}
+        total, path, single = one_runner(work, origin, vx, env)
         ids = sorted(t["id"] for t in single["tasks"])
         print(f"{args.projects} projects, {len(ids)} tasks: work {total:.1f} s on one runner, "
-              f"critical path {path:.1f} s")
-        print(f"{'N':>3}  {'split':<7} {'slowest':>8} {'ideal':>7} {'÷ ideal':>8} {'twice':>6}")
+              f"critical path {path:.1f} s; {args.runs} runs of each")
+        print(f"{'N':>3}  {'split':<7} {'slowest':>8} {'ideal':>7} {'÷ ideal (min–max)':>20} {'twice':>12}")
         for n in [int(x) for x in args.shards.split(",")]:
             ideal = max(total / n, path)
             for how in ("vx", "modulo"):
-                server, url = remote.start_server(work / f"store-{n}-{how}")
-                try:
-                    env = {**base, "CI": "true", "VX_REMOTE_CACHE_URL": url,
-                           "VX_REMOTE_CACHE_TEAM": remote.TEAM, "VX_REMOTE_CACHE_TOKEN": remote.TOKEN}
+                slowest_runs = []
+                twice_runs = []
+                for r in range(args.runs):
+                    bump(origin, f"{how}-{n}-{r}")
                     runs = []
                     files = []
                     for k in range(1, n + 1):
-                        clone = remote.clone(origin, work / f"{how}-{n}-{k}")
-                        out = work / f"{how}-{n}-{k}.json"
+                        clone = remote.clone(origin, work / f"{how}-{n}-{r}-{k}")
+                        out = work / f"{how}-{n}-{r}-{k}.json"
                         files.append((clone, out))
                         if how == "vx":
                             argv = [vx, "run", "build", "--all", "--concurrency=1",
@@ -153,23 +172,28 @@ def main() -> None:
                             argv = [vx, "run", *mine, "--concurrency=1", f"--summarize={out}"]
                         runs.append((argv, clone))
                     walls = at_once(runs, env)
-                finally:
-                    server.kill()
-                    server.wait()
-                ran: dict[str, int] = {}
-                for clone, out in files:
-                    done = executed(summary(out))
-                    check_outputs(work / "single", clone, done)
-                    for task_id in done:
-                        ran[task_id] = ran.get(task_id, 0) + 1
-                missing = [t for t in ids if t not in ran]
-                if missing:
-                    sys.exit(f"{how} N={n}: never executed: {missing[:5]}")
-                twice = sum(c - 1 for c in ran.values())
-                slowest = max(walls)
-                print(f"{n:>3}  {how:<7} {slowest:>7.2f}s {ideal:>6.2f}s {slowest / ideal:>7.2f}× "
-                      f"{100 * twice / len(ids):>5.1f}%", flush=True)
+                    ran: dict[str, int] = {}
+                    for clone, out in files:
+                        done = executed(summary(out))
+                        check_outputs(work / "single", clone, done)
+                        for task_id in done:
+                            ran[task_id] = ran.get(task_id, 0) + 1
+                    missing = [t for t in ids if t not in ran]
+                    if missing:
+                        sys.exit(f"{how} N={n}: never executed: {missing[:5]}")
+                    twice_runs.append(100 * sum(c - 1 for c in ran.values()) / len(ids))
+                    slowest_runs.append(max(walls))
+                    for clone, _ in files:
+                        shutil.rmtree(clone, ignore_errors=True)
+                slowest = statistics.median(slowest_runs)
+                spread = f"{min(slowest_runs) / ideal:.2f}–{max(slowest_runs) / ideal:.2f}"
+                twice = f"{statistics.median(twice_runs):.1f}% ({min(twice_runs):.0f}–{max(twice_runs):.0f})"
+                print(f"{n:>3}  {how:<7} {slowest:>7.2f}s {ideal:>6.2f}s {slowest / ideal:>7.2f}× ({spread}) "
+                      f"{twice:>12}", flush=True)
     finally:
+        if server is not None:
+            server.kill()
+            server.wait()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -119,13 +119,6 @@ fn shard_flag(args: &RunArgs) -> Result<Option<ShardFlag>, Diagnostic> {
     let Some(text) = args.shard.as_deref() else {
         return Ok(None);
     };
-    if args.affected.as_deref() == Some(LAST_GREEN) {
-        return Err(
-            Diagnostic::new("`--shard` cannot be combined with `--affected=last-green`").hint(
-                "every runner must compare with the same base: name it (`--affected=<commit>`) or take the CI's (bare `--affected`)",
-            ),
-        );
-    }
     match text {
         "ci" => return Ok(Some(ShardFlag::Ci)),
         "auto" if args.dry.is_some() => return Ok(Some(ShardFlag::Auto)),

@@ -132,7 +132,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     }
     .max(1);
     if options.shard == Some(vx_engine::options::ShardFlag::Auto) {
-        crate::render::out_str(&shard_auto(&plan, &options));
+        crate::render::out_str(&shard_auto(&plan, cwd, &options));
         return Ok(vx_engine::exit::SUCCESS);
     }
     match &options.plan {
@@ -363,27 +363,39 @@ fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
     vx_exec::subprocess::find_on_path(program, path)
 }
 
-/// SEL-9: `--dry`'s exit code. Without `--exit-code` 0; with it, 1 when the plan would execute
-/// a task (one predicted to miss, or without a cache), said on one line with the first few, and
-/// 0 when every planned task would be restored or is up to date.
-/// `--dry --shard auto` (SCHED-8): the expected wall of the plan on 1 to 16 runners.
-fn shard_auto(plan: &plan::Plan, options: &RunOptions) -> String {
+/// `--dry --shard auto` (SCHED-8): the expected wall of the plan on 1 to 16 runners, from the
+/// durations this machine and the remote cache's records know.
+fn shard_auto(plan: &plan::Plan, cwd: &Path, options: &RunOptions) -> String {
     let slots = plan::shard::slots(&plan.workspace, options);
-    let rows = plan::shard::auto(&plan.workspace, &plan.graph, slots);
+    let place = plan::split_place(&plan.workspace, cwd, options, 0);
+    let (inputs, said) = plan::split::estimate(&place, &plan::task_ids(&plan.table));
+    for notice in said {
+        crate::render::say(notice);
+    }
+    let rows = plan::shard::auto(&plan.workspace, &plan.graph, &inputs, slots);
+    let units = plan::shard::known(&plan.workspace, &plan.graph, &inputs).0 == 0;
+    let by = plan::shard::balanced_by(&plan.workspace, &plan.graph, &inputs);
     let mut text = format!(
-        "runners  predicted wall  most tasks on one runner   ({slots} tasks at once on each; a task counts as 1, as durations are not shared between runners yet)\n"
+        "runners  predicted wall  most tasks on one runner   ({slots} tasks at once on each; {by})\n"
     );
     let one = rows.first().map_or(1, |r| r.1.max(1));
     for (n, wall_ms, most) in rows {
+        let wall = if units {
+            format!("{:.1} tasks", wall_ms as f64 / 1000.0)
+        } else {
+            vx_core::units::format_duration(Duration::from_millis(wall_ms))
+        };
         text.push_str(&format!(
-            "{n:>7}  {:>14}  {most:>24}   {:.2}× one runner\n",
-            format!("{:.1} tasks", wall_ms as f64 / 1000.0),
+            "{n:>7}  {wall:>14}  {most:>24}   {:.2}× one runner\n",
             one as f64 / wall_ms.max(1) as f64
         ));
     }
     text
 }
 
+/// SEL-9: `--dry`'s exit code. Without `--exit-code` 0; with it, 1 when the plan would execute
+/// a task (one predicted to miss, or without a cache), said on one line with the first few, and
+/// 0 when every planned task would be restored or is up to date.
 fn dry_exit(plan: &plan::Plan, rows: &[plan::preview::DryRow], exit_code: bool) -> i32 {
     if !exit_code {
         return vx_engine::exit::SUCCESS;

@@ -21,7 +21,7 @@ pub mod shard;
 
 pub use policy::{
     critical_path, median, predicted_wall, reservation, Admission, DependantCount, Estimate,
-    HistoryPolicy, SchedulerPolicy, TaskKind, RESERVATION_STEP,
+    HistoryPolicy, PlannedOrder, SchedulerPolicy, TaskKind, RESERVATION_STEP,
 };
 
 /// `--continue` (EXEC-17).

@@ -36,6 +36,26 @@ pub enum Admission {
     Alone,
 }
 
+/// SCHED-8: one part of a sharded run starts its ready tasks in the order its split planned
+/// them (earliest planned start first), so that what other parts wait for comes when the split
+/// expected it; admission is `inner`'s.
+pub struct PlannedOrder<P> {
+    pub inner: P,
+    /// Per node: its planned start, milliseconds from the run's start.
+    pub start_ms: Vec<u64>,
+}
+
+impl<P: SchedulerPolicy> SchedulerPolicy for PlannedOrder<P> {
+    fn priorities(&self, graph: &TaskGraph) -> Vec<u64> {
+        assert_eq!(self.start_ms.len(), graph.nodes.len(), "one start per node");
+        self.start_ms.iter().map(|&s| u64::MAX - s).collect()
+    }
+
+    fn admits(&self, node: usize, executing: &[usize]) -> Admission {
+        self.inner.admits(node, executing)
+    }
+}
+
 /// SCHED-2 in its M1 form: priority is the number of transitive dependants in the run.
 pub struct DependantCount;
 

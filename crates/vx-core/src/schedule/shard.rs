@@ -7,7 +7,10 @@
 //! its expected remaining critical path ([`critical_path`]); tasks are placed in decreasing rank
 //! (so the critical path is placed first, and a dependency before its dependants: ties go by
 //! topological position), each on the shard where it would *finish* earliest, simulating each
-//! shard as `slots` parallel slots. A dependency on another shard costs `handoff_ms` before the
+//! shard as `slots` parallel slots. A task may go into an idle gap an earlier-placed task left
+//! in a slot (HEFT's insertion policy): tasks are placed by rank, not by time, so without it a
+//! slot's timeline would only grow, and a short task ready early would queue behind a long one
+//! ready late. A dependency on another shard costs `handoff_ms` before the
 //! dependant can start there (its entry has to travel through the remote cache), so a task
 //! stays with its dependencies unless another shard finishes it sooner even after paying that:
 //! dependency closures stay together where splitting them would cost more than it gains. Equal
@@ -59,26 +62,26 @@ pub fn partition(
     let position = topological_positions(graph);
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(rank[i]), position[i]));
-    let mut free = vec![vec![0u64; slots]; shards];
+    // Per shard and slot: the busy intervals, sorted by start.
+    let mut busy: Vec<Vec<Vec<(u64, u64)>>> = vec![vec![Vec::new(); slots]; shards];
     let mut shard_of = vec![0usize; n];
     let mut start_ms = vec![0u64; n];
     let mut finish_ms = vec![0u64; n];
     for i in order {
         let deps = &graph.nodes[i].deps;
         let mut best: Option<(u64, std::cmp::Reverse<u64>, usize, usize, u64)> = None;
-        for (s, slot_times) in free.iter().enumerate() {
+        for (s, slot_times) in busy.iter().enumerate() {
             let ready = deps
                 .iter()
                 .map(|&d| finish_ms[d] + if shard_of[d] == s { 0 } else { handoff_ms })
                 .max()
                 .unwrap_or(0);
-            let (slot, slot_free) = slot_times
+            let (slot, start) = slot_times
                 .iter()
-                .copied()
                 .enumerate()
+                .map(|(k, intervals)| (k, earliest_fit(intervals, ready, durations[i])))
                 .min_by_key(|&(k, t)| (t, k))
                 .expect("a shard has a slot");
-            let start = ready.max(slot_free);
             let finish = start + durations[i];
             let near: u64 = deps
                 .iter()
@@ -91,7 +94,9 @@ pub fn partition(
             }
         }
         let (finish, _, s, slot, start) = best.expect("at least one shard");
-        free[s][slot] = finish;
+        let intervals = &mut busy[s][slot];
+        let at = intervals.partition_point(|&(b, _)| b < start);
+        intervals.insert(at, (start, finish));
         shard_of[i] = s;
         start_ms[i] = start;
         finish_ms[i] = finish;
@@ -106,6 +111,21 @@ pub fn partition(
         finish_ms,
         wall_ms,
     }
+}
+
+/// The earliest start at or after `ready` where `duration` fits between `intervals` (busy,
+/// sorted by start, not overlapping).
+fn earliest_fit(intervals: &[(u64, u64)], ready: u64, duration: u64) -> u64 {
+    // The first interval that ends after `ready` is the first that can be in the way.
+    let from = intervals.partition_point(|&(_, end)| end <= ready);
+    let mut start = ready;
+    for &(b, e) in &intervals[from..] {
+        if start + duration <= b {
+            return start;
+        }
+        start = start.max(e);
+    }
+    start
 }
 
 /// Each node's position in a topological order (dependencies first; ready nodes by index).
@@ -144,6 +164,17 @@ mod tests {
             p.shard_of[0], p.shard_of[1],
             "the two longest start at once"
         );
+    }
+
+    #[test]
+    fn a_short_task_goes_into_the_gap_a_handoff_left() {
+        // p and q on their own shards; r needs both, so it waits for a handoff (2) after 10 on
+        // either shard; s (2) is placed last but fits in shard 0's gap from 10 to 12.
+        let g = graph(&[("p", &[]), ("q", &[]), ("r", &["p", "q"]), ("s", &[])]);
+        let p = partition(&g, &[10, 10, 5, 2], 2, 1, 2);
+        assert_eq!((p.shard_of[2], p.start_ms[2]), (0, 12));
+        assert_eq!((p.shard_of[3], p.start_ms[3], p.finish_ms[3]), (0, 10, 12));
+        assert_eq!(p.makespan_ms(), 17);
     }
 
     #[test]

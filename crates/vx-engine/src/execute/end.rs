@@ -69,7 +69,10 @@ impl Run<'_> {
             self.stop_exited_servers();
         }
 
-        let code = self.exit_code();
+        let mut code = self.exit_code();
+        if !signalled {
+            code = self.end_parts(code);
+        }
         let reporter = &mut self.reporter;
         self.cache
             .finish(signalled, &mut |notice| reporter.waiting(notice));

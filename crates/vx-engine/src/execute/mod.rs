@@ -252,11 +252,15 @@ impl<'p> Run<'p> {
         } else {
             None
         };
-        let mut scheduler = Scheduler::new(
-            &plan.graph,
-            options.continue_mode,
-            Box::new(HistoryPolicy::new(estimates, budget)),
-        );
+        let history = HistoryPolicy::new(estimates, budget);
+        let policy: Box<dyn vx_core::schedule::SchedulerPolicy> = match &plan.shard {
+            Some(shard) => Box::new(vx_core::schedule::PlannedOrder {
+                inner: history,
+                start_ms: shard.planned_start_ms.clone(),
+            }),
+            None => Box::new(history),
+        };
+        let mut scheduler = Scheduler::new(&plan.graph, options.continue_mode, policy);
         let interactive: BTreeSet<usize> = (0..plan.graph.nodes.len())
             .filter(|&i| owns_terminal(i) && rows[i].kind != Kind::Group)
             .collect();

@@ -4,7 +4,7 @@
 //! # How this works
 //!
 //! When such a task misses, it leaves the schedule without taking a slot, and a thread asks the
-//! remote cache whether the task's key is there (every 0.5 s, then less often, up to 2 s apart).
+//! remote cache whether the task's key is there (every quarter second, then less often, up to 1 s apart).
 //! When the entry arrives the task is looked up again and restored like any remote hit; when
 //! it has not arrived after the wait limit, the task runs here, and the run says so. The limit
 //! is the task's recorded duration (what running it here costs: waiting longer could only lose
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use super::part_waits::{failed_key, FailedThere, PartWait, Pending};
 use super::{Msg, Run};
-use crate::outcome::Notice;
+use crate::outcome::{Notice, Status};
 
 /// How long a task of another part is waited for without a recorded duration.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
@@ -32,8 +32,8 @@ const NOT_WORTH_WAITING: Duration = Duration::from_millis(500);
 /// one CI run do not start at the same moment); an older one is a failure before a re-run.
 const BELIEVED_BEFORE_MS: i64 = 10 * 60 * 1000;
 /// The first pause between two asks, and the longest.
-const FIRST_POLL: Duration = Duration::from_millis(500);
-const LONGEST_POLL: Duration = Duration::from_secs(2);
+const FIRST_POLL: Duration = Duration::from_millis(250);
+const LONGEST_POLL: Duration = Duration::from_secs(1);
 
 /// `30s`, `1.5s`.
 fn seconds(d: Duration) -> String {
@@ -210,6 +210,67 @@ impl Run<'_> {
             pending.writes,
             pending.unsaved_reason,
         );
+    }
+
+    /// SCHED-8, at the end of a part's run (not a stopped one): the durations of the tasks it
+    /// owns go into its branch's durations record for later splits, and the split record is
+    /// read again; when another runner replaced it after this one adopted it, the tasks this
+    /// part owns under the others' split and did not run here may have run nowhere, and the
+    /// run fails naming them (`split.rs`). Returns the run's exit code.
+    pub(super) fn end_parts(&mut self, code: i32) -> i32 {
+        let Some(shard) = self.plan.shard.as_ref() else {
+            return code;
+        };
+        let mut place =
+            crate::plan::split_place(&self.plan.workspace, &self.ctx.cwd, self.options, shard.n);
+        place.remote = self
+            .cache
+            .record_layers()
+            .into_iter()
+            .find(|l| l.read || l.write);
+        let measured: std::collections::BTreeMap<String, u64> = self
+            .reports
+            .iter()
+            .filter(|(&i, r)| shard.owner[i] == shard.k && r.status == Status::Success)
+            .filter_map(|(_, r)| {
+                let ms = if r.executed { r.duration } else { r.stored? };
+                Some((r.id.to_string(), ms.as_millis() as u64))
+            })
+            .collect();
+        if let Some(notice) = crate::plan::split::publish(&place, &measured) {
+            self.reporter.notice(notice);
+        }
+        let Some(now) = crate::plan::split::verify(&place, &shard.inputs) else {
+            return code;
+        };
+        let done: std::collections::HashSet<String> = self
+            .reports
+            .values()
+            .filter(|r| r.status == Status::Success)
+            .map(|r| r.id.to_string())
+            .collect();
+        let missing: Vec<String> = shard
+            .owned_under(&self.plan.workspace, &now)
+            .into_iter()
+            .map(|id| id.to_string())
+            .filter(|id| !done.contains(id))
+            .collect();
+        if missing.is_empty() {
+            return code;
+        }
+        let shown = missing[..missing.len().min(5)].join(", ");
+        let more = if missing.len() > 5 { ", …" } else { "" };
+        self.reporter.notice(Notice::warning(format!(
+            "--shard {}/{}: another runner replaced the split record after this one adopted it; in the split the other parts use, this part also owns {} it did not run ({shown}{more}), which may have run nowhere: run this job again (it adopts that split)",
+            shard.k,
+            shard.n,
+            crate::plan::preview::plural(missing.len(), "task"),
+        )));
+        if code == crate::exit::SUCCESS {
+            crate::exit::FAILURE
+        } else {
+            code
+        }
     }
 
     /// The line at the end of a sharded run: what this runner took from the others' runners,

@@ -100,6 +100,12 @@ pub fn scope(options: &RunOptions, whole: bool) -> Option<String> {
     if !whole || options.filters.iter().any(|f| f.changed_since().is_some()) {
         return None;
     }
+    Some(scope_words(options))
+}
+
+/// What a run covers, canonical: `vx run build test --filter=… -- args` with the task names
+/// sorted (the flags that do not change what runs left out).
+pub fn scope_words(options: &RunOptions) -> String {
     let mut tasks: Vec<&str> = options.tasks.iter().map(String::as_str).collect();
     tasks.sort_unstable();
     tasks.dedup();
@@ -123,7 +129,7 @@ pub fn scope(options: &RunOptions, whole: bool) -> Option<String> {
         words.push("--".into());
         words.extend(options.forwarded.iter().cloned());
     }
-    Some(words.join(" "))
+    words.join(" ")
 }
 
 /// The branches whose records an `--affected=last-green` run reads, and the one a green run is
@@ -162,6 +168,8 @@ pub struct Ended<'a> {
     /// The files vx wrote for the run (`--report`, `--summarize`, `--profile`): not changes to
     /// the work tree.
     pub own: Vec<PathBuf>,
+    /// `--shard K/N`: this run is part K of N, and certifies only with every other part.
+    pub shard: Option<(u32, u32)>,
 }
 
 impl<'a> Ended<'a> {
@@ -176,6 +184,7 @@ impl<'a> Ended<'a> {
             at_ms: run.ended_at_ms,
             git: run.git.clone(),
             own,
+            shard: run.shard,
         }
     }
 }
@@ -224,6 +233,22 @@ pub fn remember_run(
             return not(said.unwrap_or_else(|| "git could not tell".into()));
         }
     }
+    if let Some((k, n)) = run.shard.filter(|&(_, n)| n > 1) {
+        let short = &commit[..commit.len().min(7)];
+        match parts_green(cache_dir, scope, &commit, (k, n), remotes) {
+            Some(green) if green == n => {}
+            Some(green) => {
+                return not(format!(
+                    "it is part {k} of {n}, and {green} of the {n} parts are green at {short} so far (the last part to end green records the run)"
+                ))
+            }
+            None => {
+                return not(format!(
+                    "it is part {k} of {n}, and without a remote cache that reads and writes the parts cannot tell each other they are green"
+                ))
+            }
+        }
+    }
     let green_run = GreenRun {
         commit: commit.clone(),
         branch: current_branch(env, git.branch.as_deref()),
@@ -248,6 +273,47 @@ pub fn remember_run(
         )));
     }
     notices
+}
+
+/// SCHED-8 with SEL-10: one part of a sharded run is green at `commit`. Records that in the
+/// remote cache and counts the parts green there, this one included (`None` without a remote
+/// that reads and writes). Two parts that end at the same moment may each miss the other's
+/// record, and the run is then not recorded: a later base, never a wrong one.
+fn parts_green(
+    cache_dir: &Path,
+    scope: &str,
+    commit: &str,
+    (k, n): (u32, u32),
+    remotes: &[RecordLayer],
+) -> Option<u32> {
+    let remote = remotes.iter().find(|r| r.read && r.write)?;
+    let layer = remote.layer.as_ref();
+    let tmp = cache_dir.join("tmp");
+    let key = |part: u32| {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(b"vx green part 1\0");
+        for word in [scope, commit, &n.to_string(), &part.to_string()] {
+            hasher.update(word.as_bytes());
+            hasher.update(b"\0");
+        }
+        hasher.finalize().to_hex().to_string()
+    };
+    let body = format!("{{\"format\":{FORMAT},\"part\":{k},\"parts\":{n}}}");
+    put_record(layer, &key(k), "vx#green-part", body.as_bytes(), &tmp).ok()?;
+    let others = std::thread::scope(|s| {
+        let jobs: Vec<_> = (1..=n)
+            .filter(|&part| part != k)
+            .map(|part| {
+                let (tmp, key) = (&tmp, key(part));
+                s.spawn(move || matches!(fetch_record(layer, &key, tmp), Ok(Some(_))))
+            })
+            .collect();
+        jobs.into_iter()
+            .filter_map(|j| j.join().ok())
+            .filter(|&green| green)
+            .count() as u32
+    });
+    Some(others + 1)
 }
 
 /// What `Git::last_green` weighs: each candidate's commit, and the words that say why it is the

@@ -10,6 +10,7 @@ pub(crate) mod nodes;
 pub mod placement;
 pub mod preview;
 pub mod shard;
+pub mod split;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -81,6 +82,13 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
     let mut affected = None;
     let mut notices = Vec::new();
     let mut green_known = None;
+    let part = match options.shard {
+        Some(ShardFlag::Part { k, n }) => Some((k, n)),
+        Some(ShardFlag::Ci) => Some(shard::from_ci(&crate::host::env::host_env())?),
+        _ => None,
+    };
+    // SCHED-8: what the parts agreed to split by (under last-green, with the base).
+    let mut agreed = None;
     let scope = if options.has_selection() {
         let mut git = git(&workspace, cwd, options);
         let mut changed = BTreeMap::new();
@@ -111,8 +119,9 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
                 let setting = workspace.settings.affected_base.as_deref();
                 let mut changes = match base {
                     AffectedBase::LastGreen => {
+                        let sharded = part.map(|(_, n)| (n, &table, &mut agreed));
                         let (changes, known) =
-                            last_green(&workspace, cwd, options, &mut git, &mut notices)?;
+                            last_green(&workspace, cwd, options, &mut git, &mut notices, sharded)?;
                         green_known = known;
                         changes
                     }
@@ -186,16 +195,30 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
     }
     let graph = TaskGraph::build(&workspace, &table, &requested, &options.exclude)?;
     only_groups(&workspace, &graph)?;
-    let part = match options.shard {
-        Some(ShardFlag::Part { k, n }) => Some((k, n)),
-        Some(ShardFlag::Ci) => Some(shard::from_ci(&crate::host::env::host_env())?),
-        _ => None,
-    };
     let (graph, shard) = match part {
         Some((k, n)) => {
             let slots = shard::slots(&workspace, options);
-            let (narrowed, part) =
-                shard::narrow(&workspace, &table, graph, &options.exclude, (k, n), slots)?;
+            let inputs = match agreed {
+                Some(inputs) => inputs,
+                None => {
+                    let (inputs, said) = split::agree(
+                        &split_place(&workspace, cwd, options, n),
+                        &task_ids(&table),
+                        None,
+                    );
+                    notices.extend(said);
+                    inputs
+                }
+            };
+            let (narrowed, part) = shard::narrow(
+                &workspace,
+                &table,
+                graph,
+                &options.exclude,
+                (k, n),
+                slots,
+                inputs,
+            )?;
             notices.push(Notice::note(part.line()));
             (narrowed, Some(part))
         }
@@ -292,6 +315,8 @@ pub fn remember_unaffected(plan: &Plan, cwd: &Path, options: &RunOptions) -> Vec
             branch: head.branch,
         }),
         own: Vec::new(),
+        // Every part found nothing affected: each may record the whole run.
+        shard: None,
     };
     green::remember_run(
         options,
@@ -312,6 +337,7 @@ fn last_green(
     options: &RunOptions,
     git: &mut Git,
     notices: &mut Vec<Notice>,
+    sharded: Option<(u32, &TaskTable, &mut Option<split::Inputs>)>,
 ) -> Result<(Changes, Option<green::Known>), Failure> {
     let host_env = crate::host::env::host_env();
     let remote = record_layer(workspace, options, &host_env);
@@ -327,12 +353,68 @@ fn last_green(
     notices.extend(found.notices);
     let current = green::current_branch(&host_env, head.branch.as_deref());
     let known = current.and_then(|b| found.records.get(&b).cloned().map(|runs| (b, runs)));
-    let changes = git.last_green(
+    let mut changes = git.last_green(
         &scope,
         &green::green_commits(&found.candidates, &scope),
         &branches,
     )?;
+    // SCHED-8: every part compares with the base the parts agreed on.
+    if let Some((n, table, agreed)) = sharded {
+        let mine = split::AgreedBase {
+            commit: changes.base.clone(),
+            why: changes.why.clone().unwrap_or_default(),
+        };
+        let place = split_place(workspace, cwd, options, n);
+        let (inputs, said) = split::agree(&place, &task_ids(table), Some(mine.clone()));
+        notices.extend(said);
+        if let Some(base) = inputs.base.as_ref().filter(|b| **b != mine) {
+            let candidates = if base.commit == affected::GREEN_NONE {
+                Vec::new()
+            } else {
+                vec![affected::GreenCommit {
+                    commit: base.commit.clone(),
+                    why: format!("{} (agreed by the --shard parts)", base.why),
+                }]
+            };
+            changes = git.last_green(&scope, &candidates, &branches)?;
+        }
+        *agreed = Some(inputs);
+    }
     Ok((changes, known))
+}
+
+/// Every task id of the workspace, as text.
+pub fn task_ids(table: &TaskTable) -> Vec<String> {
+    table.edges.keys().map(TaskId::to_string).collect()
+}
+
+/// Where the parts of a sharded run agree on their split (SCHED-8).
+pub fn split_place(
+    workspace: &Workspace,
+    cwd: &Path,
+    options: &RunOptions,
+    n: u32,
+) -> split::Place {
+    let host_env = crate::host::env::host_env();
+    let head = vx_workspace::tree::head(&workspace.root).unwrap_or_default();
+    let tasks = green::scope_words(options);
+    let mut scope = tasks.clone();
+    match &options.affected {
+        None => {}
+        Some(AffectedBase::Default) => scope.push_str(" --affected"),
+        Some(AffectedBase::Ref(r)) => scope.push_str(&format!(" --affected={r}")),
+        Some(AffectedBase::LastGreen) => scope.push_str(" --affected=last-green"),
+    }
+    split::Place {
+        cache_dir: run_cache_dir(workspace, cwd, options, &host_env),
+        scope,
+        tasks,
+        dry: options.plan.is_some(),
+        commit: head.commit,
+        n,
+        branches: green::branches(&host_env, head.branch.as_deref()),
+        remote: record_layer(workspace, options, &host_env),
+    }
 }
 
 /// SEL-5, CLI-8: bare names are judged against every project; a task found there runs when

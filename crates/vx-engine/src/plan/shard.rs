@@ -4,9 +4,10 @@
 //! from the cache the other runners fill, or run here when they are not there).
 //!
 //! The inputs every runner must share: the plan (same commit, same command line) and the
-//! durations. Until the durations are shared between runners, each task counts the same (a
-//! group nothing), so the split balances task counts along the graph's shape, and the run says
-//! so. The slots a runner is assumed to have are `--concurrency` (a count), else the workspace's
+//! durations, which the runners agree on through the remote cache (`split.rs`). A task without
+//! a recorded duration counts as the median of the known ones (a group nothing); with none
+//! known, every task counts the same, so the split balances task counts along the graph's
+//! shape, and the run says so. The slots a runner is assumed to have are `--concurrency` (a count), else the workspace's
 //! `concurrency`, else [`DEFAULT_SLOTS`]: never this machine's CPU count, which another runner
 //! may not share.
 
@@ -16,15 +17,19 @@ use vx_core::{TaskId, Workspace};
 
 use crate::error::Failure;
 use crate::options::{Concurrency, RunOptions};
+use crate::plan::split::{Agreement, Inputs};
 
 /// The slots a runner is assumed to have when neither the command line nor the workspace says.
 pub const DEFAULT_SLOTS: usize = 2;
 /// What a task counts for without recorded durations (a second).
 const UNIT_MS: u64 = 1000;
 /// What a dependency on another runner is assumed to cost the dependant: the producer's upload,
-/// this runner's download through the remote cache, and runners that do not start at the same
-/// moment. Three tasks' worth: a task moves away from its dependencies only to save more.
-const HANDOFF_MS: u64 = 3000;
+/// this runner's download through the remote cache (its ask comes every quarter second at
+/// first, then less often), and runners that do not start at the same moment.
+const HANDOFF_MS: u64 = 500;
+/// The same without recorded durations, in task units: three tasks' worth, so that a task
+/// leaves its dependencies only to save more than that when nothing says how long tasks take.
+const HANDOFF_UNITS: u64 = 3 * UNIT_MS;
 
 /// This runner's part.
 #[derive(Debug, Clone)]
@@ -32,12 +37,22 @@ pub struct ShardPlan {
     /// 1-based, as given.
     pub k: u32,
     pub n: u32,
-    /// Per node of the narrowed graph: the shard (1-based) that runs it.
+    /// Per node of the narrowed graph: the shard (1-based) that runs it, and when the split
+    /// expects it to start (milliseconds from the run's start).
     pub owner: Vec<u32>,
+    pub planned_start_ms: Vec<u64>,
     /// Non-group tasks of this part, of the others' that it needs, and of the whole plan.
     pub mine: usize,
     pub needed: usize,
     pub total: usize,
+    /// Tasks of the whole plan with a recorded duration.
+    pub known: usize,
+    /// What the split was computed from.
+    pub inputs: Inputs,
+    /// The whole plan's graph and the slots assumed: the split again under other inputs
+    /// (`split::verify`).
+    pub whole: TaskGraph,
+    pub slots: usize,
 }
 
 impl ShardPlan {
@@ -51,11 +66,56 @@ impl ShardPlan {
                 " and {n} tasks of other parts that it needs (restored from the cache, or run here)"
             ),
         };
+        let by = by_words(self.known, self.total, &self.inputs);
+        let agreed = match self.inputs.agreement {
+            Agreement::Adopted => {
+                "; the split is the one the first runner recorded in the remote cache"
+            }
+            Agreement::Written => {
+                "; this runner recorded the split in the remote cache for the others"
+            }
+            Agreement::Shared | Agreement::Alone => "",
+        };
         format!(
-            "--shard {}/{}: this runner runs {} of {} tasks{needed}; the parts are balanced by task count along the graph (durations are not shared between runners yet)",
+            "--shard {}/{}: this runner runs {} of {} tasks{needed}; the parts are balanced by {by}{agreed}",
             self.k, self.n, self.mine, self.total
         )
     }
+
+    /// The tasks this part owns when the whole plan is split by `inputs` instead, and does not
+    /// own in its own split.
+    pub fn owned_under(&self, workspace: &Workspace, inputs: &Inputs) -> Vec<TaskId> {
+        let split = split(workspace, &self.whole, inputs, self.n as usize, self.slots);
+        let mine = split_nodes(
+            workspace,
+            &self.whole,
+            &self.inputs,
+            self.n,
+            self.slots,
+            self.k,
+        );
+        split
+            .nodes_of(self.k as usize - 1)
+            .filter(|i| !mine.contains(i))
+            .filter(|&i| {
+                task_config(workspace, &self.whole.nodes[i].id).is_some_and(|c| !c.is_group())
+            })
+            .map(|i| self.whole.nodes[i].id.clone())
+            .collect()
+    }
+}
+
+fn split_nodes(
+    workspace: &Workspace,
+    graph: &TaskGraph,
+    inputs: &Inputs,
+    n: u32,
+    slots: usize,
+    k: u32,
+) -> std::collections::BTreeSet<usize> {
+    split(workspace, graph, inputs, n as usize, slots)
+        .nodes_of(k as usize - 1)
+        .collect()
 }
 
 /// `--shard ci`: this job's part (1-based) and the number of parts, from the variables of a
@@ -96,21 +156,50 @@ pub fn slots(workspace: &Workspace, options: &RunOptions) -> usize {
     .max(1)
 }
 
-/// Each node's cost for the partition: a group nothing, any other task one unit.
-fn durations(workspace: &Workspace, graph: &TaskGraph) -> Vec<u64> {
-    graph
+/// Each node's cost for the partition: a group or a persistent task nothing, a task its
+/// recorded duration, else the median of the recorded ones, else one unit.
+pub fn durations(workspace: &Workspace, graph: &TaskGraph, inputs: &Inputs) -> Vec<u64> {
+    let costs: Vec<Option<u64>> = graph
         .nodes
         .iter()
         .map(|node| match task_config(workspace, &node.id) {
-            Some(config) if config.is_group() => 0,
-            _ => UNIT_MS,
+            Some(config) if config.is_group() || config.is_persistent() => Some(0),
+            _ => inputs.durations.get(&node.id.to_string()).copied(),
         })
+        .collect();
+    let known: Vec<u64> = costs
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|&ms| ms > 0)
+        .collect();
+    let fallback = vx_core::schedule::median(&known).unwrap_or(UNIT_MS);
+    costs
+        .into_iter()
+        .map(|cost| cost.unwrap_or(fallback))
         .collect()
 }
 
 /// The partition of the whole plan into `n` parts.
-pub fn split(workspace: &Workspace, graph: &TaskGraph, n: usize, slots: usize) -> Partition {
-    partition(graph, &durations(workspace, graph), n, slots, HANDOFF_MS)
+pub fn split(
+    workspace: &Workspace,
+    graph: &TaskGraph,
+    inputs: &Inputs,
+    n: usize,
+    slots: usize,
+) -> Partition {
+    let handoff = if known(workspace, graph, inputs).0 == 0 {
+        HANDOFF_UNITS
+    } else {
+        HANDOFF_MS
+    };
+    partition(
+        graph,
+        &durations(workspace, graph, inputs),
+        n,
+        slots,
+        handoff,
+    )
 }
 
 /// Narrows the whole plan's `graph` to part `k` of `n`: the tasks it owns and everything they
@@ -122,10 +211,11 @@ pub fn narrow(
     exclude: &ExcludeDependencies,
     (k, n): (u32, u32),
     slots: usize,
+    inputs: Inputs,
 ) -> Result<(TaskGraph, ShardPlan), Failure> {
-    let split = split(workspace, &graph, n as usize, slots);
+    let split = split(workspace, &graph, &inputs, n as usize, slots);
     let group = |id: &TaskId| task_config(workspace, id).is_some_and(|c| c.is_group());
-    let total = graph.nodes.iter().filter(|node| !group(&node.id)).count();
+    let (known, total) = known(workspace, &graph, &inputs);
     let owned: Vec<TaskId> = split
         .nodes_of(k as usize - 1)
         .map(|i| graph.nodes[i].id.clone())
@@ -136,10 +226,12 @@ pub fn narrow(
         TaskGraph::build(workspace, table, &owned, exclude).map_err(Failure::from)?
     };
     let mut owner = Vec::with_capacity(narrowed.nodes.len());
+    let mut planned_start_ms = Vec::with_capacity(narrowed.nodes.len());
     for node in &mut narrowed.nodes {
         let whole = graph.index[&node.id];
         node.requested = graph.nodes[whole].requested;
         owner.push(split.shard_of[whole] as u32 + 1);
+        planned_start_ms.push(split.start_ms[whole]);
     }
     let mine = narrowed
         .nodes
@@ -159,20 +251,67 @@ pub fn narrow(
             k,
             n,
             owner,
+            planned_start_ms,
             mine,
             needed,
             total,
+            known,
+            inputs,
+            whole: graph,
+            slots,
         },
     ))
 }
 
-/// `--dry --shard auto`: the expected wall of the whole plan on 1 to 16 runners, in
-/// milliseconds of task units (a task 1,000), and the most tasks one runner gets.
-pub fn auto(workspace: &Workspace, graph: &TaskGraph, slots: usize) -> Vec<(usize, u64, usize)> {
+/// How many non-group tasks of `graph` have a duration in `inputs`, and of how many.
+pub fn known(workspace: &Workspace, graph: &TaskGraph, inputs: &Inputs) -> (usize, usize) {
+    let tasks = graph
+        .nodes
+        .iter()
+        .filter(|node| task_config(workspace, &node.id).is_none_or(|c| !c.is_group()));
+    let (mut known, mut total) = (0, 0);
+    for node in tasks {
+        total += 1;
+        known += usize::from(inputs.durations.contains_key(&node.id.to_string()));
+    }
+    (known, total)
+}
+
+/// What the split says it balanced by: recorded durations, or task counts and why.
+pub fn balanced_by(workspace: &Workspace, graph: &TaskGraph, inputs: &Inputs) -> String {
+    let (known, total) = known(workspace, graph, inputs);
+    by_words(known, total, inputs)
+}
+
+fn by_words(known: usize, total: usize, inputs: &Inputs) -> String {
+    if known == 0 {
+        let why = if inputs.durations.is_empty() {
+            inputs.source.as_str()
+        } else {
+            "no runner has recorded durations of these tasks yet"
+        };
+        format!("task count along the graph: {why}")
+    } else {
+        format!(
+            "recorded durations of {known} of {total} tasks (from {})",
+            inputs.source
+        )
+    }
+}
+
+/// `--dry --shard auto`: the expected wall of the whole plan on 1 to 16 runners in
+/// milliseconds (of task units, a task 1,000, when `inputs` know no duration), and the most
+/// tasks one runner gets.
+pub fn auto(
+    workspace: &Workspace,
+    graph: &TaskGraph,
+    inputs: &Inputs,
+    slots: usize,
+) -> Vec<(usize, u64, usize)> {
     let group = |i: usize| task_config(workspace, &graph.nodes[i].id).is_some_and(|c| c.is_group());
     (1..=16)
         .map(|n| {
-            let split = split(workspace, graph, n, slots);
+            let split = split(workspace, graph, inputs, n, slots);
             let most = (0..n)
                 .map(|k| split.nodes_of(k).filter(|&i| !group(i)).count())
                 .max()

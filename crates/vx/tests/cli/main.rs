@@ -51,6 +51,7 @@ mod sandbox_walls;
 mod scheduling;
 mod schema;
 mod shard;
+mod shard_split;
 mod snapshots;
 mod storage_faults;
 mod store_races;

@@ -28,7 +28,7 @@ fn workspace(remote: Option<&str>) -> Fixture {
 
 /// Projects `deps` (name, the projects it depends on), each with the cached `build` and `test`
 /// of [`workspace`].
-fn workspace_with(remote: Option<&str>, deps: &[(&str, &[&str])]) -> Fixture {
+pub(crate) fn workspace_with(remote: Option<&str>, deps: &[(&str, &[&str])]) -> Fixture {
     let f = Fixture::new(vx_bin());
     f.write(".gitignore", "dist/\n.vx/\n");
     let remote = remote.map_or(String::new(), |url| {
@@ -341,7 +341,7 @@ fn base_doing(url: &str, command: &str) -> (Fixture, BTreeMap<String, u64>) {
 }
 
 /// A fresh clone of `f` for one runner.
-fn runner_of(f: &Fixture) -> Fixture {
+pub(crate) fn runner_of(f: &Fixture) -> Fixture {
     crate::clone_of(f.root(), &[])
 }
 
@@ -595,7 +595,7 @@ fn a_failure_on_its_own_runner_fails_the_waiting_runner_without_running_it_again
 }
 
 #[test]
-fn ci_takes_the_part_from_the_cis_parallel_jobs_and_last_green_is_refused() {
+fn ci_takes_the_part_from_the_cis_parallel_jobs() {
     let f = workspace(None);
     let owned = |env: &[(&str, &str)]| {
         let out = f.vx_in(
@@ -649,18 +649,6 @@ fn ci_takes_the_part_from_the_cis_parallel_jobs_and_last_green_is_refused() {
     assert!(
         out.stderr
             .starts_with("error: `--shard=ci` found no parallel-job variables of a CI it knows\n"),
-        "{}",
-        out.stderr
-    );
-    let out = f.vx_in(
-        ".",
-        &["run", "build", "--shard=1/2", "--affected=last-green"],
-        &[],
-    );
-    assert_eq!(out.code, 2);
-    assert!(
-        out.stderr
-            .starts_with("error: `--shard` cannot be combined with `--affected=last-green`\n"),
         "{}",
         out.stderr
     );
