@@ -114,11 +114,20 @@ fn invalid(value: &str, flag: &str, expected: &str) -> Diagnostic {
     ))
 }
 
-/// `--shard` (SCHED-8): `K/N`, `ci`, or `auto` with `--dry`.
+/// `--shard` (SCHED-8): `K/N`, `ci`, or `auto` with `--dry`; without the flag, `VX_SHARD`
+/// (`K/N` or `ci`: the form a CI matrix sets once for every step).
 fn shard_flag(args: &RunArgs) -> Result<Option<ShardFlag>, Diagnostic> {
-    let Some(text) = args.shard.as_deref() else {
-        return Ok(None);
+    let from_env = std::env::var("VX_SHARD")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let (text, flag) = match (args.shard.as_deref(), from_env.as_deref()) {
+        (Some(text), _) => (text, "--shard"),
+        (None, Some(text)) => (text.trim(), "VX_SHARD"),
+        (None, None) => return Ok(None),
     };
+    if flag == "VX_SHARD" && text == "auto" {
+        return Err(invalid(text, flag, "K/N with 1 ≤ K ≤ N ≤ 256, or `ci`"));
+    }
     match text {
         "ci" => return Ok(Some(ShardFlag::Ci)),
         "auto" if args.dry.is_some() => return Ok(Some(ShardFlag::Auto)),
@@ -136,9 +145,10 @@ fn shard_flag(args: &RunArgs) -> Result<Option<ShardFlag>, Diagnostic> {
     });
     match part {
         Some((k, n)) => Ok(Some(ShardFlag::Part { k, n })),
+        None if flag == "VX_SHARD" => Err(invalid(text, flag, "K/N with 1 ≤ K ≤ N ≤ 256, or `ci`")),
         None => Err(invalid(
             text,
-            "--shard",
+            flag,
             "K/N with 1 ≤ K ≤ N ≤ 256, `ci`, or `auto` with --dry",
         )),
     }

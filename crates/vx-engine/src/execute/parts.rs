@@ -4,7 +4,9 @@
 //! # How this works
 //!
 //! When such a task misses, it leaves the schedule without taking a slot, and a thread asks the
-//! remote cache whether the task's key is there (every quarter second, then less often, up to 1 s apart).
+//! remote cache whether the task's key is there: at once, then not before the split expects the
+//! entry (its planned finish on its own runner), then every quarter second, then less often, up
+//! to 1 s apart.
 //! When the entry arrives the task is looked up again and restored like any remote hit; when
 //! it has not arrived after the wait limit, the task runs here, and the run says so. The limit
 //! is the task's recorded duration (what running it here costs: waiting longer could only lose
@@ -78,11 +80,24 @@ impl Run<'_> {
         let tx = self.tx.clone();
         let since_ms = crate::clock::epoch_ms(self.started_wall) - BELIEVED_BEFORE_MS;
         let tmp = self.ctx.cache_dir.join("tmp");
+        // Before the split expects the entry, asking again is wasted: a runner may wait for
+        // hundreds of tasks at once.
+        let expected = self
+            .plan
+            .shard
+            .as_ref()
+            .map(|s| self.started_at + Duration::from_millis(s.planned_finish_ms[i]));
         std::thread::spawn(move || {
             let deadline = Instant::now() + limit;
             let mut pause = FIRST_POLL;
             let failed = failed_key(&key);
+            let mut first = true;
             let how = loop {
+                if !std::mem::take(&mut first) {
+                    if let Some(expected) = expected.filter(|&e| e > Instant::now()) {
+                        std::thread::sleep(expected.min(deadline) - Instant::now());
+                    }
+                }
                 if layer.layer.contains(&key).unwrap_or(false) {
                     break PartWait::Arrived;
                 }

@@ -41,6 +41,9 @@ pub struct ShardPlan {
     /// expects it to start (milliseconds from the run's start).
     pub owner: Vec<u32>,
     pub planned_start_ms: Vec<u64>,
+    /// Per node: when the split expects it to finish (for another part's task: when its entry
+    /// can be expected in the remote cache).
+    pub planned_finish_ms: Vec<u64>,
     /// Non-group tasks of this part, of the others' that it needs, and of the whole plan.
     pub mine: usize,
     pub needed: usize,
@@ -227,11 +230,13 @@ pub fn narrow(
     };
     let mut owner = Vec::with_capacity(narrowed.nodes.len());
     let mut planned_start_ms = Vec::with_capacity(narrowed.nodes.len());
+    let mut planned_finish_ms = Vec::with_capacity(narrowed.nodes.len());
     for node in &mut narrowed.nodes {
         let whole = graph.index[&node.id];
         node.requested = graph.nodes[whole].requested;
         owner.push(split.shard_of[whole] as u32 + 1);
         planned_start_ms.push(split.start_ms[whole]);
+        planned_finish_ms.push(split.finish_ms[whole]);
     }
     let mine = narrowed
         .nodes
@@ -252,6 +257,7 @@ pub fn narrow(
             n,
             owner,
             planned_start_ms,
+            planned_finish_ms,
             mine,
             needed,
             total,

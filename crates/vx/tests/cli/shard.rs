@@ -655,6 +655,71 @@ fn ci_takes_the_part_from_the_cis_parallel_jobs() {
 }
 
 #[test]
+fn vx_shard_gives_the_part_when_the_flag_does_not() {
+    let f = workspace(None);
+    let mine = |args: &[&str], env: &[(&str, &str)]| -> BTreeSet<String> {
+        let mut all = vec!["run", "build", "test", "--all", "--dry=json"];
+        all.extend(args);
+        let out = f.vx_in(".", &all, env);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        doc["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["shard"].as_u64() == Some(2))
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let by_flag = mine(&["--shard=2/3"], &[]);
+    assert!(!by_flag.is_empty());
+    assert_eq!(mine(&[], &[("VX_SHARD", "2/3")]), by_flag);
+    assert_eq!(
+        mine(
+            &[],
+            &[
+                ("VX_SHARD", "ci"),
+                ("CI_NODE_INDEX", "2"),
+                ("CI_NODE_TOTAL", "3")
+            ]
+        ),
+        by_flag
+    );
+    // The flag wins over the variable.
+    assert_eq!(mine(&["--shard=2/3"], &[("VX_SHARD", "1/2")]), by_flag);
+    // Without either, no task has a part.
+    let out = f.vx_in(".", &["run", "build", "--all", "--dry=json"], &[]);
+    assert!(!out.stdout.contains("\"shard\""), "{}", out.stdout);
+    for bad in ["auto", "3/2"] {
+        let out = f.vx_in(".", &["run", "build"], &[("VX_SHARD", bad)]);
+        assert_eq!(out.code, 2, "{bad}");
+        assert_eq!(
+            out.stderr,
+            format!("error: invalid value `{bad}` for VX_SHARD (expected K/N with 1 ≤ K ≤ N ≤ 256, or `ci`)\n")
+        );
+    }
+    // `vx watch` on a machine that sets it builds every project: VX_SHARD is for CI runners.
+    let mut watch = f
+        .command(".", &["watch", "build", "--all"])
+        .env("VX_SHARD", "1/2")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let built = || (1..=9).all(|n| f.path(&format!("packages/p{n}/dist/main.txt")).exists());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !built() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(watch.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    );
+    let _ = watch.wait();
+    assert!(built(), "the watch built only a part");
+}
+
+#[test]
 fn ctrl_c_while_waiting_for_another_part_stops_at_once() {
     let Some(server) = HttpCacheServer::start() else {
         return;
