@@ -367,7 +367,7 @@ fn find_on_path(program: &str, path: &str) -> Option<PathBuf> {
 /// durations this machine and the remote cache's records know.
 fn shard_auto(plan: &plan::Plan, cwd: &Path, options: &RunOptions) -> String {
     let slots = plan::shard::slots(&plan.workspace, options);
-    let place = plan::split_place(&plan.workspace, cwd, options, 0);
+    let place = plan::split_place(&plan.workspace, cwd, options, 0, None);
     let (inputs, said) = plan::split::estimate(&place, &plan::task_ids(&plan.table));
     for notice in said {
         crate::render::say(notice);

@@ -236,13 +236,18 @@ impl Run<'_> {
         let Some(shard) = self.plan.shard.as_ref() else {
             return code;
         };
-        let mut place =
-            crate::plan::split_place(&self.plan.workspace, &self.ctx.cwd, self.options, shard.n);
-        place.remote = self
+        let remote = self
             .cache
             .record_layers()
             .into_iter()
             .find(|l| l.read || l.write);
+        let place = crate::plan::split_place(
+            &self.plan.workspace,
+            &self.ctx.cwd,
+            self.options,
+            shard.n,
+            Some(remote),
+        );
         let measured: std::collections::BTreeMap<String, u64> = self
             .reports
             .iter()

@@ -202,7 +202,7 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
                 Some(inputs) => inputs,
                 None => {
                     let (inputs, said) = split::agree(
-                        &split_place(&workspace, cwd, options, n),
+                        &split_place(&workspace, cwd, options, n, None),
                         &task_ids(&table),
                         None,
                     );
@@ -364,7 +364,7 @@ fn last_green(
             commit: changes.base.clone(),
             why: changes.why.clone().unwrap_or_default(),
         };
-        let place = split_place(workspace, cwd, options, n);
+        let place = split_place(workspace, cwd, options, n, None);
         let (inputs, said) = split::agree(&place, &task_ids(table), Some(mine.clone()));
         notices.extend(said);
         if let Some(base) = inputs.base.as_ref().filter(|b| **b != mine) {
@@ -388,12 +388,14 @@ pub fn task_ids(table: &TaskTable) -> Vec<String> {
     table.edges.keys().map(TaskId::to_string).collect()
 }
 
-/// Where the parts of a sharded run agree on their split (SCHED-8).
+/// Where the parts of a sharded run agree on their split (SCHED-8), with the remote cache's
+/// layer for records (`None`: the one the workspace configures).
 pub fn split_place(
     workspace: &Workspace,
     cwd: &Path,
     options: &RunOptions,
     n: u32,
+    remote: Option<Option<vx_store::layer::RecordLayer>>,
 ) -> split::Place {
     let host_env = crate::host::env::host_env();
     let head = vx_workspace::tree::head(&workspace.root).unwrap_or_default();
@@ -413,7 +415,7 @@ pub fn split_place(
         commit: head.commit,
         n,
         branches: green::branches(&host_env, head.branch.as_deref()),
-        remote: record_layer(workspace, options, &host_env),
+        remote: remote.unwrap_or_else(|| record_layer(workspace, options, &host_env)),
     }
 }
 
