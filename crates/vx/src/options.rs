@@ -116,9 +116,10 @@ fn invalid(value: &str, flag: &str, expected: &str) -> Diagnostic {
 
 /// `--shard` (SCHED-8): `K/N`, `ci`, or `auto` with `--dry`; without the flag, `VX_SHARD`
 /// (`K/N` or `ci`: the form a CI matrix sets once for every step).
-fn shard_flag(args: &RunArgs) -> Result<Option<ShardFlag>, Diagnostic> {
-    let from_env = std::env::var("VX_SHARD")
-        .ok()
+fn shard_flag(args: &RunArgs, read_env: bool) -> Result<Option<ShardFlag>, Diagnostic> {
+    let from_env = read_env
+        .then(|| std::env::var("VX_SHARD").ok())
+        .flatten()
         .filter(|v| !v.trim().is_empty());
     let (text, flag) = match (args.shard.as_deref(), from_env.as_deref()) {
         (Some(text), _) => (text, "--shard"),
@@ -155,6 +156,15 @@ fn shard_flag(args: &RunArgs) -> Result<Option<ShardFlag>, Diagnostic> {
 }
 
 pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
+    resolve_with(args, true)
+}
+
+/// [`resolve`] for `vx watch`, which ignores `VX_SHARD` (a CI runner's variable).
+pub fn resolve_watch(args: RunArgs) -> Result<RunOptions, Diagnostic> {
+    resolve_with(args, false)
+}
+
+fn resolve_with(args: RunArgs, shard_env: bool) -> Result<RunOptions, Diagnostic> {
     if args.exit_code && args.dry.is_none() {
         return Err(Diagnostic::new("`--exit-code` needs `--dry`")
             .hint("`vx run TASKS --affected --dry --exit-code` exits 1 when something would run"));
@@ -305,7 +315,7 @@ pub fn resolve(args: RunArgs) -> Result<RunOptions, Diagnostic> {
             check_ref(text).map_err(|p| p.diagnostic(text, RefSite::Flag))?,
         )),
     };
-    let shard = shard_flag(&args)?;
+    let shard = shard_flag(&args, shard_env)?;
     let report_junit = match args.report.as_deref() {
         None => None,
         Some(text) => match text.split_once('=') {

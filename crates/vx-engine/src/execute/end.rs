@@ -280,13 +280,20 @@ impl Run<'_> {
             .into_iter()
             .flatten()
             .collect();
+            let mut ended = crate::plan::green::Ended::of(&record, own);
+            match &self.plan.shard {
+                // A part whose split could not be checked at its end certifies nothing.
+                Some(_) if self.parts.unverified => ended.green = false,
+                Some(shard) => ended.split = shard.inputs.digest.clone(),
+                None => {}
+            }
             notices.extend(crate::plan::green::remember_run(
                 self.options,
                 self.plan.green.as_ref(),
                 &self.ctx.host_env,
                 &self.plan.workspace.root,
                 &self.ctx.cache_dir,
-                crate::plan::green::Ended::of(&record, own),
+                ended,
                 &record_layers,
             ));
         }

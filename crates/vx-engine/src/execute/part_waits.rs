@@ -55,4 +55,6 @@ pub(crate) struct Parts {
     pub failed_there: Vec<String>,
     /// Failures of this part's tasks being told to the other runners.
     pub telling: Vec<std::thread::JoinHandle<()>>,
+    /// The split record could not be read again at the end: this part certifies no green run.
+    pub unverified: bool,
 }

@@ -37,6 +37,11 @@ const BELIEVED_BEFORE_MS: i64 = 10 * 60 * 1000;
 const FIRST_POLL: Duration = Duration::from_millis(250);
 const LONGEST_POLL: Duration = Duration::from_secs(1);
 
+/// The first seven digits of a commit.
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(7)]
+}
+
 /// `30s`, `1.5s`.
 fn seconds(d: Duration) -> String {
     let tenths = (d.as_millis() + 50) / 100;
@@ -260,9 +265,38 @@ impl Run<'_> {
         if let Some(notice) = crate::plan::split::publish(&place, &measured) {
             self.reporter.notice(notice);
         }
-        let Some(now) = crate::plan::split::verify(&place, &shard.inputs) else {
-            return code;
+        let now = match crate::plan::split::verify(&place, &shard.inputs) {
+            Ok(Some(now)) => now,
+            Ok(None) => return code,
+            Err(why) => {
+                self.parts.unverified = true;
+                self.reporter.notice(Notice::warning(format!(
+                    "--shard {}/{}: could not check the split record at the end ({why}); this part's green is not recorded for --affected=last-green",
+                    shard.k, shard.n
+                )));
+                return code;
+            }
         };
+        let failing = |code: i32| {
+            if code == crate::exit::SUCCESS {
+                crate::exit::FAILURE
+            } else {
+                code
+            }
+        };
+        if let (Some(theirs), Some(mine)) = (&now.base, &shard.inputs.base) {
+            if theirs.commit != mine.commit {
+                // The other parts planned another graph: nothing of this part's split holds.
+                self.reporter.notice(Notice::warning(format!(
+                    "--shard {}/{}: another runner replaced the split record after this one adopted it, and the other parts compare with {} (this part with {}): some tasks may have run nowhere: run this job again (it adopts that split)",
+                    shard.k,
+                    shard.n,
+                    short(&theirs.commit),
+                    short(&mine.commit)
+                )));
+                return failing(code);
+            }
+        }
         let done: std::collections::HashSet<String> = self
             .reports
             .values()
@@ -286,11 +320,7 @@ impl Run<'_> {
             shard.n,
             crate::plan::preview::plural(missing.len(), "task"),
         )));
-        if code == crate::exit::SUCCESS {
-            crate::exit::FAILURE
-        } else {
-            code
-        }
+        failing(code)
     }
 
     /// The line at the end of a sharded run: what this runner took from the others' runners,

@@ -168,8 +168,10 @@ pub struct Ended<'a> {
     /// The files vx wrote for the run (`--report`, `--summarize`, `--profile`): not changes to
     /// the work tree.
     pub own: Vec<PathBuf>,
-    /// `--shard K/N`: this run is part K of N, and certifies only with every other part.
+    /// `--shard K/N`: this run is part K of N, and certifies only with every other part that
+    /// ran the same split (its record's digest, `split`).
     pub shard: Option<(u32, u32)>,
+    pub split: String,
 }
 
 impl<'a> Ended<'a> {
@@ -185,6 +187,7 @@ impl<'a> Ended<'a> {
             git: run.git.clone(),
             own,
             shard: run.shard,
+            split: String::new(),
         }
     }
 }
@@ -235,7 +238,7 @@ pub fn remember_run(
     }
     if let Some((k, n)) = run.shard.filter(|&(_, n)| n > 1) {
         let short = &commit[..commit.len().min(7)];
-        match parts_green(cache_dir, scope, &commit, (k, n), remotes) {
+        match parts_green(cache_dir, (scope, &run.split), &commit, (k, n), remotes) {
             Some(green) if green == n => {}
             Some(green) => {
                 return not(format!(
@@ -276,12 +279,13 @@ pub fn remember_run(
 }
 
 /// SCHED-8 with SEL-10: one part of a sharded run is green at `commit`. Records that in the
-/// remote cache and counts the parts green there, this one included (`None` without a remote
+/// remote cache under the split it ran (parts of different splits never count together) and
+/// counts the parts of that split green there, this one included (`None` without a remote
 /// that reads and writes). Two parts that end at the same moment may each miss the other's
 /// record, and the run is then not recorded: a later base, never a wrong one.
 fn parts_green(
     cache_dir: &Path,
-    scope: &str,
+    (scope, split): (&str, &str),
     commit: &str,
     (k, n): (u32, u32),
     remotes: &[RecordLayer],
@@ -292,7 +296,7 @@ fn parts_green(
     let key = |part: u32| {
         let mut hasher = blake3::Hasher::new();
         hasher.update(b"vx green part 1\0");
-        for word in [scope, commit, &n.to_string(), &part.to_string()] {
+        for word in [scope, split, commit, &n.to_string(), &part.to_string()] {
             hasher.update(word.as_bytes());
             hasher.update(b"\0");
         }

@@ -317,6 +317,7 @@ pub fn remember_unaffected(plan: &Plan, cwd: &Path, options: &RunOptions) -> Vec
         own: Vec::new(),
         // Every part found nothing affected: each may record the whole run.
         shard: None,
+        split: String::new(),
     };
     green::remember_run(
         options,
@@ -367,7 +368,19 @@ fn last_green(
         let place = split_place(workspace, cwd, options, n, None);
         let (inputs, said) = split::agree(&place, &task_ids(table), Some(mine.clone()));
         notices.extend(said);
-        if let Some(base) = inputs.base.as_ref().filter(|b| **b != mine) {
+        let agreed_alike = matches!(
+            inputs.agreement,
+            split::Agreement::Adopted | split::Agreement::Written | split::Agreement::Failed
+        );
+        if !agreed_alike && options.plan.is_none() {
+            // Each runner's own search may find another base (this machine's green runs).
+            return Err(Diagnostic::new(
+                "`--shard` with `--affected=last-green` needs a remote cache this run can read and write",
+            )
+            .hint("the parts agree on one base through it; without one, compare with a base every runner sees alike (`--affected=<commit>`, or bare `--affected` in CI)")
+            .into());
+        }
+        if let Some(base) = inputs.base.as_ref().filter(|b| b.commit != mine.commit) {
             let candidates = if base.commit == affected::GREEN_NONE {
                 Vec::new()
             } else {

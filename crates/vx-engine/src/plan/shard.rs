@@ -77,6 +77,7 @@ impl ShardPlan {
             Agreement::Written => {
                 "; this runner recorded the split in the remote cache for the others"
             }
+            Agreement::Failed => "; this runner runs the whole plan",
             Agreement::Shared | Agreement::Alone => "",
         };
         format!(
@@ -216,7 +217,11 @@ pub fn narrow(
     slots: usize,
     inputs: Inputs,
 ) -> Result<(TaskGraph, ShardPlan), Failure> {
-    let split = split(workspace, &graph, &inputs, n as usize, slots);
+    let mut split = split(workspace, &graph, &inputs, n as usize, slots);
+    if inputs.agreement == Agreement::Failed {
+        // No split every runner shares: this one runs the whole plan (`split.rs`).
+        split.shard_of.iter_mut().for_each(|s| *s = k as usize - 1);
+    }
     let group = |id: &TaskId| task_config(workspace, id).is_some_and(|c| c.is_group());
     let (known, total) = known(workspace, &graph, &inputs);
     let owned: Vec<TaskId> = split
@@ -269,12 +274,12 @@ pub fn narrow(
     ))
 }
 
-/// How many non-group tasks of `graph` have a duration in `inputs`, and of how many.
+/// How many tasks of `graph` (not groups or persistent tasks, which weigh nothing) have a
+/// duration in `inputs`, and of how many.
 pub fn known(workspace: &Workspace, graph: &TaskGraph, inputs: &Inputs) -> (usize, usize) {
-    let tasks = graph
-        .nodes
-        .iter()
-        .filter(|node| task_config(workspace, &node.id).is_none_or(|c| !c.is_group()));
+    let tasks = graph.nodes.iter().filter(|node| {
+        task_config(workspace, &node.id).is_none_or(|c| !c.is_group() && !c.is_persistent())
+    });
     let (mut known, mut total) = (0, 0);
     for node in tasks {
         total += 1;

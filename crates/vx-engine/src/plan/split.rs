@@ -21,10 +21,13 @@
 //! split but did not run may have run nowhere, and the run fails naming them rather than
 //! report a green it cannot vouch for (running the job again adopts the record).
 //!
-//! A remote cache that can be read but not written (a fork's pull request) cannot hold a
-//! proposal: its runners adopt a split record when there is one, else split by the remote's
-//! durations records alone (never this machine's history, which the other runners do not
-//! share). Without a remote cache the runners cannot share anything, and the split counts tasks.
+//! A runner that cannot read the split record at its start, or whose proposal the remote cache
+//! refuses, runs the whole plan ([`Agreement::Failed`]): slower, but no task is left to a split
+//! the others may not share, and no remote failure fails the run. A remote cache that can be
+//! read but not written (a fork's pull request) cannot hold a proposal: its runners adopt a split
+//! record when there is one, else split by task counts (the durations records may change between
+//! two runners' reads). Without a remote cache the runners cannot share anything, and the split
+//! counts tasks.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,8 +41,10 @@ use crate::outcome::Notice;
 
 /// The format of both records.
 const FORMAT: u32 = 1;
-/// The shortest wait between writing a proposal and reading the split record back.
+/// The shortest and the longest wait between writing a proposal and reading the split record
+/// back.
 const SETTLE_MIN: Duration = Duration::from_millis(500);
+const SETTLE_MAX: Duration = Duration::from_secs(10);
 
 /// A last-green base the parts agreed on: the commit (or `affected::GREEN_NONE`) and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,10 +84,14 @@ pub enum Agreement {
     Adopted,
     /// Proposed by this runner and read back.
     Written,
-    /// Computed from what every runner reads alike (a remote cache this run cannot write).
+    /// Nothing agreed: task counts, which every runner computes alike (a remote cache this run
+    /// cannot write, no commit), or `--dry`'s view of a proposal.
     Shared,
     /// No remote cache: task counts.
     Alone,
+    /// The remote cache could not be read or written to agree: this runner runs the whole
+    /// plan, so that no task is left to a split the others may not share.
+    Failed,
 }
 
 /// The inputs this runner's split was computed from.
@@ -94,7 +103,7 @@ pub struct Inputs {
     pub source: String,
     pub base: Option<AgreedBase>,
     pub agreement: Agreement,
-    /// The split record's digest (empty when there is none).
+    /// The split record's digest (empty when there is none: nothing to check at the end).
     pub digest: String,
 }
 
@@ -173,6 +182,8 @@ pub fn local_durations(cache_dir: &Path) -> BTreeMap<String, u64> {
 /// branch's durations record, read at once.
 struct Read {
     split: Option<SplitRecord>,
+    /// Why the split record could not be read.
+    split_failed: Option<String>,
     durations: Vec<(String, BTreeMap<String, u64>)>,
     failed: Option<String>,
 }
@@ -180,6 +191,7 @@ struct Read {
 fn read_remote(place: &Place) -> Read {
     let mut read = Read {
         split: None,
+        split_failed: None,
         durations: Vec::new(),
         failed: None,
     };
@@ -214,8 +226,8 @@ fn read_remote(place: &Place) -> Read {
         if let Some(job) = split {
             match job.join() {
                 Ok(Ok(found)) => read.split = found,
-                Ok(Err(e)) => read.failed = Some(e.to_string()),
-                Err(_) => {}
+                Ok(Err(e)) => read.split_failed = Some(e.to_string()),
+                Err(_) => read.split_failed = Some("the read panicked".into()),
             }
         }
         for job in branches {
@@ -299,7 +311,7 @@ pub fn agree(place: &Place, tasks: &[String], base: Option<AgreedBase>) -> (Inpu
     let read = read_remote(place);
     if let Some(e) = &read.failed {
         notices.push(Notice::warning(format!(
-            "--shard: the remote cache {} could not be read ({e}); the runners may split differently",
+            "--shard: the remote cache {} could not be read ({e}); earlier runs' durations are not used",
             remote.layer.name()
         )));
     }
@@ -310,7 +322,7 @@ pub fn agree(place: &Place, tasks: &[String], base: Option<AgreedBase>) -> (Inpu
     let proposes = remote.write && place.commit.is_some();
     let local = proposes.then(|| local_durations(&place.cache_dir));
     let (durations, source) = propose(tasks, local.as_ref(), &read.durations);
-    let proposal = SplitRecord {
+    let mut proposal = SplitRecord {
         format: FORMAT,
         scope: place.scope.clone(),
         commit: place.commit.clone().unwrap_or_default(),
@@ -319,7 +331,36 @@ pub fn agree(place: &Place, tasks: &[String], base: Option<AgreedBase>) -> (Inpu
         source,
         base,
     };
-    let Some(commit) = place.commit.as_deref().filter(|_| proposes && !place.dry) else {
+    if place.dry {
+        // What a run would propose, shown; nothing agreed.
+        let mut inputs = adopt(proposal, Agreement::Shared);
+        inputs.digest = String::new();
+        return (inputs, notices);
+    }
+    let failed = |why: String, proposal: SplitRecord, mut notices: Vec<Notice>| {
+        notices.push(Notice::warning(format!(
+            "--shard: {why}; this runner runs the whole plan, so that no task is left to a split the other runners may not share"
+        )));
+        let mut inputs = adopt(proposal, Agreement::Failed);
+        inputs.digest = String::new();
+        (inputs, notices)
+    };
+    if let Some(e) = read.split_failed {
+        let why = format!(
+            "the remote cache {} could not be read for the runners' split ({e})",
+            remote.layer.name()
+        );
+        return failed(why, proposal, notices);
+    }
+    let Some(commit) = place.commit.as_deref().filter(|_| proposes) else {
+        // Nothing to agree through: only what cannot differ between runners, the task counts
+        // (the durations records may change between two runners' reads).
+        proposal.durations.clear();
+        proposal.source = if place.commit.is_none() {
+            "without a commit the runners cannot record a split".into()
+        } else {
+            "a remote cache this run cannot write cannot hold the runners' split".into()
+        };
         let mut inputs = adopt(proposal, Agreement::Shared);
         inputs.digest = String::new();
         return (inputs, notices);
@@ -330,20 +371,25 @@ pub fn agree(place: &Place, tasks: &[String], base: Option<AgreedBase>) -> (Inpu
     let layer = remote.layer.as_ref();
     let started = Instant::now();
     if let Err(e) = put_record(layer, &key, "vx#shard-split", &body, &tmp) {
-        notices.push(Notice::warning(format!(
-            "--shard: the remote cache {} did not take this runner's split ({e}); the runners may split differently",
+        let why = format!(
+            "the remote cache {} did not take this runner's split ({e})",
             layer.name()
-        )));
-        return (adopt(proposal, Agreement::Written), notices);
+        );
+        return failed(why, proposal, notices);
     }
-    std::thread::sleep(SETTLE_MIN.max(started.elapsed() * 4));
-    let back = fetch_record(layer, &key, &tmp)
-        .ok()
-        .flatten()
-        .and_then(|bytes| parse_split(&bytes, place, commit));
-    match back {
-        Some(record) if record != proposal => (adopt(record, Agreement::Adopted), notices),
-        _ => (adopt(proposal, Agreement::Written), notices),
+    std::thread::sleep((started.elapsed() * 4).clamp(SETTLE_MIN, SETTLE_MAX));
+    match fetch_record(layer, &key, &tmp) {
+        Ok(back) => match back.and_then(|bytes| parse_split(&bytes, place, commit)) {
+            Some(record) if record != proposal => (adopt(record, Agreement::Adopted), notices),
+            _ => (adopt(proposal, Agreement::Written), notices),
+        },
+        Err(e) => {
+            let why = format!(
+                "the remote cache {} could not be read back for the runners' split ({e})",
+                layer.name()
+            );
+            failed(why, proposal, notices)
+        }
     }
 }
 
@@ -390,23 +436,24 @@ fn adopt(record: SplitRecord, agreement: Agreement) -> Inputs {
 }
 
 /// At the end of a run: the split record as it is now, when it is not the one this runner
-/// adopted (another runner replaced it after this one's settle).
-pub fn verify(place: &Place, inputs: &Inputs) -> Option<Inputs> {
+/// adopted (another runner replaced it after this one's settle); `Err` when it cannot be read.
+pub fn verify(place: &Place, inputs: &Inputs) -> Result<Option<Inputs>, String> {
     if inputs.digest.is_empty() {
-        return None;
+        return Ok(None);
     }
-    let remote = place.remote.as_ref().filter(|r| r.read)?;
-    let commit = place.commit.as_deref()?;
-    let bytes = fetch_record(
-        remote.layer.as_ref(),
-        &place.split_key(commit),
-        &place.tmp(),
-    )
-    .ok()
-    .flatten()?;
-    let record = parse_split(&bytes, place, commit)?;
+    let Some(remote) = place.remote.as_ref().filter(|r| r.read) else {
+        return Err("the remote cache is not read any more".into());
+    };
+    let Some(commit) = place.commit.as_deref() else {
+        return Ok(None);
+    };
+    let key = place.split_key(commit);
+    let bytes = fetch_record(remote.layer.as_ref(), &key, &place.tmp())
+        .map_err(|e| e.to_string())?
+        .ok_or("the split record is gone")?;
+    let record = parse_split(&bytes, place, commit).ok_or("the split record is not valid")?;
     let now = adopt(record, Agreement::Adopted);
-    (now.digest != inputs.digest).then_some(now)
+    Ok((now.digest != inputs.digest).then_some(now))
 }
 
 /// At the end of a part's run: merges the durations of the tasks it owns into the durations

@@ -74,9 +74,8 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
             )));
         }
     }
-    let mut options = options::resolve(args)?;
     // `VX_SHARD` is for CI runners: a watch on a machine that has it set runs everything.
-    options.shard = None;
+    let mut options = options::resolve_watch(args)?;
     signals::install()?;
     let (signal_tx, signal_rx) = crossbeam_channel::unbounded();
     signals::route_to_watch(Some(signal_tx));

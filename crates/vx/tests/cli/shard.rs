@@ -717,6 +717,10 @@ fn vx_shard_gives_the_part_when_the_flag_does_not() {
     );
     let _ = watch.wait();
     assert!(built(), "the watch built only a part");
+    // Nor does it read the variable: a value a run refuses does not stop a watch.
+    let out = f.vx_in(".", &["watch", "nosuch"], &[("VX_SHARD", "auto")]);
+    assert_eq!(out.code, 2);
+    assert!(!out.stderr.contains("VX_SHARD"), "{}", out.stderr);
 }
 
 #[test]

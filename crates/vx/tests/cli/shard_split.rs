@@ -159,6 +159,68 @@ fn later_runs_split_by_the_durations_the_parts_recorded_in_the_remote_cache() {
         out.stdout
     );
     assert!(!out.stdout.contains(" tasks  "), "{}", out.stdout);
+    // A runner that may read the remote cache but not write it (outside CI here, a fork's pull
+    // request in CI) cannot agree with the others: the durations records may change between
+    // two runners' reads, so it splits by what cannot, the task counts.
+    change_everything(&f, "three\n");
+    let out = runner_of(&f).vx_in(
+        ".",
+        &[
+            "run",
+            "build",
+            "test",
+            "--all",
+            "--concurrency=1",
+            "--shard=1/2",
+        ],
+        &[("VX_REMOTE_CACHE_TOKEN", TOKEN)],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the parts are balanced by task count along the graph: a remote cache this run cannot write cannot hold the runners' split\n"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_runner_that_cannot_reach_the_remote_cache_runs_the_whole_plan() {
+    // Nothing listens on port 9 of the loopback: the split record cannot be read.
+    let f = independent("http://127.0.0.1:9", "true");
+    let summary = f.root().join(".git/summary.json");
+    let out = f.vx_in(
+        ".",
+        &[
+            "run",
+            "build",
+            "test",
+            "--all",
+            "--shard=2/2",
+            &format!("--summarize={}", summary.display()),
+        ],
+        &ENV,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("could not be read for the runners' split ("),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("this runner runs the whole plan, so that no task is left to a split the other runners may not share\n"),
+        "{}",
+        out.stderr
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let executed = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["cache"] == "miss" && t["shard"] == 2)
+        .count();
+    assert_eq!(executed, 18, "{doc}");
 }
 
 #[test]
@@ -360,6 +422,26 @@ fn every_part_compares_with_the_base_the_parts_agreed_on() {
             .contains(&format!("vx: --affected compares with {}: ", short(&c1))),
         "{}",
         first.stderr
+    );
+    // Without writes to the remote cache, and no split recorded for three parts, the parts
+    // could each find another base: refused.
+    let out = x.vx_in(
+        ".",
+        &[
+            "run",
+            "build",
+            "test",
+            "--all",
+            "--shard=2/3",
+            "--affected=last-green",
+        ],
+        &[("VX_REMOTE_CACHE_TOKEN", TOKEN)],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with("error: `--shard` with `--affected=last-green` needs a remote cache this run can read and write\n"),
+        "{}",
+        out.stderr
     );
     let second = part(&x, 2, &["--affected=last-green"]);
     assert_eq!(second.code, 0, "{}", second.stderr);
