@@ -178,22 +178,28 @@ def write_root_files(out: Path, n: int, args: argparse.Namespace, edges: int, la
         f"Written by `bench/generate.py --projects {n} --seed {args.seed} "
         f"--layer-width {args.layer_width} --max-deps {args.max_deps} "
         f"--skip-chance {args.skip_chance} --tools {','.join(flavours)} "
-        f"--package-manager {args.package_manager}`.\n"
+        f"--package-manager {args.package_manager}{' --cutoff' if args.cutoff else ''}`.\n"
         f"{layers} layers, {edges} project edges. Do not edit; regenerate instead.\n"
     ))
 
 
 # The shell commands, shared by every flavour so that the tools run exactly the same work.
 BUILD_COMMAND = "mkdir -p dist && cp src/* dist/"
+# With --cutoff: the build drops `#` comment lines, so a comment edit writes the same dist/.
+CUTOFF_BUILD_COMMAND = "mkdir -p dist && sed /^#/d src/* > dist/index.txt"
 TEST_COMMAND = "test -f dist/index.txt"
 LINT_COMMAND = "grep -q . src/index.txt"
+
+
+def build_command() -> str:
+    return CUTOFF_BUILD_COMMAND if OPTIONS["cutoff"] else BUILD_COMMAND
 # turbo reads the package manager from the root package.json and runs each script through it
 # (`npm run <script>`, or `pnpm run <script>`). No install is needed: the lockfile is written by
 # hand. npm is the default (it comes with Node). Note that `npm run` maps every workspace
 # package on each call, so its cost per task grows with N; `pnpm run` costs the same at any N
 # but more at 100-1,000 projects on the dev machine, and the harness does not install pnpm.
 PACKAGE_MANAGERS = {"npm": "npm@11.19.1", "pnpm": "pnpm@10.34.9"}
-OPTIONS = {"package_manager": "npm"}  # set from --package-manager
+OPTIONS = {"package_manager": "npm", "cutoff": False}  # set from the flags
 
 
 def package_name(index: int, pad: int) -> str:
@@ -209,7 +215,7 @@ def write_vx_root(out: Path, projects: list[Project], pad: int, n: int) -> None:
 def write_vx_project(pdir: Path, project: Project, pad: int) -> None:
     write(pdir / "vx.toml", (
         "[tasks.build]\n"
-        f'command = "{BUILD_COMMAND}"\n'
+        f'command = "{build_command()}"\n'
         'depends-on = ["^build"]\n'
         'cache = { inputs = ["src/**"], outputs = ["dist/**"] }\n'
         "\n"
@@ -234,10 +240,14 @@ def turbo_root_package(package: dict) -> None:
 
 
 def write_turbo_root(out: Path, projects: list[Project], pad: int, n: int) -> None:
+    # --cutoff: turbo's opt-in (2.10+) that hashes the direct dependencies' output files instead
+    # of their task hashes, beside the package's own sources.
+    build_inputs = ([{"mode": "startup", "globs": ["src/**"]}, {"mode": "dependencyOutputs"}]
+                    if OPTIONS["cutoff"] else ["src/**"])
     write(out / "turbo.json", json.dumps({
         "ui": "stream",
         "tasks": {
-            "build": {"dependsOn": ["^build"], "inputs": ["src/**"], "outputs": ["dist/**"]},
+            "build": {"dependsOn": ["^build"], "inputs": build_inputs, "outputs": ["dist/**"]},
             "test": {"dependsOn": ["build"], "inputs": ["src/**"], "outputs": []},
             "lint": {"inputs": ["src/**"], "outputs": []},
             "check": {"dependsOn": ["build", "test", "lint"]},
@@ -304,7 +314,7 @@ def write_npm_lockfile(out: Path, projects: list[Project], pad: int, n: int) -> 
 
 
 def turbo_project_package(package: dict, project: Project) -> None:
-    package["scripts"] = {"build": BUILD_COMMAND, "test": TEST_COMMAND, "lint": LINT_COMMAND}
+    package["scripts"] = {"build": build_command(), "test": TEST_COMMAND, "lint": LINT_COMMAND}
 
 
 # --- Nx ----------------------------------------------------------------------------------------
@@ -324,7 +334,7 @@ def write_nx_root(out: Path, projects: list[Project], pad: int, n: int) -> None:
         "cacheDirectory": ".nx/cache",
         "namedInputs": {"src": ["{projectRoot}/src/**/*"]},
         "targetDefaults": {
-            "build": {**shell(BUILD_COMMAND), "cache": True, "dependsOn": ["^build"],
+            "build": {**shell(build_command()), "cache": True, "dependsOn": ["^build"],
                       "inputs": ["src", "^src"], "outputs": ["{projectRoot}/dist"]},
             "test": {**shell(TEST_COMMAND), "cache": True, "dependsOn": ["build"],
                      "inputs": ["src", "^src"], "outputs": []},
@@ -364,11 +374,14 @@ def write_moon_root(out: Path, projects: list[Project], pad: int, n: int) -> Non
     # through a shell. `outputs: ['dist']` (a folder): `dist/**/*` would re-extract the
     # archive on every hit. `^:build` needs the project edges, which moon.yml's dependsOn gives
     # (without its JavaScript toolchain moon reads no package.json dependencies).
+    # --cutoff: moon's per-dependency opt-in (2.3+): the dependency's outputs, not its hash.
+    build_deps = ("[{ target: '^:build', cacheStrategy: 'outputs' }]" if OPTIONS["cutoff"]
+                  else "['^:build']")
     write(out / ".moon" / "tasks" / "all.yml", (
         "tasks:\n"
         "  build:\n"
-        f"    script: '{BUILD_COMMAND}'\n"
-        "    deps: ['^:build']\n"
+        f"    script: '{build_command()}'\n"
+        f"    deps: {build_deps}\n"
         "    inputs: ['src/**/*']\n"
         "    outputs: ['dist']\n"
         "  test:\n"
@@ -455,6 +468,10 @@ def main() -> int:
                     help="the package manager turbo runs scripts with (default npm): decides "
                          "packageManager and the lockfile (pnpm: pnpm-workspace.yaml and "
                          "pnpm-lock.yaml)")
+    ap.add_argument("--cutoff", action="store_true",
+                    help="builds drop `#` comment lines (a comment edit writes the same outputs), "
+                         "and turbo and moon fold their dependencies' outputs (dependencyOutputs, "
+                         "cacheStrategy: outputs), as vx does by default")
     ap.add_argument("--force", action="store_true", help="replace DIR if it exists")
     ap.add_argument("--no-git", action="store_true", help="write the files only (no git repository)")
     args = ap.parse_args()
@@ -474,6 +491,7 @@ def main() -> int:
     flavours = [f for f in FLAVOURS if f in requested]
 
     OPTIONS["package_manager"] = args.package_manager
+    OPTIONS["cutoff"] = args.cutoff
 
     out: Path = args.out
     if out.exists():

@@ -321,6 +321,12 @@ pub struct CacheConfig {
     pub workspace_runtime: Vec<String>,
     /// Which upstream keys to fold. Default: all.
     pub upstream: Option<Vec<String>>,
+    /// Upstreams (same patterns as `upstream`) whose key is folded instead of the digest of
+    /// their outputs: for a task that reads something of an upstream that is not among its
+    /// declared outputs. Default: none (early cutoff for every upstream with outputs).
+    #[schemars(extend("default" = []))]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub upstream_keys: Vec<String>,
     /// Project-relative output globs; `[]` = a cached task with no files. Required.
     pub outputs: Option<Vec<String>>,
     /// Root-relative output globs.

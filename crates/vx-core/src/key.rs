@@ -9,7 +9,7 @@
 //!
 //! | # | Label | What it folds | Why |
 //! |---|---|---|---|
-//! | 1 | `format` | `vx-key-3` | bumping it invalidates every key (ARCH-5) |
+//! | 1 | `format` | `vx-key-4` | bumping it invalidates every key (ARCH-5) |
 //! | 2 | `task` | `project#task` | two tasks never share an entry |
 //! | 3 | `platform` | `linux-x86_64`, or `any` for `cache.portable` | native outputs differ per platform |
 //! | 4 | `workspace` | (file, blob id) of each root lockfile/package-manager file present; a lockfile vx reads folds the digest of the project's own dependency set instead, `deps <hex>` (KEY-3) | installed dependencies change outputs |
@@ -18,7 +18,7 @@
 //! | 7 | `args` | forwarded arguments, requested tasks only (KEY-6) | they change what runs |
 //! | 8 | `env` | `NAME=value` / `NAME` for `cache.env` (KEY-7) | unset, empty and set differ |
 //! | 9 | `runtime` | (command, output) of each probe, then workspace probes (KEY-8) | tool versions |
-//! | 10 | `upstream` | (id, key) of folded upstreams (KEY-9) | what they produced |
+//! | 10 | `upstream` | (id, value) of folded upstreams (KEY-9): an upstream with outputs folds [`outputs_fold`] of what it produced (early cutoff), any other (and one `cache.upstream-keys` names) its key | what they produced |
 //! | 11 | `inputs` | (path, mode, blob id) of each input file (KEY-10, KEY-11) | the sources |
 //!
 //! Deliberately left out (KEY-13): pass-through values, the essential environment,
@@ -36,7 +36,31 @@ use crate::config::{Persistent, TaskConfig};
 /// 2 since artifacts keep symlinks and directories (artifact format 2): a key of format 1
 /// names an artifact that stored a link as its target's bytes, so none is looked up again.
 /// 3 since field 4 folds a lockfile's per-project dependency set instead of its blob id.
-pub const KEY_FORMAT: &str = "vx-key-3";
+/// 4 since field 10 folds the digest of an upstream's outputs instead of its key (early
+/// cutoff): a key of format 3 that folded an upstream key would otherwise be read as folding
+/// outputs.
+pub const KEY_FORMAT: &str = "vx-key-4";
+
+/// What a dependant's field 10 folds for an upstream with outputs (KEY-9's early cutoff):
+/// `outputs ` and the BLAKE3 of `vx-cut-1`, the digest of the output tree the upstream produced
+/// (`produced`, from its artifact), and the upstream's own field 10 (`upstream`, (id, value)
+/// pairs). Folding the upstream's own upstreams keeps a dependant that also reads what they
+/// produced (a type declaration re-exported through a library whose own outputs did not move)
+/// from being cut off wrongly; it cuts off one level later at worst.
+pub fn outputs_fold(produced: &str, upstream: &[(String, String)]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&items(
+        [b"vx-cut-1".as_slice(), produced.as_bytes()].into_iter(),
+    ));
+    hasher.update(&pairs(upstream));
+    format!("outputs {}", hex(hasher.finalize().as_bytes()))
+}
+
+/// Whether a folded value of field 10 is an upstream's outputs ([`outputs_fold`]) rather
+/// than its key.
+pub fn is_outputs_fold(value: &str) -> bool {
+    value.starts_with("outputs ")
+}
 
 /// A derived key: 32 bytes, written as 64 lowercase hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -447,6 +471,10 @@ pub fn task_config_json(task: &TaskConfig) -> String {
                     "upstream".into(),
                     strings(c.upstream.as_deref().unwrap_or(&default_upstream)),
                 );
+                // Only when there are some, as for `dependency-inputs`.
+                if !c.upstream_keys.is_empty() {
+                    m.insert("upstream-keys".into(), strings(&c.upstream_keys));
+                }
                 m.insert(
                     "outputs".into(),
                     strings(c.outputs.as_deref().unwrap_or(&[])),
@@ -529,7 +557,7 @@ mod tests {
             expected.extend(payload);
         };
         let empty_list = 0u64.to_le_bytes();
-        push("format", b"vx-key-3");
+        push("format", b"vx-key-4");
         push("task", b"web#build");
         push("platform", b"linux-x86_64");
         push("workspace", &empty_list);

@@ -105,6 +105,9 @@ pub struct TaskReport {
     pub remote: bool,
     /// A restored hit: why its outputs were not up to date (history, for `vx why`).
     pub restore_reason: Option<String>,
+    /// A hit cut off (KEY-9): the upstreams whose outputs its key folds that executed in this
+    /// run and produced what they had before.
+    pub cut_off: Vec<TaskId>,
 }
 
 /// One attempt of an executed task (UI-15).
@@ -170,6 +173,7 @@ impl TaskReport {
             kept: false,
             remote: false,
             restore_reason: None,
+            cut_off: Vec::new(),
         }
     }
 

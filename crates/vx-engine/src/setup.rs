@@ -13,7 +13,7 @@ use vx_store::{Access, OpenError, RunLock, Store};
 use vx_workspace::tree::{Tree, TreeOptions};
 
 use super::cache::{memo_row, RunCache, WorkspaceStamps};
-use super::keys::{unstable_nodes, Keys, Prober, StampCache};
+use super::keys::{topological, unstable_nodes, Keys, Prober, StampCache};
 use super::plan::nodes::Kind;
 use super::plan::Plan;
 use super::record::Recorder;
@@ -282,12 +282,23 @@ pub fn dry_rows(
     let (mut cache, recorder, _) = run_cache(plan, options, host_env, sh, opened, false);
     let unstable = unstable_nodes(plan);
     let planned = super::plan::nodes::rows(plan);
+    // Upstreams first, so each row's key folds what its upstreams settled (KEY-9); listed in
+    // the plan's order after.
     let mut rows = Vec::new();
-    for &row in &planned {
+    for i in topological(&plan.graph) {
+        let row = planned[i];
         if row.kind == Kind::Group {
             continue;
         }
-        let (key, status) = cache.plan_row(row);
+        let (key, mut status) = cache.plan_row(row);
+        let assumes = cache.assumed(row.id);
+        // KEY-9: a key that assumes upstreams which would run produce their last outputs again
+        // is a hit only if they do: it counts as running, and says when it would not.
+        let hit_if_unchanged =
+            !assumes.is_empty() && matches!(status, DryCache::HitLocal | DryCache::HitRemote);
+        if hit_if_unchanged {
+            status = DryCache::Miss;
+        }
         for notice in cache.take_notices() {
             say(notice);
         }
@@ -298,15 +309,18 @@ pub fn dry_rows(
             } else {
                 key
             },
-            prediction: unstable[row.node],
+            prediction: unstable[row.node] || !assumes.is_empty(),
             cache: status,
             median_ms: recorder
                 .recent(row.id)
                 .and_then(|r| vx_core::schedule::median(&r.durations_ms)),
             remote: super::plan::placement::placement(plan, options, host_env, row)
                 == super::plan::placement::Placement::Remote,
+            assumes,
+            hit_if_unchanged,
         });
     }
+    rows.sort_by_key(|row| row.node);
     // EXEC-13: an unrequested persistent task whose dependants all hit would not start.
     // Only a confirmed hit counts: an entry exists and the key is stable (SCHED-3).
     let hit = |i: usize| {

@@ -183,6 +183,53 @@ pub struct ArtifactMeta {
     pub links: BTreeMap<String, String>,
     pub exec: ExecMeta,
     pub producer: Producer,
+    /// The digest of the output tree ([`produced_digest`]), set when the artifact is read or
+    /// packed; never written to `meta.json`, since any reader computes it from the entries.
+    #[serde(skip)]
+    pub produced: Option<String>,
+}
+
+/// The digest of an output tree as a dependant sees it (KEY-9's early cutoff): BLAKE3 over
+/// `vx-outputs-1` and, for each entry in name order, its name, its kind (`file`, `file+x` when
+/// any execute bit is set, `dir`, `link`) and its content (the BLAKE3 of a file's bytes, a
+/// symlink's text, nothing for a directory), each as KEY-1's length-prefixed item. Times,
+/// sizes apart from the bytes, and permission bits other than execute do not count: two runs
+/// that wrote the same tree under different umasks produce the same digest. `blobs` holds the
+/// BLAKE3 of each regular file's bytes.
+pub fn produced_digest(meta: &ArtifactMeta, blobs: &BTreeMap<String, [u8; 32]>) -> String {
+    let mut hasher = blake3::Hasher::new();
+    let mut item = |bytes: &[u8]| {
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    item(b"vx-outputs-1");
+    for (name, file) in &meta.files {
+        let (kind, content): (&str, Vec<u8>) = match file.kind() {
+            EntryKind::File => {
+                let blob = blobs.get(name).copied().unwrap_or_default();
+                let kind = if file.mode & 0o111 != 0 {
+                    "file+x"
+                } else {
+                    "file"
+                };
+                (kind, blake3::Hash::from(blob).to_hex().as_bytes().to_vec())
+            }
+            EntryKind::Dir => ("dir", Vec::new()),
+            EntryKind::Symlink => (
+                "link",
+                meta.links
+                    .get(name)
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_bytes(),
+            ),
+            EntryKind::Other => ("other", Vec::new()),
+        };
+        item(name.as_bytes());
+        item(kind.as_bytes());
+        item(&content);
+    }
+    hasher.finalize().to_hex().to_string()
 }
 
 /// Why an artifact is not valid for a requested key; `reason` is the short text shown in

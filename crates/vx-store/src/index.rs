@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use rusqlite::{params, Connection, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::artifact::{self, Damage, FileMeta, Packed, ReadError, RestoreError};
 use crate::artifact::{Restored, Target};
@@ -205,7 +205,7 @@ impl Store {
             let mut entries: HashMap<String, Entry> = HashMap::new();
             let mut stmt = conn.prepare(
                 "SELECT e.key, e.project, e.task, e.size_bytes, e.created_at, e.accessed_at,
-                        e.duration_ms, e.cpu_ms, e.peak_rss_bytes, e.origin
+                        e.duration_ms, e.cpu_ms, e.peak_rss_bytes, e.origin, e.produced
                  FROM entries e
                  WHERE e.key IN (SELECT DISTINCT key FROM output_stamps WHERE workspace = ?1)",
             )?;
@@ -226,6 +226,7 @@ impl Store {
                         peak_rss_bytes: row.get::<_, Option<i64>>(8)?.map(from_sql_u64),
                         origin: row.get(9)?,
                         outputs: Vec::new(),
+                        produced: row.get(10)?,
                     },
                 );
             }
@@ -678,6 +679,40 @@ impl Store {
             Some(conn) => read_entry(conn, key).at(&self.db),
             None => Ok(None),
         }
+    }
+
+    /// The digest of the output tree of `key`'s entry (KEY-9's early cutoff), if the index
+    /// holds the entry and knows it.
+    pub fn produced_of(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let Some(conn) = self.conn.as_ref() else {
+            return Ok(None);
+        };
+        // A row read ahead (`--dry` of a workspace whose entries it holds): no SQL.
+        if let Some(entry) = self.preloaded.get(key) {
+            return Ok(entry.produced.clone());
+        }
+        conn.prepare_cached("SELECT produced FROM entries WHERE key = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_row([key], |row| row.get::<_, Option<String>>(0))
+                    .optional()
+            })
+            .map(Option::flatten)
+            .at(&self.db)
+    }
+
+    /// The output digest of the task's newest entry: what `--dry` expects a task that will run
+    /// to produce again (its history), for predicting the early cutoff of its dependants.
+    pub fn latest_produced(&self, project: &str, task: &str) -> Result<Option<String>, StoreError> {
+        let Some(conn) = self.conn.as_ref() else {
+            return Ok(None);
+        };
+        conn.prepare_cached(
+            "SELECT produced FROM entries
+             WHERE project = ?1 AND task = ?2 AND produced IS NOT NULL
+             ORDER BY created_at DESC LIMIT 1",
+        )
+        .and_then(|mut stmt| stmt.query_row([project, task], |row| row.get(0)).optional())
+        .at(&self.db)
     }
 
     /// Whether an entry exists for `key`, for `--dry` (UI-12: existence only): a row whose

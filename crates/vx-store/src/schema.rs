@@ -7,8 +7,8 @@
 //!
 //! | Table | Key | Columns | Written by |
 //! |---|---|---|---|
-//! | `meta` | `name` | `value`: `key_format` (`vx-key-3` when created), `salt` (32 random bytes, hex), `orphans_swept_at`, `housekept_at` (ms), `generation` (raised by triggers on `entries`), `rewrites:<workspace>\0<task>` (JSON array: inputs the task's last checked run rewrote with the same bytes, KEY-16) | open, retention, triggers, save guard |
-//! | `entries` | `key` | `project`, `task`, `size_bytes` (compressed), `created_at`, `accessed_at`, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `origin` (`local`, `remote`, `remote-exec`) | save, adoption, touches |
+//! | `meta` | `name` | `value`: `key_format` (`vx-key-4` when created or upgraded), `salt` (32 random bytes, hex), `orphans_swept_at`, `housekept_at` (ms), `generation` (raised by triggers on `entries`), `rewrites:<workspace>\0<task>` (JSON array: inputs the task's last checked run rewrote with the same bytes, KEY-16) | open, retention, triggers, save guard |
+//! | `entries` | `key` | `project`, `task`, `size_bytes` (compressed), `created_at`, `accessed_at`, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `origin` (`local`, `remote`, `remote-exec`), `produced`? (the digest of the output tree, `artifact::produced_digest`: what a dependant folds, KEY-9) | save, adoption, touches |
 //! | `entry_outputs` | (`key`, `path`) | `size`, `mode`, `mtime_ns`; `key` → `entries` ON DELETE CASCADE; `path` is project-relative, or `workspace-outputs/<root-rel>` | save, adoption |
 //! | `output_stamps` | (`workspace`, `key`, `path`) | `size`, `mode`, `mtime_ns`, `inode`, `ctime_ns`: `lstat` right after this checkout saved or restored the file (STORE-9) | after save/restore |
 //! | `key_inputs` | (`key`, `kind`, `name`) | `digest`, `recorded_at` (HIST-2) | key derivation |
@@ -42,8 +42,13 @@
 //! number two triggers raise whenever an entry is deleted (pruned, found damaged) or saved
 //! again over an older body (`size_bytes` or `created_at` updated), so that a snapshot taken
 //! before knows an entry it relied on may have changed; and `invocations.replay_of`, the run a
-//! replayed run repeats (its task rows are that run's). A version 4 or 5 index is upgraded in
-//! place ([`upgrade`]), keeping its entries and history.
+//! replayed run repeats (its task rows are that run's).
+//!
+//! Version 7 adds `entries.produced`, the digest of each entry's output tree, which a
+//! dependant's key folds instead of the upstream's key (KEY-9's early cutoff), and
+//! `entries_by_task`, so `--dry` finds a task's newest digest without a scan. A version 4, 5 or
+//! 6 index is upgraded in place ([`upgrade`]), keeping its entries and history (entries of the
+//! older key format keep no digest; no key of this format names them).
 //!
 //! An index with an older `user_version` (or `0` with tables in it) is rebuilt by a writing
 //! open: every table is dropped and recreated in one `BEGIN IMMEDIATE` transaction (artifacts are
@@ -52,10 +57,10 @@
 use rusqlite::Transaction;
 
 /// The schema version this vx reads and writes.
-pub(crate) const VERSION: u32 = 6;
+pub(crate) const VERSION: u32 = 7;
 
 /// `meta.key_format`.
-pub(crate) const KEY_FORMAT: &str = "vx-key-3";
+pub(crate) const KEY_FORMAT: &str = "vx-key-4";
 
 const CREATE: &str = "
 CREATE TABLE meta (
@@ -73,9 +78,11 @@ CREATE TABLE entries (
     duration_ms    INTEGER NOT NULL DEFAULT 0,
     cpu_ms         INTEGER,
     peak_rss_bytes INTEGER,
-    origin         TEXT NOT NULL DEFAULT 'local'
+    origin         TEXT NOT NULL DEFAULT 'local',
+    produced       TEXT
 );
 CREATE INDEX entries_by_access ON entries (accessed_at);
+CREATE INDEX entries_by_task ON entries (project, task, created_at);
 
 CREATE TABLE entry_outputs (
     key      TEXT NOT NULL REFERENCES entries (key) ON DELETE CASCADE,
@@ -208,13 +215,19 @@ CREATE TRIGGER entries_resaved AFTER UPDATE OF size_bytes, created_at ON entries
 END;
 ";
 
-/// Version 4 or 5 → 6 in place: columns and triggers more, nothing lost.
+/// Version 4, 5 or 6 → 7 in place: columns, triggers and an index more, nothing lost.
 pub(crate) fn upgrade(tx: &Transaction<'_>, found: u32) -> rusqlite::Result<()> {
     if found == 4 {
         tx.execute_batch("ALTER TABLE runs ADD COLUMN restore_reason TEXT")?;
     }
-    tx.execute_batch("ALTER TABLE invocations ADD COLUMN replay_of TEXT")?;
-    tx.execute_batch(GENERATION)?;
+    if found < 6 {
+        tx.execute_batch("ALTER TABLE invocations ADD COLUMN replay_of TEXT")?;
+        tx.execute_batch(GENERATION)?;
+    }
+    tx.execute_batch(
+        "ALTER TABLE entries ADD COLUMN produced TEXT;
+         CREATE INDEX entries_by_task ON entries (project, task, created_at);",
+    )?;
     tx.pragma_update(None, "user_version", VERSION)?;
     Ok(())
 }
@@ -258,6 +271,7 @@ mod tests {
             "DROP TRIGGER entries_deleted; DROP TRIGGER entries_resaved;
              DELETE FROM meta WHERE name = 'generation';
              ALTER TABLE invocations DROP COLUMN replay_of;
+             DROP INDEX entries_by_task; ALTER TABLE entries DROP COLUMN produced;
              PRAGMA user_version = 5;
              INSERT INTO entries (key, project, task, size_bytes, created_at, accessed_at)
                  VALUES ('k', 'p', 't', 1, 2, 3);",
@@ -285,6 +299,13 @@ mod tests {
         conn.execute(
             "INSERT INTO invocations (run_id, started_at, ended_at, exit_code, replay_of)
              VALUES ('r', 1, 2, 0, 'q')",
+            [],
+        )
+        .unwrap();
+        // Version 7's column.
+        conn.execute(
+            "INSERT INTO entries (key, project, task, size_bytes, created_at, accessed_at, produced)
+             VALUES ('k2', 'p', 't', 1, 2, 3, 'abc')",
             [],
         )
         .unwrap();

@@ -174,6 +174,11 @@ impl MemoryLayer {
         keys
     }
 
+    /// The task results it holds: its keys less the records of what each produced (KEY-9).
+    pub fn results(&self) -> Vec<String> {
+        results(self.keys())
+    }
+
     /// The keys uploaded (successfully or not), in order.
     pub fn puts(&self) -> Vec<String> {
         self.state().puts.clone()
@@ -225,4 +230,18 @@ impl CacheLayer for MemoryLayer {
         state.bodies.insert(key.to_string(), body);
         Ok(())
     }
+}
+
+/// `keys` less the records of what each of them produced (`produced_record_key`), which vx
+/// uploads beside each result (KEY-9).
+/// A file beside an entry (`<key>.tag`, a signature) goes with it.
+pub fn results(keys: Vec<String>) -> Vec<String> {
+    let stem = |k: &str| k.split('.').next().unwrap_or(k).to_string();
+    let records: std::collections::HashSet<String> = keys
+        .iter()
+        .map(|k| vx_store::layer::produced_record_key(&stem(k)))
+        .collect();
+    keys.into_iter()
+        .filter(|k| !records.contains(&stem(k)))
+        .collect()
 }

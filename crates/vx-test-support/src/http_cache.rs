@@ -95,6 +95,12 @@ impl HttpCacheServer {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// The task results it holds for `team`, by key: its artifacts less the records of what
+    /// each produced (KEY-9), which go up with them.
+    pub fn results(&self, team: &str) -> Vec<String> {
+        crate::fakes::results(self.artifacts(team))
+    }
+
     /// The artifacts it holds for `team`, by key.
     pub fn artifacts(&self, team: &str) -> Vec<String> {
         let dir: PathBuf = self.storage.path().join("store").join(team);

@@ -63,6 +63,8 @@ pub(crate) struct TaskFacts {
     pub(crate) ready_when: Option<Location>,
     /// `cache.upstream` entries with their locations.
     pub(crate) upstream: Vec<Spanned<String>>,
+    /// `cache.upstream-keys` entries with their locations.
+    pub(crate) upstream_keys: Vec<Spanned<String>>,
     /// `cache.input-sets` entries with their locations.
     pub(crate) input_sets: Vec<Spanned<String>>,
     /// The keys the `cache` table sets.
@@ -194,6 +196,7 @@ fn walk_task(
                 if let Some(walked) = walked {
                     task.cache = Some(Box::new(walked.config));
                     facts.upstream = walked.upstream;
+                    facts.upstream_keys = walked.upstream_keys;
                     facts.input_sets = walked.input_sets;
                     facts.cache_keys = walked.keys;
                 }
@@ -344,15 +347,23 @@ pub(crate) fn check_task(
             );
         }
         if !template {
-            check_upstream(&mut errors, &facts.upstream, &task.depends_on);
+            check_upstream(&mut errors, "upstream", &facts.upstream, &task.depends_on);
+            check_upstream(
+                &mut errors,
+                "upstream-keys",
+                &facts.upstream_keys,
+                &task.depends_on,
+            );
         }
     }
     errors
 }
 
-/// `cache.upstream` exact entries must name a `depends-on` entry of the same task (CFG-9).
+/// `cache.upstream` and `cache.upstream-keys` exact entries must name a `depends-on` entry of
+/// the same task (CFG-9).
 fn check_upstream(
     errors: &mut Vec<Diagnostic>,
+    name: &str,
     upstream: &[Spanned<String>],
     depends_on: &[Spanned<String>],
 ) {
@@ -364,7 +375,7 @@ fn check_upstream(
         errors.push(Diagnostic::at(
             entry.at.clone(),
             format!(
-                "cache.upstream: `{}` is not a `depends-on` entry of this task",
+                "cache.{name}: `{}` is not a `depends-on` entry of this task",
                 entry.value
             ),
         ));

@@ -16,7 +16,7 @@ use crate::glob_rules::{check_task_glob, is_literal, GlobBase, GlobList};
 use crate::toml_walk::{env_entry_problem, join, Walker};
 
 const ENV_KEYS: [&str; 3] = ["define", "pass-through", "secret"];
-const CACHE_KEYS: [&str; 10] = [
+const CACHE_KEYS: [&str; 11] = [
     "env",
     "input-sets",
     "inputs",
@@ -24,6 +24,7 @@ const CACHE_KEYS: [&str; 10] = [
     "portable",
     "runtime",
     "upstream",
+    "upstream-keys",
     "workspace-inputs",
     "workspace-outputs",
     "workspace-runtime",
@@ -165,6 +166,8 @@ pub(crate) fn values(globs: Option<Vec<Spanned<String>>>) -> Option<Vec<String>>
 pub(crate) struct CacheWalk {
     pub(crate) config: CacheConfig,
     pub(crate) upstream: Vec<Spanned<String>>,
+    /// `upstream-keys` entries with their locations.
+    pub(crate) upstream_keys: Vec<Spanned<String>>,
     /// `input-sets` entries with their locations.
     pub(crate) input_sets: Vec<Spanned<String>>,
     /// The keys the table sets, for laying a project's table over a template's.
@@ -187,6 +190,7 @@ pub(crate) fn cache(w: &mut Walker, value: &Value, task_path: &str) -> Option<Ca
     let mut inputs = None;
     let mut outputs = None;
     let mut upstream = Vec::new();
+    let mut upstream_keys = Vec::new();
     let mut input_sets = Vec::new();
     let mut keys = BTreeSet::new();
     for (key, value) in table {
@@ -223,6 +227,10 @@ pub(crate) fn cache(w: &mut Walker, value: &Value, task_path: &str) -> Option<Ca
                 upstream = w.strings(value, "cache.upstream").unwrap_or_default();
                 config.upstream = Some(upstream.iter().map(|s| s.value.clone()).collect());
             }
+            "upstream-keys" => {
+                upstream_keys = w.strings(value, "cache.upstream-keys").unwrap_or_default();
+                config.upstream_keys = upstream_keys.iter().map(|s| s.value.clone()).collect();
+            }
             "portable" => config.portable = w.bool(value, "cache.portable"),
             _ => w.unknown_key(key, &join(task_path, "cache"), &CACHE_KEYS, None),
         }
@@ -235,6 +243,7 @@ pub(crate) fn cache(w: &mut Walker, value: &Value, task_path: &str) -> Option<Ca
     Some(CacheWalk {
         config,
         upstream,
+        upstream_keys,
         input_sets,
         keys,
     })

@@ -367,6 +367,7 @@ fn merge_cache(template: &CacheConfig, own: &CacheConfig, keys: &BTreeSet<String
             &own.workspace_runtime,
         ),
         upstream: optional("upstream", &template.upstream, &own.upstream),
+        upstream_keys: list("upstream-keys", &template.upstream_keys, &own.upstream_keys),
         outputs: optional("outputs", &template.outputs, &own.outputs),
         workspace_outputs: list(
             "workspace-outputs",
@@ -439,6 +440,11 @@ fn overlay_facts(
             own_facts.upstream.clone()
         } else {
             template_facts.upstream.clone()
+        },
+        upstream_keys: if from_own_cache("upstream-keys") {
+            own_facts.upstream_keys.clone()
+        } else {
+            template_facts.upstream_keys.clone()
         },
         input_sets,
         cache_keys: own_facts

@@ -35,7 +35,7 @@ use vx_store::Layers;
 
 use super::keys::Keys;
 use crate::options::CachePolicy;
-use crate::plan::nodes::Row;
+use crate::plan::nodes::{Kind, Row};
 use crate::plan::preview::DryCache;
 
 mod clean;
@@ -87,6 +87,8 @@ pub struct RunCache<'p> {
     found_ahead: HashMap<TaskId, std::io::Result<Vec<Found>>>,
     /// Tasks the restore lane looked up and found no usable entry for: not looked up again.
     known_misses: HashSet<TaskId>,
+    /// `--dry`: the tasks only the remote cache holds (what they produced is not known here).
+    remote_only: HashSet<TaskId>,
     /// What the cache has to say, until the run hands it to the reporter.
     notices: Vec<Notice>,
 }
@@ -132,6 +134,7 @@ impl<'p> RunCache<'p> {
             pending_stamps: Vec::new(),
             found_ahead: HashMap::new(),
             known_misses: HashSet::new(),
+            remote_only: HashSet::new(),
             notices: Vec::new(),
         }
     }
@@ -246,6 +249,10 @@ impl<'p> RunCache<'p> {
                 let Some(outputs) = self.outputs(*task) else {
                     continue;
                 };
+                // KEY-9: a key that folds an upstream's outputs waits for that upstream.
+                if !self.keys.ready(task.id) {
+                    continue;
+                }
                 if let Some(Ok(derived)) = self.keys.key(task.id) {
                     let outputs = Arc::new(outputs);
                     wanted.push(vx_store::layer::Wanted {
@@ -292,7 +299,7 @@ impl<'p> RunCache<'p> {
     /// [`Ahead::Not`] leaves the task to the normal schedule (no entry, damage, or a clean that
     /// must be refused when the task runs).
     pub fn prepare_ahead(&mut self, task: Row<'_>, needs_log: bool) -> Ahead {
-        if !self.reads() {
+        if !self.reads() || !self.keys.ready(task.id) {
             return Ahead::Not;
         }
         let id = task.id;
@@ -345,8 +352,65 @@ impl<'p> RunCache<'p> {
 
     /// `--dry` (UI-12): the task's key and whether the cache has an entry for it, without
     /// reading an artifact or writing anything (REM-9: existence only).
+    ///
+    /// Rows are asked for upstreams first: each settles what its dependants fold (KEY-9), from
+    /// the local entry, or — for a task that would run, or whose entry only the remote holds —
+    /// from the outputs history says it produced last ([`Keys::settle_predicted`]).
     pub fn plan_row(&mut self, task: Row<'_>) -> (Result<String, String>, DryCache) {
-        match self.probe(task, Want::Existence) {
+        if task.kind != Kind::Persistent {
+            if let Some(waits) = self.keys.dry_facts(task.id).waits {
+                // An upstream without output history here: what it produces, or what the remote
+                // cache's entry holds, decides.
+                let why = if self.remote_only.contains(&waits) {
+                    format!(
+                        "{waits} is restored from the remote cache first; what it holds decides"
+                    )
+                } else {
+                    format!("{waits} runs first; its outputs decide")
+                };
+                return (Err(why), DryCache::Miss);
+            }
+        }
+        let probed = self.probe(task, Want::Existence);
+        let remote = match &probed {
+            Probe::Exists {
+                key,
+                source: vx_store::Source::Remote,
+            } => self.layers.remote_produced(key),
+            _ => None,
+        };
+        let store = self.layers.store();
+        let local = |key: &str| store.and_then(|s| s.produced_of(key).ok().flatten());
+        let history = || {
+            store.and_then(|s| {
+                s.latest_produced(&task.id.project, &task.id.task)
+                    .ok()
+                    .flatten()
+            })
+        };
+        match &probed {
+            Probe::Exists {
+                key,
+                source: vx_store::Source::Local,
+            } => {
+                let produced = local(key);
+                self.keys.settle_produced(task.id, produced.as_deref());
+            }
+            Probe::Exists { .. } if remote.is_some() => {
+                // The record uploaded with the entry says what it holds.
+                self.keys.settle_produced(task.id, remote.as_deref());
+            }
+            Probe::Exists { .. } | Probe::Miss { .. } => {
+                if matches!(probed, Probe::Exists { .. }) {
+                    self.remote_only.insert(task.id.clone());
+                }
+                if let Some(produced) = history() {
+                    self.keys.settle_predicted(task.id, &produced);
+                }
+            }
+            _ => {}
+        }
+        match probed {
             Probe::Persistent => (Err("persistent".into()), DryCache::NoCache),
             Probe::KeyFailed(error) => (Err(error), DryCache::Miss),
             Probe::Uncached { key } => (Ok(key), DryCache::NoCache),
@@ -358,6 +422,17 @@ impl<'p> RunCache<'p> {
             Probe::Exists { key, .. } => (Ok(key), DryCache::HitLocal),
             Probe::Hit(hit) => (Ok(hit.key), DryCache::HitLocal),
         }
+    }
+
+    /// KEY-9: the upstreams of the run whose outputs `id`'s key folds.
+    pub fn cut_sources(&self, id: &TaskId) -> Vec<TaskId> {
+        self.keys.cut_sources(id)
+    }
+
+    /// `--dry`: the upstreams that would run whose outputs the task's key assumes unchanged
+    /// from history, through every key it folds.
+    pub fn assumed(&mut self, id: &TaskId) -> Vec<TaskId> {
+        self.keys.dry_facts(id).assumes.into_iter().collect()
     }
 
     /// Decides how a ready task gets its result. `saveable` is false when the task must not be

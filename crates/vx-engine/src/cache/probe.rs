@@ -27,6 +27,7 @@ impl RunCache<'_> {
         if task.kind == Kind::Persistent {
             return Probe::Persistent;
         }
+        self.settle_unscheduled(id);
         let (key, short) = match self.keys.key(id) {
             None => return Probe::Persistent,
             Some(Err(error)) => return Probe::KeyFailed(error.0),
@@ -75,6 +76,19 @@ impl RunCache<'_> {
         }
     }
 
+    /// KEY-9: the upstreams of `id` the run does not schedule whose outputs a key folds are
+    /// settled from the local store: what their current key's entry produced, or their key
+    /// when it holds none.
+    fn settle_unscheduled(&mut self, id: &TaskId) {
+        while let Some((up, key)) = self.keys.unresolved(id) {
+            let produced = self
+                .layers
+                .store()
+                .and_then(|store| store.produced_of(&key.hex()).ok().flatten());
+            self.keys.settle_produced(&up, produced.as_deref());
+        }
+    }
+
     /// A confirmed entry, with what its outputs' globs match on disk now: up-to-date, or a
     /// restore once the protections of STORE-10 allow cleaning.
     pub(super) fn serve(
@@ -92,6 +106,9 @@ impl RunCache<'_> {
             outputs,
         } = *hit;
         let stored = Duration::from_millis(entry.duration_ms);
+        // KEY-9: dependants fold what this entry holds (the restore, if one follows, writes
+        // exactly that).
+        self.keys.settle_produced(id, entry.produced.as_deref());
         let mut reason = stale_output(&found, &entry.outputs, self.stamps.of(&key), &outputs);
         if reason.is_none() {
             let records = if needs_log {

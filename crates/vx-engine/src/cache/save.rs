@@ -47,6 +47,10 @@ impl RunCache<'_> {
         let id = done.task.id;
         let mut fingerprint = None;
         let save = self.after_inner(&done, &mut fingerprint);
+        // KEY-9: a success nothing will save is folded by its key.
+        if done.success && save.is_err() {
+            self.keys.settle_produced(id, None);
+        }
         // A success is final (only failures are retried): what its key was derived from has
         // served the save guard and the fingerprints.
         if done.success {
@@ -78,15 +82,24 @@ impl RunCache<'_> {
         let id = job.id.clone();
         let key = job.key.clone();
         let duration_ms = job.meta.exec.duration_ms;
+        let produced = packed.as_ref().ok().and_then(|p| p.meta.produced.clone());
+        // Only a task others depend on needs what it produced beside its entry remotely.
+        let record = produced.clone().filter(|_| self.keys.is_upstream(&id));
         // REM-8: with local writes off the artifact only goes to the further layers, from
         // `tmp/`, and is deleted after its uploads.
         let published = if self.policy.local_write {
             self.publish(*job, packed)
-                .map(|()| self.layers.upload(&key, duration_ms))
+                .map(|()| self.layers.upload(&key, duration_ms, record.as_deref()))
         } else {
-            self.checked(&job, packed)
-                .map(|packed| self.layers.upload_packed(&key, packed.path, duration_ms))
+            self.checked(&job, packed).map(|packed| {
+                self.layers
+                    .upload_packed(&key, packed.path, duration_ms, record.as_deref())
+            })
         };
+        // KEY-9: dependants fold what was saved; without an entry, the key.
+        let saved = published.is_ok();
+        self.keys
+            .settle_produced(&id, produced.as_deref().filter(|_| saved));
         match published {
             Ok(()) => Ok(()),
             Err(SaveError::TooLarge(reason)) => {
@@ -346,6 +359,7 @@ impl RunCache<'_> {
                 created_at: crate::clock::rfc3339_now(),
                 commit: None,
             },
+            produced: None,
         };
         let store = self
             .layers

@@ -104,7 +104,7 @@ fn a_hit_in_a_further_layer_is_restored_and_adopted() {
     let layer = MemoryLayer::new();
     let (code, _) = run(&f, &executor(), &layer, true, true);
     assert_eq!(code, crate::exit::SUCCESS);
-    assert_eq!(layer.keys().len(), 2, "both results were uploaded");
+    assert_eq!(layer.results().len(), 2, "both results were uploaded");
 
     // Another machine: no local cache, no outputs.
     std::fs::remove_dir_all(f.path(".vx")).unwrap();
@@ -124,7 +124,7 @@ fn a_hit_in_a_further_layer_is_restored_and_adopted() {
     );
     assert_eq!(f.read("packages/lib/dist/out.txt"), "lib output\n");
     assert_eq!(f.read("packages/app/dist/app.txt"), "app output\n");
-    for key in layer.keys() {
+    for key in layer.results() {
         assert_eq!(origin(&f, &key).as_deref(), Some("remote"));
     }
 
@@ -147,7 +147,7 @@ fn a_corrupt_body_is_a_miss_and_the_task_runs() {
     assert_eq!(code, crate::exit::SUCCESS);
     assert_eq!(second.spawned().len(), 2, "both tasks ran");
     assert_eq!(kind_of(&reports, "lib#build"), Some(CacheKind::Miss));
-    for key in layer.keys() {
+    for key in layer.results() {
         assert_eq!(
             origin(&f, &key).as_deref(),
             Some("local"),
@@ -165,7 +165,7 @@ fn a_corrupt_body_is_warned_about_once_as_an_invalid_artifact() {
     std::fs::remove_dir_all(f.path(".vx")).unwrap();
     let mut layers = layers_over(&f, &layer);
     let accept = |_: &str| true;
-    for key in layer.keys() {
+    for key in layer.results() {
         let (lookup, source) = layers.lookup(&key, &accept).expect("lookup");
         assert_eq!(lookup, Lookup::Miss);
         assert_eq!(source, Source::Local);
@@ -184,7 +184,7 @@ fn a_corrupt_body_is_warned_about_once_as_an_invalid_artifact() {
     assert_eq!(layers.repeated_failures(), 1);
     // Each key is asked at most once per run (REM-5).
     let fetches = layer.fetches();
-    layers.lookup(&layer.keys()[0], &accept).expect("lookup");
+    layers.lookup(&layer.results()[0], &accept).expect("lookup");
     assert_eq!(layer.fetches(), fetches);
 }
 
@@ -333,7 +333,7 @@ fn a_download_thread_that_panics_still_ends_its_download() {
     let store = Store::open(&f.path(".vx"), Access::ReadWrite).expect("open");
     let mut layers = Layers::local(Some(store));
     layers.add_remote(Arc::new(PanickingLayer), usage(true, false), 1);
-    let keys = layer.keys();
+    let keys = layer.results();
     prefetch_all(&mut layers, &keys, Arc::new(|_: &str| true));
     for key in &keys {
         let (lookup, _) = layers.lookup(key, &|_| true).expect("lookup");
@@ -352,13 +352,13 @@ fn tmp_files(f: &Fixture) -> Vec<std::ffi::OsString> {
 #[test]
 fn prefetched_bodies_are_adopted_by_their_lookup_without_asking_again() {
     let (f, layer, mut layers) = only_the_layer_holds_the_results();
-    let mut keys = layer.keys();
+    let mut keys = layer.results();
     keys.push("0".repeat(64));
     let before = layer.fetches();
     let tags = prefetch_all(&mut layers, &keys, Arc::new(|_: &str| true));
     assert_eq!(tags, vec![0, 1, 2]);
     assert_eq!(layer.fetches() - before, 3, "every key asked once");
-    for key in layer.keys() {
+    for key in layer.results() {
         let (lookup, source) = layers.lookup(&key, &|_| true).expect("lookup");
         assert!(
             matches!(lookup, Lookup::Hit(_)),
@@ -380,7 +380,7 @@ fn prefetched_bodies_are_adopted_by_their_lookup_without_asking_again() {
         .unwrap()
         .flush_touches()
         .expect("written");
-    for key in layer.keys() {
+    for key in layer.results() {
         assert_eq!(origin(&f, &key).as_deref(), Some("remote"));
     }
 }
@@ -388,7 +388,7 @@ fn prefetched_bodies_are_adopted_by_their_lookup_without_asking_again() {
 #[test]
 fn a_prefetched_body_is_validated_with_its_tasks_outputs_before_adoption() {
     let (f, layer, mut layers) = only_the_layer_holds_the_results();
-    let keys = layer.keys();
+    let keys = layer.results();
     // The tasks' outputs no longer match what the bodies hold: a lying entry.
     prefetch_all(&mut layers, &keys, Arc::new(|_: &str| false));
     for key in &keys {
@@ -409,9 +409,9 @@ fn a_prefetched_body_is_validated_with_its_tasks_outputs_before_adoption() {
 #[test]
 fn bodies_no_lookup_took_are_removed_with_the_run() {
     let (f, layer, mut layers) = only_the_layer_holds_the_results();
-    prefetch_all(&mut layers, &layer.keys(), Arc::new(|_: &str| true));
+    prefetch_all(&mut layers, &layer.results(), Arc::new(|_: &str| true));
     layers.discard_prefetched();
-    for key in layer.keys() {
+    for key in layer.results() {
         assert!(!layers.store().unwrap().has_entry(&key));
     }
     let tmp = tmp_files(&f);
@@ -424,7 +424,7 @@ fn layers_off_miss_and_drop_every_write() {
     let (lookup, _) = layers.lookup(&"f".repeat(64), &|_| true).expect("lookup");
     assert_eq!(lookup, Lookup::Miss);
     assert!(layers.exists(&"f".repeat(64)).is_none());
-    layers.upload(&"f".repeat(64), 1);
+    layers.upload(&"f".repeat(64), 1, None);
     assert_eq!(layers.uploads_pending(), 0);
     assert!(!layers.enabled());
 }

@@ -222,6 +222,7 @@ impl Run<'_> {
             kept: false,
             remote: live.remote(),
             restore_reason: None,
+            cut_off: Vec::new(),
         }
     }
 

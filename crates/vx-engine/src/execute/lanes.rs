@@ -19,7 +19,10 @@ impl Run<'_> {
     /// not started.
     pub(super) fn restore_ahead(&mut self) {
         let unstable = crate::keys::unstable_nodes(self.plan);
-        let candidates: Vec<usize> = (0..unstable.len())
+        // Upstreams first: a key that folds an upstream's outputs (KEY-9) can be taken once
+        // that upstream was served.
+        let candidates: Vec<usize> = crate::keys::topological(&self.plan.graph)
+            .into_iter()
             .filter(|&i| {
                 self.rows[i].kind == Kind::OneShot
                     && self.rows[i].config.cache.is_some()
@@ -204,6 +207,23 @@ impl Run<'_> {
         self.report_skipped(&skipped);
     }
 
+    /// KEY-9: the upstreams whose outputs node `i`'s key folds that executed in this run — a
+    /// hit then was cut off there.
+    fn cut_off(&self, i: usize) -> Vec<vx_core::TaskId> {
+        self.cache
+            .cut_sources(&self.plan.graph.nodes[i].id)
+            .into_iter()
+            .filter(|up| {
+                self.plan
+                    .graph
+                    .index
+                    .get(up)
+                    .and_then(|j| self.reports.get(j))
+                    .is_some_and(|report| report.executed)
+            })
+            .collect()
+    }
+
     pub(super) fn report_hit(&mut self, i: usize, replay: Replay) {
         let Replay {
             kind,
@@ -229,6 +249,7 @@ impl Run<'_> {
         report.short_key = Some(short_key);
         report.stored = Some(stored);
         report.restore_reason = restore_reason;
+        report.cut_off = self.cut_off(i);
         report.log = log;
         // A hit's frame is printed whole, header status included, even when it would stream.
         report.duration = started.elapsed();

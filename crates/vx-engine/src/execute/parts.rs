@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use super::part_waits::{failed_key, FailedThere, PartWait, Pending};
 use super::{Msg, Run};
-use crate::outcome::{Notice, Status};
+use crate::outcome::{CacheKind, Notice, Status};
 
 /// How long a task of another part is waited for without a recorded duration.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30);
@@ -328,7 +328,16 @@ impl Run<'_> {
     pub(super) fn parts_line(&self) -> Option<Notice> {
         let shard = self.plan.shard.as_ref()?;
         let failed = &self.parts.failed_there;
-        if self.parts.arrived == 0 && self.parts.ran_here.is_empty() && failed.is_empty() {
+        // Served from the cache: uploaded by their runner before this part asked (a key that
+        // folds what an upstream produced is only known after it, KEY-9), or after a wait.
+        let restored = self
+            .reports
+            .iter()
+            .filter(|(&i, report)| {
+                shard.owner[i] != shard.k && report.cache.is_some_and(CacheKind::is_hit)
+            })
+            .count();
+        if restored == 0 && self.parts.ran_here.is_empty() && failed.is_empty() {
             return None;
         }
         let ran = match self.parts.ran_here.len() {
@@ -344,7 +353,7 @@ impl Run<'_> {
             n => format!(", {n} failed on their runners ({})", failed.join(", ")),
         };
         Some(Notice::note(format!(
-            "--shard {}/{}: of the other parts' tasks this part needed, {} arrived from their runners while it waited, {ran}{failed}",
+            "--shard {}/{}: of the other parts' tasks this part needed, {restored} came from the remote cache ({} after waiting for their runner), {ran}{failed}",
             shard.k, shard.n, self.parts.arrived
         )))
     }

@@ -9,11 +9,14 @@
 //! current tree, iteratively, so a key never depends on which tasks the run scheduled.
 //! Groups have a roll-up key; persistent tasks have none and are never folded (KEY-9).
 
+mod cutoff;
 mod inputs;
 pub(crate) mod lockfiles;
+mod predict;
 mod unstable;
 
-pub use self::unstable::unstable_nodes;
+pub use self::predict::DryFacts;
+pub use self::unstable::{topological, unstable_nodes};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -99,6 +102,15 @@ pub struct Keys<'p> {
     /// Per project index: root-relative directories of the projects nested inside it.
     nested: Vec<Vec<String>>,
     derived: HashMap<TaskId, Result<Derived, KeyError>>,
+    /// What dependants fold for each settled task with outputs (KEY-9's early cutoff, see
+    /// `cutoff.rs`).
+    cut: HashMap<TaskId, String>,
+    /// `--dry`: the tasks whose value in `cut` is a prediction from history.
+    predicted: HashSet<TaskId>,
+    /// `--dry`: what each key asked for assumes or waits for (`predict.rs`).
+    facts: HashMap<TaskId, DryFacts>,
+    /// Every task some task depends on (the targets of the table's edges).
+    upstreams: HashSet<TaskId>,
     fingerprints: HashMap<(String, String), Key>,
     probes: HashMap<(PathBuf, String), Result<String, String>>,
     prober: Prober<'p>,
@@ -153,6 +165,16 @@ impl<'p> Keys<'p> {
             memo,
             nested,
             derived: HashMap::new(),
+            cut: HashMap::new(),
+            predicted: HashSet::new(),
+            facts: HashMap::new(),
+            upstreams: plan
+                .table
+                .edges
+                .values()
+                .flatten()
+                .map(|edge| edge.to.clone())
+                .collect(),
             fingerprints: HashMap::new(),
             probes: HashMap::new(),
             prober,
@@ -205,6 +227,7 @@ impl<'p> Keys<'p> {
     /// is keyed again when it is ready, KEY-14).
     pub fn forget(&mut self, id: &TaskId) {
         self.derived.remove(id);
+        self.cut.remove(id);
     }
 
     /// The key already derived for `id`, if any.
@@ -223,9 +246,14 @@ impl<'p> Keys<'p> {
 
     /// The upstream ids whose keys `id`'s key folds (KEY-9), pass-through fingerprints aside.
     pub fn folded_upstreams(&self, id: &TaskId) -> Vec<TaskId> {
-        let Some(config) = task_config(self.workspace, id) else {
-            return Vec::new();
-        };
+        task_config(self.workspace, id)
+            .map(|config| self.kept_upstreams(id, config))
+            .unwrap_or_default()
+    }
+
+    /// The direct upstreams of `id` field 10 folds: those `cache.upstream` keeps, persistent
+    /// tasks aside.
+    pub(super) fn kept_upstreams(&self, id: &TaskId, config: &TaskConfig) -> Vec<TaskId> {
         let default: Vec<String> = DEFAULT_UPSTREAM.iter().map(|s| s.to_string()).collect();
         let filter = config
             .cache
@@ -237,11 +265,12 @@ impl<'p> Keys<'p> {
             .get(id)
             .into_iter()
             .flatten()
-            .filter(|e| {
-                !is_persistent(self.workspace, &e.to)
-                    && folds_upstream(&filter, &id.project, &e.to.project, &e.to.task, false)
+            .map(|edge| &edge.to)
+            .filter(|to| {
+                !is_persistent(self.workspace, to)
+                    && folds_upstream(&filter, &id.project, &to.project, &to.task, false)
             })
-            .map(|e| e.to.clone())
+            .cloned()
             .collect()
     }
 
@@ -456,7 +485,11 @@ impl<'p> Keys<'p> {
                 folded.extend(derived.stats.iter().map(|f| f.path.clone()));
                 folded.extend(derived.workspace_stats.iter().map(|f| f.path.clone()));
             }
-            derived.inputs = KeyInputs::default();
+            // Field 10 stays: what a dependant folds for this task when it cuts off folds it.
+            derived.inputs = KeyInputs {
+                upstream: std::mem::take(&mut derived.inputs.upstream),
+                ..KeyInputs::default()
+            };
             derived.stats = Vec::new();
             derived.workspace_stats = Arc::from([]);
         }
@@ -570,11 +603,16 @@ impl<'p> Keys<'p> {
             {
                 continue;
             }
-            match self.derived.get(to) {
-                Some(Ok(upstream)) => fields.upstream.push((to.to_string(), upstream.key.hex())),
+            // KEY-9: what an upstream with outputs produced, unless `cache.upstream-keys`
+            // names it; an upstream that has not settled (callers ask `ready` first) folds its
+            // key, which can only miss.
+            let value = match self.derived.get(to) {
+                Some(Ok(upstream)) if self.folds_key_of(config, id, to) => upstream.key.hex(),
+                Some(Ok(upstream)) => self.cut_value(to).unwrap_or_else(|| upstream.key.hex()),
                 Some(Err(error)) => return Err(error.clone()),
                 None => unreachable!("upstream keys are derived first"),
-            }
+            };
+            fields.upstream.push((to.to_string(), value));
         }
         let passed = self.table.pass_through.get(id).cloned().unwrap_or_default();
         for (project, name) in passed {

@@ -79,7 +79,7 @@ pub fn unstable_nodes(plan: &crate::plan::Plan) -> Vec<bool> {
 }
 
 /// Node indices with every node after its dependencies.
-fn topological(graph: &TaskGraph) -> Vec<usize> {
+pub fn topological(graph: &TaskGraph) -> Vec<usize> {
     let mut pending: Vec<usize> = graph.nodes.iter().map(|n| n.deps.len()).collect();
     let mut ready: Vec<usize> = (0..graph.nodes.len())
         .filter(|&i| pending[i] == 0)

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use serde_json::json;
 use vx_core::affected::Reason;
 use vx_core::units::format_duration;
+use vx_core::TaskId;
 
 use crate::plan::{is_group, Plan};
 
@@ -63,6 +64,12 @@ pub struct DryRow {
     pub median_ms: Option<u64>,
     /// It would execute remotely (REM-11).
     pub remote: bool,
+    /// Upstreams that would run whose outputs the key assumes unchanged from their last run
+    /// (KEY-9's early cutoff, predicted from history).
+    pub assumes: Vec<TaskId>,
+    /// The cache holds the key `assumes` gives: the task is counted as running, and is a hit
+    /// if those upstreams produce the same outputs again.
+    pub hit_if_unchanged: bool,
 }
 
 /// UI-12's prediction: the wall time and the total work of the tasks that would run, from
@@ -202,6 +209,19 @@ pub fn dry_text(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
             if let Some(reason) = affected_reason(plan, i) {
                 let _ = writeln!(text, "      affected: {}", reason_text(reason));
             }
+            if row.hit_if_unchanged {
+                let named: Vec<String> = row.assumes.iter().map(ToString::to_string).collect();
+                let verb = if named.len() == 1 {
+                    "produces"
+                } else {
+                    "produce"
+                };
+                let _ = writeln!(
+                    text,
+                    "      a hit if {} {verb} the same outputs again (early cutoff)",
+                    named.join(", ")
+                );
+            }
         }
     }
     let n = rows.len();
@@ -262,6 +282,7 @@ pub fn dry_json(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
                 "project": node.id.project,
                 "task": node.id.task,
                 "key": row.key.as_ref().ok(),
+                "key_unknown": row.key.as_ref().err(),
                 "key_is_prediction": row.prediction,
                 "cache": row.cache.json(),
                 "deps": deps,
@@ -276,6 +297,11 @@ pub fn dry_json(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
             }
             if let Some(ms) = row.median_ms {
                 task["median_ms"] = json!(ms);
+            }
+            if !row.assumes.is_empty() {
+                let ids: Vec<String> = row.assumes.iter().map(ToString::to_string).collect();
+                task["assumes_unchanged"] = json!(ids);
+                task["hit_if_unchanged"] = json!(row.hit_if_unchanged);
             }
             if plan.affected.is_some() {
                 task["affected"] = match affected_reason(plan, i) {

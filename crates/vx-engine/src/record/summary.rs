@@ -178,6 +178,10 @@ pub struct SummaryTask {
     /// part needs it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
+    /// A hit cut off (early cutoff): the upstreams that executed in this run and produced the
+    /// same outputs as before, which under key folding would have made it run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cut_off: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -228,6 +232,8 @@ pub struct Counts {
     pub restored_local: u64,
     pub restored_remote: u64,
     pub no_cache: u64,
+    /// Hits that early cutoff saved: an upstream executed and produced the same outputs.
+    pub cut_off: u64,
     pub total: u64,
 }
 
@@ -352,6 +358,7 @@ fn task_of(r: &TaskReport, key: Option<String>) -> SummaryTask {
         start_offset_ms: r.start_offset.as_millis() as u64,
         end_offset_ms: r.end_offset.as_millis() as u64,
         shard: None,
+        cut_off: r.cut_off.iter().map(ToString::to_string).collect(),
     }
 }
 
@@ -379,6 +386,7 @@ fn detail(task: &mut SummaryTask, detail: &crate::record::TaskDetail<'_>) {
 
 fn count(counts: &mut Counts, task: &SummaryTask) {
     counts.total += 1;
+    counts.cut_off += u64::from(!task.cut_off.is_empty());
     *match task.status {
         TaskStatus::Success => &mut counts.success,
         TaskStatus::Failed => &mut counts.failed,

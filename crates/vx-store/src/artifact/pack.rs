@@ -132,7 +132,8 @@ pub fn pack(
             ReadError::Io { path, source } => PackError::Io { path, source },
         })
     });
-    let size_bytes = checked.and_then(|_| {
+    let size_bytes = checked.and_then(|valid| {
+        meta.produced = valid.meta.produced;
         fs::metadata(&temp)
             .map(|m| m.len())
             .map_err(|source| PackError::Io {

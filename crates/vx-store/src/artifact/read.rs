@@ -9,7 +9,7 @@
 //! reader is still reported by its cause.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -18,7 +18,8 @@ use std::rc::Rc;
 use tar::EntryType;
 
 use super::{
-    hash_prefix, safe_name, ArtifactMeta, Damage, EntryKind, FileMeta, HashingReader, FORMAT,
+    hash_prefix, produced_digest, safe_name, ArtifactMeta, Damage, EntryKind, FileMeta,
+    HashingReader, FORMAT,
 };
 
 /// Bounds on the entries that are held in memory while reading. A real log is at most 16 MiB of
@@ -312,6 +313,7 @@ pub(super) fn read_archive(
         meta: None,
     };
     let mut digest = blake3::Hasher::new();
+    let mut blobs: BTreeMap<String, [u8; 32]> = BTreeMap::new();
     let mut log = Vec::new();
     let mut pax_path: Option<Option<Vec<u8>>> = None;
     for entry in archive.entries().map_err(classify)?.raw(true) {
@@ -364,9 +366,17 @@ pub(super) fn read_archive(
                 walk.meta = Some(meta);
             }
             Kind::Output(file) => {
-                let mut body = HashingReader {
+                // Each body feeds the artifact's digest and its own (for the produced digest).
+                let mut own = blake3::Hasher::new();
+                let mut whole = HashingReader {
                     inner: &mut entry,
                     hasher: &mut digest,
+                    count: 0,
+                    failed: false,
+                };
+                let mut body = HashingReader {
+                    inner: &mut whole,
+                    hasher: &mut own,
                     count: 0,
                     failed: false,
                 };
@@ -375,6 +385,7 @@ pub(super) fn read_archive(
                 if body.count != size {
                     return Err(damaged("bad tar"));
                 }
+                blobs.insert(name, *own.finalize().as_bytes());
             }
             Kind::Digest => {
                 if size != 64 {
@@ -390,7 +401,8 @@ pub(super) fn read_archive(
     if pax_path.is_some() {
         return Err(damaged("bad tar"));
     }
-    let meta = walk.finish()?;
+    let mut meta = walk.finish()?;
+    meta.produced = Some(produced_digest(&meta, &blobs));
     // After the first zero block: only zeros may follow, and the zstd stream must end cleanly.
     let mut rest = archive.into_inner();
     let mut buf = vec![0; 64 << 10];

@@ -24,6 +24,9 @@ pub struct Entry {
     pub origin: String,
     /// `entry_outputs` rows, sorted: project-relative paths, and `workspace-outputs/<root-rel>`.
     pub outputs: Vec<(String, FileMeta)>,
+    /// The digest of the output tree (`artifact::produced_digest`); `None` for an entry an
+    /// older vx indexed.
+    pub produced: Option<String>,
 }
 
 /// The `entry_outputs` path of an artifact entry name: project outputs lose their `outputs/`
@@ -115,13 +118,15 @@ pub(super) fn entry_from_meta(
             .iter()
             .map(|(name, file)| (output_path(name).to_owned(), *file))
             .collect(),
+        produced: meta.produced.clone(),
     }
 }
 
 pub(super) fn read_entry(conn: &Connection, key: &str) -> rusqlite::Result<Option<Entry>> {
     let mut stmt = conn.prepare_cached(
         "SELECT e.project, e.task, e.size_bytes, e.created_at, e.accessed_at, e.duration_ms,
-                e.cpu_ms, e.peak_rss_bytes, e.origin, o.path, o.size, o.mode, o.mtime_ns
+                e.cpu_ms, e.peak_rss_bytes, e.origin, o.path, o.size, o.mode, o.mtime_ns,
+                e.produced
          FROM entries e LEFT JOIN entry_outputs o ON o.key = e.key
          WHERE e.key = ?1 ORDER BY o.path",
     )?;
@@ -142,6 +147,7 @@ pub(super) fn read_entry(conn: &Connection, key: &str) -> rusqlite::Result<Optio
                 peak_rss_bytes: row.get::<_, Option<i64>>(7)?.map(from_sql_u64),
                 origin: row.get(8)?,
                 outputs: Vec::new(),
+                produced: row.get(13)?,
             }),
         };
         if let Some(path) = row.get::<_, Option<String>>(9)? {
@@ -160,14 +166,14 @@ pub(super) fn read_entry(conn: &Connection, key: &str) -> rusqlite::Result<Optio
 pub(super) fn write_entry(conn: &Connection, entry: &Entry) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO entries (key, project, task, size_bytes, created_at, accessed_at,
-                              duration_ms, cpu_ms, peak_rss_bytes, origin)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                              duration_ms, cpu_ms, peak_rss_bytes, origin, produced)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
          ON CONFLICT (key) DO UPDATE SET
              project = excluded.project, task = excluded.task,
              size_bytes = excluded.size_bytes, created_at = excluded.created_at,
              accessed_at = excluded.accessed_at, duration_ms = excluded.duration_ms,
              cpu_ms = excluded.cpu_ms, peak_rss_bytes = excluded.peak_rss_bytes,
-             origin = excluded.origin",
+             origin = excluded.origin, produced = excluded.produced",
     )?
     .execute(params![
         entry.key,
@@ -180,6 +186,7 @@ pub(super) fn write_entry(conn: &Connection, entry: &Entry) -> rusqlite::Result<
         entry.cpu_ms.map(to_sql_u64),
         entry.peak_rss_bytes.map(to_sql_u64),
         entry.origin,
+        entry.produced,
     ])?;
     conn.prepare_cached("DELETE FROM entry_outputs WHERE key = ?1")?
         .execute([&entry.key])?;

@@ -279,8 +279,9 @@ impl Store {
             tx.commit()?;
             return Ok(found);
         }
-        if found == 4 || found == 5 {
+        if (4..=6).contains(&found) {
             schema::upgrade(&tx, found)?;
+            set_meta(&tx, "key_format", schema::KEY_FORMAT)?;
             tx.commit()?;
             return Ok(schema::VERSION);
         }

@@ -35,6 +35,7 @@ pub(crate) fn pack(store: &Store, key: &str, body: &str) -> Packed {
             peak_rss_bytes: None,
         },
         producer: Producer::default(),
+        produced: None,
     };
     let outputs = [OutputFile {
         name: "outputs/dist/out.txt".to_owned(),
@@ -120,7 +121,7 @@ fn opening_creates_the_layout_and_schema() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(format, "vx-key-3");
+    assert_eq!(format, "vx-key-4");
     assert_ne!(store.salt(), [0; 32]);
 }
 
@@ -168,10 +169,10 @@ fn an_older_schema_is_rebuilt_and_its_rows_dropped() {
 fn a_newer_schema_disables_the_store_and_is_left_alone() {
     let dir = tempfile::tempdir().unwrap();
     raw_db(dir.path())
-        .execute_batch("CREATE TABLE future (x); PRAGMA user_version = 7;")
+        .execute_batch("CREATE TABLE future (x); PRAGMA user_version = 8;")
         .unwrap();
     let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
-    assert_eq!(store.disabled(), Some(7));
+    assert_eq!(store.disabled(), Some(8));
     assert_eq!(store.lookup(&key(1), &accept_all).unwrap(), Lookup::Miss);
     assert_eq!(store.task_runs("web", "build", 5).unwrap(), []);
     let packed = pack(&store, &key(1), "x");
@@ -186,7 +187,7 @@ fn a_newer_schema_disables_the_store_and_is_left_alone() {
         matches!(
             err,
             OpenError::Schema {
-                found: 7,
+                found: 8,
                 expected: crate::schema::VERSION
             }
         ),

@@ -82,6 +82,7 @@ pub fn put_record(
             arch: std::env::consts::ARCH.to_string(),
             ..Producer::default()
         },
+        produced: None,
     };
     let log = crate::log::encode(&[LogRecord {
         stream: LogStream::Note,

@@ -85,6 +85,7 @@ fn recap(parts: &BTreeMap<u64, Part>, n: u64) -> (String, bool) {
     );
     let mut work = 0u64;
     let mut slowest = 0u64;
+    let mut cut_off = 0usize;
     let mut failures: Vec<(String, u64, Option<i64>)> = Vec::new();
     for (&k, part) in parts {
         let mine = |t: &&Value| t["shard"].as_u64() == Some(k);
@@ -100,6 +101,11 @@ fn recap(parts: &BTreeMap<u64, Part>, n: u64) -> (String, bool) {
                     Some("up-to-date" | "restored-local" | "restored-remote")
                 )
             })
+            .count();
+        // KEY-9: hits whose upstreams executed to the same outputs.
+        cut_off += own
+            .iter()
+            .filter(|t| t["cut_off"].as_array().is_some_and(|a| !a.is_empty()))
             .count();
         let failed: Vec<&&Value> = own.iter().filter(|t| t["status"] == "failed").collect();
         for t in &failed {
@@ -151,6 +157,10 @@ fn recap(parts: &BTreeMap<u64, Part>, n: u64) -> (String, bool) {
         seconds(even),
         seconds(slowest)
     );
+    if cut_off > 0 {
+        let tasks = if cut_off == 1 { "task" } else { "tasks" };
+        let _ = writeln!(out, "cut off: {cut_off} {tasks}");
+    }
     for (id, k, code) in &failures {
         let code = code.map_or(String::new(), |c| format!(" (exit {c})"));
         let _ = writeln!(out, "failed: {id} on part {k}{code}");
@@ -164,4 +174,43 @@ fn recap(parts: &BTreeMap<u64, Part>, n: u64) -> (String, bool) {
     };
     let _ = writeln!(out, "{verdict}");
     (out, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(tasks: Value) -> Part {
+        Part {
+            file: PathBuf::from("part.json"),
+            doc: serde_json::json!({ "total_ms": 1000, "tasks": tasks }),
+        }
+    }
+
+    #[test]
+    fn the_recap_counts_the_hits_early_cutoff_saved_on_every_part() {
+        let hit = |id: &str, shard: u64, cut: &[&str]| {
+            serde_json::json!({ "id": id, "shard": shard, "status": "success",
+                "cache": "up-to-date", "attempts": 0, "cut_off": cut })
+        };
+        let mut parts = BTreeMap::new();
+        parts.insert(
+            1,
+            part(serde_json::json!([hit("a#build", 1, &["core#build"])])),
+        );
+        parts.insert(
+            2,
+            part(serde_json::json!([
+                hit("b#build", 2, &["core#build"]),
+                hit("c#build", 2, &[]),
+                // Another part's task, restored here: counted on its own part only.
+                hit("a#build", 1, &["core#build"]),
+            ])),
+        );
+        let (text, ok) = recap(&parts, 2);
+        assert!(ok, "{text}");
+        assert!(text.contains("\ncut off: 2 tasks\n"), "{text}");
+        let (text, _) = recap(&BTreeMap::from([(1, part(serde_json::json!([])))]), 1);
+        assert!(!text.contains("cut off"), "{text}");
+    }
 }

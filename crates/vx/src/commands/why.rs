@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::json;
+use vx_core::key::is_outputs_fold;
 use vx_core::{Diagnostic, TaskId};
 use vx_store::index::{KeyComponent, RunRow};
 use vx_store::{Access, OpenError, Store};
@@ -158,6 +159,8 @@ struct Explanation {
     unchanged: usize,
     changes: Vec<Change>,
     next: Vec<String>,
+    /// A hit cut off at upstreams that re-ran (KEY-9), one line each.
+    cut_off: Vec<String>,
 }
 
 fn explain(store: &Store, this: &RunRow, previous: Option<&RunRow>) -> Explanation {
@@ -167,6 +170,7 @@ fn explain(store: &Store, this: &RunRow, previous: Option<&RunRow>) -> Explanati
         unchanged: 0,
         changes: Vec::new(),
         next: Vec::new(),
+        cut_off: Vec::new(),
     };
     let Some(key) = &this.key else {
         out.verdict = "skipped — no key".into();
@@ -181,6 +185,9 @@ fn explain(store: &Store, this: &RunRow, previous: Option<&RunRow>) -> Explanati
     let hit = matches!(this.cache.as_str(), "up-to-date" | "local" | "remote");
     if previous.key.as_deref() == Some(key) {
         out.unchanged = out.total;
+        if hit {
+            out.cut_off = cut_off(store, this, &components);
+        }
         out.verdict = if this.cache == "up-to-date" {
             "same key, served from cache: up to date, its outputs were in place".into()
         } else if hit {
@@ -252,13 +259,63 @@ fn explain(store: &Store, this: &RunRow, previous: Option<&RunRow>) -> Explanati
     );
     for change in &out.changes {
         if change.kind == "upstream" && change.change == "changed" && !change.name.ends_with(')') {
+            let what = if change.after.as_deref().is_some_and(is_outputs_fold) {
+                "outputs changed"
+            } else {
+                "key moved"
+            };
             out.next.push(format!(
-                "{}'s key moved: run `vx why {}`",
+                "{}'s {what}: run `vx why {}`",
                 change.name, change.name
             ));
         }
     }
     out
+}
+
+/// KEY-9: the lines of a hit whose key folds an upstream's outputs while that upstream
+/// executed in the same run — it was cut off there (`upstream ui#build re-ran (src/a.ts
+/// changed); its outputs are identical → this task is up to date`).
+fn cut_off(store: &Store, this: &RunRow, components: &[KeyComponent]) -> Vec<String> {
+    let result = if this.cache == "up-to-date" {
+        "this task is up to date"
+    } else {
+        "this task was served from the cache"
+    };
+    let mut lines = Vec::new();
+    for component in components {
+        if component.kind != "upstream" || !is_outputs_fold(&component.digest) {
+            continue;
+        }
+        let Some(id) = TaskId::parse(&component.name) else {
+            continue;
+        };
+        let rows = store
+            .task_runs_from(&id.project, &id.task, &this.run_id, 2)
+            .unwrap_or_default();
+        let Some(upstream) = rows.first().filter(|r| r.run_id == this.run_id) else {
+            continue;
+        };
+        if upstream.status != "success" || !matches!(upstream.cache.as_str(), "miss") {
+            continue;
+        }
+        let because = reran_because(store, upstream, rows.get(1));
+        lines.push(format!(
+            "upstream {id} re-ran ({because}); its outputs are identical → {result}"
+        ));
+    }
+    lines
+}
+
+/// Why an upstream executed, in a few words: its first changed key component.
+fn reran_because(store: &Store, row: &RunRow, previous: Option<&RunRow>) -> String {
+    let explained = explain(store, row, previous);
+    match explained.changes.first() {
+        Some(c) if c.kind == "input" => format!("{} {}", c.name, c.change),
+        Some(c) if c.name.is_empty() => format!("its {} {}", c.kind, c.change),
+        Some(c) => format!("{} {} {}", c.kind, c.name, c.change),
+        None => explained.verdict,
+    }
 }
 
 /// The order components are listed in: as the key folds them (KEY-2).
@@ -328,6 +385,9 @@ fn pretty(id: &TaskId, this: &RunRow, previous: Option<&RunRow>, e: &Explanation
         text.push_str(&row_line("previous", previous));
     }
     text.push_str(&format!("verdict    {}\n", e.verdict));
+    for line in &e.cut_off {
+        text.push_str(&format!("cut off    {line}\n"));
+    }
     if let Some(reason) = &this.restore_reason {
         text.push_str(&format!("restored   {reason}\n"));
     }
@@ -389,5 +449,6 @@ fn as_json(
             v
         }).collect::<Vec<_>>(),
         "unchanged": e.unchanged,
+        "cut_off": e.cut_off,
     })
 }

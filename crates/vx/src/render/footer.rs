@@ -203,8 +203,18 @@ pub fn footer(style: &Style, summary: &Totals<'_>) -> String {
             (n > 0).then(|| format!("{n} {}", kind.word()))
         })
         .collect();
+    let cut_off = reports.iter().filter(|r| !r.cut_off.is_empty()).count();
     if !cache_parts.is_empty() {
-        text.push_str(&format!("cache      {}\n", cache_parts.join(" · ")));
+        // KEY-9: hits whose upstreams re-ran to the same outputs.
+        let cut_off = match cut_off {
+            0 => String::new(),
+            1 => " · cut off: 1 task".to_string(),
+            n => format!(" · cut off: {n} tasks"),
+        };
+        text.push_str(&format!(
+            "cache      {}{cut_off}\n",
+            cache_parts.join(" · ")
+        ));
     }
     let hits: Vec<&TaskReport> = reports
         .iter()

@@ -108,13 +108,16 @@ fn dry_names_the_changed_path_or_the_chain_that_reached_each_task() {
         &text,
         "lib#build  [key]\n      affected: packages/lib/src/a.txt\n",
     );
+    // No run yet: what lib#build produces decides its dependants' keys (KEY-9).
     assert_contains(
         &text,
-        "app#build  [key]  ← lib#build\n      affected: via lib#build (packages/lib/src/a.txt)\n",
+        "app#build  unknown (lib#build runs first; its outputs decide)  ← lib#build\n      \
+         affected: via lib#build (packages/lib/src/a.txt)\n",
     );
     assert_contains(
         &text,
-        "app#test  [key]  ← app#build\n      affected: via app#build → lib#build (packages/lib/src/a.txt)\n",
+        "app#test  unknown (lib#build runs first; its outputs decide)  ← app#build\n      \
+         affected: via app#build → lib#build (packages/lib/src/a.txt)\n",
     );
 
     let found = affected(&f, &["test", "--affected=HEAD"]);

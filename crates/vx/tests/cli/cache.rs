@@ -314,8 +314,14 @@ fn acc26_dry_derives_keys_and_changes_nothing() {
     let doc = crate::dry_json(&f, &["run", "build", "--all"]);
     let task = |id: &str| crate::dry_task(&doc, id);
     assert_eq!(task("lib#build")["cache"], "miss");
+    // Its key assumes lib#build produces what it did last (KEY-9): still counted as running.
     assert_eq!(task("app#build")["cache"], "miss");
-    assert_eq!(task("app#build")["key_is_prediction"], false);
+    assert_eq!(task("app#build")["key_is_prediction"], true);
+    assert_eq!(
+        task("app#build")["assumes_unchanged"],
+        serde_json::json!(["lib#build"])
+    );
+    assert_eq!(task("app#build")["hit_if_unchanged"], true);
     assert_eq!(task("docs#build")["cache"], "no-cache");
     assert_eq!(std::fs::read(f.path(".vx/cache.db")).unwrap(), db);
     assert_eq!(artifacts(&f), listing);

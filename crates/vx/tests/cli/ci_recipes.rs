@@ -66,6 +66,8 @@ fn origin() -> (tempfile::TempDir, String, String) {
     toml.push_str("\n[tasks.deploy]\ncommand = \"echo deploying web\"\ndepends-on = [\"build\"]\n");
     std::fs::write(&web, toml).unwrap();
     git(dir.path(), &["init", "-q", "-b", "main"]);
+    // What a run of the README's first command left in the checkout is not the demo.
+    git(dir.path(), &["clean", "-fdXq"]);
     // The repository's first commit is empty: a push of the demo has a commit before it.
     git(dir.path(), &["commit", "-q", "--allow-empty", "-m", "init"]);
     let out = Command::new(vx_bin())
@@ -659,7 +661,17 @@ fn executed(log: &str) -> Vec<String> {
 fn each_task_once(builds: &[Build], origin: &Path) {
     let mut ran: Vec<String> = builds.iter().flat_map(|b| executed(&b.log)).collect();
     ran.sort();
-    assert_eq!(ran, every_task(origin), "each task once, on its own runner");
+    let said: Vec<&str> = builds
+        .iter()
+        .flat_map(|b| b.log.lines())
+        .filter(|l| l.contains("--shard") || l.starts_with("warning:"))
+        .collect();
+    assert_eq!(
+        ran,
+        every_task(origin),
+        "each task once, on its own runner; the jobs said:\n{}",
+        said.join("\n")
+    );
 }
 
 /// Every task of the demo's `build test lint` plan, from one runner's `--dry=json`.

@@ -213,6 +213,9 @@ fn demo() -> tempfile::TempDir {
         assert!(status.success(), "git {args:?}");
     };
     git(&["init", "-q", "-b", "main"]);
+    // What a run of the README's first command left in the checkout (`.vx`, `dist/`) is not
+    // the demo.
+    git(&["clean", "-fdXq"]);
     git(&["add", "-A"]);
     git(&["commit", "-qm", "demo"]);
     git(&["update-ref", "refs/remotes/origin/main", "HEAD"]);

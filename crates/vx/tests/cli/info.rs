@@ -75,7 +75,7 @@ fn json_gives_the_same_facts_as_typed_fields() {
     assert_eq!(cache["entries"], 2);
     assert!(cache["size_bytes"].as_u64().unwrap() > 0);
     assert_eq!(cache["index_schema"], vx_store::SCHEMA_VERSION);
-    assert_eq!(cache["key_format"], "vx-key-3");
+    assert_eq!(cache["key_format"], "vx-key-4");
     let containment = info["containment"].as_str().unwrap();
     assert!(
         containment.starts_with("cgroup ")

@@ -16,6 +16,7 @@ mod cli_errors;
 mod completions;
 mod config_errors;
 mod containment;
+mod cutoff;
 mod distribution;
 mod doc_commands;
 mod execution;

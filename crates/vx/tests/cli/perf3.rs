@@ -26,7 +26,7 @@ use crate::{assert_contains, vx_bin};
 /// saves reads the save guard's rewrite records once (one statement for cold and one
 /// edit).
 const BASELINE: [(&str, u64, u64, u64); 5] = [
-    ("cold", 60, 0, 498),
+    ("cold", 60, 0, 499),
     ("up-to-date", 0, 0, 82),
     ("plan", 0, 0, 6),
     ("restore", 0, 0, 124),

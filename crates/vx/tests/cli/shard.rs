@@ -423,8 +423,8 @@ fn a_runner_waits_for_another_parts_upload_rather_than_run_it_twice() {
         .count();
     assert!(
         waited.contains(&format!(
-            "vx: --shard {second}/2: of the other parts' tasks this part needed, {needed} arrived from their runners while it waited, none run here\n"
-        )),
+            "vx: --shard {second}/2: of the other parts' tasks this part needed, {needed} came from the remote cache ("
+        )) && waited.contains(" after waiting for their runner), none run here\n"),
         "{waited}"
     );
     assert_eq!(words(&runners[0])["base#build"], "miss");
@@ -501,8 +501,7 @@ fn a_part_not_uploaded_in_time_is_run_here_and_said() {
         out.stderr
     );
     assert!(
-        out.stderr
-            .contains(" arrived from their runners while it waited, ")
+        out.stderr.contains(" after waiting for their runner), ")
             && out.stderr.contains(" run here (base#build"),
         "{}",
         out.stderr

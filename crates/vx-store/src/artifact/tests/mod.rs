@@ -39,6 +39,7 @@ fn meta() -> ArtifactMeta {
             created_at: "2025-01-01T00:00:00Z".into(),
             commit: None,
         },
+        produced: None,
     }
 }
 
@@ -603,3 +604,49 @@ fn oversize_outputs_are_refused_before_packing() {
 }
 
 mod damage;
+
+#[test]
+fn the_produced_digest_is_of_the_tree_not_of_times_or_umask() {
+    let packed = |fx: &Fixture| {
+        let files = [
+            fx.output("dist"),
+            fx.output("dist/a.txt"),
+            fx.output("dist/run"),
+        ];
+        let packed = fx.pack(&files).unwrap();
+        let produced = packed.meta.produced.clone().expect("pack gives the digest");
+        // Every reader computes the same: validate, restore.
+        let valid = validate(&packed.path, &key(), &all, CAP).unwrap();
+        assert_eq!(valid.meta.produced.as_deref(), Some(produced.as_str()));
+        let restored = fx.restore(&packed.path).unwrap();
+        assert_eq!(restored.meta.produced.as_deref(), Some(produced.as_str()));
+        produced
+    };
+    let make = |a: &[u8], a_mode: u32, run_mode: u32, link: Option<&str>| {
+        let fx = Fixture::new();
+        fx.write("dist/a.txt", a, a_mode);
+        match link {
+            Some(text) => symlink(text, fx.project().join("dist/run")).unwrap(),
+            None => {
+                fx.write("dist/run", b"#!/bin/sh\n", run_mode);
+            }
+        }
+        fx
+    };
+    let first = make(b"a", 0o644, 0o755, None);
+    let base = packed(&first);
+    // Another time and another umask: the same tree.
+    let later = make(b"a", 0o664, 0o775, None);
+    set_mtime(&later.project().join("dist/a.txt"), 1_000, 7);
+    assert_eq!(packed(&later), base, "times and write bits do not count");
+    // Bytes, the execute bit, a kind or a link's text do.
+    assert_ne!(packed(&make(b"b", 0o644, 0o755, None)), base, "bytes");
+    assert_ne!(packed(&make(b"a", 0o644, 0o644, None)), base, "execute bit");
+    let link = packed(&make(b"a", 0o644, 0o755, Some("a.txt")));
+    assert_ne!(link, base, "a symlink is not a file");
+    assert_ne!(
+        packed(&make(b"a", 0o644, 0o755, Some("b.txt"))),
+        link,
+        "link text"
+    );
+}

@@ -112,6 +112,7 @@ fn a_version_4_index_is_upgraded_in_place() {
     db.execute_batch(
         "ALTER TABLE runs DROP COLUMN restore_reason;
          ALTER TABLE invocations DROP COLUMN replay_of;
+         DROP INDEX entries_by_task; ALTER TABLE entries DROP COLUMN produced;
          DROP TRIGGER entries_deleted; DROP TRIGGER entries_resaved;
          DELETE FROM meta WHERE name = 'generation';
          PRAGMA user_version = 4;",

@@ -3,9 +3,11 @@
 //! reference computed from scratch. No wrong hit, and no wrong miss, may ever show up.
 //!
 //! The workspace: five projects, `p1` and `p2` depending on `p0`, `p3` on both (a diamond),
-//! `p4` alone. Each has a cached `build` (`src/**` → `out/**`, folding the upstream builds), an
-//! uncached `lint` (its key folds every file of the project, KEY-12) and a cached `test`
-//! (`test/**`, folding `build` and `lint`). `p0#build` also names the git-ignored `local.env`
+//! `p4` alone. Each has a cached `build` (`src/**` → `out/**`, folding what the upstream builds
+//! produced: KEY-9's early cutoff), an uncached `lint` (its key folds every file of the project,
+//! KEY-12) and a cached `test` (`test/**`, folding `build`'s outputs and `lint`'s key). A build
+//! writes the names under `src` (`ls -R`), so a content edit re-runs it to the same outputs and
+//! its dependants must be cut off — and a rename must not be. `p0#build` also names the git-ignored `local.env`
 //! as a literal input, and `p4#bundle` reads `shared/**`, outside every project, through
 //! `workspace-inputs`.
 //!
@@ -14,12 +16,19 @@
 //! work tree, so staging or committing never moves a key), hashes each file's bytes (a
 //! symlink's target) into a git blob id and takes the mode from `lstat`. Only the fixed parts —
 //! the resolved configuration's JSON and the byte encoding of KEY-1 (`vx_core::key`) — are
-//! vx's own, so the reference key must equal vx's key bit for bit.
+//! vx's own, so the reference key must equal vx's key bit for bit. What an upstream build
+//! produced is, for a key a real run saved, what that run left in its `out/` (a hit restores
+//! exactly that); for a build that would run now, what its command's `ls -R src` prints now;
+//! either way hashed with the fixed encoding of `vx_store::artifact::produced_digest`.
 //!
 //! A *decision check* follows every batch of 1–7 edits and covers every task of the workspace:
 //! - `vx run … --dry=json` gives every task's key; each must equal the reference key. A vx key
 //!   that differs and has a saved entry is a WRONG HIT (vx would serve the result of other
-//!   inputs); any other difference is an unstable key, a wrong miss;
+//!   inputs); any other difference is an unstable key, a wrong miss. A key `--dry` declares a
+//!   prediction of early cutoff (`assumes_unchanged`: an upstream that would run is assumed to
+//!   produce what it did the last time it executed) is compared with the reference making the
+//!   same assumption; a key `--dry` cannot know (an upstream build that would run and never
+//!   executed) must be `null`;
 //! - each predicted status must be `hit-local` exactly when a real run saved the reference key
 //!   before, `miss` otherwise, and `no-cache` for `lint`;
 //! - about one check in four also runs `vx run` for real (`--output-logs hash-only`): its
@@ -53,7 +62,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use vx_core::graph::task_config;
-use vx_core::key::{task_config_json, InputFile, KeyInputs};
+use vx_core::key::{outputs_fold, task_config_json, InputFile, KeyInputs};
 use vx_core::TaskId;
 use vx_test_support::fixture::{Fixture, Output};
 use vx_workspace::tree::{blob_id, ObjectFormat};
@@ -118,18 +127,24 @@ fn fuzzed_edits_never_give_a_wrong_hit_or_a_wrong_miss() {
     }
     let s = &fuzz.stats;
     println!(
-        "fuzz seed {seed:#x}: {} edits, {} checks ({} task decisions: {} hits, {} misses), \
-         {} real runs, {} git commands; {:.1?} ({:.1?} in vx)",
+        "fuzz seed {seed:#x}: {} edits, {} checks ({} task decisions: {} hits, {} misses; {} \
+         of them predicted cutoffs), {} real runs ({} tasks cut off), {} git commands; \
+         {:.1?} ({:.1?} in vx)",
         s.edits,
         s.checks,
         s.decisions,
         s.hits,
         s.misses,
+        s.predicted,
         s.runs,
+        s.cut_off,
         s.git,
         started.elapsed(),
         s.vx_time,
     );
+    if edits >= DEFAULT_EDITS {
+        assert!(s.cut_off > 0, "the edits never made a dependant cut off");
+    }
 }
 
 /// A regression the fuzzer found: a tracked file deleted from the work tree folded as absent
@@ -260,7 +275,8 @@ struct TaskSpec {
     cached: bool,
     /// A literal input (root-relative), hashed even when git ignores it.
     literal: Option<String>,
-    /// Upstream task ids whose keys this key folds; listed before this task in `Fuzz::tasks`.
+    /// Upstream task ids this key folds (what a build produced, an uncached task's key);
+    /// listed before this task in `Fuzz::tasks`.
     upstream: Vec<String>,
     /// Canonical JSON of the resolved configuration (field 6).
     config: String,
@@ -274,14 +290,27 @@ struct Stats {
     hits: u64,
     misses: u64,
     runs: u64,
+    /// Dry rows whose key was a declared prediction of early cutoff, or unknown.
+    predicted: u64,
+    /// Hits of real runs that early cutoff saved (the footer's `cut off: N tasks`).
+    cut_off: u64,
     git: u64,
     vx_time: Duration,
 }
 
 /// The reference's view of one task: its key and the inputs it folds.
 struct Expected {
-    key: String,
+    /// `None` for `--dry`'s unknown key: a build that would run, without history, decides it.
+    key: Option<String>,
     inputs: Vec<InputFile>,
+}
+
+/// What a build that would run is taken to produce: what it produces now (a real run), or what
+/// it produced last (`--dry`'s prediction from history).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reference {
+    Run,
+    Dry,
 }
 
 struct Fuzz {
@@ -291,6 +320,10 @@ struct Fuzz {
     tasks: Vec<TaskSpec>,
     /// Per task, the keys a real run saved an entry for.
     saved: HashMap<String, HashSet<String>>,
+    /// Per (build, key) a real run saved: the digest of the `out/` tree it left.
+    produced: HashMap<(String, String), String>,
+    /// Per build: what it produced the last time it executed (the newest entry).
+    latest: HashMap<String, String>,
     /// Every edit, check and run so far, for the failure message.
     log: Vec<String>,
     stats: Stats,
@@ -319,7 +352,7 @@ impl Fuzz {
             let mut config = format!(
                 concat!(
                     "[tasks.build]\n",
-                    "command = \"mkdir -p out && (ls -R src > out/list.txt 2>&1 || true)\"\n",
+                    "command = \"mkdir -p out && (LC_ALL=C ls -R src > out/list.txt 2>&1 || true)\"\n",
                     "depends-on = [\"^build\"]\n",
                     "cache = {{ inputs = [\"src/**\"{literal}], outputs = [\"out/**\"] }}\n\n",
                     "[tasks.lint]\ncommand = \"true\"\n\n",
@@ -374,6 +407,8 @@ impl Fuzz {
             rng: Rng::new(seed),
             tasks,
             saved: HashMap::new(),
+            produced: HashMap::new(),
+            latest: HashMap::new(),
             log: Vec::new(),
             stats: Stats::default(),
         }
@@ -383,7 +418,7 @@ impl Fuzz {
     // The reference
 
     /// Every task's key, computed from scratch.
-    fn reference(&self) -> BTreeMap<String, Expected> {
+    fn reference(&self, mode: Reference) -> BTreeMap<String, Expected> {
         let listing = self.listing();
         let platform = format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH);
         let workspace: Vec<(String, String)> = KEY3
@@ -391,6 +426,9 @@ impl Fuzz {
             .filter_map(|name| Some((name.to_string(), self.identity(name)?.1)))
             .collect();
         let mut expected: BTreeMap<String, Expected> = BTreeMap::new();
+        // What a dependant folds for each task: a build's produced outputs, else the key;
+        // `None` when `--dry` cannot know it.
+        let mut folded: HashMap<String, Option<String>> = HashMap::new();
         for task in &self.tasks {
             let mut inputs: Vec<InputFile> = listing
                 .iter()
@@ -403,24 +441,47 @@ impl Fuzz {
                 }
             }
             let manifest = format!("{}/package.json", task.dir);
+            let upstream: Option<Vec<(String, String)>> = task
+                .upstream
+                .iter()
+                .map(|u| Some((u.clone(), folded[u].clone()?)))
+                .collect();
+            let Some(upstream) = upstream else {
+                folded.insert(task.id.clone(), None);
+                expected.insert(task.id.clone(), Expected { key: None, inputs });
+                continue;
+            };
             let mut fields = KeyInputs {
                 task: task.id.clone(),
                 platform: platform.clone(),
                 workspace: workspace.clone(),
                 manifest: self.identity(&manifest).map(|(_, blob)| blob),
                 config: task.config.clone(),
-                upstream: task
-                    .upstream
-                    .iter()
-                    .map(|u| (u.clone(), expected[u].key.clone()))
-                    .collect(),
+                upstream,
                 inputs,
                 ..KeyInputs::default()
             };
             fields.normalise();
             let key = fields.derive().hex();
+            let value = if task.id.ends_with("#build") {
+                let produced = match self.produced.get(&(task.id.clone(), key.clone())) {
+                    Some(produced) => Some(produced.clone()),
+                    None if mode == Reference::Run => Some(self.produced_now(&task.dir)),
+                    None => self.latest.get(&task.id).cloned(),
+                };
+                produced.map(|p| outputs_fold(&p, &fields.upstream))
+            } else {
+                Some(key.clone())
+            };
+            folded.insert(task.id.clone(), value);
             let inputs = fields.inputs;
-            expected.insert(task.id.clone(), Expected { key, inputs });
+            expected.insert(
+                task.id.clone(),
+                Expected {
+                    key: Some(key),
+                    inputs,
+                },
+            );
         }
         expected
     }
@@ -504,24 +565,42 @@ impl Fuzz {
     /// One decision check: every task's key and predicted status under `--dry=json`.
     fn check(&mut self) {
         self.stats.checks += 1;
-        let expected = self.reference();
+        let expected = self.reference(Reference::Dry);
         let dry = self.vx(&["--dry=json"]);
         let doc: serde_json::Value = serde_json::from_str(&dry.stdout)
             .unwrap_or_else(|e| self.fail(&format!("not JSON ({e}):\n{}", dry.stdout)));
-        let rows: HashMap<&str, (&str, &str)> = doc["tasks"]
+        let rows: HashMap<&str, (&str, &str, Option<bool>)> = doc["tasks"]
             .as_array()
             .into_iter()
             .flatten()
             .map(|t| {
                 let text = |field: &str| t[field].as_str().unwrap_or("null");
-                (text("id"), (text("key"), text("cache")))
+                // Early cutoff predicted from history: whether that key has an entry.
+                let predicted = t
+                    .get("assumes_unchanged")
+                    .map(|_| t["hit_if_unchanged"] == true);
+                (text("id"), (text("key"), text("cache"), predicted))
             })
             .collect();
         let mut problems = Vec::new();
         for task in &self.tasks {
             let want = &expected[&task.id];
-            let (key, cache) = rows.get(task.id.as_str()).copied().unwrap_or(("none", ""));
-            if key != want.key {
+            let (key, cache, predicted) = rows
+                .get(task.id.as_str())
+                .copied()
+                .unwrap_or(("none", "", None));
+            self.stats.predicted += u64::from(predicted.is_some());
+            let Some(want_key) = &want.key else {
+                // A build that would run without history decides this key: unknown.
+                if key != "null" {
+                    problems.push(format!(
+                        "{}: --dry gives key {key}, which no history can predict",
+                        task.id
+                    ));
+                }
+                continue;
+            };
+            if key != want_key {
                 let verdict = if self.is_saved(&task.id, key) {
                     "WRONG HIT: vx's key has an entry saved for other inputs"
                 } else {
@@ -531,12 +610,24 @@ impl Fuzz {
                     "{}: {verdict}\n    vx key        {key}\n    reference key {}\n    \
                      reference inputs:\n{}",
                     task.id,
-                    want.key,
+                    want_key,
                     describe(&want.inputs)
                 ));
                 continue;
             }
             let hit = self.is_saved(&task.id, key);
+            if let Some(hit_if_unchanged) = predicted {
+                // Counted as running; a hit only if the assumed upstreams reproduce.
+                if cache != "miss" || hit_if_unchanged != hit {
+                    problems.push(format!(
+                        "{}: a prediction of early cutoff says `{cache}`, hit_if_unchanged \
+                         {hit_if_unchanged}; the reference: an entry {hit} (key {key})",
+                        task.id
+                    ));
+                }
+                self.stats.decisions += 1;
+                continue;
+            }
             let predicted = match (task.cached, hit) {
                 (false, _) => "no-cache",
                 (true, true) => "hit-local",
@@ -567,8 +658,13 @@ impl Fuzz {
     /// saved under its key afterwards.
     fn real_run(&mut self) {
         self.stats.runs += 1;
-        let expected = self.reference();
+        let expected = self.reference(Reference::Run);
         let run = self.vx(&["--output-logs", "hash-only"]);
+        self.stats.cut_off += run
+            .stdout
+            .split_once(" · cut off: ")
+            .and_then(|(_, rest)| rest.split(' ').next()?.parse::<u64>().ok())
+            .unwrap_or(0);
         // `► 0ms success up-to-date p0#build  3f9c0a1b2c4d`, `⇢ 0ms success local p1#build
         // 91aa07e4b810`, `⏺ … miss …`: the outcome, and the short key that came with it.
         let outcomes: HashMap<&str, (String, &str)> = run
@@ -589,8 +685,12 @@ impl Fuzz {
             .filter(|l| !l.contains("no file matches"))
             .map(|l| format!("unexpected message, as nothing changed during the run: {l}"))
             .collect();
+        let mut executed = HashSet::new();
         for task in &self.tasks {
-            let key = &expected[&task.id].key;
+            let key = expected[&task.id]
+                .key
+                .as_ref()
+                .expect("a real run's reference knows every key");
             let hit = self.is_saved(&task.id, key);
             let allowed: &[&str] = match (task.cached, hit) {
                 (false, _) => &["success no-cache"],
@@ -600,6 +700,9 @@ impl Fuzz {
             let (got, short) = outcomes
                 .get(task.id.as_str())
                 .map_or(("(no line)", ""), |(o, k)| (o.as_str(), *k));
+            if got == "success miss" {
+                executed.insert(task.id.clone());
+            }
             if !allowed.contains(&got) {
                 let verdict = if hit { "wrong outcome" } else { "WRONG HIT" };
                 problems.push(format!(
@@ -617,7 +720,16 @@ impl Fuzz {
             self.fail(&format!("{}\nstdout:\n{}", problems.join("\n"), run.stdout));
         }
         for task in self.tasks.iter().filter(|t| t.cached) {
-            let key = expected[&task.id].key.clone();
+            let key = expected[&task.id].key.clone().expect("known");
+            if task.id.ends_with("#build") {
+                let list = std::fs::read(self.f.path(&format!("{}/out/list.txt", task.dir)))
+                    .unwrap_or_else(|e| self.fail(&format!("{}: no out/list.txt ({e})", task.id)));
+                let digest = out_digest(&list);
+                if executed.contains(&task.id) {
+                    self.latest.insert(task.id.clone(), digest.clone());
+                }
+                self.produced.insert((task.id.clone(), key.clone()), digest);
+            }
             self.saved.entry(task.id.clone()).or_default().insert(key);
         }
         self.log.push(format!("run {}: ok", self.stats.runs));
@@ -650,6 +762,9 @@ impl Fuzz {
 }
 
 mod edits;
+mod outputs;
+
+use outputs::out_digest;
 
 /// The stdout of a git command that must succeed.
 fn git(root: &Path, args: &[&str]) -> Vec<u8> {

@@ -127,7 +127,7 @@ fn a_ci_run_says_how_many_results_it_uploaded() {
         &stderr,
         &format!("vx: remote cache: uploaded 2 results to {}", server.url()),
     );
-    assert_eq!(server.artifacts(TEAM).len(), 2);
+    assert_eq!(server.results(TEAM).len(), 2);
 }
 
 #[test]

@@ -133,7 +133,7 @@ fn a_flipped_byte_a_truncated_body_and_an_oversize_body_are_misses() {
     // Real artifacts first, from the real server.
     let first = workspace(&server.url());
     run(&first, "true", &[]);
-    let keys = server.artifacts(TEAM);
+    let keys = server.results(TEAM);
     assert_eq!(keys.len(), 2);
     let body = |key: &str| {
         std::fs::read(server.storage.path().join("store").join(TEAM).join(key)).unwrap()
@@ -336,7 +336,7 @@ fn turbo_and_vx_share_one_server_without_colliding() {
         scope.spawn(|| turbo_build(&first, &turbo, &url));
         run(&first, "true", &[]);
     });
-    let stored = server.artifacts(TEAM);
+    let stored = server.results(TEAM);
     let (ours, theirs): (Vec<&String>, Vec<&String>) = stored.iter().partition(|a| a.len() == 64);
     assert_eq!(ours.len(), 2, "{stored:?}");
     assert_eq!(theirs.len(), 2, "turbo's entries beside vx's: {stored:?}");
@@ -362,7 +362,7 @@ fn acc35_http_round_trip_on_turborepo_remote_cache() {
     };
     let f = workspace(&server.url());
     run(&f, "1", &[]);
-    let uploaded = server.artifacts(TEAM);
+    let uploaded = server.results(TEAM);
     assert_eq!(uploaded.len(), 2, "{}", server.log());
     let produced = outputs(&f);
     let stored = tree(&server.storage.path().join("store"));

@@ -198,7 +198,7 @@ fn a_second_clone_restores_every_task_from_the_remote_exactly() {
     let built = run(&first, "true", &[]);
     assert_every_task(&built, "miss");
     assert_eq!(
-        server.artifacts(TEAM).len(),
+        server.results(TEAM).len(),
         2,
         "CI uploads both results: {}",
         server.log()
@@ -253,7 +253,7 @@ fn a_remote_hit_with_nothing_to_write_is_labelled_restored_remote() {
     );
     f.commit();
     run(&f, "1", &[]);
-    assert_eq!(server.artifacts(TEAM).len(), 3);
+    assert_eq!(server.results(TEAM).len(), 3);
     forget(&f);
     let restored = run(&f, "", &[]);
     assert_every_task(&restored, "restored-remote");
@@ -280,7 +280,7 @@ fn https_trusts_the_system_store_and_ssl_cert_file() {
         out.stderr
     );
     assert!(
-        server.artifacts(TEAM).is_empty(),
+        server.results(TEAM).is_empty(),
         "nothing uploaded untrusted"
     );
     std::fs::remove_dir_all(first.path(".vx")).unwrap();
@@ -294,7 +294,7 @@ fn https_trusts_the_system_store_and_ssl_cert_file() {
     let out = first.vx_in(".", &["run", "build", "--all"], &trusted);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(!out.stderr.contains("warning"), "{}", out.stderr);
-    assert_eq!(server.artifacts(TEAM).len(), 2, "{}", server.log());
+    assert_eq!(server.results(TEAM).len(), 2, "{}", server.log());
     let second = workspace(&front.url());
     let out = second.vx_in(
         ".",
@@ -317,12 +317,12 @@ fn without_ci_nothing_is_uploaded_and_cache_remote_w_forces_it() {
     let f = workspace(&server.url());
     run(&f, "", &[]);
     assert!(
-        server.artifacts(TEAM).is_empty(),
+        server.results(TEAM).is_empty(),
         "write = \"ci\" and CI is not set"
     );
     std::fs::remove_dir_all(f.path(".vx")).unwrap();
     run(&f, "", &["--cache=remote:w"]);
-    assert_eq!(server.artifacts(TEAM).len(), 2);
+    assert_eq!(server.results(TEAM).len(), 2);
 }
 
 #[test]
@@ -335,7 +335,7 @@ fn with_local_writes_off_results_are_uploaded_from_tmp_and_not_kept() {
     let first = workspace(&server.url());
     let built = run(&first, "true", &["--cache=local:r,remote:rw"]);
     assert_every_task(&built, "miss");
-    assert_eq!(server.artifacts(TEAM).len(), 2, "{}", server.log());
+    assert_eq!(server.results(TEAM).len(), 2, "{}", server.log());
     let kept: Vec<String> = tree(&first.path(".vx"))
         .into_iter()
         .map(|(path, ..)| path)
@@ -394,7 +394,7 @@ fn a_server_killed_in_the_middle_of_a_run_fails_nothing() {
     let killed = app_waits_for_a_file(&f);
     let child = spawn_vx(&f, &["run", "build", "--all"], "true");
     wait_until("lib#build never uploaded", || {
-        !server.artifacts(TEAM).is_empty()
+        !server.results(TEAM).is_empty()
     });
     server.kill();
     std::fs::write(&killed, "").unwrap();
@@ -511,7 +511,7 @@ fn signed_artifacts_are_restored_only_with_the_right_key() {
     run_signed(&first, "true", KEY);
     assert_eq!(
         server
-            .artifacts(TEAM)
+            .results(TEAM)
             .iter()
             .filter(|a| a.ends_with(".tag"))
             .count(),
@@ -572,7 +572,7 @@ fn without_the_signing_key_the_remote_is_off_with_one_warning() {
         "{}",
         out.stderr
     );
-    assert!(server.artifacts(TEAM).is_empty());
+    assert!(server.results(TEAM).is_empty());
 }
 
 /// A task sees the token only when its `env` passes it through, and even then never shows it,
