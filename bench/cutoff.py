@@ -91,7 +91,8 @@ def main() -> int:
                 text = config.read_text()
                 text = text.replace('outputs = ["dist/**"] }', f'outputs = ["dist/**"], {KEYS_RULE} }}', 1)
                 config.write_text(text)
-            quiet(["git", "commit", "-qam", "today's rule: upstream keys"], copy, env)
+            quiet(["git", "-c", "user.name=vx bench", "-c", "user.email=bench@vx.invalid",
+                   "commit", "-qam", "today's rule: upstream keys"], copy, env)
     shutil.rmtree(generated)
     time.sleep(1.1)
     for copy in copies.values():

@@ -57,6 +57,10 @@ same work on the same files:
          check depends on the three) and a moon.yml per project whose `dependsOn` lists its
          dependencies (moon reads no package.json edges without its JavaScript toolchain, and
          `^:build` would then depend on nothing). `.moon/cache/` is git-ignored.
+`--cutoff` (bench/cutoff.py): each build writes its sources without their `#` comment lines
+(`sed /^#/d src/* > dist/index.txt`), so a comment edit leaves its outputs as they were; turbo's
+build gets the opt-in `dependencyOutputs` input and moon's `^:build` edges `cacheStrategy:
+outputs`, the peers' forms of vx's default early cutoff.
 Nx finds its own package through the workspace's `node_modules` (git-ignored), which the
 benchmark harness (bench/compare.py) links to bench/node_modules.
 """

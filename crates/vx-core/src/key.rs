@@ -46,7 +46,8 @@ pub const KEY_FORMAT: &str = "vx-key-4";
 /// (`produced`, from its artifact), and the upstream's own field 10 (`upstream`, (id, value)
 /// pairs). Folding the upstream's own upstreams keeps a dependant that also reads what they
 /// produced (a type declaration re-exported through a library whose own outputs did not move)
-/// from being cut off wrongly; it cuts off one level later at worst.
+/// from being cut off wrongly: the cutoff is where an edit left the outputs as they were, and
+/// outputs that moved re-run everything above them, as key folding did.
 pub fn outputs_fold(produced: &str, upstream: &[(String, String)]) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(&items(
