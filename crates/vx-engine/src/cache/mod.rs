@@ -424,6 +424,18 @@ impl<'p> RunCache<'p> {
         }
     }
 
+    /// KEY-9: whether `id`'s key can be taken now (every upstream whose outputs it folds has
+    /// settled).
+    pub fn keys_ready(&self, id: &TaskId) -> bool {
+        self.keys.ready(id)
+    }
+
+    /// KEY-9: `id` has upstreams in the run whose outputs its key folds, and no lookup missed
+    /// it yet: one the restore lane left for them, worth keying again once they settle.
+    pub fn waited_for_outputs(&self, id: &TaskId) -> bool {
+        !self.known_misses.contains(id) && !self.keys.cut_sources(id).is_empty()
+    }
+
     /// KEY-9: the upstreams of the run whose outputs `id`'s key folds.
     pub fn cut_sources(&self, id: &TaskId) -> Vec<TaskId> {
         self.keys.cut_sources(id)

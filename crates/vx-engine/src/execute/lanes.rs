@@ -18,21 +18,53 @@ impl Run<'_> {
     /// EXEC-13: an unrequested persistent task whose dependants were all served this way is
     /// not started.
     pub(super) fn restore_ahead(&mut self) {
-        let unstable = crate::keys::unstable_nodes(self.plan);
+        self.unstable = crate::keys::unstable_nodes(self.plan);
         // Upstreams first: a key that folds an upstream's outputs (KEY-9) can be taken once
         // that upstream was served.
         let candidates: Vec<usize> = crate::keys::topological(&self.plan.graph)
             .into_iter()
-            .filter(|&i| {
-                self.rows[i].kind == Kind::OneShot
-                    && self.rows[i].config.cache.is_some()
-                    && !unstable[i]
-                    && matches!(
-                        self.scheduler.state(i),
-                        NodeState::Waiting | NodeState::Ready
-                    )
-            })
+            .filter(|&i| self.ahead_candidate(i))
             .collect();
+        self.serve_ahead_of(candidates);
+        self.ahead_of_served();
+        for i in 0..self.plan.graph.nodes.len() {
+            let node = &self.plan.graph.nodes[i];
+            let candidate = self.rows[i].kind == Kind::Persistent
+                && !self.is_shown(i)
+                && !node.dependants.is_empty()
+                && matches!(
+                    self.scheduler.state(i),
+                    NodeState::Waiting | NodeState::Ready
+                );
+            // Every dependant served, or being restored by the lane.
+            if candidate
+                && node.dependants.iter().all(|d| {
+                    self.served_ahead(*d) || self.scheduler.state(*d) == NodeState::Running
+                })
+            {
+                self.scheduler.take_ahead(i);
+                self.servers_held.push(i);
+            }
+        }
+        self.settle_servers();
+    }
+
+    /// A task the restore lane may serve before its dependencies finish: cached, one-shot,
+    /// with a stable key, and neither started nor held already.
+    fn ahead_candidate(&self, i: usize) -> bool {
+        self.rows[i].kind == Kind::OneShot
+            && self.rows[i].config.cache.is_some()
+            && !self.unstable.get(i).copied().unwrap_or(true)
+            && !self.prefetching.contains(&i)
+            && matches!(
+                self.scheduler.state(i),
+                NodeState::Waiting | NodeState::Ready
+            )
+    }
+
+    /// Serves `candidates` ahead (in their order): those whose entry only the remote holds wait
+    /// out of the schedule for their download (REM-6), the others are served or restored now.
+    fn serve_ahead_of(&mut self, candidates: Vec<usize>) {
         let tasks: Vec<Row<'_>> = candidates.iter().map(|&i| self.rows[i]).collect();
         // REM-6: tasks whose entry only the remote holds wait out of the schedule for their
         // download, and are served as each arrives (`Msg::Prefetched`).
@@ -62,26 +94,31 @@ impl Run<'_> {
             self.serve_ahead(i, ahead, false);
         }
         self.cache.end_ahead();
-        for i in 0..self.plan.graph.nodes.len() {
-            let node = &self.plan.graph.nodes[i];
-            let candidate = self.rows[i].kind == Kind::Persistent
-                && !self.is_shown(i)
-                && !node.dependants.is_empty()
-                && matches!(
-                    self.scheduler.state(i),
-                    NodeState::Waiting | NodeState::Ready
-                );
-            // Every dependant served, or being restored by the lane.
-            if candidate
-                && node.dependants.iter().all(|d| {
-                    self.served_ahead(*d) || self.scheduler.state(*d) == NodeState::Running
+    }
+
+    /// KEY-9: the dependants of the tasks just served ahead whose keys waited for what those
+    /// produced are keyed and served ahead too, level after level, so that a restore from the
+    /// remote cache keeps downloading in the background rather than one task at a time.
+    pub(super) fn ahead_of_served(&mut self) {
+        while !self.served_queue.is_empty() && self.stopping.is_none() {
+            let served = std::mem::take(&mut self.served_queue);
+            let mut next: Vec<usize> = served
+                .iter()
+                .flat_map(|&i| self.plan.graph.nodes[i].dependants.iter().copied())
+                .filter(|&d| {
+                    self.ahead_candidate(d)
+                        && self.cache.waited_for_outputs(self.rows[d].id)
+                        && self.cache.keys_ready(self.rows[d].id)
                 })
-            {
-                self.scheduler.take_ahead(i);
-                self.servers_held.push(i);
+                .collect();
+            next.sort_unstable();
+            next.dedup();
+            if next.is_empty() {
+                continue;
             }
+            self.serve_ahead_of(next);
         }
-        self.settle_servers();
+        self.served_queue.clear();
     }
 
     /// REM-6: the download of a held task's remote entry ended. The task is served or restored
@@ -99,6 +136,7 @@ impl Run<'_> {
             ahead
         };
         self.serve_ahead(i, ahead, true);
+        self.ahead_of_served();
         self.settle_servers();
     }
 
@@ -119,6 +157,9 @@ impl Run<'_> {
             Ahead::Served(decision) => self.report_served(i, decision),
             Ahead::Not => false,
         };
+        if served {
+            self.served_queue.push(i);
+        }
         if served && taken {
             let skipped = self.scheduler.finish(i, Finish::Success);
             self.report_skipped(&skipped);
@@ -161,11 +202,13 @@ impl Run<'_> {
         self.relay_notices();
         let served = decision.is_some_and(|decision| self.report_served(i, decision));
         let skipped = if served {
+            self.served_queue.push(i);
             self.scheduler.finish(i, Finish::Success)
         } else {
             self.scheduler.give_back(i)
         };
         self.report_skipped(&skipped);
+        self.ahead_of_served();
         self.settle_servers();
     }
 

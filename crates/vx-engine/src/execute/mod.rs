@@ -165,6 +165,11 @@ pub struct Run<'p> {
     servers_held: Vec<usize>,
     /// Tasks held out of the schedule while their remote entry downloads (REM-6).
     prefetching: BTreeSet<usize>,
+    /// SCHED-6, per node, from the start of the run: its key is a prediction (empty when
+    /// nothing is served ahead).
+    unstable: Vec<bool>,
+    /// Nodes served from the cache ahead whose dependants may be keyed now (KEY-9).
+    served_queue: Vec<usize>,
     /// SCHED-8: tasks of other parts waited for, and what became of them.
     parts: part_waits::Parts,
     /// SCHED-4: how long each task waited only for memory.
@@ -315,6 +320,8 @@ impl<'p> Run<'p> {
             restores: Lane::new("restore", lane_width),
             servers_held: Vec::new(),
             prefetching: BTreeSet::new(),
+            unstable: Vec::new(),
+            served_queue: Vec::new(),
             parts: part_waits::Parts::default(),
             held: HeldForMemory::default(),
             run_id: crate::ids::run_id(),

@@ -62,7 +62,9 @@ pub struct Layers {
     /// Keys already asked of the further layers in this run (REM-5: at most once).
     asked: HashSet<String>,
     /// The background downloads of [`Layers::prefetch`], when it started any.
-    prefetch: Option<Arc<Prefetch>>,
+    /// REM-6's background downloads: one batch per call of [`Layers::prefetch`] (the run asks
+    /// again as upstreams arrive, KEY-9).
+    prefetches: Vec<Arc<Prefetch>>,
     /// Entries adopted from a further layer in this run that no lookup has taken yet.
     adopted: HashMap<String, Entry>,
     uploads: Uploads,
@@ -80,7 +82,7 @@ impl Layers {
             local: store,
             remotes: Vec::new(),
             asked: HashSet::new(),
-            prefetch: None,
+            prefetches: Vec::new(),
             adopted: HashMap::new(),
             uploads: Uploads::new(1),
         }
@@ -164,13 +166,15 @@ impl Layers {
         if let Some(entry) = self.adopted.remove(key) {
             return Ok((Lookup::Hit(entry), Source::Remote));
         }
-        if let Some(prefetch) = self.prefetch.clone() {
-            if let Some(at) = prefetch.position(key) {
-                prefetch.wait(at);
-                self.adopt_arrived(&prefetch)?;
-                if let Some(entry) = self.adopted.remove(key) {
-                    return Ok((Lookup::Hit(entry), Source::Remote));
-                }
+        let batch = self
+            .prefetches
+            .iter()
+            .find_map(|p| p.position(key).map(|at| (Arc::clone(p), at)));
+        if let Some((prefetch, at)) = batch {
+            prefetch.wait(at);
+            self.adopt_arrived(&prefetch)?;
+            if let Some(entry) = self.adopted.remove(key) {
+                return Ok((Lookup::Hit(entry), Source::Remote));
             }
         }
         let Some(store) = self.local.as_mut() else {
@@ -246,7 +250,7 @@ impl Layers {
         let Some(remote) = self.remotes.iter().find(|r| r.readable()) else {
             return Vec::new();
         };
-        if !store.can_adopt() || self.prefetch.is_some() {
+        if !store.can_adopt() {
             return Vec::new();
         }
         let wanted: Vec<Wanted> = wanted
@@ -263,7 +267,7 @@ impl Layers {
         match Prefetch::start(remote.clone(), wanted, dests, width, ready) {
             Some(prefetch) => {
                 self.asked.extend(keys);
-                self.prefetch = Some(prefetch);
+                self.prefetches.push(prefetch);
                 tags
             }
             None => Vec::new(),
@@ -382,7 +386,7 @@ impl Layers {
     /// Ends the prefetch with the run: nothing further is downloaded, and the bodies no
     /// lookup took are removed.
     pub fn discard_prefetched(&mut self) {
-        if let Some(prefetch) = self.prefetch.take() {
+        for prefetch in self.prefetches.drain(..) {
             prefetch.cancel();
         }
     }
