@@ -74,13 +74,19 @@ pub(crate) fn workspace_with(remote: Option<&str>, deps: &[(&str, &[&str])]) -> 
 
 /// `vx run build test --all --dry=json [--shard K/N]` in `f`: each planned task and its part.
 fn planned(f: &Fixture, shard: Option<&str>) -> BTreeMap<String, Option<u64>> {
-    let mut args = vec!["run", "build", "test", "--all", "--dry=json"];
-    let flag;
-    if let Some(part) = shard {
-        flag = format!("--shard={part}");
-        args.push(&flag);
-    }
-    let out = f.vx_in(".", &args, &[]);
+    let flag = shard.map(|part| format!("--shard={part}"));
+    planned_with(
+        f,
+        flag.as_deref().into_iter().collect::<Vec<_>>().as_slice(),
+        &[],
+    )
+}
+
+/// `vx run build test --all --dry=json ARGS…` in `f` with `env`: each planned task and its part.
+fn planned_with(f: &Fixture, args: &[&str], env: &[(&str, &str)]) -> BTreeMap<String, Option<u64>> {
+    let mut all = vec!["run", "build", "test", "--all", "--dry=json"];
+    all.extend(args);
+    let out = f.vx_in(".", &all, env);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     doc["tasks"]
@@ -657,17 +663,10 @@ fn ci_takes_the_part_from_the_cis_parallel_jobs() {
 fn vx_shard_gives_the_part_when_the_flag_does_not() {
     let f = workspace(None);
     let mine = |args: &[&str], env: &[(&str, &str)]| -> BTreeSet<String> {
-        let mut all = vec!["run", "build", "test", "--all", "--dry=json"];
-        all.extend(args);
-        let out = f.vx_in(".", &all, env);
-        assert_eq!(out.code, 0, "{}", out.stderr);
-        let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-        doc["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| t["shard"].as_u64() == Some(2))
-            .map(|t| t["id"].as_str().unwrap().to_string())
+        planned_with(&f, args, env)
+            .into_iter()
+            .filter(|(_, part)| *part == Some(2))
+            .map(|(id, _)| id)
             .collect()
     };
     let by_flag = mine(&["--shard=2/3"], &[]);

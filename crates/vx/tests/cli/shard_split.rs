@@ -54,9 +54,16 @@ fn change_everything(f: &Fixture, text: &str) {
 /// `vx run build test --all --concurrency=1 --shard=K/2 [extra…]` on `runner`, as a CI job.
 fn part(runner: &Fixture, k: u64, extra: &[&str]) -> Output {
     let shard = format!("--shard={k}/2");
-    let mut args = vec!["run", "build", "test", "--all", "--concurrency=1", &shard];
+    let mut args = vec!["--concurrency=1", shard.as_str()];
     args.extend(extra);
-    runner.vx_in(".", &args, &ENV)
+    build_test(runner, &args, &ENV)
+}
+
+/// `vx run build test --all EXTRA…` in `runner` with `env`.
+fn build_test(runner: &Fixture, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut args = vec!["run", "build", "test", "--all"];
+    args.extend(extra);
+    runner.vx_in(".", &args, env)
 }
 
 /// Each task's part as `runner`'s `--dry=json --shard=K/2` plans it, for K = 1 and 2 (a dry
@@ -138,17 +145,9 @@ fn later_runs_split_by_the_durations_the_parts_recorded_in_the_remote_cache() {
     );
     assert_eq!(part_of(&owner, 3 - slow).len(), 16, "{owner:?}");
     // `--dry --shard auto` predicts from the same durations, in time.
-    let out = runner_of(&f).vx_in(
-        ".",
-        &[
-            "run",
-            "build",
-            "test",
-            "--all",
-            "--dry",
-            "--shard=auto",
-            "--concurrency=1",
-        ],
+    let out = build_test(
+        &runner_of(&f),
+        &["--dry", "--shard=auto", "--concurrency=1"],
         &ENV,
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -163,16 +162,9 @@ fn later_runs_split_by_the_durations_the_parts_recorded_in_the_remote_cache() {
     // request in CI) cannot agree with the others: the durations records may change between
     // two runners' reads, so it splits by what cannot, the task counts.
     change_everything(&f, "three\n");
-    let out = runner_of(&f).vx_in(
-        ".",
-        &[
-            "run",
-            "build",
-            "test",
-            "--all",
-            "--concurrency=1",
-            "--shard=1/2",
-        ],
+    let out = build_test(
+        &runner_of(&f),
+        &["--concurrency=1", "--shard=1/2"],
         &[("VX_REMOTE_CACHE_TOKEN", TOKEN)],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -188,16 +180,9 @@ fn a_runner_that_cannot_reach_the_remote_cache_runs_the_whole_plan() {
     // Nothing listens on port 9 of the loopback: the split record cannot be read.
     let f = independent("http://127.0.0.1:9", "true");
     let summary = f.root().join(".git/summary.json");
-    let out = f.vx_in(
-        ".",
-        &[
-            "run",
-            "build",
-            "test",
-            "--all",
-            "--shard=2/2",
-            &format!("--summarize={}", summary.display()),
-        ],
+    let out = build_test(
+        &f,
+        &["--shard=2/2", &format!("--summarize={}", summary.display())],
         &ENV,
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -231,11 +216,7 @@ fn a_runner_with_history_proposes_the_split_and_the_others_adopt_it() {
     let f = independent(&server.url(), "sleep 1.5");
     let a = runner_of(&f);
     // This machine ran the tasks before, unsharded and outside CI: nothing went to the remote.
-    let out = a.vx_in(
-        ".",
-        &["run", "build", "test", "--all"],
-        &[("VX_REMOTE_CACHE_TOKEN", TOKEN)],
-    );
+    let out = build_test(&a, &[], &[("VX_REMOTE_CACHE_TOKEN", TOKEN)]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     change_everything(&f, "two\n");
     a.git(&["pull", "-q", "--ff-only"]);
@@ -296,11 +277,7 @@ fn a_part_whose_split_was_replaced_under_it_fails_naming_what_may_not_have_run()
     }
     f.commit();
     let b = runner_of(&f);
-    let out = b.vx_in(
-        ".",
-        &["run", "build", "test", "--all"],
-        &[("VX_REMOTE_CACHE_TOKEN", TOKEN)],
-    );
+    let out = build_test(&b, &[], &[("VX_REMOTE_CACHE_TOKEN", TOKEN)]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     change_everything(&f, "two\n");
     b.git(&["pull", "-q", "--ff-only"]);
@@ -396,9 +373,9 @@ fn every_part_compares_with_the_base_the_parts_agreed_on() {
     f.write("packages/p5/src/main.txt", "two\n");
     f.commit();
     let x = runner_of(&f);
-    let out = x.vx_in(
-        ".",
-        &["run", "build", "test", "--all", "--affected=last-green"],
+    let out = build_test(
+        &x,
+        &["--affected=last-green"],
         &[("VX_REMOTE_CACHE_TOKEN", TOKEN)],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -425,16 +402,9 @@ fn every_part_compares_with_the_base_the_parts_agreed_on() {
     );
     // Without writes to the remote cache, and no split recorded for three parts, the parts
     // could each find another base: refused.
-    let out = x.vx_in(
-        ".",
-        &[
-            "run",
-            "build",
-            "test",
-            "--all",
-            "--shard=2/3",
-            "--affected=last-green",
-        ],
+    let out = build_test(
+        &x,
+        &["--shard=2/3", "--affected=last-green"],
         &[("VX_REMOTE_CACHE_TOKEN", TOKEN)],
     );
     assert_eq!(out.code, 2, "{}", out.stderr);
