@@ -130,6 +130,8 @@ struct MemoryState {
     fail_contains: Option<ErrorKind>,
     fail_put: Option<ErrorKind>,
     fetches: usize,
+    /// (key, name of the thread that fetched it), in order.
+    fetched_on: Vec<(String, String)>,
     puts: Vec<String>,
 }
 
@@ -184,6 +186,11 @@ impl MemoryLayer {
         self.state().puts.clone()
     }
 
+    /// Each key fetched with the name of the thread that fetched it, in order.
+    pub fn fetched_on(&self) -> Vec<(String, String)> {
+        self.state().fetched_on.clone()
+    }
+
     /// How many fetches were asked for.
     pub fn fetches(&self) -> usize {
         self.state().fetches
@@ -206,6 +213,8 @@ impl CacheLayer for MemoryLayer {
     fn fetch(&self, key: &str, dest: &Path, cap: u64) -> Result<bool, LayerError> {
         let mut state = self.state();
         state.fetches += 1;
+        let thread = std::thread::current().name().unwrap_or("").to_string();
+        state.fetched_on.push((key.to_string(), thread));
         if let Some(kind) = state.fail_fetch {
             return Err(LayerError::new(kind, "injected"));
         }

@@ -555,6 +555,11 @@ impl<'p> RunCache<'p> {
     }
 
     /// Whether lookups happen: the cache is active and reads are on.
+    /// Whether lookups may ask a further layer (a remote cache) this run.
+    pub fn reads_remote(&self) -> bool {
+        self.reads() && self.layers.has_remote()
+    }
+
     fn reads(&self) -> bool {
         self.active() && self.policy.local_read
     }

@@ -135,6 +135,47 @@ fn a_hit_in_a_further_layer_is_restored_and_adopted() {
     assert_eq!(layer.fetches(), fetches);
 }
 
+/// KEY-9: app#build's key folds what lib#build produced, so it is known only once lib#build's
+/// entry arrived; it is then downloaded in the background too, never on the run's loop.
+#[test]
+fn a_dependant_keyed_after_its_upstream_arrived_downloads_in_the_background() {
+    let f = workspace();
+    let layer = MemoryLayer::new();
+    assert_eq!(
+        run(&f, &executor(), &layer, true, true).0,
+        crate::exit::SUCCESS
+    );
+    // The cold run asked for both, neither there: app#build once lib#build was saved.
+    let cold = layer.fetched_on();
+    assert_eq!(cold.len(), 2, "{cold:?}");
+    assert!(
+        cold.iter().all(|(_, thread)| thread == "vx-prefetch"),
+        "{cold:?}"
+    );
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
+    std::fs::remove_dir_all(f.path("packages/app/dist")).unwrap();
+    let second = executor();
+    let (code, reports) = run(&f, &second, &layer, true, false);
+    assert_eq!(code, crate::exit::SUCCESS);
+    assert!(second.spawned().is_empty(), "{:?}", second.spawned());
+    assert_eq!(
+        kind_of(&reports, "app#build"),
+        Some(CacheKind::RestoredRemote)
+    );
+    let results = layer.results();
+    let fetched: Vec<(String, String)> = layer.fetched_on()[cold.len()..]
+        .iter()
+        .filter(|(key, _)| results.contains(key))
+        .cloned()
+        .collect();
+    assert_eq!(fetched.len(), 2, "{fetched:?}");
+    assert!(
+        fetched.iter().all(|(_, thread)| thread == "vx-prefetch"),
+        "{fetched:?}"
+    );
+}
+
 #[test]
 fn a_corrupt_body_is_a_miss_and_the_task_runs() {
     let f = workspace();

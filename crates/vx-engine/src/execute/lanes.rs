@@ -96,9 +96,10 @@ impl Run<'_> {
         self.cache.end_ahead();
     }
 
-    /// KEY-9: the dependants of the tasks just served ahead whose keys waited for what those
-    /// produced are keyed and served ahead too, level after level, so that a restore from the
-    /// remote cache keeps downloading in the background rather than one task at a time.
+    /// KEY-9: the dependants of the tasks just served ahead (or saved, with a remote cache)
+    /// whose keys waited for what those produced are keyed and served ahead too, level after
+    /// level, so that lookups in the remote cache happen in the background rather than one
+    /// task at a time on the loop.
     pub(super) fn ahead_of_served(&mut self) {
         while !self.served_queue.is_empty() && self.stopping.is_none() {
             let served = std::mem::take(&mut self.served_queue);
@@ -240,6 +241,12 @@ impl Run<'_> {
         if self.stopping.is_none() {
             let skipped = self.scheduler.finish(i, Finish::Success);
             self.report_skipped(&skipped);
+            // KEY-9: its dependants' keys were waiting for what it produced; with a remote
+            // cache their lookups go to the background rather than block the loop in turn.
+            if self.cache.reads_remote() {
+                self.served_queue.push(i);
+                self.ahead_of_served();
+            }
         }
     }
 

@@ -167,6 +167,11 @@ impl Keys<'_> {
     /// digest is not known yet, with its key: the caller settles it from the store
     /// ([`Keys::settle_produced`]) and asks again until this is `None`.
     pub fn unresolved(&mut self, id: &TaskId) -> Option<(TaskId, Key)> {
+        // Every task's lookup asks: nothing to walk when every upstream is in the run.
+        let mut edges = self.table.edges.get(id).into_iter().flatten();
+        if edges.all(|edge| self.in_run(&edge.to)) {
+            return None;
+        }
         // Post-order over the upstreams outside the run, without recursion (GRAPH-6).
         let mut order = Vec::new();
         let mut seen = HashSet::new();
