@@ -261,6 +261,11 @@ pub fn run_cache<'p>(
         dirty_probe,
     );
     cache.tell(remote_notice);
+    let head = vx_workspace::tree::head(&plan.workspace.root).unwrap_or_default();
+    cache.outputs_record_branches(super::plan::green::branches(
+        host_env,
+        head.branch.as_deref(),
+    ));
     (cache, Recorder::new(recent), opened.lock)
 }
 

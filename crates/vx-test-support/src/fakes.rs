@@ -133,6 +133,10 @@ struct MemoryState {
     /// (key, name of the thread that fetched it), in order.
     fetched_on: Vec<(String, String)>,
     puts: Vec<String>,
+    /// The keys put with one of vx's records (`is_record`), told apart when they arrived.
+    records: std::collections::HashSet<String>,
+    /// Fetches of these keys wait until they are released (`hold`).
+    held: std::collections::HashSet<String>,
 }
 
 impl MemoryLayer {
@@ -176,11 +180,30 @@ impl MemoryLayer {
         keys
     }
 
-    /// The task results it holds: its keys less the records of what each produced (KEY-9).
+    /// The task results it holds: its keys less vx's records (`is_record`).
     pub fn results(&self) -> Vec<String> {
-        results(self.keys())
+        let state = self.state();
+        let mut keys: Vec<String> = state
+            .bodies
+            .keys()
+            .filter(|key| !state.records.contains(*key))
+            .cloned()
+            .collect();
+        keys.sort();
+        keys
     }
 
+    /// The keys of the task results uploaded (successfully or not), in order: vx's records
+    /// left out.
+    pub fn result_puts(&self) -> Vec<String> {
+        let state = self.state();
+        state
+            .puts
+            .iter()
+            .filter(|key| !state.records.contains(*key))
+            .cloned()
+            .collect()
+    }
     /// The keys uploaded (successfully or not), in order.
     pub fn puts(&self) -> Vec<String> {
         self.state().puts.clone()
@@ -189,6 +212,12 @@ impl MemoryLayer {
     /// Each key fetched with the name of the thread that fetched it, in order.
     pub fn fetched_on(&self) -> Vec<(String, String)> {
         self.state().fetched_on.clone()
+    }
+
+    /// Fetches of `keys` wait (each counted when it starts) until `hold` is called again
+    /// without them.
+    pub fn hold(&self, keys: &[String]) {
+        self.state().held = keys.iter().cloned().collect();
     }
 
     /// How many fetches were asked for.
@@ -215,6 +244,11 @@ impl CacheLayer for MemoryLayer {
         state.fetches += 1;
         let thread = std::thread::current().name().unwrap_or("").to_string();
         state.fetched_on.push((key.to_string(), thread));
+        while state.held.contains(key) {
+            drop(state);
+            std::thread::sleep(Duration::from_millis(5));
+            state = self.state();
+        }
         if let Some(kind) = state.fail_fetch {
             return Err(LayerError::new(kind, "injected"));
         }
@@ -229,8 +263,12 @@ impl CacheLayer for MemoryLayer {
     }
 
     fn put(&self, key: &str, artifact: &Path, _duration_ms: u64) -> Result<(), LayerError> {
+        let record = is_record(artifact, key);
         let mut state = self.state();
         state.puts.push(key.to_string());
+        if record {
+            state.records.insert(key.to_string());
+        }
         if let Some(kind) = state.fail_put {
             return Err(LayerError::new(kind, "injected"));
         }
@@ -241,14 +279,21 @@ impl CacheLayer for MemoryLayer {
     }
 }
 
-/// `keys` less the records of what each of them produced (`produced_record_key`), which vx
-/// uploads beside each result (KEY-9).
-/// A file beside an entry (`<key>.tag`, a signature) goes with it.
-pub fn results(keys: Vec<String>) -> Vec<String> {
+/// Whether the artifact at `path`, stored under `key`, is one of vx's records (SEL-10, the
+/// outputs record of KEY-9) rather than a task's result: its task is `vx#…`.
+pub fn is_record(path: &Path, key: &str) -> bool {
+    vx_store::artifact::validate(path, key, &|_| true, vx_store::artifact::SIZE_CAP)
+        .is_ok_and(|valid| valid.meta.task.starts_with("vx#"))
+}
+
+/// The keys in `dir` (files named by key) that are task results: vx's records left out, and a
+/// file beside an entry (`<key>.tag`, a signature) with it.
+pub fn results_in(dir: &Path, keys: Vec<String>) -> Vec<String> {
     let stem = |k: &str| k.split('.').next().unwrap_or(k).to_string();
     let records: std::collections::HashSet<String> = keys
         .iter()
-        .map(|k| vx_store::layer::produced_record_key(&stem(k)))
+        .filter(|k| !k.contains('.') && is_record(&dir.join(k), k))
+        .cloned()
         .collect();
     keys.into_iter()
         .filter(|k| !records.contains(&stem(k)))

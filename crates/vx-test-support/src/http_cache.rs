@@ -95,15 +95,21 @@ impl HttpCacheServer {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// The task results it holds for `team`, by key: its artifacts less the records of what
-    /// each produced (KEY-9), which go up with them.
+    /// The task results it holds for `team`, by key: its artifacts less vx's records
+    /// (`fakes::is_record`).
     pub fn results(&self, team: &str) -> Vec<String> {
-        crate::fakes::results(self.artifacts(team))
+        let dir: PathBuf = self.artifact_dir(team);
+        crate::fakes::results_in(&dir, self.artifacts(team))
+    }
+
+    /// The directory holding `team`'s artifacts, each a file named by its key.
+    pub fn artifact_dir(&self, team: &str) -> PathBuf {
+        self.storage.path().join("store").join(team)
     }
 
     /// The artifacts it holds for `team`, by key.
     pub fn artifacts(&self, team: &str) -> Vec<String> {
-        let dir: PathBuf = self.storage.path().join("store").join(team);
+        let dir: PathBuf = self.artifact_dir(team);
         let mut keys: Vec<String> = std::fs::read_dir(dir)
             .map(|entries| {
                 entries

@@ -44,7 +44,9 @@ mod decision;
 mod guard;
 mod jobs;
 pub(crate) mod outputs;
+mod predict;
 mod probe;
+mod produced;
 pub mod remote;
 mod restore;
 mod save;
@@ -91,6 +93,10 @@ pub struct RunCache<'p> {
     remote_only: HashSet<TaskId>,
     /// What the cache has to say, until the run hands it to the reporter.
     notices: Vec<Notice>,
+    /// KEY-9's outputs record in the remote cache (`produced.rs`).
+    record: produced::OutputsRecord,
+    /// A result was queued for upload in this run.
+    uploaded: bool,
 }
 
 impl<'p> RunCache<'p> {
@@ -136,7 +142,32 @@ impl<'p> RunCache<'p> {
             known_misses: HashSet::new(),
             remote_only: HashSet::new(),
             notices: Vec::new(),
+            record: produced::OutputsRecord::new(),
+            uploaded: false,
         }
+    }
+
+    /// KEY-9: the branches whose outputs records this run reads (the first it writes). They
+    /// are read once the run downloads from the remote cache, or writes a result to it.
+    pub fn outputs_record_branches(&mut self, branches: Vec<String>) {
+        self.record.set_branches(branches);
+    }
+
+    /// Starts reading the outputs records in the background, once.
+    pub(super) fn start_outputs_records(&mut self) {
+        if !self.reads_remote() {
+            return;
+        }
+        let Some(tmp) = self.tmp_dir() else {
+            return;
+        };
+        let layer = self.layers.record_layers().into_iter().next();
+        self.record.start(layer, tmp);
+    }
+
+    pub(super) fn tmp_dir(&self) -> Option<std::path::PathBuf> {
+        let store = self.layers.store()?;
+        Some(store.dir().join(vx_store::index::TMP_DIR))
     }
 
     /// What the cache said since the last call (damage, refusals, the layers' warnings), for
@@ -245,24 +276,25 @@ impl<'p> RunCache<'p> {
         let mut fetching = Vec::new();
         if self.layers.has_remote() {
             let mut wanted = Vec::new();
+            let mut waiting = Vec::new();
             for (at, task) in tasks.iter().enumerate() {
-                let Some(outputs) = self.outputs(*task) else {
-                    continue;
-                };
                 // KEY-9: a key that folds an upstream's outputs waits for that upstream.
                 if !self.keys.ready(task.id) {
+                    waiting.push(at);
                     continue;
                 }
-                if let Some(Ok(derived)) = self.keys.key(task.id) {
-                    let outputs = Arc::new(outputs);
-                    wanted.push(vx_store::layer::Wanted {
-                        key: derived.key.hex(),
-                        accept: Arc::new(move |name: &str| outputs.accepts(name)),
-                        tag: at,
-                    });
-                }
+                self.want(*task, at, &mut wanted);
             }
-            fetching = self.layers.prefetch(wanted, ready);
+            let ready: Arc<dyn Fn(usize) + Send + Sync> = Arc::from(ready);
+            let relay = |ready: &Arc<dyn Fn(usize) + Send + Sync>| {
+                let ready = Arc::clone(ready);
+                Box::new(move |at: usize| ready(at))
+            };
+            fetching = self.layers.prefetch(wanted, relay(&ready));
+            // The keys that wait for upstreams, from the outputs record, when the remote
+            // cache is being read anyway.
+            let predicted = self.want_predicted(tasks, waiting, !fetching.is_empty());
+            fetching.extend(self.layers.prefetch(predicted, relay(&ready)));
             self.show_layer_warnings();
         }
         // Those being downloaded are listed when they are prepared, after their download.
@@ -376,7 +408,10 @@ impl<'p> RunCache<'p> {
             Probe::Exists {
                 key,
                 source: vx_store::Source::Remote,
-            } => self.layers.remote_produced(key),
+            } => {
+                self.start_outputs_records();
+                self.record.produced(key)
+            }
             _ => None,
         };
         let store = self.layers.store();
@@ -629,6 +664,8 @@ impl<'p> RunCache<'p> {
         if signalled {
             self.layers.abandon_uploads();
         } else {
+            // KEY-9: the outputs record goes up while the uploads drain.
+            let record = self.write_outputs_record();
             let mut abandoned = 0;
             if self.layers.uploads_pending() > 0 {
                 // Said while waiting, not after: the wait is what it explains.
@@ -638,6 +675,9 @@ impl<'p> RunCache<'p> {
                         if pending == 1 { "" } else { "s" }
                     )));
                 });
+            }
+            if let Some(record) = record {
+                let _ = record.join();
             }
             if abandoned > 0 {
                 self.say(Notice::warning(format!(

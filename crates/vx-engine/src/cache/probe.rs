@@ -79,7 +79,7 @@ impl RunCache<'_> {
     /// KEY-9: the upstreams of `id` the run does not schedule whose outputs a key folds are
     /// settled from the local store: what their current key's entry produced, or their key
     /// when it holds none.
-    fn settle_unscheduled(&mut self, id: &TaskId) {
+    pub(super) fn settle_unscheduled(&mut self, id: &TaskId) {
         while let Some((up, key)) = self.keys.unresolved(id) {
             let produced = self
                 .layers

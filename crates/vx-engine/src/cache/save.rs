@@ -83,21 +83,18 @@ impl RunCache<'_> {
         let key = job.key.clone();
         let duration_ms = job.meta.exec.duration_ms;
         let produced = packed.as_ref().ok().and_then(|p| p.meta.produced.clone());
-        // Only a task others depend on needs what it produced beside its entry remotely.
-        let record = produced.clone().filter(|_| self.keys.is_upstream(&id));
         // REM-8: with local writes off the artifact only goes to the further layers, from
         // `tmp/`, and is deleted after its uploads.
         let published = if self.policy.local_write {
             self.publish(*job, packed)
-                .map(|()| self.layers.upload(&key, duration_ms, record.as_deref()))
+                .map(|()| self.layers.upload(&key, duration_ms))
         } else {
-            self.checked(&job, packed).map(|packed| {
-                self.layers
-                    .upload_packed(&key, packed.path, duration_ms, record.as_deref())
-            })
+            self.checked(&job, packed)
+                .map(|packed| self.layers.upload_packed(&key, packed.path, duration_ms))
         };
         // KEY-9: dependants fold what was saved; without an entry, the key.
         let saved = published.is_ok();
+        self.uploaded |= saved && self.layers.writes_remotely();
         self.keys
             .settle_produced(&id, produced.as_deref().filter(|_| saved));
         match published {

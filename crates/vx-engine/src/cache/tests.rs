@@ -135,18 +135,29 @@ fn a_hit_in_a_further_layer_is_restored_and_adopted() {
     assert_eq!(layer.fetches(), fetches);
 }
 
-/// KEY-9: app#build's key folds what lib#build produced, so it is known only once lib#build's
-/// entry arrived; it is then downloaded in the background too, never on the run's loop.
+/// KEY-9: app#build's key folds what lib#build produced. A cold run asks for each key in the
+/// background once it is known; a fresh runner takes both keys at once from the outputs record
+/// the cold run wrote, and asks for app#build's entry while lib#build's is still on its way.
 #[test]
-fn a_dependant_keyed_after_its_upstream_arrived_downloads_in_the_background() {
+fn a_fresh_runner_downloads_a_dependant_before_its_upstream_arrived() {
     let f = workspace();
     let layer = MemoryLayer::new();
     assert_eq!(
         run(&f, &executor(), &layer, true, true).0,
         crate::exit::SUCCESS
     );
+    let results = layer.results();
+    assert_eq!(results.len(), 2, "{:?}", layer.keys());
+    assert_eq!(layer.keys().len(), 3, "the results and the outputs record");
     // The cold run asked for both, neither there: app#build once lib#build was saved.
-    let cold = layer.fetched_on();
+    let asked = |from: usize| -> Vec<(String, String)> {
+        layer.fetched_on()[from..]
+            .iter()
+            .filter(|(key, _)| results.contains(key))
+            .cloned()
+            .collect()
+    };
+    let cold = asked(0);
     assert_eq!(cold.len(), 2, "{cold:?}");
     assert!(
         cold.iter().all(|(_, thread)| thread == "vx-prefetch"),
@@ -155,21 +166,48 @@ fn a_dependant_keyed_after_its_upstream_arrived_downloads_in_the_background() {
     std::fs::remove_dir_all(f.path(".vx")).unwrap();
     std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
     std::fs::remove_dir_all(f.path("packages/app/dist")).unwrap();
+    // Both downloads wait until both were asked for: without the record, app#build's would
+    // be asked for only after lib#build's arrived, and the release below times out.
+    let before = layer.fetched_on().len();
+    layer.hold(&results);
+    let watcher = {
+        let (layer, results) = (layer.clone(), results.clone());
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            let both = || {
+                let asked: Vec<String> = layer.fetched_on()[before..]
+                    .iter()
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                results.iter().all(|key| asked.contains(key))
+            };
+            while !both() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let asked_together = both();
+            layer.hold(&[]);
+            asked_together
+        })
+    };
     let second = executor();
     let (code, reports) = run(&f, &second, &layer, true, false);
+    assert!(
+        watcher.join().unwrap(),
+        "app#build was not asked for while lib#build's download was held: {:?}",
+        layer.fetched_on()
+    );
     assert_eq!(code, crate::exit::SUCCESS);
     assert!(second.spawned().is_empty(), "{:?}", second.spawned());
-    assert_eq!(
-        kind_of(&reports, "app#build"),
-        Some(CacheKind::RestoredRemote)
-    );
-    let results = layer.results();
-    let fetched: Vec<(String, String)> = layer.fetched_on()[cold.len()..]
-        .iter()
-        .filter(|(key, _)| results.contains(key))
-        .cloned()
-        .collect();
-    assert_eq!(fetched.len(), 2, "{fetched:?}");
+    for id in ["lib#build", "app#build"] {
+        assert_eq!(
+            kind_of(&reports, id),
+            Some(CacheKind::RestoredRemote),
+            "{id}"
+        );
+    }
+    assert_eq!(f.read("packages/app/dist/app.txt"), "app output\n");
+    let fetched = asked(before);
+    assert_eq!(fetched.len(), 2, "each entry asked for once: {fetched:?}");
     assert!(
         fetched.iter().all(|(_, thread)| thread == "vx-prefetch"),
         "{fetched:?}"
@@ -237,7 +275,7 @@ fn a_failed_upload_never_changes_the_exit_code() {
     let (code, reports) = run(&f, &executor(), &layer, true, true);
     assert_eq!(code, crate::exit::SUCCESS);
     assert!(reports.iter().all(|r| r.status == Status::Success));
-    assert_eq!(layer.puts().len(), 2, "both uploads were tried");
+    assert_eq!(layer.result_puts().len(), 2, "both uploads were tried");
     assert!(layer.keys().is_empty());
 }
 
@@ -465,7 +503,7 @@ fn layers_off_miss_and_drop_every_write() {
     let (lookup, _) = layers.lookup(&"f".repeat(64), &|_| true).expect("lookup");
     assert_eq!(lookup, Lookup::Miss);
     assert!(layers.exists(&"f".repeat(64)).is_none());
-    layers.upload(&"f".repeat(64), 1, None);
+    layers.upload(&"f".repeat(64), 1);
     assert_eq!(layers.uploads_pending(), 0);
     assert!(!layers.enabled());
 }

@@ -41,7 +41,7 @@ impl Keys<'_> {
         self.upstreams.contains(id) && self.has_outputs(id)
     }
 
-    fn in_run(&self, id: &TaskId) -> bool {
+    pub(super) fn in_run(&self, id: &TaskId) -> bool {
         self.graph.index.contains_key(id)
     }
 
@@ -50,31 +50,57 @@ impl Keys<'_> {
     /// dependants then fold its key. Needs `id`'s key, and is a no-op for a task without
     /// outputs.
     pub fn settle_produced(&mut self, id: &TaskId, produced: Option<&str>) {
-        if !self.has_outputs(id) {
-            return;
+        if self.settle_value(id, produced) && self.is_upstream(id) {
+            if let (Some(produced), Some(derived)) = (produced, self.known(id)) {
+                let pair = (derived.key.hex(), produced.to_string());
+                self.settled.push(pair);
+            }
         }
-        let Some(Ok(derived)) = self.derived.get(id) else {
-            return;
-        };
-        let value = match produced {
-            Some(produced) => outputs_fold(produced, &derived.inputs.upstream),
-            None => derived.key.hex(),
-        };
-        self.cut.insert(id.clone(), value);
     }
 
     /// `--dry`: `id` will execute, and history says it last produced `produced`. Its
     /// dependants' keys are predicted as if it produced the same again.
     pub fn settle_predicted(&mut self, id: &TaskId, produced: &str) {
-        self.settle_produced(id, Some(produced));
-        if self.cut.contains_key(id) {
+        if self.settle_value(id, Some(produced)) {
             self.predicted.insert(id.clone());
         }
     }
 
-    /// Whether `id`'s key can be taken now: every upstream whose outputs it folds has settled.
+    /// Sets what `id`'s dependants fold; false when it has no outputs or no key. A hinted
+    /// value it replaces undoes the keys that folded it when the two differ (`hints.rs`).
+    fn settle_value(&mut self, id: &TaskId, produced: Option<&str>) -> bool {
+        if !self.has_outputs(id) {
+            return false;
+        }
+        let Some(Ok(derived)) = self.derived.get(id) else {
+            return false;
+        };
+        let value = match produced {
+            Some(produced) => outputs_fold(produced, &derived.inputs.upstream),
+            None => derived.key.hex(),
+        };
+        if let Some(hinted) = self.hinted.remove(id) {
+            if hinted != value {
+                self.undo(id);
+            }
+        }
+        self.cut.insert(id.clone(), value);
+        true
+    }
+
+    /// Whether `id`'s key can be taken now: every upstream whose outputs it folds has settled,
+    /// and every upstream whose key it folds (`cache.upstream-keys`) is ready itself.
     pub fn ready(&self, id: &TaskId) -> bool {
-        self.cut_upstreams(id).iter().all(|up| self.available(up))
+        let Some(config) = task_config(self.workspace, id) else {
+            return true;
+        };
+        self.kept_upstreams(id, config).iter().all(|to| {
+            if self.folds_key_of(config, id, to) {
+                !self.in_run(to) || self.ready(to)
+            } else {
+                self.available(to)
+            }
+        })
     }
 
     pub(super) fn available(&self, id: &TaskId) -> bool {
@@ -136,7 +162,7 @@ impl Keys<'_> {
             }
             return Some(group_key(&members).hex());
         }
-        if let Some(value) = self.cut.get(to) {
+        if let Some(value) = self.cut.get(to).or_else(|| self.hinted.get(to)) {
             return Some(value.clone());
         }
         let derived = self.derived.get(to)?.as_ref().ok()?;

@@ -10,6 +10,7 @@
 //! Groups have a roll-up key; persistent tasks have none and are never folded (KEY-9).
 
 mod cutoff;
+mod hints;
 mod inputs;
 pub(crate) mod lockfiles;
 mod predict;
@@ -107,6 +108,19 @@ pub struct Keys<'p> {
     cut: HashMap<TaskId, String>,
     /// `--dry`: the tasks whose value in `cut` is a prediction from history.
     predicted: HashSet<TaskId>,
+    /// The outputs record's facts: entry key → what that entry produced (`hints.rs`).
+    hints: HashMap<String, String>,
+    /// What dependants fold for a task not settled yet, from `hints`: a prediction the
+    /// task's settling confirms or undoes.
+    hinted: HashMap<TaskId, String>,
+    /// Per task, the keys derived while its hinted value or provisional key was folded:
+    /// (dependant, folded by key). Undone with it.
+    assumers: HashMap<TaskId, Vec<(TaskId, bool)>>,
+    /// Keys derived from a hinted value, directly or through another such key.
+    provisional: HashSet<TaskId>,
+    /// (key, produced) of each task others depend on that settled with an entry in this run,
+    /// for the outputs record.
+    pub settled: Vec<(String, String)>,
     /// `--dry`: what each key asked for assumes or waits for (`predict.rs`).
     facts: HashMap<TaskId, DryFacts>,
     /// Every task some task depends on (the targets of the table's edges).
@@ -167,6 +181,11 @@ impl<'p> Keys<'p> {
             derived: HashMap::new(),
             cut: HashMap::new(),
             predicted: HashSet::new(),
+            hints: HashMap::new(),
+            hinted: HashMap::new(),
+            assumers: HashMap::new(),
+            provisional: HashSet::new(),
+            settled: Vec::new(),
             facts: HashMap::new(),
             upstreams: plan
                 .table
@@ -228,6 +247,9 @@ impl<'p> Keys<'p> {
     pub fn forget(&mut self, id: &TaskId) {
         self.derived.remove(id);
         self.cut.remove(id);
+        // A key folding this one is taken again too; one folding its hinted value waits for
+        // what it settles with.
+        self.undo_key_folds(id);
     }
 
     /// The key already derived for `id`, if any.
@@ -606,12 +628,14 @@ impl<'p> Keys<'p> {
             // KEY-9: what an upstream with outputs produced, unless `cache.upstream-keys`
             // names it; an upstream that has not settled (callers ask `ready` first) folds its
             // key, which can only miss.
+            let by_key = self.folds_key_of(config, id, to);
             let value = match self.derived.get(to) {
-                Some(Ok(upstream)) if self.folds_key_of(config, id, to) => upstream.key.hex(),
+                Some(Ok(upstream)) if by_key => upstream.key.hex(),
                 Some(Ok(upstream)) => self.cut_value(to).unwrap_or_else(|| upstream.key.hex()),
                 Some(Err(error)) => return Err(error.clone()),
                 None => unreachable!("upstream keys are derived first"),
             };
+            self.assume(id, to, by_key);
             fields.upstream.push((to.to_string(), value));
         }
         let passed = self.table.pass_through.get(id).cloned().unwrap_or_default();

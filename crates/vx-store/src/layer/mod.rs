@@ -298,53 +298,21 @@ impl Layers {
     }
 
     /// Queues the saved artifact of `key` for every further layer that writes (REM-8). The
-    /// caller never queues a tainted, withheld or failed result. `produced`, the digest of its
-    /// outputs, goes up with it as a record ([`produced_record_key`]) once the artifact is
-    /// stored: what `--dry` reads of an entry only the remote holds (KEY-9).
-    pub fn upload(&mut self, key: &str, duration_ms: u64, produced: Option<&str>) {
+    /// caller never queues a tainted, withheld or failed result.
+    pub fn upload(&mut self, key: &str, duration_ms: u64) {
         let Some(store) = self.local.as_ref() else {
             return;
         };
         let path = store.artifact_path(key);
-        let tmp = store.dir().join(crate::index::TMP_DIR);
-        self.queue_uploads(key, &path, duration_ms, None, produced.map(|p| (p, tmp)));
+        self.queue_uploads(key, &path, duration_ms, None);
     }
 
     /// REM-8 with local writes off: queues the artifact packed at `path` (in `tmp/`, never
     /// indexed) for every further layer that writes; the file is removed once the last of
     /// those uploads is done, dropped or abandoned (at once when no layer writes).
-    pub fn upload_packed(
-        &mut self,
-        key: &str,
-        path: PathBuf,
-        duration_ms: u64,
-        produced: Option<&str>,
-    ) {
+    pub fn upload_packed(&mut self, key: &str, path: PathBuf, duration_ms: u64) {
         let scratch = Arc::new(Scratch(path.clone()));
-        let tmp = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        self.queue_uploads(
-            key,
-            &path,
-            duration_ms,
-            Some(&scratch),
-            produced.map(|p| (p, tmp)),
-        );
-    }
-
-    /// What the entry of `key` produced, from the first readable further layer that holds its
-    /// record (KEY-9); `None` when none does (an entry uploaded by an older vx, or no remote).
-    pub fn remote_produced(&self, key: &str) -> Option<String> {
-        let tmp = self.local.as_ref()?.dir().join(crate::index::TMP_DIR);
-        let record = produced_record_key(key);
-        for remote in self.remotes.iter().filter(|r| r.readable()) {
-            if let Ok(Some(body)) = fetch_record(remote.layer.as_ref(), &record, &tmp) {
-                let text = String::from_utf8(body).ok()?;
-                if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Some(text);
-                }
-            }
-        }
-        None
+        self.queue_uploads(key, &path, duration_ms, Some(&scratch));
     }
 
     fn queue_uploads(
@@ -353,7 +321,6 @@ impl Layers {
         path: &Path,
         duration_ms: u64,
         scratch: Option<&Arc<Scratch>>,
-        produced: Option<(&str, PathBuf)>,
     ) {
         for remote in &self.remotes {
             if !remote.writable() {
@@ -370,9 +337,6 @@ impl Layers {
                 key: key.to_string(),
                 path: path.to_path_buf(),
                 duration_ms,
-                produced: produced
-                    .as_ref()
-                    .map(|(digest, tmp)| (digest.to_string(), tmp.clone())),
                 _scratch: scratch.cloned(),
             });
         }
@@ -460,18 +424,8 @@ struct Upload {
     key: String,
     path: PathBuf,
     duration_ms: u64,
-    /// The digest of its outputs, and a directory to pack their record in.
-    produced: Option<(String, PathBuf)>,
     /// The packed file when only uploads hold it (local writes off).
     _scratch: Option<Arc<Scratch>>,
-}
-
-/// The record key under which what the entry of `key` produced is kept in a further layer.
-pub fn produced_record_key(key: &str) -> String {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(b"vx produced 1\0");
-    hasher.update(key.as_bytes());
-    hasher.finalize().to_hex().to_string()
 }
 
 /// A packed artifact nothing but uploads need: removed when the last of them lets go.
@@ -589,24 +543,10 @@ fn upload_loop(receiver: &Mutex<Receiver<Upload>>, pending: &AtomicUsize, abando
                 Op::Upload,
                 result.as_ref().map(|_| ()),
             );
-            let stored = result.is_ok();
-            {
-                let mut health = lock(&upload.health);
-                match result {
-                    Ok(()) => health.uploads.made += 1,
-                    Err(_) => health.uploads.failed += 1,
-                }
-            }
-            // Best effort: without it, `--dry` elsewhere predicts from its own history.
-            if let (true, Some((digest, tmp))) = (stored, &upload.produced) {
-                let record = produced_record_key(&upload.key);
-                let _ = put_record(
-                    &*upload.layer,
-                    &record,
-                    "vx produced",
-                    digest.as_bytes(),
-                    tmp,
-                );
+            let mut health = lock(&upload.health);
+            match result {
+                Ok(()) => health.uploads.made += 1,
+                Err(_) => health.uploads.failed += 1,
             }
         }
         pending.fetch_sub(1, Ordering::SeqCst);

@@ -624,5 +624,6 @@ pub(crate) fn run_against_fake(f: &Fixture, ci: &str) -> String {
     out.stderr
 }
 
+mod cutoff;
 mod distance;
 mod faults;
