@@ -21,6 +21,12 @@ temp dir, on a free loopback port). Both tools first fill the server from one cl
   null     vx cold uploading to `vx-null-cache` (crates/vx-test-support), a server that drops
            every body: what uploading costs vx itself, without a real server's CPU and disk
            work on the same two cores (a server on another machine does not charge the run)
+  edit     new content in the core library (the project with the largest closure), a new
+           text per run: from a fresh clone reading and writing the remote cache (CI=true:
+           what does not depend on the core is restored, the core's closure runs and goes up),
+           against the same edit in a copy of the filling clone with its local cache warm and
+           the remote off — what the distance adds to a real change (KEY-9: the dependants of
+           outputs no runner recorded are not asked of the remote, one round trip per level)
 
 With `--latency-ms 0,20,100` every measure is taken once per added round trip: both servers
 are then reached through `vx-latency-proxy` (crates/vx-test-support; `cargo build --release -p
@@ -53,6 +59,8 @@ import urllib.request
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+from compare import EDITED_FILE, Workspace  # noqa: E402
 REPO = BENCH.parent
 TOOLS = REPO / ".test-tools" / "npm" / "node_modules"
 TOKEN = "bench-token"
@@ -243,7 +251,7 @@ def main() -> None:
                             "turbo": {**turbo_env, "TURBO_API": far_url},
                             "reapi": {**reapi_env, "VX_REMOTE_CACHE_URL": far_casd}}
                     results, cpu = measure(args, work / f"rtt-{rtt}", origin, server, casd,
-                                           envs, vx_run, turbo_run)
+                                           envs, vx_run, turbo_run, warm)
                 finally:
                     for proxy in proxies:
                         if proxy:
@@ -262,14 +270,26 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def edited(ws: Path, core: str, text: str) -> Path:
+    """`ws` with `text` appended to the core library's edited file (`core`: its directory)."""
+    path = ws / core / EDITED_FILE
+    path.write_text(path.read_text() + text)
+    return ws
+
+
 def measure(args, work: Path, origin: Path, server, casd, envs: dict, vx_run: list[str],
-            turbo_run: list[str]) -> tuple[dict, dict]:
+            turbo_run: list[str], warm: Path) -> tuple[dict, dict]:
     """Every measure, `args.rounds` times, alternating which goes first."""
     work.mkdir()
+    graph = Workspace(origin)
+    core = graph.dir[graph.core]
+    edits = 0
     results: dict[str, list[float]] = {"vx remote": [], "turbo remote": [],
                                        "turbo remote, default conc.": [],
                                        "vx cold, uploads on": [], "vx cold, remote off": [],
-                                       "vx cold, uploads to null": []}
+                                       "vx cold, uploads to null": [],
+                                       "vx core edit, remote rw": [],
+                                       "vx core edit, local only": []}
     if not args.skip_reapi:
         results.update({"vx remote (casd)": [], "vx cold, uploads on (casd)": []})
     cpu: dict[str, dict] = {name: {} for name in results}
@@ -301,6 +321,23 @@ def measure(args, work: Path, origin: Path, server, casd, envs: dict, vx_run: li
         for n, (name, extra, env) in enumerate(cold if r % 2 == 0 else cold[::-1]):
             ws = clone(origin, work / f"cold-{r}-{n}")
             results[name].append(timed(vx_run + extra, ws, envs[env], server, cpu[name]))
+        # A real change in the core: a new text each run, so that nothing holds its closure.
+        pair = [("vx core edit, remote rw", "remote"), ("vx core edit, local only", "local")]
+        for name, where in pair if r % 2 == 0 else pair[::-1]:
+            edits += 1
+            text = f"changed {work.name} {edits}\n"
+            if where == "remote":
+                ws = edited(clone(origin, work / f"edit-{r}"), core, text)
+                results[name].append(timed(vx_run, ws, {**envs["vx"], "CI": "true"}, server,
+                                           cpu[name]))
+            else:
+                ws = work / f"edit-local-{r}"
+                subprocess.run(["cp", "-a", str(warm), str(ws)], check=True)
+                edited(ws, core, text)
+                results[name].append(timed(vx_run + ["--cache=remote:"], ws, envs["vx"], None,
+                                           cpu[name]))
+            if outputs(ws) != args.projects:
+                sys.exit(f"{name}: {outputs(ws)} of {args.projects} outputs")
         if args.skip_reapi:
             continue
         ws = clone(origin, work / f"casd-{r}")
@@ -335,6 +372,8 @@ def report(args, where: str, results: dict, cpu: dict) -> None:
         print(f"vx from casd / turbo from HTTP:         {m['vx remote (casd)'] / m['turbo remote']:.2f}")
         print(f"uploads on (casd) / remote off, vx cold: "
               f"{m['vx cold, uploads on (casd)'] / m['vx cold, remote off']:.2f}")
+    print(f"core edit, remote rw / local only:      "
+          f"{m['vx core edit, remote rw'] / m['vx core edit, local only']:.2f}")
     own = {k: statistics.median(v["tool"]) for k, v in cpu.items()}
     print(f"  vx's own CPU, uploads on / remote off:  "
           f"{own['vx cold, uploads on'] / own['vx cold, remote off']:.2f}", flush=True)

@@ -97,6 +97,8 @@ pub struct RunCache<'p> {
     record: produced::OutputsRecord,
     /// A result was queued for upload in this run.
     uploaded: bool,
+    /// Tasks that executed here and produced what no outputs record names (`predict.rs`).
+    unheard: HashSet<TaskId>,
 }
 
 impl<'p> RunCache<'p> {
@@ -144,6 +146,7 @@ impl<'p> RunCache<'p> {
             notices: Vec::new(),
             record: produced::OutputsRecord::new(),
             uploaded: false,
+            unheard: HashSet::new(),
         }
     }
 

@@ -8,6 +8,8 @@ use std::thread::JoinHandle;
 
 use vx_store::layer::Wanted;
 
+use vx_core::TaskId;
+
 use super::RunCache;
 use crate::plan::nodes::Row;
 
@@ -17,6 +19,9 @@ impl RunCache<'_> {
         let Some(outputs) = self.outputs(task) else {
             return;
         };
+        if self.unheard_of(task.id) {
+            return;
+        }
         if let Some(Ok(derived)) = self.keys.key(task.id) {
             let outputs = Arc::new(outputs);
             wanted.push(Wanted {
@@ -71,6 +76,36 @@ impl RunCache<'_> {
             }
         }
         wanted
+    }
+
+    /// `id` executed in this run: when outputs records were found and name no entry that
+    /// produced what it did (or it was not saved, or its own key folded such a task), the keys
+    /// folding it are new to every runner.
+    pub(super) fn executed(&mut self, id: &TaskId, produced: Option<&str>) {
+        if !self.keys.has_outputs(id) {
+            return;
+        }
+        // What dependants fold for it is new when what it produced is, and when its own key
+        // folded something new (the value folds its upstreams' too).
+        let heard = match produced {
+            Some(_) if self.unheard_of(id) => Some(false),
+            Some(produced) => self.record.names_produced(produced),
+            None => Some(false),
+        };
+        if heard == Some(false) && self.record.knows_runners() {
+            self.unheard.insert(id.clone());
+        }
+    }
+
+    /// Whether `id`'s key folds what an upstream produced that no runner has recorded
+    /// ([`RunCache::executed`]): the remote cache cannot hold its entry, and is not asked.
+    pub(super) fn unheard_of(&self, id: &TaskId) -> bool {
+        !self.unheard.is_empty()
+            && self
+                .keys
+                .cut_sources(id)
+                .iter()
+                .any(|up| self.unheard.contains(up))
     }
 
     /// The end of a run that uploaded results: its branch's outputs record, when this run

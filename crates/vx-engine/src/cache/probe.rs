@@ -53,6 +53,9 @@ impl RunCache<'_> {
                 None => Probe::Miss { key, outputs },
             };
         }
+        if self.unheard_of(id) {
+            self.layers.skip_remote(&key);
+        }
         let accept = |name: &str| outputs.accepts(name);
         let looked = self.layers.lookup(&key, &accept);
         self.show_layer_warnings();

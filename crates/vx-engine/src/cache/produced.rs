@@ -34,6 +34,10 @@ const HEADER: &[u8] = b"vx produced 1\n";
 /// record (`None` when it could not be read: then it is not written either).
 struct Fetched {
     facts: HashMap<String, String>,
+    /// Every digest the facts name as produced.
+    produced: HashSet<String>,
+    /// How many of the records asked for exist.
+    found: usize,
     own: Option<Vec<(String, String)>>,
 }
 
@@ -113,6 +117,22 @@ impl OutputsRecord {
         }
     }
 
+    /// Whether the records read name an entry that produced `produced`; `None` when they
+    /// have not been read (nothing is known).
+    pub(super) fn names_produced(&mut self, produced: &str) -> Option<bool> {
+        self.settle(false);
+        match &self.state {
+            State::Read(fetched) => Some(fetched.produced.contains(produced)),
+            _ => None,
+        }
+    }
+
+    /// Whether at least one record was read: only then does a digest they do not name say
+    /// that no runner recorded it (a remote without records, or an older vx's, says nothing).
+    pub(super) fn knows_runners(&self) -> bool {
+        matches!(&self.state, State::Read(fetched) if fetched.found > 0)
+    }
+
     fn settle(&mut self, wait: bool) {
         let State::Reading(rx) = &self.state else {
             return;
@@ -173,7 +193,7 @@ impl OutputsRecord {
 }
 
 /// The record of `branch` on this platform.
-fn record_key(branch: &str) -> String {
+pub(super) fn record_key(branch: &str) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(b"vx produced 1\0");
     hasher.update(format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH).as_bytes());
@@ -196,11 +216,16 @@ fn read(layer: &RecordLayer, branches: &[String], tmp: &std::path::Path) -> Fetc
     });
     let mut fetched = Fetched {
         facts: HashMap::new(),
+        produced: HashSet::new(),
+        found: 0,
         own: None,
     };
     for (at, body) in bodies.into_iter().enumerate() {
         let pairs = match body {
-            Ok(Some(bytes)) => decode(&bytes),
+            Ok(Some(bytes)) => {
+                fetched.found += 1;
+                decode(&bytes)
+            }
             Ok(None) => Some(Vec::new()),
             Err(e) => {
                 tracing::debug!(error = %e, "could not read an outputs record");
@@ -211,6 +236,7 @@ fn read(layer: &RecordLayer, branches: &[String], tmp: &std::path::Path) -> Fetc
             fetched.own.clone_from(&pairs);
         }
         for (key, produced) in pairs.into_iter().flatten() {
+            fetched.produced.insert(produced.clone());
             fetched.facts.entry(key).or_insert(produced);
         }
     }

@@ -50,6 +50,7 @@ impl RunCache<'_> {
         // KEY-9: a success nothing will save is folded by its key.
         if done.success && save.is_err() {
             self.keys.settle_produced(id, None);
+            self.executed(id, None);
         }
         // A success is final (only failures are retried): what its key was derived from has
         // served the save guard and the fingerprints.
@@ -95,8 +96,9 @@ impl RunCache<'_> {
         // KEY-9: dependants fold what was saved; without an entry, the key.
         let saved = published.is_ok();
         self.uploaded |= saved && self.layers.writes_remotely();
-        self.keys
-            .settle_produced(&id, produced.as_deref().filter(|_| saved));
+        let produced = produced.filter(|_| saved);
+        self.keys.settle_produced(&id, produced.as_deref());
+        self.executed(&id, produced.as_deref());
         match published {
             Ok(()) => Ok(()),
             Err(SaveError::TooLarge(reason)) => {

@@ -214,6 +214,126 @@ fn a_fresh_runner_downloads_a_dependant_before_its_upstream_arrived() {
     );
 }
 
+/// KEY-9: a task that executed here and produced outputs no outputs record names makes its
+/// dependants' keys new to every runner: they are not asked of the remote cache (a round trip
+/// per level of a changed chain). Outputs a record names (an edit that changed nothing built)
+/// are asked for, and hit.
+#[test]
+fn dependants_of_outputs_no_runner_recorded_are_not_asked_of_the_remote() {
+    let f = workspace();
+    let layer = MemoryLayer::new();
+    assert_eq!(
+        run(&f, &executor(), &layer, true, true).0,
+        crate::exit::SUCCESS
+    );
+    let is_result = |key: &String| {
+        !["main", "master"]
+            .iter()
+            .any(|b| *key == super::produced::record_key(b))
+    };
+    let asked_since = |from: usize| -> Vec<String> {
+        layer.fetched_on()[from..]
+            .iter()
+            .map(|(k, _)| k.clone())
+            .filter(is_result)
+            .collect()
+    };
+    // lib's source changes, its outputs do not: app's key is one the record knows of, and
+    // a fresh runner restores it after running lib.
+    f.write("packages/lib/src/in.txt", "source, reworded\n");
+    f.commit();
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    let before = layer.fetched_on().len();
+    let (code, reports) = run(&f, &executor(), &layer, true, true);
+    assert_eq!(code, crate::exit::SUCCESS);
+    assert_eq!(kind_of(&reports, "lib#build"), Some(CacheKind::Miss));
+    assert_eq!(
+        kind_of(&reports, "app#build"),
+        Some(CacheKind::RestoredRemote)
+    );
+    assert_eq!(asked_since(before).len(), 2, "lib's key, then app's");
+    // Now lib builds something new: app's key folds outputs nobody recorded.
+    f.write("packages/lib/src/in.txt", "source, changed\n");
+    f.commit();
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    let changed = ScriptedExecutor::new()
+        .on("make-lib", "lib built\n", 0)
+        .writes("make-lib", "dist/out.txt", b"new lib output\n")
+        .on("make-app", "app built\n", 0)
+        .writes("make-app", "dist/app.txt", b"app output\n");
+    let before = layer.fetched_on().len();
+    let (code, reports) = run(&f, &changed, &layer, true, true);
+    assert_eq!(code, crate::exit::SUCCESS);
+    assert_eq!(kind_of(&reports, "app#build"), Some(CacheKind::Miss));
+    assert_eq!(
+        asked_since(before).len(),
+        1,
+        "only lib's key was asked for: {:?}",
+        layer.fetched_on()[before..].to_vec()
+    );
+}
+
+/// The same through a task whose outputs did not move: `w` rebuilt to what it produced before,
+/// but its value folds `x`'s new outputs (its own upstream field), so `d`'s key is new too.
+#[test]
+fn a_dependant_two_levels_above_new_outputs_is_not_asked_of_the_remote_either() {
+    let f = Fixture::new("vx-not-used");
+    f.write(".gitignore", "dist/\n.vx/\n");
+    f.write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
+    for (name, deps) in [
+        ("x", ""),
+        ("w", "depends-on = [\"x#build\"]\n"),
+        ("d", "depends-on = [\"w#build\"]\n"),
+    ] {
+        f.write(
+            &format!("packages/{name}/package.json"),
+            &format!(r#"{{ "name": "{name}" }}"#),
+        );
+        f.write(&format!("packages/{name}/src/in.txt"), "source\n");
+        f.write(
+            &format!("packages/{name}/vx.toml"),
+            &format!("[tasks.build]\ncommand = \"make-{name}\"\n{deps}cache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"] }}\n"),
+        );
+    }
+    f.commit();
+    let executor = |x_output: &'static [u8]| {
+        ScriptedExecutor::new()
+            .on("make-x", "", 0)
+            .writes("make-x", "dist/out.txt", x_output)
+            .on("make-w", "", 0)
+            .writes("make-w", "dist/out.txt", b"w\n")
+            .on("make-d", "", 0)
+            .writes("make-d", "dist/out.txt", b"d\n")
+    };
+    let layer = MemoryLayer::new();
+    assert_eq!(
+        run(&f, &executor(b"x\n"), &layer, true, true).0,
+        crate::exit::SUCCESS
+    );
+    let results = layer.results();
+    f.write("packages/x/src/in.txt", "changed\n");
+    f.commit();
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    let before = layer.fetched_on().len();
+    let (code, reports) = run(&f, &executor(b"new x\n"), &layer, true, true);
+    assert_eq!(code, crate::exit::SUCCESS);
+    assert_eq!(kind_of(&reports, "d#build"), Some(CacheKind::Miss));
+    let asked: Vec<String> = layer.fetched_on()[before..]
+        .iter()
+        .map(|(k, _)| k.clone())
+        .filter(|k| {
+            !["main", "master"]
+                .iter()
+                .any(|b| *k == super::produced::record_key(b))
+        })
+        .collect();
+    assert_eq!(
+        asked.len(),
+        1,
+        "only x's key: {asked:?} (results before: {results:?})"
+    );
+}
+
 #[test]
 fn a_corrupt_body_is_a_miss_and_the_task_runs() {
     let f = workspace();

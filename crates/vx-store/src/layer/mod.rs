@@ -149,6 +149,12 @@ impl Layers {
         self.asked.remove(key);
     }
 
+    /// The further layers are not asked for `key` in this run: its entry cannot be there (a
+    /// key folding outputs no runner has recorded, KEY-9).
+    pub fn skip_remote(&mut self, key: &str) {
+        self.asked.insert(key.to_string());
+    }
+
     /// Whether any further layer reads or writes.
     pub fn has_remote(&self) -> bool {
         !self.remotes.is_empty()

@@ -100,3 +100,49 @@ fn a_record_that_lies_about_an_upstream_costs_a_download_never_a_wrong_hit() {
         super::assert_every_task(&summary, "restored-remote");
     }
 }
+
+/// A dependant that folds an upstream's key (`cache.upstream-keys`) waits until that
+/// upstream's own key can be taken: keyed early, the upstream would fold its own upstream's
+/// key rather than what it produced, and miss.
+#[test]
+fn a_key_folded_upstream_is_keyed_after_its_own_upstreams_arrived() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let chain = |url: &str| {
+        let f = empty();
+        f.write(".gitignore", ".vx/\ndist/\n");
+        f.write(
+            "vx.toml",
+            &format!("[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.remote-cache]\nurl = \"{url}\"\nteam = \"{TEAM}\"\n"),
+        );
+        for (name, more) in [
+            ("x", ""),
+            ("w", "depends-on = [\"x#build\"]\n"),
+            ("d", "depends-on = [\"w#build\"]\n"),
+        ] {
+            let keys = if name == "d" {
+                ", upstream-keys = [\"w#build\"]"
+            } else {
+                ""
+            };
+            f.write(
+                &format!("packages/{name}/package.json"),
+                &format!(r#"{{ "name": "{name}" }}"#),
+            );
+            f.write(
+                &format!("packages/{name}/vx.toml"),
+                &format!("[tasks.build]\ncommand = \"mkdir -p dist && echo {name} > dist/out.txt\"\n{more}cache = {{ inputs = [\"vx.toml\"], outputs = [\"dist/**\"]{keys} }}\n"),
+            );
+        }
+        f.commit();
+        f
+    };
+    build(&chain(&server.url()), &[]);
+    for _ in 0..3 {
+        let fresh = chain(&server.url());
+        let (stderr, summary) = build(&fresh, &[]);
+        super::assert_every_task(&summary, "restored-remote");
+        assert_eq!(fresh.read("packages/d/dist/out.txt"), "d\n", "{stderr}");
+    }
+}
