@@ -15,6 +15,7 @@ mod inputs;
 pub(crate) mod lockfiles;
 mod predict;
 mod unstable;
+mod upstream;
 
 pub use self::predict::DryFacts;
 pub use self::unstable::{topological, unstable_nodes};
@@ -602,86 +603,6 @@ impl<'p> Keys<'p> {
         self.tree
             .identity(path, &mut self.memo)
             .map_err(|e| KeyError(e.to_string()))
-    }
-
-    /// Field 10: direct upstreams and pass-through fingerprints, filtered by
-    /// `cache.upstream` (KEY-9).
-    fn upstream(
-        &mut self,
-        id: &TaskId,
-        config: &TaskConfig,
-        fields: &mut KeyInputs,
-    ) -> Result<(), KeyError> {
-        let default: Vec<String> = DEFAULT_UPSTREAM.iter().map(|s| s.to_string()).collect();
-        let filter = config
-            .cache
-            .as_ref()
-            .and_then(|c| c.upstream.clone())
-            .unwrap_or(default);
-        for edge in self.table.edges.get(id).into_iter().flatten() {
-            let to = &edge.to;
-            if is_persistent(self.workspace, to)
-                || !folds_upstream(&filter, &id.project, &to.project, &to.task, false)
-            {
-                continue;
-            }
-            // KEY-9: what an upstream with outputs produced, unless `cache.upstream-keys`
-            // names it; an upstream that has not settled (callers ask `ready` first) folds its
-            // key, which can only miss.
-            let by_key = self.folds_key_of(config, id, to);
-            let value = match self.derived.get(to) {
-                Some(Ok(upstream)) if by_key => upstream.key.hex(),
-                Some(Ok(upstream)) => self.cut_value(to).unwrap_or_else(|| upstream.key.hex()),
-                Some(Err(error)) => return Err(error.clone()),
-                None => unreachable!("upstream keys are derived first"),
-            };
-            self.assume(id, to, by_key);
-            fields.upstream.push((to.to_string(), value));
-        }
-        let passed = self.table.pass_through.get(id).cloned().unwrap_or_default();
-        for (project, name) in passed {
-            if !folds_upstream(&filter, &id.project, &project, &name, true) {
-                continue;
-            }
-            let key = self.fingerprint(&project, &name)?;
-            fields
-                .upstream
-                .push((format!("{project}#{name} (pass-through)"), key.hex()));
-        }
-        Ok(())
-    }
-
-    /// A pass-through fingerprint (KEY-9): the project's manifest and all its files.
-    fn fingerprint(&mut self, project: &str, name: &str) -> Result<Key, KeyError> {
-        let cache_key = (project.to_string(), name.to_string());
-        if let Some(key) = self.fingerprints.get(&cache_key) {
-            return Ok(*key);
-        }
-        let index = self.workspace.by_name[project];
-        let dir = self.workspace.projects[index].dir.clone();
-        let mut fields = KeyInputs {
-            task: format!("{project}#{name} (pass-through)"),
-            platform: "any".into(),
-            config: "{}".into(),
-            ..KeyInputs::default()
-        };
-        let manifest = self.identity(&join(&dir, "package.json"))?;
-        if let Identity::Present { blob, .. } = manifest.identity {
-            fields.manifest = Some(blob);
-        }
-        for path in self.project_files(index) {
-            if let Identity::Present { mode, blob } = self.identity(&path)?.identity {
-                fields.inputs.push(InputFile {
-                    path,
-                    mode: mode.as_str(),
-                    blob,
-                });
-            }
-        }
-        fields.normalise();
-        let key = fields.derive();
-        self.fingerprints.insert(cache_key, key);
-        Ok(key)
     }
 
     /// KEY-8: a probe runs once per (directory, command) per run.
