@@ -17,6 +17,8 @@ mod predict;
 mod unstable;
 mod upstream;
 
+use self::upstream::upstream_filter;
+
 pub use self::predict::DryFacts;
 pub use self::unstable::{topological, unstable_nodes};
 
@@ -30,8 +32,7 @@ use vx_core::config::TaskConfig;
 use vx_core::globs::{is_literal, GlobCache, TaskGlobs};
 use vx_core::graph::{task_config, TaskGraph, TaskTable};
 use vx_core::key::{
-    folds_upstream, group_key, task_config_json, InputFile, Key, KeyInputs, DEFAULT_UPSTREAM,
-    WORKSPACE_FILES,
+    folds_upstream, group_key, task_config_json, InputFile, Key, KeyInputs, WORKSPACE_FILES,
 };
 use vx_core::{TaskId, Workspace};
 use vx_workspace::tree::{FileId, Identity, StampMemo, Stat, Tree};
@@ -277,12 +278,7 @@ impl<'p> Keys<'p> {
     /// The direct upstreams of `id` field 10 folds: those `cache.upstream` keeps, persistent
     /// tasks aside.
     pub(super) fn kept_upstreams(&self, id: &TaskId, config: &TaskConfig) -> Vec<TaskId> {
-        let default: Vec<String> = DEFAULT_UPSTREAM.iter().map(|s| s.to_string()).collect();
-        let filter = config
-            .cache
-            .as_ref()
-            .and_then(|c| c.upstream.clone())
-            .unwrap_or(default);
+        let filter = upstream_filter(config);
         self.table
             .edges
             .get(id)

@@ -17,12 +17,7 @@ impl Keys<'_> {
         config: &TaskConfig,
         fields: &mut KeyInputs,
     ) -> Result<(), KeyError> {
-        let default: Vec<String> = DEFAULT_UPSTREAM.iter().map(|s| s.to_string()).collect();
-        let filter = config
-            .cache
-            .as_ref()
-            .and_then(|c| c.upstream.clone())
-            .unwrap_or(default);
+        let filter = upstream_filter(config);
         for edge in self.table.edges.get(id).into_iter().flatten() {
             let to = &edge.to;
             if is_persistent(self.workspace, to)
@@ -87,5 +82,13 @@ impl Keys<'_> {
         let key = fields.derive();
         self.fingerprints.insert(cache_key, key);
         Ok(key)
+    }
+}
+
+/// `cache.upstream` of `config`, or the default filter.
+pub(super) fn upstream_filter(config: &TaskConfig) -> Vec<String> {
+    match config.cache.as_ref().and_then(|c| c.upstream.clone()) {
+        Some(filter) => filter,
+        None => DEFAULT_UPSTREAM.iter().map(|s| s.to_string()).collect(),
     }
 }
