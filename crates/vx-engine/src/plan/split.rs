@@ -204,7 +204,7 @@ fn read_remote(place: &Place) -> Read {
     std::thread::scope(|s| {
         let split = place.commit.as_deref().map(|commit| {
             s.spawn(move || {
-                fetch_record(layer, &place.split_key(commit), tmp)
+                fetch_torn_again(|| fetch_record(layer, &place.split_key(commit), tmp))
                     .map(|found| found.and_then(|bytes| parse_split(&bytes, place, commit)))
             })
         });
@@ -239,6 +239,24 @@ fn read_remote(place: &Place) -> Read {
         }
     });
     read
+}
+
+/// `fetch`, asked again (twice, a moment apart) while what arrives is not a whole artifact: a
+/// server that writes a record in place (turborepo-remote-cache's local storage) serves it torn
+/// while another runner is writing it, which the runner writing the split does at once.
+fn fetch_torn_again<T>(
+    mut fetch: impl FnMut() -> Result<T, vx_store::layer::LayerError>,
+) -> Result<T, vx_store::layer::LayerError> {
+    let mut tries = 0;
+    loop {
+        match fetch() {
+            Err(e) if e.kind == vx_store::layer::ErrorKind::InvalidArtifact && tries < 2 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(150));
+            }
+            other => return other,
+        }
+    }
 }
 
 fn durations_key(scope: &str, branch: &str) -> String {
@@ -499,6 +517,35 @@ mod tests {
 
     fn map(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    /// A record read torn while its writer writes it is read again; other failures are not.
+    #[test]
+    fn a_torn_split_record_is_read_again_and_other_failures_are_not() {
+        use vx_store::layer::{ErrorKind, LayerError};
+        let answers = |kinds: Vec<Option<ErrorKind>>| {
+            let mut left = kinds.into_iter();
+            let mut calls = 0;
+            let got = fetch_torn_again(|| {
+                calls += 1;
+                match left.next().flatten() {
+                    Some(kind) => Err(LayerError::new(kind, "x")),
+                    None => Ok(calls),
+                }
+            });
+            (got.map_err(|e| e.kind), calls)
+        };
+        let torn = Some(ErrorKind::InvalidArtifact);
+        assert_eq!(answers(vec![torn, torn, None]), (Ok(3), 3));
+        assert_eq!(
+            answers(vec![torn, torn, torn]),
+            (Err(ErrorKind::InvalidArtifact), 3)
+        );
+        let refused = Some(ErrorKind::Connection);
+        assert_eq!(
+            answers(vec![refused, None]),
+            (Err(ErrorKind::Connection), 1)
+        );
     }
 
     #[test]
