@@ -101,11 +101,12 @@ impl OutputsRecord {
             return None;
         }
         self.settle(wait);
-        let State::Read(fetched) = &self.state else {
+        let State::Read(fetched) = &mut self.state else {
             return None;
         };
         self.given = true;
-        Some(fetched.facts.clone())
+        // A run takes them once; `--dry`, which reads them one by one, never does.
+        Some(std::mem::take(&mut fetched.facts))
     }
 
     /// What the record says the entry of `key` produced (`--dry`; waits for the read).
@@ -194,12 +195,8 @@ impl OutputsRecord {
 
 /// The record of `branch` on this platform.
 pub(super) fn record_key(branch: &str) -> String {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(b"vx produced 1\0");
-    hasher.update(format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH).as_bytes());
-    hasher.update(b"\0");
-    hasher.update(branch.as_bytes());
-    hasher.finalize().to_hex().to_string()
+    let platform = format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH);
+    vx_store::layer::record_key(&["vx produced 1", &platform, branch])
 }
 
 /// Reads the records of `branches` at once.

@@ -85,6 +85,27 @@ fn kind_of(reports: &[TaskReport], id: &str) -> Option<CacheKind> {
         .and_then(|r| r.cache)
 }
 
+/// The keys `layer` was asked for since its `from`th fetch, the outputs records (of the
+/// fixture's branch and the defaults) left out: the task results looked up.
+fn results_asked(layer: &MemoryLayer, from: usize) -> Vec<String> {
+    let records: Vec<String> = ["main", "master"]
+        .iter()
+        .map(|b| super::produced::record_key(b))
+        .collect();
+    layer.fetched_on()[from..]
+        .iter()
+        .map(|(key, _)| key.clone())
+        .filter(|key| !records.contains(key))
+        .collect()
+}
+
+/// `f` as another machine sees it: no local cache, no outputs.
+fn another_machine(f: &Fixture) {
+    std::fs::remove_dir_all(f.path(".vx")).unwrap();
+    std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
+    std::fs::remove_dir_all(f.path("packages/app/dist")).unwrap();
+}
+
 /// The layers of a run in `f`: its local store (`.vx`), then `layer`, read only.
 fn layers_over(f: &Fixture, layer: &MemoryLayer) -> Layers {
     let store = Store::open(&f.path(".vx"), Access::ReadWrite).expect("open");
@@ -107,9 +128,7 @@ fn a_hit_in_a_further_layer_is_restored_and_adopted() {
     assert_eq!(layer.results().len(), 2, "both results were uploaded");
 
     // Another machine: no local cache, no outputs.
-    std::fs::remove_dir_all(f.path(".vx")).unwrap();
-    std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
-    std::fs::remove_dir_all(f.path("packages/app/dist")).unwrap();
+    another_machine(&f);
     let second = executor();
     let (code, reports) = run(&f, &second, &layer, true, false);
     assert_eq!(code, crate::exit::SUCCESS);
@@ -163,9 +182,7 @@ fn a_fresh_runner_downloads_a_dependant_before_its_upstream_arrived() {
         cold.iter().all(|(_, thread)| thread == "vx-prefetch"),
         "{cold:?}"
     );
-    std::fs::remove_dir_all(f.path(".vx")).unwrap();
-    std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
-    std::fs::remove_dir_all(f.path("packages/app/dist")).unwrap();
+    another_machine(&f);
     // Both downloads wait until both were asked for: without the record, app#build's would
     // be asked for only after lib#build's arrived, and the release below times out.
     let before = layer.fetched_on().len();
@@ -226,18 +243,6 @@ fn dependants_of_outputs_no_runner_recorded_are_not_asked_of_the_remote() {
         run(&f, &executor(), &layer, true, true).0,
         crate::exit::SUCCESS
     );
-    let is_result = |key: &String| {
-        !["main", "master"]
-            .iter()
-            .any(|b| *key == super::produced::record_key(b))
-    };
-    let asked_since = |from: usize| -> Vec<String> {
-        layer.fetched_on()[from..]
-            .iter()
-            .map(|(k, _)| k.clone())
-            .filter(is_result)
-            .collect()
-    };
     // lib's source changes, its outputs do not: app's key is one the record knows of, and
     // a fresh runner restores it after running lib.
     f.write("packages/lib/src/in.txt", "source, reworded\n");
@@ -251,7 +256,11 @@ fn dependants_of_outputs_no_runner_recorded_are_not_asked_of_the_remote() {
         kind_of(&reports, "app#build"),
         Some(CacheKind::RestoredRemote)
     );
-    assert_eq!(asked_since(before).len(), 2, "lib's key, then app's");
+    assert_eq!(
+        results_asked(&layer, before).len(),
+        2,
+        "lib's key, then app's"
+    );
     // Now lib builds something new: app's key folds outputs nobody recorded.
     f.write("packages/lib/src/in.txt", "source, changed\n");
     f.commit();
@@ -266,7 +275,7 @@ fn dependants_of_outputs_no_runner_recorded_are_not_asked_of_the_remote() {
     assert_eq!(code, crate::exit::SUCCESS);
     assert_eq!(kind_of(&reports, "app#build"), Some(CacheKind::Miss));
     assert_eq!(
-        asked_since(before).len(),
+        results_asked(&layer, before).len(),
         1,
         "only lib's key was asked for: {:?}",
         layer.fetched_on()[before..].to_vec()
@@ -318,15 +327,7 @@ fn a_dependant_two_levels_above_new_outputs_is_not_asked_of_the_remote_either() 
     let (code, reports) = run(&f, &executor(b"new x\n"), &layer, true, true);
     assert_eq!(code, crate::exit::SUCCESS);
     assert_eq!(kind_of(&reports, "d#build"), Some(CacheKind::Miss));
-    let asked: Vec<String> = layer.fetched_on()[before..]
-        .iter()
-        .map(|(k, _)| k.clone())
-        .filter(|k| {
-            !["main", "master"]
-                .iter()
-                .any(|b| *k == super::produced::record_key(b))
-        })
-        .collect();
+    let asked = results_asked(&layer, before);
     assert_eq!(
         asked.len(),
         1,

@@ -28,9 +28,7 @@ use super::Keys;
 impl Keys<'_> {
     /// Adds the outputs record's facts: entry key → what that entry produced.
     pub fn add_hints(&mut self, facts: HashMap<String, String>) {
-        for (key, produced) in facts {
-            self.hints.entry(key).or_insert(produced);
-        }
+        self.hints.extend(facts);
     }
 
     /// Whether the outputs record gave any fact.

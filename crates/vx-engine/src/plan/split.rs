@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use vx_store::layer::{fetch_record, put_record, RecordLayer};
+use vx_store::layer::{fetch_record, put_record, record_key, RecordLayer};
 use vx_store::{Access, Store};
 
 use crate::outcome::Notice;
@@ -130,17 +130,8 @@ impl Place {
     }
 
     fn split_key(&self, commit: &str) -> String {
-        key(&["vx shard split 1", &self.scope, commit, &self.n.to_string()])
+        record_key(&["vx shard split 1", &self.scope, commit, &self.n.to_string()])
     }
-}
-
-fn key(parts: &[&str]) -> String {
-    let mut hasher = blake3::Hasher::new();
-    for part in parts {
-        hasher.update(part.as_bytes());
-        hasher.update(b"\0");
-    }
-    hasher.finalize().to_hex().to_string()
 }
 
 fn digest(record: &SplitRecord) -> String {
@@ -260,7 +251,7 @@ fn fetch_torn_again<T>(
 }
 
 fn durations_key(scope: &str, branch: &str) -> String {
-    key(&["vx shard durations 1", scope, branch])
+    record_key(&["vx shard durations 1", scope, branch])
 }
 
 /// This runner's proposal: durations of `tasks` from `local` (when given), else the branches'

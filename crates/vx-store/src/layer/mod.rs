@@ -31,7 +31,7 @@ mod record;
 mod remote;
 
 pub use prefetch::{Accept, Wanted};
-pub use record::{fetch_record, put_record, RecordLayer};
+pub use record::{fetch_record, put_record, record_key, RecordLayer};
 pub use remote::{CacheLayer, ErrorKind, LayerError, Op, RemoteUse, UploadCounts, Warning};
 
 use std::collections::{HashMap, HashSet};

@@ -24,6 +24,16 @@ pub struct RecordLayer {
     pub write: bool,
 }
 
+/// The key of a record named by `parts` (a format tag first, then what it is about).
+pub fn record_key(parts: &[&str]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for part in parts {
+        hasher.update(part.as_bytes());
+        hasher.update(b"\0");
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
 /// The record under `key` (64 hex digits), or `None` when the layer holds none. `tmp` is a
 /// directory for the download, which is removed before this returns.
 pub fn fetch_record(
