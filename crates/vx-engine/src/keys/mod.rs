@@ -17,8 +17,6 @@ mod predict;
 mod unstable;
 mod upstream;
 
-use self::upstream::upstream_filter;
-
 pub use self::predict::DryFacts;
 pub use self::unstable::{topological, unstable_nodes};
 
@@ -31,9 +29,7 @@ use vx_core::config::TaskConfig;
 
 use vx_core::globs::{is_literal, GlobCache, TaskGlobs};
 use vx_core::graph::{task_config, TaskGraph, TaskTable};
-use vx_core::key::{
-    folds_upstream, group_key, task_config_json, InputFile, Key, KeyInputs, WORKSPACE_FILES,
-};
+use vx_core::key::{group_key, task_config_json, InputFile, Key, KeyInputs, WORKSPACE_FILES};
 use vx_core::{TaskId, Workspace};
 use vx_workspace::tree::{FileId, Identity, StampMemo, Stat, Tree};
 
@@ -266,31 +262,6 @@ impl<'p> Keys<'p> {
 
     pub fn graph(&self) -> &'p TaskGraph {
         self.graph
-    }
-
-    /// The upstream ids whose keys `id`'s key folds (KEY-9), pass-through fingerprints aside.
-    pub fn folded_upstreams(&self, id: &TaskId) -> Vec<TaskId> {
-        task_config(self.workspace, id)
-            .map(|config| self.kept_upstreams(id, config))
-            .unwrap_or_default()
-    }
-
-    /// The direct upstreams of `id` field 10 folds: those `cache.upstream` keeps, persistent
-    /// tasks aside.
-    pub(super) fn kept_upstreams(&self, id: &TaskId, config: &TaskConfig) -> Vec<TaskId> {
-        let filter = upstream_filter(config);
-        self.table
-            .edges
-            .get(id)
-            .into_iter()
-            .flatten()
-            .map(|edge| &edge.to)
-            .filter(|to| {
-                !is_persistent(self.workspace, to)
-                    && folds_upstream(&filter, &id.project, &to.project, &to.task, false)
-            })
-            .cloned()
-            .collect()
     }
 
     /// The identity of a path as it is now, as (mode, blob) of field 11.

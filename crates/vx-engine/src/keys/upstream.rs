@@ -2,6 +2,7 @@
 //! `cache.upstream-keys`, and the fingerprints of passed-through projects.
 
 use vx_core::config::TaskConfig;
+use vx_core::graph::task_config;
 use vx_core::key::{folds_upstream, InputFile, Key, KeyInputs, DEFAULT_UPSTREAM};
 use vx_core::TaskId;
 use vx_workspace::tree::Identity;
@@ -9,6 +10,31 @@ use vx_workspace::tree::Identity;
 use super::{is_persistent, join, KeyError, Keys};
 
 impl Keys<'_> {
+    /// The upstream ids whose keys `id`'s key folds (KEY-9), pass-through fingerprints aside.
+    pub fn folded_upstreams(&self, id: &TaskId) -> Vec<TaskId> {
+        task_config(self.workspace, id)
+            .map(|config| self.kept_upstreams(id, config))
+            .unwrap_or_default()
+    }
+
+    /// The direct upstreams of `id` field 10 folds: those `cache.upstream` keeps, persistent
+    /// tasks aside.
+    pub(super) fn kept_upstreams(&self, id: &TaskId, config: &TaskConfig) -> Vec<TaskId> {
+        let filter = upstream_filter(config);
+        self.table
+            .edges
+            .get(id)
+            .into_iter()
+            .flatten()
+            .map(|edge| &edge.to)
+            .filter(|to| {
+                !is_persistent(self.workspace, to)
+                    && folds_upstream(&filter, &id.project, &to.project, &to.task, false)
+            })
+            .cloned()
+            .collect()
+    }
+
     /// Field 10: direct upstreams and pass-through fingerprints, filtered by
     /// `cache.upstream` (KEY-9).
     pub(super) fn upstream(
