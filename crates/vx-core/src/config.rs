@@ -329,6 +329,10 @@ pub struct CacheConfig {
     pub upstream_keys: Vec<String>,
     /// Project-relative output globs; `[]` = a cached task with no files. Required.
     pub outputs: Option<Vec<String>>,
+    /// Project-relative globs over `outputs`: the ones a dependant's key folds (early cutoff);
+    /// the rest (source maps, say) can change without re-running dependants. Default: all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependants_read: Option<Vec<String>>,
     /// Root-relative output globs.
     #[schemars(extend("default" = []))]
     pub workspace_outputs: Vec<String>,

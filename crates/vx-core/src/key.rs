@@ -476,6 +476,10 @@ pub fn task_config_json(task: &TaskConfig) -> String {
                 if !c.upstream_keys.is_empty() {
                     m.insert("upstream-keys".into(), strings(&c.upstream_keys));
                 }
+                // Only when set: what a dependant folds of this task's outputs.
+                if let Some(read) = &c.dependants_read {
+                    m.insert("dependants-read".into(), strings(read));
+                }
                 m.insert(
                     "outputs".into(),
                     strings(c.outputs.as_deref().unwrap_or(&[])),

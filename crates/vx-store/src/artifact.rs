@@ -12,14 +12,15 @@
 //! Format 2 keeps the output tree exactly as the task left it: `meta.json` lists every output
 //! entry with its whole `st_mode` (the type bits say file, directory or symlink), and each
 //! symlink's text in `links`. Only regular files have a tar entry (their bytes); directories
-//! and symlinks live in `meta.json` alone, which the digest covers.
+//! and symlinks live in `meta.json` alone, which the digest covers. `meta.json`'s `unread`
+//! names the entries left out of the produced digest (`cache.dependants-read`).
 //!
 //! [`pack`] (in `pack`) writes an artifact to a staging file and reads it back. [`validate`] (in
 //! `read`) is the one validity check; it streams the archive and keeps only `log` and
 //! `meta.json` in memory. [`restore`] (in `restore`) runs the same walk, writing each output to a
 //! hidden temporary beside its target, and renames them only once the archive proved valid.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
@@ -181,6 +182,11 @@ pub struct ArtifactMeta {
     /// The text of each symlink among `files`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub links: BTreeMap<String, String>,
+    /// Entries among `files` that no dependant reads (`cache.dependants-read` left them out):
+    /// [`produced_digest`] skips them. Names, not globs, so any reader computes the same
+    /// digest without knowing the task's configuration.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub unread: BTreeSet<String>,
     pub exec: ExecMeta,
     pub producer: Producer,
     /// The digest of the output tree ([`produced_digest`]), set when the artifact is read or
@@ -195,7 +201,7 @@ pub struct ArtifactMeta {
 /// symlink's text, nothing for a directory), each as KEY-1's length-prefixed item. Times,
 /// sizes apart from the bytes, and permission bits other than execute do not count: two runs
 /// that wrote the same tree under different umasks produce the same digest. `blobs` holds the
-/// BLAKE3 of each regular file's bytes.
+/// BLAKE3 of each regular file's bytes. Entries `meta.unread` names are left out.
 pub fn produced_digest(meta: &ArtifactMeta, blobs: &BTreeMap<String, [u8; 32]>) -> String {
     let mut hasher = blake3::Hasher::new();
     let mut item = |bytes: &[u8]| {
@@ -203,7 +209,7 @@ pub fn produced_digest(meta: &ArtifactMeta, blobs: &BTreeMap<String, [u8; 32]>) 
         hasher.update(bytes);
     };
     item(b"vx-outputs-1");
-    for (name, file) in &meta.files {
+    for (name, file) in meta.files.iter().filter(|(n, _)| !meta.unread.contains(*n)) {
         let (kind, content): (&str, Vec<u8>) = match file.kind() {
             EntryKind::File => {
                 let blob = blobs.get(name).copied().unwrap_or_default();

@@ -16,7 +16,8 @@ use crate::glob_rules::{check_task_glob, is_literal, GlobBase, GlobList};
 use crate::toml_walk::{env_entry_problem, join, Walker};
 
 const ENV_KEYS: [&str; 3] = ["define", "pass-through", "secret"];
-const CACHE_KEYS: [&str; 11] = [
+const CACHE_KEYS: [&str; 12] = [
+    "dependants-read",
     "env",
     "input-sets",
     "inputs",
@@ -207,6 +208,11 @@ pub(crate) fn cache(w: &mut Walker, value: &Value, task_path: &str) -> Option<Ca
             "outputs" => {
                 outputs = globs(w, value, "cache.outputs", GlobBase::Project);
                 locate(&mut config, "outputs", outputs.as_deref());
+            }
+            "dependants-read" => {
+                let found = globs(w, value, "cache.dependants-read", GlobBase::Project);
+                locate(&mut config, "dependants-read", found.as_deref());
+                config.dependants_read = values(found);
             }
             "workspace-inputs" => {
                 let found = globs(w, value, "cache.workspace-inputs", GlobBase::Root);

@@ -369,6 +369,11 @@ fn merge_cache(template: &CacheConfig, own: &CacheConfig, keys: &BTreeSet<String
         upstream: optional("upstream", &template.upstream, &own.upstream),
         upstream_keys: list("upstream-keys", &template.upstream_keys, &own.upstream_keys),
         outputs: optional("outputs", &template.outputs, &own.outputs),
+        dependants_read: optional(
+            "dependants-read",
+            &template.dependants_read,
+            &own.dependants_read,
+        ),
         workspace_outputs: list(
             "workspace-outputs",
             &template.workspace_outputs,

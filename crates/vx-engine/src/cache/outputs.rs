@@ -32,6 +32,8 @@ pub struct Outputs {
     pub dir: String,
     pub project: Arc<TaskGlobs>,
     pub workspace: Arc<TaskGlobs>,
+    /// `cache.dependants-read`: the project outputs a dependant's key folds (all when unset).
+    read: Option<Arc<TaskGlobs>>,
     /// Root-relative directories never walked or cleaned.
     walls: Vec<String>,
 }
@@ -64,7 +66,17 @@ impl Outputs {
             dir: dir.to_string(),
             project: globs.get(cache.outputs.as_deref().unwrap_or_default()),
             workspace: globs.get(&cache.workspace_outputs),
+            read: cache.dependants_read.as_deref().map(|read| globs.get(read)),
             walls,
+        }
+    }
+
+    /// Whether no dependant reads the artifact entry `entry`: a project output
+    /// `cache.dependants-read` does not match (KEY-9). Workspace outputs are always read.
+    pub fn unread(&self, entry: &str) -> bool {
+        match (&self.read, entry.strip_prefix("outputs/")) {
+            (Some(read), Some(rel)) => !read.is_match(rel),
+            _ => false,
         }
     }
 

@@ -339,6 +339,11 @@ impl RunCache<'_> {
             })
             .collect();
         let key = derived.key.hex();
+        let unread = files
+            .iter()
+            .filter(|file| outputs.unread(&file.name))
+            .map(|file| file.name.clone())
+            .collect();
         let meta = ArtifactMeta {
             format: artifact::FORMAT,
             key: key.clone(),
@@ -346,6 +351,7 @@ impl RunCache<'_> {
             command: done.command_line.to_string(),
             files: BTreeMap::new(),
             links: BTreeMap::new(),
+            unread,
             exec: ExecMeta {
                 duration_ms: done.duration.as_millis() as u64,
                 cpu_ms: done.cpu_ms,

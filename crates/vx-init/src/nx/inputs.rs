@@ -160,8 +160,8 @@ impl Nx {
                 );
             } else if item.get("dependentTasksOutputFiles").is_some() {
                 leave(
-                    "upstream outputs: vx folds the keys of the tasks this one depends on, \
-                     which cover what they write",
+                    "upstream outputs: vx folds what the tasks this one depends on produced; \
+                     to fold only some of their outputs, set `cache.dependants-read` on them",
                 );
             } else if let Some(input) = item.get("input").and_then(JsonValue::as_str) {
                 let dependencies =

@@ -92,6 +92,9 @@ pub fn pack(
         }
     }
     let files = regular;
+    // An unread name the walk did not find (a caller's glob named nothing) is not listed.
+    let listed = &meta.files;
+    meta.unread.retain(|name| listed.contains_key(name));
     let meta_json = serde_json::to_vec(&meta).expect("artifact metadata serializes");
     let mut entries = vec![
         ("log", log.len() as u64),

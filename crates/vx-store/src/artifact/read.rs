@@ -456,6 +456,9 @@ fn check_listing(meta: &ArtifactMeta, accept: &dyn Fn(&str) -> bool) -> Result<(
     if let Some(name) = meta.links.keys().find(|n| !meta.files.contains_key(*n)) {
         return Err(damaged(format!("unlisted link {}", shown(name))));
     }
+    if let Some(name) = meta.unread.iter().find(|n| !meta.files.contains_key(*n)) {
+        return Err(damaged(format!("unlisted unread entry {}", shown(name))));
+    }
     Ok(())
 }
 

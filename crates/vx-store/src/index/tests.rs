@@ -29,6 +29,7 @@ pub(crate) fn pack(store: &Store, key: &str, body: &str) -> Packed {
         command: "make".to_owned(),
         files: BTreeMap::new(),
         links: BTreeMap::new(),
+        unread: Default::default(),
         exec: ExecMeta {
             duration_ms: 120,
             cpu_ms: Some(80),

@@ -85,6 +85,7 @@ pub fn put_record(
         command: String::new(),
         files: Default::default(),
         links: Default::default(),
+        unread: Default::default(),
         exec: ExecMeta::default(),
         producer: Producer {
             vx_version: env!("CARGO_PKG_VERSION").to_string(),

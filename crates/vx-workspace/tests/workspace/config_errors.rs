@@ -30,7 +30,7 @@ fn unknown_keys_are_refused_at_every_level() {
         ("[tasks.b]\ncommand = \"x\"\npersistent = { ready_when = \"x\" }", "unknown key `ready_when` in `tasks.b.persistent` (allowed: ready-when)", Some("did you mean `ready-when`?")),
         ("[tasks.b]\ncommand = \"x\"\nsandbox = { reed = [] }", "unknown key `reed` in `tasks.b.sandbox` (allowed: network, read, write)", Some("did you mean `read`?")),
         ("[tasks.b]\ncommand = \"x\"\nremote = { platfrom = {} }", "unknown key `platfrom` in `tasks.b.remote` (allowed: extra-inputs, platform)", Some("did you mean `platform`?")),
-        ("[tasks.\"build:css\".cache]\noutptus = []", "unknown key `outptus` in `tasks.\"build:css\".cache` (allowed: env, input-sets, inputs, outputs, portable, runtime, upstream, upstream-keys, workspace-inputs, workspace-outputs, workspace-runtime)", Some("did you mean `outputs`?")),
+        ("[tasks.\"build:css\".cache]\noutptus = []", "unknown key `outptus` in `tasks.\"build:css\".cache` (allowed: dependants-read, env, input-sets, inputs, outputs, portable, runtime, upstream, upstream-keys, workspace-inputs, workspace-outputs, workspace-runtime)", Some("did you mean `outputs`?")),
     ];
     for (text, message, hint) in cases {
         let errors = parse_config(text, "vx.toml", false).unwrap_err();

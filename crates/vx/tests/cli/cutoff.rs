@@ -281,3 +281,88 @@ fn a_dependant_is_not_cut_off_when_an_upstream_of_its_upstream_produced_somethin
     assert_eq!(outcome(&out, "app#build"), "miss", "{out}");
     assert_eq!(f.read("packages/app/dist/app.txt"), "lib\ncore 2\n");
 }
+
+/// lib's build also writes a source map that embeds its sources, comments and all (what most
+/// bundlers' `sourcesContent` does); `read` is lib's `cache.dependants-read`, if any.
+fn mapped_workspace(read: Option<&str>) -> Fixture {
+    let f = Fixture::w(vx_bin());
+    let read = read.map_or(String::new(), |r| format!(", dependants-read = {r}"));
+    f.write(
+        "packages/lib/vx.toml",
+        &format!(
+            concat!(
+                "[tasks.build]\n",
+                "command = \"mkdir -p dist && grep -hv '^#' src/*.txt > dist/out.txt && cat src/*.txt > dist/out.txt.map\"\n",
+                "cache = {{ inputs = [\"src/**\"], outputs = [\"dist/**\"]{} }}\n",
+            ),
+            read
+        ),
+    );
+    f.write("packages/lib/src/a.txt", "# a comment\na\n");
+    f.write(
+        "packages/app/vx.toml",
+        concat!(
+            "[tasks.build]\n",
+            "command = \"mkdir -p dist && cat ../lib/dist/out.txt > dist/app.txt\"\n",
+            "depends-on = [\"^build\"]\n",
+            "cache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+        ),
+    );
+    f.write("packages/app/src/b.txt", "b\n");
+    f.commit();
+    f
+}
+
+#[test]
+fn outputs_no_dependant_reads_do_not_rerun_dependants_when_only_they_changed() {
+    // Without `dependants-read`, the map is folded: a comment edit re-runs app.
+    let f = mapped_workspace(None);
+    run(&f, &["run", "app#build"]);
+    comment_edit(&f);
+    let out = run(&f, &["run", "app#build"]);
+    assert_eq!(outcome(&out, "app#build"), "miss", "{out}");
+
+    let f = mapped_workspace(Some("[\"dist/**\", \"!**/*.map\"]"));
+    run(&f, &["run", "app#build"]);
+    comment_edit(&f);
+    let out = run(&f, &["run", "app#build"]);
+    assert_eq!(outcome(&out, "lib#build"), "miss", "{out}");
+    assert_eq!(outcome(&out, "app#build"), "up-to-date", "{out}");
+    assert_contains(&out, "cut off: 1 task\n");
+    assert_contains(
+        &f.read("packages/lib/dist/out.txt.map"),
+        "# another comment",
+    );
+    assert_contains(
+        &run(&f, &["why", "app#build"]),
+        "cut off    upstream lib#build re-ran (packages/lib/src/a.txt changed); its outputs are \
+         identical → this task is up to date\n",
+    );
+
+    // What a dependant reads changed: it re-runs.
+    f.write("packages/lib/src/a.txt", "# another comment\nA\n");
+    f.commit();
+    let out = run(&f, &["run", "app#build"]);
+    assert_eq!(outcome(&out, "app#build"), "miss", "{out}");
+    assert_eq!(f.read("packages/app/dist/app.txt"), "A\n");
+
+    // The map is still an output: saved, cleaned and restored with the rest.
+    std::fs::remove_dir_all(f.path("packages/lib/dist")).unwrap();
+    let out = run(&f, &["run", "lib#build"]);
+    assert_eq!(outcome(&out, "lib#build"), "local", "{out}");
+    assert_eq!(
+        f.read("packages/lib/dist/out.txt.map"),
+        "# another comment\nA\n"
+    );
+}
+
+#[test]
+fn dependants_read_is_a_glob_list_checked_like_outputs() {
+    let f = mapped_workspace(Some("[\"../other/**\"]"));
+    let out = f.vx(&["run", "app#build"]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert_contains(
+        &out.stderr,
+        "error: packages/lib/vx.toml:3:74: cache.dependants-read: `../other/**` leaves the project",
+    );
+}

@@ -27,6 +27,7 @@ fn meta() -> ArtifactMeta {
         command: "tsc".into(),
         files: Default::default(),
         links: Default::default(),
+        unread: Default::default(),
         exec: ExecMeta {
             duration_ms: 1200,
             cpu_ms: Some(900),
@@ -169,7 +170,11 @@ struct Hand<'a> {
 
 impl Hand<'_> {
     fn write(&self, path: &Path) {
-        let mut meta = meta();
+        self.write_with(path, meta());
+    }
+
+    /// As [`Hand::write`], from `meta` instead of the default listing.
+    fn write_with(&self, path: &Path, mut meta: ArtifactMeta) {
         meta.format = FORMAT;
         meta.key = self.key.map_or_else(key, str::to_owned);
         for (name, _, body) in &self.outputs {
@@ -649,4 +654,45 @@ fn the_produced_digest_is_of_the_tree_not_of_times_or_umask() {
         link,
         "link text"
     );
+}
+
+#[test]
+fn entries_no_dependant_reads_are_left_out_of_the_produced_digest() {
+    let packed = |map: &[u8], js: &[u8], unread: &[&str]| {
+        let fx = Fixture::new();
+        fx.write("dist/a.js", js, 0o644);
+        fx.write("dist/a.js.map", map, 0o644);
+        let files = [fx.output("dist/a.js"), fx.output("dist/a.js.map")];
+        let mut meta = meta();
+        meta.unread = unread.iter().map(|s| s.to_string()).collect();
+        let packed = pack(&fx.path("tmp"), &log(), meta, &files, CAP).unwrap();
+        // The names travel in meta.json: every reader computes the same digest.
+        let valid = validate(&packed.path, &key(), &all, CAP).unwrap();
+        assert_eq!(valid.meta.produced, packed.meta.produced);
+        assert_eq!(valid.meta.unread, packed.meta.unread);
+        packed.meta.produced.unwrap()
+    };
+    let unread = ["outputs/dist/a.js.map", "outputs/dist/gone.map"];
+    let base = packed(b"map 1", b"js", &unread);
+    assert_eq!(packed(b"map 2", b"js", &unread), base, "an unread entry");
+    assert_ne!(packed(b"map 1", b"js 2", &unread), base, "a read entry");
+    assert_ne!(packed(b"map 2", b"js", &[]), packed(b"map 1", b"js", &[]));
+}
+
+#[test]
+fn an_unread_name_that_is_not_listed_is_damage() {
+    let fx = Fixture::new();
+    fx.write("dist/a.js", b"js", 0o644);
+    let packed = fx.pack(&[fx.output("dist/a.js")]).unwrap();
+    let mut meta = meta();
+    meta.unread.insert("outputs/dist/a.js.map".into());
+    let hand = Hand {
+        outputs: vec![("outputs/dist/a.js", EntryType::Regular, b"js")],
+        ..Hand::default()
+    };
+    let path = fx.path("hand.tar.zst");
+    hand.write_with(&path, meta);
+    let found = reason(validate(&path, &key(), &all, CAP));
+    assert_eq!(found, "unlisted unread entry outputs/dist/a.js.map");
+    assert!(validate(&packed.path, &key(), &all, CAP).is_ok());
 }

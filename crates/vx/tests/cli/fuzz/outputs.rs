@@ -40,6 +40,7 @@ pub(super) fn out_digest(list: &[u8]) -> String {
         .into_iter()
         .collect(),
         links: BTreeMap::new(),
+        unread: Default::default(),
         exec: ExecMeta::default(),
         producer: Producer::default(),
         produced: None,
