@@ -85,6 +85,8 @@ pub struct Cache {
     pub workspace_inputs: Vec<String>,
     pub outputs: Vec<String>,
     pub workspace_outputs: Vec<String>,
+    /// `dependants-read`, written when set.
+    pub dependants_read: Option<Vec<String>>,
     pub env: Vec<String>,
     pub runtime: Vec<String>,
     /// A project's table over its template's (which it extends key by key): only the keys
@@ -324,6 +326,9 @@ impl Cache {
             &self.workspace_outputs,
             workspace_outputs,
         );
+        if let Some(read) = &self.dependants_read {
+            keys.push(format!("dependants-read = {}", array(read)));
+        }
         list(&mut keys, "env", &self.env, all_inputs);
         list(&mut keys, "runtime", &self.runtime, all_inputs);
         format!("{{ {} }}", keys.join(", "))

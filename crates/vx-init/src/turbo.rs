@@ -20,13 +20,17 @@
 //! ([`NotCarried`]), for the report and the root file's comments.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
-use vx_core::{Diagnostic, Location};
-use vx_workspace::JsonValue;
+use vx_core::Location;
 
+pub use self::read::{read, read_file};
+
+use self::deferred::DependencyOutputs;
 use super::scripts::TodoReason;
 use super::toml::{Cache, Table};
+
+mod deferred;
+mod read;
 
 /// A `turbo.json` setting that is not carried over, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +48,10 @@ pub struct TurboTask {
     pub description: Option<String>,
     pub depends_on: Option<Vec<String>>,
     pub inputs: Option<Vec<String>>,
+    /// The globs of `{ "mode": "jit" }` inputs (among `inputs` too).
+    pub jit: Vec<String>,
+    /// A `{ "mode": "dependencyOutputs" }` input.
+    pub dependency_outputs: Option<DependencyOutputs>,
     pub outputs: Option<Vec<String>>,
     pub cache: Option<bool>,
     pub persistent: Option<bool>,
@@ -75,289 +83,8 @@ pub struct Turbo {
     pub not_carried: Vec<NotCarried>,
     /// Where each item of a global list was written: (key, item) → location.
     pub items: BTreeMap<(String, String), Location>,
-}
-
-/// Reads `turbo.json` at `root` and the `turbo.json` of each member directory. `None` when
-/// the root has none. Problems (syntax, a key of the wrong type) go to `errors`.
-pub fn read(root: &Path, members: &[String], errors: &mut Vec<Diagnostic>) -> Option<Turbo> {
-    let json = read_file(root, "turbo.json", errors)?;
-    let mut turbo = Turbo::default();
-    let mut reader = Reader {
-        errors,
-        not_carried: &mut turbo.not_carried,
-    };
-    for (key, value) in json.entries() {
-        match key.value.as_str() {
-            "$schema" => {}
-            "tasks" | "pipeline" => {
-                for (name, def) in value.entries() {
-                    let path = format!("{}.{}", key.value, name.value);
-                    let task = reader.task(def, &path);
-                    if let Some(task_name) = name.value.strip_prefix("//#") {
-                        turbo.root.insert(task_name.to_string(), task);
-                    } else if let Some((package, task_name)) = name.value.rsplit_once('#') {
-                        turbo
-                            .by_package
-                            .entry(package.to_string())
-                            .or_default()
-                            .insert(task_name.to_string(), task);
-                    } else {
-                        turbo.generic.insert(name.value.clone(), task);
-                    }
-                }
-            }
-            "globalDependencies" => {
-                turbo.global_dependencies = reader.strings(value, &key.value).unwrap_or_default();
-            }
-            "globalEnv" => {
-                turbo.global_env = reader.strings(value, &key.value).unwrap_or_default();
-                reader.locate(value, "globalEnv", &mut turbo.items);
-            }
-            "globalPassThroughEnv" => {
-                turbo.global_pass_through = reader.strings(value, &key.value).unwrap_or_default();
-                reader.locate(value, "globalPassThroughEnv", &mut turbo.items);
-            }
-            // `stream` is what vx shows by default.
-            "ui" if matches!(value.as_str(), Some("tui" | "stream")) => {
-                turbo.tui = value.as_str() == Some("tui");
-            }
-            "concurrency" => {
-                let count = match &value.kind {
-                    vx_workspace::JsonValueKind::Number(n) => n.parse::<u32>().ok(),
-                    vx_workspace::JsonValueKind::String(s) => s.parse::<u32>().ok(),
-                    _ => None,
-                };
-                match count.filter(|n| *n >= 1) {
-                    Some(n) => turbo.concurrency = Some(n),
-                    None => reader.leave(
-                        &key.value,
-                        &key.at,
-                        "vx takes a count of tasks (`[workspace] concurrency`), not a percentage",
-                    ),
-                }
-            }
-            other => {
-                let why = root_key_reason(other);
-                reader.leave(&key.value, &key.at, why);
-            }
-        }
-    }
-
-    for dir in members {
-        let rel = format!("{dir}/turbo.json");
-        let Some(json) = read_file(root, &rel, reader.errors) else {
-            continue;
-        };
-        let mut tasks = BTreeMap::new();
-        for (key, value) in json.entries() {
-            match key.value.as_str() {
-                "$schema" | "extends" => {}
-                "tasks" | "pipeline" => {
-                    for (name, def) in value.entries() {
-                        let path = format!("{rel}: {}.{}", key.value, name.value);
-                        let own = reader.task(def, &path);
-                        let base = turbo.generic.get(&name.value).cloned().unwrap_or_default();
-                        tasks.insert(name.value.clone(), merged(base, own));
-                    }
-                }
-                other => {
-                    let why = root_key_reason(other);
-                    reader.leave(&format!("{rel}: {other}"), &key.at, why);
-                }
-            }
-        }
-        turbo.package_files.insert(dir.clone(), tasks);
-    }
-    Some(turbo)
-}
-
-/// Why a top-level key is not carried over.
-fn root_key_reason(key: &str) -> &'static str {
-    match key {
-        "ui" | "experimentalUI" => "vx chooses its display itself (docs/running.md)",
-        "daemon" => "vx has no daemon; `vx watch` watches files",
-        "envMode" => {
-            "vx always runs a task with only the variables it passes (Turborepo's `strict`)"
-        }
-        "remoteCache" => "a remote cache is set in `[workspace.remote-cache]`",
-        "cacheDir" => "vx keeps its own store (`[workspace] cache-dir`, default `.vx`)",
-        "boundaries" | "tags" => "vx has no boundary rules",
-        "dangerouslyDisablePackageManagerCheck" | "noUpdateNotifier" | "futureFlags" => {
-            "no vx equivalent"
-        }
-        _ => "not a turbo.json key vx knows",
-    }
-}
-
-/// The JSON object in the root-relative file `rel`, or `None` when there is none; a read
-/// error, a syntax error or a value that is no object goes to `errors` at its location.
-pub fn read_file(root: &Path, rel: &str, errors: &mut Vec<Diagnostic>) -> Option<JsonValue> {
-    let bytes = match std::fs::read(root.join(rel)) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => {
-            errors.push(vx_engine::workspace::io_diagnostic(
-                Path::new(rel),
-                "read",
-                &e,
-            ));
-            return None;
-        }
-    };
-    match vx_workspace::read_jsonc(&String::from_utf8_lossy(&bytes), rel) {
-        Ok(json) if matches!(json.kind, vx_workspace::JsonValueKind::Object(_)) => Some(json),
-        Ok(json) => {
-            errors.push(Diagnostic::at(
-                json.at,
-                format!("{rel} must hold an object"),
-            ));
-            None
-        }
-        Err(error) => {
-            errors.push(error);
-            None
-        }
-    }
-}
-
-/// A package's definition laid over the root's: each key it sets replaces the root's, an
-/// array starting with `$TURBO_EXTENDS$` appends to it.
-fn merged(base: TurboTask, own: TurboTask) -> TurboTask {
-    let list = |base: Option<Vec<String>>, own: Option<Vec<String>>| match own {
-        None => base,
-        Some(own) if own.first().is_some_and(|f| f == "$TURBO_EXTENDS$") => {
-            let mut all = base.unwrap_or_default();
-            all.extend(own.into_iter().skip(1));
-            Some(all)
-        }
-        Some(own) => Some(own),
-    };
-    TurboTask {
-        at: own.at.or(base.at),
-        description: own.description.or(base.description),
-        depends_on: list(base.depends_on, own.depends_on),
-        inputs: list(base.inputs, own.inputs),
-        outputs: list(base.outputs, own.outputs),
-        cache: own.cache.or(base.cache),
-        persistent: own.persistent.or(base.persistent),
-        interactive: own.interactive.or(base.interactive),
-        env: list(base.env, own.env),
-        pass_through_env: list(base.pass_through_env, own.pass_through_env),
-        items: base.items.into_iter().chain(own.items).collect(),
-    }
-}
-
-struct Reader<'a> {
-    errors: &'a mut Vec<Diagnostic>,
-    not_carried: &'a mut Vec<NotCarried>,
-}
-
-impl Reader<'_> {
-    fn leave(&mut self, what: &str, at: &Location, why: &str) {
-        self.not_carried.push(NotCarried {
-            what: what.to_string(),
-            at: at.clone(),
-            why: why.to_string(),
-        });
-    }
-
-    fn task(&mut self, def: &JsonValue, path: &str) -> TurboTask {
-        let mut task = TurboTask {
-            at: Some(def.at.clone()),
-            ..TurboTask::default()
-        };
-        if def.entries().is_empty() && !matches!(def.kind, vx_workspace::JsonValueKind::Object(_)) {
-            self.wrong_type(def, path, "an object");
-            return task;
-        }
-        for (key, value) in def.entries() {
-            let what = format!("{path}.{}", key.value);
-            match key.value.as_str() {
-                "dependsOn" => {
-                    task.depends_on = self.strings(value, &what);
-                    self.locate(value, "dependsOn", &mut task.items);
-                }
-                "inputs" => task.inputs = self.strings(value, &what),
-                "outputs" => task.outputs = self.strings(value, &what),
-                "env" => {
-                    task.env = self.strings(value, &what);
-                    self.locate(value, "env", &mut task.items);
-                }
-                "passThroughEnv" => {
-                    task.pass_through_env = self.strings(value, &what);
-                    self.locate(value, "passThroughEnv", &mut task.items);
-                }
-                "cache" => task.cache = self.boolean(value, &what),
-                "persistent" => task.persistent = self.boolean(value, &what),
-                "interactive" => task.interactive = self.boolean(value, &what),
-                "description" => match value.as_str() {
-                    Some(text) => task.description = Some(text.to_string()),
-                    None => self.wrong_type(value, &what, "a string"),
-                },
-                "outputLogs" | "outputMode" => self.leave(
-                    &what,
-                    &key.at,
-                    "vx shows each task's output by its own rules (docs/running.md)",
-                ),
-                "interruptible" => self.leave(
-                    &what,
-                    &key.at,
-                    "`vx watch` restarts persistent tasks by its own rules",
-                ),
-                "with" => self.leave(
-                    &what,
-                    &key.at,
-                    "vx has no sidecar tasks; a group task with both in `depends-on` runs them together",
-                ),
-                _ => self.leave(&what, &key.at, "not a turbo.json task key vx knows"),
-            }
-        }
-        task
-    }
-
-    /// Records where each string item of `value` was written, under `key`.
-    fn locate(
-        &self,
-        value: &JsonValue,
-        key: &str,
-        items: &mut BTreeMap<(String, String), Location>,
-    ) {
-        for item in value.as_array().unwrap_or_default() {
-            if let Some(text) = item.as_str() {
-                items.insert((key.to_string(), text.to_string()), item.at.clone());
-            }
-        }
-    }
-
-    fn strings(&mut self, value: &JsonValue, what: &str) -> Option<Vec<String>> {
-        let Some(items) = value.as_array() else {
-            self.wrong_type(value, what, "an array of strings");
-            return None;
-        };
-        let mut out = Vec::new();
-        for item in items {
-            match item.as_str() {
-                Some(text) => out.push(text.to_string()),
-                None => self.wrong_type(item, what, "a string"),
-            }
-        }
-        Some(out)
-    }
-
-    fn boolean(&mut self, value: &JsonValue, what: &str) -> Option<bool> {
-        let b = value.as_bool();
-        if b.is_none() {
-            self.wrong_type(value, what, "true or false");
-        }
-        b
-    }
-
-    fn wrong_type(&mut self, value: &JsonValue, what: &str, expected: &str) {
-        self.errors.push(Diagnostic::at(
-            value.at.clone(),
-            format!("{what}: expected {expected}, found {}", value.type_name()),
-        ));
-    }
+    /// Task name → the `cache.dependants-read` its dependants' `dependencyOutputs` globs give.
+    pub dependants_read: BTreeMap<String, Vec<String>>,
 }
 
 /// What the conversion of one definition needs to know of the package it lands in.
@@ -545,7 +272,16 @@ impl Turbo {
                 None => inputs = default(),
                 Some(list) => {
                     for input in list {
-                        if let Some(resolved) = resolve(input) {
+                        if let Some(upstream) = self.writer_upstream(def, input) {
+                            leave(
+                                "inputs",
+                                input,
+                                &format!(
+                                    "a `jit` glob over what `{upstream}` writes: vx folds those \
+                                     outputs through `{upstream}`, which this task depends on"
+                                ),
+                            );
+                        } else if let Some(resolved) = resolve(input) {
                             cache.workspace_inputs.extend(resolved);
                         } else if input == "$TURBO_DEFAULT$" {
                             inputs.extend(default());
@@ -565,6 +301,7 @@ impl Turbo {
                 .workspace_inputs
                 .extend(self.global_dependencies.iter().cloned());
             dedup(&mut cache.workspace_inputs);
+            cache.dependants_read = self.dependants_read.get(name).cloned();
             if escaping.is_empty() {
                 table.cache = Some(cache);
             } else {
@@ -587,6 +324,32 @@ impl Turbo {
             }
         }
         (table, left)
+    }
+
+    /// For a `jit` glob of `def`, the task of the same package `def` depends on whose outputs
+    /// it reaches ([`deferred::reaches`]).
+    fn writer_upstream(&self, def: &TurboTask, glob: &str) -> Option<String> {
+        if !def.jit.iter().any(|j| j == glob) {
+            return None;
+        }
+        let same_package = def
+            .depends_on
+            .iter()
+            .flatten()
+            .filter(|d| !d.contains(['^', '#']));
+        same_package
+            .filter(|upstream| {
+                let outputs = self
+                    .generic
+                    .get(upstream.as_str())
+                    .and_then(|u| u.outputs.as_ref());
+                outputs
+                    .into_iter()
+                    .flatten()
+                    .any(|o| deferred::reaches(glob, o))
+            })
+            .map(|upstream| upstream.to_string())
+            .next()
     }
 
     /// The names of the aggregate tasks: defined for every package with a `dependsOn`, and no
@@ -722,60 +485,4 @@ fn env_entry(var: &str) -> Result<String, &'static str> {
 fn dedup(items: &mut Vec<String>) {
     let mut seen = BTreeSet::new();
     items.retain(|i| seen.insert(i.clone()));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_package_definition_overrides_by_key_and_extends_arrays() {
-        let base = TurboTask {
-            outputs: Some(vec!["dist/**".into()]),
-            depends_on: Some(vec!["^build".into()]),
-            env: Some(vec!["A".into()]),
-            ..TurboTask::default()
-        };
-        let own = TurboTask {
-            outputs: Some(vec!["$TURBO_EXTENDS$".into(), "types/**".into()]),
-            env: Some(vec!["B".into()]),
-            ..TurboTask::default()
-        };
-        let m = merged(base, own);
-        assert_eq!(m.outputs.unwrap(), ["dist/**", "types/**"]);
-        assert_eq!(m.env.unwrap(), ["B"]);
-        assert_eq!(m.depends_on.unwrap(), ["^build"]);
-    }
-
-    #[test]
-    fn globs_above_the_package_resolve_from_its_directory() {
-        assert_eq!(
-            resolve_from("packages/a", "../../tsconfig.json").as_deref(),
-            Some("tsconfig.json")
-        );
-        assert_eq!(
-            resolve_from("packages/a", "!./../shared/src/**").as_deref(),
-            Some("!packages/shared/src/**")
-        );
-        assert_eq!(
-            resolve_from("apps/web/site", "../../../tsup.config.base.ts").as_deref(),
-            Some("tsup.config.base.ts")
-        );
-        assert_eq!(resolve_from("packages/a", "../../../x"), None);
-        assert_eq!(resolve_from("", "../x"), None);
-        assert!(leaves_package("!../x") && leaves_package("./../x"));
-        assert!(!leaves_package("src/../x") && !leaves_package("$TURBO_ROOT$/x"));
-    }
-
-    #[test]
-    fn variables_vx_cannot_express_are_refused() {
-        assert_eq!(env_entry("NEXT_PUBLIC_*"), Ok("NEXT_PUBLIC_*".to_string()));
-        assert!(env_entry("!SECRET").is_err());
-        assert!(env_entry("*_KEY").is_err());
-        assert_eq!(
-            root_relative("$TURBO_ROOT$/tsconfig.json").unwrap(),
-            "tsconfig.json"
-        );
-        assert_eq!(root_relative("src/**"), None);
-    }
 }

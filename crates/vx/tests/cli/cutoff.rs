@@ -366,3 +366,93 @@ fn dependants_read_is_a_glob_list_checked_like_outputs() {
         "error: packages/lib/vx.toml:3:74: cache.dependants-read: `../other/**` leaves the project",
     );
 }
+
+/// A Turborepo on npm workspaces whose `b#build` reads `a`'s code but not its map, and whose
+/// `turbo.json` says so with Turborepo 2.11's `dependencyOutputs` globs.
+fn turborepo_with_dependency_outputs() -> Fixture {
+    let f = crate::empty();
+    f.write(
+        "package.json",
+        r#"{"name": "root", "private": true, "packageManager": "npm@10.8.2",
+            "workspaces": ["packages/*"]}"#,
+    );
+    f.write(
+        "turbo.json",
+        r#"{"tasks": {"build": {
+            "dependsOn": ["^build"],
+            "outputs": ["dist/**"],
+            "inputs": ["$TURBO_DEFAULT$", {"mode": "dependencyOutputs", "globs": ["dist/**", "!**/*.map"]}]
+        }}}"#,
+    );
+    f.write(".gitignore", "node_modules\ndist\n.turbo\n.vx\n");
+    f.write(
+        "packages/a/package.json",
+        r#"{"name": "a", "version": "1.0.0", "scripts": {
+            "build": "mkdir -p dist && grep -hv '^#' src/*.txt > dist/a.js && cat src/*.txt > dist/a.js.map"}}"#,
+    );
+    f.write("packages/a/src/a.txt", "# a comment\na\n");
+    f.write(
+        "packages/b/package.json",
+        r#"{"name": "b", "version": "1.0.0", "dependencies": {"a": "1.0.0"}, "scripts": {
+            "build": "mkdir -p dist && cat ../a/dist/a.js > dist/b.js"}}"#,
+    );
+    f.write("packages/b/src/b.txt", "b\n");
+    f
+}
+
+/// The tasks a `turbo run build` executed (cache misses), from its `hash-only` lines.
+fn turbo_misses(out: &str) -> Vec<String> {
+    let mut misses: Vec<String> = out
+        .lines()
+        .filter(|l| l.contains("cache miss"))
+        .filter_map(|l| l.split(':').next())
+        .map(|t| format!("{t}#build"))
+        .collect();
+    misses.sort();
+    misses
+}
+
+fn vx_misses(f: &Fixture) -> Vec<String> {
+    let out = run(f, &["run", "build", "--all"]);
+    let mut misses: Vec<String> = ["a#build", "b#build"]
+        .into_iter()
+        .filter(|id| outcome(&out, id) == "miss")
+        .map(str::to_string)
+        .collect();
+    misses.sort();
+    misses
+}
+
+#[test]
+fn turbos_dependency_outputs_globs_carry_over_and_cut_off_where_turbo_does() {
+    let Some(turbo_bin) = vx_test_support::tools::npm_tool("turbo@2.11.13", "turbo") else {
+        return;
+    };
+    let f = turborepo_with_dependency_outputs();
+    let init = f.vx(&["init"]);
+    assert_eq!(init.code, 0, "{init:?}");
+    assert_contains(
+        &f.read("vx.toml"),
+        "cache = { inputs = [\"**\", \"!dist/**\"], outputs = [\"dist/**\"], dependants-read = [\"dist/**\", \"!**/*.map\"] }\n",
+    );
+    crate::migrate::npm_install(&f);
+    f.commit();
+    let turbo = |f: &Fixture| {
+        crate::migrate::turbo(f, &turbo_bin, &["run", "build", "--output-logs=hash-only"])
+    };
+    turbo(&f);
+    assert_eq!(vx_misses(&f), ["a#build", "b#build"]);
+
+    // A comment edit changes only the map: each runs a's build alone.
+    f.write("packages/a/src/a.txt", "# another comment\na\n");
+    f.commit();
+    assert_eq!(turbo_misses(&turbo(&f)), ["a#build"]);
+    assert_eq!(vx_misses(&f), ["a#build"]);
+
+    // An edit of what b reads re-runs b with both.
+    f.write("packages/a/src/a.txt", "# another comment\nA\n");
+    f.commit();
+    assert_eq!(turbo_misses(&turbo(&f)), ["a#build", "b#build"]);
+    assert_eq!(vx_misses(&f), ["a#build", "b#build"]);
+    assert_eq!(f.read("packages/b/dist/b.js"), "A\n");
+}

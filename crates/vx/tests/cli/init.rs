@@ -637,3 +637,63 @@ fn members_the_repositorys_build_leaves_out_stay_out_of_all() {
         "error: vx.toml:2:21: exclude-from-all: `!examples/*` is a negation; list the directories `--all` leaves out\n"
     );
 }
+
+/// Turborepo 2.11's input objects: `jit` globs are plain inputs (every vx key is taken just
+/// before the task runs), or dropped where they name what an upstream of the package writes
+/// (vx folds that through the upstream); `dependencyOutputs` is vx's default unless its globs narrow it,
+/// and a list the upstream's other dependants do not share is not carried, with the reason;
+/// any other object is an error at its location.
+#[test]
+fn turbos_input_objects_become_inputs_or_dependants_read_or_an_error() {
+    let turbo_json = |tasks: &str| {
+        let f = empty();
+        f.write(
+            "package.json",
+            r#"{"name": "root", "private": true, "workspaces": ["packages/*"]}"#,
+        );
+        f.write(
+            "packages/a/package.json",
+            r#"{"name": "a", "scripts": {"build": "echo a", "test": "echo t", "codegen": "echo g"}}"#,
+        );
+        f.write("turbo.json", &format!("{{\"tasks\": {{{tasks}}}}}"));
+        f
+    };
+    let f = turbo_json(
+        r#""codegen": {"outputs": ["gen/**"]},
+           "build": {"dependsOn": ["codegen", "^build"], "outputs": ["dist/**"],
+                     "inputs": ["src/**", {"mode": "jit", "globs": ["gen/**", "config/**"]},
+                                {"mode": "dependencyOutputs", "globs": ["dist/**/*.d.ts"], "from": ["^build"]}]},
+           "test": {"dependsOn": ["^build"], "outputs": []}"#,
+    );
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let root = f.read("vx.toml");
+    assert_contains(
+        &root,
+        "cache = { inputs = [\"src/**\", \"config/**\"], outputs = [\"dist/**\"] }\n",
+    );
+    assert_contains(
+        &out.stdout,
+        "tasks.build.inputs gen/** (turbo.json:2:21): a `jit` glob over what `codegen` writes: vx folds those outputs through `codegen`",
+    );
+    // `test` depends on `^build` too, without the list: vx folds all of build's outputs.
+    assert_contains(
+        &out.stdout,
+        "tasks.build.inputs dependencyOutputs globs (turbo.json:4:33): vx keeps this list on the upstream",
+    );
+    assert_contains(
+        &out.stdout,
+        "`tasks.test` depends on `build` without the same list: vx folds all of `build`'s outputs",
+    );
+    // `from` leaves codegen out of the narrowing: nothing for it either.
+    assert!(!root.contains("dependants-read = "), "{root}");
+
+    let f = turbo_json(r#""build": {"inputs": [{"mode": "startup"}]}"#);
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_contains(
+        &out.stderr,
+        "error: turbo.json:1:33: tasks.build.inputs: expected a glob, or an object with `mode` `jit` or `dependencyOutputs`, found an object\n",
+    );
+    assert!(!f.path("vx.toml").exists());
+}
