@@ -4,7 +4,8 @@
 //!
 //! The workspace: five projects, `p1` and `p2` depending on `p0`, `p3` on both (a diamond),
 //! `p4` alone. Each has a cached `build` (`src/**` → `out/**`, folding what the upstream builds
-//! produced: KEY-9's early cutoff), an uncached `lint` (its key folds every file of the project,
+//! produced: KEY-9's early cutoff; it also writes a random `out/list.txt.map`, which its
+//! `cache.dependants-read` leaves out of what it produced), an uncached `lint` (its key folds every file of the project,
 //! KEY-12) and a cached `test` (`test/**`, folding `build`'s outputs and `lint`'s key). A build
 //! writes the names under `src` (`ls -R`), so a content edit re-runs it to the same outputs and
 //! its dependants must be cut off — and a rename must not be. `p0#build` also names the git-ignored `local.env`
@@ -332,49 +333,7 @@ struct Fuzz {
 impl Fuzz {
     fn new(seed: u64) -> Fuzz {
         let f = Fixture::new(vx_bin());
-        f.write(".gitignore", "out/\n.vx/\n*.log\nlocal.env\n");
-        f.write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
-        f.write("shared/a.txt", "shared\n");
-        for (name, deps) in PROJECTS {
-            let dir = format!("packages/{name}");
-            let deps: Vec<String> = deps
-                .iter()
-                .map(|d| format!("\"{d}\": \"workspace:*\""))
-                .collect();
-            f.write(
-                &format!("{dir}/package.json"),
-                &format!(
-                    "{{ \"name\": \"{name}\", \"version\": \"1.0.0\", \"dependencies\": {{ {} }} }}\n",
-                    deps.join(", ")
-                ),
-            );
-            let literal = if name == "p0" { ", \"local.env\"" } else { "" };
-            let mut config = format!(
-                concat!(
-                    "[tasks.build]\n",
-                    "command = \"mkdir -p out && (LC_ALL=C ls -R src > out/list.txt 2>&1 || true)\"\n",
-                    "depends-on = [\"^build\"]\n",
-                    "cache = {{ inputs = [\"src/**\"{literal}], outputs = [\"out/**\"] }}\n\n",
-                    "[tasks.lint]\ncommand = \"true\"\n\n",
-                    "[tasks.test]\ncommand = \"true\"\ndepends-on = [\"build\", \"lint\"]\n",
-                    "cache = {{ inputs = [\"test/**\"], outputs = [] }}\n",
-                ),
-                literal = literal
-            );
-            if name == "p4" {
-                config.push_str(concat!(
-                    "\n[tasks.bundle]\ncommand = \"true\"\n",
-                    "cache = { inputs = [], workspace-inputs = [\"shared/**\"], outputs = [] }\n",
-                ));
-            }
-            f.write(&format!("{dir}/vx.toml"), &config);
-            f.write(&format!("{dir}/README.md"), &format!("# {name}\n"));
-            f.write(&format!("{dir}/src/a.txt"), "a\n");
-            f.write(&format!("{dir}/src/b.txt"), "bb\n");
-            f.write(&format!("{dir}/src/sub/c.txt"), "ccc\n");
-            f.write(&format!("{dir}/test/t.txt"), "t\n");
-        }
-        f.commit();
+        workspace::write(&f);
 
         let workspace = vx_workspace::discover(f.root()).expect("the fuzz workspace loads");
         let mut tasks = Vec::new();
@@ -763,6 +722,7 @@ impl Fuzz {
 
 mod edits;
 mod outputs;
+mod workspace;
 
 use outputs::out_digest;
 
