@@ -147,7 +147,7 @@ impl RunCache<'_> {
         );
         *fingerprint = Some((derived.key.hex(), components));
         let Some(outputs) = outputs else {
-            return Err("writes-off");
+            return Err("uncached");
         };
         let folds_withheld = self
             .keys

@@ -114,9 +114,9 @@ impl Run<'_> {
     }
 
     /// The run ended with `code` (`first`: at the end of the graph, else when a kept task
-    /// ended after the footer): one run record for every sink (ARCH-2). History is not recorded
-    /// for a signal-stopped run, and retention runs only the first time; the summary is written
-    /// both times, the trace the first time.
+    /// ended after the footer): one run record for every sink (ARCH-2). A signal-stopped run is
+    /// recorded as well, without retention, which runs only the first time of a run that was
+    /// not stopped; the summary is written both times, the trace the first time.
     fn record_run(&mut self, code: i32, signalled: bool, first: bool) {
         let now = crate::clock::epoch_ms(SystemTime::now());
         let summary_path = self
@@ -190,16 +190,14 @@ impl Run<'_> {
                 }),
         };
         // Every sink of this record, the built-in ones included, told the same way (ARCH-2).
-        let mut history = None;
-        if signalled {
-            self.recorder.flush(layers.store_mut());
-        } else {
-            let facts = invocation_facts(self.options, &self.ctx, record.git.clone());
-            let retention = first
-                .then_some(self.plan.workspace.settings.cache_retention.as_ref())
-                .flatten();
-            history = Some(self.recorder.history(layers.store_mut(), facts, retention));
-        }
+        // A run a signal stopped is recorded too, with its exit code (128 + n): `vx last` says
+        // it was interrupted rather than showing the run before it.
+        let facts = invocation_facts(self.options, &self.ctx, record.git.clone());
+        let retention = first
+            .then_some(self.plan.workspace.settings.cache_retention.as_ref())
+            .flatten()
+            .filter(|_| !signalled);
+        let mut history = Some(self.recorder.history(layers.store_mut(), facts, retention));
         if first {
             if let Some(path) = summary_path {
                 self.summary = Some(SummaryFile {

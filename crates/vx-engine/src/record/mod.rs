@@ -288,7 +288,8 @@ impl TelemetrySink for History<'_> {
 }
 
 /// The rows `vx why` and `vx last` read (HIST-1): one per task with an outcome other than
-/// aborted or not run, and the invocation with its counts.
+/// aborted or not run, and the invocation with its counts (those two among them, so a run a
+/// signal stopped says what it did not finish).
 fn history_rows(
     run: &RunRecord<'_>,
     facts: &Invocation,
@@ -299,6 +300,9 @@ fn history_rows(
     for task in &run.tasks {
         let report = task.report;
         if matches!(report.status, Status::Aborted | Status::NotRun) {
+            *counts
+                .entry(report.status.word().replace(' ', "_"))
+                .or_default() += 1;
             continue;
         }
         *counts
@@ -349,7 +353,7 @@ fn history_rows(
         started_at: run.started_at_ms,
         ended_at: run.ended_at_ms,
         exit_code: run.exit_code,
-        task_count: rows.len() as u64,
+        task_count: run.tasks.len() as u64,
         counts,
         ..facts.clone()
     };
@@ -503,8 +507,10 @@ mod tests {
                 invocation.exit_code,
                 invocation.task_count
             ),
-            ("0190", 1, 2)
+            ("0190", 1, 3),
+            "the task that did not run counts in the total"
         );
+        assert_eq!(invocation.counts.get("not_run"), Some(&1));
         assert_eq!((invocation.started_at, invocation.ended_at), (10, 30));
         assert_eq!(invocation.concurrency, 4, "the facts are kept");
         assert_eq!(invocation.counts.get("success"), Some(&1));

@@ -171,11 +171,17 @@ fn took(inv: &Invocation) -> String {
 }
 
 fn verdict(inv: &Invocation) -> String {
-    if inv.exit_code == 0 {
-        "passed".to_string()
-    } else {
-        format!("failed (exit {})", inv.exit_code)
+    match interrupted_by(inv.exit_code) {
+        _ if inv.exit_code == 0 => "passed".to_string(),
+        Some(signal) => format!("interrupted by {signal} (exit {})", inv.exit_code),
+        None => format!("failed (exit {})", inv.exit_code),
     }
+}
+
+/// The signal that stopped a run, from its exit code (128 + n, EXEC-9).
+fn interrupted_by(code: i32) -> Option<String> {
+    let n = code.checked_sub(128).filter(|n| (1..=64).contains(n))?;
+    Some(vx_engine::exit::signal_name(n).map_or_else(|| format!("signal {n}"), str::to_string))
 }
 
 /// The command line as recorded, after the program name.
@@ -203,10 +209,12 @@ fn counts_line(counts: &BTreeMap<String, u64>, keys: &[(&str, &str)]) -> Option<
     (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
-const STATUS_COUNTS: [(&str, &str); 3] = [
+const STATUS_COUNTS: [(&str, &str); 5] = [
     ("failed", "failed"),
     ("success", "success"),
     ("skipped", "skipped"),
+    ("aborted", "aborted"),
+    ("not_run", "not run"),
 ];
 const CACHE_COUNTS: [(&str, &str); 5] = [
     ("miss", "miss"),
@@ -250,7 +258,8 @@ fn run_text(inv: &Invocation, rows: &[RunRow]) -> String {
     if !tasks.is_empty() {
         tasks.push_str(" · ");
     }
-    text.push_str(&format!("tasks      {tasks}{} total\n", rows.len()));
+    let total = (rows.len() as u64).max(inv.task_count);
+    text.push_str(&format!("tasks      {tasks}{total} total\n"));
     if let Some(cache) = counts_line(&inv.counts, &CACHE_COUNTS) {
         text.push_str(&format!("cache      {cache}\n"));
     }
@@ -384,20 +393,24 @@ fn not_ready_word(code: u8) -> Option<&'static str> {
 fn list_text(runs: &[Invocation], short: &dyn Fn(&str) -> String) -> String {
     let ids: Vec<String> = runs.iter().map(|i| short(&i.run_id)).collect();
     let width = ids.iter().map(String::len).max().unwrap_or(8);
+    let outcomes: Vec<String> = runs
+        .iter()
+        .map(|inv| match interrupted_by(inv.exit_code) {
+            _ if inv.exit_code == 0 => "passed".to_string(),
+            Some(signal) => format!("interrupted ({signal})"),
+            None => format!("failed ({})", inv.exit_code),
+        })
+        .collect();
+    let outcome_width = outcomes.iter().map(String::len).max().unwrap_or(6).max(11);
     let mut text = String::new();
-    for (inv, id) in runs.iter().zip(&ids) {
-        let outcome = if inv.exit_code == 0 {
-            "passed".to_string()
-        } else {
-            format!("failed ({})", inv.exit_code)
-        };
+    for ((inv, id), outcome) in runs.iter().zip(&ids).zip(&outcomes) {
         let cached: u64 = ["up_to_date", "local", "remote"]
             .iter()
             .filter_map(|k| inv.counts.get(*k))
             .sum();
         let tasks = if inv.task_count == 1 { "task" } else { "tasks" };
         text.push_str(&format!(
-            "{id:<width$}  {}  {outcome:<11}  {:>7}  {} {tasks} · {cached} cached  {}\n",
+            "{id:<width$}  {}  {outcome:<outcome_width$}  {:>7}  {} {tasks} · {cached} cached  {}\n",
             when(inv.started_at),
             took(inv),
             inv.task_count,
@@ -505,8 +518,8 @@ pub struct RecordedTask {
     pub admission_held_ms: u64,
     /// The result was saved to the cache.
     pub saved: bool,
-    /// Why not: `failed`, `writes-off`, `inputs-changed`, `tainted`, `excluded-dependency`,
-    /// `save-failed`, `too-large`, `not-downloaded`.
+    /// Why not: `failed`, `uncached` (no `cache` table), `writes-off`, `inputs-changed`,
+    /// `tainted`, `excluded-dependency`, `save-failed`, `too-large`, `not-downloaded`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unsaved_reason: Option<String>,
 }

@@ -50,11 +50,19 @@ pub fn why(cwd: &Path, args: WhyArgs) -> Result<i32, Failure> {
     }
     .map_err(|e| Failure::usage(e.to_string()))?;
     let Some(this) = rows.first() else {
+        // A group is never recorded, and a task vx never caches needs no run to be explained.
+        if let Some(verdict) = never_cached(cwd, &id, false) {
+            out_str(&format!("{id}\nverdict    {verdict}\n"));
+            return Ok(exit::SUCCESS);
+        }
         render::notice(&format!("history has no run of `{id}`"));
         return Ok(exit::FAILURE);
     };
     let previous = rows.get(1);
-    let explanation = explain(&store, this, previous);
+    let mut explanation = explain(&store, this, previous);
+    if let Some(verdict) = never_cached(cwd, &id, this.cache == "no-cache") {
+        explanation.verdict = verdict;
+    }
     if json {
         out_str(&format!(
             "{}\n",
@@ -163,6 +171,33 @@ struct Explanation {
     cut_off: Vec<String>,
 }
 
+/// The verdict for a task vx never caches, said as what it is: no `cache` table, persistent,
+/// interactive, a group; or `None` for a task with a cache table. Where the configuration does
+/// not declare the task (any more), `recorded_uncached` (history's word) decides.
+fn never_cached(cwd: &Path, id: &TaskId, recorded_uncached: bool) -> Option<String> {
+    let ws = workspace::load(cwd).ok();
+    let config = ws
+        .as_ref()
+        .and_then(|ws| vx_core::graph::task_config(ws, id));
+    let Some(config) = config else {
+        return recorded_uncached
+            .then(|| format!("`{id}` has no `cache` table: it runs every time"));
+    };
+    if config.is_group() {
+        Some(format!(
+            "`{id}` is a group: it runs nothing itself, so it has no key"
+        ))
+    } else if config.is_persistent() {
+        Some(format!("`{id}` is persistent: never cached"))
+    } else if config.interactive == Some(true) {
+        Some(format!("`{id}` is interactive: never cached"))
+    } else if config.cache.is_none() {
+        Some(format!("`{id}` has no `cache` table: it runs every time"))
+    } else {
+        None
+    }
+}
+
 fn explain(store: &Store, this: &RunRow, previous: Option<&RunRow>) -> Explanation {
     let mut out = Explanation {
         verdict: String::new(),
@@ -173,7 +208,10 @@ fn explain(store: &Store, this: &RunRow, previous: Option<&RunRow>) -> Explanati
         cut_off: Vec::new(),
     };
     let Some(key) = &this.key else {
-        out.verdict = "skipped — no key".into();
+        out.verdict = match &this.blocked_by {
+            Some(cause) => format!("skipped: blocked by {cause}, so it has no key"),
+            None => "no key: the task did not get as far as its cache".into(),
+        };
         return out;
     };
     let components = store.key_inputs(key).ok().flatten().unwrap_or_default();

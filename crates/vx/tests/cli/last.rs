@@ -220,3 +220,49 @@ fn the_branch_commit_ci_provider_and_masked_argv_are_recorded() {
     let text = f.vx(&["last"]);
     crate::assert_contains(&text.stdout, "ci         github-actions\n");
 }
+
+/// `vx why` of a task vx never caches says what the task is, not a cache reason that does
+/// not apply (`writes-off`, `skipped`); a skipped task names what blocked it.
+#[test]
+fn why_says_what_a_never_cached_task_is() {
+    let f = one_project(concat!(
+        "[tasks.test]\ncommand = \"true\"\n\n",
+        "[tasks.dev]\ncommand = \"true\"\npersistent = true\n\n",
+        "[tasks.check]\ndepends-on = [\"test\"]\n\n",
+        "[tasks.broken]\ncommand = \"exit 3\"\n\n",
+        "[tasks.after]\ncommand = \"true\"\ndepends-on = [\"broken\"]\n",
+        "cache = { inputs = [], outputs = [] }\n",
+    ));
+    for _ in 0..2 {
+        assert_eq!(f.vx(&["run", "lib#test"]).code, 0);
+    }
+    // The reason its result was not saved, as history records it.
+    let last = f.vx(&["last", "--format", "json"]);
+    let last: Value = serde_json::from_str(&last.stdout).unwrap();
+    assert_eq!(last["tasks"][0]["unsaved_reason"], "uncached", "{last}");
+    assert_eq!(f.vx(&["run", "lib#dev"]).code, 0);
+    assert_eq!(f.vx(&["run", "lib#check"]).code, 0);
+    assert_eq!(f.vx(&["run", "lib#after"]).code, 1);
+    let why = |task: &str| {
+        let out = f.vx(&["why", task]);
+        assert_eq!(out.code, 0, "{out:?}");
+        let verdict = out.stdout.lines().find(|l| l.starts_with("verdict"));
+        verdict.unwrap_or_default().to_string()
+    };
+    assert_eq!(
+        why("lib#test"),
+        "verdict    `lib#test` has no `cache` table: it runs every time"
+    );
+    assert_eq!(
+        why("lib#dev"),
+        "verdict    `lib#dev` is persistent: never cached"
+    );
+    assert_eq!(
+        why("lib#check"),
+        "verdict    `lib#check` is a group: it runs nothing itself, so it has no key"
+    );
+    assert_eq!(
+        why("lib#after"),
+        "verdict    skipped: blocked by lib#broken, so it has no key"
+    );
+}

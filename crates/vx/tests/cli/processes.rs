@@ -129,11 +129,17 @@ fn acc18_ctrl_c_stops_tasks_and_exits_130() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("aborted"), "{stdout}");
     assert_no_survivor(&marker);
-    // ACC-18 [M3]: a run stopped by a signal records no history (EXEC-9); the run before it
-    // (the fixture's first, below) did.
+    // A run stopped by a signal is recorded as interrupted (issue 48, over ACC-18 [M3]'s "no
+    // history"): `vx last` shows it, not the run before it as the last one.
     let info = f.vx(&["info", "--format", "json"]);
     let info: serde_json::Value = serde_json::from_str(&info.stdout).expect("vx info JSON");
-    assert_eq!(info["history"]["runs_24h"], 1, "{info}");
+    assert_eq!(info["history"]["runs_24h"], 2, "{info}");
+    let last = f.vx(&["last"]);
+    assert_contains(&last.stdout, " · interrupted by SIGINT (exit 130)\n");
+    assert_contains(&last.stdout, "tasks      1 aborted · 1 total\n");
+    let list = f.vx(&["last", "--list"]);
+    let newest = list.stdout.lines().next().unwrap_or_default();
+    assert!(newest.contains("interrupted (SIGINT)"), "{}", list.stdout);
 }
 
 /// ACC-18, second half: a second Ctrl-C during the grace exits at once.
