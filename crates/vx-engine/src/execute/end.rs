@@ -526,47 +526,40 @@ impl Run<'_> {
         self.reporter.finish(&totals);
     }
 
-    /// The `re-run:` line's ids: every task that did not succeed (failed, blocked by a failure,
-    /// aborted or never started), failures first, so running them re-runs everything the command
-    /// still owes. Past [`RERUN_IDS`], only those no other owed task depends on are named (each
-    /// runs the rest as its dependencies).
+    /// The `re-run:` line's ids: the failed tasks, always, then the other tasks the command
+    /// still owes (blocked by a failure, aborted or never started) that no owed task depends
+    /// on: running those runs the rest as their dependencies, so the line names each owed task
+    /// once, directly or through a dependant.
     fn still_owed(&self) -> Vec<String> {
-        let owed: Vec<usize> = {
-            let status = |s: Status| {
-                let rows = &self.rows;
-                self.reports
-                    .iter()
-                    .filter(move |(&i, r)| r.status == s && rows[i].kind != Kind::Group)
-                    .map(|(&i, _)| i)
-            };
-            let mut owed: Vec<usize> = status(Status::Failed).collect();
-            for s in [Status::Skipped, Status::Aborted, Status::NotRun] {
-                owed.extend(status(s));
-            }
-            owed
+        let status = |s: Status| {
+            let rows = &self.rows;
+            self.reports
+                .iter()
+                .filter(move |(&i, r)| r.status == s && rows[i].kind != Kind::Group)
+                .map(|(&i, _)| i)
         };
+        let failed: Vec<usize> = status(Status::Failed).collect();
+        let mut rest: Vec<usize> = Vec::new();
+        for s in [Status::Skipped, Status::Aborted, Status::NotRun] {
+            rest.extend(status(s));
+        }
         let nodes = &self.plan.graph.nodes;
-        let kept: Vec<usize> = if owed.len() <= RERUN_IDS {
-            owed
-        } else {
-            let mut reached = std::collections::HashSet::new();
-            for &i in &owed {
-                let mut stack: Vec<usize> = nodes[i].deps.clone();
-                while let Some(d) = stack.pop() {
-                    if reached.insert(d) {
-                        stack.extend(nodes[d].deps.iter().copied());
-                    }
+        let mut reached = std::collections::HashSet::new();
+        for &i in failed.iter().chain(&rest) {
+            let mut stack: Vec<usize> = nodes[i].deps.clone();
+            while let Some(d) = stack.pop() {
+                if reached.insert(d) {
+                    stack.extend(nodes[d].deps.iter().copied());
                 }
             }
-            owed.into_iter().filter(|i| !reached.contains(i)).collect()
-        };
-        kept.into_iter().map(|i| nodes[i].id.to_string()).collect()
+        }
+        failed
+            .into_iter()
+            .chain(rest.into_iter().filter(|i| !reached.contains(i)))
+            .map(|i| nodes[i].id.to_string())
+            .collect()
     }
 }
-
-/// How many ids the `re-run:` line names before it names only the owed tasks nothing else
-/// owed depends on.
-const RERUN_IDS: usize = 20;
 
 /// HIST-1: the invocation's facts other than its tasks (the history sink adds those).
 fn invocation_facts(

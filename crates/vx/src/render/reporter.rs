@@ -43,6 +43,9 @@ pub struct Terminal {
     /// Failed tasks whose frame was printed with nothing but one-liners and other failure
     /// frames after it: the recap does not repeat their output (it is right above).
     failures_above: Vec<vx_core::id::TaskId>,
+    /// Skipped tasks by the failure that blocked them, folded into one line each above the
+    /// recap (every one-liner with `--output-logs=full`; `vx last` lists them).
+    blocked: Vec<(TaskId, Vec<TaskReport>)>,
     /// KEY-10's `no file matches` per (what, glob), with the tasks, said once above the footer.
     unmatched: std::collections::BTreeMap<(&'static str, String), Vec<vx_core::id::TaskId>>,
     /// `--log-order=stream`: every executing task's lines as they come, prefixed.
@@ -86,6 +89,7 @@ impl Terminal {
             github_token: None,
             ci_log: None,
             failures_above: Vec::new(),
+            blocked: Vec::new(),
             unmatched: std::collections::BTreeMap::new(),
             stream_lines: None,
             tui: None,
@@ -218,6 +222,43 @@ impl Terminal {
                 tasks.len(),
                 names.join(", ")
             ));
+        }
+    }
+
+    /// Holds a skipped task's one-liner for the folded line of what blocked it; false when
+    /// its one-liner prints as usual (`--output-logs=full`, or it is not a one-liner).
+    fn fold_blocked(&mut self, report: &TaskReport, requested: bool) -> bool {
+        let Some(cause) = &report.blocked_by else {
+            return false;
+        };
+        if report.status != Status::Skipped
+            || self.output_logs == Some(OutputLogs::Full)
+            || !matches!(self.decide(report, requested), Show::OneLiner)
+        {
+            return false;
+        }
+        match self.blocked.iter_mut().find(|(c, _)| c == cause) {
+            Some((_, reports)) => reports.push(report.clone()),
+            None => self.blocked.push((cause.clone(), vec![report.clone()])),
+        }
+        true
+    }
+
+    /// The folded skipped tasks: `⊘ 35 skipped: blocked by ui#build`, or the one-liner of a
+    /// failure's only skipped dependant.
+    fn say_blocked(&mut self) {
+        for (cause, reports) in std::mem::take(&mut self.blocked) {
+            let line = match reports.as_slice() {
+                [one] => one_liner(&self.style, one),
+                _ => format!(
+                    "{} {} skipped: blocked by {} {}\n",
+                    self.style.yellow(Status::Skipped.glyph()),
+                    reports.len(),
+                    self.style.id(&cause),
+                    self.style.dim("(vx last lists them)")
+                ),
+            };
+            self.emit(line.as_bytes());
         }
     }
 
@@ -470,6 +511,9 @@ impl Reporter for Terminal {
             tui.finished(node, report);
             return;
         }
+        if self.fold_blocked(report, requested) {
+            return;
+        }
         if self.is_streaming(node) && self.stream_open && report.status != Status::Running {
             let mut tail = Vec::new();
             // A task that failed before it could run (its key, its outputs' cleaning) streamed
@@ -539,6 +583,7 @@ impl Reporter for Terminal {
             tui.stop();
         }
         super::live::stop();
+        self.say_blocked();
         self.say_unmatched();
         self.flush_held();
         out_str(&super::footer::recap(

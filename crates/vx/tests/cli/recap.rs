@@ -40,10 +40,10 @@ fn the_recap_repeats_output_only_when_other_output_came_between() {
     );
 }
 
-/// Past 20 owed tasks the `re-run:` line names only those nothing else owed depends on:
-/// running them runs the rest as their dependencies.
+/// The `re-run:` line names the failed tasks, always, then the owed tasks nothing else owed
+/// depends on: running those runs the rest as their dependencies.
 #[test]
-fn a_long_re_run_line_names_only_the_top_tasks() {
+fn the_re_run_line_names_the_failures_and_the_owed_tasks_on_top() {
     let mut tasks = String::from("[tasks.base]\ncommand = \"exit 1\"\n");
     let mut all = Vec::new();
     for n in 0..22 {
@@ -59,8 +59,22 @@ fn a_long_re_run_line_names_only_the_top_tasks() {
     let f = one_project(&tasks);
     let out = f.vx(&["run", "lib#all"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert_contains(&out.stdout, "re-run: vx run lib#all\n");
-    // A short one names every task: the failure first, then what it blocked.
+    assert_contains(&out.stdout, "re-run: vx run lib#base lib#all\n");
+    // The 23 tasks the failure blocked are one line.
+    assert_contains(
+        &out.stdout,
+        "⊘ 23 skipped: blocked by lib#base (vx last lists them)\n",
+    );
+    assert!(!out.stdout.contains("skipped lib#t0"), "{}", out.stdout);
+    // Every one of them with `--output-logs=full`.
+    let full = f.vx(&["run", "lib#all", "--output-logs=full"]);
+    let skipped = full
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" skipped lib#"))
+        .count();
+    assert_eq!(skipped, 23, "{}", full.stdout);
+    // A chain: the failure and the top, not the task between them.
     let f = one_project(
         "[tasks.base]\ncommand = \"exit 1\"\n\
          [tasks.mid]\ncommand = \"true\"\ndepends-on = [\"base\"]\n\
@@ -68,7 +82,7 @@ fn a_long_re_run_line_names_only_the_top_tasks() {
     );
     let out = f.vx(&["run", "lib#top"]);
     assert_eq!(out.code, 1, "{out:?}");
-    assert_contains(&out.stdout, "re-run: vx run lib#base lib#mid lib#top\n");
+    assert_contains(&out.stdout, "re-run: vx run lib#base lib#top\n");
 }
 
 /// The `re-run:` line (and `vx last`'s) is a command line to paste, so a
@@ -152,10 +166,8 @@ fn an_interrupted_run_says_so_and_counts_what_never_started() {
     );
     assert!(!stdout.contains("(100%)"), "{stdout}");
     assert!(!stdout.contains("not counted"), "{stdout}");
-    assert_contains(
-        &stdout,
-        "re-run: vx run lib#slow lib#after1 lib#after2 lib#all\n",
-    );
+    // `all` runs the rest as its dependencies.
+    assert_contains(&stdout, "re-run: vx run lib#all\n");
 }
 
 /// KEY-10: a glob that matches nothing is said once per run, naming its tasks.
