@@ -212,7 +212,7 @@ fn overlapping_outputs(tasks: &[Cached<'_>]) -> Vec<Diagnostic> {
                 "`{}` and `{}` both declare outputs under `{under}`",
                 tasks[a].id, tasks[b].id
             ))
-            .hint("give each its own directory, or set [workspace.rules] exclusive-outputs = false")
+            .hint("give each its own directory, or let one task write both")
         })
         .collect()
 }
@@ -520,7 +520,7 @@ mod tests {
             shown(&overlapping_outputs(&cached_tasks(&ws))),
             [
                 "`a#build` and `a#bundle` both declare outputs under `dist/` | give each its own \
-              directory, or set [workspace.rules] exclusive-outputs = false"
+              directory, or let one task write both"
             ]
         );
     }

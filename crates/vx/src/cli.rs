@@ -133,7 +133,8 @@ pub struct RunArgs {
     /// predicted wall for N = 1…16.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
-    /// Write the plan as Graphviz DOT to stdout or PATH.
+    /// Write the plan instead of running it: Graphviz DOT to stdout, or PATH by its extension
+    /// (.dot, .html, .svg, .png, .pdf, .mermaid, .json).
     #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub graph: Option<String>,
     /// Arguments after `--` go to the requested tasks.
@@ -474,9 +475,29 @@ fn translate(e: clap::Error) -> Parsed {
             let mut d = Diagnostic::new(format!("unknown flag `{flag}` for `vx {verb}`"));
             if flag == "--json" && matches!(verb.as_str(), "show" | "why" | "last" | "info") {
                 d = d.hint("use `--format json`");
+            } else if matches!(flag.as_str(), "-C" | "--cwd") {
+                d = d.hint(format!("`{flag}` goes before the verb: `vx {flag} DIR {verb} …`"));
             } else if let Some(s) = did_you_mean(&flag, flags_of(&verb).iter().map(String::as_str))
             {
                 d = d.hint(format!("did you mean `{s}`?"));
+            } else if matches!(verb.as_str(), "run" | "watch") {
+                d = d.hint(format!(
+                    "to give `{flag}` to the tasks, put it after `--`: `vx {verb} … -- {flag}`"
+                ));
+            }
+            Parsed::Error(vec![d])
+        }
+        ErrorKind::InvalidSubcommand => {
+            let word = context(ContextKind::InvalidSubcommand).unwrap_or_default();
+            let mut d = Diagnostic::new(format!("unknown verb `{word}` for `vx {verb}`"));
+            let nested: Vec<String> = command()
+                .find_subcommand(&verb)
+                .map(|c| c.get_subcommands().map(|s| s.get_name().to_string()).collect())
+                .unwrap_or_default();
+            if let Some(s) = did_you_mean(&word, nested.iter().map(String::as_str)) {
+                d = d.hint(format!("did you mean `vx {verb} {s}`?"));
+            } else if !nested.is_empty() {
+                d = d.hint(format!("`vx {verb}` has: {}", nested.join(", ")));
             }
             Parsed::Error(vec![d])
         }
@@ -527,5 +548,23 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         super::command().debug_assert();
+    }
+
+    /// cli.md's Synopsis names every verb `vx --help` lists (it once named 7 of 14).
+    #[test]
+    fn the_synopsis_in_cli_md_names_every_verb() {
+        let doc = include_str!("../../../docs/cli.md");
+        let start = doc.find("## Synopsis").expect("a Synopsis section");
+        let synopsis = &doc[start..];
+        let synopsis = &synopsis[..synopsis.find("\n## ").unwrap_or(synopsis.len())];
+        for verb in super::command().get_subcommands().map(|c| c.get_name()) {
+            let named = synopsis.lines().any(|l| {
+                let words: Vec<&str> = l.split_whitespace().collect();
+                words.first() == Some(&"vx")
+                    && (words.get(1) == Some(&verb)
+                        || (words.get(1) == Some(&"[-C") && words.get(3) == Some(&verb)))
+            });
+            assert!(named, "cli.md's Synopsis does not name `vx {verb}`");
+        }
     }
 }

@@ -60,7 +60,26 @@ pub fn refusal(args: &[OsString]) -> Option<Diagnostic> {
     for word in words.iter().take_while(|w| **w != "--") {
         let name = word.split('=').next().unwrap_or(word);
         if let Some((flag, pointer)) = FOREIGN_FLAGS.iter().find(|(f, _)| *f == name) {
-            return Some(Diagnostic::new(format!("vx has no {flag}; {pointer}")));
+            let refused = Diagnostic::new(format!("vx has no {flag}; {pointer}"));
+            // `--verbose` is as often meant for the task (a test runner's) as for vx.
+            let verb = verb_at.map(|at| words[at]);
+            let for_tasks = verb.is_some_and(|v| matches!(v, "run" | "watch"));
+            return Some(match for_tasks && *flag == "--verbose" {
+                true => {
+                    let mut line: Vec<String> = vec!["vx".into()];
+                    line.extend(
+                        words
+                            .iter()
+                            .filter(|w| *w != word)
+                            .map(|w| quote_word(w)),
+                    );
+                    refused.hint(format!(
+                        "to give it to the tasks, put it after `--`: `{} -- {word}`",
+                        line.join(" ")
+                    ))
+                }
+                false => refused,
+            });
         }
     }
     None

@@ -252,6 +252,16 @@ pub fn dry_text(plan: &Plan, rows: &[DryRow], slots: usize) -> String {
         n - hits
     );
     let predicted = predict(plan, rows, slots);
+    // With no recorded duration for anything that would run, a `~0ms` wall would be a guess
+    // dressed as a figure.
+    if predicted.unknown > 0 && predicted.work_ms == 0 {
+        let _ = writeln!(
+            text,
+            "predicted: no history yet ({} never recorded a duration here)",
+            plural(predicted.unknown, "task")
+        );
+        return text;
+    }
     let without = match predicted.unknown {
         0 => String::new(),
         n => format!(" ({} without history)", plural(n, "task")),

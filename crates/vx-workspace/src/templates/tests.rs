@@ -455,7 +455,7 @@ fn overlapping_outputs_are_refused_at_load() {
     assert_eq!(
         found,
         "`packages/web#build` and `packages/web#types` both declare outputs under `dist/`\n  \
-         hint: give each its own directory, or set [workspace.rules] exclusive-outputs = false\n"
+         hint: give each its own directory, or let one task write both\n"
     );
 }
 

@@ -529,7 +529,9 @@ fn acc28_overlapping_outputs_are_refused_before_any_run() {
         &out.stderr,
         "error: `lib#build` and `lib#types` both declare outputs under `dist/`",
     );
-    assert_contains(&out.stderr, "exclusive-outputs = false");
+    // The hint leads somewhere: not to `exclusive-outputs = false`, which is refused.
+    assert_contains(&out.stderr, "hint: give each its own directory, or let one task write both");
+    assert!(!out.stderr.contains("exclusive-outputs"), "{}", out.stderr);
 }
 
 #[test]

@@ -17,7 +17,7 @@ fn dry_text_lists_the_plan_and_runs_nothing() {
          level 2\n  \
          ⏺ no-cache    app#build  [key]  ← lib#build\n\
          3 tasks planned: 0 cache hits, 3 would run\n\
-         predicted: ~[t] wall · ~[t] total (3 tasks without history)\n"
+         predicted: no history yet (3 tasks never recorded a duration here)\n"
     );
     assert!(!f.path("packages/lib/dist").exists());
 }
@@ -232,7 +232,10 @@ fn dry_text_uses_the_singular_for_one_task() {
     let f = w();
     let out = f.vx(&["run", "lib#build", "--dry"]);
     assert_contains(&out.stdout, "1 task planned: 0 cache hits, 1 would run\n");
-    assert_contains(&out.stdout, "(1 task without history)");
+    assert_contains(
+        &out.stdout,
+        "predicted: no history yet (1 task never recorded a duration here)\n",
+    );
 }
 
 /// `--dry` in dependency order, groups shown with what they wait for, and the

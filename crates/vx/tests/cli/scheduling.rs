@@ -156,7 +156,7 @@ fn dry_predicts_the_run_from_history() {
     let before = f.vx(&[&args[..], &["--dry"]].concat());
     crate::assert_contains(
         &before.stdout,
-        "predicted: ~0ms wall · ~0ms total (3 tasks without history)\n",
+        "predicted: no history yet (3 tasks never recorded a duration here)\n",
     );
     assert_eq!(f.vx(&args).code, 0);
     let text = f.vx(&[&args[..], &["--dry"]].concat());
