@@ -464,3 +464,42 @@ fn foreign_aliases_work_like_the_vx_flags() {
     ]);
     assert_eq!(cont.code, 0, "{cont:?}");
 }
+
+/// Hints that lead somewhere (issue 48): `-C` after the verb, a flag meant for the tasks, a
+/// nested verb misspelled.
+#[test]
+fn misplaced_flags_and_nested_verbs_get_a_hint_that_works() {
+    let f = w();
+    let out = f.vx(&["run", "-C", "packages/lib", "build"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: unknown flag `-C` for `vx run`\n  hint: `-C` goes before the verb: `vx -C DIR run …`\n"
+    );
+    // The hinted line runs.
+    assert_eq!(f.vx(&["-C", "packages/lib", "run", "build"]).code, 0);
+
+    let out = f.vx(&["run", "lib#build", "--verbose"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_contains(
+        &out.stderr,
+        "hint: to give it to the tasks, put it after `--`: `vx run lib#build -- --verbose`\n",
+    );
+    let out = f.vx(&["run", "lib#build", "--frobnicate"]);
+    assert_contains(
+        &out.stderr,
+        "hint: to give `--frobnicate` to the tasks, put it after `--`: `vx run … -- --frobnicate`\n",
+    );
+    // Outside `run` and `watch`, `--verbose` is only vx's.
+    let out = f.vx(&["show", "--verbose"]);
+    assert!(!out.stderr.contains("after `--`"), "{}", out.stderr);
+
+    let out = f.vx(&["cache", "clear"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "error: unknown verb `clear` for `vx cache`\n  hint: did you mean `vx cache clean`?\n"
+    );
+    let out = f.vx(&["cache", "frob"]);
+    assert_contains(&out.stderr, "hint: `vx cache` has: prune, clean\n");
+}
