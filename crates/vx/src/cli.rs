@@ -476,7 +476,9 @@ fn translate(e: clap::Error) -> Parsed {
             if flag == "--json" && matches!(verb.as_str(), "show" | "why" | "last" | "info") {
                 d = d.hint("use `--format json`");
             } else if matches!(flag.as_str(), "-C" | "--cwd") {
-                d = d.hint(format!("`{flag}` goes before the verb: `vx {flag} DIR {verb} …`"));
+                d = d.hint(format!(
+                    "`{flag}` goes before the verb: `vx {flag} DIR {verb} …`"
+                ));
             } else if let Some(s) = did_you_mean(&flag, flags_of(&verb).iter().map(String::as_str))
             {
                 d = d.hint(format!("did you mean `{s}`?"));
@@ -492,7 +494,11 @@ fn translate(e: clap::Error) -> Parsed {
             let mut d = Diagnostic::new(format!("unknown verb `{word}` for `vx {verb}`"));
             let nested: Vec<String> = command()
                 .find_subcommand(&verb)
-                .map(|c| c.get_subcommands().map(|s| s.get_name().to_string()).collect())
+                .map(|c| {
+                    c.get_subcommands()
+                        .map(|s| s.get_name().to_string())
+                        .collect()
+                })
                 .unwrap_or_default();
             if let Some(s) = did_you_mean(&word, nested.iter().map(String::as_str)) {
                 d = d.hint(format!("did you mean `vx {verb} {s}`?"));

@@ -67,12 +67,7 @@ pub fn refusal(args: &[OsString]) -> Option<Diagnostic> {
             return Some(match for_tasks && *flag == "--verbose" {
                 true => {
                     let mut line: Vec<String> = vec!["vx".into()];
-                    line.extend(
-                        words
-                            .iter()
-                            .filter(|w| *w != word)
-                            .map(|w| quote_word(w)),
-                    );
+                    line.extend(words.iter().filter(|w| *w != word).map(|w| quote_word(w)));
                     refused.hint(format!(
                         "to give it to the tasks, put it after `--`: `{} -- {word}`",
                         line.join(" ")

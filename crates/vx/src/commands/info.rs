@@ -34,6 +34,9 @@ struct Info {
     vx_commit: Option<String>,
     /// `None`: git was not found.
     git_version: Option<String>,
+    /// Whether the workspace root is in a git work tree (`None`: git was not found). Outside
+    /// one, vx walks the files (DISC-7) and `--affected` is refused.
+    git_repository: Option<bool>,
     workspace_root: String,
     /// `None` when the configuration has errors.
     projects: Option<usize>,
@@ -134,8 +137,23 @@ struct LockInfo {
 
 pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
     let json = super::json_format(args.format.as_deref())?;
-    let (root, mut settings) = workspace::root_only(cwd)?;
     let env = vx_engine::host::env::host_env();
+    let (root, mut settings) = match workspace::root_only(cwd) {
+        Ok(found) => found,
+        // Outside a workspace, say too when there is no repository either.
+        Err(Failure::User(mut diagnostics)) => {
+            if host::in_git_repository(cwd, &env) == Some(false) {
+                if let Some(d) = diagnostics.first_mut() {
+                    d.hints.push(format!(
+                        "{} is not in a git repository either (`git init` makes one)",
+                        cwd.display()
+                    ));
+                }
+            }
+            return Err(Failure::User(diagnostics));
+        }
+        Err(other) => return Err(other),
+    };
 
     let mut configuration_errors = Vec::new();
     let (mut projects, mut tasks, mut sandboxed_tasks) = (None, None, 0);
@@ -201,6 +219,7 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
             .filter(|s| !s.is_empty())
             .map(str::to_string),
         git_version: host::git_version(&root, &env),
+        git_repository: host::in_git_repository(&root, &env),
         workspace_root: root.display().to_string(),
         projects,
         tasks,
@@ -351,6 +370,14 @@ fn pretty(info: &Info, errors: &[Diagnostic]) -> String {
             .clone()
             .unwrap_or_else(|| "not found".into()),
     ));
+    if info.git_repository == Some(false) {
+        rows.push((
+            "repository",
+            "not a git repository: files are found by a walk honouring .gitignore; --affected \
+             and the branch features need git"
+                .into(),
+        ));
+    }
     rows.push(("workspace root", info.workspace_root.clone()));
     rows.push(("projects", count(info.projects)));
     rows.push((

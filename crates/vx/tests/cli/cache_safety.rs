@@ -530,7 +530,10 @@ fn acc28_overlapping_outputs_are_refused_before_any_run() {
         "error: `lib#build` and `lib#types` both declare outputs under `dist/`",
     );
     // The hint leads somewhere: not to `exclusive-outputs = false`, which is refused.
-    assert_contains(&out.stderr, "hint: give each its own directory, or let one task write both");
+    assert_contains(
+        &out.stderr,
+        "hint: give each its own directory, or let one task write both",
+    );
     assert!(!out.stderr.contains("exclusive-outputs"), "{}", out.stderr);
 }
 

@@ -59,6 +59,8 @@ fn json_gives_the_same_facts_as_typed_fields() {
     let info = json(&out);
     assert_eq!(info["vx_version"], env!("CARGO_PKG_VERSION"));
     assert!(info["git_version"].is_string(), "{info}");
+    assert_eq!(info["git_repository"], true, "{info}");
+    assert!(!out.stdout.contains("repository  "), "{}", out.stdout);
     let root = f.root().canonicalize().unwrap();
     assert_eq!(info["workspace_root"], root.display().to_string());
     assert_eq!(info["projects"], 3);
@@ -229,6 +231,32 @@ fn outside_a_workspace_info_exits_2() {
         out.stderr
     );
     assert_eq!(out.stdout, "");
+}
+
+/// Outside git, `vx info` says so (vx still works, walking the files), and outside a
+/// workspace its error says there is no repository either (issue 48).
+#[test]
+fn outside_git_info_says_so() {
+    let f = empty();
+    std::fs::remove_dir_all(f.path(".git")).unwrap();
+    let out = f.vx(&["info"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .ends_with(" is not in a git repository either (`git init` makes one)\n"),
+        "{}",
+        out.stderr
+    );
+    f.write("vx.toml", "[workspace]\nmembers = []\n");
+    let out = f.vx(&["info"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    crate::assert_contains(
+        &out.stdout,
+        "repository          not a git repository: files are found by a walk honouring \
+         .gitignore; --affected and the branch features need git\n",
+    );
+    let out = f.vx(&["info", "--format", "json"]);
+    assert_eq!(json(&out)["git_repository"], false);
 }
 
 #[test]

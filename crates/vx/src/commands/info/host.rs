@@ -28,6 +28,21 @@ pub fn git_version(root: &Path, env: &BTreeMap<String, String>) -> Option<String
     (!version.is_empty()).then(|| version.to_string())
 }
 
+/// Whether `dir` lies in a git work tree (`git rev-parse --is-inside-work-tree`); `None` when
+/// git is not on PATH.
+pub fn in_git_repository(dir: &Path, env: &BTreeMap<String, String>) -> Option<bool> {
+    let git = subprocess::find_on_path("git", env.get("PATH")?)?;
+    let output = subprocess::run(
+        git,
+        "git",
+        vec!["rev-parse".into(), "--is-inside-work-tree".into()],
+        dir,
+        subprocess::git_env(env),
+        Duration::from_secs(10),
+    );
+    Some(output.completion.exit_code == 0 && output.stdout.starts_with(b"true"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
