@@ -21,6 +21,9 @@ pub struct Workspace {
     /// Root-relative paths finding the members looked at: every directory listed or probed
     /// and every directory a member glob matched (a run snapshot records their stat data).
     pub discovered_from: Vec<String>,
+    /// What loading found worth saying that does not stop a run: a member glob that matches
+    /// no directory.
+    pub warnings: Vec<crate::Diagnostic>,
 }
 
 impl Workspace {

@@ -80,6 +80,7 @@ pub fn workspace(projects: &[P<'_>]) -> Workspace {
         projects: list,
         by_name,
         discovered_from: Vec::new(),
+        warnings: Vec::new(),
     }
 }
 

@@ -657,7 +657,13 @@ pub(crate) fn load_frozen(root: &Path) -> Result<Workspace, LoadError> {
             }
         })
         .collect();
-    finish(root, rooted.settings, projects, rooted.discovered_from)
+    finish(
+        root,
+        rooted.settings,
+        projects,
+        rooted.discovered_from,
+        rooted.warnings,
+    )
 }
 
 #[cfg(test)]

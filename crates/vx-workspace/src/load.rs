@@ -46,6 +46,8 @@ pub(crate) struct Rooted {
     /// In expansion order.
     pub(crate) dirs: Vec<String>,
     pub(crate) discovered_from: Vec<String>,
+    /// Member globs that match no directory.
+    pub(crate) warnings: Vec<Diagnostic>,
 }
 
 /// `vx.toml` texts by root-relative path, read instead of the files there (what `vx init`
@@ -74,13 +76,15 @@ pub(crate) fn read_root(
         Some(members) => MemberGlobs::new(members, &mut Vec::new()),
         None => MemberGlobs::new(&package_manager_globs(root, &root_files, errors)?, errors),
     };
-    let (dirs, discovered_from) = globs.expand_seeing(root, errors)?;
+    let mut warnings = Vec::new();
+    let (dirs, discovered_from) = globs.expand_seeing(root, errors, &mut warnings)?;
     Ok(Rooted {
         root_files,
         settings,
         template_facts,
         dirs,
         discovered_from,
+        warnings,
     })
 }
 
@@ -92,6 +96,7 @@ pub(crate) fn load_workspace(root: &Path, planned: Planned<'_>) -> Result<Worksp
         template_facts,
         dirs,
         discovered_from,
+        warnings,
     } = read_root(root, planned, &mut errors)?;
     // Read and parsed on several threads (most of a warm run's loading); the results, their
     // problems and the first hard error are taken in member order, as one thread would.
@@ -173,7 +178,7 @@ pub(crate) fn load_workspace(root: &Path, planned: Planned<'_>) -> Result<Worksp
             deps,
         })
         .collect();
-    finish(root, settings, projects, discovered_from)
+    finish(root, settings, projects, discovered_from, warnings)
 }
 
 /// `[workspace] exclude-from-all`: which project directories `--all` leaves out.
@@ -199,6 +204,7 @@ pub(crate) fn finish(
     settings: WorkspaceConfig,
     mut projects: Vec<Project>,
     discovered_from: Vec<String>,
+    warnings: Vec<Diagnostic>,
 ) -> Result<Workspace, LoadError> {
     projects.sort_by(|a, b| a.name.cmp(&b.name));
     let by_name = projects
@@ -212,6 +218,7 @@ pub(crate) fn finish(
         projects,
         by_name,
         discovered_from,
+        warnings,
     };
     // Git's ignore rules are read only when a check needs them.
     let rules = std::cell::OnceCell::new();

@@ -162,15 +162,18 @@ impl MemberGlobs {
         root: &Path,
         errors: &mut Vec<Diagnostic>,
     ) -> Result<Vec<String>, LoadError> {
-        self.expand_seeing(root, errors).map(|(members, _)| members)
+        self.expand_seeing(root, errors, &mut Vec::new())
+            .map(|(members, _)| members)
     }
 
     /// [`MemberGlobs::expand`], and every root-relative path the expansion looked at: each
     /// directory it listed or probed, and each directory a glob matched (excluded ones too).
+    /// A glob that matches no directory is a warning: a run goes on without it, and says so.
     pub(crate) fn expand_seeing(
         &self,
         root: &Path,
         errors: &mut Vec<Diagnostic>,
+        warnings: &mut Vec<Diagnostic>,
     ) -> Result<(Vec<String>, Vec<String>), LoadError> {
         let mut walk = Walk {
             root,
@@ -182,6 +185,12 @@ impl MemberGlobs {
         let mut seen_paths = Vec::new();
         for include in &self.includes {
             let mut found = walk.matches(&include.segments)?;
+            if found.is_empty() {
+                warnings.push(Diagnostic::at(
+                    include.source.at.clone(),
+                    format!("members: `{}` matches no directory", include.source.value),
+                ));
+            }
             found.sort();
             seen_paths.extend(found.iter().map(|(rel, _)| rel.clone()));
             for (rel, via_link) in found {

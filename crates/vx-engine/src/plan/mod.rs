@@ -80,7 +80,11 @@ pub fn build(workspace: Workspace, cwd: &Path, options: &RunOptions) -> Result<P
     check_excluded_names(&workspace, &options.exclude)?;
 
     let mut affected = None;
-    let mut notices = Vec::new();
+    let mut notices: Vec<Notice> = workspace
+        .warnings
+        .iter()
+        .map(|d| Notice::warning(d.to_string()))
+        .collect();
     let mut green_known = None;
     let part = match options.shard {
         Some(ShardFlag::Part { k, n }) => Some((k, n)),

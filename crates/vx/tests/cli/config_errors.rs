@@ -85,3 +85,27 @@ fn a_directory_named_vx_toml_is_an_error_naming_it_not_an_unknown_project() {
     );
     assert!(!out.stderr.contains("unknown project"), "{}", out.stderr);
 }
+
+/// A member glob that matches no directory is said, with its location, on every run; the run
+/// goes on with the members the other globs found (issue 48).
+#[test]
+fn a_member_glob_that_matches_nothing_is_a_warning() {
+    let f = one_project("[tasks.build]\ncommand = \"true\"\n");
+    f.write(
+        "vx.toml",
+        "[workspace]\nmembers = [\"packages/*\", \"libs/*\"]\n",
+    );
+    f.commit();
+    for _ in 0..2 {
+        let out = f.vx(&["run", "lib#build"]);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert_eq!(
+            out.stderr,
+            "warning: vx.toml:2:26: members: `libs/*` matches no directory\n"
+        );
+    }
+    // Once it matches, nothing is said.
+    f.write("libs/x/vx.toml", "");
+    let out = f.vx(&["run", "lib#build"]);
+    assert_eq!(out.stderr, "", "{out:?}");
+}
