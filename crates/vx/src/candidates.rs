@@ -29,12 +29,43 @@ pub fn task_candidates(current: &OsStr) -> Vec<CompletionCandidate> {
             ids.push((format!("{}#{name}", project.name), task.description.clone()));
         }
     }
+    // `web#build` names `@acme/web#build` when only one scope has a `web` (as `vx run` reads
+    // it): offered too, so a scoped workspace completes without typing the scope.
+    let mut unscoped: std::collections::BTreeMap<&str, usize> = Default::default();
+    for project in &ws.projects {
+        if let Some(bare) = unscoped_name(&project.name) {
+            *unscoped.entry(bare).or_default() += 1;
+        }
+    }
+    for project in &ws.projects {
+        let Some(bare) = unscoped_name(&project.name).filter(|b| unscoped[b] == 1) else {
+            continue;
+        };
+        for (name, task) in &project.config.tasks {
+            ids.push((format!("{bare}#{name}"), task.description.clone()));
+        }
+    }
     let mut candidates: Vec<CompletionCandidate> =
         names.into_iter().map(CompletionCandidate::new).collect();
     candidates.extend(ids.into_iter().map(|(id, description)| {
         CompletionCandidate::new(id).help(description.map(StyledStr::from))
     }));
     starting_with(candidates, current)
+}
+
+/// `web` of `@acme/web`; `None` for a name without a scope.
+fn unscoped_name(name: &str) -> Option<&str> {
+    name.strip_prefix('@')?
+        .split_once('/')
+        .map(|(_, bare)| bare)
+}
+
+/// The words a flag takes (`--output-logs`, `--ui`, …), for its value's Tab.
+pub fn values(words: &'static [&'static str]) -> impl Fn(&OsStr) -> Vec<CompletionCandidate> {
+    move |current| {
+        let candidates = words.iter().map(|w| CompletionCandidate::new(*w)).collect();
+        starting_with(candidates, current)
+    }
 }
 
 pub fn project_candidates(current: &OsStr) -> Vec<CompletionCandidate> {

@@ -101,7 +101,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", alias = "parallel")]
     pub concurrency: Option<String>,
     /// After a failure: never, deps-ok (default), always (the bare flag).
-    #[arg(long = "continue", value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    #[arg(long = "continue", value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = BARE, add = ArgValueCompleter::new(candidates::values(&["never", "deps-ok", "always"])))]
     pub continue_mode: Option<String>,
     /// Default timeout for tasks without `timeout`, e.g. 90s.
     #[arg(long, value_name = "DURATION")]
@@ -110,18 +110,18 @@ pub struct RunArgs {
     #[arg(long = "exclude-dependencies", visible_alias = "only", value_name = "NAMES", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
     pub exclude_dependencies: Option<String>,
     /// Per-task output: full, errors-only, hash-only, none.
-    #[arg(long = "output-logs", value_name = "MODE")]
+    #[arg(long = "output-logs", value_name = "MODE", add = ArgValueCompleter::new(candidates::values(&["full", "errors-only", "hash-only", "none"])))]
     pub output_logs: Option<String>,
     /// The interface: plain (lines; default) or tui (a full-screen task list and output; on a
     /// terminal only).
-    #[arg(long, value_name = "UI")]
+    #[arg(long, value_name = "UI", add = ArgValueCompleter::new(candidates::values(&["plain", "tui"])))]
     pub ui: Option<String>,
     /// Task output: grouped (each task's whole, when it ends; default) or stream (every line as
     /// it comes, prefixed with its task id).
-    #[arg(long = "log-order", value_name = "ORDER")]
+    #[arg(long = "log-order", value_name = "ORDER", add = ArgValueCompleter::new(candidates::values(&["grouped", "stream"])))]
     pub log_order: Option<String>,
     /// Print the plan and run nothing (text or json).
-    #[arg(long, value_name = "FORMAT", alias = "dry-run", num_args = 0..=1, require_equals = true, default_missing_value = BARE)]
+    #[arg(long, value_name = "FORMAT", alias = "dry-run", num_args = 0..=1, require_equals = true, default_missing_value = BARE, add = ArgValueCompleter::new(candidates::values(&["text", "json"])))]
     pub dry: Option<String>,
     /// With --dry: exit 1 when the plan would execute a task, 0 when it would not.
     #[arg(long = "exit-code")]
@@ -197,7 +197,7 @@ pub struct ShowArgs {
     #[arg(add = ArgValueCompleter::new(candidates::show_candidates))]
     pub target: Option<String>,
     /// Output format: pretty or json.
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, value_name = "FORMAT", add = ArgValueCompleter::new(candidates::values(&["pretty", "json"])))]
     pub format: Option<String>,
 }
 
@@ -210,7 +210,7 @@ pub struct WhyArgs {
     #[arg(long, value_name = "RUNID")]
     pub run: Option<String>,
     /// Output format: pretty or json.
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, value_name = "FORMAT", add = ArgValueCompleter::new(candidates::values(&["pretty", "json"])))]
     pub format: Option<String>,
     /// The cache directory (default: VX_CACHE_DIR, [workspace] cache-dir, .vx at the root).
     #[arg(long = "cache-dir", value_name = "PATH")]
@@ -230,7 +230,7 @@ pub struct LastArgs {
     #[arg(long)]
     pub failed: bool,
     /// Output format: pretty or json.
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, value_name = "FORMAT", add = ArgValueCompleter::new(candidates::values(&["pretty", "json"])))]
     pub format: Option<String>,
     /// The cache directory (default: VX_CACHE_DIR, [workspace] cache-dir, .vx at the root).
     #[arg(long = "cache-dir", value_name = "PATH")]
@@ -285,7 +285,7 @@ const INIT_EXAMPLES: &str = "Examples:
 #[derive(Debug, Args)]
 pub struct InfoArgs {
     /// Output format: pretty or json.
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, value_name = "FORMAT", add = ArgValueCompleter::new(candidates::values(&["pretty", "json"])))]
     pub format: Option<String>,
     /// The cache directory (default: VX_CACHE_DIR, [workspace] cache-dir, .vx at the root).
     #[arg(long = "cache-dir", value_name = "PATH")]
@@ -331,7 +331,7 @@ pub struct EvictArgs {
     #[arg(long, visible_alias = "dry-run")]
     pub dry: bool,
     /// Output format: pretty or json.
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, value_name = "FORMAT", add = ArgValueCompleter::new(candidates::values(&["pretty", "json"])))]
     pub format: Option<String>,
     /// The cache directory (default: VX_CACHE_DIR, [workspace] cache-dir, .vx at the root).
     #[arg(long = "cache-dir", value_name = "PATH")]

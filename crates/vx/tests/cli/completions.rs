@@ -111,3 +111,50 @@ fn every_shell_gets_a_script_and_an_unknown_one_a_suggestion() {
         "error: `vx completions` needs a shell: bash, zsh, fish\n"
     );
 }
+
+/// A flag's value completes from the words it takes, and a scoped project's tasks complete
+/// without the scope, as `vx run` reads them (issue 48).
+#[test]
+fn flag_values_and_unscoped_ids_complete() {
+    let f = w();
+    assert_eq!(
+        complete(&f, "", &["vx", "run", "--output-logs", "h"]),
+        ["hash-only"]
+    );
+    assert_eq!(
+        complete(&f, "", &["vx", "run", "--ui", ""]),
+        ["plain", "tui"]
+    );
+    assert_eq!(
+        complete(&f, "", &["vx", "run", "--log-order", "s"]),
+        ["stream"]
+    );
+    assert_eq!(complete(&f, "", &["vx", "why", "--format", "j"]), ["json"]);
+
+    let f = crate::empty();
+    f.write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
+    for (dir, name) in [
+        ("web", "@acme/web"),
+        ("ui", "@acme/ui"),
+        ("ui2", "@other/ui"),
+    ] {
+        f.write(
+            &format!("packages/{dir}/package.json"),
+            &format!("{{ \"name\": \"{name}\" }}"),
+        );
+        f.write(
+            &format!("packages/{dir}/vx.toml"),
+            "[tasks.build]\ncommand = \"true\"\n",
+        );
+    }
+    assert_eq!(complete(&f, "", &["vx", "run", "web#"]), ["web#build"]);
+    // Two scopes have a `ui`: the bare name would be ambiguous, so only the scoped ids.
+    assert_eq!(
+        complete(&f, "", &["vx", "run", "ui#"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        complete(&f, "", &["vx", "run", "@acme/"]),
+        ["@acme/ui#build", "@acme/web#build"]
+    );
+}
