@@ -110,7 +110,7 @@ impl RunCache<'_> {
         };
         match self.serve(id, hit, needs_log, found) {
             Served::Decision(decision) => Ahead::Served(decision),
-            Served::Restore(job) => Ahead::Restore(Box::new(job)),
+            Served::Restore(job) => Ahead::Restore(job),
             Served::Refused(_) => Ahead::Not,
         }
     }

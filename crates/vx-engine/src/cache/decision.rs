@@ -20,6 +20,9 @@ pub struct Replay {
     pub stored: Duration,
     /// A restored hit: why its outputs were not up to date (`vx why`).
     pub restore_reason: Option<String>,
+    /// What serving it cost: its download (from a further layer, in this run) and writing
+    /// its outputs back; zero for outputs already in place.
+    pub cost: Duration,
 }
 
 /// What to do with a task that is ready.
@@ -83,7 +86,7 @@ pub(super) enum Served {
     /// Up to date: the decision is final.
     Decision(Decision),
     /// Its outputs must be written back (the protections allowed cleaning).
-    Restore(RestoreJob),
+    Restore(Box<RestoreJob>),
     /// Cleaning is refused (STORE-10): the task fails with this line when it runs.
     Refused(String),
 }

@@ -28,6 +28,10 @@ pub struct RestoreJob {
     pub(super) found: Vec<Found>,
     /// Why the outputs on disk were not the entry's (a remote entry: not in the local store).
     pub(super) reason: String,
+    /// Its download's time in this run (zero for a local entry), and when the job was made:
+    /// together, what the restore cost.
+    pub(super) downloaded_in: Duration,
+    pub(super) created: std::time::Instant,
 }
 
 impl RestoreJob {

@@ -403,7 +403,7 @@ impl<'p> RunCache<'p> {
                     Served::Refused(line) => return Decision::Fail(line),
                     Served::Restore(job) => {
                         let result = job.run();
-                        match self.finish_restore(job, result) {
+                        match self.finish_restore(*job, result) {
                             Restore::Served(decision) => return decision,
                             Restore::Miss => {}
                             Restore::Failed(line) => return Decision::Fail(line),

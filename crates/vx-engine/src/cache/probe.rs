@@ -109,6 +109,10 @@ impl RunCache<'_> {
             outputs,
         } = *hit;
         let stored = Duration::from_millis(entry.duration_ms);
+        let downloaded_in = match source {
+            Source::Remote => self.layers.downloaded_in(&key).unwrap_or_default(),
+            Source::Local => Duration::ZERO,
+        };
         // KEY-9: dependants fold what this entry holds (the restore, if one follows, writes
         // exactly that).
         self.keys.settle_produced(id, entry.produced.as_deref());
@@ -146,6 +150,7 @@ impl RunCache<'_> {
                     short_key: short,
                     stored,
                     restore_reason,
+                    cost: downloaded_in,
                 }));
             }
             reason = Some("its stored log could not be read".into());
@@ -156,7 +161,7 @@ impl RunCache<'_> {
         let Some(store) = self.layers.store() else {
             return Served::Refused(format!("vx: {id}: the cache is off"));
         };
-        Served::Restore(RestoreJob {
+        Served::Restore(Box::new(RestoreJob {
             id: id.clone(),
             path: store.artifact_path(&key),
             key,
@@ -167,6 +172,8 @@ impl RunCache<'_> {
             outputs,
             found,
             reason: reason.unwrap_or_default(),
-        })
+            downloaded_in,
+            created: std::time::Instant::now(),
+        }))
     }
 }

@@ -38,6 +38,8 @@ impl RunCache<'_> {
             root,
             outputs,
             reason,
+            downloaded_in,
+            created,
             ..
         } = job;
         self.refresh_outputs(&outputs);
@@ -86,6 +88,7 @@ impl RunCache<'_> {
                     short_key: short,
                     stored,
                     restore_reason: Some(restore_reason),
+                    cost: downloaded_in + created.elapsed(),
                 }))
             }
             Err(artifact::RestoreError::Damaged(damage)) => {

@@ -281,6 +281,7 @@ impl Run<'_> {
             short_key,
             stored,
             restore_reason,
+            cost,
         } = replay;
         let started = Instant::now();
         let mut strippers =
@@ -302,7 +303,8 @@ impl Run<'_> {
         report.cut_off = self.cut_off(i);
         report.log = log;
         // A hit's frame is printed whole, header status included, even when it would stream.
-        report.duration = started.elapsed();
+        // Its time is what serving it cost: the download and the restore, then the replay.
+        report.duration = cost + started.elapsed();
         report.start_offset = started.saturating_duration_since(self.started_at);
         report.end_offset = self.started_at.elapsed();
         report.admission_held = self.held.total(i);

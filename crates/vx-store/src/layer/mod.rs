@@ -67,6 +67,8 @@ pub struct Layers {
     prefetches: Vec<Arc<Prefetch>>,
     /// Entries adopted from a further layer in this run that no lookup has taken yet.
     adopted: HashMap<String, Entry>,
+    /// How long each entry downloaded in this run took to arrive (its restore's cost).
+    downloaded_in: HashMap<String, Duration>,
     uploads: Uploads,
 }
 
@@ -84,6 +86,7 @@ impl Layers {
             asked: HashSet::new(),
             prefetches: Vec::new(),
             adopted: HashMap::new(),
+            downloaded_in: HashMap::new(),
             uploads: Uploads::new(1),
         }
     }
@@ -160,6 +163,16 @@ impl Layers {
         !self.remotes.is_empty()
     }
 
+    /// How long the download of `key` took in this run, if it was downloaded.
+    pub fn downloaded_in(&self, key: &str) -> Option<Duration> {
+        self.downloaded_in.get(key).copied()
+    }
+
+    /// The downloads under way in the background: (tag, bytes so far, time since it started).
+    pub fn downloading(&self) -> Vec<(usize, u64, Duration)> {
+        self.prefetches.iter().flat_map(|p| p.in_flight()).collect()
+    }
+
     /// Probes `key`: the local store, then (on a local miss) each further layer that reads,
     /// adopting what it delivers. A key of the prefetch waits for its download instead of
     /// asking again (REM-5). Errors are the local store's; a further layer's failure is a miss
@@ -198,7 +211,10 @@ impl Layers {
                 continue;
             }
             let dest = store.tmp_path("download");
+            let started = Instant::now();
             let fetched = remote.layer.fetch(key, &dest, remote.usage.max_download);
+            self.downloaded_in
+                .insert(key.to_string(), started.elapsed());
             remote.note(Op::Download, fetched.as_ref().map(|_| ()));
             if fetched != Ok(true) {
                 let _ = std::fs::remove_file(&dest);
@@ -225,6 +241,13 @@ impl Layers {
         if arrived.is_empty() {
             return Ok(());
         }
+        let arrived: Vec<crate::artifact::Arrived> = arrived
+            .into_iter()
+            .map(|(body, took)| {
+                self.downloaded_in.insert(body.key.clone(), took);
+                body
+            })
+            .collect();
         let Some(store) = self.local.as_mut() else {
             for body in arrived {
                 let _ = std::fs::remove_file(body.path);

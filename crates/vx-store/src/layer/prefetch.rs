@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use super::remote::{ErrorKind, LayerError, Op, Remote};
 use crate::artifact::{self, Arrived, ReadError, Validated};
@@ -35,8 +36,10 @@ pub struct Wanted {
 
 enum State {
     Queued,
-    Fetching,
-    Arrived(Box<Validated>),
+    /// Since when.
+    Fetching(Instant),
+    /// How long its download and validation took.
+    Arrived(Box<Validated>, Duration),
     /// Not delivered, or adopted already: either way not the prefetch's any more.
     Done,
 }
@@ -130,7 +133,7 @@ impl Prefetch {
     fn end(&self, i: usize) {
         {
             let mut states = self.states();
-            if matches!(states[i], State::Fetching) {
+            if matches!(states[i], State::Fetching(_)) {
                 let _ = std::fs::remove_file(&self.dests[i]);
                 states[i] = State::Done;
                 self.changed.notify_all();
@@ -142,7 +145,7 @@ impl Prefetch {
     fn claim(&self, i: usize) -> bool {
         let mut states = self.states();
         if matches!(states[i], State::Queued) {
-            states[i] = State::Fetching;
+            states[i] = State::Fetching(Instant::now());
             true
         } else {
             false
@@ -182,9 +185,13 @@ impl Prefetch {
             }
         };
         let mut states = self.states();
+        let took = match states[i] {
+            State::Fetching(since) => since.elapsed(),
+            _ => Duration::ZERO,
+        };
         states[i] = match valid {
             Some(valid) if !self.cancelled.load(Ordering::SeqCst) => {
-                State::Arrived(Box::new(valid))
+                State::Arrived(Box::new(valid), took)
             }
             _ => {
                 let _ = std::fs::remove_file(dest);
@@ -201,27 +208,44 @@ impl Prefetch {
             return;
         }
         let mut states = self.states();
-        while matches!(states[i], State::Fetching) {
+        while matches!(states[i], State::Fetching(_)) {
             states = self.changed.wait(states).unwrap_or_else(|p| p.into_inner());
         }
     }
 
-    /// Every body arrived and not yet taken, for adoption.
-    pub(super) fn take_arrived(&self) -> Vec<Arrived> {
+    /// Every body arrived and not yet taken, for adoption, with how long each took.
+    pub(super) fn take_arrived(&self) -> Vec<(Arrived, Duration)> {
         let mut states = self.states();
         let mut arrived = Vec::new();
         for (i, state) in states.iter_mut().enumerate() {
-            if matches!(state, State::Arrived(_)) {
-                if let State::Arrived(valid) = std::mem::replace(state, State::Done) {
-                    arrived.push(Arrived {
+            if matches!(state, State::Arrived(..)) {
+                if let State::Arrived(valid, took) = std::mem::replace(state, State::Done) {
+                    let body = Arrived {
                         key: self.wanted[i].key.clone(),
                         path: self.dests[i].clone(),
                         valid: *valid,
-                    });
+                    };
+                    arrived.push((body, took));
                 }
             }
         }
         arrived
+    }
+
+    /// The downloads under way: (tag, bytes received so far, time since it started).
+    pub(super) fn in_flight(&self) -> Vec<(usize, u64, Duration)> {
+        let states = self.states();
+        states
+            .iter()
+            .enumerate()
+            .filter_map(|(i, state)| match state {
+                State::Fetching(since) => {
+                    let bytes = std::fs::metadata(&self.dests[i]).map_or(0, |m| m.len());
+                    Some((self.wanted[i].tag, bytes, since.elapsed()))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// The run is over: no further download starts, and bodies nobody adopted are removed
@@ -230,7 +254,7 @@ impl Prefetch {
         let mut states = self.states();
         self.cancelled.store(true, Ordering::SeqCst);
         for (i, state) in states.iter_mut().enumerate() {
-            if matches!(state, State::Arrived(_)) {
+            if matches!(state, State::Arrived(..)) {
                 *state = State::Done;
                 let _ = std::fs::remove_file(&self.dests[i]);
             }

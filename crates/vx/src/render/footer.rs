@@ -220,7 +220,18 @@ pub fn footer(style: &Style, summary: &Totals<'_>) -> String {
         .iter()
         .filter(|r| r.cache.is_some_and(CacheKind::is_hit))
         .collect();
-    let saved: Duration = hits.iter().filter_map(|r| r.stored).sum();
+    // What hits saved: what the tasks took when they ran, less what serving them cost (their
+    // downloads and restores). It can be negative: a slow link can cost more than running.
+    let stored: Duration = hits.iter().filter_map(|r| r.stored).sum();
+    let cost: Duration = hits.iter().map(|r| r.duration).sum();
+    let saved = if cost > stored {
+        format!(
+            "−{} saved (serving the hits took longer than running them did)",
+            format_duration(cost - stored)
+        )
+    } else {
+        format!("{} saved", format_duration(stored - cost))
+    };
     let held: Duration = reports.iter().map(|r| r.admission_held).sum();
     let placement = match summary.remote_in_flight {
         Some(n) => format!("local + remote ({n} in flight)"),
@@ -262,17 +273,13 @@ pub fn footer(style: &Style, summary: &Totals<'_>) -> String {
                 .map_or_else(|| format!("signal {signal}"), str::to_string);
             let ended = failed + success + skipped;
             format!(
-                "{} · {ended} of {tasks} ended · {cached} cached · {wall} · {} saved",
+                "{} · {ended} of {tasks} ended · {cached} cached · {wall} · {saved}",
                 style.red(&format!("interrupted by {by}")),
-                format_duration(saved)
             )
         }
         None => {
             let percent = (cached * 100 + total / 2).checked_div(total).unwrap_or(0);
-            format!(
-                "{tasks} · {cached} cached ({percent}%) · {wall} · {} saved",
-                format_duration(saved)
-            )
+            format!("{tasks} · {cached} cached ({percent}%) · {wall} · {saved}")
         }
     };
     if failed > 0 {

@@ -213,3 +213,63 @@ fn a_server_failing_every_request_is_asked_three_times_in_a_row() {
         .count();
     assert_eq!(asked, 3, "{:?}", fake.seen());
 }
+
+/// A hit from the remote shows what serving it cost (its download and restore), not the
+/// replay's 0ms, and the footer's "saved" takes that off what the tasks took when they ran:
+/// over a slow link it is less than nothing, and says so (issue 48).
+#[test]
+fn a_remote_hit_shows_what_serving_it_cost_and_saved_counts_it() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let f = workspace(&server.url());
+    run(&f, "1", &[]);
+    forget(&f);
+    let rtt = Duration::from_millis(400);
+    let link = Link {
+        round_trip: rtt,
+        drip: None,
+    };
+    let (_proxy, url) = through(&server.url(), link);
+    let out = f.vx_in(
+        ".",
+        &["run", "build", "--all", "--output-logs", "hash-only"],
+        &[
+            ("VX_REMOTE_CACHE_TOKEN", TOKEN),
+            ("VX_REMOTE_CACHE_URL", &url),
+            ("CI", ""),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    for id in ["lib#build", "app#build"] {
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.contains(" success remote ") && l.contains(id))
+            .unwrap_or_else(|| panic!("no remote hit of {id} in:\n{}", out.stdout));
+        let shown = line.split_whitespace().nth(1).unwrap_or_default();
+        // `812ms` or `1.20s`, as the one-liner writes it.
+        let took = match shown.strip_suffix("ms") {
+            Some(ms) => ms.parse().ok().map(Duration::from_millis),
+            None => shown
+                .strip_suffix('s')
+                .and_then(|s| s.parse().ok())
+                .map(Duration::from_secs_f64),
+        }
+        .unwrap_or_else(|| panic!("a duration in {line:?}"));
+        assert!(
+            took >= rtt,
+            "{id} served in {shown}, under the round trip: {line}"
+        );
+    }
+    let result = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("result "))
+        .unwrap_or_default();
+    assert!(
+        result.contains(" · −")
+            && result.ends_with(" saved (serving the hits took longer than running them did)"),
+        "{result}"
+    );
+}
