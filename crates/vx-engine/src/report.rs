@@ -67,6 +67,8 @@ pub struct Region {
     /// `busy_more` (a task's latest line is made only for the rows shown).
     pub busy: Vec<Busy>,
     pub busy_more: usize,
+    /// Entries downloading from the remote cache, longest first (at most [`BUSY_ROWS`]).
+    pub downloads: Vec<Download>,
     /// Local slots free.
     pub idle: usize,
     /// Tasks ready to start, and of those, how many wait only for memory (SCHED-4).
@@ -78,6 +80,13 @@ pub struct Region {
     pub total: usize,
     pub failed: usize,
     pub cached: usize,
+    pub elapsed: Duration,
+}
+
+/// An entry downloading from the remote cache: its task, the bytes so far, for how long.
+pub struct Download {
+    pub id: TaskId,
+    pub bytes: u64,
     pub elapsed: Duration,
 }
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::{Kind, Run};
 use crate::outcome::Status;
-use crate::report::{Busy, Flow, Region, BUSY_ROWS};
+use crate::report::{Busy, Download, Flow, Region, BUSY_ROWS};
 
 impl Run<'_> {
     /// Whether this run draws the region: on a terminal vx holds the foreground of, outside the
@@ -75,6 +75,7 @@ impl Run<'_> {
             servers,
             busy,
             busy_more,
+            downloads: self.downloads(),
             idle: (self.ctx.slots as usize).saturating_sub(local),
             ready,
             held: self.scheduler.held().len(),
@@ -89,5 +90,37 @@ impl Run<'_> {
                 .count(),
             elapsed: self.started_at.elapsed(),
         }
+    }
+
+    /// The entries downloading in the background for tasks waiting on them, longest first.
+    fn downloads(&self) -> Vec<Download> {
+        if self.prefetching.is_empty() {
+            return Vec::new();
+        }
+        let by_key: std::collections::HashMap<String, usize> = self
+            .prefetching
+            .iter()
+            .filter_map(|&i| {
+                let id = &self.plan.graph.nodes[i].id;
+                self.cache.key_hex(id).map(|key| (key, i))
+            })
+            .collect();
+        let mut downloads: Vec<Download> = self
+            .cache
+            .layers()
+            .downloading()
+            .into_iter()
+            .filter_map(|(key, bytes, elapsed)| {
+                let i = *by_key.get(&key)?;
+                Some(Download {
+                    id: self.plan.graph.nodes[i].id.clone(),
+                    bytes,
+                    elapsed,
+                })
+            })
+            .collect();
+        downloads.sort_by(|a, b| b.elapsed.cmp(&a.elapsed));
+        downloads.truncate(BUSY_ROWS);
+        downloads
     }
 }

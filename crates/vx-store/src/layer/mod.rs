@@ -168,8 +168,8 @@ impl Layers {
         self.downloaded_in.get(key).copied()
     }
 
-    /// The downloads under way in the background: (tag, bytes so far, time since it started).
-    pub fn downloading(&self) -> Vec<(usize, u64, Duration)> {
+    /// The downloads under way in the background: (key, bytes so far, time since it started).
+    pub fn downloading(&self) -> Vec<(String, u64, Duration)> {
         self.prefetches.iter().flat_map(|p| p.in_flight()).collect()
     }
 

@@ -232,8 +232,8 @@ impl Prefetch {
         arrived
     }
 
-    /// The downloads under way: (tag, bytes received so far, time since it started).
-    pub(super) fn in_flight(&self) -> Vec<(usize, u64, Duration)> {
+    /// The downloads under way: (key, bytes received so far, time since it started).
+    pub(super) fn in_flight(&self) -> Vec<(String, u64, Duration)> {
         let states = self.states();
         states
             .iter()
@@ -241,7 +241,7 @@ impl Prefetch {
             .filter_map(|(i, state)| match state {
                 State::Fetching(since) => {
                     let bytes = std::fs::metadata(&self.dests[i]).map_or(0, |m| m.len());
-                    Some((self.wanted[i].tag, bytes, since.elapsed()))
+                    Some((self.wanted[i].key.clone(), bytes, since.elapsed()))
                 }
                 _ => None,
             })

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use vx_core::units::format_duration;
+use vx_core::units::{format_duration, format_size};
 
 use super::style::Style;
 use vx_engine::report::Region as RegionView;
@@ -206,6 +206,27 @@ pub fn lines(style: &Style, region: &RegionView) -> Vec<String> {
     if region.busy_more > 0 {
         lines.push(format!("  +{} more", region.busy_more));
     }
+    // REM-6's downloads, which take no slot: what came so far and how fast.
+    for download in &region.downloads {
+        let secs = download.elapsed.as_secs_f64();
+        let rate = if secs >= 0.1 {
+            format!(
+                " · {}/s",
+                format_size((download.bytes as f64 / secs) as u64)
+            )
+        } else {
+            String::new()
+        };
+        lines.push(format!(
+            "⇣ {:>7}  {}  {}",
+            format_duration(download.elapsed),
+            download.id,
+            style.dim(&format!(
+                "downloading {}{rate}",
+                format_size(download.bytes)
+            ))
+        ));
+    }
     let mut rest = Vec::new();
     if region.idle > 0 {
         rest.push(format!("{} idle", region.idle));
@@ -284,6 +305,11 @@ mod tests {
                 },
             ],
             busy_more: 4,
+            downloads: vec![vx_engine::report::Download {
+                id: id("web"),
+                bytes: 3 << 20,
+                elapsed: Duration::from_secs(2),
+            }],
             idle: 1,
             ready: 3,
             held: 2,
@@ -295,7 +321,7 @@ mod tests {
             elapsed: Duration::from_secs(12),
         };
         let lines = lines(&Style { colour: false }, &region);
-        assert_eq!(lines.len(), 5 + 1 + 2 + 1 + 1 + 1, "{lines:#?}");
+        assert_eq!(lines.len(), 5 + 1 + 2 + 1 + 1 + 1 + 1, "{lines:#?}");
         assert_eq!(lines[0], "▸ p#s0 running");
         assert_eq!(lines[5], "▸ +2 more running");
         assert!(
@@ -307,12 +333,16 @@ mod tests {
         assert_eq!(lines[8], "  +4 more");
         assert_eq!(
             lines[9],
+            "⇣   2.00s  p#web  downloading 3.0 MiB · 1.5 MiB/s"
+        );
+        assert_eq!(
+            lines[10],
             "        ·  1 idle · 3 ready (2 held for memory) · 5 waiting for dependencies"
         );
         assert!(
-            lines[10].starts_with("6/20 tasks · 1 failed · 2 cached · "),
+            lines[11].starts_with("6/20 tasks · 1 failed · 2 cached · "),
             "{}",
-            lines[10]
+            lines[11]
         );
     }
 

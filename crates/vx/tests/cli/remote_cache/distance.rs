@@ -273,3 +273,51 @@ fn a_remote_hit_shows_what_serving_it_cost_and_saved_counts_it() {
         "{result}"
     );
 }
+
+/// While an entry downloads, the live region has a row for it with the bytes so far and the
+/// rate, in a real terminal (tmux); the row goes with the download (issue 48).
+#[test]
+fn a_download_under_way_has_a_live_row_with_its_bytes_and_rate() {
+    let Some(server) = HttpCacheServer::start() else {
+        return;
+    };
+    let f = workspace(&server.url());
+    // 64 KiB that do not compress: the download takes a while through a dripping link.
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"mkdir -p dist && head -c 65536 /dev/urandom > dist/blob\"\ncache = { inputs = [\"src/**\"], outputs = [\"dist/**\"] }\n",
+    );
+    f.commit();
+    run(&f, "1", &[]);
+    forget(&f);
+    let link = Link {
+        round_trip: Duration::ZERO,
+        drip: Some(Duration::from_micros(40)),
+    };
+    let (_proxy, url) = through(&server.url(), link);
+    let env = [
+        ("VX_REMOTE_CACHE_TOKEN", TOKEN),
+        ("VX_REMOTE_CACHE_URL", url.as_str()),
+        ("VX_LOG", "off"),
+    ];
+    let bin = std::path::Path::new(crate::vx_bin());
+    let Some(term) = vx_test_support::tmux::Tmux::start(
+        f.root(),
+        bin,
+        &["run", "build", "--all"],
+        &env,
+        (100, 24),
+    ) else {
+        return;
+    };
+    let row = regex::Regex::new(
+        r"(?m)^⇣ +[0-9.]+m?s  lib#build  downloading [0-9.]+ (B|KiB) · [0-9.]+ (B|KiB|MiB)/s$",
+    )
+    .unwrap();
+    let screen = term.wait_until("a row for the download", |s| row.is_match(s));
+    assert!(screen.contains("0/2 tasks"), "{screen}");
+    let (code, screen) = term.finish();
+    assert_eq!(code, 0, "{screen}");
+    assert!(!screen.contains("downloading"), "the row went:\n{screen}");
+    assert!(screen.contains("result     2 tasks · 2 cached"), "{screen}");
+}
