@@ -119,7 +119,7 @@ impl Run<'_> {
                 })
             })
             .collect();
-        downloads.sort_by(|a, b| b.elapsed.cmp(&a.elapsed));
+        downloads.sort_by_key(|d| std::cmp::Reverse(d.elapsed));
         downloads.truncate(BUSY_ROWS);
         downloads
     }
