@@ -176,4 +176,12 @@ pub trait Reporter {
     fn draw_region(&mut self, region: &Region);
     /// A second signal: the terminal is given back at once and `line` said, before vx exits.
     fn abandon(&mut self, line: &str);
+    /// Persistent tasks are kept after the graph: whether the task UI stays open with them
+    /// (until Ctrl-C or `q`), their output going to it and the recap and footer held until
+    /// [`Reporter::close`]. Asked before [`Reporter::finish`].
+    fn keep_open(&mut self) -> bool {
+        false
+    }
+    /// The kept tasks ended: the task UI gives the terminal back and what it held is printed.
+    fn close(&mut self) {}
 }

@@ -82,6 +82,11 @@ impl Run<'_> {
             self.reporter.notice(line);
         }
         self.record_run(code, signalled, true);
+        // A task UI stays open while kept servers run (turbo's does): select one, read it,
+        // type into it; the footer waits for it to close.
+        if !kept.is_empty() && self.watch.is_none() && !signalled {
+            self.ui_kept = self.reporter.keep_open();
+        }
         self.finish_output();
         if kept.is_empty() && self.watch.is_none() && !signalled {
             self.write_snapshot(code);
@@ -98,6 +103,9 @@ impl Run<'_> {
         let code = self.keep_alive_loop(&kept);
         // The kept task's exit is the run's: history (HIST-1) and the summary (UI-14) say so.
         self.record_run(code, self.stopping.is_some(), false);
+        if self.ui_kept {
+            self.reporter.close();
+        }
         code
     }
 

@@ -144,6 +144,8 @@ pub struct Run<'p> {
     started_wall: SystemTime,
     warned_short_secrets: bool,
     keep_alive: bool,
+    /// The task UI stays open while kept persistent tasks run (their output goes to it).
+    ui_kept: bool,
     /// Persistent tasks that ended after being ready: (node, exit code).
     ended_persistent: Vec<(usize, i32)>,
     /// Handles of persistent tasks whose leader exited by itself: what they left in their
@@ -311,6 +313,7 @@ impl<'p> Run<'p> {
             started_wall: SystemTime::now(),
             warned_short_secrets: false,
             keep_alive: false,
+            ui_kept: false,
             ended_persistent: Vec::new(),
             exited_servers: Vec::new(),
             cache,
@@ -557,7 +560,7 @@ impl<'p> Run<'p> {
             return;
         };
         live.output.shown(bytes, region);
-        if self.keep_alive {
+        if self.keep_alive && !self.ui_kept {
             let text = live.output.prefixed(&self.plan.graph.nodes[i].id, bytes);
             self.reporter.after_footer(&text);
         } else {

@@ -258,7 +258,10 @@ impl Run<'_> {
         for &i in kept {
             let live = self.live.get_mut(&i).expect("kept");
             let log = live.output.take_frame();
-            self.output(i, &log);
+            // The task UI showed it as it came; plain output prints it after the footer.
+            if !self.ui_kept {
+                self.output(i, &log);
+            }
         }
         self.ended_persistent.clear();
         self.drain_until(|run| !run.ended_persistent.is_empty() || run.stopping.is_some());

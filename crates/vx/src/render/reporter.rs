@@ -579,8 +579,10 @@ impl Reporter for Terminal {
     fn finish(&mut self, totals: &Totals<'_>) {
         // The task UI gives the terminal back; what vx said meanwhile prints now, and the
         // recap repeats the failures' last lines (their output is no longer on the screen).
-        if let Some(tui) = self.tui.take() {
-            tui.stop();
+        // Kept open with servers, it holds what follows until `close`.
+        match self.tui.take() {
+            Some(tui) if !tui.kept() => tui.stop(),
+            kept => self.tui = kept,
         }
         super::live::stop();
         self.say_blocked();
@@ -621,6 +623,22 @@ impl Reporter for Terminal {
             &super::live::lines(&self.style, region),
             (usize::from(width), usize::from(height)),
         );
+    }
+
+    fn keep_open(&mut self) -> bool {
+        match &mut self.tui {
+            Some(tui) => {
+                tui.keep();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn close(&mut self) {
+        if let Some(tui) = self.tui.take() {
+            tui.stop();
+        }
     }
 
     fn abandon(&mut self, line: &str) {

@@ -76,6 +76,18 @@ impl Row {
         }
     }
 
+    /// Where the list puts it: 0 running (a ready persistent task too), 1 failed, 2 done,
+    /// 3 waiting.
+    fn rank(&self) -> u8 {
+        match (&self.report, self.started) {
+            (Some(report), _) if report.status == Status::Running => 0,
+            (None, Some(_)) => 0,
+            (Some(report), _) if matches!(report.status, Status::Failed | Status::Aborted) => 1,
+            (Some(_), _) => 2,
+            (None, None) => 3,
+        }
+    }
+
     /// The unfinished line as shown.
     fn partial_line(&self) -> String {
         plain(&self.partial)
@@ -146,6 +158,9 @@ pub struct Tui {
     /// Lines scrolled up from the end of the selected output.
     scroll: usize,
     started: Instant,
+    /// The run's graph is done and the UI stays with the persistent tasks it keeps, until
+    /// Ctrl-C or `q`.
+    kept: bool,
     last_draw: Option<Instant>,
     stop_input: Arc<AtomicBool>,
     input: Option<JoinHandle<()>>,
@@ -230,10 +245,21 @@ impl Tui {
             query: String::new(),
             scroll: 0,
             started: Instant::now(),
+            kept: false,
             last_draw: None,
             stop_input,
             input,
         })
+    }
+
+    /// The graph is done; the UI stays open with the kept persistent tasks.
+    pub fn keep(&mut self) {
+        self.kept = true;
+        self.draw(true);
+    }
+
+    pub fn kept(&self) -> bool {
+        self.kept
     }
 
     fn row_mut(&mut self, node: usize) -> Option<&mut Row> {
@@ -262,7 +288,8 @@ impl Tui {
     /// A task's outcome; a task that did not execute (a hit, a failure before it ran) shows its
     /// log.
     pub fn finished(&mut self, node: usize, report: &TaskReport) {
-        if self.mode == Mode::Typing(node) {
+        // A persistent task that became ready still runs, and still reads what is typed.
+        if self.mode == Mode::Typing(node) && report.status != Status::Running {
             self.mode = Mode::Browse;
         }
         if let Some(row) = self.row_mut(node) {
@@ -273,11 +300,14 @@ impl Tui {
         }
     }
 
-    /// The rows the list shows: all, or those matching the search.
+    /// The rows the list shows — all, or those matching the search — running first, then
+    /// failed, then done, then waiting; in graph order within each.
     fn visible(&self) -> Vec<usize> {
-        (0..self.rows.len())
+        let mut visible: Vec<usize> = (0..self.rows.len())
             .filter(|&i| self.query.is_empty() || self.rows[i].id.contains(&self.query))
-            .collect()
+            .collect();
+        visible.sort_by_key(|&i| self.rows[i].rank());
+        visible
     }
 
     /// Moves the selection `by` rows among the visible ones.
@@ -362,6 +392,8 @@ impl Tui {
             }
             Mode::Browse => {
                 match code {
+                    // Stops the run, as Ctrl-C does (with kept servers: closes the UI).
+                    KeyCode::Char('q') => return Action::Interrupt,
                     KeyCode::Up | KeyCode::Char('k') => self.step(-1),
                     KeyCode::Down | KeyCode::Char('j') => self.step(1),
                     KeyCode::Home | KeyCode::Char('g') => self.step(isize::MIN / 2),
@@ -374,9 +406,10 @@ impl Tui {
                     KeyCode::Char('/') => self.mode = Mode::Search,
                     KeyCode::Esc => self.query.clear(),
                     KeyCode::Char('i') | KeyCode::Enter
-                        if self.rows.get(self.selected).is_some_and(|r| {
-                            r.typed_into && r.started.is_some() && r.report.is_none()
-                        }) =>
+                        if self
+                            .rows
+                            .get(self.selected)
+                            .is_some_and(|r| r.typed_into && r.rank() == 0) =>
                     {
                         // The keys go to this task, whatever starts meanwhile.
                         self.follow = false;
@@ -458,9 +491,13 @@ impl Tui {
             Mode::Search => format!("search: {}▏  Enter keeps it · Esc clears", self.query),
             Mode::Typing(_) => "typing into the task · Ctrl-Z stops · Ctrl-C stops the run".into(),
             Mode::Browse => {
-                let mut help =
-                    "↑↓ move · / search · u/d scroll · f follow · Ctrl-C stop".to_string();
-                if selected.is_some_and(|r| r.typed_into && r.report.is_none()) {
+                let mut help = if self.kept {
+                    "persistent tasks running · ↑↓ move · / search · q or Ctrl-C stops them"
+                        .to_string()
+                } else {
+                    "↑↓ move · / search · u/d scroll · f follow · q or Ctrl-C stop".to_string()
+                };
+                if selected.is_some_and(|r| r.typed_into && r.rank() == 0) {
                     help.push_str(" · i type into it");
                 }
                 help
@@ -548,5 +585,40 @@ pub fn restore() {
             ratatui::crossterm::cursor::Show
         );
         *taken = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(started: bool, status: Option<Status>) -> Row {
+        Row {
+            node: 0,
+            id: String::new(),
+            typed_into: false,
+            started: started.then(Instant::now),
+            report: status.map(|s| TaskReport::not_started(TaskId::new("p", "t"), s, None)),
+            lines: VecDeque::new(),
+            partial: Vec::new(),
+            after_cr: false,
+        }
+    }
+
+    #[test]
+    fn the_list_ranks_running_then_failed_then_done_then_waiting() {
+        let ranks: Vec<u8> = [
+            row(true, None),
+            row(true, Some(Status::Running)),
+            row(true, Some(Status::Failed)),
+            row(false, Some(Status::Aborted)),
+            row(true, Some(Status::Success)),
+            row(false, Some(Status::Skipped)),
+            row(false, None),
+        ]
+        .iter()
+        .map(Row::rank)
+        .collect();
+        assert_eq!(ranks, [0, 0, 1, 1, 2, 2, 3]);
     }
 }

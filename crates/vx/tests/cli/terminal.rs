@@ -277,3 +277,47 @@ fn a_task_ui_that_cannot_start_gives_the_terminal_back_and_runs_plainly() {
         "the terminal is back in canonical mode:\n{screen}"
     );
 }
+
+/// `--ui=tui` stays open while persistent tasks run once the rest is done, as turbo's does: the
+/// list puts running tasks first, a server's output is read and typed into, and `q` stops them
+/// and gives the terminal back with the footer (issue 48).
+#[test]
+fn the_task_ui_stays_open_with_persistent_tasks_until_q() {
+    let f = one_project(
+        "[tasks.build]\ncommand = \"echo built\"\n\
+         [tasks.dev]\ncommand = \"echo listening; while read line; do echo got $line; done\"\n\
+         persistent = true\ninteractive = true\n",
+    );
+    let Some(term) = on_terminal(&f, &["run", "lib#build", "lib#dev", "--ui=tui"], 100) else {
+        return;
+    };
+    let screen = term.wait_for("persistent tasks running");
+    let row = |id: &str| {
+        screen
+            .lines()
+            .position(|l| l.starts_with('│') && l.contains(id))
+            .unwrap_or_else(|| panic!("no row of {id}:\n{screen}"))
+    };
+    assert!(
+        row("lib#dev") < row("lib#build"),
+        "running first:\n{screen}"
+    );
+    // The server's output, and what is typed into it.
+    term.keys(&["g"]);
+    term.wait_for("lib#dev · running");
+    term.keys(&["i"]);
+    term.wait_for("typing into it");
+    term.type_text("hello");
+    term.keys(&["Enter"]);
+    term.wait_for("got hello");
+    term.keys(&["C-z"]);
+    term.wait_for("q or Ctrl-C stops them");
+    term.keys(&["q"]);
+    let (code, screen) = term.finish();
+    assert_eq!(code, 130, "{screen}");
+    assert!(
+        !screen.contains("┌ tasks"),
+        "the terminal is given back:\n{screen}"
+    );
+    assert!(screen.contains("result "), "the footer follows:\n{screen}");
+}
