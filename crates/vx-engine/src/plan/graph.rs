@@ -3,8 +3,8 @@
 //!
 //! `.dot`/`.gv` (and stdout): Graphviz DOT. `.svg`, `.png`, `.pdf`: that DOT drawn by Graphviz's
 //! `dot`, when it is installed. `.mermaid`/`.mmd`: a Mermaid flowchart. `.json`: nodes and
-//! edges. `.html`: one self-contained page (no script, no link, nothing fetched) with the graph
-//! drawn as inline SVG by a layered layout of vx's own, a legend, and the tasks as a table.
+//! edges. `.html`: one self-contained page (`html.rs`). Every drawing puts dependencies on the
+//! left of what needs them.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,6 +12,8 @@ use std::path::Path;
 use serde_json::json;
 
 use super::preview::{DryCache, DryRow};
+
+mod html;
 use super::{is_group, Plan};
 use crate::error::Failure;
 use crate::outcome::Notice;
@@ -126,7 +128,7 @@ pub fn graph(
         Format::Json => json_graph(plan, &states).into_bytes(),
         Format::Html => html(plan, &states).into_bytes(),
         Format::Graphviz(format) => {
-            graphviz(&dot(plan, &states), format, path, host_env)?;
+            graphviz(&drawn_dot(plan, &states), format, path, host_env)?;
             return Ok(GraphOutput::Written(Notice::note(format!(
                 "wrote {}",
                 path.display()
@@ -161,8 +163,10 @@ fn edges(plan: &Plan) -> impl Iterator<Item = (usize, usize)> + '_ {
         .flat_map(|(i, node)| node.deps.iter().map(move |&d| (i, d)))
 }
 
+/// DOT with dependencies on the left of what needs them (`rankdir=RL`: edges go from a task to
+/// its dependencies, right to left), as the HTML page draws it.
 fn dot(plan: &Plan, states: &[State]) -> String {
-    let mut dot = String::from("digraph vx {\n  rankdir=LR;\n  node [shape=box, style=filled];\n");
+    let mut dot = String::from("digraph vx {\n  rankdir=RL;\n  node [shape=box, style=filled];\n");
     for (i, state) in states.iter().enumerate() {
         let _ = writeln!(
             dot,
@@ -182,6 +186,24 @@ fn dot(plan: &Plan, states: &[State]) -> String {
     }
     dot.push_str("}\n");
     dot
+}
+
+/// [`dot`] with a legend for a drawing (SVG, PNG, PDF): a box per colour, above the graph. Not
+/// in written DOT, whose nodes are the plan's only.
+fn drawn_dot(plan: &Plan, states: &[State]) -> String {
+    let mut text = dot(plan, states);
+    text.truncate(text.len() - 2);
+    text.push_str("  subgraph cluster_legend {\n    label=\"legend\"; style=dashed; rank=same;\n");
+    for (n, state) in State::LEGEND.iter().enumerate() {
+        let _ = writeln!(
+            text,
+            "    \"vx-legend-{n}\" [label=\"{}\", fillcolor=\"{}\"];",
+            state.word(),
+            state.colour()
+        );
+    }
+    text.push_str("  }\n}\n");
+    text
 }
 
 fn escape_dot(text: &str) -> String {
@@ -246,7 +268,7 @@ fn graphviz(
 }
 
 fn mermaid(plan: &Plan, states: &[State]) -> String {
-    let mut text = String::from("flowchart LR\n");
+    let mut text = String::from("flowchart RL\n");
     for state in State::LEGEND {
         let _ = writeln!(
             text,
@@ -306,105 +328,17 @@ fn json_graph(plan: &Plan, states: &[State]) -> String {
 }
 
 fn html(plan: &Plan, states: &[State]) -> String {
-    const ROW: usize = 36;
-    const BOX_H: usize = 24;
-    const GAP: usize = 60;
-    const CHAR_W: usize = 7;
-    let level = super::levels(plan);
-    let columns = level.iter().copied().max().map_or(0, |m| m + 1);
-    let mut by_column: Vec<Vec<usize>> = vec![Vec::new(); columns];
-    for (i, &l) in level.iter().enumerate() {
-        by_column[l].push(i);
-    }
-    let width_of = |i: usize| id(plan, i).chars().count() * CHAR_W + 16;
-    let column_width: Vec<usize> = by_column
-        .iter()
-        .map(|nodes| nodes.iter().map(|&i| width_of(i)).max().unwrap_or(0))
-        .collect();
-    let mut x_of = vec![0; columns];
-    let mut x = 10;
-    for c in 0..columns {
-        x_of[c] = x;
-        x += column_width[c] + GAP;
-    }
-    let mut at = vec![(0usize, 0usize); plan.graph.nodes.len()];
-    for (c, nodes) in by_column.iter().enumerate() {
-        for (row, &i) in nodes.iter().enumerate() {
-            at[i] = (x_of[c], 10 + row * ROW);
-        }
-    }
-    let height = by_column.iter().map(Vec::len).max().unwrap_or(0) * ROW + 20;
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"monospace\" font-size=\"12\">\n\
-         <defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"6\" markerHeight=\"6\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#555\"/></marker></defs>\n",
-        x.max(200)
-    );
-    for (from, to) in edges(plan) {
-        let (fx, fy) = at[from];
-        let (tx, ty) = at[to];
-        let (x1, y1) = (fx, fy + BOX_H / 2);
-        let (x2, y2) = (tx + width_of(to), ty + BOX_H / 2);
-        let mid = (x1 + x2) / 2;
-        let _ = writeln!(
-            svg,
-            "<path d=\"M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}\" fill=\"none\" stroke=\"#555\" marker-end=\"url(#arrow)\"/>"
-        );
-    }
-    for (i, state) in states.iter().enumerate() {
-        let (x, y) = at[i];
-        let name = escape_html(&id(plan, i));
-        let _ = writeln!(
-            svg,
-            "<g><title>{name}: {}</title><rect x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{BOX_H}\" rx=\"4\" fill=\"{}\" stroke=\"#333\"/><text x=\"{}\" y=\"{}\">{name}</text></g>",
-            state.word(),
-            width_of(i),
-            state.colour(),
-            x + 8,
-            y + 16
-        );
-    }
-    svg.push_str("</svg>\n");
-    let mut legend = String::new();
-    for state in State::LEGEND {
-        let _ = write!(
-            legend,
-            "<span class=\"key\"><span class=\"swatch\" style=\"background:{}\"></span>{}</span>",
-            state.colour(),
-            state.word()
-        );
-    }
-    let mut table =
-        String::from("<table><tr><th>task</th><th>predicted</th><th>depends on</th></tr>\n");
-    for (i, state) in states.iter().enumerate() {
-        let deps: Vec<String> = plan.graph.nodes[i]
-            .deps
+    html::page(&html::Drawing {
+        nodes: states
             .iter()
-            .map(|&d| escape_html(&id(plan, d)))
-            .collect();
-        let _ = writeln!(
-            table,
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape_html(&id(plan, i)),
-            state.word(),
-            deps.join(", ")
-        );
-    }
-    table.push_str("</table>\n");
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>vx plan</title>\n\
-         <style>body{{font-family:system-ui,sans-serif;margin:1.5em}} .key{{margin-right:1.2em;white-space:nowrap}} \
-         .swatch{{display:inline-block;width:.9em;height:.9em;border:1px solid #333;margin-right:.3em;vertical-align:middle}} \
-         .graph{{overflow:auto;border:1px solid #ccc;padding:.5em;margin:1em 0}} table{{border-collapse:collapse}} \
-         td,th{{border:1px solid #ddd;padding:.2em .6em;text-align:left;font-family:monospace}}</style>\n</head>\n<body>\n\
-         <h1>vx plan</h1>\n<p>{} tasks · arrows point from a task to what it depends on</p>\n<p>{legend}</p>\n\
-         <div class=\"graph\">\n{svg}</div>\n{table}</body>\n</html>\n",
-        plan.graph.nodes.len()
-    )
-}
-
-fn escape_html(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+            .enumerate()
+            .map(|(i, state)| (id(plan, i), state.colour(), state.word()))
+            .collect(),
+        levels: super::levels(plan),
+        deps: plan.graph.nodes.iter().map(|n| n.deps.clone()).collect(),
+        legend: State::LEGEND
+            .iter()
+            .map(|state| (state.colour(), state.word()))
+            .collect(),
+    })
 }

@@ -21,6 +21,7 @@ mod distribution;
 mod doc_commands;
 mod execution;
 mod fuzz;
+mod graph_browser;
 mod guard;
 mod info;
 mod init;

@@ -95,7 +95,7 @@ fn graph_colours_nodes_by_prediction_and_writes_every_format() {
     assert_eq!(mermaid.code, 0, "{mermaid:?}");
     assert_contains(&mermaid.stderr, "vx: wrote out/plan.mermaid");
     let text = f.read("out/plan.mermaid");
-    assert!(text.starts_with("flowchart LR\n"), "{text}");
+    assert!(text.starts_with("flowchart RL\n"), "{text}");
     assert_contains(&text, "classDef hitLocal fill:#8fd98f,stroke:#333");
     assert_eq!(text.matches(" --> ").count(), 4, "{text}");
     assert_contains(&text, "[\"app#check\"]:::group");
@@ -127,11 +127,19 @@ fn graph_colours_nodes_by_prediction_and_writes_every_format() {
     for id in ["lib#build", "app#build", "app#test", "app#check"] {
         assert!(html.contains(&format!(">{id}</text>")), "{id} not drawn");
     }
-    // Self-contained: nothing to fetch, nothing to run.
-    for outside in ["<script", "src=", "href=", "<link", "@import", "url(http"] {
+    // Self-contained: nothing to fetch; its one script is inline (graph_browser.rs runs it).
+    for outside in [
+        "<script src",
+        "src=",
+        "href=",
+        "<link",
+        "@import",
+        "url(http",
+    ] {
         assert!(!html.contains(outside), "`{outside}` in the page");
     }
-    assert_eq!(html.matches("marker-end=").count(), 4, "one curve per edge");
+    assert_eq!(html.matches("<script>").count(), 1);
+    assert_eq!(html.matches("marker-end=").count(), 4, "one path per edge");
 }
 
 /// `.svg`, `.png` and `.pdf` are drawn by the real Graphviz (installed by scripts/test).
@@ -166,6 +174,15 @@ fn graph_images_are_drawn_by_graphviz() {
     let svg = f.read("img/plan.svg");
     assert_contains(&svg, "app#build");
     assert_contains(&svg, "fill=\"#d3d3d3\"");
+    // The drawing has a legend, which written DOT does not.
+    assert_contains(&svg, ">legend</text>");
+    for word in ["local hit", "would execute", "group"] {
+        assert_contains(&svg, &format!(">{word}</text>"));
+    }
+    assert!(!f
+        .vx(&["run", "build", "--all", "--graph"])
+        .stdout
+        .contains("legend"));
     // When dot fails (here it cannot write over a directory), its own words follow, exit 2,
     // and the temporary DOT file is gone.
     std::fs::create_dir_all(f.path("taken.svg")).unwrap();
