@@ -502,4 +502,8 @@ fn misplaced_flags_and_nested_verbs_get_a_hint_that_works() {
     );
     let out = f.vx(&["cache", "frob"]);
     assert_contains(&out.stderr, "hint: `vx cache` has: prune, clean\n");
+    // `vx help run` names every format `--graph` writes, not DOT alone.
+    let help = f.vx(&["help", "run"]).stdout.replace('\n', " ");
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_contains(&help, "(.dot, .html, .svg, .png, .pdf, .mermaid, .json)");
 }
