@@ -89,12 +89,28 @@ pub fn open(
     access: Access,
     lock: Option<&mut dyn FnMut(Notice)>,
 ) -> Result<Opened, Failure> {
+    open_scanned(root, dir, access, lock, None)
+}
+
+/// [`open`] with the workspace's files already listed ([`scan`]), when `tree` is given.
+pub fn open_scanned(
+    root: &Path,
+    dir: &Path,
+    access: Access,
+    lock: Option<&mut dyn FnMut(Notice)>,
+    tree: Option<Tree>,
+) -> Result<Opened, Failure> {
     let mut notices = Vec::new();
-    let lock = match lock {
-        Some(say) => take_lock(root, &mut notices, say)?,
-        None => None,
+    let (lock, tree) = match lock {
+        None => (None, tree),
+        // A listing taken before the lock holds only if nobody held it meanwhile; after a
+        // wait for another run, the files are listed again.
+        Some(say) => match vx_store::lock::try_acquire(root) {
+            Ok(Some(lock)) => (Some(lock), tree),
+            _ => (take_lock(root, &mut notices, say)?, None),
+        },
     };
-    let mut opened = open_with(root, dir, access, lock)?;
+    let mut opened = open_listed(root, dir, access, lock, tree)?;
     notices.append(&mut opened.notices);
     opened.notices = notices;
     Ok(opened)
@@ -134,12 +150,32 @@ fn take_lock(
     }
 }
 
+/// The workspace's files, as a run lists them (the cache directory left out). Reads only: a
+/// run does it while the task graph is built even when the cache does not exist yet.
+pub fn scan(root: &Path, dir: &Path) -> Result<Tree, Failure> {
+    Tree::scan(&TreeOptions {
+        root: root.to_path_buf(),
+        excluded: vec![dir.to_path_buf()],
+    })
+    .map_err(|e| Failure::User(vec![Diagnostic::new(e.to_string())]))
+}
+
 /// [`open`] with the lock already taken (or none).
 pub fn open_with(
     root: &Path,
     dir: &Path,
     access: Access,
     lock: Option<RunLock>,
+) -> Result<Opened, Failure> {
+    open_listed(root, dir, access, lock, None)
+}
+
+fn open_listed(
+    root: &Path,
+    dir: &Path,
+    access: Access,
+    lock: Option<RunLock>,
+    tree: Option<Tree>,
 ) -> Result<Opened, Failure> {
     let started = Instant::now();
     let mut notices = Vec::new();
@@ -167,11 +203,10 @@ pub fn open_with(
         }
         Err(error) => return Err(Diagnostic::new(error.to_string()).into()),
     };
-    let tree = Tree::scan(&TreeOptions {
-        root: root.to_path_buf(),
-        excluded: vec![dir.to_path_buf()],
-    })
-    .map_err(|e| Failure::User(vec![Diagnostic::new(e.to_string())]))?;
+    let tree = match tree {
+        Some(tree) => tree,
+        None => scan(root, dir)?,
+    };
     let mut memo = StampCache::default();
     let mut read = ReadWithIndex::default();
     let workspace_id = workspace_identity(root);

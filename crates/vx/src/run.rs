@@ -98,10 +98,10 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         }
     }
     let workspace = plan::discover(cwd, options.frozen)?;
-    let (plan, opened) = if options.plan.is_none() {
+    let (plan, opened, scanned) = if options.plan.is_none() {
         plan_and_open(workspace, cwd, &options, &host_env)?
     } else {
-        (plan::build(workspace, cwd, &options)?, None)
+        (plan::build(workspace, cwd, &options)?, None, None)
     };
     for notice in &plan.notices {
         crate::render::say(notice.clone());
@@ -174,11 +174,12 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         Some(opened) => opened,
         None => {
             let dir = setup::resolve_cache_dir(&plan.workspace, cwd, &options, &host_env)?;
-            setup::open(
+            setup::open_scanned(
                 &plan.workspace.root,
                 &dir,
                 vx_store::Access::ReadWrite,
                 Some(&mut crate::render::say),
+                scanned,
             )?
         }
     };
@@ -315,16 +316,39 @@ fn plan_and_open(
     cwd: &Path,
     options: &RunOptions,
     host_env: &BTreeMap<String, String>,
-) -> Result<(plan::Plan, Option<setup::Opened>), Failure> {
-    let early = setup::resolve_cache_dir(&workspace, cwd, options, host_env)
-        .ok()
+) -> Result<
+    (
+        plan::Plan,
+        Option<setup::Opened>,
+        Option<vx_workspace::tree::Tree>,
+    ),
+    Failure,
+> {
+    let dir = setup::resolve_cache_dir(&workspace, cwd, options, host_env).ok();
+    let early = dir
+        .clone()
         .filter(|dir| dir.join(vx_store::index::DB_FILE).is_file())
         .and_then(|dir| {
             let lock = vx_store::lock::try_acquire(&workspace.root).ok()??;
             Some((dir, lock))
         });
     let Some((dir, lock)) = early else {
-        return Ok((plan::build(workspace, cwd, options)?, None));
+        // No cache yet (or its lock is taken): the workspace's files are listed while the graph
+        // is built, and the cache is created only once the plan holds (a run that fails
+        // planning leaves none behind).
+        let Some(dir) = dir else {
+            return Ok((plan::build(workspace, cwd, options)?, None, None));
+        };
+        let root = workspace.root.clone();
+        let (plan, scanned) = std::thread::scope(|scope| {
+            let scanning = std::thread::Builder::new()
+                .name("vx-scan".into())
+                .spawn_scoped(scope, || setup::scan(&root, &dir));
+            let plan = plan::build(workspace, cwd, options);
+            let scanned = scanning.ok().and_then(|handle| handle.join().ok()?.ok());
+            (plan, scanned)
+        });
+        return Ok((plan?, None, scanned));
     };
     let root = workspace.root.clone();
     let (plan, opened) = std::thread::scope(|scope| {
@@ -343,7 +367,7 @@ fn plan_and_open(
         (plan, opened)
     });
     let plan = plan?;
-    Ok((plan, Some(opened?)))
+    Ok((plan, Some(opened?), None))
 }
 
 /// A duration variable; an invalid value draws one warning and the default applies (ENV-1).

@@ -476,6 +476,14 @@ impl<'p> RunCache<'p> {
         self.active() && self.policy.local_read
     }
 
+    /// Whether a lookup in this run could hit: some layer reads, and it is a remote one or a
+    /// local store that may hold entries. A cold local cache alone cannot.
+    pub fn may_hit(&self) -> bool {
+        self.reads()
+            && (self.layers.has_remote()
+                || self.layers.store().is_some_and(|s| s.may_hold_entries()))
+    }
+
     /// STORE-12: the index failed; caching is off for the rest of the run.
     fn turn_off(&mut self, reason: &str) {
         if !self.off {

@@ -19,14 +19,18 @@ impl Run<'_> {
     /// not started.
     pub(super) fn restore_ahead(&mut self) {
         self.unstable = crate::keys::unstable_nodes(self.plan);
-        // Upstreams first: a key that folds an upstream's outputs (KEY-9) can be taken once
-        // that upstream was served.
-        let candidates: Vec<usize> = crate::keys::topological(&self.plan.graph)
-            .into_iter()
-            .filter(|&i| self.ahead_candidate(i))
-            .collect();
-        self.serve_ahead_of(candidates);
-        self.ahead_of_served();
+        // A cold cache cannot serve anything: the first tasks start at once, and each key is
+        // taken when its task is ready (PERF: time to first task).
+        if self.cache.may_hit() {
+            // Upstreams first: a key that folds an upstream's outputs (KEY-9) can be taken
+            // once that upstream was served.
+            let candidates: Vec<usize> = crate::keys::topological(&self.plan.graph)
+                .into_iter()
+                .filter(|&i| self.ahead_candidate(i))
+                .collect();
+            self.serve_ahead_of(candidates);
+            self.ahead_of_served();
+        }
         for i in 0..self.plan.graph.nodes.len() {
             let node = &self.plan.graph.nodes[i];
             let candidate = self.rows[i].kind == Kind::Persistent

@@ -581,3 +581,18 @@ fn concurrent_first_opens_create_the_schema_once() {
         "one schema, one salt"
     );
 }
+
+#[test]
+fn only_an_empty_index_and_artifacts_directory_hold_no_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+    assert!(!store.may_hold_entries(), "a new cache");
+    save(&mut store, &key(1), "hello");
+    assert!(store.may_hold_entries(), "a row");
+    // An artifact file alone (a lookup would adopt it) counts too.
+    let other = tempfile::tempdir().unwrap();
+    let fresh = Store::open(other.path(), Access::ReadWrite).unwrap();
+    assert!(!fresh.may_hold_entries());
+    std::fs::copy(store.artifact_path(&key(1)), fresh.artifact_path(&key(1))).unwrap();
+    assert!(fresh.may_hold_entries(), "an artifact without its row");
+}
