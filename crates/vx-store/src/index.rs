@@ -715,20 +715,13 @@ impl Store {
         .at(&self.db)
     }
 
-    /// Whether the store may hold any entry: a row in the index, or a file in `artifacts/` a
-    /// lookup would adopt. False only when both are empty (a cold cache): then no lookup can
-    /// hit, and a run need not take every key ahead of time to look.
+    /// Whether the store may hold any entry a lookup could serve: a file in `artifacts/` (a
+    /// hit needs its artifact, indexed or not). False for a cold cache: then no lookup can hit,
+    /// and a run need not take every key ahead of time to look. One directory read, no SQL.
     pub fn may_hold_entries(&self) -> bool {
-        if self.disabled.is_some() {
-            return false;
-        }
-        let rows = self.conn.as_ref().is_none_or(|conn| {
-            conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM entries)")
-                .and_then(|mut s| s.query_row([], |r| r.get::<_, bool>(0)))
-                .unwrap_or(true)
-        });
-        rows || std::fs::read_dir(self.dir.join(ARTIFACTS_DIR))
-            .is_ok_and(|mut files| files.next().is_some())
+        self.disabled.is_none()
+            && std::fs::read_dir(self.dir.join(ARTIFACTS_DIR))
+                .is_ok_and(|mut files| files.next().is_some())
     }
 
     /// Whether an entry exists for `key`, for `--dry` (UI-12: existence only): a row whose

@@ -583,12 +583,12 @@ fn concurrent_first_opens_create_the_schema_once() {
 }
 
 #[test]
-fn only_an_empty_index_and_artifacts_directory_hold_no_entries() {
+fn only_an_empty_artifacts_directory_holds_no_entries() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
     assert!(!store.may_hold_entries(), "a new cache");
     save(&mut store, &key(1), "hello");
-    assert!(store.may_hold_entries(), "a row");
+    assert!(store.may_hold_entries(), "a saved entry");
     // An artifact file alone (a lookup would adopt it) counts too.
     let other = tempfile::tempdir().unwrap();
     let fresh = Store::open(other.path(), Access::ReadWrite).unwrap();
