@@ -64,17 +64,15 @@ pub fn refusal(args: &[OsString]) -> Option<Diagnostic> {
             // `--verbose` is as often meant for the task (a test runner's) as for vx.
             let verb = verb_at.map(|at| words[at]);
             let for_tasks = verb.is_some_and(|v| matches!(v, "run" | "watch"));
-            return Some(match for_tasks && *flag == "--verbose" {
-                true => {
-                    let mut line: Vec<String> = vec!["vx".into()];
-                    line.extend(words.iter().filter(|w| *w != word).map(|w| quote_word(w)));
-                    refused.hint(format!(
-                        "to give it to the tasks, put it after `--`: `{} -- {word}`",
-                        line.join(" ")
-                    ))
-                }
-                false => refused,
-            });
+            if !(for_tasks && *flag == "--verbose") {
+                return Some(refused);
+            }
+            let mut line: Vec<String> = vec!["vx".into()];
+            line.extend(words.iter().filter(|w| *w != word).map(|w| quote_word(w)));
+            return Some(refused.hint(format!(
+                "to give it to the tasks, put it after `--`: `{} -- {word}`",
+                line.join(" ")
+            )));
         }
     }
     None

@@ -94,7 +94,8 @@ impl Run<'_> {
 
     /// The entries downloading in the background for tasks waiting on them, longest first.
     fn downloads(&self) -> Vec<Download> {
-        if self.prefetching.is_empty() {
+        let under_way = self.cache.layers().downloading();
+        if under_way.is_empty() {
             return Vec::new();
         }
         let by_key: std::collections::HashMap<String, usize> = self
@@ -105,10 +106,7 @@ impl Run<'_> {
                 self.cache.key_hex(id).map(|key| (key, i))
             })
             .collect();
-        let mut downloads: Vec<Download> = self
-            .cache
-            .layers()
-            .downloading()
+        let mut downloads: Vec<Download> = under_way
             .into_iter()
             .filter_map(|(key, bytes, elapsed)| {
                 let i = *by_key.get(&key)?;

@@ -123,13 +123,6 @@ impl Recorder {
         failures.get(&at).copied().unwrap_or(0)
     }
 
-    /// The key fingerprints not written yet (the end of a run, signalled or not).
-    pub fn flush(&mut self, store: Option<&mut Store>) {
-        if let Some(store) = store.filter(|s| s.disabled().is_none()) {
-            self.flush_fingerprints(Some(store));
-        }
-    }
-
     /// The history sink of this run: `invocation` holds the facts that are not the tasks';
     /// `retention` is applied after the rows are written (STORE-16), `None` when the run is
     /// recorded again.

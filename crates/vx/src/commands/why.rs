@@ -60,8 +60,13 @@ pub fn why(cwd: &Path, args: WhyArgs) -> Result<i32, Failure> {
     };
     let previous = rows.get(1);
     let mut explanation = explain(&store, this, previous);
-    if let Some(verdict) = never_cached(cwd, &id, this.cache == "no-cache") {
-        explanation.verdict = verdict;
+    // Only a row without a key or a cache can be of a task vx never caches: the configuration
+    // (a whole workspace load) is read only then.
+    let uncached = this.cache == "no-cache";
+    if this.key.is_none() || uncached {
+        if let Some(verdict) = never_cached(cwd, &id, uncached) {
+            explanation.verdict = verdict;
+        }
     }
     if json {
         out_str(&format!(

@@ -228,6 +228,7 @@ fn why_says_what_a_never_cached_task_is() {
     let f = one_project(concat!(
         "[tasks.test]\ncommand = \"true\"\n\n",
         "[tasks.dev]\ncommand = \"true\"\npersistent = true\n\n",
+        "[tasks.sh]\ncommand = \"true\"\ninteractive = true\n\n",
         "[tasks.check]\ndepends-on = [\"test\"]\n\n",
         "[tasks.broken]\ncommand = \"exit 3\"\n\n",
         "[tasks.after]\ncommand = \"true\"\ndepends-on = [\"broken\"]\n",
@@ -256,6 +257,11 @@ fn why_says_what_a_never_cached_task_is() {
     assert_eq!(
         why("lib#dev"),
         "verdict    `lib#dev` is persistent: never cached"
+    );
+    // Never run: the configuration alone says what it is.
+    assert_eq!(
+        why("lib#sh"),
+        "verdict    `lib#sh` is interactive: never cached"
     );
     assert_eq!(
         why("lib#check"),

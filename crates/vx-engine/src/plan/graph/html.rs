@@ -161,7 +161,8 @@ fn route(
     // An offset inside a channel (8 to 80) and inside a gap (2 to 10 below a row's box).
     let channel = |c: usize, salt: usize| x_of[c] - GAP + 8 + ((k * 7 + salt) % 37) * 2;
     let lane = yb + BOX_H + 2 + (k % 5) * 2;
-    if cb + 1 == ca || ca <= cb {
+    // A dependency is always in a column to the left (its level is lower).
+    if cb + 1 >= ca {
         let cx = channel(ca, 0);
         return format!("M{x1},{y1} H{cx} V{y2} H{x2}");
     }
