@@ -95,6 +95,10 @@ fn seconds(ms: u64) -> String {
     format!("{:.3}", ms as f64 / 1000.0)
 }
 
+fn signed_seconds(ms: i64) -> String {
+    format!("{:.3}", ms as f64 / 1000.0)
+}
+
 /// The JUnit XML of a run.
 fn junit(summary: &Summary, run: &RunRecord<'_>) -> String {
     let mut projects: Vec<&str> = summary.tasks.iter().map(|t| t.project.as_str()).collect();
@@ -232,13 +236,15 @@ fn markdown(summary: &Summary, run: &RunRecord<'_>, title: &str) -> String {
     }
     out.push_str("| executed | restored (local) | restored (remote) | up to date | no cache | failed | skipped | time |\n");
     out.push_str("|---|---|---|---|---|---|---|---|\n");
-    let saved: u64 = summary
+    // As the footer counts it: the hits' stored durations less what serving them cost
+    // (negative when a slow remote cost more than running would have).
+    let saved: i64 = summary
         .tasks
         .iter()
         .filter(|t| t.status == TaskStatus::Success)
         .filter_map(|t| {
             t.stored_duration_ms
-                .map(|s| s.saturating_sub(t.duration_ms))
+                .map(|s| s as i64 - t.duration_ms as i64)
         })
         .sum();
     let _ = writeln!(
@@ -252,7 +258,7 @@ fn markdown(summary: &Summary, run: &RunRecord<'_>, title: &str) -> String {
         c.failed,
         c.skipped + c.not_run,
         seconds(summary.total_ms),
-        seconds(saved)
+        signed_seconds(saved)
     );
     if summary.critical_path.tasks.len() > 1 {
         let chain: Vec<String> = summary
