@@ -240,6 +240,9 @@ def collect_orphans(pgid: int | None, grace: float = 5.0) -> dict:
         time.sleep(0.05)
 
 
+TIME = Path("/usr/bin/time")  # GNU time (Debian's `time`): see run_measured
+
+
 def run_measured(argv: list[str], cwd: Path, env: dict, out: Path, err: Path, timeout: float) -> dict:
     """Run argv with stdout/stderr to files; wall time, rusage of the waited tree, exit code.
 
@@ -247,13 +250,20 @@ def run_measured(argv: list[str], cwd: Path, env: dict, out: Path, err: Path, ti
     function started). os.wait4's rusage covers the child and every descendant that was waited
     for: CPU is the sum, ru_maxrss the largest single process. Descendants orphaned by the tool
     are adopted (subreaper) and reaped after it exits: their CPU and RSS are added, the wall
-    time stops when the tool itself exits."""
+    time stops when the tool itself exits. The peak RSS is taken through GNU time when it is
+    installed (see below); without it, the figure includes this harness's own peak."""
     stray = collect_orphans(None, grace=0)
     if stray["orphans"]:
         log(f"warning: reaped {stray['orphans']} stray processes before a run")
+    # Linux's ru_maxrss survives exec: a process exec'd by this harness reads at least the
+    # harness's own peak (hundreds of MiB at 10,000 projects). GNU time is small and forks the
+    # tool, so the tool's tree starts from time's few MiB; time writes the tree's peak to a file.
+    peak_file = out.with_suffix(out.suffix + ".peak")
+    peak_file.unlink(missing_ok=True)
+    timed = ["/usr/bin/time", "-f", "%M", "-o", str(peak_file), *argv] if TIME.exists() else argv
     with open(out, "wb") as fout, open(err, "wb") as ferr:
         started = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=fout,
+        proc = subprocess.Popen(timed, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=fout,
                                 stderr=ferr, start_new_session=True)
         timed_out = threading.Event()
 
@@ -276,12 +286,17 @@ def run_measured(argv: list[str], cwd: Path, env: dict, out: Path, err: Path, ti
     if timed_out.is_set():
         raise BenchError(f"timed out after {timeout:.0f} s: {' '.join(argv)} (in {cwd})")
     cpu = usage.ru_utime + usage.ru_stime
+    tree_peak = usage.ru_maxrss
+    if timed is not argv:
+        # the last line: time writes "Command exited with non-zero status N" above it
+        lines = peak_file.read_text().split() if peak_file.exists() else []
+        tree_peak = int(lines[-1]) if lines and lines[-1].isdigit() else 0
     return {
         "wall": wall,
         "user": usage.ru_utime,
         "sys": usage.ru_stime,
         "cpu": cpu + left["cpu"],
-        "maxrss_kib": max(usage.ru_maxrss, left["maxrss_kib"]),
+        "maxrss_kib": max(tree_peak, left["maxrss_kib"]),
         "exit": proc.returncode,
         "orphans": left["orphans"],
         "orphan_cpu": left["cpu"],

@@ -97,10 +97,11 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
             return Ok(code);
         }
     }
-    let workspace = plan::discover(cwd, options.frozen)?;
+    let mut phases = Vec::new();
     let (plan, opened, scanned) = if options.plan.is_none() {
-        plan_and_open(workspace, cwd, &options, &host_env)?
+        plan_and_open(cwd, &options, &host_env, origin, &mut phases)?
     } else {
+        let workspace = plan::discover(cwd, options.frozen)?;
         (plan::build(workspace, cwd, &options)?, None, None)
     };
     for notice in &plan.notices {
@@ -170,6 +171,8 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     {
         crate::render::notice("no remote cache is configured; --cache remote:… has no effect");
     }
+    // Opened beside the plan when the cache existed; after it otherwise.
+    let opened_beside = opened.is_some();
     let mut opened = match opened {
         Some(opened) => opened,
         None => {
@@ -187,18 +190,11 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     let mut opening_notices = std::mem::take(&mut opened.notices);
     let (memory_budget, said) = host::memory::Budget::from_env(&host_env);
     opening_notices.extend(said);
-    let phases = vec![
-        Phase {
-            name: "plan".into(),
-            start: origin,
-            end: planned,
-        },
-        Phase {
-            name: "open the cache".into(),
-            start: opened.span.0,
-            end: opened.span.1,
-        },
-    ];
+    phases.push(Phase::main("plan", origin, planned));
+    phases.push(Phase {
+        beside: opened_beside,
+        ..Phase::main("open the cache", opened.span.0, opened.span.1)
+    });
     let (cache, recorder, lock) =
         setup::run_cache(&plan, &options, &host_env, sh.clone(), opened, ci);
     let mut ctx = Context {
@@ -305,17 +301,21 @@ fn executor(
     }
 }
 
-/// Builds the plan and, at the same time on another thread, opens the cache (the index and
-/// what is read ahead from it, the file enumeration): that needs only the root and the cache
-/// directory, and on a warm run it is a fifth of the time before the first task. Only when the
-/// index already exists and the run lock is free at once: a run that fails planning then
-/// creates nothing and waits for nobody, and a planning error wins over an error opening the
-/// cache. Otherwise (`None`) the cache is opened after planning, as before.
+/// Plans the run (loading the workspace first) and, beside it on a helper thread, gets the
+/// cache ready: opened, when its index already exists and the run lock is free at once
+/// (`Some(Opened)`); otherwise the workspace's files listed, and the cache created only once
+/// the plan holds (`None`, with the listing), so a run that fails planning creates nothing and
+/// waits for nobody, and a planning error wins over an error opening the cache.
+///
+/// The helper starts before the workspace is loaded, from the root and cache directory that
+/// `root_only` reads from the root's `vx.toml` alone. If the loaded workspace puts either
+/// elsewhere, what the helper did is dropped and the cache is opened after the plan.
 fn plan_and_open(
-    workspace: vx_core::Workspace,
     cwd: &Path,
     options: &RunOptions,
     host_env: &BTreeMap<String, String>,
+    origin: Instant,
+    phases: &mut Vec<Phase>,
 ) -> Result<
     (
         plan::Plan,
@@ -324,49 +324,90 @@ fn plan_and_open(
     ),
     Failure,
 > {
-    let dir = setup::resolve_cache_dir(&workspace, cwd, options, host_env).ok();
-    let early = dir
-        .clone()
-        .filter(|dir| dir.join(vx_store::index::DB_FILE).is_file())
-        .and_then(|dir| {
-            let lock = vx_store::lock::try_acquire(&workspace.root).ok()??;
-            Some((dir, lock))
+    let guessed = vx_engine::workspace::root_only(cwd)
+        .ok()
+        .map(|(root, settings)| {
+            let dir = vx_engine::cache_dir::cache_dir(
+                &root,
+                cwd,
+                options.cache_dir.as_deref(),
+                host_env,
+                settings.cache_dir.as_deref(),
+            );
+            (root, dir)
         });
-    let Some((dir, lock)) = early else {
-        // No cache yet (or its lock is taken): the workspace's files are listed while the graph
-        // is built, and the cache is created only once the plan holds (a run that fails
-        // planning leaves none behind).
-        let Some(dir) = dir else {
-            return Ok((plan::build(workspace, cwd, options)?, None, None));
-        };
-        let root = workspace.root.clone();
-        let (plan, scanned) = std::thread::scope(|scope| {
+    let early_lock = guessed
+        .as_ref()
+        .filter(|(_, dir)| dir.join(vx_store::index::DB_FILE).is_file())
+        .and_then(|(root, _)| vx_store::lock::try_acquire(root).ok()?);
+    // `--profile`'s phases: loading and the graph on this thread, the helper's beside them.
+    let load_and_build = |phases: &mut Vec<Phase>| -> Result<(plan::Plan, PathBuf), Failure> {
+        let workspace = plan::discover(cwd, options.frozen)?;
+        let loaded = Instant::now();
+        phases.push(Phase::main("load the workspace", origin, loaded));
+        let dir = setup::resolve_cache_dir(&workspace, cwd, options, host_env);
+        let plan = plan::build(workspace, cwd, options)?;
+        phases.push(Phase::main(
+            "resolve the tasks, build the graph",
+            loaded,
+            Instant::now(),
+        ));
+        Ok((plan, dir?))
+    };
+    let beside = |name: &str, started: Instant| Phase {
+        beside: true,
+        ..Phase::main(name, started, Instant::now())
+    };
+    let Some((root, guessed_dir)) = guessed else {
+        // `root_only` failed: loading fails the same way.
+        return Ok((load_and_build(phases)?.0, None, None));
+    };
+    let same_place =
+        |plan: &plan::Plan, dir: &Path| plan.workspace.root == root && dir == guessed_dir;
+    let Some(lock) = early_lock else {
+        // No cache yet (or its lock is taken): the workspace's files are listed beside the plan.
+        let (planned, scanned) = std::thread::scope(|scope| {
             let scanning = std::thread::Builder::new()
                 .name("vx-scan".into())
-                .spawn_scoped(scope, || setup::scan(&root, &dir));
-            let plan = plan::build(workspace, cwd, options);
-            let scanned = scanning.ok().and_then(|handle| handle.join().ok()?.ok());
-            (plan, scanned)
+                .spawn_scoped(scope, || {
+                    let started = Instant::now();
+                    let scanned = setup::scan(&root, &guessed_dir);
+                    (scanned, beside("list the workspace's files", started))
+                });
+            let planned = load_and_build(phases);
+            let scanned = scanning.ok().and_then(|handle| {
+                let (scanned, phase) = handle.join().ok()?;
+                phases.push(phase);
+                scanned.ok()
+            });
+            (planned, scanned)
         });
-        return Ok((plan?, None, scanned));
+        let (plan, dir) = planned?;
+        let scanned = scanned.filter(|_| same_place(&plan, &dir));
+        return Ok((plan, None, scanned));
     };
-    let root = workspace.root.clone();
-    let (plan, opened) = std::thread::scope(|scope| {
+    let (planned, opened) = std::thread::scope(|scope| {
         let opening = std::thread::Builder::new()
             .name("vx-open".into())
             .spawn_scoped(scope, || {
-                setup::open_with(&root, &dir, vx_store::Access::ReadWrite, Some(lock))
+                setup::open_with(&root, &guessed_dir, vx_store::Access::ReadWrite, Some(lock))
             });
-        let plan = plan::build(workspace, cwd, options);
+        let planned = load_and_build(phases);
         let opened = match opening {
             Ok(handle) => handle
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
             Err(e) => Err(Failure::Internal(format!("cannot start a thread: {e}"))),
         };
-        (plan, opened)
+        (planned, opened)
     });
-    let plan = plan?;
+    let (plan, dir) = planned?;
+    if !same_place(&plan, &dir) {
+        // Opened somewhere the workspace does not keep its cache: closed (with its lock), and
+        // the right one opened after the plan.
+        drop(opened);
+        return Ok((plan, None, None));
+    }
     Ok((plan, Some(opened?), None))
 }
 

@@ -541,11 +541,12 @@ impl<'p> RunCache<'p> {
         self.keys.changed(&outputs.prefixes());
     }
 
-    /// End of the graph: access times and the identity memo rows are written, and the queued
-    /// uploads are waited for (REM-8), `waiting` told so while they take long. `signalled`: a
-    /// signal stopped the run, so its uploads are abandoned.
+    /// End of the graph: access times, the identity memo rows and the lockfile memos are
+    /// written, and the queued uploads are waited for (REM-8), `waiting` told so while they
+    /// take long. `signalled`: a signal stopped the run, so its uploads are abandoned.
     pub fn finish(&mut self, signalled: bool, waiting: &mut dyn FnMut(Notice)) {
         self.flush_stamps();
+        self.keys.lockfiles.write_memos();
         if signalled {
             self.layers.abandon_uploads();
         } else {

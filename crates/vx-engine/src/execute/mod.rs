@@ -456,11 +456,7 @@ impl<'p> Run<'p> {
     /// With `--profile`, records one of vx's own phases, from `start` to now.
     fn phase(&mut self, name: &str, start: Instant) {
         if let Some(phases) = &mut self.phases {
-            phases.push(Phase {
-                name: name.to_string(),
-                start,
-                end: Instant::now(),
-            });
+            phases.push(Phase::main(name, start, Instant::now()));
         }
     }
 

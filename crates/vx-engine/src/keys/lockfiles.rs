@@ -2,9 +2,10 @@
 //! packages it installs (`vx_workspace::lockfile`) instead of the whole file.
 //!
 //! How this works: a key asks for (lockfile, blob id, project directory). The digests of
-//! every project for one (lockfile, blob id) are computed once: read from a small memo file
-//! in the store directory (`lockfiles/`), else by parsing the lockfile, which a large
-//! `pnpm-lock.yaml` makes the slowest step of a warm run, and then written there. The
+//! every project for one (lockfile, blob id) are read from a small memo file in the store
+//! directory (`lockfiles/`), else the lockfile is parsed (a large `pnpm-lock.yaml` makes that
+//! the slowest step of a warm run) and each project's digest computed when a key first asks
+//! for it; the end of the run computes the rest and writes the memo. The
 //! package lists themselves, which `vx why` shows, are parsed only when an executed task's
 //! key is recorded, and then only that task's project's closure is walked (at 5,000 members,
 //! walking every member's took 370 ms of the run loop for the first executed task). A
@@ -29,6 +30,30 @@ struct Digests {
     sets: BTreeMap<String, String>,
 }
 
+/// One lockfile's digests at one blob id: all of them from a memo, or computed a project at a
+/// time from the parsed file (`lock`) as keys ask, the rest at the end of the run
+/// ([`Lockfiles::write_memos`]). At 5,000 members, computing every project's set before the
+/// first key took 150 ms of the time to the first task.
+struct Known {
+    digests: Digests,
+    /// The parsed file and the projects it lists, when the digests are being computed.
+    lock: Option<(Arc<Lockfile>, HashSet<String>)>,
+    /// Where the memo goes once every set is computed.
+    memo: Option<PathBuf>,
+}
+
+impl Known {
+    fn digest(&mut self, dir: &str) -> &String {
+        if let Some((lock, listed)) = &self.lock {
+            if listed.contains(dir) && !self.digests.sets.contains_key(dir) {
+                let digest = lock.project(dir).digest.clone();
+                self.digests.sets.insert(dir.to_string(), digest);
+            }
+        }
+        self.digests.sets.get(dir).unwrap_or(&self.digests.root)
+    }
+}
+
 pub struct Lockfiles {
     root: PathBuf,
     /// Root-relative directories of the projects, the root's ("") among them.
@@ -37,7 +62,7 @@ pub struct Lockfiles {
     memo_dir: Option<PathBuf>,
     /// By lockfile name: the blob id last asked for and its digests (`None`: not readable).
     /// Keyed by name so the per-key lookup allocates nothing.
-    digests: HashMap<String, (String, Option<Arc<Digests>>)>,
+    digests: HashMap<String, (String, Option<Known>)>,
     parsed: HashMap<(String, String), Result<Arc<Lockfile>, String>>,
     /// Lockfiles whose fallback was announced this run.
     told: HashSet<String>,
@@ -73,12 +98,26 @@ impl Lockfiles {
             return None;
         }
         if self.digests.get(file).is_none_or(|(b, _)| b != blob) {
-            let found = self.load_digests(file, blob, notices).map(Arc::new);
-            self.digests
-                .insert(file.to_string(), (blob.to_string(), found));
+            let found = self.load_digests(file, blob, notices);
+            if let Some((_, Some(replaced))) = self
+                .digests
+                .insert(file.to_string(), (blob.to_string(), found))
+            {
+                write_memo_of(replaced);
+            }
         }
-        let digests = self.digests[file].1.as_ref()?;
-        Some(digests.sets.get(dir).unwrap_or(&digests.root).clone())
+        let known = self.digests.get_mut(file)?.1.as_mut()?;
+        Some(known.digest(dir).clone())
+    }
+
+    /// Completes the digests computed this run (every project the lockfile lists) and writes
+    /// their memos, for the next run to read instead of parsing; the end of a run.
+    pub fn write_memos(&mut self) {
+        for (_, (_, known)) in self.digests.drain() {
+            if let Some(known) = known {
+                write_memo_of(known);
+            }
+        }
     }
 
     /// `vx why`'s components of the dependency sets a key folds: one per package name, its
@@ -94,8 +133,9 @@ impl Lockfiles {
                 .digests
                 .get(file)
                 .filter(|(_, d)| {
-                    d.as_ref()
-                        .is_some_and(|d| d.sets.get(dir).unwrap_or(&d.root) == folded)
+                    d.as_ref().is_some_and(|d| {
+                        d.digests.sets.get(dir).unwrap_or(&d.digests.root) == folded
+                    })
                 })
                 .map(|(b, _)| b.clone())
             else {
@@ -127,10 +167,14 @@ impl Lockfiles {
         file: &str,
         blob: &str,
         notices: &mut Vec<crate::outcome::Notice>,
-    ) -> Option<Digests> {
+    ) -> Option<Known> {
         let memo = self.memo_path(file, blob);
         if let Some(found) = memo.as_deref().and_then(read_memo) {
-            return Some(found);
+            return Some(Known {
+                digests: found,
+                lock: None,
+                memo: None,
+            });
         }
         let lock = match self.parsed(file, blob) {
             Ok(lock) => lock,
@@ -146,18 +190,14 @@ impl Lockfiles {
         let digests = Digests {
             format: MEMO_FORMAT.into(),
             root: lock.unlisted().digest.clone(),
-            sets: lock
-                .importers()
-                .into_iter()
-                // `project` keeps each set: a cold run records its executed tasks' package
-                // lists (`components`) from the same sets.
-                .map(|dir| (dir.to_string(), lock.project(dir).digest.clone()))
-                .collect(),
+            sets: BTreeMap::new(),
         };
-        if let Some(memo) = memo {
-            write_memo(&memo, &digests);
-        }
-        Some(digests)
+        let listed = lock.importers().into_iter().map(str::to_string).collect();
+        Some(Known {
+            digests,
+            lock: Some((lock, listed)),
+            memo,
+        })
     }
 
     /// The lockfile parsed, once per run, or why it cannot be read.
@@ -201,6 +241,21 @@ impl Lockfiles {
         let name = format!("{file}-{}.json", &hex(hasher.finalize().as_bytes())[..32]);
         Some(dir.join(name))
     }
+}
+
+/// Every listed project's digest computed (`project` keeps each set: a cold run records its
+/// executed tasks' package lists, `components`, from the same sets), then the memo written.
+fn write_memo_of(mut known: Known) {
+    let (Some(memo), Some((lock, listed))) = (known.memo.take(), known.lock.take()) else {
+        return;
+    };
+    for dir in &listed {
+        if !known.digests.sets.contains_key(dir) {
+            let digest = lock.project(dir).digest.clone();
+            known.digests.sets.insert(dir.clone(), digest);
+        }
+    }
+    write_memo(&memo, &known.digests);
 }
 
 fn read_memo(path: &Path) -> Option<Digests> {

@@ -23,6 +23,21 @@ pub struct Phase {
     pub name: String,
     pub start: Instant,
     pub end: Instant,
+    /// Done on a helper thread beside the main one (listing the workspace's files while the
+    /// graph is built): drawn on its own row, `vx (beside)`, as it overlaps the main phases.
+    pub beside: bool,
+}
+
+impl Phase {
+    /// A phase of the main thread.
+    pub fn main(name: &str, start: Instant, end: Instant) -> Phase {
+        Phase {
+            name: name.to_string(),
+            start,
+            end,
+            beside: false,
+        }
+    }
 }
 
 /// UI-15's sink: the trace written to `path` (shown relative to `cwd`) once, when the run first
@@ -61,6 +76,14 @@ pub fn chrome_trace(
     let mut events: Vec<Value> = vec![json!({
         "name": "thread_name", "ph": "M", "pid": 1, "tid": 0, "args": { "name": "vx" }
     })];
+    // The helper threads' row takes the id after the projects'.
+    let beside = threads.len() as u64 + 1;
+    if phases.iter().any(|p| p.beside) {
+        events.push(json!({
+            "name": "thread_name", "ph": "M", "pid": 1, "tid": beside,
+            "args": { "name": "vx (beside)" }
+        }));
+    }
     for (project, tid) in &threads {
         events.push(json!({
             "name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": { "name": project }
@@ -74,7 +97,7 @@ pub fn chrome_trace(
             "ts": micros(since(phase.start)),
             "dur": micros(phase.end.saturating_duration_since(phase.start)),
             "pid": 1,
-            "tid": 0,
+            "tid": if phase.beside { beside } else { 0 },
         }));
     }
     for task in &run.tasks {
@@ -165,11 +188,13 @@ mod tests {
         hit.start_offset = ms(1);
         hit.end_offset = ms(2);
         let skipped = TaskReport::not_started(TaskId::new("app", "test"), Status::Skipped, None);
-        let phases = [Phase {
-            name: "plan".into(),
-            start: origin,
-            end: origin + ms(5),
-        }];
+        let phases = [
+            Phase::main("plan", origin, origin + ms(5)),
+            Phase {
+                beside: true,
+                ..Phase::main("list the workspace's files", origin + ms(1), origin + ms(6))
+            },
+        ];
         let tasks = [&flaky, &hit, &skipped]
             .into_iter()
             .map(|report| crate::record::TaskRecord {
@@ -218,6 +243,19 @@ mod tests {
             .filter(|e| e["ph"] == "M")
             .map(|e| &e["args"]["name"])
             .collect();
-        assert_eq!(names, ["vx", "app", "lib"]);
+        assert_eq!(names, ["vx", "vx (beside)", "app", "lib"]);
+        let phase_rows: Vec<(&Value, &Value)> = events
+            .iter()
+            .filter(|e| e["cat"] == "vx")
+            .map(|e| (&e["name"], &e["tid"]))
+            .collect();
+        assert_eq!(
+            phase_rows,
+            [
+                (&json!("plan"), &json!(0)),
+                (&json!("list the workspace's files"), &json!(3))
+            ],
+            "a phase of a helper thread is drawn on the row after the projects'"
+        );
     }
 }

@@ -158,6 +158,39 @@ fn report(measured: &[(&str, Counters, Duration)]) {
     );
 }
 
+/// The peak RSS in the counters line is vx's own, not the spawner's: Linux's `ru_maxrss` keeps
+/// the peak of the process that exec'd vx, so a benchmark harness holding 400 MiB read vx as
+/// 400 MiB at 10,000 projects. This test process raises its own peak past 512 MiB, then spawns
+/// vx, whose own peak on 20 projects is a few tens of MiB.
+#[test]
+fn the_counters_peak_rss_is_vxs_own_not_the_spawners() {
+    let f = workspace();
+    let ballast = vec![1u8; 512 << 20];
+    let touched: u64 = ballast.iter().step_by(4096).map(|&b| u64::from(b)).sum();
+    assert_eq!(touched, (512 << 20) / 4096);
+    let out = f.vx_in(
+        "",
+        &["run", "build", "--all", "--dry"],
+        &[("VX_LOG", "vx::counters=info")],
+    );
+    drop(std::hint::black_box(ballast));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let line = out
+        .stderr
+        .lines()
+        .rfind(|l| l.contains("vx::counters:"))
+        .expect("a counters line");
+    let rss_kib: u64 = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("max_rss_kib="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no max_rss_kib= in {line:?}"));
+    assert!(
+        rss_kib > 0 && rss_kib < 256 << 10,
+        "vx's own peak should be far under 256 MiB: {line}"
+    );
+}
+
 /// Runs vx with the counters diagnostic on and returns the counters of its last line.
 fn counted(f: &Fixture, args: &[&str]) -> (Counters, Output) {
     let out = f.vx_in("", args, &[("VX_LOG", "vx::counters=info")]);

@@ -272,6 +272,53 @@ fn profile_writes_one_event_per_task_attempt() {
         .any(|e| e["ph"] == "M" && e["args"]["name"] == "lib"));
 }
 
+/// The plan's own phases, and the helper beside it: with no cache yet it lists the workspace's
+/// files, with one it opens the cache, from the start of the run (before the workspace is
+/// loaded, not after).
+#[test]
+fn profile_shows_the_helper_beside_the_plan_from_the_start() {
+    let f = one_project(
+        "[tasks.build]\ncommand = \"echo built\"\ncache = { inputs = [], outputs = [] }\n",
+    );
+    let phases = |out: &vx_test_support::fixture::Output| {
+        assert_eq!(out.code, 0, "{out:?}");
+        let trace = read_json(&f, &written(&out.stderr));
+        let events = trace["traceEvents"].as_array().unwrap().clone();
+        let beside = events
+            .iter()
+            .find(|e| e["ph"] == "M" && e["args"]["name"] == "vx (beside)")
+            .map(|e| e["tid"].clone())
+            .expect("a `vx (beside)` thread");
+        let find = move |name: &str, tid: &Value| {
+            events
+                .iter()
+                .find(|e| e["cat"] == "vx" && e["name"] == name && &e["tid"] == tid)
+                .map(|e| (e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap()))
+                .unwrap_or_else(|| panic!("no phase {name:?} on thread {tid}: {events:?}"))
+        };
+        (find, beside)
+    };
+    let out = f.vx(&["run", "lib#build", "--profile"]);
+    let (find, beside) = phases(&out);
+    let (load_at, load_took) = find("load the workspace", &Value::from(0));
+    let (graph_at, _) = find("resolve the tasks, build the graph", &Value::from(0));
+    assert_eq!(load_at, 0);
+    assert!(graph_at >= load_at + load_took);
+    let (listed_at, _) = find("list the workspace's files", &beside);
+    assert!(
+        listed_at < load_at + load_took,
+        "the listing starts before the workspace is loaded"
+    );
+    let out = f.vx(&["run", "lib#build", "--profile"]);
+    let (find, beside) = phases(&out);
+    let (_, load_took) = find("load the workspace", &Value::from(0));
+    let (opened_at, _) = find("open the cache", &beside);
+    assert!(
+        opened_at < load_took,
+        "the cache is opened beside the loading"
+    );
+}
+
 /// ACC-30: two tasks of 200 MiB each. Run 1 (no history): their spans overlap in the trace.
 /// Run 2 with `--force` and a 300 MiB budget: 256 MiB reserved each, no overlap, and one of
 /// them was held for memory.
