@@ -45,6 +45,7 @@ mod executor;
 pub mod guard;
 pub mod host;
 pub mod learn;
+pub mod load;
 pub mod process_tree;
 pub mod sandbox;
 pub mod sandbox_init;

@@ -123,15 +123,17 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     }
     let planned = Instant::now();
     let sh = find_on_path("sh", host_env.get("PATH").map(String::as_str).unwrap_or(""));
-    let slots = match options.concurrency {
-        Some(c) => c.resolve(available_cpus()),
-        None => plan
-            .workspace
-            .settings
-            .concurrency
-            .unwrap_or_else(available_cpus),
-    }
-    .max(1);
+    // SCHED-1, SCHED-9: a count given by the flag or the workspace is fixed; otherwise the
+    // count starts at the CPUs and moves with what the machine has free.
+    let fixed = match options.concurrency {
+        Some(c) => Some(c.resolve(available_cpus())),
+        None => plan.workspace.settings.concurrency,
+    };
+    let adaptive = match fixed {
+        Some(_) => None,
+        None => Some(vx_core::schedule::adaptive::Adaptive::new(available_cpus())),
+    };
+    let slots = fixed.unwrap_or_else(available_cpus).max(1);
     if options.shard == Some(vx_engine::options::ShardFlag::Auto) {
         crate::render::out_str(&shard_auto(&plan, cwd, &options));
         return Ok(vx_engine::exit::SUCCESS);
@@ -209,6 +211,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         sh,
         host_env: host_env.clone(),
         slots: slots.max(1),
+        adaptive,
         memory_budget,
         lock,
         keeps_terminal: matches!(ending, Ending::Cycle(_)),

@@ -16,6 +16,7 @@ use std::collections::BinaryHeap;
 
 use crate::graph::TaskGraph;
 
+pub mod adaptive;
 mod policy;
 pub mod shard;
 
@@ -512,6 +513,12 @@ impl Scheduler {
             }
         }
         (ready, on_deps)
+    }
+
+    /// Whether some node may be ready: the heap is not empty. It may still hold a node that
+    /// finished ahead of its turn (SCHED-3), which costs its caller one needless look.
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
     }
 
     pub fn state(&self, i: usize) -> NodeState {

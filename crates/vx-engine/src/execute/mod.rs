@@ -62,6 +62,7 @@ mod region;
 pub(crate) mod remote;
 mod sandboxed;
 mod servers;
+mod slots;
 mod start;
 pub(crate) mod stripper;
 
@@ -93,6 +94,9 @@ pub struct Context {
     /// `VX_READY_NOTICE`: when a persistent task still not ready gets its note (EXEC-13).
     pub ready_notice: Duration,
     pub slots: u32,
+    /// SCHED-9: neither `--concurrency` nor `[workspace] concurrency` was given, so `slots`
+    /// moves with the machine's free CPUs, from the CPU count up to four per CPU.
+    pub adaptive: Option<vx_core::schedule::adaptive::Adaptive>,
     /// SCHED-4: `VX_MEMORY_BUDGET`, or measure the budget at run start (only when a task in
     /// the run has a recorded peak).
     pub memory_budget: crate::host::memory::Budget,
@@ -139,6 +143,8 @@ pub struct Run<'p> {
     live: BTreeMap<usize, Live>,
     reports: BTreeMap<usize, TaskReport>,
     running_slots: u32,
+    /// SCHED-9: the machine's free CPUs, and when they were last read.
+    meter: Option<(vx_exec::load::CpuMeter, Instant)>,
     stopping: Option<i32>,
     started_at: Instant,
     started_wall: SystemTime,
@@ -308,6 +314,7 @@ impl<'p> Run<'p> {
             live: BTreeMap::new(),
             reports: BTreeMap::new(),
             running_slots: 0,
+            meter: None,
             stopping: None,
             started_at: Instant::now(),
             started_wall: SystemTime::now(),
@@ -411,6 +418,7 @@ impl<'p> Run<'p> {
     }
 
     fn dispatch(&mut self) {
+        self.reassess_slots();
         while self.running_slots < self.ctx.slots {
             if !self.remote.local_again.is_empty() && !self.scheduler.holds_terminal() {
                 let i = self.remote.local_again.remove(0);
@@ -467,6 +475,7 @@ impl<'p> Run<'p> {
     fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Signal(n) => self.signal(n),
+            Msg::Reassess => {}
             Msg::Exec(i, event) => self.exec_event(i, event),
             Msg::Packed(i, job, packed) => self.saved(i, job, packed),
             Msg::Restored(i, job, result) => self.restored(i, job, *result),

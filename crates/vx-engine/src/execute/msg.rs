@@ -29,6 +29,9 @@ pub enum Msg {
     PartWaited(usize, super::part_waits::PartWait),
     /// A key or a resize in the task UI (`--ui=tui`).
     Ui(UiInput),
+    /// Adaptive concurrency's interval came due with tasks waiting for a slot (SCHED-9): the
+    /// loop dispatches again. Made by the loop itself, never sent.
+    Reassess,
 }
 
 /// Signals reach the run loop as messages (the signal thread knows nothing of [`Msg`]).

@@ -73,7 +73,8 @@ impl Run<'_> {
     /// bounded by its next timer, and timers that come due are handled first (EXEC-13).
     ///
     /// While the live region is drawn (UI-6) the wait is also bounded by its tick, so its
-    /// elapsed times keep moving.
+    /// elapsed times keep moving; and while tasks wait for a slot under adaptive concurrency,
+    /// by its next reading (SCHED-9).
     pub(super) fn next_message(&mut self) -> Option<Msg> {
         loop {
             self.redraw_region();
@@ -88,12 +89,16 @@ impl Run<'_> {
             };
             let tick = (self.reporter.region_active() || self.reporter.has_tui())
                 .then(|| Instant::now() + crate::report::TICK);
-            let Some(at) = readiness.into_iter().chain(tick).min() else {
+            let reassess = self.reassess_due();
+            let Some(at) = readiness.into_iter().chain(tick).chain(reassess).min() else {
                 return self.rx.recv().ok();
             };
             match self.rx.recv_deadline(at) {
                 Ok(msg) => return Some(msg),
                 Err(RecvTimeoutError::Timeout) => {
+                    if reassess.is_some_and(|due| due <= Instant::now()) {
+                        return Some(Msg::Reassess);
+                    }
                     if readiness.is_some_and(|due| due <= Instant::now()) {
                         self.readiness_timers();
                     }

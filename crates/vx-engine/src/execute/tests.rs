@@ -56,6 +56,7 @@ fn run_reported(
         phases: Vec::new(),
         cache_dir: std::env::temp_dir().join("vx-run-loop-tests"),
         slots: 1,
+        adaptive: None,
         memory_budget: crate::host::memory::Budget::Off,
         lock: None,
         keeps_terminal: false,

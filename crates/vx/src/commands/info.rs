@@ -45,6 +45,9 @@ struct Info {
     concurrency: u32,
     /// `workspace`, `cgroup quota` or `cpus`.
     concurrency_source: &'static str,
+    /// SCHED-9: the most adaptive concurrency goes to; `None` when the workspace fixes the
+    /// count.
+    concurrency_ceiling: Option<u32>,
     /// `None` when admission is off or memory could not be measured.
     memory_budget_bytes: Option<u64>,
     /// `VX_MEMORY_BUDGET`, `MemAvailable`, `cgroup limit`, or `not measured`.
@@ -192,11 +195,15 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
         Err(internal) => return Err(internal),
     }
 
-    let (concurrency, concurrency_source) = match settings.concurrency {
-        Some(n) => (n, "workspace"),
+    let (concurrency, concurrency_source, concurrency_ceiling) = match settings.concurrency {
+        Some(n) => (n, "workspace", None),
         None => {
             let (n, source) = available_cpus_and_source();
-            (n, source.word())
+            (
+                n,
+                source.word(),
+                Some(vx_core::schedule::adaptive::ceiling(n)),
+            )
         }
     };
     let (budget, said) = vx_engine::host::memory::Budget::from_env(&env);
@@ -229,6 +236,7 @@ pub fn info(cwd: &Path, args: InfoArgs) -> Result<i32, Failure> {
             .collect(),
         concurrency,
         concurrency_source,
+        concurrency_ceiling,
         memory_budget_bytes,
         memory_budget_source,
         cache,
@@ -400,7 +408,13 @@ fn pretty(info: &Info, errors: &[Diagnostic]) -> String {
     ));
     rows.push((
         "concurrency",
-        format!("{} ({})", info.concurrency, info.concurrency_source),
+        match info.concurrency_ceiling {
+            Some(ceiling) => format!(
+                "{} ({}), up to {ceiling} while CPUs stand idle (adaptive)",
+                info.concurrency, info.concurrency_source
+            ),
+            None => format!("{} ({})", info.concurrency, info.concurrency_source),
+        },
     ));
     rows.push((
         "memory budget",

@@ -71,6 +71,13 @@ fn json_gives_the_same_facts_as_typed_fields() {
         ["cpus", "cgroup quota"].contains(&info["concurrency_source"].as_str().unwrap()),
         "{info}"
     );
+    // SCHED-9: four per CPU, at least 10.
+    let cpus = info["concurrency"].as_u64().unwrap();
+    assert_eq!(
+        info["concurrency_ceiling"].as_u64(),
+        Some((cpus * 4).max(10)),
+        "{info}"
+    );
     let cache = &info["cache"];
     assert_eq!(cache["dir"], root.join(".vx").display().to_string());
     assert_eq!(cache["exists"], true);

@@ -184,3 +184,71 @@ fn dry_predicts_the_run_from_history() {
     let doc: serde_json::Value = serde_json::from_str(&one_slot.stdout).unwrap();
     assert_eq!(doc["predicted"]["wall_ms"].as_u64(), Some(work));
 }
+
+/// SCHED-9 in the run loop: with neither `--concurrency` nor `[workspace] concurrency`, the
+/// slot count grows past the CPU count while CPUs stand idle and tasks wait for a slot, stays
+/// at the CPU count while they are busy, and a fixed `--concurrency` is never passed. The
+/// machine's load is simulated through `VX_PROC_STAT`: a thread of this test rewrites that
+/// file every 20 ms as `/proc/stat` would read on an idle or a busy machine (the real file is
+/// read by `vx-exec/src/load.rs`'s own test). The tasks sleep, so the real machine's load does
+/// not matter here.
+#[test]
+fn adaptive_concurrency_follows_the_idle_cpus() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let child = test_child_path().display().to_string();
+    let info = one_project("");
+    let shown = info.vx(&["info", "--format", "json"]);
+    let info: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    let cpus = info["concurrency"].as_u64().unwrap() as usize;
+    let names: Vec<String> = (0..cpus * 3 + 3).map(|n| format!("t{n}")).collect();
+    let tasks: String = names
+        .iter()
+        .map(|n| format!("[tasks.{n}]\ncommand = \"{child} sleep 0.8\"\n"))
+        .collect();
+    let f = one_project(&tasks);
+    let stat = f.path("stat");
+    let run = |idle: bool, extra: &[&str]| {
+        let done = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let (mut busy, mut free) = (0u64, 0u64);
+                while !done.load(Ordering::Relaxed) {
+                    if idle {
+                        free += 10
+                    } else {
+                        busy += 10
+                    }
+                    let line = format!("cpu0 {busy} 0 0 {free} 0 0 0 0 0 0\n");
+                    std::fs::write(&stat, format!("cpu  {}cpu0{}", &line[4..], &line[4..]))
+                        .unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            });
+            let mut args: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+            let ids: Vec<String> = args.iter().map(|n| format!("lib#{n}")).collect();
+            args = vec!["run"];
+            args.extend(ids.iter().map(String::as_str));
+            args.extend(extra);
+            let out = f.vx_in("", &args, &[("VX_PROC_STAT", stat.to_str().unwrap())]);
+            done.store(true, Ordering::Relaxed);
+            assert_eq!(out.code, 0, "{out:?}");
+        });
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        most_at_once(&latest_run(&f), &names)
+    };
+    let idle = run(true, &[]);
+    assert!(
+        idle > cpus,
+        "an idle machine: more than {cpus} at once, got {idle}"
+    );
+    let busy = run(false, &[]);
+    assert!(
+        busy <= cpus,
+        "a busy machine: at most {cpus} at once, got {busy}"
+    );
+    let fixed = run(true, &["--concurrency", "2"]);
+    assert!(
+        fixed <= 2,
+        "--concurrency 2: at most 2 at once, got {fixed}"
+    );
+}
