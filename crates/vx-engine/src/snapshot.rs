@@ -5,7 +5,8 @@
 //!
 //! # How this works
 //!
-//! A run that ends with every task up to date, having printed nothing but its footer, writes
+//! A run that ends with every task up to date, having printed nothing but its footer and the
+//! plan's notes (kept in the snapshot and said again by the replay), writes
 //! `<cache-dir>/snapshots/<request>`: `request` is a digest of vx's version and path, the working
 //! directory, the arguments, the whole environment but `VX_LOG`, which of stdin, stdout and
 //! stderr are terminals, and the CPUs available (so any difference there is another request). The file holds what the footer and
@@ -64,7 +65,7 @@ use std::time::{Duration, Instant, SystemTime};
 use vx_core::TaskId;
 
 use crate::options::RunOptions;
-use crate::outcome::{CacheKind, Status, TaskReport};
+use crate::outcome::{CacheKind, Notice, Status, TaskReport};
 use crate::report::Reporter;
 
 /// The first line of a snapshot file.
@@ -190,6 +191,9 @@ pub struct Facts {
     pub projects_in_run: usize,
     pub projects_in_workspace: usize,
     pub tasks: Vec<Task>,
+    /// What the plan said above the run (`the workspace root declares no task build: running
+    /// it in every project`, a member glob that matches nothing): said again by a replay.
+    pub notes: Vec<Notice>,
 }
 
 /// The stat data that must not have changed: `None` for a path that did not exist.
@@ -400,6 +404,21 @@ impl<W: Write> Lines<'_, W> {
                 &task.id.task,
             ])?;
         }
+        for note in &facts.notes {
+            let words: Vec<&str> = match note {
+                Notice::Note(line) => vec!["note", line],
+                Notice::Warning { line, hint } => {
+                    vec!["warning", line, hint.as_deref().unwrap_or("")]
+                }
+                Notice::Unmatched { .. } => {
+                    return Err(NotWritten("the plan noted an unmatched glob".into()))
+                }
+            };
+            if words[1..].iter().any(|w| w.contains(['\t', '\n', '\r'])) {
+                return Err(NotWritten("a plan note spans lines".into()));
+            }
+            self.line(&words)?;
+        }
         let root = self.root;
         let root_prefix = root.as_os_str().as_bytes();
         let racy_from = self.racy_from;
@@ -514,6 +533,7 @@ fn parse(text: &str, root: &Path, request: &Request) -> Option<Snapshot> {
         projects_in_run: 0,
         projects_in_workspace: 0,
         tasks: Vec::new(),
+        notes: Vec::new(),
     };
     let mut paths = Vec::new();
     let mut ended = false;
@@ -546,6 +566,11 @@ fn parse(text: &str, root: &Path, request: &Request) -> Option<Snapshot> {
                 id: TaskId::new(*project, *task),
                 short_key: key.to_string(),
                 stored_ms: stored.parse().ok()?,
+            }),
+            ["note", line] => facts.notes.push(Notice::Note(line.to_string())),
+            ["warning", line, hint] => facts.notes.push(Notice::Warning {
+                line: line.to_string(),
+                hint: (!hint.is_empty()).then(|| hint.to_string()),
             }),
             ["absent", name] => paths.push((path_of(name), false, None)),
             ["gone", name] => paths.push((path_of(name), true, None)),
@@ -618,7 +643,8 @@ pub struct Replay<'a> {
     pub origin: Instant,
 }
 
-/// Replays the command when its snapshot still holds: prints the footer, records the run,
+/// Replays the command when its snapshot still holds: prints the plan's notes and the footer,
+/// records the run,
 /// and returns the exit code; `None` when the run must go the whole way. The reporter is made
 /// only when the snapshot holds (it asks whether stdout is a terminal).
 pub fn replay(
@@ -682,7 +708,11 @@ pub fn replay(
         tracing::debug!(target: "vx::snapshot", "not recorded: {error}");
         return None;
     }
-    reporter().finish(&crate::report::Totals {
+    let mut reporter = reporter();
+    for note in facts.notes {
+        reporter.notice(note);
+    }
+    reporter.finish(&crate::report::Totals {
         reports: &reports,
         projects_in_run: facts.projects_in_run,
         projects_in_workspace: facts.projects_in_workspace,

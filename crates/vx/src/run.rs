@@ -215,9 +215,7 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
         memory_budget,
         lock,
         keeps_terminal: matches!(ending, Ending::Cycle(_)),
-        snapshot: request
-            .filter(|_| plan.notices.is_empty())
-            .map(|(_, request)| request),
+        snapshot: request.map(|(_, request)| request),
         remote: Vec::new(),
     };
     let mut reporter = terminal(&host_env, &options);

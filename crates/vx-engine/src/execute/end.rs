@@ -493,6 +493,7 @@ impl Run<'_> {
             projects_in_run: plan.projects_in_run,
             projects_in_workspace: plan.workspace.projects.len(),
             tasks,
+            notes: plan.notices.clone(),
         };
         Ok((facts, paths.into_iter().collect()))
     }

@@ -24,6 +24,14 @@ fn facts(dir: &Path) -> Facts {
             short_key: "8c14b8aa7015".into(),
             stored_ms: 47,
         }],
+        notes: vec![
+            Notice::note("a plan note"),
+            Notice::warning("a warning"),
+            Notice::Warning {
+                line: "a warning".into(),
+                hint: Some("with a hint".into()),
+            },
+        ],
     }
 }
 

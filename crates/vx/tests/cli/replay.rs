@@ -395,3 +395,31 @@ fn tasks_with_runtime_probes_are_never_replayed() {
         assert_eq!(replay_of(&f), None);
     }
 }
+
+/// A run at the root of a workspace whose root declares no `build` prints a note (`running it
+/// in every project`) above its footer. That note is part of the plan, and the plan's files are
+/// recorded: the run is replayed all the same, and the replay says the note again. (Before,
+/// any plan note turned the snapshot off, so `vx run build` at such a root never replayed.)
+/// `--output-logs=errors-only`: the two hits' logs are not shown (a shown log is never
+/// replayed, `a_run_that_shows_a_tasks_output_is_never_replayed`).
+#[test]
+fn a_plan_note_is_said_again_by_the_replay() {
+    let f = cached();
+    let note = "the workspace root declares no task `build`";
+    ok(&f.vx(&["run", "build", "--output-logs=errors-only"]));
+    settle();
+    let writes = f.vx(&["run", "build", "--output-logs=errors-only"]);
+    ok(&writes);
+    assert_contains(&writes.stderr, note);
+    assert_eq!(replay_of(&f), None);
+    let replayed = f.vx(&["run", "build", "--output-logs=errors-only"]);
+    ok(&replayed);
+    assert!(
+        replay_of(&f).is_some(),
+        "replayed:\n{}{}",
+        replayed.stdout,
+        replayed.stderr
+    );
+    assert_contains(&replayed.stderr, note);
+    assert_eq!(timeless(&replayed.stdout), timeless(&writes.stdout));
+}
