@@ -367,11 +367,13 @@ fn plan_and_open(
         |plan: &plan::Plan, dir: &Path| plan.workspace.root == root && dir == guessed_dir;
     let Some(lock) = early_lock else {
         // No cache yet (or its lock is taken): the workspace's files are listed beside the plan.
+        // The phase starts when the helper is started (before the loading), however late a
+        // loaded machine schedules its first instruction.
+        let started = Instant::now();
         let (planned, scanned) = std::thread::scope(|scope| {
             let scanning = std::thread::Builder::new()
                 .name("vx-scan".into())
                 .spawn_scoped(scope, || {
-                    let started = Instant::now();
                     let scanned = setup::scan(&root, &guessed_dir);
                     (scanned, beside("list the workspace's files", started))
                 });
@@ -387,6 +389,7 @@ fn plan_and_open(
         let scanned = scanned.filter(|_| same_place(&plan, &dir));
         return Ok((plan, None, scanned));
     };
+    let started = Instant::now();
     let (planned, opened) = std::thread::scope(|scope| {
         let opening = std::thread::Builder::new()
             .name("vx-open".into())
@@ -409,7 +412,9 @@ fn plan_and_open(
         drop(opened);
         return Ok((plan, None, None));
     }
-    Ok((plan, Some(opened?), None))
+    let mut opened = opened?;
+    opened.span.0 = started; // as above: from when the helper was started
+    Ok((plan, Some(opened), None))
 }
 
 /// A duration variable; an invalid value draws one warning and the default applies (ENV-1).
