@@ -116,20 +116,11 @@ def main() -> int:
             quiet(["rm", "-rf", str(copy)], REPO)
             quiet(["git", "clone", "-q", str(base), str(copy)], REPO)
             copies[name] = copy
-        walls: dict[str, list[float]] = {name: [] for name in runners}
-        peaks: dict[str, list[int]] = {name: [] for name in runners}
-        for r in range(args.runs + 1):
-            for name, (argv, tool_env) in runners.items():
-                copy = copies[name]
-                result = run_measured(argv, copy, tool_env, args.out / "out.txt",
-                                      args.out / "err.txt", 900)
-                if result["exit"] != 0:
-                    log(f"{name} failed (exit {result['exit']}): see {args.out / 'err.txt'}")
-                    return 1
-                log(f"{kind}, {name}: {result['wall']:.2f} s (run {r}{', warm-up' if r == 0 else ''})")
-                if r > 0:
-                    walls[name].append(result["wall"])
-                    peaks[name].append(result["maxrss_kib"])
+        measured = rounds({name: (argv, copies[name], tool_env)
+                           for name, (argv, tool_env) in runners.items()}, args, kind, 900)
+        if measured is None:
+            return 1
+        walls, peaks = measured
         best_fixed = min(statistics.median(walls[f"vx -j{c}"]) for c in fixed) if fixed else None
         best = min([statistics.median(walls["turbo"]), statistics.median(walls["nx"])]
                    + ([best_fixed] if best_fixed else []))
@@ -150,6 +141,25 @@ def main() -> int:
     return 0
 
 
+def rounds(runners: dict[str, tuple[list[str], Path, dict]], args: argparse.Namespace, label: str,
+           timeout: float) -> tuple[dict[str, list[float]], dict[str, list[int]]] | None:
+    """Every runner (argv, where, environment) once per round, alternating; a warm-up round,
+    then `args.runs` measured. Their walls and tree peaks (KiB), or None when one failed."""
+    walls: dict[str, list[float]] = {name: [] for name in runners}
+    peaks: dict[str, list[int]] = {name: [] for name in runners}
+    for r in range(args.runs + 1):
+        for name, (argv, cwd, env) in runners.items():
+            result = run_measured(argv, cwd, env, args.out / "out.txt", args.out / "err.txt", timeout)
+            if result["exit"] != 0:
+                log(f"{name} failed (exit {result['exit']}): see {args.out / 'err.txt'}")
+                return None
+            log(f"{label}, {name}: {result['wall']:.2f} s (run {r}{', warm-up' if r == 0 else ''})")
+            if r > 0:
+                walls[name].append(result["wall"])
+                peaks[name].append(result["maxrss_kib"])
+    return walls, peaks
+
+
 def real(args: argparse.Namespace) -> int:
     """A real repository's build, in place: vx at its default and at fixed counts, and the
     repository's own Nx (its nx.json's `parallel`, or Nx's default)."""
@@ -161,16 +171,11 @@ def real(args: argparse.Namespace) -> int:
                                 "--skip-nx-cache", "--outputStyle=static", *args.nx_args.split()]}
     for c in fixed:
         runners[f"vx -j{c}"] = [*vx, f"--concurrency={c}"]
-    walls: dict[str, list[float]] = {name: [] for name in runners}
-    for r in range(args.runs + 1):
-        for name, argv in runners.items():
-            result = run_measured(argv, repo, env, args.out / "out.txt", args.out / "err.txt", 1800)
-            if result["exit"] != 0:
-                log(f"{name} failed (exit {result['exit']}): see {args.out / 'err.txt'}")
-                return 1
-            log(f"{repo.name}, {name}: {result['wall']:.2f} s (run {r}{', warm-up' if r == 0 else ''})")
-            if r > 0:
-                walls[name].append(result["wall"])
+    measured = rounds({name: (argv, repo, env) for name, argv in runners.items()}, args,
+                      repo.name, 1800)
+    if measured is None:
+        return 1
+    walls, _ = measured
     best = min(statistics.median(t) for n, t in walls.items() if n != "vx")
     lines = [f"### {repo.name} build ({git_head(repo)})", "", "| runner | wall, median (min–max) | ÷ best |",
              "|---|---|---|"]
