@@ -22,9 +22,10 @@ impl Run<'_> {
             return;
         };
         let now = Instant::now();
-        let stat_file = self.ctx.host_env.get("VX_PROC_STAT").map(PathBuf::from);
+        let host_env = &self.ctx.host_env;
         let (meter, last) = self.meter.get_or_insert_with(|| {
-            let mut meter = CpuMeter::new(stat_file);
+            // Made once, at the first dispatch: nothing here allocates on later ones.
+            let mut meter = CpuMeter::new(host_env.get("VX_PROC_STAT").map(PathBuf::from));
             meter.free_cpus(); // the first reading, that the next is taken against
             (meter, now)
         });
