@@ -149,9 +149,10 @@ pub trait Reporter {
     fn after_footer(&mut self, bytes: &[u8]);
     /// The end of the run's output: held frames, the recap and the footer.
     fn finish(&mut self, totals: &Totals<'_>);
-    /// Whether nothing but the footer was printed for these reports, and no notice (a run
-    /// whose output a snapshot can replay).
-    fn printed_only_footer(&self, reports: &[(&TaskReport, bool)]) -> bool;
+    /// Whether what was printed for these reports can be printed again from the reports of
+    /// up-to-date hits alone (their ids, keys, saved times and logs) followed by the footer,
+    /// with no notice: the output a snapshot replays (`snapshot.rs`).
+    fn output_replayable(&self, reports: &[(&TaskReport, bool)]) -> bool;
     /// Takes the terminal for the task UI: the tasks (node, id, typed into), where its inputs
     /// go, and where vx's own diagnostics go meanwhile. False when it cannot; output stays
     /// plain.

@@ -5,12 +5,14 @@
 //!
 //! # How this works
 //!
-//! A run that ends with every task up to date, having printed nothing but its footer and the
-//! plan's notes (kept in the snapshot and said again by the replay), writes
+//! A run that ends with every task up to date, having printed nothing but its footer, the
+//! plan's notes and the frames or one-liners of its hits (a focused run shows a requested
+//! hit's log; the notes and the logs are kept in the snapshot and printed again), writes
 //! `<cache-dir>/snapshots/<request>`: `request` is a digest of vx's version and path, the working
 //! directory, the arguments, the whole environment but `VX_LOG`, which of stdin, stdout and
 //! stderr are terminals, and the CPUs available (so any difference there is another request). The file holds what the footer and
-//! the history row need (the tasks, their short keys and saved times, the counts of projects
+//! the history row need (the tasks, their short keys, saved times, whether each was requested
+//! and the log its hit printed, the counts of projects
 //! and workers, the run it repeats, the cache directory with its salt and entries'
 //! generation) and the `lstat` data (device, inode, mode, size, mtime, ctime; or "absent") of
 //! every path the run's result depended on:
@@ -42,8 +44,10 @@
 //! # Why a replay is the same run
 //!
 //! A snapshot is written only when no recorded path changed after the run started: each
-//! path's mtime and ctime are more than [`RACY`] older than the run's start (git's racy-file
-//! rule, with a margin for filesystems that keep whole seconds). So what the run read is what
+//! path's mtime and ctime are older than the run's start by more than a margin (git's
+//! racy-file rule): [`RACY_FINE`] on a device where some recorded time has a fraction of a
+//! second (the kernel stamps files from a clock that may lag the run's by a tick), else
+//! [`RACY`], for filesystems that keep whole seconds. So what the run read is what
 //! the stat data describe. A later change of content changes the ctime (which no program can
 //! set back), an added or removed file changes its directory's, and anything vx reads that is
 //! not a file — the environment, the arguments, the cache's entries — is in the request or
@@ -69,11 +73,65 @@ use crate::outcome::{CacheKind, Notice, Status, TaskReport};
 use crate::report::Reporter;
 
 /// The first line of a snapshot file.
-const FORMAT: &str = "vx-snapshot 1";
+const FORMAT: &str = "vx-snapshot 2";
 
 /// A path whose mtime or ctime is this close to the run's start (or later) may have changed
-/// while the run read it: no snapshot is written.
+/// while the run read it: no snapshot is written. On a filesystem that keeps whole seconds
+/// (FAT keeps two).
 const RACY: Duration = Duration::from_secs(2);
+
+/// [`RACY`] on a filesystem that keeps fractions of a second: the kernel stamps a file from a
+/// coarse clock, at most a tick (1–10 ms) behind the clock the run's start was read from.
+const RACY_FINE: Duration = Duration::from_millis(100);
+
+/// The racy rule for one snapshot: from when a recorded time is too recent, per device.
+#[derive(Debug)]
+struct Racy {
+    /// Devices on which some recorded time has a fraction of a second.
+    fine: std::collections::HashSet<u64>,
+    fine_from: i128,
+    coarse_from: i128,
+}
+
+impl Racy {
+    fn new<'a>(started: SystemTime, stats: impl Iterator<Item = &'a Stat>) -> Racy {
+        let started = started
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let whole = |ns: i128| ns % 1_000_000_000 == 0;
+        Racy {
+            fine: stats
+                .filter(|s| !whole(s.mtime_ns) || !whole(s.ctime_ns))
+                .map(|s| s.dev)
+                .collect(),
+            fine_from: started.saturating_sub(RACY_FINE).as_nanos() as i128,
+            coarse_from: started.saturating_sub(RACY).as_nanos() as i128,
+        }
+    }
+
+    /// Whether this stat data is too recent to prove anything.
+    fn is_racy(&self, stat: &Stat) -> bool {
+        let from = if self.fine.contains(&stat.dev) {
+            self.fine_from
+        } else {
+            self.coarse_from
+        };
+        stat.mtime_ns >= from || stat.ctime_ns >= from
+    }
+
+    fn error(&self, path: &Path) -> NotWritten {
+        NotWritten(format!(
+            "{} changed too shortly before the run started (within {} ms, or {} s where a file system keeps whole seconds)",
+            path.display(),
+            RACY_FINE.as_millis(),
+            RACY.as_secs()
+        ))
+    }
+}
+
+/// The hits' logs a snapshot keeps at most, in all (a run that printed more goes the whole
+/// way next time: the snapshot would cost more to read than the entries).
+pub const LOGS_KEPT: usize = 4 << 20;
 
 /// Snapshot files kept per workspace; the oldest go first.
 const KEPT: usize = 32;
@@ -170,12 +228,17 @@ fn replayable(options: &RunOptions, env: &BTreeMap<String, String>) -> bool {
         && options.cache.remote_write != Some(true)
 }
 
-/// One task of the repeated run, as the footer shows it.
+/// One task of the repeated run, as its frame or one-liner and the footer show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Task {
     pub id: TaskId,
     pub short_key: String,
     pub stored_ms: u64,
+    /// It is shown as requested (the reporter decides from this whether it prints the hit).
+    pub requested: bool,
+    /// The log its hit printed (stored, with escapes stripped when output is not coloured);
+    /// empty when it printed none.
+    pub log: Vec<u8>,
 }
 
 /// What a snapshot records besides the stat data.
@@ -304,21 +367,18 @@ pub fn write(
     recorded.sort_by_key(|(_, _, stat)| {
         std::cmp::Reverse(stat.map_or(i128::MIN, |s| s.mtime_ns.max(s.ctime_ns)))
     });
-    let started = request
-        .started
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    let racy_from = started.saturating_sub(RACY).as_nanos() as i128;
+    let racy = Racy::new(
+        request.started,
+        recorded.iter().filter_map(|(_, _, stat)| stat.as_ref()),
+    );
     // The racy rule, before any file is made: the paths are sorted most recently changed
     // first, so a path that changed during the run is the first one.
-    if let Some((index, _, _)) = recorded.iter().take(1).find(|(_, _, stat)| {
-        stat.is_some_and(|s| s.mtime_ns >= racy_from || s.ctime_ns >= racy_from)
-    }) {
-        return Err(NotWritten(format!(
-            "{} changed less than {}s before the run started",
-            paths[*index].display(),
-            RACY.as_secs()
-        )));
+    if let Some((index, _, _)) = recorded
+        .iter()
+        .take(1)
+        .find(|(_, _, stat)| stat.as_ref().is_some_and(|s| racy.is_racy(s)))
+    {
+        return Err(racy.error(&paths[*index]));
     }
     let dir = request
         .path
@@ -338,7 +398,7 @@ pub fn write(
             facts,
             paths: &paths,
             recorded: &recorded,
-            racy_from,
+            racy: &racy,
         };
         lines.write()?;
         // No `fsync`: a file cut short by a crash lacks its `end` line and is never read.
@@ -361,8 +421,8 @@ struct Lines<'a, W: Write> {
     facts: &'a Facts,
     paths: &'a [PathBuf],
     recorded: &'a [(usize, bool, Option<Stat>)],
-    /// A recorded time at or after this (ns) is too recent to prove anything (the racy rule).
-    racy_from: i128,
+    /// Which recorded times are too recent to prove anything.
+    racy: &'a Racy,
 }
 
 impl<W: Write> Lines<'_, W> {
@@ -400,9 +460,15 @@ impl<W: Write> Lines<'_, W> {
                 "task",
                 &task.stored_ms.to_string(),
                 &task.short_key,
+                if task.requested { "requested" } else { "-" },
                 &task.id.project,
                 &task.id.task,
             ])?;
+            if !task.log.is_empty() {
+                use base64::Engine as _;
+                let log = base64::engine::general_purpose::STANDARD_NO_PAD.encode(&task.log);
+                self.line(&["log", &log])?;
+            }
         }
         for note in &facts.notes {
             let words: Vec<&str> = match note {
@@ -421,14 +487,7 @@ impl<W: Write> Lines<'_, W> {
         }
         let root = self.root;
         let root_prefix = root.as_os_str().as_bytes();
-        let racy_from = self.racy_from;
-        let racy = |path: &Path| {
-            NotWritten(format!(
-                "{} changed less than {}s before the run started",
-                path.display(),
-                RACY.as_secs()
-            ))
-        };
+        let racy = self.racy;
         for &(index, follow, stat) in self.recorded {
             let path = &self.paths[index];
             // Root-relative when inside the root: the file is about a fifth smaller.
@@ -452,15 +511,15 @@ impl<W: Write> Lines<'_, W> {
                     let parent = path.parent().unwrap_or(Path::new("/"));
                     if parent.starts_with(root) {
                         let dir = stat_of(parent, true).map_err(|e| NotWritten(e.to_string()))?;
-                        if dir.is_some_and(|d| d.mtime_ns >= racy_from || d.ctime_ns >= racy_from) {
-                            return Err(racy(path));
+                        if dir.is_some_and(|d| racy.is_racy(&d)) {
+                            return Err(racy.error(path));
                         }
                     }
                     self.line(&[absent, &name])?;
                 }
                 Some(s) => {
-                    if s.mtime_ns >= racy_from || s.ctime_ns >= racy_from {
-                        return Err(racy(path));
+                    if racy.is_racy(&s) {
+                        return Err(racy.error(path));
                     }
                     self.line(&[
                         present,
@@ -562,11 +621,22 @@ fn parse(text: &str, root: &Path, request: &Request) -> Option<Snapshot> {
                 facts.projects_in_run = run.parse().ok()?;
                 facts.projects_in_workspace = all.parse().ok()?;
             }
-            ["task", stored, key, project, task] => facts.tasks.push(Task {
-                id: TaskId::new(*project, *task),
-                short_key: key.to_string(),
-                stored_ms: stored.parse().ok()?,
-            }),
+            ["task", stored, key, requested @ ("requested" | "-"), project, task] => {
+                facts.tasks.push(Task {
+                    id: TaskId::new(*project, *task),
+                    short_key: key.to_string(),
+                    stored_ms: stored.parse().ok()?,
+                    requested: *requested == "requested",
+                    log: Vec::new(),
+                });
+            }
+            ["log", log] => {
+                use base64::Engine as _;
+                let task = facts.tasks.last_mut()?;
+                task.log = base64::engine::general_purpose::STANDARD_NO_PAD
+                    .decode(log)
+                    .ok()?;
+            }
             ["note", line] => facts.notes.push(Notice::Note(line.to_string())),
             ["warning", line, hint] => facts.notes.push(Notice::Warning {
                 line: line.to_string(),
@@ -643,8 +713,8 @@ pub struct Replay<'a> {
     pub origin: Instant,
 }
 
-/// Replays the command when its snapshot still holds: prints the plan's notes and the footer,
-/// records the run,
+/// Replays the command when its snapshot still holds: prints the plan's notes, the hits' frames
+/// or one-liners as the run printed them, and the footer, records the run,
 /// and returns the exit code; `None` when the run must go the whole way. The reporter is made
 /// only when the snapshot holds (it asks whether stdout is a terminal).
 pub fn replay(
@@ -684,6 +754,7 @@ pub fn replay(
             report.cache = Some(CacheKind::UpToDate);
             report.short_key = Some(task.short_key.clone());
             report.stored = Some(Duration::from_millis(task.stored_ms));
+            report.log = task.log.clone();
             report
         })
         .collect();
@@ -711,6 +782,9 @@ pub fn replay(
     let mut reporter = reporter();
     for note in facts.notes {
         reporter.notice(note);
+    }
+    for (node, (task, report)) in facts.tasks.iter().zip(&reports).enumerate() {
+        reporter.finished(node, report, task.requested);
     }
     reporter.finish(&crate::report::Totals {
         reports: &reports,

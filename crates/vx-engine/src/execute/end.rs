@@ -346,9 +346,10 @@ impl Run<'_> {
             .iter()
             .map(|(&i, report)| (report, self.is_shown(i)))
             .collect();
-        if shown.is_empty() || !self.reporter.printed_only_footer(&shown) {
-            return Err("the run printed more than its footer".into());
+        if shown.is_empty() || !self.reporter.output_replayable(&shown) {
+            return Err("the run printed more than hits' logs and its footer".into());
         }
+        let requested: Vec<bool> = shown.iter().map(|(_, requested)| *requested).collect();
         let root = plan.workspace.root.clone();
         let mut tasks = Vec::new();
         // A set: every task of a project folds the same sources, so most paths come several times.
@@ -358,7 +359,7 @@ impl Run<'_> {
             return Err("a remote cache is configured".into());
         }
         let store = layers.store().ok_or("no cache")?;
-        for (&i, report) in &self.reports {
+        for ((&i, report), requested) in self.reports.iter().zip(requested) {
             let up_to_date = report.status == Status::Success
                 && report.cache == Some(crate::outcome::CacheKind::UpToDate)
                 && !report.kept
@@ -386,11 +387,22 @@ impl Run<'_> {
                     .map(|f| PathBuf::from(&f.path)),
             );
             paths.insert(store.artifact_path(&derived.key.hex()));
-            tasks.push(crate::snapshot::Task {
-                id: report.id.clone(),
-                short_key,
-                stored_ms: report.stored.unwrap_or_default().as_millis() as u64,
-            });
+            tasks.push((
+                report.end_offset,
+                crate::snapshot::Task {
+                    id: report.id.clone(),
+                    short_key,
+                    stored_ms: report.stored.unwrap_or_default().as_millis() as u64,
+                    requested,
+                    log: report.log.clone(),
+                },
+            ));
+        }
+        // In the order they were printed: as they ended.
+        tasks.sort_by_key(|(ended, _)| *ended);
+        let tasks: Vec<crate::snapshot::Task> = tasks.into_iter().map(|(_, task)| task).collect();
+        if tasks.iter().map(|t| t.log.len()).sum::<usize>() > crate::snapshot::LOGS_KEPT {
+            return Err("the hits' logs are too long to keep".into());
         }
         paths.extend(keys.folded.iter().flatten().map(PathBuf::from));
         let tree = &keys.tree;

@@ -243,7 +243,7 @@ impl Reporter for Recording {
             totals.rerun
         ));
     }
-    fn printed_only_footer(&self, _reports: &[(&TaskReport, bool)]) -> bool {
+    fn output_replayable(&self, _reports: &[(&TaskReport, bool)]) -> bool {
         false
     }
     fn start_tui(

@@ -19,11 +19,22 @@ fn facts(dir: &Path) -> Facts {
         workers: 4,
         projects_in_run: 2,
         projects_in_workspace: 3,
-        tasks: vec![Task {
-            id: TaskId::new("@demo/web", "build"),
-            short_key: "8c14b8aa7015".into(),
-            stored_ms: 47,
-        }],
+        tasks: vec![
+            Task {
+                id: TaskId::new("@demo/web", "build"),
+                short_key: "8c14b8aa7015".into(),
+                stored_ms: 47,
+                requested: true,
+                log: b"built\n\tin 3 steps \x1b[32mok\x1b[0m\n".to_vec(),
+            },
+            Task {
+                id: TaskId::new("@demo/lib", "build"),
+                short_key: "03a9c2f1d4e5".into(),
+                stored_ms: 0,
+                requested: false,
+                log: Vec::new(),
+            },
+        ],
         notes: vec![
             Notice::note("a plan note"),
             Notice::warning("a warning"),
@@ -147,11 +158,46 @@ fn a_path_changed_near_the_start_of_the_run_writes_no_snapshot() {
     };
     let error = write(&request, &root, &facts(&root), vec![PathBuf::from("a.txt")]).unwrap_err();
     assert!(
-        error.0.contains("a.txt changed less than 2s"),
+        error
+            .0
+            .contains("a.txt changed too shortly before the run started"),
         "{}",
         error.0
     );
     assert!(!request.path.exists());
+}
+
+/// Half a second is old enough on a device whose recorded times have fractions of a second,
+/// and too recent on one that keeps whole seconds.
+#[test]
+fn the_racy_margin_is_a_tenth_of_a_second_where_times_have_fractions() {
+    const S: i128 = 1_000_000_000;
+    let started = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+    let stat = |dev, ns: i128| Stat {
+        dev,
+        ino: 1,
+        mode: 0o100644,
+        size: 1,
+        mtime_ns: ns,
+        ctime_ns: ns,
+    };
+    let fine_half = stat(1, 999 * S + S / 2);
+    let fine_recent = stat(1, 1_000 * S - S / 20);
+    let fine_after = stat(1, 1_000 * S + 1);
+    let coarse_one = stat(2, 999 * S);
+    let coarse_three = stat(2, 997 * S);
+    let all = [fine_half, fine_recent, fine_after, coarse_one, coarse_three];
+    let racy = Racy::new(started, all.iter());
+    assert!(!racy.is_racy(&fine_half));
+    assert!(racy.is_racy(&fine_recent), "within 100 ms");
+    assert!(racy.is_racy(&fine_after), "after the start");
+    assert!(racy.is_racy(&coarse_one), "whole seconds: within 2 s");
+    assert!(!racy.is_racy(&coarse_three));
+    // The same whole-second time on the fine device is old enough.
+    assert!(!racy.is_racy(&stat(1, 999 * S)));
+    // A device with no fraction anywhere is coarse, even for a time half a second old.
+    let racy = Racy::new(started, [coarse_one].iter());
+    assert!(racy.is_racy(&stat(2, 999 * S + S / 2)));
 }
 
 #[test]

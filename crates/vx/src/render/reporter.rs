@@ -362,16 +362,28 @@ impl Reporter for Terminal {
         self.style.colour
     }
 
-    /// Whether nothing but the footer was printed for these reports, and no notice: what a
-    /// replayed run prints is then the footer alone (`vx_engine::snapshot`). `requested` says
-    /// which reports are of requested tasks.
-    fn printed_only_footer(&self, reports: &[(&TaskReport, bool)]) -> bool {
+    /// Whether the run printed nothing a replay cannot print again: no notice, no CI log
+    /// groups (GitHub's are fenced with a token random per run), no interleaved lines, and for
+    /// each report nothing, or the frame or one-liner of a successful hit (which its id, key,
+    /// saved time and log make again). `requested` says which reports are of requested tasks.
+    fn output_replayable(&self, reports: &[(&TaskReport, bool)]) -> bool {
         self.notices == 0
             && self.github_token.is_none()
             && self.ci_log.is_none()
-            && reports
-                .iter()
-                .all(|(report, requested)| matches!(self.decide(report, *requested), Show::Nothing))
+            && self.stream_lines.is_none()
+            && self.tui.is_none()
+            && reports.iter().all(|(report, requested)| {
+                let hit = report.status == Status::Success
+                    && report.cache.is_some_and(|c| c.is_hit())
+                    && report.flaky().is_none()
+                    && !report.remote
+                    && !report.kept;
+                match self.decide(report, *requested) {
+                    Show::Nothing => true,
+                    Show::Frame | Show::OneLiner | Show::HashLine => hit,
+                    Show::OneLinerThenFrame => false,
+                }
+            })
     }
 
     /// Takes the terminal for the task UI (`--ui=tui`); false (after a warning) when it cannot,
