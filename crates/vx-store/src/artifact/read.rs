@@ -54,6 +54,16 @@ pub enum ReadError {
     Io { path: PathBuf, source: io::Error },
 }
 
+/// Whether reading an archive computes the digest of its output tree (`ArtifactMeta::produced`),
+/// a second hash of every body: a validation does (a packed or downloaded entry's digest goes to
+/// the index); a restore does not (the index has it since the entry was saved, and the
+/// artifact's own digest still proves every byte).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Produced {
+    Computed,
+    Skipped,
+}
+
 /// The one validity check of STORE-5, streaming: output bodies are hashed, never kept.
 /// `accept` says whether the task's declared outputs match an entry name.
 pub fn validate(
@@ -67,7 +77,7 @@ pub fn validate(
             .map(drop)
             .map_err(Fail::Source)
     };
-    match read_archive(path, key, accept, cap, &mut discard) {
+    match read_archive(path, key, accept, cap, Produced::Computed, &mut discard) {
         Ok((meta, log)) => Ok(Validated { meta, log }),
         Err(Fail::Damaged(damage)) => Err(ReadError::Damaged(damage)),
         Err(Fail::Vanished) => Err(ReadError::Vanished),
@@ -277,6 +287,7 @@ pub(super) fn read_archive(
     key: &str,
     accept: &dyn Fn(&str) -> bool,
     cap: u64,
+    produced: Produced,
     on_output: &mut OnOutput<'_>,
 ) -> Result<(ArtifactMeta, Vec<u8>), Fail> {
     let io_at = |source| Fail::Io {
@@ -366,26 +377,37 @@ pub(super) fn read_archive(
                 walk.meta = Some(meta);
             }
             Kind::Output(file) => {
-                // Each body feeds the artifact's digest and its own (for the produced digest).
-                let mut own = blake3::Hasher::new();
+                // Each body feeds the artifact's digest, and its own for the produced digest.
                 let mut whole = HashingReader {
                     inner: &mut entry,
                     hasher: &mut digest,
                     count: 0,
                     failed: false,
                 };
-                let mut body = HashingReader {
-                    inner: &mut whole,
-                    hasher: &mut own,
-                    count: 0,
-                    failed: false,
+                let count = match produced {
+                    Produced::Computed => {
+                        let mut own = blake3::Hasher::new();
+                        let mut body = HashingReader {
+                            inner: &mut whole,
+                            hasher: &mut own,
+                            count: 0,
+                            failed: false,
+                        };
+                        on_output(&name, &file, &mut body).map_err(lift)?;
+                        io::copy(&mut body, &mut io::sink()).map_err(classify)?;
+                        let count = body.count;
+                        blobs.insert(name, *own.finalize().as_bytes());
+                        count
+                    }
+                    Produced::Skipped => {
+                        on_output(&name, &file, &mut whole).map_err(lift)?;
+                        io::copy(&mut whole, &mut io::sink()).map_err(classify)?;
+                        whole.count
+                    }
                 };
-                on_output(&name, &file, &mut body).map_err(lift)?;
-                io::copy(&mut body, &mut io::sink()).map_err(classify)?;
-                if body.count != size {
+                if count != size {
                     return Err(damaged("bad tar"));
                 }
-                blobs.insert(name, *own.finalize().as_bytes());
             }
             Kind::Digest => {
                 if size != 64 {
@@ -402,7 +424,9 @@ pub(super) fn read_archive(
         return Err(damaged("bad tar"));
     }
     let mut meta = walk.finish()?;
-    meta.produced = Some(produced_digest(&meta, &blobs));
+    if produced == Produced::Computed {
+        meta.produced = Some(produced_digest(&meta, &blobs));
+    }
     // After the first zero block: only zeros may follow, and the zstd stream must end cleanly.
     let mut rest = archive.into_inner();
     let mut buf = vec![0; 64 << 10];

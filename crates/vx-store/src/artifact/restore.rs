@@ -27,7 +27,7 @@ use nix::errno::Errno;
 use nix::sys::stat::Mode;
 
 use super::beneath::{self, create_at, lstat_at, unlink_at, WalkError, Walker};
-use super::read::{read_archive, Fail};
+use super::read::{read_archive, Fail, Produced};
 use super::{
     link_into_wall, link_target, ArtifactMeta, Damage, EntryKind, FileMeta, KEPT_MODE_BITS,
     RESTORE_TEMP_PREFIX,
@@ -96,7 +96,7 @@ pub fn restore(
     let mut staging = Staging::default();
     let mut stage =
         |name: &str, file: &FileMeta, body: &mut dyn Read| staging.stage(target(name), file, body);
-    let read = read_archive(path, key, accept, cap, &mut stage);
+    let read = read_archive(path, key, accept, cap, Produced::Skipped, &mut stage);
     let result = read.and_then(|(meta, log)| {
         staging.stage_tree(&meta, target)?;
         let files = staging.commit()?;
