@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::location::{Location, Spanned};
 
+/// Where each key or glob of a table was written: a sorted vector, small per task (a
+/// `BTreeMap` leaf reserves eleven slots; at tens of thousands of tasks that was about 1.5 KB
+/// each).
+pub type Locations<K> = litemap::LiteMap<K, Location>;
 /// The file name vx reads in every project and at the root.
 pub const CONFIG_FILE: &str = "vx.toml";
 
@@ -101,7 +105,7 @@ pub struct InputSet {
     /// Where each glob was written, as in [`CacheConfig::locations`].
     #[serde(skip)]
     #[schemars(skip)]
-    pub locations: BTreeMap<(String, String), Location>,
+    pub locations: Locations<(String, String)>,
 }
 
 /// `cache-retention = { older-than?, max-size? }`.
@@ -229,7 +233,7 @@ pub struct TaskConfig {
     /// Where each key of the table was written, for `vx show` and errors.
     #[serde(skip)]
     #[schemars(skip)]
-    pub key_locations: BTreeMap<String, Location>,
+    pub key_locations: Locations<String>,
 }
 
 impl TaskConfig {
@@ -343,7 +347,7 @@ pub struct CacheConfig {
     /// that template's `cache`.
     #[serde(skip)]
     #[schemars(skip)]
-    pub locations: BTreeMap<(String, String), Location>,
+    pub locations: Locations<(String, String)>,
 }
 
 /// `remote = true` or `remote = { platform?, extra-inputs? }`.

@@ -134,7 +134,7 @@ struct Cached<'w> {
     inputs: Globs,
     workspace_inputs: Globs,
     /// Where each glob was written.
-    locations: &'w BTreeMap<(String, String), Location>,
+    locations: &'w crate::config::Locations<(String, String)>,
 }
 
 /// Every cached task, sorted by task id.
