@@ -192,7 +192,7 @@ pub struct ProjectConfig {
     pub tags: Vec<String>,
     /// The tasks, by name.
     #[schemars(extend("default" = {}))]
-    pub tasks: BTreeMap<String, TaskConfig>,
+    pub tasks: BTreeMap<String, Box<TaskConfig>>,
 }
 
 /// One `[tasks.<name>]` table: a task of the project.

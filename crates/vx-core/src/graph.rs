@@ -494,7 +494,12 @@ fn edge_location<'t>(
 
 /// The configuration of a task, if the workspace declares it.
 pub fn task_config<'w>(workspace: &'w Workspace, id: &TaskId) -> Option<&'w TaskConfig> {
-    workspace.project(&id.project)?.config.tasks.get(&id.task)
+    workspace
+        .project(&id.project)?
+        .config
+        .tasks
+        .get(&id.task)
+        .map(|task| &**task)
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ pub fn workspace(projects: &[P<'_>]) -> Workspace {
         .iter()
         .map(|p| {
             let file = format!("packages/{}/vx.toml", p.name);
-            let tasks: BTreeMap<String, TaskConfig> = p
+            let tasks: BTreeMap<String, Box<TaskConfig>> = p
                 .tasks
                 .iter()
                 .enumerate()
@@ -41,7 +41,7 @@ pub fn workspace(projects: &[P<'_>]) -> Workspace {
                         at: Location::new(&file, line as u32 + 1, 1),
                         ..TaskConfig::default()
                     };
-                    (name.to_string(), task)
+                    (name.to_string(), Box::new(task))
                 })
                 .collect();
             Project {

@@ -629,7 +629,7 @@ pub(crate) fn load_frozen(root: &Path) -> Result<Workspace, LoadError> {
                     for entry in &mut task.depends_on {
                         entry.at = at.clone();
                     }
-                    (task_name, task)
+                    (task_name, Box::new(task))
                 })
                 .collect();
             let deps = p

@@ -129,7 +129,7 @@ pub(crate) fn load_workspace(root: &Path, planned: Planned<'_>) -> Result<Worksp
         facts: &template_facts,
         input_sets: &settings.input_sets,
     };
-    let tasks: Vec<BTreeMap<String, TaskConfig>> = named
+    let tasks: Vec<BTreeMap<String, Box<TaskConfig>>> = named
         .iter_mut()
         .map(|p| project_tasks(p, templates, &mut errors))
         .collect();
@@ -240,7 +240,7 @@ fn project_tasks(
     project: &mut Named,
     templates: Templates<'_>,
     errors: &mut Vec<Diagnostic>,
-) -> BTreeMap<String, TaskConfig> {
+) -> BTreeMap<String, Box<TaskConfig>> {
     let no_facts = BTreeMap::new();
     let (tasks, facts) = match project.files.config.as_mut() {
         Some(c) => (std::mem::take(&mut c.config.project.tasks), &c.task_facts),

@@ -46,7 +46,7 @@ pub(crate) struct ProjectTasks<'a> {
     /// The root project gets templates only through its own `[tasks.<name>]`; its scripts
     /// usually drive the whole workspace.
     pub(crate) is_root: bool,
-    pub(crate) tasks: BTreeMap<String, TaskConfig>,
+    pub(crate) tasks: BTreeMap<String, Box<TaskConfig>>,
     pub(crate) facts: &'a BTreeMap<String, TaskFacts>,
     /// `package.json` `scripts`.
     pub(crate) scripts: Option<&'a BTreeMap<String, Spanned<String>>>,
@@ -68,7 +68,7 @@ pub(crate) fn resolve_tasks(
     project: ProjectTasks<'_>,
     templates: Templates<'_>,
     errors: &mut Vec<Diagnostic>,
-) -> BTreeMap<String, TaskConfig> {
+) -> BTreeMap<String, Box<TaskConfig>> {
     let no_facts = TaskFacts::default();
     let scripts = project.scripts.filter(|_| !project.is_root);
     let mut names: BTreeSet<&str> = project.tasks.keys().map(String::as_str).collect();
@@ -83,7 +83,7 @@ pub(crate) fn resolve_tasks(
 
     let mut resolving: BTreeMap<String, Resolving<'_>> = BTreeMap::new();
     for name in names {
-        let own = project.tasks.get(name);
+        let own = project.tasks.get(name).map(|task| &**task);
         // `extends = false` and nothing else: the project has no task of this name, though a
         // template would give it one from its script.
         if own.is_some_and(opts_out) {
@@ -167,7 +167,7 @@ pub(crate) fn resolve_tasks(
             }
         }
         errors.extend(problems);
-        resolved.insert(name, r.task);
+        resolved.insert(name, Box::new(r.task));
     }
     resolved
 }

@@ -128,7 +128,11 @@ pub(crate) fn load_config(text: &str, rel_path: &str, is_root: bool) -> LoadedCo
             "tasks" => {
                 loaded.has_tasks_table = true;
                 let walked = walk_tasks(&mut w, value, "");
-                config.project.tasks = walked.tasks;
+                config.project.tasks = walked
+                    .tasks
+                    .into_iter()
+                    .map(|(name, task)| (name, Box::new(task)))
+                    .collect();
                 loaded.task_facts = walked.facts;
             }
             "workspace" if is_root => {

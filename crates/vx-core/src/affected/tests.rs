@@ -113,10 +113,10 @@ fn the_vx_lock_seeds_nothing_even_for_a_root_task_folding_every_root_file() {
     root.dir = String::new();
     root.config.tasks = [(
         "check".to_string(),
-        crate::config::TaskConfig {
+        Box::new(crate::config::TaskConfig {
             command: Some("true".into()),
             ..Default::default()
-        },
+        }),
     )]
     .into();
     ws.projects.push(root);
