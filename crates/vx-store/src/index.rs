@@ -103,6 +103,11 @@ pub(crate) struct Meta {
     pub(crate) generation: Option<i64>,
 }
 
+/// An entry found marked used less than this long ago (ms) is not marked again by this run, nor
+/// by a replay: retention counts days, and a warm run of 30,000 hits would otherwise rewrite
+/// 30,000 rows (and their `accessed_at` index) every time.
+pub const MARKED_USED_EVERY_MS: i64 = 3_600_000;
+
 /// One open cache directory. See the module documentation.
 pub struct Store {
     pub(crate) dir: PathBuf,
@@ -115,7 +120,9 @@ pub struct Store {
     read_only_reason: Option<String>,
     salt: [u8; 32],
     pub(crate) meta: Meta,
-    touches: BTreeMap<String, i64>,
+    /// The entries used in this run: when (written by [`Store::flush_touches`]), or `None` for
+    /// one marked used less than [`MARKED_USED_EVERY_MS`] ago, which is not marked again.
+    touches: BTreeMap<String, Option<i64>>,
     /// Rows of entries adopted by [`Store::adopt_validated`] not written yet: a run that
     /// adopts a thousand prefetched bodies one or two at a time writes their rows by the batch
     /// ([`ROW_BATCH`]) and in [`Store::flush_touches`]. A process that dies first loses nothing:
@@ -293,7 +300,13 @@ impl Store {
         };
         match (row, stat) {
             (Some(entry), Some(stat)) if stat.is_file() && stat.len() == entry.size_bytes => {
-                self.touch(key);
+                if now_ms() - entry.accessed_at < MARKED_USED_EVERY_MS {
+                    if self.writable() {
+                        self.touches.entry(key.to_owned()).or_insert(None);
+                    }
+                } else {
+                    self.touch(key);
+                }
                 Ok(Lookup::Hit(entry))
             }
             // A file that differs from its row is re-validated like a file without a row.
@@ -625,10 +638,11 @@ impl Store {
         Ok(())
     }
 
-    /// Records that `key` was used now; written by [`Store::flush_touches`].
+    /// Records that `key` was used now; written by [`Store::flush_touches`] unless its lookup
+    /// found it marked used less than [`MARKED_USED_EVERY_MS`] ago.
     pub fn touch(&mut self, key: &str) {
-        if self.writable() {
-            self.touches.insert(key.to_owned(), now_ms());
+        if self.writable() && self.touches.get(key) != Some(&None) {
+            self.touches.insert(key.to_owned(), Some(now_ms()));
         }
     }
 
@@ -652,7 +666,9 @@ impl Store {
                 )
                 .at(&self.db)?;
             for (key, at) in &self.touches {
-                update.execute(params![key, at]).at(&self.db)?;
+                if let Some(at) = at {
+                    update.execute(params![key, at]).at(&self.db)?;
+                }
             }
         }
         tx.commit().at(&self.db)?;

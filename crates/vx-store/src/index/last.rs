@@ -105,9 +105,9 @@ impl Store {
             tx.prepare_cached(
                 "UPDATE entries SET accessed_at = ?1
                  WHERE key IN (SELECT key FROM runs WHERE run_id = ?2 AND key IS NOT NULL)
-                     AND accessed_at < ?1 - 3600000",
+                     AND accessed_at < ?1 - ?3",
             )?
-            .execute(params![now, repeated])?;
+            .execute(params![now, repeated, super::MARKED_USED_EVERY_MS])?;
             Ok(())
         })
     }

@@ -517,6 +517,34 @@ fn a_read_only_store_refuses_to_save() {
     assert_eq!(read_only.totals().unwrap(), (0, 0));
 }
 
+/// A hit on an entry marked used less than an hour ago marks nothing (a warm run of thousands
+/// of hits writes no row); one marked used longer ago is marked now, once.
+#[test]
+fn a_hit_marks_its_entry_used_at_most_once_an_hour() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+    let now = now_ms();
+    save(&mut store, &key(1), "x");
+    save(&mut store, &key(2), "x");
+    let recent = now - MARKED_USED_EVERY_MS + 60_000;
+    set_accessed(&store, &key(1), recent);
+    set_accessed(&store, &key(2), now - MARKED_USED_EVERY_MS - 60_000);
+    for n in 1..=2 {
+        assert!(matches!(
+            store.lookup(&key(n), &accept_all).unwrap(),
+            Lookup::Hit(_)
+        ));
+        // What the engine does after serving the hit.
+        store.touch(&key(n));
+    }
+    let before = store.statements();
+    store.flush_touches().unwrap();
+    // BEGIN, one update, COMMIT.
+    assert_eq!(store.statements() - before, 3);
+    assert_eq!(store.entry(&key(1)).unwrap().unwrap().accessed_at, recent);
+    assert!(store.entry(&key(2)).unwrap().unwrap().accessed_at >= now);
+}
+
 #[test]
 fn touches_are_written_in_one_batch() {
     let dir = tempfile::tempdir().unwrap();
