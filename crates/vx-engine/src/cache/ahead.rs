@@ -76,11 +76,17 @@ impl RunCache<'_> {
     /// taken ahead are dropped, so no later decision reads one, and so are the index rows
     /// preloaded for them (a large run does not keep them).
     pub fn end_ahead(&mut self) {
-        self.found_ahead.clear();
-        self.keys.end_prefetch();
+        self.end_ahead_part();
         if let Some(store) = self.layers.store_mut() {
             store.drop_preloaded();
         }
+    }
+
+    /// After one part of a large batch was prepared: its listings and `lstat`s are dropped
+    /// before the next part's are taken (the index rows stay preloaded for the next parts).
+    pub fn end_ahead_part(&mut self) {
+        self.found_ahead.clear();
+        self.keys.end_prefetch();
     }
 
     /// SCHED-3, the restore lane: a task with a stable key, before its dependencies have
