@@ -2,18 +2,20 @@
 //! configuration can point at the offending key or value (ERR-2).
 
 use std::fmt;
+use std::sync::Arc;
 
 /// A position in a configuration file. `file` is relative to the workspace root; `line` and
-/// `column` count from 1, columns in characters; line 0 names the file alone.
+/// `column` count from 1, columns in characters; line 0 names the file alone. The path is
+/// shared by every location of one file (a workspace model holds a dozen per task).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Location {
-    pub file: String,
+    pub file: Arc<str>,
     pub line: u32,
     pub column: u32,
 }
 
 impl Location {
-    pub fn new(file: impl Into<String>, line: u32, column: u32) -> Location {
+    pub fn new(file: impl Into<Arc<str>>, line: u32, column: u32) -> Location {
         Location {
             file: file.into(),
             line,

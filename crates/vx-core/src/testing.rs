@@ -34,11 +34,11 @@ pub fn workspace(projects: &[P<'_>]) -> Workspace {
                             .map(|d| {
                                 Spanned::new(
                                     d.to_string(),
-                                    Location::new(&file, line as u32 + 1, 15),
+                                    Location::new(file.as_str(), line as u32 + 1, 15),
                                 )
                             })
                             .collect(),
-                        at: Location::new(&file, line as u32 + 1, 1),
+                        at: Location::new(file.as_str(), line as u32 + 1, 1),
                         ..TaskConfig::default()
                     };
                     (name.to_string(), Box::new(task))

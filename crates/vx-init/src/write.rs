@@ -281,7 +281,7 @@ fn uncache_overlap(plan: &mut Plan, problem: &Diagnostic) -> Option<NotCarried> 
     ));
     Some(NotCarried {
         what: format!("{project}#{drop}: cache"),
-        at: vx_core::Location::new(&rel, 1, 1),
+        at: vx_core::Location::new(rel.as_str(), 1, 1),
         why: format!(
             "its outputs overlap those of `{keep_project}#{keep}` under `{under}`: left uncached"
         ),
@@ -358,14 +358,14 @@ fn uncache_unstable(
 /// points into, from the header above its line.
 fn table_at(problem: &Diagnostic, planned: &BTreeMap<String, String>) -> Option<(String, String)> {
     let at = problem.at.as_ref()?;
-    let text = planned.get(&at.file)?;
+    let text = planned.get(&*at.file)?;
     let lines: Vec<&str> = text.lines().take(at.line as usize).collect();
     let header = lines.iter().rev().find_map(|line| {
         let name = line.strip_prefix('[')?.strip_suffix(']')?;
         Some(name.to_string())
     })?;
     let is_task = header.starts_with("tasks.") || header.starts_with("workspace.tasks.");
-    is_task.then(|| (at.file.clone(), header))
+    is_task.then(|| (at.file.to_string(), header))
 }
 
 /// Leaves the table `header` out of `file`, with a comment saying why; whether it was there.

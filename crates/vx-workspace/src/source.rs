@@ -12,6 +12,8 @@ pub(crate) struct SourceText<'a> {
     pub(crate) file: &'a str,
     pub(crate) text: &'a str,
     line_starts: Vec<usize>,
+    /// `file`, shared by every location made here.
+    shared: std::sync::Arc<str>,
 }
 
 impl<'a> SourceText<'a> {
@@ -22,6 +24,7 @@ impl<'a> SourceText<'a> {
             file,
             text,
             line_starts,
+            shared: file.into(),
         }
     }
 
@@ -35,7 +38,7 @@ impl<'a> SourceText<'a> {
             .char_indices()
             .take_while(|(i, _)| start + i < offset)
             .count();
-        Location::new(self.file, line as u32 + 1, column as u32 + 1)
+        Location::new(self.shared.clone(), line as u32 + 1, column as u32 + 1)
     }
 
     /// Where a string token starts: toml-span's spans of quoted keys and string values leave
