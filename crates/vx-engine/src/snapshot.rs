@@ -46,8 +46,9 @@
 //! A snapshot is written only when no recorded path changed after the run started: each
 //! path's mtime and ctime are older than the run's start by more than a margin (git's
 //! racy-file rule): [`RACY_FINE`] on a device where some recorded time has a fraction of a
-//! second (the kernel stamps files from a clock that may lag the run's by a tick), else
-//! [`RACY`], for filesystems that keep whole seconds. So what the run read is what
+//! second and whose file system this kernel stamps (ext4, XFS, Btrfs, tmpfs, overlayfs, F2FS,
+//! ZFS: from a clock that may lag the run's by a tick), else [`RACY`] (whole seconds, or a
+//! network file system stamped by another machine's clock). So what the run read is what
 //! the stat data describe. A later change of content changes the ctime (which no program can
 //! set back), an added or removed file changes its directory's, and anything vx reads that is
 //! not a file — the environment, the arguments, the cache's entries — is in the request or
@@ -94,15 +95,28 @@ struct Racy {
 }
 
 impl Racy {
-    fn new<'a>(started: SystemTime, stats: impl Iterator<Item = &'a Stat>) -> Racy {
+    /// `stamped_here`: whether the file system of this path has its times set by this
+    /// machine's kernel ([`stamped_here`]), asked once per device with fractions.
+    fn new<'a>(
+        started: SystemTime,
+        recorded: impl Iterator<Item = (&'a Path, &'a Stat)>,
+        stamped_here: impl Fn(&Path) -> bool,
+    ) -> Racy {
         let started = started
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default();
         let whole = |ns: i128| ns % 1_000_000_000 == 0;
+        let mut with_fractions: BTreeMap<u64, &Path> = BTreeMap::new();
+        for (path, stat) in recorded {
+            if !whole(stat.mtime_ns) || !whole(stat.ctime_ns) {
+                with_fractions.entry(stat.dev).or_insert(path);
+            }
+        }
         Racy {
-            fine: stats
-                .filter(|s| !whole(s.mtime_ns) || !whole(s.ctime_ns))
-                .map(|s| s.dev)
+            fine: with_fractions
+                .into_iter()
+                .filter(|(_, path)| stamped_here(path))
+                .map(|(dev, _)| dev)
                 .collect(),
             fine_from: started.saturating_sub(RACY_FINE).as_nanos() as i128,
             coarse_from: started.saturating_sub(RACY).as_nanos() as i128,
@@ -337,6 +351,28 @@ fn record(paths: &[PathBuf]) -> io::Result<Vec<(usize, bool, Option<Stat>)>> {
     Ok(all)
 }
 
+/// Whether the file system holding `path` has its file times set by this machine's kernel: the
+/// local ones that keep fractions of a second. Not a network file system (NFS, SMB, FUSE mounts
+/// such as sshfs, virtiofs), whose times come from another clock that may run behind.
+fn stamped_here(path: &Path) -> bool {
+    use nix::sys::statfs::{self, FsType};
+    /// ZFS, which `nix` names no constant for.
+    const ZFS_SUPER_MAGIC: FsType = FsType(0x2fc1_2fc1);
+    let Ok(fs) = statfs::statfs(path) else {
+        return false;
+    };
+    [
+        statfs::EXT4_SUPER_MAGIC,
+        statfs::XFS_SUPER_MAGIC,
+        statfs::BTRFS_SUPER_MAGIC,
+        statfs::TMPFS_MAGIC,
+        statfs::OVERLAYFS_SUPER_MAGIC,
+        statfs::F2FS_SUPER_MAGIC,
+        ZFS_SUPER_MAGIC,
+    ]
+    .contains(&fs.filesystem_type())
+}
+
 /// Paths per chunk for the parallel `lstat`s: enough chunks that `par::map` spreads them over
 /// its threads (it keeps short lists on one).
 fn chunk_len(paths: usize) -> usize {
@@ -369,7 +405,10 @@ pub fn write(
     });
     let racy = Racy::new(
         request.started,
-        recorded.iter().filter_map(|(_, _, stat)| stat.as_ref()),
+        recorded
+            .iter()
+            .filter_map(|(index, _, stat)| Some((paths[*index].as_path(), stat.as_ref()?))),
+        stamped_here,
     );
     // The racy rule, before any file is made: the paths are sorted most recently changed
     // first, so a path that changed during the run is the first one.

@@ -649,6 +649,10 @@ impl Store {
     /// Writes the rows of adopted entries not written yet and the collected `accessed_at`
     /// updates, in one transaction.
     pub fn flush_touches(&mut self) -> Result<(), StoreError> {
+        // Entries found marked used within the hour alone: no transaction (nor the write lock).
+        if self.touches.values().all(Option::is_none) && self.pending_rows.is_empty() {
+            self.touches.clear();
+        }
         if (self.touches.is_empty() && self.pending_rows.is_empty()) || !self.writable() {
             return Ok(());
         }

@@ -8,12 +8,11 @@ use vx_core::Location;
 
 /// One configuration file's text with a line index.
 pub(crate) struct SourceText<'a> {
-    /// Root-relative path with `/` separators, as shown in messages.
-    pub(crate) file: &'a str,
     pub(crate) text: &'a str,
     line_starts: Vec<usize>,
-    /// `file`, shared by every location made here.
-    shared: std::sync::Arc<str>,
+    /// Root-relative path with `/` separators, as shown in messages: shared by every location
+    /// made here.
+    file: std::sync::Arc<str>,
 }
 
 impl<'a> SourceText<'a> {
@@ -21,10 +20,9 @@ impl<'a> SourceText<'a> {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         SourceText {
-            file,
             text,
             line_starts,
-            shared: file.into(),
+            file: file.into(),
         }
     }
 
@@ -38,7 +36,7 @@ impl<'a> SourceText<'a> {
             .char_indices()
             .take_while(|(i, _)| start + i < offset)
             .count();
-        Location::new(self.shared.clone(), line as u32 + 1, column as u32 + 1)
+        Location::new(self.file.clone(), line as u32 + 1, column as u32 + 1)
     }
 
     /// Where a string token starts: toml-span's spans of quoted keys and string values leave

@@ -350,6 +350,14 @@ impl Run<'_> {
             return Err("the run printed more than hits' logs and its footer".into());
         }
         let requested: Vec<bool> = shown.iter().map(|(_, requested)| *requested).collect();
+        if shown
+            .iter()
+            .map(|(report, _)| report.log.len())
+            .sum::<usize>()
+            > crate::snapshot::LOGS_KEPT
+        {
+            return Err("the hits' logs are too long to keep".into());
+        }
         let root = plan.workspace.root.clone();
         let mut tasks = Vec::new();
         // A set: every task of a project folds the same sources, so most paths come several times.
@@ -401,9 +409,6 @@ impl Run<'_> {
         // In the order they were printed: as they ended.
         tasks.sort_by_key(|(ended, _)| *ended);
         let tasks: Vec<crate::snapshot::Task> = tasks.into_iter().map(|(_, task)| task).collect();
-        if tasks.iter().map(|t| t.log.len()).sum::<usize>() > crate::snapshot::LOGS_KEPT {
-            return Err("the hits' logs are too long to keep".into());
-        }
         paths.extend(keys.folded.iter().flatten().map(PathBuf::from));
         let tree = &keys.tree;
         let consulted = tree

@@ -187,7 +187,16 @@ fn the_racy_margin_is_a_tenth_of_a_second_where_times_have_fractions() {
     let coarse_one = stat(2, 999 * S);
     let coarse_three = stat(2, 997 * S);
     let all = [fine_half, fine_recent, fine_after, coarse_one, coarse_three];
-    let racy = Racy::new(started, all.iter());
+    let at = |stats: &[Stat]| -> Vec<(PathBuf, Stat)> {
+        stats.iter().map(|s| (PathBuf::from("/w/f"), *s)).collect()
+    };
+    let recorded = at(&all);
+    let local = |_: &Path| true;
+    let racy = Racy::new(
+        started,
+        recorded.iter().map(|(p, s)| (p.as_path(), s)),
+        local,
+    );
     assert!(!racy.is_racy(&fine_half));
     assert!(racy.is_racy(&fine_recent), "within 100 ms");
     assert!(racy.is_racy(&fine_after), "after the start");
@@ -196,8 +205,29 @@ fn the_racy_margin_is_a_tenth_of_a_second_where_times_have_fractions() {
     // The same whole-second time on the fine device is old enough.
     assert!(!racy.is_racy(&stat(1, 999 * S)));
     // A device with no fraction anywhere is coarse, even for a time half a second old.
-    let racy = Racy::new(started, [coarse_one].iter());
+    let recorded = at(&[coarse_one]);
+    let racy = Racy::new(
+        started,
+        recorded.iter().map(|(p, s)| (p.as_path(), s)),
+        local,
+    );
     assert!(racy.is_racy(&stat(2, 999 * S + S / 2)));
+    // Times with fractions on a file system another machine stamps (NFS, SMB): 2 s.
+    let recorded = at(&all);
+    let racy = Racy::new(
+        started,
+        recorded.iter().map(|(p, s)| (p.as_path(), s)),
+        |_: &Path| false,
+    );
+    assert!(racy.is_racy(&fine_half));
+}
+
+/// The file systems tests run on here stamp their own times.
+#[test]
+fn a_local_file_system_is_stamped_here() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(stamped_here(dir.path()), "{}", dir.path().display());
+    assert!(!stamped_here(Path::new("/proc/self")));
 }
 
 #[test]

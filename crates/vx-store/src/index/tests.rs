@@ -543,6 +543,14 @@ fn a_hit_marks_its_entry_used_at_most_once_an_hour() {
     assert_eq!(store.statements() - before, 3);
     assert_eq!(store.entry(&key(1)).unwrap().unwrap().accessed_at, recent);
     assert!(store.entry(&key(2)).unwrap().unwrap().accessed_at >= now);
+    // Hits on entries marked within the hour alone: no statement at all (no write lock).
+    for n in 1..=2 {
+        store.lookup(&key(n), &accept_all).unwrap();
+        store.touch(&key(n));
+    }
+    let before = store.statements();
+    store.flush_touches().unwrap();
+    assert_eq!(store.statements(), before);
 }
 
 #[test]
