@@ -45,9 +45,9 @@
 //!
 //! A snapshot is written only when no recorded path changed after the run started: each
 //! path's mtime and ctime are older than the run's start by more than a margin (git's
-//! racy-file rule): [`RACY_FINE`] on a device where some recorded time has a fraction of a
+//! racy-file rule): [`stat::RACY_FINE`] on a device where some recorded time has a fraction of a
 //! second and whose file system this kernel stamps (ext4, XFS, Btrfs, tmpfs, overlayfs, F2FS,
-//! ZFS: from a clock that may lag the run's by a tick), else [`RACY`] (whole seconds, or a
+//! ZFS: from a clock that may lag the run's by a tick), else [`stat::RACY`] (whole seconds, or a
 //! network file system stamped by another machine's clock). So what the run read is what
 //! the stat data describe. A later change of content changes the ctime (which no program can
 //! set back), an added or removed file changes its directory's, and anything vx reads that is
@@ -62,9 +62,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use vx_core::TaskId;
@@ -72,76 +70,10 @@ use vx_core::TaskId;
 use crate::options::RunOptions;
 use crate::outcome::{CacheKind, Notice, Status, TaskReport};
 use crate::report::Reporter;
+use stat::{record, stamped_here, stat_of, unchanged, Racy, Recorded, Stat};
 
 /// The first line of a snapshot file.
 const FORMAT: &str = "vx-snapshot 2";
-
-/// A path whose mtime or ctime is this close to the run's start (or later) may have changed
-/// while the run read it: no snapshot is written. On a filesystem that keeps whole seconds
-/// (FAT keeps two).
-const RACY: Duration = Duration::from_secs(2);
-
-/// [`RACY`] on a filesystem that keeps fractions of a second: the kernel stamps a file from a
-/// coarse clock, at most a tick (1–10 ms) behind the clock the run's start was read from.
-const RACY_FINE: Duration = Duration::from_millis(100);
-
-/// The racy rule for one snapshot: from when a recorded time is too recent, per device.
-#[derive(Debug)]
-struct Racy {
-    /// Devices on which some recorded time has a fraction of a second.
-    fine: std::collections::HashSet<u64>,
-    fine_from: i128,
-    coarse_from: i128,
-}
-
-impl Racy {
-    /// `stamped_here`: whether the file system of this path has its times set by this
-    /// machine's kernel ([`stamped_here`]), asked once per device with fractions.
-    fn new<'a>(
-        started: SystemTime,
-        recorded: impl Iterator<Item = (&'a Path, &'a Stat)>,
-        stamped_here: impl Fn(&Path) -> bool,
-    ) -> Racy {
-        let started = started
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default();
-        let whole = |ns: i128| ns % 1_000_000_000 == 0;
-        let mut with_fractions: BTreeMap<u64, &Path> = BTreeMap::new();
-        for (path, stat) in recorded {
-            if !whole(stat.mtime_ns) || !whole(stat.ctime_ns) {
-                with_fractions.entry(stat.dev).or_insert(path);
-            }
-        }
-        Racy {
-            fine: with_fractions
-                .into_iter()
-                .filter(|(_, path)| stamped_here(path))
-                .map(|(dev, _)| dev)
-                .collect(),
-            fine_from: started.saturating_sub(RACY_FINE).as_nanos() as i128,
-            coarse_from: started.saturating_sub(RACY).as_nanos() as i128,
-        }
-    }
-
-    /// Whether this stat data is too recent to prove anything.
-    fn is_racy(&self, stat: &Stat) -> bool {
-        let from = if self.fine.contains(&stat.dev) {
-            self.fine_from
-        } else {
-            self.coarse_from
-        };
-        stat.mtime_ns >= from || stat.ctime_ns >= from
-    }
-
-    fn error(&self, path: &Path) -> NotWritten {
-        NotWritten(format!(
-            "{} changed too shortly before the run started (within {} ms, or {} s where a file system keeps whole seconds)",
-            path.display(),
-            RACY_FINE.as_millis(),
-            RACY.as_secs()
-        ))
-    }
-}
 
 /// The hits' logs a snapshot keeps at most, in all (a run that printed more goes the whole
 /// way next time: the snapshot would cost more to read than the entries).
@@ -273,112 +205,6 @@ pub struct Facts {
     pub notes: Vec<Notice>,
 }
 
-/// The stat data that must not have changed: `None` for a path that did not exist.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stat {
-    dev: u64,
-    ino: u64,
-    mode: u32,
-    size: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-}
-
-impl Stat {
-    fn of(meta: &fs::Metadata) -> Stat {
-        Stat {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            mode: meta.mode(),
-            size: meta.len(),
-            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
-        }
-    }
-}
-
-/// `lstat` of `path` (`stat` when `follow`): `Ok(None)` when it is not there.
-fn stat_of(path: &Path, follow: bool) -> io::Result<Option<Stat>> {
-    let meta = if follow {
-        fs::metadata(path)
-    } else {
-        fs::symlink_metadata(path)
-    };
-    match meta {
-        Ok(meta) => Ok(Some(Stat::of(&meta))),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// What is recorded of one path: its `lstat`, or with `true` what it leads to (a symbolic
-/// link's target: vx reads configuration and ignore files through links).
-type Recorded = (PathBuf, bool, Option<Stat>);
-
-/// The recorded entries of these paths, in order, by index into `paths`: each path's `lstat`,
-/// followed by its target's `stat` when it is a symbolic link. (Indices, not copies: at
-/// thousands of projects the paths are tens of thousands.)
-fn record(paths: &[PathBuf]) -> io::Result<Vec<(usize, bool, Option<Stat>)>> {
-    let len = chunk_len(paths.len());
-    let chunks: Vec<(usize, &[PathBuf])> = paths
-        .chunks(len)
-        .enumerate()
-        .map(|(n, chunk)| (n * len, chunk))
-        .collect();
-    let parts = vx_workspace::par::map(&chunks, |(first, chunk)| {
-        let mut out = Vec::with_capacity(chunk.len());
-        for (i, path) in chunk.iter().enumerate() {
-            let own = stat_of(path, false)?;
-            let link = own.is_some_and(|s| s.mode & 0o170000 == 0o120000);
-            out.push((first + i, false, own));
-            if link {
-                out.push((first + i, true, stat_of(path, true)?));
-            }
-        }
-        Ok::<_, io::Error>(out)
-    });
-    let mut all = Vec::with_capacity(paths.len());
-    for part in parts {
-        all.extend(part?);
-    }
-    Ok(all)
-}
-
-/// Whether the file system holding `path` has its file times set by this machine's kernel: the
-/// local ones that keep fractions of a second. Not a network file system (NFS, SMB, FUSE mounts
-/// such as sshfs, virtiofs), whose times come from another clock that may run behind.
-fn stamped_here(path: &Path) -> bool {
-    use nix::sys::statfs::{self, FsType};
-    /// ZFS, which `nix` names no constant for.
-    const ZFS_SUPER_MAGIC: FsType = FsType(0x2fc1_2fc1);
-    let Ok(fs) = statfs::statfs(path) else {
-        return false;
-    };
-    [
-        statfs::EXT4_SUPER_MAGIC,
-        statfs::XFS_SUPER_MAGIC,
-        statfs::BTRFS_SUPER_MAGIC,
-        statfs::TMPFS_MAGIC,
-        statfs::OVERLAYFS_SUPER_MAGIC,
-        statfs::F2FS_SUPER_MAGIC,
-        ZFS_SUPER_MAGIC,
-    ]
-    .contains(&fs.filesystem_type())
-}
-
-/// Paths per chunk for the parallel `lstat`s: enough chunks that `par::map` spreads them over
-/// its threads (it keeps short lists on one).
-fn chunk_len(paths: usize) -> usize {
-    paths.div_ceil(256).max(1)
-}
-
 /// Why no snapshot was written, for `VX_LOG=debug`.
 #[derive(Debug)]
 pub struct NotWritten(pub String);
@@ -417,7 +243,7 @@ pub fn write(
         .take(1)
         .find(|(_, _, stat)| stat.as_ref().is_some_and(|s| racy.is_racy(s)))
     {
-        return Err(racy.error(&paths[*index]));
+        return Err(NotWritten(racy.error(&paths[*index])));
     }
     let dir = request
         .path
@@ -551,14 +377,14 @@ impl<W: Write> Lines<'_, W> {
                     if parent.starts_with(root) {
                         let dir = stat_of(parent, true).map_err(|e| NotWritten(e.to_string()))?;
                         if dir.is_some_and(|d| racy.is_racy(&d)) {
-                            return Err(racy.error(path));
+                            return Err(NotWritten(racy.error(path)));
                         }
                     }
                     self.line(&[absent, &name])?;
                 }
                 Some(s) => {
                     if racy.is_racy(&s) {
-                        return Err(racy.error(path));
+                        return Err(NotWritten(racy.error(path)));
                     }
                     self.line(&[
                         present,
@@ -711,40 +537,6 @@ fn parse(text: &str, root: &Path, request: &Request) -> Option<Snapshot> {
     whole.then_some(Snapshot { facts, paths })
 }
 
-/// Whether every recorded path has the stat data recorded; stops at the first difference.
-fn unchanged(paths: &[Recorded]) -> bool {
-    let moved = AtomicBool::new(false);
-    // The file lists the most recently changed paths first, the likeliest to have changed
-    // again: each thread takes every n-th entry, so each starts with those.
-    let check = |first: usize, step: usize| {
-        for (path, follow, recorded) in paths.iter().skip(first).step_by(step) {
-            if moved.load(Ordering::Relaxed) {
-                return;
-            }
-            match stat_of(path, *follow) {
-                Ok(now) if now == *recorded => {}
-                _ => {
-                    tracing::debug!(target: "vx::snapshot", "moved: {}", path.display());
-                    moved.store(true, Ordering::Relaxed);
-                    return;
-                }
-            }
-        }
-    };
-    let threads = vx_workspace::par::threads();
-    if threads < 2 || paths.len() < 256 {
-        check(0, 1);
-    } else {
-        std::thread::scope(|scope| {
-            for first in 0..threads {
-                let check = &check;
-                scope.spawn(move || check(first, threads));
-            }
-        });
-    }
-    !moved.load(Ordering::Relaxed)
-}
-
 /// What a replayed run needs from its caller.
 pub struct Replay<'a> {
     pub root: &'a Path,
@@ -840,5 +632,6 @@ pub fn replay(
     Some(crate::exit::SUCCESS)
 }
 
+mod stat;
 #[cfg(test)]
 mod tests;
