@@ -649,11 +649,12 @@ impl Store {
     /// Writes the rows of adopted entries not written yet and the collected `accessed_at`
     /// updates, in one transaction.
     pub fn flush_touches(&mut self) -> Result<(), StoreError> {
-        // Entries found marked used within the hour alone: no transaction (nor the write lock).
-        if self.touches.values().all(Option::is_none) && self.pending_rows.is_empty() {
+        // Nothing but entries found marked used within the hour: no transaction (nor the
+        // write lock).
+        // (A store that cannot be written collects no touches.)
+        let marks = self.touches.values().any(Option::is_some);
+        if !self.writable() || (!marks && self.pending_rows.is_empty()) {
             self.touches.clear();
-        }
-        if (self.touches.is_empty() && self.pending_rows.is_empty()) || !self.writable() {
             return Ok(());
         }
         let conn = self.conn.as_mut().expect("writable");

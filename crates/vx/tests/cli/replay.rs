@@ -359,6 +359,33 @@ fn a_focused_run_replays_its_hits_logs() {
     assert_eq!(untimed(&replayed.stdout), untimed(&writes.stdout));
 }
 
+/// The CI flow prints a frame for every hit with a log: replayed the same. Under GitHub
+/// Actions the frames are fenced with a token random per run, so that run is never replayed.
+#[test]
+fn the_ci_flows_hit_frames_are_replayed_but_not_github_actions_groups() {
+    let f = cached();
+    let ci = [("CI", "true")];
+    ok(&f.vx_in("", &["run", "build", "--all"], &ci));
+    settle();
+    let writes = f.vx_in("", &["run", "build", "--all"], &ci);
+    ok(&writes);
+    assert_contains(&writes.stdout, "┌─ lib#build  up-to-date · ");
+    assert_contains(&writes.stdout, "┌─ app#build  up-to-date · ");
+    assert_eq!(replay_of(&f), None);
+    let replayed = f.vx_in("", &["run", "build", "--all"], &ci);
+    ok(&replayed);
+    assert!(replay_of(&f).is_some(), "replayed:\n{}", replayed.stdout);
+    assert_eq!(untimed(&replayed.stdout), untimed(&writes.stdout));
+
+    let github = [("CI", "true"), ("GITHUB_ACTIONS", "true")];
+    for _ in 0..3 {
+        let run = f.vx_in("", &["run", "build", "--all"], &github);
+        ok(&run);
+        assert_contains(&run.stdout, "::group::");
+        assert_eq!(replay_of(&f), None);
+    }
+}
+
 /// A hit whose log is longer than a snapshot keeps (4 MiB) is printed by a run that goes the
 /// whole way each time.
 #[test]
