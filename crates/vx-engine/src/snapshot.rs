@@ -57,7 +57,7 @@
 //! OpenTelemetry export, `vx watch`, a remote cache or remote execution, tasks with runtime
 //! probes, nested repositories and submodules, and `VX_SNAPSHOT=0`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Write};
@@ -70,10 +70,10 @@ use vx_core::TaskId;
 use crate::options::RunOptions;
 use crate::outcome::{CacheKind, Notice, Status, TaskReport};
 use crate::report::Reporter;
-use stat::{record, stamped_here, stat_of, unchanged, Racy, Recorded, Stat};
+use stat::{moved, record, stamped_here, stat_of, Racy, Recorded, Stat};
 
 /// The first line of a snapshot file.
-const FORMAT: &str = "vx-snapshot 2";
+const FORMAT: &str = "vx-snapshot 3";
 
 /// The hits' logs a snapshot keeps at most, in all (a run that printed more goes the whole
 /// way next time: the snapshot would cost more to read than the entries).
@@ -209,6 +209,125 @@ pub struct Facts {
 #[derive(Debug)]
 pub struct NotWritten(pub String);
 
+/// How a recorded path whose stat data moved is judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Class {
+    /// Any change means the run goes the whole way.
+    Whole,
+    /// A file the tree listed: [`Class::Whole`] unless a key folded it too.
+    Listed,
+    /// A file keys folded by content, and nothing else looked at but its bytes: when only its
+    /// times moved (hashed again: the same mode and blob id), the replay holds.
+    Content { mode: &'static str, blob: String },
+}
+
+impl Class {
+    /// What one path is when two sources name it: the stricter, and two different identities
+    /// (a file that changed during the run) are [`Class::Whole`].
+    fn and(self, other: Class) -> Class {
+        match (self, other) {
+            (Class::Whole, _) | (_, Class::Whole) => Class::Whole,
+            (Class::Listed, other) | (other, Class::Listed) => other,
+            (a, b) if a == b => a,
+            _ => Class::Whole,
+        }
+    }
+
+    /// The field of a path line: `-`, or `<mode>:<blob id>`.
+    fn word(&self) -> String {
+        match self {
+            Class::Content { mode, blob } => format!("{mode}:{blob}"),
+            _ => "-".into(),
+        }
+    }
+
+    fn parse(word: &str) -> Option<Class> {
+        if word == "-" {
+            return Some(Class::Whole);
+        }
+        let (mode, blob) = word.split_once(':')?;
+        let mode = ["100644", "100755", "120000"]
+            .into_iter()
+            .find(|m| *m == mode)?;
+        let hex = blob.bytes().all(|b| b.is_ascii_hexdigit());
+        (hex && matches!(blob.len(), 40 | 64)).then(|| Class::Content {
+            mode,
+            blob: blob.to_string(),
+        })
+    }
+}
+
+/// The paths a snapshot records, each with its [`Class`]: absolute, or relative to the root.
+pub struct Paths {
+    root: PathBuf,
+    classes: HashMap<PathBuf, Class>,
+}
+
+impl Paths {
+    pub fn new(root: &Path) -> Paths {
+        Paths {
+            root: root.to_path_buf(),
+            classes: HashMap::new(),
+        }
+    }
+
+    fn add(&mut self, path: PathBuf, class: Class) {
+        let path = if path.is_absolute() {
+            path
+        } else {
+            self.root.join(path)
+        };
+        match self.classes.entry(path) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let was = std::mem::replace(e.get_mut(), Class::Whole);
+                *e.get_mut() = was.and(class);
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(class);
+            }
+        }
+    }
+
+    /// A path any change of which means the whole way.
+    pub fn insert(&mut self, path: PathBuf) {
+        self.add(path, Class::Whole);
+    }
+
+    pub fn extend(&mut self, paths: impl IntoIterator<Item = PathBuf>) {
+        for path in paths {
+            self.insert(path);
+        }
+    }
+
+    /// A file the tree listed.
+    pub fn listed(&mut self, path: PathBuf) {
+        self.add(path, Class::Listed);
+    }
+
+    /// A path a key folded with this (mode, blob id); `None`: any change means the whole way.
+    pub fn folded(&mut self, path: String, identity: Option<(&'static str, String)>) {
+        let class = match identity {
+            Some((mode, blob)) => Class::Content { mode, blob },
+            None => Class::Whole,
+        };
+        self.add(PathBuf::from(path), class);
+    }
+
+    /// Sorted, each with its class ([`Class::Listed`] alone is [`Class::Whole`]).
+    fn into_sorted(self) -> (Vec<PathBuf>, Vec<Class>) {
+        let mut all: Vec<(PathBuf, Class)> = self
+            .classes
+            .into_iter()
+            .map(|(path, class)| match class {
+                Class::Listed => (path, Class::Whole),
+                class => (path, class),
+            })
+            .collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        all.into_iter().unzip()
+    }
+}
+
 /// Writes the snapshot of a run that found everything up to date: `paths` are absolute or
 /// root-relative. Nothing is written when a path changed after the run started (or cannot be
 /// read, or cannot be written down).
@@ -216,15 +335,22 @@ pub fn write(
     request: &Request,
     root: &Path,
     facts: &Facts,
-    paths: Vec<PathBuf>,
+    paths: Paths,
 ) -> Result<(), NotWritten> {
-    let mut paths: Vec<PathBuf> = paths
-        .into_iter()
-        .map(|p| if p.is_absolute() { p } else { root.join(p) })
-        .collect();
-    paths.sort_unstable();
-    paths.dedup();
-    let mut recorded = record(&paths).map_err(|e| NotWritten(e.to_string()))?;
+    let (paths, classes) = paths.into_sorted();
+    let recorded = record(&paths).map_err(|e| NotWritten(e.to_string()))?;
+    write_recorded(request, root, facts, &paths, &classes, recorded)
+}
+
+/// [`write`] from stat data already taken: `recorded` by index into `paths` and `classes`.
+fn write_recorded(
+    request: &Request,
+    root: &Path,
+    facts: &Facts,
+    paths: &[PathBuf],
+    classes: &[Class],
+    mut recorded: Vec<(usize, bool, Option<Stat>)>,
+) -> Result<(), NotWritten> {
     // Most recently changed first (see `unchanged`); absent paths last.
     recorded.sort_by_key(|(_, _, stat)| {
         std::cmp::Reverse(stat.map_or(i128::MIN, |s| s.mtime_ns.max(s.ctime_ns)))
@@ -261,7 +387,8 @@ pub fn write(
             request,
             root,
             facts,
-            paths: &paths,
+            paths,
+            classes,
             recorded: &recorded,
             racy: &racy,
         };
@@ -285,6 +412,7 @@ struct Lines<'a, W: Write> {
     root: &'a Path,
     facts: &'a Facts,
     paths: &'a [PathBuf],
+    classes: &'a [Class],
     recorded: &'a [(usize, bool, Option<Stat>)],
     /// Which recorded times are too recent to prove anything.
     racy: &'a Racy,
@@ -386,6 +514,12 @@ impl<W: Write> Lines<'_, W> {
                     if racy.is_racy(&s) {
                         return Err(NotWritten(racy.error(path)));
                     }
+                    // What a symbolic link leads to is never judged by content.
+                    let class = if follow {
+                        "-".to_string()
+                    } else {
+                        self.classes[index].word()
+                    };
                     self.line(&[
                         present,
                         &s.dev.to_string(),
@@ -394,6 +528,7 @@ impl<W: Write> Lines<'_, W> {
                         &s.size.to_string(),
                         &s.mtime_ns.to_string(),
                         &s.ctime_ns.to_string(),
+                        &class,
                         &name,
                     ])?;
                 }
@@ -507,20 +642,28 @@ fn parse(text: &str, root: &Path, request: &Request) -> Option<Snapshot> {
                 line: line.to_string(),
                 hint: (!hint.is_empty()).then(|| hint.to_string()),
             }),
-            ["absent", name] => paths.push((path_of(name), false, None)),
-            ["gone", name] => paths.push((path_of(name), true, None)),
-            [kind @ ("stat" | "target"), dev, ino, mode, size, mtime, ctime, name] => paths.push((
-                path_of(name),
-                *kind == "target",
-                Some(Stat {
-                    dev: dev.parse().ok()?,
-                    ino: ino.parse().ok()?,
-                    mode: mode.parse().ok()?,
-                    size: size.parse().ok()?,
-                    mtime_ns: mtime.parse().ok()?,
-                    ctime_ns: ctime.parse().ok()?,
-                }),
-            )),
+            ["absent", name] => paths.push(Recorded::whole(path_of(name), false, None)),
+            ["gone", name] => paths.push(Recorded::whole(path_of(name), true, None)),
+            [kind @ ("stat" | "target"), dev, ino, mode, size, mtime, ctime, class, name] => {
+                let follow = *kind == "target";
+                let class = Class::parse(class)?;
+                if follow && class != Class::Whole {
+                    return None;
+                }
+                paths.push(Recorded {
+                    path: path_of(name),
+                    follow,
+                    stat: Some(Stat {
+                        dev: dev.parse().ok()?,
+                        ino: ino.parse().ok()?,
+                        mode: mode.parse().ok()?,
+                        size: size.parse().ok()?,
+                        mtime_ns: mtime.parse().ok()?,
+                        ctime_ns: ctime.parse().ok()?,
+                    }),
+                    class,
+                });
+            }
             ["end"] => ended = true,
             _ => return None,
         }
@@ -560,11 +703,14 @@ pub fn replay(
     };
     // Another run holds the workspace: the whole way waits for it.
     let lock = vx_store::lock::try_acquire(how.root).ok()??;
-    if !unchanged(&snapshot.paths) {
+    // Files whose times moved but whose bytes did not (`touch`, a checkout there and back, a
+    // formatter that changed nothing) are hashed again; any other change goes the whole way.
+    let Some(same) = moved(&snapshot.paths).and_then(|moved| same_content(&snapshot.paths, &moved))
+    else {
         forget(request);
         return None;
-    }
-    let facts = snapshot.facts;
+    };
+    let facts = &snapshot.facts;
     let mut store = vx_store::Store::open(&facts.cache_dir, vx_store::Access::ReadWrite).ok()?;
     if store.disabled().is_some() || store.read_only_reason().is_some() {
         return None;
@@ -610,6 +756,13 @@ pub fn replay(
         tracing::debug!(target: "vx::snapshot", "not recorded: {error}");
         return None;
     }
+    if !same.is_empty() {
+        // The next run takes their new stat data as proof, without hashing them again.
+        if let Err(NotWritten(why)) = refresh(request, how.root, &snapshot, &same) {
+            tracing::debug!(target: "vx::snapshot", "not refreshed: {why}");
+        }
+    }
+    let facts = snapshot.facts;
     let mut reporter = reporter();
     for note in facts.notes {
         reporter.notice(note);
@@ -630,6 +783,75 @@ pub fn replay(
     crate::record::report_counters(0, Some(&store));
     drop(lock);
     Some(crate::exit::SUCCESS)
+}
+
+/// The files of [`Class::Content`] whose stat data moved (`moved`), hashed again: each with its
+/// stat data now when it still has the mode and blob id recorded; `None` as soon as one
+/// differs or cannot be read.
+fn same_content(paths: &[Recorded], moved: &[(usize, Stat)]) -> Option<Vec<(usize, Stat)>> {
+    use vx_workspace::tree::{identity_now, ObjectFormat};
+    let checked = vx_workspace::par::map(moved, |&(at, _)| {
+        let recorded = &paths[at];
+        let Class::Content { mode, blob } = &recorded.class else {
+            return None;
+        };
+        let format = if blob.len() == 64 {
+            ObjectFormat::Sha256
+        } else {
+            ObjectFormat::Sha1
+        };
+        let (now_mode, now_blob, meta) = identity_now(&recorded.path, format).ok()??;
+        let same = now_mode.as_str() == *mode && now_blob == *blob;
+        if !same {
+            tracing::debug!(target: "vx::snapshot", "content moved: {}", recorded.path.display());
+        }
+        same.then(|| (at, Stat::of(&meta)))
+    });
+    checked.into_iter().collect()
+}
+
+/// Writes `snapshot` again with the stat data of the files hashed again (`same`), but those
+/// too recent to prove anything (the racy rule against this run's start), which keep theirs
+/// and are hashed again next time.
+fn refresh(
+    request: &Request,
+    root: &Path,
+    snapshot: &Snapshot,
+    same: &[(usize, Stat)],
+) -> Result<(), NotWritten> {
+    let mut now: HashMap<usize, Stat> = same.iter().copied().collect();
+    let racy = Racy::new(
+        request.started,
+        same.iter()
+            .map(|(at, stat)| (snapshot.paths[*at].path.as_path(), stat)),
+        stamped_here,
+    );
+    now.retain(|_, stat| !racy.is_racy(stat));
+    if now.is_empty() {
+        return Err(NotWritten(
+            "every file hashed again changed too recently".into(),
+        ));
+    }
+    let mut paths = Vec::new();
+    let mut classes = Vec::new();
+    let mut index: HashMap<&Path, usize> = HashMap::new();
+    for recorded in snapshot.paths.iter().filter(|r| !r.follow) {
+        index.insert(&recorded.path, paths.len());
+        paths.push(recorded.path.clone());
+        classes.push(recorded.class.clone());
+    }
+    let mut entries = Vec::with_capacity(snapshot.paths.len());
+    for (at, recorded) in snapshot.paths.iter().enumerate() {
+        let Some(&i) = index.get(recorded.path.as_path()) else {
+            return Err(NotWritten(format!(
+                "{} is recorded only as a link's target",
+                recorded.path.display()
+            )));
+        };
+        let stat = now.get(&at).copied().or(recorded.stat);
+        entries.push((i, recorded.follow, stat));
+    }
+    write_recorded(request, root, &snapshot.facts, &paths, &classes, entries)
 }
 
 mod stat;

@@ -331,7 +331,7 @@ impl Run<'_> {
     fn snapshot_facts(
         &mut self,
         code: i32,
-    ) -> Result<(crate::snapshot::Facts, Vec<std::path::PathBuf>), String> {
+    ) -> Result<(crate::snapshot::Facts, crate::snapshot::Paths), String> {
         use std::path::PathBuf;
         if code != exit::SUCCESS
             || self.tui
@@ -360,8 +360,8 @@ impl Run<'_> {
         }
         let root = plan.workspace.root.clone();
         let mut tasks = Vec::new();
-        // A set: every task of a project folds the same sources, so most paths come several times.
-        let mut paths: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+        // Every task of a project folds the same sources, so most paths come several times.
+        let mut paths = crate::snapshot::Paths::new(&root);
         let (keys, layers) = self.cache.keys_and_layers();
         if layers.has_remote() {
             return Err("a remote cache is configured".into());
@@ -387,13 +387,16 @@ impl Run<'_> {
             }
             // What the key folded, when it was not dropped yet (the rest is in `keys.folded`),
             // and the entry's artifact: a full run's lookup checks that it is there.
-            paths.extend(derived.stats.iter().map(|f| PathBuf::from(&f.path)));
-            paths.extend(
-                derived
-                    .workspace_stats
-                    .iter()
-                    .map(|f| PathBuf::from(&f.path)),
-            );
+            for (path, identity) in derived.stats.iter().map(crate::keys::Folded::kept) {
+                paths.folded(path, identity);
+            }
+            for (path, identity) in derived
+                .workspace_stats
+                .iter()
+                .map(crate::keys::Folded::kept)
+            {
+                paths.folded(path, identity);
+            }
             paths.insert(store.artifact_path(&derived.key.hex()));
             tasks.push((
                 report.end_offset,
@@ -409,13 +412,17 @@ impl Run<'_> {
         // In the order they were printed: as they ended.
         tasks.sort_by_key(|(ended, _)| *ended);
         let tasks: Vec<crate::snapshot::Task> = tasks.into_iter().map(|(_, task)| task).collect();
-        paths.extend(keys.folded.iter().flatten().map(PathBuf::from));
+        for (path, identity) in keys.folded.iter().flatten() {
+            paths.folded(path.clone(), identity.clone());
+        }
         let tree = &keys.tree;
         let consulted = tree
             .consulted()
             .ok_or("the workspace holds nested repositories")?;
         paths.extend(consulted);
-        paths.extend(tree.files().iter().map(|f| PathBuf::from(&f.path)));
+        for file in tree.files() {
+            paths.listed(PathBuf::from(&file.path));
+        }
         // The index as it is now, unchanged since it was opened: no entry was deleted or saved
         // again meanwhile (this run's retention, another checkout sharing the cache).
         let (salt, generation) = store
@@ -512,7 +519,7 @@ impl Run<'_> {
             tasks,
             notes: plan.notices.clone(),
         };
-        Ok((facts, paths.into_iter().collect()))
+        Ok((facts, paths))
     }
 
     /// The run's exit code: a signal's, else 1 when a task failed or was skipped.

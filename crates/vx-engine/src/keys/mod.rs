@@ -64,6 +64,20 @@ pub struct Folded {
     pub fingerprint: bool,
 }
 
+/// A folded path as a snapshot keeps it: the path, and the (mode, blob id) it can be checked
+/// against again by content (`None`: any change of it is a change).
+pub type Kept = (String, Option<(&'static str, String)>);
+
+impl Folded {
+    /// What a snapshot keeps of it: the path, and the identity it can be checked against
+    /// again when only its times moved (never a workspace-fingerprint file's, nor an absent
+    /// one's).
+    pub fn kept(&self) -> Kept {
+        let checkable = !self.fingerprint && self.stat.is_some();
+        (self.path.clone(), checkable.then(|| self.identity.clone()))
+    }
+}
+
 fn folded(path: &str, found: &FileId, fingerprint: bool) -> Folded {
     Folded {
         path: path.to_string(),
@@ -130,9 +144,10 @@ pub struct Keys<'p> {
     prober: Prober<'p>,
     /// `--summarize` lists every task's inputs: what a hit's key was derived from is kept.
     pub keep_inputs: bool,
-    /// When the run may write a snapshot: the paths the keys of served hits folded, kept when
-    /// the rest of what they were derived from is dropped ([`Keys::keep_key_only`]).
-    pub folded: Option<Vec<String>>,
+    /// When the run may write a snapshot: the paths the keys of served hits folded, with the
+    /// identity folded (`None`: a workspace-fingerprint file), kept when the rest of what they
+    /// were derived from is dropped ([`Keys::keep_key_only`]).
+    pub folded: Option<Vec<Kept>>,
     /// `no file matches` lines already printed (once per run, KEY-10).
     warned: HashSet<(TaskId, String)>,
     /// Lines for the caller to print (`vx: web#test: no file matches cache.inputs (…)`).
@@ -474,8 +489,8 @@ impl<'p> Keys<'p> {
         }
         if let Some(Ok(derived)) = self.derived.get_mut(id) {
             if let Some(folded) = &mut self.folded {
-                folded.extend(derived.stats.iter().map(|f| f.path.clone()));
-                folded.extend(derived.workspace_stats.iter().map(|f| f.path.clone()));
+                folded.extend(derived.stats.iter().map(Folded::kept));
+                folded.extend(derived.workspace_stats.iter().map(Folded::kept));
             }
             // Field 10 stays: what a dependant folds for this task when it cuts off folds it.
             derived.inputs = KeyInputs {

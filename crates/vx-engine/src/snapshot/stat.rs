@@ -8,7 +8,10 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
+
+use super::Class;
 
 /// A path whose mtime or ctime is this close to the run's start (or later) may have changed
 /// while the run read it: no snapshot is written. On a filesystem that keeps whole seconds
@@ -123,9 +126,27 @@ pub(super) fn stat_of(path: &Path, follow: bool) -> io::Result<Option<Stat>> {
     }
 }
 
-/// What is recorded of one path: its `lstat`, or with `true` what it leads to (a symbolic
-/// link's target: vx reads configuration and ignore files through links).
-pub(super) type Recorded = (PathBuf, bool, Option<Stat>);
+/// What is recorded of one path: its `lstat`, or with `follow` what it leads to (a symbolic
+/// link's target: vx reads configuration and ignore files through links), and how a change of
+/// it is judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Recorded {
+    pub(super) path: PathBuf,
+    pub(super) follow: bool,
+    pub(super) stat: Option<Stat>,
+    pub(super) class: Class,
+}
+
+impl Recorded {
+    pub(super) fn whole(path: PathBuf, follow: bool, stat: Option<Stat>) -> Recorded {
+        Recorded {
+            path,
+            follow,
+            stat,
+            class: Class::Whole,
+        }
+    }
+}
 
 /// The recorded entries of these paths, in order, by index into `paths`: each path's `lstat`,
 /// followed by its target's `stat` when it is a symbolic link. (Indices, not copies: at
@@ -185,20 +206,41 @@ pub(super) fn chunk_len(paths: usize) -> usize {
 }
 
 /// Whether every recorded path has the stat data recorded; stops at the first difference.
+#[cfg(test)]
 pub(super) fn unchanged(paths: &[Recorded]) -> bool {
-    let moved = AtomicBool::new(false);
+    moved(paths).is_some_and(|moved| moved.is_empty())
+}
+
+/// The recorded paths of class [`Class::Content`] whose stat data moved, by index, with their
+/// stat data now; `None` as soon as any other path moved (or cannot be read).
+pub(super) fn moved(paths: &[Recorded]) -> Option<Vec<(usize, Stat)>> {
+    let whole = AtomicBool::new(false);
+    let content: Mutex<Vec<(usize, Stat)>> = Mutex::new(Vec::new());
     // The file lists the most recently changed paths first, the likeliest to have changed
     // again: each thread takes every n-th entry, so each starts with those.
     let check = |first: usize, step: usize| {
-        for (path, follow, recorded) in paths.iter().skip(first).step_by(step) {
-            if moved.load(Ordering::Relaxed) {
+        for (at, recorded) in paths.iter().enumerate().skip(first).step_by(step) {
+            if whole.load(Ordering::Relaxed) {
                 return;
             }
-            match stat_of(path, *follow) {
-                Ok(now) if now == *recorded => {}
+            let now = stat_of(&recorded.path, recorded.follow);
+            match (now, &recorded.class) {
+                (Ok(now), _) if now == recorded.stat => {}
+                // Still a file of the same kind: its content is checked next.
+                (Ok(Some(now)), Class::Content { .. })
+                    if recorded
+                        .stat
+                        .is_some_and(|was| was.mode & 0o170000 == now.mode & 0o170000) =>
+                {
+                    tracing::debug!(target: "vx::snapshot", "times moved: {}", recorded.path.display());
+                    content
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((at, now));
+                }
                 _ => {
-                    tracing::debug!(target: "vx::snapshot", "moved: {}", path.display());
-                    moved.store(true, Ordering::Relaxed);
+                    tracing::debug!(target: "vx::snapshot", "moved: {}", recorded.path.display());
+                    whole.store(true, Ordering::Relaxed);
                     return;
                 }
             }
@@ -215,5 +257,10 @@ pub(super) fn unchanged(paths: &[Recorded]) -> bool {
             }
         });
     }
-    !moved.load(Ordering::Relaxed)
+    if whole.load(Ordering::Relaxed) {
+        return None;
+    }
+    let mut content = content.into_inner().unwrap_or_else(|e| e.into_inner());
+    content.sort_unstable_by_key(|(at, _)| *at);
+    Some(content)
 }

@@ -1,5 +1,6 @@
 //! Run snapshots' tests: reading one back, what it notices, and when none is written or used.
 
+use super::stat::unchanged;
 use super::*;
 
 fn request(dir: &Path) -> Request {
@@ -8,6 +9,13 @@ fn request(dir: &Path) -> Request {
         path: dir.join(".vx/snapshots").join("d".repeat(32)),
         started: SystemTime::now() + Duration::from_secs(10),
     }
+}
+
+/// These paths, each of class [`Class::Whole`].
+fn whole(root: &Path, paths: Vec<PathBuf>) -> Paths {
+    let mut all = Paths::new(root);
+    all.extend(paths);
+    all
 }
 
 fn facts(dir: &Path) -> Facts {
@@ -61,21 +69,27 @@ fn a_snapshot_reads_back_and_notices_each_kind_of_change() {
         PathBuf::from("src/b.txt"),
         PathBuf::from("gone.txt"),
     ];
-    write(&request, &root, &facts(&root), paths).unwrap();
+    write(&request, &root, &facts(&root), whole(&root, paths)).unwrap();
     let text = fs::read_to_string(&request.path).unwrap();
     let snapshot = parse(&text, &root, &request).unwrap();
     assert_eq!(snapshot.facts, facts(&root));
     assert_eq!(snapshot.paths.len(), 4);
     assert!(snapshot
         .paths
-        .contains(&(root.join("gone.txt"), false, None)));
+        .contains(&Recorded::whole(root.join("gone.txt"), false, None)));
     assert!(unchanged(&snapshot.paths));
     // Content rewritten with the same size: the ctime moves.
     std::thread::sleep(Duration::from_millis(20));
     fs::write(root.join("a.txt"), "A").unwrap();
     assert!(!unchanged(&snapshot.paths));
     fs::write(root.join("a.txt"), "a").unwrap();
-    write(&request, &root, &facts(&root), snapshot_paths(&snapshot)).unwrap();
+    write(
+        &request,
+        &root,
+        &facts(&root),
+        whole(&root, snapshot_paths(&snapshot)),
+    )
+    .unwrap();
     let again = parse(&fs::read_to_string(&request.path).unwrap(), &root, &request).unwrap();
     assert!(unchanged(&again.paths));
     // A file added to a listed directory.
@@ -95,13 +109,19 @@ fn a_snapshot_reads_back_and_notices_each_kind_of_change() {
 }
 
 fn snapshot_paths(snapshot: &Snapshot) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = snapshot.paths.iter().map(|(p, _, _)| p.clone()).collect();
+    let mut paths: Vec<PathBuf> = snapshot.paths.iter().map(|r| r.path.clone()).collect();
     paths.dedup();
     paths
 }
 
 fn fresh(request: &Request, root: &Path, old: &Snapshot) -> Snapshot {
-    write(request, root, &facts(root), snapshot_paths(old)).unwrap();
+    write(
+        request,
+        root,
+        &facts(root),
+        whole(root, snapshot_paths(old)),
+    )
+    .unwrap();
     parse(&fs::read_to_string(&request.path).unwrap(), root, request).unwrap()
 }
 
@@ -124,7 +144,7 @@ fn the_most_recently_changed_paths_come_first() {
         &request,
         &root,
         &facts(&root),
-        names.iter().map(PathBuf::from).collect(),
+        whole(&root, names.iter().map(PathBuf::from).collect()),
     )
     .unwrap();
     let text = fs::read_to_string(&request.path).unwrap();
@@ -132,7 +152,7 @@ fn the_most_recently_changed_paths_come_first() {
     let order: Vec<&std::ffi::OsStr> = snapshot
         .paths
         .iter()
-        .map(|(p, _, _)| p.file_name().unwrap())
+        .map(|r| r.path.file_name().unwrap())
         .collect();
     assert_eq!(
         order.last().unwrap().to_str(),
@@ -142,7 +162,7 @@ fn the_most_recently_changed_paths_come_first() {
     let stats: Vec<i128> = snapshot
         .paths
         .iter()
-        .filter_map(|(_, _, s)| s.map(|s| s.mtime_ns.max(s.ctime_ns)))
+        .filter_map(|r| r.stat.map(|s| s.mtime_ns.max(s.ctime_ns)))
         .collect();
     assert!(stats.windows(2).all(|w| w[0] >= w[1]), "{stats:?}");
 }
@@ -156,7 +176,13 @@ fn a_path_changed_near_the_start_of_the_run_writes_no_snapshot() {
         started: SystemTime::now(),
         ..request(&root)
     };
-    let error = write(&request, &root, &facts(&root), vec![PathBuf::from("a.txt")]).unwrap_err();
+    let error = write(
+        &request,
+        &root,
+        &facts(&root),
+        whole(&root, vec![PathBuf::from("a.txt")]),
+    )
+    .unwrap_err();
     assert!(
         error
             .0
@@ -236,7 +262,13 @@ fn a_damaged_or_foreign_snapshot_is_no_snapshot() {
     let root = dir.path().canonicalize().unwrap();
     fs::write(root.join("a.txt"), "a").unwrap();
     let request = request(&root);
-    write(&request, &root, &facts(&root), vec![PathBuf::from("a.txt")]).unwrap();
+    write(
+        &request,
+        &root,
+        &facts(&root),
+        whole(&root, vec![PathBuf::from("a.txt")]),
+    )
+    .unwrap();
     let text = fs::read_to_string(&request.path).unwrap();
     assert!(parse(&text, &root, &request).is_some());
     let cut = &text[..text.len() - "end\n".len()];
@@ -253,4 +285,154 @@ fn a_damaged_or_foreign_snapshot_is_no_snapshot() {
         parse(&junk, &root, &request).is_none(),
         "a field that is no number"
     );
+}
+
+/// Two sources of one path: the stricter class wins, and a listed file a key folded is judged
+/// by content.
+#[test]
+fn a_path_named_twice_takes_the_stricter_class() {
+    let content = |blob: &str| Class::Content {
+        mode: "100644",
+        blob: blob.repeat(40),
+    };
+    assert_eq!(Class::Listed.and(content("a")), content("a"));
+    assert_eq!(content("a").and(Class::Listed), content("a"));
+    assert_eq!(content("a").and(content("a")), content("a"));
+    assert_eq!(
+        content("a").and(content("b")),
+        Class::Whole,
+        "changed during the run"
+    );
+    assert_eq!(Class::Whole.and(content("a")), Class::Whole);
+    assert_eq!(content("a").and(Class::Whole), Class::Whole);
+    assert_eq!(Class::Listed.and(Class::Listed), Class::Listed);
+    // Written down, a listed file alone is judged whole; a relative and an absolute spelling
+    // are one path.
+    let root = Path::new("/w");
+    let mut paths = Paths::new(root);
+    paths.listed(PathBuf::from("README.md"));
+    paths.listed(PathBuf::from("src/a.ts"));
+    paths.folded("src/a.ts".into(), Some(("100644", "a".repeat(40))));
+    paths.insert(PathBuf::from("/w/package.json"));
+    paths.folded("package.json".into(), Some(("100644", "b".repeat(40))));
+    let (names, classes) = paths.into_sorted();
+    assert_eq!(
+        names,
+        ["/w/README.md", "/w/package.json", "/w/src/a.ts"].map(PathBuf::from)
+    );
+    assert_eq!(classes, [Class::Whole, Class::Whole, content("a")]);
+    for class in [content("a"), Class::Whole] {
+        assert_eq!(Class::parse(&class.word()), Some(class));
+    }
+    assert_eq!(Class::parse("100644:xyz"), None);
+    assert_eq!(Class::parse("100600:".to_string().as_str()), None);
+}
+
+/// A file judged by content whose times moved: the same bytes and mode hold (and are given
+/// with their new stat data), other bytes, another mode or another kind of file do not; any
+/// other path that moved stops the check.
+#[test]
+fn a_file_whose_times_moved_is_judged_by_its_content() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    fs::write(root.join("a.txt"), "a\n").unwrap();
+    fs::write(root.join("b.txt"), "b\n").unwrap();
+    let request = request(&root);
+    let blob = |text: &str| {
+        vx_workspace::tree::blob_id(vx_workspace::tree::ObjectFormat::Sha1, text.as_bytes())
+    };
+    let mut paths = Paths::new(&root);
+    paths.folded("a.txt".into(), Some(("100644", blob("a\n"))));
+    paths.insert(PathBuf::from("b.txt"));
+    write(&request, &root, &facts(&root), paths).unwrap();
+    let snapshot = parse(&fs::read_to_string(&request.path).unwrap(), &root, &request).unwrap();
+    let at = snapshot
+        .paths
+        .iter()
+        .position(|r| r.path.ends_with("a.txt"))
+        .unwrap();
+    assert_eq!(moved(&snapshot.paths), Some(Vec::new()));
+
+    // Written again with the same bytes: its times moved, its content did not.
+    std::thread::sleep(Duration::from_millis(20));
+    fs::write(root.join("a.txt"), "a\n").unwrap();
+    let found = moved(&snapshot.paths).unwrap();
+    assert_eq!(found.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [at]);
+    let same = same_content(&snapshot.paths, &found).expect("the same bytes");
+    let now = stat_of(&root.join("a.txt"), false).unwrap().unwrap();
+    assert_eq!(same, [(at, now)]);
+
+    // Other bytes of the same size.
+    fs::write(root.join("a.txt"), "A\n").unwrap();
+    let found = moved(&snapshot.paths).unwrap();
+    assert_eq!(same_content(&snapshot.paths, &found), None);
+
+    // The same bytes, executable.
+    fs::write(root.join("a.txt"), "a\n").unwrap();
+    fs::set_permissions(root.join("a.txt"), fs::Permissions::from_mode(0o755)).unwrap();
+    let found = moved(&snapshot.paths).unwrap();
+    assert_eq!(same_content(&snapshot.paths, &found), None);
+    fs::set_permissions(root.join("a.txt"), fs::Permissions::from_mode(0o644)).unwrap();
+
+    // A symbolic link to a file with the same bytes is another kind of file.
+    fs::remove_file(root.join("a.txt")).unwrap();
+    fs::write(root.join("elsewhere.txt"), "a\n").unwrap();
+    std::os::unix::fs::symlink("elsewhere.txt", root.join("a.txt")).unwrap();
+    assert_eq!(moved(&snapshot.paths), None);
+    fs::remove_file(root.join("a.txt")).unwrap();
+    assert_eq!(moved(&snapshot.paths), None, "gone");
+    fs::write(root.join("a.txt"), "a\n").unwrap();
+    assert!(moved(&snapshot.paths).is_some());
+
+    // A file of class whole whose times moved, with the same bytes.
+    fs::write(root.join("b.txt"), "b\n").unwrap();
+    assert_eq!(moved(&snapshot.paths), None);
+}
+
+/// A replay that hashed a file again writes its new stat data down, so the next run does not
+/// hash it; one too recent to prove anything keeps the old and is hashed again next time.
+#[test]
+fn a_refreshed_snapshot_takes_the_new_stat_data_of_files_old_enough() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    fs::create_dir(root.join("src")).unwrap();
+    fs::write(root.join("src/a.txt"), "a\n").unwrap();
+    let request = request(&root);
+    let blob = vx_workspace::tree::blob_id(vx_workspace::tree::ObjectFormat::Sha1, b"a\n");
+    let mut paths = Paths::new(&root);
+    paths.folded("src/a.txt".into(), Some(("100644", blob.clone())));
+    paths.insert(PathBuf::from("src"));
+    write(&request, &root, &facts(&root), paths).unwrap();
+    let snapshot = parse(&fs::read_to_string(&request.path).unwrap(), &root, &request).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    fs::write(root.join("src/a.txt"), "a\n").unwrap();
+    let same = same_content(&snapshot.paths, &moved(&snapshot.paths).unwrap()).unwrap();
+
+    // This run started just now: the file changed too recently, nothing is written.
+    let now = Request {
+        started: SystemTime::now(),
+        ..request.clone()
+    };
+    let before = fs::read_to_string(&request.path).unwrap();
+    assert!(refresh(&now, &root, &snapshot, &same).is_err());
+    assert_eq!(fs::read_to_string(&request.path).unwrap(), before);
+
+    // Started long after: the new stat data are written, with the class kept.
+    refresh(&request, &root, &snapshot, &same).unwrap();
+    let again = parse(&fs::read_to_string(&request.path).unwrap(), &root, &request).unwrap();
+    assert_eq!(moved(&again.paths), Some(Vec::new()));
+    let a = again
+        .paths
+        .iter()
+        .find(|r| r.path.ends_with("a.txt"))
+        .unwrap();
+    assert_eq!(
+        a.class,
+        Class::Content {
+            mode: "100644",
+            blob
+        }
+    );
+    assert_eq!(again.facts, snapshot.facts);
 }

@@ -249,6 +249,36 @@ impl BlobHasher {
     }
 }
 
+/// The identity of the file at `abs` as a full run would take it now, without the git index's
+/// shortcut: `(mode, blob id)` of a regular file or symbolic link that stayed as `lstat`
+/// described it while it was read, with that `lstat`; `None` when it is absent, is not a file,
+/// or changed while it was read. A run snapshot checks a file whose times moved with it
+/// (the blob ids it recorded are of the bytes, as this hashes them).
+pub fn identity_now(
+    abs: &Path,
+    format: ObjectFormat,
+) -> Result<Option<(Mode, String, Metadata)>, TreeError> {
+    let meta = match std::fs::symlink_metadata(abs) {
+        Ok(meta) => meta,
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok(None)
+        }
+        Err(source) => {
+            return Err(TreeError::Io {
+                path: abs.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let Some(mode) = Mode::from_metadata(&meta) else {
+        return Ok(None);
+    };
+    match hash_path(abs, mode, &Stat::from_metadata(&meta), format)? {
+        Hashed::Blob { blob, steady: true } => Ok(Some((mode, blob, meta))),
+        _ => Ok(None),
+    }
+}
+
 /// The outcome of hashing a path.
 pub(crate) enum Hashed {
     /// The path vanished (or turned into something that is not a file) meanwhile.

@@ -44,7 +44,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use error::TreeError;
-pub use identity::{blob_id, FileId, Identity, Mode, NoMemo, ObjectFormat, StampMemo, Stat};
+pub use identity::{
+    blob_id, identity_now, FileId, Identity, Mode, NoMemo, ObjectFormat, StampMemo, Stat,
+};
 
 use config::ConfigSet;
 use excludes::Chain;

@@ -525,3 +525,115 @@ fn a_plan_note_is_said_again_by_the_replay() {
     assert_contains(&replayed.stderr, note);
     assert_eq!(timeless(&replayed.stdout), timeless(&writes.stdout));
 }
+
+/// A run with `VX_LOG=vx::snapshot=debug`, to see what the snapshot's check found.
+fn logged(f: &Fixture) -> Output {
+    let run = f.vx_in(
+        "",
+        &["run", "build", "--all"],
+        &[("VX_LOG", "vx::snapshot=debug")],
+    );
+    ok(&run);
+    run
+}
+
+/// A source whose times moved but whose bytes did not (`touch`, a checkout there and back, a
+/// formatter that changed nothing) is hashed again and the run is still replayed; the snapshot
+/// then takes its new stat data, so the next run hashes nothing. The same bytes with another
+/// mode, or a configuration file written again, go the whole way.
+#[test]
+fn an_input_written_again_with_the_same_bytes_is_still_replayed() {
+    let f = replaying();
+    let src = f.path("packages/lib/src/a.txt");
+    let bytes = std::fs::read(&src).unwrap();
+    for _ in 0..2 {
+        std::fs::write(&src, &bytes).unwrap();
+        // Older than the racy margin (100 ms here) when the run starts: written down.
+        std::thread::sleep(Duration::from_millis(300));
+        let run = logged(&f);
+        assert!(replay_of(&f).is_some(), "{}{}", run.stdout, run.stderr);
+        assert_contains(&run.stderr, "vx::snapshot: times moved: ");
+        assert_contains(&run.stderr, "packages/lib/src/a.txt\n");
+        let again = logged(&f);
+        assert!(replay_of(&f).is_some(), "{}{}", again.stdout, again.stderr);
+        assert!(
+            !again.stderr.contains("times moved"),
+            "hashed again:\n{}",
+            again.stderr
+        );
+    }
+    // Written just before the run: replayed, but its stat data are too recent to write down,
+    // so the next run hashes it again.
+    std::fs::write(&src, &bytes).unwrap();
+    let run = logged(&f);
+    assert!(replay_of(&f).is_some(), "{}", run.stderr);
+    assert_contains(&logged(&f).stderr, "vx::snapshot: times moved: ");
+    assert!(replay_of(&f).is_some());
+    assert_eq!(f.read("packages/app/dist/app.txt"), "a\nb\n");
+
+    // The same bytes, executable: another key for lib#build (app#build cut off: lib's
+    // outputs are the same).
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o755)).unwrap();
+    whole_way(
+        &f,
+        Some("cache      1 miss · 1 up-to-date · cut off: 1 task\n"),
+    );
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o644)).unwrap();
+    whole_way(&f, None);
+    replaying_again(&f);
+
+    // A configuration file is never judged by its bytes alone.
+    let config = f.path("packages/lib/vx.toml");
+    std::fs::write(&config, std::fs::read(&config).unwrap()).unwrap();
+    let run = logged(&f);
+    assert_eq!(replay_of(&f), None, "{}", run.stderr);
+    assert_contains(&run.stderr, "vx::snapshot: moved: ");
+    assert_contains(&run.stderr, "packages/lib/vx.toml\n");
+}
+
+/// Another process rewrites a source in a loop while runs go — with the same bytes, then
+/// flipping between two contents — and stops; the run after it has the result of the bytes
+/// the file holds then, every time, whether it was replayed or not.
+#[test]
+fn a_source_rewritten_in_a_loop_while_runs_go_never_leaves_a_stale_result() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let f = replaying();
+    let src = f.path("packages/lib/src/a.txt");
+    let mut replays = 0;
+    for round in 0..6 {
+        let flip = round % 2 == 1;
+        let stop = Arc::new(AtomicBool::new(false));
+        let racer = {
+            let (stop, src) = (Arc::clone(&stop), src.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let text = if flip && n % 2 == 1 { "A\n" } else { "a\n" };
+                    std::fs::write(&src, text).unwrap();
+                    n += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        };
+        for _ in 0..2 {
+            ok(&f.vx(&["run", "build", "--all"]));
+        }
+        stop.store(true, Ordering::Relaxed);
+        racer.join().unwrap();
+        let last = if round % 3 == 2 { "A\n" } else { "a\n" };
+        std::fs::write(&src, last).unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+        for _ in 0..3 {
+            ok(&f.vx(&["run", "build", "--all"]));
+            replays += usize::from(replay_of(&f).is_some());
+            assert_eq!(f.read("packages/lib/dist/out.txt"), last, "round {round}");
+            assert_eq!(
+                f.read("packages/app/dist/app.txt"),
+                format!("{last}b\n"),
+                "round {round}"
+            );
+        }
+    }
+    assert!(replays > 0, "never replayed");
+}
