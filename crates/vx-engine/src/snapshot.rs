@@ -33,13 +33,20 @@
 //! either (it may have been removed while the run read it). And nothing is written when the index's
 //! generation moved while the run went on (its own retention, another checkout's prune).
 //!
+//! Each path has a [`Class`]: any change of its stat data means the whole way, or — for an input
+//! file a key folded, which nothing else reads but by its bytes — it is judged by content.
+//!
 //! The next run with the same request takes the workspace lock without waiting, `lstat`s
 //! every recorded path (on the machine's threads, the most recently changed first, so that a
-//! run after an edit gives up early) and compares; then opens the index and
+//! run after an edit gives up early) and compares (`stat::moved`). An input judged by content
+//! whose stat data moved, still a file of the same kind, is hashed again (`same_content`): the
+//! mode and blob id the key folded hold it, and the snapshot is written again with its new stat
+//! data (`refresh`, under the racy rule below against this run's start) so that the next run
+//! does not hash it. Then the run opens the index and
 //! checks its salt (a rebuilt index has a new one), its generation (raised by a trigger when
 //! any entry is deleted or saved again, `vx-store` schema 6) and that the repeated run is
-//! still in history. Any difference, an unreadable snapshot or a busy lock: the run goes the
-//! whole way, as if there were no snapshot, and may write a new one.
+//! still in history. Any other difference, an unreadable snapshot or a busy lock: the run goes
+//! the whole way, as if there were no snapshot, and may write a new one.
 //!
 //! # Why a replay is the same run
 //!
@@ -70,6 +77,8 @@ use vx_core::TaskId;
 use crate::options::RunOptions;
 use crate::outcome::{CacheKind, Notice, Status, TaskReport};
 use crate::report::Reporter;
+pub use paths::Paths;
+pub use stat::Class;
 use stat::{moved, record, stamped_here, stat_of, Racy, Recorded, Stat};
 
 /// The first line of a snapshot file.
@@ -209,125 +218,6 @@ pub struct Facts {
 #[derive(Debug)]
 pub struct NotWritten(pub String);
 
-/// How a recorded path whose stat data moved is judged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Class {
-    /// Any change means the run goes the whole way.
-    Whole,
-    /// A file the tree listed: [`Class::Whole`] unless a key folded it too.
-    Listed,
-    /// A file keys folded by content, and nothing else looked at but its bytes: when only its
-    /// times moved (hashed again: the same mode and blob id), the replay holds.
-    Content { mode: &'static str, blob: String },
-}
-
-impl Class {
-    /// What one path is when two sources name it: the stricter, and two different identities
-    /// (a file that changed during the run) are [`Class::Whole`].
-    fn and(self, other: Class) -> Class {
-        match (self, other) {
-            (Class::Whole, _) | (_, Class::Whole) => Class::Whole,
-            (Class::Listed, other) | (other, Class::Listed) => other,
-            (a, b) if a == b => a,
-            _ => Class::Whole,
-        }
-    }
-
-    /// The field of a path line: `-`, or `<mode>:<blob id>`.
-    fn word(&self) -> String {
-        match self {
-            Class::Content { mode, blob } => format!("{mode}:{blob}"),
-            _ => "-".into(),
-        }
-    }
-
-    fn parse(word: &str) -> Option<Class> {
-        if word == "-" {
-            return Some(Class::Whole);
-        }
-        let (mode, blob) = word.split_once(':')?;
-        let mode = ["100644", "100755", "120000"]
-            .into_iter()
-            .find(|m| *m == mode)?;
-        let hex = blob.bytes().all(|b| b.is_ascii_hexdigit());
-        (hex && matches!(blob.len(), 40 | 64)).then(|| Class::Content {
-            mode,
-            blob: blob.to_string(),
-        })
-    }
-}
-
-/// The paths a snapshot records, each with its [`Class`]: absolute, or relative to the root.
-pub struct Paths {
-    root: PathBuf,
-    classes: HashMap<PathBuf, Class>,
-}
-
-impl Paths {
-    pub fn new(root: &Path) -> Paths {
-        Paths {
-            root: root.to_path_buf(),
-            classes: HashMap::new(),
-        }
-    }
-
-    fn add(&mut self, path: PathBuf, class: Class) {
-        let path = if path.is_absolute() {
-            path
-        } else {
-            self.root.join(path)
-        };
-        match self.classes.entry(path) {
-            std::collections::hash_map::Entry::Occupied(mut e) => {
-                let was = std::mem::replace(e.get_mut(), Class::Whole);
-                *e.get_mut() = was.and(class);
-            }
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(class);
-            }
-        }
-    }
-
-    /// A path any change of which means the whole way.
-    pub fn insert(&mut self, path: PathBuf) {
-        self.add(path, Class::Whole);
-    }
-
-    pub fn extend(&mut self, paths: impl IntoIterator<Item = PathBuf>) {
-        for path in paths {
-            self.insert(path);
-        }
-    }
-
-    /// A file the tree listed.
-    pub fn listed(&mut self, path: PathBuf) {
-        self.add(path, Class::Listed);
-    }
-
-    /// A path a key folded with this (mode, blob id); `None`: any change means the whole way.
-    pub fn folded(&mut self, path: String, identity: Option<(&'static str, String)>) {
-        let class = match identity {
-            Some((mode, blob)) => Class::Content { mode, blob },
-            None => Class::Whole,
-        };
-        self.add(PathBuf::from(path), class);
-    }
-
-    /// Sorted, each with its class ([`Class::Listed`] alone is [`Class::Whole`]).
-    fn into_sorted(self) -> (Vec<PathBuf>, Vec<Class>) {
-        let mut all: Vec<(PathBuf, Class)> = self
-            .classes
-            .into_iter()
-            .map(|(path, class)| match class {
-                Class::Listed => (path, Class::Whole),
-                class => (path, class),
-            })
-            .collect();
-        all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        all.into_iter().unzip()
-    }
-}
-
 /// Writes the snapshot of a run that found everything up to date: `paths` are absolute or
 /// root-relative. Nothing is written when a path changed after the run started (or cannot be
 /// read, or cannot be written down).
@@ -351,7 +241,7 @@ fn write_recorded(
     classes: &[Class],
     mut recorded: Vec<(usize, bool, Option<Stat>)>,
 ) -> Result<(), NotWritten> {
-    // Most recently changed first (see `unchanged`); absent paths last.
+    // Most recently changed first (see `stat::moved`); absent paths last.
     recorded.sort_by_key(|(_, _, stat)| {
         std::cmp::Reverse(stat.map_or(i128::MIN, |s| s.mtime_ns.max(s.ctime_ns)))
     });
@@ -703,9 +593,10 @@ pub fn replay(
     };
     // Another run holds the workspace: the whole way waits for it.
     let lock = vx_store::lock::try_acquire(how.root).ok()??;
-    // Files whose times moved but whose bytes did not (`touch`, a checkout there and back, a
-    // formatter that changed nothing) are hashed again; any other change goes the whole way.
-    let Some(same) = moved(&snapshot.paths).and_then(|moved| same_content(&snapshot.paths, &moved))
+    // Inputs whose times moved but whose bytes did not (`touch`, a file written again in place
+    // with the same bytes) are hashed again; any other change goes the whole way.
+    let Some(same) =
+        moved(&snapshot.paths).and_then(|moved| same_content(how.root, &snapshot.paths, &moved))
     else {
         forget(request);
         return None;
@@ -788,7 +679,11 @@ pub fn replay(
 /// The files of [`Class::Content`] whose stat data moved (`moved`), hashed again: each with its
 /// stat data now when it still has the mode and blob id recorded; `None` as soon as one
 /// differs or cannot be read.
-fn same_content(paths: &[Recorded], moved: &[(usize, Stat)]) -> Option<Vec<(usize, Stat)>> {
+fn same_content(
+    root: &Path,
+    paths: &[Recorded],
+    moved: &[(usize, Stat)],
+) -> Option<Vec<(usize, Stat)>> {
     use vx_workspace::tree::{identity_now, ObjectFormat};
     let checked = vx_workspace::par::map(moved, |&(at, _)| {
         let recorded = &paths[at];
@@ -800,14 +695,38 @@ fn same_content(paths: &[Recorded], moved: &[(usize, Stat)]) -> Option<Vec<(usiz
         } else {
             ObjectFormat::Sha1
         };
-        let (now_mode, now_blob, meta) = identity_now(&recorded.path, format).ok()??;
-        let same = now_mode.as_str() == *mode && now_blob == *blob;
-        if !same {
+        let moved = || {
             tracing::debug!(target: "vx::snapshot", "content moved: {}", recorded.path.display());
+            None
+        };
+        // A directory on the way replaced by a link: a full run takes the path as absent (git
+        // does not follow links in the middle of a path), where hashing it would follow.
+        if !directories_on_the_way(root, &recorded.path) {
+            return moved();
         }
-        same.then(|| (at, Stat::of(&meta)))
+        let Ok(Some((now_mode, now_blob, meta))) = identity_now(&recorded.path, format) else {
+            return moved();
+        };
+        if now_mode.as_str() != *mode || now_blob != *blob {
+            return moved();
+        }
+        Some((at, Stat::of(&meta)))
     });
     checked.into_iter().collect()
+}
+
+/// Whether every directory between `root` and `path` (below the root) is one, by `lstat`.
+fn directories_on_the_way(root: &Path, path: &Path) -> bool {
+    let Ok(rest) = path.strip_prefix(root) else {
+        return false;
+    };
+    let mut dir = root.to_path_buf();
+    let mut parts: Vec<&std::ffi::OsStr> = rest.iter().collect();
+    parts.pop();
+    parts.into_iter().all(|part| {
+        dir.push(part);
+        fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir())
+    })
 }
 
 /// Writes `snapshot` again with the stat data of the files hashed again (`same`), but those
@@ -854,6 +773,7 @@ fn refresh(
     write_recorded(request, root, &snapshot.facts, &paths, &classes, entries)
 }
 
+mod paths;
 mod stat;
 #[cfg(test)]
 mod tests;

@@ -73,13 +73,10 @@ impl RunCache<'_> {
     }
 
     /// After the tasks of [`RunCache::prefetch_ahead`] were prepared: listings and `lstat`s
-    /// taken ahead are dropped, so no later decision reads one, and so are the index rows
-    /// preloaded for them (a large run does not keep them).
+    /// taken ahead are dropped, so no later decision reads one (the index rows stay preloaded
+    /// for the next level, [`RunCache::end_levels_ahead`]).
     pub fn end_ahead(&mut self) {
         self.end_ahead_part();
-        if let Some(store) = self.layers.store_mut() {
-            store.drop_preloaded();
-        }
     }
 
     /// After one part of a large batch was prepared: its listings and `lstat`s are dropped
@@ -87,6 +84,15 @@ impl RunCache<'_> {
     pub fn end_ahead_part(&mut self) {
         self.found_ahead.clear();
         self.keys.end_prefetch();
+    }
+
+    /// Every level of hits served ahead was (the tasks whose keys waited for what their
+    /// upstreams produced, KEY-9, included): the index rows preloaded for them and not used
+    /// are dropped (a large run does not keep them).
+    pub fn end_levels_ahead(&mut self) {
+        if let Some(store) = self.layers.store_mut() {
+            store.drop_preloaded();
+        }
     }
 
     /// SCHED-3, the restore lane: a task with a stable key, before its dependencies have

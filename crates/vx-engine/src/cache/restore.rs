@@ -73,6 +73,8 @@ impl RunCache<'_> {
                 }
                 self.stamp_later(&key, with_marker(&rows), superseded.clone());
                 self.stamps.record(&id, &key, rows, &superseded);
+                // A run that restored a task writes no snapshot: what keys folded is not kept.
+                self.keys.folded = None;
                 self.keys.keep_key_only(&id);
                 let kind = match source {
                     Source::Local => CacheKind::RestoredLocal,

@@ -45,6 +45,8 @@ impl RunCache<'_> {
     /// prepare the save (STORE-7).
     pub fn after(&mut self, done: Done<'_>) -> After {
         let id = done.task.id;
+        // A run that executed a task writes no snapshot: what keys folded is no longer kept.
+        self.keys.folded = None;
         let mut fingerprint = None;
         let save = self.after_inner(&done, &mut fingerprint);
         // KEY-9: a success nothing will save is folded by its key.

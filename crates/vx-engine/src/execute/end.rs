@@ -412,7 +412,13 @@ impl Run<'_> {
         // In the order they were printed: as they ended.
         tasks.sort_by_key(|(ended, _)| *ended);
         let tasks: Vec<crate::snapshot::Task> = tasks.into_iter().map(|(_, task)| task).collect();
-        for (path, identity) in keys.folded.iter().flatten() {
+        // Dropped once a task executed or was restored (no snapshot then): never written
+        // without it.
+        let folded = keys
+            .folded
+            .as_ref()
+            .ok_or("what the keys folded was not kept")?;
+        for (path, identity) in folded.iter() {
             paths.folded(path.clone(), identity.clone());
         }
         let tree = &keys.tree;

@@ -35,6 +35,7 @@ impl Run<'_> {
             self.serve_ahead_of(candidates);
             self.ahead_of_served();
         }
+        self.cache.end_levels_ahead();
         for i in 0..self.plan.graph.nodes.len() {
             let node = &self.plan.graph.nodes[i];
             let candidate = self.rows[i].kind == Kind::Persistent

@@ -68,6 +68,28 @@ pub struct Folded {
 /// against again by content (`None`: any change of it is a change).
 pub type Kept = (String, Option<(&'static str, String)>);
 
+/// The paths the keys of served hits folded, each once (a project's tasks fold the same
+/// sources), with the identity every key folded: `None` for a workspace-fingerprint file, and
+/// when keys folded different ones.
+#[derive(Debug, Default)]
+pub struct FoldedPaths(HashMap<String, Option<(&'static str, String)>>);
+
+impl FoldedPaths {
+    pub fn add(&mut self, (path, identity): Kept) {
+        match self.0.get_mut(&path) {
+            Some(known) if *known != identity => *known = None,
+            Some(_) => {}
+            None => {
+                self.0.insert(path, identity);
+            }
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Option<(&'static str, String)>)> {
+        self.0.iter()
+    }
+}
+
 impl Folded {
     /// What a snapshot keeps of it: the path, and the identity it can be checked against
     /// again when only its times moved (never a workspace-fingerprint file's, nor an absent
@@ -147,7 +169,7 @@ pub struct Keys<'p> {
     /// When the run may write a snapshot: the paths the keys of served hits folded, with the
     /// identity folded (`None`: a workspace-fingerprint file), kept when the rest of what they
     /// were derived from is dropped ([`Keys::keep_key_only`]).
-    pub folded: Option<Vec<Kept>>,
+    pub folded: Option<FoldedPaths>,
     /// `no file matches` lines already printed (once per run, KEY-10).
     warned: HashSet<(TaskId, String)>,
     /// Lines for the caller to print (`vx: web#test: no file matches cache.inputs (…)`).
@@ -489,8 +511,9 @@ impl<'p> Keys<'p> {
         }
         if let Some(Ok(derived)) = self.derived.get_mut(id) {
             if let Some(folded) = &mut self.folded {
-                folded.extend(derived.stats.iter().map(Folded::kept));
-                folded.extend(derived.workspace_stats.iter().map(Folded::kept));
+                for kept in derived.stats.iter().chain(derived.workspace_stats.iter()) {
+                    folded.add(kept.kept());
+                }
             }
             // Field 10 stays: what a dependant folds for this task when it cuts off folds it.
             derived.inputs = KeyInputs {

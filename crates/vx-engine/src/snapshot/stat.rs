@@ -1,5 +1,5 @@
 //! The stat side of run snapshots: what is recorded of a path (`Stat`), taking it for many
-//! paths at once (`record`), checking them again (`unchanged`), and the racy rule (`Racy`): a
+//! paths at once (`record`), checking them again (`moved`), and the racy rule (`Racy`): a
 //! recorded time too close to the run's start proves nothing.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,55 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use super::Class;
+/// How a recorded path whose stat data moved is judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Class {
+    /// Any change means the run goes the whole way.
+    Whole,
+    /// A file the tree listed: [`Class::Whole`] unless a key folded it too.
+    Listed,
+    /// A file keys folded by content, and nothing else looked at but its bytes: when only its
+    /// times moved (hashed again: the same mode and blob id), the replay holds.
+    Content { mode: &'static str, blob: String },
+}
+
+impl Class {
+    /// What one path is when two sources name it: the stricter, and two different identities
+    /// (a file that changed during the run) are [`Class::Whole`].
+    pub(super) fn and(self, other: Class) -> Class {
+        match (self, other) {
+            (Class::Whole, _) | (_, Class::Whole) => Class::Whole,
+            (Class::Listed, other) | (other, Class::Listed) => other,
+            (a, b) if a == b => a,
+            _ => Class::Whole,
+        }
+    }
+
+    /// The field of a path line: `-`, or `<mode>:<blob id>`.
+    pub(super) fn word(&self) -> String {
+        match self {
+            Class::Content { mode, blob } => format!("{mode}:{blob}"),
+            _ => "-".into(),
+        }
+    }
+
+    pub(super) fn parse(word: &str) -> Option<Class> {
+        if word == "-" {
+            return Some(Class::Whole);
+        }
+        let (mode, blob) = word.split_once(':')?;
+        let mode = ["100644", "100755", "120000"]
+            .into_iter()
+            .find(|m| *m == mode)?;
+        let hex = blob
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        (hex && matches!(blob.len(), 40 | 64)).then(|| Class::Content {
+            mode,
+            blob: blob.to_string(),
+        })
+    }
+}
 
 /// A path whose mtime or ctime is this close to the run's start (or later) may have changed
 /// while the run read it: no snapshot is written. On a filesystem that keeps whole seconds

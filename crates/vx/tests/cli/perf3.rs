@@ -27,10 +27,10 @@ use crate::{assert_contains, vx_bin};
 /// edit).
 const BASELINE: [(&str, u64, u64, u64); 5] = [
     ("cold", 60, 0, 499),
-    ("up-to-date", 0, 0, 82),
+    ("up-to-date", 0, 0, 20),
     ("plan", 0, 0, 6),
-    ("restore", 0, 0, 124),
-    ("one edit", 3, 1, 112),
+    ("restore", 0, 0, 62),
+    ("one edit", 3, 1, 53),
 ];
 
 /// Layers of projects; each project of a layer depends on two of the layer below.

@@ -537,10 +537,11 @@ fn logged(f: &Fixture) -> Output {
     run
 }
 
-/// A source whose times moved but whose bytes did not (`touch`, a checkout there and back, a
-/// formatter that changed nothing) is hashed again and the run is still replayed; the snapshot
-/// then takes its new stat data, so the next run hashes nothing. The same bytes with another
-/// mode, or a configuration file written again, go the whole way.
+/// A source whose times moved but whose bytes did not (`touch`, a file written again in place
+/// with the same bytes) is hashed again and the run is still replayed; the snapshot then takes
+/// its new stat data, so the next run hashes nothing. The same bytes with another mode, a
+/// configuration file or a manifest (which a key folds too) written again, or a source saved
+/// by writing a new file over it (its directory moves), go the whole way.
 #[test]
 fn an_input_written_again_with_the_same_bytes_is_still_replayed() {
     let f = replaying();
@@ -582,13 +583,24 @@ fn an_input_written_again_with_the_same_bytes_is_still_replayed() {
     whole_way(&f, None);
     replaying_again(&f);
 
-    // A configuration file is never judged by its bytes alone.
-    let config = f.path("packages/lib/vx.toml");
-    std::fs::write(&config, std::fs::read(&config).unwrap()).unwrap();
+    // A configuration file, or a manifest a key folds, is never judged by its bytes alone.
+    for file in ["packages/lib/vx.toml", "packages/lib/package.json"] {
+        let path = f.path(file);
+        std::fs::write(&path, std::fs::read(&path).unwrap()).unwrap();
+        let run = logged(&f);
+        assert_eq!(replay_of(&f), None, "{}", run.stderr);
+        assert_contains(&run.stderr, "vx::snapshot: moved: ");
+        assert_contains(&run.stderr, &format!("{file}\n"));
+        replaying_again(&f);
+    }
+
+    // Saved as editors that write a new file and rename it over the old one do.
+    let temp = f.path("packages/lib/src/.a.txt.swp");
+    std::fs::write(&temp, &bytes).unwrap();
+    std::fs::rename(&temp, &src).unwrap();
     let run = logged(&f);
     assert_eq!(replay_of(&f), None, "{}", run.stderr);
-    assert_contains(&run.stderr, "vx::snapshot: moved: ");
-    assert_contains(&run.stderr, "packages/lib/vx.toml\n");
+    assert_contains(&run.stderr, "packages/lib/src\n");
 }
 
 /// Another process rewrites a source in a loop while runs go — with the same bytes, then

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""When in a run vx's memory peaks: its resident set sampled beside its own `--profile` trace.
+
+    python3 bench/rss_timeline.py --ws bench/out/memory/ws [--vx target/release/vx]
+        [--every-ms 5] [-- run check --all ...]
+
+Runs `vx <args> --profile=<out>/trace.json` in the workspace (default args: `run check --all
+--output-logs=none`, with `VX_SNAPSHOT=0`: the whole way), reads `/proc/<pid>/status` every few
+milliseconds (VmRSS) until it exits, and prints, for each of vx's own top-level spans in the
+trace (`plan`, `open the cache`, `read ahead, keys and hits of stable tasks`, ...) and for the
+time after the last one (the end: history, the footer), the largest RSS sampled while it was
+open, then the moment and the phase of the peak. The trace's times count from vx's start, the
+samples from the spawn: the offset between them (the process's start, well under a
+millisecond) is not corrected. Python 3 standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ws", type=Path, required=True, help="the workspace to run in")
+    ap.add_argument("--vx", type=Path, default=REPO / "target" / "release" / "vx")
+    ap.add_argument("--every-ms", type=float, default=5.0)
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "rss_timeline")
+    ap.add_argument("args", nargs="*", default=["run", "check", "--all", "--output-logs=none"])
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    trace = args.out / "trace.json"
+    env = {**os.environ, "VX_SNAPSHOT": "0", "NO_COLOR": "1"}
+    argv = [str(args.vx.resolve()), *args.args, f"--profile={trace}"]
+    started = time.monotonic()
+    child = subprocess.Popen(argv, cwd=args.ws, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    samples: list[tuple[float, int]] = []
+    status = Path(f"/proc/{child.pid}/status")
+    while child.poll() is None:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    samples.append((time.monotonic() - started, int(line.split()[1])))
+                    break
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        time.sleep(args.every_ms / 1000)
+    if child.wait() != 0:
+        raise SystemExit(f"vx exited {child.returncode}")
+    if not samples:
+        raise SystemExit("no sample taken")
+    data = json.loads(trace.read_text(encoding="utf-8"))
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    own = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") == "vx"
+                  and e.get("tid") in (0, "0")), key=lambda e: e["ts"])
+    spans = [(e["name"], e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6) for e in own]
+    last = max((end for _, _, end in spans), default=0.0)
+    spans.append(("(after the last span: history, footer, exit)", last, float("inf")))
+    print(f"{len(samples)} samples every {args.every_ms:g} ms; vx {' '.join(args.args)}")
+    print("| span | from | to | largest RSS sampled |")
+    print("|---|---:|---:|---:|")
+    for name, start, end in spans:
+        inside = [kib for at, kib in samples if start <= at < end]
+        if inside:
+            to = "end" if end == float("inf") else f"{end * 1000:.0f} ms"
+            print(f"| {name} | {start * 1000:.0f} ms | {to} | {max(inside) / 1024:.0f} MiB |")
+    at, peak = max(samples, key=lambda s: s[1])
+    phase = next((name for name, start, end in reversed(spans) if start <= at < end), "?")
+    print(f"\npeak {peak / 1024:.0f} MiB at {at * 1000:.0f} ms, in: {phase}")
+
+
+if __name__ == "__main__":
+    main()
