@@ -4,14 +4,16 @@
     python3 bench/rss_timeline.py --ws bench/out/memory/ws [--vx target/release/vx]
         [--every-ms 5] [-- run check --all ...]
 
-Runs `vx <args> --profile=<out>/trace.json` in the workspace (default args: `run check --all
---output-logs=none`, with `VX_SNAPSHOT=0`: the whole way), reads `/proc/<pid>/status` every few
-milliseconds (VmRSS) until it exits, and prints, for each of vx's own top-level spans in the
-trace (`plan`, `open the cache`, `read ahead, keys and hits of stable tasks`, ...) and for the
-time after the last one (the end: history, the footer), the largest RSS sampled while it was
-open, then the moment and the phase of the peak. The trace's times count from vx's start, the
-samples from the spawn: the offset between them (the process's start, well under a
-millisecond) is not corrected. Python 3 standard library only.
+Runs `vx <args>` in the workspace twice (default args: `run check --all --output-logs=none`,
+with `VX_SNAPSHOT=0`: the whole way, so both runs do the same): first with
+`--profile=<out>/trace.json` for the times of vx's own spans on its main thread (`plan`,
+`read ahead, keys and hits of stable tasks`, ...), then without it (a trace of tens of thousands
+of spans is itself held until the end) while reading `/proc/<pid>/status` every few
+milliseconds (VmRSS). Prints, for each span and for the time after the last one (the end:
+history rows, the footer, the exit), the largest RSS the second run had while the first was in
+that span, then the moment and the phase of the peak. The two runs' times differ by a few
+percent, and the samples count from the spawn: a phase boundary is right to about that.
+Python 3 standard library only.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     trace = args.out / "trace.json"
     env = {**os.environ, "VX_SNAPSHOT": "0", "NO_COLOR": "1"}
-    argv = [str(args.vx.resolve()), *args.args, f"--profile={trace}"]
+    argv = [str(args.vx.resolve()), *args.args]
+    subprocess.run(argv + [f"--profile={trace}"], cwd=args.ws, env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     started = time.monotonic()
     child = subprocess.Popen(argv, cwd=args.ws, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
