@@ -37,7 +37,8 @@ impl Flow {
 
 /// What the footer and the recap sum up (UI-5, UI-7).
 pub struct Totals<'a> {
-    pub reports: &'a [TaskReport],
+    /// Borrowed from the run (at tens of thousands of tasks a copy was megabytes at the peak).
+    pub reports: &'a [&'a TaskReport],
     pub projects_in_run: usize,
     pub projects_in_workspace: usize,
     pub workers: u32,

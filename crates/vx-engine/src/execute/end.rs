@@ -548,7 +548,7 @@ impl Run<'_> {
 
     /// Held failure frames, the recap and the footer (the live region erased first, UI-6).
     pub(super) fn finish_output(&mut self) {
-        let reports: Vec<TaskReport> = self.reports.values().cloned().collect();
+        let reports: Vec<&TaskReport> = self.reports.values().collect();
         let totals = Totals {
             reports: &reports,
             projects_in_run: self.plan.projects_in_run,

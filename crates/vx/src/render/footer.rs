@@ -30,6 +30,7 @@ pub fn recap(
     let failed: Vec<&TaskReport> = totals
         .reports
         .iter()
+        .copied()
         .filter(|r| r.status == Status::Failed)
         .collect();
     let mut text = String::new();
@@ -218,6 +219,7 @@ pub fn footer(style: &Style, summary: &Totals<'_>) -> String {
     }
     let hits: Vec<&TaskReport> = reports
         .iter()
+        .copied()
         .filter(|r| r.cache.is_some_and(CacheKind::is_hit))
         .collect();
     // What hits saved: what the tasks took when they ran, less what serving them cost (their
