@@ -360,8 +360,15 @@ impl Run<'_> {
         }
         let root = plan.workspace.root.clone();
         let mut tasks = Vec::new();
-        // Every task of a project folds the same sources, so most paths come several times.
-        let mut paths = crate::snapshot::Paths::new(&root);
+        // What the keys of served hits folded; dropped once a task executed or was restored (no
+        // snapshot then): never written without it. Every task of a project folds the same
+        // sources, so most paths come several times.
+        let mut paths = self
+            .cache
+            .keys
+            .folded
+            .take()
+            .ok_or("what the keys folded was not kept")?;
         let (keys, layers) = self.cache.keys_and_layers();
         if layers.has_remote() {
             return Err("a remote cache is configured".into());
@@ -387,14 +394,8 @@ impl Run<'_> {
             }
             // What the key folded, when it was not dropped yet (the rest is in `keys.folded`),
             // and the entry's artifact: a full run's lookup checks that it is there.
-            for (path, identity) in derived.stats.iter().map(crate::keys::Folded::kept) {
-                paths.folded(path, identity);
-            }
-            for (path, identity) in derived
-                .workspace_stats
-                .iter()
-                .map(crate::keys::Folded::kept)
-            {
+            for folded in derived.stats.iter().chain(derived.workspace_stats.iter()) {
+                let (path, identity) = folded.kept();
                 paths.folded(path, identity);
             }
             paths.insert(store.artifact_path(&derived.key.hex()));
@@ -412,15 +413,6 @@ impl Run<'_> {
         // In the order they were printed: as they ended.
         tasks.sort_by_key(|(ended, _)| *ended);
         let tasks: Vec<crate::snapshot::Task> = tasks.into_iter().map(|(_, task)| task).collect();
-        // Dropped once a task executed or was restored (no snapshot then): never written
-        // without it.
-        let folded = keys
-            .folded
-            .as_ref()
-            .ok_or("what the keys folded was not kept")?;
-        for (path, identity) in folded.iter() {
-            paths.folded(path.clone(), identity.clone());
-        }
         let tree = &keys.tree;
         let consulted = tree
             .consulted()

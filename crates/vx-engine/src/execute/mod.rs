@@ -212,7 +212,7 @@ impl<'p> Run<'p> {
         cache.keys.keep_inputs = options.summarize.is_some();
         // A run that may write a snapshot records the paths its hits' keys folded.
         if ctx.snapshot.is_some() {
-            cache.keys.folded = Some(crate::keys::FoldedPaths::default());
+            cache.keys.folded = Some(crate::snapshot::Paths::new(&plan.workspace.root));
         }
         // `--ui=tui` (or `[workspace] ui`) on a terminal, outside CI: the task UI holds it.
         let ui = options

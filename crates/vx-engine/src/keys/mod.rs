@@ -68,28 +68,6 @@ pub struct Folded {
 /// against again by content (`None`: any change of it is a change).
 pub type Kept = (String, Option<(&'static str, String)>);
 
-/// The paths the keys of served hits folded, each once (a project's tasks fold the same
-/// sources), with the identity every key folded: `None` for a workspace-fingerprint file, and
-/// when keys folded different ones.
-#[derive(Debug, Default)]
-pub struct FoldedPaths(HashMap<String, Option<(&'static str, String)>>);
-
-impl FoldedPaths {
-    pub fn add(&mut self, (path, identity): Kept) {
-        match self.0.get_mut(&path) {
-            Some(known) if *known != identity => *known = None,
-            Some(_) => {}
-            None => {
-                self.0.insert(path, identity);
-            }
-        }
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Option<(&'static str, String)>)> {
-        self.0.iter()
-    }
-}
-
 impl Folded {
     /// What a snapshot keeps of it: the path, and the identity it can be checked against
     /// again when only its times moved (never a workspace-fingerprint file's, nor an absent
@@ -166,10 +144,10 @@ pub struct Keys<'p> {
     prober: Prober<'p>,
     /// `--summarize` lists every task's inputs: what a hit's key was derived from is kept.
     pub keep_inputs: bool,
-    /// When the run may write a snapshot: the paths the keys of served hits folded, with the
-    /// identity folded (`None`: a workspace-fingerprint file), kept when the rest of what they
-    /// were derived from is dropped ([`Keys::keep_key_only`]).
-    pub folded: Option<FoldedPaths>,
+    /// When the run may write a snapshot: the paths the keys of served hits folded, each once
+    /// with its class (`Folded::kept`), kept when the rest of what they were derived from is
+    /// dropped ([`Keys::keep_key_only`]); the snapshot's other paths join them at the end.
+    pub folded: Option<crate::snapshot::Paths>,
     /// `no file matches` lines already printed (once per run, KEY-10).
     warned: HashSet<(TaskId, String)>,
     /// Lines for the caller to print (`vx: web#test: no file matches cache.inputs (…)`).
@@ -512,7 +490,8 @@ impl<'p> Keys<'p> {
         if let Some(Ok(derived)) = self.derived.get_mut(id) {
             if let Some(folded) = &mut self.folded {
                 for kept in derived.stats.iter().chain(derived.workspace_stats.iter()) {
-                    folded.add(kept.kept());
+                    let (path, identity) = kept.kept();
+                    folded.folded(path, identity);
                 }
             }
             // Field 10 stays: what a dependant folds for this task when it cuts off folds it.

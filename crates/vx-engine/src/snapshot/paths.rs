@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 use super::stat::Class;
 
-/// The paths a snapshot records, each with its [`Class`]: absolute, or relative to the root.
+/// The paths a snapshot records, each with its [`Class`]. Given absolute or relative to the
+/// root; kept relative when inside the root (one spelling per path, and a run of tens of
+/// thousands of tasks keeps these until its end).
+#[derive(Debug)]
 pub struct Paths {
     root: PathBuf,
     classes: HashMap<PathBuf, Class>,
@@ -21,10 +24,9 @@ impl Paths {
     }
 
     fn add(&mut self, path: PathBuf, class: Class) {
-        let path = if path.is_absolute() {
-            path
-        } else {
-            self.root.join(path)
+        let path = match path.strip_prefix(&self.root) {
+            Ok(inside) => inside.to_path_buf(),
+            Err(_) => path,
         };
         match self.classes.entry(path) {
             std::collections::hash_map::Entry::Occupied(mut e) => {
@@ -62,14 +64,22 @@ impl Paths {
         self.add(PathBuf::from(path), class);
     }
 
-    /// Sorted, each with its class ([`Class::Listed`] alone is [`Class::Whole`]).
+    /// Absolute and sorted, each with its class ([`Class::Listed`] alone is [`Class::Whole`]).
     pub(super) fn into_sorted(self) -> (Vec<PathBuf>, Vec<Class>) {
+        let root = self.root;
         let mut all: Vec<(PathBuf, Class)> = self
             .classes
             .into_iter()
-            .map(|(path, class)| match class {
-                Class::Listed => (path, Class::Whole),
-                class => (path, class),
+            .map(|(path, class)| {
+                let path = if path.is_absolute() {
+                    path
+                } else {
+                    root.join(path)
+                };
+                match class {
+                    Class::Listed => (path, Class::Whole),
+                    class => (path, class),
+                }
             })
             .collect();
         all.sort_unstable_by(|a, b| a.0.cmp(&b.0));

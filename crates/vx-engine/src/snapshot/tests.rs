@@ -315,17 +315,49 @@ fn a_path_named_twice_takes_the_stricter_class() {
     paths.folded("src/a.ts".into(), Some(("100644", "a".repeat(40))));
     paths.insert(PathBuf::from("/w/package.json"));
     paths.folded("package.json".into(), Some(("100644", "b".repeat(40))));
+    paths.insert(PathBuf::from("/usr/bin/vx"));
     let (names, classes) = paths.into_sorted();
     assert_eq!(
         names,
-        ["/w/README.md", "/w/package.json", "/w/src/a.ts"].map(PathBuf::from)
+        [
+            "/usr/bin/vx",
+            "/w/README.md",
+            "/w/package.json",
+            "/w/src/a.ts"
+        ]
+        .map(PathBuf::from)
     );
-    assert_eq!(classes, [Class::Whole, Class::Whole, content("a")]);
+    assert_eq!(
+        classes,
+        [Class::Whole, Class::Whole, Class::Whole, content("a")]
+    );
     for class in [content("a"), Class::Whole] {
         assert_eq!(Class::parse(&class.word()), Some(class));
     }
     assert_eq!(Class::parse("100644:xyz"), None);
     assert_eq!(Class::parse("100600:".to_string().as_str()), None);
+}
+
+/// The blob id a key folds for these bytes (SHA-1 repositories).
+fn blob(bytes: &str) -> String {
+    vx_workspace::tree::blob_id(vx_workspace::tree::ObjectFormat::Sha1, bytes.as_bytes())
+}
+
+/// Writes each `(path, bytes)` under `root`, then a snapshot recording them as a key folded
+/// them (judged by content) and `whole` as any other path, and reads it back.
+fn content_snapshot(root: &Path, files: &[(&str, &str)], whole: &[&str]) -> (Request, Snapshot) {
+    let request = request(root);
+    let mut paths = Paths::new(root);
+    for (path, bytes) in files {
+        let file = root.join(path);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, bytes).unwrap();
+        paths.folded(path.to_string(), Some(("100644", blob(bytes))));
+    }
+    paths.extend(whole.iter().map(PathBuf::from));
+    write(&request, root, &facts(root), paths).unwrap();
+    let snapshot = parse(&fs::read_to_string(&request.path).unwrap(), root, &request).unwrap();
+    (request, snapshot)
 }
 
 /// A file judged by content whose times moved: the same bytes and mode hold (and are given
@@ -336,17 +368,8 @@ fn a_file_whose_times_moved_is_judged_by_its_content() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    fs::write(root.join("a.txt"), "a\n").unwrap();
     fs::write(root.join("b.txt"), "b\n").unwrap();
-    let request = request(&root);
-    let blob = |text: &str| {
-        vx_workspace::tree::blob_id(vx_workspace::tree::ObjectFormat::Sha1, text.as_bytes())
-    };
-    let mut paths = Paths::new(&root);
-    paths.folded("a.txt".into(), Some(("100644", blob("a\n"))));
-    paths.insert(PathBuf::from("b.txt"));
-    write(&request, &root, &facts(&root), paths).unwrap();
-    let snapshot = parse(&fs::read_to_string(&request.path).unwrap(), &root, &request).unwrap();
+    let (_, snapshot) = content_snapshot(&root, &[("a.txt", "a\n")], &["b.txt"]);
     let at = snapshot
         .paths
         .iter()
@@ -398,14 +421,7 @@ fn a_file_whose_times_moved_is_judged_by_its_content() {
 fn an_input_below_a_directory_that_became_a_link_is_not_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    fs::create_dir_all(root.join("vendor/sub")).unwrap();
-    fs::write(root.join("vendor/sub/x.txt"), "x\n").unwrap();
-    let request = request(&root);
-    let blob = vx_workspace::tree::blob_id(vx_workspace::tree::ObjectFormat::Sha1, b"x\n");
-    let mut paths = Paths::new(&root);
-    paths.folded("vendor/sub/x.txt".into(), Some(("100644", blob)));
-    write(&request, &root, &facts(&root), paths).unwrap();
-    let snapshot = parse(&fs::read_to_string(&request.path).unwrap(), &root, &request).unwrap();
+    let (_, snapshot) = content_snapshot(&root, &[("vendor/sub/x.txt", "x\n")], &[]);
     fs::create_dir_all(root.join("elsewhere/sub")).unwrap();
     fs::write(root.join("elsewhere/sub/x.txt"), "x\n").unwrap();
     fs::rename(root.join("vendor/sub"), root.join("old-sub")).unwrap();
@@ -426,15 +442,7 @@ fn an_input_below_a_directory_that_became_a_link_is_not_the_same() {
 fn a_refreshed_snapshot_takes_the_new_stat_data_of_files_old_enough() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    fs::create_dir(root.join("src")).unwrap();
-    fs::write(root.join("src/a.txt"), "a\n").unwrap();
-    let request = request(&root);
-    let blob = vx_workspace::tree::blob_id(vx_workspace::tree::ObjectFormat::Sha1, b"a\n");
-    let mut paths = Paths::new(&root);
-    paths.folded("src/a.txt".into(), Some(("100644", blob.clone())));
-    paths.insert(PathBuf::from("src"));
-    write(&request, &root, &facts(&root), paths).unwrap();
-    let snapshot = parse(&fs::read_to_string(&request.path).unwrap(), &root, &request).unwrap();
+    let (request, snapshot) = content_snapshot(&root, &[("src/a.txt", "a\n")], &["src"]);
     std::thread::sleep(Duration::from_millis(20));
     fs::write(root.join("src/a.txt"), "a\n").unwrap();
     let same = same_content(&root, &snapshot.paths, &moved(&snapshot.paths).unwrap()).unwrap();
@@ -461,7 +469,7 @@ fn a_refreshed_snapshot_takes_the_new_stat_data_of_files_old_enough() {
         a.class,
         Class::Content {
             mode: "100644",
-            blob
+            blob: blob("a\n")
         }
     );
     assert_eq!(again.facts, snapshot.facts);
