@@ -14,6 +14,7 @@
 //!   (pnpm, Yarn 1, Yarn Berry, bun) that install vx's npm packages from it.
 
 pub mod buildgrid;
+pub mod editor;
 pub mod fakes;
 pub mod fixture;
 pub mod http_cache;

@@ -69,9 +69,9 @@ pub fn discover(cwd: &Path) -> Result<Workspace, LoadError> {
     load::load_workspace(&found.dir, None)
 }
 
-/// The workspace at `root` as it would load with these `vx.toml` texts (by root-relative
-/// path) in place of the files there: `vx init` checks what it would write before it writes
-/// anything.
+/// The workspace at `root` as it would load with these `vx.toml` and `package.json` texts (by
+/// root-relative path) in place of the files there: `vx init` checks what it would write before
+/// it writes anything, and `vx lsp` checks what an editor holds before it is saved.
 pub fn load_planned(
     root: &Path,
     planned: &std::collections::BTreeMap<String, String>,

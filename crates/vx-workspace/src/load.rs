@@ -50,8 +50,9 @@ pub(crate) struct Rooted {
     pub(crate) warnings: Vec<Diagnostic>,
 }
 
-/// `vx.toml` texts by root-relative path, read instead of the files there (what `vx init`
-/// would write, checked before it writes anything).
+/// `vx.toml` and `package.json` texts by root-relative path, read instead of the files there
+/// (what `vx init` would write, checked before it writes anything; what an editor holds unsaved,
+/// for `vx lsp`).
 pub(crate) type Planned<'a> = Option<&'a BTreeMap<String, String>>;
 
 pub(crate) fn read_root(
@@ -318,7 +319,10 @@ fn read_files(
         loaded
     });
     let manifest_rel = file_path(dir, "package.json");
-    let manifest_text = read_text(&abs.join("package.json"), &manifest_rel, errors)?;
+    let manifest_text = match planned.and_then(|p| p.get(&manifest_rel)) {
+        Some(text) => Some(text.clone()),
+        None => read_text(&abs.join("package.json"), &manifest_rel, errors)?,
+    };
     let has_package_json = manifest_text.is_some();
     let manifest = manifest_text.and_then(|text| match parse_manifest(&text, &manifest_rel) {
         Ok(manifest) => Some(manifest),

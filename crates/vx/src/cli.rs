@@ -66,6 +66,12 @@ pub enum Verb {
     Report(ReportArgs),
     /// Print the JSON Schema of vx.toml.
     Schema,
+    /// Serve the Language Server Protocol on stdin and stdout, for vx.toml in an editor.
+    Lsp {
+        /// Talk over stdin and stdout (the only transport; accepted because clients pass it).
+        #[arg(long)]
+        stdio: bool,
+    },
     /// Print a shell completion script: bash, zsh or fish.
     Completions {
         #[arg(value_name = "SHELL")]

@@ -10,6 +10,7 @@ mod cli;
 mod commands;
 mod error;
 mod foreign;
+mod lsp;
 mod options;
 mod render;
 mod run;
@@ -131,6 +132,7 @@ fn real_main() -> Result<i32, Failure> {
         Some(Verb::Info(args)) => commands::info::info(&cwd, args),
         Some(Verb::Report(args)) => commands::report::report(&cwd, args),
         Some(Verb::Schema) => Ok(commands::schema()),
+        Some(Verb::Lsp { stdio: _ }) => lsp::serve(&cwd),
         Some(Verb::Completions { shell }) => commands::completions::completions(shell.as_deref()),
         Some(Verb::Version { extra }) => {
             if let Some(first) = extra.first() {

@@ -17,6 +17,7 @@ pub const VERBS: &[&str] = &[
     "info",
     "report",
     "schema",
+    "lsp",
     "completions",
     "help",
     "version",

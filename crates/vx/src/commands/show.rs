@@ -241,7 +241,7 @@ fn task_json(task: &TaskConfig, host: &BTreeMap<String, String>) -> Value {
 /// A task as TOML-like rows (`key = value`, inline tables flattened to dotted keys, a
 /// multi-line command kept whole), each key with the file and line it came from, then the tasks
 /// it runs after and those that need it.
-fn task_text(
+pub(crate) fn task_text(
     project: &str,
     name: &str,
     task: &TaskConfig,

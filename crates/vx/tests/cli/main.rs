@@ -34,6 +34,7 @@ mod last_green;
 mod live;
 mod lock;
 mod lockfiles;
+mod lsp;
 mod migrate;
 mod perf3;
 mod plan_output;

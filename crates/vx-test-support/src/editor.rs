@@ -1,0 +1,69 @@
+//! Real editor-side clients for `vx lsp` (and `vx mcp`): `lsp_client.py`, pygls's
+//! LanguageClient, run with the Python of the virtualenv `scripts/test` installs into
+//! `.test-tools/clientvenv` (or where `VX_TEST_CLIENT_VENV` points), with `pygls` pinned.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// The pinned client packages, as scripts/test installs them.
+pub const CLIENT_PACKAGES: &str = "pygls==2.1.1 lsprotocol==2025.0.0";
+
+pub fn client_venv_dir() -> PathBuf {
+    match std::env::var_os("VX_TEST_CLIENT_VENV") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.test-tools/clientvenv"),
+    }
+}
+
+/// The virtualenv's Python when `module` imports there; else `None` after saying the test is
+/// skipped (outside CI and scripts/test, which fail instead).
+pub fn client_python(module: &str) -> Option<PathBuf> {
+    let python = client_venv_dir().join("bin/python3");
+    let usable = Command::new(&python)
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if usable {
+        return Some(python);
+    }
+    let why = format!(
+        "the Python package `{module}` is missing: `python3 -m venv {0} && {0}/bin/pip install {CLIENT_PACKAGES}` (scripts/test does)",
+        client_venv_dir().display()
+    );
+    assert!(!crate::tools::tools_required(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// Runs `steps` (see `lsp_client.py`) against `vx lsp` started in `root` by pygls's client:
+/// `{"results": [...], "messages": [...]}`, or `None` when the client is not installed.
+pub fn lsp_session(vx: &Path, root: &Path, steps: &Value) -> Option<Value> {
+    let python = client_python("pygls")?;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lsp_client.py");
+    let mut child = Command::new(python)
+        .arg(script)
+        .arg(vx)
+        .arg(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the LSP client starts");
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(steps.to_string().as_bytes())
+        .expect("the steps are written");
+    let out = child.wait_with_output().expect("the LSP client ends");
+    assert!(
+        out.status.success(),
+        "the LSP client failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("the client prints JSON"))
+}

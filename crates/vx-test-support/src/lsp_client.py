@@ -1,0 +1,212 @@
+"""A real Language Server Protocol client for the `vx lsp` tests: pygls's LanguageClient (PyPI
+`pygls`, with Microsoft's `lsprotocol` types), which starts the server over stdio as an editor
+does.
+
+    python3 lsp_client.py VX ROOT < steps.json > results.json
+
+Reads a JSON list of steps, runs them in order against `VX lsp` started in ROOT, and prints one
+JSON object: `results`, one entry per step, and `messages`, every window/showMessage and
+window/logMessage received. Steps (paths root-relative, positions from 0):
+
+  {"op": "open", "path": P}                   didOpen with the file's text on disk
+  {"op": "change", "path": P, "text": T}      didChange, the whole text
+  {"op": "close", "path": P}                  didClose
+  {"op": "sync"}                              waits until the server has answered everything
+                                              sent before (a codeLens request it answers in
+                                              order, after publishing), then returns every
+                                              file's latest diagnostics: {path: [diagnostic]}
+  {"op": "complete" | "hover" | "definition", "path": P, "line": L, "character": C}
+  {"op": "lens", "path": P}
+  {"op": "execute", "command": C, "arguments": [...]}
+  {"op": "message", "contains": S, "timeout": SECONDS}   waits for a showMessage holding S
+  {"op": "timed_change", "path": P, "text": T, "expect": S}
+      didChange, then the milliseconds until a publishDiagnostics of P whose messages
+      contain S (or, with S empty, has none)
+"""
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+
+def uri(root: Path, rel: str) -> str:
+    return (root / rel).as_uri()
+
+
+def rel_of(root: Path, u: str) -> str:
+    from urllib.parse import unquote, urlparse
+
+    return str(Path(unquote(urlparse(u).path)).relative_to(root))
+
+
+async def main() -> None:
+    vx, root = sys.argv[1], Path(sys.argv[2]).resolve()
+    steps = json.load(sys.stdin)
+    client = LanguageClient("vx-tests", "1")
+    diagnostics: dict[str, list] = {}
+    published = asyncio.Event()
+    messages: list[dict] = []
+    message_seen = asyncio.Event()
+    versions: dict[str, int] = {}
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
+        diagnostics[rel_of(root, params.uri)] = [
+            {
+                "line": d.range.start.line,
+                "character": d.range.start.character,
+                "end": d.range.end.character,
+                "severity": int(d.severity) if d.severity else None,
+                "message": d.message,
+                "source": d.source,
+            }
+            for d in params.diagnostics
+        ]
+        published.set()
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE)
+    def on_show(params: types.ShowMessageParams) -> None:
+        messages.append({"kind": "show", "type": int(params.type), "message": params.message})
+        message_seen.set()
+
+    @client.feature(types.WINDOW_LOG_MESSAGE)
+    def on_log(params: types.LogMessageParams) -> None:
+        messages.append({"kind": "log", "type": int(params.type), "message": params.message})
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def on_register(params: types.RegistrationParams) -> None:
+        messages.append({"kind": "register", "message": params.registrations[0].method})
+
+    await client.start_io(vx, "lsp", "--stdio", cwd=str(root))
+    await client.initialize_async(
+        types.InitializeParams(
+            process_id=None,
+            root_uri=root.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="ws")],
+            capabilities=types.ClientCapabilities(
+                workspace=types.WorkspaceClientCapabilities(
+                    did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
+                        dynamic_registration=True
+                    )
+                )
+            ),
+        )
+    )
+    client.initialized(types.InitializedParams())
+
+    def at(step):
+        return types.TextDocumentIdentifier(uri=uri(root, step["path"])), types.Position(
+            line=step["line"], character=step["character"]
+        )
+
+    def plain(value):
+        if value is None:
+            return None
+        return json.loads(json.dumps(client.protocol._converter.unstructure(value)))
+
+    results = []
+    for step in steps:
+        op = step["op"]
+        if op == "open":
+            text = (root / step["path"]).read_text()
+            versions[step["path"]] = 1
+            language = "toml" if step["path"].endswith(".toml") else "json"
+            client.text_document_did_open(
+                types.DidOpenTextDocumentParams(
+                    text_document=types.TextDocumentItem(
+                        uri=uri(root, step["path"]), language_id=language, version=1, text=text
+                    )
+                )
+            )
+            results.append(None)
+        elif op in ("change", "timed_change"):
+            versions[step["path"]] = versions.get(step["path"], 1) + 1
+            published.clear()
+            diagnostics.pop(step["path"], None)
+            started = time.monotonic()
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(
+                        uri=uri(root, step["path"]), version=versions[step["path"]]
+                    ),
+                    content_changes=[types.TextDocumentContentChangeWholeDocument(text=step["text"])],
+                )
+            )
+            if op == "change":
+                results.append(None)
+                continue
+            while True:
+                await asyncio.wait_for(published.wait(), 30)
+                published.clear()
+                got = diagnostics.get(step["path"])
+                if got is None:
+                    continue
+                text = " ".join(d["message"] for d in got)
+                if (step["expect"] and step["expect"] in text) or (not step["expect"] and not got):
+                    break
+            results.append((time.monotonic() - started) * 1000)
+        elif op == "close":
+            client.text_document_did_close(
+                types.DidCloseTextDocumentParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri(root, step["path"]))
+                )
+            )
+            results.append(None)
+        elif op == "sync":
+            await client.text_document_code_lens_async(
+                types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri(root, "vx.toml")))
+            )
+            results.append(json.loads(json.dumps(diagnostics)))
+        elif op == "complete":
+            doc, pos = at(step)
+            got = await client.text_document_completion_async(
+                types.CompletionParams(text_document=doc, position=pos)
+            )
+            results.append(plain(got))
+        elif op == "hover":
+            doc, pos = at(step)
+            got = await client.text_document_hover_async(types.HoverParams(text_document=doc, position=pos))
+            results.append(plain(got))
+        elif op == "definition":
+            doc, pos = at(step)
+            got = await client.text_document_definition_async(
+                types.DefinitionParams(text_document=doc, position=pos)
+            )
+            results.append(plain(got))
+        elif op == "lens":
+            got = await client.text_document_code_lens_async(
+                types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri(root, step["path"])))
+            )
+            results.append(plain(got))
+        elif op == "execute":
+            got = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command=step["command"], arguments=step["arguments"])
+            )
+            results.append(plain(got))
+        elif op == "message":
+            deadline = time.monotonic() + step.get("timeout", 30)
+            found = None
+            while found is None:
+                found = next(
+                    (m for m in messages if m["kind"] == "show" and step["contains"] in m["message"]),
+                    None,
+                )
+                if found is None:
+                    message_seen.clear()
+                    await asyncio.wait_for(message_seen.wait(), max(0.01, deadline - time.monotonic()))
+            results.append(found)
+        else:
+            raise SystemExit(f"unknown step {op}")
+
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    print(json.dumps({"results": results, "messages": messages}))
+
+
+asyncio.run(main())

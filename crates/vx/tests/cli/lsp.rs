@@ -1,0 +1,374 @@
+//! `vx lsp` driven by a real Language Server Protocol client (pygls's LanguageClient, from
+//! PyPI, over stdio as an editor starts it) on real workspaces: diagnostics that are what `vx`
+//! prints, completion, hover, go-to-definition, CodeLens and its commands.
+
+use serde_json::{json, Value};
+use vx_test_support::editor::lsp_session;
+use vx_test_support::fixture::Fixture;
+
+use crate::vx_bin;
+
+/// Projects `@acme/lib` (build) and `app` (build after `^build`, lint), and a workspace
+/// template `test`.
+fn workspace() -> Fixture {
+    let f = Fixture::new(vx_bin());
+    f.write(".gitignore", ".vx/\n");
+    f.write(
+        "vx.toml",
+        "[workspace]\nmembers = [\"packages/*\"]\n\n[workspace.tasks.test]\ncommand = \"echo test\"\n",
+    );
+    f.write("packages/lib/package.json", r#"{ "name": "@acme/lib" }"#);
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"echo built lib\"\n",
+    );
+    f.write(
+        "packages/app/package.json",
+        r#"{ "name": "app", "dependencies": { "@acme/lib": "workspace:*" } }"#,
+    );
+    f.write("packages/app/vx.toml", APP);
+    f.commit();
+    f
+}
+
+const APP: &str = "[tasks.build]\ncommand = \"echo built app\"\ndepends-on = [\"^build\"]\n\n[tasks.lint]\ncommand = \"echo lint\"\n";
+
+/// What `vx run build lint --all --dry` prints on stderr, as (file, line, column, message and
+/// hints) rows: the diagnostics the language server must publish.
+fn vx_said(f: &Fixture) -> Vec<(String, u64, u64, String)> {
+    let out = f.vx(&["run", "build", "lint", "--all", "--dry"]);
+    let mut rows: Vec<(String, u64, u64, String)> = Vec::new();
+    for line in out.stderr.lines() {
+        if let Some(rest) = line.strip_prefix("error: ") {
+            let mut parts = rest.splitn(4, ':');
+            let (file, l, c, message) = (
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+            );
+            rows.push((
+                file.to_string(),
+                l.parse().unwrap(),
+                c.parse().unwrap(),
+                message.trim_start().to_string(),
+            ));
+        } else if let Some(hint) = line.trim_start().strip_prefix("hint: ") {
+            rows.last_mut()
+                .unwrap()
+                .3
+                .push_str(&format!("\nhint: {hint}"));
+        }
+    }
+    rows.sort();
+    rows
+}
+
+/// The diagnostics of a `sync` result in the same rows (positions from 1, as vx prints them).
+fn published(sync: &Value) -> Vec<(String, u64, u64, String)> {
+    let mut rows = Vec::new();
+    for (file, list) in sync.as_object().unwrap() {
+        for d in list.as_array().unwrap() {
+            assert_eq!(d["source"], "vx");
+            rows.push((
+                file.clone(),
+                d["line"].as_u64().unwrap() + 1,
+                d["character"].as_u64().unwrap() + 1,
+                d["message"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    rows.sort();
+    rows
+}
+
+#[test]
+fn diagnostics_are_the_errors_vx_prints_for_every_file_at_once_and_follow_typing() {
+    let f = workspace();
+    // Two broken files, neither open in the editor.
+    f.write(
+        "packages/lib/package.json",
+        "{ \"name\": \"@acme/lib\", }\n",
+    );
+    f.write(
+        "packages/app/vx.toml",
+        &APP.replace("command = \"echo lint\"", "comand = \"echo lint\""),
+    );
+    let on_disk = vx_said(&f);
+    assert_eq!(on_disk.len(), 2, "{on_disk:?}");
+    assert!(
+        on_disk[0].3.contains("did you mean `command`"),
+        "{on_disk:?}"
+    );
+
+    let fixed_app = APP.replace("\"^build\"]", "\"^build\", \"@acme/lib#nope\", \"lnit\"]");
+    let fixed_lib = "{ \"name\": \"@acme/lib\" }\n";
+    let Some(session) = lsp_session(
+        std::path::Path::new(vx_bin()),
+        f.root(),
+        &json!([
+            {"op": "open", "path": "vx.toml"},
+            {"op": "sync"},
+            // Typed, not saved: the package.json fixed, the vx.toml given two bad entries.
+            {"op": "open", "path": "packages/lib/package.json"},
+            {"op": "change", "path": "packages/lib/package.json", "text": fixed_lib},
+            {"op": "open", "path": "packages/app/vx.toml"},
+            {"op": "change", "path": "packages/app/vx.toml", "text": fixed_app},
+            {"op": "sync"},
+            {"op": "change", "path": "packages/app/vx.toml", "text": APP},
+            {"op": "sync"},
+        ]),
+    ) else {
+        return;
+    };
+    let results = &session["results"];
+    assert_eq!(published(&results[1]), on_disk, "{session}");
+
+    // The unsaved texts, written to disk, make vx print what the server published.
+    f.write("packages/lib/package.json", fixed_lib);
+    f.write("packages/app/vx.toml", &fixed_app);
+    let typed = vx_said(&f);
+    assert_eq!(typed.len(), 2, "{typed:?}");
+    assert!(
+        typed.iter().any(|r| r.3.contains("`@acme/lib#nope`")),
+        "{typed:?}"
+    );
+    assert_eq!(published(&results[6]), typed, "{session}");
+    // The lib's diagnostics were cleared (published empty), the app's are gone once fixed.
+    assert_eq!(
+        results[6]["packages/lib/package.json"],
+        json!([]),
+        "{session}"
+    );
+    assert_eq!(published(&results[8]), Vec::new(), "{session}");
+    // A diagnostic covers its token: the entry `"lnit"` whole.
+    let app = results[6]["packages/app/vx.toml"].as_array().unwrap();
+    let lnit = app
+        .iter()
+        .find(|d| d["message"].as_str().unwrap().contains("`lnit`"))
+        .unwrap();
+    assert_eq!(
+        lnit["end"].as_u64().unwrap() - lnit["character"].as_u64().unwrap(),
+        "\"lnit\"".len() as u64
+    );
+}
+
+/// The labels of a completion result, and the text each would insert.
+fn completions(result: &Value) -> Vec<(String, String)> {
+    result
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["label"].as_str().unwrap().to_string(),
+                i["textEdit"]["newText"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn completion_offers_keys_task_ids_project_names_and_allowed_values() {
+    let f = workspace();
+    let typing = "deps = [\"\"]\n\n[tasks.build]\ncommand = \"echo built app\"\ndepends-on = [\"^build\", \"\", ]\ncomm\n";
+    let Some(session) = lsp_session(
+        std::path::Path::new(vx_bin()),
+        f.root(),
+        &json!([
+            {"op": "open", "path": "packages/app/vx.toml"},
+            {"op": "change", "path": "packages/app/vx.toml", "text": typing},
+            // Inside the empty string of `depends-on`, then after its last comma, unquoted.
+            {"op": "complete", "path": "packages/app/vx.toml", "line": 4, "character": 25},
+            {"op": "complete", "path": "packages/app/vx.toml", "line": 4, "character": 28},
+            // A key being typed in the task table.
+            {"op": "complete", "path": "packages/app/vx.toml", "line": 5, "character": 4},
+            // `deps`: project names.
+            {"op": "complete", "path": "packages/app/vx.toml", "line": 0, "character": 9},
+            {"op": "open", "path": "vx.toml"},
+            {"op": "change", "path": "vx.toml", "text": "[workspace]\nmembers = [\"packages/*\"]\nui = \n"},
+            {"op": "complete", "path": "vx.toml", "line": 2, "character": 5},
+            {"op": "complete", "path": "vx.toml", "line": 2, "character": 0},
+        ]),
+    ) else {
+        return;
+    };
+    let r = &session["results"];
+    let ids = completions(&r[2]);
+    for want in [
+        "^build",
+        "^lint",
+        "build",
+        "lint",
+        "@acme/lib#build",
+        "app#lint",
+    ] {
+        assert!(
+            ids.iter().any(|(l, t)| l == want && t == want),
+            "{want}: {ids:?}"
+        );
+    }
+    // The scoped project matches as its unscoped name is typed (`lib#b…`).
+    let scoped = r[2]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["label"] == "@acme/lib#build")
+        .unwrap();
+    assert_eq!(scoped["filterText"], "lib#build");
+    // Outside a string the entry comes quoted.
+    let bare = completions(&r[3]);
+    assert!(
+        bare.iter().any(|(l, t)| l == "^build" && t == "\"^build\""),
+        "{bare:?}"
+    );
+    // Keys of a task table, with the schema's description.
+    let keys = r[4].as_array().unwrap();
+    let command = keys
+        .iter()
+        .find(|i| i["label"] == "command")
+        .expect("command");
+    assert!(
+        command["documentation"]["value"]
+            .as_str()
+            .unwrap()
+            .contains("sh -c"),
+        "{command}"
+    );
+    assert!(keys.iter().any(|i| i["label"] == "cache"));
+    assert!(!keys.iter().any(|i| i["label"] == "members"), "{keys:?}");
+    let projects = completions(&r[5]);
+    assert!(
+        projects.contains(&("@acme/lib".to_string(), "@acme/lib".to_string())),
+        "{projects:?}"
+    );
+    // The root: an enum's values, and `[workspace]`'s keys.
+    let values = completions(&r[8]);
+    assert_eq!(
+        values,
+        vec![
+            ("plain".to_string(), "\"plain\"".to_string()),
+            ("tui".to_string(), "\"tui\"".to_string())
+        ]
+    );
+    let workspace_keys = completions(&r[9]);
+    assert!(
+        workspace_keys.iter().any(|(l, _)| l == "cache-dir"),
+        "{workspace_keys:?}"
+    );
+}
+
+#[test]
+fn hover_shows_the_resolved_task_and_its_last_result_and_definition_jumps_to_it() {
+    let f = workspace();
+    assert_eq!(f.vx(&["run", "build", "--all"]).code, 0);
+    let Some(session) = lsp_session(
+        std::path::Path::new(vx_bin()),
+        f.root(),
+        &json!([
+            {"op": "open", "path": "packages/app/vx.toml"},
+            {"op": "hover", "path": "packages/app/vx.toml", "line": 0, "character": 9},
+            {"op": "hover", "path": "packages/app/vx.toml", "line": 2, "character": 17},
+            {"op": "definition", "path": "packages/app/vx.toml", "line": 2, "character": 17},
+            {"op": "hover", "path": "packages/app/vx.toml", "line": 1, "character": 2},
+        ]),
+    ) else {
+        return;
+    };
+    let r = &session["results"];
+    let header = r[1]["contents"]["value"].as_str().unwrap();
+    // `vx show app#build`'s text, whole, then the last run.
+    let shown = f.vx(&["show", "app#build"]).stdout;
+    assert!(header.contains(&shown), "{header}\n---\n{shown}");
+    assert!(header.contains("**Last run** ("), "{header}");
+    assert!(header.contains("): success, "), "{header}");
+    let entry = r[2]["contents"]["value"].as_str().unwrap();
+    assert!(
+        entry.starts_with("`^build` runs after `@acme/lib#build`"),
+        "{entry}"
+    );
+    assert!(
+        entry.contains("@acme/lib#build  (packages/lib/vx.toml:1)"),
+        "{entry}"
+    );
+    let target = &r[3].as_array().unwrap()[0];
+    assert!(
+        target["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("/packages/lib/vx.toml"),
+        "{target}"
+    );
+    // The task name in its header, `[tasks.build]`.
+    assert_eq!(target["range"]["start"], json!({"line": 0, "character": 7}));
+    assert_eq!(target["range"]["end"], json!({"line": 0, "character": 12}));
+    let key = r[4]["contents"]["value"].as_str().unwrap();
+    assert!(key.starts_with("`tasks.build.command`: "), "{key}");
+}
+
+#[test]
+fn code_lenses_run_explain_and_show_the_last_result_of_a_task() {
+    let f = workspace();
+    let Some(session) = lsp_session(
+        std::path::Path::new(vx_bin()),
+        f.root(),
+        &json!([
+            {"op": "open", "path": "packages/app/vx.toml"},
+            {"op": "lens", "path": "packages/app/vx.toml"},
+            {"op": "execute", "command": "vx.run", "arguments": ["app#build"]},
+            {"op": "message", "contains": "vx run app#build: exit"},
+            {"op": "execute", "command": "vx.last", "arguments": ["app#build"]},
+            {"op": "execute", "command": "vx.why", "arguments": ["app#build"]},
+        ]),
+    ) else {
+        return;
+    };
+    let r = &session["results"];
+    let lenses: Vec<(u64, String, String)> = r[1]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["range"]["start"]["line"].as_u64().unwrap(),
+                l["command"]["title"].as_str().unwrap().to_string(),
+                l["command"]["arguments"][0].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(u64, String, String)> = [(0, "app#build"), (4, "app#lint")]
+        .iter()
+        .flat_map(|(line, id)| {
+            ["run", "why", "last"]
+                .iter()
+                .map(move |t| (*line, t.to_string(), id.to_string()))
+        })
+        .collect();
+    assert_eq!(lenses, want);
+    assert_eq!(r[3]["type"], 3, "an info message: {}", r[3]);
+    assert!(r[3]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("vx run app#build: exit 0"));
+    // The run happened, lib's build before it, and history has it.
+    let log = session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["kind"] == "log")
+        .unwrap();
+    let log = log["message"].as_str().unwrap();
+    assert!(log.starts_with("$ vx run app#build\n"), "{log}");
+    assert!(
+        log.contains("built app") && log.contains("2 success"),
+        "{log}"
+    );
+    let last = r[4].as_str().unwrap();
+    assert!(
+        last.starts_with("app#build (") && last.contains("): success, no-cache"),
+        "{last}"
+    );
+    let why = r[5].as_str().unwrap();
+    assert!(why.starts_with("app#build"), "{why}");
+    assert_eq!(why, f.vx(&["why", "app#build"]).stdout.as_str());
+}
