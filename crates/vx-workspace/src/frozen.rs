@@ -563,7 +563,7 @@ pub fn drift(root: &Path, lock: &Lock) -> Result<Option<Vec<Drift>>, LoadError> 
 /// INIT-5: the workspace from `vx.lock`, once the lock is found fresh.
 pub(crate) fn load_frozen(root: &Path) -> Result<Workspace, LoadError> {
     let mut errors = Vec::new();
-    let rooted = read_root(root, None, &mut errors)?;
+    let rooted = read_root(root, None, None, &mut errors)?;
     if !errors.is_empty() {
         return Err(LoadError::Config(
             vx_core::Diagnostics(errors).into_sorted(),
@@ -721,7 +721,7 @@ mod tests {
             "[tasks.build]\ncommand = \"b\"\ndepends-on = [\"^build\", \"lib#test\"]\n",
         );
         write(&root, "packages/peer/package.json", r#"{ "name": "peer" }"#);
-        let full = crate::load::load_workspace(&root, None).unwrap();
+        let full = crate::load::load_workspace(&root, None, None).unwrap();
         let lock = lock(&full).unwrap();
         std::fs::write(root.join(LOCK_FILE), lock.text()).unwrap();
         let frozen = load_frozen(&root).unwrap();

@@ -54,6 +54,7 @@ use std::path::{Path, PathBuf};
 pub use error::LoadError;
 pub use frozen::{drift, lock, lock_state, Drift, Lock, LockState, LOCK_FILE, LOCK_VERSION};
 pub use jsonc::{read_jsonc, JsonValue, JsonValueKind};
+pub use load::Parsed;
 pub use packages::{package_workspace, read_package_json, PackageJson, PackageWorkspace};
 pub use task_config::task_name_problem;
 pub use tree::{Tree, TreeError, TreeOptions};
@@ -66,7 +67,7 @@ use vx_core::{Diagnostic, Diagnostics, Workspace};
 pub fn discover(cwd: &Path) -> Result<Workspace, LoadError> {
     let cwd = disk::canonical(cwd)?;
     let found = root::find_root(&cwd)?;
-    load::load_workspace(&found.dir, None)
+    load::load_workspace(&found.dir, None, None)
 }
 
 /// The workspace at `root` as it would load with these `vx.toml` and `package.json` texts (by
@@ -77,7 +78,18 @@ pub fn load_planned(
     planned: &std::collections::BTreeMap<String, String>,
 ) -> Result<Workspace, LoadError> {
     let root = disk::canonical(root)?;
-    load::load_workspace(&root, Some(planned))
+    load::load_workspace(&root, Some(planned), None)
+}
+
+/// [`load_planned`] that parses again only the files whose text changed since an earlier load
+/// with the same `parsed` (`vx lsp` loads after every edit).
+pub fn load_planned_with(
+    root: &Path,
+    planned: &std::collections::BTreeMap<String, String>,
+    parsed: &Parsed,
+) -> Result<Workspace, LoadError> {
+    let root = disk::canonical(root)?;
+    load::load_workspace(&root, Some(planned), Some(parsed))
 }
 
 /// [`discover`] for `vx run --frozen` (INIT-5): projects, edges and tasks from `vx.lock` once

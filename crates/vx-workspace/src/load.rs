@@ -7,8 +7,9 @@
 //! errors still contributes what could be read, so later checks (names, edges) see the whole
 //! workspace and report their own problems too.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Mutex;
 
 use vx_core::config::{ProjectConfig, TaskConfig, WorkspaceConfig, CONFIG_FILE};
 use vx_core::{Diagnostic, Diagnostics, Location, Project, Spanned, Workspace, ROOT_PROJECT};
@@ -55,12 +56,61 @@ pub(crate) struct Rooted {
 /// for `vx lsp`).
 pub(crate) type Planned<'a> = Option<&'a BTreeMap<String, String>>;
 
+/// Files parsed by earlier loads, by root-relative path, each with the text it was parsed
+/// from: `vx lsp` loads the workspace again after every edit, and a file whose text did not
+/// change is not parsed again (what its parse gave, problems included, is cloned).
+#[derive(Default)]
+pub struct Parsed {
+    configs: Mutex<HashMap<String, (String, LoadedConfig)>>,
+    manifests: Mutex<HashMap<String, (String, Result<Manifest, Vec<Diagnostic>>)>>,
+    parses: std::sync::atomic::AtomicUsize,
+}
+
+impl Parsed {
+    /// How many files were parsed through this memo (not served from it).
+    pub fn parses(&self) -> usize {
+        self.parses.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn config(&self, rel: &str, text: String, is_root: bool) -> LoadedConfig {
+        if let Some((seen, loaded)) = lock(&self.configs).get(rel) {
+            if *seen == text {
+                return loaded.clone();
+            }
+        }
+        // Parsed outside the lock: the members are read on several threads.
+        let loaded = load_config(&text, rel, is_root);
+        self.parses
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.configs).insert(rel.to_string(), (text, loaded.clone()));
+        loaded
+    }
+
+    fn manifest(&self, rel: &str, text: String) -> Result<Manifest, Vec<Diagnostic>> {
+        if let Some((seen, parsed)) = lock(&self.manifests).get(rel) {
+            if *seen == text {
+                return parsed.clone();
+            }
+        }
+        let parsed = parse_manifest(&text, rel);
+        self.parses
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.manifests).insert(rel.to_string(), (text, parsed.clone()));
+        parsed
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 pub(crate) fn read_root(
     root: &Path,
     planned: Planned<'_>,
+    parsed: Option<&Parsed>,
     errors: &mut Vec<Diagnostic>,
 ) -> Result<Rooted, LoadError> {
-    let root_files = read_files(root, "", true, planned, errors)?;
+    let root_files = read_files(root, "", true, planned, parsed, errors)?;
     let settings = root_files
         .config
         .as_ref()
@@ -89,7 +139,11 @@ pub(crate) fn read_root(
     })
 }
 
-pub(crate) fn load_workspace(root: &Path, planned: Planned<'_>) -> Result<Workspace, LoadError> {
+pub(crate) fn load_workspace(
+    root: &Path,
+    planned: Planned<'_>,
+    parsed: Option<&Parsed>,
+) -> Result<Workspace, LoadError> {
     let mut errors = Vec::new();
     let Rooted {
         root_files,
@@ -98,13 +152,13 @@ pub(crate) fn load_workspace(root: &Path, planned: Planned<'_>) -> Result<Worksp
         dirs,
         discovered_from,
         warnings,
-    } = read_root(root, planned, &mut errors)?;
+    } = read_root(root, planned, parsed, &mut errors)?;
     // Read and parsed on several threads (most of a warm run's loading); the results, their
     // problems and the first hard error are taken in member order, as one thread would.
     let mut named = Vec::with_capacity(dirs.len() + 1);
     let read = crate::par::map(&dirs, |dir| {
         let mut problems = Vec::new();
-        let files = read_files(&root.join(dir), dir, false, planned, &mut problems);
+        let files = read_files(&root.join(dir), dir, false, planned, parsed, &mut problems);
         (files, problems)
     });
     for (files, mut problems) in read {
@@ -306,6 +360,7 @@ fn read_files(
     dir: &str,
     is_root: bool,
     planned: Planned<'_>,
+    parsed: Option<&Parsed>,
     errors: &mut Vec<Diagnostic>,
 ) -> Result<Files, LoadError> {
     let config_rel = file_path(dir, CONFIG_FILE);
@@ -314,7 +369,10 @@ fn read_files(
         None => read_text(&abs.join(CONFIG_FILE), &config_rel, errors)?,
     };
     let config = text.map(|text| {
-        let mut loaded = load_config(&text, &config_rel, is_root);
+        let mut loaded = match parsed {
+            Some(parsed) => parsed.config(&config_rel, text, is_root),
+            None => load_config(&text, &config_rel, is_root),
+        };
         errors.append(&mut loaded.errors);
         loaded
     });
@@ -324,7 +382,11 @@ fn read_files(
         None => read_text(&abs.join("package.json"), &manifest_rel, errors)?,
     };
     let has_package_json = manifest_text.is_some();
-    let manifest = manifest_text.and_then(|text| match parse_manifest(&text, &manifest_rel) {
+    let manifest = manifest_text.map(|text| match parsed {
+        Some(parsed) => parsed.manifest(&manifest_rel, text),
+        None => parse_manifest(&text, &manifest_rel),
+    });
+    let manifest = manifest.and_then(|parsed| match parsed {
         Ok(manifest) => Some(manifest),
         Err(mut problems) => {
             errors.append(&mut problems);

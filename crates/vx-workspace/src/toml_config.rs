@@ -64,6 +64,7 @@ const REMOTE_EXECUTION_KEYS: [&str; 6] = [
 ];
 
 /// One `vx.toml`, walked.
+#[derive(Clone)]
 pub(crate) struct LoadedConfig {
     pub(crate) config: ConfigFile,
     /// Whether the file has a `tasks` table, even an empty one: that makes the root a

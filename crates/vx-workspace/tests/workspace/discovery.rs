@@ -287,3 +287,47 @@ fn many_projects_are_discovered_quickly() {
     assert_eq!(workspace.projects.len(), 2000);
     assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
 }
+
+/// `vx lsp`'s loads: texts in place of files, and only changed files parsed again, with the
+/// same workspace and the same problems as a load from scratch.
+#[test]
+fn a_load_with_a_memo_parses_only_what_changed_and_gives_what_a_fresh_load_gives() {
+    use std::collections::BTreeMap;
+    let f = Fixture::new();
+    f.file("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n")
+        .file("packages/a/vx.toml", TASK)
+        .file("packages/b/vx.toml", TASK)
+        .package("packages/b", "b", "1.0.0", "");
+    let parsed = vx_workspace::Parsed::default();
+    let first = vx_workspace::load_planned_with(&f.root(), &BTreeMap::new(), &parsed).unwrap();
+    // Three vx.toml files and one package.json.
+    assert_eq!(parsed.parses(), 4);
+    assert_eq!(projects(&first), projects(&f.workspace("")));
+
+    // The same texts again: nothing parsed.
+    let again = vx_workspace::load_planned_with(&f.root(), &BTreeMap::new(), &parsed).unwrap();
+    assert_eq!(parsed.parses(), 4);
+    assert_eq!(
+        format!("{:?}", again.projects),
+        format!("{:?}", first.projects)
+    );
+
+    // An unsaved text with a typo: that file alone is parsed, and its problem is the one a
+    // fresh load of the same text reports.
+    let typo = "[tasks.build]\ncomand = \"true\"\n";
+    let planned = BTreeMap::from([("packages/a/vx.toml".to_string(), typo.to_string())]);
+    let Err(LoadError::Config(memo)) =
+        vx_workspace::load_planned_with(&f.root(), &planned, &parsed)
+    else {
+        panic!("the typo is an error");
+    };
+    assert_eq!(parsed.parses(), 5);
+    let Err(LoadError::Config(fresh)) = vx_workspace::load_planned(&f.root(), &planned) else {
+        panic!("the typo is an error");
+    };
+    assert_eq!(
+        crate::fixture::render(&memo),
+        crate::fixture::render(&fresh)
+    );
+    assert!(crate::fixture::render(&memo).contains("packages/a/vx.toml:2:1"));
+}

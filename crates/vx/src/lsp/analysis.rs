@@ -29,9 +29,14 @@ pub struct Loaded {
     pub table: Option<TaskTable>,
 }
 
-/// Loads the workspace at `root` with `overlay` (root-relative path → text) in place of files.
-pub fn analyse(root: &Path, overlay: &BTreeMap<String, String>) -> Analysis {
-    let workspace = match vx_workspace::load_planned(root, overlay) {
+/// Loads the workspace at `root` with `overlay` (root-relative path → text) in place of files;
+/// `parsed` keeps what earlier analyses parsed, so that only changed files are parsed again.
+pub fn analyse(
+    root: &Path,
+    overlay: &BTreeMap<String, String>,
+    parsed: &vx_workspace::Parsed,
+) -> Analysis {
+    let workspace = match vx_workspace::load_planned_with(root, overlay, parsed) {
         Ok(workspace) => workspace,
         Err(e) => {
             return Analysis {

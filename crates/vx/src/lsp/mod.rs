@@ -58,6 +58,7 @@ pub fn serve(cwd: &Path) -> Result<i32, Failure> {
         root: analysis::root_of(&start),
         docs: BTreeMap::new(),
         loaded: None,
+        parsed: vx_workspace::Parsed::default(),
         published: BTreeSet::new(),
         dirty: true,
         next_request: 0,
@@ -114,6 +115,8 @@ pub(crate) struct Server<'c> {
     docs: BTreeMap<PathBuf, String>,
     /// The last workspace that loaded.
     loaded: Option<Loaded>,
+    /// What earlier analyses parsed, by file and text.
+    parsed: vx_workspace::Parsed,
     /// Files whose diagnostics were published non-empty.
     published: BTreeSet<PathBuf>,
     dirty: bool,
@@ -293,7 +296,8 @@ impl Server<'_> {
         let Some(root) = self.root.clone() else {
             return;
         };
-        let Analysis { said, loaded } = analysis::analyse(&root, &self.overlay(&root));
+        let Analysis { said, loaded } =
+            analysis::analyse(&root, &self.overlay(&root), &self.parsed);
         if loaded.is_some() {
             self.loaded = loaded;
         }
