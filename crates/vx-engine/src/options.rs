@@ -90,6 +90,9 @@ pub struct RunOptions {
     /// `--report junit=PATH`: a JUnit XML report of the run, at this path (relative to the
     /// current directory; UI-17).
     pub report_junit: Option<String>,
+    /// `--events=PATH`: the run's events as NDJSON, written by the binary's reporter (relative
+    /// to the current directory).
+    pub events: Option<std::path::PathBuf>,
     pub forwarded: Vec<String>,
     pub cache: CachePolicy,
     /// `--retry`: extra attempts for tasks without `retries` (EXEC-15).
@@ -200,6 +203,7 @@ impl Default for RunOptions {
             plan: None,
             exit_code: false,
             report_junit: None,
+            events: None,
             forwarded: Vec::new(),
             cache: CachePolicy::default(),
             retry: None,

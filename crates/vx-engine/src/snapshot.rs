@@ -61,6 +61,7 @@
 //! not a file — the environment, the arguments, the cache's entries — is in the request or
 //! checked against the index. Not replayed at all: `--dry`, `--graph`, `--affected` and
 //! changed-since filters (git history is not a file vx stats), `--summarize`, `--profile`,
+//! `--events`,
 //! OpenTelemetry export, `vx watch`, a remote cache or remote execution, tasks with runtime
 //! probes, nested repositories and submodules, and `VX_SNAPSHOT=0`.
 
@@ -172,6 +173,7 @@ fn replayable(options: &RunOptions, env: &BTreeMap<String, String>) -> bool {
     !off && !exporting
         && !job_summary
         && options.report_junit.is_none()
+        && options.events.is_none()
         && options.plan.is_none()
         && options.affected.is_none()
         && options.filters.iter().all(|f| f.changed_since().is_none())

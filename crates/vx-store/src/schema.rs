@@ -14,7 +14,7 @@
 //! | `key_inputs` | (`key`, `kind`, `name`) | `digest`, `recorded_at` (HIST-2) | key derivation |
 //! | `file_stamps` | (`workspace`, `path`) | `device`, `inode`, `mtime_ns`, `ctime_ns`, `size`, `mode`, `blob_id`, `seen_at` (KEY-11) | end of run |
 //! | `invocations` | `run_id` | `argv` (JSON array), `started_at`, `ended_at`, `exit_code`, `task_count`, `counts` (JSON object: status and cache kind → count), `commit`, `branch`, `dirty`, `ci_provider`, `os`, `arch`, `vx_version`, `concurrency`, `cache_policy` (HIST-1), `replay_of`? (a replayed run: the run whose task rows it repeats) | end of run |
-//! | `runs` | `id` (autoincrement) | `run_id` → `invocations` ON DELETE CASCADE, `project`, `task`, `key`?, `status`, `cache`, `placement`, `exit_code`?, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `start_offset_ms`, `end_offset_ms`, `attempts`, `timed_out`, `not_ready` (0, or why a persistent task never became ready: 1 exited, 2 timed out, 3 no shell, 4 unneeded), `blocked_by`?, `sandbox_violations`, `admission_held_ms`, `saved`, `unsaved_reason`? (HIST-1), `prev_id`? (the task's previous row), `restore_reason`? (a restored hit: the output that was missing or changed) | end of run |
+//! | `runs` | `id` (autoincrement) | `run_id` → `invocations` ON DELETE CASCADE, `project`, `task`, `key`?, `status`, `cache`, `placement`, `exit_code`?, `duration_ms`, `cpu_ms`?, `peak_rss_bytes`?, `start_offset_ms`, `end_offset_ms`, `attempts`, `timed_out`, `not_ready` (0, or why a persistent task never became ready: 1 exited, 2 timed out, 3 no shell, 4 unneeded), `blocked_by`?, `sandbox_violations`, `admission_held_ms`, `saved`, `unsaved_reason`? (HIST-1), `prev_id`? (the task's previous row), `restore_reason`? (a restored hit: the output that was missing or changed), `output_tail`? (a failed task's last lines of output) | end of run |
 //! | `task_latest` | (`project`, `task`) | `last_id`: the task's newest `runs` row | end of run |
 //! | `passed_keys` | (`project`, `task`, `key`) | `first_id`: the first `success` row with that key (EXEC-16) | end of run |
 //! | `task_recent` | (`project`, `task`) | `durations`, `peaks`: JSON arrays of the milliseconds of the task's last 20 executed successes and the bytes of its last 20 recorded peaks (SCHED-2, SCHED-4; `index/recent.rs`) | end of run |
@@ -50,6 +50,10 @@
 //! 6 index is upgraded in place ([`upgrade`]), keeping its entries and history (entries of the
 //! older key format keep no digest; no key of this format names them).
 //!
+//! Version 8 adds `runs.output_tail`: the last lines of a failed task's output, so that `vx
+//! last` (and `vx mcp`'s `last`) show why it failed without running it again. A version 4 to 7
+//! index is upgraded in place.
+//!
 //! An index with an older `user_version` (or `0` with tables in it) is rebuilt by a writing
 //! open: every table is dropped and recreated in one `BEGIN IMMEDIATE` transaction (artifacts are
 //! re-adopted on demand, STORE-8). A newer version is never touched.
@@ -57,7 +61,7 @@
 use rusqlite::Transaction;
 
 /// The schema version this vx reads and writes.
-pub(crate) const VERSION: u32 = 7;
+pub(crate) const VERSION: u32 = 8;
 
 /// `meta.key_format`.
 pub(crate) const KEY_FORMAT: &str = "vx-key-4";
@@ -174,7 +178,8 @@ CREATE TABLE runs (
     saved              INTEGER NOT NULL DEFAULT 0,
     unsaved_reason     TEXT,
     prev_id            INTEGER,
-    restore_reason     TEXT
+    restore_reason     TEXT,
+    output_tail        TEXT
 );
 CREATE INDEX runs_by_run ON runs (run_id);
 CREATE INDEX runs_failed ON runs (project, task, key, id) WHERE status = 'failed';
@@ -215,7 +220,7 @@ CREATE TRIGGER entries_resaved AFTER UPDATE OF size_bytes, created_at ON entries
 END;
 ";
 
-/// Version 4, 5 or 6 → 7 in place: columns, triggers and an index more, nothing lost.
+/// Version 4, 5, 6 or 7 → 8 in place: columns, triggers and an index more, nothing lost.
 pub(crate) fn upgrade(tx: &Transaction<'_>, found: u32) -> rusqlite::Result<()> {
     if found == 4 {
         tx.execute_batch("ALTER TABLE runs ADD COLUMN restore_reason TEXT")?;
@@ -224,10 +229,13 @@ pub(crate) fn upgrade(tx: &Transaction<'_>, found: u32) -> rusqlite::Result<()> 
         tx.execute_batch("ALTER TABLE invocations ADD COLUMN replay_of TEXT")?;
         tx.execute_batch(GENERATION)?;
     }
-    tx.execute_batch(
-        "ALTER TABLE entries ADD COLUMN produced TEXT;
-         CREATE INDEX entries_by_task ON entries (project, task, created_at);",
-    )?;
+    if found < 7 {
+        tx.execute_batch(
+            "ALTER TABLE entries ADD COLUMN produced TEXT;
+             CREATE INDEX entries_by_task ON entries (project, task, created_at);",
+        )?;
+    }
+    tx.execute_batch("ALTER TABLE runs ADD COLUMN output_tail TEXT")?;
     tx.pragma_update(None, "user_version", VERSION)?;
     Ok(())
 }
@@ -272,6 +280,7 @@ mod tests {
              DELETE FROM meta WHERE name = 'generation';
              ALTER TABLE invocations DROP COLUMN replay_of;
              DROP INDEX entries_by_task; ALTER TABLE entries DROP COLUMN produced;
+             ALTER TABLE runs DROP COLUMN output_tail;
              PRAGMA user_version = 5;
              INSERT INTO entries (key, project, task, size_bytes, created_at, accessed_at)
                  VALUES ('k', 'p', 't', 1, 2, 3);",

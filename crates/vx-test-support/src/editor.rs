@@ -1,6 +1,7 @@
-//! Real editor-side clients for `vx lsp` (and `vx mcp`): `lsp_client.py`, pygls's
-//! LanguageClient, run with the Python of the virtualenv `scripts/test` installs into
-//! `.test-tools/clientvenv` (or where `VX_TEST_CLIENT_VENV` points), with `pygls` pinned.
+//! Real clients for `vx lsp` and `vx mcp`: `lsp_client.py` (pygls's LanguageClient) and
+//! `mcp_client.py` (the official MCP Python SDK's client), run with the Python of the
+//! virtualenv `scripts/test` installs into `.test-tools/clientvenv` (or where
+//! `VX_TEST_CLIENT_VENV` points), with the packages pinned.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 /// The pinned client packages, as scripts/test installs them.
-pub const CLIENT_PACKAGES: &str = "pygls==2.1.1 lsprotocol==2025.0.0";
+pub const CLIENT_PACKAGES: &str = "pygls==2.1.1 lsprotocol==2025.0.0 mcp==2.3.0";
 
 pub fn client_venv_dir() -> PathBuf {
     match std::env::var_os("VX_TEST_CLIENT_VENV") {
@@ -42,26 +43,45 @@ pub fn client_python(module: &str) -> Option<PathBuf> {
 /// `{"results": [...], "messages": [...]}`, or `None` when the client is not installed.
 pub fn lsp_session(vx: &Path, root: &Path, steps: &Value) -> Option<Value> {
     let python = client_python("pygls")?;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lsp_client.py");
+    session(python, "src/lsp_client.py", vx, root, &[], steps)
+}
+
+/// Runs `steps` (see `mcp_client.py`) against `vx mcp ARGS` started in `dir` by the official
+/// MCP client: `{"results": [...]}`, or `None` when the client is not installed.
+pub fn mcp_session(vx: &Path, dir: &Path, args: &[&str], steps: &Value) -> Option<Value> {
+    let python = client_python("mcp.client.client")?;
+    session(python, "src/mcp_client.py", vx, dir, args, steps)
+}
+
+fn session(
+    python: PathBuf,
+    script: &str,
+    vx: &Path,
+    dir: &Path,
+    args: &[&str],
+    steps: &Value,
+) -> Option<Value> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(script);
     let mut child = Command::new(python)
         .arg(script)
         .arg(vx)
-        .arg(root)
+        .arg(dir)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("the LSP client starts");
+        .expect("the client starts");
     child
         .stdin
         .take()
         .expect("piped")
         .write_all(steps.to_string().as_bytes())
         .expect("the steps are written");
-    let out = child.wait_with_output().expect("the LSP client ends");
+    let out = child.wait_with_output().expect("the client ends");
     assert!(
         out.status.success(),
-        "the LSP client failed: {}\n{}",
+        "the client failed: {}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );

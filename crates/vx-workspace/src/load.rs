@@ -56,13 +56,16 @@ pub(crate) struct Rooted {
 /// for `vx lsp`).
 pub(crate) type Planned<'a> = Option<&'a BTreeMap<String, String>>;
 
+/// A `package.json` as parsed, or its problems.
+type ParsedManifest = Result<Manifest, Vec<Diagnostic>>;
+
 /// Files parsed by earlier loads, by root-relative path, each with the text it was parsed
 /// from: `vx lsp` loads the workspace again after every edit, and a file whose text did not
 /// change is not parsed again (what its parse gave, problems included, is cloned).
 #[derive(Default)]
 pub struct Parsed {
     configs: Mutex<HashMap<String, (String, LoadedConfig)>>,
-    manifests: Mutex<HashMap<String, (String, Result<Manifest, Vec<Diagnostic>>)>>,
+    manifests: Mutex<HashMap<String, (String, ParsedManifest)>>,
     parses: std::sync::atomic::AtomicUsize,
 }
 

@@ -66,6 +66,12 @@ pub enum Verb {
     Report(ReportArgs),
     /// Print the JSON Schema of vx.toml.
     Schema,
+    /// Serve the Model Context Protocol on stdin and stdout, for coding agents.
+    Mcp {
+        /// Leave out the tools that run tasks (run, run_status, run_output, run_stop).
+        #[arg(long)]
+        read_only: bool,
+    },
     /// Serve the Language Server Protocol on stdin and stdout, for vx.toml in an editor.
     Lsp {
         /// Talk over stdin and stdout (the only transport; accepted because clients pass it).
@@ -135,6 +141,10 @@ pub struct RunArgs {
     /// Also write a report of the run: junit=PATH (JUnit XML, one test case per task).
     #[arg(long, value_name = "FORMAT=PATH")]
     pub report: Option<String>,
+    /// Write the run's events as it goes, one JSON object per line (tasks started, output,
+    /// finished), to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub events: Option<String>,
     /// Run the K-th of N parts of the plan (one CI runner of N); `auto` with --dry: the
     /// predicted wall for N = 1…16.
     #[arg(long, value_name = "K/N")]

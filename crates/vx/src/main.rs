@@ -11,6 +11,7 @@ mod commands;
 mod error;
 mod foreign;
 mod lsp;
+mod mcp;
 mod options;
 mod render;
 mod run;
@@ -133,6 +134,7 @@ fn real_main() -> Result<i32, Failure> {
         Some(Verb::Report(args)) => commands::report::report(&cwd, args),
         Some(Verb::Schema) => Ok(commands::schema()),
         Some(Verb::Lsp { stdio: _ }) => lsp::serve(&cwd),
+        Some(Verb::Mcp { read_only }) => mcp::serve(&cwd, read_only),
         Some(Verb::Completions { shell }) => commands::completions::completions(shell.as_deref()),
         Some(Verb::Version { extra }) => {
             if let Some(first) = extra.first() {

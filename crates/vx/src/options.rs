@@ -181,6 +181,7 @@ fn resolve_with(args: RunArgs, shard_env: bool) -> Result<RunOptions, Diagnostic
             ("--summarize", args.summarize.is_some()),
             ("--profile", args.profile.is_some()),
             ("--report", args.report.is_some()),
+            ("--events", args.events.is_some()),
         ] {
             if given && wanted {
                 return Err(Diagnostic::new(format!(
@@ -326,6 +327,10 @@ fn resolve_with(args: RunArgs, shard_env: bool) -> Result<RunOptions, Diagnostic
     Ok(RunOptions {
         exit_code: args.exit_code,
         report_junit,
+        events: args
+            .events
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from),
         shard,
         summarize: target(args.summarize.as_deref()),
         profile: target(args.profile.as_deref()),

@@ -242,8 +242,26 @@ fn run_routed(cwd: &Path, options: &RunOptions, ending: Ending<'_>) -> Result<i3
     );
     let (executor, remote) = executor(&plan, &options, &host_env, ctx.slots, &mut reporter);
     ctx.remote = remote;
+    let reporter: Box<dyn Reporter> = match &options.events {
+        Some(path) => {
+            let ids = plan.graph.nodes.iter().map(|n| n.id.clone()).collect();
+            let groups: Vec<bool> = plan
+                .graph
+                .nodes
+                .iter()
+                .map(|n| plan::is_group(&plan.workspace, &n.id))
+                .collect();
+            Box::new(crate::render::events::Events::new(
+                reporter,
+                &cwd.join(path),
+                ids,
+                &groups,
+            ))
+        }
+        None => Box::new(reporter),
+    };
     let parts = Parts {
-        reporter: Box::new(reporter),
+        reporter,
         executor,
         cache,
         recorder,

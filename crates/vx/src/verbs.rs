@@ -18,6 +18,7 @@ pub const VERBS: &[&str] = &[
     "report",
     "schema",
     "lsp",
+    "mcp",
     "completions",
     "help",
     "version",

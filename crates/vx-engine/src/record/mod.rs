@@ -31,6 +31,11 @@ use vx_store::Store;
 /// How many executed tasks' key fingerprints wait in memory before they are written.
 const FINGERPRINTS_IN_MEMORY: usize = 500;
 
+/// What history keeps of a failed task's output (`runs.output_tail`): its last lines, at most
+/// this many lines and bytes, escapes stripped.
+const TAIL_LINES: usize = 30;
+const TAIL_BYTES: usize = 8 << 10;
+
 /// See the module documentation.
 pub struct Recorder {
     /// Each task's recent executions, read when the store was opened (SCHED-2, SCHED-4).
@@ -338,6 +343,9 @@ fn history_rows(
             admission_held_ms: report.admission_held.as_millis() as u64,
             sandbox_violations: report.sandbox_violations,
             restore_reason: report.restore_reason.clone(),
+            output_tail: (report.status == Status::Failed)
+                .then(|| output_tail(&report.log))
+                .flatten(),
             ..Default::default()
         });
     }
@@ -389,6 +397,27 @@ fn own_peak_rss_kib() -> Option<i64> {
     line.trim().trim_end_matches("kB").trim().parse().ok()
 }
 
+/// The last [`TAIL_LINES`] lines of a task's output (at most [`TAIL_BYTES`]), without escapes;
+/// `None` when it printed nothing.
+fn output_tail(log: &[u8]) -> Option<String> {
+    let plain = strip_ansi_escapes::strip(log);
+    let text = String::from_utf8_lossy(&plain);
+    let trimmed = text.trim_end_matches('\n');
+    if trimmed.trim().is_empty() {
+        return None;
+    }
+    let lines: Vec<&str> = trimmed.split('\n').collect();
+    let mut out = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
+    if out.len() > TAIL_BYTES {
+        let mut cut = out.len() - TAIL_BYTES;
+        while !out.is_char_boundary(cut) {
+            cut += 1;
+        }
+        out = out[cut..].to_string();
+    }
+    Some(out)
+}
+
 /// The fake sink (ARCH-2): keeps what each run record said, for tests. It lives here rather
 /// than in vx-test-support because the record is the engine's own type.
 #[cfg(test)]
@@ -423,6 +452,22 @@ impl TelemetrySink for CollectingSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_tasks_tail_is_its_last_lines_without_escapes() {
+        let log: String = (1..=40)
+            .map(|i| format!("\x1b[31mline {i}\x1b[0m\n"))
+            .collect();
+        let tail = output_tail(log.as_bytes()).unwrap();
+        assert!(
+            tail.starts_with("line 11\n") && tail.ends_with("line 40"),
+            "{tail}"
+        );
+        assert_eq!(output_tail(b"\n\n"), None);
+        let long = "é".repeat(TAIL_BYTES);
+        let cut = output_tail(long.as_bytes()).unwrap();
+        assert!(cut.len() <= TAIL_BYTES && cut.chars().all(|c| c == 'é'));
+    }
 
     /// A graph of `deps` (node → the nodes it waits for), with dependants filled in.
     fn graph(deps: &[&[usize]]) -> vx_core::graph::TaskGraph {

@@ -404,7 +404,7 @@ impl Store {
     }
 }
 
-/// Rows per multi-row `INSERT` (22 parameters each, far below SQLite's limit of 32,766). A
+/// Rows per multi-row `INSERT` (23 parameters each, far below SQLite's limit of 32,766). A
 /// prepared statement's memory grows with its parameters, and one is alive while the history is
 /// written at the end of a run, its peak; a hundred rows per statement is still few statements.
 const ROWS_PER_INSERT: usize = 100;
@@ -417,9 +417,9 @@ const COMPONENTS_PER_INSERT: usize = 1000;
 const INSERT_COLUMNS: &str = "run_id, project, task, key, status, cache, placement, exit_code,
     duration_ms, cpu_ms, peak_rss_bytes, start_offset_ms, end_offset_ms, attempts, timed_out,
     not_ready, blocked_by, sandbox_violations, admission_held_ms, saved, unsaved_reason,
-    restore_reason";
+    restore_reason, output_tail";
 
-fn row_values(run_id: &str, r: &RunRow) -> [Value; 22] {
+fn row_values(run_id: &str, r: &RunRow) -> [Value; 23] {
     let text = |s: &str| Value::Text(s.to_string());
     let opt_text = |s: &Option<String>| s.as_deref().map_or(Value::Null, text);
     let int = |v: i64| Value::Integer(v);
@@ -447,12 +447,13 @@ fn row_values(run_id: &str, r: &RunRow) -> [Value; 22] {
         int(i64::from(r.saved)),
         opt_text(&r.unsaved_reason),
         opt_text(&r.restore_reason),
+        opt_text(&r.output_tail),
     ]
 }
 
 /// Appends rows of one run in one statement.
 fn insert_rows(tx: &Connection, run_id: &str, rows: &[&RunRow]) -> rusqlite::Result<()> {
-    let one = format!("({})", vec!["?"; 22].join(", "));
+    let one = format!("({})", vec!["?"; 23].join(", "));
     let sql = format!(
         "INSERT INTO runs ({INSERT_COLUMNS}) VALUES {}",
         vec![one.as_str(); rows.len()].join(", ")

@@ -279,7 +279,7 @@ impl Store {
             tx.commit()?;
             return Ok(found);
         }
-        if (4..=6).contains(&found) {
+        if (4..=7).contains(&found) {
             schema::upgrade(&tx, found)?;
             set_meta(&tx, "key_format", schema::KEY_FORMAT)?;
             tx.commit()?;

@@ -36,13 +36,16 @@ pub struct RunRow {
     pub unsaved_reason: Option<String>,
     /// A restored hit: why its outputs were not up to date (the one missing or changed).
     pub restore_reason: Option<String>,
+    /// A failed task: the last lines of its output (schema 8).
+    pub output_tail: Option<String>,
 }
 
 pub(super) const RUN_COLUMNS: &str =
     "r.id, r.run_id, i.started_at, r.project, r.task, r.key, r.status,
     r.cache, r.placement, r.exit_code, r.duration_ms, r.cpu_ms, r.peak_rss_bytes,
     r.start_offset_ms, r.end_offset_ms, r.attempts, r.timed_out, r.not_ready, r.blocked_by,
-    r.sandbox_violations, r.admission_held_ms, r.saved, r.unsaved_reason, r.restore_reason";
+    r.sandbox_violations, r.admission_held_ms, r.saved, r.unsaved_reason, r.restore_reason,
+    r.output_tail";
 
 pub(super) fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
     let u64_at = |i: usize| row.get::<_, i64>(i).map(from_sql_u64);
@@ -72,5 +75,6 @@ pub(super) fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
         saved: row.get(21)?,
         unsaved_reason: row.get(22)?,
         restore_reason: row.get(23)?,
+        output_tail: row.get(24)?,
     })
 }

@@ -170,10 +170,10 @@ fn an_older_schema_is_rebuilt_and_its_rows_dropped() {
 fn a_newer_schema_disables_the_store_and_is_left_alone() {
     let dir = tempfile::tempdir().unwrap();
     raw_db(dir.path())
-        .execute_batch("CREATE TABLE future (x); PRAGMA user_version = 8;")
+        .execute_batch("CREATE TABLE future (x); PRAGMA user_version = 9;")
         .unwrap();
     let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
-    assert_eq!(store.disabled(), Some(8));
+    assert_eq!(store.disabled(), Some(9));
     assert_eq!(store.lookup(&key(1), &accept_all).unwrap(), Lookup::Miss);
     assert_eq!(store.task_runs("web", "build", 5).unwrap(), []);
     let packed = pack(&store, &key(1), "x");
@@ -188,7 +188,7 @@ fn a_newer_schema_disables_the_store_and_is_left_alone() {
         matches!(
             err,
             OpenError::Schema {
-                found: 8,
+                found: 9,
                 expected: crate::schema::VERSION
             }
         ),

@@ -31,7 +31,7 @@ impl Files {
 
 fn load(files: &[(&str, &str)]) -> Result<Workspace, Vec<Diagnostic>> {
     let files = Files::new(files);
-    match load_workspace(files.root(), None) {
+    match load_workspace(files.root(), None, None) {
         Ok(ws) => Ok(ws),
         Err(LoadError::Config(errors)) => Err(errors),
         Err(other) => panic!("{other:?}"),

@@ -27,6 +27,9 @@ const LIST_DEFAULT: usize = 10;
 /// How many cache hits a run shows (the slowest); the rest are folded into one line.
 const HITS_SHOWN: usize = 16;
 
+/// Lines of a failed task's kept output shown under its row.
+const TAIL_SHOWN: usize = 10;
+
 pub fn last(cwd: &Path, args: LastArgs) -> Result<i32, Failure> {
     let json = super::json_format(args.format.as_deref())?;
     let list = match args.list.as_deref() {
@@ -310,6 +313,14 @@ fn run_text(inv: &Invocation, rows: &[RunRow]) -> String {
         }
         text.push_str(line.trim_end());
         text.push('\n');
+        // A failure's last lines, as history kept them (the run's recap showed them too).
+        if let Some(tail) = &row.output_tail {
+            let lines: Vec<&str> = tail.lines().collect();
+            for line in &lines[lines.len().saturating_sub(TAIL_SHOWN)..] {
+                text.push_str(format!("  │ {line}").trim_end());
+                text.push('\n');
+            }
+        }
     }
     if folded > 0 {
         let hits = if folded == 1 { "hit" } else { "hits" };
@@ -522,6 +533,10 @@ pub struct RecordedTask {
     /// `tainted`, `excluded-dependency`, `save-failed`, `too-large`, `not-downloaded`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unsaved_reason: Option<String>,
+    /// A failed task: the last lines of its output (at most 30 lines and 8 KiB, escapes
+    /// stripped), as history keeps them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tail: Option<String>,
 }
 
 /// One run of `vx last --list`.
@@ -603,6 +618,7 @@ fn task(row: &RunRow) -> RecordedTask {
         admission_held_ms: row.admission_held_ms,
         saved: row.saved,
         unsaved_reason: row.unsaved_reason.clone(),
+        output_tail: row.output_tail.clone(),
     }
 }
 

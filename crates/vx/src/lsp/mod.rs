@@ -12,7 +12,7 @@
 //! - `lens`: "run · why · last" above each task, and the commands they execute;
 //! - `context`: where the cursor is in a TOML text being typed; `text`: positions.
 
-mod analysis;
+pub(crate) mod analysis;
 mod complete;
 mod context;
 mod lens;

@@ -10,6 +10,7 @@
 #![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
 
 pub mod ci_log;
+pub mod events;
 pub mod footer;
 pub mod live;
 pub mod reporter;

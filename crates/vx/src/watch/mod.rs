@@ -61,6 +61,7 @@ pub fn watch(cwd: &Path, args: RunArgs) -> Result<i32, Failure> {
         ("--profile", args.profile.is_some()),
         ("--frozen", args.frozen),
         ("--report", args.report.is_some()),
+        ("--events", args.events.is_some()),
         ("--exit-code", args.exit_code),
         ("--shard", args.shard.is_some()),
         (

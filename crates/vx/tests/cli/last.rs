@@ -272,3 +272,41 @@ fn why_says_what_a_never_cached_task_is() {
         "verdict    skipped: blocked by lib#broken, so it has no key"
     );
 }
+
+/// A failed task's last lines are kept in history (schema 8): `vx last` shows ten under its
+/// row, `--format json` the thirty history keeps; a task that passed keeps none.
+#[test]
+fn a_failed_tasks_last_lines_are_kept_and_shown() {
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"for i in $(seq 1 40); do echo line $i; done; exit 3\"\n",
+    );
+    f.write(
+        "packages/docs/vx.toml",
+        "[tasks.build]\ncommand = \"echo fine\"\n",
+    );
+    assert_eq!(f.vx(&["run", "lib#build", "docs#build"]).code, 1);
+    let out = f.vx(&["last"]);
+    let shown: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("  │ "))
+        .collect();
+    let want: Vec<String> = (31..=40).map(|i| format!("line {i}")).collect();
+    assert_eq!(shown, want, "{}", out.stdout);
+    let after_failed = out
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("failed"))
+        .nth(1)
+        .unwrap();
+    assert_eq!(after_failed, "  │ line 31");
+    let json: Value = serde_json::from_str(&f.vx(&["last", "--format", "json"]).stdout).unwrap();
+    let tasks = json["tasks"].as_array().unwrap();
+    let lib = tasks.iter().find(|t| t["id"] == "lib#build").unwrap();
+    let kept: Vec<String> = (11..=40).map(|i| format!("line {i}")).collect();
+    assert_eq!(lib["output_tail"].as_str().unwrap(), kept.join("\n"));
+    let docs = tasks.iter().find(|t| t["id"] == "docs#build").unwrap();
+    assert!(docs.get("output_tail").is_none(), "{docs}");
+}

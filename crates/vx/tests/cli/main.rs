@@ -35,6 +35,7 @@ mod live;
 mod lock;
 mod lockfiles;
 mod lsp;
+mod mcp;
 mod migrate;
 mod perf3;
 mod plan_output;

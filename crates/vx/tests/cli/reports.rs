@@ -1,4 +1,5 @@
-//! The files a run writes about itself: `--summarize` (UI-14) and `--profile` (UI-15).
+//! The files a run writes about itself: `--summarize` (UI-14), `--profile` (UI-15) and
+//! `--events` (the run as it happens, for programs; `vx mcp` reads it).
 
 use serde_json::Value;
 use vx_test_support::fixture::Fixture;
@@ -560,4 +561,96 @@ fn log_order_stream_prints_a_line_that_never_ends_once_it_is_long() {
     let printed: usize = xs.iter().map(|l| l.matches('x').count()).sum();
     assert_eq!(printed, 70_000, "every byte, once");
     assert_contains(&text, "lib#bar │ end\n");
+}
+
+/// The events of a run, parsed.
+fn events(f: &Fixture, rel: &str) -> Vec<Value> {
+    f.read(rel)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}
+
+#[test]
+fn events_say_the_run_as_it_happens_one_json_object_per_line() {
+    let f = w_cached();
+    f.write(
+        "packages/docs/vx.toml",
+        "[tasks.build]\ncommand = \"echo half; echo oops >&2; exit 4\"\n",
+    );
+    let out = f.vx(&["run", "build", "--all", "--events=events.ndjson"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let all = events(&f, "events.ndjson");
+    assert_eq!(
+        all[0],
+        serde_json::json!({"event": "plan", "tasks": ["app#build", "docs#build", "lib#build"]})
+    );
+    let of = |task: &str, kind: &str| -> Vec<&Value> {
+        all.iter()
+            .filter(|e| e["task"] == task && e["event"] == kind)
+            .collect()
+    };
+    for task in ["app#build", "docs#build", "lib#build"] {
+        let started = all
+            .iter()
+            .position(|e| e["task"] == task && e["event"] == "started");
+        let finished = all
+            .iter()
+            .position(|e| e["task"] == task && e["event"] == "finished");
+        assert!(started.unwrap() < finished.unwrap(), "{task}: {all:?}");
+    }
+    let docs = of("docs#build", "finished")[0];
+    assert_eq!(
+        (&docs["status"], &docs["cache"], &docs["exit_code"]),
+        (
+            &Value::from("failed"),
+            &Value::from("no-cache"),
+            &Value::from(4)
+        )
+    );
+    let text: String = of("docs#build", "output")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "half\noops\n");
+    let end = all.last().unwrap();
+    assert_eq!(end["event"], "end");
+    assert_eq!(
+        end["counts"],
+        serde_json::json!({"failed": 1, "success": 2})
+    );
+    // A hit: its stored log, marked as such, and never a replay of the run snapshot.
+    let out = f.vx(&["run", "lib#build", "--events=again.ndjson"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = f.vx(&["run", "lib#build", "--events=again.ndjson"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let again = events(&f, "again.ndjson");
+    let stored = again
+        .iter()
+        .find(|e| e["event"] == "output")
+        .expect("the hit's log");
+    assert_eq!(stored["stored"], true);
+    assert_eq!(stored["text"], "built lib\n");
+    let hit = again.iter().find(|e| e["event"] == "finished").unwrap();
+    assert_eq!(hit["cache"], "up-to-date");
+}
+
+#[test]
+fn events_that_cannot_be_written_are_said_once_and_the_run_goes_on() {
+    let f = w();
+    let out = f.vx(&["run", "lib#build", "--events=no/such/dir/events.ndjson"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let said: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("--events"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", out.stderr);
+    assert!(said[0].contains("no/such/dir/events.ndjson"), "{}", said[0]);
+    let out = f.vx(&["run", "lib#build", "--dry", "--events=e.ndjson"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr,
+        "error: `--dry` cannot be combined with `--events`\n"
+    );
 }

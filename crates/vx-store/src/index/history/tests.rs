@@ -111,6 +111,7 @@ fn a_version_4_index_is_upgraded_in_place() {
     let db = rusqlite::Connection::open(dir.path().join(crate::index::DB_FILE)).unwrap();
     db.execute_batch(
         "ALTER TABLE runs DROP COLUMN restore_reason;
+         ALTER TABLE runs DROP COLUMN output_tail;
          ALTER TABLE invocations DROP COLUMN replay_of;
          DROP INDEX entries_by_task; ALTER TABLE entries DROP COLUMN produced;
          DROP TRIGGER entries_deleted; DROP TRIGGER entries_resaved;
@@ -132,6 +133,39 @@ fn a_version_4_index_is_upgraded_in_place() {
     assert_eq!(
         rows[0].restore_reason.as_deref(),
         Some("`dist/a.js` was missing")
+    );
+}
+
+/// Schema 7 → 8 is an `ALTER TABLE`: history survives, and a failed task's output tail
+/// round-trips.
+#[test]
+fn a_version_7_index_gains_the_output_tail_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = now_ms();
+    {
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        store
+            .record_run(&invocation("0193-a", now), &[run("web", "build", "k1")])
+            .unwrap();
+    }
+    let db = rusqlite::Connection::open(dir.path().join(crate::index::DB_FILE)).unwrap();
+    db.execute_batch("ALTER TABLE runs DROP COLUMN output_tail; PRAGMA user_version = 7;")
+        .unwrap();
+    drop(db);
+    let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+    let rows = store.task_runs("web", "build", 10).unwrap();
+    assert_eq!(rows.len(), 1, "history kept");
+    assert_eq!(rows[0].output_tail, None);
+    let mut failed = run("web", "build", "k1");
+    failed.status = "failed".into();
+    failed.output_tail = Some("error TS2304: Cannot find name 'x'.".into());
+    store
+        .record_run(&invocation("0193-b", now + 1), &[failed])
+        .unwrap();
+    let rows = store.task_runs("web", "build", 10).unwrap();
+    assert_eq!(
+        rows[0].output_tail.as_deref(),
+        Some("error TS2304: Cannot find name 'x'.")
     );
 }
 
