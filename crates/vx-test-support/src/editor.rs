@@ -42,8 +42,13 @@ pub fn client_python(module: &str) -> Option<PathBuf> {
 /// Runs `steps` (see `lsp_client.py`) against `vx lsp` started in `root` by pygls's client:
 /// `{"results": [...], "messages": [...]}`, or `None` when the client is not installed.
 pub fn lsp_session(vx: &Path, root: &Path, steps: &Value) -> Option<Value> {
+    lsp_session_with(vx, root, &[], steps)
+}
+
+/// [`lsp_session`] with the server started as `vx ARGS` (default `lsp --stdio`).
+pub fn lsp_session_with(vx: &Path, root: &Path, args: &[&str], steps: &Value) -> Option<Value> {
     let python = client_python("pygls")?;
-    session(python, "src/lsp_client.py", vx, root, &[], steps)
+    session(python, "src/lsp_client.py", vx, root, args, steps)
 }
 
 /// Runs `steps` (see `mcp_client.py`) against `vx mcp ARGS` started in `dir` by the official

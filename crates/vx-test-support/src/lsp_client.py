@@ -2,9 +2,10 @@
 `pygls`, with Microsoft's `lsprotocol` types), which starts the server over stdio as an editor
 does.
 
-    python3 lsp_client.py VX ROOT < steps.json > results.json
+    python3 lsp_client.py VX ROOT [ARGS…] < steps.json > results.json
 
-Reads a JSON list of steps, runs them in order against `VX lsp` started in ROOT, and prints one
+Reads a JSON list of steps, runs them in order against `VX ARGS` (default `VX lsp --stdio`)
+started in ROOT, and prints one
 JSON object: `results`, one entry per step, and `messages`, every window/showMessage and
 window/logMessage received. Steps (paths root-relative, positions from 0):
 
@@ -46,6 +47,7 @@ def rel_of(root: Path, u: str) -> str:
 
 async def main() -> None:
     vx, root = sys.argv[1], Path(sys.argv[2]).resolve()
+    args = sys.argv[3:] or ["lsp", "--stdio"]
     steps = json.load(sys.stdin)
     client = LanguageClient("vx-tests", "1")
     diagnostics: dict[str, list] = {}
@@ -82,7 +84,7 @@ async def main() -> None:
     def on_register(params: types.RegistrationParams) -> None:
         messages.append({"kind": "register", "message": params.registrations[0].method})
 
-    await client.start_io(vx, "lsp", "--stdio", cwd=str(root))
+    await client.start_io(vx, *args, cwd=str(root))
     await client.initialize_async(
         types.InitializeParams(
             process_id=None,

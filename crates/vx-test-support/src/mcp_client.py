@@ -1,5 +1,6 @@
 """The official Model Context Protocol client (PyPI `mcp`, the Python SDK) for the `vx mcp`
-tests: it starts `VX mcp ARGS…` over stdio in DIR, as an agent's host does.
+tests: it starts `VX mcp ARGS…` over stdio in DIR, as an agent's host does (`VX ARGS…` when
+ARGS start with `-C` or `mcp`: a setup snippet's own words).
 
     python3 mcp_client.py VX DIR [ARGS…] < steps.json > results.json
 
@@ -48,7 +49,9 @@ async def main() -> None:
     vx, cwd, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     steps = json.load(sys.stdin)
     results = []
-    server = StdioServerParameters(command=vx, args=["mcp", *args], cwd=cwd)
+    if not args or args[0] not in ("mcp", "-C"):
+        args = ["mcp", *args]
+    server = StdioServerParameters(command=vx, args=args, cwd=cwd)
     async with Client(server) as client:
         for step in steps:
             if step["op"] == "tools":

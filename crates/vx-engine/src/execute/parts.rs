@@ -45,7 +45,7 @@ fn short(commit: &str) -> &str {
 /// `30s`, `1.5s`.
 fn seconds(d: Duration) -> String {
     let tenths = (d.as_millis() + 50) / 100;
-    if tenths % 10 == 0 {
+    if tenths.is_multiple_of(10) {
         format!("{}s", tenths / 10)
     } else {
         format!("{}.{}s", tenths / 10, tenths % 10)

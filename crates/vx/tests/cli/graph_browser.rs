@@ -22,7 +22,7 @@ fn deps_of(i: usize) -> Vec<usize> {
     if i > 2 {
         deps.insert(i / 3 + 1);
     }
-    if i % 10 == 0 && i > 0 {
+    if i.is_multiple_of(10) && i > 0 {
         deps.insert(i - 1);
     }
     deps.into_iter().filter(|&d| d < i).collect()

@@ -322,3 +322,135 @@ fn a_run_still_going_when_the_client_leaves_is_stopped() {
         Ok(())
     );
 }
+
+/// The fenced code blocks of one `## ` section of a Markdown page: (language, text).
+fn blocks(page: &str, heading: &str) -> Vec<(String, String)> {
+    let start = page.find(heading).unwrap_or_else(|| panic!("no {heading}"));
+    let rest = &page[start + heading.len()..];
+    let section = &rest[..rest.find("\n## ").unwrap_or(rest.len())];
+    let mut out = Vec::new();
+    let mut lines = section.lines();
+    while let Some(line) = lines.next() {
+        if let Some(lang) = line.strip_prefix("```") {
+            let text: Vec<&str> = lines
+                .by_ref()
+                .take_while(|l| !l.starts_with("```"))
+                .collect();
+            out.push((lang.to_string(), text.join("\n") + "\n"));
+        }
+    }
+    out
+}
+
+/// Every `{"command": …, "args": […]}` in a JSON value, as argv.
+fn json_commands(value: &Value, out: &mut Vec<Vec<String>>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(command) = map.get("command").and_then(Value::as_str) {
+                let mut argv = vec![command.to_string()];
+                for arg in map["args"].as_array().into_iter().flatten() {
+                    argv.push(arg.as_str().unwrap().to_string());
+                }
+                out.push(argv);
+            }
+            map.values().for_each(|v| json_commands(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| json_commands(v, out)),
+        _ => {}
+    }
+}
+
+/// `command = "…"` and `args = […]` of a TOML block that parses, as argv.
+fn toml_command(text: &str) -> Vec<String> {
+    toml_span::parse(text).unwrap_or_else(|e| panic!("{e:?}:\n{text}"));
+    let string = regex::Regex::new(r#""([^"]*)""#).unwrap();
+    let line = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key} in\n{text}"))
+            .to_string()
+    };
+    let mut argv: Vec<String> = string
+        .captures_iter(&line("command"))
+        .map(|c| c[1].to_string())
+        .collect();
+    argv.extend(
+        string
+            .captures_iter(&line("args"))
+            .map(|c| c[1].to_string()),
+    );
+    argv
+}
+
+#[test]
+fn the_setup_snippets_on_the_editors_page_start_a_working_server() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/editors.md"
+    ))
+    .unwrap();
+    let f = workspace();
+    f.write("packages/app/vx.toml", "[tasks.build]\ncomand = \"x\"\n");
+
+    // Agents: every host's snippet names `vx mcp`, which serves the ten tools.
+    let mut agents: Vec<Vec<String>> = Vec::new();
+    for (lang, text) in blocks(&page, "## Setting up an agent") {
+        match lang.as_str() {
+            "json" => {
+                let value: Value =
+                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}:\n{text}"));
+                json_commands(&value, &mut agents);
+            }
+            "toml" => agents.push(toml_command(&text)),
+            "sh" => agents.push(
+                text.split(" -- ")
+                    .nth(1)
+                    .unwrap()
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect(),
+            ),
+            other => panic!("a `{other}` block in the agents' setup"),
+        }
+    }
+    assert_eq!(agents.len(), 5, "{agents:?}");
+    for argv in &agents {
+        assert_eq!(argv[0], "vx", "{argv:?}");
+        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        let Some(r) = session(&f, &args, json!([{"op": "tools"}])) else {
+            return;
+        };
+        assert_eq!(r[0].as_array().unwrap().len(), 10, "{argv:?}");
+    }
+
+    // Editors: Neovim's `cmd` and Helix's command start `vx lsp`, which publishes the error.
+    let mut editors: Vec<Vec<String>> = Vec::new();
+    let cmd = regex::Regex::new(r#"cmd = \{ "vx", "lsp" \}"#).unwrap();
+    for (lang, text) in blocks(&page, "## Setting up an editor") {
+        match lang.as_str() {
+            "lua" => {
+                assert_eq!(cmd.find_iter(&text).count(), 1, "{text}");
+                editors.push(vec!["vx".into(), "lsp".into()]);
+            }
+            "toml" => editors.push(toml_command(&text)),
+            other => panic!("a `{other}` block in the editors' setup"),
+        }
+    }
+    assert_eq!(editors.len(), 3, "{editors:?}");
+    for argv in &editors {
+        assert_eq!(argv[..], ["vx", "lsp"]);
+        let Some(s) = vx_test_support::editor::lsp_session_with(
+            Path::new(vx_bin()),
+            f.root(),
+            &["lsp"],
+            &json!([{"op": "open", "path": "vx.toml"}, {"op": "sync"}]),
+        ) else {
+            return;
+        };
+        let said = &s["results"][1]["packages/app/vx.toml"][0]["message"];
+        assert!(
+            said.as_str().unwrap().starts_with("unknown key `comand`"),
+            "{s}"
+        );
+    }
+}
