@@ -16,6 +16,7 @@
 mod carried;
 mod compare;
 mod edges;
+mod editor;
 mod layout;
 mod learn;
 mod manifest;

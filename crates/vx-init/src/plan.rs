@@ -48,6 +48,8 @@ pub(crate) struct Plan {
     /// files are written, and what the comparison found.
     pub(crate) peer: Option<compare::Peer>,
     pub(crate) comparison: Option<Result<compare::Comparison, String>>,
+    /// The report's lines about the editor files (`editor.rs`), once written.
+    pub(crate) editor: String,
     /// `--learn`: each task traced and what came of it, or why nothing could be learned.
     pub(crate) learned: Option<Result<Learned, String>>,
 }
@@ -429,6 +431,7 @@ pub(crate) fn plan(root: &Path, from: From) -> Result<Plan, Failure> {
         cached_tasks: None,
         peer: compare::Peer::of(turbo.as_ref(), nx.as_ref(), graph.as_ref()),
         comparison: None,
+        editor: String::new(),
         learned: None,
         projects: members
             .iter()

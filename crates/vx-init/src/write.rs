@@ -87,9 +87,17 @@ pub(super) fn write(
             }
         }
         output.out(&printed);
-        output.err(&report_text(&plan, &fates, true));
+        let editor = super::editor::plan(&root);
+        output.err(&with_editor(
+            report_text(&plan, &fates, true),
+            &super::editor::report(&editor, true),
+        ));
     } else {
         write_all(&root, &written(&plan, &fates))?;
+        // What lets a plain TOML extension check the files just written.
+        let editor = super::editor::plan(&root);
+        super::editor::write(&root, &editor)?;
+        plan.editor = super::editor::report(&editor, false);
         if !args.learn.is_empty() {
             // The named tasks run, traced; what they read and wrote becomes their caches,
             // checked and written like the rest.
@@ -112,9 +120,20 @@ pub(super) fn write(
             .peer
             .as_ref()
             .and_then(|peer| super::compare::compare(&root, peer).transpose());
-        output.out(&report_text(&plan, &fates, false));
+        output.out(&with_editor(
+            report_text(&plan, &fates, false),
+            &plan.editor,
+        ));
     }
     Ok(exit::SUCCESS)
+}
+
+/// The report with the editor files' lines before its last line (`next: …`).
+fn with_editor(report: String, editor: &str) -> String {
+    match report.rfind("next: ") {
+        Some(at) => format!("{}{editor}{}", &report[..at], &report[at..]),
+        None => report + editor,
+    }
 }
 
 /// The planned files that are written (not kept).

@@ -58,6 +58,10 @@ depends-on = ["build"]
              vx.toml: dev\n  \
            check the suggested cache table, then uncomment it (1)\n    \
              vx.toml: build\n\
+         wrote vx.schema.json\n\
+         wrote .taplo.toml\n\
+         editors with Taplo (Even Better TOML) now check vx.toml against the schema; `vx lsp` \
+         does more (docs/editors.md)\n\
          next: vx run build --all\n"
     );
 
@@ -177,6 +181,9 @@ TODO comments, by reason (3):
     packages/web/vx.toml: build
   scripts that cannot become tasks (1)
     packages/web/vx.toml: lint *
+wrote vx.schema.json
+wrote .taplo.toml
+editors with Taplo (Even Better TOML) now check vx.toml against the schema; `vx lsp` does more (docs/editors.md)
 next: vx run build --all
 "
     );

@@ -372,3 +372,122 @@ fn code_lenses_run_explain_and_show_the_last_result_of_a_task() {
     assert!(why.starts_with("app#build"), "{why}");
     assert_eq!(why, f.vx(&["why", "app#build"]).stdout.as_str());
 }
+
+/// contrib/vscode, VS Code's way to start `vx lsp`, installed from its lockfile and packaged
+/// by the real `vsce` (scripts/test installs it into `.test-tools/vsce`): the manifest is valid
+/// and the package holds the extension and Microsoft's language client. VS Code itself cannot
+/// be installed on the test machines (not in Debian, its download host unreachable), so the
+/// extension's activation is not run here.
+#[test]
+fn the_vs_code_extension_packages_with_its_language_client() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let vsce = root.join(".test-tools/vsce/node_modules/.bin/vsce");
+    if !vsce.exists() {
+        let why = format!(
+            "vsce is missing: npm install --prefix {} @vscode/vsce@3.9.2 (scripts/test does)",
+            root.join(".test-tools/vsce").display()
+        );
+        assert!(!vx_test_support::tools::tools_required(), "{why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for file in [
+        "package.json",
+        "package-lock.json",
+        "extension.js",
+        "README.md",
+        "LICENSE",
+    ] {
+        std::fs::copy(
+            root.join("contrib/vscode").join(file),
+            dir.path().join(file),
+        )
+        .unwrap();
+    }
+    let run = |program: &std::path::Path, args: &[&str]| {
+        let out = std::process::Command::new(program)
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{program:?} {args:?}: {text}");
+        text
+    };
+    run(
+        std::path::Path::new("npm"),
+        &["ci", "--no-audit", "--no-fund", "--silent"],
+    );
+    let said = run(&vsce, &["package", "--out", "vx.vsix"]);
+    assert!(said.contains("Packaged:"), "{said}");
+    let listed = run(std::path::Path::new("unzip"), &["-l", "vx.vsix"]);
+    for held in [
+        "extension/package.json",
+        "extension/extension.js",
+        "extension/node_modules/vscode-languageclient/package.json",
+    ] {
+        assert!(listed.contains(held), "{held} missing from\n{listed}");
+    }
+    // The extension starts the server this test suite drives: `vx lsp`, the `vx.path` setting.
+    let source = std::fs::read_to_string(root.join("contrib/vscode/extension.js")).unwrap();
+    assert!(source.contains(r#"{ command, args: ["lsp"] }"#), "{source}");
+    assert!(
+        source.contains(r#"getConfiguration("vx").get("path", "vx")"#),
+        "{source}"
+    );
+}
+
+/// contrib/zed, Zed's way to start `vx lsp`, builds for WebAssembly as Zed builds a dev
+/// extension (`wasm32-wasip2`, which scripts/test adds with rustup), from its lockfile. Zed
+/// itself cannot be installed on the test machines, so the extension is not loaded here.
+#[test]
+fn the_zed_extension_builds_for_webassembly() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let installed = std::process::Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("wasm32-wasip2"))
+        .unwrap_or(false);
+    if !installed {
+        let why = "the wasm32-wasip2 target is missing: rustup target add wasm32-wasip2 (scripts/test does)";
+        assert!(!vx_test_support::tools::tools_required(), "{why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            "wasm32-wasip2",
+        ])
+        .arg("--manifest-path")
+        .arg(root.join("contrib/zed/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(root.join("target/contrib-zed"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let wasm = root.join("target/contrib-zed/wasm32-wasip2/release/zed_vx.wasm");
+    assert!(wasm.is_file(), "{wasm:?}");
+    let manifest = std::fs::read_to_string(root.join("contrib/zed/extension.toml")).unwrap();
+    toml_span::parse(&manifest).unwrap();
+    assert!(manifest.contains("[language_servers.vx]"), "{manifest}");
+    let source = std::fs::read_to_string(root.join("contrib/zed/src/lib.rs")).unwrap();
+    assert!(
+        source.contains(r#"args: vec!["lsp".to_string()]"#),
+        "{source}"
+    );
+}

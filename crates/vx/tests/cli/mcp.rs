@@ -402,7 +402,7 @@ fn the_setup_snippets_on_the_editors_page_start_a_working_server() {
                 json_commands(&value, &mut agents);
             }
             "toml" => agents.push(toml_command(&text)),
-            "sh" => agents.push(
+            "text" => agents.push(
                 text.split(" -- ")
                     .nth(1)
                     .unwrap()
@@ -433,6 +433,17 @@ fn the_setup_snippets_on_the_editors_page_start_a_working_server() {
                 editors.push(vec!["vx".into(), "lsp".into()]);
             }
             "toml" => editors.push(toml_command(&text)),
+            // The VS Code extension's build: the folder it names is the repository's.
+            "sh" => {
+                let dir = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("cd "))
+                    .expect("a `cd` into the extension");
+                let here = Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../..")
+                    .join(dir);
+                assert!(here.join("package.json").is_file(), "{text}");
+            }
             other => panic!("a `{other}` block in the editors' setup"),
         }
     }

@@ -1,7 +1,8 @@
 //! `vx schema` checked by the real Taplo (the CLI of Even Better TOML, npm `@taplo/cli`), as an
 //! editor would check a `vx.toml`: every vx.toml in this repository passes, a file
 //! using every key passes (and vx loads it), and a typo, a wrong type or an unknown table each
-//! fails naming the key.
+//! fails naming the key. `vx init` writes the schema and the `.taplo.toml` rule that maps every
+//! `vx.toml` to it, so a plain `taplo check` (or a Taplo-based editor) needs nothing else.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -140,4 +141,117 @@ fn taplo_rejects_a_typo_a_wrong_type_and_an_unknown_table_at_the_key() {
     );
     let (code, out) = taplo(&bin, f.root(), &["typo/vx.toml"]);
     assert_eq!(code, 0, "{out}");
+}
+
+/// An npm workspace with one package and a script, before `vx init`.
+fn npm_workspace() -> Fixture {
+    let f = Fixture::new(crate::vx_bin());
+    f.write(".gitignore", ".vx/\nnode_modules/\n");
+    f.write(
+        "package.json",
+        r#"{ "name": "root", "private": true, "workspaces": ["packages/*"] }"#,
+    );
+    f.write(
+        "packages/a/package.json",
+        r#"{ "name": "a", "scripts": { "build": "echo built" } }"#,
+    );
+    f.commit();
+    f
+}
+
+#[test]
+fn vx_init_maps_every_vx_toml_to_the_schema_so_plain_taplo_checks_them() {
+    let Some(bin) = npm_tool("@taplo/cli", "taplo") else {
+        return;
+    };
+    let f = npm_workspace();
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("wrote vx.schema.json\nwrote .taplo.toml\n"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(f.read("vx.schema.json"), f.vx(&["schema"]).stdout);
+    // No argument, no flag: Taplo finds `.taplo.toml` and checks each vx.toml with the schema.
+    let (code, text) = taplo(&bin, f.root(), &[]);
+    assert_eq!(code, 0, "{text}");
+    f.write(
+        "packages/a/vx.toml",
+        "[tasks.build]\ncomand = \"echo built\"\n",
+    );
+    let (code, text) = taplo(&bin, f.root(), &[]);
+    assert_ne!(code, 0, "{text}");
+    assert!(
+        text.contains("comand") && text.contains("packages/a/vx.toml"),
+        "{text}"
+    );
+    // Run again: both files are as they should be, and nothing is said of them.
+    f.write(
+        "packages/a/vx.toml",
+        "[tasks.build]\ncommand = \"echo built\"\n",
+    );
+    let out = f.vx(&["init", "--force"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        !out.stdout.contains("schema.json") && !out.stdout.contains(".taplo.toml"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn vx_init_adds_its_rule_to_a_taplo_file_and_leaves_a_schema_that_is_not_its_own() {
+    let Some(bin) = npm_tool("@taplo/cli", "taplo") else {
+        return;
+    };
+    let f = npm_workspace();
+    let own = "[formatting]\nalign_entries = true\n";
+    f.write(".taplo.toml", own);
+    f.write("vx.schema.json", "{ \"title\": \"something else\" }\n");
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("added a rule for vx.toml to .taplo.toml\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("kept vx.schema.json (it is not vx's schema)\n"),
+        "{}",
+        out.stdout
+    );
+    let taplo_file = f.read(".taplo.toml");
+    assert!(taplo_file.starts_with(own), "{taplo_file}");
+    assert_eq!(
+        f.read("vx.schema.json"),
+        "{ \"title\": \"something else\" }\n"
+    );
+    // With vx's schema in place, the appended rule works.
+    f.write("vx.schema.json", &f.vx(&["schema"]).stdout);
+    f.write("packages/a/vx.toml", "[tasks.build]\ncommand = 3\n");
+    let (code, text) = taplo(&bin, f.root(), &[]);
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("packages/a/vx.toml"), "{text}");
+    // An older vx's schema is vx's own: written again.
+    let old = f
+        .vx(&["schema"])
+        .stdout
+        .replace("Configuration of a vx", "Configuration of an older vx");
+    f.write("vx.schema.json", &old);
+    let out = f.vx(&["init", "--force"]);
+    assert!(
+        out.stdout.contains("wrote vx.schema.json\n"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(f.read("vx.schema.json"), f.vx(&["schema"]).stdout);
+    assert_eq!(
+        f.read(".taplo.toml"),
+        taplo_file,
+        "the rule is not added twice"
+    );
 }

@@ -1,0 +1,117 @@
+//! The files that let an editor check `vx.toml` with no vx-specific setup: `vx.schema.json`
+//! (what `vx schema` prints) and a `.taplo.toml` rule that maps every `vx.toml` to it, read by
+//! the Taplo CLI and by editors built on Taplo (Even Better TOML in VS Code, Zed's and Helix's
+//! TOML support). `vx lsp` does more; these need nothing but a TOML extension.
+//!
+//! - `vx.schema.json` is written when missing, and written again when it is vx's own (its
+//!   `title` is `vx.toml`) and differs (an older vx's); a file of that name that is not vx's is
+//!   kept.
+//! - `.taplo.toml` is written when missing; one that already names `vx.toml` is kept; any other
+//!   gets the rule appended at its end (an array-of-tables entry, valid after any table).
+
+use std::path::Path;
+
+use vx_engine::error::Failure;
+use vx_engine::workspace::io_diagnostic;
+
+pub const SCHEMA_FILE: &str = "vx.schema.json";
+pub const TAPLO_FILE: &str = ".taplo.toml";
+
+/// The rule `.taplo.toml` gets.
+const RULE: &str = "[[rule]]
+include = [\"**/vx.toml\"]
+
+[rule.schema]
+path = \"./vx.schema.json\"
+";
+
+/// What became of one of the two files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    Written,
+    /// The rule was appended to an existing `.taplo.toml`.
+    Appended,
+    /// Already as it should be.
+    Current,
+    /// A file vx does not own: left alone (with why).
+    Kept(&'static str),
+}
+
+/// Each file with its new text (`None`: left as it is) and its fate.
+pub fn plan(root: &Path) -> Vec<(&'static str, Option<String>, Fate)> {
+    let schema = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&vx_core::config::json_schema()).unwrap_or_default()
+    );
+    let schema_plan = match std::fs::read_to_string(root.join(SCHEMA_FILE)) {
+        Err(_) => (Some(schema), Fate::Written),
+        Ok(old) if old == schema => (None, Fate::Current),
+        Ok(old) if is_vx_schema(&old) => (Some(schema), Fate::Written),
+        Ok(_) => (None, Fate::Kept("it is not vx's schema")),
+    };
+    let taplo_plan = match std::fs::read_to_string(root.join(TAPLO_FILE)) {
+        Err(_) => (Some(RULE.to_string()), Fate::Written),
+        Ok(old) if old.contains("vx.toml") => (None, Fate::Current),
+        Ok(old) => {
+            let sep = if old.is_empty() || old.ends_with("\n\n") {
+                ""
+            } else if old.ends_with('\n') {
+                "\n"
+            } else {
+                "\n\n"
+            };
+            (Some(format!("{old}{sep}# vx.toml files, checked against `vx schema`'s schema (vx init).\n{RULE}")), Fate::Appended)
+        }
+    };
+    vec![
+        (SCHEMA_FILE, schema_plan.0, schema_plan.1),
+        (TAPLO_FILE, taplo_plan.0, taplo_plan.1),
+    ]
+}
+
+fn is_vx_schema(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .is_ok_and(|v| v["title"] == "vx.toml" && v.get("$defs").is_some())
+}
+
+/// Writes the planned texts (each through a temporary file renamed over the old one).
+pub fn write(root: &Path, planned: &[(&'static str, Option<String>, Fate)]) -> Result<(), Failure> {
+    for (rel, text, _) in planned {
+        let Some(text) = text else {
+            continue;
+        };
+        let temporary = root.join(format!("{rel}.vx-init-{}", std::process::id()));
+        let written = std::fs::write(&temporary, text)
+            .and_then(|()| std::fs::rename(&temporary, root.join(rel)));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temporary);
+            return Err(Failure::from(io_diagnostic(Path::new(rel), "write", &e)));
+        }
+    }
+    Ok(())
+}
+
+/// The report's lines about the two files.
+pub fn report(planned: &[(&'static str, Option<String>, Fate)], dry: bool) -> String {
+    let wrote = if dry { "would write" } else { "wrote" };
+    let mut out = String::new();
+    for (rel, _, fate) in planned {
+        let line = match fate {
+            Fate::Written => format!("{wrote} {rel}"),
+            Fate::Appended => format!(
+                "{} a rule for vx.toml to {rel}",
+                if dry { "would add" } else { "added" }
+            ),
+            Fate::Current => continue,
+            Fate::Kept(why) => format!("kept {rel} ({why})"),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if planned.iter().any(|(_, text, _)| text.is_some()) {
+        out.push_str(
+            "editors with Taplo (Even Better TOML) now check vx.toml against the schema; `vx lsp` does more (docs/editors.md)\n",
+        );
+    }
+    out
+}
