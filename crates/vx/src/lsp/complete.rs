@@ -10,8 +10,8 @@ use lsp_types::{
 use serde_json::Value;
 
 use super::context::{self, Spot};
+use super::state::Server;
 use super::text::Lines;
-use super::Server;
 
 pub fn complete(server: &Server<'_>, params: CompletionParams) -> Option<CompletionResponse> {
     let at = params.text_document_position;

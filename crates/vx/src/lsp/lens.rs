@@ -18,8 +18,9 @@ use serde_json::{json, Value};
 
 use vx_core::TaskId;
 
+use super::state::Server;
 use super::text::Lines;
-use super::{complete, navigate, Server};
+use super::{complete, navigate};
 
 pub const COMMANDS: &[&str] = &["vx.run", "vx.why", "vx.last"];
 

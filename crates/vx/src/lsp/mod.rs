@@ -17,6 +17,7 @@ mod complete;
 mod context;
 mod lens;
 mod navigate;
+mod state;
 mod text;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,8 +42,9 @@ use serde_json::Value;
 use vx_engine::error::Failure;
 use vx_engine::exit;
 
-use analysis::{Analysis, Loaded};
-use text::Lines;
+use analysis::Analysis;
+use state::Server;
+use state::{path_of, uri_of};
 
 /// Serves one editor on stdin and stdout until it says `exit`.
 pub fn serve(cwd: &Path) -> Result<i32, Failure> {
@@ -105,22 +107,6 @@ fn start_dir(params: &InitializeParams) -> Option<PathBuf> {
     }
     #[allow(deprecated)]
     params.root_uri.as_ref().and_then(path_of)
-}
-
-pub(crate) struct Server<'c> {
-    conn: &'c Connection,
-    /// The workspace root, once known (from the client's folder or the first document).
-    root: Option<PathBuf>,
-    /// Open documents by absolute path.
-    docs: BTreeMap<PathBuf, String>,
-    /// The last workspace that loaded.
-    loaded: Option<Loaded>,
-    /// What earlier analyses parsed, by file and text.
-    parsed: vx_workspace::Parsed,
-    /// Files whose diagnostics were published non-empty.
-    published: BTreeSet<PathBuf>,
-    dirty: bool,
-    next_request: i32,
 }
 
 impl Server<'_> {
@@ -231,17 +217,6 @@ impl Server<'_> {
         self.send(Message::Response(response));
     }
 
-    fn send(&self, message: Message) {
-        let _ = self.conn.sender.send(message);
-    }
-
-    pub(crate) fn notify<N: lsp_types::notification::Notification>(&self, params: N::Params) {
-        self.send(Message::Notification(Notification::new(
-            N::METHOD.to_string(),
-            params,
-        )));
-    }
-
     /// Asks the client to send `workspace/didChangeWatchedFiles` for the files vx reads, when
     /// it can be asked (files changed outside the editor, or by `git checkout`).
     fn watch_files(&mut self, params: &InitializeParams) {
@@ -272,19 +247,6 @@ impl Server<'_> {
             RegisterCapability::METHOD.to_string(),
             params,
         )));
-    }
-
-    /// The open documents that vx reads, by root-relative path.
-    fn overlay(&self, root: &Path) -> BTreeMap<String, String> {
-        self.docs
-            .iter()
-            .filter_map(|(path, text)| {
-                let rel = path.strip_prefix(root).ok()?.to_str()?;
-                let name = path.file_name()?;
-                (name == "vx.toml" || name == "package.json")
-                    .then(|| (rel.to_string(), text.clone()))
-            })
-            .collect()
     }
 
     /// Analyses again if anything changed, and publishes every file's diagnostics.
@@ -352,26 +314,6 @@ impl Server<'_> {
             }
         }
     }
-
-    /// Runs `f` over a file's text as the editor holds it, else as the disk does.
-    pub(crate) fn with_text<T>(&self, path: &Path, f: impl FnOnce(&Lines<'_>) -> T) -> T {
-        match self.docs.get(path) {
-            Some(text) => f(&Lines::new(text)),
-            None => {
-                let text = std::fs::read_to_string(path).unwrap_or_default();
-                f(&Lines::new(&text))
-            }
-        }
-    }
-
-    /// The root-relative path of an open document, with its text.
-    pub(crate) fn document(&self, uri: &Uri) -> Option<(PathBuf, String, &String)> {
-        let path = path_of(uri)?;
-        let root = self.root.as_ref()?;
-        let rel = path.strip_prefix(root).ok()?.to_str()?.to_string();
-        let text = self.docs.get(&path)?;
-        Some((path, rel, text))
-    }
 }
 
 fn parse<P: serde::de::DeserializeOwned>(request: Request) -> Result<P, String> {
@@ -380,12 +322,4 @@ fn parse<P: serde::de::DeserializeOwned>(request: Request) -> Result<P, String> 
 
 fn to_value<T: serde::Serialize>(value: T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-pub(crate) fn uri_of(path: &Path) -> Option<Uri> {
-    url::Url::from_file_path(path).ok()?.as_str().parse().ok()
-}
-
-pub(crate) fn path_of(uri: &Uri) -> Option<PathBuf> {
-    url::Url::parse(uri.as_str()).ok()?.to_file_path().ok()
 }

@@ -17,9 +17,10 @@ use lsp_types::{
 
 use vx_core::{TaskId, Workspace};
 
+use super::complete;
 use super::context::{self, split_key, Spot};
+use super::state::{uri_of, Server};
 use super::text::Lines;
-use super::{complete, uri_of, Server};
 
 pub fn hover(server: &Server<'_>, params: HoverParams) -> Option<Hover> {
     let at = params.text_document_position_params;

@@ -8,7 +8,7 @@ mod runs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -35,7 +35,7 @@ struct Tools {
 impl Tools {
     /// `vx ARGS` in the server's directory: its JSON on stdout, or what it said on failure.
     fn vx_json(&self, args: &[&str]) -> Result<Value, String> {
-        let out = vx_command(&self.cwd)
+        let out = runs::vx_command(&self.cwd)
             .args(args)
             .stdin(Stdio::null())
             .output()
@@ -58,14 +58,6 @@ impl Tools {
             said.trim_end()
         ))
     }
-}
-
-/// This vx, started in `dir`, without colour.
-pub(crate) fn vx_command(dir: &Path) -> Command {
-    let exe = std::env::current_exe().unwrap_or_else(|_| "vx".into());
-    let mut command = Command::new(exe);
-    command.current_dir(dir).env("NO_COLOR", "1");
-    command
 }
 
 impl vx_mcp::Backend for Tools {

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,14 @@ const TAIL_LINES: usize = 30;
 
 /// How long a stop waits for vx to end the run after SIGINT before it sends SIGKILL to it.
 const STOP_WAIT: Duration = Duration::from_secs(60);
+
+/// This vx, started in `dir`, without colour.
+pub(super) fn vx_command(dir: &Path) -> Command {
+    let exe = std::env::current_exe().unwrap_or_else(|_| "vx".into());
+    let mut command = Command::new(exe);
+    command.current_dir(dir).env("NO_COLOR", "1");
+    command
+}
 
 pub struct Runs {
     cwd: PathBuf,
@@ -80,7 +88,7 @@ impl Runs {
         let terminal = dir.path().join("terminal.txt");
         let out = File::create(&terminal).map_err(|e| e.to_string())?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
-        let child = super::vx_command(&self.cwd)
+        let child = vx_command(&self.cwd)
             .arg("run")
             .args(args)
             .arg(format!("--events={}", events.display()))
