@@ -491,3 +491,85 @@ fn the_zed_extension_builds_for_webassembly() {
         "{source}"
     );
 }
+
+/// Debian's Neovim (0.7, its built-in LSP client; scripts/test installs it), headless, set up
+/// with the snippet docs/editors.md gives for Neovim 0.7 to 0.10 (`vx` replaced by the binary
+/// under test): hover and completion answer in the editor, and a typo typed into the buffer
+/// (not saved) shows vx's diagnostic.
+#[test]
+fn neovim_with_the_documented_setup_shows_vx_diagnostics_hover_and_completion() {
+    let found = std::process::Command::new("nvim")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        let why = "nvim is missing: apt-get install neovim (scripts/test does)";
+        assert!(!vx_test_support::tools::tools_required(), "{why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let f = workspace();
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/editors.md"
+    ))
+    .unwrap();
+    let from = page.find("Neovim 0.7 to 0.10:").expect("the snippet's heading");
+    let body = &page[from..];
+    let body = &body[body.find("```lua\n").unwrap() + 7..];
+    let snippet = &body[..body.find("```").unwrap()];
+    assert_eq!(snippet.matches(r#"cmd = { "vx", "lsp" }"#).count(), 1, "{snippet}");
+    let setup = snippet.replace(
+        r#"cmd = { "vx", "lsp" }"#,
+        &format!(r#"cmd = {{ "{}", "lsp" }}"#, vx_bin()),
+    );
+    f.write("init.lua", &setup);
+    f.write(
+        "check.lua",
+        r#"
+local out = {}
+local function say(s) table.insert(out, (s:gsub("\n", " | "))) end
+local doc = { uri = vim.uri_from_bufnr(0) }
+vim.wait(15000, function() return #vim.lsp.buf_get_clients(0) > 0 end, 20)
+local hover = vim.lsp.buf_request_sync(0, "textDocument/hover",
+  { textDocument = doc, position = { line = 0, character = 9 } }, 10000)
+for _, r in pairs(hover or {}) do
+  if r.result then say("hover " .. r.result.contents.value) end
+end
+local completion = vim.lsp.buf_request_sync(0, "textDocument/completion",
+  { textDocument = doc, position = { line = 1, character = 0 } }, 10000)
+for _, r in pairs(completion or {}) do
+  for _, item in ipairs(r.result and (r.result.items or r.result) or {}) do
+    say("completion " .. item.label)
+  end
+end
+vim.api.nvim_buf_set_lines(0, 1, 2, false, { 'comand = "echo built app"' })
+vim.wait(15000, function() return #vim.diagnostic.get(0) > 0 end, 20)
+for _, d in ipairs(vim.diagnostic.get(0)) do
+  say("diagnostic " .. d.lnum .. ":" .. d.col .. " " .. d.message)
+end
+vim.fn.writefile(out, "nvim-out.txt")
+"#,
+    );
+    let out = std::process::Command::new("nvim")
+        .args(["--headless", "--clean", "-u", "init.lua"])
+        .args(["-c", "edit packages/app/vx.toml", "-c", "luafile check.lua", "-c", "qa!"])
+        .current_dir(f.root())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = f.read("nvim-out.txt");
+    let lines: Vec<&str> = said.lines().collect();
+    let hover = lines.iter().find(|l| l.starts_with("hover ")).expect(&said);
+    assert!(hover.contains("app#build  (packages/app/vx.toml:1)"), "{hover}");
+    for key in ["completion command", "completion depends-on", "completion cache"] {
+        assert!(lines.contains(&key), "{key}: {said}");
+    }
+    let diagnostic = lines.iter().find(|l| l.starts_with("diagnostic ")).expect(&said);
+    assert!(
+        diagnostic.starts_with("diagnostic 1:0 unknown key `comand` in `tasks.build`")
+            && diagnostic.ends_with("| hint: did you mean `command`?"),
+        "{diagnostic}"
+    );
+}
