@@ -373,6 +373,16 @@ fn code_lenses_run_explain_and_show_the_last_result_of_a_task() {
     assert_eq!(why, f.vx(&["why", "app#build"]).stdout.as_str());
 }
 
+/// Whether a tool the test needs is here; when it is not, the test says it is skipped with the
+/// install command (and fails under CI or scripts/test, which install it).
+fn present(found: bool, why: &str) -> bool {
+    if !found {
+        assert!(!vx_test_support::tools::tools_required(), "{why}");
+        eprintln!("skipped: {why}");
+    }
+    found
+}
+
 /// contrib/vscode, VS Code's way to start `vx lsp`, installed from its lockfile and packaged
 /// by the real `vsce` (scripts/test installs it into `.test-tools/vsce`): the manifest is valid
 /// and the package holds the extension and Microsoft's language client. VS Code itself cannot
@@ -382,13 +392,11 @@ fn code_lenses_run_explain_and_show_the_last_result_of_a_task() {
 fn the_vs_code_extension_packages_with_its_language_client() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let vsce = root.join(".test-tools/vsce/node_modules/.bin/vsce");
-    if !vsce.exists() {
-        let why = format!(
-            "vsce is missing: npm install --prefix {} @vscode/vsce@3.9.2 (scripts/test does)",
-            root.join(".test-tools/vsce").display()
-        );
-        assert!(!vx_test_support::tools::tools_required(), "{why}");
-        eprintln!("skipped: {why}");
+    let why = format!(
+        "vsce is missing: npm install --prefix {} @vscode/vsce@3.9.2 (scripts/test does)",
+        root.join(".test-tools/vsce").display()
+    );
+    if !present(vsce.exists(), &why) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -454,10 +462,9 @@ fn the_zed_extension_builds_for_webassembly() {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).contains("wasm32-wasip2"))
         .unwrap_or(false);
-    if !installed {
-        let why = "the wasm32-wasip2 target is missing: rustup target add wasm32-wasip2 (scripts/test does)";
-        assert!(!vx_test_support::tools::tools_required(), "{why}");
-        eprintln!("skipped: {why}");
+    let why =
+        "the wasm32-wasip2 target is missing: rustup target add wasm32-wasip2 (scripts/test does)";
+    if !present(installed, why) {
         return;
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -502,10 +509,10 @@ fn neovim_with_the_documented_setup_shows_vx_diagnostics_hover_and_completion() 
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !found {
-        let why = "nvim is missing: apt-get install neovim (scripts/test does)";
-        assert!(!vx_test_support::tools::tools_required(), "{why}");
-        eprintln!("skipped: {why}");
+    if !present(
+        found,
+        "nvim is missing: apt-get install neovim (scripts/test does)",
+    ) {
         return;
     }
     let f = workspace();
@@ -514,11 +521,17 @@ fn neovim_with_the_documented_setup_shows_vx_diagnostics_hover_and_completion() 
         "/../../docs/editors.md"
     ))
     .unwrap();
-    let from = page.find("Neovim 0.7 to 0.10:").expect("the snippet's heading");
+    let from = page
+        .find("Neovim 0.7 to 0.10:")
+        .expect("the snippet's heading");
     let body = &page[from..];
     let body = &body[body.find("```lua\n").unwrap() + 7..];
     let snippet = &body[..body.find("```").unwrap()];
-    assert_eq!(snippet.matches(r#"cmd = { "vx", "lsp" }"#).count(), 1, "{snippet}");
+    assert_eq!(
+        snippet.matches(r#"cmd = { "vx", "lsp" }"#).count(),
+        1,
+        "{snippet}"
+    );
     let setup = snippet.replace(
         r#"cmd = { "vx", "lsp" }"#,
         &format!(r#"cmd = {{ "{}", "lsp" }}"#, vx_bin()),
@@ -553,7 +566,14 @@ vim.fn.writefile(out, "nvim-out.txt")
     );
     let out = std::process::Command::new("nvim")
         .args(["--headless", "--clean", "-u", "init.lua"])
-        .args(["-c", "edit packages/app/vx.toml", "-c", "luafile check.lua", "-c", "qa!"])
+        .args([
+            "-c",
+            "edit packages/app/vx.toml",
+            "-c",
+            "luafile check.lua",
+            "-c",
+            "qa!",
+        ])
         .current_dir(f.root())
         .stdin(std::process::Stdio::null())
         .output()
@@ -562,11 +582,21 @@ vim.fn.writefile(out, "nvim-out.txt")
     let said = f.read("nvim-out.txt");
     let lines: Vec<&str> = said.lines().collect();
     let hover = lines.iter().find(|l| l.starts_with("hover ")).expect(&said);
-    assert!(hover.contains("app#build  (packages/app/vx.toml:1)"), "{hover}");
-    for key in ["completion command", "completion depends-on", "completion cache"] {
+    assert!(
+        hover.contains("app#build  (packages/app/vx.toml:1)"),
+        "{hover}"
+    );
+    for key in [
+        "completion command",
+        "completion depends-on",
+        "completion cache",
+    ] {
         assert!(lines.contains(&key), "{key}: {said}");
     }
-    let diagnostic = lines.iter().find(|l| l.starts_with("diagnostic ")).expect(&said);
+    let diagnostic = lines
+        .iter()
+        .find(|l| l.starts_with("diagnostic "))
+        .expect(&said);
     assert!(
         diagnostic.starts_with("diagnostic 1:0 unknown key `comand` in `tasks.build`")
             && diagnostic.ends_with("| hint: did you mean `command`?"),

@@ -266,25 +266,35 @@ fn a_run_is_followed_live_its_output_read_as_written_and_its_failure_kept() {
     );
 }
 
-#[test]
-fn a_stopped_run_ends_as_ctrl_c_ends_it_and_leaves_no_process() {
+/// The workspace with a `lib#build` that prints `up` and sleeps, its command carrying a marker.
+fn sleeping_build(prefix: &str) -> (Fixture, String) {
     let f = workspace();
-    let marker = unique_marker("vx-mcp-stop");
+    let marker = unique_marker(prefix);
     f.write(
         "packages/lib/vx.toml",
         &format!("[tasks.build]\ncommand = \"echo up; sleep 30 # {marker}\"\n"),
     );
-    let Some(r) = session(
-        &f,
-        &[],
-        json!([
-            {"op": "call", "tool": "run", "arguments": {"tasks": ["lib#build"]}},
-            {"op": "until", "tool": "run_output", "arguments": {"run": "1", "task": "lib#build"},
-             "path": ["text"], "contains": "up"},
-            {"op": "call", "tool": "run_stop", "arguments": {"run": "1"}},
-            {"op": "call", "tool": "run_stop", "arguments": {"run": "2"}},
-        ]),
-    ) else {
+    (f, marker)
+}
+
+/// `lib#build` started by the `run` tool, followed until it printed `up`.
+fn started_and_up() -> Vec<Value> {
+    vec![
+        json!({"op": "call", "tool": "run", "arguments": {"tasks": ["lib#build"]}}),
+        json!({"op": "until", "tool": "run_output", "arguments": {"run": "1", "task": "lib#build"},
+               "path": ["text"], "contains": "up"}),
+    ]
+}
+
+#[test]
+fn a_stopped_run_ends_as_ctrl_c_ends_it_and_leaves_no_process() {
+    let (f, marker) = sleeping_build("vx-mcp-stop");
+    let mut steps = started_and_up();
+    steps.extend([
+        json!({"op": "call", "tool": "run_stop", "arguments": {"run": "1"}}),
+        json!({"op": "call", "tool": "run_stop", "arguments": {"run": "2"}}),
+    ]);
+    let Some(r) = session(&f, &[], Value::Array(steps)) else {
         return;
     };
     let stopped = ok(&r[2]);
@@ -300,21 +310,8 @@ fn a_stopped_run_ends_as_ctrl_c_ends_it_and_leaves_no_process() {
 
 #[test]
 fn a_run_still_going_when_the_client_leaves_is_stopped() {
-    let f = workspace();
-    let marker = unique_marker("vx-mcp-leave");
-    f.write(
-        "packages/lib/vx.toml",
-        &format!("[tasks.build]\ncommand = \"echo up; sleep 30 # {marker}\"\n"),
-    );
-    let Some(_) = session(
-        &f,
-        &[],
-        json!([
-            {"op": "call", "tool": "run", "arguments": {"tasks": ["lib#build"]}},
-            {"op": "until", "tool": "run_output", "arguments": {"run": "1", "task": "lib#build"},
-             "path": ["text"], "contains": "up"},
-        ]),
-    ) else {
+    let (f, marker) = sleeping_build("vx-mcp-leave");
+    let Some(_) = session(&f, &[], Value::Array(started_and_up())) else {
         return;
     };
     assert_eq!(
