@@ -6,8 +6,9 @@
 //! - `vx.schema.json` is written when missing, and written again when it is vx's own (its
 //!   `title` is `vx.toml`) and differs (an older vx's); a file of that name that is not vx's is
 //!   kept.
-//! - `.taplo.toml` is written when missing; one that already names `vx.toml` is kept; any other
-//!   gets the rule appended at its end (an array-of-tables entry, valid after any table).
+//! - `.taplo.toml` is written when missing; one whose rule already includes `vx.toml` (or
+//!   names `vx.schema.json`) is kept; any other gets the rule appended at its end (an
+//!   array-of-tables entry, valid after any table).
 
 use std::path::Path;
 
@@ -51,7 +52,7 @@ pub fn plan(root: &Path) -> Vec<(&'static str, Option<String>, Fate)> {
     };
     let taplo_plan = match std::fs::read_to_string(root.join(TAPLO_FILE)) {
         Err(_) => (Some(RULE.to_string()), Fate::Written),
-        Ok(old) if old.contains("vx.toml") => (None, Fate::Current),
+        Ok(old) if names_vx_toml(&old) => (None, Fate::Current),
         Ok(old) => {
             let sep = if old.is_empty() || old.ends_with("\n\n") {
                 ""
@@ -67,6 +68,16 @@ pub fn plan(root: &Path) -> Vec<(&'static str, Option<String>, Fate)> {
         (SCHEMA_FILE, schema_plan.0, schema_plan.1),
         (TAPLO_FILE, taplo_plan.0, taplo_plan.1),
     ]
+}
+
+/// Whether a `.taplo.toml` already maps `vx.toml` files to a schema: a rule's `include` names
+/// them, or it names vx's schema file (an `exclude` of them is not a mapping).
+fn names_vx_toml(text: &str) -> bool {
+    text.contains(SCHEMA_FILE)
+        || text.lines().any(|line| {
+            let line = line.trim_start();
+            line.starts_with("include") && line.contains("vx.toml")
+        })
 }
 
 fn is_vx_schema(text: &str) -> bool {
@@ -114,4 +125,19 @@ pub fn report(planned: &[(&'static str, Option<String>, Fate)], dry: bool) -> St
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_vx_toml;
+
+    #[test]
+    fn a_taplo_file_maps_vx_toml_only_through_an_include_or_the_schema() {
+        assert!(names_vx_toml("[[rule]]\ninclude = [\"**/vx.toml\"]\n"));
+        assert!(names_vx_toml(
+            "[rule.schema]\npath = \"./vx.schema.json\"\n"
+        ));
+        assert!(!names_vx_toml("exclude = [\"**/vx.toml\"]\n"));
+        assert!(!names_vx_toml("[formatting]\nalign_entries = true\n"));
+    }
 }

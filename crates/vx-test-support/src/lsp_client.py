@@ -20,6 +20,7 @@ window/logMessage received. Steps (paths root-relative, positions from 0):
   {"op": "lens", "path": P}
   {"op": "execute", "command": C, "arguments": [...]}
   {"op": "message", "contains": S, "timeout": SECONDS}   waits for a showMessage holding S
+  {"op": "wait_file", "path": P, "timeout": SECONDS}     waits until the file P exists
   {"op": "timed_change", "path": P, "text": T, "expect": S}
       didChange, then the milliseconds until a publishDiagnostics of P whose messages
       contain S (or, with S empty, has none)
@@ -42,11 +43,17 @@ def uri(root: Path, rel: str) -> str:
 def rel_of(root: Path, u: str) -> str:
     from urllib.parse import unquote, urlparse
 
-    return str(Path(unquote(urlparse(u).path)).relative_to(root))
+    path = Path(unquote(urlparse(u).path))
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        # A file the server names by its canonical path, the root being a symbolic link.
+        return "canonical:" + str(path.relative_to(root.resolve()))
 
 
 async def main() -> None:
-    vx, root = sys.argv[1], Path(sys.argv[2]).resolve()
+    # As given, symbolic links kept: an editor opens a folder by the path it was given.
+    vx, root = sys.argv[1], Path(sys.argv[2]).absolute()
     args = sys.argv[3:] or ["lsp", "--stdio"]
     steps = json.load(sys.stdin)
     client = LanguageClient("vx-tests", "1")
@@ -190,6 +197,13 @@ async def main() -> None:
                 types.ExecuteCommandParams(command=step["command"], arguments=step["arguments"])
             )
             results.append(plain(got))
+        elif op == "wait_file":
+            deadline = time.monotonic() + step.get("timeout", 30)
+            while not (root / step["path"]).exists():
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"{step['path']} never appeared")
+                await asyncio.sleep(0.02)
+            results.append(None)
         elif op == "message":
             deadline = time.monotonic() + step.get("timeout", 30)
             found = None

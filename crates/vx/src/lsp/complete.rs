@@ -46,7 +46,7 @@ pub fn complete(server: &Server<'_>, params: CompletionParams) -> Option<Complet
             match ctx.path.last().map(String::as_str) {
                 Some("depends-on") => {
                     // A scoped project matches by its unscoped name unless the scope is typed.
-                    let scoped = text[ctx.word_start..cursor].starts_with('@');
+                    let scoped = text[ctx.word_start.min(cursor)..cursor].starts_with('@');
                     for (label, filter, doc) in task_ids(server, &rel, &ctx.path) {
                         let filter = filter.filter(|_| !scoped);
                         let mut i = item(

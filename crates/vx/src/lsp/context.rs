@@ -34,9 +34,15 @@ enum Frame {
     Inline,
 }
 
-/// Scans `text[..cursor]`.
+/// Scans `text[..cursor]`; the word never starts after the cursor.
 pub fn at(text: &str, cursor: usize) -> Context {
     let cursor = floor_boundary(text, cursor.min(text.len()));
+    let mut context = scan(text, cursor);
+    context.word_start = context.word_start.min(cursor);
+    context
+}
+
+fn scan(text: &str, cursor: usize) -> Context {
     let bytes = text.as_bytes();
     let mut header: Vec<String> = Vec::new();
     // Open arrays and inline tables, each with the path of the key that opened it.
@@ -70,7 +76,9 @@ pub fn at(text: &str, cursor: usize) -> Context {
                 }
             },
             b'"' | b'\'' => {
-                let multi = bytes[i..].starts_with(if c == b'"' { b"\"\"\"" } else { b"'''" });
+                // Only quotes before the cursor count: `""|"` is an empty string and one more.
+                let multi =
+                    bytes[i..cursor].starts_with(if c == b'"' { b"\"\"\"" } else { b"'''" });
                 let open = if multi { 3 } else { 1 };
                 match string_end(bytes, i + open, c, multi, cursor) {
                     Some(end) => {
@@ -102,7 +110,7 @@ pub fn at(text: &str, cursor: usize) -> Context {
             }
             b'[' if frames.is_empty() && value_key.is_none() && line_start(bytes, i) => {
                 let end = memchr(b']', &bytes[i..cursor]).map(|n| i + n);
-                let inner_start = if bytes.get(i + 1) == Some(&b'[') {
+                let inner_start = if bytes[..cursor].get(i + 1) == Some(&b'[') {
                     i + 2
                 } else {
                     i + 1
@@ -165,10 +173,23 @@ pub fn at(text: &str, cursor: usize) -> Context {
             word_start,
         }
     } else {
-        Context {
-            spot: Spot::Key,
-            path: base(&header, &frames),
-            word_start: key_start.unwrap_or(cursor).min(word_start),
+        // A dotted key typed so far (`cache.`): its segments before the last dot are tables.
+        let start = key_start.unwrap_or(cursor).min(word_start);
+        let mut path = base(&header, &frames);
+        match text[start..cursor].rfind('.') {
+            Some(dot) => {
+                path.extend(split_key(&text[start..start + dot]));
+                Context {
+                    spot: Spot::Key,
+                    path,
+                    word_start: start + dot + 1,
+                }
+            }
+            None => Context {
+                spot: Spot::Key,
+                path,
+                word_start: start,
+            },
         }
     }
 }
@@ -308,6 +329,28 @@ mod tests {
         let c = ctx("[tasks.build]\ncommand = '''\nmulti [x] = 1\n''' \nde|");
         assert_eq!(c.spot, Spot::Key);
         assert_eq!(c.path, path(&["tasks", "build"]));
+    }
+
+    #[test]
+    fn quotes_after_the_cursor_and_a_header_being_opened_never_put_the_word_past_it() {
+        let c = ctx("depends-on = [\"\"|\"]");
+        assert_eq!(c.word_start, "depends-on = [\"\"".len());
+        let c = ctx("[|[");
+        assert_eq!(c.spot, Spot::Header);
+        assert_eq!(c.word_start, 1);
+        let c = ctx("x = \"\"|\"\"");
+        assert!(c.word_start <= "x = \"\"".len());
+    }
+
+    #[test]
+    fn a_dotted_key_being_typed_names_its_table() {
+        let c = ctx("[tasks.build]\ncache.|");
+        assert_eq!(c.spot, Spot::Key);
+        assert_eq!(c.path, path(&["tasks", "build", "cache"]));
+        assert_eq!(c.word_start, "[tasks.build]\ncache.".len());
+        let c = ctx("[tasks.build]\ncache.out|");
+        assert_eq!(c.path, path(&["tasks", "build", "cache"]));
+        assert_eq!(c.word_start, "[tasks.build]\ncache.".len());
     }
 
     #[test]

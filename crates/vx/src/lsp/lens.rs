@@ -8,6 +8,8 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use lsp_types::notification::{LogMessage, ShowMessage};
 use lsp_types::{
@@ -80,8 +82,17 @@ pub fn execute(server: &Server<'_>, params: ExecuteCommandParams) -> Result<Valu
         "vx.run" => {
             let sender = server.conn.sender.clone();
             let started = json!({ "started": id });
+            let child = vx_command(&root, &["run", &id])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("vx could not be started: {e}"))?;
+            let running = server.running.clone();
+            lock(&running).push(child.id());
             std::thread::spawn(move || {
-                let (code, output) = vx_at(&root, &["run", &id]);
+                let pid = child.id();
+                let (code, output) = ended(child.wait_with_output());
+                lock(&running).retain(|&p| p != pid);
                 let tail: Vec<&str> = output.lines().rev().take(SHOWN_LINES).collect();
                 let tail: Vec<&str> = tail.into_iter().rev().collect();
                 let said = |method: &str, params: Value| {
@@ -133,22 +144,54 @@ pub fn execute(server: &Server<'_>, params: ExecuteCommandParams) -> Result<Valu
     }
 }
 
-/// Runs this vx with `args` in `root`: its exit code and its output (stdout, then stderr),
-/// without colour.
-fn vx_at(root: &Path, args: &[&str]) -> (i32, String) {
+/// This vx with `args` in `root`, without colour and without stdin.
+fn vx_command(root: &Path, args: &[&str]) -> Command {
     let exe = std::env::current_exe().unwrap_or_else(|_| "vx".into());
-    match Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .args(args)
         .current_dir(root)
         .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-    {
+        .stdin(Stdio::null());
+    command
+}
+
+/// Runs this vx with `args` in `root`: its exit code and its output (stdout, then stderr).
+fn vx_at(root: &Path, args: &[&str]) -> (i32, String) {
+    ended(vx_command(root, args).output())
+}
+
+fn ended(out: std::io::Result<std::process::Output>) -> (i32, String) {
+    match out {
         Ok(out) => {
             let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
             text.push_str(&String::from_utf8_lossy(&out.stderr));
             (out.status.code().unwrap_or(-1), text)
         }
         Err(e) => (-1, format!("vx could not be started: {e}")),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How long the end of a session waits for the runs it stops.
+const STOP_WAIT: Duration = Duration::from_secs(30);
+
+/// Stops the runs the lenses started that are still going, as Ctrl-C would (vx then stops
+/// their tasks), and waits for them to end.
+pub fn stop_runs(running: &Arc<Mutex<Vec<u32>>>) {
+    for &pid in lock(running).iter() {
+        if let Ok(pid) = i32::try_from(pid) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGINT,
+            );
+        }
+    }
+    let deadline = Instant::now() + STOP_WAIT;
+    while !lock(running).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -43,8 +43,8 @@ use vx_engine::error::Failure;
 use vx_engine::exit;
 
 use analysis::Analysis;
+use state::path_of;
 use state::Server;
-use state::{path_of, uri_of};
 
 /// Serves one editor on stdin and stdout until it says `exit`.
 pub fn serve(cwd: &Path) -> Result<i32, Failure> {
@@ -59,14 +59,18 @@ pub fn serve(cwd: &Path) -> Result<i32, Failure> {
         conn: &connection,
         root: analysis::root_of(&start),
         docs: BTreeMap::new(),
+        uris: BTreeMap::new(),
         loaded: None,
         parsed: vx_workspace::Parsed::default(),
         published: BTreeSet::new(),
         dirty: true,
         next_request: 0,
+        running: Default::default(),
     };
     server.watch_files(&params);
     let stopped = server.run();
+    // A run a lens started does not outlive the editor's session.
+    lens::stop_runs(&server.running);
     drop(connection);
     // The reader thread ends at stdin's end; the client may keep stdin open after `exit`.
     if stopped {
@@ -171,6 +175,7 @@ impl Server<'_> {
                 {
                     if let Some(path) = path_of(&p.text_document.uri) {
                         self.docs.remove(&path);
+                        self.uris.remove(&path);
                         self.dirty = true;
                     }
                 }
@@ -187,6 +192,7 @@ impl Server<'_> {
         if self.root.is_none() {
             self.root = analysis::root_of(&path);
         }
+        self.uris.insert(path.clone(), uri.clone());
         self.docs.insert(path, text);
         self.dirty = true;
     }
@@ -305,7 +311,7 @@ impl Server<'_> {
             .map(|(p, _)| p.clone())
             .collect();
         for (path, diagnostics) in by_file {
-            if let Some(uri) = uri_of(&path) {
+            if let Some(uri) = self.uri_for(&path) {
                 self.notify::<PublishDiagnostics>(PublishDiagnosticsParams {
                     uri,
                     diagnostics,

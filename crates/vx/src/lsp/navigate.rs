@@ -19,8 +19,8 @@ use vx_core::{TaskId, Workspace};
 
 use super::complete;
 use super::context::{self, split_key, Spot};
-use super::state::{uri_of, Server};
-use super::text::Lines;
+use super::state::Server;
+use super::text::{is_word, Lines};
 
 pub fn hover(server: &Server<'_>, params: HoverParams) -> Option<Hover> {
     let at = params.text_document_position_params;
@@ -49,13 +49,25 @@ pub fn hover(server: &Server<'_>, params: HoverParams) -> Option<Hover> {
         }
         out
     } else {
+        // The key under the cursor, in the table its start is in (inline tables included).
         let cursor = lines.offset(at.position);
-        let ctx = context::at(text, cursor);
-        if ctx.spot != Spot::Key {
+        let line_start = lines.offset(Position::new(at.position.line, 0));
+        let line = lines.line(at.position.line as usize);
+        let within = (cursor - line_start).min(line.len());
+        let start = line[..within]
+            .char_indices()
+            .rev()
+            .take_while(|&(_, c)| is_word(c))
+            .last()
+            .map_or(within, |(i, _)| i);
+        let end = line[within..]
+            .find(|c: char| !is_word(c))
+            .map_or(line.len(), |e| within + e);
+        let key = &line[start..end];
+        let ctx = context::at(text, line_start + start);
+        if ctx.spot != Spot::Key || key.is_empty() {
             return None;
         }
-        let line = lines.line(at.position.line as usize);
-        let key = line.split('=').next()?.trim();
         let mut path = ctx.path.clone();
         path.extend(split_key(key));
         let schema = vx_core::config::json_schema();
@@ -130,7 +142,7 @@ fn location_of(
 ) -> Option<Location> {
     let path = root.join(rel);
     let range = server.with_text(&path, |lines| lines.token_range(line.max(1), column.max(1)));
-    Some(Location::new(uri_of(&path)?, range))
+    Some(Location::new(server.uri_for(&path)?, range))
 }
 
 /// The task whose header the cursor is on (`[tasks.build]`, `[tasks.build.cache]`).

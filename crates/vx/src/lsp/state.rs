@@ -14,8 +14,10 @@ pub(crate) struct Server<'c> {
     pub(super) conn: &'c Connection,
     /// The workspace root, once known (from the client's folder or the first document).
     pub(super) root: Option<PathBuf>,
-    /// Open documents by absolute path.
+    /// Open documents by canonical path (the root is canonical, the client's paths may go
+    /// through a symbolic link), with the URI the client named each by.
     pub(super) docs: BTreeMap<PathBuf, String>,
+    pub(super) uris: BTreeMap<PathBuf, Uri>,
     /// The last workspace that loaded.
     pub(super) loaded: Option<Loaded>,
     /// What earlier analyses parsed, by file and text.
@@ -24,6 +26,8 @@ pub(crate) struct Server<'c> {
     pub(super) published: BTreeSet<PathBuf>,
     pub(super) dirty: bool,
     pub(super) next_request: i32,
+    /// The `vx run`s the lenses started and that have not ended (their pids).
+    pub(super) running: std::sync::Arc<std::sync::Mutex<Vec<u32>>>,
 }
 
 impl Server<'_> {
@@ -72,10 +76,24 @@ impl Server<'_> {
     }
 }
 
+impl Server<'_> {
+    /// The URI to name a file by: the client's own for a document it opened, else the file's.
+    pub(crate) fn uri_for(&self, path: &Path) -> Option<Uri> {
+        self.uris.get(path).cloned().or_else(|| uri_of(path))
+    }
+}
+
 pub(crate) fn uri_of(path: &Path) -> Option<Uri> {
     url::Url::from_file_path(path).ok()?.as_str().parse().ok()
 }
 
+/// The canonical path a URI names: symbolic links resolved, as the root's are (a file not on
+/// disk yet, by its directory).
 pub(crate) fn path_of(uri: &Uri) -> Option<PathBuf> {
-    url::Url::parse(uri.as_str()).ok()?.to_file_path().ok()
+    let path = url::Url::parse(uri.as_str()).ok()?.to_file_path().ok()?;
+    if let Ok(canonical) = std::fs::canonicalize(&path) {
+        return Some(canonical);
+    }
+    let dir = std::fs::canonicalize(path.parent()?).ok()?;
+    Some(dir.join(path.file_name()?))
 }

@@ -69,9 +69,10 @@ impl vx_mcp::Backend for Tools {
     }
 
     fn plan(&self, args: &[String]) -> Result<Value, String> {
-        let mut all = vec!["run"];
+        // vx's own flag first: after a `--` in the client's words, it would go to the tasks
+        // (and the run would not be a plan).
+        let mut all = vec!["run", "--dry=json"];
         all.extend(args.iter().map(String::as_str));
-        all.push("--dry=json");
         self.vx_json(&all)
     }
 

@@ -88,10 +88,11 @@ impl Runs {
         let terminal = dir.path().join("terminal.txt");
         let out = File::create(&terminal).map_err(|e| e.to_string())?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
+        // `--events` before the client's words: after a `--` among them it would be the tasks'.
         let child = vx_command(&self.cwd)
             .arg("run")
-            .args(args)
             .arg(format!("--events={}", events.display()))
+            .args(args)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
@@ -244,8 +245,10 @@ fn status_of(run: &str, r: &mut Run) -> Value {
 
 /// The events written so far; a line still being written is left for the next read.
 fn read_events(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines()
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+    String::from_utf8_lossy(&bytes[..whole])
+        .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect()
 }

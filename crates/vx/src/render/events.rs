@@ -13,12 +13,13 @@
 //!
 //! `plan` lists the tasks the run holds, groups left out, in the graph's order; `output` is
 //! the task's output as the terminal gets it (masked, and without escapes when vx does not
-//! colour), in the order received, and for a hit the log it stored (`"stored":true`);
+//! colour), in the order received (a character split between two reads is sent whole, with
+//! the later one), and for a hit the log it stored (`"stored":true`);
 //! `finished` says `cache` for a task that executed or hit, `exit_code` when a process ended;
 //! `ms` counts from the start of the run. Text that is not UTF-8 is replaced
 //! (U+FFFD). A file that cannot be written is said once, and the run goes on.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -37,6 +38,9 @@ pub struct Events<R: Reporter> {
     path: PathBuf,
     ids: Vec<TaskId>,
     started: Instant,
+    /// Per node, the start of a UTF-8 sequence its last chunk ended in the middle of: sent
+    /// with the next chunk, so a character split between two reads is not replaced.
+    pending: HashMap<usize, Vec<u8>>,
 }
 
 impl<R: Reporter> Events<R> {
@@ -49,6 +53,7 @@ impl<R: Reporter> Events<R> {
             path: path.to_path_buf(),
             ids,
             started: Instant::now(),
+            pending: HashMap::new(),
         };
         match File::create(path) {
             Ok(file) => events.out = Some(BufWriter::new(file)),
@@ -96,6 +101,44 @@ impl<R: Reporter> Events<R> {
             .map(ToString::to_string)
             .unwrap_or_default()
     }
+
+    /// The node's output so far as text: what was held back from its last chunk, then this
+    /// chunk, less an incomplete UTF-8 sequence at its end (held for the next).
+    fn text_of(&mut self, node: usize, bytes: &[u8]) -> String {
+        let mut all = self.pending.remove(&node).unwrap_or_default();
+        all.extend_from_slice(bytes);
+        let held = all.split_off(all.len() - incomplete_tail(&all));
+        if !held.is_empty() {
+            self.pending.insert(node, held);
+        }
+        String::from_utf8_lossy(&all).into_owned()
+    }
+
+    fn output(&mut self, node: usize, text: String) {
+        if !text.is_empty() {
+            let event = json!({ "event": "output", "task": self.id(node), "text": text });
+            self.write(event);
+        }
+    }
+}
+
+/// How many bytes at the end of `bytes` begin a UTF-8 sequence that is not complete yet.
+fn incomplete_tail(bytes: &[u8]) -> usize {
+    for k in 1..=bytes.len().min(3) {
+        let b = bytes[bytes.len() - k];
+        if b & 0xC0 == 0x80 {
+            continue;
+        }
+        let needed = match b {
+            0xF8.. => return 0,
+            0xF0.. => 4,
+            0xE0.. => 3,
+            0xC0.. => 2,
+            _ => return 0,
+        };
+        return if k < needed { k } else { 0 };
+    }
+    0
 }
 
 impl<R: Reporter> Reporter for Events<R> {
@@ -126,15 +169,15 @@ impl<R: Reporter> Reporter for Events<R> {
         self.inner.started(node, report)
     }
     fn stream(&mut self, node: usize, bytes: &[u8]) {
-        let event = json!({
-            "event": "output",
-            "task": self.id(node),
-            "text": String::from_utf8_lossy(bytes),
-        });
-        self.write(event);
+        let text = self.text_of(node, bytes);
+        self.output(node, text);
         self.inner.stream(node, bytes)
     }
     fn finished(&mut self, node: usize, report: &TaskReport, requested: bool) {
+        // What a task's last chunk held back is all there will be: said as it is.
+        if let Some(held) = self.pending.remove(&node) {
+            self.output(node, String::from_utf8_lossy(&held).into_owned());
+        }
         if !report.executed && !report.log.is_empty() {
             let event = json!({
                 "event": "output",
@@ -218,5 +261,23 @@ impl<R: Reporter> Reporter for Events<R> {
     }
     fn close(&mut self) {
         self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::incomplete_tail;
+
+    #[test]
+    fn a_character_cut_at_the_end_of_a_chunk_is_held_back_whole() {
+        let check = "✓".as_bytes(); // E2 9C 93
+        assert_eq!(incomplete_tail(b"ok\n"), 0);
+        assert_eq!(incomplete_tail(&check[..1]), 1);
+        assert_eq!(incomplete_tail(&[b'a', check[0], check[1]]), 2);
+        assert_eq!(incomplete_tail(check), 0);
+        assert_eq!(incomplete_tail("é😀".as_bytes()), 0);
+        assert_eq!(incomplete_tail(&"😀".as_bytes()[..3]), 3);
+        // Not UTF-8 at all: nothing is held, the bytes are replaced as they come.
+        assert_eq!(incomplete_tail(&[0xFF]), 0);
     }
 }

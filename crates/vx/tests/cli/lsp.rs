@@ -271,6 +271,10 @@ fn hover_shows_the_resolved_task_and_its_last_result_and_definition_jumps_to_it(
             {"op": "hover", "path": "packages/app/vx.toml", "line": 2, "character": 17},
             {"op": "definition", "path": "packages/app/vx.toml", "line": 2, "character": 17},
             {"op": "hover", "path": "packages/app/vx.toml", "line": 1, "character": 2},
+            // A key inside an inline table.
+            {"op": "change", "path": "packages/app/vx.toml", "text": APP.replace(
+                "[tasks.lint]", "cache = { inputs = [\"src/**\"], outputs = [] }\n\n[tasks.lint]")},
+            {"op": "hover", "path": "packages/app/vx.toml", "line": 4, "character": 33},
         ]),
     ) else {
         return;
@@ -304,6 +308,11 @@ fn hover_shows_the_resolved_task_and_its_last_result_and_definition_jumps_to_it(
     assert_eq!(target["range"]["end"], json!({"line": 0, "character": 12}));
     let key = r[4]["contents"]["value"].as_str().unwrap();
     assert!(key.starts_with("`tasks.build.command`: "), "{key}");
+    let inline = r[6]["contents"]["value"].as_str().unwrap();
+    assert!(
+        inline.starts_with("`tasks.build.cache.outputs`: "),
+        "{inline}"
+    );
 }
 
 #[test]
@@ -601,5 +610,68 @@ vim.fn.writefile(out, "nvim-out.txt")
         diagnostic.starts_with("diagnostic 1:0 unknown key `comand` in `tasks.build`")
             && diagnostic.ends_with("| hint: did you mean `command`?"),
         "{diagnostic}"
+    );
+}
+
+/// An editor that opened the workspace through a symbolic link (a symlinked home, macOS's
+/// `/var`): the server's root is canonical, the client's paths are not; the documents are
+/// still matched, and their diagnostics published under the client's own URIs.
+#[test]
+fn a_workspace_opened_through_a_symbolic_link_is_served_under_the_clients_paths() {
+    let f = workspace();
+    let links = tempfile::tempdir().unwrap();
+    let link = links.path().join("ws");
+    std::os::unix::fs::symlink(f.root(), &link).unwrap();
+    let typo = APP.replace("command = \"echo lint\"", "comand = \"echo lint\"");
+    let Some(session) = lsp_session(
+        std::path::Path::new(vx_bin()),
+        &link,
+        &json!([
+            {"op": "open", "path": "packages/app/vx.toml"},
+            {"op": "change", "path": "packages/app/vx.toml", "text": typo},
+            {"op": "sync"},
+            {"op": "complete", "path": "packages/app/vx.toml", "line": 1, "character": 0},
+        ]),
+    ) else {
+        return;
+    };
+    let r = &session["results"];
+    // The unsaved typo is seen, and said under the path the client opened.
+    let app = r[2]["packages/app/vx.toml"]
+        .as_array()
+        .expect("under the link");
+    assert_eq!(app.len(), 1, "{session}");
+    assert!(app[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("unknown key `comand`"));
+    assert!(!completions(&r[3]).is_empty(), "{session}");
+}
+
+/// A run a lens started that is still going when the editor's session ends is stopped as
+/// Ctrl-C would stop it: no process of it is left.
+#[test]
+fn a_lens_run_still_going_when_the_session_ends_is_stopped() {
+    let f = workspace();
+    let marker = vx_test_support::process::unique_marker("vx-lsp-lens");
+    f.write(
+        "packages/lib/vx.toml",
+        &format!("[tasks.build]\ncommand = \"touch started; sleep 30 # {marker}\"\n"),
+    );
+    let Some(session) = lsp_session(
+        std::path::Path::new(vx_bin()),
+        f.root(),
+        &json!([
+            {"op": "open", "path": "packages/lib/vx.toml"},
+            {"op": "execute", "command": "vx.run", "arguments": ["@acme/lib#build"]},
+            {"op": "wait_file", "path": "packages/lib/started"},
+        ]),
+    ) else {
+        return;
+    };
+    assert_eq!(session["results"][1]["started"], "@acme/lib#build");
+    assert_eq!(
+        vx_test_support::process::wait_until_no_marker(&marker, std::time::Duration::from_secs(10)),
+        Ok(())
     );
 }

@@ -115,6 +115,8 @@ fn reading_tools_answer_what_the_command_line_prints() {
             {"op": "call", "tool": "last", "arguments": {}},
             {"op": "call", "tool": "info", "arguments": {}},
             {"op": "call", "tool": "why", "arguments": {"task": "nope#build"}},
+            // Words after `--` go to the tasks, and never turn the plan into a run.
+            {"op": "call", "tool": "plan", "arguments": {"tasks": ["build"], "flags": ["--all", "--", "--watch"]}},
         ]),
     ) else {
         return;
@@ -141,6 +143,13 @@ fn reading_tools_answer_what_the_command_line_prints() {
     assert_eq!(
         info["projects"],
         cli_json(&f, &["info", "--format", "json"])["projects"]
+    );
+    let forwarded = ok(&r[7])["tasks"].as_array().unwrap();
+    assert_eq!(forwarded.len(), plan.len(), "{}", r[7]);
+    assert_eq!(
+        ok(&r[4]),
+        &cli_json(&f, &["last", "--format", "json"]),
+        "no run was recorded after the plans"
     );
     // vx's own refusal, as a tool error the agent reads.
     assert_eq!(r[6]["is_error"], true);
@@ -266,21 +275,24 @@ fn a_run_is_followed_live_its_output_read_as_written_and_its_failure_kept() {
     );
 }
 
-/// The workspace with a `lib#build` that prints `up` and sleeps, its command carrying a marker.
+/// The workspace with a `lib#build` that prints `up` and sleeps, its command carrying a marker
+/// (forwarded words go to its closing `true`).
 fn sleeping_build(prefix: &str) -> (Fixture, String) {
     let f = workspace();
     let marker = unique_marker(prefix);
     f.write(
         "packages/lib/vx.toml",
-        &format!("[tasks.build]\ncommand = \"echo up; sleep 30 # {marker}\"\n"),
+        &format!("[tasks.build]\ncommand = \"echo up; sleep 30; true # {marker}\"\n"),
     );
     (f, marker)
 }
 
-/// `lib#build` started by the `run` tool, followed until it printed `up`.
+/// `lib#build` started by the `run` tool (with a word after `--`, which vx gives the task's
+/// command, here to its closing `true`), followed until it printed `up`: the events are
+/// written.
 fn started_and_up() -> Vec<Value> {
     vec![
-        json!({"op": "call", "tool": "run", "arguments": {"tasks": ["lib#build"]}}),
+        json!({"op": "call", "tool": "run", "arguments": {"tasks": ["lib#build"], "flags": ["--", "--extra"]}}),
         json!({"op": "until", "tool": "run_output", "arguments": {"run": "1", "task": "lib#build"},
                "path": ["text"], "contains": "up"}),
     ]

@@ -654,3 +654,22 @@ fn events_that_cannot_be_written_are_said_once_and_the_run_goes_on() {
         "error: `--dry` cannot be combined with `--events`\n"
     );
 }
+
+/// A character split between two of a task's writes comes whole in the events, as the
+/// terminal shows it.
+#[test]
+fn a_character_split_between_two_writes_is_one_in_the_events() {
+    let f = w();
+    f.write(
+        "packages/lib/vx.toml",
+        "[tasks.build]\ncommand = \"printf '\\\\342'; sleep 0.3; printf '\\\\234\\\\223 done\\\\n'\"\n",
+    );
+    let out = f.vx(&["run", "lib#build", "--events=e.ndjson"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let text: String = events(&f, "e.ndjson")
+        .iter()
+        .filter(|e| e["event"] == "output")
+        .map(|e| e["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(text, "✓ done\n");
+}
