@@ -48,14 +48,22 @@ pub fn lsp_session(vx: &Path, root: &Path, steps: &Value) -> Option<Value> {
 /// [`lsp_session`] with the server started as `vx ARGS` (default `lsp --stdio`).
 pub fn lsp_session_with(vx: &Path, root: &Path, args: &[&str], steps: &Value) -> Option<Value> {
     let python = client_python("pygls")?;
-    session(python, "src/lsp_client.py", vx, root, args, steps)
+    session(python, "src/lsp_client.py", vx, root, args, &[], steps)
+}
+
+/// [`lsp_session`] by a client that names no folder (as when a single file is opened): the
+/// server finds the workspace from the first document.
+pub fn lsp_session_without_root(vx: &Path, root: &Path, steps: &Value) -> Option<Value> {
+    let python = client_python("pygls")?;
+    let env = [("LSP_CLIENT_NO_ROOT", "1")];
+    session(python, "src/lsp_client.py", vx, root, &[], &env, steps)
 }
 
 /// Runs `steps` (see `mcp_client.py`) against `vx mcp ARGS` started in `dir` by the official
 /// MCP client: `{"results": [...]}`, or `None` when the client is not installed.
 pub fn mcp_session(vx: &Path, dir: &Path, args: &[&str], steps: &Value) -> Option<Value> {
     let python = client_python("mcp.client.client")?;
-    session(python, "src/mcp_client.py", vx, dir, args, steps)
+    session(python, "src/mcp_client.py", vx, dir, args, &[], steps)
 }
 
 fn session(
@@ -64,10 +72,12 @@ fn session(
     vx: &Path,
     dir: &Path,
     args: &[&str],
+    env: &[(&str, &str)],
     steps: &Value,
 ) -> Option<Value> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(script);
     let mut child = Command::new(python)
+        .envs(env.iter().copied())
         .arg(script)
         .arg(vx)
         .arg(dir)

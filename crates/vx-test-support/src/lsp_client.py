@@ -9,7 +9,7 @@ started in ROOT, and prints one
 JSON object: `results`, one entry per step, and `messages`, every window/showMessage and
 window/logMessage received. Steps (paths root-relative, positions from 0):
 
-  {"op": "open", "path": P}                   didOpen with the file's text on disk
+  {"op": "open", "path": P, "text": T?}       didOpen with T, else the file's text on disk
   {"op": "change", "path": P, "text": T}      didChange, the whole text
   {"op": "close", "path": P}                  didClose
   {"op": "sync"}                              waits until the server has answered everything
@@ -28,6 +28,7 @@ window/logMessage received. Steps (paths root-relative, positions from 0):
 
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -92,11 +93,14 @@ async def main() -> None:
         messages.append({"kind": "register", "message": params.registrations[0].method})
 
     await client.start_io(vx, *args, cwd=str(root))
+    # With LSP_CLIENT_NO_ROOT set, the client names no folder (a single file opened): the server
+    # finds the workspace from the first document.
+    no_root = bool(os.environ.get("LSP_CLIENT_NO_ROOT"))
     await client.initialize_async(
         types.InitializeParams(
             process_id=None,
-            root_uri=root.as_uri(),
-            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="ws")],
+            root_uri=None if no_root else root.as_uri(),
+            workspace_folders=None if no_root else [types.WorkspaceFolder(uri=root.as_uri(), name="ws")],
             capabilities=types.ClientCapabilities(
                 workspace=types.WorkspaceClientCapabilities(
                     did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
@@ -122,7 +126,7 @@ async def main() -> None:
     for step in steps:
         op = step["op"]
         if op == "open":
-            text = (root / step["path"]).read_text()
+            text = step.get("text") or (root / step["path"]).read_text()
             versions[step["path"]] = 1
             language = "toml" if step["path"].endswith(".toml") else "json"
             client.text_document_did_open(

@@ -68,6 +68,9 @@ pub fn serve(cwd: &Path) -> Result<i32, Failure> {
         running: Default::default(),
     };
     server.watch_files(&params);
+    // The workspace as the disk holds it, before the editor's texts: diagnostics from the
+    // start, and a workspace for completion even if the first texts sent do not load.
+    server.refresh();
     let stopped = server.run();
     // A run a lens started does not outlive the editor's session.
     lens::stop_runs(&server.running);
@@ -256,7 +259,7 @@ impl Server<'_> {
     }
 
     /// Analyses again if anything changed, and publishes every file's diagnostics.
-    fn refresh(&mut self) {
+    pub(super) fn refresh(&mut self) {
         if !self.dirty {
             return;
         }
@@ -268,6 +271,10 @@ impl Server<'_> {
             analysis::analyse(&root, &self.overlay(&root), &self.parsed);
         if loaded.is_some() {
             self.loaded = loaded;
+        } else if self.loaded.is_none() {
+            // Nothing loaded yet (the first texts the editor sent do not load): what the disk
+            // holds gives completion and hover something to work with meanwhile.
+            self.loaded = analysis::analyse(&root, &BTreeMap::new(), &self.parsed).loaded;
         }
         let mut by_file: BTreeMap<PathBuf, Vec<lsp_types::Diagnostic>> = BTreeMap::new();
         for (d, error) in &said {

@@ -675,3 +675,28 @@ fn a_lens_run_still_going_when_the_session_ends_is_stopped() {
         Ok(())
     );
 }
+
+/// The first text an editor sends may not load (a file being written): completion still knows
+/// the workspace, from what the disk holds — whether the client named the folder (the server
+/// loads the disk's workspace at start) or only opened the file (the root found from it).
+#[test]
+fn completion_knows_the_workspace_even_when_the_first_text_sent_does_not_load() {
+    let f = workspace();
+    let broken = format!("{APP}depends-on = [\"\"]\ncomm\n");
+    let steps = json!([
+        {"op": "open", "path": "packages/app/vx.toml", "text": broken},
+        {"op": "complete", "path": "packages/app/vx.toml", "line": 6, "character": 15},
+    ]);
+    let vx = std::path::Path::new(vx_bin());
+    let Some(named) = lsp_session(vx, f.root(), &steps) else {
+        return;
+    };
+    let Some(unnamed) = vx_test_support::editor::lsp_session_without_root(vx, f.root(), &steps)
+    else {
+        return;
+    };
+    for session in [&named, &unnamed] {
+        let ids = completions(&session["results"][1]);
+        assert!(ids.iter().any(|(l, _)| l == "@acme/lib#build"), "{session}");
+    }
+}
