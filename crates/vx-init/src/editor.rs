@@ -12,7 +12,6 @@
 
 use std::path::Path;
 
-use vx_engine::error::Failure;
 use vx_engine::workspace::io_diagnostic;
 
 pub const SCHEMA_FILE: &str = "vx.schema.json";
@@ -36,6 +35,9 @@ pub enum Fate {
     Current,
     /// A file vx does not own: left alone (with why).
     Kept(&'static str),
+    /// It could not be written (the `vx.toml` files are written all the same): vx's line for
+    /// it (`cannot write PATH: REASON`).
+    Failed(String),
 }
 
 /// Each file with its new text (`None`: left as it is) and its fate.
@@ -85,21 +87,22 @@ fn is_vx_schema(text: &str) -> bool {
         .is_ok_and(|v| v["title"] == "vx.toml" && v.get("$defs").is_some())
 }
 
-/// Writes the planned texts (each through a temporary file renamed over the old one).
-pub fn write(root: &Path, planned: &[(&'static str, Option<String>, Fate)]) -> Result<(), Failure> {
-    for (rel, text, _) in planned {
+/// Writes the planned texts (each through a temporary file renamed over the old one). A file
+/// that cannot be written is said in the report, never a failure of `vx init`: the `vx.toml`
+/// files, written before, are what it is for.
+pub fn write(root: &Path, planned: &mut [(&'static str, Option<String>, Fate)]) {
+    for (rel, text, fate) in planned.iter_mut() {
         let Some(text) = text else {
             continue;
         };
         let temporary = root.join(format!("{rel}.vx-init-{}", std::process::id()));
         let written = std::fs::write(&temporary, text)
-            .and_then(|()| std::fs::rename(&temporary, root.join(rel)));
+            .and_then(|()| std::fs::rename(&temporary, root.join(*rel)));
         if let Err(e) = written {
             let _ = std::fs::remove_file(&temporary);
-            return Err(Failure::from(io_diagnostic(Path::new(rel), "write", &e)));
+            *fate = Fate::Failed(io_diagnostic(Path::new(rel), "write", &e).message);
         }
     }
-    Ok(())
 }
 
 /// The report's lines about the two files.
@@ -115,11 +118,16 @@ pub fn report(planned: &[(&'static str, Option<String>, Fate)], dry: bool) -> St
             ),
             Fate::Current => continue,
             Fate::Kept(why) => format!("kept {rel} ({why})"),
+            Fate::Failed(why) => format!("{why} (the vx.toml files are written)"),
         };
         out.push_str(&line);
         out.push('\n');
     }
-    if planned.iter().any(|(_, text, _)| text.is_some()) {
+    // Said only when the association works: both files as they should be, one of them new.
+    let works = planned
+        .iter()
+        .all(|(_, _, fate)| matches!(fate, Fate::Written | Fate::Appended | Fate::Current));
+    if works && planned.iter().any(|(_, text, _)| text.is_some()) {
         out.push_str(
             "editors with Taplo (Even Better TOML) now check vx.toml against the schema; `vx lsp` does more (docs/editors.md)\n",
         );

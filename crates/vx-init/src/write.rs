@@ -95,8 +95,8 @@ pub(super) fn write(
     } else {
         write_all(&root, &written(&plan, &fates))?;
         // What lets a plain TOML extension check the files just written.
-        let editor = super::editor::plan(&root);
-        super::editor::write(&root, &editor)?;
+        let mut editor = super::editor::plan(&root);
+        super::editor::write(&root, &mut editor);
         plan.editor = super::editor::report(&editor, false);
         if !args.learn.is_empty() {
             // The named tasks run, traced; what they read and wrote becomes their caches,

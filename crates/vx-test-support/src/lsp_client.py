@@ -37,6 +37,14 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 
+# The requests made at a position: the client's method and the type of its parameters.
+AT_POSITION = {
+    "complete": ("text_document_completion_async", types.CompletionParams),
+    "hover": ("text_document_hover_async", types.HoverParams),
+    "definition": ("text_document_definition_async", types.DefinitionParams),
+}
+
+
 def uri(root: Path, rel: str) -> str:
     return (root / rel).as_uri()
 
@@ -175,21 +183,10 @@ async def main() -> None:
                 types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri(root, "vx.toml")))
             )
             results.append(json.loads(json.dumps(diagnostics)))
-        elif op == "complete":
+        elif op in AT_POSITION:
+            request, params = AT_POSITION[op]
             doc, pos = at(step)
-            got = await client.text_document_completion_async(
-                types.CompletionParams(text_document=doc, position=pos)
-            )
-            results.append(plain(got))
-        elif op == "hover":
-            doc, pos = at(step)
-            got = await client.text_document_hover_async(types.HoverParams(text_document=doc, position=pos))
-            results.append(plain(got))
-        elif op == "definition":
-            doc, pos = at(step)
-            got = await client.text_document_definition_async(
-                types.DefinitionParams(text_document=doc, position=pos)
-            )
+            got = await getattr(client, request)(params(text_document=doc, position=pos))
             results.append(plain(got))
         elif op == "lens":
             got = await client.text_document_code_lens_async(

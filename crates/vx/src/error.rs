@@ -8,6 +8,11 @@ const MAX_PRINTED: usize = 20;
 
 /// Writes the failure to stderr.
 pub fn report(failure: &Failure) {
+    crate::render::stderr(&text(failure));
+}
+
+/// The failure as vx prints it (`vx mcp` hands it to an agent as a tool's error).
+pub fn text(failure: &Failure) -> String {
     let mut text = String::new();
     match failure {
         Failure::User(diagnostics) => {
@@ -32,5 +37,5 @@ pub fn report(failure: &Failure) {
         }
         Failure::Signalled(_) => {}
     }
-    crate::render::stderr(&text);
+    text
 }

@@ -22,6 +22,18 @@ use crate::verbs::{LATER_VERBS, VERBS};
 use vx_engine::error::Failure;
 use vx_engine::{exit, workspace};
 
+/// This very vx, started in `dir` for `vx lsp`'s lenses and `vx mcp`'s tools: without colour
+/// (its output is read, not shown on a terminal) and without stdin.
+pub fn this_vx(dir: &Path) -> std::process::Command {
+    let exe = std::env::current_exe().unwrap_or_else(|_| "vx".into());
+    let mut command = std::process::Command::new(exe);
+    command
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null());
+    command
+}
+
 /// `--format pretty|json` of the reading verbs: whether JSON was asked for.
 pub fn json_format(format: Option<&str>) -> Result<bool, Failure> {
     match format {

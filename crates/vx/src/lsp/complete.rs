@@ -10,7 +10,7 @@ use lsp_types::{
 use serde_json::Value;
 
 use super::context::{self, Spot};
-use super::state::Server;
+use super::state::{is_config, Server};
 use super::text::Lines;
 
 pub fn complete(server: &Server<'_>, params: CompletionParams) -> Option<CompletionResponse> {
@@ -95,10 +95,6 @@ pub fn complete(server: &Server<'_>, params: CompletionParams) -> Option<Complet
         }
     };
     Some(CompletionResponse::Array(items))
-}
-
-pub fn is_config(rel: &str) -> bool {
-    rel == "vx.toml" || rel.ends_with("/vx.toml")
 }
 
 fn item(
@@ -234,12 +230,8 @@ fn task_ids(
         return Vec::new();
     };
     let ws = &loaded.workspace;
-    let dir = rel
-        .strip_suffix("vx.toml")
-        .unwrap_or("")
-        .trim_end_matches('/');
     let template = path.first().map(String::as_str) == Some("workspace");
-    let own = ws.projects.iter().find(|p| p.dir == dir);
+    let own = server.project_of(rel);
     let mut out = Vec::new();
     let mut names: Vec<&String> = ws
         .projects

@@ -7,7 +7,7 @@
 //! - `vx.last`: the task's last recorded result, returned and shown.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -20,9 +20,11 @@ use serde_json::{json, Value};
 
 use vx_core::TaskId;
 
-use super::state::Server;
+use crate::commands::this_vx;
+
+use super::navigate;
+use super::state::{is_config, Server};
 use super::text::Lines;
-use super::{complete, navigate};
 
 pub const COMMANDS: &[&str] = &["vx.run", "vx.why", "vx.last"];
 
@@ -31,15 +33,10 @@ const SHOWN_LINES: usize = 8;
 
 pub fn lenses(server: &Server<'_>, params: CodeLensParams) -> Option<Vec<CodeLens>> {
     let (_, rel, text) = server.document(&params.text_document.uri)?;
-    if !complete::is_config(&rel) {
+    if !is_config(&rel) {
         return None;
     }
-    let ws = &server.loaded.as_ref()?.workspace;
-    let dir = rel
-        .strip_suffix("vx.toml")
-        .unwrap_or("")
-        .trim_end_matches('/');
-    let project = ws.projects.iter().find(|p| p.dir == dir)?;
+    let project = server.project_of(&rel)?;
     let lines = Lines::new(text);
     let mut out = Vec::new();
     for (name, task) in &project.config.tasks {
@@ -82,7 +79,8 @@ pub fn execute(server: &Server<'_>, params: ExecuteCommandParams) -> Result<Valu
         "vx.run" => {
             let sender = server.conn.sender.clone();
             let started = json!({ "started": id });
-            let child = vx_command(&root, &["run", &id])
+            let child = this_vx(&root)
+                .args(["run", &id])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -144,21 +142,9 @@ pub fn execute(server: &Server<'_>, params: ExecuteCommandParams) -> Result<Valu
     }
 }
 
-/// This vx with `args` in `root`, without colour and without stdin.
-fn vx_command(root: &Path, args: &[&str]) -> Command {
-    let exe = std::env::current_exe().unwrap_or_else(|_| "vx".into());
-    let mut command = Command::new(exe);
-    command
-        .args(args)
-        .current_dir(root)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null());
-    command
-}
-
 /// Runs this vx with `args` in `root`: its exit code and its output (stdout, then stderr).
 fn vx_at(root: &Path, args: &[&str]) -> (i32, String) {
-    ended(vx_command(root, args).output())
+    ended(this_vx(root).args(args).output())
 }
 
 fn ended(out: std::io::Result<std::process::Output>) -> (i32, String) {

@@ -19,20 +19,20 @@ use vx_core::{TaskId, Workspace};
 
 use super::complete;
 use super::context::{self, split_key, Spot};
-use super::state::Server;
+use super::state::{is_config, Server};
 use super::text::{is_word, Lines};
 
 pub fn hover(server: &Server<'_>, params: HoverParams) -> Option<Hover> {
     let at = params.text_document_position_params;
     let (_, rel, text) = server.document(&at.text_document.uri)?;
-    if !complete::is_config(&rel) {
+    if !is_config(&rel) {
         return None;
     }
     let lines = Lines::new(text);
     let loaded = server.loaded.as_ref();
     let markdown = if let Some(task) = header_task(&lines, at.position) {
         let ws = &loaded?.workspace;
-        let project = ws.projects.iter().find(|p| p.dir == dir_of(&rel))?;
+        let project = server.project_of(&rel)?;
         task_markdown(server, ws, &TaskId::new(&project.name, &task))?
     } else if let Some((entry, targets)) = entry_targets(server, &rel, &lines, at.position) {
         let ws = &loaded?.workspace;
@@ -112,7 +112,7 @@ pub fn definition(
         }
     } else {
         // A `deps` entry: the project it names.
-        let project = ws.projects.iter().find(|p| p.dir == dir_of(&rel))?;
+        let project = server.project_of(&rel)?;
         let edge = project
             .deps
             .iter()
@@ -165,8 +165,7 @@ fn entry_targets(
     pos: Position,
 ) -> Option<(String, Vec<TaskId>)> {
     let loaded = server.loaded.as_ref()?;
-    let ws = &loaded.workspace;
-    let project = ws.projects.iter().find(|p| p.dir == dir_of(rel))?;
+    let project = server.project_of(rel)?;
     for (name, task) in &project.config.tasks {
         for entry in &task.depends_on {
             if *entry.at.file != *rel || !covers(lines, entry.at.line, entry.at.column, pos) {
@@ -192,13 +191,6 @@ fn entry_targets(
 fn covers(lines: &Lines<'_>, line: u32, column: u32, pos: Position) -> bool {
     let Range { start, end } = lines.token_range(line, column);
     start.line == pos.line && start.character <= pos.character && pos.character <= end.character
-}
-
-fn dir_of(rel: &str) -> &str {
-    rel.strip_suffix("vx.toml")
-        .or_else(|| rel.strip_suffix("package.json"))
-        .unwrap_or(rel)
-        .trim_end_matches('/')
 }
 
 /// A task's resolved form (`vx show`'s text) and its last result.

@@ -77,10 +77,27 @@ impl Server<'_> {
 }
 
 impl Server<'_> {
+    /// The project of the last workspace that loaded whose directory holds the file `rel`
+    /// (a `vx.toml` or a `package.json`, root-relative).
+    pub(crate) fn project_of(&self, rel: &str) -> Option<&vx_core::Project> {
+        let dir = rel
+            .strip_suffix("vx.toml")
+            .or_else(|| rel.strip_suffix("package.json"))
+            .unwrap_or(rel)
+            .trim_end_matches('/');
+        let ws = &self.loaded.as_ref()?.workspace;
+        ws.projects.iter().find(|p| p.dir == dir)
+    }
+
     /// The URI to name a file by: the client's own for a document it opened, else the file's.
     pub(crate) fn uri_for(&self, path: &Path) -> Option<Uri> {
         self.uris.get(path).cloned().or_else(|| uri_of(path))
     }
+}
+
+/// Whether a root-relative path is a `vx.toml` (completion, hover and lenses serve only those).
+pub(crate) fn is_config(rel: &str) -> bool {
+    rel == "vx.toml" || rel.ends_with("/vx.toml")
 }
 
 pub(crate) fn uri_of(path: &Path) -> Option<Uri> {

@@ -8,7 +8,6 @@ mod runs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -35,9 +34,8 @@ struct Tools {
 impl Tools {
     /// `vx ARGS` in the server's directory: its JSON on stdout, or what it said on failure.
     fn vx_json(&self, args: &[&str]) -> Result<Value, String> {
-        let out = runs::vx_command(&self.cwd)
+        let out = crate::commands::this_vx(&self.cwd)
             .args(args)
-            .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("vx could not be started: {e}"))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -101,7 +99,7 @@ impl vx_mcp::Backend for Tools {
 
     fn config_errors(&self) -> Result<Value, String> {
         let root = vx_workspace::find_root(&self.cwd)
-            .map_err(|e| failure_text(vx_engine::workspace::load_error(e)))?;
+            .map_err(|e| crate::error::text(&vx_engine::workspace::load_error(e)))?;
         let analysis = crate::lsp::analysis::analyse(
             &root,
             &BTreeMap::new(),
@@ -142,18 +140,5 @@ impl vx_mcp::Backend for Tools {
 
     fn stop_all(&self) {
         self.runs.stop_all();
-    }
-}
-
-/// A failure in the words vx prints it with.
-fn failure_text(failure: Failure) -> String {
-    match failure {
-        Failure::User(diagnostics) => diagnostics
-            .iter()
-            .map(|d| format!("error: {d}"))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Failure::Internal(message) => message,
-        Failure::Signalled(n) => format!("stopped by signal {n}"),
     }
 }

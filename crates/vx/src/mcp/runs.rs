@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -23,14 +23,6 @@ const TAIL_LINES: usize = 30;
 
 /// How long a stop waits for vx to end the run after SIGINT before it sends SIGKILL to it.
 const STOP_WAIT: Duration = Duration::from_secs(60);
-
-/// This vx, started in `dir`, without colour.
-pub(super) fn vx_command(dir: &Path) -> Command {
-    let exe = std::env::current_exe().unwrap_or_else(|_| "vx".into());
-    let mut command = Command::new(exe);
-    command.current_dir(dir).env("NO_COLOR", "1");
-    command
-}
 
 pub struct Runs {
     cwd: PathBuf,
@@ -89,11 +81,10 @@ impl Runs {
         let out = File::create(&terminal).map_err(|e| e.to_string())?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
         // `--events` before the client's words: after a `--` among them it would be the tasks'.
-        let child = vx_command(&self.cwd)
+        let child = crate::commands::this_vx(&self.cwd)
             .arg("run")
             .arg(format!("--events={}", events.display()))
             .args(args)
-            .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
             .spawn()

@@ -167,14 +167,14 @@ fn config_errors_are_located_as_vx_prints_them() {
         "packages/app/vx.toml",
         "[tasks.build]\ncomand = \"x\"\ndepends-on = [\"^build\"]\n",
     );
-    let Some(r) = session(
-        &f,
-        &[],
-        json!([{"op": "call", "tool": "config_errors", "arguments": {}}]),
-    ) else {
+    let config_errors = |f: &Fixture| {
+        let call = json!([{"op": "call", "tool": "config_errors", "arguments": {}}]);
+        session(f, &[], call).map(|r| ok(&r[0])["errors"].clone())
+    };
+    let Some(errors) = config_errors(&f) else {
         return;
     };
-    let errors = ok(&r[0])["errors"].as_array().unwrap().clone();
+    let errors = errors.as_array().unwrap().clone();
     assert_eq!(errors.len(), 1, "{errors:?}");
     let e = &errors[0];
     let printed = f.vx(&["run", "build", "--all"]).stderr;
@@ -193,14 +193,7 @@ fn config_errors_are_located_as_vx_prints_them() {
     assert_eq!(e["severity"], "error");
     // Mended: no error.
     f.write("packages/app/vx.toml", "[tasks.build]\ncommand = \"x\"\n");
-    let Some(r) = session(
-        &f,
-        &[],
-        json!([{"op": "call", "tool": "config_errors", "arguments": {}}]),
-    ) else {
-        return;
-    };
-    assert_eq!(ok(&r[0])["errors"], json!([]));
+    assert_eq!(config_errors(&f), Some(json!([])));
 }
 
 #[test]

@@ -255,3 +255,31 @@ fn vx_init_adds_its_rule_to_a_taplo_file_and_leaves_a_schema_that_is_not_its_own
         "the rule is not added twice"
     );
 }
+
+/// An editor file that cannot be written is one line of the report; the `vx.toml` files are
+/// written and `vx init` succeeds (they are what it is for).
+#[test]
+fn an_editor_file_that_cannot_be_written_is_said_and_init_still_succeeds() {
+    let f = npm_workspace();
+    // A directory where the schema goes: renaming the new file over it fails.
+    std::fs::create_dir(f.path("vx.schema.json")).unwrap();
+    std::fs::write(f.path("vx.schema.json/keep"), "").unwrap();
+    let out = f.vx(&["init"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("cannot write vx.schema.json: ")
+                && l.ends_with(" (the vx.toml files are written)")),
+        "{}",
+        out.stdout
+    );
+    assert!(f.path("vx.toml").is_file());
+    assert!(f.path("packages/a/vx.toml").is_file() || f.read("vx.toml").contains("[tasks"));
+    assert!(out.stdout.contains("wrote .taplo.toml\n"), "{}", out.stdout);
+    assert!(!out.stdout.contains("editors with Taplo"), "{}", out.stdout);
+    assert!(
+        f.path("vx.schema.json/keep").is_file(),
+        "nothing of the user's is lost"
+    );
+}

@@ -95,21 +95,35 @@ fn many_keys_are_recorded_in_one_transaction_of_few_statements() {
     assert_eq!(store.key_inputs("k1499").unwrap(), Some(k1499));
 }
 
+/// A store with one recorded run of `web#build`, made what an older vx wrote by `older` (SQL
+/// that takes the newer schema's parts out), then opened again (upgraded in place): the one row
+/// of history, kept, and the store, to record more.
+fn upgraded_from(older: &str) -> (tempfile::TempDir, Store, Vec<RunRow>) {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+        store
+            .record_run(
+                &invocation("0193-a", now_ms()),
+                &[run("web", "build", "k1")],
+            )
+            .unwrap();
+    }
+    let db = rusqlite::Connection::open(dir.path().join(crate::index::DB_FILE)).unwrap();
+    db.execute_batch(older).unwrap();
+    drop(db);
+    let store = Store::open(dir.path(), Access::ReadWrite).unwrap();
+    let rows = store.task_runs("web", "build", 10).unwrap();
+    assert_eq!(rows.len(), 1, "history kept");
+    (dir, store, rows)
+}
+
 /// Schema 4 → 5 is an `ALTER TABLE`: history (and everything else) survives the upgrade,
 /// and the new `restore_reason` round-trips.
 #[test]
 fn a_version_4_index_is_upgraded_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let now = now_ms();
-    {
-        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
-        store
-            .record_run(&invocation("0193-a", now), &[run("web", "build", "k1")])
-            .unwrap();
-    }
-    // Make it what vx of schema 4 wrote: no column, user_version 4.
-    let db = rusqlite::Connection::open(dir.path().join(crate::index::DB_FILE)).unwrap();
-    db.execute_batch(
+    // What vx of schema 4 wrote: none of the later columns, triggers or index.
+    let (_dir, mut store, rows) = upgraded_from(
         "ALTER TABLE runs DROP COLUMN restore_reason;
          ALTER TABLE runs DROP COLUMN output_tail;
          ALTER TABLE invocations DROP COLUMN replay_of;
@@ -117,17 +131,12 @@ fn a_version_4_index_is_upgraded_in_place() {
          DROP TRIGGER entries_deleted; DROP TRIGGER entries_resaved;
          DELETE FROM meta WHERE name = 'generation';
          PRAGMA user_version = 4;",
-    )
-    .unwrap();
-    drop(db);
-    let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
-    let rows = store.task_runs("web", "build", 10).unwrap();
-    assert_eq!(rows.len(), 1, "history kept");
+    );
     assert_eq!(rows[0].restore_reason, None);
     let mut restored = run("web", "build", "k1");
     restored.restore_reason = Some("`dist/a.js` was missing".into());
     store
-        .record_run(&invocation("0193-b", now + 1), &[restored])
+        .record_run(&invocation("0193-b", now_ms() + 1), &[restored])
         .unwrap();
     let rows = store.task_runs("web", "build", 10).unwrap();
     assert_eq!(
@@ -140,27 +149,14 @@ fn a_version_4_index_is_upgraded_in_place() {
 /// round-trips.
 #[test]
 fn a_version_7_index_gains_the_output_tail_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let now = now_ms();
-    {
-        let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
-        store
-            .record_run(&invocation("0193-a", now), &[run("web", "build", "k1")])
-            .unwrap();
-    }
-    let db = rusqlite::Connection::open(dir.path().join(crate::index::DB_FILE)).unwrap();
-    db.execute_batch("ALTER TABLE runs DROP COLUMN output_tail; PRAGMA user_version = 7;")
-        .unwrap();
-    drop(db);
-    let mut store = Store::open(dir.path(), Access::ReadWrite).unwrap();
-    let rows = store.task_runs("web", "build", 10).unwrap();
-    assert_eq!(rows.len(), 1, "history kept");
+    let (_dir, mut store, rows) =
+        upgraded_from("ALTER TABLE runs DROP COLUMN output_tail; PRAGMA user_version = 7;");
     assert_eq!(rows[0].output_tail, None);
     let mut failed = run("web", "build", "k1");
     failed.status = "failed".into();
     failed.output_tail = Some("error TS2304: Cannot find name 'x'.".into());
     store
-        .record_run(&invocation("0193-b", now + 1), &[failed])
+        .record_run(&invocation("0193-b", now_ms() + 1), &[failed])
         .unwrap();
     let rows = store.task_runs("web", "build", 10).unwrap();
     assert_eq!(
