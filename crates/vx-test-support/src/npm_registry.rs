@@ -46,6 +46,77 @@ pub fn pm_file(rel: &str) -> Option<PathBuf> {
     None
 }
 
+/// A package manager the tests drive, from [`pm_tools_dir`] (npm is the machine's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pm {
+    Npm,
+    Pnpm,
+    Yarn1,
+    Berry,
+    Bun,
+}
+
+impl Pm {
+    /// The program and the arguments before the package manager's own, or `None` (after
+    /// saying the test is skipped) when it is not installed outside CI.
+    pub fn program(self) -> Option<(PathBuf, Vec<PathBuf>)> {
+        Some(match self {
+            Pm::Npm => ("npm".into(), vec![]),
+            Pm::Pnpm => ("node".into(), vec![pm_file("pnpm/bin/pnpm.mjs")?]),
+            Pm::Yarn1 => ("node".into(), vec![pm_file("yarn/bin/yarn.js")?]),
+            Pm::Berry => (
+                "node".into(),
+                vec![pm_file("@yarnpkg/cli-dist/bin/yarn.js")?],
+            ),
+            Pm::Bun => (pm_file("bun/bin/bun.exe")?, vec![]),
+        })
+    }
+
+    /// How a workspace package names another: pnpm, Berry and bun want the `workspace:`
+    /// protocol, npm refuses it.
+    pub fn workspace_range(self) -> &'static str {
+        match self {
+            Pm::Npm | Pm::Yarn1 => "*",
+            Pm::Pnpm | Pm::Berry | Pm::Bun => "workspace:*",
+        }
+    }
+
+    /// The command a user types for it.
+    pub fn command(self) -> &'static str {
+        match self {
+            Pm::Npm => "npm",
+            Pm::Pnpm => "pnpm",
+            Pm::Yarn1 | Pm::Berry => "yarn",
+            Pm::Bun => "bun",
+        }
+    }
+
+    /// Writes into `dir` an executable named [`Pm::command`] that runs this installation, for
+    /// a program that finds the package manager on `PATH`; `None` when it is not installed
+    /// outside CI.
+    pub fn shim(self, dir: &Path) -> Option<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let (program, pre) = self.program()?;
+        if self == Pm::Npm {
+            // The machine's own, on PATH already (a shim named npm would run itself).
+            return Some(());
+        }
+        let words: Vec<String> = std::iter::once(program)
+            .chain(pre)
+            .map(|p| format!("'{}'", p.display()))
+            .collect();
+        let path = dir.join(self.command());
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\nexec {} \"$@\"\n", words.join(" ")),
+        )
+        .expect("write a shim");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .expect("make the shim executable");
+        Some(())
+    }
+}
+
 /// A running registry; killed when dropped.
 pub struct Registry {
     child: Child,

@@ -60,6 +60,9 @@ pub enum Verb {
     Migrate(MigrateArgs),
     /// Write vx.lock: the resolved projects, edges and tasks, for `vx run --frozen`.
     Lock(LockArgs),
+    /// Write a deployable subset of the workspace: projects, their dependencies, the pruned
+    /// lockfile, checked with the package manager.
+    Prune(PruneWorkspaceArgs),
     /// Print a health report of the workspace: vx, git, projects, cache, history.
     Info(InfoArgs),
     /// Merge the --summarize files of a sharded run's parts into one recap.
@@ -332,6 +335,32 @@ pub struct LockArgs {
     /// (exit 1 when any did, or when there is no vx.lock).
     #[arg(long)]
     pub check: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  vx prune web                 web and the workspace projects it depends on, in out/
+  vx prune web --docker        out/json/ to install, out/full/ to build, for a Dockerfile
+  vx prune web api --out dist  two projects and their dependencies, in dist/")]
+pub struct PruneWorkspaceArgs {
+    /// The projects to deploy (names or ./directories); without one, the project of the
+    /// current directory.
+    #[arg(value_name = "PROJECT", add = ArgValueCompleter::new(candidates::project_candidates))]
+    pub projects: Vec<String>,
+    /// Split the output: json/ with what installing needs (manifests, the pruned lockfile),
+    /// full/ with everything, so a Docker image's install layer survives source edits.
+    #[arg(long)]
+    pub docker: bool,
+    /// The output directory (default: out at the workspace root). Replaced when vx prune wrote
+    /// it; refused when it holds anything else.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Leave out workspace projects reached only through devDependencies.
+    #[arg(long)]
+    pub production: bool,
+    /// Do not run the package manager's frozen install on the pruned lockfile.
+    #[arg(long)]
+    pub no_verify: bool,
 }
 
 #[derive(Debug, Args)]

@@ -130,6 +130,7 @@ fn real_main() -> Result<i32, Failure> {
         Some(Verb::Init(args)) => commands::init::init(&cwd, args),
         Some(Verb::Migrate(args)) => commands::init::migrate(&cwd, args),
         Some(Verb::Lock(args)) => commands::lock::lock(&cwd, args),
+        Some(Verb::Prune(args)) => commands::prune::prune(&cwd, args),
         Some(Verb::Info(args)) => commands::info::info(&cwd, args),
         Some(Verb::Report(args)) => commands::report::report(&cwd, args),
         Some(Verb::Schema) => Ok(commands::schema()),

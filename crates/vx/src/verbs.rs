@@ -14,6 +14,7 @@ pub const VERBS: &[&str] = &[
     "init",
     "migrate",
     "lock",
+    "prune",
     "info",
     "report",
     "schema",

@@ -25,6 +25,7 @@ mod bun;
 mod graph;
 mod npm;
 mod pnpm;
+pub mod prune;
 mod yarn;
 
 use std::collections::{BTreeSet, HashMap};

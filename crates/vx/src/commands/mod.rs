@@ -8,6 +8,7 @@ pub mod init;
 pub mod last;
 pub mod lock;
 pub mod man;
+pub mod prune;
 pub mod report;
 pub mod show;
 pub mod why;

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use vx_test_support::fixture::Fixture;
-use vx_test_support::npm_registry::{is_executable, pm_file, Registry};
+use vx_test_support::npm_registry::{is_executable, Pm, Registry};
 use vx_test_support::process::{test_child_path, unique_marker};
 use vx_test_support::tmux::Tmux;
 
@@ -142,41 +142,6 @@ fn dist() -> &'static Dist {
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// How a package manager is driven in a workspace.
-#[derive(Clone, Copy, PartialEq)]
-enum Pm {
-    Npm,
-    Pnpm,
-    Yarn1,
-    Berry,
-    Bun,
-}
-
-impl Pm {
-    /// The program and the arguments before the package manager's own.
-    fn program(self) -> Option<(PathBuf, Vec<PathBuf>)> {
-        Some(match self {
-            Pm::Npm => ("npm".into(), vec![]),
-            Pm::Pnpm => ("node".into(), vec![pm_file("pnpm/bin/pnpm.mjs")?]),
-            Pm::Yarn1 => ("node".into(), vec![pm_file("yarn/bin/yarn.js")?]),
-            Pm::Berry => (
-                "node".into(),
-                vec![pm_file("@yarnpkg/cli-dist/bin/yarn.js")?],
-            ),
-            Pm::Bun => (pm_file("bun/bin/bun.exe")?, vec![]),
-        })
-    }
-
-    /// How a workspace package names another: pnpm, Berry and bun want the `workspace:`
-    /// protocol, npm refuses it.
-    fn workspace_range(self) -> &'static str {
-        match self {
-            Pm::Npm | Pm::Yarn1 => "*",
-            Pm::Pnpm | Pm::Berry | Pm::Bun => "workspace:*",
-        }
-    }
 }
 
 /// A workspace with two packages (app builds from lib's output), vx.toml files, and

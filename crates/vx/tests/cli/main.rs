@@ -40,6 +40,7 @@ mod migrate;
 mod perf3;
 mod plan_output;
 mod processes;
+mod prune;
 mod pty;
 mod readiness;
 mod reapi_cache;

@@ -1,0 +1,177 @@
+//! Yarn berry's `yarn.lock` (see `lockfile::yarn`): YAML whose keys are lists of descriptors
+//! (`"a@npm:^1.0.0, a@npm:^1.2.0"`), each member an entry resolved to `name@workspace:dir`
+//! whose `dependencies` hold its development dependencies too.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_yaml::{Mapping, Value};
+
+use super::text;
+use super::{Counts, Keep, Pruned};
+
+pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
+    let doc: Mapping = serde_yaml::from_str(source).map_err(|e| e.to_string())?;
+    let lines = text::lines(source);
+    let blocks: Vec<text::Entry> = text::entries(&lines, 0, lines.len(), 0)
+        .into_iter()
+        .filter(|e| e.key != "__metadata")
+        .collect();
+    let split = |key: &str| -> Vec<String> { key.split(", ").map(str::to_string).collect() };
+    let mut by_descriptor: BTreeMap<String, usize> = BTreeMap::new();
+    // A patched package's entry, by the descriptor of the package it patches.
+    let mut patches: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, block) in blocks.iter().enumerate() {
+        for descriptor in split(&block.key) {
+            if let Some(inner) = patched(&descriptor) {
+                patches.entry(inner).or_default().push(i);
+            }
+            by_descriptor.insert(descriptor, i);
+        }
+    }
+    let entry = |i: usize| doc.get(blocks[i].key.as_str());
+    let mut stack: Vec<String> = Vec::new();
+    let mut members = Counts::default();
+    for (i, block) in blocks.iter().enumerate() {
+        let Some(dir) = workspace_dir(entry(i)) else {
+            continue;
+        };
+        members.total += 1;
+        if keep.keeps(&dir) {
+            members.kept += 1;
+            // The member's own descriptor; `a@workspace:*` and the like only when a kept
+            // member asks for them.
+            let resolution = entry(i).and_then(|e| e.get("resolution"));
+            match resolution.and_then(Value::as_str) {
+                Some(resolution) if by_descriptor.contains_key(resolution) => {
+                    stack.push(resolution.to_string());
+                }
+                _ => stack.extend(split(&block.key)),
+            }
+        }
+    }
+    let mut asked: BTreeSet<String> = BTreeSet::new();
+    let mut kept: BTreeSet<usize> = BTreeSet::new();
+    while let Some(descriptor) = stack.pop() {
+        if !asked.insert(descriptor.clone()) {
+            continue;
+        }
+        let Some(&i) = by_descriptor.get(&descriptor) else {
+            continue;
+        };
+        for &patch in patches.get(&descriptor).into_iter().flatten() {
+            stack.extend(split(&blocks[patch].key));
+        }
+        if !kept.insert(i) {
+            continue;
+        }
+        let dir = workspace_dir(entry(i));
+        if let Some(resolution) = entry(i)
+            .and_then(|e| e.get("resolution"))
+            .and_then(Value::as_str)
+            .and_then(patched)
+        {
+            stack.push(resolution);
+        }
+        for list in ["dependencies", "optionalDependencies"] {
+            let deps = entry(i)
+                .and_then(|e| e.get(list))
+                .and_then(Value::as_mapping);
+            for (name, range) in deps.into_iter().flatten() {
+                let (Some(name), Some(range)) = (name.as_str(), range.as_str()) else {
+                    continue;
+                };
+                if dir.as_deref().is_some_and(|d| keep.dropped(d, name)) {
+                    continue;
+                }
+                stack.push(format!("{name}@{range}"));
+            }
+        }
+    }
+    let mut removed = vec![false; lines.len()];
+    let mut replaced: BTreeMap<usize, String> = BTreeMap::new();
+    for (i, block) in blocks.iter().enumerate() {
+        if !kept.contains(&i) {
+            text::remove(&mut removed, &lines, block);
+            continue;
+        }
+        let descriptors = split(&block.key);
+        let left: Vec<&str> = descriptors
+            .iter()
+            .filter(|d| asked.contains(*d))
+            .map(String::as_str)
+            .collect();
+        if left.len() < descriptors.len() {
+            let line = lines[block.start];
+            let ending = &line[text::body(line).len()..];
+            replaced.insert(block.start, format!("\"{}\":{ending}", left.join(", ")));
+        }
+        if let Some(dir) = workspace_dir(entry(i)) {
+            drop_dev(&mut removed, &lines, block, &dir, keep);
+        }
+    }
+    let mut out = String::with_capacity(source.len());
+    for (i, line) in lines.iter().enumerate() {
+        match replaced.get(&i) {
+            Some(header) => out.push_str(header),
+            None if !removed[i] => out.push_str(line),
+            None => {}
+        }
+    }
+    let packages = Counts {
+        kept: kept.len() - members.kept.min(kept.len()),
+        total: blocks.len() - members.total.min(blocks.len()),
+    };
+    Ok(Pruned {
+        text: out,
+        members,
+        packages,
+    })
+}
+
+/// The directory of a member's entry (`resolution: "a@workspace:packages/a"`; `.` is the root,
+/// as `""`).
+fn workspace_dir(entry: Option<&Value>) -> Option<String> {
+    let resolution = entry?.get("resolution")?.as_str()?;
+    let at = resolution.get(1..)?.find('@')? + 1;
+    let dir = resolution[at + 1..].strip_prefix("workspace:")?;
+    Some(if dir == "." {
+        String::new()
+    } else {
+        dir.to_string()
+    })
+}
+
+/// The descriptor a patch descriptor patches: `a@patch:a@npm%3A^1.0.0#./x.patch::…` →
+/// `a@npm:^1.0.0`.
+fn patched(descriptor: &str) -> Option<String> {
+    let at = descriptor.get(1..)?.find('@')? + 1;
+    let inner = descriptor[at + 1..].strip_prefix("patch:")?;
+    let inner = inner.split('#').next()?;
+    Some(inner.replace("%3A", ":"))
+}
+
+/// Removes `--production`'s development dependencies from a member's `dependencies`.
+fn drop_dev(removed: &mut [bool], lines: &[&str], block: &text::Entry, dir: &str, keep: &Keep) {
+    if !keep.drop_dev.contains_key(dir) {
+        return;
+    }
+    let lists = text::entries(lines, block.start + 1, block.end, 2);
+    let Some(deps) = lists.iter().find(|e| e.key == "dependencies") else {
+        return;
+    };
+    let entries = text::entries(lines, deps.start + 1, deps.end, 4);
+    let mut left = entries.len();
+    for dep in &entries {
+        if keep.dropped(dir, &dep.key) {
+            for r in &mut removed[dep.start..dep.end] {
+                *r = true;
+            }
+            left -= 1;
+        }
+    }
+    if left == 0 {
+        for r in &mut removed[deps.start..deps.end] {
+            *r = true;
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! `pnpm-lock.yaml` 6 and 9 (see `lockfile::pnpm` for the format).
+
+use std::collections::BTreeSet;
+
+use serde_yaml::{Mapping, Value};
+
+use super::text::{self, Entry};
+use super::{Counts, Keep, Pruned};
+
+const DEP_LISTS: [&str; 3] = ["dependencies", "optionalDependencies", "devDependencies"];
+
+pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
+    let doc: Value = serde_yaml::from_str(source).map_err(|e| e.to_string())?;
+    let version = match doc.get("lockfileVersion") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    let nine = match version.split('.').next() {
+        Some("9") => true,
+        Some("6") => false,
+        _ => {
+            return Err(format!(
+                "lockfileVersion {version} is not one vx prunes (6 and 9, pnpm 8 to 10)"
+            ))
+        }
+    };
+    let empty = Mapping::new();
+    let importers = doc.get("importers").and_then(Value::as_mapping);
+    let snapshots = doc
+        .get(if nine { "snapshots" } else { "packages" })
+        .and_then(Value::as_mapping)
+        .unwrap_or(&empty);
+    let has = |key: &str| snapshots.contains_key(key);
+    let resolve = |name: &str, reference: &str| -> Option<String> {
+        if reference.starts_with("link:") {
+            return None;
+        }
+        [
+            reference.to_string(),
+            format!("{name}@{reference}"),
+            format!("/{name}@{reference}"),
+            format!("/{reference}"),
+        ]
+        .into_iter()
+        .find(|c| has(c))
+    };
+    let mut stack: Vec<String> = Vec::new();
+    let mut members = Counts::default();
+    match importers {
+        Some(importers) => {
+            for (dir, importer) in importers {
+                members.total += 1;
+                let dir = dir.as_str().unwrap_or("");
+                let dir = if dir == "." { "" } else { dir };
+                if !keep.keeps(dir) {
+                    continue;
+                }
+                members.kept += 1;
+                stack.extend(importer_refs(importer, dir, keep, &resolve));
+            }
+        }
+        // One project: its dependencies are at the top level.
+        None => {
+            members = Counts { kept: 1, total: 1 };
+            stack.extend(importer_refs(&doc, "", keep, &resolve));
+        }
+    }
+    let mut reached: BTreeSet<String> = BTreeSet::new();
+    while let Some(key) = stack.pop() {
+        if !reached.insert(key.clone()) {
+            continue;
+        }
+        let Some(entry) = snapshots.get(key.as_str()) else {
+            continue;
+        };
+        for list in ["dependencies", "optionalDependencies"] {
+            for (name, reference) in mapping(entry, list) {
+                if let (Some(name), Some(reference)) = (name.as_str(), reference.as_str()) {
+                    stack.extend(resolve(name, reference));
+                }
+            }
+        }
+    }
+    // In 9, `packages` holds each snapshot's package without its peer or patch suffix.
+    let bases: BTreeSet<&str> = reached
+        .iter()
+        .map(|k| k.split('(').next().unwrap_or(k))
+        .collect();
+    let lines = text::lines(source);
+    let mut removed = vec![false; lines.len()];
+    if let Some((_, from, to)) = text::section(&lines, "importers") {
+        for entry in text::entries(&lines, from, to, 2) {
+            let dir = if entry.key == "." { "" } else { &entry.key };
+            if !keep.keeps(dir) {
+                text::remove(&mut removed, &lines, &entry);
+            } else if keep.drop_dev.contains_key(dir) {
+                drop_dev(&mut removed, &lines, &entry, dir, keep);
+            }
+        }
+    } else if keep.drop_dev.contains_key("") {
+        let whole = Entry {
+            start: 0,
+            end: lines.len(),
+            key: String::new(),
+        };
+        drop_dev_at(&mut removed, &lines, &whole, "", keep, 0);
+    }
+    let mut empties: Vec<(usize, String)> = Vec::new();
+    let mut sections = Sections {
+        lines: &lines,
+        removed: &mut removed,
+        empties: &mut empties,
+    };
+    let packages = if nine {
+        sections.filter("packages", &|k| bases.contains(k));
+        sections.filter("snapshots", &|k| reached.contains(k))
+    } else {
+        sections.filter("packages", &|k| reached.contains(k))
+    };
+    let mut out = String::with_capacity(source.len());
+    for (i, line) in lines.iter().enumerate() {
+        if let Some((_, replacement)) = empties.iter().find(|(h, _)| *h == i) {
+            out.push_str(replacement);
+        } else if !removed[i] {
+            out.push_str(line);
+        }
+    }
+    Ok(Pruned {
+        text: out,
+        members,
+        packages,
+    })
+}
+
+/// The top-level sections of the text being pruned.
+struct Sections<'a, 'b> {
+    lines: &'a [&'b str],
+    removed: &'a mut [bool],
+    /// Headers of sections left empty, with what replaces them.
+    empties: &'a mut Vec<(usize, String)>,
+}
+
+impl Sections<'_, '_> {
+    /// Removes the entries of section `name` that `kept` refuses; how many were kept.
+    fn filter(&mut self, name: &str, kept: &dyn Fn(&str) -> bool) -> Counts {
+        let lines = self.lines;
+        let Some((header, from, to)) = text::section(lines, name) else {
+            return Counts::default();
+        };
+        let entries = text::entries(lines, from, to, 2);
+        let mut left = 0;
+        for entry in &entries {
+            if kept(&entry.key) {
+                left += 1;
+            } else {
+                text::remove(self.removed, lines, entry);
+            }
+        }
+        if left == 0 && !entries.is_empty() {
+            // Nothing left: `name: {}`, as pnpm writes an empty section, then the blank line
+            // before the next section.
+            for r in &mut self.removed[header..to] {
+                *r = true;
+            }
+            let gap = if to < lines.len() { "\n" } else { "" };
+            self.empties.push((header, format!("{name}: {{}}\n{gap}")));
+        }
+        Counts {
+            kept: left,
+            total: entries.len(),
+        }
+    }
+}
+
+/// The snapshot keys an importer (or a one-project lockfile's top level) depends on.
+fn importer_refs(
+    importer: &Value,
+    dir: &str,
+    keep: &Keep,
+    resolve: &dyn Fn(&str, &str) -> Option<String>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for list in DEP_LISTS {
+        for (name, spec) in mapping(importer, list) {
+            let Some(name) = name.as_str() else { continue };
+            if list == "devDependencies" && keep.dropped(dir, name) {
+                continue;
+            }
+            // 6 and 9: `{specifier, version}`; 5: the version alone.
+            let reference = spec
+                .get("version")
+                .and_then(Value::as_str)
+                .or(spec.as_str());
+            if let Some(reference) = reference {
+                out.extend(resolve(name, reference));
+            }
+        }
+    }
+    out
+}
+
+fn mapping<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = (&'a Value, &'a Value)> {
+    value
+        .get(key)
+        .and_then(Value::as_mapping)
+        .into_iter()
+        .flat_map(|m| m.iter())
+}
+
+/// Removes `--production`'s development dependencies from an importer's block.
+fn drop_dev(removed: &mut [bool], lines: &[&str], importer: &Entry, dir: &str, keep: &Keep) {
+    drop_dev_at(removed, lines, importer, dir, keep, 4);
+}
+
+/// The same, with the `devDependencies:` header at `at` spaces.
+fn drop_dev_at(
+    removed: &mut [bool],
+    lines: &[&str],
+    within: &Entry,
+    dir: &str,
+    keep: &Keep,
+    at: usize,
+) {
+    let lists = text::entries(lines, within.start, within.end, at);
+    let Some(dev) = lists.iter().find(|e| e.key == "devDependencies") else {
+        return;
+    };
+    let deps = text::entries(lines, dev.start + 1, dev.end, at + 2);
+    let mut left = deps.len();
+    for dep in &deps {
+        if keep.dropped(dir, &dep.key) {
+            for r in &mut removed[dep.start..dep.end] {
+                *r = true;
+            }
+            left -= 1;
+        }
+    }
+    if left == 0 {
+        for r in &mut removed[dev.start..dev.end] {
+            *r = true;
+        }
+    }
+}

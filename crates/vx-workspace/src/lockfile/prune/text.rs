@@ -1,0 +1,103 @@
+//! Line surgery the pruners share: a lockfile's text as lines (each with its own line ending,
+//! so what is kept is kept byte for byte), entries found by indentation, and removal.
+
+/// The lines of `text`, each with its line ending.
+pub(super) fn lines(text: &str) -> Vec<&str> {
+    text.split_inclusive('\n').collect()
+}
+
+/// The line without its line ending.
+pub(super) fn body(line: &str) -> &str {
+    line.trim_end_matches(['\n', '\r'])
+}
+
+pub(super) fn is_blank(line: &str) -> bool {
+    body(line).trim().is_empty()
+}
+
+/// Leading spaces.
+pub(super) fn indent(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+/// The key of a YAML mapping entry's first line (`'@a/b@1.0.0':`, `"a@npm:^1, a@npm:^2":`,
+/// `packages/app:`, `a@1.0.0: {}`), unquoted as YAML reads it.
+pub(super) fn yaml_key(line: &str) -> Option<String> {
+    let trimmed = body(line).trim();
+    let mapping: serde_yaml::Mapping = serde_yaml::from_str(trimmed).ok()?;
+    let (key, _) = mapping.into_iter().next()?;
+    match key {
+        serde_yaml::Value::String(s) => Some(s),
+        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// One entry of an indented block: its first line, the line after its last, and its key.
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) key: String,
+}
+
+/// The entries at `indent` spaces in `lines[from..to]`: each runs from its key line to the
+/// last non-blank line before the next line indented `indent` or less.
+pub(super) fn entries(lines: &[&str], from: usize, to: usize, at: usize) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    for (i, line) in lines.iter().enumerate().take(to).skip(from) {
+        if is_blank(line) || indent(line) > at {
+            if !is_blank(line) {
+                if let Some(last) = out.last_mut() {
+                    last.end = i + 1;
+                }
+            }
+            continue;
+        }
+        if indent(line) == at {
+            if let Some(key) = yaml_key(line) {
+                out.push(Entry {
+                    start: i,
+                    end: i + 1,
+                    key,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Where a top-level section (`name:` at column 0) starts and ends: the line after its header
+/// and the next line at column 0 (or the end).
+pub(super) fn section(lines: &[&str], name: &str) -> Option<(usize, usize, usize)> {
+    let header = lines.iter().position(|l| {
+        let b = body(l);
+        indent(l) == 0 && (b == format!("{name}:") || b.starts_with(&format!("{name}: ")))
+    })?;
+    let end = (header + 1..lines.len())
+        .find(|&i| !is_blank(lines[i]) && indent(lines[i]) == 0)
+        .unwrap_or(lines.len());
+    Some((header, header + 1, end))
+}
+
+/// Marks the lines of `entry` removed, with the one blank line just before it: the separator
+/// the writer put there (what precedes the first entry then precedes the next).
+pub(super) fn remove(removed: &mut [bool], lines: &[&str], entry: &Entry) {
+    for r in &mut removed[entry.start..entry.end] {
+        *r = true;
+    }
+    let i = entry.start;
+    if i > 0 && is_blank(lines[i - 1]) {
+        removed[i - 1] = true;
+    }
+}
+
+/// The lines not removed, joined.
+pub(super) fn join(lines: &[&str], removed: &[bool]) -> String {
+    lines
+        .iter()
+        .zip(removed)
+        .filter(|(_, r)| !**r)
+        .map(|(l, _)| *l)
+        .collect()
+}

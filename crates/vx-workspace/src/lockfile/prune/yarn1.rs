@@ -1,0 +1,179 @@
+//! Yarn 1's `yarn.lock` (see `lockfile::yarn` for the format). It does not list the members:
+//! what they ask for is read from their manifests, a dependency named after a member being a
+//! link to it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+
+use super::text;
+use super::{Counts, Keep, Pruned};
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Manifest {
+    #[serde(default)]
+    dependencies: BTreeMap<String, String>,
+    #[serde(default)]
+    optional_dependencies: BTreeMap<String, String>,
+    #[serde(default)]
+    dev_dependencies: BTreeMap<String, String>,
+}
+
+/// One entry: its header line, the lines after its last, its descriptors as written (quoted
+/// or not) and unquoted, and its dependencies' descriptors.
+struct Block {
+    start: usize,
+    end: usize,
+    written: Vec<String>,
+    descriptors: Vec<String>,
+    deps: Vec<String>,
+}
+
+pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
+    let lines = text::lines(source);
+    let blocks = blocks(&lines)?;
+    let by_descriptor: BTreeMap<&str, usize> = blocks
+        .iter()
+        .enumerate()
+        .flat_map(|(i, b)| b.descriptors.iter().map(move |d| (d.as_str(), i)))
+        .collect();
+    let mut asked: BTreeSet<String> = BTreeSet::new();
+    let mut stack: Vec<String> = Vec::new();
+    let mut members = Counts::default();
+    let dirs: BTreeSet<&str> = keep.dirs.iter().map(String::as_str).chain([""]).collect();
+    for dir in &dirs {
+        let Some(text) = (keep.manifest)(dir) else {
+            continue;
+        };
+        let manifest: Manifest = serde_json::from_str(&text).unwrap_or_default();
+        members.kept += 1;
+        let dev = manifest
+            .dev_dependencies
+            .iter()
+            .filter(|(name, _)| !keep.dropped(dir, name));
+        for (name, range) in manifest
+            .dependencies
+            .iter()
+            .chain(&manifest.optional_dependencies)
+            .chain(dev)
+        {
+            if !keep.members.contains_key(name) {
+                stack.push(format!("{name}@{range}"));
+            }
+        }
+    }
+    // The members and the root.
+    members.total = (keep.members.len() + 1).max(members.kept);
+    let mut kept_blocks: BTreeSet<usize> = BTreeSet::new();
+    while let Some(descriptor) = stack.pop() {
+        if !asked.insert(descriptor.clone()) {
+            continue;
+        }
+        if let Some(&i) = by_descriptor.get(descriptor.as_str()) {
+            if kept_blocks.insert(i) {
+                stack.extend(blocks[i].deps.iter().cloned());
+            }
+        }
+    }
+    let mut removed = vec![false; lines.len()];
+    let mut headers: BTreeMap<usize, String> = BTreeMap::new();
+    for (i, block) in blocks.iter().enumerate() {
+        if !kept_blocks.contains(&i) {
+            let entry = text::Entry {
+                start: block.start,
+                end: block.end,
+                key: String::new(),
+            };
+            text::remove(&mut removed, &lines, &entry);
+            continue;
+        }
+        let left: Vec<&str> = block
+            .written
+            .iter()
+            .zip(&block.descriptors)
+            .filter(|(_, d)| asked.contains(*d))
+            .map(|(w, _)| w.as_str())
+            .collect();
+        if left.len() < block.written.len() {
+            let ending = &lines[block.start][text::body(lines[block.start]).len()..];
+            headers.insert(block.start, format!("{}:{ending}", left.join(", ")));
+        }
+    }
+    // The writer's two blank lines after the header comment stay: the first entry's own
+    // blank line goes with it when it is removed.
+    let mut out = String::with_capacity(source.len());
+    for (i, line) in lines.iter().enumerate() {
+        match headers.get(&i) {
+            Some(header) => out.push_str(header),
+            None if !removed[i] => out.push_str(line),
+            None => {}
+        }
+    }
+    Ok(Pruned {
+        text: out,
+        members,
+        packages: Counts {
+            kept: kept_blocks.len(),
+            total: blocks.len(),
+        },
+    })
+}
+
+/// The entries: a header of descriptors at column 0 ending in `:`, then indented lines, with
+/// `dependencies:` and `optionalDependencies:` blocks of `name "range"` lines.
+fn blocks(lines: &[&str]) -> Result<Vec<Block>, String> {
+    let mut out: Vec<Block> = Vec::new();
+    let mut in_deps = false;
+    for (n, line) in lines.iter().enumerate() {
+        let body = text::body(line);
+        if body.trim().is_empty() || body.starts_with('#') {
+            continue;
+        }
+        let bad = || format!("line {}: `{body}` is not yarn 1 lockfile syntax", n + 1);
+        match text::indent(line) {
+            0 => {
+                let header = body.strip_suffix(':').ok_or_else(bad)?;
+                let written: Vec<String> = header.split(", ").map(str::to_string).collect();
+                let descriptors = written.iter().map(|w| unquote(w).to_string()).collect();
+                out.push(Block {
+                    start: n,
+                    end: n + 1,
+                    written,
+                    descriptors,
+                    deps: Vec::new(),
+                });
+                in_deps = false;
+            }
+            indent => {
+                let block = out.last_mut().ok_or_else(bad)?;
+                block.end = n + 1;
+                if indent == 2 {
+                    let trimmed = body.trim();
+                    in_deps = trimmed == "dependencies:" || trimmed == "optionalDependencies:";
+                } else if indent == 4 && in_deps {
+                    let (name, range) = split_pair(body.trim()).ok_or_else(bad)?;
+                    block.deps.push(format!("{name}@{range}"));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `name "range"` or `"@scope/name" "range"`.
+fn split_pair(body: &str) -> Option<(&str, &str)> {
+    let (name, range) = if let Some(rest) = body.strip_prefix('"') {
+        let end = rest.find('"')?;
+        (&rest[..end], rest[end + 1..].trim())
+    } else {
+        body.split_once(' ')?
+    };
+    Some((name, unquote(range.trim())))
+}
+
+fn unquote(text: &str) -> &str {
+    text.strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text)
+}

@@ -1,0 +1,451 @@
+//! What `vx prune` writes: the projects kept, the files of `json/` and `full/`, and the pruned
+//! lockfile. Nothing here writes; `output` does, and `verify` runs the package manager.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use vx_core::{EdgeKind, Workspace};
+use vx_workspace::lockfile::prune::{Keep, PackageManager, Pruned};
+use vx_workspace::lockfile::{self, LockfileError};
+use vx_workspace::tree::{Tree, TreeOptions};
+
+use vx_engine::error::Failure;
+
+/// One file of the output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// The workspace's file (or symbolic link) at this path, as it is.
+    Copy(PathBuf),
+    /// Bytes vx wrote (a pruned lockfile, an edited manifest, an empty stub), with the mode
+    /// of the file they stand for.
+    Written(Vec<u8>, u32),
+}
+
+/// The lockfile as pruned.
+pub struct PrunedLock {
+    pub file: String,
+    pub pm: PackageManager,
+    pub pruned: Pruned,
+}
+
+pub struct Plan {
+    /// Names of the projects kept, sorted.
+    pub kept: Vec<String>,
+    /// How many projects the workspace has (the root's not counted).
+    pub projects: usize,
+    /// What installing needs (the `json/` of `--docker`), by output-relative path.
+    pub json: BTreeMap<String, Content>,
+    /// Everything (the `full/` of `--docker`, the whole output without it).
+    pub full: BTreeMap<String, Content>,
+    pub lock: Option<PrunedLock>,
+    /// What was left out on purpose, one line each.
+    pub notes: Vec<String>,
+}
+
+/// The files at the root a package manager reads when it installs: copied into `json/`.
+const INSTALL_FILES: [&str; 8] = [
+    "package.json",
+    "pnpm-workspace.yaml",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    "bunfig.toml",
+    ".pnpmfile.cjs",
+    ".pnpmfile.mjs",
+];
+
+/// Directories at the root installing reads (yarn's own release and plugins, patches).
+const INSTALL_DIRS: [&str; 4] = [
+    ".yarn/releases",
+    ".yarn/plugins",
+    ".yarn/patches",
+    "patches",
+];
+
+/// Projects kept: `targets` and every project they depend on, transitively; with
+/// `production`, not through a `devDependencies` entry. The root's dependencies are followed
+/// too (its `package.json` is always kept, so what it links to must be).
+pub fn closure(workspace: &Workspace, targets: &[usize], production: bool) -> BTreeSet<usize> {
+    let dev_only: Vec<BTreeSet<String>> = workspace
+        .projects
+        .iter()
+        .map(|p| dev_only(&workspace.root, &p.dir))
+        .collect();
+    let mut kept: BTreeSet<usize> = BTreeSet::new();
+    let mut stack: Vec<usize> = targets.to_vec();
+    stack.extend(workspace.by_name.get("//"));
+    while let Some(at) = stack.pop() {
+        if !kept.insert(at) {
+            continue;
+        }
+        let project = &workspace.projects[at];
+        let declared: BTreeSet<&str> = project
+            .config
+            .deps
+            .iter()
+            .map(|d| d.value.as_str())
+            .collect();
+        for edge in &project.deps {
+            let Some(&to) = workspace.by_name.get(&edge.to) else {
+                continue;
+            };
+            let dev = edge.kind == EdgeKind::Normal
+                && dev_only[at].contains(&edge.to)
+                && !declared.contains(edge.to.as_str());
+            if !(production && dev) {
+                stack.push(to);
+            }
+        }
+    }
+    kept
+}
+
+/// The names a project's `package.json` lists only in `devDependencies`.
+fn dev_only(root: &Path, dir: &str) -> BTreeSet<String> {
+    let Some(manifest) = read_manifest(root, dir) else {
+        return BTreeSet::new();
+    };
+    let names = |list: &str| -> BTreeSet<String> {
+        manifest
+            .get(list)
+            .and_then(serde_json::Value::as_object)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let mut dev = names("devDependencies");
+    for list in ["dependencies", "optionalDependencies", "peerDependencies"] {
+        for name in names(list) {
+            dev.remove(&name);
+        }
+    }
+    dev
+}
+
+fn read_manifest(root: &Path, dir: &str) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(root.join(dir).join("package.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Everything `vx prune` writes for the projects `kept` (indices, the root's among them).
+pub fn plan(
+    workspace: &Workspace,
+    kept: &BTreeSet<usize>,
+    production: bool,
+    out: &Path,
+) -> Result<Plan, Failure> {
+    let root = &workspace.root;
+    let dirs: BTreeSet<String> = kept
+        .iter()
+        .map(|&i| workspace.projects[i].dir.clone())
+        .filter(|d| !d.is_empty())
+        .collect();
+    // Every member's package name, for links (yarn 1) and `--production`.
+    let mut members: BTreeMap<String, String> = BTreeMap::new();
+    for project in &workspace.projects {
+        let name = read_manifest(root, &project.dir)
+            .and_then(|m| m.get("name").and_then(|n| n.as_str().map(str::to_string)));
+        if let (Some(name), false) = (name, project.dir.is_empty()) {
+            members.insert(name, project.dir.clone());
+        }
+    }
+    let mut json: BTreeMap<String, Content> = BTreeMap::new();
+    let mut notes = Vec::new();
+    // Manifests, with `--production`'s development links to projects left out removed.
+    let mut drop_dev: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut manifests: BTreeMap<String, String> = BTreeMap::new();
+    for dir in dirs.iter().map(String::as_str).chain([""]) {
+        let rel = manifest_path(dir);
+        let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
+            continue;
+        };
+        let dropped: BTreeSet<String> = if production {
+            dev_only(root, dir)
+                .into_iter()
+                .filter(|name| members.get(name).is_some_and(|d| !dirs.contains(d)))
+                .collect()
+        } else {
+            BTreeSet::new()
+        };
+        let text = if dropped.is_empty() {
+            json.insert(rel.clone(), Content::Copy(root.join(&rel)));
+            text
+        } else {
+            let edited =
+                without_dev(&text, &dropped).map_err(|e| Failure::usage(format!("{rel}: {e}")))?;
+            json.insert(
+                rel.clone(),
+                written(root, &rel, edited.clone().into_bytes()),
+            );
+            notes.push(format!(
+                "{rel}: devDependencies {} removed (--production: projects left out)",
+                dropped.iter().cloned().collect::<Vec<_>>().join(", ")
+            ));
+            drop_dev.insert(dir.to_string(), dropped);
+            edited
+        };
+        manifests.insert(dir.to_string(), text);
+        // Installing links each `bin` of a member; its files come with `full/`, empty stubs
+        // stand in for them in `json/`.
+        if !dir.is_empty() {
+            for bin in bins(&manifests[dir]) {
+                let rel = format!("{dir}/{bin}");
+                if root.join(&rel).is_file() {
+                    json.insert(rel.clone(), written(root, &rel, Vec::new()));
+                }
+            }
+        }
+    }
+    for file in INSTALL_FILES.iter().skip(1) {
+        if root.join(file).is_file() {
+            json.insert((*file).to_string(), Content::Copy(root.join(file)));
+        }
+    }
+    let tree = Tree::scan(&TreeOptions {
+        root: root.clone(),
+        excluded: vec![out.to_path_buf()],
+    })
+    .map_err(|e| Failure::usage(format!("cannot list the workspace's files: {e}")))?;
+    for dir in INSTALL_DIRS {
+        for file in tree.files_under(dir) {
+            json.insert(file.path.clone(), Content::Copy(root.join(&file.path)));
+        }
+    }
+    let lock = prune_lockfile(root, &dirs, &drop_dev, &manifests, &members)?;
+    if let Some(lock) = &lock {
+        json.insert(
+            lock.file.clone(),
+            written(root, &lock.file, lock.pruned.text.clone().into_bytes()),
+        );
+    } else {
+        notes.push("no lockfile at the root: nothing to prune or verify".into());
+    }
+    let mut full = full_files(workspace, kept, &tree, &mut notes)?;
+    // What `json/` holds wins: the pruned lockfile, the edited manifests, but not the stubs.
+    for (path, content) in &json {
+        let stub = matches!(content, Content::Written(bytes, _) if bytes.is_empty());
+        if !stub || !full.contains_key(path) {
+            full.insert(path.clone(), content.clone());
+        }
+    }
+    let mut names: Vec<String> = kept
+        .iter()
+        .map(|&i| workspace.projects[i].name.clone())
+        .filter(|n| n != "//")
+        .collect();
+    names.sort();
+    Ok(Plan {
+        kept: names,
+        projects: workspace
+            .projects
+            .iter()
+            .filter(|p| !p.dir.is_empty())
+            .count(),
+        json,
+        full,
+        lock,
+        notes,
+    })
+}
+
+fn manifest_path(dir: &str) -> String {
+    if dir.is_empty() {
+        "package.json".into()
+    } else {
+        format!("{dir}/package.json")
+    }
+}
+
+/// Bytes vx wrote in place of the file at `rel`, with that file's mode.
+fn written(root: &Path, rel: &str, bytes: Vec<u8>) -> Content {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(root.join(rel)).map_or(0o644, |m| m.permissions().mode() & 0o777);
+    Content::Written(bytes, mode)
+}
+
+/// The paths a manifest's `bin` names (a string, or an object of them).
+fn bins(manifest: &str) -> Vec<String> {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(manifest) else {
+        return Vec::new();
+    };
+    let paths: Vec<&str> = match value.get("bin") {
+        Some(serde_json::Value::String(path)) => vec![path],
+        Some(serde_json::Value::Object(map)) => map.values().filter_map(|v| v.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    paths
+        .into_iter()
+        .map(|p| p.trim_start_matches("./").to_string())
+        .filter(|p| !p.is_empty() && !p.starts_with('/') && !p.split('/').any(|s| s == ".."))
+        .collect()
+}
+
+/// `text` without `names` in `devDependencies`, written with the file's own indentation.
+fn without_dev(text: &str, names: &BTreeSet<String>) -> Result<String, String> {
+    let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if let Some(serde_json::Value::Object(dev)) = value.get_mut("devDependencies") {
+        dev.retain(|name, _| !names.contains(name));
+    }
+    let indent: String = text
+        .lines()
+        .nth(1)
+        .map(|l| l.chars().take_while(|c| *c == ' ' || *c == '\t').collect())
+        .filter(|i: &String| !i.is_empty())
+        .unwrap_or_else(|| "  ".into());
+    let mut bytes = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, formatter);
+    serde::Serialize::serialize(&value, &mut serializer).map_err(|e| e.to_string())?;
+    let mut out = String::from_utf8(bytes).map_err(|e| e.to_string())?;
+    out.push('\n');
+    Ok(out)
+}
+
+/// The root's lockfile pruned to `dirs`, or `None` when there is none.
+fn prune_lockfile(
+    root: &Path,
+    dirs: &BTreeSet<String>,
+    drop_dev: &BTreeMap<String, BTreeSet<String>>,
+    manifests: &BTreeMap<String, String>,
+    members: &BTreeMap<String, String>,
+) -> Result<Option<PrunedLock>, Failure> {
+    let Some(file) = lockfile::PER_PROJECT
+        .iter()
+        .chain([&lockfile::BINARY])
+        .find(|f| root.join(f).is_file())
+    else {
+        return Ok(None);
+    };
+    let cannot = |why: String| Failure::usage(format!("cannot prune {file}: {why}"));
+    if *file == lockfile::BINARY {
+        return Err(cannot(
+            "it is bun's binary lockfile; `bun install --save-text-lockfile` writes bun.lock, \
+             which vx prunes"
+                .into(),
+        ));
+    }
+    let text = std::fs::read_to_string(root.join(file)).map_err(|e| cannot(e.to_string()))?;
+    let pm = PackageManager::of(file, &text).ok_or_else(|| cannot("not a lockfile".into()))?;
+    let manifest = |dir: &str| manifests.get(dir).cloned();
+    let keep = Keep {
+        dirs,
+        drop_dev,
+        manifest: &manifest,
+        members,
+    };
+    let pruned = lockfile::prune::prune(file, &text, &keep)
+        .map_err(|e: LockfileError| cannot(e.to_string()))?;
+    Ok(Some(PrunedLock {
+        file: (*file).to_string(),
+        pm,
+        pruned,
+    }))
+}
+
+/// `full/`: the kept projects' files (their nested projects left out unless kept), the files
+/// at the root, what the kept tasks' `workspace-inputs` name, and the root `vx.toml` with its
+/// `members` trimmed to the kept projects.
+fn full_files(
+    workspace: &Workspace,
+    kept: &BTreeSet<usize>,
+    tree: &Tree,
+    notes: &mut Vec<String>,
+) -> Result<BTreeMap<String, Content>, Failure> {
+    let root = &workspace.root;
+    let kept_dirs: BTreeSet<&str> = kept
+        .iter()
+        .map(|&i| workspace.projects[i].dir.as_str())
+        .collect();
+    let mut globs = globset::GlobSetBuilder::new();
+    for &i in kept {
+        for task in workspace.projects[i].config.tasks.values() {
+            for glob in task.cache.iter().flat_map(|c| &c.workspace_inputs) {
+                if let Ok(glob) = globset::Glob::new(glob) {
+                    globs.add(glob);
+                }
+            }
+        }
+    }
+    let inputs = globs
+        .build()
+        .map_err(|e| Failure::usage(format!("workspace-inputs: {e}")))?;
+    let mut full = BTreeMap::new();
+    for file in tree.files() {
+        let path = &file.path;
+        let owner = workspace
+            .project_containing(path)
+            .map_or("", |p| p.dir.as_str());
+        let wanted = if owner.is_empty() {
+            !path.contains('/') || inputs.is_match(path)
+        } else {
+            kept_dirs.contains(owner) || inputs.is_match(path)
+        };
+        if wanted && root.join(path).symlink_metadata().is_ok() {
+            full.insert(path.clone(), Content::Copy(root.join(path)));
+        }
+    }
+    if full.remove(vx_workspace::LOCK_FILE).is_some() {
+        notes.push(format!(
+            "{} left out: it names every project; run `vx lock` in the output if you use --frozen",
+            vx_workspace::LOCK_FILE
+        ));
+    }
+    if let Some(text) = trimmed_members(workspace, &kept_dirs) {
+        full.insert(
+            "vx.toml".into(),
+            written(root, "vx.toml", text.into_bytes()),
+        );
+    }
+    Ok(full)
+}
+
+/// The root `vx.toml` with its `[workspace] members` listing the kept projects' directories,
+/// or `None` when it has no `members` (they come from the package manager's files then).
+fn trimmed_members(workspace: &Workspace, kept_dirs: &BTreeSet<&str>) -> Option<String> {
+    let members = workspace.settings.members.as_ref()?;
+    let text = std::fs::read_to_string(workspace.root.join("vx.toml")).ok()?;
+    let offset = |line: u32, column: u32| -> Option<usize> {
+        let start: usize = text
+            .split_inclusive('\n')
+            .take(line.checked_sub(1)? as usize)
+            .map(str::len)
+            .sum();
+        let rest = &text[start..];
+        let chars = rest.char_indices().nth(column.checked_sub(1)? as usize)?;
+        Some(start + chars.0)
+    };
+    let list: Vec<String> = kept_dirs
+        .iter()
+        .filter(|d| !d.is_empty())
+        .map(|d| format!("\"{}\"", d.replace('\\', "\\\\").replace('"', "\\\"")))
+        .collect();
+    let (first, last) = (members.first()?, members.last()?);
+    let from = offset(first.at.line, first.at.column)?;
+    let last_start = offset(last.at.line, last.at.column)?;
+    let end = last_start + toml_string_len(&text[last_start..])?;
+    Some(format!(
+        "{}{}{}",
+        &text[..from],
+        list.join(", "),
+        &text[end..]
+    ))
+}
+
+/// The length of the TOML string literal at the start of `text` (basic or literal, one line).
+fn toml_string_len(text: &str) -> Option<usize> {
+    let quote = text.chars().next()?;
+    if quote != '"' && quote != '\'' {
+        return None;
+    }
+    let mut escaped = false;
+    for (i, c) in text.char_indices().skip(1) {
+        if quote == '"' && c == '\\' && !escaped {
+            escaped = true;
+            continue;
+        }
+        if c == quote && !escaped {
+            return Some(i + 1);
+        }
+        escaped = false;
+    }
+    None
+}
