@@ -35,6 +35,8 @@ fn packages(dir: &Path) -> Vec<PathBuf> {
         ("ext-c", "2.0.0", "{}"),
         ("ext-d", "1.0.0", "{}"),
         ("ext-e", "1.0.0", "{}"),
+        // A registry package that depends on a workspace package: installing links it.
+        ("ext-f", "1.0.0", r#"{"@ws/tools":"^1.0.0"}"#),
     ];
     specs
         .iter()
@@ -152,6 +154,20 @@ impl Ws {
         );
         ws.f.commit();
         Some(ws)
+    }
+
+    /// The root package.json with `extra` fields added, installed again and committed.
+    fn reinstall_with(&self, extra: &str) {
+        self.f.write(
+            "package.json",
+            &format!(
+                "{{\n  \"name\": \"ws-root\",\n  \"private\": true,\n  \"workspaces\": [\"packages/*\"],\n  \
+                 {extra}\n}}\n"
+            ),
+        );
+        let out = self.pm_run(self.f.root(), &["install"]);
+        assert!(out.status.success(), "{}", text(&out));
+        self.f.commit();
     }
 
     /// PATH with the shim first, and the package managers' caches in the scratch directory.
@@ -407,6 +423,106 @@ fn prunes_installs_and_builds(pm: Pm) {
         "{stale:?}"
     );
     assert!(!stale.stdout.contains("verified"), "{stale:?}");
+    // What differs is named: the package manager's own lockfile has the new dependency.
+    assert!(
+        stale.stderr.contains("+ ") && stale.stderr.contains("ext-e"),
+        "{stale:?}"
+    );
+}
+
+/// The root's overrides (`resolutions` for yarn, `overrides` for npm and bun, pnpm's in
+/// pnpm-workspace.yaml) make every ext-c 2.0.0: the lockfile keys what they resolve to.
+fn overrides_are_followed(pm: Pm) {
+    let Some(ws) = Ws::new(pm) else { return };
+    match pm {
+        Pm::Pnpm => {
+            ws.f.write(
+                "pnpm-workspace.yaml",
+                "packages:\n  - \"packages/*\"\noverrides:\n  ext-c: 2.0.0\n",
+            );
+            ws.reinstall_with("\"devDependencies\": { \"ext-d\": \"^1.0.0\" }");
+        }
+        Pm::Yarn1 | Pm::Berry => ws.reinstall_with(
+            "\"devDependencies\": { \"ext-d\": \"^1.0.0\" },\n  \"resolutions\": { \"ext-c\": \"2.0.0\" }",
+        ),
+        Pm::Npm | Pm::Bun => ws.reinstall_with(
+            "\"devDependencies\": { \"ext-d\": \"^1.0.0\" },\n  \"overrides\": { \"ext-c\": \"2.0.0\" }",
+        ),
+    }
+    let lock = ws.f.read(ws.lockfile());
+    assert!(
+        !lock.contains("ext-c-1.0.0")
+            && !lock.contains("ext-c@1.0.0")
+            && !lock.contains("ext-c@npm:1.0.0"),
+        "{lock}"
+    );
+    let out = ws.prune(&["@ws/app"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("verified: `"), "{out:?}");
+    let pruned = ws.f.read(&format!("out/{}", ws.lockfile()));
+    assert!(pruned.contains("ext-c"), "{pruned}");
+}
+
+#[test]
+fn npm_overrides_are_followed() {
+    overrides_are_followed(Pm::Npm);
+}
+
+#[test]
+fn pnpm_overrides_are_followed() {
+    overrides_are_followed(Pm::Pnpm);
+}
+
+#[test]
+fn yarn_classic_resolutions_are_followed() {
+    overrides_are_followed(Pm::Yarn1);
+}
+
+#[test]
+fn yarn_berry_resolutions_are_followed() {
+    overrides_are_followed(Pm::Berry);
+}
+
+#[test]
+fn bun_overrides_are_followed() {
+    overrides_are_followed(Pm::Bun);
+}
+
+/// A root dependency from the registry (ext-f) depends on @ws/tools, which the package
+/// manager links to the workspace package: pruning for @ws/other keeps tools too, and says why.
+fn a_workspace_package_a_registry_package_links_is_kept(pm: Pm) {
+    let Some(ws) = Ws::new(pm) else { return };
+    ws.reinstall_with("\"devDependencies\": { \"ext-d\": \"^1.0.0\", \"ext-f\": \"^1.0.0\" }");
+    let lock = ws.f.read(ws.lockfile());
+    assert!(lock.contains("ext-f"), "{lock}");
+    let out = ws.prune(&["@ws/other"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("kept 2 of 4 projects: @ws/other, @ws/tools"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("note: @ws/tools kept: a package the lockfile installs depends on it"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("verified: `"), "{out:?}");
+}
+
+#[test]
+fn npm_keeps_a_workspace_package_a_registry_package_links() {
+    a_workspace_package_a_registry_package_links_is_kept(Pm::Npm);
+}
+
+#[test]
+fn yarn_berry_keeps_a_workspace_package_a_registry_package_links() {
+    a_workspace_package_a_registry_package_links_is_kept(Pm::Berry);
+}
+
+#[test]
+fn bun_keeps_a_workspace_package_a_registry_package_links() {
+    a_workspace_package_a_registry_package_links_is_kept(Pm::Bun);
 }
 
 #[test]
@@ -432,4 +548,189 @@ fn yarn_berry_prune_installs_frozen_and_builds() {
 #[test]
 fn bun_prune_installs_frozen_and_builds() {
     prunes_installs_and_builds(Pm::Bun);
+}
+
+/// A workspace with no package manager run: `web` → `ui`, `docs` alone, `web/e2e` nested in
+/// web, and the pnpm lockfile the pnpm case's install wrote (from the lockfile pruners' unit
+/// tests), so what does not install anything needs no registry.
+fn small() -> Fixture {
+    let f = Fixture::new(vx_bin());
+    f.write(".gitignore", "out*/\n.vx/\n");
+    f.write(
+        "package.json",
+        r#"{"name":"root","private":true,"workspaces":["packages/*","packages/web/e2e"]}"#,
+    );
+    f.write(
+        "vx.toml",
+        "[workspace]\n# the projects\nmembers = [\"packages/*\", 'packages/web/e2e'] # and e2e\n",
+    );
+    for (dir, name, deps) in [
+        ("packages/web", "web", r#"{"ui":"*"}"#),
+        ("packages/ui", "ui", "{}"),
+        ("packages/docs", "docs", "{}"),
+        ("packages/web/e2e", "e2e", r#"{"web":"*"}"#),
+    ] {
+        f.write(
+            &format!("{dir}/package.json"),
+            &format!(r#"{{"name":"{name}","version":"1.0.0","dependencies":{deps}}}"#),
+        );
+        f.write(&format!("{dir}/src/index.js"), &format!("// {name}\n"));
+    }
+    f.commit();
+    f
+}
+
+#[test]
+fn an_unknown_project_is_refused_with_a_suggestion() {
+    let f = small();
+    let out = f.vx(&["prune", "wbe"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("no project named `wbe`"), "{out:?}");
+    assert!(out.stderr.contains("web"), "{out:?}");
+    assert!(!f.path("out").exists());
+    let root = f.vx(&["prune"]);
+    assert_eq!(root.code, 2, "{root:?}");
+    assert!(
+        root.stderr.contains("name the projects to keep"),
+        "{root:?}"
+    );
+}
+
+#[test]
+fn the_project_of_the_current_directory_is_the_default_and_nested_projects_stay_out() {
+    let f = small();
+    let out = f.vx_in("packages/web/src", &["prune"], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("kept 2 of 4 projects: ui, web"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("note: no lockfile at the root: nothing to prune or verify"),
+        "{out:?}"
+    );
+    let files = listing(&f.path("out"));
+    assert!(
+        files.contains(&"packages/web/src/index.js".to_string()),
+        "{files:?}"
+    );
+    assert!(
+        files.contains(&"packages/ui/src/index.js".to_string()),
+        "{files:?}"
+    );
+    assert!(
+        !files
+            .iter()
+            .any(|p| p.contains("e2e") || p.contains("docs")),
+        "{files:?}"
+    );
+    // The root vx.toml's members are the kept directories; the rest of it stays.
+    assert_eq!(
+        f.read("out/vx.toml"),
+        "[workspace]\n# the projects\nmembers = [\"packages/ui\", \"packages/web\"] # and e2e\n"
+    );
+    // A directory names its project too.
+    let by_dir = f.vx(&["prune", "./packages/docs", "--out", "out-docs"]);
+    assert_eq!(by_dir.code, 0, "{by_dir:?}");
+    assert!(
+        by_dir.stdout.contains("kept 1 of 4 projects: docs"),
+        "{by_dir:?}"
+    );
+}
+
+#[test]
+fn an_output_directory_vx_prune_did_not_write_is_never_replaced() {
+    let f = small();
+    f.write("mine/notes.txt", "keep me\n");
+    let out = f.vx(&["prune", "web", "--out", "mine"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("--out") && out.stderr.contains("vx prune did not write it"),
+        "{out:?}"
+    );
+    assert_eq!(f.read("mine/notes.txt"), "keep me\n");
+    // Its own output is replaced whole: nothing of the earlier subset is left.
+    assert_eq!(f.vx(&["prune", "docs"]).code, 0);
+    assert!(f.path("out/packages/docs/package.json").exists());
+    let again = f.vx(&["prune", "web"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(!f.path("out/packages/docs").exists());
+    assert!(f.path("out/packages/web/package.json").exists());
+    // Nor can the output hold the workspace.
+    let root = f.vx(&["prune", "web", "--out", "."]);
+    assert_eq!(root.code, 2, "{root:?}");
+    assert!(f.path("package.json").exists());
+}
+
+#[test]
+fn a_missing_package_manager_fails_unless_no_verify_is_asked() {
+    let f = small();
+    f.write(
+        "pnpm-lock.yaml",
+        "lockfileVersion: '9.0'\n\nimporters:\n\n  .: {}\n\n  packages/docs: {}\n\n  packages/ui: {}\n\n  \
+         packages/web:\n    dependencies:\n      ui:\n        specifier: '*'\n        version: link:../ui\n\n  \
+         packages/web/e2e:\n    dependencies:\n      web:\n        specifier: '*'\n        version: link:..\n",
+    );
+    f.write("vx.lock", "");
+    f.commit();
+    let empty = tempfile::tempdir().unwrap();
+    let path = empty.path().display().to_string();
+    let out = f.vx_in("", &["prune", "web"], &[("PATH", &path)]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("`pnpm` is not on PATH"), "{out:?}");
+    assert!(out.stderr.contains("--no-verify"), "{out:?}");
+    let out = f.vx_in("", &["prune", "web", "--no-verify"], &[("PATH", &path)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("not verified (--no-verify)"), "{out:?}");
+    assert!(
+        out.stdout.contains("pruned pnpm-lock.yaml: 3 of 5 members"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("note: vx.lock left out"), "{out:?}");
+    assert!(!f.path("out/vx.lock").exists());
+    let lock = f.read("out/pnpm-lock.yaml");
+    assert!(!lock.contains("docs") && !lock.contains("e2e"), "{lock}");
+}
+
+#[test]
+fn a_binary_bun_lockfile_is_refused_with_the_way_to_a_text_one() {
+    let f = small();
+    f.write("bun.lockb", "\0binary");
+    f.commit();
+    let out = f.vx(&["prune", "web"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("cannot prune bun.lockb"), "{out:?}");
+    assert!(out.stderr.contains("--save-text-lockfile"), "{out:?}");
+    assert!(!f.path("out").exists());
+}
+
+#[test]
+fn a_project_a_kept_task_depends_on_by_id_is_kept_and_the_demo_output_builds() {
+    // The demo: @demo/api's build depends on `codegen#build` (no package.json edge) and on
+    // @demo/utils; web and ui are left out.
+    let f = Fixture::new(vx_bin());
+    copy_into(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo"),
+        f.root(),
+    );
+    f.commit();
+    let out = f.vx(&["prune", "@demo/api", "--docker"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("kept 3 of 5 projects: @demo/api, @demo/utils, codegen"),
+        "{out:?}"
+    );
+    let full = f.path("out/full");
+    assert!(!full.join("apps/web").exists() && !full.join("packages/ui").exists());
+    let build = Command::new(vx_bin())
+        .args(["run", "build"])
+        .current_dir(&full)
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{}", text(&build));
+    let server = std::fs::read_to_string(full.join("apps/api/dist/server.js")).unwrap();
+    assert!(server.contains("generated by codegen"), "{server}");
 }

@@ -49,6 +49,8 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             }
         }
     }
+    let resolutions = Resolutions::of((keep.manifest)("").as_deref());
+    let mut needed: BTreeSet<String> = BTreeSet::new();
     let mut asked: BTreeSet<String> = BTreeSet::new();
     let mut kept: BTreeSet<usize> = BTreeSet::new();
     while let Some(descriptor) = stack.pop() {
@@ -65,6 +67,15 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             continue;
         }
         let dir = workspace_dir(entry(i));
+        if let Some(dir) = &dir {
+            if !keep.keeps(dir) {
+                needed.insert(dir.clone());
+            }
+        }
+        let parent = entry(i)
+            .and_then(|e| e.get("resolution"))
+            .and_then(Value::as_str)
+            .map_or(String::new(), |r| text::name_of(r).to_string());
         if let Some(resolution) = entry(i)
             .and_then(|e| e.get("resolution"))
             .and_then(Value::as_str)
@@ -83,6 +94,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
                 if dir.as_deref().is_some_and(|d| keep.dropped(d, name)) {
                     continue;
                 }
+                let range = resolutions.apply(&parent, name, range);
                 stack.push(format!("{name}@{range}"));
             }
         }
@@ -125,7 +137,71 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         text: out,
         members,
         packages,
+        needed,
     })
+}
+
+/// The root manifest's `resolutions`: `name`, `name@range`, each optionally under a
+/// `parent/` (or `**/`), mapped to the range yarn resolves instead (`6.4.3` is `npm:6.4.3`).
+struct Resolutions(Vec<Rule>);
+
+struct Rule {
+    parent: Option<String>,
+    name: String,
+    range: Option<String>,
+    to: String,
+}
+
+impl Resolutions {
+    fn of(manifest: Option<&str>) -> Resolutions {
+        let value: serde_json::Value = manifest
+            .and_then(|m| serde_json::from_str(m).ok())
+            .unwrap_or_default();
+        let rules = value
+            .get("resolutions")
+            .and_then(serde_json::Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(pattern, to)| {
+                let to = to.as_str()?;
+                let to = if to.contains(':') {
+                    to.to_string()
+                } else {
+                    format!("npm:{to}")
+                };
+                let pattern = pattern.strip_prefix("**/").unwrap_or(pattern);
+                let names = text::package_names(pattern);
+                let (parent, target) = match names.as_slice() {
+                    [parent, target] => (Some(*parent), *target),
+                    _ => (None, pattern),
+                };
+                let name = text::name_of(target);
+                Some(Rule {
+                    parent: parent.map(|p| text::name_of(p).to_string()),
+                    name: name.to_string(),
+                    range: target.get(name.len() + 1..).map(str::to_string),
+                    to,
+                })
+            })
+            .collect();
+        Resolutions(rules)
+    }
+
+    /// The range dependency `name@range` of the package `parent` resolves through.
+    fn apply<'a>(&'a self, parent: &str, name: &str, range: &'a str) -> &'a str {
+        let bare = range.strip_prefix("npm:").unwrap_or(range);
+        self.0
+            .iter()
+            .find(|rule| {
+                rule.name == name
+                    && rule
+                        .range
+                        .as_deref()
+                        .is_none_or(|r| r == range || r == bare)
+                    && rule.parent.as_deref().is_none_or(|p| p == parent)
+            })
+            .map_or(range, |rule| rule.to.as_str())
+    }
 }
 
 /// The directory of a member's entry (`resolution: "a@workspace:packages/a"`; `.` is the root,

@@ -38,6 +38,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             .map(str::to_string)
     };
     let mut reached: BTreeSet<String> = BTreeSet::new();
+    let mut needed: BTreeSet<String> = BTreeSet::new();
     let mut stack: Vec<String> = Vec::new();
     let mut members = Counts::default();
     for workspace in workspaces {
@@ -76,7 +77,10 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             continue;
         }
         let value = by_path[path.as_str()];
-        if member_dir(value).is_some() {
+        if let Some(dir) = member_dir(value) {
+            if !keep.keeps(&dir) {
+                needed.insert(dir);
+            }
             continue;
         }
         let info = match &value.kind {
@@ -84,7 +88,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             _ => None,
         };
         let Some(info) = info else { continue };
-        let from = segments(&path);
+        let from = text::package_names(&path);
         for list in &LISTS[..3] {
             for dep in names(info, list) {
                 stack.extend(find(&by_path, &from, dep));
@@ -142,6 +146,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             kept: kept_packages,
             total,
         },
+        needed,
     })
 }
 
@@ -158,31 +163,6 @@ fn names<'a>(value: &'a Json, list: &str) -> impl Iterator<Item = &'a str> {
         _ => &[],
     };
     entries.iter().map(|e| e.key.as_str())
-}
-
-/// An install path's package names (`@a/b/c` is `@a/b`, `c`).
-fn segments(path: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = path;
-    while !rest.is_empty() {
-        let cut = if rest.starts_with('@') {
-            rest.find('/')
-                .and_then(|s| rest[s + 1..].find('/').map(|t| s + 1 + t))
-        } else {
-            rest.find('/')
-        };
-        match cut {
-            Some(at) => {
-                out.push(&rest[..at]);
-                rest = &rest[at + 1..];
-            }
-            None => {
-                out.push(rest);
-                rest = "";
-            }
-        }
-    }
-    out
 }
 
 /// Where dependency `name` of the package at `from` is installed: `from/name`, else under

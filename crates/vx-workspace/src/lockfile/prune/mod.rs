@@ -77,6 +77,10 @@ pub struct Pruned {
     pub members: Counts,
     /// The resolved packages.
     pub packages: Counts,
+    /// Members left out that what is kept still reaches through the lockfile (a package from
+    /// the registry that depends on a workspace package, which the package manager links):
+    /// installing needs them, so `vx prune` keeps them too.
+    pub needed: BTreeSet<String>,
 }
 
 /// The package manager that wrote a lockfile, which `vx prune` runs to check its result.

@@ -28,6 +28,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         .unwrap_or(&empty);
     let is_member = |path: &str| !path.contains("node_modules/");
     let mut reached: BTreeSet<String> = BTreeSet::new();
+    let mut needed: BTreeSet<String> = BTreeSet::new();
     let mut stack: Vec<String> = entries
         .keys()
         .filter(|path| is_member(path) && keep.keeps(path))
@@ -54,6 +55,13 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
                     continue;
                 }
                 if let Some(found) = find(entries, &path, name) {
+                    let link = &entries[&found];
+                    if link.get("link").and_then(Value::as_bool) == Some(true) {
+                        let target = link.get("resolved").and_then(Value::as_str).unwrap_or("");
+                        if !keep.keeps(target) {
+                            needed.insert(target.to_string());
+                        }
+                    }
                     stack.push(found);
                 }
             }
@@ -86,6 +94,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         text: write(&lock, source)?,
         members,
         packages,
+        needed,
     })
 }
 

@@ -130,6 +130,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         text: out,
         members,
         packages,
+        needed: BTreeSet::new(),
     })
 }
 

@@ -101,3 +101,37 @@ pub(super) fn join(lines: &[&str], removed: &[bool]) -> String {
         .map(|(l, _)| *l)
         .collect()
 }
+
+/// The package names of a path or pattern of them joined by `/` (`@a/b/c` is `@a/b`, `c`;
+/// `**` counts as a name).
+pub(super) fn package_names(path: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        let cut = if rest.starts_with('@') {
+            rest.find('/')
+                .and_then(|s| rest[s + 1..].find('/').map(|t| s + 1 + t))
+        } else {
+            rest.find('/')
+        };
+        match cut {
+            Some(at) => {
+                out.push(&rest[..at]);
+                rest = &rest[at + 1..];
+            }
+            None => {
+                out.push(rest);
+                rest = "";
+            }
+        }
+    }
+    out
+}
+
+/// The package name of `name` or `name@range` (a scope's `@` is part of the name).
+pub(super) fn name_of(ident: &str) -> &str {
+    match ident.get(1..).and_then(|t| t.find('@')) {
+        Some(at) => &ident[..at + 1],
+        None => ident,
+    }
+}

@@ -76,6 +76,21 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             }
         }
     }
+    // A root `resolutions` entry adds its own descriptor (`ext-c@2.0.0`) to the header of the
+    // entry it resolves to.
+    if let Some(root) = (keep.manifest)("") {
+        let value: serde_json::Value = serde_json::from_str(&root).unwrap_or_default();
+        let rules = value
+            .get("resolutions")
+            .and_then(serde_json::Value::as_object);
+        for (pattern, to) in rules.into_iter().flatten() {
+            let Some(to) = to.as_str() else { continue };
+            // `a`, `**/a`, `parent/a`: the last package name, without a range.
+            let names = text::package_names(pattern);
+            let name = text::name_of(names.last().copied().unwrap_or(pattern));
+            asked.insert(format!("{name}@{to}"));
+        }
+    }
     let mut removed = vec![false; lines.len()];
     let mut headers: BTreeMap<usize, String> = BTreeMap::new();
     for (i, block) in blocks.iter().enumerate() {
@@ -117,6 +132,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             kept: kept_blocks.len(),
             total: blocks.len(),
         },
+        needed: BTreeSet::new(),
     })
 }
 

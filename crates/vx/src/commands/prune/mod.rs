@@ -40,8 +40,30 @@ pub fn prune(cwd: &Path, args: PruneWorkspaceArgs) -> Result<i32, Failure> {
         )));
     }
     output::check_out(&out)?;
-    let kept = plan::closure(&workspace, &targets, args.production);
-    let plan = plan::plan(&workspace, &kept, args.production, &out)?;
+    let mut kept = plan::closure(&workspace, &targets, args.production);
+    // A package from the registry that depends on a workspace package is linked to it:
+    // installing needs that project too, and what it depends on.
+    let mut linked: Vec<String> = Vec::new();
+    let plan = loop {
+        let mut plan = plan::plan(&workspace, &kept, args.production, &out)?;
+        let needed: Vec<usize> = plan
+            .lock
+            .iter()
+            .flat_map(|l| &l.pruned.needed)
+            .filter_map(|dir| workspace.projects.iter().position(|p| &p.dir == dir))
+            .filter(|i| !kept.contains(i))
+            .collect();
+        if needed.is_empty() {
+            for name in &linked {
+                plan.notes.push(format!(
+                    "{name} kept: a package the lockfile installs depends on it"
+                ));
+            }
+            break plan;
+        }
+        linked.extend(needed.iter().map(|&i| workspace.projects[i].name.clone()));
+        kept.extend(plan::closure(&workspace, &needed, args.production));
+    };
     let staging = output::stage(&out)?;
     let marker = marker(&plan, args.docker);
     let mut files = if args.docker {

@@ -62,9 +62,10 @@ const INSTALL_DIRS: [&str; 4] = [
     "patches",
 ];
 
-/// Projects kept: `targets` and every project they depend on, transitively; with
-/// `production`, not through a `devDependencies` entry. The root's dependencies are followed
-/// too (its `package.json` is always kept, so what it links to must be).
+/// Projects kept: `targets` and every project they depend on, transitively (project edges,
+/// and the projects a task's `depends-on` names as `project#task`); with `production`, not
+/// through a `devDependencies` entry. The root's dependencies are followed too (its
+/// `package.json` is always kept, so what it links to must be).
 pub fn closure(workspace: &Workspace, targets: &[usize], production: bool) -> BTreeSet<usize> {
     let dev_only: Vec<BTreeSet<String>> = workspace
         .projects
@@ -85,6 +86,14 @@ pub fn closure(workspace: &Workspace, targets: &[usize], production: bool) -> BT
             .iter()
             .map(|d| d.value.as_str())
             .collect();
+        let named = project
+            .config
+            .tasks
+            .values()
+            .flat_map(|task| &task.depends_on)
+            .filter_map(|entry| entry.value.rsplit_once('#').map(|(p, _)| p))
+            .filter_map(|name| workspace.by_name.get(name));
+        stack.extend(named);
         for edge in &project.deps {
             let Some(&to) = workspace.by_name.get(&edge.to) else {
                 continue;
@@ -355,8 +364,13 @@ fn full_files(
         .iter()
         .map(|&i| workspace.projects[i].dir.as_str())
         .collect();
+    // The kept projects' tasks, not the root's: a root task (a repository-wide lint) is not
+    // part of building what is deployed.
     let mut globs = globset::GlobSetBuilder::new();
-    for &i in kept {
+    for &i in kept
+        .iter()
+        .filter(|&&i| !workspace.projects[i].dir.is_empty())
+    {
         for task in workspace.projects[i].config.tasks.values() {
             for glob in task.cache.iter().flat_map(|c| &c.workspace_inputs) {
                 if let Ok(glob) = globset::Glob::new(glob) {
@@ -371,13 +385,15 @@ fn full_files(
     let mut full = BTreeMap::new();
     for file in tree.files() {
         let path = &file.path;
+        // A `workspace-inputs` glob reaches the root's files; a project left out stays out
+        // (`**/package.json` must not bring back its manifest).
         let owner = workspace
             .project_containing(path)
             .map_or("", |p| p.dir.as_str());
         let wanted = if owner.is_empty() {
             !path.contains('/') || inputs.is_match(path)
         } else {
-            kept_dirs.contains(owner) || inputs.is_match(path)
+            kept_dirs.contains(owner)
         };
         if wanted && root.join(path).symlink_metadata().is_ok() {
             full.insert(path.clone(), Content::Copy(root.join(path)));

@@ -22,83 +22,87 @@ pub enum Verdict {
     Missing(&'static str),
 }
 
-/// One run of the package manager.
-struct Step {
-    args: &'static [&'static str],
-    /// Run the next step instead when the output holds this (pnpm's `--offline` when the
-    /// store lacks a package): the next step is this one's fallback, not a further check.
-    fallback_if: Option<&'static str>,
-}
-
-const fn step(args: &'static [&'static str]) -> Step {
-    Step {
-        args,
-        fallback_if: None,
-    }
-}
-
 /// The program and its runs: frozen, no install scripts (what the lockfile resolves is
 /// checked, not what packages run), from the local store or cache first.
-fn commands(pm: PackageManager) -> (&'static str, Vec<Step>) {
+fn commands(pm: PackageManager) -> (&'static str, Vec<&'static [&'static str]>) {
     match pm {
         PackageManager::Pnpm => (
             "pnpm",
-            vec![
-                Step {
-                    args: &[
-                        "install",
-                        "--frozen-lockfile",
-                        "--ignore-scripts",
-                        "--offline",
-                    ],
-                    fallback_if: Some("ERR_PNPM_NO_OFFLINE"),
-                },
-                step(&[
-                    "install",
-                    "--frozen-lockfile",
-                    "--ignore-scripts",
-                    "--prefer-offline",
-                ]),
-            ],
+            vec![&[
+                "install",
+                "--frozen-lockfile",
+                "--ignore-scripts",
+                "--prefer-offline",
+            ]],
         ),
         PackageManager::Npm => (
             "npm",
-            vec![step(&[
+            vec![&[
                 "ci",
                 "--ignore-scripts",
                 "--no-audit",
                 "--no-fund",
                 "--prefer-offline",
-            ])],
+            ]],
         ),
         // Yarn 1's --frozen-lockfile lets a workspace member's new dependency through: a
         // plain install after it must leave the lockfile as it is, too.
         PackageManager::Yarn1 => (
             "yarn",
             vec![
-                step(&[
+                &[
                     "install",
                     "--frozen-lockfile",
                     "--ignore-scripts",
                     "--non-interactive",
                     "--prefer-offline",
-                ]),
-                step(&[
+                ],
+                &[
                     "install",
                     "--ignore-scripts",
                     "--non-interactive",
                     "--prefer-offline",
-                ]),
+                ],
             ],
         ),
         PackageManager::Berry => (
             "yarn",
-            vec![step(&["install", "--immutable", "--mode=skip-build"])],
+            vec![&["install", "--immutable", "--mode=skip-build"]],
         ),
         PackageManager::Bun => (
             "bun",
-            vec![step(&["install", "--frozen-lockfile", "--ignore-scripts"])],
+            vec![&["install", "--frozen-lockfile", "--ignore-scripts"]],
         ),
+    }
+}
+
+/// The package manager's way to write the lockfile it wants, without installing where it can:
+/// after a refusal, what differs is named from it.
+fn update(pm: PackageManager) -> &'static [&'static str] {
+    match pm {
+        PackageManager::Pnpm => &[
+            "install",
+            "--lockfile-only",
+            "--no-frozen-lockfile",
+            "--ignore-scripts",
+            "--prefer-offline",
+        ],
+        PackageManager::Npm => &[
+            "install",
+            "--package-lock-only",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--prefer-offline",
+        ],
+        PackageManager::Yarn1 => &[
+            "install",
+            "--ignore-scripts",
+            "--non-interactive",
+            "--prefer-offline",
+        ],
+        PackageManager::Berry => &["install", "--mode=update-lockfile"],
+        PackageManager::Bun => &["install", "--lockfile-only", "--ignore-scripts"],
     }
 }
 
@@ -118,60 +122,114 @@ pub fn verify(pm: PackageManager, json: &BTreeMap<String, Content>, lockfile: &s
     }
     let started = Instant::now();
     let mut shown = Vec::new();
-    let mut steps = attempts.iter().peekable();
-    while let Some(step) = steps.next() {
-        let line = format!("{program} {}", step.args.join(" "));
-        let run = Command::new(&path)
-            .args(step.args)
-            .current_dir(&scratch.dir)
-            .env("NO_COLOR", "1")
-            .env("FORCE_COLOR", "0")
-            .env("CI", "true")
-            .stdin(Stdio::null())
-            .output();
-        let out = match run {
+    for args in attempts {
+        let line = format!("{program} {}", args.join(" "));
+        let out = match run(&path, args, &scratch.dir, true) {
             Ok(out) => out,
             Err(e) => return Verdict::Failed(line, vec![e.to_string()]),
         };
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let fallback = step.fallback_if.is_some_and(|mark| said.contains(mark));
-        if !out.status.success() && !fallback {
+        if !out.status.success() {
             let status = out
                 .status
                 .code()
                 .map_or("was killed".to_string(), |c| format!("exited with {c}"));
-            return Verdict::Failed(line, tail(&said, status));
+            let mut said = tail(&text(&out), status);
+            said.extend(explain(pm, &path, json, lockfile));
+            return Verdict::Failed(line, said);
         }
         if let Some(difference) = changed(&scratch.dir.join(lockfile), json.get(lockfile)) {
-            return Verdict::Failed(line, vec![format!("it rewrote {lockfile}: {difference}")]);
+            let mut said = vec![format!("it rewrote {lockfile} (- vx's line, + its line):")];
+            said.extend(difference);
+            return Verdict::Failed(line, said);
         }
-        if out.status.success() {
-            shown.push(line);
-            if step.fallback_if.is_some() {
-                // Its fallback is not needed.
-                steps.next();
-            }
-        }
+        shown.push(line);
     }
     Verdict::Passed(shown.join("`, then `"), started.elapsed())
 }
 
+/// The package manager with `args` in `dir`; under `CI=true` when `frozen` (where package
+/// managers refuse to write a lockfile), else with writing allowed.
+fn run(
+    path: &Path,
+    args: &[&str],
+    dir: &Path,
+    frozen: bool,
+) -> std::io::Result<std::process::Output> {
+    let mut command = Command::new(path);
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("FORCE_COLOR", "0")
+        .stdin(Stdio::null());
+    if frozen {
+        command.env("CI", "true");
+    } else {
+        command
+            .env_remove("CI")
+            .env("YARN_ENABLE_IMMUTABLE_INSTALLS", "false");
+    }
+    command.output()
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// What differs: the lines the package manager, let to write the lockfile in another scratch
+/// copy, changes in the pruned one (at most 20). Nothing when that run fails too.
+fn explain(
+    pm: PackageManager,
+    path: &Path,
+    json: &BTreeMap<String, Content>,
+    lockfile: &str,
+) -> Vec<String> {
+    let Ok(scratch) = output::stage(&std::env::temp_dir().join("vx-prune-explain")) else {
+        return Vec::new();
+    };
+    if output::write_all(&scratch.dir, json).is_err() {
+        return Vec::new();
+    }
+    let ran = run(path, update(pm), &scratch.dir, false);
+    if !ran.is_ok_and(|out| out.status.success()) {
+        return Vec::new();
+    }
+    match changed(&scratch.dir.join(lockfile), json.get(lockfile)) {
+        Some(difference) => std::iter::once(format!(
+            "what {} writes instead (`{}`; - vx's line, + its line):",
+            pm.name(),
+            update(pm).join(" ")
+        ))
+        .chain(difference)
+        .collect(),
+        None => Vec::new(),
+    }
+}
+
 /// The last lines the package manager printed, after how it ended.
 fn tail(said: &str, status: String) -> Vec<String> {
-    let lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+    // npm follows its reason with the verb's usage text.
+    let said = said
+        .split("npm error Clean install a project")
+        .next()
+        .unwrap_or(said);
+    let lines: Vec<&str> = said
+        .lines()
+        .filter(|l| !l.trim().is_empty() && l.trim() != "npm error")
+        .collect();
     let from = lines.len().saturating_sub(20);
     std::iter::once(status)
         .chain(lines[from..].iter().map(|l| l.to_string()))
         .collect()
 }
 
-/// How the lockfile the install left differs from the one written, if it does: the first
-/// line that differs.
-fn changed(after: &Path, written: Option<&Content>) -> Option<String> {
+/// How the lockfile in `after` differs from the one written, if it does: its changed lines
+/// (`- ` what vx wrote, `+ ` what is there now), at most 20.
+fn changed(after: &Path, written: Option<&Content>) -> Option<Vec<String>> {
     let Some(Content::Written(bytes, _)) = written else {
         return None;
     };
@@ -179,24 +237,31 @@ fn changed(after: &Path, written: Option<&Content>) -> Option<String> {
     if &now == bytes {
         return None;
     }
-    let (a, b) = (
+    let (ours, theirs) = (
         String::from_utf8_lossy(bytes),
         String::from_utf8_lossy(&now),
     );
-    let (mut la, mut lb) = (a.lines(), b.lines());
-    let mut n = 1;
-    loop {
-        match (la.next(), lb.next()) {
-            (Some(x), Some(y)) if x == y => n += 1,
-            (x, y) => {
-                return Some(format!(
-                    "line {n}: vx wrote `{}`, it wrote `{}`",
-                    x.unwrap_or("(the end)"),
-                    y.unwrap_or("(the end)")
-                ))
-            }
-        }
+    let diff = similar::TextDiff::from_lines(ours.as_ref(), theirs.as_ref());
+    let mut lines: Vec<String> = diff
+        .iter_all_changes()
+        .filter_map(|change| {
+            let sign = match change.tag() {
+                similar::ChangeTag::Delete => "- ",
+                similar::ChangeTag::Insert => "+ ",
+                similar::ChangeTag::Equal => return None,
+            };
+            Some(format!("{sign}{}", change.value().trim_end()))
+        })
+        .collect();
+    let more = lines.len().saturating_sub(20);
+    lines.truncate(20);
+    if more > 0 {
+        lines.push(format!("… and {more} more changed lines"));
     }
+    if lines.is_empty() {
+        lines.push("(line endings or the final newline)".into());
+    }
+    Some(lines)
 }
 
 /// `program` as the shell would find it on `PATH`.
