@@ -219,6 +219,12 @@ impl Registry {
         Some(registry)
     }
 
+    /// Stops the server (a test of what a dead registry does); the port then refuses.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// `http://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)

@@ -11,14 +11,22 @@ use super::excludes::{self, Chain, RepoExcludes};
 
 /// The ignore rules of the repository holding a workspace root.
 pub struct IgnoreRules {
-    /// The work tree, and the root relative to it; `None` outside git (nothing is ignored).
-    repo: Option<(PathBuf, PathBuf, RepoExcludes)>,
+    /// The work tree (outside git, the root), and the root relative to it.
+    repo: (PathBuf, PathBuf, RepoExcludes),
 }
 
 impl IgnoreRules {
     pub fn new(root: &Path) -> IgnoreRules {
         let Ok(Some(dirs)) = super::repo::find_outer(root) else {
-            return IgnoreRules { repo: None };
+            // Outside git the walk honours the `.gitignore` files from the root down (a
+            // pruned output copied into a Docker image has no `.git`): so do these checks.
+            let excludes = RepoExcludes {
+                files: Vec::new(),
+                ignore_case: false,
+            };
+            return IgnoreRules {
+                repo: (root.to_path_buf(), PathBuf::new(), excludes),
+            };
         };
         let settings =
             config::repo_config(&config::global_config(), &dirs.common_dir, &dirs.git_dir)
@@ -45,7 +53,7 @@ impl IgnoreRules {
             ignore_case: settings.ignore_case,
         };
         IgnoreRules {
-            repo: Some((dirs.worktree, rel, excludes)),
+            repo: (dirs.worktree, rel, excludes),
         }
     }
 
@@ -53,9 +61,7 @@ impl IgnoreRules {
     /// `is_dir` says how to read a path that does not exist (`dist/` rules match directories
     /// only).
     pub fn is_ignored(&self, path: &str, is_dir: bool) -> bool {
-        let Some((worktree, rel, repo)) = &self.repo else {
-            return false;
-        };
+        let (worktree, rel, repo) = &self.repo;
         let full = rel.join(path);
         let mut chain: Chain = excludes::push_if_present(&None, worktree, repo.ignore_case);
         let mut dir = worktree.clone();

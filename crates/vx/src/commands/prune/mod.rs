@@ -226,6 +226,21 @@ fn report(
             stderr(&error);
             Ok(exit::FAILURE)
         }
+        Some(Verdict::Unreachable(line, said)) => {
+            out_str(&text);
+            let mut error = format!(
+                "error: cannot verify the pruned lockfile: `{line}` could not reach the network:\n"
+            );
+            for l in said {
+                error.push_str(&format!("  | {l}\n"));
+            }
+            error.push_str(&format!(
+                "  hint: the lockfile was not judged; run it where the registry is reachable, or \
+                 pass --no-verify ({shown} holds the output)\n"
+            ));
+            stderr(&error);
+            Ok(exit::FAILURE)
+        }
         Some(Verdict::Missing(program)) => {
             out_str(&text);
             stderr(&format!(

@@ -414,11 +414,36 @@ fn full_files(
     Ok(full)
 }
 
-/// The root `vx.toml` with its `[workspace] members` listing the kept projects' directories,
-/// or `None` when it has no `members` (they come from the package manager's files then).
+/// The root `vx.toml` with its `[workspace] members` listing the kept projects' directories
+/// (added under `[workspace]` when it has none), or `None` when it has no `[workspace]` table.
 fn trimmed_members(workspace: &Workspace, kept_dirs: &BTreeSet<&str>) -> Option<String> {
-    let members = workspace.settings.members.as_ref()?;
     let text = std::fs::read_to_string(workspace.root.join("vx.toml")).ok()?;
+    let list: Vec<String> = kept_dirs
+        .iter()
+        .filter(|d| !d.is_empty())
+        .map(|d| format!("\"{}\"", d.replace('\\', "\\\\").replace('"', "\\\"")))
+        .collect();
+    let Some(members) = workspace.settings.members.as_ref() else {
+        // The members come from pnpm-workspace.yaml or package.json, whose globs name
+        // directories the output does not have (and which installing reads as they are):
+        // the kept ones are listed in vx.toml instead, under its `[workspace]` header.
+        let header = text
+            .split_inclusive('\n')
+            .scan(0, |at, line| {
+                let start = *at;
+                *at += line.len();
+                Some((start, line))
+            })
+            .find(|(_, line)| line.trim_end() == "[workspace]")?;
+        let after = header.0 + header.1.len();
+        let newline = if header.1.ends_with('\n') { "" } else { "\n" };
+        return Some(format!(
+            "{}{newline}members = [{}]  # vx prune: the projects kept\n{}",
+            &text[..after],
+            list.join(", "),
+            &text[after..]
+        ));
+    };
     let offset = |line: u32, column: u32| -> Option<usize> {
         let start: usize = text
             .split_inclusive('\n')
@@ -429,11 +454,6 @@ fn trimmed_members(workspace: &Workspace, kept_dirs: &BTreeSet<&str>) -> Option<
         let chars = rest.char_indices().nth(column.checked_sub(1)? as usize)?;
         Some(start + chars.0)
     };
-    let list: Vec<String> = kept_dirs
-        .iter()
-        .filter(|d| !d.is_empty())
-        .map(|d| format!("\"{}\"", d.replace('\\', "\\\\").replace('"', "\\\"")))
-        .collect();
     let (first, last) = (members.first()?, members.last()?);
     let from = offset(first.at.line, first.at.column)?;
     let last_start = offset(last.at.line, last.at.column)?;

@@ -18,6 +18,9 @@ pub enum Verdict {
     Passed(String, Duration),
     /// It refused it, or rewrote it: the command line and what to show.
     Failed(String, Vec<String>),
+    /// The package manager could not reach a registry (or a git host): the lockfile was not
+    /// judged. The command line and what it said.
+    Unreachable(String, Vec<String>),
     /// The package manager is not installed.
     Missing(&'static str),
 }
@@ -133,7 +136,11 @@ pub fn verify(pm: PackageManager, json: &BTreeMap<String, Content>, lockfile: &s
                 .status
                 .code()
                 .map_or("was killed".to_string(), |c| format!("exited with {c}"));
-            let mut said = tail(&text(&out), status);
+            let all = text(&out);
+            let mut said = tail(&all, status);
+            if unreachable(&all) {
+                return Verdict::Unreachable(line, said);
+            }
             said.extend(explain(pm, &path, json, lockfile));
             return Verdict::Failed(line, said);
         }
@@ -208,6 +215,22 @@ fn explain(
         .collect(),
         None => Vec::new(),
     }
+}
+
+/// Whether the package manager's words say it could not reach the network (what npm, pnpm,
+/// yarn and bun print for a failed lookup, connection or download).
+fn unreachable(said: &str) -> bool {
+    const SIGNS: [&str; 8] = [
+        "ENOTFOUND",
+        "EAI_AGAIN",
+        "ECONNREFUSED",
+        "ECONNRESET",
+        "ETIMEDOUT",
+        "getaddrinfo",
+        "ERR_PNPM_META_FETCH_FAIL",
+        "ConnectionRefused",
+    ];
+    SIGNS.iter().any(|sign| said.contains(sign))
 }
 
 /// The last lines the package manager printed, after how it ended.
