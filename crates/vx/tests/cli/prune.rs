@@ -182,7 +182,7 @@ impl Ws {
         vec![
             ("PATH".into(), path),
             ("npm_config_cache".into(), c("npm")),
-            ("npm_config_store_dir".into(), c("pnpm")),
+            ("pnpm_config_store_dir".into(), c("pnpm")),
             ("npm_config_update_notifier".into(), "false".into()),
             ("YARN_CACHE_FOLDER".into(), c("yarn")),
             ("YARN_GLOBAL_FOLDER".into(), c("berry-global")),
@@ -767,7 +767,8 @@ fn a_registry_out_of_reach_is_said_and_not_blamed_on_the_lockfile() {
         "{out:?}"
     );
     assert!(
-        out.stderr.contains("could not reach the network"),
+        out.stderr
+            .contains("could not reach the registry or fetch a package"),
         "{out:?}"
     );
     assert!(out.stderr.contains("ECONNREFUSED"), "{out:?}");
@@ -846,4 +847,56 @@ fn members_from_the_package_manager_are_listed_in_the_pruned_vx_toml() {
         .unwrap();
     assert!(run.status.success(), "{}", text(&run));
     assert!(!text(&run).contains("warning"), "{}", text(&run));
+}
+
+/// app asks for ext-c `1.x`, ext-b@1 for `^1.0.0`, other for `2.0.0`: yarn merges the first two
+/// into one entry whose key starts `ext-c@1.x`, sorted before `ext-c@2.0.0`. Pruned to other,
+/// the key loses `1.x` and yarn sorts it after: the pruned file must too.
+fn a_key_that_loses_its_first_descriptor_moves_where_yarn_sorts_it(pm: Pm) {
+    let Some(ws) = Ws::new(pm) else { return };
+    let link = pm.workspace_range();
+    ws.f.write(
+        "packages/app/package.json",
+        &format!(
+            r#"{{"name":"@ws/app","version":"1.0.0","dependencies":{{"@ws/lib":"{link}","ext-a":"^1.0.0","ext-c":"1.x"}}}}"#
+        ),
+    );
+    ws.f.write(
+        "packages/other/package.json",
+        r#"{"name":"@ws/other","version":"1.0.0","dependencies":{"ext-b":"^1.0.0","ext-c":"2.0.0"}}"#,
+    );
+    let install = ws.pm_run(ws.f.root(), &["install"]);
+    assert!(install.status.success(), "{}", text(&install));
+    ws.f.commit();
+    let lock = ws.f.read("yarn.lock");
+    assert!(
+        lock.contains("ext-c@1.x, ") || lock.contains("ext-c@npm:1.x, "),
+        "{lock}"
+    );
+    let out = ws.prune(&["@ws/other"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("verified: `"), "{out:?}");
+    let pruned = std::fs::read(ws.f.path("out/yarn.lock")).unwrap();
+    let free = ws.copy(&ws.f.path("out"), "free");
+    if pm == Pm::Yarn1 {
+        // Yarn 1 does not write a lockfile whose entries all still answer: it must resolve
+        // afresh (the registry has one version per range, so the result is the same).
+        std::fs::remove_file(free.join("yarn.lock")).unwrap();
+    }
+    let install = ws.pm_run(&free, &["install"]);
+    assert!(install.status.success(), "{}", text(&install));
+    assert_eq!(
+        String::from_utf8_lossy(&std::fs::read(free.join("yarn.lock")).unwrap()),
+        String::from_utf8_lossy(&pruned)
+    );
+}
+
+#[test]
+fn yarn_classic_sorts_a_key_that_lost_its_first_descriptor() {
+    a_key_that_loses_its_first_descriptor_moves_where_yarn_sorts_it(Pm::Yarn1);
+}
+
+#[test]
+fn yarn_berry_sorts_a_key_that_lost_its_first_descriptor() {
+    a_key_that_loses_its_first_descriptor_moves_where_yarn_sorts_it(Pm::Berry);
 }

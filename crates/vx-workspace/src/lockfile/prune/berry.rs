@@ -18,12 +18,13 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         .collect();
     let split = |key: &str| -> Vec<String> { key.split(", ").map(str::to_string).collect() };
     let mut by_descriptor: BTreeMap<String, usize> = BTreeMap::new();
-    // A patched package's entry, by the descriptor of the package it patches.
-    let mut patches: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    // The patch descriptors (yarn's built-in compatibility patches, `patch:` resolutions), by
+    // the descriptor of the package each patches: asking for the one asks for the other.
+    let mut patches: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (i, block) in blocks.iter().enumerate() {
         for descriptor in split(&block.key) {
             if let Some(inner) = patched(&descriptor) {
-                patches.entry(inner).or_default().push(i);
+                patches.entry(inner).or_default().push(descriptor.clone());
             }
             by_descriptor.insert(descriptor, i);
         }
@@ -60,9 +61,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         let Some(&i) = by_descriptor.get(&descriptor) else {
             continue;
         };
-        for &patch in patches.get(&descriptor).into_iter().flatten() {
-            stack.extend(split(&blocks[patch].key));
-        }
+        stack.extend(patches.get(&descriptor).into_iter().flatten().cloned());
         if !kept.insert(i) {
             continue;
         }
@@ -100,35 +99,37 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         }
     }
     let mut removed = vec![false; lines.len()];
-    let mut replaced: BTreeMap<usize, String> = BTreeMap::new();
+    let mut left: Vec<text::Kept> = Vec::new();
     for (i, block) in blocks.iter().enumerate() {
         if !kept.contains(&i) {
-            text::remove(&mut removed, &lines, block);
             continue;
         }
         let descriptors = split(&block.key);
-        let left: Vec<&str> = descriptors
+        let asked_for: Vec<&str> = descriptors
             .iter()
             .filter(|d| asked.contains(*d))
             .map(String::as_str)
             .collect();
-        if left.len() < descriptors.len() {
-            let line = lines[block.start];
-            let ending = &line[text::body(line).len()..];
-            replaced.insert(block.start, format!("\"{}\":{ending}", left.join(", ")));
-        }
+        let line = lines[block.start];
+        let ending = &line[text::body(line).len()..];
+        let header = (asked_for.len() < descriptors.len())
+            .then(|| format!("\"{}\":{ending}", asked_for.join(", ")));
         if let Some(dir) = workspace_dir(entry(i)) {
             drop_dev(&mut removed, &lines, block, &dir, keep);
         }
+        left.push(text::Kept {
+            start: block.start,
+            end: block.end,
+            header,
+            key: asked_for.join(", "),
+        });
     }
-    let mut out = String::with_capacity(source.len());
-    for (i, line) in lines.iter().enumerate() {
-        match replaced.get(&i) {
-            Some(header) => out.push_str(header),
-            None if !removed[i] => out.push_str(line),
-            None => {}
+    let out = match (blocks.first(), blocks.last()) {
+        (Some(first), Some(last)) => {
+            text::write_entries(&lines, &removed, first.start, last.end, left)
         }
-    }
+        _ => source.to_string(),
+    };
     let packages = Counts {
         kept: kept.len() - members.kept.min(kept.len()),
         total: blocks.len() - members.total.min(blocks.len()),

@@ -135,3 +135,48 @@ pub(super) fn name_of(ident: &str) -> &str {
         None => ident,
     }
 }
+
+/// An entry kept by a yarn pruner: its lines, the header that replaces its first line when
+/// descriptors were dropped, and its key as yarn sorts it (the descriptors, unquoted).
+pub(super) struct Kept {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) header: Option<String>,
+    pub(super) key: String,
+}
+
+/// The text of a yarn lockfile whose entries run from line `first` to `last_end`, with only
+/// `kept` of them, in yarn's order (by key, code unit by code unit: a header that lost its
+/// first descriptor can move), one blank line between two; lines marked `removed` inside an
+/// entry are skipped, and what precedes the first entry and follows the last stays as it is.
+pub(super) fn write_entries(
+    lines: &[&str],
+    removed: &[bool],
+    first: usize,
+    last_end: usize,
+    mut kept: Vec<Kept>,
+) -> String {
+    kept.sort_by(|a, b| a.key.cmp(&b.key));
+    let blank = if lines.first().is_some_and(|l| l.ends_with("\r\n")) {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let mut out: String = lines[..first].concat();
+    for (n, entry) in kept.iter().enumerate() {
+        if n > 0 {
+            out.push_str(blank);
+        }
+        match &entry.header {
+            Some(header) => out.push_str(header),
+            None => out.push_str(lines[entry.start]),
+        }
+        for i in entry.start + 1..entry.end {
+            if !removed[i] {
+                out.push_str(lines[i]);
+            }
+        }
+    }
+    out.push_str(&lines[last_end..].concat());
+    out
+}

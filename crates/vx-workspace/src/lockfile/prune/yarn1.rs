@@ -91,40 +91,38 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             asked.insert(format!("{name}@{to}"));
         }
     }
-    let mut removed = vec![false; lines.len()];
-    let mut headers: BTreeMap<usize, String> = BTreeMap::new();
+    let removed = vec![false; lines.len()];
+    let mut left: Vec<text::Kept> = Vec::new();
     for (i, block) in blocks.iter().enumerate() {
         if !kept_blocks.contains(&i) {
-            let entry = text::Entry {
-                start: block.start,
-                end: block.end,
-                key: String::new(),
-            };
-            text::remove(&mut removed, &lines, &entry);
             continue;
         }
-        let left: Vec<&str> = block
+        let asked_for: Vec<(&str, &str)> = block
             .written
             .iter()
             .zip(&block.descriptors)
             .filter(|(_, d)| asked.contains(*d))
-            .map(|(w, _)| w.as_str())
+            .map(|(w, d)| (w.as_str(), d.as_str()))
             .collect();
-        if left.len() < block.written.len() {
-            let ending = &lines[block.start][text::body(lines[block.start]).len()..];
-            headers.insert(block.start, format!("{}:{ending}", left.join(", ")));
-        }
+        let line = lines[block.start];
+        let ending = &line[text::body(line).len()..];
+        let written: Vec<&str> = asked_for.iter().map(|(w, _)| *w).collect();
+        let header = (asked_for.len() < block.written.len())
+            .then(|| format!("{}:{ending}", written.join(", ")));
+        let key: Vec<&str> = asked_for.iter().map(|(_, d)| *d).collect();
+        left.push(text::Kept {
+            start: block.start,
+            end: block.end,
+            header,
+            key: key.join(", "),
+        });
     }
-    // The writer's two blank lines after the header comment stay: the first entry's own
-    // blank line goes with it when it is removed.
-    let mut out = String::with_capacity(source.len());
-    for (i, line) in lines.iter().enumerate() {
-        match headers.get(&i) {
-            Some(header) => out.push_str(header),
-            None if !removed[i] => out.push_str(line),
-            None => {}
+    let out = match (blocks.first(), blocks.last()) {
+        (Some(first), Some(last)) => {
+            text::write_entries(&lines, &removed, first.start, last.end, left)
         }
-    }
+        _ => source.to_string(),
+    };
     Ok(Pruned {
         text: out,
         members,

@@ -229,14 +229,15 @@ fn report(
         Some(Verdict::Unreachable(line, said)) => {
             out_str(&text);
             let mut error = format!(
-                "error: cannot verify the pruned lockfile: `{line}` could not reach the network:\n"
+                "error: cannot verify the pruned lockfile: `{line}` could not reach the registry or fetch a package:\n"
             );
             for l in said {
                 error.push_str(&format!("  | {l}\n"));
             }
             error.push_str(&format!(
-                "  hint: the lockfile was not judged; run it where the registry is reachable, or \
-                 pass --no-verify ({shown} holds the output)\n"
+                "  hint: the lockfile was not judged (does installing in the workspace itself \
+                 work?); run it where the registry is reachable, or pass --no-verify ({shown} \
+                 holds the output)\n"
             ));
             stderr(&error);
             Ok(exit::FAILURE)

@@ -217,10 +217,11 @@ fn explain(
     }
 }
 
-/// Whether the package manager's words say it could not reach the network (what npm, pnpm,
-/// yarn and bun print for a failed lookup, connection or download).
+/// Whether the package manager's words say it could not reach the network or fetch a package
+/// the lockfile names (what npm, pnpm, yarn and bun print for a failed lookup, connection or
+/// download, or a registry's 404): the lockfile was not judged then.
 fn unreachable(said: &str) -> bool {
-    const SIGNS: [&str; 8] = [
+    const SIGNS: [&str; 13] = [
         "ENOTFOUND",
         "EAI_AGAIN",
         "ECONNREFUSED",
@@ -228,7 +229,12 @@ fn unreachable(said: &str) -> bool {
         "ETIMEDOUT",
         "getaddrinfo",
         "ERR_PNPM_META_FETCH_FAIL",
+        "ERR_PNPM_FETCH_404",
         "ConnectionRefused",
+        "npm error code E404",
+        "YN0035",
+        "error An unexpected error occurred: \"https://",
+        "error: GET ",
     ];
     SIGNS.iter().any(|sign| said.contains(sign))
 }
