@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_yaml::{Mapping, Value};
 
+use super::model::{Counts, Keep, Pruned};
 use super::text;
-use super::{Counts, Keep, Pruned};
 
 pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
     let doc: Mapping = serde_yaml::from_str(source).map_err(|e| e.to_string())?;

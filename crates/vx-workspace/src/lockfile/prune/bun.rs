@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::model::{Counts, Keep, Pruned};
 use super::text;
-use super::{Counts, Keep, Pruned};
 use crate::json::{self, Json, JsonEntry, JsonKind};
 
 const LISTS: [&str; 4] = [

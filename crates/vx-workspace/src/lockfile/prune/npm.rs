@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::{Counts, Keep, Pruned};
+use super::model::{Counts, Keep, Pruned};
 
 const LISTS: [&str; 3] = ["dependencies", "optionalDependencies", "peerDependencies"];
 

@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 
 use serde_yaml::{Mapping, Value};
 
+use super::model::{Counts, Keep, Pruned};
 use super::text::{self, Entry};
-use super::{Counts, Keep, Pruned};
 
 const DEP_LISTS: [&str; 3] = ["dependencies", "optionalDependencies", "devDependencies"];
 

@@ -1,7 +1,7 @@
 //! The pruners on lockfiles the real package managers wrote (`fixtures/`: a workspace of
 //! `app` → `lib` → (dev) `tools`, and `other`, installed from a registry on loopback by npm
 //! 11, pnpm 12, yarn 1.22, yarn 4 and bun 1.4). Whether the package managers accept what is
-//! pruned is checked in `cli/prune.rs`, with them.
+//! pruned is checked in `cli/prune/`, with them.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
+use super::model::{Counts, Keep, Pruned};
 use super::text;
-use super::{Counts, Keep, Pruned};
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]

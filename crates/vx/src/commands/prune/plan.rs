@@ -399,6 +399,7 @@ fn full_files(
             full.insert(path.clone(), Content::Copy(root.join(path)));
         }
     }
+    follow_links(workspace, &kept_dirs, tree, &mut full, notes);
     if full.remove(vx_workspace::LOCK_FILE).is_some() {
         notes.push(format!(
             "{} left out: it names every project; run `vx lock` in the output if you use --frozen",
@@ -412,6 +413,79 @@ fn full_files(
         );
     }
     Ok(full)
+}
+
+/// A symbolic link in the output to a file or directory elsewhere in the workspace
+/// (`packages/a/root.tsdown.config.js -> ../../scripts/getTsdownConfig.js`) would dangle: what it
+/// names is copied too when the root owns it; a link into a project left out is said.
+fn follow_links(
+    workspace: &Workspace,
+    kept_dirs: &BTreeSet<&str>,
+    tree: &Tree,
+    full: &mut BTreeMap<String, Content>,
+    notes: &mut Vec<String>,
+) {
+    let root = &workspace.root;
+    let links: Vec<(String, PathBuf)> = full
+        .keys()
+        .filter_map(|path| {
+            let text = std::fs::read_link(root.join(path)).ok()?;
+            Some((path.clone(), text))
+        })
+        .collect();
+    for (link, text) in links {
+        let parent = Path::new(&link).parent().unwrap_or(Path::new(""));
+        let Some(target) = within(&parent.join(&text)) else {
+            continue;
+        };
+        if target.is_empty() || full.contains_key(&target) {
+            continue;
+        }
+        let owner = workspace
+            .project_containing(&target)
+            .map_or("", |p| p.dir.as_str());
+        if !owner.is_empty() {
+            if !kept_dirs.contains(owner) {
+                notes.push(format!(
+                    "{link} links to {target}, in {owner}, a project left out: it dangles"
+                ));
+            }
+            continue;
+        }
+        let under = format!("{target}/");
+        let files: Vec<String> = if root.join(&target).is_dir() {
+            tree.files_under(&target)
+                .iter()
+                .map(|f| f.path.clone())
+                .filter(|p| p.starts_with(&under))
+                .collect()
+        } else {
+            vec![target.clone()]
+        };
+        for file in files {
+            if root.join(&file).symlink_metadata().is_ok() {
+                full.entry(file.clone())
+                    .or_insert_with(|| Content::Copy(root.join(&file)));
+            }
+        }
+    }
+}
+
+/// A root-relative path with `.` and `..` resolved, or `None` when it leaves the root (or is
+/// absolute).
+fn within(path: &Path) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::Normal(p) => parts.push(p.to_str()?.to_string()),
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                parts.pop()?;
+            }
+            _ => return None,
+        }
+    }
+    Some(parts.join("/"))
 }
 
 /// The root `vx.toml` with its `[workspace] members` listing the kept projects' directories
