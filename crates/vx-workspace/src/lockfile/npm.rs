@@ -71,25 +71,13 @@ pub(crate) fn read(text: &str) -> Result<Graph, String> {
         });
     }
     let find = |from: &str, name: &str| -> Option<Edge> {
-        let mut dir = from;
-        loop {
-            let candidate = if dir.is_empty() {
-                format!("node_modules/{name}")
-            } else {
-                format!("{dir}/node_modules/{name}")
-            };
-            if let Some(entry) = entries.get(&candidate) {
-                if entry.link {
-                    let target = entry.resolved.clone().unwrap_or_default();
-                    return Some(Edge::Workspace(target));
-                }
-                return index.get(candidate.as_str()).map(|&i| Edge::Package(i));
-            }
-            if dir.is_empty() {
-                return None;
-            }
-            dir = dir.rsplit_once('/').map_or("", |(parent, _)| parent);
+        let candidate = install_path(&|path| entries.contains_key(path), from, name)?;
+        let entry = &entries[&candidate];
+        if entry.link {
+            let target = entry.resolved.clone().unwrap_or_default();
+            return Some(Edge::Workspace(target));
         }
+        index.get(candidate.as_str()).map(|&i| Edge::Package(i))
     };
     let edges = |path: &str, lists: &[&BTreeMap<String, String>]| -> Vec<Edge> {
         lists
@@ -117,6 +105,30 @@ pub(crate) fn read(text: &str) -> Result<Graph, String> {
         }
     }
     Ok(graph)
+}
+
+/// The install path Node finds dependency `name` of the entry at `from` at, among the paths
+/// `has` knows: `from/node_modules/name`, else each parent's, up to the root's.
+pub(crate) fn install_path(has: &dyn Fn(&str) -> bool, from: &str, name: &str) -> Option<String> {
+    let mut dir = from;
+    loop {
+        let candidate = if dir.is_empty() {
+            format!("node_modules/{name}")
+        } else {
+            format!("{dir}/node_modules/{name}")
+        };
+        if has(&candidate) {
+            return Some(candidate);
+        }
+        if dir.is_empty() {
+            return None;
+        }
+        dir = match dir.rfind("/node_modules/") {
+            Some(at) => &dir[..at],
+            None if dir.starts_with("node_modules/") => "",
+            None => dir.rsplit_once('/').map_or("", |(parent, _)| parent),
+        };
+    }
 }
 
 /// The package name an install path ends in (`node_modules/@scope/name` → `@scope/name`);

@@ -33,16 +33,17 @@ pub(crate) fn read(
     }
 }
 
+/// What the yarn formats read of a member's `package.json` (the pruner too).
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-struct Manifest {
+pub(crate) struct Manifest {
     name: Option<String>,
     #[serde(default)]
-    dependencies: BTreeMap<String, String>,
+    pub(crate) dependencies: BTreeMap<String, String>,
     #[serde(default)]
-    optional_dependencies: BTreeMap<String, String>,
+    pub(crate) optional_dependencies: BTreeMap<String, String>,
     #[serde(default)]
-    dev_dependencies: BTreeMap<String, String>,
+    pub(crate) dev_dependencies: BTreeMap<String, String>,
 }
 
 impl Manifest {

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::model::{Counts, Keep, Pruned};
+use crate::lockfile::npm::install_path;
 
 const LISTS: [&str; 3] = ["dependencies", "optionalDependencies", "peerDependencies"];
 
@@ -54,7 +55,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
                 if *list == "devDependencies" && keep.dropped(&path, name) {
                     continue;
                 }
-                if let Some(found) = find(entries, &path, name) {
+                if let Some(found) = install_path(&|p| entries.contains_key(p), &path, name) {
                     let link = &entries[&found];
                     if link.get("link").and_then(Value::as_bool) == Some(true) {
                         let target = link.get("resolved").and_then(Value::as_str).unwrap_or("");
@@ -96,30 +97,6 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         packages,
         needed,
     })
-}
-
-/// The install path Node finds dependency `name` of the entry at `from` at, if the lockfile
-/// has it: `from/node_modules/name`, else each parent's, up to the root's.
-fn find(entries: &Map<String, Value>, from: &str, name: &str) -> Option<String> {
-    let mut dir = from;
-    loop {
-        let candidate = if dir.is_empty() {
-            format!("node_modules/{name}")
-        } else {
-            format!("{dir}/node_modules/{name}")
-        };
-        if entries.contains_key(&candidate) {
-            return Some(candidate);
-        }
-        if dir.is_empty() {
-            return None;
-        }
-        dir = match dir.rfind("/node_modules/") {
-            Some(at) => &dir[..at],
-            None if dir.starts_with("node_modules/") => "",
-            None => dir.rsplit_once('/').map_or("", |(parent, _)| parent),
-        };
-    }
 }
 
 /// npm 6's tree: an entry named `n` under path `p` stands for `p/node_modules/n`; a member's

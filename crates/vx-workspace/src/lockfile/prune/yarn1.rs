@@ -4,21 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
-
 use super::model::{Counts, Keep, Pruned};
 use super::text;
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Manifest {
-    #[serde(default)]
-    dependencies: BTreeMap<String, String>,
-    #[serde(default)]
-    optional_dependencies: BTreeMap<String, String>,
-    #[serde(default)]
-    dev_dependencies: BTreeMap<String, String>,
-}
+use crate::lockfile::yarn::Manifest;
 
 /// One entry: its header line, the lines after its last, its descriptors as written (quoted
 /// or not) and unquoted, and its dependencies' descriptors.
