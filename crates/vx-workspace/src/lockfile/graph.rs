@@ -42,7 +42,10 @@ pub(crate) struct Graph {
 
 /// `name@version` split at the `@` that ends the name (a scope's leading `@` is part of it).
 pub(crate) fn split_ident(ident: &str) -> Option<(&str, &str)> {
-    let at = ident.get(1..)?.find('@')? + 1;
+    // A name may start with a character of several bytes: the search starts after a scope's
+    // `@`, not at byte 1.
+    let from = usize::from(ident.starts_with('@'));
+    let at = ident[from..].find('@')? + from;
     Some((&ident[..at], &ident[at + 1..]))
 }
 

@@ -209,8 +209,10 @@ impl Resolutions {
 /// as `""`).
 fn workspace_dir(entry: Option<&Value>) -> Option<String> {
     let resolution = entry?.get("resolution")?.as_str()?;
-    let at = resolution.get(1..)?.find('@')? + 1;
-    let dir = resolution[at + 1..].strip_prefix("workspace:")?;
+    let name = text::name_of(resolution);
+    let dir = resolution
+        .get(name.len() + 1..)?
+        .strip_prefix("workspace:")?;
     Some(if dir == "." {
         String::new()
     } else {
@@ -221,8 +223,8 @@ fn workspace_dir(entry: Option<&Value>) -> Option<String> {
 /// The descriptor a patch descriptor patches: `a@patch:a@npm%3A^1.0.0#./x.patch::…` →
 /// `a@npm:^1.0.0`.
 fn patched(descriptor: &str) -> Option<String> {
-    let at = descriptor.get(1..)?.find('@')? + 1;
-    let inner = descriptor[at + 1..].strip_prefix("patch:")?;
+    let name = text::name_of(descriptor);
+    let inner = descriptor.get(name.len() + 1..)?.strip_prefix("patch:")?;
     let inner = inner.split('#').next()?;
     Some(inner.replace("%3A", ":"))
 }

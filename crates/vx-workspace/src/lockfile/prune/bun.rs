@@ -32,8 +32,9 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
     };
     let member_dir = |value: &Json| -> Option<String> {
         let ident = ident(value);
-        let at = ident.get(1..)?.find('@')? + 1;
-        ident[at + 1..]
+        let name = text::name_of(&ident);
+        ident
+            .get(name.len() + 1..)?
             .strip_prefix("workspace:")
             .map(str::to_string)
     };

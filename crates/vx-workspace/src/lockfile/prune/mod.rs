@@ -32,6 +32,8 @@ mod pnpm;
 mod text;
 mod yarn1;
 
+use std::path::Path;
+
 use super::LockfileError;
 
 pub use model::{Counts, Keep, PackageManager, Pruned};
@@ -51,6 +53,32 @@ pub fn prune(file: &str, text: &str, keep: &Keep) -> Result<Pruned, LockfileErro
         PackageManager::Bun => bun::prune(text, keep),
     };
     pruned.map_err(LockfileError::Format)
+}
+
+/// The patch files the package manager's configuration names outside `patches/`: pnpm's
+/// `patchedDependencies` (in `pnpm-workspace.yaml` or the root `package.json`'s `pnpm`) and
+/// bun's (the root `package.json`), root-relative.
+pub fn patch_files(root: &Path, manifest: Option<&str>) -> Vec<String> {
+    let mut tables: Vec<serde_json::Value> = Vec::new();
+    if let Some(manifest) = manifest.and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok())
+    {
+        tables.extend(manifest.get("patchedDependencies").cloned());
+        tables.extend(manifest.pointer("/pnpm/patchedDependencies").cloned());
+    }
+    let workspace_yaml = std::fs::read_to_string(root.join("pnpm-workspace.yaml")).ok();
+    if let Some(yaml) =
+        workspace_yaml.and_then(|t| serde_yaml::from_str::<serde_json::Value>(&t).ok())
+    {
+        tables.extend(yaml.get("patchedDependencies").cloned());
+    }
+    tables
+        .iter()
+        .filter_map(serde_json::Value::as_object)
+        .flat_map(|table| table.values())
+        .filter_map(serde_json::Value::as_str)
+        .filter(|path| !path.starts_with('/') && !path.split('/').any(|p| p == ".."))
+        .map(|path| path.trim_start_matches("./").to_string())
+        .collect()
 }
 
 #[cfg(test)]

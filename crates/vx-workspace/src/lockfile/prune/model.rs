@@ -45,9 +45,9 @@ pub struct Pruned {
     pub members: Counts,
     /// The resolved packages.
     pub packages: Counts,
-    /// Members left out that what is kept still reaches through the lockfile (a package from
-    /// the registry that depends on a workspace package, which the package manager links):
-    /// installing needs them, so `vx prune` keeps them too.
+    /// Directories (or files) left out that what is kept still reaches through the lockfile:
+    /// a member a package from the registry depends on (the package manager links it), a local
+    /// package (`file:tooling/cfg`). Installing needs them, so `vx prune` keeps them too.
     pub needed: BTreeSet<String>,
 }
 

@@ -82,6 +82,13 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             }
         }
     }
+    // A local package (`file:tooling/cfg`, root-relative) must come with the output.
+    let needed: BTreeSet<String> = reached
+        .iter()
+        .filter_map(|key| key.split_once("@file:").map(|(_, path)| path))
+        .map(|path| path.split('(').next().unwrap_or(path).to_string())
+        .filter(|path| !keep.keeps(path))
+        .collect();
     // In 9, `packages` holds each snapshot's package without its peer or patch suffix.
     let bases: BTreeSet<&str> = reached
         .iter()
@@ -130,7 +137,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         text: out,
         members,
         packages,
-        needed: BTreeSet::new(),
+        needed,
     })
 }
 
@@ -164,8 +171,14 @@ impl Sections<'_, '_> {
             for r in &mut self.removed[header..to] {
                 *r = true;
             }
-            let gap = if to < lines.len() { "\n" } else { "" };
-            self.empties.push((header, format!("{name}: {{}}\n{gap}")));
+            let nl = if lines[header].ends_with("\r\n") {
+                "\r\n"
+            } else {
+                "\n"
+            };
+            let gap = if to < lines.len() { nl } else { "" };
+            self.empties
+                .push((header, format!("{name}: {{}}{nl}{gap}")));
         }
         Counts {
             kept: left,

@@ -159,3 +159,60 @@ fn production_drops_the_dev_link_to_a_member_left_out() {
         );
     }
 }
+
+#[test]
+fn names_of_every_kind() {
+    use super::text::{name_of, package_names};
+    assert_eq!(name_of("ext-a@1.0.0"), "ext-a");
+    assert_eq!(name_of("@ws/app@workspace:packages/app"), "@ws/app");
+    assert_eq!(name_of("é-app@npm:1.0.0"), "é-app");
+    assert_eq!(name_of("plain"), "plain");
+    assert_eq!(
+        package_names("@ws/other/ext-b/ext-c"),
+        ["@ws/other", "ext-b", "ext-c"]
+    );
+    assert_eq!(package_names("**/ext-c"), ["**", "ext-c"]);
+}
+
+#[test]
+fn yarn_classic_entries_stay_in_the_order_of_their_first_descriptor() {
+    // Yarn 1 sorts by an entry's first descriptor: `>=2.0.0` before `>=2.0.0 <2.3.0`, though
+    // the whole keys compare the other way (", " sorts after " ").
+    let lock = "# yarn lockfile v1\n\n\n\
+                ext-b@>=2.0.0, ext-b@^2.1.0:\n  version \"2.1.0\"\n\n\
+                \"ext-b@>=2.0.0 <2.3.0\":\n  version \"2.2.0\"\n";
+    let dirs: BTreeSet<String> = ["packages/app".to_string()].into();
+    let manifest = |dir: &str| -> Option<String> {
+        Some(
+            match dir {
+                "" => r#"{"dependencies":{"ext-b":">=2.0.0"}}"#,
+                _ => r#"{"dependencies":{"ext-b":"^2.1.0","x":"*"},"devDependencies":{"ext-b":">=2.0.0 <2.3.0"}}"#,
+            }
+            .to_string(),
+        )
+    };
+    let keep = Keep {
+        dirs: &dirs,
+        drop_dev: &BTreeMap::new(),
+        manifest: &manifest,
+        members: &BTreeMap::new(),
+    };
+    let pruned = prune("yarn.lock", lock, &keep).expect("pruned");
+    assert_eq!(pruned.text, lock);
+}
+
+#[test]
+fn a_crlf_lockfile_stays_crlf() {
+    let (file, text) = FILES[0];
+    let crlf = text.replace('\n', "\r\n");
+    let pruned = run(file, &crlf, &["packages/other"], &[]);
+    assert!(
+        !pruned.text.replace("\r\n", "").contains('\n'),
+        "{:?}",
+        pruned.text
+    );
+    assert_eq!(
+        pruned.text.replace("\r\n", "\n"),
+        run(file, text, &["packages/other"], &[]).text
+    );
+}

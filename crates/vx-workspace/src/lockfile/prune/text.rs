@@ -130,8 +130,9 @@ pub(super) fn package_names(path: &str) -> Vec<&str> {
 
 /// The package name of `name` or `name@range` (a scope's `@` is part of the name).
 pub(super) fn name_of(ident: &str) -> &str {
-    match ident.get(1..).and_then(|t| t.find('@')) {
-        Some(at) => &ident[..at + 1],
+    let from = usize::from(ident.starts_with('@'));
+    match ident[from..].find('@') {
+        Some(at) => &ident[..from + at],
         None => ident,
     }
 }
@@ -165,6 +166,10 @@ pub(super) fn write_entries(
     let mut out: String = lines[..first].concat();
     for (n, entry) in kept.iter().enumerate() {
         if n > 0 {
+            // The file's last entry may lack a final line ending; it may not stay last.
+            if !out.ends_with('\n') {
+                out.push_str(blank);
+            }
             out.push_str(blank);
         }
         match &entry.header {

@@ -27,6 +27,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         .flat_map(|(i, b)| b.descriptors.iter().map(move |d| (d.as_str(), i)))
         .collect();
     let mut asked: BTreeSet<String> = BTreeSet::new();
+    let mut needed: BTreeSet<String> = BTreeSet::new();
     let mut stack: Vec<String> = Vec::new();
     let mut members = Counts::default();
     let dirs: BTreeSet<&str> = keep.dirs.iter().map(String::as_str).chain([""]).collect();
@@ -58,9 +59,18 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         if !asked.insert(descriptor.clone()) {
             continue;
         }
-        if let Some(&i) = by_descriptor.get(descriptor.as_str()) {
-            if kept_blocks.insert(i) {
-                stack.extend(blocks[i].deps.iter().cloned());
+        match by_descriptor.get(descriptor.as_str()) {
+            Some(&i) => {
+                if kept_blocks.insert(i) {
+                    stack.extend(blocks[i].deps.iter().cloned());
+                }
+            }
+            // Not in the lockfile but named after a member: yarn links that member.
+            None => {
+                let dir = keep.members.get(text::name_of(&descriptor));
+                if let Some(dir) = dir.filter(|dir| !keep.keeps(dir)) {
+                    needed.insert(dir.clone());
+                }
             }
         }
     }
@@ -97,12 +107,13 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         let written: Vec<&str> = asked_for.iter().map(|(w, _)| *w).collect();
         let header = (asked_for.len() < block.written.len())
             .then(|| format!("{}:{ending}", written.join(", ")));
-        let key: Vec<&str> = asked_for.iter().map(|(_, d)| *d).collect();
+        // Yarn 1 sorts an entry by its first (smallest) descriptor, berry by the whole key.
+        let key = asked_for.first().map_or("", |(_, d)| *d).to_string();
         left.push(text::Kept {
             start: block.start,
             end: block.end,
             header,
-            key: key.join(", "),
+            key,
         });
     }
     let out = match (blocks.first(), blocks.last()) {
@@ -118,7 +129,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             kept: kept_blocks.len(),
             total: blocks.len(),
         },
-        needed: BTreeSet::new(),
+        needed,
     })
 }
 

@@ -44,25 +44,34 @@ pub fn prune(cwd: &Path, args: PruneWorkspaceArgs) -> Result<i32, Failure> {
     // A package from the registry that depends on a workspace package is linked to it:
     // installing needs that project too, and what it depends on.
     let mut linked: Vec<String> = Vec::new();
+    let mut extras: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     let plan = loop {
-        let mut plan = plan::plan(&workspace, &kept, args.production, &out)?;
-        let needed: Vec<usize> = plan
-            .lock
-            .iter()
-            .flat_map(|l| &l.pruned.needed)
-            .filter_map(|dir| workspace.projects.iter().position(|p| &p.dir == dir))
-            .filter(|i| !kept.contains(i))
-            .collect();
-        if needed.is_empty() {
+        let mut plan = plan::plan(&workspace, &kept, &extras, args.production, &out)?;
+        let needed: Vec<&String> = plan.lock.iter().flat_map(|l| &l.pruned.needed).collect();
+        let mut more = Vec::new();
+        let mut grew = false;
+        for path in needed {
+            match workspace.projects.iter().position(|p| &p.dir == path) {
+                Some(i) if !kept.contains(&i) => more.push(i),
+                Some(_) => {}
+                None => grew |= extras.insert(path.clone()),
+            }
+        }
+        if more.is_empty() && !grew {
             for name in &linked {
                 plan.notes.push(format!(
                     "{name} kept: a package the lockfile installs depends on it"
                 ));
             }
+            for path in &extras {
+                plan.notes.push(format!(
+                    "{path} kept: a local package (file:, link:) a kept project installs"
+                ));
+            }
             break plan;
         }
-        linked.extend(needed.iter().map(|&i| workspace.projects[i].name.clone()));
-        kept.extend(plan::closure(&workspace, &needed, args.production));
+        linked.extend(more.iter().map(|&i| workspace.projects[i].name.clone()));
+        kept.extend(plan::closure(&workspace, &more, args.production));
     };
     let staging = output::stage(&out)?;
     let marker = marker(&plan, args.docker);
@@ -93,7 +102,7 @@ pub fn prune(cwd: &Path, args: PruneWorkspaceArgs) -> Result<i32, Failure> {
         (Some(lock), false) => Some(verify::verify(lock.pm, &plan.json, &lock.file)),
         _ => None,
     };
-    staging.finish(&out)?;
+    staging.finish()?;
     report(&plan, &out, args.docker, verdict, args.no_verify)
 }
 
@@ -215,13 +224,22 @@ fn report(
             let mut error = format!(
                 "error: the pruned {lock} does not install: `{line}` in a copy of what installing needs refused it:\n"
             );
-            for l in said {
+            for l in &said {
                 error.push_str(&format!("  | {l}\n"));
             }
+            let hint = if said.iter().any(|l| l.contains("404")) {
+                "the registry answered 404 for a package the lockfile names: when installing \
+                 in the workspace itself fails the same way, the registry lost it; otherwise \
+                 please report it with the lines above"
+                    .to_string()
+            } else {
+                format!(
+                    "when the workspace's own {lock} is out of date with its package.json \
+                     files, install there first; otherwise please report it with the lines above"
+                )
+            };
             error.push_str(&format!(
-                "  hint: when the workspace's own {lock} is out of date with its package.json \
-                 files, install there first; otherwise please report it with the lines above \
-                 ({shown} holds the output for a look)\n"
+                "  hint: {hint} ({shown} holds the output for a look)\n"
             ));
             stderr(&error);
             Ok(exit::FAILURE)
@@ -229,7 +247,7 @@ fn report(
         Some(Verdict::Unreachable(line, said)) => {
             out_str(&text);
             let mut error = format!(
-                "error: cannot verify the pruned lockfile: `{line}` could not reach the registry or fetch a package:\n"
+                "error: cannot verify the pruned lockfile: `{line}` could not reach the network:\n"
             );
             for l in said {
                 error.push_str(&format!("  | {l}\n"));
@@ -240,6 +258,14 @@ fn report(
                  holds the output)\n"
             ));
             stderr(&error);
+            Ok(exit::FAILURE)
+        }
+        Some(Verdict::Error(why)) => {
+            out_str(&text);
+            stderr(&format!(
+                "error: cannot verify the pruned lockfile: {why}\n  \
+                 hint: {shown} holds the output; --no-verify writes it without the check\n"
+            ));
             Ok(exit::FAILURE)
         }
         Some(Verdict::Missing(program)) => {

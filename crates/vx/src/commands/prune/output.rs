@@ -1,4 +1,5 @@
-//! Writes `vx prune`'s output: into a staging directory beside it, then in its place. An
+//! Writes `vx prune`'s output: into a staging directory inside it, then, once complete, in
+//! place of what was there (the directory itself stays: it may be a mount point or a link). An
 //! existing output directory is replaced only when `vx prune` wrote it (its marker file says
 //! so); anything else there is refused, never removed.
 
@@ -13,9 +14,15 @@ use super::plan::Content;
 /// The file that marks a directory as `vx prune`'s output.
 pub const MARKER: &str = ".vx-prune";
 
-/// A directory being written, removed when dropped unless [`Staging::finish`] moved it.
+/// The prefix of a staging directory's name.
+const STAGING: &str = ".vx-prune-staging-";
+
+/// A directory being written, removed when dropped unless [`Staging::finish`] moved it (with
+/// the output directory, when this run made it and it is empty).
 pub struct Staging {
     pub dir: PathBuf,
+    out: PathBuf,
+    made_out: bool,
     done: bool,
 }
 
@@ -23,17 +30,26 @@ impl Drop for Staging {
     fn drop(&mut self) {
         if !self.done {
             let _ = std::fs::remove_dir_all(&self.dir);
+            if self.made_out {
+                let _ = std::fs::remove_dir(&self.out);
+            }
         }
     }
 }
 
-/// Whether `out` may be written: absent, empty, or `vx prune`'s.
+fn is_staging(name: &std::ffi::OsStr) -> bool {
+    name.to_string_lossy().starts_with(STAGING)
+}
+
+/// Whether `out` may be written: absent, empty, `vx prune`'s (its marker), or holding only
+/// what a killed run left (staging directories).
 pub fn check_out(out: &Path) -> Result<(), Failure> {
     match std::fs::read_dir(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Failure::usage(format!("--out {}: {e}", out.display()))),
-        Ok(mut entries) => {
-            if entries.next().is_none() || out.join(MARKER).is_file() {
+        Ok(entries) => {
+            let mut names = entries.filter_map(|e| e.ok().map(|e| e.file_name()));
+            if out.join(MARKER).is_file() || names.all(|n| is_staging(&n)) {
                 Ok(())
             } else {
                 Err(Failure::usage(format!(
@@ -46,17 +62,23 @@ pub fn check_out(out: &Path) -> Result<(), Failure> {
     }
 }
 
-/// A new staging directory beside `out`.
+/// A new staging directory inside `out` (made if missing), after what killed runs left.
 pub fn stage(out: &Path) -> Result<Staging, Failure> {
-    let parent = out.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-    let name = out
-        .file_name()
-        .map_or("out".into(), |n| n.to_string_lossy().into_owned());
-    let dir = parent.join(format!(".{name}.vx-prune-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let made_out = !out.exists();
+    std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
+    for entry in std::fs::read_dir(out).map_err(|e| io(out, e))?.flatten() {
+        if is_staging(&entry.file_name()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    let dir = out.join(format!("{STAGING}{}", std::process::id()));
     std::fs::create_dir(&dir).map_err(|e| io(&dir, e))?;
-    Ok(Staging { dir, done: false })
+    Ok(Staging {
+        dir,
+        out: out.to_path_buf(),
+        made_out,
+        done: false,
+    })
 }
 
 /// Writes `files` under `dir`.
@@ -94,13 +116,29 @@ fn copy(from: &Path, to: &Path) -> Result<(), Failure> {
 }
 
 impl Staging {
-    /// Puts the staging directory in `out`'s place (the old output removed first).
-    pub fn finish(mut self, out: &Path) -> Result<(), Failure> {
-        check_out(out)?;
-        if out.exists() {
-            std::fs::remove_dir_all(out).map_err(|e| io(out, e))?;
+    /// Empties the output directory of everything but the staging directory, then moves the
+    /// staged entries up into it.
+    pub fn finish(mut self) -> Result<(), Failure> {
+        check_out(&self.out)?;
+        for entry in std::fs::read_dir(&self.out).map_err(|e| io(&self.out, e))? {
+            let entry = entry.map_err(|e| io(&self.out, e))?;
+            let path = entry.path();
+            if path == self.dir {
+                continue;
+            }
+            let removed = if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            removed.map_err(|e| io(&path, e))?;
         }
-        std::fs::rename(&self.dir, out).map_err(|e| io(out, e))?;
+        for entry in std::fs::read_dir(&self.dir).map_err(|e| io(&self.dir, e))? {
+            let entry = entry.map_err(|e| io(&self.dir, e))?;
+            let to = self.out.join(entry.file_name());
+            std::fs::rename(entry.path(), &to).map_err(|e| io(&to, e))?;
+        }
+        std::fs::remove_dir(&self.dir).map_err(|e| io(&self.dir, e))?;
         self.done = true;
         Ok(())
     }

@@ -139,15 +139,18 @@ fn read_manifest(root: &Path, dir: &str) -> Option<serde_json::Value> {
 pub fn plan(
     workspace: &Workspace,
     kept: &BTreeSet<usize>,
+    extras: &BTreeSet<String>,
     production: bool,
     out: &Path,
 ) -> Result<Plan, Failure> {
     let root = &workspace.root;
-    let dirs: BTreeSet<String> = kept
+    let projects: BTreeSet<String> = kept
         .iter()
         .map(|&i| workspace.projects[i].dir.clone())
         .filter(|d| !d.is_empty())
         .collect();
+    // The lockfile keeps the local packages' entries too.
+    let dirs: BTreeSet<String> = projects.iter().chain(extras).cloned().collect();
     // Every member's package name, for links (yarn 1) and `--production`.
     let mut members: BTreeMap<String, String> = BTreeMap::new();
     for project in &workspace.projects {
@@ -162,7 +165,7 @@ pub fn plan(
     // Manifests, with `--production`'s development links to projects left out removed.
     let mut drop_dev: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut manifests: BTreeMap<String, String> = BTreeMap::new();
-    for dir in dirs.iter().map(String::as_str).chain([""]) {
+    for dir in projects.iter().map(String::as_str).chain([""]) {
         let rel = manifest_path(dir);
         let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
             continue;
@@ -214,9 +217,21 @@ pub fn plan(
         excluded: vec![out.to_path_buf()],
     })
     .map_err(|e| Failure::usage(format!("cannot list the workspace's files: {e}")))?;
-    for dir in INSTALL_DIRS {
-        for file in tree.files_under(dir) {
+    // A local package (`file:`) is installed from its files: all of them, in both parts.
+    for dir in INSTALL_DIRS
+        .iter()
+        .copied()
+        .chain(extras.iter().map(String::as_str))
+    {
+        let listed = tree.files().iter().find(|f| f.path == dir);
+        for file in listed.into_iter().chain(tree.files_under(dir)) {
             json.insert(file.path.clone(), Content::Copy(root.join(&file.path)));
+        }
+    }
+    let root_manifest = manifests.get("").map(String::as_str);
+    for file in vx_workspace::lockfile::prune::patch_files(root, root_manifest) {
+        if root.join(&file).is_file() {
+            json.insert(file.clone(), Content::Copy(root.join(&file)));
         }
     }
     let lock = prune_lockfile(root, &dirs, &drop_dev, &manifests, &members)?;
@@ -305,7 +320,12 @@ fn without_dev(text: &str, names: &BTreeSet<String>) -> Result<String, String> {
     let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, formatter);
     serde::Serialize::serialize(&value, &mut serializer).map_err(|e| e.to_string())?;
     let mut out = String::from_utf8(bytes).map_err(|e| e.to_string())?;
-    out.push('\n');
+    if text.ends_with('\n') {
+        out.push('\n');
+    }
+    if text.contains("\r\n") {
+        out = out.replace('\n', "\r\n");
+    }
     Ok(out)
 }
 
@@ -452,20 +472,30 @@ fn follow_links(
             }
             continue;
         }
+        // Only what the walk lists (never an ignored `.env`) and what no project owns (a
+        // directory of projects brings none of them).
         let under = format!("{target}/");
-        let files: Vec<String> = if root.join(&target).is_dir() {
-            tree.files_under(&target)
-                .iter()
-                .map(|f| f.path.clone())
-                .filter(|p| p.starts_with(&under))
-                .collect()
-        } else {
-            vec![target.clone()]
-        };
+        let listed = tree.files().iter().find(|f| f.path == target);
+        let files: Vec<&str> = listed
+            .into_iter()
+            .chain(tree.files_under(&target))
+            .map(|f| f.path.as_str())
+            .filter(|p| *p == target || p.starts_with(&under))
+            .filter(|p| {
+                workspace
+                    .project_containing(p)
+                    .is_none_or(|owner| owner.dir.is_empty())
+            })
+            .collect();
+        if files.is_empty() {
+            notes.push(format!(
+                "{link} links to {target}: ignored, or other projects' files, so not copied; it dangles"
+            ));
+        }
         for file in files {
-            if root.join(&file).symlink_metadata().is_ok() {
-                full.entry(file.clone())
-                    .or_insert_with(|| Content::Copy(root.join(&file)));
+            if root.join(file).symlink_metadata().is_ok() {
+                full.entry(file.to_string())
+                    .or_insert_with(|| Content::Copy(root.join(file)));
             }
         }
     }
@@ -508,7 +538,7 @@ fn trimmed_members(workspace: &Workspace, kept_dirs: &BTreeSet<&str>) -> Option<
                 *at += line.len();
                 Some((start, line))
             })
-            .find(|(_, line)| line.trim_end() == "[workspace]")?;
+            .find(|(_, line)| line.split('#').next().unwrap_or("").trim() == "[workspace]")?;
         let after = header.0 + header.1.len();
         let newline = if header.1.ends_with('\n') { "" } else { "\n" };
         return Some(format!(

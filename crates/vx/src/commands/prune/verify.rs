@@ -23,6 +23,8 @@ pub enum Verdict {
     Unreachable(String, Vec<String>),
     /// The package manager is not installed.
     Missing(&'static str),
+    /// The check itself could not be made here (a scratch directory, starting the program).
+    Error(String),
 }
 
 /// The program and its runs: frozen, no install scripts (what the lockfile resolves is
@@ -116,20 +118,17 @@ pub fn verify(pm: PackageManager, json: &BTreeMap<String, Content>, lockfile: &s
     let Some(path) = on_path(program) else {
         return Verdict::Missing(program);
     };
-    let scratch = match output::stage(&std::env::temp_dir().join("vx-prune-verify")) {
+    let scratch = match scratch(json) {
         Ok(scratch) => scratch,
-        Err(e) => return Verdict::Failed(program.into(), vec![format!("{e:?}")]),
+        Err(e) => return Verdict::Error(e),
     };
-    if let Err(e) = output::write_all(&scratch.dir, json) {
-        return Verdict::Failed(program.into(), vec![format!("{e:?}")]);
-    }
     let started = Instant::now();
     let mut shown = Vec::new();
     for args in attempts {
         let line = format!("{program} {}", args.join(" "));
-        let out = match run(&path, args, &scratch.dir, true) {
+        let out = match run(&path, args, scratch.path(), true) {
             Ok(out) => out,
-            Err(e) => return Verdict::Failed(line, vec![e.to_string()]),
+            Err(e) => return Verdict::Error(format!("cannot start `{line}`: {e}")),
         };
         if !out.status.success() {
             let status = out
@@ -144,7 +143,7 @@ pub fn verify(pm: PackageManager, json: &BTreeMap<String, Content>, lockfile: &s
             said.extend(explain(pm, &path, json, lockfile));
             return Verdict::Failed(line, said);
         }
-        if let Some(difference) = changed(&scratch.dir.join(lockfile), json.get(lockfile)) {
+        if let Some(difference) = changed(&scratch.path().join(lockfile), json.get(lockfile)) {
             let mut said = vec![format!("it rewrote {lockfile} (- vx's line, + its line):")];
             said.extend(difference);
             return Verdict::Failed(line, said);
@@ -187,6 +186,17 @@ fn text(out: &std::process::Output) -> String {
     )
 }
 
+/// A scratch directory under the system's temporary directory (a fresh, unguessable name,
+/// removed when dropped) holding `json`.
+fn scratch(json: &BTreeMap<String, Content>) -> Result<tempfile::TempDir, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("vx-prune-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a scratch directory: {e}"))?;
+    output::write_all(dir.path(), json).map_err(|e| format!("{e:?}"))?;
+    Ok(dir)
+}
+
 /// What differs: the lines the package manager, let to write the lockfile in another scratch
 /// copy, changes in the pruned one (at most 20). Nothing when that run fails too.
 fn explain(
@@ -195,17 +205,14 @@ fn explain(
     json: &BTreeMap<String, Content>,
     lockfile: &str,
 ) -> Vec<String> {
-    let Ok(scratch) = output::stage(&std::env::temp_dir().join("vx-prune-explain")) else {
+    let Ok(scratch) = scratch(json) else {
         return Vec::new();
     };
-    if output::write_all(&scratch.dir, json).is_err() {
-        return Vec::new();
-    }
-    let ran = run(path, update(pm), &scratch.dir, false);
+    let ran = run(path, update(pm), scratch.path(), false);
     if !ran.is_ok_and(|out| out.status.success()) {
         return Vec::new();
     }
-    match changed(&scratch.dir.join(lockfile), json.get(lockfile)) {
+    match changed(&scratch.path().join(lockfile), json.get(lockfile)) {
         Some(difference) => std::iter::once(format!(
             "what {} writes instead (`{}`; - vx's line, + its line):",
             pm.name(),
@@ -217,11 +224,12 @@ fn explain(
     }
 }
 
-/// Whether the package manager's words say it could not reach the network or fetch a package
-/// the lockfile names (what npm, pnpm, yarn and bun print for a failed lookup, connection or
-/// download, or a registry's 404): the lockfile was not judged then.
+/// Whether the package manager's words say it could not reach the network (what npm, pnpm,
+/// yarn and bun print for a failed lookup or connection): the lockfile was not judged then. A
+/// registry's 404 is not among them: a lockfile that names a package the registry does not
+/// have is refused, whoever wrote it.
 fn unreachable(said: &str) -> bool {
-    const SIGNS: [&str; 13] = [
+    const SIGNS: [&str; 8] = [
         "ENOTFOUND",
         "EAI_AGAIN",
         "ECONNREFUSED",
@@ -229,12 +237,7 @@ fn unreachable(said: &str) -> bool {
         "ETIMEDOUT",
         "getaddrinfo",
         "ERR_PNPM_META_FETCH_FAIL",
-        "ERR_PNPM_FETCH_404",
         "ConnectionRefused",
-        "npm error code E404",
-        "YN0035",
-        "error An unexpected error occurred: \"https://",
-        "error: GET ",
     ];
     SIGNS.iter().any(|sign| said.contains(sign))
 }
@@ -297,8 +300,9 @@ fn changed(after: &Path, written: Option<&Content>) -> Option<Vec<String>> {
 fn on_path(program: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
+    let cwd = std::env::current_dir().unwrap_or_default();
     std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
+        .map(|dir| cwd.join(dir).join(program))
         .find(|p| {
             p.metadata()
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

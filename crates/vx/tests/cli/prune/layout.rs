@@ -80,6 +80,30 @@ fn an_output_directory_vx_prune_did_not_write_is_never_replaced() {
     assert_eq!(again.code, 0, "{again:?}");
     assert!(!f.path("out/packages/docs").exists());
     assert!(f.path("out/packages/web/package.json").exists());
+    // The directory itself stays (a mount point, a link to one): its entries are replaced.
+    std::fs::create_dir_all(f.path("volume")).unwrap();
+    std::os::unix::fs::symlink(f.path("volume"), f.path("out-link")).unwrap();
+    for _ in 0..2 {
+        let linked = f.vx(&["prune", "docs", "--out", "out-link"]);
+        assert_eq!(linked.code, 0, "{linked:?}");
+    }
+    assert!(std::fs::symlink_metadata(f.path("out-link"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(f.path("volume/packages/docs/package.json").exists());
+    // What a killed run left (its staging directory) is no reason to refuse, and goes.
+    std::fs::create_dir_all(f.path("out-killed/.vx-prune-staging-1/packages")).unwrap();
+    let after_kill = f.vx(&["prune", "docs", "--out", "out-killed"]);
+    assert_eq!(after_kill.code, 0, "{after_kill:?}");
+    let names: Vec<String> = std::fs::read_dir(f.path("out-killed"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with(".vx-prune-staging")),
+        "{names:?}"
+    );
     // Nor can the output hold the workspace.
     let root = f.vx(&["prune", "web", "--out", "."]);
     assert_eq!(root.code, 2, "{root:?}");
@@ -243,6 +267,12 @@ fn a_link_out_of_a_kept_project_brings_its_root_target_and_one_into_a_project_le
         .unwrap();
     std::os::unix::fs::symlink("../../scripts/more", f.path("packages/web/more")).unwrap();
     std::os::unix::fs::symlink("../docs/src/index.js", f.path("packages/web/docs.js")).unwrap();
+    // An ignored file never comes through a link (secrets), nor do projects through a link
+    // to the directory that holds them.
+    f.write(".gitignore", "out*/\n.vx/\n/.env\n");
+    f.write(".env", "TOKEN=secret\n");
+    std::os::unix::fs::symlink("../../.env", f.path("packages/web/.env")).unwrap();
+    std::os::unix::fs::symlink("..", f.path("packages/web/all")).unwrap();
     f.commit();
     let out = f.vx(&["prune", "web"]);
     assert_eq!(out.code, 0, "{out:?}");
@@ -250,6 +280,14 @@ fn a_link_out_of_a_kept_project_brings_its_root_target_and_one_into_a_project_le
     assert_eq!(f.read("out/packages/web/more/deep.js"), "// deep\n");
     assert!(!f.path("out/scripts/unrelated.js").exists());
     assert!(!f.path("out/packages/docs").exists());
+    assert!(!f.path("out/.env").exists());
+    assert!(
+        out.stdout.contains(
+            "note: packages/web/.env links to .env: ignored, or other projects' files, so not \
+             copied; it dangles"
+        ),
+        "{out:?}"
+    );
     assert!(
         out.stdout.contains(
             "note: packages/web/docs.js links to packages/docs/src/index.js, in packages/docs, \

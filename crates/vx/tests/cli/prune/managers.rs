@@ -162,7 +162,7 @@ fn overrides_are_followed(pm: Pm) {
         Pm::Pnpm => {
             ws.f.write(
                 "pnpm-workspace.yaml",
-                "packages:\n  - \"packages/*\"\noverrides:\n  ext-c: 2.0.0\n",
+                "packages:\n  - \"packages/*\"\nminimumReleaseAge: 0\noverrides:\n  ext-c: 2.0.0\n",
             );
             ws.reinstall_with("\"devDependencies\": { \"ext-d\": \"^1.0.0\" }");
         }
@@ -240,6 +240,11 @@ fn npm_keeps_a_workspace_package_a_registry_package_links() {
 }
 
 #[test]
+fn yarn_classic_keeps_a_workspace_package_a_registry_package_links() {
+    a_workspace_package_a_registry_package_links_is_kept(Pm::Yarn1);
+}
+
+#[test]
 fn yarn_berry_keeps_a_workspace_package_a_registry_package_links() {
     a_workspace_package_a_registry_package_links_is_kept(Pm::Berry);
 }
@@ -296,8 +301,7 @@ fn a_registry_out_of_reach_is_said_and_not_blamed_on_the_lockfile() {
         "{out:?}"
     );
     assert!(
-        out.stderr
-            .contains("could not reach the registry or fetch a package"),
+        out.stderr.contains("could not reach the network"),
         "{out:?}"
     );
     assert!(out.stderr.contains("ECONNREFUSED"), "{out:?}");
@@ -355,4 +359,76 @@ fn yarn_classic_sorts_a_key_that_lost_its_first_descriptor() {
 #[test]
 fn yarn_berry_sorts_a_key_that_lost_its_first_descriptor() {
     a_key_that_loses_its_first_descriptor_moves_where_yarn_sorts_it(Pm::Berry);
+}
+
+/// app installs a local package that is no workspace member (`file:../../tooling/cfg`): its
+/// directory comes with the output, in both parts, and the lockfile keeps its entries.
+fn a_local_package_comes_with_its_project(pm: Pm) {
+    let Some(ws) = Ws::new(pm) else { return };
+    ws.f.write(
+        "tooling/cfg/package.json",
+        r#"{"name":"@acme/cfg","version":"1.0.0","dependencies":{"ext-d":"^1.0.0"}}"#,
+    );
+    ws.f.write("tooling/cfg/index.js", "module.exports = 'cfg';\n");
+    let link = pm.workspace_range();
+    ws.f.write(
+        "packages/app/package.json",
+        &format!(
+            r#"{{"name":"@ws/app","version":"1.0.0","dependencies":{{"@ws/lib":"{link}","ext-a":"^1.0.0","@acme/cfg":"file:../../tooling/cfg"}}}}"#
+        ),
+    );
+    let install = ws.pm_run(ws.f.root(), &["install"]);
+    assert!(install.status.success(), "{}", text(&install));
+    ws.f.commit();
+    let out = ws.prune(&["@ws/app", "--docker"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains(
+            "note: tooling/cfg kept: a local package (file:, link:) a kept project installs"
+        ),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("verified: `"), "{out:?}");
+    for part in ["json", "full"] {
+        assert_eq!(
+            ws.f.read(&format!("out/{part}/tooling/cfg/index.js")),
+            "module.exports = 'cfg';\n"
+        );
+    }
+}
+
+#[test]
+fn npm_keeps_a_local_package_a_kept_project_installs() {
+    a_local_package_comes_with_its_project(Pm::Npm);
+}
+
+#[test]
+fn pnpm_keeps_a_local_package_a_kept_project_installs() {
+    a_local_package_comes_with_its_project(Pm::Pnpm);
+}
+
+#[test]
+fn pnpm_patches_the_configuration_names_come_with_the_install_layer() {
+    // pnpm's patchedDependencies may name a file anywhere: installing needs it in json/.
+    let Some(ws) = Ws::new(Pm::Pnpm) else { return };
+    ws.f.write(
+        "tooling/ext-a.patch",
+        "diff --git a/index.js b/index.js\n--- a/index.js\n+++ b/index.js\n@@ -1 +1 @@\n\
+         -module.exports = 'ext-a@1.0.0';\n+module.exports = 'ext-a@1.0.0 patched';\n",
+    );
+    ws.f.write(
+        "pnpm-workspace.yaml",
+        "packages:\n  - \"packages/*\"\nminimumReleaseAge: 0\n\
+         patchedDependencies:\n  ext-a@1.0.0: tooling/ext-a.patch\n",
+    );
+    let install = ws.pm_run(ws.f.root(), &["install"]);
+    assert!(install.status.success(), "{}", text(&install));
+    ws.f.commit();
+    let out = ws.prune(&["@ws/app", "--docker"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("verified: `"), "{out:?}");
+    assert_eq!(
+        ws.f.read("out/json/tooling/ext-a.patch"),
+        ws.f.read("tooling/ext-a.patch")
+    );
 }

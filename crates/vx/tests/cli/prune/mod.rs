@@ -82,7 +82,11 @@ impl Ws {
             "{\n  \"name\": \"ws-root\",\n  \"private\": true,\n  \"workspaces\": [\"packages/*\"],\n  \
              \"devDependencies\": { \"ext-d\": \"^1.0.0\" }\n}\n",
         );
-        f.write("pnpm-workspace.yaml", "packages:\n  - \"packages/*\"\n");
+        // pnpm refuses packages younger than a day unless told: these are seconds old.
+        f.write(
+            "pnpm-workspace.yaml",
+            "packages:\n  - \"packages/*\"\nminimumReleaseAge: 0\n",
+        );
         f.write("vx.toml", "[workspace]\nmembers = [\"packages/*\"]\n");
         f.write("tsconfig.base.json", "{}\n");
         f.write(
