@@ -28,6 +28,7 @@ mod berry;
 mod bun;
 mod model;
 mod npm;
+mod npm_flags;
 mod pnpm;
 mod text;
 mod yarn1;

@@ -79,8 +79,14 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         kept: reached.iter().filter(|p| !is_member(p)).count(),
         total: entries.keys().filter(|p| !is_member(p)).count(),
     };
+    // npm's flags are computed again for what is kept, when the computation gives the whole
+    // file's exactly as npm wrote them.
+    let flags_hold = super::npm_flags::reproduces(entries);
     if let Some(Value::Object(entries)) = lock.get_mut("packages") {
         entries.retain(|path, _| reached.contains(path));
+        if flags_hold {
+            super::npm_flags::rewrite(entries);
+        }
         for (path, entry) in entries.iter_mut() {
             if let Some(Value::Object(dev)) = entry.get_mut("devDependencies") {
                 dev.retain(|name, _| !keep.dropped(path, name));

@@ -216,3 +216,19 @@ fn a_crlf_lockfile_stays_crlf() {
         run(file, text, &["packages/other"], &[]).text
     );
 }
+
+#[test]
+fn npm_flags_are_reproduced_from_the_whole_lockfile() {
+    // The check that allows rewriting them: the computation gives npm's own flags.
+    let lock: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/package-lock.json")).unwrap();
+    let entries = lock["packages"].as_object().unwrap();
+    assert!(super::npm_flags::reproduces(entries));
+    // A flag npm did not write is noticed.
+    let mut changed = entries.clone();
+    changed["node_modules/ext-d"]
+        .as_object_mut()
+        .unwrap()
+        .remove("dev");
+    assert!(!super::npm_flags::reproduces(&changed));
+}

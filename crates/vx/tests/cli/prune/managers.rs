@@ -432,3 +432,35 @@ fn pnpm_patches_the_configuration_names_come_with_the_install_layer() {
         ws.f.read("tooling/ext-a.patch")
     );
 }
+
+#[test]
+fn npm_flags_are_computed_again_for_what_is_kept() {
+    // other needs ext-d in production, the root only in development: pruned to app, ext-d is a
+    // development package, and npm says so with `"dev": true`.
+    let Some(ws) = Ws::new(Pm::Npm) else { return };
+    ws.f.write(
+        "packages/other/package.json",
+        r#"{"name":"@ws/other","version":"1.0.0","dependencies":{"ext-b":"^1.0.0","ext-c":"^2.0.0","ext-d":"^1.0.0"}}"#,
+    );
+    let install = ws.pm_run(ws.f.root(), &["install"]);
+    assert!(install.status.success(), "{}", text(&install));
+    ws.f.commit();
+    let dev_flag = |lock: &str| -> bool {
+        let lock: serde_json::Value = serde_json::from_str(lock).unwrap();
+        lock["packages"]["node_modules/ext-d"]["dev"] == serde_json::json!(true)
+    };
+    assert!(!dev_flag(&ws.f.read("package-lock.json")));
+    let out = ws.prune(&["@ws/app"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("verified: `"), "{out:?}");
+    let pruned = ws.f.read("out/package-lock.json");
+    assert!(dev_flag(&pruned), "{pruned}");
+    // What npm writes for the smaller workspace, byte for byte.
+    let free = ws.copy(&ws.f.path("out"), "free");
+    let install = ws.pm_run(&free, &["install", "--package-lock-only"]);
+    assert!(install.status.success(), "{}", text(&install));
+    assert_eq!(
+        std::fs::read_to_string(free.join("package-lock.json")).unwrap(),
+        pruned
+    );
+}
