@@ -113,6 +113,9 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
         };
         drop_dev_at(&mut removed, &lines, &whole, "", keep, 0);
     }
+    if let Some(importers) = importers {
+        prune_catalogs(&mut removed, &lines, &catalog_uses(importers, keep));
+    }
     let mut empties: Vec<(usize, String)> = Vec::new();
     let mut sections = Sections {
         lines: &lines,
@@ -183,6 +186,73 @@ impl Sections<'_, '_> {
         Counts {
             kept: left,
             total: entries.len(),
+        }
+    }
+}
+
+/// The (catalog, package) pairs the kept importers take from `catalogs` (a specifier
+/// `catalog:` is the default catalog's, `catalog:name` that catalog's), not counting
+/// `--production`'s dropped development dependencies.
+fn catalog_uses(importers: &Mapping, keep: &Keep) -> BTreeSet<(String, String)> {
+    let mut uses = BTreeSet::new();
+    for (dir, importer) in importers {
+        let dir = dir.as_str().unwrap_or("");
+        let dir = if dir == "." { "" } else { dir };
+        if !keep.keeps(dir) {
+            continue;
+        }
+        for list in DEP_LISTS {
+            for (name, spec) in mapping(importer, list) {
+                let Some(name) = name.as_str() else { continue };
+                if list == "devDependencies" && keep.dropped(dir, name) {
+                    continue;
+                }
+                let specifier = spec.get("specifier").and_then(Value::as_str).unwrap_or("");
+                if let Some(catalog) = specifier.strip_prefix("catalog:") {
+                    let catalog = if catalog.is_empty() {
+                        "default"
+                    } else {
+                        catalog
+                    };
+                    uses.insert((catalog.to_string(), name.to_string()));
+                }
+            }
+        }
+    }
+    uses
+}
+
+/// Removes from the `catalogs` section the entries no kept importer takes, a catalog left
+/// empty, and the section when nothing is left (with its blank line), as pnpm writes it.
+fn prune_catalogs(removed: &mut [bool], lines: &[&str], uses: &BTreeSet<(String, String)>) {
+    let Some((header, from, to)) = text::section(lines, "catalogs") else {
+        return;
+    };
+    let catalogs = text::entries(lines, from, to, 2);
+    let mut left = 0;
+    for catalog in &catalogs {
+        let packages = text::entries(lines, catalog.start + 1, catalog.end, 4);
+        let mut kept = 0;
+        for package in &packages {
+            if uses.contains(&(catalog.key.clone(), package.key.clone())) {
+                kept += 1;
+            } else {
+                for r in &mut removed[package.start..package.end] {
+                    *r = true;
+                }
+            }
+        }
+        if kept == 0 {
+            for r in &mut removed[catalog.start..catalog.end] {
+                *r = true;
+            }
+        } else {
+            left += 1;
+        }
+    }
+    if left == 0 && !catalogs.is_empty() {
+        for r in &mut removed[header..to] {
+            *r = true;
         }
     }
 }

@@ -464,3 +464,49 @@ fn npm_flags_are_computed_again_for_what_is_kept() {
         pruned
     );
 }
+
+#[test]
+fn pnpm_catalogs_keep_only_what_the_kept_projects_take() {
+    // lib takes ext-b from the catalog, other ext-c: pruned to app (with lib), the lockfile's
+    // catalogs hold ext-b alone, as pnpm writes them for that workspace.
+    let Some(ws) = Ws::new(Pm::Pnpm) else { return };
+    ws.f.write(
+        "pnpm-workspace.yaml",
+        "packages:\n  - \"packages/*\"\nminimumReleaseAge: 0\ncatalog:\n  ext-b: ^2.0.0\n  ext-c: ^2.0.0\n",
+    );
+    ws.f.write(
+        "packages/lib/package.json",
+        r#"{"name":"@ws/lib","version":"1.0.0","dependencies":{"ext-b":"catalog:"},"devDependencies":{"@ws/tools":"workspace:*"}}"#,
+    );
+    ws.f.write(
+        "packages/other/package.json",
+        r#"{"name":"@ws/other","version":"1.0.0","dependencies":{"ext-b":"^1.0.0","ext-c":"catalog:"}}"#,
+    );
+    let install = ws.pm_run(ws.f.root(), &["install"]);
+    assert!(install.status.success(), "{}", text(&install));
+    ws.f.commit();
+    assert!(ws.f.read("pnpm-lock.yaml").contains("catalogs:"));
+    let out = ws.prune(&["@ws/app"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("verified: `"), "{out:?}");
+    let pruned = ws.f.read("out/pnpm-lock.yaml");
+    let catalogs: String = pruned
+        .split("\nimporters:")
+        .next()
+        .unwrap()
+        .split("catalogs:")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        catalogs.contains("ext-b:") && !catalogs.contains("ext-c:"),
+        "{pruned}"
+    );
+    let free = ws.copy(&ws.f.path("out"), "free");
+    let install = ws.pm_run(&free, &["install", "--lockfile-only"]);
+    assert!(install.status.success(), "{}", text(&install));
+    assert_eq!(
+        std::fs::read_to_string(free.join("pnpm-lock.yaml")).unwrap(),
+        pruned
+    );
+}
