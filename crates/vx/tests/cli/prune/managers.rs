@@ -325,9 +325,7 @@ fn a_key_that_loses_its_first_descriptor_moves_where_yarn_sorts_it(pm: Pm) {
         "packages/other/package.json",
         r#"{"name":"@ws/other","version":"1.0.0","dependencies":{"ext-b":"^1.0.0","ext-c":"2.0.0"}}"#,
     );
-    let install = ws.pm_run(ws.f.root(), &["install"]);
-    assert!(install.status.success(), "{}", text(&install));
-    ws.f.commit();
+    ws.reinstall();
     let lock = ws.f.read("yarn.lock");
     assert!(
         lock.contains("ext-c@1.x, ") || lock.contains("ext-c@npm:1.x, "),
@@ -377,9 +375,7 @@ fn a_local_package_comes_with_its_project(pm: Pm) {
             r#"{{"name":"@ws/app","version":"1.0.0","dependencies":{{"@ws/lib":"{link}","ext-a":"^1.0.0","@acme/cfg":"file:../../tooling/cfg"}}}}"#
         ),
     );
-    let install = ws.pm_run(ws.f.root(), &["install"]);
-    assert!(install.status.success(), "{}", text(&install));
-    ws.f.commit();
+    ws.reinstall();
     let out = ws.prune(&["@ws/app", "--docker"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
@@ -421,9 +417,7 @@ fn pnpm_patches_the_configuration_names_come_with_the_install_layer() {
         "packages:\n  - \"packages/*\"\nminimumReleaseAge: 0\n\
          patchedDependencies:\n  ext-a@1.0.0: tooling/ext-a.patch\n",
     );
-    let install = ws.pm_run(ws.f.root(), &["install"]);
-    assert!(install.status.success(), "{}", text(&install));
-    ws.f.commit();
+    ws.reinstall();
     let out = ws.prune(&["@ws/app", "--docker"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("verified: `"), "{out:?}");
@@ -442,9 +436,7 @@ fn npm_flags_are_computed_again_for_what_is_kept() {
         "packages/other/package.json",
         r#"{"name":"@ws/other","version":"1.0.0","dependencies":{"ext-b":"^1.0.0","ext-c":"^2.0.0","ext-d":"^1.0.0"}}"#,
     );
-    let install = ws.pm_run(ws.f.root(), &["install"]);
-    assert!(install.status.success(), "{}", text(&install));
-    ws.f.commit();
+    ws.reinstall();
     let dev_flag = |lock: &str| -> bool {
         let lock: serde_json::Value = serde_json::from_str(lock).unwrap();
         lock["packages"]["node_modules/ext-d"]["dev"] == serde_json::json!(true)
@@ -482,9 +474,7 @@ fn pnpm_catalogs_keep_only_what_the_kept_projects_take() {
         "packages/other/package.json",
         r#"{"name":"@ws/other","version":"1.0.0","dependencies":{"ext-b":"^1.0.0","ext-c":"catalog:"}}"#,
     );
-    let install = ws.pm_run(ws.f.root(), &["install"]);
-    assert!(install.status.success(), "{}", text(&install));
-    ws.f.commit();
+    ws.reinstall();
     assert!(ws.f.read("pnpm-lock.yaml").contains("catalogs:"));
     let out = ws.prune(&["@ws/app"]);
     assert_eq!(out.code, 0, "{out:?}");

@@ -172,6 +172,11 @@ impl Ws {
                  {extra}\n}}\n"
             ),
         );
+        self.reinstall();
+    }
+
+    /// The workspace installed again (the lockfile written anew) and committed.
+    fn reinstall(&self) {
         let out = self.pm_run(self.f.root(), &["install"]);
         assert!(out.status.success(), "{}", text(&out));
         self.f.commit();
