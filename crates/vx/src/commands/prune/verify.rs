@@ -3,10 +3,11 @@
 //! or the package manager's own words say what differs.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use vx_exec::{SpawnSpec, StdinMode, Supervisor};
 use vx_workspace::lockfile::prune::PackageManager;
 
 use super::output;
@@ -126,18 +127,18 @@ pub fn verify(pm: PackageManager, json: &BTreeMap<String, Content>, lockfile: &s
     let mut shown = Vec::new();
     for args in attempts {
         let line = format!("{program} {}", args.join(" "));
-        let out = match run(&path, args, scratch.path(), true) {
-            Ok(out) => out,
-            Err(e) => return Verdict::Error(format!("cannot start `{line}`: {e}")),
-        };
-        if !out.status.success() {
-            let status = out
-                .status
-                .code()
-                .map_or("was killed".to_string(), |c| format!("exited with {c}"));
-            let all = text(&out);
-            let mut said = tail(&all, status);
-            if unreachable(&all) {
+        let ran = run(&path, args, scratch.path(), true);
+        if ran.code == 127 && ran.said.is_empty() {
+            return Verdict::Error(format!("cannot start `{line}`"));
+        }
+        if ran.code != 0 {
+            let status = if ran.timed_out {
+                format!("was stopped after {} minutes", TIMEOUT.as_secs() / 60)
+            } else {
+                format!("exited with {}", ran.code)
+            };
+            let mut said = tail(&ran.said, status);
+            if unreachable(&ran.said) {
                 return Verdict::Unreachable(line, said);
             }
             said.extend(explain(pm, &path, json, lockfile));
@@ -153,37 +154,57 @@ pub fn verify(pm: PackageManager, json: &BTreeMap<String, Content>, lockfile: &s
     Verdict::Passed(shown.join("`, then `"), started.elapsed())
 }
 
-/// The package manager with `args` in `dir`; under `CI=true` when `frozen` (where package
-/// managers refuse to write a lockfile), else with writing allowed.
-fn run(
-    path: &Path,
-    args: &[&str],
-    dir: &Path,
-    frozen: bool,
-) -> std::io::Result<std::process::Output> {
-    let mut command = Command::new(path);
-    command
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("FORCE_COLOR", "0")
-        .stdin(Stdio::null());
-    if frozen {
-        command.env("CI", "true");
-    } else {
-        command
-            .env_remove("CI")
-            .env("YARN_ENABLE_IMMUTABLE_INSTALLS", "false");
-    }
-    command.output()
+/// How long one run of the package manager may take before it is stopped.
+const TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// How a run of the package manager ended.
+struct Ran {
+    /// Its exit code, 128 + a signal, 143 or 137 when stopped at the timeout, 127 when it did
+    /// not start.
+    code: i32,
+    timed_out: bool,
+    /// Its stdout, then its stderr.
+    said: String,
 }
 
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+/// The package manager with `args` in `dir`, under vx's supervisor as a task is (its own
+/// session, whatever it leaves running stopped when it ends, stopped at [`TIMEOUT`]), with
+/// vx's environment; under `CI=true` when `frozen` (where package managers refuse to write a
+/// lockfile), else with writing allowed.
+fn run(path: &Path, args: &[&str], dir: &Path, frozen: bool) -> Ran {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| k != "CI" && k != "NO_COLOR" && k != "FORCE_COLOR")
+        .collect();
+    env.push(("NO_COLOR".into(), "1".into()));
+    env.push(("FORCE_COLOR".into(), "0".into()));
+    if frozen {
+        env.push(("CI".into(), "true".into()));
+    } else {
+        env.push(("YARN_ENABLE_IMMUTABLE_INSTALLS".into(), "false".into()));
+    }
+    let spec = SpawnSpec {
+        program: path.to_path_buf(),
+        arg0: path.file_name().unwrap_or_default().to_os_string(),
+        args: args.iter().map(OsString::from).collect(),
+        cwd: dir.to_path_buf(),
+        env,
+        stdin: StdinMode::Null,
+        timeout: Some(TIMEOUT),
+        kill_grace: Duration::from_secs(5),
+        drain: Duration::from_millis(250),
+        stop_leftovers_on_exit: true,
+        sandbox: None,
+    };
+    let out = Supervisor::new().output(spec);
+    Ran {
+        code: out.completion.exit_code,
+        timed_out: out.completion.timed_out,
+        said: format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
 }
 
 /// A scratch directory under the system's temporary directory (a fresh, unguessable name,
@@ -208,8 +229,7 @@ fn explain(
     let Ok(scratch) = scratch(json) else {
         return Vec::new();
     };
-    let ran = run(path, update(pm), scratch.path(), false);
-    if !ran.is_ok_and(|out| out.status.success()) {
+    if run(path, update(pm), scratch.path(), false).code != 0 {
         return Vec::new();
     }
     match changed(&scratch.path().join(lockfile), json.get(lockfile)) {

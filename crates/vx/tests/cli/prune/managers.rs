@@ -500,3 +500,32 @@ fn pnpm_catalogs_keep_only_what_the_kept_projects_take() {
         pruned
     );
 }
+
+#[test]
+fn what_the_package_manager_leaves_running_is_stopped() {
+    // A package manager that leaves a process behind (a daemon an install starts): vx prune
+    // runs it as it runs a task, and nothing of it outlives the check.
+    let Some(ws) = Ws::new(Pm::Pnpm) else { return };
+    let marker = vx_test_support::process::unique_marker("prune-leftover");
+    let wrapper = ws.scratch.path().join("wrapped");
+    std::fs::create_dir_all(&wrapper).unwrap();
+    let real = ws.scratch.path().join("bin/pnpm");
+    std::fs::write(
+        wrapper.join("pnpm"),
+        format!(
+            "#!/bin/sh\n(exec sh -c 'sleep 300; : {marker}' >/dev/null 2>&1) &\nexec '{}' \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        wrapper.join("pnpm"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("{}:{}", wrapper.display(), ws.env()[0].1);
+    let out = ws.prune_with(&["@ws/app"], &[("PATH", path)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("verified: `"), "{out:?}");
+    crate::assert_no_survivor(&marker);
+}
