@@ -4,15 +4,15 @@
 //! called done.
 //!
 //! `plan` decides what is written (the closure, the files of `json/` and `full/`, the
-//! lockfile pruned by `vx_workspace::lockfile::prune`), `output` writes it beside the output
-//! directory and moves it in place, `verify` runs the package manager on a scratch copy of
-//! `json/`.
+//! lockfile pruned by `vx_workspace::lockfile::prune`) from the workspace read once, `output`
+//! writes it into a staging directory inside the output directory and moves it up, `verify`
+//! runs the package manager on a scratch copy of `json/`.
 
 mod output;
 mod plan;
 mod verify;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use vx_core::suggest::did_you_mean;
 use vx_core::Diagnostic;
@@ -30,7 +30,7 @@ pub fn prune(cwd: &Path, args: PruneWorkspaceArgs) -> Result<i32, Failure> {
     let workspace = load(cwd)?;
     let targets = targets(&workspace, cwd, &args.projects)?;
     let out = match &args.out {
-        Some(out) => absolute(cwd, out),
+        Some(out) => vx_engine::cache_dir::normalise(&cwd.join(out)),
         None => workspace.root.join("out"),
     };
     if out == workspace.root || workspace.root.starts_with(&out) {
@@ -40,39 +40,8 @@ pub fn prune(cwd: &Path, args: PruneWorkspaceArgs) -> Result<i32, Failure> {
         )));
     }
     output::check_out(&out)?;
-    let mut kept = plan::closure(&workspace, &targets, args.production);
-    // A package from the registry that depends on a workspace package is linked to it:
-    // installing needs that project too, and what it depends on.
-    let mut linked: Vec<String> = Vec::new();
-    let mut extras: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-    let plan = loop {
-        let mut plan = plan::plan(&workspace, &kept, &extras, args.production, &out)?;
-        let needed: Vec<&String> = plan.lock.iter().flat_map(|l| &l.pruned.needed).collect();
-        let mut more = Vec::new();
-        let mut grew = false;
-        for path in needed {
-            match workspace.projects.iter().position(|p| &p.dir == path) {
-                Some(i) if !kept.contains(&i) => more.push(i),
-                Some(_) => {}
-                None => grew |= extras.insert(path.clone()),
-            }
-        }
-        if more.is_empty() && !grew {
-            for name in &linked {
-                plan.notes.push(format!(
-                    "{name} kept: a package the lockfile installs depends on it"
-                ));
-            }
-            for path in &extras {
-                plan.notes.push(format!(
-                    "{path} kept: a local package (file:, link:) a kept project installs"
-                ));
-            }
-            break plan;
-        }
-        linked.extend(more.iter().map(|&i| workspace.projects[i].name.clone()));
-        kept.extend(plan::closure(&workspace, &more, args.production));
-    };
+    let facts = plan::Facts::read(&workspace, &out)?;
+    let plan = plan::settle(&workspace, &facts, &targets, args.production)?;
     let staging = output::stage(&out)?;
     let marker = marker(&plan, args.docker);
     let mut files = if args.docker {
@@ -156,21 +125,6 @@ fn targets(
     }
 }
 
-fn absolute(cwd: &Path, path: &Path) -> PathBuf {
-    let joined = cwd.join(path);
-    let mut out = PathBuf::new();
-    for part in joined.components() {
-        match part {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            part => out.push(part),
-        }
-    }
-    out
-}
-
 /// The marker file's text: what the output holds, the same bytes for the same workspace.
 fn marker(plan: &Plan, docker: bool) -> String {
     let mut text = String::from("# written by vx prune; vx prune replaces this directory\n");
@@ -219,14 +173,7 @@ fn report(
             Ok(exit::SUCCESS)
         }
         Some(Verdict::Failed(line, said)) => {
-            out_str(&text);
             let lock = plan.lock.as_ref().map_or("", |l| l.file.as_str());
-            let mut error = format!(
-                "error: the pruned {lock} does not install: `{line}` in a copy of what installing needs refused it:\n"
-            );
-            for l in &said {
-                error.push_str(&format!("  | {l}\n"));
-            }
             let hint = if said.iter().any(|l| l.contains("404")) {
                 "the registry answered 404 for a package the lockfile names: when installing \
                  in the workspace itself fails the same way, the registry lost it; otherwise \
@@ -238,44 +185,40 @@ fn report(
                      files, install there first; otherwise please report it with the lines above"
                 )
             };
-            error.push_str(&format!(
-                "  hint: {hint} ({shown} holds the output for a look)\n"
-            ));
-            stderr(&error);
-            Ok(exit::FAILURE)
+            failed(
+                &text,
+                format!(
+                    "the pruned {lock} does not install: `{line}` in a copy of what installing \
+                     needs refused it:"
+                ),
+                &said,
+                format!("{hint} ({shown} holds the output for a look)"),
+            )
         }
-        Some(Verdict::Unreachable(line, said)) => {
-            out_str(&text);
-            let mut error = format!(
-                "error: cannot verify the pruned lockfile: `{line}` could not reach the network:\n"
-            );
-            for l in said {
-                error.push_str(&format!("  | {l}\n"));
-            }
-            error.push_str(&format!(
-                "  hint: the lockfile was not judged (does installing in the workspace itself \
-                 work?); run it where the registry is reachable, or pass --no-verify ({shown} \
-                 holds the output)\n"
-            ));
-            stderr(&error);
-            Ok(exit::FAILURE)
-        }
-        Some(Verdict::Error(why)) => {
-            out_str(&text);
-            stderr(&format!(
-                "error: cannot verify the pruned lockfile: {why}\n  \
-                 hint: {shown} holds the output; --no-verify writes it without the check\n"
-            ));
-            Ok(exit::FAILURE)
-        }
-        Some(Verdict::Missing(program)) => {
-            out_str(&text);
-            stderr(&format!(
-                "error: cannot verify the pruned lockfile: `{program}` is not on PATH\n  \
-                 hint: install it, or pass --no-verify to write the output unchecked ({shown} holds it)\n"
-            ));
-            Ok(exit::FAILURE)
-        }
+        Some(Verdict::Unreachable(line, said)) => failed(
+            &text,
+            format!("cannot verify the pruned lockfile: `{line}` could not reach the network:"),
+            &said,
+            format!(
+                "the lockfile was not judged (does installing in the workspace itself work?); \
+                 run it where the registry is reachable, or pass --no-verify ({shown} holds the \
+                 output)"
+            ),
+        ),
+        Some(Verdict::Error(why)) => failed(
+            &text,
+            format!("cannot verify the pruned lockfile: {why}"),
+            &[],
+            format!("{shown} holds the output; --no-verify writes it without the check"),
+        ),
+        Some(Verdict::Missing(program)) => failed(
+            &text,
+            format!("cannot verify the pruned lockfile: `{program}` is not on PATH"),
+            &[],
+            format!(
+                "install it, or pass --no-verify to write the output unchecked ({shown} holds it)"
+            ),
+        ),
         None => {
             if no_verify && plan.lock.is_some() {
                 text.push_str("not verified (--no-verify)\n");
@@ -285,4 +228,17 @@ fn report(
             Ok(exit::SUCCESS)
         }
     }
+}
+
+/// What was written on stdout, then one `error:` line, the package manager's lines under it
+/// and a hint on stderr: exit 1.
+fn failed(done: &str, headline: String, said: &[String], hint: String) -> Result<i32, Failure> {
+    out_str(done);
+    let mut error = format!("error: {headline}\n");
+    for line in said {
+        error.push_str(&format!("  | {line}\n"));
+    }
+    error.push_str(&format!("  hint: {hint}\n"));
+    stderr(&error);
+    Ok(exit::FAILURE)
 }

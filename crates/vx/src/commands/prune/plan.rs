@@ -62,16 +62,105 @@ const INSTALL_DIRS: [&str; 4] = [
     "patches",
 ];
 
+/// What every step reads of the workspace, read once: its files, and of each manifest (the
+/// root's and each project's) its package name and the names it lists only in
+/// `devDependencies`, by root-relative directory.
+pub struct Facts {
+    tree: Tree,
+    dev_only: BTreeMap<String, BTreeSet<String>>,
+    /// Every member's package name with its directory (links in yarn 1, `--production`).
+    members: BTreeMap<String, String>,
+}
+
+impl Facts {
+    /// Reads them, the output directory `out` left out of the listing.
+    pub fn read(workspace: &Workspace, out: &Path) -> Result<Facts, Failure> {
+        let root = &workspace.root;
+        let tree = Tree::scan(&TreeOptions {
+            root: root.clone(),
+            excluded: vec![out.to_path_buf()],
+        })
+        .map_err(|e| Failure::usage(format!("cannot list the workspace's files: {e}")))?;
+        let mut dev_only = BTreeMap::new();
+        let mut members = BTreeMap::new();
+        let dirs = workspace
+            .projects
+            .iter()
+            .map(|p| p.dir.as_str())
+            .chain([""]);
+        for dir in dirs {
+            let Some(manifest) = read_manifest(root, dir) else {
+                continue;
+            };
+            let name = manifest.get("name").and_then(serde_json::Value::as_str);
+            if let (Some(name), false) = (name, dir.is_empty()) {
+                members.insert(name.to_string(), dir.to_string());
+            }
+            dev_only.insert(dir.to_string(), dev_only_names(&manifest));
+        }
+        Ok(Facts {
+            tree,
+            dev_only,
+            members,
+        })
+    }
+
+    fn dev_only(&self, dir: &str) -> Option<&BTreeSet<String>> {
+        self.dev_only.get(dir)
+    }
+}
+
+/// The plan for `targets`, grown until the pruned lockfile reaches nothing left out: a package
+/// from the registry that depends on a workspace package is linked to it (that project, and
+/// what it depends on, come too), and a local package (`file:`) comes whole. Both are said.
+pub fn settle(
+    workspace: &Workspace,
+    facts: &Facts,
+    targets: &[usize],
+    production: bool,
+) -> Result<Plan, Failure> {
+    let mut kept = closure(workspace, facts, targets, production);
+    let mut linked: Vec<String> = Vec::new();
+    let mut extras: BTreeSet<String> = BTreeSet::new();
+    loop {
+        let mut plan = plan(workspace, facts, &kept, &extras, production)?;
+        let mut more = Vec::new();
+        let mut grew = false;
+        for path in plan.lock.iter().flat_map(|l| &l.pruned.needed) {
+            match workspace.projects.iter().position(|p| &p.dir == path) {
+                Some(i) if !kept.contains(&i) => more.push(i),
+                Some(_) => {}
+                None => grew |= extras.insert(path.clone()),
+            }
+        }
+        if more.is_empty() && !grew {
+            for name in &linked {
+                plan.notes.push(format!(
+                    "{name} kept: a package the lockfile installs depends on it"
+                ));
+            }
+            for path in &extras {
+                plan.notes.push(format!(
+                    "{path} kept: a local package (file:, link:) a kept project installs"
+                ));
+            }
+            return Ok(plan);
+        }
+        linked.extend(more.iter().map(|&i| workspace.projects[i].name.clone()));
+        kept.extend(closure(workspace, facts, &more, production));
+    }
+}
+
 /// Projects kept: `targets` and every project they depend on, transitively (project edges,
 /// and the projects a task's `depends-on` names as `project#task`); with `production`, not
 /// through a `devDependencies` entry. The root's dependencies are followed too (its
 /// `package.json` is always kept, so what it links to must be).
-pub fn closure(workspace: &Workspace, targets: &[usize], production: bool) -> BTreeSet<usize> {
-    let dev_only: Vec<BTreeSet<String>> = workspace
-        .projects
-        .iter()
-        .map(|p| dev_only(&workspace.root, &p.dir))
-        .collect();
+fn closure(
+    workspace: &Workspace,
+    facts: &Facts,
+    targets: &[usize],
+    production: bool,
+) -> BTreeSet<usize> {
     let mut kept: BTreeSet<usize> = BTreeSet::new();
     let mut stack: Vec<usize> = targets.to_vec();
     stack.extend(workspace.by_name.get("//"));
@@ -94,12 +183,13 @@ pub fn closure(workspace: &Workspace, targets: &[usize], production: bool) -> BT
             .filter_map(|entry| entry.value.rsplit_once('#').map(|(p, _)| p))
             .filter_map(|name| workspace.by_name.get(name));
         stack.extend(named);
+        let dev_only = facts.dev_only(&project.dir);
         for edge in &project.deps {
             let Some(&to) = workspace.by_name.get(&edge.to) else {
                 continue;
             };
             let dev = edge.kind == EdgeKind::Normal
-                && dev_only[at].contains(&edge.to)
+                && dev_only.is_some_and(|d| d.contains(&edge.to))
                 && !declared.contains(edge.to.as_str());
             if !(production && dev) {
                 stack.push(to);
@@ -109,11 +199,8 @@ pub fn closure(workspace: &Workspace, targets: &[usize], production: bool) -> BT
     kept
 }
 
-/// The names a project's `package.json` lists only in `devDependencies`.
-fn dev_only(root: &Path, dir: &str) -> BTreeSet<String> {
-    let Some(manifest) = read_manifest(root, dir) else {
-        return BTreeSet::new();
-    };
+/// The names a manifest lists only in `devDependencies`.
+fn dev_only_names(manifest: &serde_json::Value) -> BTreeSet<String> {
     let names = |list: &str| -> BTreeSet<String> {
         manifest
             .get(list)
@@ -136,12 +223,12 @@ fn read_manifest(root: &Path, dir: &str) -> Option<serde_json::Value> {
 }
 
 /// Everything `vx prune` writes for the projects `kept` (indices, the root's among them).
-pub fn plan(
+fn plan(
     workspace: &Workspace,
+    facts: &Facts,
     kept: &BTreeSet<usize>,
     extras: &BTreeSet<String>,
     production: bool,
-    out: &Path,
 ) -> Result<Plan, Failure> {
     let root = &workspace.root;
     let projects: BTreeSet<String> = kept
@@ -151,15 +238,8 @@ pub fn plan(
         .collect();
     // The lockfile keeps the local packages' entries too.
     let dirs: BTreeSet<String> = projects.iter().chain(extras).cloned().collect();
-    // Every member's package name, for links (yarn 1) and `--production`.
-    let mut members: BTreeMap<String, String> = BTreeMap::new();
-    for project in &workspace.projects {
-        let name = read_manifest(root, &project.dir)
-            .and_then(|m| m.get("name").and_then(|n| n.as_str().map(str::to_string)));
-        if let (Some(name), false) = (name, project.dir.is_empty()) {
-            members.insert(name, project.dir.clone());
-        }
-    }
+    let members = &facts.members;
+    let tree = &facts.tree;
     let mut json: BTreeMap<String, Content> = BTreeMap::new();
     let mut notes = Vec::new();
     // Manifests, with `--production`'s development links to projects left out removed.
@@ -171,9 +251,12 @@ pub fn plan(
             continue;
         };
         let dropped: BTreeSet<String> = if production {
-            dev_only(root, dir)
+            facts
+                .dev_only(dir)
                 .into_iter()
-                .filter(|name| members.get(name).is_some_and(|d| !dirs.contains(d)))
+                .flatten()
+                .filter(|name| members.get(*name).is_some_and(|d| !dirs.contains(d)))
+                .cloned()
                 .collect()
         } else {
             BTreeSet::new()
@@ -212,11 +295,6 @@ pub fn plan(
             json.insert((*file).to_string(), Content::Copy(root.join(file)));
         }
     }
-    let tree = Tree::scan(&TreeOptions {
-        root: root.clone(),
-        excluded: vec![out.to_path_buf()],
-    })
-    .map_err(|e| Failure::usage(format!("cannot list the workspace's files: {e}")))?;
     // A local package (`file:`) is installed from its files: all of them, in both parts.
     for dir in INSTALL_DIRS
         .iter()
@@ -234,7 +312,7 @@ pub fn plan(
             json.insert(file.clone(), Content::Copy(root.join(&file)));
         }
     }
-    let lock = prune_lockfile(root, &dirs, &drop_dev, &manifests, &members)?;
+    let lock = prune_lockfile(root, &dirs, &drop_dev, &manifests, members)?;
     if let Some(lock) = &lock {
         json.insert(
             lock.file.clone(),
@@ -243,11 +321,12 @@ pub fn plan(
     } else {
         notes.push("no lockfile at the root: nothing to prune or verify".into());
     }
-    let mut full = full_files(workspace, kept, &tree, &mut notes)?;
-    // What `json/` holds wins: the pruned lockfile, the edited manifests, but not the stubs.
+    let mut full = full_files(workspace, kept, tree, &mut notes)?;
+    // What `json/` holds wins: the pruned lockfile, the edited manifests; never a `bin` stub
+    // (full/ has the file, or the build writes it).
     for (path, content) in &json {
         let stub = matches!(content, Content::Written(bytes, _) if bytes.is_empty());
-        if !stub || !full.contains_key(path) {
+        if !stub {
             full.insert(path.clone(), content.clone());
         }
     }

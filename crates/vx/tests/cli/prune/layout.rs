@@ -296,3 +296,22 @@ fn a_link_out_of_a_kept_project_brings_its_root_target_and_one_into_a_project_le
         "{out:?}"
     );
 }
+
+#[test]
+fn a_bin_stub_stands_in_json_only() {
+    // web's bin is a build output (ignored): json/ gets an empty stand-in for installing to
+    // link, full/ nothing — the build writes it there, an empty file would only mislead.
+    let f = small();
+    f.write(".gitignore", "out*/\n.vx/\ndist/\n");
+    f.write(
+        "packages/web/package.json",
+        r#"{"name":"web","version":"1.0.0","bin":{"web":"./dist/cli.js"},"dependencies":{"ui":"*"}}"#,
+    );
+    f.write("packages/web/dist/cli.js", "#!/usr/bin/env node\n");
+    f.commit();
+    let out = f.vx(&["prune", "web", "--docker"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(f.read("out/json/packages/web/dist/cli.js"), "");
+    assert!(!f.path("out/full/packages/web/dist/cli.js").exists());
+    assert!(f.path("out/full/packages/web/package.json").exists());
+}
