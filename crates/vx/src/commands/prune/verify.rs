@@ -318,13 +318,9 @@ fn changed(after: &Path, written: Option<&Content>) -> Option<Vec<String>> {
 
 /// `program` as the shell would find it on `PATH`.
 fn on_path(program: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    let cwd = std::env::current_dir().unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| cwd.join(dir).join(program))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+    let path = std::env::var("PATH").ok()?;
+    // A relative entry (`node_modules/.bin`) is found from here, and run from the scratch
+    // directory: made absolute.
+    let found = vx_exec::subprocess::find_on_path(program, &path)?;
+    Some(std::env::current_dir().unwrap_or_default().join(found))
 }

@@ -529,3 +529,20 @@ fn what_the_package_manager_leaves_running_is_stopped() {
     assert!(out.stdout.contains("verified: `"), "{out:?}");
     crate::assert_no_survivor(&marker);
 }
+
+#[test]
+fn a_package_manager_on_a_relative_path_entry_is_found_and_run() {
+    // PATH=node_modules/.bin-style relative entries: found from where vx runs, run from the
+    // scratch directory, so it must be made absolute.
+    let Some(ws) = Ws::new(Pm::Pnpm) else { return };
+    std::fs::create_dir_all(ws.f.path("tools-bin")).unwrap();
+    std::fs::copy(
+        ws.scratch.path().join("bin/pnpm"),
+        ws.f.path("tools-bin/pnpm"),
+    )
+    .unwrap();
+    let path = format!("tools-bin:{}", std::env::var("PATH").unwrap_or_default());
+    let out = ws.prune_with(&["@ws/app"], &[("PATH", path)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("verified: `pnpm install"), "{out:?}");
+}
