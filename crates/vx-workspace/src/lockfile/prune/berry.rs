@@ -231,26 +231,9 @@ fn patched(descriptor: &str) -> Option<String> {
 
 /// Removes `--production`'s development dependencies from a member's `dependencies`.
 fn drop_dev(removed: &mut [bool], lines: &[&str], block: &text::Entry, dir: &str, keep: &Keep) {
-    if !keep.drop_dev.contains_key(dir) {
-        return;
-    }
-    let lists = text::entries(lines, block.start + 1, block.end, 2);
-    let Some(deps) = lists.iter().find(|e| e.key == "dependencies") else {
-        return;
-    };
-    let entries = text::entries(lines, deps.start + 1, deps.end, 4);
-    let mut left = entries.len();
-    for dep in &entries {
-        if keep.dropped(dir, &dep.key) {
-            for r in &mut removed[dep.start..dep.end] {
-                *r = true;
-            }
-            left -= 1;
-        }
-    }
-    if left == 0 {
-        for r in &mut removed[deps.start..deps.end] {
-            *r = true;
-        }
+    if keep.drop_dev.contains_key(dir) {
+        let within = (block.start + 1, block.end);
+        let drop = |name: &str| keep.dropped(dir, name);
+        text::drop_from_list(removed, lines, within, 2, "dependencies", &drop);
     }
 }

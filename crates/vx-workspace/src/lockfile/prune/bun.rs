@@ -106,9 +106,7 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
             .find(|&i| text::indent(lines[i]) == 4 && text::body(lines[i]).trim().starts_with('}'))
             .map_or(start + 1, |i| i + 1);
         if !keep.keeps(dir) {
-            for r in &mut removed[start..end] {
-                *r = true;
-            }
+            text::mark(&mut removed, start, end);
         } else if let Some(drop) = keep.drop_dev.get(dir) {
             drop_dev(&mut removed, &lines, start, end, drop);
         }
@@ -204,8 +202,6 @@ fn drop_dev(
         }
     }
     if left == 0 {
-        for r in &mut removed[header..=close.min(end - 1)] {
-            *r = true;
-        }
+        text::mark(removed, header, close.min(end - 1) + 1);
     }
 }

@@ -237,23 +237,17 @@ fn prune_catalogs(removed: &mut [bool], lines: &[&str], uses: &BTreeSet<(String,
             if uses.contains(&(catalog.key.clone(), package.key.clone())) {
                 kept += 1;
             } else {
-                for r in &mut removed[package.start..package.end] {
-                    *r = true;
-                }
+                text::mark(removed, package.start, package.end);
             }
         }
         if kept == 0 {
-            for r in &mut removed[catalog.start..catalog.end] {
-                *r = true;
-            }
+            text::mark(removed, catalog.start, catalog.end);
         } else {
             left += 1;
         }
     }
     if left == 0 && !catalogs.is_empty() {
-        for r in &mut removed[header..to] {
-            *r = true;
-        }
+        text::mark(removed, header, to);
     }
 }
 
@@ -306,23 +300,7 @@ fn drop_dev_at(
     keep: &Keep,
     at: usize,
 ) {
-    let lists = text::entries(lines, within.start, within.end, at);
-    let Some(dev) = lists.iter().find(|e| e.key == "devDependencies") else {
-        return;
-    };
-    let deps = text::entries(lines, dev.start + 1, dev.end, at + 2);
-    let mut left = deps.len();
-    for dep in &deps {
-        if keep.dropped(dir, &dep.key) {
-            for r in &mut removed[dep.start..dep.end] {
-                *r = true;
-            }
-            left -= 1;
-        }
-    }
-    if left == 0 {
-        for r in &mut removed[dev.start..dev.end] {
-            *r = true;
-        }
-    }
+    let drop = |name: &str| keep.dropped(dir, name);
+    let range = (within.start, within.end);
+    text::drop_from_list(removed, lines, range, at, "devDependencies", &drop);
 }

@@ -83,9 +83,7 @@ pub(super) fn section(lines: &[&str], name: &str) -> Option<(usize, usize, usize
 /// Marks the lines of `entry` removed, with the one blank line just before it: the separator
 /// the writer put there (what precedes the first entry then precedes the next).
 pub(super) fn remove(removed: &mut [bool], lines: &[&str], entry: &Entry) {
-    for r in &mut removed[entry.start..entry.end] {
-        *r = true;
-    }
+    mark(removed, entry.start, entry.end);
     let i = entry.start;
     if i > 0 && is_blank(lines[i - 1]) {
         removed[i - 1] = true;
@@ -184,4 +182,36 @@ pub(super) fn write_entries(
     }
     out.push_str(&lines[last_end..].concat());
     out
+}
+
+/// Marks `removed[from..to]`.
+pub(super) fn mark(removed: &mut [bool], from: usize, to: usize) {
+    removed[from..to].iter_mut().for_each(|r| *r = true);
+}
+
+/// In `lines[from..to]`, the mapping `list:` at `at` spaces: marks removed its entries (at
+/// `at + 2`) that `drop` names, and the mapping's header too when none is left.
+pub(super) fn drop_from_list(
+    removed: &mut [bool],
+    lines: &[&str],
+    (from, to): (usize, usize),
+    at: usize,
+    list: &str,
+    drop: &dyn Fn(&str) -> bool,
+) {
+    let Some(header) = entries(lines, from, to, at)
+        .into_iter()
+        .find(|e| e.key == list)
+    else {
+        return;
+    };
+    let items = entries(lines, header.start + 1, header.end, at + 2);
+    let mut left = items.len();
+    for item in items.iter().filter(|item| drop(&item.key)) {
+        mark(removed, item.start, item.end);
+        left -= 1;
+    }
+    if left == 0 {
+        mark(removed, header.start, header.end);
+    }
 }
