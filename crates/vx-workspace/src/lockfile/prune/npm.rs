@@ -84,18 +84,28 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
     let flags_hold = super::npm_flags::reproduces(entries);
     if let Some(Value::Object(entries)) = lock.get_mut("packages") {
         entries.retain(|path, _| reached.contains(path));
-        if flags_hold {
-            super::npm_flags::rewrite(entries);
-        }
         for (path, entry) in entries.iter_mut() {
             if let Some(Value::Object(dev)) = entry.get_mut("devDependencies") {
                 dev.retain(|name, _| !keep.dropped(path, name));
             }
         }
+        // After `--production`'s removals: they are edges no more.
+        if flags_hold {
+            super::npm_flags::rewrite(entries);
+        }
     }
-    // Lockfile 2 also carries npm 6's nested `dependencies` tree.
-    if let Some(Value::Object(legacy)) = lock.get_mut("dependencies") {
-        legacy_prune(legacy, "", &reached, keep);
+    // Lockfile 2 also carries npm 6's nested `dependencies` tree, flags and all.
+    let pruned_packages = lock.get("packages").and_then(Value::as_object).cloned();
+    if let (Some(Value::Object(legacy)), Some(pruned_packages)) =
+        (lock.get_mut("dependencies"), pruned_packages)
+    {
+        let legacy_keep = Legacy {
+            reached: &reached,
+            keep,
+            packages: &pruned_packages,
+            flags: flags_hold,
+        };
+        legacy_keep.prune(legacy, "");
     }
     Ok(Pruned {
         text: write(&lock, source)?,
@@ -105,30 +115,54 @@ pub(super) fn prune(source: &str, keep: &Keep) -> Result<Pruned, String> {
     })
 }
 
-/// npm 6's tree: an entry named `n` under path `p` stands for `p/node_modules/n`; a member's
-/// link (`"version": "file:packages/a"`) for the member.
-fn legacy_prune(tree: &mut Map<String, Value>, at: &str, reached: &BTreeSet<String>, keep: &Keep) {
-    tree.retain(|name, entry| {
-        let link = entry
-            .get("version")
-            .and_then(Value::as_str)
-            .and_then(|v| v.strip_prefix("file:"));
-        let path = match link {
-            Some(dir) => dir.to_string(),
-            None if at.is_empty() => format!("node_modules/{name}"),
-            None => format!("{at}/node_modules/{name}"),
-        };
-        let kept = match link {
-            Some(dir) => keep.keeps(dir),
-            None => reached.contains(&path),
-        };
-        if kept {
-            if let Some(Value::Object(nested)) = entry.get_mut("dependencies") {
-                legacy_prune(nested, &path, reached, keep);
+/// npm 6's tree, pruned the way `packages` was: an entry named `n` under path `p` stands for
+/// `p/node_modules/n`, a member's link (`"version": "file:packages/a"`) for the member.
+struct Legacy<'a> {
+    reached: &'a BTreeSet<String>,
+    keep: &'a Keep<'a>,
+    /// `packages` as pruned: an entry's flags follow its install path's.
+    packages: &'a Map<String, Value>,
+    /// Whether the flags were computed again (else they stay as written).
+    flags: bool,
+}
+
+impl Legacy<'_> {
+    fn prune(&self, tree: &mut Map<String, Value>, at: &str) {
+        tree.retain(|name, entry| {
+            let link = entry
+                .get("version")
+                .and_then(Value::as_str)
+                .and_then(|v| v.strip_prefix("file:"))
+                .map(str::to_string);
+            let path = match &link {
+                Some(dir) => dir.clone(),
+                None if at.is_empty() => format!("node_modules/{name}"),
+                None => format!("{at}/node_modules/{name}"),
+            };
+            let kept = match &link {
+                Some(dir) => self.keep.keeps(dir),
+                None => self.reached.contains(&path),
+            };
+            let Value::Object(map) = entry else {
+                return kept;
+            };
+            if !kept {
+                return false;
             }
-        }
-        kept
-    });
+            if let (Some(dir), Some(Value::Object(requires))) = (&link, map.get_mut("requires")) {
+                requires.retain(|name, _| !self.keep.dropped(dir, name));
+            }
+            if self.flags && link.is_none() {
+                if let Some(now) = self.packages.get(&path) {
+                    super::npm_flags::place(map, super::npm_flags::written(now));
+                }
+            }
+            if let Some(Value::Object(nested)) = map.get_mut("dependencies") {
+                self.prune(nested, &path);
+            }
+            true
+        });
+    }
 }
 
 /// `lock` as npm writes it: JSON with the source's indentation and line endings, and a final

@@ -153,11 +153,6 @@ fn workspaces(root: Option<&Value>) -> globset::GlobSet {
         .unwrap_or_else(|_| globset::GlobSet::empty())
 }
 
-/// The flags `entry` carries now.
-fn written(entry: &Value) -> [bool; 4] {
-    FLAGS.map(|flag| entry.get(flag).and_then(Value::as_bool) == Some(true))
-}
-
 /// Whether the computation gives every entry of `entries` the flags it carries (extraneous
 /// entries carry none and are not judged).
 pub(super) fn reproduces(entries: &Map<String, Value>) -> bool {
@@ -167,38 +162,51 @@ pub(super) fn reproduces(entries: &Map<String, Value>) -> bool {
     })
 }
 
-/// Rewrites each entry's flags to what npm computes for `entries`, in npm's place for them.
+/// Rewrites each entry's flags to what npm computes for `entries`.
 pub(super) fn rewrite(entries: &mut Map<String, Value>) {
     let flags: HashMap<String, [bool; 4]> = compute(entries)
         .into_iter()
         .map(|(p, f)| (p.to_string(), f))
         .collect();
     for (path, entry) in entries.iter_mut() {
-        let Some(now) = flags.get(path) else { continue };
-        let Value::Object(map) = entry else { continue };
-        if map.contains_key("extraneous") || written(&Value::Object(map.clone())) == *now {
-            continue;
+        if let (Some(now), Value::Object(map)) = (flags.get(path), entry) {
+            place(map, *now);
         }
-        let old = std::mem::take(map);
-        let anchor = old
-            .keys()
-            .filter(|k| !FLAGS.contains(&k.as_str()))
-            .collect::<Vec<_>>()
-            .iter()
-            .rposition(|k| BEFORE.contains(&k.as_str()))
-            .map_or(0, |i| i + 1);
-        let rest = old
-            .into_iter()
-            .filter(|(k, _)| !FLAGS.contains(&k.as_str()));
-        for (i, (key, value)) in rest.enumerate() {
-            if i == anchor {
-                insert_flags(map, *now);
-            }
-            map.insert(key, value);
-        }
-        // The flags go last when nothing follows the anchor.
-        insert_flags(map, *now);
     }
+}
+
+/// The flags an entry carries now.
+pub(super) fn written(entry: &Value) -> [bool; 4] {
+    FLAGS.map(|flag| entry.get(flag).and_then(Value::as_bool) == Some(true))
+}
+
+/// Gives the entry `map` the flags `now`, where npm writes them (after its name, version,
+/// resolved, integrity and link); an extraneous entry, or one that has them, is left as it is.
+pub(super) fn place(map: &mut Map<String, Value>, now: [bool; 4]) {
+    if map.contains_key("extraneous")
+        || FLAGS.map(|f| map.get(f) == Some(&Value::Bool(true))) == now
+    {
+        return;
+    }
+    let old = std::mem::take(map);
+    let anchor = old
+        .keys()
+        .filter(|k| !FLAGS.contains(&k.as_str()))
+        .collect::<Vec<_>>()
+        .iter()
+        .rposition(|k| BEFORE.contains(&k.as_str()))
+        .map_or(0, |i| i + 1);
+    let rest = old
+        .into_iter()
+        .filter(|(k, _)| !FLAGS.contains(&k.as_str()));
+    for (i, (key, value)) in rest.enumerate() {
+        if i == anchor {
+            insert_flags(map, now);
+        }
+        map.insert(key, value);
+    }
+    // The flags go last when nothing follows the anchor.
+    insert_flags(map, now);
 }
 
 fn insert_flags(map: &mut Map<String, Value>, flags: [bool; 4]) {

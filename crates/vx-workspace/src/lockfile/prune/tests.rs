@@ -63,11 +63,16 @@ fn gone(file: &str, pruned: &Pruned, names: &[&str]) {
     }
 }
 
-const FILES: [(&str, &str); 5] = [
+const FILES: [(&str, &str); 6] = [
     ("pnpm-lock.yaml", include_str!("fixtures/pnpm-lock.yaml")),
     (
         "package-lock.json",
         include_str!("fixtures/package-lock.json"),
+    ),
+    // Lockfile 2 (npm 7 and 8): `packages` and npm 6's nested `dependencies` tree both.
+    (
+        "package-lock.json",
+        include_str!("fixtures/package-lock-v2.json"),
     ),
     ("yarn.lock", include_str!("fixtures/yarn1.lock")),
     ("yarn.lock", include_str!("fixtures/berry.lock")),
@@ -224,4 +229,33 @@ fn npm_flags_are_reproduced_from_the_whole_lockfile() {
         .unwrap()
         .remove("dev");
     assert!(!super::npm_flags::reproduces(&changed));
+}
+
+#[test]
+fn npm_lockfile_2_prunes_its_legacy_tree_with_its_packages() {
+    // Checked against npm: `npm install --package-lock-only --lockfile-version 2` in the pruned
+    // output (for other, and for app with --production) writes these files byte for byte.
+    let (file, text) = FILES[2];
+    let pruned = run(file, text, &["packages/other"], &[]);
+    let lock: serde_json::Value = serde_json::from_str(&pruned.text).unwrap();
+    let legacy: Vec<&String> = lock["dependencies"].as_object().unwrap().keys().collect();
+    // other's link (with ext-b@1 nested under it) and the hoisted packages it reaches; app's,
+    // lib's and tools' links, ext-a and the hoisted ext-b@2 are gone.
+    assert_eq!(legacy, ["@ws/other", "ext-c", "ext-d"], "{}", pruned.text);
+}
+
+#[test]
+fn npm_lockfile_2_production_leaves_no_requirement_of_a_dropped_member() {
+    let (file, text) = FILES[2];
+    let pruned = run(
+        file,
+        text,
+        &["packages/app", "packages/lib"],
+        &[("packages/lib", "@ws/tools")],
+    );
+    let lock: serde_json::Value = serde_json::from_str(&pruned.text).unwrap();
+    assert_eq!(
+        lock["dependencies"]["@ws/lib"]["requires"],
+        serde_json::json!({"ext-b": "^2.0.0"})
+    );
 }
