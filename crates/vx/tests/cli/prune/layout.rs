@@ -245,6 +245,14 @@ fn members_from_the_package_manager_are_listed_in_the_pruned_vx_toml() {
         "[workspace]\nmembers = [\"apps/web\", \"libs/ui\"]  # vx prune: the projects kept\nconcurrency = 2\n"
     );
     assert_eq!(f.read("out/package.json"), f.read("package.json"));
+    // A header with a comment is the same header.
+    f.write("vx.toml", "[workspace] # the root\nconcurrency = 2\n");
+    f.commit();
+    assert_eq!(f.vx(&["prune", "web", "--out", "out-commented"]).code, 0);
+    assert_eq!(
+        f.read("out-commented/vx.toml"),
+        "[workspace] # the root\nmembers = [\"apps/web\", \"libs/ui\"]  # vx prune: the projects kept\nconcurrency = 2\n"
+    );
     let run = Command::new(vx_bin())
         .args(["run", "build", "--all"])
         .current_dir(f.path("out"))
